@@ -1,0 +1,38 @@
+# One task file for people and CI alike. `make help` lists the targets.
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed-stamp
+
+.PHONY: help install run test seed lint fmt bench clean
+
+help:           ## list the targets
+	@grep -E '^[a-z]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*##/\t/'
+
+$(STAMP): pyproject.toml
+	python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP) ## create .venv and install hermes with its dev tools
+
+run: install    ## install, then start hermes (interactive chat)
+	$(VENV)/bin/hermes
+
+test: install   ## the whole test suite, against SQLite and a throwaway PostgreSQL
+	bash scripts/with-postgres $(PY) -m pytest $(PYTEST_ARGS)
+
+seed: install   ## the user's acceptance test, verbatim from ../shared/seed/
+	$(PY) -m pytest -q ../shared/seed/test_compression_lock_regression.py
+
+lint: install   ## ruff lint and format check
+	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
+
+fmt: install    ## format the code
+	$(VENV)/bin/ruff check --fix . && $(VENV)/bin/ruff format .
+
+bench: install  ## run every benchmark and print the tables
+	bash scripts/with-postgres $(PY) -m benchmarks $(BENCH_ARGS)
+
+clean:          ## remove the virtual environment
+	rm -rf $(VENV)

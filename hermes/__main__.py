@@ -1,0 +1,5 @@
+import sys
+
+from hermes.cli.main import main
+
+sys.exit(main())

@@ -1,0 +1,1 @@
+"""hermes.agent — see DESIGN.md."""

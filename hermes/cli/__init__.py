@@ -1,0 +1,1 @@
+"""The `hermes` command. Nothing imports this package; it imports the rest."""

@@ -1,0 +1,269 @@
+"""HERMES_HOME, config.yaml and defaults.
+
+Configuration is layered: built-in defaults, then ``$HERMES_HOME/config.yaml``, then
+environment variables. Every key has a type in ``SCHEMA``; a bad file or value raises
+``ConfigError`` with one sentence that names the key and, when it came from the file,
+its line.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hermes.errors import ConfigError
+
+DEFAULT_BASE_URL = "https://openrouter.ai/api/v1"
+
+# Each key: (types accepted, default). ``None`` in the types means the key may be null.
+SCHEMA: dict[str, tuple[tuple[type | None, ...], Any]] = {
+    "model.default": ((str,), "openai/gpt-4o-mini"),
+    "model.base_url": ((str,), DEFAULT_BASE_URL),
+    "model.context_length": ((int, None), None),
+    "model.request_timeout": ((int, float), 120),
+    "model.max_retries": ((int,), 4),
+    "compression.enabled": ((bool,), True),
+    "compression.threshold": ((float, int), 0.5),
+    "compression.summary_model": ((str, None), None),
+    "compression.tail_share": ((float, int), 0.25),
+    "compression.cooldown_seconds": ((int, float), 60),
+    "compression.lease_ttl_seconds": ((int, float), 300),
+    "state.url": ((str, None), None),
+    "state.synchronous": ((str,), "full"),
+    "agent.max_iterations": ((int,), 30),
+    "agent.review_interval": ((int,), 10),
+    "agent.toolsets": ((list, None), None),
+    "memory.memory_char_limit": ((int,), 2200),
+    "memory.user_char_limit": ((int,), 1375),
+    "terminal.timeout": ((int, float), 180),
+    "terminal.output_limit": ((int,), 20000),
+    "terminal.dangerous_allow": ((list,), []),
+    "terminal.dangerous_patterns": ((list,), []),
+    "gateway.platforms": ((dict,), {}),
+    "gateway.max_concurrent_turns": ((int,), 8),
+    "gateway.api_key": ((str, None), None),
+    "gateway.group_per_user": ((bool,), False),
+}
+
+# Environment variables that override a key.
+ENV_OVERRIDES = {
+    "HERMES_MODEL": "model.default",
+    "HERMES_BASE_URL": "model.base_url",
+    "HERMES_STATE_URL": "state.url",
+    "HERMES_GATEWAY_KEY": "gateway.api_key",
+}
+
+API_KEY_ENV = ("HERMES_API_KEY", "OPENROUTER_API_KEY", "OPENAI_API_KEY")
+
+_TYPE_WORDS = {
+    str: "a string",
+    int: "a whole number",
+    float: "a number",
+    bool: "true or false",
+    list: "a list",
+    dict: "a mapping",
+    None: "null",
+}
+
+
+def hermes_home() -> Path:
+    """The folder holding config and state: ``$HERMES_HOME`` or ``~/.hermes``."""
+    return Path(os.environ.get("HERMES_HOME") or Path.home() / ".hermes").expanduser()
+
+
+def ensure_home(home: Path | None = None) -> Path:
+    """Create HERMES_HOME (0700) if missing and return it."""
+    home = home or hermes_home()
+    try:
+        home.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(
+            f"Cannot create HERMES_HOME at {home}: {exc.strerror}. "
+            "Set HERMES_HOME to a writable folder."
+        ) from exc
+    return home
+
+
+def api_key_from_env() -> str | None:
+    for name in API_KEY_ENV:
+        if os.environ.get(name):
+            return os.environ[name]
+    return None
+
+
+@dataclass
+class Config:
+    """The merged configuration; read values with ``get('section.key')``."""
+
+    values: dict[str, Any]
+    path: Path
+    lines: dict[str, int] = field(default_factory=dict)
+
+    def get(self, key: str) -> Any:
+        if key in self.values:
+            return self.values[key]
+        prefix = key + "."
+        section = {k[len(prefix) :]: v for k, v in self.values.items() if k.startswith(prefix)}
+        if section:
+            return section
+        raise KeyError(key)
+
+    def as_tree(self) -> dict[str, Any]:
+        tree: dict[str, Any] = {}
+        for key, value in sorted(self.values.items()):
+            node = tree
+            *parents, leaf = key.split(".")
+            for part in parents:
+                node = node.setdefault(part, {})
+            node[leaf] = value
+        return tree
+
+
+def defaults() -> dict[str, Any]:
+    return {key: copy.deepcopy(default) for key, (_, default) in SCHEMA.items()}
+
+
+def validate_value(key: str, value: Any, line: int | None = None) -> Any:
+    """Return ``value`` coerced to the key's type, or raise ConfigError naming it."""
+    where = f" (line {line})" if line else ""
+    if key not in SCHEMA:
+        close = [k for k in SCHEMA if k.split(".")[-1] == key.split(".")[-1]]
+        hint = f" Did you mean '{close[0]}'?" if close else ""
+        raise ConfigError(f"Unknown config key '{key}'{where}.{hint}")
+    types, _ = SCHEMA[key]
+    if any(_matches(value, t) for t in types):
+        if isinstance(value, int) and float in types and int not in types:
+            return float(value)
+        return value
+    wanted = " or ".join(_TYPE_WORDS[t] for t in types)
+    raise ConfigError(f"Config key '{key}'{where} must be {wanted}, not {value!r}.")
+
+
+def _matches(value: Any, wanted: type | None) -> bool:
+    if wanted is None:
+        return value is None
+    if isinstance(value, bool):
+        return wanted is bool  # a bool is an int to Python, not a number to a person
+    if wanted is float:
+        return isinstance(value, int | float)
+    return isinstance(value, wanted)
+
+
+def parse_cli_value(key: str, text: str) -> Any:
+    """Turn a string typed at the command line into the key's type."""
+    import yaml
+
+    try:
+        value = yaml.safe_load(text) if text != "" else ""
+    except yaml.YAMLError:
+        value = text
+    types, _ = SCHEMA.get(key, ((str,), None))
+    if str in types and not isinstance(value, str) and value is not None:
+        if not any(isinstance(value, t) for t in types if t is not None):
+            value = text
+    return validate_value(key, value)
+
+
+def _flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for key, value in data.items():
+        full = f"{prefix}{key}"
+        if isinstance(value, Mapping) and full not in SCHEMA:
+            flat.update(_flatten(value, full + "."))
+        else:
+            flat[full] = value
+    return flat
+
+
+def _key_lines(text: str) -> dict[str, int]:
+    """Map each dotted key of a YAML mapping to the 1-based line it stands on."""
+    import yaml
+
+    lines: dict[str, int] = {}
+
+    def walk(node: Any, prefix: str) -> None:
+        if not isinstance(node, yaml.MappingNode):
+            return
+        for key_node, value_node in node.value:
+            full = f"{prefix}{key_node.value}"
+            lines[full] = key_node.start_mark.line + 1
+            walk(value_node, full + ".")
+
+    walk(yaml.compose(text), "")
+    return lines
+
+
+def read_file(path: Path) -> tuple[dict[str, Any], dict[str, int]]:
+    """Read a config file into flat keys and their lines; raise ConfigError if bad."""
+    import yaml
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}, {}
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"Cannot read config file {path}: {exc}.") from exc
+    try:
+        data = yaml.safe_load(text)
+        lines = _key_lines(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or "invalid YAML"
+        raise ConfigError(f"Config file {path} is not valid YAML{where}: {problem}.") from exc
+    if data is None:
+        return {}, {}
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"Config file {path} must hold a mapping of sections, not a list or value.")
+    flat = _flatten(data)
+    for key, value in flat.items():
+        flat[key] = validate_value(key, value, lines.get(key))
+    return flat, lines
+
+
+def load_config(path: Path | None = None) -> Config:
+    """Defaults, then the config file, then environment overrides."""
+    path = path or hermes_home() / "config.yaml"
+    values = defaults()
+    from_file, lines = read_file(path)
+    values.update(from_file)
+    for env, key in ENV_OVERRIDES.items():
+        if os.environ.get(env):
+            values[key] = validate_value(key, os.environ[env])
+    config = Config(values=values, path=path, lines=lines)
+    _check_ranges(config)
+    return config
+
+
+def _check_ranges(config: Config) -> None:
+    threshold = config.get("compression.threshold")
+    if not 0 < threshold <= 1:
+        line = config.lines.get("compression.threshold")
+        where = f" (line {line})" if line else ""
+        raise ConfigError(
+            f"Config key 'compression.threshold'{where} must be a share between 0 and 1, "
+            f"not {threshold!r}."
+        )
+    if config.get("state.synchronous") not in ("full", "normal"):
+        raise ConfigError("Config key 'state.synchronous' must be 'full' or 'normal'.")
+
+
+def save_value(key: str, value: Any, path: Path | None = None) -> Path:
+    """Set one key in the config file, keeping the others; returns the file's path."""
+    import yaml
+
+    path = path or ensure_home() / "config.yaml"
+    value = validate_value(key, value)
+    from_file, _ = read_file(path)
+    from_file[key] = value
+    tree = Config(values=from_file, path=path).as_tree()
+    tmp = path.with_suffix(".yaml.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        yaml.safe_dump(tree, handle, sort_keys=True, allow_unicode=True)
+    os.replace(tmp, path)
+    return path

@@ -1,0 +1,1 @@
+"""hermes.gateway — see DESIGN.md."""

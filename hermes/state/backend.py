@@ -1,0 +1,118 @@
+"""The seam between the shared store logic and a database engine.
+
+Everything that differs between SQLite and PostgreSQL lives behind these two small
+protocols; the rules (rotation, leases, tip resolution, reconstruction, export) are
+written once in the modules that use them.
+
+Shared SQL is written with ``?`` placeholders, ``ON CONFLICT`` and ``RETURNING``, a
+subset both engines accept; a backend translates placeholders if it must.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
+
+T = TypeVar("T")
+
+Row = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class MessageRow:
+    """A message about to be inserted (the columns of ``messages`` but ``id``)."""
+
+    session_id: str
+    message_uid: str
+    role: str
+    content: str | None
+    tool_calls: str | None
+    tool_call_id: str | None
+    tool_name: str | None
+    reasoning: str | None
+    created_at: float
+    token_count: int | None
+    compacted: int = 0
+    origin_id: int | None = None
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """A message row a backend's full-text search matched."""
+
+    message_id: int
+    session_id: str
+    conversation_id: str
+    role: str
+    content: str
+    created_at: float
+
+
+class Tx(Protocol):
+    """One open transaction. Rows come back as plain dicts."""
+
+    def one(self, sql: str, params: Sequence[Any] = ()) -> Row | None: ...
+
+    def all(self, sql: str, params: Sequence[Any] = ()) -> list[Row]: ...
+
+    def run(self, sql: str, params: Sequence[Any] = ()) -> int:
+        """Execute a statement and return the number of rows it changed."""
+        ...
+
+    def lock_session(self, session_id: str) -> None:
+        """Hold the session row until commit, where the engine has row locks.
+
+        SQLite's ``BEGIN IMMEDIATE`` already serialises every writer, so there it does
+        nothing; PostgreSQL takes ``SELECT ... FOR UPDATE``.
+        """
+        ...
+
+    def insert_messages(self, rows: Sequence[MessageRow]) -> list[int]:
+        """Insert rows whose ``message_uid`` is known to be new; return their ids in order.
+
+        Rows with ``compacted == 0`` are added to the full-text index in the same
+        transaction.
+        """
+        ...
+
+    def unindex_messages(self, rows: Sequence[Row]) -> None:
+        """Remove message rows (with ``id`` and ``content``) from the full-text index."""
+        ...
+
+    def search(
+        self,
+        terms: Sequence[str],
+        *,
+        limit: int,
+        source: str | None,
+        conversation_id: str | None,
+    ) -> list[SearchHit]:
+        """Original (non-compacted) messages matching every term, newest first."""
+        ...
+
+
+class Backend(Protocol):
+    """A connection to one store."""
+
+    kind: str  # "sqlite" or "postgresql"
+    location: str  # a path, or a URL without its password, for messages
+    read_only: bool
+
+    def transact(self, fn: Callable[[Tx], T], *, write: bool) -> T:
+        """Run ``fn`` in one transaction, retrying the whole of it on a transient conflict.
+
+        Write transactions take the write lock up front (``BEGIN IMMEDIATE``); patience
+        is bounded and jittered, and a write that finally fails raises StoreBusyError.
+        """
+        ...
+
+    def schema_version(self) -> int:
+        """The highest migration applied, 0 for an empty database."""
+        ...
+
+    def migrate(self) -> None:
+        """Apply pending migrations, each in its own transaction; no write if none."""
+        ...
+
+    def close(self) -> None: ...

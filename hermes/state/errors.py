@@ -1,0 +1,75 @@
+"""Errors of the state store, each a sentence a person can act on.
+
+    StateError
+    ├── SessionNotFoundError    no segment with that id
+    ├── SegmentEndedError       appending to a segment ended for a reason other than compression
+    ├── LeaseNotHeldError       publishing a rotation without holding the compression lease
+    ├── NotTipError             rotating a segment that is no longer its conversation's tip
+    ├── StoreBusyError          another writer held the store past our patience
+    ├── StoreUnavailableError   the store cannot be opened or reached (path, permissions, server)
+    ├── CorruptStoreError       the file is not a hermes database or is damaged
+    └── ReadOnlyStoreError      a write on a store opened read-only
+"""
+
+from __future__ import annotations
+
+from hermes.errors import HermesError
+
+
+class StateError(HermesError):
+    """A problem with the state store."""
+
+
+class SessionNotFoundError(StateError):
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f"No session with id '{session_id}' in the state store.")
+        self.session_id = session_id
+
+
+class SegmentEndedError(StateError):
+    def __init__(self, session_id: str, end_reason: str | None) -> None:
+        super().__init__(
+            f"Session '{session_id}' was ended ({end_reason or 'no reason given'}) and takes no "
+            "more messages; start a new session or resume another one."
+        )
+        self.session_id = session_id
+        self.end_reason = end_reason
+
+
+class LeaseNotHeldError(StateError):
+    def __init__(self, session_id: str, holder: str, current: str | None) -> None:
+        who = f"it is held by {current}" if current else "nobody holds it"
+        super().__init__(
+            f"Cannot rotate session '{session_id}': the compression lease is not held by "
+            f"{holder} ({who})."
+        )
+        self.session_id = session_id
+        self.holder = holder
+        self.current_holder = current
+
+
+class NotTipError(StateError):
+    def __init__(self, session_id: str, tip: str | None) -> None:
+        super().__init__(
+            f"Cannot rotate session '{session_id}': it is no longer the live segment of its "
+            f"conversation (the tip is '{tip}')."
+        )
+        self.session_id = session_id
+        self.tip = tip
+
+
+class StoreBusyError(StateError):
+    """Another writer kept the store locked longer than our patience."""
+
+
+class StoreUnavailableError(StateError):
+    """The store cannot be opened or reached."""
+
+
+class CorruptStoreError(StateError):
+    """The database file is damaged or is not a hermes state database."""
+
+
+class ReadOnlyStoreError(StateError):
+    def __init__(self, location: str) -> None:
+        super().__init__(f"The state store {location} was opened read-only; this command cannot write.")

@@ -1,0 +1,91 @@
+"""Export of a whole logical conversation, streamed chunk by chunk.
+
+Messages come from ``SessionDB.iter_conversation_messages`` in pages, so a huge
+conversation exports in constant memory. A compaction summary shows as a
+"compressed here" marker, never as a message of its own.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from hermes.state.store import SessionDB
+
+FORMATS = ("jsonl", "markdown")
+_ALIASES = {"md": "markdown", "json": "jsonl", "jsonl": "jsonl", "markdown": "markdown"}
+
+
+def normalise_format(fmt: str) -> str:
+    try:
+        return _ALIASES[fmt.lower()]
+    except KeyError:
+        raise ValueError(f"Unknown export format '{fmt}'; use jsonl or md.") from None
+
+
+def render(db: SessionDB, session_id: str, fmt: str) -> Iterator[str]:
+    fmt = normalise_format(fmt)
+    chain = db.get_segments(session_id)  # raises SessionNotFoundError before streaming
+    return _markdown(db, chain) if fmt == "markdown" else _jsonl(db, chain)
+
+
+def _items(db: SessionDB, chain: list[dict]) -> Iterator[tuple[str, dict[str, Any]]]:
+    segment_of = {s["id"]: s for s in chain}
+    current = None
+    for message in db.iter_conversation_messages(chain[0]["id"], include_summaries=True):
+        segment = segment_of.get(message["session_id"])
+        if segment is not None and segment["id"] != current:
+            if current is not None:
+                yield "marker", segment
+            current = segment["id"]
+        if message["compacted"]:
+            yield "summary", message
+        else:
+            yield "message", message
+
+
+def _jsonl(db: SessionDB, chain: list[dict]) -> Iterator[str]:
+    root = chain[0]
+    yield _line({"type": "conversation", "id": root["id"], "title": root["title"],
+                 "source": root["source"], "segments": [s["id"] for s in chain]})
+    for kind, item in _items(db, chain):
+        if kind == "marker":
+            yield _line({"type": "compaction", "segment": item["id"],
+                         "segment_index": item["segment_index"]})
+        elif kind == "summary":
+            yield _line({"type": "summary", "session_id": item["session_id"],
+                         "content": item["content"]})
+        else:
+            yield _line({"type": "message", **{k: item[k] for k in (
+                "session_id", "message_uid", "role", "content", "tool_calls", "tool_call_id",
+                "tool_name", "reasoning", "created_at", "undone")}})
+
+
+def _line(obj: dict[str, Any]) -> str:
+    return json.dumps(obj, ensure_ascii=False) + "\n"
+
+
+def _markdown(db: SessionDB, chain: list[dict]) -> Iterator[str]:
+    root = chain[0]
+    yield f"# {root['title'] or root['id']}\n\n"
+    yield f"_Conversation {root['id']} · {root['source']} · {len(chain)} segment(s)_\n\n"
+    for kind, item in _items(db, chain):
+        if kind == "marker":
+            yield f"---\n\n_— compressed here: segment {item['segment_index']} ({item['id']}) —_\n\n"
+        elif kind == "summary":
+            continue  # the marker stands for it; the summary is not part of the history
+        else:
+            stamp = time.strftime("%Y-%m-%d %H:%M", time.localtime(item["created_at"]))
+            undone = " (undone)" if item["undone"] else ""
+            name = f" `{item['tool_name']}`" if item.get("tool_name") else ""
+            yield f"### {item['role']}{name} · {stamp}{undone}\n\n"
+            if item["content"]:
+                yield f"{item['content']}\n\n"
+            for call in item.get("tool_calls") or []:
+                fn = call.get("function", {}) if isinstance(call, dict) else {}
+                yield f"- tool call `{fn.get('name')}`: `{fn.get('arguments')}`\n"
+            if item.get("tool_calls"):
+                yield "\n"

@@ -1,0 +1,150 @@
+"""Rotation: end the tip and open its compression child, in one transaction.
+
+Invariant 2, step by step: the caller must hold the lease; the parent must still be
+the tip; the parent is ended, the child inserted (inheriting source, user, session
+key, model; title "<title> #N"), the compacted messages written into it, every parent
+message written after the compressor's snapshot (id above ``watermark``) carried over,
+and gateway routes moved to the child. All or nothing: the caller runs this inside
+``Backend.transact``, and the unique indexes reject a second child even if the rules
+above were bypassed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from hermes.state import lease, segments
+from hermes.state.backend import MessageRow, Tx
+from hermes.state.errors import LeaseNotHeldError, NotTipError
+
+
+def publish(
+    tx: Tx,
+    parent_id: str,
+    *,
+    holder: str,
+    messages: Sequence[Mapping[str, Any]],
+    watermark: int | None,
+    child_id: str | None,
+    now: float,
+) -> str:
+    tx.lock_session(parent_id)
+    if not lease.held_by(tx, parent_id, holder, now):
+        raise LeaseNotHeldError(parent_id, holder, lease.holder_of(tx, parent_id, now))
+    parent = segments.require(tx, parent_id)
+    if parent["ended_at"] is not None:
+        tip = segments.tip_of_conversation(tx, parent["conversation_id"])
+        raise NotTipError(parent_id, tip["id"])
+
+    child_id = child_id or segments.new_session_id(now)
+    index = parent["segment_index"] + 1
+    # End the parent first: the conversation may have only one live segment.
+    tx.run(
+        "UPDATE sessions SET ended_at = ?, end_reason = ? WHERE id = ?",
+        (now, segments.COMPRESSION, parent_id),
+    )
+    segments.insert(
+        tx,
+        {
+            "id": child_id,
+            "conversation_id": parent["conversation_id"],
+            "parent_session_id": parent_id,
+            "lineage": segments.COMPRESSION,
+            "segment_index": index,
+            "source": parent["source"],
+            "user_id": parent["user_id"],
+            "session_key": parent["session_key"],
+            "title": segments.numbered_title(parent["title"], index),
+            "model": parent["model"],
+            "started_at": now,
+            "last_active_at": now,
+        },
+    )
+    rows = _compacted_rows(tx, parent["conversation_id"], child_id, messages, now)
+    rows += _carried_over(tx, parent_id, child_id, watermark, rows)
+    segments.add_messages(tx, child_id, rows, now)
+    tx.run(
+        "UPDATE gateway_routes SET session_id = ?, updated_at = ? WHERE session_id = ?",
+        (child_id, now, parent_id),
+    )
+    return child_id
+
+
+def _compacted_rows(
+    tx: Tx,
+    conversation_id: str,
+    child_id: str,
+    messages: Sequence[Mapping[str, Any]],
+    now: float,
+) -> list[MessageRow]:
+    """The child's context as rows marked compacted.
+
+    A message that is a copy of one already stored (its ``message_uid`` exists) links
+    to it by ``origin_id`` and gets a derived uid; a new one (the summary) keeps the
+    uid the caller gave it, so a later re-flush of the same dict stores nothing twice.
+    """
+    uids = [m["message_uid"] for m in messages if m.get("message_uid")]
+    origins = _origin_ids(tx, conversation_id, uids)
+    rows = []
+    for position, message in enumerate(messages):
+        uid = message.get("message_uid")
+        origin = origins.get(uid) if uid else None
+        own_uid = f"{uid}@{child_id}" if origin else (uid or f"{child_id}:{position}")
+        rows.append(
+            segments.message_row(
+                child_id, message, now, message_uid=own_uid, compacted=1, origin_id=origin
+            )
+        )
+    return rows
+
+
+def _origin_ids(tx: Tx, conversation_id: str, uids: list[str]) -> dict[str, int]:
+    found: dict[str, int] = {}
+    for start in range(0, len(uids), 500):
+        chunk = uids[start : start + 500]
+        marks = ", ".join("?" for _ in chunk)
+        for row in tx.all(
+            "SELECT m.message_uid, COALESCE(m.origin_id, m.id) AS origin FROM messages m"
+            f" WHERE m.message_uid IN ({marks})",
+            chunk,
+        ):
+            found[row["message_uid"]] = row["origin"]
+    return found
+
+
+def _carried_over(
+    tx: Tx, parent_id: str, child_id: str, watermark: int | None, already: list[MessageRow]
+) -> list[MessageRow]:
+    """Copies of parent messages written after the compressor's snapshot."""
+    if watermark is None:
+        return []
+    present = {row.origin_id for row in already if row.origin_id is not None}
+    late = tx.all(
+        "SELECT id, message_uid, role, content, tool_calls, tool_call_id, tool_name, reasoning,"
+        " created_at, token_count, compacted, origin_id FROM messages"
+        " WHERE session_id = ? AND id > ? AND undone = 0 ORDER BY id",
+        (parent_id, watermark),
+    )
+    rows = []
+    for message in late:
+        origin = message["origin_id"] or message["id"]
+        if origin in present:
+            continue
+        rows.append(
+            MessageRow(
+                session_id=child_id,
+                message_uid=f"{message['message_uid']}@{child_id}",
+                role=message["role"],
+                content=message["content"],
+                tool_calls=message["tool_calls"],
+                tool_call_id=message["tool_call_id"],
+                tool_name=message["tool_name"],
+                reasoning=message["reasoning"],
+                created_at=message["created_at"],
+                token_count=message["token_count"],
+                compacted=1,
+                origin_id=origin,
+            )
+        )
+    return rows

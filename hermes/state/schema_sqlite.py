@@ -1,0 +1,82 @@
+"""The SQLite schema, as numbered migrations.
+
+Invariants the schema itself enforces:
+- a parent has at most one compression child (``sessions_one_compression_child``);
+- a conversation has at most one live tip (``sessions_one_live_tip``);
+- a message identity is stored once (``messages.message_uid UNIQUE``).
+Rows are never deleted by compression; only deleting a whole conversation removes rows.
+"""
+
+from __future__ import annotations
+
+from hermes.state.migrations import Migration
+
+MIGRATIONS = (
+    Migration(
+        1,
+        "initial",
+        (
+            """CREATE TABLE sessions (
+                id TEXT PRIMARY KEY,
+                conversation_id TEXT NOT NULL,
+                parent_session_id TEXT REFERENCES sessions(id),
+                lineage TEXT NOT NULL DEFAULT 'root'
+                    CHECK (lineage IN ('root', 'compression', 'branch')),
+                segment_index INTEGER NOT NULL DEFAULT 1,
+                source TEXT NOT NULL,
+                user_id TEXT,
+                session_key TEXT,
+                title TEXT,
+                model TEXT,
+                system_prompt TEXT,
+                started_at REAL NOT NULL,
+                last_active_at REAL NOT NULL,
+                ended_at REAL,
+                end_reason TEXT,
+                message_count INTEGER NOT NULL DEFAULT 0,
+                input_tokens INTEGER NOT NULL DEFAULT 0,
+                output_tokens INTEGER NOT NULL DEFAULT 0
+            )""",
+            """CREATE UNIQUE INDEX sessions_one_compression_child
+                ON sessions (parent_session_id) WHERE lineage = 'compression'""",
+            """CREATE UNIQUE INDEX sessions_one_live_tip
+                ON sessions (conversation_id) WHERE ended_at IS NULL""",
+            "CREATE UNIQUE INDEX sessions_chain ON sessions (conversation_id, segment_index)",
+            "CREATE INDEX sessions_last_active ON sessions (last_active_at)",
+            "CREATE INDEX sessions_parent ON sessions (parent_session_id)",
+            """CREATE TABLE messages (
+                id INTEGER PRIMARY KEY,
+                session_id TEXT NOT NULL REFERENCES sessions(id),
+                message_uid TEXT NOT NULL UNIQUE,
+                role TEXT NOT NULL,
+                content TEXT,
+                tool_calls TEXT,
+                tool_call_id TEXT,
+                tool_name TEXT,
+                reasoning TEXT,
+                created_at REAL NOT NULL,
+                token_count INTEGER,
+                compacted INTEGER NOT NULL DEFAULT 0,
+                origin_id INTEGER,
+                undone INTEGER NOT NULL DEFAULT 0
+            )""",
+            "CREATE INDEX messages_session ON messages (session_id, id)",
+            # Contentless: the text lives once, in messages; the index holds only tokens.
+            """CREATE VIRTUAL TABLE messages_fts USING fts5 (
+                content, content='', tokenize='unicode61 remove_diacritics 2'
+            )""",
+            """CREATE TABLE compression_locks (
+                session_id TEXT PRIMARY KEY,
+                holder TEXT NOT NULL,
+                acquired_at REAL NOT NULL,
+                expires_at REAL NOT NULL
+            )""",
+            """CREATE TABLE gateway_routes (
+                session_key TEXT PRIMARY KEY,
+                session_id TEXT NOT NULL,
+                platform TEXT,
+                updated_at REAL NOT NULL
+            )""",
+        ),
+    ),
+)

@@ -1,0 +1,66 @@
+"""Search text rules shared by every backend: query terms, CJK handling and snippets.
+
+Full-text engines split words on spaces, which Chinese and Japanese text does not
+have. The index therefore stores CJK characters one token each (``spaced_cjk``), and a
+CJK word in a query becomes a phrase of adjacent characters, so a word is found
+anywhere inside a sentence. A user's query is only ever used as a list of plain terms,
+so FTS syntax characters in it never reach the engine as syntax.
+"""
+
+from __future__ import annotations
+
+import re
+
+# Han, Hiragana, Katakana, Hangul, CJK punctuation-free ranges and compatibility forms.
+_CJK = (
+    "\u3040-\u30ff"  # Hiragana, Katakana
+    "\u3400-\u4dbf"  # CJK Extension A
+    "\u4e00-\u9fff"  # CJK Unified Ideographs
+    "\uac00-\ud7af"  # Hangul syllables
+    "\uf900-\ufaff"  # CJK Compatibility Ideographs
+    "\uff66-\uff9f"  # half-width Katakana
+)
+_CJK_CHAR = re.compile(f"([{_CJK}])")
+# A term is a run of letters and digits, as the engines' tokenizers see it.
+_TERM = re.compile(r"[^\W_]+", re.UNICODE)
+
+MAX_TERMS = 16
+
+
+def spaced_cjk(text: str) -> str:
+    """The text as it is indexed: every CJK character stands alone."""
+    return _CJK_CHAR.sub(r" \1 ", text)
+
+
+def has_cjk(text: str) -> bool:
+    return _CJK_CHAR.search(text) is not None
+
+
+def query_terms(query: str) -> list[str]:
+    """The plain search terms in a user's query (at most MAX_TERMS, duplicates removed)."""
+    terms: list[str] = []
+    for term in _TERM.findall(query or ""):
+        if term.lower() not in (t.lower() for t in terms):
+            terms.append(term)
+    return terms[:MAX_TERMS]
+
+
+def fts5_match(terms: list[str]) -> str:
+    """An FTS5 MATCH expression requiring every term, each as a quoted phrase."""
+    phrases = []
+    for term in terms:
+        tokens = spaced_cjk(term).split()
+        phrases.append('"' + " ".join(tokens).replace('"', '""') + '"')
+    return " AND ".join(phrases)
+
+
+def snippet(content: str, terms: list[str], width: int = 160) -> str:
+    """A window of ``content`` around the first term found, with ellipses where cut."""
+    text = " ".join((content or "").split())
+    lowered = text.lower()
+    hits = [lowered.find(t.lower()) for t in terms]
+    hits = [h for h in hits if h >= 0]
+    start = max(0, min(hits) - width // 3) if hits else 0
+    end = min(len(text), start + width)
+    piece = text[start:end]
+    return ("…" if start > 0 else "") + piece + ("…" if end < len(text) else "")

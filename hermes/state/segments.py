@@ -1,0 +1,154 @@
+"""Segments and their chain: ids, creation, tip resolution and where a write lands.
+
+A conversation's segments form one chain ordered by ``segment_index``; its tip is the
+last one. Because every segment stores its ``conversation_id``, any old id reaches its
+tip in two indexed lookups, whatever the chain's length (invariant 4). Branches are
+new conversations, so resolution never crosses one.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+import time
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from hermes.state.backend import MessageRow, Row, Tx
+from hermes.state.errors import SegmentEndedError, SessionNotFoundError
+
+SESSION_COLUMNS = (
+    "id, conversation_id, parent_session_id, lineage, segment_index, source, user_id,"
+    " session_key, title, model, system_prompt, started_at, last_active_at, ended_at,"
+    " end_reason, message_count, input_tokens, output_tokens"
+)
+COMPRESSION = "compression"
+_TITLE_NUMBER = re.compile(r"\s+#\d+$")
+
+
+def new_session_id(now: float | None = None) -> str:
+    stamp = time.strftime("%Y%m%d_%H%M%S", time.localtime(now or time.time()))
+    return f"{stamp}_{secrets.token_hex(3)}"
+
+
+def new_message_uid() -> str:
+    return uuid.uuid4().hex
+
+
+def numbered_title(title: str | None, segment_index: int) -> str | None:
+    """'<title> #N' for the N-th segment of a conversation titled <title>."""
+    if not title:
+        return None
+    return f"{_TITLE_NUMBER.sub('', title)} #{segment_index}"
+
+
+def get(tx: Tx, session_id: str) -> Row | None:
+    return tx.one(f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,))
+
+
+def require(tx: Tx, session_id: str) -> Row:
+    row = get(tx, session_id)
+    if row is None:
+        raise SessionNotFoundError(session_id)
+    return row
+
+
+def tip_of_conversation(tx: Tx, conversation_id: str) -> Row:
+    row = tx.one(
+        f"SELECT {SESSION_COLUMNS} FROM sessions WHERE conversation_id = ?"
+        " ORDER BY segment_index DESC LIMIT 1",
+        (conversation_id,),
+    )
+    assert row is not None, "a conversation always has its root segment"
+    return row
+
+
+def tip(tx: Tx, session_id: str) -> Row:
+    """The tip of the conversation holding ``session_id``."""
+    row = require(tx, session_id)
+    if row["ended_at"] is None:
+        return row
+    return tip_of_conversation(tx, row["conversation_id"])
+
+
+def lineage(tx: Tx, session_id: str) -> list[Row]:
+    row = require(tx, session_id)
+    return tx.all(
+        f"SELECT {SESSION_COLUMNS} FROM sessions WHERE conversation_id = ?"
+        " ORDER BY segment_index",
+        (row["conversation_id"],),
+    )
+
+
+def writable(tx: Tx, session_id: str) -> Row:
+    """The segment a write addressed to ``session_id`` lands in, locked for this transaction.
+
+    A segment ended by compression forwards to its conversation's tip (invariant 3); a
+    segment ended for any other reason refuses. Re-checked after locking, because on
+    PostgreSQL another host may rotate between the read and the lock.
+    """
+    tx.lock_session(session_id)
+    row = require(tx, session_id)
+    for _ in range(100):
+        if row["ended_at"] is None:
+            return row
+        if row["end_reason"] != COMPRESSION:
+            raise SegmentEndedError(row["id"], row["end_reason"])
+        candidate = tip_of_conversation(tx, row["conversation_id"])
+        if candidate["id"] == row["id"]:
+            raise SegmentEndedError(row["id"], row["end_reason"])
+        tx.lock_session(candidate["id"])
+        row = require(tx, candidate["id"])
+    raise SegmentEndedError(session_id, "rotating too fast to follow")
+
+
+def insert(tx: Tx, values: Mapping[str, Any]) -> None:
+    columns = ", ".join(values)
+    marks = ", ".join("?" for _ in values)
+    tx.run(f"INSERT INTO sessions ({columns}) VALUES ({marks})", tuple(values.values()))
+
+
+def message_row(session_id: str, message: Mapping[str, Any], now: float, **extra: Any) -> MessageRow:
+    """Turn an OpenAI-style message dict into a row for ``session_id``."""
+    tool_calls = message.get("tool_calls")
+    if tool_calls is not None and not isinstance(tool_calls, str):
+        tool_calls = json.dumps(tool_calls, ensure_ascii=False)
+    content = message.get("content")
+    if content is not None and not isinstance(content, str):
+        content = json.dumps(content, ensure_ascii=False)  # multi-part content
+    return MessageRow(
+        session_id=session_id,
+        message_uid=extra.pop("message_uid", None) or message.get("message_uid") or new_message_uid(),
+        role=message.get("role") or "user",
+        content=content,
+        tool_calls=tool_calls,
+        tool_call_id=message.get("tool_call_id"),
+        tool_name=message.get("tool_name") or message.get("name"),
+        reasoning=message.get("reasoning"),
+        created_at=message.get("created_at") or now,
+        token_count=message.get("token_count"),
+        **extra,
+    )
+
+
+def existing_uids(tx: Tx, uids: list[str]) -> set[str]:
+    found: set[str] = set()
+    for start in range(0, len(uids), 500):
+        chunk = uids[start : start + 500]
+        marks = ", ".join("?" for _ in chunk)
+        found.update(
+            r["message_uid"]
+            for r in tx.all(f"SELECT message_uid FROM messages WHERE message_uid IN ({marks})", chunk)
+        )
+    return found
+
+
+def add_messages(tx: Tx, session_id: str, rows: list[MessageRow], now: float) -> list[int]:
+    ids = tx.insert_messages(rows)
+    tx.run(
+        "UPDATE sessions SET message_count = message_count + ?, last_active_at = ? WHERE id = ?",
+        (len(rows), now, session_id),
+    )
+    return ids

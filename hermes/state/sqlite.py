@@ -1,0 +1,362 @@
+"""The SQLite backend: one writer connection per database file per process.
+
+Every SessionDB on the same file in a process shares one connection and one lock (a
+process-wide registry), so threads never contend for SQLite's file lock among
+themselves. Across processes, writers take the lock up front with ``BEGIN IMMEDIATE``
+and wait for it with bounded, jittered, time-based patience. Durability defaults to
+WAL with ``synchronous=FULL``: an acknowledged message is on disk.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from hermes.state import migrations
+from hermes.state.backend import MessageRow, Row, SearchHit
+from hermes.state.errors import (
+    CorruptStoreError,
+    StateError,
+    StoreBusyError,
+    StoreUnavailableError,
+)
+from hermes.state.schema_sqlite import MIGRATIONS
+from hermes.state.search import fts5_match, spaced_cjk
+
+T = TypeVar("T")
+
+DEFAULT_PATIENCE = 60.0  # seconds a writer waits for another process's lock
+_BUSY_WORDS = ("database is locked", "database is busy", "database table is locked")
+
+
+def _dict_row(cursor: sqlite3.Cursor, row: tuple) -> Row:
+    return {col[0]: value for col, value in zip(cursor.description, row, strict=True)}
+
+
+def _is_busy(exc: sqlite3.OperationalError) -> bool:
+    return any(word in str(exc) for word in _BUSY_WORDS)
+
+
+@dataclass
+class _Shared:
+    """The one connection (and its lock) a process keeps for a database file."""
+
+    conn: sqlite3.Connection
+    pid: int
+    lock: threading.RLock = field(default_factory=threading.RLock)
+    users: int = 0
+
+
+_registry: dict[str, _Shared] = {}
+_registry_lock = threading.Lock()
+
+
+class SQLiteTx:
+    """A transaction on the shared connection; see ``hermes.state.backend.Tx``."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def one(self, sql: str, params: Sequence[Any] = ()) -> Row | None:
+        return self.conn.execute(sql, params).fetchone()
+
+    def all(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        return self.conn.execute(sql, params).fetchall()
+
+    def run(self, sql: str, params: Sequence[Any] = ()) -> int:
+        return self.conn.execute(sql, params).rowcount
+
+    def lock_session(self, session_id: str) -> None:
+        """BEGIN IMMEDIATE already holds the database's single write lock."""
+
+    def insert_messages(self, rows: Sequence[MessageRow]) -> list[int]:
+        if not rows:
+            return []
+        # Under BEGIN IMMEDIATE this connection is the only writer, so ids can be
+        # assigned here and the batch written with executemany.
+        first = (self.conn.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM messages").fetchone())
+        start = next(iter(first.values()))
+        ids = list(range(start, start + len(rows)))
+        self.conn.executemany(
+            "INSERT INTO messages (id, session_id, message_uid, role, content, tool_calls,"
+            " tool_call_id, tool_name, reasoning, created_at, token_count, compacted, origin_id)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                (
+                    i,
+                    r.session_id,
+                    r.message_uid,
+                    r.role,
+                    r.content,
+                    r.tool_calls,
+                    r.tool_call_id,
+                    r.tool_name,
+                    r.reasoning,
+                    r.created_at,
+                    r.token_count,
+                    r.compacted,
+                    r.origin_id,
+                )
+                for i, r in zip(ids, rows, strict=True)
+            ],
+        )
+        self.conn.executemany(
+            "INSERT INTO messages_fts (rowid, content) VALUES (?, ?)",
+            [(i, spaced_cjk(r.content)) for i, r in zip(ids, rows, strict=True) if _indexed(r)],
+        )
+        return ids
+
+    def unindex_messages(self, rows: Sequence[Row]) -> None:
+        self.conn.executemany(
+            "INSERT INTO messages_fts (messages_fts, rowid, content) VALUES ('delete', ?, ?)",
+            [(r["id"], spaced_cjk(r["content"])) for r in rows if r["content"] and not r["compacted"]],
+        )
+
+    def search(
+        self,
+        terms: Sequence[str],
+        *,
+        limit: int,
+        source: str | None,
+        conversation_id: str | None,
+    ) -> list[SearchHit]:
+        sql = (
+            "SELECT m.id, m.session_id, s.conversation_id, m.role, m.content, m.created_at"
+            " FROM messages_fts f JOIN messages m ON m.id = f.rowid"
+            " JOIN sessions s ON s.id = m.session_id"
+            " WHERE messages_fts MATCH ?"
+        )
+        params: list[Any] = [fts5_match(list(terms))]
+        if source:
+            sql += " AND s.source = ?"
+            params.append(source)
+        if conversation_id:
+            sql += " AND s.conversation_id = ?"
+            params.append(conversation_id)
+        sql += " ORDER BY f.rowid DESC LIMIT ?"
+        params.append(limit)
+        return [
+            SearchHit(
+                message_id=r["id"],
+                session_id=r["session_id"],
+                conversation_id=r["conversation_id"],
+                role=r["role"],
+                content=r["content"],
+                created_at=r["created_at"],
+            )
+            for r in self.all(sql, params)
+        ]
+
+
+def _indexed(row: MessageRow) -> bool:
+    return not row.compacted and bool(row.content)
+
+
+class SQLiteBackend:
+    """A SQLite database file, opened for writing (shared) or read-only (private)."""
+
+    kind = "sqlite"
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        read_only: bool = False,
+        synchronous: str = "full",
+        patience: float = DEFAULT_PATIENCE,
+    ) -> None:
+        self.path = Path(path).expanduser()
+        self.location = str(self.path)
+        self.read_only = read_only
+        self.patience = patience
+        self._closed = False
+        if read_only:
+            self._shared = _Shared(conn=self._open_read_only(), pid=os.getpid())
+        else:
+            self._shared = _acquire_shared(self.path, synchronous)
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        return self._shared.conn
+
+    # -- opening --------------------------------------------------------------------
+
+    def _open_read_only(self) -> sqlite3.Connection:
+        if not self.path.exists():
+            raise StoreUnavailableError(
+                f"No state database at {self.path}; run hermes once to create it, or check "
+                "the path."
+            )
+        try:
+            conn = sqlite3.connect(
+                f"{self.path.resolve().as_uri()}?mode=ro",
+                uri=True,
+                check_same_thread=False,
+                isolation_level=None,
+                timeout=1.0,
+            )
+        except sqlite3.Error as exc:
+            raise StoreUnavailableError(f"Cannot open {self.path} read-only: {exc}.") from exc
+        conn.row_factory = _dict_row
+        _check_readable(conn, self.path)
+        return conn
+
+    # -- transactions ---------------------------------------------------------------
+
+    def transact(self, fn: Callable[[SQLiteTx], T], *, write: bool) -> T:
+        if self._closed:
+            raise StateError(f"The state store {self.location} is closed.")
+        shared = self._shared
+        if shared.pid != os.getpid():
+            raise StateError("A SessionDB cannot be used across fork(); open a new one in the child.")
+        with shared.lock:
+            conn = shared.conn
+            self._begin(conn, write)
+            try:
+                result = fn(SQLiteTx(conn))
+                self._commit(conn)
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            return result
+
+    def _begin(self, conn: sqlite3.Connection, write: bool) -> None:
+        statement = "BEGIN IMMEDIATE" if write else "BEGIN"
+        self._with_patience(lambda: conn.execute(statement), "take the write lock")
+
+    def _commit(self, conn: sqlite3.Connection) -> None:
+        self._with_patience(lambda: conn.execute("COMMIT"), "commit")
+
+    def _with_patience(self, step: Callable[[], object], what: str) -> None:
+        deadline = time.monotonic() + self.patience
+        delay = 0.005
+        while True:
+            try:
+                step()
+                return
+            except sqlite3.OperationalError as exc:
+                if not _is_busy(exc):
+                    raise _translate(exc, self.path) from exc
+                if time.monotonic() >= deadline:
+                    raise StoreBusyError(
+                        f"Could not {what} on {self.path}: another process kept the database "
+                        f"locked for over {self.patience:.0f} s. Check for a stuck hermes "
+                        "process (`hermes doctor`) and try again."
+                    ) from exc
+                time.sleep(random.uniform(0, delay))  # full jitter
+                delay = min(delay * 2, 0.25)
+
+    # -- schema ---------------------------------------------------------------------
+
+    def schema_version(self) -> int:
+        def read(tx: SQLiteTx) -> int:
+            if not tx.one("SELECT 1 AS x FROM sqlite_master WHERE name = 'schema_version'"):
+                return 0
+            row = tx.one("SELECT MAX(version) AS v FROM schema_version")
+            return int(row["v"] or 0) if row else 0
+
+        return self.transact(read, write=False)
+
+    def migrate(self) -> None:
+        current = self.schema_version()
+        if current >= MIGRATIONS[-1].version:
+            return
+        if self.read_only:
+            raise StateError(
+                f"The state store {self.path} needs an upgrade (schema {current}); open it once "
+                "without read-only (run any hermes command that writes) first."
+            )
+        migrations.apply(self, MIGRATIONS)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self.read_only:
+            self._shared.conn.close()
+        else:
+            _release_shared(self.path)
+
+
+def _check_readable(conn: sqlite3.Connection, path: Path) -> None:
+    try:
+        conn.execute("SELECT name FROM sqlite_master LIMIT 1").fetchall()
+    except sqlite3.DatabaseError as exc:
+        conn.close()
+        raise CorruptStoreError(
+            f"{path} is not a hermes state database or is damaged ({exc}); nothing was "
+            "changed. Restore it from a backup or move it aside to start a new one."
+        ) from exc
+
+
+def _translate(exc: sqlite3.Error, path: Path) -> StateError:
+    text = str(exc)
+    if "readonly" in text or "read-only" in text:
+        return StoreUnavailableError(f"Cannot write to {path}: {text}. Check its permissions.")
+    if "malformed" in text or "not a database" in text:
+        return CorruptStoreError(f"{path} is damaged ({text}). Run `hermes doctor`.")
+    if "disk" in text and "full" in text:
+        return StoreUnavailableError(f"Cannot write to {path}: the disk is full.")
+    return StateError(f"The state store {path} failed: {text}.")
+
+
+def _acquire_shared(path: Path, synchronous: str) -> _Shared:
+    key = os.path.realpath(path)
+    with _registry_lock:
+        shared = _registry.get(key)
+        if shared is None or shared.pid != os.getpid():
+            shared = _Shared(conn=_open_writer(path, synchronous), pid=os.getpid())
+            _registry[key] = shared
+        shared.users += 1
+        return shared
+
+
+def _release_shared(path: Path) -> None:
+    key = os.path.realpath(path)
+    with _registry_lock:
+        shared = _registry.get(key)
+        if shared is None:
+            return
+        shared.users -= 1
+        if shared.users <= 0:
+            with shared.lock:
+                shared.conn.close()
+            del _registry[key]
+
+
+def _open_writer(path: Path, synchronous: str) -> sqlite3.Connection:
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if not path.exists():
+            # Created 0600 before SQLite touches it; its -wal and -shm files take the
+            # same mode from it.
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        raise StoreUnavailableError(
+            f"Cannot create the state database at {path}: {exc.strerror}. Check the path and "
+            "its permissions, or set HERMES_HOME."
+        ) from exc
+    try:
+        conn = sqlite3.connect(
+            path, check_same_thread=False, isolation_level=None, timeout=0.1
+        )
+    except sqlite3.Error as exc:
+        raise StoreUnavailableError(f"Cannot open the state database {path}: {exc}.") from exc
+    conn.row_factory = _dict_row
+    _check_readable(conn, path)
+    mode = conn.execute("PRAGMA journal_mode").fetchone()["journal_mode"]
+    if mode != "wal":  # switching is a write: only when the file is not in WAL yet
+        conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute(f"PRAGMA synchronous={'NORMAL' if synchronous == 'normal' else 'FULL'}")
+    conn.execute("PRAGMA foreign_keys=ON")
+    return conn

@@ -1,0 +1,585 @@
+"""SessionDB: the one public face of the state store.
+
+It picks a backend from the location (a path is SQLite, a ``postgresql://`` URL is
+PostgreSQL) and implements every operation once, on top of the backend seam, as one
+transaction each.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from hermes.state import export, lease, rotation, segments
+from hermes.state.backend import Backend, Row, Tx
+from hermes.state.errors import ReadOnlyStoreError, SessionNotFoundError
+from hermes.state.search import query_terms, snippet
+
+T = TypeVar("T")
+
+MESSAGE_COLUMNS = (
+    "id, session_id, message_uid, role, content, tool_calls, tool_call_id, tool_name,"
+    " reasoning, created_at, token_count, compacted, origin_id, undone"
+)
+
+
+@dataclass(frozen=True)
+class Appended:
+    """Where a write landed: the segment (maybe the tip, not the one addressed)."""
+
+    session_id: str
+    message_ids: tuple[int | None, ...]
+    stored: int  # rows written; duplicates of an existing message_uid are not
+
+    @property
+    def message_id(self) -> int | None:
+        return self.message_ids[0] if self.message_ids else None
+
+
+def _open_backend(
+    db_path: str | Path | None, url: str | None, read_only: bool, synchronous: str | None
+) -> Backend:
+    url = url or (str(db_path) if str(db_path or "").startswith("postgres") else None)
+    if url is None and db_path is None:
+        from hermes.config import load_config
+
+        url = load_config().get("state.url") or os.environ.get("HERMES_STATE_URL")
+    if url:
+        from hermes.state.postgres import PostgresBackend
+
+        return PostgresBackend(url, read_only=read_only)
+    from hermes.state.sqlite import SQLiteBackend
+
+    if db_path is None:
+        from hermes.config import ensure_home, hermes_home
+
+        db_path = (hermes_home() if read_only else ensure_home()) / "state.db"
+    if synchronous is None:
+        synchronous = os.environ.get("HERMES_STATE_SYNCHRONOUS", "full").lower()
+    return SQLiteBackend(Path(db_path), read_only=read_only, synchronous=synchronous)
+
+
+class SessionDB:
+    """Durable conversations: segments, messages, leases, rotation, search, export."""
+
+    def __init__(
+        self,
+        db_path: str | Path | None = None,
+        *,
+        read_only: bool = False,
+        url: str | None = None,
+        synchronous: str | None = None,
+    ) -> None:
+        self.backend = _open_backend(db_path, url, read_only, synchronous)
+        self.read_only = read_only
+        try:
+            self.backend.migrate()
+        except BaseException:
+            self.backend.close()
+            raise
+
+    # -- plumbing -------------------------------------------------------------------
+
+    @property
+    def _conn(self) -> Any:
+        """The raw connection (SQLite: a ``sqlite3.Connection`` usable from any thread)."""
+        return self.backend.conn  # type: ignore[attr-defined]
+
+    @property
+    def location(self) -> str:
+        return self.backend.location
+
+    def _write(self, fn: Callable[[Tx], T]) -> T:
+        if self.read_only:
+            raise ReadOnlyStoreError(self.location)
+        return self.backend.transact(fn, write=True)
+
+    def _read(self, fn: Callable[[Tx], T]) -> T:
+        return self.backend.transact(fn, write=False)
+
+    def close(self) -> None:
+        self.backend.close()
+
+    def __enter__(self) -> SessionDB:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- segments -------------------------------------------------------------------
+
+    def create_session(
+        self,
+        session_id: str | None = None,
+        *,
+        source: str,
+        user_id: str | None = None,
+        session_key: str | None = None,
+        title: str | None = None,
+        model: str | None = None,
+        system_prompt: str | None = None,
+    ) -> str:
+        """Start a new conversation whose root segment is ``session_id``."""
+        now = time.time()
+        sid = session_id or segments.new_session_id(now)
+        values = {
+            "id": sid,
+            "conversation_id": sid,
+            "lineage": "root",
+            "segment_index": 1,
+            "source": source,
+            "user_id": user_id,
+            "session_key": session_key,
+            "title": title,
+            "model": model,
+            "system_prompt": system_prompt,
+            "started_at": now,
+            "last_active_at": now,
+        }
+        self._write(lambda tx: segments.insert(tx, values))
+        return sid
+
+    def branch_session(self, from_session_id: str, *, source: str | None = None) -> str:
+        """A new conversation that starts with a copy of another's logical history."""
+        history = self.get_conversation_messages(from_session_id)
+        origin = self.get_session(from_session_id)
+        assert origin is not None
+        now = time.time()
+        sid = segments.new_session_id(now)
+
+        def run(tx: Tx) -> None:
+            segments.insert(
+                tx,
+                {
+                    "id": sid,
+                    "conversation_id": sid,
+                    "parent_session_id": origin["id"],
+                    "lineage": "branch",
+                    "segment_index": 1,
+                    "source": source or origin["source"],
+                    "user_id": origin["user_id"],
+                    "title": origin["title"],
+                    "model": origin["model"],
+                    "started_at": now,
+                    "last_active_at": now,
+                },
+            )
+            rows = [segments.message_row(sid, _as_message(m), now, message_uid=None) for m in history]
+            segments.add_messages(tx, sid, rows, now)
+
+        self._write(run)
+        return sid
+
+    def get_session(self, session_id: str) -> dict | None:
+        return self._read(lambda tx: segments.get(tx, session_id))
+
+    def end_session(self, session_id: str, end_reason: str) -> None:
+        now = time.time()
+
+        def run(tx: Tx) -> None:
+            segments.require(tx, session_id)
+            tx.run(
+                "UPDATE sessions SET ended_at = ?, end_reason = ? WHERE id = ? AND ended_at IS NULL",
+                (now, end_reason, session_id),
+            )
+
+        self._write(run)
+
+    def set_title(self, session_id: str, title: str | None) -> None:
+        def run(tx: Tx) -> None:
+            segments.require(tx, session_id)
+            tx.run("UPDATE sessions SET title = ? WHERE id = ?", (title, session_id))
+
+        self._write(run)
+
+    def set_model(self, session_id: str, model: str | None) -> None:
+        self._write(lambda tx: tx.run("UPDATE sessions SET model = ? WHERE id = ?", (model, session_id)))
+
+    def set_system_prompt(self, session_id: str, system_prompt: str) -> None:
+        self._write(
+            lambda tx: tx.run(
+                "UPDATE sessions SET system_prompt = ? WHERE id = ?", (system_prompt, session_id)
+            )
+        )
+
+    def add_token_usage(self, session_id: str, input_tokens: int, output_tokens: int) -> None:
+        self._write(
+            lambda tx: tx.run(
+                "UPDATE sessions SET input_tokens = input_tokens + ?,"
+                " output_tokens = output_tokens + ? WHERE id = ?",
+                (int(input_tokens or 0), int(output_tokens or 0), session_id),
+            )
+        )
+
+    def resolve_tip(self, session_id: str) -> str:
+        """The live segment of the conversation holding ``session_id``."""
+        return self._read(lambda tx: segments.tip(tx, session_id)["id"])
+
+    def get_lineage(self, session_id: str) -> list[str]:
+        """Segment ids from the root to the tip."""
+        return [row["id"] for row in self.get_segments(session_id)]
+
+    def get_segments(self, session_id: str) -> list[dict]:
+        return self._read(lambda tx: segments.lineage(tx, session_id))
+
+    # -- messages -------------------------------------------------------------------
+
+    def append_message(
+        self,
+        session_id: str,
+        role: str,
+        content: Any = None,
+        *,
+        tool_calls: Any = None,
+        tool_call_id: str | None = None,
+        tool_name: str | None = None,
+        reasoning: str | None = None,
+        message_uid: str | None = None,
+        token_count: int | None = None,
+    ) -> Appended:
+        message = {
+            "role": role,
+            "content": content,
+            "tool_calls": tool_calls,
+            "tool_call_id": tool_call_id,
+            "tool_name": tool_name,
+            "reasoning": reasoning,
+            "message_uid": message_uid,
+            "token_count": token_count,
+        }
+        return self.append_messages(session_id, [message])
+
+    def append_messages(self, session_id: str, messages: Sequence[Mapping[str, Any]]) -> Appended:
+        """Write a batch in one transaction, each ``message_uid`` at most once.
+
+        Returns where it landed: a segment ended by compression forwards to the tip.
+        """
+        now = time.time()
+
+        def run(tx: Tx) -> Appended:
+            target = segments.writable(tx, session_id)["id"]
+            rows = [segments.message_row(target, m, now) for m in messages]
+            known = segments.existing_uids(tx, [r.message_uid for r in rows])
+            fresh, seen, ids = [], set(), []
+            for row in rows:
+                if row.message_uid in known or row.message_uid in seen:
+                    ids.append(None)
+                    continue
+                seen.add(row.message_uid)
+                fresh.append(row)
+                ids.append(len(fresh) - 1)
+            new_ids = segments.add_messages(tx, target, fresh, now) if fresh else []
+            return Appended(
+                session_id=target,
+                message_ids=tuple(None if i is None else new_ids[i] for i in ids),
+                stored=len(fresh),
+            )
+
+        return self._write(run)
+
+    def get_messages(self, session_id: str, *, include_undone: bool = False) -> list[dict]:
+        """The segment's rows in order (its compacted context first, after a rotation)."""
+        sql = f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ?"
+        if not include_undone:
+            sql += " AND undone = 0"
+
+        def run(tx: Tx) -> list[dict]:
+            segments.require(tx, session_id)
+            return [_decode(r) for r in tx.all(sql + " ORDER BY id", (session_id,))]
+
+        return self._read(run)
+
+    def get_conversation_messages(self, session_id: str) -> list[dict]:
+        """Every original message of the conversation, once each, oldest first."""
+        return list(self.iter_conversation_messages(session_id))
+
+    def iter_conversation_messages(
+        self, session_id: str, *, include_summaries: bool = False, page: int = 1000
+    ) -> Iterator[dict]:
+        """Stream the logical conversation in pages (constant memory for huge ones)."""
+        chain = self.get_segments(session_id)
+        for segment in chain:
+            after = 0
+            while True:
+                rows = self._read(
+                    lambda tx, sid=segment["id"], after=after: tx.all(
+                        f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND id > ?"
+                        " ORDER BY id LIMIT ?",
+                        (sid, after, page),
+                    )
+                )
+                for row in rows:
+                    if not row["compacted"]:
+                        yield _decode(row)
+                    elif include_summaries and row["origin_id"] is None:
+                        yield _decode(row)
+                if len(rows) < page:
+                    break
+                after = rows[-1]["id"]
+
+    def last_message_id(self, session_id: str) -> int:
+        """The compression watermark: the id of the segment's newest row (0 if none)."""
+        row = self._read(
+            lambda tx: tx.one(
+                "SELECT COALESCE(MAX(id), 0) AS last FROM messages WHERE session_id = ?",
+                (session_id,),
+            )
+        )
+        return int(row["last"]) if row else 0
+
+    def mark_undone(self, session_id: str, message_ids: Sequence[int]) -> int:
+        """Mark messages undone: never reloaded on resume, still in the history."""
+        if not message_ids:
+            return 0
+        marks = ", ".join("?" for _ in message_ids)
+        return self._write(
+            lambda tx: tx.run(
+                f"UPDATE messages SET undone = 1 WHERE session_id = ? AND id IN ({marks})",
+                (session_id, *message_ids),
+            )
+        )
+
+    # -- conversations --------------------------------------------------------------
+
+    def list_conversations(self, *, limit: int = 50, source: str | None = None) -> list[dict]:
+        """One entry per conversation, newest activity first."""
+        sql = (
+            "SELECT t.conversation_id, t.id AS tip_id, r.title, t.title AS tip_title, t.source,"
+            " t.model, r.started_at, t.last_active_at, t.ended_at, t.end_reason,"
+            " t.segment_index AS segments,"
+            " (SELECT COUNT(*) FROM messages m JOIN sessions s ON s.id = m.session_id"
+            "   WHERE s.conversation_id = t.conversation_id AND m.compacted = 0) AS message_count"
+            " FROM sessions t JOIN sessions r ON r.id = t.conversation_id"
+            " WHERE t.segment_index = (SELECT MAX(segment_index) FROM sessions x"
+            "   WHERE x.conversation_id = t.conversation_id)"
+        )
+        params: list[Any] = []
+        if source:
+            sql += " AND t.source = ?"
+            params.append(source)
+        sql += " ORDER BY t.last_active_at DESC LIMIT ?"
+        params.append(limit)
+        return self._read(lambda tx: tx.all(sql, params))
+
+    def find_conversation_by_title(self, title: str) -> str | None:
+        """The tip of the newest conversation titled ``title`` (root title)."""
+        row = self._read(
+            lambda tx: tx.one(
+                "SELECT id FROM sessions WHERE title = ? AND lineage != 'compression'"
+                " ORDER BY started_at DESC LIMIT 1",
+                (title,),
+            )
+        )
+        return self.resolve_tip(row["id"]) if row else None
+
+    def delete_conversation(self, session_id: str) -> int:
+        """Delete a whole conversation (every segment); returns the messages removed."""
+
+        def run(tx: Tx) -> int:
+            conversation = segments.require(tx, session_id)["conversation_id"]
+            ids = [r["id"] for r in tx.all(
+                "SELECT id FROM sessions WHERE conversation_id = ?", (conversation,)
+            )]
+            removed = 0
+            for sid in ids:
+                rows = tx.all(
+                    "SELECT id, content, compacted FROM messages WHERE session_id = ?", (sid,)
+                )
+                tx.unindex_messages(rows)
+                removed += tx.run("DELETE FROM messages WHERE session_id = ?", (sid,))
+                tx.run("DELETE FROM compression_locks WHERE session_id = ?", (sid,))
+                tx.run("DELETE FROM gateway_routes WHERE session_id = ?", (sid,))
+            tx.run("UPDATE sessions SET parent_session_id = NULL WHERE parent_session_id IN"
+                   f" ({', '.join('?' for _ in ids)}) AND conversation_id != ?", (*ids, conversation))
+            for sid in reversed(ids):
+                tx.run("DELETE FROM sessions WHERE id = ?", (sid,))
+            return removed
+
+        return self._write(run)
+
+    def prune_conversations(self, older_than_days: float) -> int:
+        """Delete conversations with no activity for ``older_than_days``; returns how many."""
+        cutoff = time.time() - older_than_days * 86400
+        stale = [
+            c["conversation_id"]
+            for c in self._read(
+                lambda tx: tx.all(
+                    "SELECT conversation_id FROM sessions GROUP BY conversation_id"
+                    " HAVING MAX(last_active_at) < ?",
+                    (cutoff,),
+                )
+            )
+        ]
+        for conversation_id in stale:
+            self.delete_conversation(conversation_id)
+        return len(stale)
+
+    # -- search and export ----------------------------------------------------------
+
+    def search_messages(
+        self,
+        query: str,
+        *,
+        limit: int = 20,
+        source: str | None = None,
+        conversation_id: str | None = None,
+    ) -> list[dict]:
+        """Full-text search over every original message of every segment."""
+        terms = query_terms(query)
+        if not terms:
+            return []
+        hits = self._read(
+            lambda tx: tx.search(
+                terms, limit=max(1, int(limit)), source=source, conversation_id=conversation_id
+            )
+        )
+        return [
+            {
+                "message_id": h.message_id,
+                "session_id": h.session_id,
+                "conversation_id": h.conversation_id,
+                "role": h.role,
+                "snippet": snippet(h.content, terms),
+                "created_at": h.created_at,
+            }
+            for h in hits
+        ]
+
+    def export_conversation(self, session_id: str, fmt: str = "jsonl") -> Iterator[str]:
+        """Stream the whole logical conversation as ``jsonl`` or ``markdown`` text chunks."""
+        return export.render(self, session_id, fmt)
+
+    # -- the compression lease ------------------------------------------------------
+
+    def try_acquire_compression_lock(
+        self, session_id: str, holder: str, ttl_seconds: float = lease.DEFAULT_TTL
+    ) -> bool:
+        now = time.time()
+        return self._write(lambda tx: lease.acquire(tx, session_id, holder, ttl_seconds, now))
+
+    def refresh_compression_lock(
+        self, session_id: str, holder: str, ttl_seconds: float = lease.DEFAULT_TTL
+    ) -> bool:
+        now = time.time()
+        return self._write(lambda tx: lease.refresh(tx, session_id, holder, ttl_seconds, now))
+
+    def release_compression_lock(self, session_id: str, holder: str) -> bool:
+        return self._write(lambda tx: lease.release(tx, session_id, holder))
+
+    def get_compression_lock_holder(self, session_id: str) -> str | None:
+        """The live holder, or None when the lease is free, expired or reclaimable."""
+        now = time.time()
+        return self._read(lambda tx: lease.holder_of(tx, session_id, now))
+
+    def publish_compression_child(
+        self,
+        parent_session_id: str,
+        *,
+        holder: str,
+        messages: Sequence[Mapping[str, Any]],
+        watermark: int | None = None,
+        child_session_id: str | None = None,
+    ) -> str:
+        """Rotate: end the parent and open its child with ``messages`` (invariant 2)."""
+        now = time.time()
+        return self._write(
+            lambda tx: rotation.publish(
+                tx,
+                parent_session_id,
+                holder=holder,
+                messages=messages,
+                watermark=watermark,
+                child_id=child_session_id,
+                now=now,
+            )
+        )
+
+    # -- gateway routes -------------------------------------------------------------
+
+    def get_route(self, session_key: str) -> str | None:
+        """The tip the key routes to, moving the row forward if the conversation rotated."""
+
+        def run(tx: Tx) -> str | None:
+            row = tx.one("SELECT session_id FROM gateway_routes WHERE session_key = ?", (session_key,))
+            if row is None:
+                return None
+            try:
+                tip = segments.tip(tx, row["session_id"])["id"]
+            except SessionNotFoundError:
+                tx.run("DELETE FROM gateway_routes WHERE session_key = ?", (session_key,))
+                return None
+            if tip != row["session_id"]:
+                tx.run(
+                    "UPDATE gateway_routes SET session_id = ?, updated_at = ? WHERE session_key = ?",
+                    (tip, time.time(), session_key),
+                )
+            return tip
+
+        return self._write(run)
+
+    def set_route(self, session_key: str, session_id: str, *, platform: str | None = None) -> None:
+        now = time.time()
+        self._write(
+            lambda tx: tx.run(
+                "INSERT INTO gateway_routes (session_key, session_id, platform, updated_at)"
+                " VALUES (?, ?, ?, ?) ON CONFLICT (session_key) DO UPDATE SET"
+                " session_id = excluded.session_id, updated_at = excluded.updated_at",
+                (session_key, session_id, platform, now),
+            )
+        )
+
+    def delete_route(self, session_key: str) -> None:
+        self._write(
+            lambda tx: tx.run("DELETE FROM gateway_routes WHERE session_key = ?", (session_key,))
+        )
+
+    # -- health ---------------------------------------------------------------------
+
+    def invariant_violations(self) -> list[str]:
+        """Sentences describing any broken store invariant (empty when healthy)."""
+        return self._read(_violations)
+
+
+def _violations(tx: Tx) -> list[str]:
+    problems = []
+    for row in tx.all(
+        "SELECT conversation_id, COUNT(*) AS n FROM sessions WHERE ended_at IS NULL"
+        " GROUP BY conversation_id HAVING COUNT(*) > 1"
+    ):
+        problems.append(f"conversation {row['conversation_id']} has {row['n']} live tips")
+    for row in tx.all(
+        "SELECT parent_session_id, COUNT(*) AS n FROM sessions WHERE lineage = 'compression'"
+        " GROUP BY parent_session_id HAVING COUNT(*) > 1"
+    ):
+        problems.append(f"session {row['parent_session_id']} has {row['n']} compression children")
+    for row in tx.all(
+        "SELECT s.id, COUNT(*) AS n FROM sessions s JOIN messages m ON m.session_id = s.id"
+        " WHERE s.end_reason = 'compression' AND m.created_at > s.ended_at AND m.compacted = 0"
+        " GROUP BY s.id"
+    ):
+        problems.append(
+            f"session {row['id']} was ended by compression but has {row['n']} later messages"
+        )
+    return problems
+
+
+def _decode(row: Row) -> dict:
+    message = dict(row)
+    if message.get("tool_calls"):
+        try:
+            message["tool_calls"] = json.loads(message["tool_calls"])
+        except (TypeError, ValueError):
+            pass
+    message["compacted"] = bool(message.get("compacted"))
+    message["undone"] = bool(message.get("undone"))
+    return message
+
+
+def _as_message(row: Mapping[str, Any]) -> dict:
+    keys = ("role", "content", "tool_calls", "tool_call_id", "tool_name", "reasoning", "token_count")
+    return {k: row.get(k) for k in keys}

@@ -1,0 +1,1 @@
+"""hermes.tools — see DESIGN.md."""

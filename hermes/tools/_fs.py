@@ -1,0 +1,61 @@
+"""Small file-system helpers shared by the tools: private folders and atomic writes.
+
+Every state file the tools keep (process records, memory files, event spools) is
+written through ``atomic_write_text`` so a reader never sees half a file, even when
+the writer dies mid-way.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import uuid
+from pathlib import Path
+from typing import Any
+
+
+def private_dir(path: Path) -> Path:
+    """Create ``path`` (0700) with its parents if missing and return it."""
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return path
+
+
+def atomic_write_text(path: Path, text: str, mode: int | None = 0o600) -> None:
+    """Write ``text`` to ``path`` through a temporary file and ``os.replace``.
+
+    ``mode=None`` keeps an existing file's mode (or the umask default for a new
+    file): that is what a user's own files want, while state files want 0600.
+    """
+    if mode is None:
+        try:
+            mode = path.stat().st_mode & 0o7777
+        except FileNotFoundError:
+            mode = 0o666  # the umask trims it, as for any new file
+    # The name is unique per process and thread so concurrent writers never share it.
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.{uuid.uuid4().hex[:8]}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if mode & 0o077 == 0:
+            os.chmod(tmp, mode)  # os.open's mode went through the umask; private stays private
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def write_json(path: Path, data: dict[str, Any]) -> None:
+    atomic_write_text(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
+
+
+def read_json(path: Path) -> dict[str, Any] | None:
+    """The JSON object in ``path``, or None if it is missing or unreadable."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (FileNotFoundError, json.JSONDecodeError, UnicodeDecodeError):
+        return None
+    return data if isinstance(data, dict) else None
