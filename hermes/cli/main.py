@@ -6,6 +6,7 @@ edge, and nowhere else. Set HERMES_DEBUG=1 to see the traceback instead.
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 
@@ -15,8 +16,41 @@ from hermes import __version__
 from hermes.errors import HermesError
 
 
+# Subcommands live in their own modules and are imported only when used, so
+# `hermes --help` starts fast. name -> (module, attribute, one-line help)
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "chat": ("hermes.cli.chat", "chat", "Chat with the agent (the default command)."),
+    "sessions": ("hermes.cli.sessions", "sessions", "List, show, search, export conversations."),
+    "config": ("hermes.cli.config_cmd", "config", "Show and change configuration."),
+    "setup": ("hermes.cli.config_cmd", "setup", "Set the endpoint, model and API key."),
+    "doctor": ("hermes.cli.doctor", "doctor", "Check config, store and endpoint."),
+    "gateway": ("hermes.cli.gateway_cmd", "gateway", "Run the messaging gateway."),
+    "migrate": ("hermes.cli.migrate", "migrate", "Copy a store between SQLite and PostgreSQL."),
+}
+
+
 class HermesGroup(click.Group):
-    """A click group that turns HermesError into a one-line message."""
+    """A lazy click group that turns HermesError into a one-line message."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(super().list_commands(ctx)) | set(COMMANDS))
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name in COMMANDS:
+            module_name, attribute, _ = COMMANDS[name]
+            try:
+                module = importlib.import_module(module_name)
+            except ModuleNotFoundError as exc:
+                if exc.name != module_name:
+                    raise
+                return None  # not built yet
+            return getattr(module, attribute)
+        return super().get_command(ctx, name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, COMMANDS[name][2]) for name in sorted(COMMANDS)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
     def invoke(self, ctx: click.Context):  # noqa: D401 - click's hook
         try:
@@ -36,7 +70,11 @@ def cli(ctx: click.Context) -> None:
     Run `hermes COMMAND --help` for the options of each command.
     """
     if ctx.invoked_subcommand is None:
-        click.echo(ctx.get_help())
+        chat = cli.get_command(ctx, "chat")
+        if chat is None:
+            click.echo(ctx.get_help())
+        else:
+            ctx.invoke(chat)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -79,4 +79,18 @@ MIGRATIONS = (
             )""",
         ),
     ),
+    Migration(
+        2,
+        "gateway_queue",
+        (
+            # Input that arrived while a conversation was busy, kept across restarts.
+            """CREATE TABLE gateway_queue (
+                id INTEGER PRIMARY KEY,
+                session_key TEXT NOT NULL,
+                payload TEXT NOT NULL,
+                enqueued_at REAL NOT NULL
+            )""",
+            "CREATE INDEX gateway_queue_key ON gateway_queue (session_key, id)",
+        ),
+    ),
 )

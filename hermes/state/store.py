@@ -538,6 +538,31 @@ class SessionDB:
             lambda tx: tx.run("DELETE FROM gateway_routes WHERE session_key = ?", (session_key,))
         )
 
+    def enqueue_gateway_input(self, session_key: str, payload: Mapping[str, Any]) -> int:
+        """Keep input for a busy conversation so it survives a restart; returns its id."""
+        text = json.dumps(dict(payload), ensure_ascii=False)
+        now = time.time()
+        row = self._write(
+            lambda tx: tx.one(
+                "INSERT INTO gateway_queue (session_key, payload, enqueued_at) VALUES (?, ?, ?)"
+                " RETURNING id",
+                (session_key, text, now),
+            )
+        )
+        return int(row["id"])
+
+    def pending_gateway_inputs(self, session_key: str | None = None) -> list[dict]:
+        """Queued input in arrival order: ``id``, ``session_key``, ``payload`` (a dict)."""
+        sql = "SELECT id, session_key, payload, enqueued_at FROM gateway_queue"
+        params: tuple = ()
+        if session_key is not None:
+            sql, params = sql + " WHERE session_key = ?", (session_key,)
+        rows = self._read(lambda tx: tx.all(sql + " ORDER BY id", params))
+        return [{**r, "payload": json.loads(r["payload"])} for r in rows]
+
+    def delete_gateway_input(self, input_id: int) -> None:
+        self._write(lambda tx: tx.run("DELETE FROM gateway_queue WHERE id = ?", (input_id,)))
+
     # -- health ---------------------------------------------------------------------
 
     def invariant_violations(self) -> list[str]:

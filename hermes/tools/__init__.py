@@ -1,1 +1,45 @@
-"""hermes.tools — see DESIGN.md."""
+"""hermes.tools: the tool registry and the built-in tools.
+
+    registry.py        Tool, ToolContext, ToolRegistry (dispatch never raises), ToolError
+    toolsets.py        the built-in tools, toolsets, what each surface offers
+    terminal.py        the terminal tool (foreground and background commands)
+    processes.py       the process tool (list, poll, log, wait, kill)
+    background.py      background-process lifecycle: start, watch, judge, kill
+    process_store.py   background-process records under $HERMES_HOME/processes
+    events.py          completion events, exactly once: subscribe, drain_events
+    approval.py        dangerous-command detection and the approval policy
+    files.py           read_file, write_file, patch
+    file_search.py     search_files
+    memory.py          the memory tool and read_memory_snapshot
+    session_search.py  the session_search tool
+
+This package depends only on ``hermes.config``, ``hermes.errors`` and (through the
+context it is handed) ``hermes.state``; never on agent, gateway or cli.
+"""
+
+from __future__ import annotations
+
+from hermes.tools.events import CompletionEvent, drain_events, subscribe, unsubscribe
+from hermes.tools.memory import read_memory_snapshot
+from hermes.tools.registry import (
+    Tool,
+    ToolContext,
+    ToolError,
+    ToolRegistry,
+    default_registry,
+    resolve_toolset,
+)
+
+__all__ = [
+    "CompletionEvent",
+    "Tool",
+    "ToolContext",
+    "ToolError",
+    "ToolRegistry",
+    "default_registry",
+    "drain_events",
+    "read_memory_snapshot",
+    "resolve_toolset",
+    "subscribe",
+    "unsubscribe",
+]

@@ -33,7 +33,9 @@ def atomic_write_text(path: Path, text: str, mode: int | None = 0o600) -> None:
         except FileNotFoundError:
             mode = 0o666  # the umask trims it, as for any new file
     # The name is unique per process and thread so concurrent writers never share it.
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.{uuid.uuid4().hex[:8]}.tmp")
+    tmp = path.with_name(
+        f".{path.name}.{os.getpid()}.{threading.get_ident()}.{uuid.uuid4().hex[:8]}.tmp"
+    )
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:

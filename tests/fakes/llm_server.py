@@ -156,9 +156,17 @@ def malformed_tool_call(
     return tool_call(name, raw_arguments, **overrides)
 
 
-def _error(status: int, message: str, type_: str, code: str | None, **overrides: Any) -> Reply:
-    body = {"message": message, "type": type_, "param": None, "code": code}
-    return Reply(status=status, error=body, **overrides)
+def _error(
+    status: int,
+    message: str,
+    type_: str,
+    code: str | None,
+    *,
+    param: str | None = None,
+    headers: dict[str, str] | None = None,
+) -> Reply:
+    body = {"message": message, "type": type_, "param": param, "code": code}
+    return Reply(status=status, error=body, headers=headers or {})
 
 
 def rate_limited(retry_after: float | None = 1.0) -> Reply:
@@ -185,9 +193,7 @@ def server_error(status: int = 500) -> Reply:
 
 def auth_error() -> Reply:
     """HTTP 401, invalid API key."""
-    return _error(
-        401, "Incorrect API key provided.", "invalid_request_error", "invalid_api_key"
-    )
+    return _error(401, "Incorrect API key provided.", "invalid_request_error", "invalid_api_key")
 
 
 def model_not_found() -> Reply:
@@ -206,11 +212,9 @@ def context_length_exceeded(max_tokens: int = 128_000) -> Reply:
         f"This model's maximum context length is {max_tokens} tokens. However, your "
         "messages resulted in {prompt_tokens} tokens. Please reduce the length of the messages."
     )
-    return replace(
-        _error(400, message, "invalid_request_error", "context_length_exceeded"),
-        error={"message": message, "type": "invalid_request_error", "param": "messages",
-               "code": "context_length_exceeded"},
-    )  # fmt: skip
+    return _error(
+        400, message, "invalid_request_error", "context_length_exceeded", param="messages"
+    )
 
 
 def hang(seconds: float = 30.0, then: Reply | None = None) -> Reply:
@@ -283,6 +287,12 @@ class _HTTPServer(ThreadingHTTPServer):
     # Benchmarks open many connections at once; the stdlib default backlog is 5.
     request_queue_size = 128
     owner: FakeLLMServer
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # Clients vanish on purpose here (timeouts, interrupts, dropped streams);
+        # only a real bug in the fake deserves a traceback.
+        if not isinstance(sys.exc_info()[1], OSError):
+            super().handle_error(request, client_address)
 
 
 class FakeLLMServer:
@@ -450,6 +460,9 @@ def _as_reply(reply: Reply | str) -> Reply:
 class _Handler(BaseHTTPRequestHandler):
     # HTTP/1.1 so the client keeps connections alive as it would with a real API.
     protocol_version = "HTTP/1.1"
+    # Headers and body go out in separate writes; Nagle would hold the body back
+    # for a delayed ACK (~40 ms) and skew latency benchmarks.
+    disable_nagle_algorithm = True
     server: _HTTPServer
 
     def setup(self) -> None:
@@ -490,7 +503,9 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
         if path not in ("/v1/chat/completions", "/chat/completions"):
-            self._send_json(404, _error_body(f"Unknown path {path}.", "invalid_request_error", None))
+            self._send_json(
+                404, _error_body(f"Unknown path {path}.", "invalid_request_error", None)
+            )
             return
         try:
             body = json.loads(raw or b"{}")
@@ -564,13 +579,12 @@ class _Handler(BaseHTTPRequestHandler):
         events = _stream_events(self.owner._next_id(), reply, body, prompt_tokens, include_usage)
         try:
             for sent, event in enumerate(events):
-                if reply.drop and sent >= reply.drop_after_chunks:
+                stalls = sent == reply.stall_after_chunks
+                if (reply.drop and sent >= reply.drop_after_chunks) or (
+                    stalls and not self._sleep(reply.stall_seconds)
+                ):
                     self._drop()
                     return
-                if reply.stall_after_chunks is not None and sent == reply.stall_after_chunks:
-                    if not self._sleep(reply.stall_seconds):
-                        self._drop()
-                        return
                 self._write_chunk(f"data: {event}\n\n".encode())
             self._write_chunk(b"data: [DONE]\n\n")
             self.wfile.write(b"0\r\n\r\n")
@@ -626,7 +640,12 @@ def _completion(
         "created": int(time.time()),
         "model": body.get("model") or DEFAULT_MODEL,
         "choices": [
-            {"index": 0, "message": message, "finish_reason": _finish_reason(reply), "logprobs": None}
+            {
+                "index": 0,
+                "message": message,
+                "finish_reason": _finish_reason(reply),
+                "logprobs": None,
+            }
         ],
         "usage": _usage(reply, prompt_tokens),
     }

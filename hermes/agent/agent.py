@@ -1,0 +1,348 @@
+"""AIAgent: one agent bound (or not) to a conversation in the state store.
+
+Constructing an agent makes no network call and writes nothing; the model client,
+the tool registry and the system prompt are made when first needed. The turn loop
+lives in ``turn.py`` and the compression path in ``compression.py``; this class holds
+the state they share and the rules for following a conversation to its tip.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from hermes.agent import compression, transcript
+from hermes.agent.context_compressor import ContextCompressor
+from hermes.agent.llm_client import ModelClient
+from hermes.agent.tokens import context_window, estimate_tokens
+from hermes.config import Config, api_key_from_env, hermes_home, load_config
+from hermes.state.lease import make_holder
+
+log = logging.getLogger(__name__)
+
+EventCallback = Callable[[str, dict[str, Any]], None]
+
+
+class AIAgent:
+    """An LLM agent whose transcript lives in a SessionDB segment chain."""
+
+    def __init__(
+        self,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        model: str | None = None,
+        *,
+        provider: str | None = None,
+        quiet_mode: bool = False,
+        session_db: Any = None,
+        session_id: str | None = None,
+        source: str = "cli",
+        skip_context_files: bool = False,
+        skip_memory: bool = False,
+        max_iterations: int | None = None,
+        persist_session: bool = True,
+        config: Config | None = None,
+        tools: list[str] | None = None,
+        stream_callback: Callable[[str], None] | None = None,
+        event_callback: EventCallback | None = None,
+        cwd: str | Path | None = None,
+        interactive: bool = False,
+        approve: Callable[[str, str], bool] | None = None,
+        user_id: str | None = None,
+        session_key: str | None = None,
+        title: str | None = None,
+        is_fork: bool = False,
+    ) -> None:
+        self.config = config or load_config()
+        self.model = model or self.config.get("model.default")
+        self.base_url = base_url or self.config.get("model.base_url")
+        self.provider = provider
+        self.api_key = api_key or api_key_from_env() or _key_from_dotenv()
+        self.quiet_mode = quiet_mode
+        self.session_db = session_db
+        self.session_id = session_id
+        self.source = source
+        self.skip_context_files = skip_context_files
+        self.skip_memory = skip_memory
+        self.max_iterations = max_iterations or self.config.get("agent.max_iterations")
+        self.persist_session = persist_session
+        self.is_fork = is_fork
+        self.tool_names_override = tools
+        self.stream_callback = stream_callback
+        self.event_callback = event_callback
+        self.cwd = Path(cwd) if cwd else Path.cwd()
+        self.interactive = interactive
+        self.approve = approve
+        self.user_id = user_id
+        self.session_key = session_key
+        self.title = title
+        self.hermes_home = hermes_home()
+
+        self.agent_id = uuid.uuid4().hex
+        self.lease_holder = make_holder(self.agent_id)
+        self.lease_ttl = float(self.config.get("compression.lease_ttl_seconds"))
+        self.compression_enabled = bool(self.config.get("compression.enabled"))
+        self.client = ModelClient(
+            self.api_key,
+            self.base_url,
+            self.model,
+            timeout=float(self.config.get("model.request_timeout")),
+            max_retries=int(self.config.get("model.max_retries")),
+        )
+        self.context_compressor = ContextCompressor(
+            self.client,
+            model=self.model,
+            context_length=context_window(self.model, self.config.get("model.context_length")),
+            threshold=float(self.config.get("compression.threshold")),
+            summary_model=self.config.get("compression.summary_model"),
+            tail_share=float(self.config.get("compression.tail_share")),
+            cooldown_seconds=float(self.config.get("compression.cooldown_seconds")),
+        )
+        self.last_compression: compression.Outcome | None = None
+        self.system_prompt: str | None = None
+        self.conversation_id: str | None = None
+        self._prompt_segment: str | None = None
+        self._registry: Any = None
+        self._interrupt = threading.Event()
+        self._cache: tuple[str, int, list[dict[str, Any]]] | None = None
+        self.user_turns = 0
+        self.last_sent_count = 0  # messages in the last request, for token accounting
+        self.review_threads: list[threading.Thread] = []
+
+    # -- public API -----------------------------------------------------------------
+
+    def run_conversation(
+        self, user_message: str, *, conversation_history: list[dict[str, Any]] | None = None
+    ) -> dict[str, Any]:
+        """Run one user turn to a final answer; see ``turn.run_turn``."""
+        from hermes.agent.turn import run_turn
+
+        return run_turn(self, user_message, conversation_history)
+
+    def chat(self, message: str) -> str:
+        return self.run_conversation(message)["final_response"] or ""
+
+    def interrupt(self) -> None:
+        """Stop the running turn at the next safe point (a stream stops at once)."""
+        self._interrupt.set()
+        self.client.interrupt()
+
+    def _compress_context(
+        self,
+        messages: list[dict[str, Any]],
+        system_message: str | None,
+        *,
+        approx_tokens: int | None = None,
+        focus_topic: str | None = None,
+    ) -> tuple[list[dict[str, Any]], str | None]:
+        return compression.compress_context(
+            self, messages, system_message, approx_tokens=approx_tokens, focus_topic=focus_topic
+        )
+
+    def compress_now(self, focus_topic: str | None = None) -> compression.Outcome:
+        """Force a compression of the current segment (``/compress``); says what happened."""
+        self.ensure_session()
+        history = self.load_history()
+        system = self.segment_system_prompt() if self.session_db is not None else None
+        before = self.estimate_tokens(history)
+        compressed, _ = self._compress_context(
+            history, system, approx_tokens=before, focus_topic=focus_topic
+        )
+        outcome = self.last_compression or compression.Outcome()
+        outcome.tokens_before = before
+        if compressed is not history and not outcome.rotated:
+            self._cache = None
+        return outcome
+
+    def undo(self, turns: int = 1) -> list[dict[str, Any]]:
+        """Mark the last ``turns`` user turns undone (durably); returns what was undone."""
+        self.ensure_session()
+        if self.session_db is None or self.session_id is None:
+            return []
+        rows = self.session_db.get_messages(self.session_id)
+        starts = [i for i, r in enumerate(rows) if r["role"] == "user" and not r["compacted"]]
+        if not starts:
+            return []
+        cut = starts[-min(turns, len(starts))]
+        undone = rows[cut:]
+        self.session_db.mark_undone(self.session_id, [r["id"] for r in undone])
+        self._cache = None
+        return undone
+
+    def set_model(self, model: str) -> None:
+        """Switch the model for the next calls; recorded on the segment."""
+        self.model = model
+        self.client.model = model
+        self.context_compressor.model = model
+        if self.writes_transcript and self.session_id:
+            self.session_db.set_model(self.session_id, model)
+
+    def adopt_prompt_of(self, other: AIAgent) -> None:
+        """Use another agent's system prompt for its segment (a fork shares it)."""
+        if other.system_prompt is not None:
+            self.system_prompt = other.system_prompt
+            self._prompt_segment = other._prompt_segment
+
+    def forget_cache(self) -> None:
+        """Reload the history from the store on the next turn."""
+        self._cache = None
+
+    # -- state shared with turn.py and compression.py -------------------------------
+
+    @property
+    def writes_transcript(self) -> bool:
+        return self.session_db is not None and self.persist_session and not self.is_fork
+
+    @property
+    def registry(self) -> Any:
+        if self._registry is None:
+            from hermes.tools.registry import default_registry
+
+            self._registry = default_registry()
+        return self._registry
+
+    def tool_names(self) -> list[str]:
+        if self.tool_names_override is not None:
+            return [n for n in self.tool_names_override if self.registry.get(n)]
+        from hermes.tools.registry import resolve_toolset
+
+        surface = "review" if self.is_fork else self.source
+        return [n for n in resolve_toolset(surface, self.config) if self.registry.get(n)]
+
+    def estimate_tokens(self, messages: list[dict[str, Any]]) -> int:
+        return estimate_tokens(messages)
+
+    def emit(self, kind: str, **data: Any) -> None:
+        if self.event_callback is not None:
+            try:
+                self.event_callback(kind, data)
+            except Exception:  # a surface's display bug must not break the turn
+                log.exception("event callback failed for %s", kind)
+
+    def ensure_session(self) -> None:
+        """Create the root segment on first use, or follow a bound id to its tip."""
+        if not self.writes_transcript and self.session_db is None:
+            return
+        db = self.session_db
+        if self.session_id is None:
+            if not self.writes_transcript:
+                return
+            self.session_id = db.create_session(
+                source=self.source,
+                user_id=self.user_id,
+                session_key=self.session_key,
+                title=self.title,
+                model=self.model,
+            )
+        elif db.get_session(self.session_id) is None:
+            if not self.writes_transcript:
+                return
+            db.create_session(
+                self.session_id,
+                source=self.source,
+                user_id=self.user_id,
+                session_key=self.session_key,
+                title=self.title,
+                model=self.model,
+            )
+        else:
+            self.follow_tip()
+        self.conversation_id = db.get_session(self.session_id)["conversation_id"]
+
+    def follow_tip(self) -> str | None:
+        """Move to the conversation's live segment if another path rotated it."""
+        if self.session_db is None or self.session_id is None:
+            return self.session_id
+        tip = self.session_db.resolve_tip(self.session_id)
+        if tip != self.session_id:
+            log.info("session %s moved on to %s", self.session_id, tip)
+            self.session_id = tip
+        return tip
+
+    def adopt_segment(self, child_id: str, *, rotated_from: str | None = None) -> str | None:
+        """Become the new segment after our rotation; returns its new system prompt."""
+        self.session_id = child_id
+        self._cache = None
+        self.emit("compressed", parent=rotated_from, child=child_id)
+        if self.system_prompt is None:
+            return None
+        return self.segment_system_prompt(rebuild=True)
+
+    def segment_system_prompt(self, *, rebuild: bool = False) -> str:
+        """The segment's system prompt: stored with it, built once when it starts."""
+        db, sid = self.session_db, self.session_id
+        if not rebuild and self.system_prompt is not None and self._prompt_segment == sid:
+            return self.system_prompt
+        stored = db.get_session(sid) if (db is not None and sid) else None
+        if stored and stored.get("system_prompt") and not rebuild:
+            prompt = stored["system_prompt"]
+        else:
+            from hermes.agent.prompt import build_system_prompt
+
+            prompt = build_system_prompt(
+                hermes_home=self.hermes_home,
+                cwd=self.cwd,
+                tool_names=self.tool_names(),
+                skip_memory=self.skip_memory,
+                skip_context_files=self.skip_context_files,
+            )
+            if stored is not None and self.writes_transcript:
+                db.set_system_prompt(sid, prompt)
+        self.system_prompt, self._prompt_segment = prompt, sid
+        return prompt
+
+    def load_history(self) -> list[dict[str, Any]]:
+        """The tip's messages, from a cache that is valid while nobody else wrote."""
+        db, sid = self.session_db, self.session_id
+        if db is None or sid is None:
+            return []
+        last = db.last_message_id(sid)
+        if self._cache and self._cache[0] == sid and self._cache[1] == last:
+            return list(self._cache[2])
+        history = transcript.from_store(db.get_messages(sid))
+        self._cache = (sid, last, history)
+        return list(history)
+
+    def remember(self, messages: list[dict[str, Any]]) -> None:
+        """Keep the turn's messages as the cache of the segment's history."""
+        if self.session_db is None or self.session_id is None:
+            return
+        self._cache = (
+            self.session_id,
+            self.session_db.last_message_id(self.session_id),
+            list(messages),
+        )
+
+    def persist(self, *messages: dict[str, Any]) -> None:
+        """Store messages now (invariant 7); adopt the tip if the write was forwarded."""
+        if not self.writes_transcript or not messages:
+            return
+        landed = self.session_db.append_messages(
+            self.session_id, [transcript.for_store(m) for m in messages]
+        )
+        if landed.session_id != self.session_id:
+            log.info(
+                "write to %s landed in the tip %s; adopting it", self.session_id, landed.session_id
+            )
+            self.session_id = landed.session_id
+            self._cache = None
+            self.emit("moved", session_id=landed.session_id)
+
+
+def _key_from_dotenv() -> str | None:
+    """A key saved by `hermes setup` in $HERMES_HOME/.env (KEY=value lines)."""
+    path = hermes_home() / ".env"
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return None
+    values = dict(line.split("=", 1) for line in lines if "=" in line and not line.startswith("#"))
+    for name in ("HERMES_API_KEY", "OPENROUTER_API_KEY", "OPENAI_API_KEY"):
+        if values.get(name, "").strip():
+            return values[name].strip().strip("'\"")
+    return os.environ.get("HERMES_API_KEY")

@@ -1,0 +1,164 @@
+"""The compression path (DESIGN.md "The compression path"), step by step.
+
+1. no store, or an agent that must not write (a fork) -> compress in memory only;
+2. take the lease on the current segment; if taken, return the input untouched;
+3. under the lease, re-check the segment is still the tip; if not, return untouched;
+4. note the watermark, call the compressor, refreshing the lease meanwhile;
+5. on failure or no progress: return untouched (the compressor started its cooldown);
+6. rotate in one store transaction, adopt the child, release the lease in ``finally``.
+
+"Untouched" means the very list object passed in, so callers detect a no-op by
+``len(returned) == len(input)`` and stop retrying for the turn.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from hermes.state.errors import LeaseNotHeldError, NotTipError, StateError
+
+if TYPE_CHECKING:
+    from hermes.agent.agent import AIAgent
+
+log = logging.getLogger(__name__)
+
+Messages = list[dict[str, Any]]
+
+
+@dataclass
+class Outcome:
+    """What one compression attempt did, for the surfaces to report."""
+
+    rotated: bool = False
+    reason: str = ""  # why nothing happened, in words
+    holder: str | None = None  # who holds the lease, when that was the reason
+    parent_id: str | None = None
+    child_id: str | None = None
+    tokens_before: int | None = None
+    tokens_after: int | None = None
+
+
+class LeaseKeeper:
+    """Refreshes a held lease on a daemon thread while the summary is written."""
+
+    def __init__(self, db: Any, session_id: str, holder: str, ttl: float) -> None:
+        self.db, self.session_id, self.holder, self.ttl = db, session_id, holder, ttl
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="lease-keeper", daemon=True)
+        self.lost = False
+
+    def __enter__(self) -> LeaseKeeper:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def _run(self) -> None:
+        while not self._stop.wait(max(self.ttl / 3, 0.05)):
+            try:
+                if not self.db.refresh_compression_lock(self.session_id, self.holder, self.ttl):
+                    self.lost = True
+                    return
+            except StateError as exc:  # the publish will re-check the lease anyway
+                log.warning("could not refresh the compression lease: %s", exc)
+
+
+def compress_context(
+    agent: AIAgent,
+    messages: Messages,
+    system_message: str | None,
+    *,
+    approx_tokens: int | None = None,
+    focus_topic: str | None = None,
+) -> tuple[Messages, str | None]:
+    db = agent.session_db
+    outcome = Outcome(tokens_before=approx_tokens)
+    agent.last_compression = outcome
+    if db is None or not agent.persist_session or agent.is_fork:
+        if agent.is_fork:
+            outcome.reason = "a background review never compresses"
+            return messages, system_message
+        return _in_memory(agent, messages, system_message, approx_tokens, focus_topic, outcome)
+
+    session_id = agent.session_id
+    holder = agent.lease_holder
+    ttl = agent.lease_ttl
+    if not db.try_acquire_compression_lock(session_id, holder, ttl):
+        outcome.holder = db.get_compression_lock_holder(session_id)
+        outcome.reason = f"another process holds the compression lease ({outcome.holder})"
+        return messages, system_message
+    try:
+        segment = db.get_session(session_id)
+        if segment is None or segment["ended_at"] is not None:
+            outcome.reason = "this session was already rotated; following its tip"
+            agent.follow_tip()
+            return messages, system_message
+        watermark = db.last_message_id(session_id)
+        with LeaseKeeper(db, session_id, holder, ttl):
+            compressed = agent.context_compressor.compress(
+                messages, current_tokens=approx_tokens, focus_topic=focus_topic
+            )
+        if failed(agent.context_compressor, messages, compressed):
+            outcome.reason = describe_failure(agent.context_compressor)
+            return messages, system_message
+        try:
+            child = db.publish_compression_child(
+                session_id, holder=holder, messages=compressed, watermark=watermark
+            )
+        except (LeaseNotHeldError, NotTipError) as exc:
+            outcome.reason = str(exc)
+            return messages, system_message
+        new_system = agent.adopt_segment(child, rotated_from=session_id)
+        outcome.rotated, outcome.parent_id, outcome.child_id = True, session_id, child
+        outcome.tokens_after = agent.estimate_tokens(compressed)
+        return compressed, new_system if new_system is not None else system_message
+    finally:
+        try:
+            db.release_compression_lock(session_id, holder)
+        except StateError as exc:  # the TTL frees it; never hide the real outcome
+            log.warning("could not release the compression lease on %s: %s", session_id, exc)
+
+
+def _in_memory(
+    agent: AIAgent,
+    messages: Messages,
+    system_message: str | None,
+    approx_tokens: int | None,
+    focus_topic: str | None,
+    outcome: Outcome,
+) -> tuple[Messages, str | None]:
+    compressed = agent.context_compressor.compress(
+        messages, current_tokens=approx_tokens, focus_topic=focus_topic
+    )
+    if failed(agent.context_compressor, messages, compressed):
+        outcome.reason = describe_failure(agent.context_compressor)
+        return messages, system_message
+    outcome.rotated = False
+    outcome.tokens_after = agent.estimate_tokens(compressed)
+    return compressed, system_message
+
+
+def failed(compressor: Any, before: Messages, after: Messages) -> bool:
+    """The compressor made no progress: same list, an error, or nothing smaller."""
+    return (
+        after is before
+        or not isinstance(after, list)
+        or bool(getattr(compressor, "_last_summary_error", None))
+        or getattr(compressor, "_last_compress_aborted", False) is True
+        or len(after) >= len(before)
+    )
+
+
+def describe_failure(compressor: Any) -> str:
+    error = getattr(compressor, "_last_summary_error", None)
+    model = getattr(compressor, "_last_aux_model_failure_model", None)
+    if error and model:
+        return f"the summary model {model} failed: {error}"
+    if error:
+        return str(error)
+    return "nothing to compress"

@@ -1,0 +1,157 @@
+"""Errors of the agent and its model endpoint, each a sentence a person can act on.
+
+    AgentError
+    ├── ModelError               the endpoint or model failed (.model, .base_url, .status)
+    │   ├── ModelAuthError         401/403: the API key was rejected
+    │   ├── ModelNotFoundError     404: the endpoint has no such model
+    │   ├── ModelUnavailableError  retries exhausted (429, 5xx, timeouts, dropped connections)
+    │   └── ContextLengthError     the request is longer than the model's context window
+    ├── SummaryError             context compression could not produce a summary
+    └── TurnInterrupted          the user (or the gateway) interrupted the running call
+
+Every ``openai`` exception is translated into one of these at the client boundary
+(``hermes.agent.llm_client``), so nothing above it ever sees an ``openai`` class.
+"""
+
+from __future__ import annotations
+
+import re
+
+from hermes.errors import HermesError
+
+__all__ = [
+    "AgentError",
+    "ContextLengthError",
+    "ModelAuthError",
+    "ModelError",
+    "ModelNotFoundError",
+    "ModelUnavailableError",
+    "SummaryError",
+    "TurnInterrupted",
+]
+
+# Providers echo (part of) a rejected key in their messages; keep only its start so
+# a secret never lands in a log or a chat window (DESIGN invariant 13).
+_KEYLIKE = re.compile(r"\b((?:sk|pk|rk|key)[-_][A-Za-z0-9]{2})[A-Za-z0-9_\-*.]{6,}")
+
+
+def redact(text: str) -> str:
+    """``text`` with anything shaped like an API key shortened to its first characters."""
+    return _KEYLIKE.sub(r"\1…", text)
+
+
+def first_sentence(text: str) -> str:
+    """The first sentence of a provider's message, without its full stop."""
+    head, _, _ = text.strip().partition(". ")
+    return head.strip().rstrip(".")
+
+
+class AgentError(HermesError):
+    """A problem in the agent or with its model endpoint."""
+
+
+class ModelError(AgentError):
+    """The endpoint or the model failed; the message says which and what to do."""
+
+    def __init__(
+        self,
+        message: str | None = None,
+        *,
+        model: str,
+        base_url: str,
+        status: int | None = None,
+        detail: str | None = None,
+    ) -> None:
+        self.model = model
+        self.base_url = base_url
+        self.status = status
+        self.detail = redact(detail) if detail else None
+        super().__init__(message or self._default_message())
+
+    def _status_part(self) -> str:
+        return f" ({self.status})" if self.status else ""
+
+    def _detail_part(self) -> str:
+        """`` (reason)`` for the message: the status and the provider's first sentence;
+        the whole text stays in ``.detail``."""
+        reason = first_sentence(self.detail) if self.detail else ""
+        if self.status:
+            reason = f"HTTP {self.status}: {reason}" if reason else f"HTTP {self.status}"
+        return f" ({reason})" if reason else ""
+
+    def _default_message(self) -> str:
+        return (
+            f"The endpoint {self.base_url} failed for model {self.model}{self._detail_part()}; "
+            "check the endpoint and model with `hermes doctor`."
+        )
+
+
+class ModelAuthError(ModelError):
+    def _default_message(self) -> str:
+        return (
+            f"The endpoint {self.base_url} rejected the API key for model {self.model}"
+            f"{self._status_part()}. Set HERMES_API_KEY or run `hermes setup`."
+        )
+
+
+class ModelNotFoundError(ModelError):
+    def _default_message(self) -> str:
+        return (
+            f"The endpoint {self.base_url} has no model {self.model}{self._status_part()}. "
+            "Check the model name; `hermes doctor` lists the endpoint's models."
+        )
+
+
+class ModelUnavailableError(ModelError):
+    """Transient failures outlasted every retry."""
+
+    def __init__(
+        self,
+        message: str | None = None,
+        *,
+        model: str,
+        base_url: str,
+        status: int | None = None,
+        detail: str | None = None,
+        attempts: int = 1,
+    ) -> None:
+        self.attempts = attempts
+        super().__init__(message, model=model, base_url=base_url, status=status, detail=detail)
+
+    def _default_message(self) -> str:
+        tries = "1 attempt" if self.attempts == 1 else f"{self.attempts} attempts"
+        return (
+            f"The endpoint {self.base_url} did not answer for model {self.model} after "
+            f"{tries}{self._detail_part()}; check that it is reachable, or try again later."
+        )
+
+
+class ContextLengthError(ModelError):
+    def _default_message(self) -> str:
+        return (
+            f"The conversation is too long for model {self.model} at {self.base_url}"
+            f"{self._detail_part()}; run /compress or start a new session."
+        )
+
+
+class SummaryError(AgentError):
+    """Context compression failed; the conversation was left exactly as it was."""
+
+    def __init__(self, model: str, reason: str) -> None:
+        self.model = model
+        self.reason = redact(reason)
+        super().__init__(
+            f"Context compression failed: the summary model {model} could not summarise "
+            f"({first_sentence(self.reason)}); the conversation is unchanged."
+        )
+
+
+class TurnInterrupted(AgentError):
+    """The running model call was interrupted on request; nothing was answered.
+
+    Deliberately not an ``InterruptedError``: that is an ``OSError``, and code that
+    catches ``OSError`` around file work must not swallow the user's interrupt.
+    """
+
+    def __init__(self, message: str = "The model call was interrupted before it finished.") -> None:
+        super().__init__(message)

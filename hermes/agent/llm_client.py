@@ -1,0 +1,615 @@
+"""The one door to a model endpoint: ``ModelClient`` over the ``openai`` package.
+
+What belongs here: building the request, streaming and assembling the answer into a
+``ModelResponse``, our own retry policy (exponential backoff with full jitter,
+``Retry-After`` honoured), interrupting a running call, and translating every
+``openai`` exception into ``hermes.agent.errors`` (``translate_openai_error``).
+
+``openai`` takes about a second to import, so it is imported on the first call, never
+at module import, and constructing a ``ModelClient`` touches neither it nor the network.
+
+Each attempt runs in a short-lived worker thread while the caller waits on it, so
+``interrupt()`` returns control at once even before the endpoint has sent a byte; a
+streamed body is then read in the caller's thread (so ``stream_callback`` runs there)
+and an interrupt shuts its socket down to wake the blocked read.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import email.utils
+import logging
+import random
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from hermes.agent.errors import (
+    ContextLengthError,
+    ModelAuthError,
+    ModelError,
+    ModelNotFoundError,
+    ModelUnavailableError,
+    TurnInterrupted,
+)
+
+__all__ = ["ModelClient", "ModelResponse", "ToolCall", "translate_openai_error"]
+
+log = logging.getLogger(__name__)
+
+# The keys an OpenAI-compatible endpoint accepts on a chat message. hermes keeps its
+# own bookkeeping on message dicts (``message_uid``, ``reasoning``...), and strict
+# endpoints reject unknown keys, so only these cross the wire.
+_WIRE_KEYS = frozenset({"role", "content", "name", "tool_calls", "tool_call_id"})
+
+# Statuses worth another attempt: rate limits, timeouts, conflicts, server errors.
+_RETRY_STATUSES = frozenset({408, 409, 429})
+
+_CONTEXT_PHRASES = ("maximum context length", "context length", "context_length_exceeded")
+
+# Used when no key is configured: local endpoints (Ollama, llama.cpp) need none, and a
+# hosted one answers 401, which becomes a ModelAuthError that says what to set.
+_NO_KEY = "no-key-configured"
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One tool call as the model sent it; ``arguments`` is raw JSON text, maybe malformed."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass
+class ModelResponse:
+    """One assistant answer. ``content`` is None when the model produced no text."""
+
+    content: str | None
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    reasoning: str | None = None
+    finish_reason: str | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    model: str | None = None
+
+
+StreamCallback = Callable[[str], None]
+
+
+class ModelClient:
+    """A synchronous, thread-safe client for one OpenAI-compatible endpoint."""
+
+    def __init__(
+        self,
+        api_key: str | None,
+        base_url: str,
+        model: str,
+        *,
+        timeout: float = 120.0,
+        max_retries: int = 4,
+        backoff_base: float = 0.5,
+        backoff_cap: float = 20.0,
+        sleep: Callable[[float], None] | None = None,
+        rng: random.Random | None = None,
+        cancel_event: threading.Event | None = None,
+    ) -> None:
+        self.api_key = api_key
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.timeout = timeout
+        self.max_retries = max(0, max_retries)
+        self.backoff_base = backoff_base
+        self.backoff_cap = backoff_cap
+        # Tests inject ``sleep`` to observe the backoff without waiting for it.
+        self._sleep = sleep
+        self._rng = rng or random.Random()
+        # Shared with the agent when given, so one interrupt reaches every call.
+        self._cancel = cancel_event or threading.Event()
+        self._lock = threading.Lock()
+        self._openai: Any = None  # the lazily imported module
+        self._client: Any = None
+        self._streams: set[Any] = set()
+        self._waiters: set[threading.Event] = set()
+
+    def __repr__(self) -> str:
+        return f"ModelClient(base_url={self.base_url!r}, model={self.model!r})"
+
+    # -- public API
+
+    def complete(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        model: str | None = None,
+        stream_callback: StreamCallback | None = None,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+    ) -> ModelResponse:
+        """Ask the model for its next message; stream text to ``stream_callback`` if given.
+
+        Raises a ``ModelError`` subclass on failure, ``TurnInterrupted`` on ``interrupt()``.
+        """
+        model = model or self.model
+        request: dict[str, Any] = {"model": model, "messages": wire_messages(messages)}
+        if tools:
+            request["tools"] = list(tools)
+        if max_tokens is not None:
+            request["max_tokens"] = max_tokens
+        if temperature is not None:
+            request["temperature"] = temperature
+        if stream_callback is None:
+            return self._with_retries(model, lambda: self._complete_once(request))
+        request["stream"] = True
+        request["stream_options"] = {"include_usage": True}
+        return self._with_retries(model, lambda: self._stream_once(request, stream_callback))
+
+    def list_models(self) -> list[str]:
+        """The model ids the endpoint offers (for ``hermes doctor``)."""
+
+        def fetch() -> list[str]:
+            page = self._run_interruptibly(lambda: self._openai_client().models.list())
+            return [m.id for m in page.data]
+
+        try:
+            return self._with_retries(self.model, fetch)
+        except ModelNotFoundError as exc:
+            # Here a 404 means the endpoint has no listing, not that the model is missing.
+            raise ModelError(
+                f"The endpoint {self.base_url} does not list its models (404). "
+                "Check the base URL; it usually ends in /v1.",
+                model=self.model,
+                base_url=self.base_url,
+                status=404,
+            ) from exc
+
+    def interrupt(self) -> None:
+        """Stop the running call(s) promptly; they raise ``TurnInterrupted``.
+
+        The flag stays set (later calls fail at once) until ``clear_interrupt()``, so an
+        interrupt that lands just before a call starts is not lost.
+        """
+        self._cancel.set()
+        with self._lock:
+            streams = list(self._streams)
+            waiters = list(self._waiters)
+        for waiter in waiters:
+            waiter.set()
+        for stream in streams:
+            _abort_stream(stream)
+
+    def clear_interrupt(self) -> None:
+        """Allow calls again after an ``interrupt()`` (the agent does it per turn)."""
+        self._cancel.clear()
+
+    reset_interrupt = clear_interrupt
+
+    @property
+    def interrupted(self) -> bool:
+        return self._cancel.is_set()
+
+    def close(self) -> None:
+        """Release the HTTP connection pool."""
+        with self._lock:
+            client, self._client = self._client, None
+        if client is not None:
+            client.close()
+
+    # -- retries
+
+    def _with_retries(self, model: str, attempt: Callable[[], Any]) -> Any:
+        openai = self._openai_module()
+        attempts = self.max_retries + 1
+        for number in range(1, attempts + 1):
+            self._raise_if_interrupted()
+            try:
+                return attempt()
+            except (openai.OpenAIError, _MalformedResponse) as exc:
+                self._raise_if_interrupted(exc)
+                if not _is_retryable(exc, openai):
+                    raise translate_openai_error(exc, model=model, base_url=self.base_url) from exc
+                if number == attempts:
+                    raise ModelUnavailableError(
+                        model=model,
+                        base_url=self.base_url,
+                        status=getattr(exc, "status_code", None),
+                        detail=_describe(exc),
+                        attempts=attempts,
+                    ) from exc
+                delay = self._backoff(number, exc)
+                log.info(
+                    "Model call to %s (%s) failed (%s); retry %d/%d in %.2fs.",
+                    self.base_url, model, _describe(exc), number, self.max_retries, delay,
+                )  # fmt: skip
+                self._pause(delay)
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def _backoff(self, number: int, exc: BaseException) -> float:
+        """Seconds before attempt ``number + 1``: Retry-After if sent, else full jitter."""
+        retry_after = _retry_after_seconds(exc)
+        if retry_after is not None:
+            return min(retry_after, self.backoff_cap)
+        ceiling = min(self.backoff_cap, self.backoff_base * (2 ** (number - 1)))
+        return self._rng.uniform(0.0, ceiling)
+
+    def _pause(self, seconds: float) -> None:
+        if self._sleep is not None:
+            self._sleep(seconds)
+        else:
+            self._cancel.wait(seconds)  # returns early on interrupt
+        self._raise_if_interrupted()
+
+    def _raise_if_interrupted(self, cause: BaseException | None = None) -> None:
+        if self._cancel.is_set():
+            raise TurnInterrupted() from cause
+
+    # -- one attempt
+
+    def _complete_once(self, request: dict[str, Any]) -> ModelResponse:
+        completion = self._run_interruptibly(
+            lambda: self._openai_client().chat.completions.create(**request)
+        )
+        choices = getattr(completion, "choices", None)
+        if not choices:
+            # Some routers answer 200 with an error body and no choices when an
+            # upstream provider fails; treat it like a 5xx.
+            raise _MalformedResponse("the endpoint answered without any choices")
+        return _response_from_completion(completion)
+
+    def _stream_once(self, request: dict[str, Any], callback: StreamCallback) -> ModelResponse:
+        stream = self._run_interruptibly(
+            lambda: self._openai_client().chat.completions.create(**request)
+        )
+        # Registering under the lock pairs with interrupt(): either it sees this
+        # stream and aborts it, or we see its flag here.
+        with self._lock:
+            cancelled = self._cancel.is_set()
+            if not cancelled:
+                self._streams.add(stream)
+        if cancelled:
+            with contextlib.suppress(Exception):
+                stream.close()
+            raise TurnInterrupted()
+        assembler = _StreamAssembler()
+        try:
+            for chunk in stream:
+                self._raise_if_interrupted()
+                text = assembler.add(chunk)
+                if text:
+                    callback(text)
+        except TurnInterrupted:
+            raise
+        except Exception as exc:
+            self._raise_if_interrupted(exc)
+            if assembler.emitted_text and isinstance(exc, self._openai_module().OpenAIError):
+                # Retrying would stream the same words to the caller twice.
+                raise ModelUnavailableError(
+                    model=str(request["model"]),
+                    base_url=self.base_url,
+                    detail=f"the stream broke after partial output ({_describe(exc)})",
+                ) from exc
+            raise
+        finally:
+            with self._lock:
+                self._streams.discard(stream)
+            with contextlib.suppress(Exception):
+                stream.close()
+        return assembler.response(str(request["model"]))
+
+    def _run_interruptibly(self, call: Callable[[], Any]) -> Any:
+        """Run ``call`` in a worker thread; return its result or raise on interrupt."""
+        self._raise_if_interrupted()
+        done = threading.Event()
+        outcome: dict[str, Any] = {}
+        lock = threading.Lock()
+
+        def work() -> None:
+            try:
+                result = call()
+            except BaseException as exc:  # handed to the caller's thread below
+                with lock:
+                    outcome["error"] = exc
+            else:
+                with lock:
+                    outcome["value"] = result
+                    abandoned = outcome.get("abandoned", False)
+                if abandoned:
+                    # Nobody will read this answer: free its connection.
+                    with contextlib.suppress(Exception):
+                        getattr(result, "close", lambda: None)()
+            finally:
+                done.set()
+
+        with self._lock:
+            self._waiters.add(done)
+        try:
+            threading.Thread(target=work, name="hermes-model-call", daemon=True).start()
+            done.wait()
+        finally:
+            with self._lock:
+                self._waiters.discard(done)
+            with lock:
+                finished = "value" in outcome or "error" in outcome
+                outcome["abandoned"] = not finished
+        if not finished:
+            raise TurnInterrupted()
+        if "error" in outcome:
+            raise outcome["error"]
+        return outcome["value"]
+
+    # -- the openai package, imported lazily
+
+    def _openai_module(self) -> Any:
+        if self._openai is None:
+            import openai  # deferred: ~1 s, and `import run_agent` must stay fast
+
+            self._openai = openai
+        return self._openai
+
+    def _openai_client(self) -> Any:
+        # Import before taking the lock: interrupt() needs it and must never wait ~1 s.
+        openai = self._openai_module()
+        with self._lock:
+            if self._client is None:
+                self._client = openai.OpenAI(
+                    api_key=self.api_key or _NO_KEY,
+                    base_url=self.base_url,
+                    timeout=self.timeout,
+                    # Retries are ours (policy, Retry-After, interrupts), never the SDK's.
+                    max_retries=0,
+                )
+            return self._client
+
+
+# --------------------------------------------------------------------------- requests
+
+
+def wire_messages(messages: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Messages as the endpoint accepts them: only wire keys, no null/empty extras."""
+    # An empty ``tool_calls`` list is rejected by OpenAI itself, hence the filter.
+    return [
+        {
+            key: value
+            for key, value in message.items()
+            if key in _WIRE_KEYS and (key == "content" or value not in (None, [], ""))
+        }
+        for message in messages
+    ]
+
+
+# --------------------------------------------------------------------------- responses
+
+
+class _MalformedResponse(Exception):
+    """The endpoint answered 200 with something unusable; retried like a 5xx."""
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _reasoning_of(message: Any) -> str | None:
+    # OpenRouter calls it ``reasoning``; DeepSeek, vLLM and llama.cpp ``reasoning_content``.
+    return _text(getattr(message, "reasoning", None)) or _text(
+        getattr(message, "reasoning_content", None)
+    )
+
+
+def _response_from_completion(completion: Any) -> ModelResponse:
+    choice = completion.choices[0]
+    message = choice.message
+    calls = []
+    for call in getattr(message, "tool_calls", None) or []:
+        function = getattr(call, "function", None)
+        calls.append(
+            ToolCall(
+                id=call.id or _new_call_id(),
+                name=getattr(function, "name", "") or "",
+                arguments=getattr(function, "arguments", "") or "",
+            )
+        )
+    usage = getattr(completion, "usage", None)
+    return ModelResponse(
+        content=_text(message.content),
+        tool_calls=calls,
+        reasoning=_reasoning_of(message),
+        finish_reason=choice.finish_reason,
+        prompt_tokens=getattr(usage, "prompt_tokens", None),
+        completion_tokens=getattr(usage, "completion_tokens", None),
+        model=getattr(completion, "model", None),
+    )
+
+
+def _new_call_id() -> str:
+    return f"call_{uuid.uuid4().hex[:24]}"
+
+
+@dataclass
+class _PartialCall:
+    id: str = ""
+    name: str = ""
+    arguments: list[str] = field(default_factory=list)
+
+
+class _StreamAssembler:
+    """Folds streamed chunks into one ``ModelResponse``."""
+
+    def __init__(self) -> None:
+        self.text: list[str] = []
+        self.reasoning: list[str] = []
+        self.calls: dict[int, _PartialCall] = {}
+        self.finish_reason: str | None = None
+        self.prompt_tokens: int | None = None
+        self.completion_tokens: int | None = None
+        self.model: str | None = None
+
+    @property
+    def emitted_text(self) -> bool:
+        return any(self.text)
+
+    def add(self, chunk: Any) -> str | None:
+        """Take one chunk; return its text delta, if any, for the stream callback."""
+        self.model = getattr(chunk, "model", None) or self.model
+        usage = getattr(chunk, "usage", None)
+        if usage is not None:
+            self.prompt_tokens = getattr(usage, "prompt_tokens", None)
+            self.completion_tokens = getattr(usage, "completion_tokens", None)
+        text = None
+        for choice in getattr(chunk, "choices", None) or []:
+            delta = choice.delta
+            if delta is not None:
+                text = _text(delta.content)
+                if text:
+                    self.text.append(text)
+                reasoning = _reasoning_of(delta)
+                if reasoning:
+                    self.reasoning.append(reasoning)
+                for call_delta in delta.tool_calls or []:
+                    self._add_call(call_delta)
+            if choice.finish_reason:
+                self.finish_reason = choice.finish_reason
+        return text
+
+    def _add_call(self, delta: Any) -> None:
+        index = delta.index if delta.index is not None else self._index_for(delta.id)
+        call = self.calls.setdefault(index, _PartialCall())
+        if delta.id:
+            call.id = delta.id
+        function = delta.function
+        if function is None:
+            return
+        name = function.name
+        if name:
+            # Most providers send the name once; some repeat it whole in every delta.
+            call.name = name if not call.name or name.startswith(call.name) else call.name + name
+        if function.arguments:
+            call.arguments.append(function.arguments)
+
+    def _index_for(self, call_id: str | None) -> int:
+        for index, call in self.calls.items():
+            if call_id and call.id == call_id:
+                return index
+        return len(self.calls) if call_id or not self.calls else max(self.calls)
+
+    def response(self, requested_model: str) -> ModelResponse:
+        calls = [
+            ToolCall(id=c.id or _new_call_id(), name=c.name, arguments="".join(c.arguments))
+            for _, c in sorted(self.calls.items())
+        ]
+        return ModelResponse(
+            content="".join(self.text) or None,
+            tool_calls=calls,
+            reasoning="".join(self.reasoning) or None,
+            finish_reason=self.finish_reason,
+            prompt_tokens=self.prompt_tokens,
+            completion_tokens=self.completion_tokens,
+            model=self.model or requested_model,
+        )
+
+
+def _abort_stream(stream: Any) -> None:
+    """Wake a thread blocked reading ``stream``: shut its socket down.
+
+    Closing the response from another thread does not interrupt a blocked ``recv``;
+    ``shutdown`` does, and the reading thread then closes the stream itself.
+    """
+    network = getattr(stream, "response", None)
+    network = getattr(network, "extensions", {}).get("network_stream")
+    sock = network.get_extra_info("socket") if network is not None else None
+    if isinstance(sock, socket.socket):
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
+        return
+    with contextlib.suppress(Exception):
+        stream.close()
+
+
+# --------------------------------------------------------------------------- errors
+
+
+def _status_of(exc: BaseException) -> int | None:
+    status = getattr(exc, "status_code", None)
+    return status if isinstance(status, int) else None
+
+
+def _is_retryable(exc: BaseException, openai: Any) -> bool:
+    if isinstance(exc, _MalformedResponse | openai.APIConnectionError):
+        return True  # timeouts, refused and dropped connections, garbage bodies
+    status = _status_of(exc)
+    if status is not None:
+        return (status in _RETRY_STATUSES or status >= 500) and not _is_context_error(exc)
+    # A bare APIError is an error event inside a stream (e.g. an upstream provider
+    # failing mid-answer behind a router): transient unless it is about length.
+    return type(exc) is openai.APIError and not _is_context_error(exc)
+
+
+def _is_context_error(exc: BaseException) -> bool:
+    if getattr(exc, "code", None) == "context_length_exceeded":
+        return True
+    message = str(getattr(exc, "message", None) or exc).lower()
+    return any(phrase in message for phrase in _CONTEXT_PHRASES)
+
+
+def _describe(exc: BaseException) -> str:
+    """A short reason for a person: the provider's message without the SDK's prefix
+    (the status is reported separately)."""
+    body = getattr(exc, "body", None)
+    message = body.get("message") if isinstance(body, dict) else None
+    if not isinstance(message, str) or not message:
+        message = str(getattr(exc, "message", None) or exc) or type(exc).__name__
+    message = message.strip().rstrip(".")
+    cause = exc.__cause__
+    if cause is not None and _status_of(exc) is None and str(cause):
+        # "Connection error" alone says little; the transport's reason says more.
+        message = f"{message}: {str(cause).strip()}"
+    return message
+
+
+def translate_openai_error(exc: BaseException, *, model: str, base_url: str) -> ModelError:
+    """The hermes error for an ``openai`` (or malformed-response) exception.
+
+    The retry loop uses it for failures it does not retry; exhausted retries become
+    ``ModelUnavailableError`` there. Anything unrecognised is a plain ``ModelError``.
+    """
+    import openai  # already loaded: the exception came from it
+
+    status = _status_of(exc)
+    detail = _describe(exc)
+    kwargs: dict[str, Any] = {"model": model, "base_url": base_url, "status": status}
+    if _is_context_error(exc) or status == 413:
+        return ContextLengthError(detail=detail, **kwargs)
+    if status in (401, 403) or isinstance(exc, openai.AuthenticationError):
+        return ModelAuthError(detail=detail, **kwargs)
+    if status == 404:
+        return ModelNotFoundError(detail=detail, **kwargs)
+    if isinstance(exc, openai.APIConnectionError | _MalformedResponse):
+        return ModelUnavailableError(detail=detail, **kwargs)
+    if status is not None and (status in _RETRY_STATUSES or status >= 500):
+        return ModelUnavailableError(detail=detail, **kwargs)
+    return ModelError(detail=detail, **kwargs)
+
+
+def _retry_after_seconds(exc: BaseException) -> float | None:
+    """The server's requested wait, from ``retry-after-ms`` or ``Retry-After``."""
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None)
+    if headers is None:
+        return None
+    with contextlib.suppress(TypeError, ValueError):
+        milliseconds = headers.get("retry-after-ms")
+        if milliseconds is not None:
+            return max(0.0, float(milliseconds) / 1000.0)
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    with contextlib.suppress(TypeError, ValueError):
+        return max(0.0, float(value))
+    with contextlib.suppress(TypeError, ValueError, IndexError):
+        when = email.utils.parsedate_to_datetime(value)
+        return max(0.0, when.timestamp() - time.time())
+    return None

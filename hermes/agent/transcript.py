@@ -1,0 +1,63 @@
+"""The transcript: messages as the agent holds them, and their persistence.
+
+The agent's messages are OpenAI-style dicts that also carry a ``message_uid``. The
+uid is the message's identity in the store, so persisting the same dict twice, after
+a resume or a rotation, writes nothing twice (invariant 7).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+# Keys the model API understands; everything else stays on our side.
+API_KEYS = ("role", "content", "tool_calls", "tool_call_id", "name")
+
+
+def new_message(role: str, content: Any = None, **fields: Any) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": role, "content": content}
+    message.update({k: v for k, v in fields.items() if v is not None})
+    message.setdefault("message_uid", uuid.uuid4().hex)
+    return message
+
+
+def to_api(messages: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The messages as the model API wants them (no uids, no bookkeeping keys)."""
+    out = []
+    for message in messages:
+        item = {k: message[k] for k in API_KEYS if message.get(k) is not None}
+        if message.get("role") == "tool" and "name" not in item and message.get("tool_name"):
+            item["name"] = message["tool_name"]
+        if item.get("role") == "assistant" and "content" not in item:
+            item["content"] = None if item.get("tool_calls") else ""
+        item.setdefault("content", "")
+        out.append(item)
+    return out
+
+
+def from_store(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Store rows (``SessionDB.get_messages``) back into the agent's message dicts."""
+    messages = []
+    for row in rows:
+        message: dict[str, Any] = {"role": row["role"], "content": row["content"]}
+        for key in ("tool_calls", "tool_call_id", "tool_name", "reasoning"):
+            if row.get(key):
+                message[key] = row[key]
+        message["message_uid"] = row["message_uid"]
+        messages.append(message)
+    return messages
+
+
+def for_store(message: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields ``SessionDB.append_messages`` takes from one agent message."""
+    return {
+        "role": message.get("role"),
+        "content": message.get("content"),
+        "tool_calls": message.get("tool_calls"),
+        "tool_call_id": message.get("tool_call_id"),
+        "tool_name": message.get("tool_name") or message.get("name"),
+        "reasoning": message.get("reasoning"),
+        "message_uid": message.get("message_uid"),
+        "token_count": message.get("token_count"),
+    }

@@ -1,0 +1,246 @@
+"""One user turn: model calls and tool runs until a final answer.
+
+Persistence follows invariant 7: the user's message is stored on arrival, the
+assistant's tool-call message and each tool result as it finishes, the answer when it
+comes. Before each model call the context is compressed when over the threshold; a
+no-op (same length back) stops further attempts for this turn.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from hermes.agent import review, transcript
+from hermes.agent.errors import ContextLengthError, TurnInterrupted
+
+if TYPE_CHECKING:
+    from hermes.agent.agent import AIAgent
+
+log = logging.getLogger(__name__)
+
+MAX_EMPTY_RETRIES = 2
+EMPTY_RESPONSE_NOTE = (
+    "Error: your last response was empty. Answer the user, or call a tool if you need one."
+)
+
+
+@dataclass
+class Turn:
+    """The state of one turn as it runs."""
+
+    messages: list[dict[str, Any]]
+    iterations: int = 0
+    empty_responses: int = 0
+    compress_again: bool = True  # False after a no-op compression in this turn
+    final_response: str | None = None
+    interrupted: bool = False
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    compressions: list[dict[str, Any]] = field(default_factory=list)
+
+
+def run_turn(
+    agent: AIAgent, user_message: str, history: list[dict[str, Any]] | None
+) -> dict[str, Any]:
+    agent._interrupt.clear()
+    agent.client.clear_interrupt()
+    agent.ensure_session()
+    if history is None:
+        history = agent.load_history()
+    else:
+        history = [dict(m) for m in history]
+        for message in history:
+            message.setdefault("message_uid", transcript.new_message("x")["message_uid"])
+        agent.persist(*history)  # a caller's history is stored once, never twice
+    system_prompt = agent.segment_system_prompt()
+    turn = Turn(messages=history)
+    user = transcript.new_message("user", user_message)
+    turn.messages.append(user)
+    agent.persist(user)
+    agent.user_turns += 1
+
+    try:
+        system_prompt = _loop(agent, turn, system_prompt)
+    except TurnInterrupted:
+        turn.interrupted = True
+    agent.remember(turn.messages)
+    if turn.interrupted:
+        agent.emit("interrupted")
+    elif review.due(agent):
+        review.spawn(agent, turn.messages)
+    return {
+        "final_response": turn.final_response,
+        "messages": turn.messages,
+        "session_id": agent.session_id,
+        "iterations": turn.iterations,
+        "interrupted": turn.interrupted,
+        "prompt_tokens": turn.prompt_tokens,
+        "completion_tokens": turn.completion_tokens,
+        "compressions": turn.compressions,
+        "system_prompt": system_prompt,
+    }
+
+
+def _loop(agent: AIAgent, turn: Turn, system_prompt: str) -> str:
+    tools = agent.tool_names()
+    schemas = agent.registry.schemas(tools) if tools else None
+    retried_context = False
+    while turn.iterations < agent.max_iterations:
+        _check_interrupt(agent)
+        system_prompt = _maybe_compress(agent, turn, system_prompt)
+        turn.iterations += 1
+        agent.last_sent_count = len(turn.messages)
+        try:
+            response = agent.client.complete(
+                [{"role": "system", "content": system_prompt}, *transcript.to_api(turn.messages)],
+                tools=schemas,
+                stream_callback=agent.stream_callback,
+            )
+        except ContextLengthError as exc:
+            if retried_context:
+                raise
+            retried_context = True
+            _learn_window(agent, str(exc))
+            system_prompt = _maybe_compress(agent, turn, system_prompt, force=True)
+            continue
+        _record_usage(agent, turn, response)
+        if response.tool_calls:
+            _run_tools(agent, turn, response)
+            continue
+        if not (response.content or "").strip():
+            turn.empty_responses += 1
+            if turn.empty_responses <= MAX_EMPTY_RETRIES:
+                note = transcript.new_message("user", EMPTY_RESPONSE_NOTE)
+                turn.messages.append(note)
+                agent.persist(note)
+                continue
+        answer = transcript.new_message(
+            "assistant", response.content or "", reasoning=response.reasoning
+        )
+        turn.messages.append(answer)
+        agent.persist(answer)
+        turn.final_response = answer["content"]
+        return system_prompt
+    turn.final_response = (
+        f"I stopped after {agent.max_iterations} steps without a final answer; "
+        "ask me to continue if you want me to go on."
+    )
+    return system_prompt
+
+
+def _maybe_compress(agent: AIAgent, turn: Turn, system_prompt: str, *, force: bool = False) -> str:
+    if not agent.compression_enabled or agent.is_fork or not turn.compress_again:
+        return system_prompt
+    compressor = agent.context_compressor
+    if not force and not compressor.should_compress(_context_tokens(agent, turn), turn.messages):
+        return system_prompt
+    if _tool_call_open(turn.messages):
+        return system_prompt  # invariant 6: never while a tool call awaits its results
+    before = len(turn.messages)
+    approx = agent.estimate_tokens(turn.messages)
+    agent.emit("compressing", tokens=approx)
+    messages, system_prompt = agent._compress_context(turn.messages, system_prompt, approx_tokens=approx)
+    outcome = agent.last_compression
+    if len(messages) == before:
+        turn.compress_again = False
+        agent.emit("compression_skipped", reason=outcome.reason if outcome else "")
+        return system_prompt
+    turn.messages = messages
+    compressor.last_prompt_tokens = 0  # the provider's figure was for the old context
+    if outcome is not None:
+        turn.compressions.append(
+            {
+                "parent": outcome.parent_id,
+                "child": outcome.child_id,
+                "tokens_before": outcome.tokens_before,
+                "tokens_after": outcome.tokens_after,
+            }
+        )
+    return system_prompt
+
+
+def _context_tokens(agent: AIAgent, turn: Turn) -> int | None:
+    """The provider's last prompt size plus an estimate of what was added since."""
+    reported, sent = agent.context_compressor.last_prompt_tokens, agent.last_sent_count
+    if not reported or sent > len(turn.messages):
+        return None  # unknown: should_compress estimates the whole list
+    return reported + agent.estimate_tokens(turn.messages[sent:])
+
+
+def _learn_window(agent: AIAgent, error: str) -> None:
+    """Believe the provider's stated context window over our table."""
+    match = re.search(r"maximum context length is (\d[\d,]*)", error)
+    if match:
+        window = int(match.group(1).replace(",", ""))
+        if 0 < window < agent.context_compressor.context_length:
+            agent.context_compressor.context_length = window
+
+
+def _tool_call_open(messages: list[dict[str, Any]]) -> bool:
+    answered = {m.get("tool_call_id") for m in messages if m.get("role") == "tool"}
+    for message in reversed(messages):
+        if message.get("role") == "assistant" and message.get("tool_calls"):
+            return any(call.get("id") not in answered for call in message["tool_calls"])
+    return False
+
+
+def _record_usage(agent: AIAgent, turn: Turn, response: Any) -> None:
+    prompt, completion = response.prompt_tokens or 0, response.completion_tokens or 0
+    turn.prompt_tokens += prompt
+    turn.completion_tokens += completion
+    if prompt:
+        agent.context_compressor.last_prompt_tokens = prompt
+    if agent.writes_transcript and (prompt or completion):
+        agent.session_db.add_token_usage(agent.session_id, prompt, completion)
+
+
+def _run_tools(agent: AIAgent, turn: Turn, response: Any) -> None:
+    calls = [
+        {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+        for c in response.tool_calls
+    ]
+    assistant = transcript.new_message(
+        "assistant", response.content or None, tool_calls=calls, reasoning=response.reasoning
+    )
+    turn.messages.append(assistant)
+    agent.persist(assistant)
+    context = _tool_context(agent)
+    names = agent.tool_names()
+    for call in response.tool_calls:
+        if agent._interrupt.is_set():
+            result = "Error: interrupted by the user before this tool ran."
+        else:
+            agent.emit("tool_start", name=call.name, arguments=call.arguments)
+            result = agent.registry.dispatch(call.name, call.arguments, context, allowed=names)
+            agent.emit("tool_end", name=call.name)
+        message = transcript.new_message(
+            "tool", result, tool_call_id=call.id, tool_name=call.name
+        )
+        turn.messages.append(message)
+        agent.persist(message)
+    _check_interrupt(agent)
+
+
+def _tool_context(agent: AIAgent) -> Any:
+    from hermes.tools.registry import ToolContext
+
+    return ToolContext(
+        session_db=agent.session_db,
+        session_id=agent.session_id,
+        conversation_id=agent.conversation_id or agent.session_id,
+        hermes_home=agent.hermes_home,
+        config=agent.config,
+        cwd=agent.cwd,
+        interactive=agent.interactive,
+        approve=agent.approve,
+        surface="review" if agent.is_fork else agent.source,
+    )
+
+
+def _check_interrupt(agent: AIAgent) -> None:
+    if agent._interrupt.is_set():
+        raise TurnInterrupted("The turn was interrupted.")
+

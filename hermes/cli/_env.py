@@ -1,0 +1,90 @@
+"""API keys for the CLI: where one is found, whether one is needed, where one is saved.
+
+A key comes from the environment (``HERMES_API_KEY``, ``OPENROUTER_API_KEY``,
+``OPENAI_API_KEY``, in that order) or from ``$HERMES_HOME/.env``, which `hermes setup`
+writes with mode 0600. Endpoints on this machine (Ollama, llama.cpp, vLLM) need none.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+from pathlib import Path
+from urllib.parse import urlparse
+
+from hermes.config import API_KEY_ENV, ensure_home, hermes_home
+
+ENV_FILE = ".env"
+KEY_NAME = API_KEY_ENV[0]
+
+
+def env_file(home: Path | None = None) -> Path:
+    return (home or hermes_home()) / ENV_FILE
+
+
+def read_env_file(path: Path | None = None) -> dict[str, str]:
+    """``KEY=value`` lines of the .env file (quotes stripped); empty if it is missing."""
+    path = path or env_file()
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return {}
+    values: dict[str, str] = {}
+    for line in lines:
+        line = line.strip()
+        if not line or line.startswith("#") or "=" not in line:
+            continue
+        name, value = line.split("=", 1)
+        name = name.removeprefix("export ").strip()
+        values[name] = value.strip().strip("'\"")
+    return values
+
+
+def find_api_key() -> tuple[str | None, str | None]:
+    """The key and where it came from (an env var name or the .env path), or (None, None)."""
+    for name in API_KEY_ENV:
+        if os.environ.get(name):
+            return os.environ[name], name
+    saved = read_env_file()
+    for name in API_KEY_ENV:
+        if saved.get(name):
+            return saved[name], str(env_file())
+    return None, None
+
+
+def is_loopback(base_url: str) -> bool:
+    """True when the endpoint runs on this machine (so it needs no key)."""
+    host = (urlparse(base_url).hostname or "").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def missing_key_message(base_url: str) -> str:
+    return (
+        f"No API key is configured for {base_url}: export HERMES_API_KEY=<your key> "
+        "(OPENROUTER_API_KEY and OPENAI_API_KEY work too), or run `hermes setup` to save one "
+        f"in {env_file()}."
+    )
+
+
+def save_api_key(key: str, home: Path | None = None) -> Path:
+    """Write ``HERMES_API_KEY=key`` into the .env file (0600), keeping its other lines."""
+    home = ensure_home(home)
+    path = env_file(home)
+    try:
+        old = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        old = []
+    kept = [line for line in old if line.split("=", 1)[0].strip() != KEY_NAME]
+    text = "\n".join([*kept, f"{KEY_NAME}={key}"]) + "\n"
+    tmp = path.with_name(ENV_FILE + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    os.chmod(tmp, 0o600)  # O_CREAT's mode does not apply to a file that already existed
+    os.replace(tmp, path)
+    return path

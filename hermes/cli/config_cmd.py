@@ -1,0 +1,186 @@
+"""`hermes config show|get|set|path` and `hermes setup`.
+
+Keys and values are checked against ``hermes.config.SCHEMA`` before anything is
+written: an unknown key gets the closest known one as a suggestion, a wrong value is
+told the type it must have. `setup` writes the endpoint and model with ``save_value``
+and the API key to ``$HERMES_HOME/.env`` (0600), never to config.yaml.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from hermes.cli._env import find_api_key, is_loopback, save_api_key
+from hermes.config import (
+    SCHEMA,
+    hermes_home,
+    load_config,
+    parse_cli_value,
+    save_value,
+)
+from hermes.errors import ConfigError
+
+SECRET_KEYS = ("gateway.api_key",)
+
+
+def check_key(key: str) -> str:
+    """``key`` if it exists (or is a section); else ConfigError with the closest match."""
+    if key in SCHEMA or any(k.startswith(key + ".") for k in SCHEMA):
+        return key
+    close = difflib.get_close_matches(key, list(SCHEMA), n=1, cutoff=0.5)
+    if not close:
+        close = [k for k in SCHEMA if k.split(".")[-1] == key.split(".")[-1]]
+    hint = f" Did you mean '{close[0]}'?" if close else " Run `hermes config show` to see the keys."
+    raise ConfigError(f"Unknown config key '{key}'.{hint}")
+
+
+def _config_path() -> Path:
+    return hermes_home() / "config.yaml"
+
+
+def _masked(key: str, value: Any) -> Any:
+    return "***" if key in SECRET_KEYS and value else value
+
+
+def _as_text(value: Any) -> str:
+    if isinstance(value, bool) or value is None:
+        return json.dumps(value)
+    if isinstance(value, list | dict):
+        return json.dumps(value, ensure_ascii=False)
+    return str(value)
+
+
+@click.group(invoke_without_command=True)
+@click.pass_context
+def config(ctx: click.Context) -> None:
+    """Show and change configuration (default: show)."""
+    if ctx.invoked_subcommand is None:
+        ctx.invoke(show)
+
+
+@config.command()
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of YAML.")
+def show(as_json: bool) -> None:
+    """Print the configuration in effect (defaults, file and environment merged)."""
+    current = load_config()
+    values = {k: _masked(k, v) for k, v in current.values.items()}
+    if as_json:
+        click.echo(json.dumps(values, indent=2, sort_keys=True, ensure_ascii=False))
+        return
+    import yaml
+
+    tree = type(current)(values=values, path=current.path).as_tree()
+    click.echo(f"# {current.path}")
+    click.echo(yaml.safe_dump(tree, sort_keys=True, allow_unicode=True).rstrip())
+
+
+@config.command()
+@click.argument("key")
+def get(key: str) -> None:
+    """Print one value, e.g. `hermes config get model.default`."""
+    value = load_config().get(check_key(key))
+    if isinstance(value, dict):
+        value = {k: _masked(f"{key}.{k}", v) for k, v in value.items()}
+    click.echo(_as_text(_masked(key, value)))
+
+
+@config.command("set")
+@click.argument("key")
+@click.argument("value")
+def set_(key: str, value: str) -> None:
+    """Set one value in config.yaml, e.g. `hermes config set model.default gpt-4o`."""
+    if key not in SCHEMA:
+        check_key(key)  # unknown: raises with a suggestion
+        raise ConfigError(f"'{key}' is a section; set one of its keys, e.g. '{_first_in(key)}'.")
+    parsed = parse_cli_value(key, value)
+    path = _config_path()
+    before = path.read_bytes() if path.exists() else None
+    save_value(key, parsed, path)
+    try:
+        load_config(path)  # range checks that span the whole file
+    except ConfigError:
+        _restore(path, before)
+        raise
+    click.echo(f"Set {key} = {_as_text(_masked(key, parsed))} in {path}.")
+
+
+def _first_in(section: str) -> str:
+    return next(k for k in SCHEMA if k.startswith(section + "."))
+
+
+def _restore(path: Path, before: bytes | None) -> None:
+    if before is None:
+        path.unlink(missing_ok=True)
+    else:
+        path.write_bytes(before)
+
+
+@config.command()
+def path() -> None:
+    """Print where the config file is (it may not exist yet)."""
+    click.echo(str(_config_path()))
+
+
+# -- setup ------------------------------------------------------------------------------
+
+
+@click.command()
+@click.option("--base-url", help="The OpenAI-compatible endpoint, e.g. https://openrouter.ai/api/v1.")
+@click.option("--model", help="The model to chat with, e.g. openai/gpt-4o-mini.")
+@click.option("--api-key", help="The endpoint's API key (saved to $HERMES_HOME/.env, mode 0600).")
+@click.option("--no-input", is_flag=True, help="Never prompt; keep what is not given as an option.")
+def setup(base_url: str | None, model: str | None, api_key: str | None, no_input: bool) -> None:
+    """Set the endpoint, model and API key (asks for each one when run in a terminal)."""
+    current = load_config()
+    ask = not no_input and sys.stdin.isatty()
+    if base_url is None and ask:
+        base_url = click.prompt("Endpoint (OpenAI-compatible base URL)",
+                                default=current.get("model.base_url"))  # fmt: skip
+    if model is None and ask:
+        model = click.prompt("Model", default=current.get("model.default"))
+    endpoint = base_url or current.get("model.base_url")
+    if api_key is None and ask:
+        api_key = _ask_key(endpoint)
+    _apply(base_url, model, api_key)
+    _summary(endpoint)
+
+
+def _ask_key(endpoint: str) -> str | None:
+    existing, where = find_api_key()
+    if existing:
+        note = f"Enter to keep the one from {where}"
+    elif is_loopback(endpoint):
+        note = "a local endpoint usually needs none; Enter to skip"
+    else:
+        note = "Enter to skip"
+    key = click.prompt(f"API key ({note})", default="", show_default=False, hide_input=True)
+    return key.strip() or None
+
+
+def _apply(base_url: str | None, model: str | None, api_key: str | None) -> None:
+    if base_url:
+        path = save_value("model.base_url", base_url.strip())
+        click.echo(f"Saved model.base_url in {path}.")
+    if model:
+        path = save_value("model.default", model.strip())
+        click.echo(f"Saved model.default in {path}.")
+    if api_key:
+        path = save_api_key(api_key.strip())
+        click.echo(f"Saved the API key in {path} (readable only by you).")
+
+
+def _summary(endpoint: str) -> None:
+    key, _ = find_api_key()
+    if key is None and not is_loopback(endpoint):
+        click.echo(
+            f"No API key yet for {endpoint}: run `hermes setup --api-key KEY` or export "
+            "HERMES_API_KEY before chatting."
+        )
+        return
+    click.echo("Done. Run `hermes doctor` to check the endpoint, then `hermes` to chat.")

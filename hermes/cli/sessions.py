@@ -1,0 +1,315 @@
+"""`hermes sessions`: list, show, search, export, lineage, rename, delete, prune.
+
+Every command takes any segment id of a conversation (or its title) and works on the
+whole logical conversation. The read-only ones open the store read-only, so they are
+safe while a gateway is writing; show and export stream page by page, so a huge
+conversation never has to fit in memory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+import click
+
+from hermes.cli._render import one_line, plural, stamp, table, when
+from hermes.cli._store import opened_store, rename_conversation, resolve_conversation
+from hermes.errors import HermesError
+from hermes.state import SessionDB
+
+TOOL_OUTPUT_LINES = 20  # `show` cuts long tool results; `export` never does
+
+
+@click.group(invoke_without_command=True)
+@click.pass_context
+def sessions(ctx: click.Context) -> None:
+    """List, show, search, export conversations (default: list)."""
+    if ctx.invoked_subcommand is None:
+        ctx.invoke(list_cmd)
+
+
+# -- list -------------------------------------------------------------------------------
+
+
+@sessions.command("list")
+@click.option("--source", help="Only conversations from this source (cli, telegram, api...).")
+@click.option(
+    "-n", "--limit", type=click.IntRange(min=1), default=20, show_default=True,
+    help="How many conversations to show, newest first.",
+)  # fmt: skip
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+def list_cmd(source: str | None, limit: int, as_json: bool) -> None:
+    """One row per conversation: title, tip id, messages, last activity, source."""
+    with opened_store(read_only=True) as db:
+        rows = db.list_conversations(limit=limit, source=source)
+    if as_json:
+        click.echo(json.dumps([_conversation_json(r) for r in rows], indent=2, ensure_ascii=False))
+        return
+    if not rows:
+        click.echo("No conversations yet." if not source else f"No conversations from {source}.")
+        return
+    now = time.time()
+    body = [
+        (
+            one_line(r["title"] or "(untitled)", 40),
+            r["tip_id"],
+            r["message_count"],
+            when(r["last_active_at"], now),
+            r["source"],
+        )
+        for r in rows
+    ]
+    click.echo(table(("TITLE", "TIP", "MESSAGES", "LAST ACTIVE", "SOURCE"), body))
+
+
+def _conversation_json(row: dict) -> dict:
+    return {
+        "conversation_id": row["conversation_id"],
+        "tip_id": row["tip_id"],
+        "title": row["title"],
+        "source": row["source"],
+        "model": row["model"],
+        "messages": row["message_count"],
+        "segments": row["segments"],
+        "started_at": row["started_at"],
+        "last_active_at": row["last_active_at"],
+        "live": row["ended_at"] is None,
+    }
+
+
+# -- show -------------------------------------------------------------------------------
+
+
+@sessions.command("show")
+@click.argument("ref", metavar="ID")
+@click.option("--no-pager", is_flag=True, help="Print straight to the terminal.")
+def show_cmd(ref: str, no_pager: bool) -> None:
+    """Show a whole conversation, every segment, oldest first (ID or title)."""
+    with opened_store(read_only=True) as db:
+        chain = db.get_segments(resolve_conversation(db, ref))
+        lines = _transcript(db, chain)
+        if no_pager or not sys.stdout.isatty():
+            _write_stream(lines, click.get_text_stream("stdout"))
+        else:
+            click.echo_via_pager(lines)
+
+
+def _transcript(db: SessionDB, chain: list[dict]) -> Iterator[str]:
+    root = chain[0]
+    yield f"{root['title'] or '(untitled)'}\n"
+    yield (
+        f"conversation {root['id']} · {root['source']} · {plural(len(chain), 'segment')} · "
+        f"started {stamp(root['started_at'])}\n\n"
+    )
+    index = {s["id"]: s for s in chain}
+    current = root["id"]
+    for message in db.iter_conversation_messages(root["id"], include_summaries=True):
+        segment = index.get(message["session_id"])
+        if segment is not None and segment["id"] != current:
+            current = segment["id"]
+            yield f"── compressed here: segment {segment['segment_index']} ({segment['id']}) ──\n\n"
+        if message["compacted"]:
+            continue  # the marker above stands for the summary
+        yield from _message_lines(message)
+
+
+def _message_lines(message: dict) -> Iterator[str]:
+    name = f" {message['tool_name']}" if message.get("tool_name") else ""
+    undone = " · undone" if message.get("undone") else ""
+    yield f"[{message['role']}{name} · {stamp(message['created_at'])}{undone}]\n"
+    content = message.get("content") or ""
+    if message["role"] == "tool":
+        content = _clip_lines(content, TOOL_OUTPUT_LINES)
+    if content:
+        yield content.rstrip("\n") + "\n"
+    for call in message.get("tool_calls") or []:
+        fn = call.get("function", {}) if isinstance(call, dict) else {}
+        yield f"  ↳ {fn.get('name')} {one_line(fn.get('arguments'), 100)}\n"
+    yield "\n"
+
+
+def _clip_lines(text: str, limit: int) -> str:
+    lines = text.splitlines()
+    if len(lines) <= limit:
+        return text
+    hidden = len(lines) - limit
+    return "\n".join(lines[:limit]) + f"\n… {plural(hidden, 'more line')} (see `hermes sessions export`)"
+
+
+def _write_stream(chunks: Iterable[str], out) -> None:
+    try:
+        for chunk in chunks:
+            out.write(chunk)
+        out.flush()
+    except BrokenPipeError:
+        # The reader (`| head`) went away: stop quietly, like any Unix filter.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        raise SystemExit(0) from None
+
+
+# -- search -----------------------------------------------------------------------------
+
+
+@sessions.command("search")
+@click.argument("query", nargs=-1, required=True)
+@click.option("-n", "--limit", type=click.IntRange(min=1), default=20, show_default=True,
+              help="Most hits to show, newest first.")  # fmt: skip
+@click.option("--source", help="Only conversations from this source.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+def search_cmd(query: tuple[str, ...], limit: int, source: str | None, as_json: bool) -> None:
+    """Full-text search over every message of every conversation."""
+    text = " ".join(query)
+    with opened_store(read_only=True) as db:
+        hits = db.search_messages(text, limit=limit, source=source)
+        titles = _titles(db, {h["conversation_id"] for h in hits})
+    for hit in hits:
+        hit["title"] = titles.get(hit["conversation_id"])
+    if as_json:
+        click.echo(json.dumps(hits, indent=2, ensure_ascii=False))
+        return
+    if not hits:
+        click.echo(f"No messages match '{text}'.")
+        return
+    body = [
+        (h["conversation_id"], one_line(h["title"] or "(untitled)", 24), when(h["created_at"]),
+         h["role"], one_line(h["snippet"], 80))
+        for h in hits
+    ]  # fmt: skip
+    click.echo(table(("CONVERSATION", "TITLE", "WHEN", "ROLE", "MATCH"), body))
+
+
+def _titles(db: SessionDB, conversation_ids: set[str]) -> dict[str, str | None]:
+    titles = {}
+    for cid in conversation_ids:
+        root = db.get_session(cid)
+        titles[cid] = root["title"] if root else None
+    return titles
+
+
+# -- export -----------------------------------------------------------------------------
+
+
+@sessions.command("export")
+@click.argument("ref", metavar="ID")
+@click.option("--format", "fmt", type=click.Choice(["jsonl", "md", "markdown"]),
+              default="jsonl", show_default=True, help="JSON lines, or Markdown for reading.")  # fmt: skip
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write to this file (mode 0600) instead of stdout.")  # fmt: skip
+def export_cmd(ref: str, fmt: str, output: Path | None) -> None:
+    """Export a whole conversation, streamed, so any size exports in constant memory."""
+    with opened_store(read_only=True) as db:
+        tip = resolve_conversation(db, ref)
+        chunks = db.export_conversation(tip, "markdown" if fmt == "md" else fmt)
+        if output is None:
+            _write_stream(chunks, click.get_text_stream("stdout"))
+            return
+        _write_file(chunks, output)
+    click.echo(f"Exported the conversation to {output}.", err=True)
+
+
+def _write_file(chunks: Iterable[str], path: Path) -> None:
+    """Write to a hidden temporary file, then rename: never a half-written export."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    except OSError as exc:
+        raise HermesError(f"Cannot write {path}: {exc.strerror}; choose another file with -o.") from exc
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            for chunk in chunks:
+                handle.write(chunk)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+# -- lineage ----------------------------------------------------------------------------
+
+
+@sessions.command("lineage")
+@click.argument("ref", metavar="ID")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a tree.")
+def lineage_cmd(ref: str, as_json: bool) -> None:
+    """The chain of segments of a conversation, with end reasons and message counts."""
+    with opened_store(read_only=True) as db:
+        chain = db.get_segments(resolve_conversation(db, ref))
+    if as_json:
+        keys = ("id", "parent_session_id", "lineage", "segment_index", "title", "model",
+                "started_at", "ended_at", "end_reason", "message_count")  # fmt: skip
+        click.echo(json.dumps([{k: s[k] for k in keys} for s in chain], indent=2))
+        return
+    root = chain[0]
+    click.echo(f"{root['title'] or '(untitled)'} — conversation {root['id']} ({root['source']})")
+    for depth, segment in enumerate(chain):
+        branch = "" if depth == 0 else "    " * (depth - 1) + "└── "
+        click.echo(f"{branch}{segment['id']}  #{segment['segment_index']}  {_state(segment)}  "
+                   f"{plural(segment['message_count'], 'message')}  "
+                   f"started {when(segment['started_at'])}")  # fmt: skip
+
+
+def _state(segment: dict) -> str:
+    if segment["ended_at"] is None:
+        return "live (tip)"
+    return f"ended: {segment['end_reason'] or 'no reason'}"
+
+
+# -- rename, delete, prune --------------------------------------------------------------
+
+
+@sessions.command("rename")
+@click.argument("ref", metavar="ID")
+@click.argument("title", nargs=-1, required=True)
+def rename_cmd(ref: str, title: tuple[str, ...]) -> None:
+    """Give a conversation a new title (later segments become 'TITLE #N')."""
+    text = " ".join(title).strip()
+    if not text:
+        raise click.UsageError("The title cannot be empty.")
+    with opened_store(read_only=False) as db:
+        root = rename_conversation(db, ref, text)
+    click.echo(f"Renamed conversation {root} to '{text}'.")
+
+
+@sessions.command("delete")
+@click.argument("ref", metavar="ID")
+@click.option("-y", "--yes", is_flag=True, help="Do not ask for confirmation.")
+def delete_cmd(ref: str, yes: bool) -> None:
+    """Delete a whole conversation, every segment and message (asks first)."""
+    with opened_store(read_only=False) as db:
+        chain = db.get_segments(resolve_conversation(db, ref))
+        root = chain[0]
+        if not yes:
+            click.confirm(
+                f"Delete conversation '{root['title'] or '(untitled)'}' ({root['id']}, "
+                f"{plural(len(chain), 'segment')})? This cannot be undone",
+                abort=True,
+            )
+        removed = db.delete_conversation(root["id"])
+    click.echo(f"Deleted conversation {root['id']} ({plural(removed, 'message row')}).")
+
+
+@sessions.command("prune")
+@click.option("--older-than", "days", type=click.FloatRange(min=0, min_open=True),
+              required=True, metavar="DAYS", help="Delete conversations idle this many days.")  # fmt: skip
+@click.option("--dry-run", is_flag=True, help="Only list what would be deleted.")
+def prune_cmd(days: float, dry_run: bool) -> None:
+    """Delete every conversation with no activity for DAYS days."""
+    with opened_store(read_only=dry_run) as db:
+        if dry_run:
+            cutoff = time.time() - days * 86400
+            stale = [
+                r for r in db.list_conversations(limit=1_000_000) if r["last_active_at"] < cutoff
+            ]
+            for row in stale:
+                click.echo(f"{row['conversation_id']}  {one_line(row['title'] or '(untitled)', 40)}"
+                           f"  last active {when(row['last_active_at'])}")  # fmt: skip
+            click.echo(f"Would delete {plural(len(stale), 'conversation')}.")
+            return
+        count = db.prune_conversations(days)
+    click.echo(f"Deleted {plural(count, 'conversation')} idle for more than {days:g} days.")

@@ -1,0 +1,628 @@
+"""The PostgreSQL backend: one conversation store shared by many hosts.
+
+Connections come from a ``psycopg_pool`` pool, each in autocommit mode so that this
+module writes ``BEGIN`` and ``COMMIT`` itself. Every transaction runs at READ COMMITTED;
+the shared logic serialises the writers that must not interleave (appends to a
+segment, its rotation, its lease) through ``Tx.lock_session``, a row lock on the
+segment held until commit. Because every statement of a READ COMMITTED transaction
+sees what committed before it started, a check made after taking that lock sees the
+latest state: no lost update, no second compression child.
+
+A transaction that fails for a transient reason (a deadlock, a serialization failure,
+a lock wait past the remaining patience, a dropped connection) is retried whole, with
+bounded, jittered, time-based patience. Everything else is translated into a
+``StateError`` that names the server as ``host:port/db`` and never the password.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import random
+import time
+from collections.abc import Callable, Iterator, Sequence
+from functools import lru_cache
+from typing import Any, TypeVar
+from urllib.parse import quote, urlsplit, urlunsplit
+
+from hermes.state import migrations
+from hermes.state.backend import MessageRow, Row, SearchHit
+from hermes.state.errors import (
+    ReadOnlyStoreError,
+    StateError,
+    StoreBusyError,
+    StoreUnavailableError,
+)
+from hermes.state.schema_postgres import FTS_TEXT_LIMIT, MIGRATIONS, fts_document
+from hermes.state.search import has_cjk
+
+try:
+    import psycopg
+    from psycopg.pq import TransactionStatus
+    from psycopg.rows import dict_row
+    from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
+except ImportError:  # the optional extra is not installed
+    psycopg = None  # type: ignore[assignment]
+
+T = TypeVar("T")
+
+DEFAULT_PATIENCE = 60.0  # seconds a transaction keeps retrying a transient failure
+CONNECT_TIMEOUT = 10  # seconds, unless the URL sets connect_timeout
+# pg_advisory_xact_lock key ("hermes" in ASCII): first-time migrations by several
+# processes take turns, database-wide, because CREATE EXTENSION is database-wide.
+MIGRATION_LOCK = 0x6865726D6573
+
+# Conflicts between writers: retrying the whole transaction resolves them.
+_BUSY_STATES = frozenset({"40001", "40P01", "55P03"})
+# The server is restarting, shutting down or full of connections: try again later.
+_DOWN_STATES = frozenset({"53300", "57P01", "57P02", "57P03"})
+
+_INSERT_MESSAGE = (
+    "INSERT INTO messages (session_id, message_uid, role, content, tool_calls, tool_call_id,"
+    " tool_name, reasoning, created_at, token_count, compacted, origin_id)"
+    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id"
+)
+_FTS_DOCUMENT = fts_document("m.content")
+
+
+class _Transient(Exception):
+    """An attempt failed for a reason a retry may fix; ``busy`` tells which kind."""
+
+    def __init__(self, error: Exception, *, busy: bool) -> None:
+        super().__init__(str(error))
+        self.error = error
+        self.busy = busy
+
+
+# -- SQL and parameters ------------------------------------------------------------
+
+
+@lru_cache(maxsize=1024)
+def _sql(sql: str) -> str:
+    """Shared SQL (``?`` placeholders) in psycopg's dialect (``%s``, literal ``%%``)."""
+    return sql.replace("%", "%%").replace("?", "%s")
+
+
+def _param(value: Any) -> Any:
+    # SQLite takes a bool as 0/1 and a NUL inside text; PostgreSQL refuses both, and a
+    # message must never become impossible to store because of a stray NUL byte.
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, str) and "\x00" in value:
+        return value.replace("\x00", "\ufffd")
+    return value
+
+
+def _params(params: Sequence[Any]) -> tuple[Any, ...]:
+    return tuple(_param(p) for p in params)
+
+
+def _escape_like(term: str) -> str:
+    return term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def _is_word(term: str) -> bool:
+    """True when the full-text index can find ``term`` as a whole word.
+
+    CJK terms, and terms with characters PostgreSQL's parser may not count as letters
+    (superscripts, combining marks), are matched as substrings instead.
+    """
+    return not has_cjk(term) and all(
+        (c.isascii() and c.isalnum()) or (not c.isascii() and c.isalpha()) for c in term
+    )
+
+
+# -- the transaction ---------------------------------------------------------------
+
+
+class PostgresTx:
+    """One open transaction on a pooled connection; see ``hermes.state.backend.Tx``."""
+
+    def __init__(self, conn: psycopg.Connection) -> None:
+        self.conn = conn
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> psycopg.Cursor:
+        """Run one statement written with ``?`` placeholders; return its cursor."""
+        return self.conn.execute(_sql(sql), _params(params))
+
+    def one(self, sql: str, params: Sequence[Any] = ()) -> Row | None:
+        return self.execute(sql, params).fetchone()
+
+    def all(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        return self.execute(sql, params).fetchall()
+
+    def run(self, sql: str, params: Sequence[Any] = ()) -> int:
+        return self.execute(sql, params).rowcount
+
+    def lock_session(self, session_id: str) -> None:
+        # NO KEY UPDATE conflicts with itself (appends, rotation and leases take turns
+        # on a segment) but not with the key-share locks of foreign-key checks.
+        self.execute("SELECT 1 FROM sessions WHERE id = ? FOR NO KEY UPDATE", (session_id,))
+
+    def insert_messages(self, rows: Sequence[MessageRow]) -> list[int]:
+        """Insert in one pipelined batch; the search indexes follow the rows."""
+        if not rows:
+            return []
+        with self.conn.cursor() as cur:
+            cur.executemany(_INSERT_MESSAGE, [_message_params(r) for r in rows], returning=True)
+            ids = []
+            while True:
+                ids.append(cur.fetchone()["id"])
+                if not cur.nextset():
+                    break
+        return ids
+
+    def unindex_messages(self, rows: Sequence[Row]) -> None:
+        """Nothing to do: the search indexes are derived from the rows themselves."""
+
+    def search(
+        self,
+        terms: Sequence[str],
+        *,
+        limit: int,
+        source: str | None,
+        conversation_id: str | None,
+    ) -> list[SearchHit]:
+        where, params = _search_clauses(terms)
+        if source:
+            where.append("s.source = ?")
+            params.append(source)
+        if conversation_id:
+            where.append("s.conversation_id = ?")
+            params.append(conversation_id)
+        sql = (
+            "SELECT m.id, m.session_id, s.conversation_id, m.role, m.content, m.created_at"
+            " FROM messages m JOIN sessions s ON s.id = m.session_id"
+            f" WHERE {' AND '.join(where)} ORDER BY m.id DESC LIMIT ?"
+        )
+        params.append(limit)
+        return [
+            SearchHit(
+                message_id=r["id"],
+                session_id=r["session_id"],
+                conversation_id=r["conversation_id"],
+                role=r["role"],
+                content=r["content"],
+                created_at=r["created_at"],
+            )
+            for r in self.all(sql, params)
+        ]
+
+
+def _message_params(row: MessageRow) -> tuple[Any, ...]:
+    return _params(
+        (
+            row.session_id,
+            row.message_uid,
+            row.role,
+            row.content,
+            row.tool_calls,
+            row.tool_call_id,
+            row.tool_name,
+            row.reasoning,
+            row.created_at,
+            row.token_count,
+            row.compacted,
+            row.origin_id,
+        )
+    )
+
+
+def _search_clauses(terms: Sequence[str]) -> tuple[list[str], list[Any]]:
+    """Every term required: a word through the full-text index, else a substring.
+
+    A substring match uses the trigram index when the term has three characters or
+    more; a shorter CJK term is still found, by a scan. Words past the vectorised part
+    of a huge message are found as substrings through ``messages_long``.
+    """
+    where: list[str] = ["m.compacted = 0"]
+    params: list[Any] = []
+    for term in terms:
+        pattern = "%" + _escape_like(term) + "%"
+        if _is_word(term):
+            where.append(
+                f"({_FTS_DOCUMENT} @@ phraseto_tsquery('simple', ?)"
+                f" OR (length(m.content) > {FTS_TEXT_LIMIT} AND m.content ILIKE ?))"
+            )
+            params += [term, pattern]
+        else:
+            where.append("m.content ILIKE ?")
+            params.append(pattern)
+    return where, params
+
+
+# -- SessionDB._conn on PostgreSQL --------------------------------------------------
+
+
+class StatementResult:
+    """The rows of one statement, read while its connection was held."""
+
+    def __init__(self, rows: list[Row], rowcount: int) -> None:
+        self._rows = rows
+        self._next = 0
+        self.rowcount = rowcount
+
+    def fetchone(self) -> Row | None:
+        if self._next >= len(self._rows):
+            return None
+        self._next += 1
+        return self._rows[self._next - 1]
+
+    def fetchall(self) -> list[Row]:
+        rows = self._rows[self._next :]
+        self._next = len(self._rows)
+        return rows
+
+    def __iter__(self) -> Iterator[Row]:
+        return iter(self.fetchall())
+
+
+class StatementConnection:
+    """A ``sqlite3.Connection``-like face for ad-hoc SQL with ``?`` placeholders.
+
+    Each ``execute`` is its own transaction on a pooled connection, retried like any
+    other, and returns its rows (dicts) already fetched.
+    """
+
+    def __init__(self, backend: PostgresBackend) -> None:
+        self._backend = backend
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> StatementResult:
+        def run(tx: PostgresTx) -> StatementResult:
+            cur = tx.execute(sql, params)
+            return StatementResult(cur.fetchall() if cur.description else [], cur.rowcount)
+
+        return self._backend.transact(run, write=not self._backend.read_only)
+
+    def executemany(self, sql: str, seq_of_params: Sequence[Sequence[Any]]) -> StatementResult:
+        def run(tx: PostgresTx) -> StatementResult:
+            with tx.conn.cursor() as cur:
+                cur.executemany(_sql(sql), [_params(p) for p in seq_of_params])
+                return StatementResult([], cur.rowcount)
+
+        return self._backend.transact(run, write=not self._backend.read_only)
+
+    def commit(self) -> None:
+        """Nothing to do: every statement committed on its own."""
+
+    def rollback(self) -> None:
+        """Nothing to do: every statement committed on its own."""
+
+
+# -- naming the server -------------------------------------------------------------
+
+
+class _Server:
+    """How messages name a server: ``host:port/db``, and the URL minus its password."""
+
+    def __init__(self, url: str) -> None:
+        self.password = _password_of(url)
+        try:
+            params = psycopg.conninfo.conninfo_to_dict(url)
+        except psycopg.Error as exc:
+            raise StoreUnavailableError(
+                f"The PostgreSQL URL is not valid ({self.scrub(_reason(exc))}). "
+                "Check state.url / HERMES_STATE_URL."
+            ) from None
+        host = params.get("host") or params.get("hostaddr") or "localhost"
+        port = params.get("port") or "5432"
+        dbname = params.get("dbname") or params.get("user") or getpass.getuser()
+        self.label = f"{host}:{port}/{dbname}"
+        self.location = _without_password(url, params)
+        self.params = params
+
+    def scrub(self, text: str) -> str:
+        """``text`` with the password (plain or URL-encoded) replaced by ``***``."""
+        if self.password:
+            for form in {self.password, quote(self.password, safe="")}:
+                text = text.replace(form, "***")
+        return text
+
+
+def _password_of(url: str) -> str | None:
+    try:
+        return psycopg.conninfo.conninfo_to_dict(url).get("password")
+    except psycopg.Error:
+        try:
+            return urlsplit(url).password
+        except ValueError:
+            return None
+
+
+def _without_password(url: str, params: dict[str, Any]) -> str:
+    if not url.startswith(("postgresql://", "postgres://")):
+        kept = {k: v for k, v in params.items() if k != "password"}
+        return psycopg.conninfo.make_conninfo(**kept)
+    parts = urlsplit(url)
+    netloc = parts.netloc
+    if "@" in netloc:
+        userinfo, _, hosts = netloc.rpartition("@")
+        user = userinfo.split(":", 1)[0]
+        netloc = f"{user}@{hosts}" if user else hosts
+    query = "&".join(
+        p for p in parts.query.split("&") if p and p.split("=", 1)[0].lower() != "password"
+    )
+    return urlunsplit(parts._replace(netloc=netloc, query=query))
+
+
+def _reason(exc: BaseException) -> str:
+    """The server's or libpq's sentence, on one line, without a trailing period."""
+    diag = getattr(exc, "diag", None)
+    text = (diag.message_primary if diag is not None else None) or str(exc) or type(exc).__name__
+    return " ".join(text.split()).rstrip(".")
+
+
+# -- the backend -------------------------------------------------------------------
+
+
+class PostgresBackend:
+    """A PostgreSQL database (or one schema of it, by the URL's ``options``)."""
+
+    kind = "postgresql"
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        read_only: bool = False,
+        patience: float = DEFAULT_PATIENCE,
+        pool_min: int = 1,
+        pool_max: int = 10,
+    ) -> None:
+        if psycopg is None:
+            raise StoreUnavailableError(
+                "A postgresql:// state URL needs psycopg: install hermes-agent-runtime[postgres] "
+                "(pip install 'hermes-agent-runtime[postgres]')."
+            )
+        self._url = url
+        self._server = _Server(url)
+        self.location = self._server.location
+        self.read_only = read_only
+        self.patience = patience
+        self._pid = os.getpid()
+        self._closed = False
+        self._connect_kwargs = self._kwargs()
+        self._probe()
+        self._pool = ConnectionPool(
+            url,
+            min_size=pool_min,
+            max_size=max(pool_min, pool_max),
+            kwargs=self._connect_kwargs,
+            configure=self._configure,
+            open=False,
+            name=f"hermes-state {self._server.label}",
+            timeout=patience,
+        )
+        self._pool.open(wait=False)
+        self._statements = StatementConnection(self)
+
+    def __repr__(self) -> str:
+        return f"PostgresBackend({self.location!r}, read_only={self.read_only})"
+
+    @property
+    def conn(self) -> StatementConnection:
+        return self._statements
+
+    # -- opening --------------------------------------------------------------------
+
+    def _kwargs(self) -> dict[str, Any]:
+        # Only defaults the URL leaves unset: its own parameters reach libpq unchanged.
+        kwargs: dict[str, Any] = {"autocommit": True, "row_factory": dict_row}
+        if "connect_timeout" not in self._server.params:
+            kwargs["connect_timeout"] = CONNECT_TIMEOUT
+        if "application_name" not in self._server.params:
+            kwargs["application_name"] = "hermes"
+        return kwargs
+
+    def _configure(self, conn: psycopg.Connection) -> None:
+        if self.read_only:
+            conn.execute("SET default_transaction_read_only = on")
+
+    def _probe(self) -> None:
+        """Connect once, so that an unreachable server fails now, with libpq's reason."""
+        try:
+            psycopg.connect(self._url, **self._connect_kwargs).close()
+        except psycopg.Error as exc:
+            raise self._unreachable(exc) from None
+
+    def _unreachable(self, exc: BaseException) -> StoreUnavailableError:
+        return StoreUnavailableError(
+            f"Cannot reach PostgreSQL at {self._server.label}: "
+            f"{self._server.scrub(_reason(exc))}. Check state.url / HERMES_STATE_URL and that "
+            "the server runs."
+        )
+
+    # -- transactions ---------------------------------------------------------------
+
+    def transact(self, fn: Callable[[PostgresTx], T], *, write: bool) -> T:
+        self._check_usable()
+        if write and self.read_only:
+            raise ReadOnlyStoreError(self.location)
+        deadline = time.monotonic() + self.patience
+        delay = 0.01
+        while True:
+            try:
+                return self._attempt(fn, write, deadline)
+            except _Transient as transient:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise self._gave_up(transient, write) from transient.error
+                time.sleep(min(random.uniform(0, delay), left))  # full jitter
+                delay = min(delay * 2, 1.0)
+
+    def _check_usable(self) -> None:
+        if self._closed:
+            raise StateError(f"The state store {self.location} is closed.")
+        if self._pid != os.getpid():
+            raise StateError(
+                "A SessionDB cannot be used across fork(); open a new one in the child."
+            )
+
+    def _attempt(self, fn: Callable[[PostgresTx], T], write: bool, deadline: float) -> T:
+        conn = self._getconn(deadline)
+        try:
+            self._begin(conn, write, deadline)
+            try:
+                result = fn(PostgresTx(conn))
+            except BaseException:
+                _rollback_quietly(conn)
+                raise
+            self._commit(conn, write)
+            return result
+        except psycopg.Error as exc:
+            raise self._classify(exc, conn) from exc
+        finally:
+            self._pool.putconn(conn)
+
+    def _getconn(self, deadline: float) -> psycopg.Connection:
+        try:
+            return self._pool.getconn(timeout=max(0.05, deadline - time.monotonic()))
+        except PoolClosed:
+            raise StateError(f"The state store {self.location} is closed.") from None
+        except PoolTimeout as exc:
+            raise self._no_connection(exc) from None
+
+    def _no_connection(self, exc: PoolTimeout) -> StateError:
+        """Why the pool had nothing to give: the server is gone, or every one is busy."""
+        try:
+            psycopg.connect(self._url, **{**self._connect_kwargs, "connect_timeout": 5}).close()
+        except psycopg.Error as probe:
+            return self._unreachable(probe)
+        return StoreBusyError(
+            f"No connection to PostgreSQL at {self._server.label} came free within "
+            f"{self.patience:.0f} s: all {self._pool.max_size} pooled connections stayed busy. "
+            "Look for stuck threads, or allow more connections."
+        )
+
+    def _begin(self, conn: psycopg.Connection, write: bool, deadline: float) -> None:
+        # A lock wait never outlasts the patience left: it fails with 55P03, is retried,
+        # and the retry loop gives up on time.
+        wait_ms = max(1, int((deadline - time.monotonic()) * 1000))
+        mode = "READ WRITE" if write else "READ ONLY"
+        conn.execute(
+            f"BEGIN ISOLATION LEVEL READ COMMITTED {mode}; SET LOCAL lock_timeout = {wait_ms}",
+            prepare=False,
+        )
+
+    def _commit(self, conn: psycopg.Connection, write: bool) -> None:
+        try:
+            conn.execute("COMMIT", prepare=False)
+        except psycopg.Error as exc:
+            if write and _connection_lost(exc, conn):
+                # The server may have committed before the connection died: retrying
+                # could apply the write twice, so say so instead.
+                raise StoreUnavailableError(
+                    f"Lost the connection to PostgreSQL at {self._server.label} while "
+                    "committing; the last write may or may not have been saved "
+                    f"({self._server.scrub(_reason(exc))}). Check the server and try again."
+                ) from exc
+            raise
+
+    def _classify(self, exc: psycopg.Error, conn: psycopg.Connection) -> Exception:
+        """A ``_Transient`` to retry, or the ``StateError`` to raise."""
+        state = exc.sqlstate or ""
+        label = self._server.label
+        reason = self._server.scrub(_reason(exc))
+        if _connection_lost(exc, conn) or state in _DOWN_STATES:
+            return _Transient(exc, busy=False)
+        if state in _BUSY_STATES:
+            return _Transient(exc, busy=True)
+        if state == "25006":  # read_only_sql_transaction
+            return ReadOnlyStoreError(self.location)
+        if state == "57014":  # query_canceled: statement_timeout or a cancel request
+            return StoreBusyError(f"PostgreSQL at {label} cancelled a statement: {reason}.")
+        if state == "42501":  # insufficient_privilege
+            return StoreUnavailableError(
+                f"PostgreSQL at {label} refused: {reason}. Grant the role of state.url the "
+                "needed rights, or use another role."
+            )
+        if state.startswith("23"):  # integrity constraint violation
+            return StateError(f"The state store at PostgreSQL {label} refused a write: {reason}.")
+        return StateError(f"The state store at PostgreSQL {label} failed: {reason}.")
+
+    def _gave_up(self, transient: _Transient, write: bool) -> StateError:
+        reason = self._server.scrub(_reason(transient.error))
+        label = self._server.label
+        if transient.busy:
+            what = "write to" if write else "read from"
+            return StoreBusyError(
+                f"Could not {what} PostgreSQL at {label}: other writers kept conflicting for "
+                f"over {self.patience:.0f} s ({reason}). Try again; if it persists, look for "
+                "long transactions in pg_stat_activity or a stuck hermes process."
+            )
+        return StoreUnavailableError(
+            f"Lost PostgreSQL at {label} and could not get it back within "
+            f"{self.patience:.0f} s ({reason}). Check state.url / HERMES_STATE_URL and that the "
+            "server runs."
+        )
+
+    # -- schema ---------------------------------------------------------------------
+
+    def schema_version(self) -> int:
+        def read(tx: PostgresTx) -> int:
+            row = tx.one("SELECT to_regclass('schema_version') IS NOT NULL AS present")
+            if not row or not row["present"]:
+                return 0
+            row = tx.one("SELECT MAX(version) AS v FROM schema_version")
+            return int(row["v"] or 0) if row else 0
+
+        return self.transact(read, write=False)
+
+    def migrate(self) -> None:
+        current = self.schema_version()
+        if current >= MIGRATIONS[-1].version:
+            return
+        if self.read_only:
+            raise StateError(
+                f"The state store {self.location} needs an upgrade (schema {current}); open it "
+                "once without read-only (run any hermes command that writes) first."
+            )
+        migrations.apply(_SerialMigrations(self), MIGRATIONS)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._pool.close()
+
+
+class _SerialMigrations:
+    """The backend as ``migrations.apply`` sees it: each migration under one advisory lock.
+
+    Several processes opening a new store at once take turns; the later ones find the
+    migration recorded and apply nothing. The lock is released at commit or rollback.
+    """
+
+    def __init__(self, backend: PostgresBackend) -> None:
+        self._backend = backend
+        self.location = backend.location
+
+    def schema_version(self) -> int:
+        return self._backend.schema_version()
+
+    def transact(self, fn: Callable[[PostgresTx], T], *, write: bool) -> T:
+        def locked(tx: PostgresTx) -> T:
+            tx.run("SELECT pg_advisory_xact_lock(?)", (MIGRATION_LOCK,))
+            return fn(tx)
+
+        return self._backend.transact(locked, write=write)
+
+
+def _connection_lost(exc: psycopg.Error, conn: psycopg.Connection) -> bool:
+    state = exc.sqlstate or ""
+    return (
+        conn.broken
+        or conn.closed
+        or state.startswith("08")
+        or (not state and isinstance(exc, psycopg.OperationalError))
+    )
+
+
+def _rollback_quietly(conn: psycopg.Connection) -> None:
+    if conn.broken or conn.closed:
+        return
+    if conn.pgconn.transaction_status in (TransactionStatus.INTRANS, TransactionStatus.INERROR):
+        try:
+            conn.execute("ROLLBACK", prepare=False)
+        except psycopg.Error:
+            pass  # the pool discards a connection it cannot reset

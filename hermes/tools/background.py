@@ -1,0 +1,270 @@
+"""Starting, watching, judging and stopping background processes.
+
+A background command runs under a tiny supervisor (a bare ``python -c`` script) in its
+own session and process group, with stdout and stderr going to its log file. The
+supervisor writes the command's exit code to ``<id>.exit`` when it ends, so the exit
+is known even if the hermes process that started it has gone. The process is owned by
+this host: it outlives the agent object (a watcher thread of this module, not the
+agent, waits for it) and, detached from the terminal, survives Ctrl-C in the REPL.
+
+A record that says "running" is checked on every look: if its pid is gone, or now
+belongs to another process (the create time differs, e.g. after a reboot), and no exit
+was recorded anywhere, it is reported ``lost``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import psutil
+
+from hermes.tools import events
+from hermes.tools.process_store import (
+    EXITED,
+    KILLED,
+    LOST,
+    ProcessRecord,
+    ProcessStore,
+    new_process_id,
+)
+
+log = logging.getLogger(__name__)
+
+# Runs with ``python -I -S`` so it starts in milliseconds and imports nothing of ours.
+# It forwards termination signals to the command and records its exit code atomically.
+SUPERVISOR = r"""
+import os, signal, subprocess, sys
+exit_path, shell, command = sys.argv[1:4]
+child = subprocess.Popen([shell, "-c", command])
+def forward(signum, frame):
+    try:
+        child.send_signal(signum)
+    except OSError:
+        pass
+for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+    signal.signal(sig, forward)
+code = child.wait()
+with os.fdopen(os.open(exit_path + ".tmp", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as handle:
+    handle.write(str(code))
+os.replace(exit_path + ".tmp", exit_path)
+sys.exit(code if code >= 0 else 128 - code)
+"""
+
+_CREATE_TIME_TOLERANCE = 1.0  # seconds; a reused pid started later than that
+_POLL_INTERVAL = 0.05
+
+# (hermes_home, process id) of the processes this hermes process is waiting for.
+_watched: set[tuple[str, str]] = set()
+_watched_lock = threading.Lock()
+
+
+def shell_path() -> str:
+    return shutil.which("bash") or "/bin/sh"
+
+
+def start(
+    hermes_home: Path,
+    command: str,
+    cwd: Path,
+    *,
+    notify_on_complete: bool = False,
+    conversation_id: str | None = None,
+    session_id: str | None = None,
+) -> ProcessRecord:
+    """Start ``command`` in the background and return its record at once."""
+    store = ProcessStore(hermes_home).ensure()
+    process_id = new_process_id()
+    log_fd = os.open(store.log_path(process_id), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-I",
+                "-S",
+                "-c",
+                SUPERVISOR,
+                str(store.exit_path(process_id)),
+                shell_path(),
+                command,
+            ],
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=log_fd,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    except BaseException:
+        store.log_path(process_id).unlink(missing_ok=True)  # no record will ever point at it
+        raise
+    finally:
+        os.close(log_fd)
+    me = psutil.Process()
+    record = ProcessRecord(
+        id=process_id,
+        command=command,
+        pid=proc.pid,
+        cwd=str(cwd),
+        pid_create_time=_create_time(proc.pid),
+        host=socket.gethostname(),
+        owner_pid=me.pid,
+        owner_create_time=me.create_time(),
+        started_at=time.time(),
+        notify_on_complete=notify_on_complete,
+        conversation_id=conversation_id,
+        session_id=session_id,
+    )
+    store.save(record)  # before the watcher starts, so it always finds the record
+    key = (str(store.dir), process_id)
+    with _watched_lock:
+        _watched.add(key)
+    thread = threading.Thread(
+        target=_watch, args=(store, process_id, proc, key), name=f"hermes-{process_id}", daemon=True
+    )
+    thread.start()
+    return record
+
+
+def _watch(
+    store: ProcessStore, process_id: str, proc: subprocess.Popen[bytes], key: tuple[str, str]
+) -> None:
+    try:
+        code = proc.wait()
+        recorded = store.read_exit_code(process_id)
+        # The supervisor's file holds the command's own code (negative for a signal);
+        # without it (supervisor killed) the supervisor's code is the best we know.
+        finish(store, process_id, code if recorded is None else recorded)
+    except Exception:
+        log.exception("Watching background process %s failed", process_id)
+    finally:
+        with _watched_lock:
+            _watched.discard(key)
+
+
+def finish(
+    store: ProcessStore, process_id: str, exit_code: int | None, status: str | None = None
+) -> ProcessRecord | None:
+    """Record the end of a process (first caller wins) and produce its event once."""
+    current = store.load(process_id)
+    if current is None:
+        return None
+    if status is None:
+        status = KILLED if current.kill_requested else EXITED
+    record, _ = store.finish(process_id, exit_code, status, time.time())
+    if record is not None and record.finished:
+        # Also when another caller recorded it: if that caller died before producing
+        # the event, this produces it; the claim file keeps it to one.
+        events.emit_once(store.dir.parent, record)
+    return record
+
+
+def refresh(store: ProcessStore, record: ProcessRecord) -> ProcessRecord:
+    """The record, updated if its process ended without anyone recording it."""
+    if record.finished:
+        events.emit_once(store.dir.parent, record)  # a claimant that died half-way
+        return record
+    if record.host not in (None, socket.gethostname()):
+        return record  # another machine's process: we cannot look at it
+    if _is_watched(store, record.id) or pid_alive(record.pid, record.pid_create_time):
+        return record
+    if _owner_alive(record):
+        return record  # its owner's watcher is about to record the real exit
+    code = store.read_exit_code(record.id)
+    if code is not None:
+        return finish(store, record.id, code) or record
+    status = KILLED if record.kill_requested else LOST
+    return finish(store, record.id, None, status) or record
+
+
+def refresh_all(hermes_home: Path) -> list[ProcessRecord]:
+    store = ProcessStore(hermes_home)
+    return [refresh(store, record) for record in store.all()]
+
+
+def load(hermes_home: Path, process_id: str) -> ProcessRecord | None:
+    store = ProcessStore(hermes_home)
+    record = store.load(process_id)
+    return refresh(store, record) if record else None
+
+
+def wait(hermes_home: Path, process_id: str, timeout: float) -> ProcessRecord | None:
+    """Wait up to ``timeout`` seconds for the process to end; returns its latest record."""
+    deadline = time.monotonic() + max(0.0, timeout)
+    while True:
+        record = load(hermes_home, process_id)
+        if record is None or record.finished or time.monotonic() >= deadline:
+            return record
+        time.sleep(min(_POLL_INTERVAL, max(0.0, deadline - time.monotonic())))
+
+
+def kill(hermes_home: Path, process_id: str, grace: float = 3.0) -> ProcessRecord | None:
+    """Stop the process's whole group: SIGTERM, then SIGKILL after ``grace`` seconds."""
+    store = ProcessStore(hermes_home)
+    record = load(hermes_home, process_id)
+    if record is None or record.finished:
+        return record
+    store.update(process_id, kill_requested=True)
+    for sig, patience in ((signal.SIGTERM, grace), (signal.SIGKILL, 2.0)):
+        if pid_alive(record.pid, record.pid_create_time):
+            _signal_group(record.pid, sig)
+        record = wait(hermes_home, process_id, patience) or record
+        if record.finished:
+            return record
+    # Still not recorded: nobody is watching it and it left no exit file.
+    return finish(store, process_id, -signal.SIGKILL, KILLED)
+
+
+def pid_alive(pid: int, create_time: float | None) -> bool:
+    """Whether ``pid`` is the same live process (not a zombie, not a reused pid)."""
+    try:
+        proc = psutil.Process(pid)
+        if (
+            create_time is not None
+            and abs(proc.create_time() - create_time) > _CREATE_TIME_TOLERANCE
+        ):
+            return False
+        return proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+    except psutil.AccessDenied:
+        return True  # it exists, it just is not ours to inspect
+
+
+def _owner_alive(record: ProcessRecord) -> bool:
+    if record.owner_pid is None or record.owner_pid == os.getpid():
+        return False  # we own it yet do not watch it: nobody else will record it
+    return pid_alive(record.owner_pid, record.owner_create_time)
+
+
+def _is_watched(store: ProcessStore, process_id: str) -> bool:
+    with _watched_lock:
+        return (str(store.dir), process_id) in _watched
+
+
+def _create_time(pid: int) -> float | None:
+    try:
+        return psutil.Process(pid).create_time()
+    except psutil.Error:
+        return None
+
+
+def _signal_group(pid: int, sig: int) -> None:
+    if pid in (os.getpid(), os.getpgrp()):
+        return  # a record pointing at ourselves (a reused pid) must never take us down
+    try:
+        os.killpg(pid, sig)  # started with start_new_session, so its group id is its pid
+    except ProcessLookupError:
+        pass
+    except PermissionError:
+        try:
+            os.kill(pid, sig)
+        except OSError:
+            pass

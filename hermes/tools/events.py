@@ -1,0 +1,162 @@
+"""Completion events: one message per finished ``notify_on_complete`` background process.
+
+Exactly once. Whoever sees a process end first (its watcher thread, a ``process poll``,
+a ``drain_events`` in another hermes process) records the exit and then *claims* the
+event by creating ``<id>.notified`` with O_EXCL; only the claimant builds and delivers
+it. Reading logs or polling never consumes or repeats an event.
+
+Delivery: in-process subscribers (``subscribe``) are called from the thread that
+claimed the event (usually the process's watcher thread, so a subscriber living in an
+event loop must hop over with ``loop.call_soon_threadsafe``). When no subscriber takes
+it, the event is spooled under ``processes/events/`` for ``drain_events``, which any
+process may call; a spooled event is handed to exactly one drainer.
+
+Events are addressed to the conversation id (the root segment), never the segment,
+so they still reach the conversation after compression rotates its tip.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hermes.tools._fs import private_dir, read_json, write_json
+from hermes.tools._output import tail_lines
+from hermes.tools.process_store import ProcessRecord, ProcessStore
+
+log = logging.getLogger(__name__)
+
+OUTPUT_TAIL_LINES = 20
+OUTPUT_TAIL_CHARS = 2000
+
+
+@dataclass(frozen=True)
+class CompletionEvent:
+    """A background process ended; tell the conversation that started it."""
+
+    process_id: str
+    conversation_id: str | None
+    command: str
+    exit_code: int | None
+    output_tail: str
+    finished_at: float
+    status: str = "exited"  # or "killed", or "lost" when nobody saw how it ended
+    session_id: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CompletionEvent:
+        known = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+    def describe(self) -> str:
+        """The event as a message for the model."""
+        if self.status == "lost":
+            how = "was lost (it is gone and its exit was never recorded)"
+        elif self.status == "killed":
+            how = f"was killed (exit code {self.exit_code})"
+        else:
+            how = f"finished with exit code {self.exit_code}"
+        tail = self.output_tail.rstrip() or "(no output)"
+        return f"[Background process {self.process_id} {how}: {self.command}]\nLast output:\n{tail}"
+
+
+Subscriber = Callable[[CompletionEvent], object]
+
+_subscribers: list[Subscriber] = []
+_subscribers_lock = threading.Lock()
+
+
+def subscribe(callback: Subscriber) -> None:
+    """Call ``callback(event)`` for each completion event this process produces."""
+    with _subscribers_lock:
+        _subscribers.append(callback)
+
+
+def unsubscribe(callback: Subscriber) -> None:
+    with _subscribers_lock:
+        if callback in _subscribers:
+            _subscribers.remove(callback)
+
+
+def emit_once(hermes_home: Path, record: ProcessRecord) -> CompletionEvent | None:
+    """Produce the record's completion event unless someone already did.
+
+    Returns the event when this call claimed it, else None. The record must be finished.
+    """
+    if not record.notify_on_complete or not record.finished:
+        return None
+    store = ProcessStore(hermes_home).ensure()
+    try:
+        fd = os.open(store.notified_path(record.id), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return None
+    os.close(fd)
+    event = CompletionEvent(
+        process_id=record.id,
+        conversation_id=record.conversation_id,
+        command=record.command,
+        exit_code=record.exit_code,
+        output_tail=tail_lines(store.log_path(record.id), OUTPUT_TAIL_LINES, OUTPUT_TAIL_CHARS),
+        finished_at=record.finished_at or time.time(),
+        status=record.status,
+        session_id=record.session_id,
+    )
+    _deliver(store, event)
+    return event
+
+
+def _deliver(store: ProcessStore, event: CompletionEvent) -> None:
+    with _subscribers_lock:
+        callbacks = list(_subscribers)
+    taken = False
+    for callback in callbacks:
+        try:
+            callback(event)
+            taken = True
+        except Exception:
+            log.exception(
+                "Completion-event subscriber %r failed for %s", callback, event.process_id
+            )
+    if not taken:
+        # Nobody here is listening: keep it for the next drain_events, in any process.
+        spool = private_dir(store.events_dir())
+        write_json(spool / f"{event.process_id}.json", event.to_dict())
+
+
+def drain_events(hermes_home: Path) -> list[CompletionEvent]:
+    """Take the spooled completion events of this HERMES_HOME, oldest first.
+
+    First notices processes that ended while no hermes process watched them, so their
+    events are produced too. Each event is returned by exactly one call, in one process.
+    """
+    # Imported here: background imports this module to emit events.
+    from hermes.tools.background import refresh_all
+
+    refresh_all(Path(hermes_home))
+    spool = ProcessStore(hermes_home).events_dir()
+    if not spool.is_dir():
+        return []
+    events = []
+    for path in spool.glob("*.json"):
+        # Renaming is the claim: of two drainers, only one rename succeeds.
+        claimed = path.with_name(f"{path.name}.{uuid.uuid4().hex}.claimed")
+        try:
+            os.rename(path, claimed)
+        except FileNotFoundError:
+            continue
+        data = read_json(claimed)
+        claimed.unlink(missing_ok=True)
+        if data:
+            events.append(CompletionEvent.from_dict(data))
+    return sorted(events, key=lambda e: e.finished_at)

@@ -1,0 +1,204 @@
+"""The ``memory`` tool: the agent's lasting notes (MEMORY.md) and facts about the user (USER.md).
+
+Both files live in HERMES_HOME (0600) and hold entries separated by a line holding only
+``§``. Every change is read-merge-write under a cross-process file lock: the file is
+re-read after the lock is taken and the one change applied to what is there now, so
+two hermes processes (a chat and a background review, say) never lose each other's
+entries. Each file has a character budget (``memory.memory_char_limit``,
+``memory.user_char_limit``); going over it is refused with a message that says how
+full the file is and what to consolidate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from filelock import FileLock
+
+from hermes.config import ensure_home
+from hermes.tools._fs import atomic_write_text
+from hermes.tools.registry import Tool, ToolContext, ToolError
+
+DELIMITER = "\n§\n"
+FILES = {"memory": "MEMORY.md", "user": "USER.md"}
+LIMIT_KEYS = {"memory": "memory.memory_char_limit", "user": "memory.user_char_limit"}
+LOCK_NAME = ".memory.lock"
+PREVIEW_CHARS = 80
+
+
+def memory_path(hermes_home: Path, target: str) -> Path:
+    return Path(hermes_home) / FILES[target]
+
+
+def read_entries(hermes_home: Path, target: str) -> list[str]:
+    try:
+        text = memory_path(hermes_home, target).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return []
+    return [entry.strip() for entry in text.split(DELIMITER) if entry.strip()]
+
+
+def read_memory_snapshot(hermes_home: Path) -> tuple[str, str]:
+    """``(memory_text, user_text)`` as stored now, for assembling the system prompt."""
+    return (
+        DELIMITER.join(read_entries(hermes_home, "memory")),
+        DELIMITER.join(read_entries(hermes_home, "user")),
+    )
+
+
+@dataclass(frozen=True)
+class Change:
+    """The outcome of one memory action: the entries after it and what to tell the model."""
+
+    entries: list[str]
+    message: str
+
+
+def apply(
+    hermes_home: Path, target: str, action: str, limit: int, content: str = "", old_text: str = ""
+) -> str:
+    """Apply one action to one file under the lock; returns the message for the model."""
+    if target not in FILES:
+        raise ToolError(
+            f"unknown target '{target}'; use 'memory' (your notes) or 'user' (facts about the user)."
+        )
+    home = ensure_home(Path(hermes_home))
+    with FileLock(str(home / LOCK_NAME), timeout=30, mode=0o600):
+        entries = read_entries(home, target)  # re-read under the lock: this is the merge
+        change = _change(entries, action, _clean(content), old_text.strip(), target, limit)
+        if change.entries != entries:
+            text = DELIMITER.join(change.entries)
+            atomic_write_text(memory_path(home, target), text + "\n" if text else "")
+    return change.message
+
+
+def _change(
+    entries: list[str], action: str, content: str, old_text: str, target: str, limit: int
+) -> Change:
+    if action == "add":
+        if not content:
+            raise ToolError("'content' is empty; give the entry to add.")
+        if content in entries:
+            return Change(
+                entries, f"Already in {FILES[target]}; nothing added. {_usage(entries, limit)}"
+            )
+        return _within_limit(entries, [*entries, content], target, limit, "Added")
+    if not old_text:
+        raise ToolError(
+            f"action '{action}' needs 'old_text': a piece of the entry to {action}, unique to it."
+        )
+    index = _find(entries, old_text, target)
+    if action == "remove":
+        updated = entries[:index] + entries[index + 1 :]
+        return Change(updated, f"Removed from {FILES[target]}. {_usage(updated, limit)}")
+    if not content:
+        raise ToolError(
+            "'content' is empty; give the new text of the entry (use action 'remove' to delete it)."
+        )
+    updated = [*entries[:index], content, *entries[index + 1 :]]
+    return _within_limit(entries, updated, target, limit, "Replaced")
+
+
+def _within_limit(
+    before: list[str], after: list[str], target: str, limit: int, verb: str
+) -> Change:
+    size = _size(after)
+    if size <= limit or size <= _size(before):  # shrinking an over-full file is always fine
+        return Change(after, f"{verb} in {FILES[target]}. {_usage(after, limit)}")
+    current = _size(before)
+    listing = "\n".join(f"  - {_preview(e)} ({len(e)} chars)" for e in before)
+    raise ToolError(
+        f"{FILES[target]} is full: {current}/{limit} characters used, and this change would make it "
+        f"{size} ({size - limit} over). Consolidate first: merge related entries into one shorter "
+        "entry with action 'replace', or drop stale ones with action 'remove', then try again. "
+        f"Current entries:\n{listing}"
+    )
+
+
+def _find(entries: list[str], old_text: str, target: str) -> int:
+    hits = [i for i, entry in enumerate(entries) if old_text in entry]
+    if len(hits) == 1:
+        return hits[0]
+    if not hits:
+        listing = "\n".join(f"  - {_preview(e)}" for e in entries) or "  (no entries)"
+        raise ToolError(
+            f"no entry in {FILES[target]} contains '{old_text}'. The entries are:\n{listing}"
+        )
+    listing = "\n".join(f"  - {_preview(entries[i])}" for i in hits)
+    raise ToolError(
+        f"'{old_text}' is in {len(hits)} entries of {FILES[target]}; give a longer piece of the one you mean:\n{listing}"
+    )
+
+
+def _clean(content: str) -> str:
+    # An entry must not contain the delimiter line, or it would read back as two.
+    lines = ["§ " if line.strip() == "§" else line for line in content.strip().splitlines()]
+    return "\n".join(lines).strip()
+
+
+def _size(entries: list[str]) -> int:
+    return len(DELIMITER.join(entries))
+
+
+def _usage(entries: list[str], limit: int) -> str:
+    return f"Now {_size(entries)}/{limit} characters, {len(entries)} entr{'y' if len(entries) == 1 else 'ies'}."
+
+
+def _preview(entry: str) -> str:
+    flat = " ".join(entry.split())
+    return flat if len(flat) <= PREVIEW_CHARS else flat[: PREVIEW_CHARS - 3] + "..."
+
+
+PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "action": {
+            "type": "string",
+            "enum": ["add", "replace", "remove"],
+            "description": "add a new entry, replace one, or remove one.",
+        },
+        "target": {
+            "type": "string",
+            "enum": ["memory", "user"],
+            "description": "memory: your own notes (what works, project facts); user: facts about the user (preferences, context).",
+        },
+        "content": {
+            "type": "string",
+            "description": "For add and replace: the entry's text. Keep it short and durable.",
+        },
+        "old_text": {
+            "type": "string",
+            "description": "For replace and remove: a piece of the existing entry, unique to it.",
+        },
+    },
+    "required": ["action", "target"],
+    "additionalProperties": False,
+}
+
+
+def handle(args: dict[str, Any], ctx: ToolContext) -> str:
+    target = args["target"]
+    limit = int(ctx.setting(LIMIT_KEYS[target]))
+    return apply(
+        ctx.hermes_home,
+        target,
+        args["action"],
+        limit,
+        args.get("content") or "",
+        args.get("old_text") or "",
+    )
+
+
+TOOL = Tool(
+    name="memory",
+    description=(
+        "Keep lasting memory across conversations: add, replace or remove an entry in your notes "
+        "(target 'memory') or in what you know about the user (target 'user'). Both are shown to "
+        "you at the start of every conversation and have a size limit, so keep entries short."
+    ),
+    parameters=PARAMETERS,
+    handler=handle,
+    toolsets=("memory",),
+)

@@ -1,0 +1,163 @@
+"""The ``terminal`` tool: run a shell command in the working directory.
+
+A foreground command runs to completion or to its timeout (then its whole process group
+is killed) and returns its exit code and output, capped at ``terminal.output_limit``
+characters with the head and tail kept. ``background=true`` starts it as a tracked
+process instead (see ``background.py``) and returns its id at once. Dangerous commands
+go through ``approval.authorize`` first, in both modes.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from hermes.tools import approval, background
+from hermes.tools._output import read_capped
+from hermes.tools.registry import Tool, ToolContext, ToolError
+
+KILL_GRACE_SECONDS = 1.0
+
+PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "command": {"type": "string", "description": "The shell command to run (bash)."},
+        "timeout": {
+            "type": "number",
+            "minimum": 1,
+            "description": "Seconds before a foreground command is killed (default: terminal.timeout from config).",
+        },
+        "background": {
+            "type": "boolean",
+            "description": "Start it as a background process and return its id at once; "
+            "use for servers, watchers and anything long. Manage it with the process tool.",
+        },
+        "notify_on_complete": {
+            "type": "boolean",
+            "description": "With background=true: send one message to this conversation when it ends.",
+        },
+        "workdir": {
+            "type": "string",
+            "description": "Directory to run in, relative to the current one (default: the current one).",
+        },
+    },
+    "required": ["command"],
+    "additionalProperties": False,
+}
+
+
+def handle(args: dict[str, Any], ctx: ToolContext) -> str:
+    command = args["command"].strip()
+    if not command:
+        raise ToolError("the command is empty; pass the shell command to run in 'command'.")
+    cwd = ctx.resolve_path(args["workdir"]) if args.get("workdir") else ctx.cwd
+    if not cwd.is_dir():
+        raise ToolError(f"the working directory {cwd} does not exist.")
+    refusal = approval.authorize(command, ctx)
+    if refusal:
+        return refusal
+    if args.get("background"):
+        return _start_background(command, cwd, bool(args.get("notify_on_complete")), ctx)
+    timeout = float(args.get("timeout") or ctx.setting("terminal.timeout"))
+    result = run_command(command, cwd, timeout, int(ctx.setting("terminal.output_limit")))
+    if args.get("notify_on_complete"):
+        result += "\n(notify_on_complete only applies with background=true; this command already finished.)"
+    return result
+
+
+def run_command(command: str, cwd: Path, timeout: float, output_limit: int) -> str:
+    """Run ``command`` in the foreground; the tool result with exit code and output."""
+    # Output goes to a file, not a pipe: a command that leaves a child running in the
+    # background (`server &`) would hold a pipe open and hang us until that child ends.
+    with tempfile.TemporaryFile() as out:
+        proc = subprocess.Popen(
+            [background.shell_path(), "-c", command],
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group, so a timeout kills all of it
+        )
+        timed_out = False
+        try:
+            code = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            code = _kill_group(proc)
+        except BaseException:
+            _kill_group(proc)  # Ctrl-C in the REPL must not leave the command running
+            raise
+        out.seek(0)
+        output = read_capped(out, output_limit)
+    return _format(code, output, timed_out, timeout)
+
+
+def _format(code: int, output: str, timed_out: bool, timeout: float) -> str:
+    body = output.rstrip("\n") if output.strip() else "(no output)"
+    if timed_out:
+        return (
+            f"Timed out after {timeout:g}s; the command was killed (exit code {code}). "
+            "For long-running commands use background=true and the process tool, or pass a "
+            f"larger timeout.\nOutput before the timeout:\n{body}"
+        )
+    return f"Exit code: {code}\n{body}"
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> int:
+    for sig, patience in ((signal.SIGTERM, KILL_GRACE_SECONDS), (signal.SIGKILL, None)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            pass
+        try:
+            return proc.wait(timeout=patience)
+        except subprocess.TimeoutExpired:
+            continue
+    return proc.wait()
+
+
+def _start_background(command: str, cwd: Path, notify: bool, ctx: ToolContext) -> str:
+    record = background.start(
+        ctx.hermes_home,
+        command,
+        cwd,
+        notify_on_complete=notify,
+        conversation_id=_conversation_of(ctx),
+        session_id=ctx.session_id,
+    )
+    lines = [
+        f"Started background process {record.id} (pid {record.pid}): {command}",
+        f'Check it with process(action="poll", id="{record.id}"); read output with action "log"; '
+        'stop it with action "kill".',
+    ]
+    if notify:
+        lines.append("You will get one message in this conversation when it ends.")
+    return "\n".join(lines)
+
+
+def _conversation_of(ctx: ToolContext) -> str | None:
+    """The conversation (root segment) id that completion events are addressed to."""
+    if ctx.conversation_id or ctx.session_db is None or ctx.session_id is None:
+        return ctx.conversation_id
+    try:
+        session = ctx.session_db.get_session(ctx.session_id) or {}
+    except Exception:
+        return None
+    return session.get("conversation_id") or None
+
+
+TOOL = Tool(
+    name="terminal",
+    description=(
+        "Run a shell command (bash) in the current working directory and get its exit code "
+        "and output. Long output keeps its start and end. Use background=true for servers or "
+        "long jobs, then the process tool. Destructive commands need the user's approval."
+    ),
+    parameters=PARAMETERS,
+    handler=handle,
+    toolsets=("terminal",),
+)

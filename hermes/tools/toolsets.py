@@ -1,0 +1,77 @@
+"""Which tools exist and which of them each surface offers.
+
+A toolset is a named group (``terminal``, ``files``, ``memory``, ``session_search``) as
+declared by each tool. ``agent.toolsets`` in config (tool names and/or toolset names)
+chooses what the cli and gateway offer; without it they offer everything. The
+gateway's dangerous-command policy is not a toolset matter: it lives in
+``approval.authorize`` (nobody to ask, so refused unless allow-listed). A background
+review only ever gets ``memory``: it must not run commands or touch files (it is a fork
+that reads the conversation, never acts on the machine).
+"""
+
+from __future__ import annotations
+
+from hermes.config import Config
+from hermes.errors import ConfigError
+from hermes.tools import file_search, files, memory, processes, session_search, terminal
+from hermes.tools.registry import Tool, ToolRegistry
+
+REVIEW_TOOLS = ("memory",)
+
+
+def builtin_tools() -> list[Tool]:
+    return [
+        terminal.TOOL,
+        processes.TOOL,
+        files.READ_TOOL,
+        files.WRITE_TOOL,
+        files.PATCH_TOOL,
+        file_search.TOOL,
+        memory.TOOL,
+        session_search.TOOL,
+    ]
+
+
+def default_registry() -> ToolRegistry:
+    return ToolRegistry(builtin_tools())
+
+
+def toolsets(tools: list[Tool] | None = None) -> dict[str, list[str]]:
+    """Toolset name -> tool names, from the tools' own declarations."""
+    groups: dict[str, list[str]] = {}
+    for tool in tools or builtin_tools():
+        for name in tool.toolsets:
+            groups.setdefault(name, []).append(tool.name)
+    return groups
+
+
+def resolve_toolset(surface: str, config: Config | None) -> list[str]:
+    """The names of the tools offered on ``surface`` ("cli", "gateway", "review", ...)."""
+    all_tools = [tool.name for tool in builtin_tools()]
+    chosen = _configured(config, all_tools)
+    if surface == "review":
+        base = chosen if chosen is not None else all_tools
+        return [name for name in base if name in REVIEW_TOOLS]
+    return chosen if chosen is not None else all_tools
+
+
+def _configured(config: Config | None, all_tools: list[str]) -> list[str] | None:
+    try:
+        entries = config.get("agent.toolsets") if config is not None else None
+    except KeyError:
+        entries = None
+    if entries is None:
+        return None
+    groups = toolsets()
+    wanted: set[str] = set()
+    for entry in entries:
+        if entry in groups:
+            wanted.update(groups[entry])
+        elif entry in all_tools:
+            wanted.add(entry)
+        else:
+            known = ", ".join(sorted({*groups, *all_tools}))
+            raise ConfigError(
+                f"Config key 'agent.toolsets' names '{entry}', which is neither a tool nor a toolset. Known: {known}."
+            )
+    return [name for name in all_tools if name in wanted]

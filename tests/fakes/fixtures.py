@@ -1,0 +1,25 @@
+"""pytest fixtures for the fake OpenAI-compatible server.
+
+``tests/conftest.py`` star-imports this module, so every name in ``__all__`` becomes
+a fixture available to the whole suite.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.fakes.llm_server import FakeLLMServer
+
+__all__ = ["fake_llm"]
+
+
+@pytest.fixture
+def fake_llm() -> Iterator[FakeLLMServer]:
+    """A started fake server with an empty script, stopped after the test.
+
+    Point a client at ``fake_llm.url``; script it with ``fake_llm.enqueue(...)``.
+    """
+    with FakeLLMServer() as server:
+        yield server

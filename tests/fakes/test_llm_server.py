@@ -1,0 +1,138 @@
+"""The fake server itself, spoken to with plain urllib so these tests do not
+depend on the client they exist to test."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.fakes import llm_server as fake
+from tests.fakes.llm_server import FakeLLMServer
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def post(server: FakeLLMServer, body: dict[str, Any], key: str = "k") -> tuple[int, bytes]:
+    request = urllib.request.Request(
+        f"{server.url}/chat/completions",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json", "Authorization": f"Bearer {key}"},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read()
+
+
+def chat(text: str = "hi", **extra: Any) -> dict[str, Any]:
+    return {"model": "fake-model", "messages": [{"role": "user", "content": text}], **extra}
+
+
+def test_url_and_models(fake_llm: FakeLLMServer) -> None:
+    assert fake_llm.url.startswith("http://127.0.0.1:") and fake_llm.url.endswith("/v1")
+    with urllib.request.urlopen(f"{fake_llm.url}/models", timeout=10) as response:
+        listing = json.load(response)
+    assert [m["id"] for m in listing["data"]] == ["fake-model"]
+
+
+def test_queue_then_responder_then_default(fake_llm: FakeLLMServer) -> None:
+    fake_llm.enqueue("scripted")
+    fake_llm.responder = lambda body: "logic" if "summarise" in fake.last_user_text(body) else None
+
+    answers = [json.loads(post(fake_llm, chat(t))[1]) for t in ("a", "please summarise", "b")]
+
+    contents = [a["choices"][0]["message"]["content"] for a in answers]
+    assert contents == ["scripted", "logic", "echo: b"]
+    assert [r["messages"][0]["content"] for r in fake_llm.requests] == [
+        "a",
+        "please summarise",
+        "b",
+    ]
+
+
+def test_times_and_script(fake_llm: FakeLLMServer) -> None:
+    fake_llm.enqueue(fake.server_error(503), times=2)
+    assert fake_llm.pending == 2
+    fake_llm.script("only this")
+    assert fake_llm.pending == 1
+
+
+def test_usage_estimates_the_prompt(fake_llm: FakeLLMServer) -> None:
+    _, short = post(fake_llm, chat("x"))
+    _, long = post(fake_llm, chat("x" * 4_000))
+
+    assert json.loads(long)["usage"]["prompt_tokens"] >= 1_000
+    assert json.loads(short)["usage"]["prompt_tokens"] < 100
+
+
+def test_error_bodies_have_openai_shape(fake_llm: FakeLLMServer) -> None:
+    fake_llm.enqueue(fake.context_length_exceeded(8192), fake.rate_limited(3))
+
+    status, body = post(fake_llm, chat())
+    assert status == 400
+    error = json.loads(body)["error"]
+    assert error["code"] == "context_length_exceeded"
+    assert error["type"] == "invalid_request_error"
+    assert error["message"].startswith("This model's maximum context length is 8192")
+
+    status, body = post(fake_llm, chat())
+    assert status == 429
+
+
+def test_strict_models_and_api_key() -> None:
+    with FakeLLMServer(strict_models=True, api_key="secret") as server:
+        assert post(server, chat(), key="wrong")[0] == 401
+        status, body = post(server, {**chat(), "model": "nope"}, key="secret")
+        assert status == 404 and json.loads(body)["error"]["code"] == "model_not_found"
+        assert post(server, chat(), key="secret")[0] == 200
+
+
+@pytest.mark.parametrize("usage", [False, True])
+def test_stream_format(fake_llm: FakeLLMServer, usage: bool) -> None:
+    fake_llm.enqueue(fake.tool_call("terminal", {"command": "ls"}, content="Let me look."))
+    options = {"stream_options": {"include_usage": True}} if usage else {}
+
+    status, raw = post(fake_llm, chat(stream=True, **options))
+
+    events = [line[6:] for line in raw.decode().splitlines() if line.startswith("data: ")]
+    assert status == 200 and events[-1] == "[DONE]"
+    chunks = [json.loads(e) for e in events[:-1]]
+    text = "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks if c["choices"])
+    assert text == "Let me look."
+    arguments = "".join(
+        call["function"]["arguments"]
+        for c in chunks
+        if c["choices"]
+        for call in c["choices"][0]["delta"].get("tool_calls") or []
+    )
+    assert json.loads(arguments) == {"command": "ls"}
+    assert ("usage" in chunks[-1]) is usage
+
+
+def test_standalone_prints_its_url() -> None:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tests.fakes.llm_server", "--port", "0", "--latency-ms", "5"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        url = process.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:") and url.endswith("/v1")
+        with urllib.request.urlopen(f"{url}/models", timeout=10) as response:
+            assert response.status == 200
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+        if process.stdout is not None:
+            process.stdout.close()
+    assert process.returncode == 0

@@ -1,0 +1,179 @@
+"""Whole conversations: listing, finding, deleting, pruning; gateway routes; health."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from hermes.state import SessionDB, SessionNotFoundError
+
+from .helpers import chain, raw_one, rotate
+
+
+def test_list_conversations_has_one_row_per_conversation_newest_first(db: SessionDB) -> None:
+    db.create_session("a", source="cli", title="A")
+    db.append_message("a", "user", "a1")
+    db.create_session("b", source="telegram", title="B")
+    db.append_message("b", "user", "b1")
+    db.create_session("c", source="cli", title="C")
+    ids = chain(db, "c", 3)  # three segments, still one conversation
+    rows = db.list_conversations()
+    assert [r["conversation_id"] for r in rows] == ["c", "b", "a"]
+    newest = rows[0]
+    assert newest["tip_id"] == ids[-1]
+    assert newest["title"] == "C"
+    assert newest["message_count"] == 2  # originals only, not the compacted copies
+    assert newest["last_active_at"] >= rows[1]["last_active_at"]
+    # Activity on the oldest conversation moves it to the front.
+    db.append_message("a", "user", "a2")
+    assert [r["conversation_id"] for r in db.list_conversations()] == ["a", "c", "b"]
+
+
+def test_list_conversations_filters_by_source_and_limits(db: SessionDB) -> None:
+    for n in range(5):
+        db.create_session(f"cli{n}", source="cli")
+        db.create_session(f"tg{n}", source="telegram")
+    assert {r["conversation_id"] for r in db.list_conversations(source="telegram")} == {
+        f"tg{n}" for n in range(5)
+    }
+    assert len(db.list_conversations(limit=3)) == 3
+    assert [r["conversation_id"] for r in db.list_conversations(limit=2, source="cli")] == [
+        "cli4",
+        "cli3",
+    ]
+    assert db.list_conversations(source="discord") == []
+
+
+def test_list_conversations_counts_a_branch_as_its_own_conversation(db: SessionDB) -> None:
+    db.create_session("a", source="cli")
+    db.append_message("a", "user", "x")
+    branch = db.branch_session("a")
+    assert {r["conversation_id"] for r in db.list_conversations()} == {"a", branch}
+
+
+def test_find_conversation_by_title_returns_its_tip(db: SessionDB) -> None:
+    db.create_session("a", source="cli", title="Trip to Kyoto")
+    child = rotate(db, "a")
+    assert db.get_session(child)["title"] == "Trip to Kyoto #2"
+    assert db.find_conversation_by_title("Trip to Kyoto") == child
+    assert db.find_conversation_by_title("Trip to Kyoto #2") is None
+    assert db.find_conversation_by_title("nothing") is None
+
+
+def test_delete_conversation_removes_every_segment(db: SessionDB) -> None:
+    db.create_session("keep", source="cli")
+    db.append_message("keep", "user", "keep this aardvark")
+    db.create_session("gone", source="cli")
+    ids = chain(db, "gone", 3)
+    db.append_message(ids[-1], "user", "delete this aardvark")
+    db.set_route("k", ids[-1])
+    db.try_acquire_compression_lock(ids[-1], "someone")
+    total = sum(len(db.get_messages(s, include_undone=True)) for s in ids)
+    assert db.delete_conversation(ids[1]) == total
+    assert all(db.get_session(s) is None for s in ids)
+    assert db.get_compression_lock_holder(ids[-1]) is None
+    assert db.get_route("k") is None
+    assert [h["conversation_id"] for h in db.search_messages("aardvark")] == ["keep"]
+    assert [r["conversation_id"] for r in db.list_conversations()] == ["keep"]
+    assert db.invariant_violations() == []
+
+
+def test_delete_then_write_never_resurrects_old_search_hits(db: SessionDB) -> None:
+    # Message ids may be reused after the newest rows are deleted; the deleted text must
+    # not stay in the search index and match the new rows.
+    db.create_session("old", source="cli")
+    db.append_messages("old", [{"role": "user", "content": f"zebra {n}"} for n in range(5)])
+    db.delete_conversation("old")
+    db.create_session("new", source="cli")
+    db.append_messages("new", [{"role": "user", "content": f"giraffe {n}"} for n in range(5)])
+    assert db.search_messages("zebra") == []
+    assert len(db.search_messages("giraffe")) == 5
+
+
+def test_delete_conversation_keeps_branches_taken_from_it(db: SessionDB) -> None:
+    db.create_session("origin", source="cli")
+    db.append_message("origin", "user", "hello")
+    branch = db.branch_session("origin")
+    db.delete_conversation("origin")
+    row = db.get_session(branch)
+    assert row is not None and row["parent_session_id"] is None
+    assert [m["content"] for m in db.get_messages(branch)] == ["hello"]
+
+
+def test_delete_unknown_conversation_raises(db: SessionDB) -> None:
+    with pytest.raises(SessionNotFoundError):
+        db.delete_conversation("ghost")
+
+
+def test_prune_conversations_deletes_only_the_inactive(
+    db: SessionDB, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = time.time
+    with monkeypatch.context() as m:
+        m.setattr(time, "time", lambda: real() - 40 * 86400)
+        db.create_session("old", source="cli")
+        chain(db, "old", 2)
+        db.create_session("revived", source="cli")
+    db.append_message("revived", "user", "recent activity")
+    db.create_session("new", source="cli")
+    assert db.prune_conversations(older_than_days=30) == 1
+    assert db.get_session("old") is None
+    assert db.get_session("revived") is not None and db.get_session("new") is not None
+    assert db.prune_conversations(older_than_days=30) == 0
+
+
+# -- gateway routes ------------------------------------------------------------------
+
+
+def test_routes_set_get_delete(db: SessionDB) -> None:
+    db.create_session("a", source="telegram")
+    db.create_session("b", source="telegram")
+    assert db.get_route("telegram:1") is None
+    db.set_route("telegram:1", "a", platform="telegram")
+    assert db.get_route("telegram:1") == "a"
+    db.set_route("telegram:1", "b")
+    assert db.get_route("telegram:1") == "b"
+    db.delete_route("telegram:1")
+    assert db.get_route("telegram:1") is None
+
+
+def test_rotation_moves_routes_to_the_child_in_the_same_transaction(db: SessionDB) -> None:
+    db.create_session("a", source="telegram")
+    db.set_route("telegram:1", "a")
+    db.set_route("telegram:2", "a")
+    child = rotate(db, "a")
+    for key in ("telegram:1", "telegram:2"):
+        row = raw_one(db, "SELECT session_id FROM gateway_routes WHERE session_key = ?", (key,))
+        assert row["session_id"] == child
+
+
+def test_get_route_follows_the_tip_and_updates_the_row(db: SessionDB) -> None:
+    db.create_session("a", source="telegram")
+    ids = chain(db, "a", 4)
+    db.set_route("k", "a")  # a stale id, e.g. restored from an old gateway file
+    assert db.get_route("k") == ids[-1]
+    row = raw_one(db, "SELECT session_id FROM gateway_routes WHERE session_key = ?", ("k",))
+    assert row["session_id"] == ids[-1]
+
+
+def test_get_route_of_a_deleted_conversation_is_none_and_forgets_it(db: SessionDB) -> None:
+    db.create_session("a", source="telegram")
+    db.create_session("b", source="telegram")
+    db.set_route("k", "b")
+    db._write(lambda tx: tx.run("UPDATE gateway_routes SET session_id = ? WHERE session_key = ?", ("missing", "k")))
+    assert db.get_route("k") is None
+    assert raw_one(db, "SELECT session_id FROM gateway_routes WHERE session_key = ?", ("k",)) is None
+
+
+# -- health --------------------------------------------------------------------------
+
+
+def test_a_healthy_store_has_no_invariant_violations(db: SessionDB) -> None:
+    assert db.invariant_violations() == []
+    db.create_session("a", source="cli")
+    ids = chain(db, "a", 4)
+    db.append_message("a", "user", "forwarded")
+    db.branch_session(ids[1])
+    db.end_session(ids[-1], "user_exit")
+    assert db.invariant_violations() == []

@@ -1,0 +1,137 @@
+"""Full-text search over every message of every segment (invariant 9)."""
+
+from __future__ import annotations
+
+import pytest
+
+from hermes.state import SessionDB
+
+from .helpers import SUMMARY, rotate
+
+HIT_KEYS = {"message_id", "session_id", "conversation_id", "role", "snippet", "created_at"}
+
+
+def test_search_finds_english_words_case_insensitively(db: SessionDB) -> None:
+    db.create_session("s", source="cli")
+    db.append_message("s", "user", "Please water the Orchids on Tuesday")
+    db.append_message("s", "assistant", "Noted: orchids, Tuesday.")
+    db.append_message("s", "user", "unrelated")
+    hits = db.search_messages("orchids")
+    assert len(hits) == 2
+    assert HIT_KEYS <= set(hits[0])
+    # Newest first.
+    assert [h["role"] for h in hits] == ["assistant", "user"]
+    assert hits[0]["message_id"] > hits[1]["message_id"]
+    assert all(h["session_id"] == "s" and h["conversation_id"] == "s" for h in hits)
+    assert "orchids" in hits[0]["snippet"].lower()
+    assert db.search_messages("ORCHIDS") == hits
+
+
+def test_every_term_must_match(db: SessionDB) -> None:
+    db.create_session("s", source="cli")
+    db.append_message("s", "user", "red apples and green pears")
+    db.append_message("s", "user", "red cars")
+    assert len(db.search_messages("red")) == 2
+    assert len(db.search_messages("red pears")) == 1
+    assert db.search_messages("red bananas") == []
+
+
+def test_search_respects_limit_source_and_conversation(db: SessionDB) -> None:
+    db.create_session("a", source="cli")
+    db.create_session("b", source="telegram")
+    for n in range(5):
+        db.append_message("a", "user", f"kiwi number {n}")
+        db.append_message("b", "user", f"kiwi number {n}")
+    assert len(db.search_messages("kiwi", limit=3)) == 3
+    assert {h["session_id"] for h in db.search_messages("kiwi", source="telegram")} == {"b"}
+    assert {h["conversation_id"] for h in db.search_messages("kiwi", conversation_id="a")} == {"a"}
+    assert db.search_messages("kiwi", source="discord") == []
+
+
+def test_snippet_is_a_window_around_the_word(db: SessionDB) -> None:
+    db.create_session("s", source="cli")
+    db.append_message("s", "user", "lorem " * 200 + "needle " + "ipsum " * 200)
+    [hit] = db.search_messages("needle")
+    assert "needle" in hit["snippet"]
+    assert len(hit["snippet"]) < 400
+
+
+@pytest.mark.parametrize(
+    ("sentence", "word"),
+    [
+        ("我们明天去北京开会吧", "北京"),
+        ("我们明天去北京开会吧", "开会"),
+        ("今日は東京で会議があります", "東京"),
+        ("今日は東京で会議があります", "会議"),
+        ("カタカナのコンピューターを使う", "コンピューター"),
+        ("오늘은 서울에서 회의가 있습니다", "서울에서"),
+    ],
+)
+def test_a_cjk_word_inside_a_sentence_is_found(db: SessionDB, sentence: str, word: str) -> None:
+    db.create_session("s", source="cli")
+    db.append_message("s", "user", "nothing to see here")
+    db.append_message("s", "user", sentence)
+    hits = db.search_messages(word)
+    assert len(hits) == 1
+    assert word in hits[0]["snippet"]
+
+
+def test_cjk_characters_must_be_adjacent(db: SessionDB) -> None:
+    db.create_session("s", source="cli")
+    db.append_message("s", "user", "我们明天去北京开会吧")
+    assert db.search_messages("京北") == []
+    assert db.search_messages("北开") == []
+
+
+def test_compressed_away_history_is_found(db: SessionDB) -> None:
+    db.create_session("root", source="cli")
+    db.append_message("root", "user", "my passport number is in the blue folder")
+    db.append_message("root", "assistant", "ok")
+    child = rotate(db, "root")
+    child2 = rotate(db, child)
+    db.append_message(child2, "user", "where is my passport?")
+    hits = db.search_messages("passport folder")
+    assert [(h["session_id"], h["conversation_id"]) for h in hits] == [("root", "root")]
+    assert len(db.search_messages("passport", conversation_id="root")) == 2
+
+
+def test_compacted_copies_are_not_found_twice(db: SessionDB) -> None:
+    db.create_session("root", source="cli")
+    kept = {"role": "user", "content": "the wombat sleeps", "message_uid": "w1"}
+    db.append_messages("root", [kept])
+    watermark = db.last_message_id("root")
+    db.append_message("root", "user", "the wombat wakes")  # carried over by the watermark
+    rotate(db, "root", messages=[SUMMARY, kept], watermark=watermark)
+    hits = db.search_messages("wombat")
+    assert len(hits) == 2
+    assert {h["session_id"] for h in hits} == {"root"}
+
+
+@pytest.mark.parametrize(
+    "query",
+    ['"', "*", "(", ")", ":", "^", "-", "NEAR", "AND", "OR", "NOT", '"unclosed', "a*",
+     "(a OR b", "col:value", "^start", "-minus", "NEAR(a b, 2)", "a AND OR b", "\\", "'",
+     "%", "_", "%_%", "", "   ", "\x00", "a\x00b", "🙂", "*" * 50, "word " * 100],
+)  # fmt: skip
+def test_fts_syntax_in_queries_never_raises(db: SessionDB, query: str) -> None:
+    db.create_session("s", source="cli")
+    db.append_message("s", "user", "alpha beta gamma; a and b or c; near the end")
+    assert isinstance(db.search_messages(query), list)
+
+
+def test_operators_are_searched_as_plain_words(db: SessionDB) -> None:
+    db.create_session("s", source="cli")
+    db.append_message("s", "user", "cats OR dogs")
+    db.append_message("s", "user", "cats and dogs")
+    db.append_message("s", "user", "only cats")
+    assert len(db.search_messages("cats OR dogs")) == 1
+    assert len(db.search_messages('"cats" AND')) == 1
+    assert len(db.search_messages("cats*")) == 3
+    assert len(db.search_messages("dogs -cats")) == 2
+
+
+def test_messages_without_text_are_not_indexed(db: SessionDB) -> None:
+    db.create_session("s", source="cli")
+    db.append_message("s", "assistant", None, tool_calls=[{"id": "c", "type": "function"}])
+    db.append_message("s", "user", "")
+    assert db.search_messages("function") == []

@@ -1,0 +1,186 @@
+"""Segments: creating, reading, ending and naming them; closing the store."""
+
+from __future__ import annotations
+
+import pytest
+
+from hermes.state import SessionDB, SessionNotFoundError, StateError
+
+from .helpers import rotate
+
+SESSION_KEYS = {
+    "id",
+    "conversation_id",
+    "parent_session_id",
+    "lineage",
+    "source",
+    "user_id",
+    "session_key",
+    "title",
+    "model",
+    "started_at",
+    "ended_at",
+    "end_reason",
+    "message_count",
+}
+
+
+def test_create_session_returns_a_root_segment(db: SessionDB) -> None:
+    sid = db.create_session(
+        "s1",
+        source="telegram",
+        user_id="u1",
+        session_key="telegram:42",
+        title="Plans",
+        model="m/one",
+        system_prompt="be brief",
+    )
+    assert sid == "s1"
+    row = db.get_session("s1")
+    assert row is not None
+    assert SESSION_KEYS <= set(row)
+    assert row["id"] == row["conversation_id"] == "s1"
+    assert row["parent_session_id"] is None
+    assert row["lineage"] == "root"
+    assert (row["source"], row["user_id"], row["session_key"]) == ("telegram", "u1", "telegram:42")
+    assert (row["title"], row["model"], row["system_prompt"]) == ("Plans", "m/one", "be brief")
+    assert row["ended_at"] is None and row["end_reason"] is None
+    assert row["message_count"] == 0
+    assert row["started_at"] > 0
+
+
+def test_create_session_generates_unique_ids(db: SessionDB) -> None:
+    ids = {db.create_session(source="cli") for _ in range(20)}
+    assert len(ids) == 20
+    assert all(db.get_session(i)["conversation_id"] == i for i in ids)
+
+
+def test_create_session_with_an_existing_id_fails_and_keeps_the_first(db: SessionDB) -> None:
+    db.create_session("dup", source="cli", title="first")
+    with pytest.raises(Exception):  # noqa: B017 - the engine's integrity error, either backend
+        db.create_session("dup", source="api", title="second")
+    assert db.get_session("dup")["title"] == "first"
+
+
+def test_get_session_of_unknown_id_is_none(db: SessionDB) -> None:
+    assert db.get_session("nope") is None
+
+
+def test_end_session_records_time_and_reason(db: SessionDB) -> None:
+    db.create_session("s", source="cli")
+    db.end_session("s", "user_exit")
+    row = db.get_session("s")
+    assert row["ended_at"] is not None and row["ended_at"] >= row["started_at"]
+    assert row["end_reason"] == "user_exit"
+
+
+def test_end_session_twice_keeps_the_first_reason(db: SessionDB) -> None:
+    db.create_session("s", source="cli")
+    db.end_session("s", "user_exit")
+    first = db.get_session("s")
+    db.end_session("s", "reset")
+    assert db.get_session("s") == first
+
+
+def test_end_session_of_unknown_id_raises(db: SessionDB) -> None:
+    with pytest.raises(SessionNotFoundError) as info:
+        db.end_session("ghost", "user_exit")
+    assert info.value.session_id == "ghost"
+
+
+def test_set_title(db: SessionDB) -> None:
+    db.create_session("s", source="cli")
+    db.set_title("s", "Renamed")
+    assert db.get_session("s")["title"] == "Renamed"
+    db.set_title("s", None)
+    assert db.get_session("s")["title"] is None
+
+
+def test_set_title_of_unknown_id_raises(db: SessionDB) -> None:
+    with pytest.raises(SessionNotFoundError):
+        db.set_title("ghost", "x")
+
+
+def test_set_model_system_prompt_and_token_usage(db: SessionDB) -> None:
+    db.create_session("s", source="cli", model="a")
+    db.set_model("s", "b")
+    db.set_system_prompt("s", "new prompt")
+    db.add_token_usage("s", 10, 3)
+    db.add_token_usage("s", 5, None)  # type: ignore[arg-type]
+    row = db.get_session("s")
+    assert row["model"] == "b"
+    assert row["system_prompt"] == "new prompt"
+    assert (row["input_tokens"], row["output_tokens"]) == (15, 3)
+
+
+# BUG (store): set_model / set_system_prompt / add_token_usage on an unknown id do
+# nothing and return normally, unlike set_title/end_session which raise. A write that
+# lands nowhere is swallowed (DESIGN invariant 10). See the final report.
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda db: db.set_model("ghost", "m"),
+        lambda db: db.set_system_prompt("ghost", "p"),
+        lambda db: db.add_token_usage("ghost", 1, 1),
+    ],
+    ids=["set_model", "set_system_prompt", "add_token_usage"],
+)
+def test_BUG_setters_on_unknown_id_raise(db: SessionDB, call) -> None:
+    with pytest.raises(SessionNotFoundError):
+        call(db)
+
+
+def test_branch_session_starts_a_new_conversation_with_a_copy(db: SessionDB) -> None:
+    db.create_session("origin", source="cli", title="Origin", model="m")
+    db.append_message("origin", "user", "one")
+    db.append_message("origin", "assistant", "two")
+    branch = db.branch_session("origin")
+    row = db.get_session(branch)
+    assert row["lineage"] == "branch"
+    assert row["conversation_id"] == branch
+    assert row["parent_session_id"] == "origin"
+    assert (row["title"], row["model"], row["source"]) == ("Origin", "m", "cli")
+    assert [m["content"] for m in db.get_conversation_messages(branch)] == ["one", "two"]
+    # The copy has identities of its own: the origin's uids stay unique to it.
+    origin_uids = {m["message_uid"] for m in db.get_messages("origin")}
+    assert not origin_uids & {m["message_uid"] for m in db.get_messages(branch)}
+    # Writing to the branch never touches the origin.
+    db.append_message(branch, "user", "only in the branch")
+    assert len(db.get_messages("origin")) == 2
+
+
+def test_branch_session_of_a_rotated_conversation_copies_its_logical_history(
+    db: SessionDB,
+) -> None:
+    db.create_session("origin", source="cli")
+    db.append_message("origin", "user", "before")
+    child = rotate(db, "origin")
+    db.append_message(child, "user", "after")
+    branch = db.branch_session("origin", source="api")
+    assert db.get_session(branch)["source"] == "api"
+    assert [m["content"] for m in db.get_messages(branch)] == ["before", "after"]
+
+
+def test_close_and_context_manager(make_db) -> None:
+    with make_db() as db:
+        db.create_session("s", source="cli")
+    with pytest.raises(StateError):
+        db.get_session("s")
+    db.close()  # closing twice is harmless
+    reopened = make_db()
+    assert reopened.get_session("s")["source"] == "cli"
+
+
+def test_closing_one_instance_leaves_others_usable(make_db) -> None:
+    first, second = make_db(), make_db()
+    first.create_session("s", source="cli")
+    first.close()
+    second.append_message("s", "user", "still works")
+    assert [m["content"] for m in second.get_messages("s")] == ["still works"]
+
+
+def test_location_names_the_store_without_a_password(db: SessionDB, store) -> None:
+    if store.kind == "sqlite":
+        assert db.location == store.path
+    else:
+        assert db.location.startswith("postgres")

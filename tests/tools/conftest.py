@@ -1,0 +1,97 @@
+"""Shared fixtures: a private HERMES_HOME, a working directory, a context and a registry.
+
+Every test gets its own HERMES_HOME (set in the environment, as the real code reads
+it) and any background process a test leaves running is killed afterwards.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from hermes.config import load_config
+from hermes.tools import (
+    CompletionEvent,
+    ToolContext,
+    ToolRegistry,
+    background,
+    default_registry,
+    subscribe,
+    unsubscribe,
+)
+from hermes.tools.process_store import ProcessStore
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    path = tmp_path / "hermes-home"
+    path.mkdir(mode=0o700)
+    monkeypatch.setenv("HERMES_HOME", str(path))
+    yield path
+    for record in ProcessStore(path).all():
+        if not record.finished:
+            background.kill(path, record.id, grace=0.5)
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Path:
+    path = tmp_path / "work"
+    path.mkdir()
+    return path
+
+
+def write_config(home: Path, values: dict[str, Any]) -> None:
+    """Write ``{"terminal.timeout": 5, ...}`` as a nested config.yaml in ``home``."""
+    tree: dict[str, Any] = {}
+    for key, value in values.items():
+        section, leaf = key.split(".", 1)
+        tree.setdefault(section, {})[leaf] = value
+    (home / "config.yaml").write_text(yaml.safe_dump(tree), encoding="utf-8")
+
+
+@pytest.fixture
+def make_ctx(home: Path, workdir: Path) -> Callable[..., ToolContext]:
+    def make(config: dict[str, Any] | None = None, **fields: Any) -> ToolContext:
+        if config:
+            write_config(home, config)
+        fields.setdefault("conversation_id", "conv-root")
+        fields.setdefault("session_id", "conv-root-seg-2")
+        return ToolContext(
+            hermes_home=home, cwd=workdir, config=load_config(home / "config.yaml"), **fields
+        )
+
+    return make
+
+
+@pytest.fixture
+def ctx(make_ctx: Callable[..., ToolContext]) -> ToolContext:
+    return make_ctx()
+
+
+@pytest.fixture
+def registry() -> ToolRegistry:
+    return default_registry()
+
+
+@pytest.fixture
+def call(registry: ToolRegistry, ctx: ToolContext) -> Callable[..., str]:
+    """``call("terminal", command="ls")``: dispatch through the registry like the agent does."""
+
+    def run(name: str, _ctx: ToolContext | None = None, **args: Any) -> str:
+        return registry.dispatch(name, json.dumps(args), _ctx or ctx)
+
+    return run
+
+
+@pytest.fixture
+def received() -> Iterator[list[CompletionEvent]]:
+    """Completion events delivered to an in-process subscriber during the test."""
+    events: list[CompletionEvent] = []
+    subscribe(events.append)
+    yield events
+    unsubscribe(events.append)

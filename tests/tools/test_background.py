@@ -1,0 +1,265 @@
+"""Background processes with real processes: lifecycle, exactly-once events, lost detection."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import psutil
+
+from hermes.tools import CompletionEvent, ToolContext, background, drain_events
+from hermes.tools.process_store import ProcessRecord, ProcessStore
+
+
+def _started_id(result: str) -> str:
+    match = re.search(r"Started background process (proc_\w+)", result)
+    assert match, result
+    return match.group(1)
+
+
+def _wait_until(predicate: Callable[[], bool], timeout: float = 15.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.02)
+
+
+def test_background_start_poll_log_wait(call: Callable[..., str], home: Path) -> None:
+    result = call("terminal", command="echo one; sleep 0.3; echo two; exit 4", background=True)
+    pid = _started_id(result)
+    assert "running" in call("process", action="poll", id=pid) or "exited" in call(
+        "process", action="poll", id=pid
+    )
+    waited = call("process", action="wait", id=pid, timeout=20)
+    assert f"Process {pid}: exited with code 4" in waited
+    assert "one\ntwo" in waited
+    assert call("process", action="log", id=pid, lines=1).endswith("two")
+    listing = call("process", action="list")
+    assert pid in listing and "exited with code 4" in listing
+    record = json.loads((home / "processes" / f"{pid}.json").read_text())
+    assert record["exit_code"] == 4 and record["status"] == "exited"
+    assert oct((home / "processes" / f"{pid}.json").stat().st_mode & 0o777) == "0o600"
+
+
+def test_wait_times_out_and_kill_stops_the_group(call: Callable[..., str], home: Path) -> None:
+    pid = _started_id(
+        call("terminal", command="sleep 60 & echo $! > child.pid; wait", background=True)
+    )
+    assert call("process", action="wait", id=pid, timeout=0.2).startswith(
+        "Still running after waiting 0.2s"
+    )
+    record = ProcessStore(home).load(pid)
+    killed = call("process", action="kill", id=pid)
+    assert f"Process {pid}: killed" in killed
+    assert not background.pid_alive(record.pid, record.pid_create_time)
+    child = int((Path(record.cwd) / "child.pid").read_text())
+    _wait_until(
+        lambda: (
+            not psutil.pid_exists(child) or psutil.Process(child).status() == psutil.STATUS_ZOMBIE
+        )
+    )
+
+
+def test_process_errors_are_clear(call: Callable[..., str]) -> None:
+    assert call("process", action="poll").startswith(
+        "Error: process action 'poll' needs the process 'id'"
+    )
+    assert call("process", action="log", id="proc_nothere").startswith(
+        "Error: no background process with id 'proc_nothere'"
+    )
+    assert call("process", action="poll", id="../../etc/passwd").startswith(
+        "Error: no background process"
+    )
+    assert call("process", action="list").startswith("No background processes.")
+
+
+def test_completion_event_is_delivered_exactly_once(
+    call: Callable[..., str], ctx: ToolContext, home: Path, received: list[CompletionEvent]
+) -> None:
+    result = call(
+        "terminal",
+        command="echo working; sleep 0.4; echo finished",
+        background=True,
+        notify_on_complete=True,
+    )
+    pid = _started_id(result)
+    assert "one message in this conversation" in result
+
+    # Others look at the process, read its log and drain events while it exits: none of
+    # that may consume, repeat or steal the event.
+    stop = threading.Event()
+    drained: list[CompletionEvent] = []
+    failures: list[BaseException] = []
+
+    def hammer(action: str) -> None:
+        try:
+            while not stop.is_set():
+                if action == "drain":
+                    drained.extend(drain_events(home))
+                else:
+                    call("process", action=action, id=pid)
+        except BaseException as exc:  # surfaced below; a thread's exception would be lost
+            failures.append(exc)
+
+    threads = [
+        threading.Thread(target=hammer, args=(a,))
+        for a in ("poll", "log", "poll", "drain", "drain")
+    ]
+    for thread in threads:
+        thread.start()
+    try:
+        assert "exited with code 0" in call("process", action="wait", id=pid, timeout=20)
+        _wait_until(lambda: any(e.process_id == pid for e in received))
+        time.sleep(0.3)  # give a duplicate every chance to show up
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join()
+    assert not failures
+    mine = [e for e in received if e.process_id == pid]
+    assert len(mine) == 1
+    event = mine[0]
+    assert event.conversation_id == "conv-root"  # the conversation, not the segment
+    assert event.session_id == "conv-root-seg-2"
+    assert event.exit_code == 0 and event.status == "exited"
+    assert event.output_tail == "working\nfinished\n"
+    assert "finished with exit code 0" in event.describe()
+    assert [e for e in drained + drain_events(home) if e.process_id == pid] == []
+    call("process", action="log", id=pid)
+    assert [e for e in received if e.process_id == pid] == [event]
+
+
+def test_without_subscribers_one_drain_gets_the_event(call: Callable[..., str], home: Path) -> None:
+    pid = _started_id(call("terminal", command="exit 2", background=True, notify_on_complete=True))
+    call("process", action="wait", id=pid, timeout=20)
+    results: list[list[CompletionEvent]] = []
+    barrier = threading.Barrier(4)
+
+    def drain() -> None:
+        barrier.wait()
+        results.append(drain_events(home))
+
+    threads = [threading.Thread(target=drain) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    events = [e for batch in results for e in batch] + drain_events(home)
+    assert [(e.process_id, e.exit_code, e.conversation_id) for e in events] == [
+        (pid, 2, "conv-root")
+    ]
+
+
+def test_no_event_without_notify(
+    call: Callable[..., str], home: Path, received: list[CompletionEvent]
+) -> None:
+    pid = _started_id(call("terminal", command="true", background=True))
+    call("process", action="wait", id=pid, timeout=20)
+    assert drain_events(home) == [] and received == []
+
+
+def test_many_threads_finishing_the_same_process_make_one_event(
+    home: Path, received: list[CompletionEvent]
+) -> None:
+    store = ProcessStore(home).ensure()
+    store.save(
+        ProcessRecord(
+            id="proc_race", command="make", pid=1, notify_on_complete=True, conversation_id="c1"
+        )
+    )
+    barrier = threading.Barrier(8)
+
+    def finish(code: int) -> None:
+        barrier.wait()
+        background.finish(store, "proc_race", code)
+
+    threads = [threading.Thread(target=finish, args=(i,)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(received) == 1
+    assert store.load("proc_race").exit_code == received[0].exit_code
+
+
+def _dead_pid() -> int:
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    return proc.pid
+
+
+def test_a_process_whose_pid_is_gone_is_lost(call: Callable[..., str], home: Path) -> None:
+    store = ProcessStore(home).ensure()
+    store.save(
+        ProcessRecord(
+            id="proc_dead",
+            command="make build",
+            pid=_dead_pid(),
+            started_at=time.time() - 60,
+            notify_on_complete=True,
+            conversation_id="c9",
+        )
+    )
+    assert "lost" in call("process", action="poll", id="proc_dead")
+    assert store.load("proc_dead").status == "lost"
+    assert "proc_dead  lost" in call("process", action="list")
+    events = drain_events(home)
+    assert [(e.process_id, e.status, e.exit_code, e.conversation_id) for e in events] == [
+        ("proc_dead", "lost", None, "c9")
+    ]
+
+
+def test_a_reused_pid_does_not_count_as_alive(call: Callable[..., str], home: Path) -> None:
+    # Our own pid is alive, but it was created at another time: the recorded process is gone.
+    me = psutil.Process()
+    store = ProcessStore(home).ensure()
+    store.save(
+        ProcessRecord(
+            id="proc_reused", command="serve", pid=me.pid, pid_create_time=me.create_time() - 3600
+        )
+    )
+    assert "lost" in call("process", action="poll", id="proc_reused")
+    # The same pid with its real create time is a live process, not lost.
+    store.save(
+        ProcessRecord(
+            id="proc_alive", command="serve", pid=me.pid, pid_create_time=me.create_time()
+        )
+    )
+    assert "running" in call("process", action="poll", id="proc_alive")
+    store.record_path("proc_alive").unlink()  # it is pytest itself: not for the cleanup to kill
+
+
+HOST_SCRIPT = """
+import json, sys
+from pathlib import Path
+from hermes.tools import ToolContext, default_registry
+ctx = ToolContext(hermes_home=Path(sys.argv[1]), cwd=Path(sys.argv[1]), conversation_id="conv-host", session_id="seg-host")
+args = {"command": "sleep 0.5; echo survived; exit 7", "background": True, "notify_on_complete": True}
+print(default_registry().dispatch("terminal", json.dumps(args), ctx))
+"""
+
+
+def test_a_process_outlives_the_hermes_process_that_started_it(home: Path) -> None:
+    host = subprocess.run(
+        [sys.executable, "-c", HOST_SCRIPT, str(home)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=os.environ,
+    )
+    assert host.returncode == 0, host.stderr
+    pid = _started_id(host.stdout)
+    record = background.wait(home, pid, 20)
+    assert (record.status, record.exit_code) == ("exited", 7)
+    events = drain_events(home) + drain_events(home)
+    assert [(e.process_id, e.exit_code, e.conversation_id) for e in events] == [
+        (pid, 7, "conv-host")
+    ]
+    assert "survived" in events[0].output_tail
