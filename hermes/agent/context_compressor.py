@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from hermes.agent.errors import AgentError, SummaryError
+from hermes.agent.errors import AgentError, ModelError, SummaryError, TurnInterrupted
 from hermes.agent.tokens import context_window, estimate_tokens
 
 if TYPE_CHECKING:
@@ -170,18 +170,17 @@ class ContextCompressor:
         try:
             summary, usage = self._summarise(middle, model, focus_topic)
         except KeyboardInterrupt:
-            self._fail(model, "interrupted by the user")
+            self._fail(model, "was interrupted by the user")
             raise
         except Exception as exc:
-            if not isinstance(exc, AgentError):
-                log.warning("Unexpected error from the summary call.", exc_info=True)
-            self._fail(model, str(exc) or type(exc).__name__)
+            self._fail(model, _failure_reason(exc))
             return messages
         result = self._assemble(messages, cut, summary, len(middle), focus_topic)
         before, after = estimate_tokens(messages), estimate_tokens(result)
         if after >= before:
             self._fail(
-                model, f"its summary (~{after} tokens in all) was not smaller than the input"
+                model,
+                f"wrote a summary that left the context no smaller (~{before} -> ~{after} tokens)",
             )
             return messages
         self._succeed(usage)
@@ -195,13 +194,13 @@ class ContextCompressor:
         self, middle: list[Message], model: str, focus_topic: str | None
     ) -> tuple[str, tuple[int, int]]:
         if self.client is None:
-            raise AgentError("no model client is configured for summaries")
+            raise SummaryError(model, "has no client configured")
         window = self.context_length if model == self.model else context_window(model)
         request = summary_request(middle, focus_topic, int(window * _REQUEST_WINDOW_SHARE) * 4)
         response = self.client.complete(request, model=model)
         text = (response.content or "").strip()
         if not text:
-            raise AgentError("the summary model returned an empty summary")
+            raise SummaryError(model, "returned an empty summary")
         return text, (response.prompt_tokens or 0, response.completion_tokens or 0)
 
     def _assemble(
@@ -257,6 +256,18 @@ class ContextCompressor:
         if self._last_summary_error == NOTHING_TO_COMPRESS:
             return "Nothing to compress yet: the conversation is too short."
         return None
+
+
+def _failure_reason(exc: BaseException) -> str:
+    """Why the summary call failed, as a clause about the model."""
+    if isinstance(exc, SummaryError | ModelError):
+        return exc.reason
+    if isinstance(exc, TurnInterrupted):
+        return "was interrupted"
+    if not isinstance(exc, AgentError):
+        # Not a model failure but a bug; the conversation is still left untouched.
+        log.warning("Unexpected error from the summary call.", exc_info=True)
+    return f"failed ({exc or type(exc).__name__})"
 
 
 # --------------------------------------------------------------------------- the cut

@@ -85,6 +85,11 @@ class ModelError(AgentError):
             "check the endpoint and model with `hermes doctor`."
         )
 
+    @property
+    def reason(self) -> str:
+        """What went wrong as a clause about the model ("the model X <reason>")."""
+        return f"failed at {self.base_url}{self._detail_part()}"
+
 
 class ModelAuthError(ModelError):
     def _default_message(self) -> str:
@@ -93,6 +98,10 @@ class ModelAuthError(ModelError):
             f"{self._status_part()}. Set HERMES_API_KEY or run `hermes setup`."
         )
 
+    @property
+    def reason(self) -> str:
+        return f"was refused by {self.base_url}, which rejected the API key{self._status_part()}"
+
 
 class ModelNotFoundError(ModelError):
     def _default_message(self) -> str:
@@ -100,6 +109,10 @@ class ModelNotFoundError(ModelError):
             f"The endpoint {self.base_url} has no model {self.model}{self._status_part()}. "
             "Check the model name; `hermes doctor` lists the endpoint's models."
         )
+
+    @property
+    def reason(self) -> str:
+        return f"does not exist at {self.base_url}{self._status_part()}"
 
 
 class ModelUnavailableError(ModelError):
@@ -118,12 +131,18 @@ class ModelUnavailableError(ModelError):
         self.attempts = attempts
         super().__init__(message, model=model, base_url=base_url, status=status, detail=detail)
 
+    def _tries(self) -> str:
+        return "1 attempt" if self.attempts == 1 else f"{self.attempts} attempts"
+
     def _default_message(self) -> str:
-        tries = "1 attempt" if self.attempts == 1 else f"{self.attempts} attempts"
         return (
             f"The endpoint {self.base_url} did not answer for model {self.model} after "
-            f"{tries}{self._detail_part()}; check that it is reachable, or try again later."
+            f"{self._tries()}{self._detail_part()}; check that it is reachable, or try again later."
         )
+
+    @property
+    def reason(self) -> str:
+        return f"did not answer at {self.base_url} after {self._tries()}{self._detail_part()}"
 
 
 class ContextLengthError(ModelError):
@@ -133,16 +152,21 @@ class ContextLengthError(ModelError):
             f"{self._detail_part()}; run /compress or start a new session."
         )
 
+    @property
+    def reason(self) -> str:
+        return f"was sent more than its context window holds{self._detail_part()}"
+
 
 class SummaryError(AgentError):
     """Context compression failed; the conversation was left exactly as it was."""
 
     def __init__(self, model: str, reason: str) -> None:
+        """``reason`` is a clause about the model: "returned an empty summary"."""
         self.model = model
         self.reason = redact(reason)
         super().__init__(
-            f"Context compression failed: the summary model {model} could not summarise "
-            f"({first_sentence(self.reason)}); the conversation is unchanged."
+            f"Context compression failed: the summary model {model} {self.reason}; "
+            "the conversation is unchanged."
         )
 
 

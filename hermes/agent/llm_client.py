@@ -223,8 +223,9 @@ class ModelClient:
                     ) from exc
                 delay = self._backoff(number, exc)
                 log.info(
-                    "Model call to %s (%s) failed (%s); retry %d/%d in %.2fs.",
-                    self.base_url, model, _describe(exc), number, self.max_retries, delay,
+                    "Model call to %s (%s) failed (status %s: %s); retry %d/%d in %.2fs.",
+                    self.base_url, model, _status_of(exc), _describe(exc), number,
+                    self.max_retries, delay,
                 )  # fmt: skip
                 self._pause(delay)
         raise AssertionError("unreachable: the last attempt returns or raises")

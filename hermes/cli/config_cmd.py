@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,8 @@ import click
 from hermes.cli._env import find_api_key, is_loopback, save_api_key
 from hermes.config import (
     SCHEMA,
+    Config,
+    ensure_home,
     hermes_home,
     load_config,
     parse_cli_value,
@@ -75,7 +78,7 @@ def show(as_json: bool) -> None:
         return
     import yaml
 
-    tree = type(current)(values=values, path=current.path).as_tree()
+    tree = Config(values=values, path=current.path).as_tree()
     click.echo(f"# {current.path}")
     click.echo(yaml.safe_dump(tree, sort_keys=True, allow_unicode=True).rstrip())
 
@@ -99,14 +102,18 @@ def set_(key: str, value: str) -> None:
         check_key(key)  # unknown: raises with a suggestion
         raise ConfigError(f"'{key}' is a section; set one of its keys, e.g. '{_first_in(key)}'.")
     parsed = parse_cli_value(key, value)
-    path = _config_path()
+    path = ensure_home() / "config.yaml"
     before = path.read_bytes() if path.exists() else None
-    save_value(key, parsed, path)
+    try:
+        save_value(key, parsed, path)
+    except OSError as exc:
+        raise ConfigError(f"Cannot write {path}: {exc.strerror}; check its permissions.") from exc
     try:
         load_config(path)  # range checks that span the whole file
-    except ConfigError:
+    except ConfigError as exc:
         _restore(path, before)
-        raise
+        # The line it names is in the rejected version of the file, which is gone.
+        raise ConfigError(re.sub(r" \(line \d+\)", "", str(exc))) from exc
     click.echo(f"Set {key} = {_as_text(_masked(key, parsed))} in {path}.")
 
 

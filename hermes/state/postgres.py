@@ -427,8 +427,8 @@ class PostgresBackend:
 
     def _unreachable(self, exc: BaseException) -> StoreUnavailableError:
         return StoreUnavailableError(
-            f"Cannot reach PostgreSQL at {self._server.label}: "
-            f"{self._server.scrub(_reason(exc))}. Check state.url / HERMES_STATE_URL and that "
+            f"Cannot reach PostgreSQL at {self._server.label} "
+            f"({self._server.scrub(_reason(exc))}). Check state.url / HERMES_STATE_URL and that "
             "the server runs."
         )
 

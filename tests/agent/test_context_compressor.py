@@ -332,7 +332,7 @@ def test_summary_that_does_not_shrink_changes_nothing(
     assert compressor.compress(messages) is messages
     assert compressor.in_cooldown()
     assert compressor._last_compress_aborted is True
-    assert "not smaller" in (compressor._last_summary_error or "")
+    assert "no smaller" in (compressor._last_summary_error or "")
 
 
 def test_nothing_to_compress(client: ModelClient, fake_llm: FakeLLMServer, clock: Clock) -> None:

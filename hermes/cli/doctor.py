@@ -1,0 +1,231 @@
+"""`hermes doctor`: check config, HERMES_HOME, the store and the endpoint.
+
+Each check prints one line, and a failed one says how to fix it. Doctor only reads:
+the store is opened read-only (a missing one is not created), so running it against a
+damaged or busy store harms nothing. The exit code is 1 when any check failed.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import sqlite3
+import stat
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import click
+
+from hermes.cli._env import find_api_key, is_loopback, missing_key_message
+from hermes.cli._store import StoreLocation, open_db, store_location
+from hermes.config import ENV_OVERRIDES, Config, defaults, hermes_home, load_config
+from hermes.errors import HermesError
+
+GUARD_INDEXES = ("sessions_one_live_tip", "sessions_one_compression_child")
+
+
+@dataclass
+class Check:
+    """One line of the report. ``ok`` None means skipped (neither passed nor failed)."""
+
+    name: str
+    ok: bool | None
+    detail: str
+    fix: str | None = None
+
+    def line(self) -> str:
+        mark = {True: click.style("ok  ", fg="green"), False: click.style("FAIL", fg="red"),
+                None: click.style("--  ", dim=True)}[self.ok]  # fmt: skip
+        text = f"{mark}  {self.name}: {self.detail}"
+        return f"{text} Fix: {self.fix}" if self.fix and self.ok is False else text
+
+
+@click.command()
+@click.option("--offline", is_flag=True, help="Skip the endpoint and model checks.")
+def doctor(offline: bool) -> None:
+    """Check config, HERMES_HOME, the state store and the endpoint; one line each."""
+    failed = 0
+    for check in run_checks(offline=offline):
+        click.echo(check.line())
+        failed += check.ok is False
+    if failed:
+        click.echo(f"{failed} check{'s' if failed > 1 else ''} failed.")
+        raise SystemExit(1)
+    click.echo("All checks passed.")
+
+
+def run_checks(*, offline: bool = False) -> Iterator[Check]:
+    config, check = _config_check()
+    yield check
+    yield _home_check(hermes_home())
+    location = store_location(config.get("state.url"), use_config=False)
+    yield from _store_checks(location)
+    if offline:
+        yield Check("endpoint", None, "skipped (--offline).")
+        return
+    yield from _endpoint_checks(config)
+
+
+# -- config and files -------------------------------------------------------------------
+
+
+def _config_check() -> tuple[Config, Check]:
+    path = hermes_home() / "config.yaml"
+    try:
+        config = load_config(path)
+    except HermesError as exc:
+        fix = f"edit {path}, or move it aside to start from the defaults."
+        return _fallback_config(path), Check("config", False, str(exc), fix)
+    if path.exists():
+        return config, Check("config", True, f"{path} parses.")
+    return config, Check("config", True, f"no {path.name} yet; using the defaults.")
+
+
+def _fallback_config(path: Path) -> Config:
+    """Defaults plus environment overrides, so the other checks can still run."""
+    values = defaults()
+    for env, key in ENV_OVERRIDES.items():
+        if os.environ.get(env):
+            values[key] = os.environ[env]
+    return Config(values=values, path=path)
+
+
+def _home_check(home: Path) -> Check:
+    if not home.exists():
+        return Check("home", False, f"HERMES_HOME {home} does not exist.",
+                     "run `hermes setup` to create it, or set HERMES_HOME.")  # fmt: skip
+    if not home.is_dir():
+        return Check("home", False, f"HERMES_HOME {home} is not a folder.",
+                     "set HERMES_HOME to a folder.")  # fmt: skip
+    mode = stat.S_IMODE(home.stat().st_mode)
+    if mode & 0o077:
+        return Check("home", False, f"HERMES_HOME {home} is {mode:04o}; others can read it.",
+                     f"chmod 700 {home}")  # fmt: skip
+    return Check("home", True, f"HERMES_HOME {home} is private ({mode:04o}).")
+
+
+def _file_modes(path: Path) -> Check:
+    loose = []
+    for candidate in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+        if candidate.exists():
+            mode = stat.S_IMODE(candidate.stat().st_mode)
+            if mode & 0o077:
+                loose.append((candidate, mode))
+    if loose:
+        names = ", ".join(f"{p.name} is {m:04o}" for p, m in loose)
+        return Check("store files", False, f"{names}; others can read your conversations.",
+                     "chmod 600 " + " ".join(str(p) for p, _ in loose))  # fmt: skip
+    return Check("store files", True, f"{path.name} is private (0600).")
+
+
+# -- the store --------------------------------------------------------------------------
+
+
+def _store_checks(location: StoreLocation) -> Iterator[Check]:
+    if not location.exists:
+        yield Check("store", None, f"no store yet at {location.label}; the first chat creates it.")
+        return
+    if location.path is not None:
+        yield _file_modes(location.path)
+    try:
+        db = open_db(location, read_only=True)
+    except (HermesError, sqlite3.Error) as exc:
+        yield Check("store", False, f"cannot open {location.label}: {_sentence(exc)}",
+                    "restore it from a backup, or move it aside to start a new one.")  # fmt: skip
+        return
+    try:
+        yield Check("store", True, f"{location.label} opens read-only.")
+        if db.backend.kind == "sqlite":
+            yield _guarded(lambda: _integrity(db), "integrity", location)
+            yield _guarded(lambda: _guards(db), "schema", location)
+        yield _guarded(lambda: _invariants(db, location), "invariants", location)
+    finally:
+        db.close()
+
+
+def _guarded(check: Callable[[], Check], name: str, location: StoreLocation) -> Check:
+    try:
+        return check()
+    except (HermesError, sqlite3.Error) as exc:
+        return Check(name, False, f"{location.label} could not be checked: {_sentence(exc)}",
+                     "restore it from a backup, or move it aside to start a new one.")  # fmt: skip
+
+
+def _integrity(db) -> Check:
+    rows = db._conn.execute("PRAGMA integrity_check").fetchall()
+    problems = [next(iter(r.values())) for r in rows]
+    if problems == ["ok"]:
+        return Check("integrity", True, "PRAGMA integrity_check: ok.")
+    shown = "; ".join(problems[:3]) + (" …" if len(problems) > 3 else "")
+    return Check("integrity", False, f"PRAGMA integrity_check found damage: {shown}.",
+                 "stop hermes, back up the file, and restore it from a backup.")  # fmt: skip
+
+
+def _guards(db) -> Check:
+    names = ", ".join(f"'{n}'" for n in GUARD_INDEXES)
+    rows = db._conn.execute(
+        f"SELECT name FROM sqlite_master WHERE type = 'index' AND name IN ({names})"
+    ).fetchall()
+    missing = sorted(set(GUARD_INDEXES) - {r["name"] for r in rows})
+    if missing:
+        return Check("schema", False, f"the guard index {', '.join(missing)} is missing, so "
+                     "the store no longer refuses a forked conversation.",
+                     "stop hermes, back up the file, fix the problems below, and recreate the "
+                     "index (see hermes/state/schema_sqlite.py).")  # fmt: skip
+    return Check("schema", True, "the one-tip and one-child guard indexes are in place.")
+
+
+def _invariants(db, location: StoreLocation) -> Check:
+    problems = db.invariant_violations()
+    if not problems:
+        return Check("invariants", True, "no forked conversation, double child or orphan write.")
+    shown = "; ".join(problems[:5]) + (f" (and {len(problems) - 5} more)" if len(problems) > 5 else "")
+    return Check("invariants", False, f"{shown}.",
+                 f"stop every hermes process, back up {location.label}, and end all but the "
+                 "newest live segment of each conversation named (or restore a backup).")  # fmt: skip
+
+
+def _sentence(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text if text.endswith(".") else text + "."
+
+
+# -- the endpoint -----------------------------------------------------------------------
+
+
+def _endpoint_checks(config: Config) -> Iterator[Check]:
+    base_url, model = config.get("model.base_url"), config.get("model.default")
+    key, where = find_api_key()
+    if key is None and not is_loopback(base_url):
+        yield Check("api key", False, f"none found for {base_url}.",
+                    missing_key_message(base_url))  # fmt: skip
+        return
+    if key is not None:
+        yield Check("api key", True, f"found in {where}.")
+    from hermes.agent.llm_client import ModelClient
+
+    client = ModelClient(key, base_url, model, timeout=15, max_retries=0)
+    try:
+        models = client.list_models()
+    except HermesError as exc:
+        yield Check("endpoint", False, _sentence(exc),
+                    "check model.base_url (`hermes config get model.base_url`), the network and the key.")  # fmt: skip
+        return
+    except Exception as exc:  # a URL the HTTP stack cannot even use
+        yield Check("endpoint", False, f"{base_url} failed: {_sentence(exc)}",
+                    "set a valid URL with `hermes config set model.base_url URL`.")  # fmt: skip
+        return
+    finally:
+        client.close()
+    yield Check("endpoint", True, f"{base_url} answers ({len(models)} models).")
+    yield _model_check(model, models)
+
+
+def _model_check(model: str, models: list[str]) -> Check:
+    if model in models:
+        return Check("model", True, f"{model} is offered by the endpoint.")
+    close = difflib.get_close_matches(model, models, n=3, cutoff=0.4) or models[:3]
+    hint = f" (e.g. {', '.join(close)})" if close else ""
+    return Check("model", False, f"the endpoint does not offer {model}.",
+                 f"`hermes config set model.default NAME` with one it lists{hint}.")  # fmt: skip
