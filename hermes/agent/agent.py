@@ -112,6 +112,8 @@ class AIAgent:
         self._cache: tuple[str, int, list[dict[str, Any]]] | None = None
         self.user_turns = 0
         self.last_sent_count = 0  # messages in the last request, for token accounting
+        self.pending_usage = [0, 0]  # provider-reported tokens not yet stored
+        self.api_forms: dict[str, dict[str, Any]] = {}  # message_uid -> API form
         self.review_threads: list[threading.Thread] = []
 
     # -- public API -----------------------------------------------------------------
@@ -268,6 +270,7 @@ class AIAgent:
         """Become the new segment after our rotation; returns its new system prompt."""
         self.session_id = child_id
         self._cache = None
+        self.api_forms.clear()  # the parent's history is no longer sent
         self.emit("compressed", parent=rotated_from, child=child_id)
         if self.system_prompt is None:
             return None
@@ -322,8 +325,9 @@ class AIAgent:
         """Store messages now (invariant 7); adopt the tip if the write was forwarded."""
         if not self.writes_transcript or not messages:
             return
+        usage, self.pending_usage = tuple(self.pending_usage), [0, 0]
         landed = self.session_db.append_messages(
-            self.session_id, [transcript.for_store(m) for m in messages]
+            self.session_id, [transcript.for_store(m) for m in messages], token_usage=usage
         )
         if landed.session_id != self.session_id:
             log.info(

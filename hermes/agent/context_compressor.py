@@ -19,6 +19,7 @@ The shape of a result::
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -44,6 +45,8 @@ NOTHING_TO_COMPRESS = "nothing to compress"
 _MAX_MESSAGE_CHARS = 6_000
 # The summary request may use at most this share of the summary model's window.
 _REQUEST_WINDOW_SHARE = 0.5
+
+_THINKING = re.compile(r"<think(?:ing)?>.*?</think(?:ing)?>", re.DOTALL | re.IGNORECASE)
 
 _SUMMARY_INSTRUCTIONS = (
     "You compact the history of a conversation between a user and an AI assistant that "
@@ -198,7 +201,8 @@ class ContextCompressor:
         window = self.context_length if model == self.model else context_window(model)
         request = summary_request(middle, focus_topic, int(window * _REQUEST_WINDOW_SHARE) * 4)
         response = self.client.complete(request, model=model)
-        text = (response.content or "").strip()
+        # Some reasoning models put their thinking inline; it is not part of the summary.
+        text = _THINKING.sub("", response.content or "").strip()
         if not text:
             raise SummaryError(model, "returned an empty summary")
         return text, (response.prompt_tokens or 0, response.completion_tokens or 0)

@@ -17,7 +17,6 @@ and an interrupt shuts its socket down to wake the blocked read.
 from __future__ import annotations
 
 import contextlib
-import email.utils
 import logging
 import random
 import socket
@@ -610,6 +609,8 @@ def _retry_after_seconds(exc: BaseException) -> float | None:
         return None
     with contextlib.suppress(TypeError, ValueError):
         return max(0.0, float(value))
+    import email.utils  # rare (an HTTP-date Retry-After) and ~2 ms to import
+
     with contextlib.suppress(TypeError, ValueError, IndexError):
         when = email.utils.parsedate_to_datetime(value)
         return max(0.0, when.timestamp() - time.time())

@@ -22,17 +22,35 @@ def new_message(role: str, content: Any = None, **fields: Any) -> dict[str, Any]
     return message
 
 
-def to_api(messages: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The messages as the model API wants them (no uids, no bookkeeping keys)."""
+def api_form(message: Mapping[str, Any]) -> dict[str, Any]:
+    """One message as the model API wants it (no uid, no bookkeeping keys)."""
+    item = {k: message[k] for k in API_KEYS if message.get(k) is not None}
+    if message.get("role") == "tool" and "name" not in item and message.get("tool_name"):
+        item["name"] = message["tool_name"]
+    if item.get("role") == "assistant" and "content" not in item:
+        item["content"] = None if item.get("tool_calls") else ""
+    item.setdefault("content", "")
+    return item
+
+
+def to_api(
+    messages: Iterable[Mapping[str, Any]], cache: dict[str, dict[str, Any]] | None = None
+) -> list[dict[str, Any]]:
+    """The messages in API form; ``cache`` (uid -> form) spares re-converting history.
+
+    Messages are never edited in place once stored, so a uid's form never goes stale.
+    """
+    if cache is None:
+        return [api_form(m) for m in messages]
     out = []
     for message in messages:
-        item = {k: message[k] for k in API_KEYS if message.get(k) is not None}
-        if message.get("role") == "tool" and "name" not in item and message.get("tool_name"):
-            item["name"] = message["tool_name"]
-        if item.get("role") == "assistant" and "content" not in item:
-            item["content"] = None if item.get("tool_calls") else ""
-        item.setdefault("content", "")
-        out.append(item)
+        uid = message.get("message_uid")
+        form = cache.get(uid) if uid else None
+        if form is None:
+            form = api_form(message)
+            if uid:
+                cache[uid] = form
+        out.append(form)
     return out
 
 

@@ -95,7 +95,10 @@ def _loop(agent: AIAgent, turn: Turn, system_prompt: str) -> str:
         agent.last_sent_count = len(turn.messages)
         try:
             response = agent.client.complete(
-                [{"role": "system", "content": system_prompt}, *transcript.to_api(turn.messages)],
+                [
+                    {"role": "system", "content": system_prompt},
+                    *transcript.to_api(turn.messages, agent.api_forms),
+                ],
                 tools=schemas,
                 stream_callback=agent.stream_callback,
             )
@@ -194,7 +197,9 @@ def _record_usage(agent: AIAgent, turn: Turn, response: Any) -> None:
     if prompt:
         agent.context_compressor.last_prompt_tokens = prompt
     if agent.writes_transcript and (prompt or completion):
-        agent.session_db.add_token_usage(agent.session_id, prompt, completion)
+        # Stored with the next message write, in the same transaction.
+        agent.pending_usage[0] += prompt
+        agent.pending_usage[1] += completion
 
 
 def _run_tools(agent: AIAgent, turn: Turn, response: Any) -> None:

@@ -154,7 +154,10 @@ def setup(base_url: str | None, model: str | None, api_key: str | None, no_input
     endpoint = base_url or current.get("model.base_url")
     if api_key is None and ask:
         api_key = _ask_key(endpoint)
-    _apply(base_url, model, api_key)
+    if not _apply(base_url, model, api_key):
+        click.echo("Nothing changed: give --base-url, --model or --api-key, or run "
+                   "`hermes setup` in a terminal to be asked.")  # fmt: skip
+        return
     _summary(endpoint)
 
 
@@ -170,7 +173,7 @@ def _ask_key(endpoint: str) -> str | None:
     return key.strip() or None
 
 
-def _apply(base_url: str | None, model: str | None, api_key: str | None) -> None:
+def _apply(base_url: str | None, model: str | None, api_key: str | None) -> bool:
     if base_url:
         path = save_value("model.base_url", base_url.strip())
         click.echo(f"Saved model.base_url in {path}.")
@@ -180,6 +183,7 @@ def _apply(base_url: str | None, model: str | None, api_key: str | None) -> None
     if api_key:
         path = save_api_key(api_key.strip())
         click.echo(f"Saved the API key in {path} (readable only by you).")
+    return bool(base_url or model or api_key)
 
 
 def _summary(endpoint: str) -> None:

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import click
 
-from hermes.cli._env import find_api_key, is_loopback, missing_key_message
+from hermes.cli._env import env_file, find_api_key, is_loopback
+from hermes.cli._render import plural
 from hermes.cli._store import StoreLocation, open_db, store_location
 from hermes.config import ENV_OVERRIDES, Config, defaults, hermes_home, load_config
 from hermes.errors import HermesError
@@ -199,7 +200,8 @@ def _endpoint_checks(config: Config) -> Iterator[Check]:
     key, where = find_api_key()
     if key is None and not is_loopback(base_url):
         yield Check("api key", False, f"none found for {base_url}.",
-                    missing_key_message(base_url))  # fmt: skip
+                    f"export HERMES_API_KEY=<your key>, or run `hermes setup` to save one in "
+                    f"{env_file()}.")  # fmt: skip
         return
     if key is not None:
         yield Check("api key", True, f"found in {where}.")
@@ -218,7 +220,7 @@ def _endpoint_checks(config: Config) -> Iterator[Check]:
         return
     finally:
         client.close()
-    yield Check("endpoint", True, f"{base_url} answers ({len(models)} models).")
+    yield Check("endpoint", True, f"{base_url} answers ({plural(len(models), 'model')}).")
     yield _model_check(model, models)
 
 

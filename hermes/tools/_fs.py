@@ -27,11 +27,12 @@ def atomic_write_text(path: Path, text: str, mode: int | None = 0o600) -> None:
     ``mode=None`` keeps an existing file's mode (or the umask default for a new
     file): that is what a user's own files want, while state files want 0600.
     """
+    exact = True  # an explicit or inherited mode is applied as is, past the umask
     if mode is None:
         try:
             mode = path.stat().st_mode & 0o7777
         except FileNotFoundError:
-            mode = 0o666  # the umask trims it, as for any new file
+            mode, exact = 0o666, False  # a new user file: the umask decides, as for any tool
     # The name is unique per process and thread so concurrent writers never share it.
     tmp = path.with_name(
         f".{path.name}.{os.getpid()}.{threading.get_ident()}.{uuid.uuid4().hex[:8]}.tmp"
@@ -42,8 +43,8 @@ def atomic_write_text(path: Path, text: str, mode: int | None = 0o600) -> None:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
-        if mode & 0o077 == 0:
-            os.chmod(tmp, mode)  # os.open's mode went through the umask; private stays private
+        if exact:
+            os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)

@@ -171,37 +171,33 @@ def _check_words(command: str) -> str | None:
 
 def _recursive_on_broad(name: str, args: list[str]) -> str | None:
     flags = [a for a in args if a.startswith("-") and a != "--"]
+    letters = "rR" if name == "rm" else "R"  # chmod -r means "remove read", not recursive
     recursive = "--recursive" in flags or any(
-        not f.startswith("--") and ("r" in f or "R" in f) for f in flags
+        not f.startswith("--") and any(c in f for c in letters) for f in flags
     )
-    if name != "rm":
-        recursive = "--recursive" in flags or any(
-            not f.startswith("--") and "R" in f for f in flags
-        )
     if not recursive:
         return None
-    targets = [a for a in args if not a.startswith("-")]
-    if "--" in args:
-        targets = args[args.index("--") + 1 :]
+    targets = args[args.index("--") + 1 :] if "--" in args else [a for a in args if a[:1] != "-"]
     for target in targets:
-        # A recursive chmod of "." is routine; of "/" or a home it is a disaster.
-        if _is_broad(target) and (name == "rm" or target not in _LOCAL_WORDS):
-            if name == "rm":
-                return f"recursively deletes a broad path ('{target}')"
+        if not _is_broad(target):
+            continue
+        if name == "rm":
+            return f"recursively deletes a broad path ('{target}')"
+        if target not in _LOCAL_WORDS:  # a recursive chmod of "." is routine; of "/" a disaster
             return f"recursively changes ownership or permissions of a broad path ('{target}', {name} -R)"
     return None
 
 
 def _is_broad(target: str) -> bool:
     """Whether deleting ``target`` recursively would take out a home, a system tree or '/'."""
-    if target in _LOCAL_WORDS or target == "/*":
+    if target in _LOCAL_WORDS:
         return True
-    base = re.sub(r"(?:/\*?|/\.)+$", "", target)
-    if base == "" or base in _HOME_WORDS or base.startswith("~") and "/" not in base:
+    base = re.sub(r"(?:/\*?|/\.)+$", "", target)  # "/x/", "/x/*" and "/x/." all mean /x
+    if base in ("", os.path.expanduser("~")) or base in _HOME_WORDS:
         return True
-    if base in (os.path.expanduser("~"), "$HOME/*", "~/*"):
-        return True
-    return bool(re.fullmatch(r"/([^/]+)", base)) and base[1:] in _TOP_DIRS
+    if base.startswith("~") and "/" not in base:
+        return True  # ~user
+    return bool(re.fullmatch(r"/[^/]+", base)) and base[1:] in _TOP_DIRS
 
 
 def _simple_commands(command: str) -> list[list[str]]:

@@ -130,8 +130,13 @@ def _deliver(store: ProcessStore, event: CompletionEvent) -> None:
             )
     if not taken:
         # Nobody here is listening: keep it for the next drain_events, in any process.
-        spool = private_dir(store.events_dir())
-        write_json(spool / f"{event.process_id}.json", event.to_dict())
+        spool_event(store.dir.parent, event)
+
+
+def spool_event(hermes_home: Path, event: CompletionEvent) -> None:
+    """Keep ``event`` for the next ``drain_events`` (e.g. a subscriber that cannot take it now)."""
+    spool = private_dir(ProcessStore(hermes_home).ensure().events_dir())
+    write_json(spool / f"{event.process_id}.json", event.to_dict())
 
 
 def drain_events(hermes_home: Path) -> list[CompletionEvent]:

@@ -150,7 +150,8 @@ def write_file(args: dict[str, Any], ctx: ToolContext) -> str:
         raise ToolError(f"{path} is a directory; give a file path.")
     existed = path.exists()
     path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(path, content, mode=None)
+    # Through a symlink, not over it: replacing the link would silently unlink the target.
+    atomic_write_text(path.resolve(), content, mode=None)
     lines = content.count("\n") + (0 if content.endswith("\n") or not content else 1)
     verb = "Overwrote" if existed else "Created"
     return f"{verb} {path}: {len(content)} characters, {lines} lines."
@@ -212,7 +213,7 @@ def patch(args: dict[str, Any], ctx: ToolContext) -> str:
         )
     lines = _match_lines(text, old)
     updated = text.replace(old, new)
-    atomic_write_text(path, updated, mode=None)
+    atomic_write_text(path.resolve(), updated, mode=None)
     where = ", ".join(map(str, lines[:20]))
     return f"Patched {path}: replaced {count} occurrence{'s' if count > 1 else ''} (line{'s' if count > 1 else ''} {where})."
 

@@ -179,6 +179,17 @@ def test_input_is_never_mutated(
     assert messages == snapshot
 
 
+def test_inline_thinking_is_not_part_of_the_summary(
+    client: ModelClient, fake_llm: FakeLLMServer, clock: Clock
+) -> None:
+    fake_llm.enqueue(fake.text("<think>Let me see what happened.</think>\n" + SUMMARY))
+
+    result = make(client, clock).compress(long_transcript())
+
+    text = next(m for m in result if is_summary_message(m))["content"]
+    assert SUMMARY in text and "Let me see" not in text
+
+
 def test_success_records_usage_and_count(
     client: ModelClient, fake_llm: FakeLLMServer, clock: Clock
 ) -> None:

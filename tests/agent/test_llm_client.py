@@ -3,6 +3,7 @@ error translation and interrupts. Backoff sleeps are recorded, never slept."""
 
 from __future__ import annotations
 
+import email.utils
 import json
 import random
 import subprocess
@@ -147,6 +148,16 @@ def test_list_models(client: ModelClient, fake_llm: FakeLLMServer) -> None:
     assert client.list_models() == ["fake-model", "fake-small"]
 
 
+def test_list_models_on_a_wrong_base_url(fake_llm: FakeLLMServer) -> None:
+    wrong = ModelClient("k", fake_llm.url + "/extra", "fake-model", sleep=lambda _: None)
+
+    with pytest.raises(ModelError, match="does not list its models") as caught:
+        wrong.list_models()
+
+    assert not isinstance(caught.value, ModelNotFoundError)
+    wrong.close()
+
+
 # --------------------------------------------------------------------------- streaming
 
 
@@ -230,6 +241,35 @@ def test_rate_limit_honours_retry_after(
     assert client.complete(USER).content == "after the wait"
     assert sleeps == [7.0]
     assert len(fake_llm.requests) == 2
+
+
+@pytest.mark.parametrize(
+    ("header", "value", "low", "high"),
+    [
+        ("retry-after-ms", "1500", 1.5, 1.5),
+        ("Retry-After", 3600, 20.0, 20.0),  # an HTTP date an hour away: capped
+        ("Retry-After", 15, 5.0, 15.0),  # an HTTP date 15 s away (1 s resolution)
+    ],
+    ids=["milliseconds", "http date beyond cap", "http date"],
+)
+def test_retry_after_forms(
+    client: ModelClient,
+    fake_llm: FakeLLMServer,
+    sleeps: list[float],
+    header: str,
+    value: str | int,
+    low: float,
+    high: float,
+) -> None:
+    if isinstance(value, int):
+        value = email.utils.formatdate(time.time() + value, usegmt=True)
+    headers = {header: value}
+    error = {"message": "Slow down.", "type": "requests", "code": "rate_limit_exceeded"}
+    fake_llm.enqueue(fake.Reply(status=429, error=error, headers=headers), fake.text("ok"))
+
+    client.complete(USER)
+
+    assert len(sleeps) == 1 and low <= sleeps[0] <= high
 
 
 def test_retry_after_is_capped(
@@ -372,6 +412,22 @@ def test_context_length_error(
     assert "8192" in str(caught.value) and "/compress" in str(caught.value)
     assert len(fake_llm.requests) == 1
     assert sleeps == []
+
+
+def test_provider_messages_are_redacted_and_kept_short(
+    client: ModelClient, fake_llm: FakeLLMServer
+) -> None:
+    message = "Invalid key sk-proj-abcdefghijklmnop1234 in request. See the docs for details."
+    fake_llm.enqueue(fake.Reply(status=400, error={"message": message, "type": "x"}))
+
+    with pytest.raises(ModelError) as caught:
+        client.complete(USER)
+
+    text = str(caught.value)
+    assert "abcdefghijklmnop1234" not in text and "abcdefghijklmnop1234" not in caught.value.detail
+    assert "See the docs" not in text  # one sentence for a person; the rest is in .detail
+    assert "See the docs" in caught.value.detail
+    assert caught.value.status == 400
 
 
 FAULTS = {

@@ -340,7 +340,7 @@ class FakeLLMServer:
         self.port = httpd.server_address[1]
         self._httpd = httpd
         self._thread = threading.Thread(
-            target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True,
+            target=httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True,
             name=f"fake-llm:{self.port}",
         )  # fmt: skip
         self._thread.start()

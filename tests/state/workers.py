@@ -25,7 +25,7 @@ def _reporting(queue: Any, body: Callable[[], None]) -> None:
         queue.put(("error", traceback.format_exc()))
 
 
-def race_rotations(spec: Any, parents: list[str], barrier: Any, queue: Any, hold: float) -> None:
+def race_rotations(spec: Any, parents: list[str], barrier: Any, hold: float, queue: Any) -> None:
     """For each parent in turn: wait for every racer, then try to rotate it."""
 
     def body() -> None:

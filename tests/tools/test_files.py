@@ -86,6 +86,14 @@ def test_write_keeps_an_existing_files_mode(call: Callable[..., str], workdir: P
     assert script.read_text() == "#!/bin/sh\necho hi\n"
 
 
+def test_write_through_a_symlink_keeps_the_link(call: Callable[..., str], workdir: Path) -> None:
+    (workdir / "real.txt").write_text("old\n")
+    (workdir / "link.txt").symlink_to("real.txt")
+    call("write_file", path="link.txt", content="new\n")
+    assert (workdir / "link.txt").is_symlink()
+    assert (workdir / "real.txt").read_text() == "new\n"
+
+
 # patch -----------------------------------------------------------------------------
 
 
@@ -161,8 +169,9 @@ def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> 
         monkeypatch.setattr(
             shutil, "which", lambda name, *a, **k: None if name == "rg" else _which(name, *a, **k)
         )
-    elif _which("rg") is None:
-        pytest.skip("rg is not installed")
+    else:
+        # .ci/run installs ripgrep (Debian: apt-get install ripgrep) when it is missing.
+        assert _which("rg"), "rg is not on PATH: install ripgrep to test the rg search path"
     return request.param
 
 

@@ -66,10 +66,8 @@ def test_without_a_store_it_is_an_error(call: Callable[..., str]) -> None:
 
 
 def _session_db_class():
-    try:
-        from hermes.state import SessionDB
-    except ImportError:
-        pytest.skip("hermes.state.SessionDB is not available yet")
+    from hermes.state import SessionDB
+
     return SessionDB
 
 

@@ -1,0 +1,152 @@
+"""Agent benchmarks: import time, construction time, and the agent's own overhead per
+turn on a 10k-message conversation (the turn's time outside the model call: history,
+prompt, persistence, accounting), next to the raw HTTP round-trip to the fake model.
+
+Targets (issue 3): ``import run_agent`` < 300 ms, ``AIAgent()`` < 20 ms, overhead per
+turn < 5 ms at 10k messages.
+
+    python -m benchmarks.bench_agent [--messages 10000] [--turns 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+
+def _import_time(runs: int = 5) -> float:
+    samples = []
+    for _ in range(runs):
+        out = subprocess.run(
+            [sys.executable, "-c", "import time; t=time.perf_counter(); import run_agent;"
+             " print(time.perf_counter()-t)"],
+            capture_output=True, text=True, check=True,
+        )
+        samples.append(float(out.stdout.strip()) * 1000)
+    return statistics.median(samples)
+
+
+def _construction_ms(db, url: str, runs: int = 50) -> float:
+    from hermes.agent import AIAgent
+    from hermes.config import load_config
+
+    config = load_config()
+    samples = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        AIAgent(api_key="k", base_url=url, model="fake-model", session_db=db, config=config)
+        samples.append((time.perf_counter() - start) * 1000)
+    return statistics.median(samples)
+
+
+def _seed_conversation(db, count: int) -> str:
+    sid = db.create_session(source="bench")
+    text = ("lorem ipsum dolor sit amet " * 19)[:500]
+    batch = [
+        {"role": "user" if i % 2 == 0 else "assistant", "content": f"{i} {text}"}
+        for i in range(count)
+    ]
+    for start in range(0, count, 2000):
+        db.append_messages(sid, batch[start : start + 2000])
+    return sid
+
+
+def _raw_round_trip_ms(url: str, messages: list[dict], turns: int) -> float:
+    import openai
+
+    client = openai.OpenAI(api_key="k", base_url=url, max_retries=0)
+    samples = []
+    for i in range(turns):
+        body = [*messages, {"role": "user", "content": f"raw {i}"}]
+        start = time.perf_counter()
+        client.chat.completions.create(model="fake-model", messages=body)
+        samples.append((time.perf_counter() - start) * 1000)
+    client.close()
+    return statistics.median(samples)
+
+
+def _turn_ms(agent, turns: int) -> tuple[float, float, float]:
+    """Median turn time, median time inside the model call, and the worst overhead."""
+    inside: list[float] = []
+    complete = agent.client.complete
+
+    def timed_complete(*args, **kwargs):
+        start = time.perf_counter()
+        try:
+            return complete(*args, **kwargs)
+        finally:
+            inside.append((time.perf_counter() - start) * 1000)
+
+    agent.client.complete = timed_complete
+    totals, overheads = [], []
+    for i in range(turns):
+        before = len(inside)
+        start = time.perf_counter()
+        agent.run_conversation(f"turn {i}")
+        total = (time.perf_counter() - start) * 1000
+        totals.append(total)
+        overheads.append(total - sum(inside[before:]))
+    return statistics.median(totals), statistics.median(overheads), max(overheads)
+
+
+def run(args: argparse.Namespace) -> None:
+    from hermes.agent import AIAgent
+    from hermes.agent.transcript import to_api
+    from hermes.config import load_config
+    from hermes.state import SessionDB
+    from tests.fakes.llm_server import FakeLLMServer
+
+    count, turns = args.messages, args.turns
+    rows = []
+    with tempfile.TemporaryDirectory() as home, FakeLLMServer() as server:
+        os.environ["HERMES_HOME"] = home
+        Path(home, "config.yaml").write_text(
+            "compression:\n  enabled: false\nagent:\n  review_interval: 0\n"
+        )
+        for synchronous in ("full", "normal"):
+            db = SessionDB(db_path=Path(home) / f"{synchronous}.db", synchronous=synchronous)
+            if synchronous == "full":
+                rows.append(("import run_agent", f"{_import_time():.1f} ms", "< 300 ms"))
+                rows.append(("AIAgent() construction",
+                             f"{_construction_ms(db, server.url):.2f} ms", "< 20 ms"))
+            sid = _seed_conversation(db, count)
+            agent = AIAgent(api_key="k", base_url=server.url, model="fake-model", session_db=db,
+                            session_id=sid, tools=[], skip_context_files=True, skip_memory=True,
+                            config=load_config())
+            agent.run_conversation("warm up")  # builds the prompt and the history cache
+            if synchronous == "full":
+                history = to_api(agent.load_history())
+                raw = _raw_round_trip_ms(
+                    server.url, [{"role": "system", "content": "x"}, *history], min(turns, 5)
+                )
+                rows.append((f"raw HTTP round-trip to the fake, {count} msgs", f"{raw:.1f} ms", ""))
+            median, overhead, worst = _turn_ms(agent, turns)
+            label = f"synchronous={synchronous.upper()}"
+            rows.append((f"agent turn incl. model call, {label}", f"{median:.1f} ms", ""))
+            rows.append((f"agent overhead per turn, {label} (median)", f"{overhead:.2f} ms",
+                         "< 5 ms"))
+            rows.append((f"agent overhead per turn, {label} (worst)", f"{worst:.2f} ms", ""))
+            db.close()
+
+    width = max(len(r[0]) for r in rows)
+    print(f"\nAgent ({count}-message conversation, {turns} turns; overhead = turn time outside"
+          " the model call, two durable writes per turn)")
+    for name, value, target in rows:
+        print(f"  {name:<{width}}  {value:>10}  {target}")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--messages", type=int, default=10_000)
+    parser.add_argument("--turns", type=int, default=20)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_arguments(parser)
+    run(parser.parse_args())

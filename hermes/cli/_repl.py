@@ -1,0 +1,407 @@
+"""The interactive chat: prompt_toolkit for input, rich for output.
+
+``run_repl`` reads a line (history in $HERMES_HOME, multi-line paste, Esc Enter for a
+new line, slash-command completion), runs slash commands through ``_slash`` and
+messages as turns in a worker thread (``_worker``), and renders each turn with
+``TurnView``: a spinner while the model thinks or a tool runs (naming the tool), the
+answer streamed as Markdown as it arrives, one dim line when the context is
+compressed. Ctrl-C stops the running turn and keeps the chat; Ctrl-D leaves.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from prompt_toolkit import PromptSession
+from prompt_toolkit import prompt as ask_line
+from prompt_toolkit.completion import Completer, Completion
+from prompt_toolkit.history import FileHistory
+from prompt_toolkit.key_binding import KeyBindings
+from rich.console import Console, Group
+from rich.live import Live
+from rich.markdown import Markdown
+from rich.segment import Segment, Segments
+from rich.spinner import Spinner
+from rich.text import Text
+
+from hermes.cli import _slash
+from hermes.cli._render import one_line
+from hermes.cli._worker import Approvals, run_in_worker
+from hermes.config import ensure_home
+from hermes.errors import HermesError
+
+try:
+    import termios
+except ImportError:  # not a POSIX terminal
+    termios = None  # type: ignore[assignment]
+
+if TYPE_CHECKING:
+    from hermes.agent import AIAgent
+
+HISTORY_FILE = "chat_history"
+PROMPT = "› "
+THINKING = "Thinking…"
+
+
+class TurnView:
+    """Renders one running turn; its callbacks are called from the worker thread.
+
+    Finished Markdown blocks (up to a blank line outside a code fence) are printed
+    once, for good; only the block being written is re-rendered as text arrives, in
+    a live area under them that also holds the spinner. The live area is redrawn by
+    rich's refresh thread from ``self._renderable``, which is only ever replaced
+    whole, so that thread never waits on this object's lock.
+    """
+
+    def __init__(self, console: Console, agent: AIAgent) -> None:
+        self.console = console
+        self.agent = agent
+        self._lock = threading.RLock()
+        self._live: Live | None = None
+        self._renderable: Any = Text("")
+        self._text = ""  # the current block's Markdown source
+        self._status: str | None = None
+        self._events = True
+        self._notes: list[str] = []
+        self._compression_pending = False
+        self.streamed = False
+
+    # -- lifecycle (main thread)
+
+    def begin(self, status: str = THINKING, *, events: bool = True) -> None:
+        with self._lock:
+            self._text, self._status, self._events, self.streamed = "", status, events, False
+            self._live = Live(console=self.console, get_renderable=lambda: self._renderable,
+                              transient=True, refresh_per_second=12)  # fmt: skip
+            self._rebuild()
+            self._live.start()
+
+    def end(self, final: str | None = None) -> None:
+        with self._lock:
+            if self._live is None:
+                return
+            self._flush_notes()
+            self._commit(all_of_it=True)
+            if not self.streamed and final:
+                self._print(Markdown(final))
+                self.streamed = True
+            self._status = None
+            self._renderable = Text("")
+            self._live.stop()
+            self._live = None
+
+    def pause(self) -> None:
+        """Stop the live area (to ask the person something); ``resume`` restarts it."""
+        with self._lock:
+            if self._live is not None:
+                self._commit(all_of_it=True)
+                self._renderable = Text("")
+                self._live.stop()
+
+    def resume(self) -> None:
+        with self._lock:
+            if self._live is not None:
+                self._live.start()
+                self._rebuild()
+
+    def set_status(self, status: str | None) -> None:
+        with self._lock:
+            self._status = status
+            self._rebuild()
+
+    # -- callbacks (worker thread)
+
+    def on_text(self, chunk: str) -> None:
+        with self._lock:
+            if self._live is None:
+                return
+            self._flush_notes()
+            self._text += chunk
+            self.streamed = True
+            self._status = None
+            self._commit()
+            self._rebuild()
+
+    def on_event(self, kind: str, data: dict[str, Any]) -> None:
+        with self._lock:
+            if self._live is None or not self._events:
+                return
+            self._flush_notes()
+            if kind == "tool_start":
+                self._commit(all_of_it=True)
+                self._note(f"⚙ {data.get('name')} {_arguments_preview(data.get('arguments'))}")
+                self._flush_notes()
+                self._status = f"Running {data.get('name')}…"
+            elif kind == "tool_end":
+                self._status = THINKING
+            elif kind == "compressing":
+                self._commit(all_of_it=True)
+                self._status = "Compressing the context…"
+            elif kind == "compressed":
+                # The outcome's token counts are filled in after this event; the line
+                # is written at the next event, chunk or the end of the turn.
+                self._compression_pending = True
+                self._status = THINKING
+            elif kind == "compression_skipped":
+                reason = str(data.get("reason") or "")
+                if reason and not reason.startswith("nothing to compress"):
+                    self._note(f"context not compressed: {reason}")
+                self._status = THINKING
+            elif kind == "moved":
+                self._note(f"this conversation moved on to segment {data.get('session_id')}")
+            self._rebuild()
+
+    # -- rendering (under the lock)
+
+    def _note(self, text: str) -> None:
+        self._notes.append(text)
+
+    def _flush_notes(self) -> None:
+        if self._compression_pending:
+            self._compression_pending = False
+            self._notes.append(_slash.compression_line(self.agent))
+        for note in self._notes:
+            self._print(Text(note, style="dim"))
+        self._notes.clear()
+
+    def _commit(self, *, all_of_it: bool = False) -> None:
+        """Print the finished blocks of the current text for good."""
+        cut = len(self._text) if all_of_it else _last_block_end(self._text)
+        if cut <= 0:
+            return
+        block, self._text = self._text[:cut], self._text[cut:]
+        if block.strip():
+            self._print(Markdown(block.strip("\n")))
+            if not all_of_it:
+                self._print(Text(""))
+
+    def _print(self, renderable: Any) -> None:
+        self.console.print(renderable)
+
+    def _rebuild(self) -> None:
+        parts: list[Any] = []
+        if self._text.strip():
+            parts.append(self._tail(Markdown(self._text)))
+        if self._status:
+            parts.append(Spinner("dots", Text(self._status, style="dim")))
+        self._renderable = Group(*parts)
+        if self._live is not None and self._live.is_started:
+            self._live.refresh()
+
+    def _tail(self, markdown: Markdown) -> Segments:
+        """The last lines of the block that fit the screen (all of it is printed at the end)."""
+        options = self.console.options
+        lines = self.console.render_lines(markdown, options, pad=False)
+        keep = max(3, self.console.size.height - 4)
+        segments: list[Segment] = []
+        for line in lines[-keep:]:
+            segments.extend(line)
+            segments.append(Segment.line())
+        if segments:
+            segments.pop()
+        return Segments(segments)
+
+
+def _last_block_end(text: str) -> int:
+    """End of the last finished Markdown block: a blank line outside a code fence."""
+    end, fenced, position = 0, False, 0
+    for line in text.splitlines(keepends=True):
+        position += len(line)
+        stripped = line.strip()
+        if stripped.startswith(("```", "~~~")):
+            fenced = not fenced
+        elif not stripped and not fenced and line.endswith("\n") and position < len(text):
+            end = position
+    return end
+
+
+def _arguments_preview(arguments: Any) -> str:
+    try:
+        parsed = json.loads(arguments) if isinstance(arguments, str) else arguments
+    except ValueError:
+        return one_line(str(arguments), 80)
+    if isinstance(parsed, dict) and len(parsed) == 1:
+        (value,) = parsed.values()
+        return one_line(str(value), 80)
+    return one_line(json.dumps(parsed, ensure_ascii=False), 80) if parsed else ""
+
+
+# -- input ------------------------------------------------------------------------------
+
+
+class SlashCompleter(Completer):
+    """Completes command names after a leading slash."""
+
+    def get_completions(self, document: Any, complete_event: Any):
+        text = document.text_before_cursor
+        if not text.startswith("/") or " " in text:
+            return
+        for name, cmd in _slash.COMMANDS.items():
+            if name.startswith(text[1:]):
+                yield Completion("/" + name, start_position=-len(text), display_meta=cmd.help)
+
+
+def _key_bindings() -> KeyBindings:
+    bindings = KeyBindings()
+
+    @bindings.add("escape", "enter")
+    def _newline(event: Any) -> None:
+        event.current_buffer.insert_text("\n")
+
+    return bindings
+
+
+@contextmanager
+def _quiet_terminal() -> Iterator[None]:
+    """While a turn runs: no echo of typed keys or ^C, and Ctrl-C flushes no output.
+
+    Echoed keys would land inside the live area and the kernel's flush on SIGINT
+    would drop half an escape sequence; both scramble the screen. What is typed
+    meanwhile stays queued for the next prompt.
+    """
+    try:
+        fd = sys.stdin.fileno()
+        saved = termios.tcgetattr(fd)
+    except (AttributeError, OSError, ValueError, getattr(termios, "error", OSError)):
+        yield
+        return
+    quiet = list(saved)
+    quiet[3] = (quiet[3] & ~(termios.ECHO | termios.ECHOCTL)) | termios.NOFLSH
+    termios.tcsetattr(fd, termios.TCSANOW, quiet)
+    try:
+        yield
+    finally:
+        termios.tcsetattr(fd, termios.TCSANOW, saved)
+
+
+def _history_path() -> Path:
+    path = ensure_home() / HISTORY_FILE
+    if not path.exists():
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
+    return path
+
+
+# -- the loop ---------------------------------------------------------------------------
+
+
+class Repl:
+    """One interactive chat over one agent."""
+
+    def __init__(self, agent: AIAgent, console: Console | None = None) -> None:
+        self.agent = agent
+        self.console = console or Console(highlight=False)
+        self.view = TurnView(self.console, agent)
+        self.approvals = Approvals(self._ask_approval)
+        agent.stream_callback = self.view.on_text
+        agent.event_callback = self.view.on_event
+        agent.approve = self.approvals.approve
+        agent.interactive = True
+        self.session: PromptSession[str] = PromptSession(
+            history=FileHistory(str(_history_path())),
+            completer=SlashCompleter(),
+            complete_while_typing=True,
+            key_bindings=_key_bindings(),
+            prompt_continuation=lambda width, line, soft: ".".rjust(width - 1) + " ",
+        )
+
+    def run(self) -> None:
+        self._banner()
+        while True:
+            try:
+                line = self.session.prompt(PROMPT)
+            except KeyboardInterrupt:
+                continue  # Ctrl-C at the prompt clears the line
+            except EOFError:
+                break
+            if not line.strip():
+                continue
+            if _slash.is_command(line) and not self._slash(line):
+                break
+            if not _slash.is_command(line):
+                self.turn(line)
+        self._goodbye()
+
+    def turn(self, text: str) -> None:
+        self.view.begin()
+        try:
+            with _quiet_terminal():
+                outcome = run_in_worker(
+                    lambda: self.agent.run_conversation(text),
+                    interrupt=self.agent.interrupt,
+                    on_interrupt=lambda: self.view.set_status("Interrupting…"),
+                    service=self.approvals.service,
+                )
+        except HermesError as exc:
+            self.view.end()
+            self.console.print(Text(str(exc), style="red"))
+            return
+        except BaseException:
+            self.view.end()
+            raise
+        result = outcome.value or {}
+        self.view.end(result.get("final_response"))
+        if outcome.interrupted or result.get("interrupted"):
+            self.console.print(Text("Interrupted.", style="yellow"))
+        self.console.print()
+
+    def _slash(self, line: str) -> bool:
+        """Run a slash command; False means leave the chat."""
+        name, _ = _slash.parse(line)
+        if name == "compress":  # calls the summary model: spinner, and Ctrl-C works
+            self.view.begin("Compressing the context…", events=False)
+            try:
+                reply = run_in_worker(lambda: _slash.dispatch(self.agent, line),
+                                      interrupt=self.agent.interrupt).value  # fmt: skip
+            finally:
+                self.view.end()
+        else:
+            reply = _slash.dispatch(self.agent, line)
+        if reply is None:
+            return True
+        if reply.text:
+            self.console.print(Text(reply.text, style="" if reply.ok else "yellow"))
+        if reply.exit:
+            return False
+        if reply.rerun:
+            self.turn(reply.rerun)
+        return True
+
+    def _ask_approval(self, command: str, reason: str) -> bool:
+        self.view.pause()
+        try:
+            self.console.print(Text(f"The agent wants to run a command that {reason}:", style="yellow"))
+            self.console.print(Text(f"  {command}", style="bold"))
+            answer = ask_line("Run it? [y/N] ")
+            return answer.strip().lower() in ("y", "yes")
+        finally:
+            self.view.resume()
+
+    def _banner(self) -> None:
+        agent = self.agent
+        if agent.session_id:
+            title = agent.title or agent.conversation_id
+            where = f"resumed {title}"
+        else:
+            where = "new conversation"
+        self.console.print(Text(
+            f"hermes · {agent.model} · {where} · /help for commands · Ctrl-C stops a turn · "
+            "Ctrl-D leaves", style="dim",
+        ))  # fmt: skip
+
+    def _goodbye(self) -> None:
+        if self.agent.conversation_id:
+            self.console.print(Text(
+                f"Saved. Continue with: hermes chat --resume {self.agent.conversation_id}",
+                style="dim",
+            ))  # fmt: skip
+
+
+def run_repl(agent: AIAgent) -> None:
+    Repl(agent).run()

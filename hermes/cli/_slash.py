@@ -1,0 +1,327 @@
+"""Slash commands of a chat, with no terminal in sight.
+
+``dispatch(agent, line)`` runs one command against an ``AIAgent`` bound to a
+``SessionDB`` and returns a ``Reply``: the text to show, and what the surface should
+do next (leave, or run a message as a new turn for ``/retry``). Nothing here prints,
+prompts or knows about rich or prompt_toolkit, so the gateway can offer the very same
+commands with the very same meaning.
+
+A line is a command when it starts with ``/`` and its first word holds no other
+slash, so a message that starts with a path (``/etc/hosts is empty``) is a message.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from hermes.cli._render import one_line, plural, table, when
+from hermes.cli._store import rename_conversation, resolve_conversation, token_usage
+from hermes.errors import HermesError
+
+if TYPE_CHECKING:
+    from hermes.agent import AIAgent
+
+
+@dataclass(frozen=True)
+class Reply:
+    """What a command did. ``ok`` False means it was refused or failed."""
+
+    text: str = ""
+    ok: bool = True
+    exit: bool = False  # /exit: the surface should leave the chat
+    rerun: str | None = None  # /retry: the surface should run this message as a new turn
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+Handler = Callable[["AIAgent", str], Reply]
+
+
+@dataclass(frozen=True)
+class Command:
+    name: str
+    usage: str
+    help: str
+    handler: Handler
+
+
+COMMANDS: dict[str, Command] = {}
+
+# Words people type out of habit elsewhere, for the suggestion only.
+_HABITS = {"quit": "exit", "q": "exit", "bye": "exit", "clear": "new", "reset": "new",
+           "rename": "title", "history": "sessions", "continue": "resume", "cost": "usage",
+           "tokens": "usage", "summarize": "compress", "compact": "compress", "?": "help"}  # fmt: skip
+
+
+def command(name: str, usage: str, help: str) -> Callable[[Handler], Handler]:
+    def register(handler: Handler) -> Handler:
+        COMMANDS[name] = Command(name, usage, help, handler)
+        return handler
+
+    return register
+
+
+def is_command(line: str) -> bool:
+    text = line.strip()
+    if not text.startswith("/"):
+        return False
+    word = text.split(maxsplit=1)[0]
+    return "/" not in word[1:]
+
+
+def parse(line: str) -> tuple[str, str]:
+    """('name', 'the rest') of a command line."""
+    parts = line.strip()[1:].split(maxsplit=1)
+    return (parts[0].lower() if parts else ""), (parts[1].strip() if len(parts) > 1 else "")
+
+
+def dispatch(agent: AIAgent, line: str) -> Reply:
+    """Run the slash command ``line``; a HermesError becomes a failed Reply."""
+    name, arg = parse(line)
+    found = COMMANDS.get(name)
+    if found is None:
+        return Reply(unknown_message(name), ok=False)
+    try:
+        return found.handler(agent, arg)
+    except HermesError as exc:
+        return Reply(str(exc), ok=False)
+
+
+def unknown_message(name: str) -> str:
+    if not name:
+        return "Type a command after the slash; /help lists them."
+    guess = _HABITS.get(name) or next(iter(difflib.get_close_matches(name, COMMANDS, 1, 0.5)), None)
+    hint = f" Did you mean /{guess}?" if guess else ""
+    return f"Unknown command /{name}.{hint} Type /help to see the commands."
+
+
+# -- binding the agent to a conversation ----------------------------------------------
+
+
+def start_new(agent: AIAgent, title: str | None = None) -> None:
+    """Point the agent at a conversation that starts with its next message."""
+    agent.session_id = None
+    agent.conversation_id = None
+    agent.title = title or None
+    agent.last_compression = None
+    agent.user_turns = 0
+    agent.context_compressor.last_prompt_tokens = 0  # that figure was the old context's
+    agent.forget_cache()
+
+
+def bind_conversation(agent: AIAgent, tip: str, *, model: str | None = None) -> dict:
+    """Continue the conversation whose tip is ``tip``; restore the model it used.
+
+    ``model`` (a ``--model`` given for this run) wins over the stored one and is
+    recorded on the segment, so the next resume restores it. Returns the tip's row.
+    """
+    db = agent.session_db
+    segment = db.get_session(tip)
+    if segment["ended_at"] is not None and segment["end_reason"] != "compression":
+        raise HermesError(
+            f"Conversation {segment['conversation_id']} was ended ({segment['end_reason']}) "
+            "and takes no more messages; start a new one."
+        )
+    agent.session_id = tip
+    agent.conversation_id = segment["conversation_id"]
+    agent.title = segment["title"]
+    agent.last_compression = None
+    agent.context_compressor.last_prompt_tokens = 0
+    agent.forget_cache()
+    wanted = model or segment["model"]
+    if wanted and (wanted != agent.model or wanted != segment["model"]):
+        agent.set_model(wanted)
+    return segment
+
+
+def compression_line(agent: AIAgent, outcome: Any = None) -> str:
+    """'segment N → N+1, tokens ~before → ~after' for the last rotation."""
+    outcome = outcome or agent.last_compression
+    if outcome is None:
+        return "compressed"
+    db = agent.session_db
+    parent = db.get_session(outcome.parent_id) if (db and outcome.parent_id) else None
+    child = db.get_session(outcome.child_id) if (db and outcome.child_id) else None
+    where = (
+        f"segment {parent['segment_index']} → {child['segment_index']}"
+        if parent and child
+        else "compressed"
+    )
+    if outcome.tokens_before is None or outcome.tokens_after is None:
+        return where
+    return f"{where}, tokens ~{outcome.tokens_before:,} → ~{outcome.tokens_after:,}"
+
+
+# -- the commands -----------------------------------------------------------------------
+
+
+@command("new", "/new [title]", "Start a new conversation (the current one stays saved).")
+def _new(agent: AIAgent, arg: str) -> Reply:
+    previous = agent.conversation_id
+    start_new(agent, arg or None)
+    titled = f" '{arg}'" if arg else ""
+    back = f" Resume the previous one with /resume {previous}." if previous else ""
+    return Reply(f"Started a new conversation{titled}.{back}", data={"previous": previous})
+
+
+@command("compress", "/compress [focus]", "Compress the context now, optionally around a topic.")
+def _compress(agent: AIAgent, arg: str) -> Reply:
+    if agent.session_id is None or not agent.load_history():
+        return Reply("Nothing to compress yet: the conversation is empty.", ok=False)
+    agent.client.clear_interrupt()  # a Ctrl-C that stopped the last turn must not stop this
+    outcome = agent.compress_now(arg or None)
+    data = {"outcome": outcome}
+    if outcome.rotated:
+        return Reply(f"Compressed: {compression_line(agent, outcome)}.", data=data)
+    if outcome.holder:
+        return Reply(
+            f"Not compressed: another process holds the compression lease ({outcome.holder}); "
+            "try again when it has finished.",
+            ok=False,
+            data=data,
+        )
+    reason = (outcome.reason or "").rstrip(".")
+    if reason.startswith("nothing to compress"):
+        return Reply("Nothing to compress yet: the conversation is too short.", ok=False, data=data)
+    if outcome.tokens_after is not None:
+        return Reply(f"Compressed in memory: ~{outcome.tokens_before:,} → ~{outcome.tokens_after:,} tokens.", data=data)
+    return Reply(f"Not compressed: {reason or 'no reason given'}. The conversation is unchanged.",
+                 ok=False, data=data)  # fmt: skip
+
+
+@command("retry", "/retry", "Undo the last turn and send its message again.")
+def _retry(agent: AIAgent, arg: str) -> Reply:
+    if agent.session_id is None:
+        return Reply("Nothing to retry yet.", ok=False)
+    undone = agent.undo(1)
+    user = next((m for m in undone if m["role"] == "user"), None)
+    if user is None or not user.get("content"):
+        return Reply("Nothing to retry in this segment.", ok=False)
+    return Reply(f"Retrying: {one_line(user['content'], 70)}", rerun=user["content"])
+
+
+@command("undo", "/undo [N]", "Undo the last N turns (kept in the history, marked undone).")
+def _undo(agent: AIAgent, arg: str) -> Reply:
+    try:
+        turns = int(arg) if arg else 1
+    except ValueError:
+        turns = 0
+    if turns < 1:
+        return Reply("Usage: /undo [N], where N is how many turns to undo (1 or more).", ok=False)
+    if agent.session_id is None:
+        return Reply("Nothing to undo yet.", ok=False)
+    undone = agent.undo(turns)
+    if not undone:
+        return Reply("Nothing to undo in this segment.", ok=False)
+    count = sum(1 for m in undone if m["role"] == "user")
+    return Reply(
+        f"Undid {plural(count, 'turn')} ({plural(len(undone), 'message')}); they stay in the "
+        "history marked undone and will not come back on resume.",
+        data={"undone": [m["id"] for m in undone]},
+    )
+
+
+@command("title", "/title TEXT", "Set the conversation's title (shows it without TEXT).")
+def _title(agent: AIAgent, arg: str) -> Reply:
+    if not arg:
+        current = _root(agent)["title"] if agent.session_id else agent.title
+        return Reply(f"Title: {current}" if current else "This conversation has no title yet; set one with /title TEXT.")
+    if agent.session_id is None:
+        agent.title = arg
+        return Reply(f"The new conversation will be titled '{arg}'.")
+    rename_conversation(agent.session_db, agent.session_id, arg)
+    agent.title = arg
+    return Reply(f"Title set to '{arg}'.")
+
+
+@command("model", "/model NAME", "Switch the model for this conversation (shows it without NAME).")
+def _model(agent: AIAgent, arg: str) -> Reply:
+    if not arg:
+        return Reply(f"Model: {agent.model} at {agent.base_url}")
+    agent.set_model(arg)
+    return Reply(f"Model set to {arg}; a resume of this conversation will use it too.")
+
+
+@command("sessions", "/sessions", "List recent conversations.")
+def _sessions(agent: AIAgent, arg: str) -> Reply:
+    rows = agent.session_db.list_conversations(limit=10)
+    if not rows:
+        return Reply("No saved conversations yet.")
+    body = [
+        ("*" if r["conversation_id"] == agent.conversation_id else "", r["conversation_id"],
+         one_line(r["title"] or "(untitled)", 36), r["message_count"], when(r["last_active_at"]),
+         r["source"])
+        for r in rows
+    ]  # fmt: skip
+    text = table(("", "ID", "TITLE", "MESSAGES", "LAST ACTIVE", "SOURCE"), body)
+    return Reply(text + "\nResume one with /resume ID or /resume TITLE.", data={"rows": rows})
+
+
+@command("resume", "/resume ID", "Continue a saved conversation (by any segment id or title).")
+def _resume(agent: AIAgent, arg: str) -> Reply:
+    if not arg:
+        return Reply("Usage: /resume ID or /resume TITLE (see /sessions).", ok=False)
+    tip = resolve_conversation(agent.session_db, arg)
+    segment = bind_conversation(agent, tip)
+    count = sum(1 for _ in agent.session_db.iter_conversation_messages(tip))
+    title = f"'{segment['title']}'" if segment["title"] else segment["conversation_id"]
+    return Reply(
+        f"Resumed {title}: {plural(count, 'message')}, segment {segment['segment_index']}, "
+        f"model {agent.model}.",
+        data={"session_id": tip},
+    )
+
+
+@command("usage", "/usage", "Tokens used by this segment and by the whole conversation.")
+def _usage(agent: AIAgent, arg: str) -> Reply:
+    if agent.session_id is None:
+        return Reply("No tokens used yet: the conversation is empty.")
+    usage = token_usage(agent.session_db, agent.session_id)
+    seg, conv = usage["segment"], usage["conversation"]
+    segments = len(agent.session_db.get_segments(agent.session_id))
+    context = agent.estimate_tokens(agent.load_history())
+    compressor = agent.context_compressor
+    return Reply(
+        f"This segment: {seg['input']:,} input / {seg['output']:,} output tokens.\n"
+        f"Whole conversation ({plural(segments, 'segment')}): {conv['input']:,} input / "
+        f"{conv['output']:,} output tokens.\n"
+        f"Context now: ~{context:,} of {compressor.context_length:,} tokens "
+        f"(compresses at ~{compressor.threshold_tokens:,}).",
+        data=usage,
+    )
+
+
+@command("tools", "/tools", "List the tools the agent may use.")
+def _tools(agent: AIAgent, arg: str) -> Reply:
+    names = agent.tool_names()
+    if not names:
+        return Reply("No tools are enabled (see agent.toolsets in `hermes config show`).")
+    rows = []
+    for name in names:
+        tool = agent.registry.get(name)
+        rows.append((name, one_line(_first_sentence(tool.description if tool else ""), 80)))
+    return Reply(table(("TOOL", "WHAT IT DOES"), rows), data={"tools": names})
+
+
+@command("help", "/help", "Show this list.")
+def _help(agent: AIAgent, arg: str) -> Reply:
+    rows = [(c.usage, c.help) for c in COMMANDS.values()]
+    keys = "Enter sends, Esc Enter adds a line, Ctrl-C stops a turn, Ctrl-D leaves."
+    return Reply(table(("COMMAND", ""), rows) + "\n" + keys)
+
+
+@command("exit", "/exit", "Leave the chat (the conversation stays saved).")
+def _exit(agent: AIAgent, arg: str) -> Reply:
+    return Reply(exit=True)
+
+
+def _root(agent: AIAgent) -> dict:
+    return agent.session_db.get_segments(agent.session_id)[0]
+
+
+def _first_sentence(text: str) -> str:
+    flat = " ".join(text.split())
+    end = flat.find(". ")
+    return flat[: end + 1] if end > 0 else flat

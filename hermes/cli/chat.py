@@ -1,0 +1,211 @@
+"""`hermes chat`: the interactive chat, or one question with `-q`.
+
+This module decides what to run (which endpoint, key, model and conversation) and
+runs one-shot questions; the interactive loop lives in ``_repl`` and the slash
+commands in ``_slash``. The agent, rich and prompt_toolkit are imported only here,
+inside the command, so `hermes --help` never pays for them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from hermes.cli._env import find_api_key, is_loopback, missing_key_message
+from hermes.cli._store import opened_store, resolve_conversation
+from hermes.config import Config, ensure_home, load_config
+from hermes.errors import HermesError
+
+if TYPE_CHECKING:
+    from hermes.agent import AIAgent
+    from hermes.state import SessionDB
+
+INTERRUPTED_EXIT = 130  # what a shell reports for a program stopped by Ctrl-C
+
+# Keys of the turn result that `--json` prints (the transcript itself is left out:
+# `hermes sessions export` is the way to get it).
+JSON_KEYS = ("final_response", "session_id", "iterations", "interrupted", "prompt_tokens",
+             "completion_tokens", "compressions")  # fmt: skip
+
+
+@click.command()
+@click.option("-q", "--query", metavar="TEXT",
+              help="Ask once and print only the answer ('-' reads the question from stdin).")  # fmt: skip
+@click.option("--json", "as_json", is_flag=True, help="With -q: print the result as JSON.")
+@click.option("-m", "--model", help="The model for this run (default: model.default).")
+@click.option("--base-url", help="The endpoint for this run (default: model.base_url).")
+@click.option("-c", "--continue", "continue_", is_flag=True,
+              help="Continue the most recent conversation started here.")  # fmt: skip
+@click.option("-r", "--resume", metavar="ID|TITLE",
+              help="Continue a conversation by any of its segment ids or its title.")  # fmt: skip
+def chat(
+    query: str | None,
+    as_json: bool,
+    model: str | None,
+    base_url: str | None,
+    continue_: bool,
+    resume: str | None,
+) -> None:
+    """Chat with the agent; with -q, answer one question and exit."""
+    if as_json and query is None:
+        raise click.UsageError("--json works with -q: hermes chat -q 'question' --json")
+    if continue_ and resume:
+        raise click.UsageError("Use either -c/--continue or --resume, not both.")
+    config = load_config()
+    _log_to_file()
+    base_url = base_url or config.get("model.base_url")
+    api_key = _require_key(base_url)
+    if query is None and not sys.stdin.isatty():
+        query = "-"  # `echo question | hermes chat` asks once, like -q -
+    text = _read_query(query) if query is not None else None
+    with opened_store(read_only=False, create=True) as db:
+        tip = _pick_conversation(db, continue_, resume)
+        agent = _make_agent(config, db, api_key=api_key, base_url=base_url, model=model,
+                            interactive=text is None)  # fmt: skip
+        try:
+            if tip is not None:
+                from hermes.cli._slash import bind_conversation
+
+                bind_conversation(agent, tip, model=model)
+            if text is not None:
+                _ask_once(agent, text, as_json)
+            else:
+                from hermes.cli._repl import run_repl
+
+                run_repl(agent)
+        finally:
+            agent.client.close()
+
+
+def _log_to_file() -> None:
+    """Warnings and info go to $HERMES_HOME/logs/chat.log, not over the chat screen.
+
+    The person learns what matters from the chat itself (a failed compression names
+    its model there); the log keeps the detail. HERMES_DEBUG=1 also prints it.
+    """
+    import logging
+    from logging.handlers import RotatingFileHandler
+
+    root = logging.getLogger()
+    if any(getattr(h, "_hermes_chat", False) for h in root.handlers):
+        return
+    folder = ensure_home() / "logs"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    path = folder / "chat.log"
+    if not path.exists():
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
+    handler = RotatingFileHandler(path, maxBytes=2_000_000, backupCount=2, encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler._hermes_chat = True  # type: ignore[attr-defined]
+    root.addHandler(handler)
+    debug = bool(os.environ.get("HERMES_DEBUG"))
+    root.setLevel(logging.DEBUG if debug else logging.WARNING)
+    logging.getLogger("hermes").setLevel(logging.DEBUG if debug else logging.INFO)
+    if os.environ.get("HERMES_DEBUG"):
+        root.addHandler(logging.StreamHandler())
+
+
+def _require_key(base_url: str) -> str | None:
+    """The API key; without one, a remote endpoint is refused before any request."""
+    key, _ = find_api_key()
+    if key is None and not is_loopback(base_url):
+        raise HermesError(missing_key_message(base_url))
+    return key
+
+
+def _read_query(query: str) -> str:
+    text = click.get_text_stream("stdin").read() if query == "-" else query
+    if not text.strip():
+        raise click.UsageError("Nothing to ask: the question is empty.")
+    return text.strip("\n") if query == "-" else text
+
+
+def _pick_conversation(db: SessionDB, continue_: bool, resume: str | None) -> str | None:
+    if resume:
+        return resolve_conversation(db, resume)
+    if not continue_:
+        return None
+    latest = db.list_conversations(limit=1, source="cli")
+    if not latest:
+        raise HermesError("No conversation to continue yet; start one with `hermes chat`.")
+    return latest[0]["tip_id"]
+
+
+def _make_agent(
+    config: Config,
+    db: SessionDB,
+    *,
+    api_key: str | None,
+    base_url: str,
+    model: str | None,
+    interactive: bool,
+) -> AIAgent:
+    from hermes.agent import AIAgent
+
+    return AIAgent(
+        api_key=api_key,
+        base_url=base_url,
+        model=model,
+        config=config,
+        session_db=db,
+        source="cli",
+        quiet_mode=not interactive,
+        interactive=interactive,
+    )
+
+
+# -- one question -----------------------------------------------------------------------
+
+
+def _ask_once(agent: AIAgent, text: str, as_json: bool) -> None:
+    """Run one turn; stdout gets only the answer (or the JSON result)."""
+    from hermes.cli._worker import run_in_worker
+
+    streamed = _stream_to_terminal(agent) if not as_json else None
+    if sys.stderr.isatty():
+        agent.event_callback = _progress_to_stderr
+    outcome = run_in_worker(
+        lambda: agent.run_conversation(text),
+        interrupt=agent.interrupt,
+        on_interrupt=lambda: click.echo("\nInterrupting…", err=True),
+    )
+    result: dict[str, Any] = outcome.value or {}
+    interrupted = outcome.interrupted or bool(result.get("interrupted"))
+    if as_json:
+        payload = {k: result.get(k) for k in JSON_KEYS}
+        payload.update(conversation_id=agent.conversation_id, model=agent.model,
+                       interrupted=interrupted)  # fmt: skip
+        click.echo(json.dumps(payload, indent=2, ensure_ascii=False))
+    elif streamed is not None and streamed["any"]:
+        click.echo("")  # end the streamed line
+    elif result.get("final_response"):
+        click.echo(result["final_response"])
+    if interrupted:
+        click.echo("Interrupted.", err=True)
+        raise SystemExit(INTERRUPTED_EXIT)
+
+
+def _stream_to_terminal(agent: AIAgent) -> dict[str, bool] | None:
+    """On a terminal the answer streams as it comes; into a pipe it is written once."""
+    if not sys.stdout.isatty():
+        return None
+    state = {"any": False}
+
+    def write(chunk: str) -> None:
+        state["any"] = True
+        sys.stdout.write(chunk)
+        sys.stdout.flush()
+
+    agent.stream_callback = write
+    return state
+
+
+def _progress_to_stderr(kind: str, data: dict[str, Any]) -> None:
+    if kind == "tool_start":
+        click.echo(click.style(f"[running {data.get('name')}]", dim=True), err=True)
+    elif kind == "compressed":
+        click.echo(click.style("[context compressed]", dim=True), err=True)

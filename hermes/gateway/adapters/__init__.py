@@ -1,0 +1,43 @@
+"""Platform adapters: ``api_server`` (aiohttp), ``telegram``, ``discord``, ``slack``.
+
+``load`` imports an adapter's module only when its platform is enabled, and turns a
+missing platform library into ``MissingExtraError`` ("install hermes-agent-runtime[x]").
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+from hermes.gateway.errors import MissingExtraError
+
+if TYPE_CHECKING:
+    from hermes.gateway.adapters.base import Adapter
+    from hermes.gateway.runner import GatewayRunner
+    from hermes.gateway.settings import PlatformSettings
+
+# platform -> (module, class, extra, the library's import name)
+ADAPTERS: dict[str, tuple[str, str, str | None, str | None]] = {
+    "api_server": ("hermes.gateway.adapters.api_server", "ApiServerAdapter", None, None),
+    "telegram": ("hermes.gateway.adapters.telegram", "TelegramAdapter", "telegram", "telegram"),
+    "discord": ("hermes.gateway.adapters.discord", "DiscordAdapter", "discord", "discord"),
+    "slack": ("hermes.gateway.adapters.slack", "SlackAdapter", "slack", "slack_bolt"),
+}
+
+
+def require(platform: str) -> None:
+    """Raise MissingExtraError unless the platform's library can be imported."""
+    _, _, extra, library = ADAPTERS[platform]
+    if library is None:
+        return
+    try:
+        importlib.import_module(library)
+    except ImportError as exc:
+        raise MissingExtraError(platform, extra or platform, library) from exc
+
+
+def load(platform: str, runner: GatewayRunner, settings: PlatformSettings | None) -> Adapter:
+    require(platform)
+    module_name, class_name, _, _ = ADAPTERS[platform]
+    module = importlib.import_module(module_name)
+    return getattr(module, class_name)(runner, settings)

@@ -1,0 +1,350 @@
+"""The HTTP API: an OpenAI-compatible server on aiohttp.
+
+``POST /v1/chat/completions`` (JSON or SSE streaming), ``GET /v1/models``, ``GET /health``.
+The conversation lives on the server: the last user message of a request is the new
+input, and the ``X-Hermes-Session-Id`` request header chooses the conversation (any of
+its segment ids, old ones included); without it a new conversation starts, seeded
+with the request's earlier user and assistant messages. Every answer carries the
+conversation's tip in ``X-Hermes-Session-Id``; a stream also names it in its first
+and last events (``hermes_session_id``), since a turn may rotate the conversation
+after the headers went out.
+
+A bearer key is required whenever the server listens beyond loopback (it refuses to
+start without one) and always when one is configured. ``/health`` needs no key and
+tells nothing but whether the gateway is up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+import logging
+import re
+import time
+import uuid
+from typing import Any
+
+from aiohttp import web
+
+from hermes.gateway import commands
+from hermes.gateway.adapters.base import Adapter
+from hermes.gateway.errors import GatewayClosed, PlatformStartError
+from hermes.gateway.lanes import COMMAND, MESSAGE, ResultSink, WorkItem
+from hermes.gateway.messages import Origin, TurnResult
+from hermes.gateway.settings import API_SERVER, ApiServerSettings
+
+log = logging.getLogger(__name__)
+
+SESSION_HEADER = "X-Hermes-Session-Id"
+_SESSION_ID = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
+_HISTORY_ROLES = ("user", "assistant")
+
+
+class ApiServerAdapter(Adapter):
+    name = API_SERVER
+
+    def __init__(self, runner: Any, settings: Any) -> None:
+        super().__init__(runner, settings)
+        self.api: ApiServerSettings = runner.api or ApiServerSettings()
+        self.app_runner: web.AppRunner | None = None
+        self.port: int | None = None
+        self.url = ""
+
+    # -- life -------------------------------------------------------------------------
+
+    async def start(self) -> str:
+        api = self.api
+        if not api.key and not api.loopback:
+            raise PlatformStartError(
+                self.name,
+                f"listening on {api.host} (beyond loopback) needs a bearer key; set "
+                "gateway.api_key in config.yaml or HERMES_GATEWAY_KEY, or listen on 127.0.0.1.",
+            )
+        app = web.Application(middlewares=[self._authorise], client_max_size=32 * 1024**2)
+        app.router.add_post("/v1/chat/completions", self.chat_completions)
+        app.router.add_get("/v1/models", self.models)
+        app.router.add_get("/health", self.health)
+        app.router.add_get("/v1/health", self.health)
+        runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        await runner.setup()
+        site = web.TCPSite(runner, api.host, api.port, shutdown_timeout=5.0)
+        try:
+            await site.start()
+        except OSError as exc:
+            await runner.cleanup()
+            reason = exc.strerror or str(exc)
+            if "in use" in reason.lower():
+                reason = "the address is already in use"
+            raise PlatformStartError(
+                self.name,
+                f"cannot listen on {api.host}:{api.port}: {reason}. "
+                "Choose another port with --api-server HOST:PORT.",
+            ) from exc
+        self.app_runner = runner
+        host, port = runner.addresses[0][:2]
+        self.port = port
+        self.url = f"http://{_host_for_url(host)}:{port}"
+        guard = "bearer key required" if api.key else "no key: loopback only"
+        return f"listening on {self.url}/v1 ({guard})"
+
+    async def close(self) -> None:
+        if self.app_runner is not None:
+            await self.app_runner.cleanup()
+            self.app_runner = None
+
+    # -- access -------------------------------------------------------------------------
+
+    @web.middleware
+    async def _authorise(self, request: web.Request, handler: Any) -> web.StreamResponse:
+        if request.path in ("/health", "/v1/health") or not self.api.key:
+            return await handler(request)
+        header = request.headers.get("Authorization", "")
+        scheme, _, given = header.partition(" ")
+        if scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), self.api.key.encode()):
+            return await handler(request)
+        return _error(
+            401,
+            "Missing or wrong API key: send 'Authorization: Bearer <key>' with the key set in "
+            "gateway.api_key or HERMES_GATEWAY_KEY.",
+            "invalid_request_error",
+            "invalid_api_key",
+        )
+
+    # -- endpoints ----------------------------------------------------------------------
+
+    async def health(self, request: web.Request) -> web.Response:
+        return web.json_response({"status": "stopping" if self.runner.closing else "ok"})
+
+    async def models(self, request: web.Request) -> web.Response:
+        model = self.runner.config.get("model.default")
+        data = [{"id": model, "object": "model", "created": 0, "owned_by": "hermes"}]
+        return web.json_response({"object": "list", "data": data})
+
+    async def chat_completions(self, request: web.Request) -> web.StreamResponse:
+        try:
+            body = await request.json()
+        except (ValueError, UnicodeDecodeError):
+            return _error(400, "The request body is not valid JSON.", "invalid_request_error")
+        if not isinstance(body, dict):
+            return _error(400, "The request body must be a JSON object.", "invalid_request_error")
+        text, history = _input_of(body.get("messages"))
+        if text is None:
+            return _error(
+                400, "'messages' must hold at least one user message with text.", "invalid_request_error"
+            )
+        session = request.headers.get(SESSION_HEADER) or None
+        if session is not None and not _SESSION_ID.match(session):
+            return _error(
+                400,
+                f"{SESSION_HEADER} must be 1-128 letters, digits, '.', '_' or '-'.",
+                "invalid_request_error",
+            )
+        if not self.runner.accepting:
+            return _error(503, str(GatewayClosed()), "server_error", "shutting_down")
+        command = commands.parse(text)
+        if command is not None and command.immediate:
+            result = await self._immediate(command, session)
+            return await self._answer(request, body, result)
+        key, conversation, created = await self.runner.api_conversation(session)
+        sink = ResultSink(stream=bool(body.get("stream")))
+        item = WorkItem(
+            kind=COMMAND if command is not None else MESSAGE,
+            text=text,
+            key=key,
+            conversation_id=conversation,
+            origin=Origin(platform=API_SERVER, chat_id=conversation),
+            history=history if created and session is None and history else None,
+            sink=sink,
+        )
+        await self.runner.submit(item)
+        if sink.stream:
+            return await self._stream(request, body, sink, conversation)
+        try:
+            result = await sink.future
+        except GatewayClosed as exc:
+            return _error(503, str(exc), "server_error", "shutting_down")
+        return await self._answer(request, body, result)
+
+    async def _immediate(self, command: commands.Command, session: str | None) -> TurnResult:
+        if command.name == "new":
+            _, conversation, _ = await self.runner.api_conversation(None)
+            return TurnResult(
+                text="Started a new conversation.", session_id=conversation, conversation_id=conversation
+            )
+        if session is None:
+            return TurnResult(text=commands.help_text() if command.name == "help" else "Nothing is running right now.")
+        key, conversation, _ = await self.runner.api_conversation(session)
+        origin = Origin(platform=API_SERVER, chat_id=conversation)
+        result = await self.runner.immediate_command(command, key, origin)
+        result.session_id = await asyncio.to_thread(self.runner.db.resolve_tip, conversation)
+        return result
+
+    # -- answers ------------------------------------------------------------------------
+
+    async def _answer(self, request: web.Request, body: dict[str, Any], result: TurnResult) -> web.StreamResponse:
+        headers = {SESSION_HEADER: result.session_id} if result.session_id else {}
+        if result.error:
+            return _error(502, result.error, "upstream_error", "model_error", headers=headers)
+        if body.get("stream"):
+            sink = ResultSink(stream=True)
+            sink.done(result)
+            return await self._stream(request, body, sink, result.session_id)
+        completion = {
+            "id": _completion_id(),
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": result.model or body.get("model") or self.runner.config.get("model.default"),
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": result.reply_text},
+                    "finish_reason": "stop",
+                    "logprobs": None,
+                }
+            ],
+            "usage": _usage(result),
+        }
+        return web.json_response(completion, headers=headers)
+
+    async def _stream(
+        self, request: web.Request, body: dict[str, Any], sink: ResultSink, conversation: str | None
+    ) -> web.StreamResponse:
+        tip = sink.future.result().session_id if sink.future.done() else None
+        if tip is None and conversation:
+            tip = await asyncio.to_thread(self.runner.db.resolve_tip, conversation)
+        response = web.StreamResponse(
+            headers={
+                "Content-Type": "text/event-stream",
+                "Cache-Control": "no-cache",
+                SESSION_HEADER: tip or "",
+            }
+        )
+        await response.prepare(request)
+        chunk = _Chunks(model=body.get("model") or self.runner.config.get("model.default"))
+        try:
+            await _send(response, chunk.make({"role": "assistant", "content": ""}, session_id=tip))
+            while (piece := await sink.deltas.get()) is not ResultSink.DONE:
+                await _send(response, chunk.make({"content": piece}))
+            await self._finish_stream(response, body, sink, chunk)
+        except ConnectionResetError:
+            # The client went away; the turn still finishes and is stored.
+            log.debug("a streaming client of %s disconnected", conversation)
+        return response
+
+    async def _finish_stream(
+        self, response: web.StreamResponse, body: dict[str, Any], sink: ResultSink, chunk: _Chunks
+    ) -> None:
+        try:
+            result = sink.future.result()
+        except GatewayClosed as exc:
+            result = TurnResult(error=str(exc))
+        if result.error:
+            error = {"message": result.error, "type": "upstream_error", "code": "model_error"}
+            await _send(response, json.dumps({"error": error}))
+        else:
+            if not sink.streamed and result.reply_text:
+                await _send(response, chunk.make({"content": result.reply_text}))
+            await _send(response, chunk.make({}, finish="stop", session_id=result.session_id))
+            if (body.get("stream_options") or {}).get("include_usage"):
+                await _send(response, chunk.make(None, usage=_usage(result)))
+        await response.write(b"data: [DONE]\n\n")
+        await response.write_eof()
+
+
+class _Chunks:
+    """``chat.completion.chunk`` events of one stream (same id and created time)."""
+
+    def __init__(self, model: str) -> None:
+        self.id = _completion_id()
+        self.created = int(time.time())
+        self.model = model
+
+    def make(
+        self,
+        delta: dict[str, Any] | None,
+        *,
+        finish: str | None = None,
+        session_id: str | None = None,
+        usage: dict[str, int] | None = None,
+    ) -> str:
+        event: dict[str, Any] = {
+            "id": self.id,
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": self.model,
+            "choices": []
+            if delta is None
+            else [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}],
+        }
+        if session_id:
+            event["hermes_session_id"] = session_id
+        if usage is not None:
+            event["usage"] = usage
+        return json.dumps(event, ensure_ascii=False)
+
+
+async def _send(response: web.StreamResponse, data: str) -> None:
+    await response.write(f"data: {data}\n\n".encode())
+
+
+def _input_of(messages: Any) -> tuple[str | None, list[dict[str, Any]]]:
+    """The last user message's text, and the user/assistant messages before it."""
+    if not isinstance(messages, list):
+        return None, []
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if isinstance(message, dict) and message.get("role") == "user":
+            text = _text_of(message.get("content"))
+            if not text.strip():
+                return None, []
+            history = [
+                {"role": m["role"], "content": _text_of(m.get("content"))}
+                for m in messages[:index]
+                if isinstance(m, dict) and m.get("role") in _HISTORY_ROLES and _text_of(m.get("content"))
+            ]
+            return text, history
+    return None, []
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for part in content:
+            if isinstance(part, dict) and part.get("type") == "text":
+                parts.append(str(part.get("text", "")))
+            elif isinstance(part, dict) and part.get("type") == "image_url":
+                url = (part.get("image_url") or {}).get("url", "")
+                parts.append(f"[image: {url[:200]}]")
+        return "\n".join(parts)
+    return ""
+
+
+def _usage(result: TurnResult) -> dict[str, int]:
+    return {
+        "prompt_tokens": result.prompt_tokens,
+        "completion_tokens": result.completion_tokens,
+        "total_tokens": result.prompt_tokens + result.completion_tokens,
+    }
+
+
+def _error(
+    status: int,
+    message: str,
+    type_: str,
+    code: str | None = None,
+    *,
+    headers: dict[str, str] | None = None,
+) -> web.Response:
+    body = {"error": {"message": message, "type": type_, "param": None, "code": code}}
+    return web.json_response(body, status=status, headers=headers)
+
+
+def _completion_id() -> str:
+    return f"chatcmpl-hermes-{uuid.uuid4().hex[:24]}"
+
+
+def _host_for_url(host: str) -> str:
+    return f"[{host}]" if ":" in host else host

@@ -1,0 +1,49 @@
+"""The gateway's errors, each a sentence a person can act on.
+
+    GatewayError                 (a HermesError)
+    ├── PlatformStartError       a platform could not start (.platform)
+    │   └── MissingExtraError    its library is not installed (.extra)
+    └── GatewayClosed            the gateway is shutting down; the input was kept
+
+The CLI turns any of them into one line on stderr and a non-zero exit.
+"""
+
+from __future__ import annotations
+
+from hermes.errors import HermesError
+
+
+class GatewayError(HermesError):
+    """Something about the messaging gateway, explained in one sentence."""
+
+
+class PlatformStartError(GatewayError):
+    """A platform adapter could not start: bad token, port in use, bad settings."""
+
+    def __init__(self, platform: str, reason: str) -> None:
+        self.platform = platform
+        self.reason = reason
+        super().__init__(f"{platform}: {reason}")
+
+
+class MissingExtraError(PlatformStartError):
+    """The platform's library is not installed; the message says which extra to install."""
+
+    def __init__(self, platform: str, extra: str, module: str) -> None:
+        self.extra = extra
+        self.module = module
+        super().__init__(
+            platform,
+            f"the '{module}' library is not installed; "
+            f"install it with: pip install 'hermes-agent-runtime[{extra}]'",
+        )
+
+
+class GatewayClosed(GatewayError):
+    """The gateway is shutting down; queued input is kept and answered after a restart."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "The gateway is shutting down; your message is saved and will be answered "
+            "when it is back."
+        )

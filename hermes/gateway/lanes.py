@@ -1,0 +1,290 @@
+"""Per-conversation FIFO lanes: one turn at a time per conversation (invariant 11).
+
+Every piece of work for a conversation (a user's message, an in-chat command, a
+background process's completion event) is a ``WorkItem`` appended to that
+conversation's ``Lane``. One worker task per busy lane runs its items strictly in
+order; lanes of different conversations run at the same time, at most ``limit`` turns
+at once. An item that has to wait behind another is written to the store's
+``gateway_queue`` first, so a shutdown or crash never loses it; it is deleted from
+there when its turn starts. ``close`` stops taking items off the lanes, persists
+whatever has not started and lets the running turns finish (or interrupts them).
+
+Everything here runs on the event loop; turns themselves run in worker threads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from hermes.gateway.errors import GatewayClosed
+from hermes.gateway.messages import Origin, TurnResult
+
+log = logging.getLogger(__name__)
+
+MESSAGE, COMMAND, EVENT = "message", "command", "event"
+INTERRUPT_EVERY = 0.1  # seconds between repeated interrupts of a turn asked to stop
+
+_sequence = itertools.count()
+
+
+class ResultSink:
+    """Hands a turn's streamed text and its result to a waiting request (the HTTP API).
+
+    ``on_delta`` is called from the worker thread; everything else on the loop.
+    """
+
+    DONE = object()
+
+    def __init__(self, *, stream: bool = False) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.stream = stream
+        self.future: asyncio.Future[TurnResult] = self.loop.create_future()
+        self.deltas: asyncio.Queue[Any] = asyncio.Queue()
+        self.streamed = False
+
+    def on_delta(self, text: str) -> None:
+        if text:
+            self.streamed = True
+            self.loop.call_soon_threadsafe(self.deltas.put_nowait, text)
+
+    def done(self, result: TurnResult) -> None:
+        if not self.future.done():
+            self.future.set_result(result)
+        self.deltas.put_nowait(self.DONE)
+
+    def fail(self, exc: BaseException) -> None:
+        if not self.future.done():
+            self.future.set_exception(exc)
+            self.future.exception()  # marked retrieved: nobody may be waiting any more
+        self.deltas.put_nowait(self.DONE)
+
+
+@dataclass(eq=False)
+class WorkItem:
+    """One thing to do in a conversation, in arrival order."""
+
+    kind: str  # MESSAGE, COMMAND or EVENT
+    text: str
+    key: str  # the session key whose route this conversation is on
+    conversation_id: str
+    origin: Origin | None = None
+    history: list[dict[str, Any]] | None = None  # seeds a new conversation (HTTP API)
+    process_id: str | None = None  # for EVENT: the background process that finished
+    seq: tuple[int, int] = field(default_factory=lambda: (time.time_ns(), next(_sequence)))
+    queue_id: int | None = None  # its row in gateway_queue while it waits
+    sink: ResultSink | None = field(default=None, repr=False)
+    saving: asyncio.Future[int | None] | None = field(default=None, repr=False)
+
+    def payload(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "text": self.text,
+            "conversation_id": self.conversation_id,
+            "origin": self.origin.to_dict() if self.origin else None,
+            "history": self.history,
+            "process_id": self.process_id,
+            "seq": list(self.seq),
+        }
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> WorkItem:
+        data = row["payload"]
+        seq = data.get("seq") or [int(row.get("enqueued_at", 0) * 1e9), 0]
+        return cls(
+            kind=data.get("kind", MESSAGE),
+            text=data.get("text", ""),
+            key=row["session_key"],
+            conversation_id=data["conversation_id"],
+            origin=Origin.from_dict(data["origin"]) if data.get("origin") else None,
+            history=data.get("history"),
+            process_id=data.get("process_id"),
+            seq=(int(seq[0]), int(seq[1])),
+            queue_id=int(row["id"]),
+        )
+
+
+@dataclass(eq=False)
+class Lane:
+    """The FIFO of one conversation and what it is running now."""
+
+    conversation_id: str
+    items: deque[WorkItem] = field(default_factory=deque)
+    running: WorkItem | None = None
+    agent: Any = None  # the agent running ``running`` (set from the worker thread)
+    task: asyncio.Task[None] | None = None
+    stopping: asyncio.Task[None] | None = None
+
+    @property
+    def busy(self) -> bool:
+        return self.running is not None or bool(self.items)
+
+
+class QueueStore:
+    """``gateway_queue`` rows for items that wait (blocking calls: use from threads)."""
+
+    def __init__(self, db) -> None:
+        self.db = db
+
+    def save(self, item: WorkItem) -> int:
+        return self.db.enqueue_gateway_input(item.key, item.payload())
+
+    def delete(self, queue_id: int) -> None:
+        self.db.delete_gateway_input(queue_id)
+
+    def pending(self) -> list[WorkItem]:
+        rows = self.db.pending_gateway_inputs()
+        items = []
+        for row in rows:
+            try:
+                items.append(WorkItem.from_row(row))
+            except (KeyError, TypeError, ValueError):
+                log.error("gateway_queue row %s is unreadable; leaving it in place", row.get("id"))
+        return sorted(items, key=lambda item: item.seq)
+
+
+Execute = Callable[[WorkItem, Lane], Awaitable[None]]
+
+
+class Scheduler:
+    """The lanes of all conversations and the bound on turns running at once."""
+
+    def __init__(self, execute: Execute, store: QueueStore, *, limit: int) -> None:
+        self._execute = execute
+        self._store = store
+        self._slots = asyncio.Semaphore(max(1, limit))
+        self.lanes: dict[str, Lane] = {}
+        self.paused = True  # nothing starts before ``resume`` (restart: restore first)
+        self.closing = False
+
+    # -- taking work ----------------------------------------------------------------
+
+    def submit(self, item: WorkItem) -> bool:
+        """Append ``item`` to its conversation's lane; True if it waits behind another."""
+        if self.closing:
+            raise GatewayClosed()
+        lane = self.lanes.get(item.conversation_id)
+        if lane is None:
+            lane = self.lanes[item.conversation_id] = Lane(item.conversation_id)
+        waits = lane.busy
+        lane.items.append(item)
+        if (waits or self.paused) and item.queue_id is None:
+            item.saving = asyncio.ensure_future(asyncio.to_thread(self._store.save, item))
+        if not self.paused and lane.task is None:
+            lane.task = asyncio.create_task(self._work(lane), name=f"lane:{lane.conversation_id}")
+        return waits
+
+    def resume(self) -> None:
+        self.paused = False
+        for lane in list(self.lanes.values()):
+            if lane.items and lane.task is None:
+                lane.task = asyncio.create_task(self._work(lane), name=f"lane:{lane.conversation_id}")
+
+    def lane(self, conversation_id: str) -> Lane | None:
+        return self.lanes.get(conversation_id)
+
+    @property
+    def running(self) -> int:
+        return sum(1 for lane in self.lanes.values() if lane.running is not None)
+
+    @property
+    def waiting(self) -> int:
+        return sum(len(lane.items) for lane in self.lanes.values())
+
+    # -- stopping a turn ------------------------------------------------------------
+
+    def interrupt(self, conversation_id: str) -> bool:
+        """Stop the running turn of a conversation (``/stop``); False if none runs."""
+        lane = self.lanes.get(conversation_id)
+        if lane is None or lane.running is None:
+            return False
+        if lane.stopping is None or lane.stopping.done():
+            lane.stopping = asyncio.create_task(self._keep_interrupting(lane, lane.running))
+        return True
+
+    async def _keep_interrupting(self, lane: Lane, item: WorkItem) -> None:
+        # The agent clears its interrupt flag when a turn starts, so one interrupt
+        # sent just before that would be lost: repeat it until this item is over.
+        while lane.running is item:
+            if lane.agent is not None:
+                lane.agent.interrupt()
+            await asyncio.sleep(INTERRUPT_EVERY)
+
+    # -- the worker -----------------------------------------------------------------
+
+    async def _work(self, lane: Lane) -> None:
+        try:
+            while lane.items and not self.closing:
+                async with self._slots:
+                    if self.closing or not lane.items:
+                        break
+                    item = lane.items.popleft()
+                    lane.running = item
+                    try:
+                        await self._forget_saved(item)
+                        await self._execute(item, lane)
+                    except Exception:
+                        log.exception("work item %s of %s failed", item.kind, lane.conversation_id)
+                        if item.sink is not None:
+                            item.sink.done(TurnResult(error="hermes failed inside the gateway"))
+                    finally:
+                        lane.running, lane.agent = None, None
+        finally:
+            lane.task = None
+            if not lane.busy and self.lanes.get(lane.conversation_id) is lane:
+                del self.lanes[lane.conversation_id]
+
+    async def _forget_saved(self, item: WorkItem) -> None:
+        """The item starts now: delete its gateway_queue row (at most once from here on)."""
+        if item.saving is not None:
+            try:
+                item.queue_id = await item.saving
+            except Exception:
+                log.exception("could not keep queued input of %s", item.conversation_id)
+            item.saving = None
+        if item.queue_id is not None:
+            queue_id, item.queue_id = item.queue_id, None
+            await asyncio.to_thread(self._store.delete, queue_id)
+
+    # -- shutting down --------------------------------------------------------------
+
+    async def close(self, grace: float, *, patience: float = 30.0) -> None:
+        """Stop starting items, keep the waiting ones, let running turns end.
+
+        Running turns get ``grace`` seconds to finish, then are interrupted and given
+        ``patience`` more seconds.
+        """
+        self.closing = True
+        await self._keep_waiting_items()
+        workers = [lane.task for lane in self.lanes.values() if lane.task is not None]
+        if not workers:
+            return
+        _, pending = await asyncio.wait(workers, timeout=max(0.0, grace))
+        if pending:
+            log.info("interrupting %d running turn(s) to shut down", len(pending))
+            for lane in list(self.lanes.values()):
+                self.interrupt(lane.conversation_id)
+            _, pending = await asyncio.wait(pending, timeout=patience)
+            for task in pending:
+                log.error("a turn did not stop within %.0f s; leaving it", patience)
+                task.cancel()
+
+    async def _keep_waiting_items(self) -> None:
+        for lane in list(self.lanes.values()):
+            for item in lane.items:
+                try:
+                    if item.saving is not None:
+                        item.queue_id = await item.saving
+                        item.saving = None
+                    elif item.queue_id is None:
+                        item.queue_id = await asyncio.to_thread(self._store.save, item)
+                except Exception:
+                    log.exception("could not keep queued input of %s", lane.conversation_id)
+                if item.sink is not None:
+                    item.sink.fail(GatewayClosed())

@@ -1,0 +1,432 @@
+"""The gateway runner: adapters in, lanes through, agents in threads, replies out.
+
+``GatewayRunner`` owns one store, the router, the lanes (``Scheduler``) and the turn
+runner, and starts the enabled platform adapters. Its life:
+
+``start``
+    take back the input a previous run queued and could not answer, start each
+    adapter (one log line each; a failure stops the others and raises
+    ``PlatformStartError``), subscribe to background-process completion events,
+    then let the lanes run.
+``handle_message`` / the HTTP API
+    allow-list, slash commands, key -> conversation, a work item on its lane; a
+    message that has to wait is acknowledged.
+``stop``
+    stop accepting, keep every item that has not started in the store, let running
+    turns finish within the grace period, then interrupt them; adapters close last
+    so the final replies still go out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from hermes.config import Config, api_key_from_env, hermes_home, load_config
+from hermes.gateway import adapters as adapter_registry
+from hermes.gateway import commands
+from hermes.gateway.access import AccessControl
+from hermes.gateway.adapters.base import Adapter, ChatAdapter
+from hermes.gateway.errors import GatewayClosed, GatewayError
+from hermes.gateway.lanes import COMMAND, EVENT, MESSAGE, Lane, QueueStore, Scheduler, WorkItem
+from hermes.gateway.messages import IncomingMessage, Origin, TurnResult
+from hermes.gateway.redact import protect
+from hermes.gateway.routing import Router, SessionKey
+from hermes.gateway.settings import (
+    API_SERVER,
+    PLATFORMS,
+    ApiServerSettings,
+    PlatformSettings,
+    api_server_settings,
+    platforms_from_config,
+)
+from hermes.gateway.turns import AgentFactory, TurnRunner
+
+log = logging.getLogger(__name__)
+
+# (runner, settings) -> adapter: replaces the built-in adapter of a platform.
+AdapterFactory = Callable[["GatewayRunner", PlatformSettings], Adapter]
+
+QUEUED_ACK = "Queued: I will answer after the current reply."
+DEFAULT_GRACE = 30.0
+
+
+class GatewayRunner:
+    """One gateway process: its platforms, its lanes and its conversations."""
+
+    def __init__(
+        self,
+        config: Config | None = None,
+        *,
+        db: Any = None,
+        platforms: Mapping[str, PlatformSettings] | None = None,
+        api: ApiServerSettings | None = None,
+        make_agent: AgentFactory | None = None,
+        agent_options: Mapping[str, Any] | None = None,
+        home: Path | None = None,
+        adapters: Mapping[str, AdapterFactory] | None = None,
+    ) -> None:
+        self.config = config or load_config()
+        self.home = Path(home) if home else hermes_home()
+        self._own_db = db is None
+        if db is None:
+            from hermes.state import SessionDB
+
+            db = SessionDB()
+        self.db = db
+        self.platforms = dict(platforms if platforms is not None else platforms_from_config(self.config))
+        self.api = api
+        if api is not None:
+            self.platforms.setdefault(API_SERVER, PlatformSettings(API_SERVER))
+        elif API_SERVER in self.platforms:
+            self.api = api_server_settings(self.config, self.platforms[API_SERVER])
+        self.group_per_user = bool(self.config.get("gateway.group_per_user"))
+        self.limit = max(1, int(self.config.get("gateway.max_concurrent_turns")))
+        self.agent_options = dict(agent_options or {})
+        self.adapter_factories = dict(adapters or {})
+        self.router = Router(db)
+        self.queue = QueueStore(db)
+        self.access = AccessControl(self.platforms)
+        self.turns = TurnRunner(
+            db,
+            self.router,
+            make_agent or self._make_agent,
+            max_agents=max(256, 4 * self.limit),
+            on_agent_event=self._agent_event,
+        )
+        self.scheduler: Scheduler | None = None
+        self.adapters: dict[str, Adapter] = {}
+        self.accepting = False
+        self.closing = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._executor: ThreadPoolExecutor | None = None
+        self._background: set[asyncio.Task[Any]] = set()
+        self._api_conversations: dict[str, tuple[str, str]] = {}
+        self._stopped = asyncio.Event()
+
+    # -- life -------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Restore queued input, start every adapter, then start answering."""
+        if not self.platforms:
+            raise GatewayError(
+                "No platform is enabled: add one under gateway.platforms in config.yaml, "
+                "or pass --api-server HOST:PORT."
+            )
+        protect(api_key_from_env(), self.config.get("gateway.api_key"))
+        self._loop = asyncio.get_running_loop()
+        self._executor = ThreadPoolExecutor(max_workers=self.limit, thread_name_prefix="hermes-turn")
+        self.scheduler = Scheduler(self._execute, self.queue, limit=self.limit)
+        restored = await asyncio.to_thread(self.queue.pending)
+        for item in restored:
+            self.scheduler.submit(item)
+        if restored:
+            log.info("picked up %d queued message(s) from the last run", len(restored))
+        self.accepting = True
+        try:
+            await self._start_adapters()
+        except BaseException:
+            await self.stop(grace=0)
+            raise
+        from hermes.tools import events
+
+        events.subscribe(self._completion_arrived)
+        self._spawn(self._drain_spooled_events())
+        self.scheduler.resume()
+
+    async def _start_adapters(self) -> None:
+        for name in PLATFORMS:
+            if name not in self.platforms:
+                continue
+            factory = self.adapter_factories.get(name)
+            settings = self.platforms[name]
+            if factory is not None:
+                adapter = factory(self, settings)
+            else:
+                adapter = adapter_registry.load(name, self, settings)
+            how = await adapter.start()
+            self.adapters[name] = adapter
+            log.info("%s: %s", name, how)
+
+    async def stop(self, grace: float | None = DEFAULT_GRACE) -> None:
+        """Graceful shutdown; queued input stays in the store for the next start."""
+        if self.closing:
+            await self._stopped.wait()
+            return
+        self.closing, self.accepting = True, False
+        try:
+            from hermes.tools import events
+
+            events.unsubscribe(self._completion_arrived)
+            for adapter in list(self.adapters.values()):
+                await _quietly(adapter.stop_receiving(), f"{adapter.name}: stopping")
+            if self.scheduler is not None:
+                await self.scheduler.close(DEFAULT_GRACE if grace is None else grace)
+            for task in list(self._background):
+                task.cancel()
+            for adapter in reversed(list(self.adapters.values())):
+                await _quietly(adapter.close(), f"{adapter.name}: closing")
+            self.adapters.clear()
+            self.turns.close()
+            if self._executor is not None:
+                self._executor.shutdown(wait=False, cancel_futures=True)
+            if self._own_db:
+                self.db.close()
+        finally:
+            self._stopped.set()
+
+    def interrupt_all(self) -> None:
+        """Interrupt every running turn now (a second Ctrl-C)."""
+        if self.scheduler is not None:
+            for lane in list(self.scheduler.lanes.values()):
+                self.scheduler.interrupt(lane.conversation_id)
+
+    def status(self) -> dict[str, Any]:
+        scheduler = self.scheduler
+        return {
+            "status": "stopping" if self.closing else "ok",
+            "platforms": sorted(self.adapters),
+            "running_turns": scheduler.running if scheduler else 0,
+            "waiting": scheduler.waiting if scheduler else 0,
+        }
+
+    # -- messages from chat platforms ---------------------------------------------------
+
+    async def handle_message(self, message: IncomingMessage) -> None:
+        """One message from a chat adapter: refuse, run a command, or queue a turn."""
+        origin = message.origin
+        if not self.access.allows(origin):
+            refusal = self.access.refusal(origin)
+            if refusal:
+                await self.send(origin, refusal)
+            return
+        text = message.full_text().strip()
+        if not text:
+            return
+        key = str(SessionKey.for_origin(origin, group_per_user=self.group_per_user))
+        command = commands.parse(text)
+        if command is not None and command.immediate:
+            if self.closing:
+                await self.send(origin, "The gateway is restarting; try again in a moment.")
+                return
+            result = await self.immediate_command(command, key, origin)
+            await self.send(origin, result.text)
+            return
+        conversation = await self.conversation_for(key, origin)
+        kind = COMMAND if command is not None else MESSAGE
+        item = WorkItem(kind=kind, text=text, key=key, conversation_id=conversation, origin=origin)
+        if await self.submit(item):
+            await self.send(origin, QUEUED_ACK)
+
+    async def conversation_for(self, key: str, origin: Origin) -> str:
+        """The conversation ``key`` routes to, started now if it has none."""
+        conversation = self.router.cached(key)
+        if conversation is not None:
+            return conversation
+
+        def create() -> str:
+            return self.db.create_session(
+                source=origin.platform, user_id=origin.user_id, session_key=key
+            )
+
+        return await asyncio.to_thread(
+            self.router.conversation_for, key, create, platform=origin.platform
+        )
+
+    async def submit(self, item: WorkItem) -> bool:
+        """Put ``item`` on its lane; True if it waits behind another turn.
+
+        While shutting down the item goes straight to the store for the next run.
+        """
+        assert self.scheduler is not None, "start() the runner first"
+        if self.closing or self.scheduler.closing:
+            await asyncio.to_thread(self.queue.save, item)
+            log.info("kept a %s for %s until the restart", item.kind, item.conversation_id)
+            if item.sink is not None:
+                item.sink.fail(GatewayClosed())
+            return True
+        return self.scheduler.submit(item)
+
+    async def immediate_command(
+        self, command: commands.Command, key: str, origin: Origin
+    ) -> TurnResult:
+        """``/stop``, ``/new`` and ``/help``: they act at once, never wait in a lane."""
+        if command.name == "help":
+            return TurnResult(text=commands.help_text())
+        if command.name == "stop":
+            conversation = self.router.cached(key) or await asyncio.to_thread(
+                self.router.current_conversation, key
+            )
+            stopped = bool(conversation) and self.scheduler.interrupt(conversation)
+            text = "Stopping the current reply." if stopped else "Nothing is running right now."
+            return TurnResult(text=text, conversation_id=conversation, session_id=None)
+        # /new: a fresh conversation; items already queued finish in the old one.
+        platform = origin.platform
+
+        def create() -> str:
+            return self.db.create_session(source=platform, user_id=origin.user_id, session_key=key)
+
+        fresh = await asyncio.to_thread(self.router.reset, key, create, platform=platform)
+        log.info("%s: started a new conversation %s", key, fresh)
+        return TurnResult(
+            text="Started a new conversation.", conversation_id=fresh, session_id=fresh
+        )
+
+    async def send(self, origin: Origin, text: str) -> None:
+        """Send ``text`` to a chat; failures are logged, never raised."""
+        adapter = self.adapters.get(origin.platform)
+        if not isinstance(adapter, ChatAdapter) or not text:
+            return
+        try:
+            await adapter.send(origin, text)
+        except Exception as exc:
+            log.warning("%s: could not send to chat %s: %s", origin.platform, origin.chat_id, exc)
+
+    # -- conversations of the HTTP API --------------------------------------------------
+
+    async def api_conversation(self, session_id: str | None) -> tuple[str, str, bool]:
+        """(session key, conversation id, created) for a request's X-Hermes-Session-Id.
+
+        No id starts a new conversation; an unknown id starts one with that id; any
+        segment of an existing conversation (an old one included) selects it.
+        """
+        if session_id is not None and session_id in self._api_conversations:
+            key, conversation = self._api_conversations[session_id]
+            return key, conversation, False
+        key, conversation, created = await asyncio.to_thread(self._open_api_conversation, session_id)
+        if len(self._api_conversations) > 100_000:
+            self._api_conversations.clear()
+        self._api_conversations[session_id or conversation] = (key, conversation)
+        return key, conversation, created
+
+    def _open_api_conversation(self, session_id: str | None) -> tuple[str, str, bool]:
+        from hermes.state.segments import new_session_id
+
+        if session_id is not None:
+            segment = self.db.get_session(session_id)
+            if segment is not None:
+                conversation = segment["conversation_id"]
+                key = segment.get("session_key") or ""
+                if key.split(":", 1)[0] not in PLATFORMS:
+                    key = f"{API_SERVER}:{conversation}"  # e.g. a conversation of the CLI
+                tip = self.db.resolve_tip(conversation)
+                self.router.adopt(key, tip, conversation, platform=API_SERVER)
+                return key, conversation, False
+        wanted = session_id or new_session_id()
+        key = f"{API_SERVER}:{wanted}"
+
+        def create() -> str:
+            return self.db.create_session(wanted, source=API_SERVER, session_key=key)
+
+        conversation = self.router.conversation_for(key, create, platform=API_SERVER)
+        return key, conversation, True
+
+    # -- running items ------------------------------------------------------------------
+
+    async def _execute(self, item: WorkItem, lane: Lane) -> None:
+        assert self._loop is not None and self._executor is not None
+        adapter = self.adapters.get(item.origin.platform) if item.origin else None
+        chat = adapter if isinstance(adapter, ChatAdapter) and item.sink is None else None
+        typing = chat.typing(item.origin) if chat is not None else contextlib.nullcontext()
+        async with typing:
+            result = await self._loop.run_in_executor(self._executor, self.turns.run, item, lane)
+        if item.sink is not None:
+            item.sink.done(result)
+        elif chat is not None and not result.dropped:
+            await self.send(item.origin, result.reply_text)
+
+    # -- background-process completion events -------------------------------------------
+
+    def _completion_arrived(self, event: Any) -> None:
+        """Subscriber of hermes.tools.events; runs on the process's watcher thread."""
+        loop = self._loop
+        if loop is None or self.closing or loop.is_closed():
+            _respool(self.home, event)  # the next run (or another surface) takes it
+            return
+        loop.call_soon_threadsafe(lambda: self._spawn(self._take_event(event)))
+
+    async def _take_event(self, event: Any) -> None:
+        addressed = await asyncio.to_thread(self._address, event)
+        if addressed is None:
+            await asyncio.to_thread(_respool, self.home, event)
+            return
+        key, conversation = addressed
+        item = WorkItem(
+            kind=EVENT,
+            text=event.describe(),
+            key=key,
+            conversation_id=conversation,
+            origin=SessionKey.parse(key).origin(),
+            process_id=event.process_id,
+        )
+        log.info("completion of %s queued for conversation %s", event.process_id, conversation)
+        await self.submit(item)
+
+    def _address(self, event: Any) -> tuple[str, str] | None:
+        """(key, conversation) of a gateway conversation the event is addressed to."""
+        conversation = getattr(event, "conversation_id", None)
+        segment = self.db.get_session(conversation) if conversation else None
+        if segment is None:
+            return None
+        key = segment.get("session_key")
+        if not key or key.split(":", 1)[0] not in PLATFORMS:
+            return None
+        return key, segment["conversation_id"]
+
+    async def _drain_spooled_events(self) -> None:
+        from hermes.tools import events
+
+        try:
+            spooled = await asyncio.to_thread(events.drain_events, self.home)
+        except Exception:
+            log.exception("could not read spooled completion events")
+            return
+        for event in spooled:
+            await self._take_event(event)
+
+    # -- agents ---------------------------------------------------------------------------
+
+    def _make_agent(self, **kwargs: Any) -> Any:
+        from hermes.agent import AIAgent
+
+        options = {"quiet_mode": True, **self.agent_options, **kwargs}
+        return AIAgent(config=self.config, session_db=self.db, **options)
+
+    def _agent_event(self, key: str, conversation: str, kind: str, data: dict[str, Any]) -> None:
+        """Events of an agent (any thread): compressions are logged, reviews reported."""
+        if kind == "compressed":
+            log.info("conversation %s rotated: %s -> %s", conversation, data.get("parent"), data.get("child"))
+        elif kind == "review":
+            summary = data.get("summary") or data.get("error") or ""
+            log.info("background review of %s: %s", conversation, summary)
+            loop = self._loop
+            if data.get("saved") and loop is not None and not loop.is_closed():
+                origin = SessionKey.parse(key).origin()
+                note = f"({summary})"
+                loop.call_soon_threadsafe(lambda: self._spawn(self.send(origin, note)))
+
+    def _spawn(self, coroutine: Any) -> None:
+        task = asyncio.ensure_future(coroutine)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+
+def _respool(home: Path, event: Any) -> None:
+    """Give a completion event back to the spool for ``drain_events`` elsewhere."""
+    from hermes.tools._fs import private_dir, write_json
+    from hermes.tools.process_store import ProcessStore
+
+    spool = private_dir(ProcessStore(home).events_dir())
+    write_json(spool / f"{event.process_id}.json", event.to_dict())
+
+
+async def _quietly(awaitable: Any, what: str) -> None:
+    try:
+        await awaitable
+    except Exception as exc:
+        log.warning("%s failed: %s", what, exc)

@@ -1,0 +1,161 @@
+"""Running one work item in a worker thread: the conversation's agent, the turn, the route.
+
+``TurnRunner.run`` is what a lane's worker hands to the thread pool. It finds the
+conversation's tip through the router, takes (or makes) the conversation's agent,
+runs the message, command or completion event, and, whatever happened (an answer, an
+error, an interrupt), moves the route to the agent's session id before the lane may
+start its next item. Agents are kept per conversation (least recently used first
+out) so each keeps its prompt and history caches between turns; a kept agent is
+re-pointed at the tip before every turn, so a rotation made by anyone else is followed.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
+
+from hermes.agent.errors import AgentError
+from hermes.gateway import commands
+from hermes.gateway.lanes import COMMAND, EVENT, Lane, WorkItem
+from hermes.gateway.messages import TurnResult
+from hermes.gateway.routing import Router, SessionKey
+from hermes.state.errors import StateError
+
+log = logging.getLogger(__name__)
+
+AgentFactory = Callable[..., Any]
+# (session key, conversation id, event kind, event data), from any thread.
+EventSink = Callable[[str, str, str, dict[str, Any]], None]
+
+
+class TurnRunner:
+    """Runs work items (in worker threads) with one cached agent per conversation."""
+
+    def __init__(
+        self,
+        db,
+        router: Router,
+        make_agent: AgentFactory,
+        *,
+        max_agents: int = 256,
+        on_agent_event: EventSink | None = None,
+    ) -> None:
+        self.db = db
+        self.router = router
+        self.make_agent = make_agent
+        self.max_agents = max_agents
+        self.on_agent_event = on_agent_event
+        self._agents: OrderedDict[str, Any] = OrderedDict()
+        self._agents_lock = threading.Lock()
+
+    def run(self, item: WorkItem, lane: Lane) -> TurnResult:
+        platform = SessionKey.parse(item.key).platform
+        if item.kind == EVENT and self._was_reset(item):
+            return TurnResult(dropped=True, conversation_id=item.conversation_id)
+        agent = self._agent(item, platform)
+        lane.agent = agent
+        result = TurnResult(conversation_id=item.conversation_id)
+        try:
+            self._run_item(item, agent, result)
+        except AgentError as exc:
+            result.error = str(exc)
+            log.warning("turn in %s failed: %s", item.conversation_id, exc)
+        except StateError as exc:
+            result.error = str(exc)
+            log.error("turn in %s hit the store: %s", item.conversation_id, exc)
+        except Exception:
+            result.error = "hermes failed while answering (the gateway log has the details)"
+            log.exception("turn in %s failed", item.conversation_id)
+        finally:
+            agent.stream_callback = None
+            self._settle_route(item, agent, platform, result)
+        return result
+
+    def close(self) -> None:
+        """Close the kept agents' clients (at shutdown, when no turn runs any more)."""
+        with self._agents_lock:
+            agents, self._agents = list(self._agents.values()), OrderedDict()
+        for agent in agents:
+            _close(agent)
+
+    # -- steps ----------------------------------------------------------------------
+
+    def _was_reset(self, item: WorkItem) -> bool:
+        current = self.router.current_conversation(item.key)
+        if current is not None and current != item.conversation_id:
+            log.info(
+                "dropping the completion event of process %s: conversation %s was reset "
+                "(%s now routes to %s)",
+                item.process_id, item.conversation_id, item.key, current,
+            )  # fmt: skip
+            return True
+        return False
+
+    def _run_item(self, item: WorkItem, agent: Any, result: TurnResult) -> None:
+        if item.kind == COMMAND:
+            command = commands.parse(item.text)
+            result.text = commands.run(command, agent) if command else commands.help_text()
+            return
+        sink = item.sink
+        agent.stream_callback = sink.on_delta if sink is not None and sink.stream else None
+        out = agent.run_conversation(item.text, conversation_history=item.history)
+        result.text = out.get("final_response") or ""
+        result.interrupted = bool(out.get("interrupted"))
+        result.prompt_tokens = int(out.get("prompt_tokens") or 0)
+        result.completion_tokens = int(out.get("completion_tokens") or 0)
+
+    def _settle_route(self, item: WorkItem, agent: Any, platform: str, result: TurnResult) -> None:
+        """Move the key's route to where the agent now writes, before anything else runs."""
+        try:
+            agent.follow_tip()
+            self.router.after_turn(item.key, item.conversation_id, agent.session_id, platform=platform)
+        except StateError as exc:
+            log.error("could not update the route of %s: %s", item.key, exc)
+        result.session_id = agent.session_id
+        result.model = agent.model
+
+    def _agent(self, item: WorkItem, platform: str) -> Any:
+        tip = self.router.tip(item.key, item.conversation_id)
+        with self._agents_lock:
+            agent = self._agents.pop(item.conversation_id, None)
+            if agent is not None:
+                self._agents[item.conversation_id] = agent  # most recently used last
+        if agent is None:
+            agent = self._new_agent(item, platform, tip)
+        elif agent.session_id != tip:
+            agent.session_id = tip
+            agent.forget_cache()
+        return agent
+
+    def _new_agent(self, item: WorkItem, platform: str, tip: str) -> Any:
+        segment = self.db.get_session(tip) or {}
+        origin = item.origin
+        agent = self.make_agent(
+            session_id=tip,
+            source=platform,
+            session_key=item.key,
+            user_id=origin.user_id if origin else None,
+            model=segment.get("model") or None,
+        )
+        key, conversation = item.key, item.conversation_id
+        if self.on_agent_event is not None:
+            sink = self.on_agent_event
+            agent.event_callback = lambda kind, data: sink(key, conversation, kind, data)
+        with self._agents_lock:
+            self._agents[conversation] = agent
+            while len(self._agents) > self.max_agents:
+                # Not closed: it may still be answering; its pool goes with it.
+                self._agents.popitem(last=False)
+        return agent
+
+
+def _close(agent: Any) -> None:
+    client = getattr(agent, "client", None)
+    if client is not None and hasattr(client, "close"):
+        try:
+            client.close()
+        except Exception:  # closing a pool must never break the gateway
+            log.debug("closing an agent's client failed", exc_info=True)

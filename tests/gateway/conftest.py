@@ -1,0 +1,36 @@
+"""Fixtures of the gateway suite: a config pointing at the fake model, a running gateway."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.gateway.harness import MODEL_KEY, GatewayThread, write_config
+
+
+@pytest.fixture
+def model_key(monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setenv("HERMES_API_KEY", MODEL_KEY)
+    return MODEL_KEY
+
+
+@pytest.fixture
+def config_file(hermes_home: Path, fake_llm, model_key: str) -> Path:
+    return write_config(hermes_home, fake_llm.url)
+
+
+@pytest.fixture
+def gateway(hermes_home: Path, config_file: Path) -> Iterator[GatewayThread]:
+    """A started in-process gateway with the HTTP API on a free loopback port."""
+    with GatewayThread(hermes_home) as running:
+        yield running
+
+
+@pytest.fixture
+def client(gateway: GatewayThread):
+    import openai
+
+    with openai.OpenAI(base_url=gateway.url, api_key="unused", max_retries=0, timeout=30) as api:
+        yield api
