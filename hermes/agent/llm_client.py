@@ -129,13 +129,17 @@ class ModelClient:
         stream_callback: StreamCallback | None = None,
         max_tokens: int | None = None,
         temperature: float | None = None,
+        wire_ready: bool = False,
     ) -> ModelResponse:
         """Ask the model for its next message; stream text to ``stream_callback`` if given.
 
-        Raises a ``ModelError`` subclass on failure, ``TurnInterrupted`` on ``interrupt()``.
+        ``wire_ready`` says the messages already hold only wire keys (the agent keeps
+        them so), sparing a copy of a long history on every call. Raises a
+        ``ModelError`` subclass on failure, ``TurnInterrupted`` on ``interrupt()``.
         """
         model = model or self.model
-        request: dict[str, Any] = {"model": model, "messages": wire_messages(messages)}
+        wired = list(messages) if wire_ready else wire_messages(messages)
+        request: dict[str, Any] = {"model": model, "messages": wired}
         if tools:
             request["tools"] = list(tools)
         if max_tokens is not None:

@@ -24,7 +24,7 @@ def new_message(role: str, content: Any = None, **fields: Any) -> dict[str, Any]
 
 def api_form(message: Mapping[str, Any]) -> dict[str, Any]:
     """One message as the model API wants it (no uid, no bookkeeping keys)."""
-    item = {k: message[k] for k in API_KEYS if message.get(k) is not None}
+    item = {k: message[k] for k in API_KEYS if message.get(k) not in (None, [], "")}
     if message.get("role") == "tool" and "name" not in item and message.get("tool_name"):
         item["name"] = message["tool_name"]
     if item.get("role") == "assistant" and "content" not in item:

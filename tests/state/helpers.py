@@ -118,3 +118,23 @@ def snapshot(db: SessionDB, conversation_id: str) -> dict[str, Any]:
     )
     routes = raw_all(db, "SELECT session_key, session_id FROM gateway_routes ORDER BY session_key")
     return {"segments": segments, "messages": messages, "routes": routes}
+
+
+def assert_no_orphan_writes(db: SessionDB, session_id: str) -> None:
+    """Invariant 3 by message id: no original lands in a segment after its rotation.
+
+    Ids follow commit order, so every original of a parent must be older than the
+    first row of its compression child.
+    """
+    segments = db.get_segments(session_id)
+    for parent, child in zip(segments, segments[1:], strict=False):
+        child_rows = db.get_messages(child["id"], include_undone=True)
+        if not child_rows:
+            continue
+        first = min(m["id"] for m in child_rows)
+        late = [
+            m["message_uid"]
+            for m in db.get_messages(parent["id"], include_undone=True)
+            if not m["compacted"] and m["id"] > first
+        ]
+        assert not late, f"{late} landed in {parent['id']} after it was rotated"

@@ -177,3 +177,23 @@ def test_a_healthy_store_has_no_invariant_violations(db: SessionDB) -> None:
     db.branch_session(ids[1])
     db.end_session(ids[-1], "user_exit")
     assert db.invariant_violations() == []
+
+
+# BUG (store): every write reads the clock before it waits for the write lock, so two
+# writers can commit in the opposite order to their timestamps. A message appended
+# just before a rotation commits then carries a created_at later than the parent's
+# ended_at, and invariant_violations() reports an orphan write that never happened.
+# The race tests hit this naturally (threads or processes appending during
+# rotations); here the two clock reads are replayed in that order. See the report.
+def test_BUG_invariant_violations_trusts_clock_order(
+    db: SessionDB, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db.create_session("a", source="cli")
+    start = time.time()
+    with monkeypatch.context() as m:
+        m.setattr(time, "time", lambda: start + 2.0)  # the append read the clock last...
+        db.append_message("a", "user", "committed before the rotation")
+        m.setattr(time, "time", lambda: start + 1.0)  # ...the rotation first, then waited
+        rotate(db, "a")
+    assert db.get_messages("a")[-1]["content"] == "committed before the rotation"
+    assert db.invariant_violations() == []

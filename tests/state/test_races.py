@@ -17,7 +17,7 @@ import pytest
 from hermes.state import SessionDB, make_holder
 
 from . import workers
-from .helpers import SUMMARY, StoreSpec, raw_all
+from .helpers import SUMMARY, StoreSpec, assert_no_orphan_writes, raw_all
 from .procs import CTX, Processes
 
 RACERS = 4
@@ -122,7 +122,9 @@ def test_appends_from_other_processes_during_rotations_are_kept_exactly_once(
         ]
     assert all(not m["compacted"] for m in logical)
     # Invariant 3: nothing accumulated in a dead segment; stale writers reached the tips.
-    assert db.invariant_violations() == []
+    # (Checked by id: invariant_violations() compares timestamps and reports false
+    # positives here, see test_BUG_invariant_violations_trusts_clock_order.)
+    assert_no_orphan_writes(db, root)
     assert any(len(segments) > 1 for _tag, segments in reports)
     # Invariant 2: every parent message written after the watermark is in the child.
     carried = 0
@@ -157,7 +159,6 @@ def _rotate_keeping_tail(db: SessionDB, root: str) -> tuple[str, int, str]:
 def test_appends_from_threads_during_rotations_are_kept_exactly_once(make_db) -> None:
     db = make_db()
     root = db.create_session("root", source="cli")
-    stop = threading.Event()
     errors: list[BaseException] = []
 
     def writer(tag: str) -> None:
@@ -178,11 +179,10 @@ def test_appends_from_threads_during_rotations_are_kept_exactly_once(make_db) ->
         rotations += 1
     for t in threads:
         t.join(60)
-    stop.set()
     assert not errors, errors
     seen = [m["message_uid"] for m in db.get_conversation_messages(root)]
     assert Counter(seen) == Counter(f"t{i}-{n}" for i in range(3) for n in range(40))
-    assert db.invariant_violations() == []
+    assert_no_orphan_writes(db, root)
 
 
 def test_threads_sharing_one_sessiondb_append_concurrently(db: SessionDB) -> None:

@@ -1,0 +1,70 @@
+"""The system prompt: built once per segment, byte-stable, refreshed by rotation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hermes.agent import AIAgent
+from hermes.agent.prompt import build_system_prompt
+from hermes.config import load_config
+from hermes.state import SessionDB
+from tests.fakes import llm_server as fake
+
+
+def system_prompts(server) -> list[str]:
+    return [r["messages"][0]["content"] for r in server.requests if r.get("tools") is not None]
+
+
+def test_prompt_holds_identity_memory_context_files_and_tools(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "MEMORY.md").write_text("prefers pytest")
+    (home / "USER.md").write_text("name is Ada")
+    (tmp_path / "AGENTS.md").write_text("run make test before committing")
+    prompt = build_system_prompt(hermes_home=home, cwd=tmp_path, tool_names=["memory", "terminal"])
+    for piece in ("hermes", "prefers pytest", "name is Ada", "run make test", "memory, terminal"):
+        assert piece in prompt
+    bare = build_system_prompt(hermes_home=home, cwd=tmp_path, tool_names=[],
+                               skip_memory=True, skip_context_files=True)
+    assert "Ada" not in bare and "make test" not in bare
+
+
+def test_memory_changes_show_from_the_next_segment_only(fake_llm, tmp_path, hermes_home) -> None:
+    (hermes_home / "config.yaml").write_text(
+        "model:\n  context_length: 3000\ncompression:\n  threshold: 0.95\n"
+        "agent:\n  review_interval: 0\n"
+    )
+    (hermes_home / "MEMORY.md").write_text("note A")
+    db = SessionDB(db_path=tmp_path / "state.db")
+    agent = AIAgent(api_key="k", base_url=fake_llm.url, model=fake.DEFAULT_MODEL, session_db=db,
+                    skip_context_files=True, config=load_config())
+    agent.run_conversation("first " + "f" * 1500)
+    (hermes_home / "MEMORY.md").write_text("note B")
+    agent.run_conversation("second " + "s" * 1500)
+    agent.run_conversation("third " + "t" * 1500)
+    same_segment = system_prompts(fake_llm)
+    assert len(set(same_segment)) == 1 and "note A" in same_segment[0]
+
+    fake_llm.script(fake.text("SUMMARY"))
+    assert agent.compress_now().rotated
+    agent.run_conversation("fourth")
+    latest = system_prompts(fake_llm)[-1]
+    assert "note B" in latest and "note A" not in latest
+    assert db.get_session(agent.session_id)["system_prompt"] == latest
+    db.close()
+
+
+def test_a_resumed_agent_reuses_the_stored_prompt(fake_llm, tmp_path, hermes_home) -> None:
+    (hermes_home / "MEMORY.md").write_text("note A")
+    db = SessionDB(db_path=tmp_path / "state.db")
+    first = AIAgent(api_key="k", base_url=fake_llm.url, model=fake.DEFAULT_MODEL, session_db=db,
+                    skip_context_files=True, config=load_config())
+    first.run_conversation("hello")
+    (hermes_home / "MEMORY.md").write_text("note B")
+    resumed = AIAgent(api_key="k", base_url=fake_llm.url, model=fake.DEFAULT_MODEL,
+                      session_db=db, session_id=first.session_id, skip_context_files=True,
+                      config=load_config())
+    resumed.run_conversation("again")
+    prompts = system_prompts(fake_llm)
+    assert prompts[0] == prompts[-1]
+    db.close()

@@ -1,0 +1,104 @@
+"""`hermes config ...` and `hermes setup`, run as a user would."""
+
+from __future__ import annotations
+
+import json
+
+import pexpect
+import yaml
+
+from tests.cli.conftest import assert_one_line_error, hermes_command, mode_of
+
+
+def test_show_get_path(hermes, cli_env):
+    shown = hermes("config", "show")
+    assert shown.returncode == 0, shown.stderr
+    tree = yaml.safe_load(shown.stdout)
+    assert tree["model"]["base_url"] == cli_env.vars["HERMES_BASE_URL"]  # env overrides apply
+    assert json.loads(hermes("config", "show", "--json").stdout)["agent.max_iterations"] == 30
+    assert hermes("config").stdout == shown.stdout
+    assert hermes("config", "get", "model.default").stdout.strip() == "fake-model"
+    assert json.loads(hermes("config", "get", "model").stdout)["max_retries"] == 4
+    assert hermes("config", "path").stdout.strip() == str(cli_env.home / "config.yaml")
+
+
+def test_set_validates_then_writes(hermes, cli_env):
+    result = hermes("config", "set", "agent.max_iterations", "12")
+    assert result.returncode == 0, result.stderr
+    assert hermes("config", "get", "agent.max_iterations").stdout.strip() == "12"
+    assert hermes("config", "set", "agent.toolsets", "[terminal, files]").returncode == 0
+    assert json.loads(hermes("config", "get", "agent.toolsets").stdout) == ["terminal", "files"]
+    path = cli_env.home / "config.yaml"
+    assert yaml.safe_load(path.read_text())["agent"] == {
+        "max_iterations": 12, "toolsets": ["terminal", "files"],
+    }  # fmt: skip
+    assert mode_of(path) == 0o600
+
+
+def test_unknown_key_gets_a_suggestion(hermes):
+    assert_one_line_error(hermes("config", "set", "model.defualt", "x"), "Did you mean 'model.default'")
+    assert_one_line_error(hermes("config", "get", "compresion.threshold"), "compression.threshold")
+
+
+def test_wrong_type_names_the_expected_type(hermes, cli_env):
+    assert_one_line_error(hermes("config", "set", "agent.max_iterations", "many"), "a whole number")
+    assert_one_line_error(hermes("config", "set", "compression.enabled", "perhaps"), "true or false")
+    assert_one_line_error(hermes("config", "set", "compression.threshold", "5"), "between 0 and 1")
+    assert not (cli_env.home / "config.yaml").exists()  # nothing written on a refusal
+
+
+def test_refused_value_keeps_the_file(hermes, cli_env):
+    assert hermes("config", "set", "compression.threshold", "0.7").returncode == 0
+    before = (cli_env.home / "config.yaml").read_text()
+    assert hermes("config", "set", "compression.threshold", "7").returncode == 1
+    assert (cli_env.home / "config.yaml").read_text() == before
+
+
+def test_broken_config_is_one_sentence_with_its_line(hermes, cli_env):
+    (cli_env.home / "config.yaml").write_text("model:\n  default: [unclosed\n")
+    for args in (("config", "show"), ("sessions", "list"), ("chat", "-q", "hi")):
+        assert_one_line_error(hermes(*args), "config.yaml", "line")
+    (cli_env.home / "config.yaml").write_text("agent:\n  max_iterations: lots\n")
+    assert_one_line_error(hermes("config", "show"), "agent.max_iterations", "line 2")
+
+
+def test_setup_with_options_writes_config_and_a_private_key(hermes, cli_env):
+    result = hermes("setup", "--base-url", "https://llm.example.com/v1", "--model", "big-model",
+                    "--api-key", "sk-test-123456")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    config = yaml.safe_load((cli_env.home / "config.yaml").read_text())
+    assert config["model"] == {"base_url": "https://llm.example.com/v1", "default": "big-model"}
+    env_file = cli_env.home / ".env"
+    assert env_file.read_text() == "HERMES_API_KEY=sk-test-123456\n"
+    assert mode_of(env_file) == 0o600
+    assert "sk-test" not in result.stdout  # the key is never echoed back
+    again = hermes("setup", "--api-key", "sk-other-654321")
+    assert again.returncode == 0
+    assert env_file.read_text() == "HERMES_API_KEY=sk-other-654321\n"
+
+
+def test_setup_without_a_terminal_or_options_changes_nothing(hermes, cli_env):
+    result = hermes("setup")
+    assert result.returncode == 0
+    assert "Nothing changed" in result.stdout
+    assert not (cli_env.home / "config.yaml").exists()
+
+
+def test_setup_asks_in_a_terminal(cli_env):
+    child = pexpect.spawn(hermes_command()[0], [*hermes_command()[1:], "setup"],
+                          env=cli_env.vars, encoding="utf-8", timeout=20)  # fmt: skip
+    try:
+        child.expect("Endpoint")
+        child.sendline("https://llm.example.com/v1")
+        child.expect("Model")
+        child.sendline("my-model")
+        child.expect("API key")
+        child.sendline("sk-typed-999999")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+    assert child.exitstatus == 0
+    assert "sk-typed" not in (child.before or "")  # typed hidden
+    config = yaml.safe_load((cli_env.home / "config.yaml").read_text())
+    assert config["model"]["default"] == "my-model"
+    assert (cli_env.home / ".env").read_text() == "HERMES_API_KEY=sk-typed-999999\n"

@@ -1,0 +1,104 @@
+"""`hermes doctor` on healthy and broken setups: one line per check, a fix when it fails."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+
+from tests.cli.conftest import build_compressed
+
+
+def _lines(result) -> dict[str, str]:
+    """check name -> its line (the summary line is left out)."""
+    found = {}
+    for line in result.stdout.splitlines():
+        status, _, rest = line.partition("  ")
+        if ":" in rest and status.strip() in ("ok", "FAIL", "--"):
+            found[rest.split(":", 1)[0].strip()] = line
+    return found
+
+
+def test_healthy_setup_passes_every_check(hermes, compressed):
+    result = hermes("doctor")
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = _lines(result)
+    for name in ("config", "home", "store files", "store", "integrity", "schema",
+                 "invariants", "endpoint", "model"):  # fmt: skip
+        assert lines[name].startswith("ok"), lines
+    assert result.stdout.rstrip().endswith("All checks passed.")
+
+
+def test_planted_fork_is_named_and_fails(hermes, compressed):
+    # Bypass the store's guard the way a buggy writer could, then fork the conversation.
+    with sqlite3.connect(compressed.db_path) as raw:
+        raw.execute("DROP INDEX sessions_one_live_tip")
+        now = time.time()
+        raw.execute(
+            "INSERT INTO sessions (id, conversation_id, parent_session_id, lineage,"
+            " segment_index, source, started_at, last_active_at)"
+            " VALUES ('forked', ?, ?, 'branch', 3, 'cli', ?, ?)",
+            (compressed.root, compressed.root, now, now),
+        )
+    before = compressed.db_path.read_bytes()
+    result = hermes("doctor")
+    assert result.returncode == 1
+    lines = _lines(result)
+    assert lines["invariants"].startswith("FAIL")
+    assert f"conversation {compressed.root} has 2 live tips" in lines["invariants"]
+    assert "Fix:" in lines["invariants"]
+    assert lines["schema"].startswith("FAIL") and "sessions_one_live_tip" in lines["schema"]
+    assert lines["integrity"].startswith("ok")
+    assert compressed.db_path.read_bytes() == before  # doctor only reads
+
+
+def test_loose_permissions_fail_with_the_chmod_to_run(hermes, cli_env, compressed):
+    os.chmod(cli_env.home, 0o755)
+    os.chmod(compressed.db_path, 0o644)
+    result = hermes("doctor", "--offline")
+    assert result.returncode == 1
+    lines = _lines(result)
+    assert f"chmod 700 {cli_env.home}" in lines["home"]
+    assert f"chmod 600 {compressed.db_path}" in lines["store files"]
+    assert lines["endpoint"].startswith("--")
+
+
+def test_corrupt_store_fails_in_one_line(hermes, cli_env):
+    db = cli_env.home / "state.db"
+    db.write_bytes(b"garbage" * 1000)
+    db.chmod(0o600)
+    result = hermes("doctor", "--offline")
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    assert _lines(result)["store"].startswith("FAIL")
+    assert "backup" in _lines(result)["store"]
+
+
+def test_unreachable_endpoint_and_missing_model(hermes, cli_env, compressed):
+    cli_env.vars["HERMES_MODEL"] = "no-such-model"
+    lines = _lines(hermes("doctor"))
+    assert lines["endpoint"].startswith("ok")
+    assert lines["model"].startswith("FAIL") and "fake-model" in lines["model"]
+
+    cli_env.vars["HERMES_BASE_URL"] = "http://127.0.0.1:9/v1"
+    result = hermes("doctor")
+    assert result.returncode == 1
+    assert _lines(result)["endpoint"].startswith("FAIL")
+
+
+def test_no_key_for_a_remote_endpoint_says_how_to_add_one(hermes, cli_env):
+    cli_env.vars["HERMES_BASE_URL"] = "https://llm.invalid/v1"
+    result = hermes("doctor")
+    assert result.returncode == 1
+    line = _lines(result)["api key"]
+    assert "HERMES_API_KEY" in line and "hermes setup" in line
+
+
+def test_broken_config_fails_but_the_other_checks_run(hermes, cli_env):
+    (cli_env.home / "config.yaml").write_text("agent: [\n")
+    build_compressed(cli_env.home / "state.db")
+    result = hermes("doctor")
+    assert result.returncode == 1
+    lines = _lines(result)
+    assert lines["config"].startswith("FAIL") and "line" in lines["config"]
+    assert lines["invariants"].startswith("ok")
