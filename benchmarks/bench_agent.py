@@ -24,9 +24,15 @@ def _import_time(runs: int = 5) -> float:
     samples = []
     for _ in range(runs):
         out = subprocess.run(
-            [sys.executable, "-c", "import time; t=time.perf_counter(); import run_agent;"
-             " print(time.perf_counter()-t)"],
-            capture_output=True, text=True, check=True,
+            [
+                sys.executable,
+                "-c",
+                "import time; t=time.perf_counter(); import run_agent;"
+                " print(time.perf_counter()-t)",
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
         )
         samples.append(float(out.stdout.strip()) * 1000)
     return statistics.median(samples)
@@ -113,12 +119,25 @@ def run(args: argparse.Namespace) -> None:
             db = SessionDB(db_path=Path(home) / f"{synchronous}.db", synchronous=synchronous)
             if synchronous == "full":
                 rows.append(("import run_agent", f"{_import_time():.1f} ms", "< 300 ms"))
-                rows.append(("AIAgent() construction",
-                             f"{_construction_ms(db, server.url):.2f} ms", "< 20 ms"))
+                rows.append(
+                    (
+                        "AIAgent() construction",
+                        f"{_construction_ms(db, server.url):.2f} ms",
+                        "< 20 ms",
+                    )
+                )
             sid = _seed_conversation(db, count)
-            agent = AIAgent(api_key="k", base_url=server.url, model="fake-model", session_db=db,
-                            session_id=sid, tools=[], skip_context_files=True, skip_memory=True,
-                            config=load_config())
+            agent = AIAgent(
+                api_key="k",
+                base_url=server.url,
+                model="fake-model",
+                session_db=db,
+                session_id=sid,
+                tools=[],
+                skip_context_files=True,
+                skip_memory=True,
+                config=load_config(),
+            )
             agent.run_conversation("warm up")  # builds the prompt and the history cache
             if synchronous == "full":
                 history = to_api(agent.load_history())
@@ -129,14 +148,17 @@ def run(args: argparse.Namespace) -> None:
             median, overhead, worst = _turn_ms(agent, turns)
             label = f"synchronous={synchronous.upper()}"
             rows.append((f"agent turn incl. model call, {label}", f"{median:.1f} ms", ""))
-            rows.append((f"agent overhead per turn, {label} (median)", f"{overhead:.2f} ms",
-                         "< 5 ms"))
+            rows.append(
+                (f"agent overhead per turn, {label} (median)", f"{overhead:.2f} ms", "< 5 ms")
+            )
             rows.append((f"agent overhead per turn, {label} (worst)", f"{worst:.2f} ms", ""))
             db.close()
 
     width = max(len(r[0]) for r in rows)
-    print(f"\nAgent ({count}-message conversation, {turns} turns; overhead = turn time outside"
-          " the model call, two durable writes per turn)")
+    print(
+        f"\nAgent ({count}-message conversation, {turns} turns; overhead = turn time outside"
+        " the model call, two durable writes per turn)"
+    )
     for name, value, target in rows:
         print(f"  {name:<{width}}  {value:>10}  {target}")
 

@@ -162,9 +162,9 @@ def parse_cli_value(key: str, text: str) -> Any:
     except yaml.YAMLError:
         value = text
     types, _ = SCHEMA.get(key, ((str,), None))
-    if str in types and not isinstance(value, str) and value is not None:
-        if not any(isinstance(value, t) for t in types if t is not None):
-            value = text
+    # "123" for a string key stays the string "123", not the number YAML reads.
+    if str in types and value is not None and not any(_matches(value, t) for t in types):
+        value = text
     return validate_value(key, value)
 
 
@@ -218,7 +218,9 @@ def read_file(path: Path) -> tuple[dict[str, Any], dict[str, int]]:
     if data is None:
         return {}, {}
     if not isinstance(data, Mapping):
-        raise ConfigError(f"Config file {path} must hold a mapping of sections, not a list or value.")
+        raise ConfigError(
+            f"Config file {path} must hold a mapping of sections, not a list or value."
+        )
     flat = _flatten(data)
     for key, value in flat.items():
         flat[key] = validate_value(key, value, lines.get(key))

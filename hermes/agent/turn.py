@@ -146,7 +146,9 @@ def _maybe_compress(agent: AIAgent, turn: Turn, system_prompt: str, *, force: bo
     before = len(turn.messages)
     approx = agent.estimate_tokens(turn.messages)
     agent.emit("compressing", tokens=approx)
-    messages, system_prompt = agent._compress_context(turn.messages, system_prompt, approx_tokens=approx)
+    messages, system_prompt = agent._compress_context(
+        turn.messages, system_prompt, approx_tokens=approx
+    )
     outcome = agent.last_compression
     if len(messages) == before:
         turn.compress_again = False
@@ -222,9 +224,7 @@ def _run_tools(agent: AIAgent, turn: Turn, response: Any) -> None:
             agent.emit("tool_start", name=call.name, arguments=call.arguments)
             result = agent.registry.dispatch(call.name, call.arguments, context, allowed=names)
             agent.emit("tool_end", name=call.name)
-        message = transcript.new_message(
-            "tool", result, tool_call_id=call.id, tool_name=call.name
-        )
+        message = transcript.new_message("tool", result, tool_call_id=call.id, tool_name=call.name)
         turn.messages.append(message)
         agent.persist(message)
     _check_interrupt(agent)
@@ -249,4 +249,3 @@ def _tool_context(agent: AIAgent) -> Any:
 def _check_interrupt(agent: AIAgent) -> None:
     if agent._interrupt.is_set():
         raise TurnInterrupted("The turn was interrupted.")
-

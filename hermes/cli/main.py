@@ -15,7 +15,6 @@ import click
 from hermes import __version__
 from hermes.errors import HermesError
 
-
 # Subcommands live in their own modules and are imported only when used, so
 # `hermes --help` starts fast. name -> (module, attribute, one-line help)
 COMMANDS: dict[str, tuple[str, str, str]] = {

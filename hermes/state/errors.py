@@ -1,14 +1,14 @@
 """Errors of the state store, each a sentence a person can act on.
 
-    StateError
-    ├── SessionNotFoundError    no segment with that id
-    ├── SegmentEndedError       appending to a segment ended for a reason other than compression
-    ├── LeaseNotHeldError       publishing a rotation without holding the compression lease
-    ├── NotTipError             rotating a segment that is no longer its conversation's tip
-    ├── StoreBusyError          another writer held the store past our patience
-    ├── StoreUnavailableError   the store cannot be opened or reached (path, permissions, server)
-    ├── CorruptStoreError       the file is not a hermes database or is damaged
-    └── ReadOnlyStoreError      a write on a store opened read-only
+StateError
+├── SessionNotFoundError    no segment with that id
+├── SegmentEndedError       appending to a segment ended for a reason other than compression
+├── LeaseNotHeldError       publishing a rotation without holding the compression lease
+├── NotTipError             rotating a segment that is no longer its conversation's tip
+├── StoreBusyError          another writer held the store past our patience
+├── StoreUnavailableError   the store cannot be opened or reached (path, permissions, server)
+├── CorruptStoreError       the file is not a hermes database or is damaged
+└── ReadOnlyStoreError      a write on a store opened read-only
 """
 
 from __future__ import annotations
@@ -72,4 +72,6 @@ class CorruptStoreError(StateError):
 
 class ReadOnlyStoreError(StateError):
     def __init__(self, location: str) -> None:
-        super().__init__(f"The state store {location} was opened read-only; this command cannot write.")
+        super().__init__(
+            f"The state store {location} was opened read-only; this command cannot write."
+        )

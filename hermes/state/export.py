@@ -49,19 +49,49 @@ def _items(db: SessionDB, chain: list[dict]) -> Iterator[tuple[str, dict[str, An
 
 def _jsonl(db: SessionDB, chain: list[dict]) -> Iterator[str]:
     root = chain[0]
-    yield _line({"type": "conversation", "id": root["id"], "title": root["title"],
-                 "source": root["source"], "segments": [s["id"] for s in chain]})
+    yield _line(
+        {
+            "type": "conversation",
+            "id": root["id"],
+            "title": root["title"],
+            "source": root["source"],
+            "segments": [s["id"] for s in chain],
+        }
+    )
     for kind, item in _items(db, chain):
         if kind == "marker":
-            yield _line({"type": "compaction", "segment": item["id"],
-                         "segment_index": item["segment_index"]})
+            yield _line(
+                {
+                    "type": "compaction",
+                    "segment": item["id"],
+                    "segment_index": item["segment_index"],
+                }
+            )
         elif kind == "summary":
-            yield _line({"type": "summary", "session_id": item["session_id"],
-                         "content": item["content"]})
+            yield _line(
+                {"type": "summary", "session_id": item["session_id"], "content": item["content"]}
+            )
         else:
-            yield _line({"type": "message", **{k: item[k] for k in (
-                "session_id", "message_uid", "role", "content", "tool_calls", "tool_call_id",
-                "tool_name", "reasoning", "created_at", "undone")}})
+            yield _line(
+                {
+                    "type": "message",
+                    **{
+                        k: item[k]
+                        for k in (
+                            "session_id",
+                            "message_uid",
+                            "role",
+                            "content",
+                            "tool_calls",
+                            "tool_call_id",
+                            "tool_name",
+                            "reasoning",
+                            "created_at",
+                            "undone",
+                        )
+                    },
+                }
+            )
 
 
 def _line(obj: dict[str, Any]) -> str:

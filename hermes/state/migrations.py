@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from hermes.state.backend import Backend, Tx
 from hermes.state.errors import StateError
 
-
 # The one table every store has before its first migration: the record of migrations.
 VERSION_TABLE = """CREATE TABLE IF NOT EXISTS schema_version (
     version INTEGER PRIMARY KEY,

@@ -137,7 +137,7 @@ class PostgresTx:
     def lock_session(self, session_id: str) -> None:
         # NO KEY UPDATE conflicts with itself (appends, rotation and leases take turns
         # on a segment) but not with the key-share locks of foreign-key checks.
-        pass
+        self.execute("SELECT 1 FROM sessions WHERE id = ? FOR NO KEY UPDATE", (session_id,))
 
     def insert_messages(self, rows: Sequence[MessageRow]) -> list[int]:
         """Insert in one pipelined batch; the search indexes follow the rows."""

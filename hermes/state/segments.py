@@ -76,8 +76,7 @@ def tip(tx: Tx, session_id: str) -> Row:
 def lineage(tx: Tx, session_id: str) -> list[Row]:
     row = require(tx, session_id)
     return tx.all(
-        f"SELECT {SESSION_COLUMNS} FROM sessions WHERE conversation_id = ?"
-        " ORDER BY segment_index",
+        f"SELECT {SESSION_COLUMNS} FROM sessions WHERE conversation_id = ? ORDER BY segment_index",
         (row["conversation_id"],),
     )
 
@@ -110,7 +109,9 @@ def insert(tx: Tx, values: Mapping[str, Any]) -> None:
     tx.run(f"INSERT INTO sessions ({columns}) VALUES ({marks})", tuple(values.values()))
 
 
-def message_row(session_id: str, message: Mapping[str, Any], now: float, **extra: Any) -> MessageRow:
+def message_row(
+    session_id: str, message: Mapping[str, Any], now: float, **extra: Any
+) -> MessageRow:
     """Turn an OpenAI-style message dict into a row for ``session_id``."""
     tool_calls = message.get("tool_calls")
     if tool_calls is not None and not isinstance(tool_calls, str):
@@ -120,7 +121,9 @@ def message_row(session_id: str, message: Mapping[str, Any], now: float, **extra
         content = json.dumps(content, ensure_ascii=False)  # multi-part content
     return MessageRow(
         session_id=session_id,
-        message_uid=extra.pop("message_uid", None) or message.get("message_uid") or new_message_uid(),
+        message_uid=extra.pop("message_uid", None)
+        or message.get("message_uid")
+        or new_message_uid(),
         role=message.get("role") or "user",
         content=content,
         tool_calls=tool_calls,
@@ -140,7 +143,9 @@ def existing_uids(tx: Tx, uids: list[str]) -> set[str]:
         marks = ", ".join("?" for _ in chunk)
         found.update(
             r["message_uid"]
-            for r in tx.all(f"SELECT message_uid FROM messages WHERE message_uid IN ({marks})", chunk)
+            for r in tx.all(
+                f"SELECT message_uid FROM messages WHERE message_uid IN ({marks})", chunk
+            )
         )
     return found
 

@@ -81,7 +81,7 @@ class SQLiteTx:
             return []
         # Under BEGIN IMMEDIATE this connection is the only writer, so ids can be
         # assigned here and the batch written with executemany.
-        first = (self.conn.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM messages").fetchone())
+        first = self.conn.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM messages").fetchone()
         start = next(iter(first.values()))
         ids = list(range(start, start + len(rows)))
         self.conn.executemany(
@@ -116,7 +116,11 @@ class SQLiteTx:
     def unindex_messages(self, rows: Sequence[Row]) -> None:
         self.conn.executemany(
             "INSERT INTO messages_fts (messages_fts, rowid, content) VALUES ('delete', ?, ?)",
-            [(r["id"], spaced_cjk(r["content"])) for r in rows if r["content"] and not r["compacted"]],
+            [
+                (r["id"], spaced_cjk(r["content"]))
+                for r in rows
+                if r["content"] and not r["compacted"]
+            ],
         )
 
     def search(
@@ -215,7 +219,9 @@ class SQLiteBackend:
             raise StateError(f"The state store {self.location} is closed.")
         shared = self._shared
         if shared.pid != os.getpid():
-            raise StateError("A SessionDB cannot be used across fork(); open a new one in the child.")
+            raise StateError(
+                "A SessionDB cannot be used across fork(); open a new one in the child."
+            )
         with shared.lock:
             conn = shared.conn
             self._begin(conn, write)
@@ -347,9 +353,7 @@ def _open_writer(path: Path, synchronous: str) -> sqlite3.Connection:
             "its permissions, or set HERMES_HOME."
         ) from exc
     try:
-        conn = sqlite3.connect(
-            path, check_same_thread=False, isolation_level=None, timeout=0.1
-        )
+        conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=0.1)
     except sqlite3.Error as exc:
         raise StoreUnavailableError(f"Cannot open the state database {path}: {exc}.") from exc
     conn.row_factory = _dict_row

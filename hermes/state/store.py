@@ -8,7 +8,6 @@ transaction each.
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -45,10 +44,13 @@ def _open_backend(
     db_path: str | Path | None, url: str | None, read_only: bool, synchronous: str | None
 ) -> Backend:
     url = url or (str(db_path) if str(db_path or "").startswith("postgres") else None)
-    if url is None and db_path is None:
+    config = None
+    if (url is None and db_path is None) or synchronous is None:
         from hermes.config import load_config
 
-        url = load_config().get("state.url") or os.environ.get("HERMES_STATE_URL")
+        config = load_config()
+    if url is None and db_path is None:
+        url = config.get("state.url")
     if url:
         from hermes.state.postgres import PostgresBackend
 
@@ -60,7 +62,7 @@ def _open_backend(
 
         db_path = (hermes_home() if read_only else ensure_home()) / "state.db"
     if synchronous is None:
-        synchronous = os.environ.get("HERMES_STATE_SYNCHRONOUS", "full").lower()
+        synchronous = config.get("state.synchronous")
     return SQLiteBackend(Path(db_path), read_only=read_only, synchronous=synchronous)
 
 
@@ -169,7 +171,9 @@ class SessionDB:
                     "last_active_at": now,
                 },
             )
-            rows = [segments.message_row(sid, _as_message(m), now, message_uid=None) for m in history]
+            rows = [
+                segments.message_row(sid, _as_message(m), now, message_uid=None) for m in history
+            ]
             segments.add_messages(tx, sid, rows, now)
 
         self._write(run)
@@ -198,7 +202,9 @@ class SessionDB:
         self._write(run)
 
     def set_model(self, session_id: str, model: str | None) -> None:
-        self._write(lambda tx: tx.run("UPDATE sessions SET model = ? WHERE id = ?", (model, session_id)))
+        self._write(
+            lambda tx: tx.run("UPDATE sessions SET model = ? WHERE id = ?", (model, session_id))
+        )
 
     def set_system_prompt(self, session_id: str, system_prompt: str) -> None:
         self._write(
@@ -317,9 +323,7 @@ class SessionDB:
                     )
                 )
                 for row in rows:
-                    if not row["compacted"]:
-                        yield _decode(row)
-                    elif include_summaries and row["origin_id"] is None:
+                    if not row["compacted"] or include_summaries and row["origin_id"] is None:
                         yield _decode(row)
                 if len(rows) < page:
                     break
@@ -385,9 +389,12 @@ class SessionDB:
 
         def run(tx: Tx) -> int:
             conversation = segments.require(tx, session_id)["conversation_id"]
-            ids = [r["id"] for r in tx.all(
-                "SELECT id FROM sessions WHERE conversation_id = ?", (conversation,)
-            )]
+            ids = [
+                r["id"]
+                for r in tx.all(
+                    "SELECT id FROM sessions WHERE conversation_id = ?", (conversation,)
+                )
+            ]
             removed = 0
             for sid in ids:
                 rows = tx.all(
@@ -397,8 +404,11 @@ class SessionDB:
                 removed += tx.run("DELETE FROM messages WHERE session_id = ?", (sid,))
                 tx.run("DELETE FROM compression_locks WHERE session_id = ?", (sid,))
                 tx.run("DELETE FROM gateway_routes WHERE session_id = ?", (sid,))
-            tx.run("UPDATE sessions SET parent_session_id = NULL WHERE parent_session_id IN"
-                   f" ({', '.join('?' for _ in ids)}) AND conversation_id != ?", (*ids, conversation))
+            tx.run(
+                "UPDATE sessions SET parent_session_id = NULL WHERE parent_session_id IN"
+                f" ({', '.join('?' for _ in ids)}) AND conversation_id != ?",
+                (*ids, conversation),
+            )
             for sid in reversed(ids):
                 tx.run("DELETE FROM sessions WHERE id = ?", (sid,))
             return removed
@@ -508,7 +518,9 @@ class SessionDB:
         """The tip the key routes to, moving the row forward if the conversation rotated."""
 
         def run(tx: Tx) -> str | None:
-            row = tx.one("SELECT session_id FROM gateway_routes WHERE session_key = ?", (session_key,))
+            row = tx.one(
+                "SELECT session_id FROM gateway_routes WHERE session_key = ?", (session_key,)
+            )
             if row is None:
                 return None
             try:
@@ -617,5 +629,13 @@ def _decode(row: Row) -> dict:
 
 
 def _as_message(row: Mapping[str, Any]) -> dict:
-    keys = ("role", "content", "tool_calls", "tool_call_id", "tool_name", "reasoning", "token_count")
+    keys = (
+        "role",
+        "content",
+        "tool_calls",
+        "tool_call_id",
+        "tool_name",
+        "reasoning",
+        "token_count",
+    )
     return {k: row.get(k) for k in keys}

@@ -61,7 +61,14 @@ def test_a_turn_with_tool_calls_is_persisted_exactly_once(fake_llm, db, tmp_path
     assert second["final_response"] == "You're welcome."
     assert first["session_id"] == second["session_id"] == agent.session_id
     rows = db.get_messages(agent.session_id)
-    assert [r["role"] for r in rows] == ["user", "assistant", "tool", "assistant", "user", "assistant"]
+    assert [r["role"] for r in rows] == [
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+        "user",
+        "assistant",
+    ]
     assert "42" in rows[2]["content"]
     assert rows[1]["tool_calls"][0]["function"]["name"] == "read_file"
     uids = [r["message_uid"] for r in rows]
@@ -178,7 +185,9 @@ def test_a_write_forwarded_mid_turn_is_adopted(fake_llm, db) -> None:
     parent = agent.session_id
     holder = "elsewhere:pid=1:agent=y"
     db.try_acquire_compression_lock(parent, holder)
-    child = db.publish_compression_child(parent, holder=holder, messages=[{"role": "user", "content": "s"}])
+    child = db.publish_compression_child(
+        parent, holder=holder, messages=[{"role": "user", "content": "s"}]
+    )
 
     agent.persist({"role": "user", "content": "late", "message_uid": "late-1"})
 
@@ -262,11 +271,19 @@ def test_streaming_delivers_text_as_it_arrives(fake_llm, db) -> None:
 
 def test_an_agent_without_a_store_compresses_in_memory(fake_llm, hermes_home) -> None:
     write_config(hermes_home, "model:\n  context_length: 1200\n")
-    agent = AIAgent(api_key="k", base_url=fake_llm.url, model=fake.DEFAULT_MODEL,
-                    skip_context_files=True, skip_memory=True, config=load_config())
+    agent = AIAgent(
+        api_key="k",
+        base_url=fake_llm.url,
+        model=fake.DEFAULT_MODEL,
+        skip_context_files=True,
+        skip_memory=True,
+        config=load_config(),
+    )
     fake_llm.script(fake.text("SUMMARY"))
-    messages = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"m{i} " + "q" * 300}
-                for i in range(12)]
+    messages = [
+        {"role": "user" if i % 2 == 0 else "assistant", "content": f"m{i} " + "q" * 300}
+        for i in range(12)
+    ]
     out, system = agent._compress_context(messages, "sys")
     assert len(out) < len(messages)
     assert system == "sys" and agent.session_id is None

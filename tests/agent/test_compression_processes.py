@@ -18,8 +18,15 @@ def compress_in_process(db_path: str, url: str, session_id: str, barrier, result
     from hermes.agent import AIAgent
 
     db = SessionDB(db_path=db_path)
-    agent = AIAgent(api_key="k", base_url=url, model=fake.DEFAULT_MODEL, session_db=db,
-                    session_id=session_id, skip_context_files=True, skip_memory=True)
+    agent = AIAgent(
+        api_key="k",
+        base_url=url,
+        model=fake.DEFAULT_MODEL,
+        session_db=db,
+        session_id=session_id,
+        skip_context_files=True,
+        skip_memory=True,
+    )
     messages = [
         {"role": "user" if i % 2 == 0 else "assistant", "content": f"m{i} " + "p" * 400}
         for i in range(16)
@@ -42,7 +49,9 @@ def test_six_processes_compressing_one_session_make_one_child(
     ctx = mp.get_context("spawn")
     barrier, results = ctx.Barrier(WORKERS), ctx.Queue()
     procs = [
-        ctx.Process(target=compress_in_process, args=(db_path, fake_llm.url, parent, barrier, results))
+        ctx.Process(
+            target=compress_in_process, args=(db_path, fake_llm.url, parent, barrier, results)
+        )
         for _ in range(WORKERS)
     ]
     for p in procs:

@@ -24,8 +24,9 @@ def test_prompt_holds_identity_memory_context_files_and_tools(tmp_path: Path) ->
     prompt = build_system_prompt(hermes_home=home, cwd=tmp_path, tool_names=["memory", "terminal"])
     for piece in ("hermes", "prefers pytest", "name is Ada", "run make test", "memory, terminal"):
         assert piece in prompt
-    bare = build_system_prompt(hermes_home=home, cwd=tmp_path, tool_names=[],
-                               skip_memory=True, skip_context_files=True)
+    bare = build_system_prompt(
+        hermes_home=home, cwd=tmp_path, tool_names=[], skip_memory=True, skip_context_files=True
+    )
     assert "Ada" not in bare and "make test" not in bare
 
 
@@ -36,8 +37,14 @@ def test_memory_changes_show_from_the_next_segment_only(fake_llm, tmp_path, herm
     )
     (hermes_home / "MEMORY.md").write_text("note A")
     db = SessionDB(db_path=tmp_path / "state.db")
-    agent = AIAgent(api_key="k", base_url=fake_llm.url, model=fake.DEFAULT_MODEL, session_db=db,
-                    skip_context_files=True, config=load_config())
+    agent = AIAgent(
+        api_key="k",
+        base_url=fake_llm.url,
+        model=fake.DEFAULT_MODEL,
+        session_db=db,
+        skip_context_files=True,
+        config=load_config(),
+    )
     agent.run_conversation("first " + "f" * 1500)
     (hermes_home / "MEMORY.md").write_text("note B")
     agent.run_conversation("second " + "s" * 1500)
@@ -57,13 +64,25 @@ def test_memory_changes_show_from_the_next_segment_only(fake_llm, tmp_path, herm
 def test_a_resumed_agent_reuses_the_stored_prompt(fake_llm, tmp_path, hermes_home) -> None:
     (hermes_home / "MEMORY.md").write_text("note A")
     db = SessionDB(db_path=tmp_path / "state.db")
-    first = AIAgent(api_key="k", base_url=fake_llm.url, model=fake.DEFAULT_MODEL, session_db=db,
-                    skip_context_files=True, config=load_config())
+    first = AIAgent(
+        api_key="k",
+        base_url=fake_llm.url,
+        model=fake.DEFAULT_MODEL,
+        session_db=db,
+        skip_context_files=True,
+        config=load_config(),
+    )
     first.run_conversation("hello")
     (hermes_home / "MEMORY.md").write_text("note B")
-    resumed = AIAgent(api_key="k", base_url=fake_llm.url, model=fake.DEFAULT_MODEL,
-                      session_db=db, session_id=first.session_id, skip_context_files=True,
-                      config=load_config())
+    resumed = AIAgent(
+        api_key="k",
+        base_url=fake_llm.url,
+        model=fake.DEFAULT_MODEL,
+        session_db=db,
+        session_id=first.session_id,
+        skip_context_files=True,
+        config=load_config(),
+    )
     resumed.run_conversation("again")
     prompts = system_prompts(fake_llm)
     assert prompts[0] == prompts[-1]

@@ -28,9 +28,15 @@ def setup(fake_llm, tmp_path: Path, hermes_home: Path):
     fake_llm.responder = reviewing_responder
     db = SessionDB(db_path=tmp_path / "state.db")
     events: list[tuple[str, dict]] = []
-    agent = AIAgent(api_key="k", base_url=fake_llm.url, model=fake.DEFAULT_MODEL, session_db=db,
-                    skip_context_files=True, config=load_config(),
-                    event_callback=lambda kind, data: events.append((kind, data)))
+    agent = AIAgent(
+        api_key="k",
+        base_url=fake_llm.url,
+        model=fake.DEFAULT_MODEL,
+        session_db=db,
+        skip_context_files=True,
+        config=load_config(),
+        event_callback=lambda kind, data: events.append((kind, data)),
+    )
     yield agent, db, events
     db.close()
 
@@ -67,8 +73,9 @@ def test_the_fork_uses_the_same_session_and_byte_identical_system_prompt(setup, 
     wait_for_reviews(agent)
     prompts = {r["messages"][0]["content"] for r in fake_llm.requests}
     assert len(prompts) == 1
-    review_request = next(r for r in fake_llm.requests
-                          if review.HARNESS_PROMPT in fake.last_user_text(r))
+    review_request = next(
+        r for r in fake_llm.requests if review.HARNESS_PROMPT in fake.last_user_text(r)
+    )
     assert [t["function"]["name"] for t in review_request["tools"]] == ["memory"]
 
 
@@ -113,8 +120,15 @@ def test_review_concurrent_with_the_main_agents_compression(fake_llm, tmp_path, 
 
     fake_llm.responder = responder
     db = SessionDB(db_path=tmp_path / "state.db")
-    agent = AIAgent(api_key="k", base_url=fake_llm.url, model=fake.DEFAULT_MODEL, session_db=db,
-                    skip_context_files=True, skip_memory=True, config=load_config())
+    agent = AIAgent(
+        api_key="k",
+        base_url=fake_llm.url,
+        model=fake.DEFAULT_MODEL,
+        session_db=db,
+        skip_context_files=True,
+        skip_memory=True,
+        config=load_config(),
+    )
     for i in range(5):
         agent.run_conversation(f"turn {i} " + "t" * 1200)
     parent = agent.session_id
@@ -125,7 +139,8 @@ def test_review_concurrent_with_the_main_agents_compression(fake_llm, tmp_path, 
 
     assert outcome.rotated
     children = db._conn.execute(
-        "SELECT id FROM sessions WHERE parent_session_id = ?", (parent,)).fetchall()
+        "SELECT id FROM sessions WHERE parent_session_id = ?", (parent,)
+    ).fetchall()
     assert len(children) == 1 and agent.session_id == children[0]["id"]
     assert not any(review.HARNESS_PROMPT in c for c in all_contents(db))
     assert db.invariant_violations() == []

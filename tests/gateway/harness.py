@@ -57,7 +57,7 @@ class GatewayThread:
             platforms=settings,
             api=api,
             make_agent=make_agent,
-            agent_options={"skip_context_files": True, "skip_memory": True},
+            agent_options={"skip_context_files": True, "skip_memory": True, "cwd": home},
             home=home,
             adapters=adapters,
         )

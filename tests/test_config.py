@@ -1,0 +1,99 @@
+"""Configuration: defaults, file, environment, and errors that name key and line."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from hermes.config import (
+    ConfigError,
+    ensure_home,
+    load_config,
+    parse_cli_value,
+    save_value,
+    validate_value,
+)
+
+
+def write(home: Path, text: str) -> Path:
+    path = home / "config.yaml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_defaults_without_a_file(hermes_home: Path) -> None:
+    config = load_config()
+    assert config.get("compression.threshold") == 0.5
+    assert config.get("model.base_url").startswith("https://")
+    assert config.get("compression")["enabled"] is True
+
+
+def test_file_values_override_defaults_and_environment_overrides_both(
+    hermes_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write(hermes_home, "model:\n  default: from-file\n  context_length: 4096\n")
+    assert load_config().get("model.default") == "from-file"
+    assert load_config().get("model.context_length") == 4096
+    monkeypatch.setenv("HERMES_MODEL", "from-env")
+    assert load_config().get("model.default") == "from-env"
+
+
+def test_a_wrong_type_names_the_key_and_its_line(hermes_home: Path) -> None:
+    write(hermes_home, "model:\n  default: x\ncompression:\n  enabled: true\n  threshold: lots\n")
+    with pytest.raises(ConfigError) as info:
+        load_config()
+    assert "compression.threshold" in str(info.value) and "line 5" in str(info.value)
+
+
+def test_broken_yaml_names_the_line(hermes_home: Path) -> None:
+    write(hermes_home, "model:\n  default: [unclosed\n")
+    with pytest.raises(ConfigError, match="not valid YAML at line"):
+        load_config()
+
+
+def test_an_unknown_key_suggests_the_right_one(hermes_home: Path) -> None:
+    write(hermes_home, "compresion:\n  threshold: 0.4\n")
+    with pytest.raises(ConfigError, match="Did you mean 'compression.threshold'"):
+        load_config()
+
+
+def test_a_threshold_outside_zero_to_one_is_refused(hermes_home: Path) -> None:
+    write(hermes_home, "compression:\n  threshold: 5\n")
+    with pytest.raises(ConfigError, match="between 0 and 1"):
+        load_config()
+
+
+def test_a_list_at_the_top_is_refused(hermes_home: Path) -> None:
+    write(hermes_home, "- a\n- b\n")
+    with pytest.raises(ConfigError, match="mapping"):
+        load_config()
+
+
+def test_types_are_checked_like_a_person_reads_them() -> None:
+    assert validate_value("compression.threshold", 1) == 1.0
+    with pytest.raises(ConfigError):
+        validate_value("agent.max_iterations", True)  # a bool is not a number
+    assert validate_value("model.context_length", None) is None
+    assert parse_cli_value("model.default", "123") == "123"
+    assert parse_cli_value("agent.max_iterations", "12") == 12
+    with pytest.raises(ConfigError, match="whole number"):
+        parse_cli_value("agent.max_iterations", "many")
+
+
+def test_save_value_keeps_other_keys_and_is_private(hermes_home: Path) -> None:
+    write(hermes_home, "model:\n  default: keep-me\n")
+    path = save_value("compression.threshold", 0.3)
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    config = load_config()
+    assert config.get("compression.threshold") == 0.3
+    assert config.get("model.default") == "keep-me"
+
+
+def test_hermes_home_is_created_private(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = tmp_path / "new-home"
+    monkeypatch.setenv("HERMES_HOME", str(home))
+    ensure_home()
+    assert stat.S_IMODE(os.stat(home).st_mode) == 0o700
