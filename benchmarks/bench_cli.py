@@ -126,7 +126,9 @@ def _runs_from(args: Any) -> int:
 
 
 def _parse(argv: Sequence[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_cli", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.bench_cli", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("--runs", type=int, default=DEFAULT_RUNS, help="runs per command (median)")
     return parser.parse_args(list(argv))
 

@@ -109,7 +109,9 @@ class AIAgent:
         self._prompt_segment: str | None = None
         self._registry: Any = None
         self._interrupt = threading.Event()
-        self._cache: tuple[str, int, list[dict[str, Any]]] | None = None
+        # (segment id, (last id, row count), messages): see load_history.
+        self._cache: tuple[str, tuple[int, int], list[dict[str, Any]]] | None = None
+        self._stamp: tuple[int, int] | None = None
         self.user_turns = 0
         self.last_sent_count = 0  # messages in the last request, for token accounting
         self.pending_usage = [0, 0]  # provider-reported tokens not yet stored
@@ -269,7 +271,7 @@ class AIAgent:
     def adopt_segment(self, child_id: str, *, rotated_from: str | None = None) -> str | None:
         """Become the new segment after our rotation; returns its new system prompt."""
         self.session_id = child_id
-        self._cache = None
+        self._cache = self._stamp = None
         self.api_forms.clear()  # the parent's history is no longer sent
         self.emit("compressed", parent=rotated_from, child=child_id)
         if self.system_prompt is None:
@@ -300,26 +302,28 @@ class AIAgent:
         return prompt
 
     def load_history(self) -> list[dict[str, Any]]:
-        """The tip's messages, from a cache that is valid while nobody else wrote."""
+        """The tip's messages, from a cache that is valid while nobody else wrote.
+
+        The cache carries the segment's (last id, row count) as this agent knows it;
+        any write by another path changes the store's figures and forces a reload.
+        """
         db, sid = self.session_db, self.session_id
         if db is None or sid is None:
             return []
-        last = db.last_message_id(sid)
-        if self._cache and self._cache[0] == sid and self._cache[1] == last:
+        if self._cache and self._cache[0] == sid and self._cache[1] == db.segment_stamp(sid):
             return list(self._cache[2])
-        history = transcript.from_store(db.get_messages(sid))
-        self._cache = (sid, last, history)
+        rows = db.get_messages(sid, include_undone=True)
+        self._stamp = (max((r["id"] for r in rows), default=0), len(rows))
+        history = transcript.from_store(r for r in rows if not r["undone"])
+        self._cache = (sid, self._stamp, history)
         return list(history)
 
     def remember(self, messages: list[dict[str, Any]]) -> None:
         """Keep the turn's messages as the cache of the segment's history."""
-        if self.session_db is None or self.session_id is None:
+        if self.session_db is None or self.session_id is None or self._stamp is None:
+            self._cache = None
             return
-        self._cache = (
-            self.session_id,
-            self.session_db.last_message_id(self.session_id),
-            list(messages),
-        )
+        self._cache = (self.session_id, self._stamp, list(messages))
 
     def persist(self, *messages: dict[str, Any]) -> None:
         """Store messages now (invariant 7); adopt the tip if the write was forwarded."""
@@ -329,7 +333,11 @@ class AIAgent:
         landed = self.session_db.append_messages(
             self.session_id, [transcript.for_store(m) for m in messages], token_usage=usage
         )
+        if self._stamp is not None and landed.session_id == self.session_id and landed.stored:
+            newest = max(i for i in landed.message_ids if i is not None)
+            self._stamp = (max(self._stamp[0], newest), self._stamp[1] + landed.stored)
         if landed.session_id != self.session_id:
+            self._stamp = None
             log.info(
                 "write to %s landed in the tip %s; adopting it", self.session_id, landed.session_id
             )

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -106,9 +107,16 @@ def compress_context(
         if failed(agent.context_compressor, messages, compressed):
             outcome.reason = describe_failure(agent.context_compressor)
             return messages, system_message
+        # Every message the child holds gets an identity the agent keeps in memory too.
+        compressed = [m if m.get("message_uid") else {**m, "message_uid": uuid.uuid4().hex}
+                      for m in compressed]
         try:
             child = db.publish_compression_child(
-                session_id, holder=holder, messages=compressed, watermark=watermark
+                session_id,
+                holder=holder,
+                messages=compressed,
+                watermark=watermark,
+                seen_uids=_seen_uids(messages),
             )
         except (LeaseNotHeldError, NotTipError) as exc:
             outcome.reason = str(exc)
@@ -141,6 +149,16 @@ def _in_memory(
     outcome.rotated = False
     outcome.tokens_after = agent.estimate_tokens(compressed)
     return compressed, system_message
+
+
+def _seen_uids(messages: Messages) -> set[str] | None:
+    """The identities the compressor saw, when every message has one.
+
+    With them the store carries over a row another process wrote between our snapshot
+    and our watermark; without them (a caller's plain dicts) only the watermark counts.
+    """
+    uids = {m.get("message_uid") for m in messages}
+    return None if None in uids or not uids else uids  # type: ignore[return-value]
 
 
 def failed(compressor: Any, before: Messages, after: Messages) -> bool:

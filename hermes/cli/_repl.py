@@ -376,7 +376,9 @@ class Repl:
     def _ask_approval(self, command: str, reason: str) -> bool:
         self.view.pause()
         try:
-            self.console.print(Text(f"The agent wants to run a command that {reason}:", style="yellow"))
+            self.console.print(
+                Text(f"The agent wants to run a command that {reason}:", style="yellow")
+            )
             self.console.print(Text(f"  {command}", style="bold"))
             answer = ask_line("Run it? [y/N] ")
             return answer.strip().lower() in ("y", "yes")

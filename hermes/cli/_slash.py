@@ -126,7 +126,7 @@ def bind_conversation(agent: AIAgent, tip: str, *, model: str | None = None) -> 
         )
     agent.session_id = tip
     agent.conversation_id = segment["conversation_id"]
-    agent.title = segment["title"]
+    agent.title = db.get_session(segment["conversation_id"])["title"]
     agent.last_compression = None
     agent.context_compressor.last_prompt_tokens = 0
     agent.forget_cache()
@@ -186,7 +186,10 @@ def _compress(agent: AIAgent, arg: str) -> Reply:
     if reason.startswith("nothing to compress"):
         return Reply("Nothing to compress yet: the conversation is too short.", ok=False, data=data)
     if outcome.tokens_after is not None:
-        return Reply(f"Compressed in memory: ~{outcome.tokens_before:,} → ~{outcome.tokens_after:,} tokens.", data=data)
+        return Reply(
+            f"Compressed in memory: ~{outcome.tokens_before:,} → ~{outcome.tokens_after:,} tokens.",
+            data=data,
+        )
     return Reply(f"Not compressed: {reason or 'no reason given'}. The conversation is unchanged.",
                  ok=False, data=data)  # fmt: skip
 
@@ -227,7 +230,11 @@ def _undo(agent: AIAgent, arg: str) -> Reply:
 def _title(agent: AIAgent, arg: str) -> Reply:
     if not arg:
         current = _root(agent)["title"] if agent.session_id else agent.title
-        return Reply(f"Title: {current}" if current else "This conversation has no title yet; set one with /title TEXT.")
+        return Reply(
+            f"Title: {current}"
+            if current
+            else "This conversation has no title yet; set one with /title TEXT."
+        )
     if agent.session_id is None:
         agent.title = arg
         return Reply(f"The new conversation will be titled '{arg}'.")
@@ -266,7 +273,7 @@ def _resume(agent: AIAgent, arg: str) -> Reply:
     tip = resolve_conversation(agent.session_db, arg)
     segment = bind_conversation(agent, tip)
     count = sum(1 for _ in agent.session_db.iter_conversation_messages(tip))
-    title = f"'{segment['title']}'" if segment["title"] else segment["conversation_id"]
+    title = f"'{agent.title}'" if agent.title else segment["conversation_id"]
     return Reply(
         f"Resumed {title}: {plural(count, 'message')}, segment {segment['segment_index']}, "
         f"model {agent.model}.",

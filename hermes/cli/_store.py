@@ -56,23 +56,27 @@ def _hide_password(url: str) -> str:
     return f"{scheme}://{user}:***@{host}"
 
 
-def open_db(location: StoreLocation, *, read_only: bool) -> SessionDB:
+def open_db(
+    location: StoreLocation, *, read_only: bool, synchronous: str | None = None
+) -> SessionDB:
+    """Open the store; ``synchronous`` given means config.yaml is not read again."""
     if location.path is not None:
-        return SessionDB(db_path=location.path, read_only=read_only)
-    return SessionDB(url=location.url, read_only=read_only)
+        return SessionDB(db_path=location.path, read_only=read_only, synchronous=synchronous)
+    return SessionDB(url=location.url, read_only=read_only, synchronous=synchronous)
 
 
 @contextmanager
 def opened_store(*, read_only: bool, create: bool = False) -> Iterator[SessionDB]:
     """Open the configured store for one command; damage becomes one sentence."""
-    location = store_location()
+    config = load_config()
+    location = store_location(config.get("state.url"), use_config=False)
     if not create and not location.exists:
         raise HermesError(
             f"No conversations yet: there is no state store at {location.label}. "
             "Start one with `hermes chat`."
         )
     with database_errors(location):
-        db = open_db(location, read_only=read_only)
+        db = open_db(location, read_only=read_only, synchronous=config.get("state.synchronous"))
         try:
             yield db
         finally:

@@ -97,8 +97,8 @@ class Approvals:
             except queue.Empty:
                 return
             try:
-                question.answer = False if interrupted else bool(
-                    self._ask(question.command, question.reason)
+                question.answer = (
+                    False if interrupted else bool(self._ask(question.command, question.reason))
                 )
             except EOFError:
                 question.answer = False

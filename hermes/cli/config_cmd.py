@@ -138,7 +138,9 @@ def path() -> None:
 
 
 @click.command()
-@click.option("--base-url", help="The OpenAI-compatible endpoint, e.g. https://openrouter.ai/api/v1.")
+@click.option(
+    "--base-url", help="The OpenAI-compatible endpoint, e.g. https://openrouter.ai/api/v1."
+)
 @click.option("--model", help="The model to chat with, e.g. openai/gpt-4o-mini.")
 @click.option("--api-key", help="The endpoint's API key (saved to $HERMES_HOME/.env, mode 0600).")
 @click.option("--no-input", is_flag=True, help="Never prompt; keep what is not given as an option.")

@@ -61,7 +61,7 @@ def run_checks(*, offline: bool = False) -> Iterator[Check]:
     yield check
     yield _home_check(hermes_home())
     location = store_location(config.get("state.url"), use_config=False)
-    yield from _store_checks(location)
+    yield from _store_checks(location, config.get("state.synchronous"))
     if offline:
         yield Check("endpoint", None, "skipped (--offline).")
         return
@@ -123,14 +123,14 @@ def _file_modes(path: Path) -> Check:
 # -- the store --------------------------------------------------------------------------
 
 
-def _store_checks(location: StoreLocation) -> Iterator[Check]:
+def _store_checks(location: StoreLocation, synchronous: str) -> Iterator[Check]:
     if not location.exists:
         yield Check("store", None, f"no store yet at {location.label}; the first chat creates it.")
         return
     if location.path is not None:
         yield _file_modes(location.path)
     try:
-        db = open_db(location, read_only=True)
+        db = open_db(location, read_only=True, synchronous=synchronous)
     except (HermesError, sqlite3.Error) as exc:
         yield Check("store", False, f"cannot open {location.label}: {_sentence(exc)}",
                     "restore it from a backup, or move it aside to start a new one.")  # fmt: skip
@@ -181,7 +181,9 @@ def _invariants(db, location: StoreLocation) -> Check:
     problems = db.invariant_violations()
     if not problems:
         return Check("invariants", True, "no forked conversation, double child or orphan write.")
-    shown = "; ".join(problems[:5]) + (f" (and {len(problems) - 5} more)" if len(problems) > 5 else "")
+    shown = "; ".join(problems[:5]) + (
+        f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
+    )
     return Check("invariants", False, f"{shown}.",
                  f"stop every hermes process, back up {location.label}, and end all but the "
                  "newest live segment of each conversation named (or restore a backup).")  # fmt: skip

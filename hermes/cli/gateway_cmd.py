@@ -68,7 +68,9 @@ async def _serve(runner, grace: float) -> None:
         nonlocal signals
         signals += 1
         if signals == 1:
-            log.info("%s: shutting down (again to interrupt running turns)", signal.Signals(signum).name)
+            log.info(
+                "%s: shutting down (again to interrupt running turns)", signal.Signals(signum).name
+            )
             stop.set()
         else:
             log.info("interrupting running turns")

@@ -138,7 +138,10 @@ def _clip_lines(text: str, limit: int) -> str:
     if len(lines) <= limit:
         return text
     hidden = len(lines) - limit
-    return "\n".join(lines[:limit]) + f"\n… {plural(hidden, 'more line')} (see `hermes sessions export`)"
+    return (
+        "\n".join(lines[:limit])
+        + f"\n… {plural(hidden, 'more line')} (see `hermes sessions export`)"
+    )
 
 
 def _write_stream(chunks: Iterable[str], out) -> None:
@@ -219,7 +222,9 @@ def _write_file(chunks: Iterable[str], path: Path) -> None:
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     except OSError as exc:
-        raise HermesError(f"Cannot write {path}: {exc.strerror}; choose another file with -o.") from exc
+        raise HermesError(
+            f"Cannot write {path}: {exc.strerror}; choose another file with -o."
+        ) from exc
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             for chunk in chunks:

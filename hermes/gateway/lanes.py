@@ -162,6 +162,7 @@ class Scheduler:
         self.lanes: dict[str, Lane] = {}
         self.paused = True  # nothing starts before ``resume`` (restart: restore first)
         self.closing = False
+        self._last_save: asyncio.Future[int | None] | None = None
 
     # -- taking work ----------------------------------------------------------------
 
@@ -175,16 +176,30 @@ class Scheduler:
         waits = lane.busy
         lane.items.append(item)
         if (waits or self.paused) and item.queue_id is None:
-            item.saving = asyncio.ensure_future(asyncio.to_thread(self._store.save, item))
+            item.saving = self._save_in_order(item)
         if not self.paused and lane.task is None:
             lane.task = asyncio.create_task(self._work(lane), name=f"lane:{lane.conversation_id}")
         return waits
+
+    def _save_in_order(self, item: WorkItem) -> asyncio.Future[int | None]:
+        """Write ``item`` to gateway_queue after every earlier save (ids in arrival order)."""
+        previous = self._last_save
+
+        async def save() -> int | None:
+            if previous is not None:
+                await asyncio.wait([previous])
+            return await asyncio.to_thread(self._store.save, item)
+
+        self._last_save = asyncio.ensure_future(save())
+        return self._last_save
 
     def resume(self) -> None:
         self.paused = False
         for lane in list(self.lanes.values()):
             if lane.items and lane.task is None:
-                lane.task = asyncio.create_task(self._work(lane), name=f"lane:{lane.conversation_id}")
+                lane.task = asyncio.create_task(
+                    self._work(lane), name=f"lane:{lane.conversation_id}"
+                )
 
     def lane(self, conversation_id: str) -> Lane | None:
         return self.lanes.get(conversation_id)
@@ -281,9 +296,9 @@ class Scheduler:
                 try:
                     if item.saving is not None:
                         item.queue_id = await item.saving
-                        item.saving = None
                     elif item.queue_id is None:
-                        item.queue_id = await asyncio.to_thread(self._store.save, item)
+                        item.queue_id = await self._save_in_order(item)
+                    item.saving = None
                 except Exception:
                     log.exception("could not keep queued input of %s", lane.conversation_id)
                 if item.sink is not None:

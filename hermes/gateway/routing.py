@@ -117,7 +117,9 @@ class Router:
                 self._conversation[key] = conversation_id
                 self._written[key] = session_id
 
-    def after_turn(self, key: str, conversation_id: str, session_id: str | None, *, platform: str) -> None:
+    def after_turn(
+        self, key: str, conversation_id: str, session_id: str | None, *, platform: str
+    ) -> None:
         """The route takes the agent's session id, unless the key was reset meanwhile."""
         if session_id is None:
             return

@@ -79,7 +79,9 @@ class GatewayRunner:
 
             db = SessionDB()
         self.db = db
-        self.platforms = dict(platforms if platforms is not None else platforms_from_config(self.config))
+        self.platforms = dict(
+            platforms if platforms is not None else platforms_from_config(self.config)
+        )
         self.api = api
         if api is not None:
             self.platforms.setdefault(API_SERVER, PlatformSettings(API_SERVER))
@@ -120,7 +122,9 @@ class GatewayRunner:
             )
         protect(api_key_from_env(), self.config.get("gateway.api_key"))
         self._loop = asyncio.get_running_loop()
-        self._executor = ThreadPoolExecutor(max_workers=self.limit, thread_name_prefix="hermes-turn")
+        self._executor = ThreadPoolExecutor(
+            max_workers=self.limit, thread_name_prefix="hermes-turn"
+        )
         self.scheduler = Scheduler(self._execute, self.queue, limit=self.limit)
         restored = await asyncio.to_thread(self.queue.pending)
         for item in restored:
@@ -298,7 +302,9 @@ class GatewayRunner:
         if session_id is not None and session_id in self._api_conversations:
             key, conversation = self._api_conversations[session_id]
             return key, conversation, False
-        key, conversation, created = await asyncio.to_thread(self._open_api_conversation, session_id)
+        key, conversation, created = await asyncio.to_thread(
+            self._open_api_conversation, session_id
+        )
         if len(self._api_conversations) > 100_000:
             self._api_conversations.clear()
         self._api_conversations[session_id or conversation] = (key, conversation)
@@ -400,7 +406,12 @@ class GatewayRunner:
     def _agent_event(self, key: str, conversation: str, kind: str, data: dict[str, Any]) -> None:
         """Events of an agent (any thread): compressions are logged, reviews reported."""
         if kind == "compressed":
-            log.info("conversation %s rotated: %s -> %s", conversation, data.get("parent"), data.get("child"))
+            log.info(
+                "conversation %s rotated: %s -> %s",
+                conversation,
+                data.get("parent"),
+                data.get("child"),
+            )
         elif kind == "review":
             summary = data.get("summary") or data.get("error") or ""
             log.info("background review of %s: %s", conversation, summary)

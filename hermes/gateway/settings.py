@@ -89,7 +89,9 @@ def platforms_from_config(config: Config) -> dict[str, PlatformSettings]:
     for name, options in raw.items():
         if name not in PLATFORMS:
             known = ", ".join(PLATFORMS)
-            raise ConfigError(f"gateway.platforms names '{name}', which is not a platform. Known: {known}.")
+            raise ConfigError(
+                f"gateway.platforms names '{name}', which is not a platform. Known: {known}."
+            )
         options = dict(options or {})
         if options.pop("enabled", True) is False:
             continue
@@ -134,7 +136,9 @@ def api_server_settings(
     try:
         port = int(port)
     except (TypeError, ValueError):
-        raise ConfigError(f"gateway.platforms.api_server.port must be a port number, not {port!r}.") from None
+        raise ConfigError(
+            f"gateway.platforms.api_server.port must be a port number, not {port!r}."
+        ) from None
     return ApiServerSettings(host=host, port=port, key=key or None)
 
 

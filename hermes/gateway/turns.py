@@ -111,7 +111,9 @@ class TurnRunner:
         """Move the key's route to where the agent now writes, before anything else runs."""
         try:
             agent.follow_tip()
-            self.router.after_turn(item.key, item.conversation_id, agent.session_id, platform=platform)
+            self.router.after_turn(
+                item.key, item.conversation_id, agent.session_id, platform=platform
+            )
         except StateError as exc:
             log.error("could not update the route of %s: %s", item.key, exc)
         result.session_id = agent.session_id

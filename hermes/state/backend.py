@@ -64,7 +64,7 @@ class Tx(Protocol):
         """Hold the session row until commit, where the engine has row locks.
 
         SQLite's ``BEGIN IMMEDIATE`` already serialises every writer, so there it does
-        nothing; PostgreSQL takes ``SELECT ... FOR UPDATE``.
+        nothing; PostgreSQL takes ``SELECT ... FOR NO KEY UPDATE``.
         """
         ...
 

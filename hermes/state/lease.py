@@ -64,14 +64,20 @@ def acquire(tx: Tx, session_id: str, holder: str, ttl: float, now: float) -> boo
         return refresh(tx, session_id, holder, ttl, now)
     if row and not reclaimable(row, now):
         return False
-    tx.run(
-        "INSERT INTO compression_locks (session_id, holder, acquired_at, expires_at)"
-        " VALUES (?, ?, ?, ?) ON CONFLICT (session_id) DO UPDATE SET"
-        " holder = excluded.holder, acquired_at = excluded.acquired_at,"
-        " expires_at = excluded.expires_at",
-        (session_id, holder, now, now + ttl),
+    # A compare-and-swap, so two racers never both win even without a row to lock.
+    if row is None:
+        inserted = tx.run(
+            "INSERT INTO compression_locks (session_id, holder, acquired_at, expires_at)"
+            " VALUES (?, ?, ?, ?) ON CONFLICT (session_id) DO NOTHING",
+            (session_id, holder, now, now + ttl),
+        )
+        return inserted > 0
+    taken = tx.run(
+        "UPDATE compression_locks SET holder = ?, acquired_at = ?, expires_at = ?"
+        " WHERE session_id = ? AND holder = ? AND acquired_at = ?",
+        (holder, now, now + ttl, session_id, row["holder"], row["acquired_at"]),
     )
-    return True
+    return taken > 0
 
 
 def refresh(tx: Tx, session_id: str, holder: str, ttl: float, now: float) -> bool:
@@ -81,11 +87,11 @@ def refresh(tx: Tx, session_id: str, holder: str, ttl: float, now: float) -> boo
     cap = row["acquired_at"] + LIFETIME_CAP
     if cap <= now:
         return False
-    tx.run(
+    changed = tx.run(
         "UPDATE compression_locks SET expires_at = ? WHERE session_id = ? AND holder = ?",
         (min(now + ttl, cap), session_id, holder),
     )
-    return True
+    return changed > 0
 
 
 def release(tx: Tx, session_id: str, holder: str) -> bool:

@@ -22,6 +22,7 @@ import random
 import time
 from collections.abc import Callable, Iterator, Sequence
 from functools import lru_cache
+from itertools import groupby
 from typing import Any, TypeVar
 from urllib.parse import quote, urlsplit, urlunsplit
 
@@ -99,6 +100,11 @@ def _params(params: Sequence[Any]) -> tuple[Any, ...]:
 
 def _escape_like(term: str) -> str:
     return term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def _script_runs(term: str) -> list[str]:
+    """``東京tower`` as ``東京`` and ``tower``: each part is searched its own way."""
+    return ["".join(run) for _, run in groupby(term, key=has_cjk)]
 
 
 def _is_word(term: str) -> bool:
@@ -201,18 +207,20 @@ def _search_sql(
 ) -> tuple[str, list[Any]]:
     """The search statement (its last placeholder is the limit) and its parameters.
 
-    Every term is required: a word through the full-text index, anything else (CJK) as
-    a substring through the trigram index, or by a scan when it is shorter than three
-    characters. Messages longer than the vectorised prefix also match when every term
-    is somewhere in them, through ``messages_long``.
+    Every term is required (a term mixing CJK and other letters counts as its runs): a
+    word through the full-text index, anything else (CJK) as a substring through the
+    trigram index, or by a scan when it is shorter than three characters. Messages
+    longer than the vectorised prefix also match when every term is somewhere in them,
+    through ``messages_long``.
 
     The matches are collected first (a materialised CTE) and only then ordered: asked
     for ``ORDER BY id DESC LIMIT n`` directly, the planner may walk the primary key
     backwards computing ``to_tsvector`` on every row, which takes seconds for a rare word.
     """
-    words = [t for t in terms if _is_word(t)]
-    patterns = {t: "%" + _escape_like(t) + "%" for t in terms}
-    others = [patterns[t] for t in terms if not _is_word(t)]
+    pieces = list(dict.fromkeys(p for term in terms for p in _script_runs(term)))
+    words = [p for p in pieces if _is_word(p)]
+    patterns = {p: "%" + _escape_like(p) + "%" for p in pieces}
+    others = [patterns[p] for p in pieces if not _is_word(p)]
     matched = ["m.compacted = 0"]
     matched += [f"{_FTS_DOCUMENT} @@ phraseto_tsquery('simple', ?)" for _ in words]
     matched += ["m.content ILIKE ?" for _ in others]
@@ -321,7 +329,7 @@ class _Server:
         dbname = params.get("dbname") or params.get("user") or getpass.getuser()
         self.label = f"{host}:{port}/{dbname}"
         self.location = _without_password(url, params)
-        self.params = params
+        self.params = {k: v for k, v in params.items() if k != "password"}
 
     def scrub(self, text: str) -> str:
         """``text`` with the password (plain or URL-encoded) replaced by ``***``."""
@@ -581,8 +589,13 @@ class PostgresBackend:
         return self.transact(read, write=False)
 
     def migrate(self) -> None:
-        current = self.schema_version()
-        if current >= MIGRATIONS[-1].version:
+        current, latest = self.schema_version(), MIGRATIONS[-1].version
+        if current > latest:
+            raise StateError(
+                f"The state store {self.location} was written by a newer hermes (schema "
+                f"{current}, this one knows {latest}); upgrade hermes."
+            )
+        if current == latest:
             return
         if self.read_only:
             raise StateError(
@@ -626,7 +639,11 @@ def _connection_lost(exc: psycopg.Error, conn: psycopg.Connection) -> bool:
         conn.broken
         or conn.closed
         or state.startswith("08")
-        or (not state and isinstance(exc, psycopg.OperationalError))
+        or (
+            not state
+            and isinstance(exc, psycopg.OperationalError)
+            and not isinstance(exc, psycopg.errors.PipelineAborted)
+        )
     )
 
 

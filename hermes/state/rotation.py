@@ -11,7 +11,7 @@ above were bypassed.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from hermes.state import lease, segments
@@ -28,6 +28,7 @@ def publish(
     watermark: int | None,
     child_id: str | None,
     now: float,
+    seen_uids: Collection[str] | None = None,
 ) -> str:
     tx.lock_session(parent_id)
     if not lease.held_by(tx, parent_id, holder, now):
@@ -62,7 +63,7 @@ def publish(
         },
     )
     rows = _compacted_rows(tx, parent["conversation_id"], child_id, messages, now)
-    rows += _carried_over(tx, parent_id, child_id, watermark, rows)
+    rows += _carried_over(tx, parent_id, child_id, watermark, rows, seen_uids)
     segments.add_messages(tx, child_id, rows, now)
     tx.run(
         "UPDATE gateway_routes SET session_id = ?, updated_at = ? WHERE session_id = ?",
@@ -114,22 +115,36 @@ def _origin_ids(tx: Tx, conversation_id: str, uids: list[str]) -> dict[str, int]
 
 
 def _carried_over(
-    tx: Tx, parent_id: str, child_id: str, watermark: int | None, already: list[MessageRow]
+    tx: Tx,
+    parent_id: str,
+    child_id: str,
+    watermark: int | None,
+    already: list[MessageRow],
+    seen_uids: Collection[str] | None,
 ) -> list[MessageRow]:
-    """Copies of parent messages written after the compressor's snapshot."""
-    if watermark is None:
+    """Copies of the parent's messages the compressor did not see.
+
+    Without ``seen_uids``: the rows above ``watermark``. With it: every original row
+    whose uid is not in it, which also catches a message another process wrote between
+    the caller's snapshot and its watermark.
+    """
+    if watermark is None and seen_uids is None:
         return []
     present = {row.origin_id for row in already if row.origin_id is not None}
+    floor = watermark if seen_uids is None else 0
     late = tx.all(
         "SELECT id, message_uid, role, content, tool_calls, tool_call_id, tool_name, reasoning,"
         " created_at, token_count, compacted, origin_id FROM messages"
         " WHERE session_id = ? AND id > ? AND undone = 0 ORDER BY id",
-        (parent_id, watermark),
+        (parent_id, floor or 0),
     )
+    seen = set(seen_uids or ())
     rows = []
     for message in late:
         origin = message["origin_id"] or message["id"]
         if origin in present:
+            continue
+        if seen_uids is not None and (message["compacted"] or message["message_uid"] in seen):
             continue
         rows.append(
             MessageRow(

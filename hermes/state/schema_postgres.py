@@ -8,6 +8,12 @@ Invariants the schema itself enforces, as in SQLite:
 Types: REAL becomes DOUBLE PRECISION, ``messages.id`` an identity column, counters
 that SQLite keeps in 64-bit INTEGER become BIGINT, flags stay INTEGER 0/1.
 
+``messages.id`` must keep the identity's default ``CACHE 1``. Every insert into an
+existing segment holds that segment's row lock from before it draws an id until it
+commits, so within a segment ids follow commit order, which rotation's watermark
+(``id > watermark``) and paging (``id > last``) rely on. With a per-connection cache,
+two connections would draw from different ranges and that order would break.
+
 Search has no second table: it is derived from ``messages.content`` by expression
 indexes, so an insert maintains it in the same transaction and a delete removes it.
 - ``messages_fts``: a ``simple`` full-text vector of the text with ASCII punctuation

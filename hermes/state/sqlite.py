@@ -272,8 +272,13 @@ class SQLiteBackend:
         return self.transact(read, write=False)
 
     def migrate(self) -> None:
-        current = self.schema_version()
-        if current >= MIGRATIONS[-1].version:
+        current, latest = self.schema_version(), MIGRATIONS[-1].version
+        if current > latest:
+            raise StateError(
+                f"The state store {self.path} was written by a newer hermes (schema "
+                f"{current}, this one knows {latest}); upgrade hermes."
+            )
+        if current == latest:
             return
         if self.read_only:
             raise StateError(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -329,6 +329,17 @@ class SessionDB:
                     break
                 after = rows[-1]["id"]
 
+    def segment_stamp(self, session_id: str) -> tuple[int, int]:
+        """(newest row id, row count) of a segment: changes whenever anyone writes to it."""
+        row = self._read(
+            lambda tx: tx.one(
+                "SELECT COALESCE(MAX(id), 0) AS last, COUNT(*) AS n FROM messages"
+                " WHERE session_id = ?",
+                (session_id,),
+            )
+        )
+        return (int(row["last"]), int(row["n"])) if row else (0, 0)
+
     def last_message_id(self, session_id: str) -> int:
         """The compression watermark: the id of the segment's newest row (0 if none)."""
         row = self._read(
@@ -497,8 +508,13 @@ class SessionDB:
         messages: Sequence[Mapping[str, Any]],
         watermark: int | None = None,
         child_session_id: str | None = None,
+        seen_uids: Collection[str] | None = None,
     ) -> str:
-        """Rotate: end the parent and open its child with ``messages`` (invariant 2)."""
+        """Rotate: end the parent and open its child with ``messages`` (invariant 2).
+
+        Parent rows above ``watermark``, and (when ``seen_uids`` is given) original rows
+        whose uid the compressor never saw, are carried into the child after ``messages``.
+        """
         now = time.time()
         return self._write(
             lambda tx: rotation.publish(
@@ -509,6 +525,7 @@ class SessionDB:
                 watermark=watermark,
                 child_id=child_session_id,
                 now=now,
+                seen_uids=seen_uids,
             )
         )
 
@@ -606,8 +623,13 @@ def _violations(tx: Tx) -> list[str]:
     ):
         problems.append(f"session {row['parent_session_id']} has {row['n']} compression children")
     for row in tx.all(
-        "SELECT s.id, COUNT(*) AS n FROM sessions s JOIN messages m ON m.session_id = s.id"
-        " WHERE s.end_reason = 'compression' AND m.created_at > s.ended_at AND m.compacted = 0"
+        # By id, not clock: hosts' clocks disagree. A real orphan write got an id
+        # above the child's first row.
+        "SELECT s.id, COUNT(*) AS n FROM sessions s"
+        " JOIN sessions c ON c.parent_session_id = s.id AND c.lineage = 'compression'"
+        " JOIN messages m ON m.session_id = s.id"
+        " WHERE s.end_reason = 'compression' AND m.compacted = 0"
+        " AND m.id > (SELECT MIN(x.id) FROM messages x WHERE x.session_id = c.id)"
         " GROUP BY s.id"
     ):
         problems.append(

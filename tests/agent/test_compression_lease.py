@@ -150,3 +150,27 @@ def test_a_failed_summary_changes_nothing(tmp_path: Path) -> None:
     assert [m["content"] for m in db.get_messages(parent)] == ["hello"]
     assert "summary/model" in agent.last_compression.reason
     assert db.get_compression_lock_holder(parent) is None
+
+
+def test_a_message_written_by_another_path_during_the_snapshot_is_carried_over(
+    tmp_path: Path,
+) -> None:
+    db = SessionDB(db_path=tmp_path / "state.db")
+    parent = db.create_session("SNAP", source="gateway")
+    for i in range(6):
+        db.append_message(parent, "user" if i % 2 == 0 else "assistant", f"m{i}")
+    agent = make_agent(db, parent, pause=0)
+    snapshot = agent.load_history()
+    # Another process writes after our snapshot but before our watermark is read.
+    db.append_message(parent, "user", "written elsewhere")
+
+    out, _ = agent._compress_context(snapshot, "sys")
+
+    child = agent.session_id
+    assert child != parent and len(out) == 2
+    copies = [m for m in db.get_messages(child) if m["content"] == "written elsewhere"]
+    assert len(copies) == 1 and copies[0]["compacted"]
+    logical = [m["content"] for m in db.get_conversation_messages(child)]
+    assert logical.count("written elsewhere") == 1
+    # The agent's next history is the child's, with the late message in it.
+    assert "written elsewhere" in [m["content"] for m in agent.load_history()]

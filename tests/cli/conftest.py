@@ -60,7 +60,9 @@ Run = Callable[..., subprocess.CompletedProcess]
 def hermes(cli_env: Env) -> Run:
     """``hermes("sessions", "list", input=None)`` -> CompletedProcess (text, not checked)."""
 
-    def run(*args: str, input: str | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
+    def run(
+        *args: str, input: str | None = None, timeout: float = 60
+    ) -> subprocess.CompletedProcess:
         return subprocess.run(
             [*hermes_command(), *args],
             env=cli_env.vars,

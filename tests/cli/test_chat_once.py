@@ -75,7 +75,9 @@ def test_resume_by_old_segment_id_follows_the_tip_and_restores_the_model(hermes,
 
 def test_resume_by_title_and_a_model_override_is_remembered(hermes, cli_env, fake_llm):
     ids = build_compressed(cli_env.home / "state.db", model="safari-model")
-    assert hermes("chat", "--resume", "Safari notes", "-m", "new-model", "-q", "one").returncode == 0
+    assert (
+        hermes("chat", "--resume", "Safari notes", "-m", "new-model", "-q", "one").returncode == 0
+    )
     assert fake_llm.requests[-1]["model"] == "new-model"
     assert hermes("chat", "--resume", ids.tip, "-q", "two").returncode == 0
     assert fake_llm.requests[-1]["model"] == "new-model"
@@ -92,7 +94,9 @@ def test_continue_picks_the_latest_conversation(hermes, fake_llm):
 
 def test_person_errors_are_one_sentence(hermes, cli_env):
     assert_one_line_error(hermes("chat", "-c", "-q", "x"), "No conversation to continue")
-    assert_one_line_error(hermes("chat", "--resume", "nothing-like-it", "-q", "x"), "nothing-like-it")
+    assert_one_line_error(
+        hermes("chat", "--resume", "nothing-like-it", "-q", "x"), "nothing-like-it"
+    )
     (cli_env.home / "config.yaml").write_text("model:\n  max_retries: 0\n")
     cli_env.vars["HERMES_BASE_URL"] = "http://127.0.0.1:9/v1"
     assert_one_line_error(hermes("chat", "-q", "x"), "http://127.0.0.1:9/v1", "did not answer")

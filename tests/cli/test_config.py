@@ -36,13 +36,17 @@ def test_set_validates_then_writes(hermes, cli_env):
 
 
 def test_unknown_key_gets_a_suggestion(hermes):
-    assert_one_line_error(hermes("config", "set", "model.defualt", "x"), "Did you mean 'model.default'")
+    assert_one_line_error(
+        hermes("config", "set", "model.defualt", "x"), "Did you mean 'model.default'"
+    )
     assert_one_line_error(hermes("config", "get", "compresion.threshold"), "compression.threshold")
 
 
 def test_wrong_type_names_the_expected_type(hermes, cli_env):
     assert_one_line_error(hermes("config", "set", "agent.max_iterations", "many"), "a whole number")
-    assert_one_line_error(hermes("config", "set", "compression.enabled", "perhaps"), "true or false")
+    assert_one_line_error(
+        hermes("config", "set", "compression.enabled", "perhaps"), "true or false"
+    )
     assert_one_line_error(hermes("config", "set", "compression.threshold", "5"), "between 0 and 1")
     assert not (cli_env.home / "config.yaml").exists()  # nothing written on a refusal
 

@@ -95,8 +95,8 @@ def test_no_key_for_a_remote_endpoint_says_how_to_add_one(hermes, cli_env):
 
 
 def test_broken_config_fails_but_the_other_checks_run(hermes, cli_env):
-    (cli_env.home / "config.yaml").write_text("agent: [\n")
     build_compressed(cli_env.home / "state.db")
+    (cli_env.home / "config.yaml").write_text("agent: [\n")
     result = hermes("doctor")
     assert result.returncode == 1
     lines = _lines(result)

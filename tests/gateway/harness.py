@@ -50,7 +50,9 @@ class GatewayThread:
         self.home = home
         self.config = load_config(home / "config.yaml")
         self.db = SessionDB(db_path=home / "state.db")
-        settings = {name: platform_settings(name, options) for name, options in (platforms or {}).items()}
+        settings = {
+            name: platform_settings(name, options) for name, options in (platforms or {}).items()
+        }
         self.runner = GatewayRunner(
             self.config,
             db=self.db,
@@ -62,7 +64,9 @@ class GatewayThread:
             adapters=adapters,
         )
         self.loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self.loop.run_forever, name="gateway-loop", daemon=True)
+        self._thread = threading.Thread(
+            target=self.loop.run_forever, name="gateway-loop", daemon=True
+        )
         self._thread.start()
 
     def call(self, coroutine: Coroutine[Any, Any, Any], timeout: float = 60.0) -> Any:

@@ -124,14 +124,19 @@ def test_bearer_key_required_when_configured(hermes_home: Path, config_file: Pat
             response = httpx.post(gateway.url + "/chat/completions", json={}, headers=headers)
             assert response.status_code == 401
             assert response.json()["error"]["code"] == "invalid_api_key"
-        with openai.OpenAI(base_url=gateway.url, api_key="wrong", max_retries=0) as bad, pytest.raises(openai.AuthenticationError):
+        with (
+            openai.OpenAI(base_url=gateway.url, api_key="wrong", max_retries=0) as bad,
+            pytest.raises(openai.AuthenticationError),
+        ):
             ask(bad, "hello")
         with openai.OpenAI(base_url=gateway.url, api_key=key, max_retries=0) as good:
             assert ask(good, "hello")[0] == "echo: hello"
     assert key not in caplog.text
 
 
-def test_refuses_to_listen_beyond_loopback_without_a_key(hermes_home: Path, config_file: Path) -> None:
+def test_refuses_to_listen_beyond_loopback_without_a_key(
+    hermes_home: Path, config_file: Path
+) -> None:
     gateway = GatewayThread(hermes_home, api=ApiServerSettings(host="0.0.0.0", port=0))
     try:
         with pytest.raises(PlatformStartError, match="needs a bearer key"):

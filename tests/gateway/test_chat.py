@@ -27,7 +27,9 @@ def chat_gateway(hermes_home: Path, config_file: Path):
         return chats[0]
 
     platforms = {"telegram": {"token": TOKEN, "allowed_users": [42, "7"]}}
-    with GatewayThread(hermes_home, api=None, platforms=platforms, adapters={"telegram": make}) as gateway:
+    with GatewayThread(
+        hermes_home, api=None, platforms=platforms, adapters={"telegram": make}
+    ) as gateway:
         gateway.chat = chats[0]
         yield gateway
 
@@ -94,7 +96,9 @@ def test_unlisted_user_gets_one_refusal_and_nothing_else(chat_gateway, fake_llm)
     assert chat_gateway.db.get_route("telegram:100") is None
 
 
-def test_stop_interrupts_the_running_turn_and_queued_messages_still_run(chat_gateway, fake_llm) -> None:
+def test_stop_interrupts_the_running_turn_and_queued_messages_still_run(
+    chat_gateway, fake_llm
+) -> None:
     fake_llm.enqueue(hang(30))
     send(chat_gateway, incoming("slow one"), incoming("next one"))
     wait_for(lambda: len(fake_llm.requests) == 1)
@@ -130,7 +134,11 @@ def test_group_chats_can_have_one_conversation_per_user(hermes_home, fake_llm, m
     platforms = {"telegram": {"token": TOKEN, "allowed_users": ["*"]}}
     factory = {"telegram": lambda r, s: chats.append(FakeChat(r, s)) or chats[-1]}
     with GatewayThread(hermes_home, api=None, platforms=platforms, adapters=factory) as gateway:
-        send(gateway, incoming("a", user="1", chat="-5", group=True), incoming("b", user="2", chat="-5", group=True))
+        send(
+            gateway,
+            incoming("a", user="1", chat="-5", group=True),
+            incoming("b", user="2", chat="-5", group=True),
+        )
         wait_for(lambda: len(chats[0].texts()) == 2)
         one, two = gateway.db.get_route("telegram:-5:u1"), gateway.db.get_route("telegram:-5:u2")
     assert one and two and one != two

@@ -61,7 +61,9 @@ def test_an_event_is_a_new_turn_in_its_conversation(chat_gateway, fake_llm) -> N
     from_watcher_thread(chat_gateway, completion(conversation))
     wait_for(lambda: "The build passed." in chat_gateway.chat.texts())
     stored = [m["content"] for m in chat_gateway.db.get_conversation_messages(conversation)]
-    assert stored[2].startswith("[Background process proc_test1 finished with exit code 0: make build]")
+    assert stored[2].startswith(
+        "[Background process proc_test1 finished with exit code 0: make build]"
+    )
     assert stored[3] == "The build passed."
     assert len(stored) == 4
 
@@ -95,11 +97,15 @@ def test_an_event_follows_the_tip(chat_gateway, fake_llm) -> None:
     from_watcher_thread(chat_gateway, completion(root))
     wait_for(lambda: "noted" in chat_gateway.chat.texts())
     assert [m["content"] for m in db.get_messages(child)][-1] == "noted"
-    assert db._conn.execute("SELECT session_id FROM gateway_routes").fetchone()["session_id"] == child
+    assert (
+        db._conn.execute("SELECT session_id FROM gateway_routes").fetchone()["session_id"] == child
+    )
     assert db.invariant_violations() == []
 
 
-def test_an_event_of_a_reset_conversation_is_dropped_with_a_log_line(chat_gateway, fake_llm, caplog) -> None:
+def test_an_event_of_a_reset_conversation_is_dropped_with_a_log_line(
+    chat_gateway, fake_llm, caplog
+) -> None:
     caplog.set_level(logging.INFO, logger="hermes.gateway")
     chat(chat_gateway, "hello")
     wait_for(lambda: chat_gateway.chat.texts())
@@ -111,7 +117,10 @@ def test_an_event_of_a_reset_conversation_is_dropped_with_a_log_line(chat_gatewa
     time.sleep(0.2)
     assert len(fake_llm.requests) == requests
     assert chat_gateway.chat.texts() == ["echo: hello", "Started a new conversation."]
-    assert all("Background process" not in (m["content"] or "") for m in chat_gateway.db.get_conversation_messages(old))
+    assert all(
+        "Background process" not in (m["content"] or "")
+        for m in chat_gateway.db.get_conversation_messages(old)
+    )
 
 
 def test_events_of_other_surfaces_go_back_to_the_spool(chat_gateway, fake_llm, hermes_home) -> None:
@@ -124,7 +133,14 @@ def test_events_of_other_surfaces_go_back_to_the_spool(chat_gateway, fake_llm, h
 
 def test_a_real_background_process_notifies_its_conversation_once(chat_gateway, fake_llm) -> None:
     fake_llm.enqueue(
-        _tool_call("terminal", {"command": "sleep 0.3; echo done-building", "background": True, "notify_on_complete": True}),
+        _tool_call(
+            "terminal",
+            {
+                "command": "sleep 0.3; echo done-building",
+                "background": True,
+                "notify_on_complete": True,
+            },
+        ),
         text("Started it."),
         text("It finished."),
     )

@@ -39,15 +39,21 @@ def test_keys_per_chat_thread_and_group_user() -> None:
 
 def test_lookup_resolves_to_the_tip_and_moves_the_row(db: SessionDB) -> None:
     router = Router(db)
-    root = router.conversation_for("telegram:1", lambda: db.create_session(source="telegram"), platform="telegram")
+    root = router.conversation_for(
+        "telegram:1", lambda: db.create_session(source="telegram"), platform="telegram"
+    )
     child = rotate(db, root)
     assert router.tip("telegram:1", root) == child
-    assert db._conn.execute("SELECT session_id FROM gateway_routes").fetchone()["session_id"] == child
+    assert (
+        db._conn.execute("SELECT session_id FROM gateway_routes").fetchone()["session_id"] == child
+    )
 
 
 def test_after_turn_never_moves_a_reset_key_back(db: SessionDB) -> None:
     router = Router(db)
-    old = router.conversation_for("k:1", lambda: db.create_session(source="telegram"), platform="telegram")
+    old = router.conversation_for(
+        "k:1", lambda: db.create_session(source="telegram"), platform="telegram"
+    )
     fresh = router.reset("k:1", lambda: db.create_session(source="telegram"), platform="telegram")
     router.after_turn("k:1", old, old, platform="telegram")  # a turn of the old conversation ends
     assert db.get_route("k:1") == fresh
@@ -56,7 +62,9 @@ def test_after_turn_never_moves_a_reset_key_back(db: SessionDB) -> None:
 
 def test_after_turn_takes_the_agents_session(db: SessionDB) -> None:
     router = Router(db)
-    root = router.conversation_for("k:2", lambda: db.create_session(source="telegram"), platform="telegram")
+    root = router.conversation_for(
+        "k:2", lambda: db.create_session(source="telegram"), platform="telegram"
+    )
     child = rotate(db, root)
     router.after_turn("k:2", root, child, platform="telegram")
     assert db.get_route("k:2") == child

@@ -20,7 +20,10 @@ def test_short_text_is_one_piece() -> None:
 
 def test_prefers_paragraph_then_line_then_word_breaks() -> None:
     text = "first paragraph here.\n\nsecond one is a bit longer than that."
-    assert split_message(text, 40) == ["first paragraph here.", "second one is a bit longer than that."]
+    assert split_message(text, 40) == [
+        "first paragraph here.",
+        "second one is a bit longer than that.",
+    ]
     assert split_message("aaa bbb ccc ddd eee fff", 20) == ["aaa bbb ccc ddd", "eee fff"]
 
 

@@ -78,6 +78,16 @@ def _ensure_pg_trgm(url: str) -> None:
     _trgm_ready = True
 
 
+@pytest.fixture(autouse=True)
+def isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Keep the user's HERMES_HOME (and its config.yaml) out of the store tests."""
+    home = tmp_path_factory.mktemp("hermes_home")
+    monkeypatch.setenv("HERMES_HOME", str(home))
+    for name in ("HERMES_STATE_URL", "HERMES_STATE_SYNCHRONOUS"):
+        monkeypatch.delenv(name, raising=False)
+    return home
+
+
 @pytest.fixture(params=BACKENDS)
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreSpec]:
     """A fresh, empty store on the parametrised backend."""

@@ -140,7 +140,10 @@ def _with_params(url: str, **params: str) -> str:
 @pytest.fixture(scope="module")
 def admin() -> Iterator[psycopg.Connection]:
     with psycopg.connect(_server_url(), autocommit=True) as conn:
-        conn.execute("CREATE EXTENSION IF NOT EXISTS pg_trgm SCHEMA public")
+        try:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS pg_trgm SCHEMA public")
+        except psycopg.errors.UniqueViolation:
+            pass  # another test process created it at the same moment
         yield conn
 
 
@@ -328,6 +331,7 @@ def test_cjk_and_english_search(db: SessionDB) -> None:
             {"role": "user", "content": "我在用Python写代码"},
             {"role": "user", "content": "Please edit config.yaml and /etc/hosts, then 3.14"},
             {"role": "user", "content": "東京タワーに行きたい"},
+            {"role": "user", "content": "Next: 東京 tower at night"},
             {"role": "user", "content": "서울 날씨가 좋아요"},
             {"role": "user", "content": "a stray nul\x00byte from a tool"},
         ],
@@ -341,8 +345,9 @@ def test_cjk_and_english_search(db: SessionDB) -> None:
     assert found("东京") == ["东京 is also here, in conv-b", "我喜欢东京的天气"]  # newest first
     assert found("天气 东京") == ["我喜欢东京的天气"]
     assert found("东") == ["东京 is also here, in conv-b", "我喜欢东京的天气"]
-    assert found("東京") == ["東京タワーに行きたい"]
+    assert found("東京") == ["Next: 東京 tower at night", "東京タワーに行きたい"]
     assert found("タワー") == ["東京タワーに行きたい"]
+    assert found("東京tower") == ["Next: 東京 tower at night"]
     assert found("날씨가") == ["서울 날씨가 좋아요"]
     assert found("python") == ["我在用Python写代码"]
     assert found("TOKYO weather") == ["I love the Tokyo weather too."]

@@ -114,7 +114,9 @@ class Model:
             "zero": 0,
             "random": ids[len(ids) // 2] if ids else 0,
         }[mark]
-        copies = [dict(self.originals[i % len(self.originals)]) for i in kept if self.originals]
+        # Distinct copies: a message kept twice is test_BUG_a_message_kept_twice_... .
+        picked = {i % len(self.originals) for i in kept} if self.originals else set()
+        copies = [dict(self.originals[i]) for i in sorted(picked)]
         summary = {**SUMMARY, **({"message_uid": uuid.uuid4().hex} if summary_uid else {})}
         child = self.db.publish_compression_child(
             tip, holder=holder, messages=[summary, *copies], watermark=watermark

@@ -177,6 +177,28 @@ def test_a_kept_message_is_not_carried_over_twice(db: SessionDB, parent: str) ->
     assert contents(logical).count("tail") == 1
 
 
+# BUG (store): a compacted list holding the same stored message twice (say the kept
+# tail already ends with the newest user message and the compressor appends it again,
+# DESIGN invariant 12) makes both copies take the uid "<uid>@<child>", and the rotation
+# dies on the UNIQUE index with a raw engine error; compression can then never
+# succeed for that conversation. The same happens for a new message (a summary with a
+# uid) listed twice. See the final report.
+@pytest.mark.parametrize("twice", ["stored-message", "new-summary"])
+def test_BUG_a_message_listed_twice_in_the_compacted_list_still_rotates(
+    db: SessionDB, parent: str, twice: str
+) -> None:
+    db.append_message(parent, "user", "newest question", message_uid="newest")
+    if twice == "stored-message":
+        repeated = {"role": "user", "content": "newest question", "message_uid": "newest"}
+    else:
+        repeated = {**SUMMARY, "message_uid": "summary-uid"}
+    child = rotate(db, parent, messages=[SUMMARY, repeated, repeated])
+    assert db.resolve_tip(parent) == child
+    assert contents(db.get_conversation_messages(child)) == [f"m{n}" for n in range(4)] + [
+        "newest question"
+    ]
+
+
 def test_a_summary_with_a_uid_is_not_stored_again_by_a_reflush(db: SessionDB, parent: str) -> None:
     summary = {**SUMMARY, "message_uid": "summary-1"}
     child = rotate(db, parent, messages=[summary])

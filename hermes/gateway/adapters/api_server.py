@@ -101,7 +101,9 @@ class ApiServerAdapter(Adapter):
             return await handler(request)
         header = request.headers.get("Authorization", "")
         scheme, _, given = header.partition(" ")
-        if scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), self.api.key.encode()):
+        if scheme.lower() == "bearer" and hmac.compare_digest(
+            given.strip().encode(), self.api.key.encode()
+        ):
             return await handler(request)
         return _error(
             401,
@@ -131,7 +133,9 @@ class ApiServerAdapter(Adapter):
         text, history = _input_of(body.get("messages"))
         if text is None:
             return _error(
-                400, "'messages' must hold at least one user message with text.", "invalid_request_error"
+                400,
+                "'messages' must hold at least one user message with text.",
+                "invalid_request_error",
             )
         session = request.headers.get(SESSION_HEADER) or None
         if session is not None and not _SESSION_ID.match(session):
@@ -170,10 +174,16 @@ class ApiServerAdapter(Adapter):
         if command.name == "new":
             _, conversation, _ = await self.runner.api_conversation(None)
             return TurnResult(
-                text="Started a new conversation.", session_id=conversation, conversation_id=conversation
+                text="Started a new conversation.",
+                session_id=conversation,
+                conversation_id=conversation,
             )
         if session is None:
-            return TurnResult(text=commands.help_text() if command.name == "help" else "Nothing is running right now.")
+            return TurnResult(
+                text=commands.help_text()
+                if command.name == "help"
+                else "Nothing is running right now."
+            )
         key, conversation, _ = await self.runner.api_conversation(session)
         origin = Origin(platform=API_SERVER, chat_id=conversation)
         result = await self.runner.immediate_command(command, key, origin)
@@ -182,7 +192,9 @@ class ApiServerAdapter(Adapter):
 
     # -- answers ------------------------------------------------------------------------
 
-    async def _answer(self, request: web.Request, body: dict[str, Any], result: TurnResult) -> web.StreamResponse:
+    async def _answer(
+        self, request: web.Request, body: dict[str, Any], result: TurnResult
+    ) -> web.StreamResponse:
         headers = {SESSION_HEADER: result.session_id} if result.session_id else {}
         if result.error:
             return _error(502, result.error, "upstream_error", "model_error", headers=headers)
@@ -301,7 +313,9 @@ def _input_of(messages: Any) -> tuple[str | None, list[dict[str, Any]]]:
             history = [
                 {"role": m["role"], "content": _text_of(m.get("content"))}
                 for m in messages[:index]
-                if isinstance(m, dict) and m.get("role") in _HISTORY_ROLES and _text_of(m.get("content"))
+                if isinstance(m, dict)
+                and m.get("role") in _HISTORY_ROLES
+                and _text_of(m.get("content"))
             ]
             return text, history
     return None, []

@@ -1,0 +1,220 @@
+"""`hermes gateway run` as a real subprocess: the HTTP API, SIGTERM, restart, errors."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import openai
+import pytest
+
+from hermes.state import SessionDB
+from tests.fakes.llm_server import text
+from tests.gateway.harness import MODEL_KEY, wait_for, write_config
+from tests.gateway.test_incident import PADDING, SUMMARY, is_summary_request
+
+HEADER = "X-Hermes-Session-Id"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class Gateway:
+    """`python -m hermes gateway run ...` with its log in a file."""
+
+    def __init__(self, home: Path, *args: str) -> None:
+        self.home = home
+        self.log = home / f"gateway-{time.monotonic_ns()}.log"
+        env = {**os.environ, "HERMES_HOME": str(home), "HERMES_API_KEY": MODEL_KEY}
+        with open(self.log, "wb") as log:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "hermes", "gateway", "run", *args],
+                cwd=home,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+
+    def output(self) -> str:
+        return self.log.read_text(encoding="utf-8", errors="replace")
+
+    def wait_ready(self, port: int) -> str:
+        def ready() -> bool:
+            if self.proc.poll() is not None:
+                raise AssertionError(f"the gateway exited early:\n{self.output()}")
+            try:
+                return httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200
+            except httpx.HTTPError:
+                return False
+
+        wait_for(ready, timeout=30, interval=0.1)
+        return f"http://127.0.0.1:{port}/v1"
+
+    def terminate(self, timeout: float = 30) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            raise
+
+
+@pytest.fixture
+def run_gateway(hermes_home: Path, model_key: str):
+    started: list[Gateway] = []
+
+    def start(*args: str) -> Gateway:
+        started.append(Gateway(hermes_home, *args))
+        return started[-1]
+
+    yield start
+    for gateway in started:
+        if gateway.proc.poll() is None:
+            gateway.proc.kill()
+            gateway.proc.wait(10)
+
+
+def test_continuity_and_compression_through_the_subprocess(
+    hermes_home: Path, fake_llm, run_gateway
+) -> None:
+    write_config(hermes_home, fake_llm.url, model={"context_length": 2000})
+    fake_llm.responder = lambda body: text(SUMMARY) if is_summary_request(body) else None
+    port = free_port()
+    gateway = run_gateway("--api-server", f"127.0.0.1:{port}")
+    url = gateway.wait_ready(port)
+    with openai.OpenAI(base_url=url, api_key="x", max_retries=0, timeout=30) as client:
+        session, tips = None, []
+        for n in range(14):
+            raw = client.chat.completions.with_raw_response.create(
+                model="m",
+                messages=[{"role": "user", "content": f"note {n}: {PADDING}"}],
+                extra_headers={HEADER: session} if session else {},
+            )
+            assert raw.parse().choices[0].message.content == f"echo: note {n}: {PADDING}"
+            session = session or raw.headers[HEADER]
+            tips.append(raw.headers[HEADER])
+        assert len(set(tips)) > 1, "the conversation never compressed"
+        old = tips[0]
+        raw = client.chat.completions.with_raw_response.create(
+            model="m",
+            messages=[{"role": "user", "content": "still there?"}],
+            extra_headers={HEADER: old},
+        )
+        assert raw.parse().choices[0].message.content == "echo: still there?"
+    assert gateway.terminate() == 0
+    output = gateway.output()
+    assert f"api_server: listening on http://127.0.0.1:{port}/v1" in output
+    with SessionDB(db_path=hermes_home / "state.db", read_only=True) as db:
+        assert raw.headers[HEADER] == db.resolve_tip(old)
+        contents = [m["content"] for m in db.get_conversation_messages(old)]
+        assert contents[-2:] == ["still there?", "echo: still there?"]
+        assert len(contents) == 2 * 15 == len(set(contents))
+        assert db.invariant_violations() == []
+
+
+def test_sigterm_with_queued_input_then_restart(hermes_home: Path, fake_llm, run_gateway) -> None:
+    write_config(hermes_home, fake_llm.url)
+    fake_llm.responder = lambda body: (
+        text("slow answer", delay=1.5) if "slow" in str(body["messages"][-1]) else None
+    )
+    port = free_port()
+    gateway = run_gateway("--api-server", f"127.0.0.1:{port}")
+    url = gateway.wait_ready(port)
+    client = openai.OpenAI(base_url=url, api_key="x", max_retries=0, timeout=30)
+    first = client.chat.completions.with_raw_response.create(
+        model="m", messages=[{"role": "user", "content": "hi"}]
+    )
+    session = first.headers[HEADER]
+    outcomes: dict[str, object] = {}
+
+    def ask(words: str) -> None:
+        try:
+            outcomes[words] = (
+                client.chat.completions.create(
+                    model="m",
+                    messages=[{"role": "user", "content": words}],
+                    extra_headers={HEADER: session},
+                )
+                .choices[0]
+                .message.content
+            )
+        except openai.APIError as exc:
+            outcomes[words] = exc
+
+    slow = threading.Thread(target=ask, args=("slow question",))
+    slow.start()
+    wait_for(lambda: len(fake_llm.requests) == 2)
+    queued = threading.Thread(target=ask, args=("queued question",))
+    queued.start()
+    with SessionDB(db_path=hermes_home / "state.db", read_only=True) as db:
+        wait_for(lambda: db.pending_gateway_inputs())
+    assert gateway.terminate() == 0
+    slow.join(10)
+    queued.join(10)
+    client.close()
+    assert outcomes["slow question"] == "slow answer"  # the running turn finished
+    assert isinstance(outcomes["queued question"], openai.APIStatusError)
+    assert outcomes["queued question"].status_code == 503
+
+    again = run_gateway("--api-server", f"127.0.0.1:{port}")
+    again.wait_ready(port)
+    with SessionDB(db_path=hermes_home / "state.db", read_only=True) as db:
+        wait_for(
+            lambda: (
+                not db.pending_gateway_inputs() and len(db.get_conversation_messages(session)) == 6
+            )
+        )
+        contents = [m["content"] for m in db.get_conversation_messages(session)]
+    assert contents == [
+        "hi",
+        "echo: hi",
+        "slow question",
+        "slow answer",
+        "queued question",
+        "echo: queued question",
+    ]
+    assert again.terminate() == 0
+
+
+def test_port_in_use_exits_non_zero_with_a_sentence(
+    hermes_home: Path, config_file: Path, run_gateway
+) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        gateway = run_gateway("--api-server", f"127.0.0.1:{port}")
+        assert gateway.proc.wait(30) == 1
+    assert (
+        f"api_server: cannot listen on 127.0.0.1:{port}: the address is already in use"
+        in gateway.output()
+    )
+    assert "Traceback" not in gateway.output()
+
+
+def test_no_platform_is_a_clear_error(hermes_home: Path, config_file: Path, run_gateway) -> None:
+    gateway = run_gateway()
+    assert gateway.proc.wait(30) == 1
+    assert "No platform is enabled" in gateway.output()
+
+
+def test_a_missing_token_is_a_clear_error(hermes_home: Path, fake_llm, run_gateway) -> None:
+    pytest.importorskip("telegram")
+    write_config(
+        hermes_home, fake_llm.url, gateway={"platforms": {"telegram": {"allowed_users": [1]}}}
+    )
+    gateway = run_gateway()
+    assert gateway.proc.wait(30) == 1
+    assert "telegram: no bot token" in gateway.output()
+    assert "Traceback" not in gateway.output()

@@ -1,0 +1,87 @@
+"""Graceful shutdown in-process: queued input is kept, a restart answers it."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.fakes.llm_server import hang, text
+from tests.gateway.fakechat import FakeChat, incoming
+from tests.gateway.harness import GatewayThread, wait_for
+
+PLATFORMS = {"telegram": {"token": "tg-token-shutdown", "allowed_users": ["42"]}}
+
+
+def chat_gateway(home: Path) -> GatewayThread:
+    chats: list[FakeChat] = []
+    factory = {"telegram": lambda r, s: chats.append(FakeChat(r, s)) or chats[-1]}
+    gateway = GatewayThread(home, api=None, platforms=PLATFORMS, adapters=factory).start()
+    gateway.chat = chats[0]
+    return gateway
+
+
+def say(gateway: GatewayThread, *texts: str) -> None:
+    async def deliver() -> None:
+        for words in texts:
+            await gateway.runner.handle_message(incoming(words))
+
+    gateway.call(deliver())
+
+
+@pytest.mark.usefixtures("config_file")
+def test_queued_input_is_answered_after_a_restart(hermes_home: Path, fake_llm) -> None:
+    fake_llm.enqueue(text("first answer", delay=0.5))
+    gateway = chat_gateway(hermes_home)
+    try:
+        say(gateway, "one", "two", "three")
+        wait_for(lambda: len(fake_llm.requests) == 1)
+        wait_for(lambda: len(gateway.db.pending_gateway_inputs()) == 2)
+    finally:
+        gateway.stop(grace=10)
+    assert gateway.chat.texts()[-1] == "first answer"  # the running turn finished
+    assert [p["payload"]["text"] for p in _pending(hermes_home)] == ["two", "three"]
+
+    again = chat_gateway(hermes_home)
+    try:
+        wait_for(lambda: again.chat.texts() == ["echo: two", "echo: three"])
+        assert again.db.pending_gateway_inputs() == []
+        session = again.db.get_route("telegram:100")
+        stored = [m["content"] for m in again.db.get_conversation_messages(session)]
+        assert stored == ["one", "first answer", "two", "echo: two", "three", "echo: three"]
+    finally:
+        again.stop()
+
+
+@pytest.mark.usefixtures("config_file")
+def test_a_turn_outliving_the_grace_period_is_interrupted(hermes_home: Path, fake_llm) -> None:
+    fake_llm.enqueue(hang(60))
+    gateway = chat_gateway(hermes_home)
+    say(gateway, "slow", "queued")
+    wait_for(lambda: len(fake_llm.requests) == 1)
+    started = time.monotonic()
+    gateway.stop(grace=0.2)
+    assert time.monotonic() - started < 10
+    assert gateway.chat.texts()[-1] == "(stopped)"
+    assert [p["payload"]["text"] for p in _pending(hermes_home)] == ["queued"]
+
+
+@pytest.mark.usefixtures("config_file")
+def test_messages_arriving_during_shutdown_are_kept(hermes_home: Path, fake_llm) -> None:
+    gateway = chat_gateway(hermes_home)
+    try:
+        gateway.runner.closing = True  # as between the signal and the adapters stopping
+        say(gateway, "late message")
+    finally:
+        gateway.runner.closing = False
+        gateway.stop()
+    assert [p["payload"]["text"] for p in _pending(hermes_home)] == ["late message"]
+    assert fake_llm.requests == []
+
+
+def _pending(home: Path) -> list[dict]:
+    from hermes.state import SessionDB
+
+    with SessionDB(db_path=home / "state.db") as db:
+        return db.pending_gateway_inputs()

@@ -1,0 +1,384 @@
+"""What only the SQLite backend has: files, modes, WAL, the shared writer connection,
+read-only opening, corrupt files, the busy lock across processes (invariants 4, 10, 13).
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import stat
+import threading
+from pathlib import Path
+
+import pytest
+
+from hermes.state import (
+    CorruptStoreError,
+    ReadOnlyStoreError,
+    SessionDB,
+    StateError,
+    StoreBusyError,
+    StoreUnavailableError,
+)
+
+from . import workers
+from .helpers import StoreSpec, chain, rotate
+from .procs import CTX, Processes
+
+
+@pytest.fixture
+def path(tmp_path: Path) -> Path:
+    return tmp_path / "state.db"
+
+
+@pytest.fixture
+def opened():
+    """Close every SessionDB a test opens, even when it fails."""
+    dbs: list[SessionDB] = []
+
+    def open_(*args, **kwargs) -> SessionDB:
+        db = SessionDB(*args, **kwargs)
+        dbs.append(db)
+        return db
+
+    yield open_
+    for db in reversed(dbs):
+        db.close()
+
+
+def _filled(path: Path) -> None:
+    """A store with a rotated conversation in it, closed (WAL checkpointed)."""
+    with SessionDB(db_path=path) as db:
+        db.create_session("root", source="cli", title="T")
+        db.append_messages("root", [{"role": "user", "content": f"hello {n}"} for n in range(20)])
+        rotate(db, "root")
+
+
+def _fingerprint(path: Path) -> tuple[bytes, int]:
+    return path.read_bytes(), path.stat().st_mtime_ns
+
+
+def _wal_size(path: Path) -> int:
+    wal = Path(f"{path}-wal")
+    return wal.stat().st_size if wal.exists() else 0
+
+
+# -- files and modes -----------------------------------------------------------------
+
+
+def test_state_files_are_created_0600_in_a_0700_folder(tmp_path: Path, opened) -> None:
+    path = tmp_path / "new-home" / "state.db"
+    db = opened(db_path=path)
+    db.create_session("s", source="cli")
+    db.append_message("s", "user", "hi")
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+    for name in ("state.db", "state.db-wal", "state.db-shm"):
+        assert stat.S_IMODE((path.parent / name).stat().st_mode) == 0o600, name
+
+
+def test_the_store_runs_in_wal_mode(path: Path, opened) -> None:
+    opened(db_path=path)
+    raw = sqlite3.connect(path)
+    assert raw.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    raw.close()
+
+
+def test_synchronous_is_full_by_default(path: Path, opened) -> None:
+    db = opened(db_path=path)
+    assert db._conn.execute("PRAGMA synchronous").fetchone()["synchronous"] == 2
+
+
+def test_synchronous_can_be_relaxed_to_normal(
+    tmp_path: Path, opened, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = opened(db_path=tmp_path / "a.db", synchronous="normal")
+    assert db._conn.execute("PRAGMA synchronous").fetchone()["synchronous"] == 1
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    (home / "config.yaml").write_text("state:\n  synchronous: normal\n")
+    monkeypatch.setenv("HERMES_HOME", str(home))
+    db = opened(db_path=tmp_path / "b.db")  # the config switch
+    assert db._conn.execute("PRAGMA synchronous").fetchone()["synchronous"] == 1
+
+
+def test_a_zero_length_file_is_a_new_store(path: Path, opened) -> None:
+    path.touch(mode=0o600)  # e.g. a crash right after the file was created
+    db = opened(db_path=path)
+    assert db.backend.schema_version() >= 1
+    db.create_session("s", source="cli")
+
+
+# -- opening never writes --------------------------------------------------------------
+
+
+def test_opening_an_existing_database_performs_no_write(path: Path) -> None:
+    _filled(path)
+    before = _fingerprint(path)
+    with SessionDB(db_path=path) as db:
+        assert db.resolve_tip("root") != "root"
+        db.get_conversation_messages("root")
+        db.search_messages("hello")
+        db.list_conversations()
+        list(db.export_conversation("root", "md"))
+        assert _fingerprint(path) == before
+        assert _wal_size(path) == 0
+    assert _fingerprint(path) == before
+
+
+def test_read_only_opening_never_writes(path: Path) -> None:
+    _filled(path)
+    before = _fingerprint(path)
+    with SessionDB(db_path=path, read_only=True) as db:
+        assert len(db.get_conversation_messages("root")) == 20
+        assert db.search_messages("hello")
+        with pytest.raises(ReadOnlyStoreError):
+            db.append_message("root", "user", "no")
+        with pytest.raises(ReadOnlyStoreError):
+            db.try_acquire_compression_lock("root", "x")
+        with pytest.raises(sqlite3.OperationalError, match="readonly"):
+            db._conn.execute("DELETE FROM messages")
+    assert _fingerprint(path) == before
+    assert _wal_size(path) == 0
+
+
+def test_read_only_uses_its_own_connection(path: Path, opened) -> None:
+    writer = opened(db_path=path)
+    reader = opened(db_path=path, read_only=True)
+    assert reader._conn is not writer._conn
+    writer.create_session("s", source="cli")
+    assert reader.get_session("s") is not None  # sees committed writes
+
+
+def test_read_only_opening_of_a_missing_file_creates_nothing(path: Path) -> None:
+    with pytest.raises(StoreUnavailableError, match="No state database"):
+        SessionDB(db_path=path, read_only=True)
+    assert not path.exists()
+
+
+def test_read_only_opening_of_a_store_that_needs_migrating_refuses(path: Path) -> None:
+    path.touch(mode=0o600)
+    with pytest.raises(StateError, match="upgrade"):
+        SessionDB(db_path=path, read_only=True)
+    assert path.read_bytes() == b""
+
+
+@pytest.mark.parametrize("read_only", [False, True], ids=["writer", "read-only"])
+def test_a_corrupt_file_raises_and_is_left_untouched(path: Path, read_only: bool) -> None:
+    path.write_bytes(b"this is not a database at all\n" * 200)
+    before = _fingerprint(path)
+    with pytest.raises(CorruptStoreError) as info:
+        SessionDB(db_path=path, read_only=read_only)
+    assert str(path) in str(info.value)
+    assert _fingerprint(path) == before
+    assert not Path(f"{path}-wal").exists()
+
+
+# BUG (store): a valid SQLite file written by another program (no schema_version, its
+# own tables) is taken over: hermes switches it to WAL and creates its tables in it,
+# although CorruptStoreError is documented for "not a hermes state database". See the
+# final report.
+def test_BUG_a_foreign_sqlite_database_is_refused_and_left_untouched(path: Path) -> None:
+    raw = sqlite3.connect(path)
+    raw.execute("CREATE TABLE bookmarks (url TEXT)")
+    raw.execute("INSERT INTO bookmarks VALUES ('https://example.org')")
+    raw.commit()
+    raw.close()
+    before = _fingerprint(path)
+    with pytest.raises(CorruptStoreError):
+        SessionDB(db_path=path).close()
+    assert _fingerprint(path) == before
+
+
+# -- one writer connection per file per process ------------------------------------------
+
+
+def test_instances_on_one_file_share_one_writer_connection(
+    tmp_path: Path, path: Path, opened, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = opened(db_path=path)
+    second = opened(db_path=str(path))
+    link = tmp_path / "link.db"
+    link.symlink_to(path)
+    third = opened(db_path=link)
+    monkeypatch.chdir(tmp_path)
+    fourth = opened(db_path="state.db")
+    assert first._conn is second._conn is third._conn is fourth._conn
+    other = opened(db_path=tmp_path / "other.db")
+    assert other._conn is not first._conn
+
+
+def test_the_shared_connection_outlives_all_but_the_last_instance(path: Path) -> None:
+    first, second = SessionDB(db_path=path), SessionDB(db_path=path)
+    conn = first._conn
+    first.close()
+    second.create_session("s", source="cli")  # the shared connection is still open
+    second.close()
+    with pytest.raises(sqlite3.ProgrammingError):
+        conn.execute("SELECT 1")
+    with SessionDB(db_path=path) as third:
+        assert third._conn is not conn
+        assert third.get_session("s") is not None
+
+
+def test_the_raw_connection_is_usable_from_other_threads(path: Path, opened) -> None:
+    db = opened(db_path=path)
+    db.create_session("PARENT", source="discord")
+    ids = chain(db, "PARENT", 2)
+    counts: list[int] = []
+    errors: list[BaseException] = []
+
+    def count_children() -> None:  # the seed test's query, from another thread
+        try:
+            rows = db._conn.execute(
+                "SELECT id FROM sessions WHERE parent_session_id = ?", ("PARENT",)
+            ).fetchall()
+            counts.append(len(rows))
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=count_children) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert not errors, errors
+    assert counts == [1] * 8
+    assert db.resolve_tip("PARENT") == ids[-1]
+
+
+# -- O(1) tip resolution (invariant 4) ----------------------------------------------------
+
+
+def _statements(db: SessionDB, call) -> list[str]:
+    seen: list[str] = []
+    db._conn.set_trace_callback(seen.append)
+    try:
+        call()
+    finally:
+        db._conn.set_trace_callback(None)
+    return seen
+
+
+@pytest.mark.parametrize(
+    "operation",
+    ["resolve_tip", "append_to_stale_id", "get_route", "get_lineage"],
+)
+def test_following_a_stale_id_costs_the_same_whatever_the_chain_length(
+    path: Path, opened, operation: str
+) -> None:
+    db = opened(db_path=path)
+    counts = {}
+    for length in (2, 40):
+        root = db.create_session(f"root{length}", source="cli")
+        ids = chain(db, root, length)
+        db.set_route(f"key{length}", root)
+        call = {
+            "resolve_tip": lambda root=root: db.resolve_tip(root),
+            "append_to_stale_id": lambda root=root: db.append_message(root, "user", "x"),
+            "get_route": lambda length=length: db.get_route(f"key{length}"),
+            "get_lineage": lambda root=root: db.get_lineage(root),
+        }[operation]
+        statements = _statements(db, call)
+        counts[length] = len(statements)
+        assert db.resolve_tip(root) == ids[-1]
+        for sql in statements:
+            if sql.lstrip().upper().startswith("SELECT") and "sessions" in sql:
+                plan = " ".join(r["detail"] for r in db._conn.execute(f"EXPLAIN QUERY PLAN {sql}"))
+                assert "SCAN sessions" not in plan, f"{sql}\n-> {plan}"
+    assert counts[2] == counts[40], counts
+
+
+# -- invariants planted behind the store's back ----------------------------------------------
+
+
+def test_invariant_violations_reports_what_the_indexes_would_have_stopped(
+    path: Path, opened
+) -> None:
+    db = opened(db_path=path)
+    db.create_session("root", source="cli")
+    child = rotate(db, "root")
+    assert db.invariant_violations() == []
+    raw = sqlite3.connect(path, isolation_level=None)
+    raw.execute("DROP INDEX sessions_one_live_tip")
+    raw.execute("DROP INDEX sessions_one_compression_child")
+    columns = "id, conversation_id, parent_session_id, lineage, segment_index, source, started_at, last_active_at"
+    raw.execute(
+        f"INSERT INTO sessions ({columns}) SELECT 'twin', conversation_id, parent_session_id,"
+        " lineage, segment_index + 10, source, started_at, last_active_at FROM sessions"
+        " WHERE id = ?",
+        (child,),
+    )
+    raw.execute(
+        "INSERT INTO messages (session_id, message_uid, role, content, created_at)"
+        " SELECT 'root', 'orphan', 'user', 'orphan write', ended_at + 1 FROM sessions"
+        " WHERE id = 'root'"
+    )
+    raw.close()
+    problems = db.invariant_violations()
+    assert any("2 live tips" in p for p in problems), problems
+    assert any("2 compression children" in p for p in problems), problems
+    assert any("root" in p and "later messages" in p for p in problems), problems
+
+
+def test_a_database_trigger_failing_mid_batch_rolls_the_whole_batch_back(
+    path: Path, opened
+) -> None:
+    db = opened(db_path=path)
+    db.create_session("s", source="cli")
+    raw = sqlite3.connect(path, isolation_level=None)
+    raw.execute(
+        "CREATE TRIGGER refuse_boom BEFORE INSERT ON messages WHEN NEW.content = 'boom'"
+        " BEGIN SELECT RAISE(ABORT, 'boom refused'); END"
+    )
+    raw.close()
+    batch = [{"role": "user", "content": c} for c in ("one", "two", "boom", "four")]
+    with pytest.raises(Exception, match="boom refused"):
+        db.append_messages("s", batch)
+    assert db.get_messages("s") == []
+    assert db.get_session("s")["message_count"] == 0
+    assert db.search_messages("one") == []
+
+
+# -- the write lock across processes ------------------------------------------------------
+
+
+def test_a_write_that_finally_fails_raises_and_stores_nothing(path: Path, opened) -> None:
+    db = opened(db_path=path)
+    db.create_session("s", source="cli")
+    db.backend.patience = 0.3
+    blocker = sqlite3.connect(path, isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")
+    try:
+        with pytest.raises(StoreBusyError, match="locked"):
+            db.append_message("s", "user", "blocked")
+    finally:
+        blocker.execute("COMMIT")
+        blocker.close()
+    assert db.get_messages("s") == []
+    assert db.append_message("s", "user", "later").stored == 1
+
+
+def test_writers_outwait_another_process_holding_the_lock_for_seven_seconds(
+    path: Path, opened
+) -> None:
+    db = opened(db_path=path)
+    db.create_session("s", source="cli")
+    spec = StoreSpec("sqlite", path=str(path))
+    writers, per_writer = 4, 15
+    with Processes() as procs:
+        procs.start(workers.hold_write_lock, str(path), 7.0)
+        procs.expect("locked")
+        events = [CTX.Event() for _ in range(writers)]  # kept alive until the children start
+        for n, event in enumerate(events):
+            procs.start(workers.append_stream, spec, "s", f"w{n}", per_writer, False, 0.0, event)
+        procs.expect("ready", writers)
+        [committed_meanwhile] = procs.expect("released", timeout=60)
+        procs.expect("done", writers)
+    assert committed_meanwhile == 0  # the writers really had to wait for the lock
+    assert procs.order.index("released") > max(
+        i for i, tag in enumerate(procs.order) if tag == "ready"
+    )
+    rows = db.get_messages("s")
+    assert sorted(r["message_uid"] for r in rows) == sorted(
+        f"w{n}-{k}" for n in range(writers) for k in range(per_writer)
+    )
