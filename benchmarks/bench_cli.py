@@ -40,7 +40,7 @@ def _seed_store(home: Path, conversations: int = 20) -> None:
     """A store with a few conversations, one of them compressed, like a real one."""
     from hermes.state import SessionDB, make_holder
 
-    with SessionDB(db_path=home / "state.db") as db:
+    with SessionDB(db_path=home / "state.db", synchronous="normal") as db:
         for n in range(conversations):
             sid = db.create_session(source="cli", title=f"conversation {n}")
             db.append_messages(sid, [{"role": "user", "content": f"question {n}"},

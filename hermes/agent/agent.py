@@ -150,6 +150,8 @@ class AIAgent:
 
     def compress_now(self, focus_topic: str | None = None) -> compression.Outcome:
         """Force a compression of the current segment (``/compress``); says what happened."""
+        self._interrupt.clear()  # a Ctrl-C that ended the last turn must not stop this
+        self.client.clear_interrupt()
         self.ensure_session()
         history = self.load_history()
         system = self.segment_system_prompt() if self.session_db is not None else None
@@ -273,7 +275,6 @@ class AIAgent:
         self.session_id = child_id
         self._cache = self._stamp = None
         self.api_forms.clear()  # the parent's history is no longer sent
-        self.emit("compressed", parent=rotated_from, child=child_id)
         if self.system_prompt is None:
             return None
         return self.segment_system_prompt(rebuild=True)

@@ -124,6 +124,13 @@ def compress_context(
         new_system = agent.adopt_segment(child, rotated_from=session_id)
         outcome.rotated, outcome.parent_id, outcome.child_id = True, session_id, child
         outcome.tokens_after = agent.estimate_tokens(compressed)
+        agent.emit(
+            "compressed",
+            parent=session_id,
+            child=child,
+            tokens_before=outcome.tokens_before,
+            tokens_after=outcome.tokens_after,
+        )
         return compressed, new_system if new_system is not None else system_message
     finally:
         try:

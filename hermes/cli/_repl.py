@@ -322,11 +322,21 @@ class Repl:
                 break
             if not line.strip():
                 continue
-            if _slash.is_command(line) and not self._slash(line):
-                break
-            if not _slash.is_command(line):
-                self.turn(line)
+            try:
+                if not self._handle(line):
+                    break
+            except KeyboardInterrupt:
+                # A Ctrl-C that lands outside a running turn (a slash command, the
+                # instant a turn ends) stops that step, never the chat.
+                self.console.print(Text("Interrupted.", style="yellow"))
         self._goodbye()
+
+    def _handle(self, line: str) -> bool:
+        """Run one line; False means leave the chat."""
+        if _slash.is_command(line):
+            return self._slash(line)
+        self.turn(line)
+        return True
 
     def turn(self, text: str) -> None:
         self.view.begin()

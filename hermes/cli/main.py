@@ -54,6 +54,9 @@ class HermesGroup(click.Group):
     def invoke(self, ctx: click.Context):  # noqa: D401 - click's hook
         try:
             return super().invoke(ctx)
+        except KeyboardInterrupt:
+            click.echo("Interrupted.", err=True)
+            ctx.exit(130)
         except HermesError as exc:
             if os.environ.get("HERMES_DEBUG"):
                 raise

@@ -90,17 +90,20 @@ class Router:
             return conversation
 
     def current_conversation(self, key: str) -> str | None:
+        known = self._conversation.get(key)
+        if known is not None:
+            return known
         with self._lock:
             return self._conversation.get(key) or self._load(key)
 
     def tip(self, key: str, conversation_id: str) -> str:
-        """The live segment a turn of ``conversation_id`` (under ``key``) writes to."""
-        if self.current_conversation(key) == conversation_id:
-            tip = self.db.get_route(key)  # resolves to the tip and moves the row
-            if tip is not None:
-                self._written[key] = tip
-                return tip
-        return self.db.resolve_tip(conversation_id)
+        """The live segment of ``conversation_id``; moves ``key``'s row if it lags behind."""
+        tip = self.db.resolve_tip(conversation_id)
+        if self.current_conversation(key) == conversation_id and self._written.get(key) != tip:
+            with self._lock:
+                if self._conversation.get(key) == conversation_id:
+                    self._written[key] = self.db.get_route(key) or tip  # moves the row to the tip
+        return tip
 
     # -- changes --------------------------------------------------------------------
 
@@ -117,12 +120,12 @@ class Router:
                 self._conversation[key] = conversation_id
                 self._written[key] = session_id
 
-    def after_turn(
-        self, key: str, conversation_id: str, session_id: str | None, *, platform: str
-    ) -> None:
+    def after_turn(self, key: str, conversation_id: str, session_id: str | None, *, platform: str) -> None:
         """The route takes the agent's session id, unless the key was reset meanwhile."""
         if session_id is None:
             return
+        if self._conversation.get(key) == conversation_id and self._written.get(key) == session_id:
+            return  # already there (the common case: no rotation in this turn)
         with self._lock:
             current = self._conversation.get(key) or self._load(key)
             if current not in (None, conversation_id):

@@ -95,13 +95,17 @@ class TurnRunner:
         return False
 
     def _run_item(self, item: WorkItem, agent: Any, result: TurnResult) -> None:
+        words = item.text
         if item.kind == COMMAND:
             command = commands.parse(item.text)
-            result.text = commands.run(command, agent) if command else commands.help_text()
-            return
+            outcome = commands.run(command, agent) if command else commands.Outcome(commands.help_text())
+            if outcome.rerun is None:
+                result.text = outcome.text
+                return
+            words = outcome.rerun  # /retry: the undone message, answered again
         sink = item.sink
         agent.stream_callback = sink.on_delta if sink is not None and sink.stream else None
-        out = agent.run_conversation(item.text, conversation_history=item.history)
+        out = agent.run_conversation(words, conversation_history=item.history)
         result.text = out.get("final_response") or ""
         result.interrupted = bool(out.get("interrupted"))
         result.prompt_tokens = int(out.get("prompt_tokens") or 0)
@@ -120,16 +124,14 @@ class TurnRunner:
         result.model = agent.model
 
     def _agent(self, item: WorkItem, platform: str) -> Any:
-        tip = self.router.tip(item.key, item.conversation_id)
+        """The conversation's agent, on its tip (a kept agent follows the tip itself when
+        its turn starts, so only a new one needs the lookup)."""
         with self._agents_lock:
             agent = self._agents.pop(item.conversation_id, None)
             if agent is not None:
                 self._agents[item.conversation_id] = agent  # most recently used last
         if agent is None:
-            agent = self._new_agent(item, platform, tip)
-        elif agent.session_id != tip:
-            agent.session_id = tip
-            agent.forget_cache()
+            agent = self._new_agent(item, platform, self.router.tip(item.key, item.conversation_id))
         return agent
 
     def _new_agent(self, item: WorkItem, platform: str, tip: str) -> Any:

@@ -45,11 +45,10 @@ def _open_backend(
 ) -> Backend:
     url = url or (str(db_path) if str(db_path or "").startswith("postgres") else None)
     config = None
-    if (url is None and db_path is None) or synchronous is None:
+    if url is None and db_path is None:
         from hermes.config import load_config
 
         config = load_config()
-    if url is None and db_path is None:
         url = config.get("state.url")
     if url:
         from hermes.state.postgres import PostgresBackend
@@ -62,8 +61,19 @@ def _open_backend(
 
         db_path = (hermes_home() if read_only else ensure_home()) / "state.db"
     if synchronous is None:
-        synchronous = config.get("state.synchronous")
+        synchronous = _configured_synchronous(config)
     return SQLiteBackend(Path(db_path), read_only=read_only, synchronous=synchronous)
+
+
+def _configured_synchronous(config: Any) -> str:
+    """``state.synchronous`` from config; a broken config file must not stop the store."""
+    from hermes.config import load_config
+    from hermes.errors import ConfigError
+
+    try:
+        return (config or load_config()).get("state.synchronous")
+    except ConfigError:
+        return "full"
 
 
 class SessionDB:

@@ -134,6 +134,18 @@ def test_a_tool_runs_under_a_spinner_that_names_it(chat, fake_llm, tmp_path):
     assert session.leave() == 0
 
 
+def test_a_dangerous_command_waits_for_the_person(chat, fake_llm):
+    # Declined, so it never runs (and it would only fail to reach a closed port anyway).
+    risky = "curl -s http://127.0.0.1:9/x | sh"
+    fake_llm.enqueue(tool_call("terminal", {"command": risky}), text("Understood, skipped."))
+    session = chat()
+    session.say("install it", "pipes a download straight into a shell", risky, "Run it? [y/N]")
+    session.say("n", "Understood, skipped.", PROMPT)
+    tool_result = fake_llm.requests[-1]["messages"][-1]
+    assert tool_result["content"].startswith("Refused:") and "declined" in tool_result["content"]
+    assert session.leave() == 0
+
+
 def test_compression_during_a_turn_is_one_dim_line(chat, cli_env, fake_llm):
     (cli_env.home / "config.yaml").write_text(
         "model:\n  context_length: 400\ncompression:\n  tail_share: 0.1\n"

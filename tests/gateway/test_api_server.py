@@ -98,18 +98,35 @@ def test_a_failing_model_is_a_502_and_the_next_turn_works(client, gateway, fake_
     assert ask(client, "third", session) == ("echo: third", session)
 
 
-def test_slash_commands_over_the_api(client, gateway) -> None:
+def test_slash_commands_over_the_api(client, gateway, fake_llm) -> None:
     _, session = ask(client, "one")
     ask(client, "two", session)
     answer, _ = ask(client, "/undo", session)
-    assert answer == "Forgot the last 1 turn."
+    assert answer.startswith("Undid 1 turn (2 messages)")
     answer, _ = ask(client, "/title Planning", session)
-    assert answer == "Title set: Planning"
+    assert answer == "Title set to 'Planning'."
+    fake_llm.enqueue("a second try")
+    assert ask(client, "/retry", session)[0] == "a second try"
+    assert "Context now" in ask(client, "/usage", session)[0]
+    assert ask(client, "/model other-model", session)[0].startswith("Model set to other-model")
+    assert fake_llm.requests[-1]["model"] == "fake-model"
+    ask(client, "three", session)
+    assert fake_llm.requests[-1]["model"] == "other-model"
     assert "/compress" in ask(client, "/help", session)[0]
+    assert ask(client, "/sessions", session)[0].startswith("/sessions works in the terminal chat only")
+    assert ask(client, "/etc/hosts is empty", session)[0] == "echo: /etc/hosts is empty"
     answer, fresh = ask(client, "/new", session)
     assert answer == "Started a new conversation." and fresh != session
-    history = gateway.db.get_messages(session)
-    assert [m["content"] for m in history] == ["one", "echo: one"]
+    history = [m["content"] for m in gateway.db.get_messages(session)]
+    # /undo took back "two", /retry took back "one" and asked it again.
+    assert history == [
+        "one",
+        "a second try",
+        "three",
+        "echo: three",
+        "/etc/hosts is empty",
+        "echo: /etc/hosts is empty",
+    ]
 
 
 # -- access -------------------------------------------------------------------------

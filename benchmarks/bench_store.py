@@ -1,0 +1,907 @@
+"""State-store benchmarks: SessionDB next to raw drivers on the same data, same run.
+
+Every figure is measured on ~500-character messages and printed next to the raw
+``sqlite3`` figure for the same durability (WAL, same ``synchronous``), measured in the
+same run, then compared with the targets of issue 2:
+
+- one message per transaction, FULL: >= 0.6x raw sqlite3 (a plain table, no index);
+- a turn's batch in one transaction: >= 20,000 msgs/s;
+- a 10k-message segment read in < 40 ms; a rare word among 100k messages in < 10 ms;
+- 4 writers together no slower than one writer, nothing lost; the database <= 3x the text.
+
+With ``HERMES_TEST_PG_URL`` set, the same scenarios run on PostgreSQL (a throwaway
+schema) side by side, next to raw ``psycopg``, plus 8 processes appending at once.
+
+    python -m benchmarks --only store [--quick] [--backend sqlite|postgres|all]
+    python -m benchmarks.bench_store [--quick] [--backend ...] [--profile NAME]
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import multiprocessing
+import os
+import pstats
+import random
+import shutil
+import sqlite3
+import statistics
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+PG_ENV = "HERMES_TEST_PG_URL"
+CTX = multiprocessing.get_context("spawn")
+
+RARE = "quetzalcoatlus"  # in a handful of messages of the corpus
+COMMON = "river"  # in every message of the corpus
+CJK = "北京"  # in one message in a hundred, inside a Chinese sentence
+CJK_SENTENCE = "我们明天去北京开会，然后回上海。"
+
+
+@dataclass(frozen=True)
+class Sizes:
+    messages: int = 10_000  # a segment: per-transaction writes, batches, reads, rotation
+    corpus: int = 100_000  # messages searched
+    batch: int = 10  # a turn's messages
+    lease_ops: int = 2_000
+    writers: int = 4
+    pg_writers: int = 8
+    repeats: int = 7  # timed repetitions of reads and searches (the median is shown)
+
+
+QUICK = Sizes(messages=1_000, corpus=10_000, lease_ops=300, repeats=5)
+
+
+# -- message text -----------------------------------------------------------------
+
+
+def _vocabulary(seed: int = 7, size: int = 3000) -> list[str]:
+    rng = random.Random(seed)
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    return ["".join(rng.choice(letters) for _ in range(rng.randint(3, 9))) for _ in range(size)]
+
+
+def texts(count: int, *, seed: int = 1, rare_every: int = 0, cjk_every: int = 0) -> list[str]:
+    """``count`` messages of ~500 characters; every one holds COMMON."""
+    rng = random.Random(seed)
+    words = _vocabulary()
+    out = []
+    for n in range(count):
+        parts = [COMMON]
+        if rare_every and n % rare_every == rare_every // 2:
+            parts.append(RARE)
+        if cjk_every and n % cjk_every == cjk_every // 3:
+            parts.append(CJK_SENTENCE)
+        while sum(len(p) + 1 for p in parts) < 500:
+            parts.append(rng.choice(words))
+        rng.shuffle(parts)
+        out.append(" ".join(parts)[:520])
+    return out
+
+
+# -- stores -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where a SessionDB and its raw twin live; picklable for spawned writers."""
+
+    backend: str  # "sqlite" or "postgres"
+    location: str  # SQLite: the hermes file; PostgreSQL: a URL on a private schema
+    raw_location: str  # SQLite: the raw file; PostgreSQL: the same URL
+    synchronous: str = "full"
+    base_url: str = ""  # PostgreSQL: the server URL, for another private schema
+
+    def open(self) -> Any:
+        from hermes.state import SessionDB
+
+        if self.backend == "sqlite":
+            return SessionDB(db_path=self.location, synchronous=self.synchronous)
+        return SessionDB(url=self.location)
+
+    def raw(self) -> RawStore:
+        if self.backend == "sqlite":
+            return RawSQLite(self.raw_location, self.synchronous)
+        return RawPostgres(self.raw_location)
+
+
+class RawSQLite:
+    """The baseline: a plain table (no index), WAL, the same ``synchronous``."""
+
+    def __init__(self, path: str, synchronous: str) -> None:
+        self.conn = sqlite3.connect(path, isolation_level=None, timeout=120, check_same_thread=False)
+        self.conn.execute("PRAGMA journal_mode=WAL")
+        self.conn.execute(f"PRAGMA synchronous={synchronous.upper()}")
+        self.conn.execute(
+            "CREATE TABLE IF NOT EXISTS raw_messages (session_id TEXT, role TEXT, content TEXT,"
+            " created_at REAL)"
+        )
+
+    def insert_one(self, session_id: str, content: str) -> None:
+        self.conn.execute(
+            "INSERT INTO raw_messages VALUES (?, 'user', ?, ?)", (session_id, content, time.time())
+        )
+
+    def insert_batch(self, session_id: str, contents: list[str]) -> None:
+        now = time.time()
+        self.conn.execute("BEGIN IMMEDIATE")
+        self.conn.executemany(
+            "INSERT INTO raw_messages VALUES (?, 'user', ?, ?)",
+            [(session_id, c, now) for c in contents],
+        )
+        self.conn.execute("COMMIT")
+
+    def read(self, session_id: str) -> list[tuple]:
+        return self.conn.execute(
+            "SELECT rowid, session_id, role, content, created_at FROM raw_messages"
+            " WHERE session_id = ? ORDER BY rowid",
+            (session_id,),
+        ).fetchall()
+
+    def count(self, prefix: str) -> int:
+        return self.conn.execute(
+            "SELECT COUNT(*) FROM raw_messages WHERE session_id LIKE ?", (prefix + "%",)
+        ).fetchone()[0]
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+class RawPostgres:
+    """The baseline on PostgreSQL: a plain table (no index), autocommit inserts."""
+
+    def __init__(self, url: str) -> None:
+        import psycopg
+
+        self.conn = psycopg.connect(url, autocommit=True)
+        self.conn.execute(
+            "CREATE TABLE IF NOT EXISTS raw_messages (session_id TEXT, role TEXT, content TEXT,"
+            " created_at DOUBLE PRECISION)"
+        )
+
+    def insert_one(self, session_id: str, content: str) -> None:
+        self.conn.execute(
+            "INSERT INTO raw_messages VALUES (%s, 'user', %s, %s)",
+            (session_id, content, time.time()),
+        )
+
+    def insert_batch(self, session_id: str, contents: list[str]) -> None:
+        now = time.time()
+        with self.conn.transaction(), self.conn.cursor() as cur:
+            cur.executemany(
+                "INSERT INTO raw_messages VALUES (%s, 'user', %s, %s)",
+                [(session_id, c, now) for c in contents],
+            )
+
+    def read(self, session_id: str) -> list[tuple]:
+        return self.conn.execute(
+            "SELECT ctid, session_id, role, content, created_at FROM raw_messages"
+            " WHERE session_id = %s",
+            (session_id,),
+        ).fetchall()
+
+    def count(self, prefix: str) -> int:
+        return self.conn.execute(
+            "SELECT COUNT(*) FROM raw_messages WHERE session_id LIKE %s", (prefix + "%",)
+        ).fetchone()[0]
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+RawStore = RawSQLite | RawPostgres
+
+
+@contextmanager
+def sqlite_target(synchronous: str) -> Iterator[Target]:
+    folder = tempfile.mkdtemp(prefix="hermes-bench-")
+    try:
+        yield Target(
+            "sqlite",
+            str(Path(folder, "state.db")),
+            str(Path(folder, "raw.db")),
+            synchronous,
+        )
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@contextmanager
+def postgres_target(base_url: str) -> Iterator[Target]:
+    import psycopg
+
+    schema = f"bench_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(base_url, autocommit=True) as conn:
+        try:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS pg_trgm SCHEMA public")
+        except psycopg.errors.UniqueViolation:
+            pass
+        conn.execute(f"CREATE SCHEMA {schema}")
+    joiner = "&" if "?" in base_url else "?"
+    url = f"{base_url}{joiner}options=-csearch_path%3D{schema},public"
+    try:
+        yield Target("postgres", url, url, base_url=base_url)
+    finally:
+        with psycopg.connect(base_url, autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+
+
+def fresh_target(like: Target) -> Any:
+    """An empty store of the same kind, so a measurement (size) sees only its own data."""
+    if like.backend == "sqlite":
+        return sqlite_target(like.synchronous)
+    return postgres_target(like.base_url)
+
+
+# -- timing helpers -----------------------------------------------------------------
+
+
+class Profiler:
+    """cProfile around the hermes side of the measurements named by ``--profile``."""
+
+    def __init__(self, names: list[str]) -> None:
+        self.names = set(names)
+        self.reports: list[str] = []
+
+    @contextmanager
+    def maybe(self, name: str) -> Iterator[None]:
+        if name not in self.names:
+            yield
+            return
+        profile = cProfile.Profile()
+        profile.enable()
+        try:
+            yield
+        finally:
+            profile.disable()
+            out = io.StringIO()
+            stats = pstats.Stats(profile, stream=out).sort_stats("tottime")
+            stats.print_stats(18)
+            self.reports.append(f"--- cProfile: {name} (sorted by own time) ---\n{out.getvalue()}")
+
+
+def median_ms(fn: Callable[[], object], repeats: int) -> float:
+    fn()  # warm the caches once
+    samples = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        samples.append((time.perf_counter() - start) * 1000)
+    return statistics.median(samples)
+
+
+def rate(count: int, fn: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    fn()
+    return count / (time.perf_counter() - start)
+
+
+# -- scenarios ----------------------------------------------------------------------
+
+
+def one_per_transaction(target: Target, sizes: Sizes, prof: Profiler) -> tuple[float, float, str]:
+    """msgs/s appending one message per transaction: hermes, then raw. Returns the segment."""
+    contents = texts(sizes.messages, seed=2)
+    with target.open() as db:
+        sid = db.create_session(source="bench")
+
+        def hermes() -> None:
+            for content in contents:
+                db.append_message(sid, "user", content)
+
+        with prof.maybe(f"insert_{target.backend}_{target.synchronous}"):
+            mine = rate(len(contents), hermes)
+    raw = target.raw()
+    try:
+        theirs = rate(len(contents), lambda: [raw.insert_one("one", c) for c in contents])
+    finally:
+        raw.close()
+    return mine, theirs, sid
+
+
+def batches(target: Target, sizes: Sizes, prof: Profiler) -> tuple[float, float, str]:
+    contents = texts(sizes.messages, seed=3)
+    chunks = [contents[i : i + sizes.batch] for i in range(0, len(contents), sizes.batch)]
+    with target.open() as db:
+        sid = db.create_session(source="bench")
+
+        def hermes() -> None:
+            for chunk in chunks:
+                db.append_messages(sid, [{"role": "user", "content": c} for c in chunk])
+
+        with prof.maybe(f"batch_{target.backend}"):
+            mine = rate(len(contents), hermes)
+    raw = target.raw()
+    try:
+        theirs = rate(len(contents), lambda: [raw.insert_batch("batch", c) for c in chunks])
+    finally:
+        raw.close()
+    return mine, theirs, sid
+
+
+def read_segment(target: Target, sid: str, sizes: Sizes, prof: Profiler) -> tuple[float, float]:
+    with target.open() as db:
+        assert len(db.get_messages(sid)) == sizes.messages
+        with prof.maybe(f"read_{target.backend}"):
+            mine = median_ms(lambda: db.get_messages(sid), sizes.repeats)
+    raw = target.raw()
+    try:
+        assert len(raw.read("batch")) == sizes.messages
+        theirs = median_ms(lambda: raw.read("batch"), sizes.repeats)
+    finally:
+        raw.close()
+    return mine, theirs
+
+
+def rotation(target: Target, sid: str, sizes: Sizes, prof: Profiler) -> float:
+    """ms to publish the child of a ``sizes.messages``-message segment (lease held)."""
+    from hermes.state import make_holder
+
+    with target.open() as db:
+        tail = db.get_messages(sid)[-20:]
+        kept = [{k: m[k] for k in ("role", "content", "message_uid")} for m in tail]
+        holder = make_holder()
+        assert db.try_acquire_compression_lock(sid, holder)
+        watermark = db.last_message_id(sid)
+        summary = {"role": "user", "content": "[CONTEXT COMPACTION] " + "summary " * 200}
+        with prof.maybe(f"rotation_{target.backend}"):
+            start = time.perf_counter()
+            db.publish_compression_child(
+                sid, holder=holder, messages=[summary, *kept], watermark=watermark
+            )
+            took = (time.perf_counter() - start) * 1000
+        db.release_compression_lock(sid, holder)
+    return took
+
+
+def leases(target: Target, sizes: Sizes, prof: Profiler) -> tuple[float, float]:
+    """acquire+release pairs per second; raw: an upsert and a delete, two transactions."""
+    from hermes.state import make_holder
+
+    with target.open() as db:
+        sid = db.create_session(source="bench")
+        holder = make_holder()
+
+        def hermes() -> None:
+            for _ in range(sizes.lease_ops):
+                db.try_acquire_compression_lock(sid, holder)
+                db.release_compression_lock(sid, holder)
+
+        with prof.maybe(f"lease_{target.backend}"):
+            mine = rate(sizes.lease_ops, hermes)
+    raw = target.raw()
+    try:
+        mark = "?" if target.backend == "sqlite" else "%s"
+        raw.conn.execute(
+            "CREATE TABLE IF NOT EXISTS raw_locks (session_id TEXT PRIMARY KEY, holder TEXT,"
+            " expires_at REAL)"
+        )
+
+        def baseline() -> None:
+            for _ in range(sizes.lease_ops):
+                raw.conn.execute(
+                    f"INSERT INTO raw_locks VALUES ({mark}, {mark}, {mark}) ON CONFLICT"
+                    " (session_id) DO UPDATE SET holder = excluded.holder",
+                    ("s", "h", time.time() + 300),
+                )
+                raw.conn.execute(f"DELETE FROM raw_locks WHERE session_id = {mark}", ("s",))
+
+        theirs = rate(sizes.lease_ops, baseline)
+    finally:
+        raw.close()
+    return mine, theirs
+
+
+@dataclass
+class Corpus:
+    sid: str = ""
+    text_bytes: int = 0
+    hermes_bytes: int = 0
+    raw_bytes: int = 0
+    searches: dict[str, tuple[float, float, int]] = field(default_factory=dict)
+
+
+def search_corpus(like: Target, sizes: Sizes, prof: Profiler) -> Corpus:
+    """Fill ``sizes.corpus`` messages in a store of their own, time three searches, and
+    weigh the database against the text it holds."""
+    with fresh_target(like) as target:
+        return _search_corpus(target, sizes, prof)
+
+
+def _search_corpus(target: Target, sizes: Sizes, prof: Profiler) -> Corpus:
+    contents = texts(sizes.corpus, seed=5, rare_every=sizes.corpus // 5, cjk_every=100)
+    corpus = Corpus(text_bytes=sum(len(c.encode()) for c in contents))
+    with target.open() as db:
+        corpus.sid = db.create_session(source="bench")
+        for i in range(0, len(contents), 500):
+            db.append_messages(corpus.sid, [{"role": "user", "content": c} for c in contents[i : i + 500]])
+        raw = _raw_search_store(target, contents)
+        try:
+            for label, query in (("rare word", RARE), ("common word", COMMON), ("CJK word", CJK)):
+                hits = len(db.search_messages(query, limit=20))
+                with prof.maybe(f"search_{target.backend}_{label.split()[0]}"):
+                    mine = median_ms(lambda q=query: db.search_messages(q, limit=20), sizes.repeats)
+                theirs = median_ms(lambda q=query: raw.search(q), sizes.repeats)
+                corpus.searches[label] = (mine, theirs, hits)
+            corpus.raw_bytes = raw.size()
+        finally:
+            raw.close()
+        corpus.hermes_bytes = _hermes_size(target, db)
+    return corpus
+
+
+class _RawSearch:
+    """Raw search baselines: FTS5 for words (SQLite), GIN tsvector (PostgreSQL); CJK is
+    a substring scan, since neither engine's default tokenizer finds a word inside a
+    Chinese sentence."""
+
+    def __init__(self, target: Target, contents: list[str]) -> None:
+        self.backend = target.backend
+        if target.backend == "sqlite":
+            self.path = target.raw_location + ".search"
+            self.conn = sqlite3.connect(self.path, isolation_level=None)
+            self.conn.execute("PRAGMA journal_mode=WAL")
+            self.conn.execute("CREATE TABLE corpus (content TEXT)")
+            self.conn.execute("BEGIN")
+            self.conn.executemany("INSERT INTO corpus VALUES (?)", [(c,) for c in contents])
+            self.conn.execute("COMMIT")
+            self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            self.plain_bytes = os.path.getsize(self.path)  # the text table alone
+            self.conn.execute("CREATE VIRTUAL TABLE corpus_fts USING fts5(content, content='corpus')")
+            self.conn.execute("INSERT INTO corpus_fts (corpus_fts) VALUES ('rebuild')")
+        else:
+            import psycopg
+
+            self.conn = psycopg.connect(target.raw_location, autocommit=True)
+            self.conn.execute("CREATE TABLE corpus (id BIGSERIAL PRIMARY KEY, content TEXT)")
+            with self.conn.cursor() as cur, cur.copy("COPY corpus (content) FROM STDIN") as copy:
+                for c in contents:
+                    copy.write_row((c,))
+            self.conn.execute("VACUUM ANALYZE corpus")
+            self.plain_bytes = self.conn.execute("SELECT pg_table_size('corpus')").fetchone()[0]
+            self.conn.execute(
+                "CREATE INDEX corpus_fts ON corpus USING gin (to_tsvector('simple', content))"
+            )
+
+    def search(self, query: str) -> list:
+        if self.backend == "sqlite":
+            if query == CJK:
+                sql = "SELECT rowid FROM corpus WHERE instr(content, ?) > 0 ORDER BY rowid DESC LIMIT 20"
+            else:
+                sql = "SELECT rowid FROM corpus_fts WHERE corpus_fts MATCH ? ORDER BY rowid DESC LIMIT 20"
+            return self.conn.execute(sql, (query,)).fetchall()
+        if query == CJK:
+            sql = "SELECT id FROM corpus WHERE strpos(content, %s) > 0 ORDER BY id DESC LIMIT 20"
+        else:
+            sql = (
+                "SELECT id FROM corpus WHERE to_tsvector('simple', content)"
+                " @@ plainto_tsquery('simple', %s) ORDER BY id DESC LIMIT 20"
+            )
+        return self.conn.execute(sql, (query,)).fetchall()
+
+    def size(self) -> int:
+        """Bytes of the plain text table alone (a raw database without any index)."""
+        return self.plain_bytes
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def _raw_search_store(target: Target, contents: list[str]) -> _RawSearch:
+    return _RawSearch(target, contents)
+
+
+def _hermes_size(target: Target, db: Any) -> int:
+    if target.backend == "sqlite":
+        db._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        path = Path(target.location)
+        return sum(
+            p.stat().st_size for p in (path, Path(f"{path}-wal")) if p.exists()
+        )
+    import psycopg
+
+    with psycopg.connect(target.location, autocommit=True) as conn:
+        conn.execute("VACUUM ANALYZE")
+        return conn.execute(
+            "SELECT COALESCE(SUM(pg_total_relation_size(c.oid)), 0) FROM pg_class c"
+            " JOIN pg_namespace n ON n.oid = c.relnamespace"
+            " WHERE n.nspname = current_schema() AND c.relkind = 'r'"
+            " AND c.relname NOT IN ('corpus')"
+        ).fetchone()[0]
+
+
+# -- writers together ----------------------------------------------------------------
+
+
+def _hermes_writer(target: Target, tag: str, count: int, barrier: Any, queue: Any) -> None:
+    errors = 0
+    with target.open() as db:
+        sid = db.create_session(f"{tag}-{uuid.uuid4().hex[:8]}", source="bench")
+        contents = texts(count, seed=hash(tag) % 1000)
+        barrier.wait(timeout=300)
+        start = time.monotonic()
+        for content in contents:
+            try:
+                db.append_message(sid, "user", content)
+            except Exception:
+                errors += 1
+        queue.put((start, time.monotonic(), errors))
+
+
+def _raw_writer(target: Target, tag: str, count: int, barrier: Any, queue: Any) -> None:
+    errors = 0
+    raw = target.raw()
+    contents = texts(count, seed=hash(tag) % 1000)
+    barrier.wait(timeout=300)
+    start = time.monotonic()
+    for content in contents:
+        try:
+            raw.insert_one(tag, content)
+        except Exception:
+            errors += 1
+    queue.put((start, time.monotonic(), errors))
+    raw.close()
+
+
+@dataclass
+class Together:
+    rate: float
+    lost: int
+    errors: int
+
+
+def writers_together(
+    target: Target, writers: int, total: int, *, processes: bool, raw: bool
+) -> Together:
+    """``writers`` threads or processes appending ``total`` messages between them."""
+    per = total // writers
+    prefix = f"{'raw' if raw else 'hermes'}-{'p' if processes else 't'}{writers}-{uuid.uuid4().hex[:6]}"
+    body = _raw_writer if raw else _hermes_writer
+    if processes:
+        barrier, queue = CTX.Barrier(writers), CTX.Queue()
+        workers = [
+            CTX.Process(target=body, args=(target, f"{prefix}-{n}", per, barrier, queue))
+            for n in range(writers)
+        ]
+    else:
+        import queue as queue_module
+
+        barrier, queue = threading.Barrier(writers), queue_module.Queue()
+        workers = [
+            threading.Thread(target=body, args=(target, f"{prefix}-{n}", per, barrier, queue))
+            for n in range(writers)
+        ]
+    for w in workers:
+        w.start()
+    reports = [queue.get(timeout=900) for _ in workers]
+    for w in workers:
+        w.join()
+    elapsed = max(r[1] for r in reports) - min(r[0] for r in reports)
+    stored = _count_stored(target, prefix, raw)
+    return Together(per * writers / elapsed, per * writers - stored, sum(r[2] for r in reports))
+
+
+def _count_stored(target: Target, prefix: str, raw: bool) -> int:
+    if raw:
+        store = target.raw()
+        try:
+            return store.count(prefix)
+        finally:
+            store.close()
+    with target.open() as db:
+        row = db._read(
+            lambda tx: tx.one(
+                "SELECT COUNT(*) AS n FROM messages m JOIN sessions s ON s.id = m.session_id"
+                " WHERE s.id LIKE ?",
+                (prefix + "%",),
+            )
+        )
+        return int(row["n"])
+
+
+# -- the report ----------------------------------------------------------------------
+
+
+@dataclass
+class Line:
+    measure: str
+    unit: str
+    values: dict[str, float | None]  # column -> value
+    target: str = ""
+    verdicts: dict[str, str] = field(default_factory=dict)  # backend -> "ok ..." / "MISSED ..."
+
+
+def _fmt(value: float | None, unit: str) -> str:
+    if value is None:
+        return "-"
+    if unit in ("msgs/s", "ops/s"):
+        return f"{value:,.0f}"
+    if unit == "x text":
+        return f"{value:.2f}x"
+    if unit == "lost":
+        return f"{value:.0f}"
+    return f"{value:,.1f}" if value >= 10 else f"{value:.2f}"
+
+
+def at_least(value: float, floor: float, what: str = "") -> str:
+    ratio = value / floor
+    return f"{'ok' if ratio >= 1 else 'MISSED'} ({ratio:.2f}x of {what or f'{floor:,.0f}'})"
+
+
+def at_most(value: float, ceiling: float) -> str:
+    ratio = value / ceiling
+    return f"{'ok' if ratio <= 1 else 'MISSED'} ({ratio:.2f}x of the limit)"
+
+
+def render(lines: list[Line], columns: list[str], title: str) -> str:
+    header = ["measure", "unit", *columns, "target", *[f"vs target ({b})" for b in _verdict_keys(lines)]]
+    rows = [header]
+    for line in lines:
+        rows.append(
+            [
+                line.measure,
+                line.unit,
+                *[_fmt(line.values.get(c), line.unit) for c in columns],
+                line.target,
+                *[line.verdicts.get(b, "") for b in _verdict_keys(lines)],
+            ]
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    out = [title, ""]
+    for n, row in enumerate(rows):
+        cells = [
+            cell.ljust(widths[i]) if i in (0, 1) or i >= 2 + len(columns) else cell.rjust(widths[i])
+            for i, cell in enumerate(row)
+        ]
+        out.append("| " + " | ".join(cells) + " |")
+        if n == 0:
+            out.append("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    return "\n".join(out)
+
+
+def _verdict_keys(lines: list[Line]) -> list[str]:
+    keys: list[str] = []
+    for line in lines:
+        for key in line.verdicts:
+            if key not in keys:
+                keys.append(key)
+    return keys
+
+
+# -- the runs ------------------------------------------------------------------------
+
+
+@dataclass
+class Results:
+    """Figures per backend: ``figures[backend][name] = value``."""
+
+    figures: dict[str, dict[str, float]] = field(default_factory=dict)
+
+    def put(self, backend: str, name: str, value: float) -> None:
+        self.figures.setdefault(backend, {})[name] = value
+
+    def get(self, backend: str, name: str) -> float | None:
+        return self.figures.get(backend, {}).get(name)
+
+
+def run_sqlite(sizes: Sizes, prof: Profiler, out: Results, log: Callable[[str], None]) -> None:
+    for synchronous in ("full", "normal"):
+        with sqlite_target(synchronous) as target:
+            log(f"sqlite {synchronous}: one message per transaction x {sizes.messages}")
+            mine, raw, _ = one_per_transaction(target, sizes, prof)
+            out.put("sqlite", f"one_{synchronous}", mine)
+            out.put("sqlite", f"one_{synchronous}_raw", raw)
+            if synchronous == "normal":
+                continue
+            _common(target, sizes, prof, out, log)
+
+
+def run_postgres(
+    base_url: str, sizes: Sizes, prof: Profiler, out: Results, log: Callable[[str], None]
+) -> None:
+    with postgres_target(base_url) as target:
+        log(f"postgres: one message per transaction x {sizes.messages}")
+        mine, raw, _ = one_per_transaction(target, sizes, prof)
+        out.put("postgres", "one_full", mine)
+        out.put("postgres", "one_full_raw", raw)
+        _common(target, sizes, prof, out, log)
+        log(f"postgres: {sizes.pg_writers} processes appending together")
+        together = writers_together(
+            target, sizes.pg_writers, sizes.messages, processes=True, raw=False
+        )
+        out.put("postgres", "procs8", together.rate)
+        out.put("postgres", "procs8_lost", together.lost)
+        out.put("postgres", "procs8_errors", together.errors)
+
+
+def _common(
+    target: Target, sizes: Sizes, prof: Profiler, out: Results, log: Callable[[str], None]
+) -> None:
+    b = target.backend
+    log(f"{b}: batches of {sizes.batch} x {sizes.messages}")
+    mine, raw, sid = batches(target, sizes, prof)
+    out.put(b, "batch", mine)
+    out.put(b, "batch_raw", raw)
+    log(f"{b}: reading a {sizes.messages}-message segment")
+    mine, raw = read_segment(target, sid, sizes, prof)
+    out.put(b, "read", mine)
+    out.put(b, "read_raw", raw)
+    log(f"{b}: rotating a {sizes.messages}-message segment")
+    out.put(b, "rotation", rotation(target, sid, sizes, prof))
+    log(f"{b}: lease acquire+release x {sizes.lease_ops}")
+    mine, raw = leases(target, sizes, prof)
+    out.put(b, "lease", mine)
+    out.put(b, "lease_raw", raw)
+    log(f"{b}: filling and searching {sizes.corpus} messages")
+    corpus = search_corpus(target, sizes, prof)
+    for label, (mine, raw, hits) in corpus.searches.items():
+        out.put(b, f"search_{label}", mine)
+        out.put(b, f"search_{label}_raw", raw)
+        out.put(b, f"search_{label}_hits", hits)
+    out.put(b, "size", corpus.hermes_bytes / corpus.text_bytes)
+    out.put(b, "size_raw", corpus.raw_bytes / corpus.text_bytes)
+    for kind in ("threads", "processes"):
+        log(f"{b}: {sizes.writers} {kind} appending together")
+        for raw_side in (False, True):
+            together = writers_together(
+                target, sizes.writers, sizes.messages, processes=kind == "processes", raw=raw_side
+            )
+            suffix = "_raw" if raw_side else ""
+            out.put(b, f"{kind}{suffix}", together.rate)
+            out.put(b, f"{kind}_lost{suffix}", together.lost)
+            out.put(b, f"{kind}_errors{suffix}", together.errors)
+
+
+def build_lines(res: Results, sizes: Sizes, backends: list[str]) -> tuple[list[Line], list[str]]:
+    cols = []
+    if "sqlite" in backends:
+        cols += ["hermes SQLite", "raw sqlite3", "hermes/raw"]
+    if "postgres" in backends:
+        cols += ["hermes PostgreSQL", "raw psycopg", "pg hermes/raw"]
+    n, corpus = f"{sizes.messages // 1000}k", f"{sizes.corpus // 1000}k"
+    lines: list[Line] = []
+
+    def add(measure: str, unit: str, key: str, target: str = "", verdict=None, raw_key=None) -> None:
+        values: dict[str, float | None] = {}
+        verdicts: dict[str, str] = {}
+        raw_key = raw_key if raw_key is not None else f"{key}_raw"
+        for backend, (c_mine, c_raw, c_ratio) in (
+            ("sqlite", ("hermes SQLite", "raw sqlite3", "hermes/raw")),
+            ("postgres", ("hermes PostgreSQL", "raw psycopg", "pg hermes/raw")),
+        ):
+            if backend not in backends:
+                continue
+            mine, raw = res.get(backend, key), res.get(backend, raw_key) if raw_key else None
+            values[c_mine], values[c_raw] = mine, raw
+            values[c_ratio] = (mine / raw) if (mine is not None and raw) and unit not in ("lost",) else None
+            if verdict is not None and mine is not None:
+                verdicts[backend] = verdict(backend, mine, raw)
+        lines.append(Line(measure, unit, values, target, verdicts))
+
+    add(
+        f"one message per transaction, FULL ({n})",
+        "msgs/s",
+        "one_full",
+        ">= 0.6x raw",
+        lambda b, v, r: at_least(v, 0.6 * r, "0.6x raw") if b == "sqlite" and r else "",
+    )
+    if "sqlite" in backends:
+        add(f"one message per transaction, NORMAL ({n})", "msgs/s", "one_normal")
+    add(
+        f"a turn's batch ({sizes.batch} msgs) per transaction",
+        "msgs/s",
+        "batch",
+        ">= 20,000",
+        lambda b, v, r: at_least(v, 20_000),
+    )
+    add(f"read a {n}-message segment", "ms", "read", "< 40 ms", lambda b, v, r: at_most(v, 40))
+    for label in ("rare word", "common word", "CJK word"):
+        add(
+            f"search {corpus} messages: {label}",
+            "ms",
+            f"search_{label}",
+            "< 10 ms" if label == "rare word" else "",
+            (lambda b, v, r: at_most(v, 10)) if label == "rare word" else None,
+        )
+    add("lease acquire + release", "ops/s", "lease")
+    add(f"rotation of a {n}-message segment", "ms", "rotation", raw_key="")
+    for kind in ("threads", "processes"):
+        add(
+            f"{sizes.writers} {kind} appending together",
+            "msgs/s",
+            kind,
+            ">= one writer",
+            lambda b, v, r: at_least(v, res.get(b, "one_full") or v, "one writer"),
+        )
+        add(f"  {kind}: messages lost", "lost", f"{kind}_lost", "0",
+            lambda b, v, r: "ok" if v == 0 else "MISSED")  # fmt: skip
+        add(f"  {kind}: errors", "lost", f"{kind}_errors", "0",
+            lambda b, v, r: "ok" if v == 0 else "MISSED")  # fmt: skip
+    if "postgres" in backends:
+        add(f"{sizes.pg_writers} processes appending together", "msgs/s", "procs8", raw_key="")
+        add("  8 processes: lost / errors", "lost", "procs8_lost", "0", raw_key="procs8_errors",
+            verdict=lambda b, v, r: "ok" if v == 0 and not r else "MISSED")  # fmt: skip
+    add(
+        f"database size / text stored ({corpus} msgs)",
+        "x text",
+        "size",
+        "<= 3x",
+        lambda b, v, r: at_most(v, 3.0),
+    )
+    return lines, cols
+
+
+def run(args: argparse.Namespace) -> None:
+    sizes = QUICK if getattr(args, "quick", False) else Sizes()
+    backend = getattr(args, "backend", "all") or "all"
+    base_url = os.environ.get(PG_ENV)
+    backends = ["sqlite"] if backend in ("sqlite", "all") else []
+    if backend in ("postgres", "all"):
+        if base_url:
+            backends.append("postgres")
+        elif backend == "postgres":
+            raise SystemExit(
+                f"--backend postgres needs {PG_ENV}; run it through `bash scripts/with-postgres"
+                " .venv/bin/python -m benchmarks --only store`."
+            )
+    prof = Profiler(getattr(args, "profile", None) or [])
+    res = Results()
+
+    def log(text: str) -> None:
+        print(f"  .. {text}", flush=True)
+
+    print(f"Store benchmarks ({'quick' if sizes is QUICK else 'full'} sizes)", flush=True)
+    started = time.perf_counter()
+    if "sqlite" in backends:
+        run_sqlite(sizes, prof, res, log)
+    if "postgres" in backends:
+        run_postgres(base_url or "", sizes, prof, res, log)
+    lines, cols = build_lines(res, sizes, backends)
+    note = "" if base_url or backend == "sqlite" else f" (PostgreSQL skipped: {PG_ENV} unset)"
+    title = (
+        f"State store: ~500-char messages, {os.cpu_count()} CPUs, measured in"
+        f" {time.perf_counter() - started:.0f} s{note}. raw = the driver on a plain table"
+        " without index, same durability (SQLite: WAL + same synchronous)."
+    )
+    print()
+    print(render(lines, cols, title))
+    for backend_name in backends:
+        hits = [
+            f"{label}: {res.get(backend_name, f'search_{label}_hits'):.0f}"
+            for label in ("rare word", "common word", "CJK word")
+        ]
+        print(f"  search hits returned ({backend_name}, limit 20): {', '.join(hits)}")
+    for report in prof.reports:
+        print()
+        print(report)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--profile",
+        action="append",
+        metavar="NAME",
+        help="cProfile one measurement, e.g. insert_sqlite_full, batch_sqlite, read_sqlite,"
+        " search_sqlite_rare, rotation_sqlite, lease_sqlite (repeatable)",
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_store", description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="smaller sizes")
+    parser.add_argument("--backend", choices=("sqlite", "postgres", "all"), default="all")
+    add_arguments(parser)
+    run(parser.parse_args())
+
+
+if __name__ == "__main__":
+    main()
