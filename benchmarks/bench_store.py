@@ -250,96 +250,135 @@ class Profiler:
 
     def __init__(self, names: list[str]) -> None:
         self.names = set(names)
-        self.reports: list[str] = []
+        self.profiles: dict[str, cProfile.Profile] = {}
 
     @contextmanager
     def maybe(self, name: str) -> Iterator[None]:
         if name not in self.names:
             yield
             return
-        profile = cProfile.Profile()
+        profile = self.profiles.setdefault(name, cProfile.Profile())
         profile.enable()
         try:
             yield
         finally:
             profile.disable()
-            out = io.StringIO()
-            stats = pstats.Stats(profile, stream=out).sort_stats("tottime")
-            stats.print_stats(18)
-            self.reports.append(f"--- cProfile: {name} (sorted by own time) ---\n{out.getvalue()}")
+
+    def reports(self) -> list[str]:
+        out = []
+        for name, profile in self.profiles.items():
+            text = io.StringIO()
+            pstats.Stats(profile, stream=text).sort_stats("tottime").print_stats(18)
+            out.append(f"--- cProfile: {name} (sorted by own time) ---\n{text.getvalue()}")
+        return out
 
 
-def median_ms(fn: Callable[[], object], repeats: int) -> float:
-    fn()  # warm the caches once
-    samples = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        samples.append((time.perf_counter() - start) * 1000)
-    return statistics.median(samples)
+def interleaved(
+    blocks: int, mine: Callable[[int], int], theirs: Callable[[int], int]
+) -> tuple[float, float]:
+    """Rates of two sides run in alternating blocks (A B B A ...), so that both see the
+    same machine: other work on a shared host moves fsync times by several x."""
+    took = {"mine": 0.0, "theirs": 0.0}
+    done = {"mine": 0, "theirs": 0}
+    for block in range(blocks):
+        order = ("mine", "theirs") if block % 2 == 0 else ("theirs", "mine")
+        for side in order:
+            start = time.perf_counter()
+            done[side] += (mine if side == "mine" else theirs)(block)
+            took[side] += time.perf_counter() - start
+    return done["mine"] / took["mine"], done["theirs"] / took["theirs"]
 
 
-def rate(count: int, fn: Callable[[], object]) -> float:
-    start = time.perf_counter()
-    fn()
-    return count / (time.perf_counter() - start)
+def paired_median_ms(
+    mine: Callable[[], object], theirs: Callable[[], object], repeats: int
+) -> tuple[float, float]:
+    mine(), theirs()  # warm the caches once
+    samples: dict[str, list[float]] = {"mine": [], "theirs": []}
+    for n in range(repeats):
+        order = (("mine", mine), ("theirs", theirs))
+        for side, fn in order if n % 2 == 0 else order[::-1]:
+            start = time.perf_counter()
+            fn()
+            samples[side].append((time.perf_counter() - start) * 1000)
+    return statistics.median(samples["mine"]), statistics.median(samples["theirs"])
 
 
 # -- scenarios ----------------------------------------------------------------------
 
 
-def one_per_transaction(target: Target, sizes: Sizes, prof: Profiler) -> tuple[float, float, str]:
-    """msgs/s appending one message per transaction: hermes, then raw. Returns the segment."""
-    contents = texts(sizes.messages, seed=2)
-    with target.open() as db:
-        sid = db.create_session(source="bench")
+BLOCKS = 10  # alternating blocks per write measurement
 
-        def hermes() -> None:
-            for content in contents:
-                db.append_message(sid, "user", content)
 
-        with prof.maybe(f"insert_{target.backend}_{target.synchronous}"):
-            mine = rate(len(contents), hermes)
+def _blocks(items: list, blocks: int = BLOCKS) -> list[list]:
+    size = max(1, -(-len(items) // blocks))
+    return [items[i : i + size] for i in range(0, len(items), size)]
+
+
+def one_per_transaction(target: Target, sizes: Sizes, prof: Profiler) -> tuple[float, float]:
+    """msgs/s appending one message per transaction, hermes and raw interleaved."""
+    blocks = _blocks(texts(sizes.messages, seed=2))
     raw = target.raw()
     try:
-        theirs = rate(len(contents), lambda: [raw.insert_one("one", c) for c in contents])
+        with target.open() as db:
+            sid = db.create_session(source="bench")
+
+            def mine(n: int) -> int:
+                with prof.maybe(f"insert_{target.backend}_{target.synchronous}"):
+                    for content in blocks[n]:
+                        db.append_message(sid, "user", content)
+                return len(blocks[n])
+
+            def theirs(n: int) -> int:
+                for content in blocks[n]:
+                    raw.insert_one("one", content)
+                return len(blocks[n])
+
+            return interleaved(len(blocks), mine, theirs)
     finally:
         raw.close()
-    return mine, theirs, sid
 
 
 def batches(target: Target, sizes: Sizes, prof: Profiler) -> tuple[float, float, str]:
+    """msgs/s writing a turn's batch per transaction; returns the filled segment too."""
     contents = texts(sizes.messages, seed=3)
-    chunks = [contents[i : i + sizes.batch] for i in range(0, len(contents), sizes.batch)]
-    with target.open() as db:
-        sid = db.create_session(source="bench")
-
-        def hermes() -> None:
-            for chunk in chunks:
-                db.append_messages(sid, [{"role": "user", "content": c} for c in chunk])
-
-        with prof.maybe(f"batch_{target.backend}"):
-            mine = rate(len(contents), hermes)
+    turns = [contents[i : i + sizes.batch] for i in range(0, len(contents), sizes.batch)]
+    blocks = _blocks(turns)
     raw = target.raw()
     try:
-        theirs = rate(len(contents), lambda: [raw.insert_batch("batch", c) for c in chunks])
+        with target.open() as db:
+            sid = db.create_session(source="bench")
+
+            def mine(n: int) -> int:
+                with prof.maybe(f"batch_{target.backend}"):
+                    for turn in blocks[n]:
+                        db.append_messages(sid, [{"role": "user", "content": c} for c in turn])
+                return sum(len(t) for t in blocks[n])
+
+            def theirs(n: int) -> int:
+                for turn in blocks[n]:
+                    raw.insert_batch("batch", turn)
+                return sum(len(t) for t in blocks[n])
+
+            mine_rate, raw_rate = interleaved(len(blocks), mine, theirs)
+            return mine_rate, raw_rate, sid
     finally:
         raw.close()
-    return mine, theirs, sid
 
 
 def read_segment(target: Target, sid: str, sizes: Sizes, prof: Profiler) -> tuple[float, float]:
-    with target.open() as db:
-        assert len(db.get_messages(sid)) == sizes.messages
-        with prof.maybe(f"read_{target.backend}"):
-            mine = median_ms(lambda: db.get_messages(sid), sizes.repeats)
     raw = target.raw()
     try:
-        assert len(raw.read("batch")) == sizes.messages
-        theirs = median_ms(lambda: raw.read("batch"), sizes.repeats)
+        with target.open() as db:
+            assert len(db.get_messages(sid)) == sizes.messages
+            assert len(raw.read("batch")) == sizes.messages
+
+            def mine() -> None:
+                with prof.maybe(f"read_{target.backend}"):
+                    db.get_messages(sid)
+
+            return paired_median_ms(mine, lambda: raw.read("batch"), sizes.repeats)
     finally:
         raw.close()
-    return mine, theirs
 
 
 def rotation(target: Target, sid: str, sizes: Sizes, prof: Profiler) -> float:
@@ -367,38 +406,38 @@ def leases(target: Target, sizes: Sizes, prof: Profiler) -> tuple[float, float]:
     """acquire+release pairs per second; raw: an upsert and a delete, two transactions."""
     from hermes.state import make_holder
 
-    with target.open() as db:
-        sid = db.create_session(source="bench")
-        holder = make_holder()
-
-        def hermes() -> None:
-            for _ in range(sizes.lease_ops):
-                db.try_acquire_compression_lock(sid, holder)
-                db.release_compression_lock(sid, holder)
-
-        with prof.maybe(f"lease_{target.backend}"):
-            mine = rate(sizes.lease_ops, hermes)
+    per_block = max(1, sizes.lease_ops // BLOCKS)
     raw = target.raw()
+    mark = "?" if target.backend == "sqlite" else "%s"
+    raw.conn.execute(
+        "CREATE TABLE IF NOT EXISTS raw_locks (session_id TEXT PRIMARY KEY, holder TEXT,"
+        " expires_at REAL)"
+    )
     try:
-        mark = "?" if target.backend == "sqlite" else "%s"
-        raw.conn.execute(
-            "CREATE TABLE IF NOT EXISTS raw_locks (session_id TEXT PRIMARY KEY, holder TEXT,"
-            " expires_at REAL)"
-        )
+        with target.open() as db:
+            sid = db.create_session(source="bench")
+            holder = make_holder()
 
-        def baseline() -> None:
-            for _ in range(sizes.lease_ops):
-                raw.conn.execute(
-                    f"INSERT INTO raw_locks VALUES ({mark}, {mark}, {mark}) ON CONFLICT"
-                    " (session_id) DO UPDATE SET holder = excluded.holder",
-                    ("s", "h", time.time() + 300),
-                )
-                raw.conn.execute(f"DELETE FROM raw_locks WHERE session_id = {mark}", ("s",))
+            def mine(_n: int) -> int:
+                with prof.maybe(f"lease_{target.backend}"):
+                    for _ in range(per_block):
+                        db.try_acquire_compression_lock(sid, holder)
+                        db.release_compression_lock(sid, holder)
+                return per_block
 
-        theirs = rate(sizes.lease_ops, baseline)
+            def theirs(_n: int) -> int:
+                for _ in range(per_block):
+                    raw.conn.execute(
+                        f"INSERT INTO raw_locks VALUES ({mark}, {mark}, {mark}) ON CONFLICT"
+                        " (session_id) DO UPDATE SET holder = excluded.holder",
+                        ("s", "h", time.time() + 300),
+                    )
+                    raw.conn.execute(f"DELETE FROM raw_locks WHERE session_id = {mark}", ("s",))
+                return per_block
+
+            return interleaved(BLOCKS, mine, theirs)
     finally:
         raw.close()
-    return mine, theirs
 
 
 @dataclass
@@ -428,10 +467,15 @@ def _search_corpus(target: Target, sizes: Sizes, prof: Profiler) -> Corpus:
         try:
             for label, query in (("rare word", RARE), ("common word", COMMON), ("CJK word", CJK)):
                 hits = len(db.search_messages(query, limit=20))
-                with prof.maybe(f"search_{target.backend}_{label.split()[0]}"):
-                    mine = median_ms(lambda q=query: db.search_messages(q, limit=20), sizes.repeats)
-                theirs = median_ms(lambda q=query: raw.search(q), sizes.repeats)
-                corpus.searches[label] = (mine, theirs, hits)
+
+                def mine(q: str = query, name: str = label.split()[0]) -> None:
+                    with prof.maybe(f"search_{target.backend}_{name}"):
+                        db.search_messages(q, limit=20)
+
+                mine_ms, raw_ms = paired_median_ms(
+                    mine, lambda q=query: raw.search(q), sizes.repeats
+                )
+                corpus.searches[label] = (mine_ms, raw_ms, hits)
             corpus.raw_bytes = raw.size()
         finally:
             raw.close()
@@ -554,7 +598,8 @@ def _raw_writer(target: Target, tag: str, count: int, barrier: Any, queue: Any) 
 
 @dataclass
 class Together:
-    rate: float
+    rate: float  # msgs/s, all writers together
+    alone: float  # msgs/s, one writer of the same kind, measured interleaved with them
     lost: int
     errors: int
 
@@ -562,9 +607,29 @@ class Together:
 def writers_together(
     target: Target, writers: int, total: int, *, processes: bool, raw: bool
 ) -> Together:
-    """``writers`` threads or processes appending ``total`` messages between them."""
+    """``writers`` threads or processes appending ``total`` messages between them, and one
+    writer appending as many alone, in A B B A order."""
+    half = max(writers, total // 2)
+    runs = [(writers, half), (1, half), (1, half), (writers, half)]
+    took = {writers: 0.0, 1: 0.0}
+    done = {writers: 0, 1: 0}
+    lost = errors = 0
+    for count, messages in runs:
+        elapsed, stored, failed, expected = _one_run(
+            target, count, messages, processes=processes, raw=raw
+        )
+        took[count] += elapsed
+        done[count] += expected
+        lost += expected - stored
+        errors += failed
+    return Together(done[writers] / took[writers], done[1] / took[1], lost, errors)
+
+
+def _one_run(
+    target: Target, writers: int, total: int, *, processes: bool, raw: bool
+) -> tuple[float, int, int, int]:
     per = total // writers
-    prefix = f"{'raw' if raw else 'hermes'}-{'p' if processes else 't'}{writers}-{uuid.uuid4().hex[:6]}"
+    prefix = f"{'raw' if raw else 'hermes'}-{'p' if processes else 't'}-{uuid.uuid4().hex[:8]}"
     body = _raw_writer if raw else _hermes_writer
     if processes:
         barrier, queue = CTX.Barrier(writers), CTX.Queue()
@@ -587,7 +652,7 @@ def writers_together(
         w.join()
     elapsed = max(r[1] for r in reports) - min(r[0] for r in reports)
     stored = _count_stored(target, prefix, raw)
-    return Together(per * writers / elapsed, per * writers - stored, sum(r[2] for r in reports))
+    return elapsed, stored, sum(r[2] for r in reports), per * writers
 
 
 def _count_stored(target: Target, prefix: str, raw: bool) -> int:
@@ -627,7 +692,7 @@ def _fmt(value: float | None, unit: str) -> str:
         return f"{value:,.0f}"
     if unit == "x text":
         return f"{value:.2f}x"
-    if unit == "lost":
+    if unit == "count":
         return f"{value:.0f}"
     return f"{value:,.1f}" if value >= 10 else f"{value:.2f}"
 
@@ -640,6 +705,11 @@ def at_least(value: float, floor: float, what: str = "") -> str:
 def at_most(value: float, ceiling: float) -> str:
     ratio = value / ceiling
     return f"{'ok' if ratio <= 1 else 'MISSED'} ({ratio:.2f}x of the limit)"
+
+
+def _clean(res: Results, backend: str, kind: str) -> str:
+    lost, errors = res.get(backend, f"{kind}_lost"), res.get(backend, f"{kind}_errors")
+    return "ok" if not lost and not errors else f"MISSED ({lost:.0f} lost, {errors:.0f} errors)"
 
 
 def render(lines: list[Line], columns: list[str], title: str) -> str:
@@ -697,7 +767,7 @@ def run_sqlite(sizes: Sizes, prof: Profiler, out: Results, log: Callable[[str], 
     for synchronous in ("full", "normal"):
         with sqlite_target(synchronous) as target:
             log(f"sqlite {synchronous}: one message per transaction x {sizes.messages}")
-            mine, raw, _ = one_per_transaction(target, sizes, prof)
+            mine, raw = one_per_transaction(target, sizes, prof)
             out.put("sqlite", f"one_{synchronous}", mine)
             out.put("sqlite", f"one_{synchronous}_raw", raw)
             if synchronous == "normal":
@@ -710,7 +780,7 @@ def run_postgres(
 ) -> None:
     with postgres_target(base_url) as target:
         log(f"postgres: one message per transaction x {sizes.messages}")
-        mine, raw, _ = one_per_transaction(target, sizes, prof)
+        mine, raw = one_per_transaction(target, sizes, prof)
         out.put("postgres", "one_full", mine)
         out.put("postgres", "one_full_raw", raw)
         _common(target, sizes, prof, out, log)
@@ -719,6 +789,7 @@ def run_postgres(
             target, sizes.pg_writers, sizes.messages, processes=True, raw=False
         )
         out.put("postgres", "procs8", together.rate)
+        out.put("postgres", "procs8_alone", together.alone)
         out.put("postgres", "procs8_lost", together.lost)
         out.put("postgres", "procs8_errors", together.errors)
 
@@ -757,6 +828,7 @@ def _common(
             )
             suffix = "_raw" if raw_side else ""
             out.put(b, f"{kind}{suffix}", together.rate)
+            out.put(b, f"{kind}_alone{suffix}", together.alone)
             out.put(b, f"{kind}_lost{suffix}", together.lost)
             out.put(b, f"{kind}_errors{suffix}", together.errors)
 
@@ -782,7 +854,7 @@ def build_lines(res: Results, sizes: Sizes, backends: list[str]) -> tuple[list[L
                 continue
             mine, raw = res.get(backend, key), res.get(backend, raw_key) if raw_key else None
             values[c_mine], values[c_raw] = mine, raw
-            values[c_ratio] = (mine / raw) if (mine is not None and raw) and unit not in ("lost",) else None
+            values[c_ratio] = (mine / raw) if (mine is not None and raw) and unit != "count" else None
             if verdict is not None and mine is not None:
                 verdicts[backend] = verdict(backend, mine, raw)
         lines.append(Line(measure, unit, values, target, verdicts))
@@ -815,21 +887,24 @@ def build_lines(res: Results, sizes: Sizes, backends: list[str]) -> tuple[list[L
     add("lease acquire + release", "ops/s", "lease")
     add(f"rotation of a {n}-message segment", "ms", "rotation", raw_key="")
     for kind in ("threads", "processes"):
+        one = kind[:-1] if kind == "threads" else "process"
+        add(f"1 {one} appending alone (baseline)", "msgs/s", f"{kind}_alone")
         add(
             f"{sizes.writers} {kind} appending together",
             "msgs/s",
             kind,
             ">= one writer",
-            lambda b, v, r: at_least(v, res.get(b, "one_full") or v, "one writer"),
+            lambda b, v, r, k=kind: at_least(v, res.get(b, f"{k}_alone") or v, "one writer"),
         )
-        add(f"  {kind}: messages lost", "lost", f"{kind}_lost", "0",
-            lambda b, v, r: "ok" if v == 0 else "MISSED")  # fmt: skip
-        add(f"  {kind}: errors", "lost", f"{kind}_errors", "0",
-            lambda b, v, r: "ok" if v == 0 else "MISSED")  # fmt: skip
+        add(f"  {kind}: messages lost, errors", "count", f"{kind}_lost", "0, 0",
+            lambda b, v, r, k=kind: _clean(res, b, k), raw_key=f"{kind}_lost_raw")  # fmt: skip
     if "postgres" in backends:
-        add(f"{sizes.pg_writers} processes appending together", "msgs/s", "procs8", raw_key="")
-        add("  8 processes: lost / errors", "lost", "procs8_lost", "0", raw_key="procs8_errors",
-            verdict=lambda b, v, r: "ok" if v == 0 and not r else "MISSED")  # fmt: skip
+        add("1 process appending alone (baseline)", "msgs/s", "procs8_alone", raw_key="")
+        add(f"{sizes.pg_writers} processes appending together", "msgs/s", "procs8",
+            ">= one writer", lambda b, v, r: at_least(v, res.get(b, "procs8_alone") or v, "one writer"),
+            raw_key="")  # fmt: skip
+        add(f"  {sizes.pg_writers} processes: messages lost, errors", "count", "procs8_lost", "0, 0",
+            lambda b, v, r: _clean(res, b, "procs8"), raw_key="")  # fmt: skip
     add(
         f"database size / text stored ({corpus} msgs)",
         "x text",

@@ -170,8 +170,11 @@ class AIAgent:
         self.ensure_session()
         if self.session_db is None or self.session_id is None:
             return []
-        rows = self.session_db.get_messages(self.session_id)
-        starts = [i for i, r in enumerate(rows) if r["role"] == "user" and not r["compacted"]]
+        # The logical conversation, so a turn compressed into the child is found too.
+        rows = [
+            m for m in self.session_db.get_conversation_messages(self.session_id) if not m["undone"]
+        ]
+        starts = [i for i, r in enumerate(rows) if r["role"] == "user"]
         if not starts:
             return []
         cut = starts[-min(turns, len(starts))]

@@ -361,16 +361,21 @@ class SessionDB:
         return int(row["last"]) if row else 0
 
     def mark_undone(self, session_id: str, message_ids: Sequence[int]) -> int:
-        """Mark messages undone: never reloaded on resume, still in the history."""
+        """Mark messages of ``session_id``'s conversation undone, with every copy a
+        rotation made of them: never reloaded on resume, still in the history."""
         if not message_ids:
             return 0
         marks = ", ".join("?" for _ in message_ids)
-        return self._write(
-            lambda tx: tx.run(
-                f"UPDATE messages SET undone = 1 WHERE session_id = ? AND id IN ({marks})",
-                (session_id, *message_ids),
+
+        def run(tx: Tx) -> int:
+            conversation = segments.require(tx, session_id)["conversation_id"]
+            return tx.run(
+                f"UPDATE messages SET undone = 1 WHERE (id IN ({marks}) OR origin_id IN ({marks}))"
+                " AND session_id IN (SELECT id FROM sessions WHERE conversation_id = ?)",
+                (*message_ids, *message_ids, conversation),
             )
-        )
+
+        return self._write(run)
 
     # -- conversations --------------------------------------------------------------
 

@@ -295,3 +295,23 @@ def test_construction_makes_no_request_and_writes_nothing(fake_llm, tmp_path: Pa
     assert fake_llm.requests == []
     assert db.get_session("X") is None
     db.close()
+
+
+def test_undo_reaches_a_turn_compressed_into_the_child(fake_llm, db) -> None:
+    agent = make_agent(fake_llm, db)
+    agent.run_conversation("keep me")
+    agent.run_conversation("undo me")
+    parent = agent.session_id
+    holder = "h:pid=1:agent=z"
+    db.try_acquire_compression_lock(parent, holder)
+    context = [{**m} for m in agent.load_history()]
+    db.publish_compression_child(parent, holder=holder, messages=context)
+    agent.follow_tip()
+
+    undone = agent.undo(1)
+
+    assert [m["content"] for m in undone][0] == "undo me"
+    assert "undo me" not in [m["content"] for m in agent.load_history()]
+    assert "keep me" in [m["content"] for m in agent.load_history()]
+    logical = {m["content"]: m["undone"] for m in db.get_conversation_messages(parent)}
+    assert logical["undo me"] is True and logical["keep me"] is False
