@@ -31,6 +31,7 @@ from typing import Any
 
 HEADER = "X-Hermes-Session-Id"
 MODEL_KEY = "sk-bench-model-key-000000"
+UNLOADED_TURNS = 20
 
 
 @dataclass
@@ -45,7 +46,9 @@ class Results:
     sessions: list[str] = field(default_factory=list)
     rss_idle: int = 0
     rss_peak: int = 0
+    cpu_seconds: float = 0.0  # the gateway process's CPU time during the run
     lost: int = 0
+    unloaded: Results | None = None  # one conversation alone, for the floor
 
     @property
     def done(self) -> int:
@@ -72,7 +75,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _options(args: Any) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_gateway", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.bench_gateway", description=__doc__.split("\n")[0]
+    )
     add_arguments(parser)
     if args is None:
         return parser.parse_args([])
@@ -88,7 +93,9 @@ def _options(args: Any) -> argparse.Namespace:
 def run(args: Any = None) -> None:
     """Entry point for the benchmark runner: a namespace, an argv list or None."""
     options = _options(args)
-    results = measure(options.conversations, options.turns, options.latency_ms, options.max_concurrent)
+    results = measure(
+        options.conversations, options.turns, options.latency_ms, options.max_concurrent
+    )
     print(report(results))
 
 
@@ -103,6 +110,8 @@ def measure(conversations: int, turns: int, latency_ms: float, limit: int | None
         gateway = _start_gateway(home, port)
         try:
             _wait_healthy(gateway, port)
+            results.unloaded = Results(1, UNLOADED_TURNS, latency_ms, results.limit)
+            asyncio.run(_load(results.unloaded, port, gateway.pid))
             asyncio.run(_load(results, port, gateway.pid))
         finally:
             gateway.send_signal(signal.SIGTERM)
@@ -121,7 +130,6 @@ def _write_config(home: Path, model_url: str, limit: int) -> None:
         "model": {"default": "fake-model", "base_url": model_url, "max_retries": 0},
         "agent": {"review_interval": 0},
         "gateway": {"max_concurrent_turns": limit},
-        "state": {"synchronous": os.environ.get("BENCH_SYNC", "full")},
     }
     (home / "config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
 
@@ -150,7 +158,9 @@ def _wait_healthy(gateway: subprocess.Popen[bytes], port: int, timeout: float = 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if gateway.poll() is not None:
-            raise RuntimeError(f"the gateway exited with code {gateway.returncode} before it was ready")
+            raise RuntimeError(
+                f"the gateway exited with code {gateway.returncode} before it was ready"
+            )
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1) as answer:
                 if answer.status == 200:
@@ -166,6 +176,7 @@ async def _load(results: Results, port: int, pid: int) -> None:
 
     process = psutil.Process(pid)
     results.rss_idle = process.memory_info().rss
+    cpu_before = sum(process.cpu_times()[:2])
     url = f"http://127.0.0.1:{port}/v1/chat/completions"
     connector = aiohttp.TCPConnector(limit=results.conversations + 10)
     timeout = aiohttp.ClientTimeout(total=120)
@@ -173,7 +184,10 @@ async def _load(results: Results, port: int, pid: int) -> None:
     sampler = asyncio.create_task(_sample_rss(process, results, stop))
     async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
         gate = asyncio.Event()
-        talks = [asyncio.create_task(_converse(session, url, n, results, gate)) for n in range(results.conversations)]
+        talks = [
+            asyncio.create_task(_converse(session, url, n, results, gate))
+            for n in range(results.conversations)
+        ]
         await asyncio.sleep(0.2)  # every conversation is waiting at the gate
         started = time.perf_counter()
         gate.set()
@@ -181,9 +195,12 @@ async def _load(results: Results, port: int, pid: int) -> None:
         results.wall = time.perf_counter() - started
     stop.set()
     await sampler
+    results.cpu_seconds = sum(process.cpu_times()[:2]) - cpu_before
 
 
-async def _converse(session: Any, url: str, number: int, results: Results, gate: asyncio.Event) -> None:
+async def _converse(
+    session: Any, url: str, number: int, results: Results, gate: asyncio.Event
+) -> None:
     await gate.wait()
     conversation: str | None = None
     for turn in range(results.turns):
@@ -230,13 +247,18 @@ def _lost_turns(home: Path, results: Results) -> int:
     with SessionDB(db_path=home / "state.db", read_only=True) as db:
         for session in results.sessions:
             messages = db.get_conversation_messages(session)
-            stored += sum(1 for m in messages if m["role"] == "assistant" and (m["content"] or "").startswith("echo: "))
+            stored += sum(
+                1
+                for m in messages
+                if m["role"] == "assistant" and (m["content"] or "").startswith("echo: ")
+            )
     return results.conversations * results.turns - stored
 
 
 def report(results: Results) -> str:
     total = results.conversations * results.turns
     rate = results.done / results.wall if results.wall else 0.0
+    cpu = 1000 * results.cpu_seconds / results.done if results.done else float("nan")
     rows = [
         ("turns answered", f"{results.done} of {total}", ""),
         ("throughput", f"{rate:.0f} turns/s", ""),
@@ -244,11 +266,16 @@ def report(results: Results) -> str:
         ("response time p99", f"{_pct(results.response_ms, 0.99):.1f} ms", ""),
         ("gateway overhead p50", f"{results.overhead(0.5):.1f} ms", ""),
         ("gateway overhead p99", f"{results.overhead(0.99):.1f} ms", "< 20 ms"),
+        ("gateway CPU per turn", f"{cpu:.1f} ms", f"({os.cpu_count()} CPUs here)"),
         ("gateway RSS idle", f"{results.rss_idle / 2**20:.0f} MB", ""),
         ("gateway RSS peak", f"{results.rss_peak / 2**20:.0f} MB", ""),
         ("errors", str(len(results.errors)), "0"),
         ("lost turns", str(results.lost), "0"),
     ]
+    alone = results.unloaded
+    if alone is not None and alone.done:
+        rows.insert(6, ("overhead p50 / p99, one conversation alone",
+                        f"{alone.overhead(0.5):.1f} / {alone.overhead(0.99):.1f} ms", ""))  # fmt: skip
     width = max(len(r[0]) for r in rows)
     lines = [
         f"Gateway via HTTP API: {results.conversations} conversations x {results.turns} turns at once,"
@@ -256,7 +283,7 @@ def report(results: Results) -> str:
         " (overhead = response time - model latency)"
     ]
     lines += [f"  {name:<{width}}  {value:>16}  {target}" for name, value, target in rows]
-    for error in results.errors[:5]:
+    for error in [*(alone.errors if alone else []), *results.errors][:5]:
         lines.append(f"  error: {error}")
     return "\n".join(lines)
 

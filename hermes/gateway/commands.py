@@ -66,7 +66,10 @@ def parse(text: str) -> Command | None:
 def help_text() -> str:
     lines = ["Commands:"]
     for name in (*IMMEDIATE[:2], *CONVERSATION, "help"):
-        usage, text = _GATEWAY_HELP.get(name) or (_slash.COMMANDS[name].usage, _slash.COMMANDS[name].help)
+        usage, text = _GATEWAY_HELP.get(name) or (
+            _slash.COMMANDS[name].usage,
+            _slash.COMMANDS[name].help,
+        )
         lines.append(f"{usage} — {text}")
     return "\n".join(lines)
 
@@ -74,7 +77,9 @@ def help_text() -> str:
 def refusal(command: Command) -> str:
     """The answer to a command the gateway does not run."""
     if command.name in TERMINAL_ONLY:
-        return f"/{command.name} works in the terminal chat only. Type /help to see the commands here."
+        return (
+            f"/{command.name} works in the terminal chat only. Type /help to see the commands here."
+        )
     if command.name in _slash.COMMANDS:
         return f"/{command.name} is not available here. Type /help to see the commands."
     return _slash.unknown_message(command.name)

@@ -89,6 +89,10 @@ class Router:
                 conversation = self._route_new(key, create(), platform)
             return conversation
 
+    def route_new(self, key: str, session_id: str, *, platform: str) -> str:
+        """Route a key nobody else can know yet (a fresh id) to its new conversation."""
+        return self._route_new(key, session_id, platform)
+
     def current_conversation(self, key: str) -> str | None:
         known = self._conversation.get(key)
         if known is not None:
@@ -120,7 +124,9 @@ class Router:
                 self._conversation[key] = conversation_id
                 self._written[key] = session_id
 
-    def after_turn(self, key: str, conversation_id: str, session_id: str | None, *, platform: str) -> None:
+    def after_turn(
+        self, key: str, conversation_id: str, session_id: str | None, *, platform: str
+    ) -> None:
         """The route takes the agent's session id, unless the key was reset meanwhile."""
         if session_id is None:
             return

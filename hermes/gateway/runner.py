@@ -23,7 +23,7 @@ import asyncio
 import contextlib
 import logging
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -95,6 +95,9 @@ class GatewayRunner:
         self.router = Router(db)
         self.queue = QueueStore(db)
         self.access = AccessControl(self.platforms)
+        # The first turns must not each pay for importing the agent and the openai
+        # package (~1 s under the import lock) or for building its HTTP client.
+        self._warm_up = None if make_agent else lambda: self._make_agent(source="gateway")
         self.turns = TurnRunner(
             db,
             self.router,
@@ -111,6 +114,7 @@ class GatewayRunner:
         self._background: set[asyncio.Task[Any]] = set()
         self._api_conversations: dict[str, tuple[str, str]] = {}
         self._http_clients: dict[tuple[Any, ...], Any] = {}
+        self._order = _KeyOrder()
         self._http_lock = threading.Lock()
         self._stopped = asyncio.Event()
 
@@ -123,12 +127,17 @@ class GatewayRunner:
                 "No platform is enabled: add one under gateway.platforms in config.yaml, "
                 "or pass --api-server HOST:PORT."
             )
-        protect(api_key_from_env(), self.config.get("gateway.api_key"))
+        protect(api_key_from_env(), self.config.get("gateway.api_key"), self.api and self.api.key)
         self._loop = asyncio.get_running_loop()
         self._executor = ThreadPoolExecutor(
             max_workers=self.limit, thread_name_prefix="hermes-turn"
         )
         self.scheduler = Scheduler(self._execute, self.queue, limit=self.limit)
+        if self._warm_up is not None:
+            try:
+                await asyncio.to_thread(self._warm_up)
+            except Exception:  # only a head start; the first turn will say what is wrong
+                log.debug("warming up the agent failed", exc_info=True)
         restored = await asyncio.to_thread(self.queue.pending)
         for item in restored:
             self.scheduler.submit(item)
@@ -156,7 +165,11 @@ class GatewayRunner:
                 adapter = factory(self, settings)
             else:
                 adapter = adapter_registry.load(name, self, settings)
-            how = await adapter.start()
+            try:
+                how = await adapter.start()
+            except BaseException:
+                await _quietly(adapter.close(), f"{name}: cleaning up")
+                raise
             self.adapters[name] = adapter
             log.info("%s: %s", name, how)
 
@@ -221,17 +234,35 @@ class GatewayRunner:
             if self.closing:
                 await self.send(origin, "The gateway is restarting; try again in a moment.")
                 return
-            result = await self.immediate_command(command, key, origin)
+            if command.name == "new":  # later messages must wait for the new conversation
+                async with self._order.hold(key):
+                    result = await self.immediate_command(command, key, origin)
+            else:
+                result = await self.immediate_command(command, key, origin)
             await self.send(origin, result.text)
             return
         if command is not None and not command.conversational:
             await self.send(origin, commands.refusal(command))
             return
-        conversation = await self.conversation_for(key, origin)
         kind = COMMAND if command is not None else MESSAGE
-        item = WorkItem(kind=kind, text=text, key=key, conversation_id=conversation, origin=origin)
-        if await self.submit(item):
+        if await self._submit_in_order(key, origin, kind, text):
             await self.send(origin, QUEUED_ACK)
+
+    async def _submit_in_order(self, key: str, origin: Origin, kind: str, text: str) -> bool:
+        """Submit a chat's item; items of one key keep their arrival order even while
+        its conversation is looked up, created or reset in a worker thread."""
+        conversation = None if self._order.busy(key) else self.router.cached(key)
+        if conversation is not None:
+            item = WorkItem(
+                kind=kind, text=text, key=key, conversation_id=conversation, origin=origin
+            )
+            return await self.submit(item)
+        async with self._order.hold(key):
+            conversation = await self.conversation_for(key, origin)
+            item = WorkItem(
+                kind=kind, text=text, key=key, conversation_id=conversation, origin=origin
+            )
+            return await self.submit(item)
 
     async def conversation_for(self, key: str, origin: Origin) -> str:
         """The conversation ``key`` routes to, started now if it has none."""
@@ -329,11 +360,15 @@ class GatewayRunner:
                 tip = self.db.resolve_tip(conversation)
                 self.router.adopt(key, tip, conversation, platform=API_SERVER)
                 return key, conversation, False
-        wanted = session_id or new_session_id()
-        key = f"{API_SERVER}:{wanted}"
+        if session_id is None:  # a fresh id: no other request can race for its key
+            fresh = new_session_id()
+            key = f"{API_SERVER}:{fresh}"
+            self.db.create_session(fresh, source=API_SERVER, session_key=key)
+            return key, self.router.route_new(key, fresh, platform=API_SERVER), True
+        key = f"{API_SERVER}:{session_id}"
 
         def create() -> str:
-            return self.db.create_session(wanted, source=API_SERVER, session_key=key)
+            return self.db.create_session(session_id, source=API_SERVER, session_key=key)
 
         conversation = self.router.conversation_for(key, create, platform=API_SERVER)
         return key, conversation, True
@@ -422,13 +457,16 @@ class GatewayRunner:
         model_client = agent.client
         if getattr(model_client, "_client", True) is not None:
             return  # not the layout this knows, or already connected
-        key = (model_client.base_url, model_client.api_key, model_client.timeout)
-        with self._http_lock:
-            shared = self._http_clients.get(key)
-            if shared is None:
-                shared = self._http_clients[key] = model_client._openai_client()
-            else:
-                model_client._client = shared
+        try:
+            key = (model_client.base_url, model_client.api_key, model_client.timeout)
+            with self._http_lock:
+                shared = self._http_clients.get(key)
+                if shared is None:
+                    self._http_clients[key] = model_client._openai_client()
+                else:
+                    model_client._client = shared
+        except AttributeError:  # the agent changed its insides: it keeps its own client
+            log.debug("could not share the HTTP client with an agent", exc_info=True)
 
     def _agent_event(self, key: str, conversation: str, kind: str, data: dict[str, Any]) -> None:
         """Events of an agent (any thread): compressions are logged, reviews reported."""
@@ -452,6 +490,28 @@ class GatewayRunner:
         task = asyncio.ensure_future(coroutine)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
+
+
+class _KeyOrder:
+    """Per-key FIFO locks, alive only while some message of the key waits on one."""
+
+    def __init__(self) -> None:
+        self._locks: dict[str, list[Any]] = {}  # key -> [asyncio.Lock, holders and waiters]
+
+    def busy(self, key: str) -> bool:
+        return key in self._locks
+
+    @contextlib.asynccontextmanager
+    async def hold(self, key: str) -> AsyncIterator[None]:
+        entry = self._locks.setdefault(key, [asyncio.Lock(), 0])
+        entry[1] += 1
+        try:
+            async with entry[0]:
+                yield
+        finally:
+            entry[1] -= 1
+            if entry[1] == 0:
+                del self._locks[key]
 
 
 def _respool(home: Path, event: Any) -> None:

@@ -98,7 +98,9 @@ class TurnRunner:
         words = item.text
         if item.kind == COMMAND:
             command = commands.parse(item.text)
-            outcome = commands.run(command, agent) if command else commands.Outcome(commands.help_text())
+            outcome = (
+                commands.run(command, agent) if command else commands.Outcome(commands.help_text())
+            )
             if outcome.rerun is None:
                 result.text = outcome.text
                 return
@@ -114,7 +116,6 @@ class TurnRunner:
     def _settle_route(self, item: WorkItem, agent: Any, platform: str, result: TurnResult) -> None:
         """Move the key's route to where the agent now writes, before anything else runs."""
         try:
-            agent.follow_tip()
             self.router.after_turn(
                 item.key, item.conversation_id, agent.session_id, platform=platform
             )

@@ -35,6 +35,7 @@ class MessageRow:
     token_count: int | None
     compacted: int = 0
     origin_id: int | None = None
+    content_parts: int = 0  # 1: content is a JSON list of parts
 
 
 @dataclass(frozen=True)

@@ -51,6 +51,7 @@ CHECKSUM_COLUMNS = (
     "compacted",
     "origin_id",
     "undone",
+    "content_parts",
 )
 # Rows per INSERT statement are capped so a statement never has more than this many
 # parameters (SQLite builds before 3.32 allow 999).
@@ -186,6 +187,8 @@ class _Copier:
         self.target = target
         self.batch = batch
         self.progress = progress
+        self.source_counts: dict[str, int] = {}
+        self.target_tables: set[str] = set()
         self.copied_sessions: set[str] = set()
         # (session, parent) links to a parent not copied yet: a branch whose origin
         # conversation sorts after it. Written once every session is in.

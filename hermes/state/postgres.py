@@ -60,8 +60,8 @@ _DOWN_STATES = frozenset({"53300", "57P01", "57P02", "57P03"})
 
 _INSERT_MESSAGE = (
     "INSERT INTO messages (session_id, message_uid, role, content, tool_calls, tool_call_id,"
-    " tool_name, reasoning, created_at, token_count, compacted, origin_id)"
-    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id"
+    " tool_name, reasoning, created_at, token_count, compacted, origin_id, content_parts)"
+    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id"
 )
 _FTS_DOCUMENT = fts_document("m.content")
 
@@ -198,6 +198,7 @@ def _message_params(row: MessageRow) -> tuple[Any, ...]:
             row.token_count,
             row.compacted,
             row.origin_id,
+            row.content_parts,
         )
     )
 

@@ -87,11 +87,14 @@ def _compacted_rows(
     """
     uids = [m["message_uid"] for m in messages if m.get("message_uid")]
     origins = _origin_ids(tx, conversation_id, uids)
-    rows = []
+    rows, used = [], set()
     for position, message in enumerate(messages):
         uid = message.get("message_uid")
         origin = origins.get(uid) if uid else None
         own_uid = f"{uid}@{child_id}" if origin else (uid or f"{child_id}:{position}")
+        if own_uid in used:
+            continue  # the same message listed twice is kept once
+        used.add(own_uid)
         rows.append(
             segments.message_row(
                 child_id, message, now, message_uid=own_uid, compacted=1, origin_id=origin
@@ -134,7 +137,7 @@ def _carried_over(
     floor = watermark if seen_uids is None else 0
     late = tx.all(
         "SELECT id, message_uid, role, content, tool_calls, tool_call_id, tool_name, reasoning,"
-        " created_at, token_count, compacted, origin_id FROM messages"
+        " created_at, token_count, compacted, origin_id, content_parts FROM messages"
         " WHERE session_id = ? AND id > ? AND undone = 0 ORDER BY id",
         (parent_id, floor or 0),
     )
@@ -160,6 +163,7 @@ def _carried_over(
                 token_count=message["token_count"],
                 compacted=1,
                 origin_id=origin,
+                content_parts=message["content_parts"],
             )
         )
     return rows

@@ -93,4 +93,12 @@ MIGRATIONS = (
             "CREATE INDEX gateway_queue_key ON gateway_queue (session_key, id)",
         ),
     ),
+    Migration(
+        3,
+        "content_parts",
+        (
+            # 1 when ``content`` holds a JSON list of content parts (text, images), not text.
+            "ALTER TABLE messages ADD COLUMN content_parts INTEGER NOT NULL DEFAULT 0",
+        ),
+    ),
 )

@@ -9,6 +9,7 @@ so FTS syntax characters in it never reach the engine as syntax.
 
 from __future__ import annotations
 
+import json
 import re
 
 # Han, Hiragana, Katakana, Hangul, CJK punctuation-free ranges and compatibility forms.
@@ -30,6 +31,21 @@ MAX_TERMS = 16
 def spaced_cjk(text: str) -> str:
     """The text as it is indexed: every CJK character stands alone."""
     return _CJK_CHAR.sub(r" \1 ", text)
+
+
+def searchable_text(content: str | None, content_parts: int | bool = 0) -> str:
+    """The words of a message: its text, or the text parts of multi-part content."""
+    if not content:
+        return ""
+    if not content_parts:
+        return content
+    try:
+        parts = json.loads(content)
+    except ValueError:
+        return content
+    if not isinstance(parts, list):
+        return content
+    return " ".join(p.get("text", "") for p in parts if isinstance(p, dict))
 
 
 def has_cjk(text: str) -> bool:

@@ -119,6 +119,7 @@ def message_row(
     content = message.get("content")
     if content is not None and not isinstance(content, str):
         content = json.dumps(content, ensure_ascii=False)  # multi-part content
+        extra.setdefault("content_parts", 1)
     return MessageRow(
         session_id=session_id,
         message_uid=extra.pop("message_uid", None)

@@ -28,7 +28,7 @@ from hermes.state.errors import (
     StoreUnavailableError,
 )
 from hermes.state.schema_sqlite import MIGRATIONS
-from hermes.state.search import fts5_match, spaced_cjk
+from hermes.state.search import fts5_match, searchable_text, spaced_cjk
 
 T = TypeVar("T")
 
@@ -86,8 +86,8 @@ class SQLiteTx:
         ids = list(range(start, start + len(rows)))
         self.conn.executemany(
             "INSERT INTO messages (id, session_id, message_uid, role, content, tool_calls,"
-            " tool_call_id, tool_name, reasoning, created_at, token_count, compacted, origin_id)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " tool_call_id, tool_name, reasoning, created_at, token_count, compacted, origin_id,"
+            " content_parts) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 (
                     i,
@@ -103,13 +103,18 @@ class SQLiteTx:
                     r.token_count,
                     r.compacted,
                     r.origin_id,
+                    r.content_parts,
                 )
                 for i, r in zip(ids, rows, strict=True)
             ],
         )
         self.conn.executemany(
             "INSERT INTO messages_fts (rowid, content) VALUES (?, ?)",
-            [(i, spaced_cjk(r.content)) for i, r in zip(ids, rows, strict=True) if _indexed(r)],
+            [
+                (i, spaced_cjk(searchable_text(r.content, r.content_parts)))
+                for i, r in zip(ids, rows, strict=True)
+                if _indexed(r)
+            ],
         )
         return ids
 
@@ -117,7 +122,7 @@ class SQLiteTx:
         self.conn.executemany(
             "INSERT INTO messages_fts (messages_fts, rowid, content) VALUES ('delete', ?, ?)",
             [
-                (r["id"], spaced_cjk(r["content"]))
+                (r["id"], spaced_cjk(searchable_text(r["content"], r.get("content_parts", 0))))
                 for r in rows
                 if r["content"] and not r["compacted"]
             ],
@@ -308,6 +313,19 @@ def _check_readable(conn: sqlite3.Connection, path: Path) -> None:
         ) from exc
 
 
+def _refuse_foreign(conn: sqlite3.Connection, path: Path) -> None:
+    """Refuse, before any write, a SQLite file some other program made."""
+    tables = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
+    names = {r["name"] for r in tables}
+    if names and "schema_version" not in names:
+        conn.close()
+        raise CorruptStoreError(
+            f"{path} is a SQLite database of another program (tables: "
+            f"{', '.join(sorted(names)[:5])}), not a hermes state store; nothing was changed. "
+            "Point hermes at another file."
+        )
+
+
 def _translate(exc: sqlite3.Error, path: Path) -> StateError:
     text = str(exc)
     if "readonly" in text or "read-only" in text:
@@ -363,6 +381,7 @@ def _open_writer(path: Path, synchronous: str) -> sqlite3.Connection:
         raise StoreUnavailableError(f"Cannot open the state database {path}: {exc}.") from exc
     conn.row_factory = _dict_row
     _check_readable(conn, path)
+    _refuse_foreign(conn, path)
     mode = conn.execute("PRAGMA journal_mode").fetchone()["journal_mode"]
     if mode != "wal":  # switching is a write: only when the file is not in WAL yet
         conn.execute("PRAGMA journal_mode=WAL")

@@ -23,7 +23,7 @@ T = TypeVar("T")
 
 MESSAGE_COLUMNS = (
     "id, session_id, message_uid, role, content, tool_calls, tool_call_id, tool_name,"
-    " reasoning, created_at, token_count, compacted, origin_id, undone"
+    " reasoning, created_at, token_count, compacted, origin_id, undone, content_parts"
 )
 
 
@@ -212,19 +212,24 @@ class SessionDB:
         self._write(run)
 
     def set_model(self, session_id: str, model: str | None) -> None:
-        self._write(
-            lambda tx: tx.run("UPDATE sessions SET model = ? WHERE id = ?", (model, session_id))
-        )
+        self._set(session_id, "model", model)
 
     def set_system_prompt(self, session_id: str, system_prompt: str) -> None:
-        self._write(
-            lambda tx: tx.run(
-                "UPDATE sessions SET system_prompt = ? WHERE id = ?", (system_prompt, session_id)
-            )
-        )
+        self._set(session_id, "system_prompt", system_prompt)
+
+    def _set(self, session_id: str, column: str, value: Any) -> None:
+        def run(tx: Tx) -> None:
+            segments.require(tx, session_id)
+            tx.run(f"UPDATE sessions SET {column} = ? WHERE id = ?", (value, session_id))
+
+        self._write(run)
 
     def add_token_usage(self, session_id: str, input_tokens: int, output_tokens: int) -> None:
-        self._write(lambda tx: _add_usage(tx, session_id, input_tokens, output_tokens))
+        def run(tx: Tx) -> None:
+            segments.require(tx, session_id)
+            _add_usage(tx, session_id, input_tokens, output_tokens)
+
+        self._write(run)
 
     def resolve_tip(self, session_id: str) -> str:
         """The live segment of the conversation holding ``session_id``."""
@@ -424,7 +429,8 @@ class SessionDB:
             removed = 0
             for sid in ids:
                 rows = tx.all(
-                    "SELECT id, content, compacted FROM messages WHERE session_id = ?", (sid,)
+                    "SELECT id, content, compacted, content_parts FROM messages WHERE session_id = ?",
+                    (sid,),
                 )
                 tx.unindex_messages(rows)
                 removed += tx.run("DELETE FROM messages WHERE session_id = ?", (sid,))
@@ -658,6 +664,11 @@ def _decode(row: Row) -> dict:
     if message.get("tool_calls"):
         try:
             message["tool_calls"] = json.loads(message["tool_calls"])
+        except (TypeError, ValueError):
+            pass
+    if message.pop("content_parts", 0) and message.get("content"):
+        try:
+            message["content"] = json.loads(message["content"])
         except (TypeError, ValueError):
             pass
     message["compacted"] = bool(message.get("compacted"))

@@ -173,3 +173,25 @@ def test_secrets_never_reach_the_logs(chat_gateway, fake_llm, caplog, model_key)
     assert "[redacted]" in caplog.text
     assert TOKEN not in caplog.text
     assert model_key not in caplog.text
+
+
+def test_messages_handled_concurrently_keep_their_order(chat_gateway, fake_llm) -> None:
+    """Adapters like discord.py hand over each message in its own task."""
+    import asyncio
+
+    async def burst() -> None:
+        first = [chat_gateway.runner.handle_message(incoming(f"n{n}", chat="900")) for n in range(10)]
+        await asyncio.gather(*first)
+        await asyncio.gather(
+            chat_gateway.runner.handle_message(incoming("/new", chat="900")),
+            chat_gateway.runner.handle_message(incoming("after new", chat="900")),
+        )
+
+    chat_gateway.call(burst())
+    answers = lambda: [t for t in chat_gateway.chat.texts("900") if t.startswith("echo:")]  # noqa: E731
+    wait_for(lambda: len(answers()) == 11)
+    # The old conversation answers in order; the new one runs on its own lane.
+    assert [a for a in answers() if a != "echo: after new"] == [f"echo: n{n}" for n in range(10)]
+    fresh = chat_gateway.db.get_route("telegram:900")
+    stored = [m["content"] for m in chat_gateway.db.get_conversation_messages(fresh)]
+    assert stored == ["after new", "echo: after new"]

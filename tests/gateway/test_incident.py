@@ -193,3 +193,27 @@ def test_an_old_session_id_sent_again_lands_in_the_tip(small_context: GatewayThr
     contents = [m["content"] for m in db.get_conversation_messages(session)]
     assert len(contents) == len(set(contents))  # every note and answer once
     assert db.invariant_violations() == []
+
+
+def test_compress_command_moves_the_route_to_the_new_tip(small_context: GatewayThread) -> None:
+    gateway = small_context
+    with openai.OpenAI(base_url=gateway.url, api_key="x", max_retries=0) as client:
+
+        def ask(words: str, session: str | None):
+            headers = {"X-Hermes-Session-Id": session} if session else {}
+            raw = client.chat.completions.with_raw_response.create(
+                model="m", messages=[{"role": "user", "content": words}], extra_headers=headers
+            )
+            return raw.parse().choices[0].message.content, raw.headers["X-Hermes-Session-Id"]
+
+        _, root = ask(f"first note {PADDING[:400]}", None)
+        for n in range(3):
+            ask(f"note {n}: {PADDING[:400]}", root)
+        answer, tip = ask("/compress the notes", root)
+        assert answer.startswith("Compressed: segment 1 → 2")
+        assert tip != root and gateway.db.resolve_tip(root) == tip
+        route = gateway.db._conn.execute(
+            "SELECT session_id FROM gateway_routes WHERE session_key = ?", (f"api_server:{root}",)
+        ).fetchone()
+        assert route["session_id"] == tip
+        assert ask("and now?", root) == ("echo: and now?", tip)

@@ -35,6 +35,7 @@ from hermes.state import (
     segments,
 )
 from hermes.state.postgres import PostgresBackend
+from hermes.state.schema_postgres import MIGRATIONS
 
 PG_URL = os.environ.get("HERMES_TEST_PG_URL", "")
 WORKERS = 6
@@ -312,9 +313,10 @@ def test_concurrent_first_time_migration_from_several_processes(
 ) -> None:
     start_at = time.time() + 1.0
     versions = workers.starmap(_open_at, [(url, start_at)] * WORKERS)
-    assert versions == [1] * WORKERS
-    rows = admin.execute(f"SELECT version FROM {schema}.schema_version").fetchall()
-    assert rows == [(1,)]
+    latest = MIGRATIONS[-1].version
+    assert versions == [latest] * WORKERS
+    rows = admin.execute(f"SELECT version FROM {schema}.schema_version ORDER BY version").fetchall()
+    assert rows == [(m.version,) for m in MIGRATIONS]
 
 
 # -- search --------------------------------------------------------------------------

@@ -151,7 +151,9 @@ class ApiServerAdapter(Adapter):
             result = await self._immediate(command, session)
             return await self._answer(request, body, result)
         if command is not None and not command.conversational:
-            return await self._answer(request, body, TurnResult(text=commands.refusal(command), session_id=session))
+            return await self._answer(
+                request, body, TurnResult(text=commands.refusal(command), session_id=session)
+            )
         key, conversation, created = await self.runner.api_conversation(session)
         sink = ResultSink(stream=bool(body.get("stream")))
         item = WorkItem(

@@ -51,7 +51,7 @@ class TelegramAdapter(ChatAdapter):
             builder = builder.base_url(str(base_url)).base_file_url(
                 str(self.settings.get("base_file_url") or base_url)
             )
-        app = builder.build()
+        app = self.app = builder.build()
         app.add_handler(MessageHandler(filters.UpdateType.MESSAGE, self._on_update))
         try:
             await app.initialize()
@@ -70,7 +70,6 @@ class TelegramAdapter(ChatAdapter):
             timeout=int(self.settings.get("poll_timeout", 10)),
             allowed_updates=["message"],
         )
-        self.app = app
         return f"polling as @{app.bot.username}"
 
     async def stop_receiving(self) -> None:

@@ -1,0 +1,159 @@
+"""`hermes migrate`: copy a whole state store between SQLite and PostgreSQL, verified.
+
+The copy itself is ``hermes.state.copy.copy_store``; this module opens the two stores
+(the source read-only, so it is never changed), shows progress on stderr and prints
+the verified counts and checksum. A failed copy into a SQLite file this command
+created removes that file, so a retry starts clean.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import click
+
+from hermes.cli._store import StoreLocation, open_db
+from hermes.errors import HermesError
+from hermes.state import SessionDB
+from hermes.state.copy import CopyReport, TargetNotEmptyError, copy_store
+
+_URL_PREFIXES = ("postgresql://", "postgres://")
+
+
+@click.command()
+@click.option(
+    "--from", "source", required=True, metavar="PATH|URL",
+    help="The store to copy: a SQLite file or a postgresql:// URL. Opened read-only.",
+)  # fmt: skip
+@click.option(
+    "--to", "target", required=True, metavar="PATH|URL",
+    help="The empty store to copy into: a SQLite file (created if missing) or a "
+    "postgresql:// URL.",
+)  # fmt: skip
+@click.option(
+    "--batch", type=click.IntRange(min=1), default=2000, show_default=True,
+    help="Rows written per target transaction.",
+)  # fmt: skip
+def migrate(source: str, target: str, batch: int) -> None:
+    """Copy a state store into an empty one, SQLite to PostgreSQL or back.
+
+    Each of --from and --to is a SQLite file path or a postgresql:// URL. Every
+    conversation, message (with its id), compression lease, gateway route and queued
+    gateway input is copied in batches, and the search index is rebuilt on the target.
+    Then the copy is verified: the row count of every table and a sha256 checksum of
+    every message must be equal on both sides.
+
+    The source is opened read-only and never changed. The target must be empty. Stop
+    every hermes process (chats, the gateway) first: a write during the copy makes the
+    verification fail.
+
+    \b
+    Examples:
+      hermes migrate --from ~/.hermes/state.db --to postgresql://hermes@db.lan/hermes
+      hermes migrate --from postgresql://hermes@db.lan/hermes --to backup.db
+    """
+    src, dst = location_of(source), location_of(target)
+    _refuse_same_store(src, dst)
+    if src.path is not None and not src.path.is_file():
+        raise HermesError(f"There is no state store at {src.path}; check the --from path.")
+    created = dst.path is not None and not dst.path.exists()
+    with open_db(src, read_only=True, synchronous="full") as from_db:
+        to_db = open_db(dst, read_only=False, synchronous="full")
+        report = _copy(from_db, to_db, batch, created=dst.path if created else None)
+    click.echo(render_report(report))
+
+
+def location_of(text: str) -> StoreLocation:
+    """A ``postgresql://`` URL, or else a path to a SQLite file."""
+    if text.startswith(_URL_PREFIXES):
+        return StoreLocation(url=text)
+    return StoreLocation(path=Path(text).expanduser())
+
+
+def _refuse_same_store(src: StoreLocation, dst: StoreLocation) -> None:
+    same = (
+        src.path.resolve() == dst.path.resolve()
+        if src.path is not None and dst.path is not None
+        else src.url is not None and src.url == dst.url
+    )
+    if same:
+        raise HermesError(f"--from and --to both name {src.label}; copy into a new, empty store.")
+
+
+def _copy(from_db: SessionDB, to_db: SessionDB, batch: int, *, created: Path | None) -> CopyReport:
+    """Run the copy; on failure remove a target file we created, else say what is left."""
+    try:
+        with progress_display() as show:
+            return copy_store(from_db, to_db, progress=show, batch=batch)
+    except TargetNotEmptyError:
+        raise  # refused before writing anything
+    except BaseException as exc:
+        to_db.close()
+        if created is not None:
+            _remove_database(created)
+        if not isinstance(exc, HermesError):
+            raise
+        if created is not None:
+            raise HermesError(f"{exc} Nothing was kept: {created} was removed.") from exc
+        raise HermesError(
+            f"{exc} {to_db.location} may now hold part of the copy; empty it (or use a new "
+            "database or schema) before trying again."
+        ) from exc
+    finally:
+        to_db.close()
+
+
+def _remove_database(path: Path) -> None:
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        path.with_name(path.name + suffix).unlink(missing_ok=True)
+
+
+def render_report(report: CopyReport) -> str:
+    width = max(len(name) for name in (*report.counts, "message checksum"))
+    lines = [f"Copied {report.source} to {report.target} and verified it:"]
+    lines += [f"  {name:<{width}}  {n:>9}" for name, n in report.counts.items()]
+    lines.append(f"  {'message checksum':<{width}}  sha256:{report.checksum}")
+    lines.append(f"  ({report.seconds:.1f} s)")
+    return "\n".join(lines)
+
+
+# -- progress -----------------------------------------------------------------------
+
+
+@contextmanager
+def progress_display() -> Iterator[Callable[[str, int, int], None]]:
+    """A progress bar on a terminal; else one line per batch on stderr."""
+    if not sys.stderr.isatty():
+        yield _progress_line
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    bars = Progress(
+        TextColumn("{task.description:<18}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+    )
+    tasks: dict[str, int] = {}
+
+    def show(step: str, done: int, total: int) -> None:
+        if step not in tasks:
+            tasks[step] = bars.add_task(step, total=total)
+        bars.update(tasks[step], completed=done, total=total)
+
+    with bars:
+        yield show
+
+
+def _progress_line(step: str, done: int, total: int) -> None:
+    if step == "verify":
+        if not done:
+            click.echo("verifying: counting rows and hashing every message", err=True)
+        return
+    if done:
+        click.echo(f"{step}: {done}/{total}", err=True)

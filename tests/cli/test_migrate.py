@@ -1,0 +1,153 @@
+"""`hermes migrate` run as a person would: SQLite -> PostgreSQL -> SQLite, and its errors.
+
+The PostgreSQL store is a fresh schema from the state suite's ``store`` fixture (imported as
+``pg_store``, pinned to PostgreSQL); without ``HERMES_TEST_PG_URL`` those tests fail, never
+skip: run them with ``bash scripts/with-postgres .venv/bin/pytest tests/cli``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import socket
+from pathlib import Path
+
+import pytest
+
+from hermes.state import SessionDB
+from hermes.state.copy import message_checksum
+from tests.cli.conftest import Compressed, Env, Run, assert_one_line_error
+from tests.state.conftest import store as pg_store  # noqa: F401 - the fresh-schema fixture, pinned below
+from tests.state.helpers import StoreSpec
+
+on_postgres = pytest.mark.parametrize("pg_store", ["postgres"], indirect=True)
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def reported_checksum(stdout: str) -> str:
+    match = re.search(r"message checksum\s+sha256:([0-9a-f]{64})", stdout)
+    assert match, stdout
+    return match.group(1)
+
+
+def reported_counts(stdout: str) -> dict[str, int]:
+    return {m[0]: int(m[1]) for m in re.findall(r"^\s+([a-z_]+)\s+(\d+)$", stdout, re.M)}
+
+
+@on_postgres
+def test_sqlite_to_postgres_and_back(
+    hermes: Run,
+    cli_env: Env,
+    compressed: Compressed,
+    pg_store: StoreSpec,  # noqa: F811 - the fixture imported above
+) -> None:
+    before = digest(compressed.db_path)
+    with SessionDB(db_path=compressed.db_path, read_only=True) as db:
+        checksum = message_checksum(db)
+        conversations = db.list_conversations()
+    listed = json.loads(hermes("sessions", "list", "--json").stdout)
+
+    there = hermes("migrate", "--from", str(compressed.db_path), "--to", pg_store.url)
+    assert there.returncode == 0, there.stderr
+    assert reported_checksum(there.stdout) == checksum
+    assert reported_counts(there.stdout) == {
+        "sessions": 3, "messages": 8, "compression_locks": 0, "gateway_routes": 0,
+        "gateway_queue": 0,
+    }  # fmt: skip
+    assert "messages: 8/8" in there.stderr  # a line per batch when stderr is no terminal
+    assert digest(compressed.db_path) == before
+
+    back_path = cli_env.home / "back.db"
+    back = hermes("migrate", "--from", pg_store.url, "--to", str(back_path))
+    assert back.returncode == 0, back.stderr
+    assert reported_checksum(back.stdout) == checksum
+    with SessionDB(db_path=back_path, read_only=True) as db:
+        assert db.list_conversations() == conversations
+        assert message_checksum(db) == checksum
+
+    # The other commands work against the PostgreSQL store.
+    cli_env.vars["HERMES_STATE_URL"] = pg_store.url
+    assert json.loads(hermes("sessions", "list", "--json").stdout) == listed
+    shown = hermes("sessions", "show", compressed.root)
+    assert shown.returncode == 0, shown.stderr
+    assert "Giraffes have long necks." in shown.stdout
+    hits = json.loads(hermes("sessions", "search", "zebras", "--json").stdout)
+    assert {h["session_id"] for h in hits} == {compressed.root}
+    doctor = hermes("doctor")
+    assert doctor.returncode == 0, doctor.stdout + doctor.stderr
+    assert "invariants: no forked conversation" in doctor.stdout
+
+
+@on_postgres
+def test_a_non_empty_target_is_one_sentence_and_nothing_changes(
+    hermes: Run,
+    compressed: Compressed,
+    pg_store: StoreSpec,  # noqa: F811 - the fixture imported above
+) -> None:
+    assert (
+        hermes("migrate", "--from", str(compressed.db_path), "--to", pg_store.url).returncode == 0
+    )
+    before = digest(compressed.db_path)
+    again = hermes("migrate", "--from", str(compressed.db_path), "--to", pg_store.url)
+    assert_one_line_error(again, "is not empty", "3 rows in sessions", "new database")
+    assert digest(compressed.db_path) == before
+    with (
+        pg_store.open(read_only=True) as target,
+        SessionDB(db_path=compressed.db_path, read_only=True) as source,
+    ):
+        assert message_checksum(target) == message_checksum(source)
+
+
+def test_sqlite_to_sqlite_makes_a_private_file(
+    hermes: Run, cli_env: Env, compressed: Compressed
+) -> None:
+    target = cli_env.home / "copies" / "copy.db"
+    result = hermes("migrate", "--from", str(compressed.db_path), "--to", str(target))
+    assert result.returncode == 0, result.stderr
+    assert oct(target.stat().st_mode & 0o777) == "0o600"
+    with SessionDB(db_path=target, read_only=True) as db:
+        assert db.search_messages("zebras")[0]["session_id"] == compressed.root
+
+
+def test_a_missing_source_is_one_sentence_and_creates_nothing(hermes: Run, cli_env: Env) -> None:
+    target = cli_env.home / "new.db"
+    result = hermes("migrate", "--from", str(cli_env.home / "nope.db"), "--to", str(target))
+    assert_one_line_error(result, "There is no state store at", "nope.db", "--from")
+    assert not target.exists()
+
+
+def test_an_unreachable_server_is_one_sentence(
+    hermes: Run, cli_env: Env, compressed: Compressed
+) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]  # free once closed: nothing listens there
+    before = digest(compressed.db_path)
+    url = f"postgresql://hermes:s3cret@127.0.0.1:{port}/nowhere"
+    result = hermes("migrate", "--from", str(compressed.db_path), "--to", url)
+    assert_one_line_error(result, f"Cannot reach PostgreSQL at 127.0.0.1:{port}/nowhere")
+    assert "s3cret" not in result.stderr
+    assert digest(compressed.db_path) == before
+    back = hermes("migrate", "--from", url, "--to", str(cli_env.home / "b.db"))
+    assert_one_line_error(back, f"127.0.0.1:{port}/nowhere")
+    assert not (cli_env.home / "b.db").exists()
+
+
+def test_the_same_store_twice_is_refused(hermes: Run, compressed: Compressed) -> None:
+    path = str(compressed.db_path)
+    result = hermes("migrate", "--from", path, "--to", path)
+    assert_one_line_error(result, "--from and --to both name")
+
+
+def test_help_explains_the_command(hermes: Run) -> None:
+    result = hermes("migrate", "--help")
+    assert result.returncode == 0, result.stderr
+    out = " ".join(result.stdout.split())
+    assert result.stdout.startswith("Usage: hermes migrate")
+    for phrase in ("SQLite file path or a postgresql:// URL", "read-only", "must be empty",
+                   "checksum of every message", "--from PATH|URL", "--to PATH|URL"):  # fmt: skip
+        assert phrase in out, phrase
