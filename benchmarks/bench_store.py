@@ -1007,10 +1007,16 @@ def run(args: argparse.Namespace) -> None:
 
     print(f"Store benchmarks ({'quick' if sizes is QUICK else 'full'} sizes)", flush=True)
     started = time.perf_counter()
-    if "sqlite" in backends:
-        run_sqlite(sizes, prof, res, log)
-    if "postgres" in backends:
-        run_postgres(base_url or "", sizes, prof, res, log)
+    failures = []
+    for name in backends:
+        try:
+            if name == "sqlite":
+                run_sqlite(sizes, prof, res, log)
+            else:
+                run_postgres(base_url or "", sizes, prof, res, log)
+        except Exception as exc:  # print what was measured, and say what failed
+            failures.append(f"{name}: stopped early by {type(exc).__name__}: {exc}")
+            log(failures[-1])
     lines, cols = build_lines(res, sizes, backends)
     note = "" if base_url or backend == "sqlite" else f" (PostgreSQL skipped: {PG_ENV} unset)"
     title = (
@@ -1026,6 +1032,8 @@ def run(args: argparse.Namespace) -> None:
             for label in ("rare word", "common word", "CJK word")
         ]
         print(f"  search hits returned ({backend_name}, limit 20): {', '.join(hits)}")
+    for failure in failures:
+        print(f"  INCOMPLETE - {failure}")
     for report in prof.reports():
         print()
         print(report)
