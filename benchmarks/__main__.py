@@ -6,8 +6,8 @@ its table.
     python -m benchmarks --only store --backend sqlite
     bash scripts/with-postgres .venv/bin/python -m benchmarks --only store   # + PostgreSQL
 
-A scenario is a module ``benchmarks/bench_<name>.py`` with ``run(args)`` and, optionally,
-``add_arguments(parser)`` for its own flags.
+A scenario is any module ``benchmarks/bench_<name>.py`` with ``run(args)`` and,
+optionally, ``add_arguments(parser)`` for its own flags; the runner finds them itself.
 """
 
 from __future__ import annotations
@@ -17,9 +17,16 @@ import importlib
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from types import ModuleType
 
-SCENARIOS = ("store", "agent", "cli")
+FIRST = ("store", "agent", "gateway", "cli")  # the order of the README's tables
+SCENARIOS = tuple(
+    sorted(
+        (p.stem.removeprefix("bench_") for p in Path(__file__).parent.glob("bench_*.py")),
+        key=lambda name: (FIRST.index(name) if name in FIRST else len(FIRST), name),
+    )
+)
 # What --quick means for scenarios that have no flag of their own for it.
 QUICK_DEFAULTS = {"agent": {"messages": 2_000, "turns": 5}, "cli": {"runs": 5}}
 

@@ -9,7 +9,8 @@ store, HTTP both ways), the gateway process's memory (RSS), errors, and lost tur
 (answers missing from the store afterwards). Target (issue 6): overhead p99 < 20 ms,
 no error, no lost turn.
 
-    python -m benchmarks.bench_gateway [--conversations 200] [--turns 5] [--latency-ms 100]
+    python -m benchmarks.bench_gateway [--gateway-conversations 200] [--gateway-turns 5]
+        [--gateway-latency-ms 100] [--gateway-max-concurrent N] [--quick]
 """
 
 from __future__ import annotations
@@ -63,38 +64,51 @@ class Results:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--conversations", type=int, default=200, help="conversations at once")
-    parser.add_argument("--turns", type=int, default=5, help="turns per conversation")
-    parser.add_argument("--latency-ms", type=float, default=100.0, help="the fake model's latency")
+    # Prefixed: the benchmark runner puts every scenario's flags on one parser.
     parser.add_argument(
-        "--max-concurrent",
+        "--gateway-conversations",
         type=int,
         default=None,
-        help="gateway.max_concurrent_turns (default: one per conversation)",
+        help="gateway: conversations at once (200)",
+    )
+    parser.add_argument("--gateway-turns", type=int, default=None, help="gateway: turns each (5)")
+    parser.add_argument(
+        "--gateway-latency-ms", type=float, default=None, help="gateway: the model's latency (100)"
+    )
+    parser.add_argument(
+        "--gateway-max-concurrent",
+        type=int,
+        default=None,
+        help="gateway: max_concurrent_turns (default: one per conversation)",
     )
 
 
-def _options(args: Any) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        prog="python -m benchmarks.bench_gateway", description=__doc__.split("\n")[0]
-    )
-    add_arguments(parser)
-    if args is None:
-        return parser.parse_args([])
-    if isinstance(args, list | tuple):
-        return parser.parse_args(list(args))
-    defaults = parser.parse_args([])
-    for name, value in vars(defaults).items():
-        if getattr(args, name, None) is None:
-            setattr(args, name, value)
-    return args
+DEFAULTS = {"conversations": 200, "turns": 5, "latency_ms": 100.0}
+QUICK = {"conversations": 50, "turns": 3}
+
+
+def _options(args: Any) -> dict[str, Any]:
+    """Sizes from a runner namespace (``--quick`` included), an argv list or None."""
+    if args is None or isinstance(args, list | tuple):
+        parser = argparse.ArgumentParser(
+            prog="python -m benchmarks.bench_gateway", description=__doc__.split("\n")[0]
+        )
+        add_arguments(parser)
+        parser.add_argument("--quick", action="store_true", help="smaller sizes")
+        args = parser.parse_args(list(args or []))
+    sizes = {**DEFAULTS, **(QUICK if getattr(args, "quick", False) else {})}
+    for name in (*DEFAULTS, "max_concurrent"):
+        value = getattr(args, f"gateway_{name}", None)
+        if value is not None:
+            sizes[name] = value
+    return sizes
 
 
 def run(args: Any = None) -> None:
     """Entry point for the benchmark runner: a namespace, an argv list or None."""
-    options = _options(args)
+    sizes = _options(args)
     results = measure(
-        options.conversations, options.turns, options.latency_ms, options.max_concurrent
+        sizes["conversations"], sizes["turns"], sizes["latency_ms"], sizes.get("max_concurrent")
     )
     print(report(results))
 

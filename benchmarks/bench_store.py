@@ -570,9 +570,12 @@ class _RawSearch:
         if query == CJK:
             sql = "SELECT id FROM corpus WHERE strpos(content, %s) > 0 ORDER BY id DESC LIMIT 20"
         else:
+            # Matches first, then the order: asked for ORDER BY id DESC LIMIT 20 directly,
+            # the planner walks the primary key backwards and takes seconds on a rare word.
             sql = (
-                "SELECT id FROM corpus WHERE to_tsvector('simple', content)"
-                " @@ plainto_tsquery('simple', %s) ORDER BY id DESC LIMIT 20"
+                "WITH hits AS MATERIALIZED (SELECT id FROM corpus WHERE to_tsvector('simple',"
+                " content) @@ plainto_tsquery('simple', %s)) SELECT id FROM hits"
+                " ORDER BY id DESC LIMIT 20"
             )
         return self.conn.execute(sql, (query,)).fetchall()
 
@@ -746,6 +749,11 @@ def at_least(value: float, floor: float, what: str = "", tolerance: float = 0.0)
     ratio = value / floor
     met = ratio >= 1 - tolerance
     return f"{'ok' if met else 'MISSED'} ({ratio:.2f}x of {what or f'{floor:,.0f}'})"
+
+
+def _vs_raw(value: float, raw: float, floor: float) -> str:
+    ratio = value / raw
+    return f"{'ok' if ratio >= floor else 'MISSED'} ({ratio:.2f}x raw, needs {floor:.2f}x)"
 
 
 NOISE = 0.05  # "no slower than one writer": within 5%, the run-to-run noise here
@@ -931,7 +939,7 @@ def build_lines(res: Results, sizes: Sizes, backends: list[str]) -> tuple[list[L
         "msgs/s",
         "one_full",
         ">= 0.6x raw",
-        lambda b, v, r: at_least(v, 0.6 * r, "0.6x raw") if b == "sqlite" and r else "",
+        lambda b, v, r: _vs_raw(v, r, 0.6) if b == "sqlite" and r else "",
     )
     if "sqlite" in backends:
         add(f"one message per transaction, NORMAL ({n})", "msgs/s", "one_normal")

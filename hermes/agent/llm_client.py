@@ -197,11 +197,9 @@ class ModelClient:
         return self._cancel.is_set()
 
     def close(self) -> None:
-        """Release the HTTP connection pool."""
+        """Let go of the HTTP client; the process-wide pool stays for other agents."""
         with self._lock:
-            client, self._client = self._client, None
-        if client is not None:
-            client.close()
+            self._client = None
 
     # -- retries
 
@@ -360,14 +358,33 @@ class ModelClient:
         openai = self._openai_module()
         with self._lock:
             if self._client is None:
-                self._client = openai.OpenAI(
-                    api_key=self.api_key or _NO_KEY,
-                    base_url=self.base_url,
-                    timeout=self.timeout,
-                    # Retries are ours (policy, Retry-After, interrupts), never the SDK's.
-                    max_retries=0,
+                self._client = _shared_openai_client(
+                    openai, self.api_key, self.base_url, self.timeout
                 )
             return self._client
+
+
+# One openai client per (endpoint, key, timeout) for the whole process: building one
+# costs ~25 ms of CPU (its TLS context), and a gateway runs hundreds of agents. The
+# client and its connection pool are thread-safe.
+_shared_clients: dict[tuple[str, str, float], Any] = {}
+_shared_lock = threading.Lock()
+
+
+def _shared_openai_client(openai: Any, api_key: str | None, base_url: str, timeout: float) -> Any:
+    key = (base_url, api_key or _NO_KEY, timeout)
+    with _shared_lock:
+        client = _shared_clients.get(key)
+        if client is None:
+            client = openai.OpenAI(
+                api_key=api_key or _NO_KEY,
+                base_url=base_url,
+                timeout=timeout,
+                # Retries are ours (policy, Retry-After, interrupts), never the SDK's.
+                max_retries=0,
+            )
+            _shared_clients[key] = client
+        return client
 
 
 # --------------------------------------------------------------------------- requests

@@ -1,7 +1,7 @@
 """The interactive chat: prompt_toolkit for input, rich for output.
 
 ``run_repl`` reads a line (history in $HERMES_HOME, multi-line paste, Esc Enter for a
-new line, slash-command completion), runs slash commands through ``_slash`` and
+new line, slash-command completion), runs slash commands through ``chat_commands`` and
 messages as turns in a worker thread (``_worker``), and renders each turn with
 ``TurnView``: a spinner while the model thinks or a tool runs (naming the tool), the
 answer streamed as Markdown as it arrives, one dim line when the context is
@@ -31,11 +31,11 @@ from rich.segment import Segment, Segments
 from rich.spinner import Spinner
 from rich.text import Text
 
-from hermes.cli import _slash
-from hermes.cli._render import one_line
+from hermes.agent import commands as chat_commands
 from hermes.cli._worker import Approvals, run_in_worker
 from hermes.config import ensure_home
 from hermes.errors import HermesError
+from hermes.text import one_line
 
 try:
     import termios
@@ -166,7 +166,7 @@ class TurnView:
     def _flush_notes(self) -> None:
         if self._compression_pending:
             self._compression_pending = False
-            self._notes.append(_slash.compression_line(self.agent))
+            self._notes.append(chat_commands.compression_line(self.agent))
         for note in self._notes:
             self._print(Text(note, style="dim"))
         self._notes.clear()
@@ -243,7 +243,7 @@ class SlashCompleter(Completer):
         text = document.text_before_cursor
         if not text.startswith("/") or " " in text:
             return
-        for name, cmd in _slash.COMMANDS.items():
+        for name, cmd in chat_commands.COMMANDS.items():
             if name.startswith(text[1:]):
                 yield Completion("/" + name, start_position=-len(text), display_meta=cmd.help)
 
@@ -333,8 +333,8 @@ class Repl:
 
     def _handle(self, line: str) -> bool:
         """Run one line; False means leave the chat."""
-        if _slash.is_command(line):
-            return self._slash(line)
+        if chat_commands.is_command(line):
+            return self.chat_commands(line)
         self.turn(line)
         return True
 
@@ -361,18 +361,18 @@ class Repl:
             self.console.print(Text("Interrupted.", style="yellow"))
         self.console.print()
 
-    def _slash(self, line: str) -> bool:
+    def chat_commands(self, line: str) -> bool:
         """Run a slash command; False means leave the chat."""
-        name, _ = _slash.parse(line)
+        name, _ = chat_commands.parse(line)
         if name == "compress":  # calls the summary model: spinner, and Ctrl-C works
             self.view.begin("Compressing the context…", events=False)
             try:
-                reply = run_in_worker(lambda: _slash.dispatch(self.agent, line),
+                reply = run_in_worker(lambda: chat_commands.dispatch(self.agent, line),
                                       interrupt=self.agent.interrupt).value  # fmt: skip
             finally:
                 self.view.end()
         else:
-            reply = _slash.dispatch(self.agent, line)
+            reply = chat_commands.dispatch(self.agent, line)
         if reply is None:
             return True
         if reply.text:

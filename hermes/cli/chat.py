@@ -2,7 +2,7 @@
 
 This module decides what to run (which endpoint, key, model and conversation) and
 runs one-shot questions; the interactive loop lives in ``_repl`` and the slash
-commands in ``_slash``. The agent, rich and prompt_toolkit are imported only here,
+commands in ``hermes.agent.commands``. The agent, rich and prompt_toolkit are imported only here,
 inside the command, so `hermes --help` never pays for them.
 """
 
@@ -68,7 +68,7 @@ def chat(
                             interactive=text is None)  # fmt: skip
         try:
             if tip is not None:
-                from hermes.cli._slash import bind_conversation
+                from hermes.agent.commands import bind_conversation
 
                 bind_conversation(agent, tip, model=model)
             if text is not None:

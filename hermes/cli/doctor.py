@@ -18,10 +18,10 @@ from pathlib import Path
 import click
 
 from hermes.cli._env import env_file, find_api_key, is_loopback
-from hermes.cli._render import plural
 from hermes.cli._store import StoreLocation, open_db, store_location
 from hermes.config import ENV_OVERRIDES, Config, defaults, hermes_home, load_config
 from hermes.errors import HermesError
+from hermes.text import plural
 
 GUARD_INDEXES = ("sessions_one_live_tip", "sessions_one_compression_child")
 

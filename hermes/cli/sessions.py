@@ -17,10 +17,10 @@ from pathlib import Path
 
 import click
 
-from hermes.cli._render import one_line, plural, stamp, table, when
 from hermes.cli._store import opened_store, rename_conversation, resolve_conversation
 from hermes.errors import HermesError
 from hermes.state import SessionDB
+from hermes.text import one_line, plural, stamp, table, when
 
 TOOL_OUTPUT_LINES = 20  # `show` cuts long tool results; `export` never does
 

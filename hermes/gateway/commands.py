@@ -1,4 +1,4 @@
-"""Slash commands in chat: the CLI's commands (``hermes.cli._slash``) with the same
+"""Slash commands in chat: the CLI's commands (``hermes.agent.commands``) with the same
 meaning, plus what only a gateway has.
 
 Three kinds:
@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from hermes.cli import _slash
+from hermes.agent import commands as chat_commands
 
 IMMEDIATE = ("new", "stop", "help")
 CONVERSATION = ("compress", "retry", "undo", "title", "model", "usage", "tools")
@@ -56,9 +56,9 @@ class Command:
 
 def parse(text: str) -> Command | None:
     """The command ``text`` is, or None for an ordinary message."""
-    if not _slash.is_command(text):
+    if not chat_commands.is_command(text):
         return None
-    name, argument = _slash.parse(text)
+    name, argument = chat_commands.parse(text)
     name = name.split("@", 1)[0]  # /new@MyBot in Telegram groups
     return Command(name=ALIASES.get(name, name), argument=argument)
 
@@ -67,8 +67,8 @@ def help_text() -> str:
     lines = ["Commands:"]
     for name in (*IMMEDIATE[:2], *CONVERSATION, "help"):
         usage, text = _GATEWAY_HELP.get(name) or (
-            _slash.COMMANDS[name].usage,
-            _slash.COMMANDS[name].help,
+            chat_commands.COMMANDS[name].usage,
+            chat_commands.COMMANDS[name].help,
         )
         lines.append(f"{usage} — {text}")
     return "\n".join(lines)
@@ -80,9 +80,9 @@ def refusal(command: Command) -> str:
         return (
             f"/{command.name} works in the terminal chat only. Type /help to see the commands here."
         )
-    if command.name in _slash.COMMANDS:
+    if command.name in chat_commands.COMMANDS:
         return f"/{command.name} is not available here. Type /help to see the commands."
-    return _slash.unknown_message(command.name)
+    return chat_commands.unknown_message(command.name)
 
 
 @dataclass(frozen=True)
@@ -97,5 +97,5 @@ def run(command: Command, agent: Any) -> Outcome:
     """Run a conversation command with the conversation's agent (worker thread)."""
     if not command.conversational:
         return Outcome(refusal(command))
-    reply = _slash.dispatch(agent, command.line)
+    reply = chat_commands.dispatch(agent, command.line)
     return Outcome(reply.text, rerun=reply.rerun)

@@ -265,7 +265,10 @@ class Scheduler:
             item.saving = None
         if item.queue_id is not None:
             queue_id, item.queue_id = item.queue_id, None
-            await asyncio.to_thread(self._store.delete, queue_id)
+            try:
+                await asyncio.to_thread(self._store.delete, queue_id)
+            except Exception:  # answer it anyway; a restart may then answer it twice
+                log.exception("could not take queued input %s off gateway_queue", queue_id)
 
     # -- shutting down --------------------------------------------------------------
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import threading
 from collections.abc import AsyncIterator, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -113,9 +112,7 @@ class GatewayRunner:
         self._executor: ThreadPoolExecutor | None = None
         self._background: set[asyncio.Task[Any]] = set()
         self._api_conversations: dict[str, tuple[str, str]] = {}
-        self._http_clients: dict[tuple[Any, ...], Any] = {}
         self._order = _KeyOrder()
-        self._http_lock = threading.Lock()
         self._stopped = asyncio.Event()
 
     # -- life -------------------------------------------------------------------------
@@ -443,30 +440,7 @@ class GatewayRunner:
 
         options = {"quiet_mode": True, **self.agent_options, **kwargs}
         agent = AIAgent(config=self.config, session_db=self.db, **options)
-        self._share_http_client(agent)
         return agent
-
-    def _share_http_client(self, agent: Any) -> None:
-        """Give the agent the gateway's one HTTP client for its endpoint.
-
-        Building an ``openai`` client costs ~25 ms of CPU (TLS context), once per agent;
-        with hundreds of conversations that alone would stall every turn. The client is
-        thread-safe, so agents of one endpoint share its pool. This reaches into
-        ``ModelClient._client`` until the agent offers a way to pass a shared client.
-        """
-        model_client = agent.client
-        if getattr(model_client, "_client", True) is not None:
-            return  # not the layout this knows, or already connected
-        try:
-            key = (model_client.base_url, model_client.api_key, model_client.timeout)
-            with self._http_lock:
-                shared = self._http_clients.get(key)
-                if shared is None:
-                    self._http_clients[key] = model_client._openai_client()
-                else:
-                    model_client._client = shared
-        except AttributeError:  # the agent changed its insides: it keeps its own client
-            log.debug("could not share the HTTP client with an agent", exc_info=True)
 
     def _agent_event(self, key: str, conversation: str, kind: str, data: dict[str, Any]) -> None:
         """Events of an agent (any thread): compressions are logged, reviews reported."""

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from hermes.cli import _slash
+from hermes.agent import commands as chat_commands
 from hermes.state import SessionDB
 from tests.cli.conftest import FAKE_MODEL, build_compressed
 
@@ -34,107 +34,107 @@ def agent(db: SessionDB, fake_llm):
      ("hello", False), ("/etc/hosts is empty", False), ("/usr/bin/env python", False)],
 )  # fmt: skip
 def test_what_counts_as_a_command(line, expected):
-    assert _slash.is_command(line) is expected
+    assert chat_commands.is_command(line) is expected
 
 
 def test_parse_splits_name_and_argument():
-    assert _slash.parse("/Title  Big   day ") == ("title", "Big   day")
-    assert _slash.parse("/undo") == ("undo", "")
+    assert chat_commands.parse("/Title  Big   day ") == ("title", "Big   day")
+    assert chat_commands.parse("/undo") == ("undo", "")
 
 
 def test_unknown_commands_get_a_suggestion(agent):
-    reply = _slash.dispatch(agent, "/compres")
+    reply = chat_commands.dispatch(agent, "/compres")
     assert not reply.ok and "Did you mean /compress?" in reply.text
-    assert "Did you mean /exit?" in _slash.dispatch(agent, "/quit").text
-    assert "/help" in _slash.dispatch(agent, "/zzzzzz").text
+    assert "Did you mean /exit?" in chat_commands.dispatch(agent, "/quit").text
+    assert "/help" in chat_commands.dispatch(agent, "/zzzzzz").text
 
 
 def test_every_command_has_usage_and_help():
     expected = {"new", "compress", "retry", "undo", "title", "model", "sessions", "resume",
                 "usage", "tools", "help", "exit"}  # fmt: skip
-    assert set(_slash.COMMANDS) == expected
-    for command in _slash.COMMANDS.values():
+    assert set(chat_commands.COMMANDS) == expected
+    for command in chat_commands.COMMANDS.values():
         assert command.usage.startswith("/" + command.name) and command.help.endswith(".")
 
 
 def test_exit_and_help(agent):
-    assert _slash.dispatch(agent, "/exit").exit
-    help_text = _slash.dispatch(agent, "/help").text
-    assert all(c.usage in help_text for c in _slash.COMMANDS.values())
+    assert chat_commands.dispatch(agent, "/exit").exit
+    help_text = chat_commands.dispatch(agent, "/help").text
+    assert all(c.usage in help_text for c in chat_commands.COMMANDS.values())
 
 
 def test_title_before_and_after_the_first_message(agent, db):
-    assert "will be titled 'Plans'" in _slash.dispatch(agent, "/title Plans").text
+    assert "will be titled 'Plans'" in chat_commands.dispatch(agent, "/title Plans").text
     agent.run_conversation("hello")
     assert db.get_session(agent.conversation_id)["title"] == "Plans"
-    assert _slash.dispatch(agent, "/title Better plans").ok
+    assert chat_commands.dispatch(agent, "/title Better plans").ok
     assert db.get_session(agent.conversation_id)["title"] == "Better plans"
-    assert _slash.dispatch(agent, "/title").text == "Title: Better plans"
+    assert chat_commands.dispatch(agent, "/title").text == "Title: Better plans"
 
 
 def test_undo_is_durable_and_retry_reruns(agent, db):
     agent.run_conversation("first")
     agent.run_conversation("second")
-    reply = _slash.dispatch(agent, "/undo")
+    reply = chat_commands.dispatch(agent, "/undo")
     assert reply.ok and "Undid 1 turn (2 messages)" in reply.text
     kept = [m["content"] for m in db.get_messages(agent.session_id)]
     assert kept == ["first", "echo: first"]
     everything = db.get_messages(agent.session_id, include_undone=True)
     assert [m["content"] for m in everything if m["undone"]] == ["second", "echo: second"]
 
-    retry = _slash.dispatch(agent, "/retry")
+    retry = chat_commands.dispatch(agent, "/retry")
     assert retry.rerun == "first" and retry.ok
     assert db.get_messages(agent.session_id) == []
-    assert not _slash.dispatch(agent, "/undo 0").ok
+    assert not chat_commands.dispatch(agent, "/undo 0").ok
 
 
 def test_new_and_resume(agent, db):
     agent.run_conversation("in the first one")
     first = agent.conversation_id
-    reply = _slash.dispatch(agent, "/new Second")
+    reply = chat_commands.dispatch(agent, "/new Second")
     assert reply.ok and f"/resume {first}" in reply.text
     assert agent.session_id is None
     agent.run_conversation("in the second one")
     assert agent.conversation_id != first
     assert db.get_session(agent.conversation_id)["title"] == "Second"
-    resumed = _slash.dispatch(agent, f"/resume {first}")
+    resumed = chat_commands.dispatch(agent, f"/resume {first}")
     assert resumed.ok and agent.conversation_id == first
-    assert not _slash.dispatch(agent, "/resume").ok
-    assert not _slash.dispatch(agent, "/resume no-such-thing").ok
+    assert not chat_commands.dispatch(agent, "/resume").ok
+    assert not chat_commands.dispatch(agent, "/resume no-such-thing").ok
 
 
 def test_resume_follows_the_tip_and_restores_the_model(agent, db, hermes_home):
     ids = build_compressed(hermes_home / "other.db", model="safari-model")
     with SessionDB(db_path=hermes_home / "other.db") as other:
         agent.session_db = other
-        reply = _slash.dispatch(agent, f"/resume {ids.root}")
+        reply = chat_commands.dispatch(agent, f"/resume {ids.root}")
         assert reply.ok, reply.text
         assert agent.session_id == ids.tip and agent.model == "safari-model"
         assert "'Safari notes'" in reply.text and "segment 2" in reply.text
 
 
 def test_usage_reads_the_store(agent, db):
-    assert "empty" in _slash.dispatch(agent, "/usage").text
+    assert "empty" in chat_commands.dispatch(agent, "/usage").text
     agent.run_conversation("count my tokens")
     segment = db.get_session(agent.session_id)
-    reply = _slash.dispatch(agent, "/usage")
+    reply = chat_commands.dispatch(agent, "/usage")
     assert reply.data["segment"] == {"input": segment["input_tokens"],
                                      "output": segment["output_tokens"]}  # fmt: skip
     assert f"{segment['input_tokens']:,} input" in reply.text
 
 
 def test_compress_says_why_not(agent):
-    assert "empty" in _slash.dispatch(agent, "/compress").text
+    assert "empty" in chat_commands.dispatch(agent, "/compress").text
     agent.run_conversation("short")
-    reply = _slash.dispatch(agent, "/compress")
+    reply = chat_commands.dispatch(agent, "/compress")
     assert not reply.ok and "too short" in reply.text
 
 
 def test_model_and_tools(agent, db, fake_llm):
-    assert _slash.dispatch(agent, "/model").text.startswith(f"Model: {FAKE_MODEL}")
-    assert _slash.dispatch(agent, "/model other-model").ok
+    assert chat_commands.dispatch(agent, "/model").text.startswith(f"Model: {FAKE_MODEL}")
+    assert chat_commands.dispatch(agent, "/model other-model").ok
     agent.run_conversation("which model?")
     assert fake_llm.requests[-1]["model"] == "other-model"
     assert db.get_session(agent.session_id)["model"] == "other-model"
-    tools = _slash.dispatch(agent, "/tools")
+    tools = chat_commands.dispatch(agent, "/tools")
     assert "terminal" in tools.data["tools"] and "terminal" in tools.text

@@ -113,7 +113,9 @@ def test_slash_commands_over_the_api(client, gateway, fake_llm) -> None:
     ask(client, "three", session)
     assert fake_llm.requests[-1]["model"] == "other-model"
     assert "/compress" in ask(client, "/help", session)[0]
-    assert ask(client, "/sessions", session)[0].startswith("/sessions works in the terminal chat only")
+    assert ask(client, "/sessions", session)[0].startswith(
+        "/sessions works in the terminal chat only"
+    )
     assert ask(client, "/etc/hosts is empty", session)[0] == "echo: /etc/hosts is empty"
     answer, fresh = ask(client, "/new", session)
     assert answer == "Started a new conversation." and fresh != session

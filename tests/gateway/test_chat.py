@@ -180,7 +180,9 @@ def test_messages_handled_concurrently_keep_their_order(chat_gateway, fake_llm) 
     import asyncio
 
     async def burst() -> None:
-        first = [chat_gateway.runner.handle_message(incoming(f"n{n}", chat="900")) for n in range(10)]
+        first = [
+            chat_gateway.runner.handle_message(incoming(f"n{n}", chat="900")) for n in range(10)
+        ]
         await asyncio.gather(*first)
         await asyncio.gather(
             chat_gateway.runner.handle_message(incoming("/new", chat="900")),

@@ -210,7 +210,6 @@ def test_no_platform_is_a_clear_error(hermes_home: Path, config_file: Path, run_
 
 
 def test_a_missing_token_is_a_clear_error(hermes_home: Path, fake_llm, run_gateway) -> None:
-    pytest.importorskip("telegram")
     write_config(
         hermes_home, fake_llm.url, gateway={"platforms": {"telegram": {"allowed_users": [1]}}}
     )

@@ -9,11 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import discord  # the extra is part of the dev install
 import pytest
-
-discord = pytest.importorskip(
-    "discord", reason="needs the discord extra: pip install 'hermes-agent-runtime[discord]'"
-)
 
 from hermes.gateway.adapters.discord import DiscordAdapter, incoming_message  # noqa: E402
 from hermes.gateway.messages import Origin  # noqa: E402

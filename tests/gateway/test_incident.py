@@ -38,7 +38,8 @@ def incident_model(body: dict[str, Any]) -> Reply | str | None:
         return text(SUMMARY, prompt_tokens=200)
     asked = last_user_text(body)
     if asked.startswith("[Background review]"):
-        return text("saved 0 memories", prompt_tokens=100)
+        # Still thinking when the completion event's turn rotates the session under it.
+        return text("saved 0 memories", prompt_tokens=100, delay=2.5)
     if asked == "please run the build":
         if messages[-1].get("role") == "tool":
             # The provider reports a full context: the next turn must compress first.
@@ -84,6 +85,8 @@ def test_the_users_incident(hermes_home: Path, fake_llm, model_key: str) -> None
         wait_for(lambda: "The build finished fine." in chat.texts(), timeout=30)
         fork.join(10)
         wait_for(lambda: not gateway.runner.scheduler.running)
+        for review in gateway.runner.turns._agents[root].review_threads:
+            review.join(10)  # the fork has finished: it may not have written anything
 
         segments = db.get_segments(root)
         children = db._conn.execute(

@@ -6,10 +6,7 @@ import logging
 from pathlib import Path
 
 import pytest
-
-pytest.importorskip(
-    "slack_bolt", reason="needs the slack extra: pip install 'hermes-agent-runtime[slack]'"
-)
+import slack_bolt  # noqa: F401 - the extra is part of the dev install
 
 from hermes.gateway.access import REFUSAL  # noqa: E402
 from hermes.gateway.errors import PlatformStartError  # noqa: E402

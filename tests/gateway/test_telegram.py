@@ -6,10 +6,7 @@ import logging
 from pathlib import Path
 
 import pytest
-
-pytest.importorskip(
-    "telegram", reason="needs the telegram extra: pip install 'hermes-agent-runtime[telegram]'"
-)
+import telegram as _telegram_extra  # noqa: F401 - the extra is part of the dev install
 
 from hermes.gateway.access import REFUSAL  # noqa: E402
 from hermes.gateway.errors import PlatformStartError  # noqa: E402

@@ -66,7 +66,9 @@ class Processes:
                 got, payload = self.queue.get(timeout=1.0)
             except queue_module.Empty:
                 codes = [p.exitcode for p in self.procs]
-                pytest.fail(f"every worker exited ({codes}) before reporting '{tag}'", pytrace=False)
+                pytest.fail(
+                    f"every worker exited ({codes}) before reporting '{tag}'", pytrace=False
+                )
             self.queue.put((got, payload))
 
     def join(self, timeout: float = 60) -> None:

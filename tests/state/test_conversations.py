@@ -161,9 +161,40 @@ def test_get_route_of_a_deleted_conversation_is_none_and_forgets_it(db: SessionD
     db.create_session("a", source="telegram")
     db.create_session("b", source="telegram")
     db.set_route("k", "b")
-    db._write(lambda tx: tx.run("UPDATE gateway_routes SET session_id = ? WHERE session_key = ?", ("missing", "k")))
+    db._write(
+        lambda tx: tx.run(
+            "UPDATE gateway_routes SET session_id = ? WHERE session_key = ?", ("missing", "k")
+        )
+    )
     assert db.get_route("k") is None
-    assert raw_one(db, "SELECT session_id FROM gateway_routes WHERE session_key = ?", ("k",)) is None
+    assert (
+        raw_one(db, "SELECT session_id FROM gateway_routes WHERE session_key = ?", ("k",)) is None
+    )
+
+
+# -- the gateway's input queue ---------------------------------------------------------
+
+
+def test_gateway_inputs_are_kept_in_arrival_order(make_db) -> None:
+    db = make_db()
+    first = db.enqueue_gateway_input("telegram:1", {"text": "hello", "n": 1})
+    second = db.enqueue_gateway_input("telegram:2", {"text": "другой"})
+    third = db.enqueue_gateway_input("telegram:1", {"text": "北京", "parts": [1, {"a": None}]})
+    assert first < second < third
+    every = db.pending_gateway_inputs()
+    assert [i["id"] for i in every] == [first, second, third]
+    mine = db.pending_gateway_inputs("telegram:1")
+    assert [i["payload"] for i in mine] == [
+        {"text": "hello", "n": 1},
+        {"text": "北京", "parts": [1, {"a": None}]},
+    ]
+    assert all(i["session_key"] == "telegram:1" and i["enqueued_at"] > 0 for i in mine)
+    db.delete_gateway_input(first)
+    db.delete_gateway_input(first)  # already gone: nothing to do
+    db.close()
+    reopened = make_db()  # the queue survives a restart
+    assert [i["id"] for i in reopened.pending_gateway_inputs()] == [second, third]
+    assert reopened.pending_gateway_inputs("nobody") == []
 
 
 # -- health --------------------------------------------------------------------------
@@ -179,13 +210,13 @@ def test_a_healthy_store_has_no_invariant_violations(db: SessionDB) -> None:
     assert db.invariant_violations() == []
 
 
-# BUG (store): every write reads the clock before it waits for the write lock, so two
-# writers can commit in the opposite order to their timestamps. A message appended
-# just before a rotation commits then carries a created_at later than the parent's
-# ended_at, and invariant_violations() reports an orphan write that never happened.
-# The race tests hit this naturally (threads or processes appending during
-# rotations); here the two clock reads are replayed in that order. See the report.
-def test_BUG_invariant_violations_trusts_clock_order(
+# Regression (found by this suite; fixed in 22687ea): every write reads the clock
+# before it waits for the write lock, so two writers can commit in the opposite order
+# to their timestamps. A message appended just before a rotation commits then carries
+# a created_at later than the parent's ended_at; invariant_violations() compared
+# timestamps and reported an orphan write that never happened. The race tests hit this
+# naturally; here the two clock reads are replayed in that order.
+def test_invariant_violations_does_not_trust_clock_order(
     db: SessionDB, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     db.create_session("a", source="cli")

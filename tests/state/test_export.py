@@ -24,7 +24,9 @@ def conversation(db: SessionDB) -> list[str]:
         child,
         "assistant",
         "after",
-        tool_calls=[{"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}],
+        tool_calls=[
+            {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}
+        ],
     )
     db.append_message(child, "tool", "file.txt", tool_call_id="c1", tool_name="ls")
     return ["root", child]
@@ -104,3 +106,19 @@ def test_a_large_conversation_exports_every_message(db: SessionDB) -> None:
     db.append_messages(child, [{"role": "user", "content": f"n{n}"} for n in range(2500, 3100)])
     lines = [json.loads(x) for x in db.export_conversation("s", "jsonl")]
     assert [x["content"] for x in lines if x["type"] == "message"] == [f"n{n}" for n in range(3100)]
+
+
+def test_multipart_content_exports_and_branches_as_parts(db: SessionDB) -> None:
+    parts = [
+        {"type": "text", "text": "look"},
+        {"type": "image_url", "image_url": {"url": "data:,"}},
+    ]
+    db.create_session("s", source="cli")
+    db.append_message("s", "user", parts)
+    lines = [json.loads(x) for x in db.export_conversation("s", "jsonl")]
+    assert [x["content"] for x in lines if x["type"] == "message"] == [parts]
+    assert "look" in "".join(db.export_conversation("s", "markdown"))
+    branch = db.branch_session("s")
+    assert db.get_messages(branch)[0]["content"] == parts
+    child = rotate(db, "s", messages=[SUMMARY, db.get_messages("s")[0]])
+    assert db.get_messages(child)[1]["content"] == parts

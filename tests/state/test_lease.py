@@ -29,7 +29,9 @@ def seg(db: SessionDB) -> str:
 def test_make_holder_names_host_pid_and_agent() -> None:
     holder = make_holder("abc")
     assert holder == f"{socket.gethostname()}:pid={os.getpid()}:agent=abc"
-    assert re.fullmatch(rf"{re.escape(socket.gethostname())}:pid=\d+:agent=[0-9a-f]{{32}}", make_holder())
+    assert re.fullmatch(
+        rf"{re.escape(socket.gethostname())}:pid=\d+:agent=[0-9a-f]{{32}}", make_holder()
+    )
     assert make_holder() != make_holder()
 
 

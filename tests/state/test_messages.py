@@ -50,12 +50,15 @@ def test_generated_message_uids_are_unique(db: SessionDB) -> None:
     assert len(set(got)) == 10 and all(got)
 
 
-# BUG (store): a multi-part content list (OpenAI image/text parts) is stored as its
-# JSON text and comes back as a string, so a resumed agent would send the model the
-# JSON source instead of the parts. See the final report.
-def test_BUG_multipart_content_round_trips(db: SessionDB) -> None:
+# Regression (found by this suite; fixed in ae4a419): a multi-part content list (OpenAI
+# image/text parts) was stored as its JSON text and came back as a string, so a resumed
+# agent would have sent the model the JSON source instead of the parts.
+def test_multipart_content_round_trips(db: SessionDB) -> None:
     db.create_session("s", source="cli")
-    parts = [{"type": "text", "text": "what is this?"}, {"type": "image_url", "image_url": {"url": "data:,"}}]
+    parts = [
+        {"type": "text", "text": "what is this?"},
+        {"type": "image_url", "image_url": {"url": "data:,"}},
+    ]
     db.append_message("s", "user", parts)
     assert db.get_messages("s")[0]["content"] == parts
 
@@ -122,7 +125,10 @@ def test_duplicate_message_uid_within_one_batch_is_stored_once(db: SessionDB) ->
         ],
     )
     assert result.stored == 2
-    assert result.message_ids[1] is None and None not in (result.message_ids[0], result.message_ids[2])
+    assert result.message_ids[1] is None and None not in (
+        result.message_ids[0],
+        result.message_ids[2],
+    )
     assert contents(db.get_messages("s")) == ["a", "b"]
 
 
@@ -137,7 +143,9 @@ def test_message_uid_is_unique_across_segments_and_conversations(db: SessionDB) 
 def test_a_partly_duplicate_batch_stores_only_the_new_rows(db: SessionDB) -> None:
     db.create_session("s", source="cli")
     db.append_messages("s", [{"role": "user", "content": c, "message_uid": c} for c in "ab"])
-    result = db.append_messages("s", [{"role": "user", "content": c, "message_uid": c} for c in "abcd"])
+    result = db.append_messages(
+        "s", [{"role": "user", "content": c, "message_uid": c} for c in "abcd"]
+    )
     assert result.stored == 2
     assert result.message_ids[:2] == (None, None)
     assert contents(db.get_messages("s")) == list("abcd")
@@ -241,12 +249,44 @@ def test_mark_undone_hides_from_the_segment_but_keeps_the_history(db: SessionDB)
     assert contents(db.get_conversation_messages("s")) == ["m0", "m1", "m2", "m3"]
 
 
-def test_mark_undone_touches_only_the_named_segment(db: SessionDB) -> None:
+def test_mark_undone_reaches_the_copies_a_rotation_made(db: SessionDB) -> None:
+    db.create_session("root", source="cli")
+    db.append_message("root", "user", "keep", message_uid="keep")
+    oops = db.append_message("root", "user", "oops", message_uid="oops").message_id
+    kept = [{"role": "user", "content": "oops", "message_uid": "oops"}]
+    child = rotate(db, "root", messages=kept)
+    assert contents(db.get_messages(child)) == ["oops"]
+    # Undone through the tip's id: the original in the parent and its copy in the child.
+    assert db.mark_undone(child, [oops]) == 2
+    assert db.get_messages(child) == []
+    assert contents(db.get_messages("root")) == ["keep"]
+    assert [m["undone"] for m in db.get_conversation_messages(child)] == [False, True]
+
+
+def test_mark_undone_never_crosses_into_another_conversation(db: SessionDB) -> None:
     db.create_session("a", source="cli")
     db.create_session("b", source="cli")
     mid = db.append_message("a", "user", "a's").message_id
     assert db.mark_undone("b", [mid]) == 0
     assert contents(db.get_messages("a")) == ["a's"]
+    with pytest.raises(SessionNotFoundError):
+        db.mark_undone("ghost", [mid])
+
+
+def test_segment_stamp_changes_with_every_write(db: SessionDB) -> None:
+    db.create_session("s", source="cli")
+    assert db.segment_stamp("s") == (0, 0)
+    first = db.append_message("s", "user", "one").message_id
+    assert db.segment_stamp("s") == (first, 1)
+    second = db.append_messages("s", [{"role": "user", "content": "two"}]).message_id
+    assert db.segment_stamp("s") == (second, 2)
+    before = db.segment_stamp("s")
+    db.append_message("s", "user", "two", message_uid=uids(db.get_messages("s"))[-1])
+    assert db.segment_stamp("s") == before  # a duplicate writes nothing
+    child = rotate(db, "s")
+    assert db.segment_stamp("s") == before  # the parent is left as it was
+    assert db.segment_stamp(child)[1] == 1
+    assert db.segment_stamp("ghost") == (0, 0)
 
 
 def test_undone_messages_are_not_carried_over_by_a_rotation(db: SessionDB) -> None:

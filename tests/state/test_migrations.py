@@ -47,11 +47,10 @@ def test_a_store_with_only_the_version_table_is_migrated(store: StoreSpec) -> No
         db.create_session("s", source="cli")
 
 
-# BUG (store, SQLite): SQLiteBackend.migrate() returns early when the stored version is
-# >= the newest it knows, so a database written by a newer hermes is opened (and
-# written to) without a word. migrations.apply() has the right check but is never
-# reached. See the final report.
-def test_BUG_a_store_newer_than_the_code_is_refused(make_db) -> None:
+# Regression (found by this suite; fixed in 22687ea): SQLiteBackend.migrate() returned
+# early when the stored version was >= the newest it knew, so a database written by a
+# newer hermes was opened (and written to) without a word.
+def test_a_store_newer_than_the_code_is_refused(make_db) -> None:
     db = make_db()
     newer = db.backend.schema_version() + 1
     db._write(
@@ -68,7 +67,9 @@ def test_BUG_a_store_newer_than_the_code_is_refused(make_db) -> None:
 def test_a_failing_migration_rolls_back_and_a_rerun_applies_each_once(db: SessionDB) -> None:
     current = db.backend.schema_version()
     done = Migration(current, "current", ())
-    broken = Migration(current + 1, "broken", ("CREATE TABLE extra_a (x INTEGER)", "NOT SQL AT ALL"))
+    broken = Migration(
+        current + 1, "broken", ("CREATE TABLE extra_a (x INTEGER)", "NOT SQL AT ALL")
+    )
     with pytest.raises(Exception):  # noqa: B017 - the engine's syntax error
         migrations.apply(db.backend, [done, broken])
     assert db.backend.schema_version() == current

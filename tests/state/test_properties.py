@@ -39,7 +39,11 @@ def test_search_never_raises(db: SessionDB, query: str) -> None:
 
 
 @settings(SETTINGS, max_examples=80)
-@given(word=WORD, before=st.sampled_from(["", "the ", "我们 ", "今日は"]), after=st.sampled_from(["", " end", "。", "です"]))
+@given(
+    word=WORD,
+    before=st.sampled_from(["", "the ", "我们 ", "今日は"]),
+    after=st.sampled_from(["", " end", "。", "です"]),
+)
 def test_a_stored_word_is_found_by_that_word(
     db: SessionDB, word: str, before: str, after: str
 ) -> None:
@@ -57,7 +61,7 @@ STALE = st.tuples(st.just("stale"), st.integers(0, 50), st.integers(1, 2))
 REFLUSH = st.tuples(st.just("reflush"), st.integers(1, 4))
 ROTATE = st.tuples(
     st.just("rotate"),
-    st.sampled_from(["snapshot", "none", "zero", "random"]),  # the watermark
+    st.sampled_from(["snapshot", "none", "zero", "random", "seen"]),  # the watermark
     st.lists(st.integers(0, 50), max_size=4),  # kept copies, as indices into the history
     st.booleans(),  # the summary carries a uid
     st.integers(0, 3),  # messages written while the summary is being made
@@ -76,7 +80,11 @@ class Model:
 
     def new(self, n: int) -> list[dict]:
         made = [
-            {"role": "user", "content": f"c{len(self.originals) + k}", "message_uid": uuid.uuid4().hex}
+            {
+                "role": "user",
+                "content": f"c{len(self.originals) + k}",
+                "message_uid": uuid.uuid4().hex,
+            }
             for k in range(n)
         ]
         self.originals += made
@@ -105,7 +113,9 @@ class Model:
         holder = make_holder()
         assert self.db.try_acquire_compression_lock(tip, holder)
         snapshot = self.db.last_message_id(tip)
-        ids = [m["id"] for m in self.db.get_messages(tip, include_undone=True)]
+        rows = self.db.get_messages(tip, include_undone=True)
+        ids = [m["id"] for m in rows]
+        seen = {m["message_uid"] for m in rows}  # what the compressor was given
         if late:
             self.write(tip, late)
         watermark = {
@@ -113,13 +123,17 @@ class Model:
             "none": None,
             "zero": 0,
             "random": ids[len(ids) // 2] if ids else 0,
+            "seen": None,
         }[mark]
-        # Distinct copies: a message kept twice is test_BUG_a_message_kept_twice_... .
-        picked = {i % len(self.originals) for i in kept} if self.originals else set()
-        copies = [dict(self.originals[i]) for i in sorted(picked)]
+        # Duplicates allowed: a message may be listed twice (the newest user message).
+        copies = [dict(self.originals[i % len(self.originals)]) for i in kept if self.originals]
         summary = {**SUMMARY, **({"message_uid": uuid.uuid4().hex} if summary_uid else {})}
         child = self.db.publish_compression_child(
-            tip, holder=holder, messages=[summary, *copies], watermark=watermark
+            tip,
+            holder=holder,
+            messages=[summary, *copies],
+            watermark=watermark,
+            seen_uids=seen if mark == "seen" else None,
         )
         assert self.db.release_compression_lock(tip, holder)
         self.segments.append(child)

@@ -40,9 +40,7 @@ def _assert_one_child_each(db: SessionDB, parents: list[str], outcomes: list[tup
     for parent, counts in by_parent.items():
         assert counts["won"] == 1, f"{parent}: {dict(counts)}"
         assert sum(counts.values()) == RACERS
-        children = raw_all(
-            db, "SELECT id FROM sessions WHERE parent_session_id = ?", (parent,)
-        )
+        children = raw_all(db, "SELECT id FROM sessions WHERE parent_session_id = ?", (parent,))
         assert len(children) == 1, f"{parent} forked into {children}"
         assert db.get_lineage(parent) == [parent, children[0]["id"]]
         assert db.get_session(parent)["end_reason"] == "compression"
@@ -63,9 +61,7 @@ def test_processes_racing_to_rotate_one_parent_make_exactly_one_child(
 
 
 @pytest.mark.parametrize("shared", [False, True], ids=["own-instances", "one-instance"])
-def test_threads_racing_to_rotate_one_parent_make_exactly_one_child(
-    make_db, shared: bool
-) -> None:
+def test_threads_racing_to_rotate_one_parent_make_exactly_one_child(make_db, shared: bool) -> None:
     db = make_db()
     parents = _parents(db, 2 * ROUNDS)
     barrier = threading.Barrier(RACERS)
@@ -122,14 +118,15 @@ def test_appends_from_other_processes_during_rotations_are_kept_exactly_once(
         ]
     assert all(not m["compacted"] for m in logical)
     # Invariant 3: nothing accumulated in a dead segment; stale writers reached the tips.
-    # (Checked by id: invariant_violations() compares timestamps and reports false
-    # positives here, see test_BUG_invariant_violations_trusts_clock_order.)
     assert_no_orphan_writes(db, root)
+    assert db.invariant_violations() == []
     assert any(len(segments) > 1 for _tag, segments in reports)
     # Invariant 2: every parent message written after the watermark is in the child.
     carried = 0
     for parent, watermark, child in rotations:
-        late = {m["id"] for m in db.get_messages(parent) if not m["compacted"] and m["id"] > watermark}
+        late = {
+            m["id"] for m in db.get_messages(parent) if not m["compacted"] and m["id"] > watermark
+        }
         origins = {m["origin_id"] for m in db.get_messages(child) if m["compacted"]}
         assert late <= origins, f"rotation {parent} -> {child} dropped {late - origins}"
         carried += len(late)
@@ -166,7 +163,9 @@ def test_appends_from_threads_during_rotations_are_kept_exactly_once(make_db) ->
         target = root
         try:
             for n in range(40):
-                target = mine.append_message(target, "user", tag, message_uid=f"{tag}-{n}").session_id
+                target = mine.append_message(
+                    target, "user", tag, message_uid=f"{tag}-{n}"
+                ).session_id
         except BaseException as exc:
             errors.append(exc)
 
@@ -183,6 +182,7 @@ def test_appends_from_threads_during_rotations_are_kept_exactly_once(make_db) ->
     seen = [m["message_uid"] for m in db.get_conversation_messages(root)]
     assert Counter(seen) == Counter(f"t{i}-{n}" for i in range(3) for n in range(40))
     assert_no_orphan_writes(db, root)
+    assert db.invariant_violations() == []
 
 
 def test_threads_sharing_one_sessiondb_append_concurrently(db: SessionDB) -> None:

@@ -148,7 +148,9 @@ def test_watermark_carries_late_messages_into_the_child(db: SessionDB, parent: s
     assert db.try_acquire_compression_lock(parent, holder)
     watermark = db.last_message_id(parent)
     # Written while the summary was being made, e.g. by the gateway or a tool result.
-    db.append_messages(parent, [{"role": "tool", "content": "late1"}, {"role": "user", "content": "late2"}])
+    db.append_messages(
+        parent, [{"role": "tool", "content": "late1"}, {"role": "user", "content": "late2"}]
+    )
     child = db.publish_compression_child(
         parent, holder=holder, messages=[SUMMARY], watermark=watermark
     )
@@ -161,6 +163,40 @@ def test_watermark_carries_late_messages_into_the_child(db: SessionDB, parent: s
         "late1",
         "late2",
     ]
+
+
+def test_seen_uids_carry_every_original_the_compressor_never_saw(
+    db: SessionDB, parent: str
+) -> None:
+    holder = make_holder()
+    assert db.try_acquire_compression_lock(parent, holder)
+    given = db.get_messages(parent)[:3]  # the compressor's input: m0..m2
+    # m3 was written before the watermark was read but after the snapshot was taken,
+    # and "late" after both: neither reached the compressor.
+    watermark = db.last_message_id(parent)
+    db.append_message(parent, "user", "late")
+    child = db.publish_compression_child(
+        parent,
+        holder=holder,
+        messages=[SUMMARY],
+        watermark=watermark,
+        seen_uids={m["message_uid"] for m in given},
+    )
+    rows = db.get_messages(child)
+    assert contents(rows) == [SUMMARY["content"], "m3", "late"]
+    assert all(r["compacted"] for r in rows)
+    assert contents(db.get_conversation_messages(child)) == [f"m{n}" for n in range(4)] + ["late"]
+
+
+def test_seen_uids_never_carry_the_compacted_context_again(db: SessionDB, parent: str) -> None:
+    child = rotate(db, parent)
+    db.append_message(child, "user", "new")
+    holder = make_holder()
+    assert db.try_acquire_compression_lock(child, holder)
+    grandchild = db.publish_compression_child(
+        child, holder=holder, messages=[SUMMARY], seen_uids=set()
+    )
+    assert contents(db.get_messages(grandchild)) == [SUMMARY["content"], "new"]
 
 
 def test_without_a_watermark_nothing_is_carried_over(db: SessionDB, parent: str) -> None:
@@ -177,14 +213,14 @@ def test_a_kept_message_is_not_carried_over_twice(db: SessionDB, parent: str) ->
     assert contents(logical).count("tail") == 1
 
 
-# BUG (store): a compacted list holding the same stored message twice (say the kept
-# tail already ends with the newest user message and the compressor appends it again,
-# DESIGN invariant 12) makes both copies take the uid "<uid>@<child>", and the rotation
-# dies on the UNIQUE index with a raw engine error; compression can then never
-# succeed for that conversation. The same happens for a new message (a summary with a
-# uid) listed twice. See the final report.
+# Regression (found by the property test; fixed in ae4a419): a compacted list holding
+# the same stored message twice (say the kept tail already ends with the newest user
+# message and the compressor appends it again, DESIGN invariant 12) gave both copies
+# the uid "<uid>@<child>", and the rotation died on the UNIQUE index with a raw engine
+# error, so compression could never succeed for that conversation. The same happened
+# for a new message (a summary with a uid) listed twice.
 @pytest.mark.parametrize("twice", ["stored-message", "new-summary"])
-def test_BUG_a_message_listed_twice_in_the_compacted_list_still_rotates(
+def test_a_message_listed_twice_in_the_compacted_list_still_rotates(
     db: SessionDB, parent: str, twice: str
 ) -> None:
     db.append_message(parent, "user", "newest question", message_uid="newest")

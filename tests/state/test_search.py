@@ -18,7 +18,7 @@ def test_search_finds_english_words_case_insensitively(db: SessionDB) -> None:
     db.append_message("s", "user", "unrelated")
     hits = db.search_messages("orchids")
     assert len(hits) == 2
-    assert HIT_KEYS <= set(hits[0])
+    assert set(hits[0]) >= HIT_KEYS
     # Newest first.
     assert [h["role"] for h in hits] == ["assistant", "user"]
     assert hits[0]["message_id"] > hits[1]["message_id"]
@@ -130,8 +130,37 @@ def test_operators_are_searched_as_plain_words(db: SessionDB) -> None:
     assert len(db.search_messages("dogs -cats")) == 2
 
 
+def test_a_word_deep_inside_a_very_long_message_is_found(db: SessionDB) -> None:
+    db.create_session("s", source="cli")
+    db.append_message("s", "tool", "filler words " * 20_000 + "needlefish at the very end")
+    db.append_message("s", "user", "short one")
+    [hit] = db.search_messages("needlefish")
+    assert "needlefish" in hit["snippet"]
+    assert len(db.search_messages("filler")) == 1
+
+
 def test_messages_without_text_are_not_indexed(db: SessionDB) -> None:
     db.create_session("s", source="cli")
     db.append_message("s", "assistant", None, tool_calls=[{"id": "c", "type": "function"}])
     db.append_message("s", "user", "")
     assert db.search_messages("function") == []
+
+
+PARTS = [
+    {"type": "text", "text": "what is this marmot doing?"},
+    {"type": "image_url", "image_url": {"url": "data:image/png;base64,QUJDREVGR0g="}},
+]
+
+
+# BUG (store, PostgreSQL): the PostgreSQL indexes (tsvector and trigram) and its search
+# read the raw ``content`` column, which for multi-part content is the JSON list; so its
+# keys, URLs and base64 image data are searchable (and fill the trigram index), while
+# SQLite indexes only the text parts (search.searchable_text). See the final report.
+def test_multipart_text_is_found_but_not_its_structure(db: SessionDB) -> None:
+    db.create_session("s", source="cli")
+    db.append_message("s", "user", PARTS)
+    db.append_message("s", "user", "plain text about nothing")
+    [hit] = db.search_messages("marmot")
+    assert "marmot" in hit["snippet"]
+    for structure in ("image_url", "type", "base64", "png", "url"):
+        assert db.search_messages(structure) == [], structure

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hermes.state import SessionDB, SessionNotFoundError, StateError
+from hermes.state import ReadOnlyStoreError, SessionDB, SessionNotFoundError, StateError
 
 from .helpers import rotate
 
@@ -38,7 +38,7 @@ def test_create_session_returns_a_root_segment(db: SessionDB) -> None:
     assert sid == "s1"
     row = db.get_session("s1")
     assert row is not None
-    assert SESSION_KEYS <= set(row)
+    assert set(row) >= SESSION_KEYS
     assert row["id"] == row["conversation_id"] == "s1"
     assert row["parent_session_id"] is None
     assert row["lineage"] == "root"
@@ -113,9 +113,9 @@ def test_set_model_system_prompt_and_token_usage(db: SessionDB) -> None:
     assert (row["input_tokens"], row["output_tokens"]) == (15, 3)
 
 
-# BUG (store): set_model / set_system_prompt / add_token_usage on an unknown id do
-# nothing and return normally, unlike set_title/end_session which raise. A write that
-# lands nowhere is swallowed (DESIGN invariant 10). See the final report.
+# Regression (found by this suite; fixed in ae4a419): set_model / set_system_prompt /
+# add_token_usage on an unknown id did nothing and returned normally, unlike
+# set_title/end_session: a write that lands nowhere was swallowed (invariant 10).
 @pytest.mark.parametrize(
     "call",
     [
@@ -125,7 +125,7 @@ def test_set_model_system_prompt_and_token_usage(db: SessionDB) -> None:
     ],
     ids=["set_model", "set_system_prompt", "add_token_usage"],
 )
-def test_BUG_setters_on_unknown_id_raise(db: SessionDB, call) -> None:
+def test_setters_on_unknown_id_raise(db: SessionDB, call) -> None:
     with pytest.raises(SessionNotFoundError):
         call(db)
 
@@ -177,6 +177,32 @@ def test_closing_one_instance_leaves_others_usable(make_db) -> None:
     first.close()
     second.append_message("s", "user", "still works")
     assert [m["content"] for m in second.get_messages("s")] == ["still works"]
+
+
+def test_a_read_only_instance_reads_but_never_writes(make_db) -> None:
+    writer = make_db()
+    writer.create_session("s", source="cli", title="T")
+    writer.append_message("s", "user", "hello reader")
+    reader = make_db(read_only=True)
+    assert reader.get_messages("s")[0]["content"] == "hello reader"
+    assert reader.search_messages("reader")
+    assert reader.get_compression_lock_holder("s") is None
+    writes = [
+        lambda: reader.create_session(source="cli"),
+        lambda: reader.append_message("s", "user", "no"),
+        lambda: reader.end_session("s", "user_exit"),
+        lambda: reader.set_title("s", "no"),
+        lambda: reader.try_acquire_compression_lock("s", "x"),
+        lambda: reader.set_route("k", "s"),
+        lambda: reader.delete_conversation("s"),
+    ]
+    for write in writes:
+        with pytest.raises(ReadOnlyStoreError):
+            write()
+    assert writer.get_session("s")["title"] == "T"
+    assert len(writer.get_messages("s")) == 1
+    writer.append_message("s", "user", "later")  # a reader sees later commits
+    assert len(reader.get_messages("s")) == 2
 
 
 def test_location_names_the_store_without_a_password(db: SessionDB, store) -> None:

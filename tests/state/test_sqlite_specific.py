@@ -4,7 +4,6 @@ read-only opening, corrupt files, the busy lock across processes (invariants 4, 
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import stat
 import threading
@@ -173,11 +172,11 @@ def test_a_corrupt_file_raises_and_is_left_untouched(path: Path, read_only: bool
     assert not Path(f"{path}-wal").exists()
 
 
-# BUG (store): a valid SQLite file written by another program (no schema_version, its
-# own tables) is taken over: hermes switches it to WAL and creates its tables in it,
-# although CorruptStoreError is documented for "not a hermes state database". See the
-# final report.
-def test_BUG_a_foreign_sqlite_database_is_refused_and_left_untouched(path: Path) -> None:
+# Regression (found by this suite; fixed in ae4a419): a valid SQLite file written by
+# another program (no schema_version, its own tables) was taken over: hermes switched
+# it to WAL and created its tables in it, although CorruptStoreError is documented for
+# "not a hermes state database".
+def test_a_foreign_sqlite_database_is_refused_and_left_untouched(path: Path) -> None:
     raw = sqlite3.connect(path)
     raw.execute("CREATE TABLE bookmarks (url TEXT)")
     raw.execute("INSERT INTO bookmarks VALUES ('https://example.org')")

@@ -45,9 +45,7 @@ def rotate_once(db: Any, parent: str, hold: float) -> str:
     try:
         watermark = db.last_message_id(parent)
         time.sleep(hold)  # the summary call
-        db.publish_compression_child(
-            parent, holder=holder, messages=[SUMMARY], watermark=watermark
-        )
+        db.publish_compression_child(parent, holder=holder, messages=[SUMMARY], watermark=watermark)
         return "won"
     except NotTipError:
         return "not_tip"

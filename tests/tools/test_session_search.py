@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-import pytest
-
 from hermes.tools import ToolContext
 from hermes.tools.session_search import format_results
 

@@ -226,7 +226,8 @@ class ApiServerAdapter(Adapter):
     async def _stream(
         self, request: web.Request, body: dict[str, Any], sink: ResultSink, conversation: str | None
     ) -> web.StreamResponse:
-        tip = sink.future.result().session_id if sink.future.done() else None
+        done = sink.future.done() and sink.future.exception() is None
+        tip = sink.future.result().session_id if done else None
         if tip is None and conversation:
             tip = await asyncio.to_thread(self.runner.db.resolve_tip, conversation)
         response = web.StreamResponse(

@@ -17,9 +17,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from hermes.cli._render import one_line, plural, table, when
-from hermes.cli._store import rename_conversation, resolve_conversation, token_usage
 from hermes.errors import HermesError
+from hermes.state.lookup import rename_conversation, resolve_conversation, token_usage
+from hermes.text import one_line, plural, table, when
 
 if TYPE_CHECKING:
     from hermes.agent import AIAgent
