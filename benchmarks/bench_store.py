@@ -563,9 +563,10 @@ class _RawSearch:
     def search(self, query: str) -> list:
         if self.backend == "sqlite":
             if query == CJK:
-                sql = "SELECT rowid FROM corpus WHERE instr(content, ?) > 0 ORDER BY rowid DESC LIMIT 20"
+                sql = "SELECT rowid FROM corpus WHERE instr(content, ?) > 0"
             else:
-                sql = "SELECT rowid FROM corpus_fts WHERE corpus_fts MATCH ? ORDER BY rowid DESC LIMIT 20"
+                sql = "SELECT rowid FROM corpus_fts WHERE corpus_fts MATCH ?"
+            sql += " ORDER BY rowid DESC LIMIT 20"
             return self.conn.execute(sql, (query,)).fetchall()
         if query == CJK:
             sql = "SELECT id FROM corpus WHERE strpos(content, %s) > 0 ORDER BY id DESC LIMIT 20"
@@ -982,8 +983,8 @@ def build_lines(res: Results, sizes: Sizes, backends: list[str]) -> tuple[list[L
             ">= one writer (-5%)",
             lambda b, v, r: at_least(v, res.get(b, "procs8_alone") or v, "one writer", NOISE),
             raw_key="")  # fmt: skip
-        add(f"  {sizes.pg_writers} processes: messages lost, errors", "count", "procs8_lost", "0, 0",
-            lambda b, v, r: _clean(res, b, "procs8"), raw_key="")  # fmt: skip
+        add(f"  {sizes.pg_writers} processes: messages lost, errors", "count", "procs8_lost",
+            "0, 0", lambda b, v, r: _clean(res, b, "procs8"), raw_key="")  # fmt: skip
     add(
         f"database size / text stored ({corpus} msgs)",
         "x text",

@@ -64,6 +64,7 @@ _INSERT_MESSAGE = (
     " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id"
 )
 _FTS_DOCUMENT = fts_document("m.content")
+_PARTS_TEXT = "jsonb_path_query_array(m.content::jsonb, '$[*].text')::text"
 
 
 class _Transient(Exception):
@@ -222,16 +223,24 @@ def _search_sql(
     words = [p for p in pieces if _is_word(p)]
     patterns = {p: "%" + _escape_like(p) + "%" for p in pieces}
     others = [patterns[p] for p in pieces if not _is_word(p)]
-    matched = ["m.compacted = 0"]
+    matched = ["m.compacted = 0", "m.content_parts = 0"]
     matched += [f"{_FTS_DOCUMENT} @@ phraseto_tsquery('simple', ?)" for _ in words]
     matched += ["m.content ILIKE ?" for _ in others]
     params: list[Any] = [*words, *others]
     arms = [f"SELECT m.id, m.session_id FROM messages m WHERE {' AND '.join(matched)}"]
     if words:
-        long = ["m.compacted = 0", f"length(m.content) > {FTS_TEXT_LIMIT}"]
+        long = ["m.compacted = 0", "m.content_parts = 0", f"length(m.content) > {FTS_TEXT_LIMIT}"]
         long += ["m.content ILIKE ?" for _ in patterns]
         arms.append(f"SELECT m.id, m.session_id FROM messages m WHERE {' AND '.join(long)}")
         params += patterns.values()
+    # Multi-part content (rare): only the text parts count, never the JSON around them.
+    parts = ["m.compacted = 0", "m.content_parts = 1"]
+    parts += [
+        f"to_tsvector('simple', {_PARTS_TEXT}) @@ phraseto_tsquery('simple', ?)" for _ in words
+    ]
+    parts += [f"{_PARTS_TEXT} ILIKE ?" for _ in others]
+    arms.append(f"SELECT m.id, m.session_id FROM messages m WHERE {' AND '.join(parts)}")
+    params += [*words, *others]
     scope = []
     if source:
         scope.append("s.source = ?")

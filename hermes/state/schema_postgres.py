@@ -149,6 +149,7 @@ MIGRATIONS = (
         (
             # 1 when ``content`` holds a JSON list of content parts (text, images), not text.
             "ALTER TABLE messages ADD COLUMN content_parts INTEGER NOT NULL DEFAULT 0",
+            "CREATE INDEX messages_parts ON messages (id) WHERE content_parts = 1",
         ),
     ),
 )

@@ -46,12 +46,42 @@ def _is_busy(exc: sqlite3.OperationalError) -> bool:
 
 @dataclass
 class _Shared:
-    """The one connection (and its lock) a process keeps for a database file."""
+    """The one writer connection (and its lock) a process keeps for a database file,
+    and the read connections of its threads.
+
+    WAL lets readers run beside the writer, so a read never waits for another
+    thread's commit (and its fsync) to finish.
+    """
 
     conn: sqlite3.Connection
     pid: int
+    path: Path | None = None  # None: no separate readers (a read-only store)
     lock: threading.RLock = field(default_factory=threading.RLock)
     users: int = 0
+    local: threading.local = field(default_factory=threading.local)
+    readers: list[sqlite3.Connection] = field(default_factory=list)
+
+    def reader(self) -> sqlite3.Connection | None:
+        if self.path is None:
+            return None
+        conn = getattr(self.local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(
+                self.path, check_same_thread=False, isolation_level=None, timeout=0.1
+            )
+            conn.row_factory = _dict_row
+            conn.execute("PRAGMA query_only=ON")
+            self.local.conn = conn
+            with self.lock:
+                self.readers.append(conn)
+        return conn
+
+    def close(self) -> None:
+        with self.lock:
+            for conn in self.readers:
+                conn.close()
+            self.readers.clear()
+            self.conn.close()
 
 
 _registry: dict[str, _Shared] = {}
@@ -227,17 +257,22 @@ class SQLiteBackend:
             raise StateError(
                 "A SessionDB cannot be used across fork(); open a new one in the child."
             )
+        reader = None if write else shared.reader()
+        if reader is not None:
+            return self._run(reader, fn, write=False)
         with shared.lock:
-            conn = shared.conn
-            self._begin(conn, write)
-            try:
-                result = fn(SQLiteTx(conn))
-                self._commit(conn)
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
-            return result
+            return self._run(shared.conn, fn, write=write)
+
+    def _run(self, conn: sqlite3.Connection, fn: Callable[[SQLiteTx], T], *, write: bool) -> T:
+        self._begin(conn, write)
+        try:
+            result = fn(SQLiteTx(conn))
+            self._commit(conn)
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        return result
 
     def _begin(self, conn: sqlite3.Connection, write: bool) -> None:
         statement = "BEGIN IMMEDIATE" if write else "BEGIN"
@@ -342,7 +377,7 @@ def _acquire_shared(path: Path, synchronous: str) -> _Shared:
     with _registry_lock:
         shared = _registry.get(key)
         if shared is None or shared.pid != os.getpid():
-            shared = _Shared(conn=_open_writer(path, synchronous), pid=os.getpid())
+            shared = _Shared(conn=_open_writer(path, synchronous), pid=os.getpid(), path=Path(key))
             _registry[key] = shared
         shared.users += 1
         return shared
@@ -356,8 +391,7 @@ def _release_shared(path: Path) -> None:
             return
         shared.users -= 1
         if shared.users <= 0:
-            with shared.lock:
-                shared.conn.close()
+            shared.close()
             del _registry[key]
 
 

@@ -300,7 +300,10 @@ def test_invariant_violations_reports_what_the_indexes_would_have_stopped(
     raw = sqlite3.connect(path, isolation_level=None)
     raw.execute("DROP INDEX sessions_one_live_tip")
     raw.execute("DROP INDEX sessions_one_compression_child")
-    columns = "id, conversation_id, parent_session_id, lineage, segment_index, source, started_at, last_active_at"
+    columns = (
+        "id, conversation_id, parent_session_id, lineage, segment_index, source, started_at,"
+        " last_active_at"
+    )
     raw.execute(
         f"INSERT INTO sessions ({columns}) SELECT 'twin', conversation_id, parent_session_id,"
         " lineage, segment_index + 10, source, started_at, last_active_at FROM sessions"
