@@ -29,6 +29,26 @@ class Migration:
     statements: tuple[str, ...]
 
 
+def bring_up_to_date(
+    backend: Backend, migrations: Sequence[Migration], *, runner: Backend | None = None
+) -> list[int]:
+    """What every backend's ``migrate`` does: nothing (no write) when the store is
+    current, a clear refusal when it is newer or read-only, else ``apply``.
+
+    ``runner`` is the backend the migration transactions run on, when it differs
+    (PostgreSQL serialises them under an advisory lock).
+    """
+    current, latest = backend.schema_version(), migrations[-1].version
+    if current == latest:
+        return []
+    if current < latest and backend.read_only:
+        raise StateError(
+            f"The state store {backend.location} needs an upgrade (schema {current}); open it "
+            "once without read-only (run any hermes command that writes) first."
+        )
+    return apply(runner or backend, migrations)
+
+
 def apply(backend: Backend, migrations: Sequence[Migration]) -> list[int]:
     """Apply every migration newer than the store; return the versions applied."""
     latest = migrations[-1].version

@@ -312,20 +312,7 @@ class SQLiteBackend:
         return self.transact(read, write=False)
 
     def migrate(self) -> None:
-        current, latest = self.schema_version(), MIGRATIONS[-1].version
-        if current > latest:
-            raise StateError(
-                f"The state store {self.path} was written by a newer hermes (schema "
-                f"{current}, this one knows {latest}); upgrade hermes."
-            )
-        if current == latest:
-            return
-        if self.read_only:
-            raise StateError(
-                f"The state store {self.path} needs an upgrade (schema {current}); open it once "
-                "without read-only (run any hermes command that writes) first."
-            )
-        migrations.apply(self, MIGRATIONS)
+        migrations.bring_up_to_date(self, MIGRATIONS)
 
     def close(self) -> None:
         if self._closed:

@@ -9,6 +9,7 @@ import stat
 import threading
 from pathlib import Path
 
+import psutil
 import pytest
 
 from hermes.state import (
@@ -219,6 +220,28 @@ def test_the_shared_connection_outlives_all_but_the_last_instance(path: Path) ->
         assert third.get_session("s") is not None
 
 
+# BUG (store, SQLite, since 99cbfe5): every thread that reads gets its own read
+# connection (threading.local), and the backend keeps each one in ``readers`` until the
+# store closes, so a long-running process that starts short-lived threads (a gateway
+# event, a background review) leaks two file descriptors per thread until it hits
+# EMFILE. See the final report.
+def test_BUG_read_connections_of_finished_threads_are_released(path: Path, opened) -> None:
+    db = opened(db_path=path)
+    db.create_session("s", source="cli")
+    me = psutil.Process()
+
+    def read_in_a_thread() -> None:
+        thread = threading.Thread(target=db.get_session, args=("s",))
+        thread.start()
+        thread.join()
+
+    read_in_a_thread()
+    before = me.num_fds()
+    for _ in range(100):
+        read_in_a_thread()
+    assert me.num_fds() - before < 10
+
+
 def test_the_raw_connection_is_usable_from_other_threads(path: Path, opened) -> None:
     db = opened(db_path=path)
     db.create_session("PARENT", source="discord")
@@ -248,13 +271,25 @@ def test_the_raw_connection_is_usable_from_other_threads(path: Path, opened) -> 
 # -- O(1) tip resolution (invariant 4) ----------------------------------------------------
 
 
+def _connections(db: SessionDB) -> list[sqlite3.Connection]:
+    """The writer, and this thread's read connection when the backend keeps one."""
+    conns = [db._conn]
+    reader = getattr(db.backend._shared, "reader", None)
+    if reader is not None and reader() is not None:
+        conns.append(reader())
+    return conns
+
+
 def _statements(db: SessionDB, call) -> list[str]:
     seen: list[str] = []
-    db._conn.set_trace_callback(seen.append)
+    conns = _connections(db)
+    for conn in conns:
+        conn.set_trace_callback(seen.append)
     try:
         call()
     finally:
-        db._conn.set_trace_callback(None)
+        for conn in conns:
+            conn.set_trace_callback(None)
     return seen
 
 
@@ -279,6 +314,7 @@ def test_following_a_stale_id_costs_the_same_whatever_the_chain_length(
         }[operation]
         statements = _statements(db, call)
         counts[length] = len(statements)
+        assert any("sessions" in sql for sql in statements), statements  # not vacuous
         assert db.resolve_tip(root) == ids[-1]
         for sql in statements:
             if sql.lstrip().upper().startswith("SELECT") and "sessions" in sql:
