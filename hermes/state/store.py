@@ -660,20 +660,20 @@ def _violations(tx: Tx) -> list[str]:
 
 
 def _decode(row: Row) -> dict:
-    message = dict(row)
-    if message.get("tool_calls"):
+    """A message row for callers, decoded in place (it is a fresh dict from the backend)."""
+    if row["tool_calls"]:
         try:
-            message["tool_calls"] = json.loads(message["tool_calls"])
+            row["tool_calls"] = json.loads(row["tool_calls"])
         except (TypeError, ValueError):
             pass
-    if message.pop("content_parts", 0) and message.get("content"):
+    if row.pop("content_parts", 0) and row["content"]:
         try:
-            message["content"] = json.loads(message["content"])
+            row["content"] = json.loads(row["content"])
         except (TypeError, ValueError):
             pass
-    message["compacted"] = bool(message.get("compacted"))
-    message["undone"] = bool(message.get("undone"))
-    return message
+    row["compacted"] = row["compacted"] == 1
+    row["undone"] = row["undone"] == 1
+    return row
 
 
 def _as_message(row: Mapping[str, Any]) -> dict:

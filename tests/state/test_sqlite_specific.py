@@ -225,7 +225,7 @@ def test_the_shared_connection_outlives_all_but_the_last_instance(path: Path) ->
 # store closes, so a long-running process that starts short-lived threads (a gateway
 # event, a background review) leaks two file descriptors per thread until it hits
 # EMFILE. See the final report.
-def test_BUG_read_connections_of_finished_threads_are_released(path: Path, opened) -> None:
+def test_read_connections_of_finished_threads_are_released(path: Path, opened) -> None:
     db = opened(db_path=path)
     db.create_session("s", source="cli")
     me = psutil.Process()
@@ -272,12 +272,9 @@ def test_the_raw_connection_is_usable_from_other_threads(path: Path, opened) -> 
 
 
 def _connections(db: SessionDB) -> list[sqlite3.Connection]:
-    """The writer, and this thread's read connection when the backend keeps one."""
-    conns = [db._conn]
-    reader = getattr(db.backend._shared, "reader", None)
-    if reader is not None and reader() is not None:
-        conns.append(reader())
-    return conns
+    """The writer, and the pooled read connections (one at least, after a warm-up read)."""
+    db.list_conversations(limit=1)
+    return [db._conn, *db.backend._shared.idle]
 
 
 def _statements(db: SessionDB, call) -> list[str]:
