@@ -7,9 +7,10 @@ a resume or a rotation, writes nothing twice (invariant 7).
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any
+
+from hermes.state.segments import new_message_uid
 
 # Keys the model API understands; everything else stays on our side.
 API_KEYS = ("role", "content", "tool_calls", "tool_call_id", "name")
@@ -18,7 +19,7 @@ API_KEYS = ("role", "content", "tool_calls", "tool_call_id", "name")
 def new_message(role: str, content: Any = None, **fields: Any) -> dict[str, Any]:
     message: dict[str, Any] = {"role": role, "content": content}
     message.update({k: v for k, v in fields.items() if v is not None})
-    message.setdefault("message_uid", uuid.uuid4().hex)
+    message.setdefault("message_uid", new_message_uid())
     return message
 
 

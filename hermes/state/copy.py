@@ -30,7 +30,6 @@ from typing import Any
 
 from hermes.state.backend import Row, Tx
 from hermes.state.errors import ReadOnlyStoreError, StateError
-from hermes.state.search import spaced_cjk
 from hermes.state.store import SessionDB
 
 # progress(step, done, total): step is a table name while copying, then "verify".
@@ -363,13 +362,7 @@ def _index_sqlite(tx: Tx, rows: list[Row]) -> None:
     The same rule as ``SQLiteTx.insert_messages``: originals (not compacted) with text,
     CJK characters spaced out.
     """
-    entries = [
-        {"rowid": row["id"], "content": spaced_cjk(row["content"])}
-        for row in rows
-        if not row["compacted"] and row["content"]
-    ]
-    if entries:
-        _insert(tx, "messages_fts", entries)
+    tx.index_messages([row for row in rows if not row["compacted"] and row["content"]])
 
 
 def _check_sqlite_index(db: SessionDB) -> None:

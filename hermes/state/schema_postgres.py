@@ -152,4 +152,6 @@ MIGRATIONS = (
             "CREATE INDEX messages_parts ON messages (id) WHERE content_parts = 1",
         ),
     ),
+    # SQLite's deferred search index needs a table; PostgreSQL's indexes follow the rows.
+    Migration(4, "fts_pending", ()),
 )

@@ -101,4 +101,12 @@ MIGRATIONS = (
             "ALTER TABLE messages ADD COLUMN content_parts INTEGER NOT NULL DEFAULT 0",
         ),
     ),
+    Migration(
+        4,
+        "fts_pending",
+        (
+            # Messages whose search index entry is deferred (see SQLiteTx.insert_messages).
+            "CREATE TABLE messages_fts_pending (id INTEGER PRIMARY KEY)",
+        ),
+    ),
 )

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 
 # Han, Hiragana, Katakana, Hangul, CJK punctuation-free ranges and compatibility forms.
 _CJK = (
@@ -68,6 +69,24 @@ def fts5_match(terms: list[str]) -> str:
         tokens = spaced_cjk(term).split()
         phrases.append('"' + " ".join(tokens).replace('"', '""') + '"')
     return " AND ".join(phrases)
+
+
+def _tokens(text: str) -> list[str]:
+    """Tokens as FTS5's unicode61 tokenizer (remove_diacritics 2) makes them."""
+    folded = unicodedata.normalize("NFKD", text.lower())
+    folded = "".join(c for c in folded if not unicodedata.combining(c))
+    return _TERM.findall(folded)
+
+
+def phrase_match(indexed_text: str, terms: list[str] | tuple[str, ...]) -> bool:
+    """Whether text (as indexed) holds every term as a run of adjacent tokens."""
+    tokens = _tokens(indexed_text)
+    for term in terms:
+        wanted = _tokens(spaced_cjk(term))
+        width = len(wanted)
+        if not any(tokens[i : i + width] == wanted for i in range(len(tokens) - width + 1)):
+            return False
+    return True
 
 
 def snippet(content: str, terms: list[str], width: int = 160) -> str:

@@ -12,7 +12,6 @@ import json
 import re
 import secrets
 import time
-import uuid
 from collections.abc import Mapping
 from typing import Any
 
@@ -34,7 +33,9 @@ def new_session_id(now: float | None = None) -> str:
 
 
 def new_message_uid() -> str:
-    return uuid.uuid4().hex
+    """A unique id that sorts by time (like UUIDv7), so consecutive messages land on
+    neighbouring pages of the uid index instead of random ones: fewer pages per commit."""
+    return f"{time.time_ns() // 1000:014x}{secrets.token_hex(9)}"
 
 
 def numbered_title(title: str | None, segment_index: int) -> str | None:

@@ -28,7 +28,7 @@ from hermes.state.errors import (
     StoreUnavailableError,
 )
 from hermes.state.schema_sqlite import MIGRATIONS
-from hermes.state.search import fts5_match, searchable_text, spaced_cjk
+from hermes.state.search import fts5_match, phrase_match, searchable_text, spaced_cjk
 
 T = TypeVar("T")
 
@@ -45,6 +45,8 @@ def _is_busy(exc: sqlite3.OperationalError) -> bool:
 
 
 MAX_READERS = 4  # read connections kept per database file per process
+PENDING_LIMIT = 128  # deferred index entries folded into one FTS5 segment at this count
+DIRECT_INDEX_BATCH = 16  # a batch at least this large is indexed at once
 
 
 @dataclass
@@ -155,24 +157,58 @@ class SQLiteTx:
                 for i, r in zip(ids, rows, strict=True)
             ],
         )
-        self.conn.executemany(
-            "INSERT INTO messages_fts (rowid, content) VALUES (?, ?)",
-            [
-                (i, spaced_cjk(searchable_text(r.content, r.content_parts)))
-                for i, r in zip(ids, rows, strict=True)
-                if _indexed(r)
-            ],
-        )
+        indexed = [
+            {"id": i, "content": r.content, "content_parts": r.content_parts}
+            for i, r in zip(ids, rows, strict=True)
+            if _indexed(r)
+        ]
+        if len(indexed) >= DIRECT_INDEX_BATCH:
+            self.index_messages(indexed)
+        elif indexed:
+            # A small write defers its index entry: an FTS5 segment costs ~8 pages per
+            # commit, a row here one. Searches read these rows directly meanwhile.
+            self.conn.executemany(
+                "INSERT INTO messages_fts_pending (id) VALUES (?)", [(m["id"],) for m in indexed]
+            )
+            pending = self.conn.execute("SELECT COUNT(*) AS n FROM messages_fts_pending")
+            if pending.fetchone()["n"] >= PENDING_LIMIT:
+                self.fold_pending()
         return ids
 
+    def index_messages(self, rows: Sequence[Row]) -> None:
+        """Add message rows (``id``, ``content``, ``content_parts``) to the search index."""
+        self.conn.executemany(
+            "INSERT INTO messages_fts (rowid, content) VALUES (?, ?)",
+            [(r["id"], _index_text(r)) for r in rows if r["content"]],
+        )
+
+    def fold_pending(self) -> None:
+        """Index every deferred row in one FTS5 segment."""
+        self.index_messages(
+            self.all(
+                "SELECT m.id, m.content, m.content_parts FROM messages_fts_pending p"
+                " JOIN messages m ON m.id = p.id ORDER BY m.id"
+            )
+        )
+        self.conn.execute("DELETE FROM messages_fts_pending")
+
     def unindex_messages(self, rows: Sequence[Row]) -> None:
+        rows = [r for r in rows if r["content"] and not r["compacted"]]
+        deferred = set()
+        for start in range(0, len(rows), 500):
+            chunk = [r["id"] for r in rows[start : start + 500]]
+            marks = ", ".join("?" for _ in chunk)
+            deferred.update(
+                r["id"]
+                for r in self.all(
+                    f"SELECT id FROM messages_fts_pending WHERE id IN ({marks})", chunk
+                )
+            )
+            self.conn.execute(f"DELETE FROM messages_fts_pending WHERE id IN ({marks})", chunk)
+        # Deleting a row FTS5 never indexed would corrupt it: only the indexed ones.
         self.conn.executemany(
             "INSERT INTO messages_fts (messages_fts, rowid, content) VALUES ('delete', ?, ?)",
-            [
-                (r["id"], spaced_cjk(searchable_text(r["content"], r.get("content_parts", 0))))
-                for r in rows
-                if r["content"] and not r["compacted"]
-            ],
+            [(r["id"], _index_text(r)) for r in rows if r["id"] not in deferred],
         )
 
     def search(
@@ -183,21 +219,33 @@ class SQLiteTx:
         source: str | None,
         conversation_id: str | None,
     ) -> list[SearchHit]:
-        sql = (
-            "SELECT m.id, m.session_id, s.conversation_id, m.role, m.content, m.created_at"
-            " FROM messages_fts f JOIN messages m ON m.id = f.rowid"
-            " JOIN sessions s ON s.id = m.session_id"
-            " WHERE messages_fts MATCH ?"
-        )
-        params: list[Any] = [fts5_match(list(terms))]
+        columns = "m.id, m.session_id, s.conversation_id, m.role, m.content, m.created_at"
+        scope, params = "", []
         if source:
-            sql += " AND s.source = ?"
+            scope += " AND s.source = ?"
             params.append(source)
         if conversation_id:
-            sql += " AND s.conversation_id = ?"
+            scope += " AND s.conversation_id = ?"
             params.append(conversation_id)
-        sql += " ORDER BY f.rowid DESC LIMIT ?"
-        params.append(limit)
+        indexed = self.all(
+            f"SELECT {columns} FROM messages_fts f JOIN messages m ON m.id = f.rowid"
+            " JOIN sessions s ON s.id = m.session_id"
+            f" WHERE messages_fts MATCH ?{scope} ORDER BY f.rowid DESC LIMIT ?",
+            [fts5_match(list(terms)), *params, limit],
+        )
+        # Rows whose index entry is still deferred (at most PENDING_LIMIT) are matched
+        # here, by the same tokens the index would hold.
+        deferred = [
+            r
+            for r in self.all(
+                f"SELECT {columns}, m.content_parts FROM messages_fts_pending p"
+                " JOIN messages m ON m.id = p.id JOIN sessions s ON s.id = m.session_id"
+                f" WHERE 1 = 1{scope}",
+                params,
+            )
+            if phrase_match(_index_text(r), terms)
+        ]
+        rows = sorted([*indexed, *deferred], key=lambda r: r["id"], reverse=True)[:limit]
         return [
             SearchHit(
                 message_id=r["id"],
@@ -207,8 +255,12 @@ class SQLiteTx:
                 content=r["content"],
                 created_at=r["created_at"],
             )
-            for r in self.all(sql, params)
+            for r in rows
         ]
+
+
+def _index_text(row: Row) -> str:
+    return spaced_cjk(searchable_text(row["content"], row.get("content_parts", 0)))
 
 
 def _indexed(row: MessageRow) -> bool:

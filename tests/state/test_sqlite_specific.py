@@ -417,3 +417,41 @@ def test_writers_outwait_another_process_holding_the_lock_for_seven_seconds(
     assert sorted(r["message_uid"] for r in rows) == sorted(
         f"w{n}-{k}" for n in range(writers) for k in range(per_writer)
     )
+
+
+# -- the deferred search index ---------------------------------------------------------
+
+
+def test_deferred_index_entries_are_found_before_and_after_folding(path: Path, opened) -> None:
+    from hermes.state.sqlite import PENDING_LIMIT
+
+    db = opened(db_path=path)
+    db.create_session("s", source="cli")
+    count = PENDING_LIMIT * 2 + 7
+    for n in range(count):
+        db.append_message("s", "user", f"note number{n} about café 東京{n}")
+    pending = db._conn.execute("SELECT COUNT(*) AS n FROM messages_fts_pending").fetchone()["n"]
+    assert 0 < pending < PENDING_LIMIT  # some deferred, the rest folded into the index
+    for n in (0, PENDING_LIMIT + 1, count - 1):  # folded early, folded later, still deferred
+        hits = db.search_messages(f"number{n}")
+        assert [h["snippet"] for h in hits] == [f"note number{n} about café 東京{n}"]
+    assert len(db.search_messages("cafe", limit=500)) == count  # diacritics fold alike
+    assert len(db.search_messages("東京", limit=500)) == count
+    newest = db.search_messages("note", limit=3)
+    assert [h["message_id"] for h in newest] == sorted(
+        (h["message_id"] for h in newest), reverse=True
+    )
+
+
+def test_deleting_deferred_rows_keeps_the_index_sound(path: Path, opened) -> None:
+    db = opened(db_path=path)
+    for sid in ("a", "b"):
+        db.create_session(sid, source="cli")
+        for n in range(40):
+            db.append_message(sid, "user", f"{sid} message {n}")
+    db.delete_conversation("a")
+    db._conn.execute("INSERT INTO messages_fts (messages_fts) VALUES ('integrity-check')")
+    assert db.search_messages("message", limit=100) != []
+    assert {h["session_id"] for h in db.search_messages("message", limit=100)} == {"b"}
+    left = db._conn.execute("SELECT COUNT(*) AS n FROM messages_fts_pending").fetchone()["n"]
+    assert left == 40
