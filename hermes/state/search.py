@@ -73,13 +73,23 @@ def fts5_match(terms: list[str]) -> str:
 
 def _tokens(text: str) -> list[str]:
     """Tokens as FTS5's unicode61 tokenizer (remove_diacritics 2) makes them."""
+    return _TERM.findall(_fold(text))
+
+
+def _fold(text: str) -> str:
     folded = unicodedata.normalize("NFKD", text.lower())
-    folded = "".join(c for c in folded if not unicodedata.combining(c))
-    return _TERM.findall(folded)
+    return "".join(c for c in folded if not unicodedata.combining(c))
 
 
 def phrase_match(indexed_text: str, terms: list[str] | tuple[str, ...]) -> bool:
     """Whether text (as indexed) holds every term as a run of adjacent tokens."""
+    if indexed_text.isascii():
+        # Most text is ASCII: a term absent as a substring cannot be a phrase in it.
+        lowered = indexed_text.lower()
+        for term in terms:
+            folded = _fold(term)
+            if not folded.isascii() or folded not in lowered:
+                return False
     tokens = _tokens(indexed_text)
     for term in terms:
         wanted = _tokens(spaced_cjk(term))
