@@ -108,8 +108,10 @@ def compress_context(
             outcome.reason = describe_failure(agent.context_compressor)
             return messages, system_message
         # Every message the child holds gets an identity the agent keeps in memory too.
-        compressed = [m if m.get("message_uid") else {**m, "message_uid": uuid.uuid4().hex}
-                      for m in compressed]
+        compressed = [
+            m if m.get("message_uid") else {**m, "message_uid": uuid.uuid4().hex}
+            for m in compressed
+        ]
         try:
             child = db.publish_compression_child(
                 session_id,
