@@ -69,13 +69,13 @@ def acquire(tx: Tx, session_id: str, holder: str, ttl: float, now: float) -> boo
         inserted = tx.run(
             "INSERT INTO compression_locks (session_id, holder, acquired_at, expires_at)"
             " VALUES (?, ?, ?, ?) ON CONFLICT (session_id) DO NOTHING",
-            (session_id, holder, now, now + ttl),
+            (session_id, holder, now, now + min(ttl, LIFETIME_CAP)),
         )
         return inserted > 0
     taken = tx.run(
         "UPDATE compression_locks SET holder = ?, acquired_at = ?, expires_at = ?"
         " WHERE session_id = ? AND holder = ? AND acquired_at = ?",
-        (holder, now, now + ttl, session_id, row["holder"], row["acquired_at"]),
+        (holder, now, now + min(ttl, LIFETIME_CAP), session_id, row["holder"], row["acquired_at"]),
     )
     return taken > 0
 
@@ -112,5 +112,6 @@ def holder_of(tx: Tx, session_id: str, now: float) -> str | None:
 
 
 def held_by(tx: Tx, session_id: str, holder: str, now: float) -> bool:
+    """Held by ``holder`` and not reclaimable: the same rule as ``holder_of``."""
     row = current(tx, session_id)
-    return bool(row) and row["holder"] == holder and row["expires_at"] > now
+    return bool(row) and row["holder"] == holder and not reclaimable(row, now)

@@ -340,9 +340,15 @@ class SQLiteBackend:
         try:
             result = fn(SQLiteTx(conn))
             self._commit(conn)
-        except BaseException:
+        except BaseException as exc:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
+            if isinstance(exc, sqlite3.IntegrityError | OverflowError):
+                # A constraint or a value the engine cannot hold: one sentence, not a
+                # driver error, and (rolled back) nothing changed.
+                raise StateError(
+                    f"The state store {self.path} refused the write ({exc}); nothing was changed."
+                ) from exc
             raise
         return result
 

@@ -294,3 +294,19 @@ def test_the_schema_rejects_a_second_live_tip(db: SessionDB, parent: str, store:
     with pytest.raises(Exception):  # noqa: B017
         _plant(store, "UPDATE sessions SET ended_at = NULL WHERE id = ?", (parent,))
     assert db.invariant_violations() == []
+
+
+def test_publishing_with_a_child_id_that_exists_is_a_state_error(
+    db: SessionDB, parent: str
+) -> None:
+    from hermes.state import StateError, make_holder
+
+    db.create_session("taken", source="cli")
+    holder = make_holder()
+    assert db.try_acquire_compression_lock(parent, holder)
+    with pytest.raises(StateError):
+        db.publish_compression_child(
+            parent, holder=holder, messages=[SUMMARY], child_session_id="taken"
+        )
+    assert db.get_session(parent)["ended_at"] is None  # nothing changed
+    assert db.resolve_tip(parent) == parent
