@@ -71,28 +71,23 @@ def fts5_match(terms: list[str]) -> str:
     return " AND ".join(phrases)
 
 
-def _tokens(text: str) -> list[str]:
-    """Tokens as FTS5's unicode61 tokenizer (remove_diacritics 2) makes them."""
-    return _TERM.findall(_fold(text))
-
-
 def _fold(text: str) -> str:
+    """Lower case without diacritics, as FTS5's unicode61 (remove_diacritics 2) sees it."""
+    if text.isascii():
+        return text.lower()
     folded = unicodedata.normalize("NFKD", text.lower())
     return "".join(c for c in folded if not unicodedata.combining(c))
 
 
 def phrase_match(indexed_text: str, terms: list[str] | tuple[str, ...]) -> bool:
     """Whether text (as indexed) holds every term as a run of adjacent tokens."""
-    if indexed_text.isascii():
-        # Most text is ASCII: a term absent as a substring cannot be a phrase in it.
-        lowered = indexed_text.lower()
-        for term in terms:
-            folded = _fold(term)
-            if not folded.isascii() or folded not in lowered:
-                return False
-    tokens = _tokens(indexed_text)
-    for term in terms:
-        wanted = _tokens(spaced_cjk(term))
+    folded = _fold(indexed_text)
+    phrases = [_TERM.findall(_fold(spaced_cjk(term))) for term in terms]
+    # Cheap first: every token must at least occur somewhere in the text.
+    if not all(token in folded for phrase in phrases for token in phrase):
+        return False
+    tokens = _TERM.findall(folded)
+    for wanted in phrases:
         width = len(wanted)
         if not any(tokens[i : i + width] == wanted for i in range(len(tokens) - width + 1)):
             return False

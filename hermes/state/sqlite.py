@@ -45,7 +45,7 @@ def _is_busy(exc: sqlite3.OperationalError) -> bool:
 
 
 MAX_READERS = 4  # read connections kept per database file per process
-PENDING_LIMIT = 128  # deferred index entries folded into one FTS5 segment at this count
+PENDING_LIMIT = 32  # deferred index entries folded into one FTS5 segment at this count
 DIRECT_INDEX_BATCH = 16  # a batch at least this large is indexed at once
 
 

@@ -444,14 +444,18 @@ def test_deferred_index_entries_are_found_before_and_after_folding(path: Path, o
 
 
 def test_deleting_deferred_rows_keeps_the_index_sound(path: Path, opened) -> None:
+    from hermes.state.sqlite import PENDING_LIMIT
+
     db = opened(db_path=path)
-    for sid in ("a", "b"):
+    per = PENDING_LIMIT + PENDING_LIMIT // 2 + 3  # "a" ends with deferred rows
+    for sid in ("b", "a"):
         db.create_session(sid, source="cli")
-        for n in range(40):
+        for n in range(per):
             db.append_message(sid, "user", f"{sid} message {n}")
+    pending = "SELECT COUNT(*) AS n FROM messages_fts_pending"
+    assert db._conn.execute(pending).fetchone()["n"] == (2 * per) % PENDING_LIMIT > 0
     db.delete_conversation("a")
     db._conn.execute("INSERT INTO messages_fts (messages_fts) VALUES ('integrity-check')")
-    assert db.search_messages("message", limit=100) != []
-    assert {h["session_id"] for h in db.search_messages("message", limit=100)} == {"b"}
-    left = db._conn.execute("SELECT COUNT(*) AS n FROM messages_fts_pending").fetchone()["n"]
-    assert left == 40
+    assert db._conn.execute(pending).fetchone()["n"] == 0
+    hits = db.search_messages("message", limit=500)
+    assert {h["session_id"] for h in hits} == {"b"} and len(hits) == per
