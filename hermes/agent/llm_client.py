@@ -196,6 +196,12 @@ class ModelClient:
     def interrupted(self) -> bool:
         return self._cancel.is_set()
 
+    def prepare(self) -> None:
+        """Import the SDK and build the (shared) HTTP client now, not on the first
+        request: a server warms up once instead of making its first user wait ~1 s.
+        Makes no network call."""
+        self._openai_client()
+
     def close(self) -> None:
         """Let go of the HTTP client; the process-wide pool stays for other agents."""
         with self._lock:

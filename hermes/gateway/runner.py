@@ -96,7 +96,9 @@ class GatewayRunner:
         self.access = AccessControl(self.platforms)
         # The first turns must not each pay for importing the agent and the openai
         # package (~1 s under the import lock) or for building its HTTP client.
-        self._warm_up = None if make_agent else lambda: self._make_agent(source="gateway")
+        self._warm_up = (
+            None if make_agent else lambda: self._make_agent(source="gateway").client.prepare()
+        )
         self.turns = TurnRunner(
             db,
             self.router,
