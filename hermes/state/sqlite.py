@@ -190,7 +190,7 @@ class SQLiteTx:
         self.index_messages(
             self.all(
                 "SELECT m.id, m.content, m.content_parts FROM messages_fts_pending p"
-                " JOIN messages m ON m.id = p.id ORDER BY m.id"
+                " CROSS JOIN messages m ON m.id = p.id ORDER BY p.id"
             )
         )
         self.conn.execute("DELETE FROM messages_fts_pending")
@@ -241,8 +241,10 @@ class SQLiteTx:
         deferred = [
             r
             for r in self.all(
+                # CROSS JOIN keeps the (small) pending table as the outer loop.
                 f"SELECT {columns}, m.content_parts FROM messages_fts_pending p"
-                " JOIN messages m ON m.id = p.id JOIN sessions s ON s.id = m.session_id"
+                " CROSS JOIN messages m ON m.id = p.id"
+                " CROSS JOIN sessions s ON s.id = m.session_id"
                 f" WHERE 1 = 1{scope}",
                 params,
             )
