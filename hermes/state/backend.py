@@ -49,6 +49,17 @@ class SearchHit:
     content: str
     created_at: float
 
+    @classmethod
+    def from_row(cls, row: Row) -> SearchHit:
+        return cls(
+            message_id=row["id"],
+            session_id=row["session_id"],
+            conversation_id=row["conversation_id"],
+            role=row["role"],
+            content=row["content"],
+            created_at=row["created_at"],
+        )
+
 
 class Tx(Protocol):
     """One open transaction. Rows come back as plain dicts."""
@@ -75,6 +86,12 @@ class Tx(Protocol):
         Rows with ``compacted == 0`` are added to the full-text index in the same
         transaction.
         """
+        ...
+
+    def index_messages(self, rows: Sequence[Row]) -> None:
+        """Add stored rows (``id``, ``content``, ``content_parts``) to the full-text index
+        (a store copy fills the index this way; engines whose index follows the rows do
+        nothing)."""
         ...
 
     def unindex_messages(self, rows: Sequence[Row]) -> None:

@@ -159,6 +159,9 @@ class PostgresTx:
                     break
         return ids
 
+    def index_messages(self, rows: Sequence[Row]) -> None:
+        """Nothing to do: the search indexes are derived from the rows themselves."""
+
     def unindex_messages(self, rows: Sequence[Row]) -> None:
         """Nothing to do: the search indexes are derived from the rows themselves."""
 
@@ -171,17 +174,7 @@ class PostgresTx:
         conversation_id: str | None,
     ) -> list[SearchHit]:
         sql, params = _search_sql(terms, source=source, conversation_id=conversation_id)
-        return [
-            SearchHit(
-                message_id=r["id"],
-                session_id=r["session_id"],
-                conversation_id=r["conversation_id"],
-                role=r["role"],
-                content=r["content"],
-                created_at=r["created_at"],
-            )
-            for r in self.all(sql, [*params, limit])
-        ]
+        return [SearchHit.from_row(r) for r in self.all(sql, [*params, limit])]
 
 
 def _message_params(row: MessageRow) -> tuple[Any, ...]:

@@ -251,17 +251,7 @@ class SQLiteTx:
             if phrase_match(_index_text(r), terms)
         ]
         rows = sorted([*indexed, *deferred], key=lambda r: r["id"], reverse=True)[:limit]
-        return [
-            SearchHit(
-                message_id=r["id"],
-                session_id=r["session_id"],
-                conversation_id=r["conversation_id"],
-                role=r["role"],
-                content=r["content"],
-                created_at=r["created_at"],
-            )
-            for r in rows
-        ]
+        return [SearchHit.from_row(r) for r in rows]
 
 
 @contextmanager
