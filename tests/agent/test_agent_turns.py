@@ -14,6 +14,7 @@ from hermes.agent import AIAgent
 from hermes.agent.errors import ModelAuthError
 from hermes.config import load_config
 from hermes.state import SessionDB
+from tests.agent.helpers import fake_agent
 from tests.fakes import llm_server as fake
 
 
@@ -22,17 +23,8 @@ def write_config(home: Path, text: str) -> None:
 
 
 def make_agent(server, db, **kwargs) -> AIAgent:
-    kwargs.setdefault("skip_context_files", True)
     kwargs.setdefault("skip_memory", True)
-    return AIAgent(
-        api_key="test-key",
-        base_url=server.url,
-        model=fake.DEFAULT_MODEL,
-        quiet_mode=True,
-        session_db=db,
-        config=load_config(),
-        **kwargs,
-    )
+    return fake_agent(server, db, **kwargs)
 
 
 @pytest.fixture

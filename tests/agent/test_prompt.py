@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hermes.agent import AIAgent
 from hermes.agent.prompt import build_system_prompt
-from hermes.config import load_config
 from hermes.state import SessionDB
+from tests.agent.helpers import fake_agent
 from tests.fakes import llm_server as fake
 
 
@@ -37,14 +36,7 @@ def test_memory_changes_show_from_the_next_segment_only(fake_llm, tmp_path, herm
     )
     (hermes_home / "MEMORY.md").write_text("note A")
     db = SessionDB(db_path=tmp_path / "state.db")
-    agent = AIAgent(
-        api_key="k",
-        base_url=fake_llm.url,
-        model=fake.DEFAULT_MODEL,
-        session_db=db,
-        skip_context_files=True,
-        config=load_config(),
-    )
+    agent = fake_agent(fake_llm, db)
     agent.run_conversation("first " + "f" * 1500)
     (hermes_home / "MEMORY.md").write_text("note B")
     agent.run_conversation("second " + "s" * 1500)
@@ -64,25 +56,10 @@ def test_memory_changes_show_from_the_next_segment_only(fake_llm, tmp_path, herm
 def test_a_resumed_agent_reuses_the_stored_prompt(fake_llm, tmp_path, hermes_home) -> None:
     (hermes_home / "MEMORY.md").write_text("note A")
     db = SessionDB(db_path=tmp_path / "state.db")
-    first = AIAgent(
-        api_key="k",
-        base_url=fake_llm.url,
-        model=fake.DEFAULT_MODEL,
-        session_db=db,
-        skip_context_files=True,
-        config=load_config(),
-    )
+    first = fake_agent(fake_llm, db)
     first.run_conversation("hello")
     (hermes_home / "MEMORY.md").write_text("note B")
-    resumed = AIAgent(
-        api_key="k",
-        base_url=fake_llm.url,
-        model=fake.DEFAULT_MODEL,
-        session_db=db,
-        session_id=first.session_id,
-        skip_context_files=True,
-        config=load_config(),
-    )
+    resumed = fake_agent(fake_llm, db, session_id=first.session_id)
     resumed.run_conversation("again")
     prompts = system_prompts(fake_llm)
     assert prompts[0] == prompts[-1]

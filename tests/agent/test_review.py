@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from hermes.agent import AIAgent, review
-from hermes.config import load_config
 from hermes.state import SessionDB
+from tests.agent.helpers import fake_agent
 from tests.fakes import llm_server as fake
 
 
@@ -28,15 +28,7 @@ def setup(fake_llm, tmp_path: Path, hermes_home: Path):
     fake_llm.responder = reviewing_responder
     db = SessionDB(db_path=tmp_path / "state.db")
     events: list[tuple[str, dict]] = []
-    agent = AIAgent(
-        api_key="k",
-        base_url=fake_llm.url,
-        model=fake.DEFAULT_MODEL,
-        session_db=db,
-        skip_context_files=True,
-        config=load_config(),
-        event_callback=lambda kind, data: events.append((kind, data)),
-    )
+    agent = fake_agent(fake_llm, db, event_callback=lambda kind, data: events.append((kind, data)))
     yield agent, db, events
     db.close()
 
@@ -120,15 +112,7 @@ def test_review_concurrent_with_the_main_agents_compression(fake_llm, tmp_path, 
 
     fake_llm.responder = responder
     db = SessionDB(db_path=tmp_path / "state.db")
-    agent = AIAgent(
-        api_key="k",
-        base_url=fake_llm.url,
-        model=fake.DEFAULT_MODEL,
-        session_db=db,
-        skip_context_files=True,
-        skip_memory=True,
-        config=load_config(),
-    )
+    agent = fake_agent(fake_llm, db, skip_memory=True)
     for i in range(5):
         agent.run_conversation(f"turn {i} " + "t" * 1200)
     parent = agent.session_id
