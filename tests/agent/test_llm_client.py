@@ -304,6 +304,85 @@ def test_server_error_then_success(
     assert len(sleeps) == 1
 
 
+class _RawBodies:
+    """A real HTTP endpoint answering 200 with each given body in turn (then an echo)."""
+
+    def __init__(self, *bodies: bytes) -> None:
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        queue = list(bodies)
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
+                self.rfile.read(int(self.headers["Content-Length"]))
+                body = queue.pop(0) if queue else json.dumps(_completion("fine")).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_port}/v1"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def _completion(content: object, **message: object) -> dict[str, object]:
+    return {
+        "id": "x",
+        "object": "chat.completion",
+        "model": "raw-model",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content, **message}}],
+    }
+
+
+@pytest.mark.parametrize(
+    "body",
+    [b"<html>bad gateway</html>", b'{"error": {"message": "upstream failed"}}', b"[]"],
+    ids=["not-json", "no-choices", "a-list"],
+)
+def test_unusable_200_answer_is_retried_like_a_server_error(
+    body: bytes, sleeps: list[float]
+) -> None:
+    endpoint = _RawBodies(body)
+    client = ModelClient("k", endpoint.url, "m", max_retries=1, sleep=sleeps.append)
+    try:
+        assert client.complete(USER).content == "fine"
+        assert len(sleeps) == 1
+    finally:
+        endpoint.close()
+
+
+def test_unusable_answers_exhaust_the_retries(sleeps: list[float]) -> None:
+    endpoint = _RawBodies(b"{}", b"{}")
+    client = ModelClient("k", endpoint.url, "m", max_retries=1, sleep=sleeps.append)
+    try:
+        with pytest.raises(ModelUnavailableError):
+            client.complete(USER)
+    finally:
+        endpoint.close()
+
+
+def test_tool_call_arguments_sent_as_an_object_become_json_text() -> None:
+    call = {"id": "c1", "type": "function", "function": {"name": "t", "arguments": {"a": 1}}}
+    endpoint = _RawBodies(json.dumps(_completion(None, tool_calls=[call])).encode())
+    client = ModelClient("k", endpoint.url, "m", max_retries=0)
+    try:
+        answer = client.complete(USER)
+    finally:
+        endpoint.close()
+    assert answer.content is None
+    assert answer.tool_calls == [ToolCall(id="c1", name="t", arguments='{"a": 1}')]
+    assert answer.model == "raw-model"
+
+
 def test_timeout_then_success(fake_llm: FakeLLMServer, sleeps: list[float]) -> None:
     fake_llm.enqueue(fake.hang(30), fake.text("in time"))
     impatient = ModelClient(
