@@ -29,6 +29,7 @@ from hermes.state.errors import (
     StoreBusyError,
     StoreUnavailableError,
 )
+from hermes.state.group_commit import WriteQueue
 from hermes.state.schema_sqlite import MIGRATIONS
 from hermes.state.search import fts5_match, phrase_match, searchable_text, spaced_cjk
 
@@ -69,6 +70,10 @@ class _Shared:
     idle: list[sqlite3.Connection] = field(default_factory=list)
     opened: int = 0
     pool_lock: threading.Lock = field(default_factory=threading.Lock)
+    writes: WriteQueue = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.writes = WriteQueue(self.lock)
 
     def checkout(self) -> sqlite3.Connection | None:
         """An idle reader, a new one while the pool has room, else None."""
@@ -340,6 +345,8 @@ class SQLiteBackend:
                 return self._run(reader, fn, write=False)
             finally:
                 shared.checkin(reader)
+        if write and not self.read_only:
+            return shared.writes.run(fn, self)
         with shared.lock:
             return self._run(shared.conn, fn, write=write)
 
@@ -351,14 +358,35 @@ class SQLiteBackend:
         except BaseException as exc:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
-            if isinstance(exc, sqlite3.IntegrityError | OverflowError):
-                # A constraint or a value the engine cannot hold: one sentence, not a
-                # driver error, and (rolled back) nothing changed.
-                raise StateError(
-                    f"The state store {self.path} refused the write ({exc}); nothing was changed."
-                ) from exc
+            self._raise_if_refused(exc)
             raise
         return result
+
+    def _raise_if_refused(self, exc: BaseException) -> None:
+        if isinstance(exc, sqlite3.IntegrityError | OverflowError):
+            # A constraint or a value the engine cannot hold: one sentence, not a
+            # driver error, and (rolled back) nothing changed.
+            raise StateError(
+                f"The state store {self.path} refused the write ({exc}); nothing was changed."
+            ) from exc
+
+    # -- the Writer of group_commit.WriteQueue ---------------------------------------
+
+    def run_alone(self, work: Callable[[SQLiteTx], T]) -> T:
+        return self._run(self.conn, work, write=True)
+
+    def begin_write(self) -> None:
+        self._begin(self.conn, True)
+
+    def commit(self) -> None:
+        self._commit(self.conn)
+
+    def call(self, work: Callable[[SQLiteTx], T]) -> T:
+        try:
+            return work(SQLiteTx(self.conn))
+        except BaseException as exc:
+            self._raise_if_refused(exc)
+            raise
 
     def _begin(self, conn: sqlite3.Connection, write: bool) -> None:
         statement = "BEGIN IMMEDIATE" if write else "BEGIN"
