@@ -238,29 +238,23 @@ class AIAgent:
         if not self.writes_transcript and self.session_db is None:
             return
         db = self.session_db
-        if self.session_id is None:
-            if not self.writes_transcript:
-                return
-            self.session_id = db.create_session(
-                source=self.source,
-                user_id=self.user_id,
-                session_key=self.session_key,
-                title=self.title,
-                model=self.model,
-            )
-        elif db.get_session(self.session_id) is None:
-            if not self.writes_transcript:
-                return
-            db.create_session(
-                self.session_id,
-                source=self.source,
-                user_id=self.user_id,
-                session_key=self.session_key,
-                title=self.title,
-                model=self.model,
-            )
-        else:
-            self.follow_tip()
+        tip = db.find_tip(self.session_id) if self.session_id is not None else None
+        if tip is not None:  # the common case: one read per turn
+            if tip["id"] != self.session_id:
+                log.info("session %s moved on to %s", self.session_id, tip["id"])
+                self.session_id = tip["id"]
+            self.conversation_id = tip["conversation_id"]
+            return
+        if not self.writes_transcript:
+            return
+        self.session_id = db.create_session(
+            self.session_id,
+            source=self.source,
+            user_id=self.user_id,
+            session_key=self.session_key,
+            title=self.title,
+            model=self.model,
+        )
         self.conversation_id = db.get_session(self.session_id)["conversation_id"]
 
     def follow_tip(self) -> str | None:

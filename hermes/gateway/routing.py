@@ -2,14 +2,16 @@
 
 A *session key* names where messages come from: a chat, a thread in it, and in group
 chats (when ``gateway.group_per_user``) one user. It maps, through ``gateway_routes``
-in the store, to the tip of one conversation. Every lookup resolves the route to the
-tip (``SessionDB.get_route`` moves the row forward when the conversation rotated), and
-after every turn the route takes the agent's session id (``Router.after_turn``) unless
-the key was reset to another conversation meanwhile (``/new``): that check and the
-write happen under one lock, so a finishing turn can never move a reset key back.
+in the store, to the tip of one conversation.
 
-The router keeps which conversation each key routes to in memory; the conversation of
-a key changes only through this router, while its tip moves on in the store.
+The store is the only truth for that mapping, and the router remembers none of it:
+several gateways may share one store (processes on one SQLite file, hosts on one
+PostgreSQL), and ``/new`` in any of them must redirect the chat's next message in all
+of them. So every lookup is one read transaction (``SessionDB.lookup_route``, which
+writes only to move a lagging row forward), ``/new`` repoints the row, and after every
+turn the route takes the agent's session id by compare-and-set in the store
+(``SessionDB.advance_route``): only while the key still serves the turn's
+conversation, so a finishing turn never moves a key reset anywhere back.
 """
 
 from __future__ import annotations
@@ -67,99 +69,70 @@ CreateSession = Callable[[], str]
 
 
 class Router:
-    """Session keys to conversations, backed by ``gateway_routes`` in the store."""
+    """Session keys to conversations, read from and written to ``gateway_routes``.
+
+    Every method runs store transactions: call it from a worker thread, not the loop.
+    """
 
     def __init__(self, db) -> None:
         self.db = db
-        self._lock = threading.Lock()
-        self._conversation: dict[str, str] = {}  # key -> conversation id
-        self._written: dict[str, str] = {}  # key -> the session id last written
+        # Within this process, one new conversation per key; between gateways the
+        # store's claim decides.
+        self._creating = threading.Lock()
 
-    # -- lookups (any thread; the store calls block) --------------------------------
+    # -- lookups --------------------------------------------------------------------
 
-    def cached(self, key: str) -> str | None:
-        """The key's conversation if known in memory (no store access: safe on the loop)."""
-        return self._conversation.get(key)
+    def current_conversation(self, key: str) -> str | None:
+        route = self.db.lookup_route(key)
+        return route.conversation_id if route else None
 
     def conversation_for(self, key: str, create: CreateSession, *, platform: str) -> str:
         """The key's conversation, made with ``create()`` and routed if it has none."""
-        with self._lock:
-            conversation = self._conversation.get(key) or self._load(key)
-            if conversation is None:
-                conversation = self._route_new(key, create(), platform)
-            return conversation
+        while True:
+            conversation = self.current_conversation(key)
+            if conversation is not None:
+                return conversation
+            with self._creating:
+                conversation = self.current_conversation(key)
+                if conversation is not None:
+                    return conversation
+                fresh = create()
+                if self.db.claim_route(key, fresh, platform=platform):
+                    return fresh
+            # Another gateway routed the key first: its conversation wins, ours is empty.
+            log.info("%s: another gateway started its conversation first", key)
+            self.db.delete_conversation(fresh)
 
-    def route_new(self, key: str, session_id: str, *, platform: str) -> str:
-        """Route a key nobody else can know yet (a fresh id) to its new conversation."""
-        return self._route_new(key, session_id, platform)
-
-    def current_conversation(self, key: str) -> str | None:
-        known = self._conversation.get(key)
-        if known is not None:
-            return known
-        with self._lock:
-            return self._conversation.get(key) or self._load(key)
-
-    def tip(self, key: str, conversation_id: str) -> str:
-        """The live segment of ``conversation_id``; moves ``key``'s row if it lags behind."""
-        tip = self.db.resolve_tip(conversation_id)
-        if self.current_conversation(key) == conversation_id and self._written.get(key) != tip:
-            with self._lock:
-                if self._conversation.get(key) == conversation_id:
-                    self._written[key] = self.db.get_route(key) or tip  # moves the row to the tip
-        return tip
+    def tip(self, conversation_id: str) -> str:
+        """The live segment of ``conversation_id``."""
+        return self.db.resolve_tip(conversation_id)
 
     # -- changes --------------------------------------------------------------------
 
+    def route_new(self, key: str, session_id: str, *, platform: str) -> str:
+        """Route a key nobody else can know yet (a fresh id) to its new conversation."""
+        self.db.set_route(key, session_id, platform=platform)
+        return session_id
+
     def reset(self, key: str, create: CreateSession, *, platform: str) -> str:
         """Point ``key`` at a new conversation (``/new``); returns its id."""
-        with self._lock:
-            return self._route_new(key, create(), platform)
+        return self.route_new(key, create(), platform=platform)
 
-    def adopt(self, key: str, session_id: str, conversation_id: str, *, platform: str) -> None:
+    def adopt(self, key: str, session_id: str, *, platform: str) -> bool:
         """Route ``key`` to an existing conversation unless it already routes somewhere."""
-        with self._lock:
-            if (self._conversation.get(key) or self._load(key)) is None:
-                self.db.set_route(key, session_id, platform=platform)
-                self._conversation[key] = conversation_id
-                self._written[key] = session_id
+        return self.db.claim_route(key, session_id, platform=platform)
 
     def after_turn(
         self, key: str, conversation_id: str, session_id: str | None, *, platform: str
-    ) -> None:
-        """The route takes the agent's session id, unless the key was reset meanwhile."""
+    ) -> bool:
+        """The route takes the agent's session id, unless the key was reset meanwhile
+        (by this gateway or another); True if it routes there now."""
         if session_id is None:
-            return
-        if self._conversation.get(key) == conversation_id and self._written.get(key) == session_id:
-            return  # already there (the common case: no rotation in this turn)
-        with self._lock:
-            current = self._conversation.get(key) or self._load(key)
-            if current not in (None, conversation_id):
-                log.info(
-                    "route %s now serves conversation %s; not moving it back to %s",
-                    key, current, conversation_id,
-                )  # fmt: skip
-                return
-            if self._written.get(key) != session_id:
-                self.db.set_route(key, session_id, platform=platform)
-                self._written[key] = session_id
-            self._conversation[key] = conversation_id
-
-    # -- helpers (hold the lock) ----------------------------------------------------
-
-    def _load(self, key: str) -> str | None:
-        tip = self.db.get_route(key)
-        if tip is None:
-            return None
-        segment = self.db.get_session(tip)
-        if segment is None:
-            return None
-        self._conversation[key] = segment["conversation_id"]
-        self._written[key] = tip
-        return segment["conversation_id"]
-
-    def _route_new(self, key: str, session_id: str, platform: str) -> str:
-        self.db.set_route(key, session_id, platform=platform)
-        self._conversation[key] = session_id
-        self._written[key] = session_id
-        return session_id
+            return False
+        if self.db.advance_route(key, conversation_id, session_id, platform=platform):
+            return True
+        log.info(
+            "route %s now serves conversation %s; not moving it back to %s",
+            key, self.current_conversation(key), conversation_id,
+        )  # fmt: skip
+        return False

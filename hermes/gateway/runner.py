@@ -248,14 +248,8 @@ class GatewayRunner:
             await self.send(origin, QUEUED_ACK)
 
     async def _submit_in_order(self, key: str, origin: Origin, kind: str, text: str) -> bool:
-        """Submit a chat's item; items of one key keep their arrival order even while
-        its conversation is looked up, created or reset in a worker thread."""
-        conversation = None if self._order.busy(key) else self.router.cached(key)
-        if conversation is not None:
-            item = WorkItem(
-                kind=kind, text=text, key=key, conversation_id=conversation, origin=origin
-            )
-            return await self.submit(item)
+        """Submit a chat's item; items of one key keep their arrival order while its
+        conversation is looked up in the store, created or reset in a worker thread."""
         async with self._order.hold(key):
             conversation = await self.conversation_for(key, origin)
             item = WorkItem(
@@ -264,10 +258,8 @@ class GatewayRunner:
             return await self.submit(item)
 
     async def conversation_for(self, key: str, origin: Origin) -> str:
-        """The conversation ``key`` routes to, started now if it has none."""
-        conversation = self.router.cached(key)
-        if conversation is not None:
-            return conversation
+        """The conversation ``key`` routes to in the store (another gateway may have
+        reset it), started now if it has none."""
 
         def create() -> str:
             return self.db.create_session(
@@ -299,9 +291,7 @@ class GatewayRunner:
         if command.name == "help":
             return TurnResult(text=commands.help_text())
         if command.name == "stop":
-            conversation = self.router.cached(key) or await asyncio.to_thread(
-                self.router.current_conversation, key
-            )
+            conversation = await asyncio.to_thread(self.router.current_conversation, key)
             stopped = bool(conversation) and self.scheduler.interrupt(conversation)
             text = "Stopping the current reply." if stopped else "Nothing is running right now."
             return TurnResult(text=text, conversation_id=conversation, session_id=None)
@@ -357,7 +347,7 @@ class GatewayRunner:
                 if key.split(":", 1)[0] not in PLATFORMS:
                     key = f"{API_SERVER}:{conversation}"  # e.g. a conversation of the CLI
                 tip = self.db.resolve_tip(conversation)
-                self.router.adopt(key, tip, conversation, platform=API_SERVER)
+                self.router.adopt(key, tip, platform=API_SERVER)
                 return key, conversation, False
         if session_id is None:  # a fresh id: no other request can race for its key
             fresh = new_session_id()
@@ -473,9 +463,6 @@ class _KeyOrder:
 
     def __init__(self) -> None:
         self._locks: dict[str, list[Any]] = {}  # key -> [asyncio.Lock, holders and waiters]
-
-    def busy(self, key: str) -> bool:
-        return key in self._locks
 
     @contextlib.asynccontextmanager
     async def hold(self, key: str) -> AsyncIterator[None]:

@@ -4,7 +4,7 @@
 conversation's tip through the router, takes (or makes) the conversation's agent,
 runs the message, command or completion event, and, whatever happened (an answer, an
 error, an interrupt), moves the route to the agent's session id before the lane may
-start its next item. Agents are kept per conversation (least recently used first
+start its next item (unless the key was reset meanwhile, through any gateway). Agents are kept per conversation (least recently used first
 out) so each keeps its prompt and history caches between turns; a kept agent is
 re-pointed at the tip before every turn, so a rotation made by anyone else is followed.
 """
@@ -84,6 +84,7 @@ class TurnRunner:
     # -- steps ----------------------------------------------------------------------
 
     def _was_reset(self, item: WorkItem) -> bool:
+        """Read from the store: the reset may have come through another gateway."""
         current = self.router.current_conversation(item.key)
         if current is not None and current != item.conversation_id:
             log.info(
@@ -132,7 +133,7 @@ class TurnRunner:
             if agent is not None:
                 self._agents[item.conversation_id] = agent  # most recently used last
         if agent is None:
-            agent = self._new_agent(item, platform, self.router.tip(item.key, item.conversation_id))
+            agent = self._new_agent(item, platform, self.router.tip(item.conversation_id))
         return agent
 
     def _new_agent(self, item: WorkItem, platform: str, tip: str) -> Any:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from hermes.state import export, lease, rotation, segments
+from hermes.state import export, lease, rotation, routes, segments
 from hermes.state.backend import Backend, Row, Tx
 from hermes.state.errors import ReadOnlyStoreError, SessionNotFoundError
 from hermes.state.search import query_terms, snippet
@@ -234,6 +234,18 @@ class SessionDB:
     def resolve_tip(self, session_id: str) -> str:
         """The live segment of the conversation holding ``session_id``."""
         return self._read(lambda tx: segments.tip(tx, session_id)["id"])
+
+    def find_tip(self, session_id: str) -> dict | None:
+        """The live segment (its row) of the conversation holding ``session_id``; None
+        if no conversation holds it. One read, where get_session + resolve_tip are two."""
+
+        def run(tx: Tx) -> dict | None:
+            try:
+                return segments.tip(tx, session_id)
+            except SessionNotFoundError:
+                return None
+
+        return self._read(run)
 
     def get_lineage(self, session_id: str) -> list[str]:
         """Segment ids from the root to the tip."""
@@ -552,30 +564,53 @@ class SessionDB:
 
     # -- gateway routes -------------------------------------------------------------
 
+    def lookup_route(self, session_key: str) -> routes.Route | None:
+        """The key's conversation and its tip, read from ``gateway_routes``.
+
+        One read transaction; it writes only when the row must catch up (it lags behind
+        the tip, or names a deleted conversation), never on a read-only store.
+        """
+        row, route = self._read(lambda tx: routes.look_up(tx, session_key))
+        behind = row is not None and (route is None or route.session_id != row["session_id"])
+        if behind and not self.read_only:
+            now, seen = time.time(), row["session_id"]
+            self._write(lambda tx: routes.catch_up(tx, session_key, seen, route, now))
+        return route
+
     def get_route(self, session_key: str) -> str | None:
-        """The tip the key routes to, moving the row forward if the conversation rotated."""
+        """The tip the key routes to (see ``lookup_route``)."""
+        route = self.lookup_route(session_key)
+        return route.session_id if route else None
 
-        def run(tx: Tx) -> str | None:
-            row = tx.one(
-                "SELECT session_id FROM gateway_routes WHERE session_key = ?", (session_key,)
-            )
-            if row is None:
-                return None
-            try:
-                tip = segments.tip(tx, row["session_id"])["id"]
-            except SessionNotFoundError:
-                tx.run("DELETE FROM gateway_routes WHERE session_key = ?", (session_key,))
-                return None
-            if tip != row["session_id"]:
-                tx.run(
-                    "UPDATE gateway_routes SET session_id = ?, updated_at = ? WHERE session_key = ?",
-                    (tip, time.time(), session_key),
-                )
-            return tip
+    def claim_route(
+        self, session_key: str, session_id: str, *, platform: str | None = None
+    ) -> bool:
+        """Route the key to ``session_id`` unless it already routes to a conversation
+        (another gateway's, say); True if it took the route."""
+        now = time.time()
+        return self._write(lambda tx: routes.claim(tx, session_key, session_id, platform, now))
 
-        return self._write(run)
+    def advance_route(
+        self,
+        session_key: str,
+        conversation_id: str,
+        session_id: str,
+        *,
+        platform: str | None = None,
+    ) -> bool:
+        """Compare-and-set after a turn: the key takes ``session_id`` (or its tip) only if
+        it routes into ``conversation_id`` (or nowhere). False when it was pointed at
+        another conversation meanwhile, by any gateway: it is never moved back."""
+        known = self._read(lambda tx: routes.settled(tx, session_key, conversation_id, session_id))
+        if known is not None:
+            return known
+        now = time.time()
+        return self._write(
+            lambda tx: routes.advance(tx, session_key, conversation_id, session_id, platform, now)
+        )
 
     def set_route(self, session_key: str, session_id: str, *, platform: str | None = None) -> None:
+        """Point the key at ``session_id`` whatever it routed to (``/new``)."""
         now = time.time()
         self._write(
             lambda tx: tx.run(

@@ -172,6 +172,47 @@ def test_get_route_of_a_deleted_conversation_is_none_and_forgets_it(db: SessionD
     )
 
 
+def test_lookup_route_names_the_conversation_and_its_tip(make_db) -> None:
+    db = make_db()
+    db.create_session("a", source="telegram")
+    ids = chain(db, "a", 3)
+    assert db.lookup_route("k") is None
+    db.set_route("k", ids[-1])
+    route = make_db().lookup_route("k")  # another gateway's connection sees it too
+    assert (route.conversation_id, route.session_id) == ("a", ids[-1])
+
+
+def test_claim_route_takes_only_a_free_key(db: SessionDB) -> None:
+    db.create_session("a", source="telegram")
+    db.create_session("b", source="telegram")
+    assert db.claim_route("k", "a", platform="telegram")
+    assert not db.claim_route("k", "b")
+    assert db.get_route("k") == "a"
+    db.set_route("k", "deleted-long-ago")  # a route to nothing is free
+    assert db.claim_route("k", "b")
+    assert db.get_route("k") == "b"
+
+
+def test_advance_route_moves_only_within_the_conversation_it_serves(db: SessionDB) -> None:
+    db.create_session("old", source="telegram")
+    db.create_session("new", source="telegram")
+    child = rotate(db, "old")
+    db.set_route("k", "old")
+    assert db.advance_route("k", "old", child)  # the agent's rotation: forward
+    assert db.get_route("k") == child
+    assert db.advance_route("k", "old", "old")  # a lagging agent never moves it back
+    assert raw_one(db, "SELECT session_id FROM gateway_routes WHERE session_key = ?", ("k",)) == {
+        "session_id": child
+    }
+    db.set_route("k", "new")  # /new, here or in another gateway
+    assert not db.advance_route("k", "old", child)
+    assert db.get_route("k") == "new"
+    assert not db.advance_route("k", "new", child)  # not a segment of that conversation
+    assert not db.advance_route("k", "new", "missing")
+    assert db.advance_route("free", "new", "new", platform="telegram")  # no route yet
+    assert db.get_route("free") == "new"
+
+
 # -- the gateway's input queue ---------------------------------------------------------
 
 

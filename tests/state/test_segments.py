@@ -210,3 +210,17 @@ def test_location_names_the_store_without_a_password(db: SessionDB, store) -> No
         assert db.location == store.path
     else:
         assert db.location.startswith("postgres")
+
+
+def test_find_tip_follows_any_segment_to_the_live_one(db: SessionDB) -> None:
+    root = db.create_session("root", source="cli")
+    assert db.find_tip(root)["id"] == root
+    child = rotate(db, root)
+    grandchild = rotate(db, child)
+
+    for segment in (root, child, grandchild):
+        tip = db.find_tip(segment)
+        assert tip is not None
+        assert (tip["id"], tip["conversation_id"]) == (grandchild, root)
+        assert tip["ended_at"] is None
+    assert db.find_tip("nobody") is None
