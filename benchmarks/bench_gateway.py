@@ -1,30 +1,55 @@
 """Gateway benchmark: many conversations at once through the HTTP API.
 
-``hermes gateway run --api-server`` runs as a subprocess against the fake model, which
-answers after a fixed latency (100 ms). N conversations start at the same moment and
-each sends T turns in a row with the real HTTP API (``X-Hermes-Session-Id`` keeps each
-on its conversation). Reported: turns per second, the gateway's own overhead per turn
-(client-side response time minus the model's latency: routing, lanes, the agent, the
-store, HTTP both ways), the gateway process's memory (RSS), errors, and lost turns
-(answers missing from the store afterwards). Target (issue 6): overhead p99 < 20 ms,
-no error, no lost turn.
+Three processes share the machine: ``hermes gateway run --api-server`` (the thing
+measured), the fake model (``python -m tests.fakes.llm_server``, its own process,
+answering after a fixed latency, 100 ms) and this one, the aiohttp load client. N
+conversations start at the same moment and each sends T turns in a row with the real
+HTTP API (``X-Hermes-Session-Id`` keeps each on its conversation).
+
+Reported: turns per second; response times; the gateway's own overhead per turn two
+ways, (a) the response time minus the latency the model was asked for (routing, lanes,
+the agent, the store, HTTP both ways, and any slowness of the harness) and (b) minus
+the time the fake model itself measured for that very turn (``GET /stats``), with the
+fake model's p50/p99 so one sees whether the 100 ms model stays 100 ms under load; the
+same for one conversation alone, after a warm-up; CPU per turn of the gateway, of the
+client and of the fake model, how long the gateway's threads waited for a CPU (Linux
+schedstat), and how busy the whole machine was (other processes included); the
+client's event-loop lag; a disk fsync probe; the gateway's memory (RSS); errors; and
+lost turns (answers missing from the store afterwards). Target (issue 6): overhead p99
+< 20 ms, no error, no lost turn. A closed-loop note gives the arithmetic: N
+conversations waiting L for the model need N / (L + 20 ms) turns per second for the
+overhead to stay under 20 ms, i.e. at most cores / that rate of CPU per turn, gateway
+and harness together; it prints that budget next to the measured CPU per turn.
+
+Then, in the full run or with ``--gateway-sweep``, a capacity sweep on one more gateway
+(warmed up): steps of 1, 2, 5, 10, 20, 50, 100, 200 conversations at once, T turns
+each, every conversation followed by a fresh one until the step has 100 turns (so its
+p99 is not just its slowest turn). A step that misses overhead (a) p99 < 20 ms, or has
+an error, runs once more (one stall of another process's making on a shared machine
+should not end the sweep); the sweep stops after the second miss. The largest step that
+passed is the gateway's capacity on this machine.
 
     python -m benchmarks.bench_gateway [--gateway-conversations 200] [--gateway-turns 5]
-        [--gateway-latency-ms 100] [--gateway-max-concurrent N] [--quick]
+        [--gateway-latency-ms 100] [--gateway-max-concurrent N] [--gateway-sweep] [--quick]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
+import re
+import shutil
 import signal
 import socket
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+import urllib.request
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +58,16 @@ from typing import Any
 HEADER = "X-Hermes-Session-Id"
 MODEL_KEY = "sk-bench-model-key-000000"
 UNLOADED_TURNS = 20
+TARGET_MS = 20.0
+SWEEP_STEPS = (1, 2, 5, 10, 20, 50, 100, 200)
+SWEEP_MIN_TURNS = 100  # per step: fresh conversations one after another until this many
+# A step that misses the target runs once more before the sweep stops: on a shared
+# machine one stall of another process's making should not end it.
+SWEEP_ATTEMPTS = 2
+ROOT = Path(__file__).resolve().parents[1]
+# Settings from the caller's environment that would point the gateway elsewhere.
+_FOREIGN_ENV = ("HERMES_STATE_URL", "HERMES_GATEWAY_KEY", "HERMES_MODEL", "HERMES_BASE_URL")
+_WORDS = re.compile(r"conversation (\d+) turn (\d+)")
 
 
 @dataclass
@@ -41,13 +76,25 @@ class Results:
     turns: int
     latency_ms: float
     limit: int
+    # Each of the ``conversations`` at once is followed by a fresh one, ``waves`` in all.
+    waves: int = 1
+    attempt: int = 1  # the sweep runs a step that missed once more
     wall: float = 0.0
     response_ms: list[float] = field(default_factory=list)
+    answered: list[tuple[str, float]] = field(default_factory=list)  # (words, response ms)
     errors: list[str] = field(default_factory=list)
     sessions: list[str] = field(default_factory=list)
     rss_idle: int = 0
     rss_peak: int = 0
     cpu_seconds: float = 0.0  # the gateway process's CPU time during the run
+    client_cpu: float = 0.0  # this process's (the load client's) CPU time
+    model_cpu: float = 0.0  # the fake model process's CPU time
+    machine_busy: float = 0.0  # CPU seconds the whole machine spent busy
+    cpu_wait: float = 0.0  # seconds the gateway's threads waited in the run queue for a CPU
+    fsync_ms: list[float] = field(default_factory=list)  # the disk, probed meanwhile
+    loop_lag_ms: list[float] = field(default_factory=list)  # the client's event loop
+    model_ms: list[float] = field(default_factory=list)  # the fake model's service times
+    net_ms: list[float] = field(default_factory=list)  # response - that turn's model time
     lost: int = 0
     unloaded: Results | None = None  # one conversation alone, for the floor
 
@@ -55,12 +102,52 @@ class Results:
     def done(self) -> int:
         return len(self.response_ms)
 
+    @property
+    def total(self) -> int:
+        return self.conversations * self.turns * self.waves
+
+    @property
+    def rate(self) -> float:
+        return self.done / self.wall if self.wall else 0.0
+
     def overhead(self, share: float) -> float:
-        ordered = sorted(self.response_ms)
-        if not ordered:
-            return float("nan")
-        index = min(len(ordered) - 1, max(0, round(share * (len(ordered) - 1))))
-        return ordered[index] - self.latency_ms
+        """Response time minus the latency the model was asked for, at a percentile."""
+        return _pct(self.response_ms, share) - self.latency_ms
+
+    @property
+    def harness_cpu(self) -> float:
+        """CPU seconds of the load client and the fake model together."""
+        return self.client_cpu + self.model_cpu
+
+    @property
+    def other_cpu(self) -> float:
+        """CPU seconds the rest of the machine used meanwhile (other processes, the kernel)."""
+        return max(0.0, self.machine_busy - self.cpu_seconds - self.harness_cpu)
+
+    def cores(self, seconds: float) -> float:
+        """CPU seconds as cores kept busy on average during the run."""
+        return seconds / self.wall if self.wall else 0.0
+
+    def per_turn(self, seconds: float) -> float:
+        """CPU milliseconds per answered turn."""
+        return 1000 * seconds / self.done if self.done else float("nan")
+
+    @property
+    def passed(self) -> bool:
+        return not self.errors and self.done == self.total and self.overhead(0.99) < TARGET_MS
+
+
+@dataclass
+class Sweep:
+    turns: int
+    latency_ms: float
+    limit: int
+    steps: list[Results] = field(default_factory=list)
+
+    @property
+    def capacity(self) -> int:
+        """The largest number of conversations whose step met the target (0: none)."""
+        return max((s.conversations for s in self.steps if s.passed), default=0)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -81,6 +168,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="gateway: max_concurrent_turns (default: one per conversation)",
     )
+    parser.add_argument(
+        "--gateway-sweep",
+        action="store_true",
+        default=None,
+        help="gateway: also run the capacity sweep (always done without --quick)",
+    )
 
 
 DEFAULTS = {"conversations": 200, "turns": 5, "latency_ms": 100.0}
@@ -96,8 +189,9 @@ def _options(args: Any) -> dict[str, Any]:
         add_arguments(parser)
         parser.add_argument("--quick", action="store_true", help="smaller sizes")
         args = parser.parse_args(list(args or []))
-    sizes = {**DEFAULTS, **(QUICK if getattr(args, "quick", False) else {})}
-    for name in (*DEFAULTS, "max_concurrent"):
+    quick = bool(getattr(args, "quick", False))
+    sizes = {**DEFAULTS, **(QUICK if quick else {}), "sweep": not quick}
+    for name in (*DEFAULTS, "max_concurrent", "sweep"):
         value = getattr(args, f"gateway_{name}", None)
         if value is not None:
             sizes[name] = value
@@ -107,34 +201,157 @@ def _options(args: Any) -> dict[str, Any]:
 def run(args: Any = None) -> None:
     """Entry point for the benchmark runner: a namespace, an argv list or None."""
     sizes = _options(args)
-    results = measure(
-        sizes["conversations"], sizes["turns"], sizes["latency_ms"], sizes.get("max_concurrent")
-    )
-    print(report(results))
+    conversations, turns, latency_ms = sizes["conversations"], sizes["turns"], sizes["latency_ms"]
+    limit = sizes.get("max_concurrent")
+    results = measure(conversations, turns, latency_ms, limit)
+    print(report(results), flush=True)
+    if sizes["sweep"]:
+        steps = [s for s in SWEEP_STEPS if s < conversations] + [conversations]
+        print(sweep_report(sweep(steps, turns, latency_ms, limit)), flush=True)
 
 
 def measure(conversations: int, turns: int, latency_ms: float, limit: int | None = None) -> Results:
-    from tests.fakes.llm_server import FakeLLMServer
-
+    """The main scenario: one conversation alone, then ``conversations`` at once."""
     results = Results(conversations, turns, latency_ms, limit or conversations)
-    with tempfile.TemporaryDirectory() as tmp, FakeLLMServer(latency=latency_ms / 1000) as model:
-        home = Path(tmp)
-        _write_config(home, model.url, results.limit)
-        port = _free_port()
-        gateway = _start_gateway(home, port)
-        try:
-            _wait_healthy(gateway, port)
-            results.unloaded = Results(1, UNLOADED_TURNS, latency_ms, results.limit)
-            asyncio.run(_load(results.unloaded, port, gateway.pid))
-            asyncio.run(_load(results, port, gateway.pid))
-        finally:
-            gateway.send_signal(signal.SIGTERM)
-            try:
-                gateway.wait(60)
-            except subprocess.TimeoutExpired:
-                gateway.kill()
-        results.lost = _lost_turns(home, results)
+    with _Rig(latency_ms, results.limit) as rig:
+        rig.load(Results(1, 2, latency_ms, results.limit))  # warm-up, not reported
+        results.unloaded = Results(1, UNLOADED_TURNS, latency_ms, results.limit)
+        rig.load(results.unloaded)
+        rig.load(results)
+        rig.stop_gateway()
+        results.lost = rig.lost_turns(results)
     return results
+
+
+def sweep(
+    steps: Sequence[int],
+    turns: int,
+    latency_ms: float,
+    limit: int | None = None,
+    min_turns: int = SWEEP_MIN_TURNS,
+) -> Sweep:
+    """Fresh conversations at once, step after step on one gateway, until a step fails.
+
+    A step of N conversations keeps N going at once, each followed by a fresh one,
+    until ``min_turns`` turns are in, so that its p99 is not merely its slowest turn.
+    """
+    found = Sweep(turns, latency_ms, limit or max(steps))
+    with _Rig(latency_ms, found.limit) as rig:
+        rig.load(Results(1, turns, latency_ms, found.limit))  # warm-up, not reported
+        for conversations in steps:
+            waves = max(1, -(-min_turns // (conversations * turns)))
+            for attempt in range(1, SWEEP_ATTEMPTS + 1):
+                step = Results(conversations, turns, latency_ms, found.limit, waves=waves)
+                step.attempt = attempt
+                rig.load(step)
+                found.steps.append(step)
+                if step.passed:
+                    break
+            if not step.passed:
+                break
+        rig.stop_gateway()
+        for step in found.steps:
+            step.lost = rig.lost_turns(step)
+    return found
+
+
+# --------------------------------------------------------------------------- the rig
+
+
+class _Rig:
+    """A private HERMES_HOME, the fake model in its own process, the gateway in another."""
+
+    def __init__(self, latency_ms: float, limit: int) -> None:
+        self.latency_ms = latency_ms
+        self.limit = limit
+        self.home = Path(tempfile.mkdtemp(prefix="bench-gateway-"))
+        self.model: subprocess.Popen[str] | None = None
+        self.gateway: subprocess.Popen[bytes] | None = None
+        self.model_url = ""
+        self.port = 0
+
+    def __enter__(self) -> _Rig:
+        try:
+            self.model, self.model_url = _start_model(self.home, self.latency_ms)
+            _write_config(self.home, self.model_url, self.limit)
+            self.port = _free_port()
+            self.gateway = _start_gateway(self.home, self.port)
+            _wait_healthy(self.gateway, self.port)
+        except BaseException as exc:
+            log = self.home / "gateway.log"
+            tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
+            self.__exit__()
+            if isinstance(exc, RuntimeError) and tail:
+                raise RuntimeError(f"{exc}; the end of its log:\n{tail}") from exc
+            raise
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop_gateway()
+        if self.model is not None:
+            _stop(self.model)
+            if self.model.stdout is not None:
+                self.model.stdout.close()
+        shutil.rmtree(self.home, ignore_errors=True)
+
+    def stop_gateway(self) -> None:
+        if self.gateway is not None and self.gateway.returncode is None:
+            _stop(self.gateway)
+
+    def model_stats(self, *, reset: bool = False) -> dict[str, Any]:
+        base = self.model_url.removesuffix("/v1")
+        with urllib.request.urlopen(f"{base}/stats?reset={int(reset)}", timeout=30) as answer:
+            return json.load(answer)
+
+    def load(self, results: Results) -> None:
+        assert self.gateway is not None and self.model is not None
+        self.model_stats(reset=True)
+        asyncio.run(_load(results, self.port, (self.gateway.pid, self.model.pid), self.home))
+        _attribute(results, self.model_stats(reset=True))
+
+    def lost_turns(self, results: Results) -> int:
+        """Turns whose answer is not in the store once the gateway has stopped."""
+        from hermes.state import SessionDB
+
+        stored = 0
+        with SessionDB(db_path=self.home / "state.db", read_only=True) as db:
+            for session in results.sessions:
+                messages = db.get_conversation_messages(session)
+                stored += sum(
+                    1
+                    for m in messages
+                    if m["role"] == "assistant" and (m["content"] or "").startswith("echo: ")
+                )
+        return results.total - stored
+
+
+def _start_model(home: Path, latency_ms: float) -> tuple[subprocess.Popen[str], str]:
+    command = [sys.executable, "-m", "tests.fakes.llm_server", "--port", "0"]
+    with open(home / "model.log", "wb") as log:
+        model = subprocess.Popen(
+            [*command, "--latency-ms", str(latency_ms)],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=log,
+            text=True,
+        )
+    assert model.stdout is not None
+    url = model.stdout.readline().strip()
+    if not url.startswith("http://"):
+        _stop(model)
+        raise RuntimeError(f"the fake model did not start: {(home / 'model.log').read_text()}")
+    return model, url
+
+
+def _stop(process: subprocess.Popen[Any]) -> None:
+    if process.poll() is not None:
+        return
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(60)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 def _write_config(home: Path, model_url: str, limit: int) -> None:
@@ -155,20 +372,19 @@ def _free_port() -> int:
 
 
 def _start_gateway(home: Path, port: int) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "HERMES_HOME": str(home), "HERMES_API_KEY": MODEL_KEY}
-    log = open(home / "gateway.log", "wb")  # noqa: SIM115 - the child keeps it open
-    return subprocess.Popen(
-        [sys.executable, "-m", "hermes", "gateway", "run", "--api-server", f"127.0.0.1:{port}"],
-        cwd=home,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
+    env = {k: v for k, v in os.environ.items() if k not in _FOREIGN_ENV}
+    env.update(HERMES_HOME=str(home), HERMES_API_KEY=MODEL_KEY)
+    with open(home / "gateway.log", "wb") as log:
+        return subprocess.Popen(
+            [sys.executable, "-m", "hermes", "gateway", "run", "--api-server", f"127.0.0.1:{port}"],
+            cwd=home,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
 
 
 def _wait_healthy(gateway: subprocess.Popen[bytes], port: int, timeout: float = 60.0) -> None:
-    import urllib.request
-
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if gateway.poll() is not None:
@@ -184,18 +400,72 @@ def _wait_healthy(gateway: subprocess.Popen[bytes], port: int, timeout: float = 
     raise RuntimeError(f"the gateway was not ready after {timeout:.0f} s")
 
 
-async def _load(results: Results, port: int, pid: int) -> None:
+# --------------------------------------------------------------------------- the load
+
+
+def _busy_seconds() -> float:
+    """CPU seconds the whole machine has been busy (every core, every process)."""
+    import psutil
+
+    times = psutil.cpu_times()
+    return sum(getattr(times, name, 0.0) for name in ("user", "nice", "system", "irq", "softirq"))
+
+
+def _cpu(process: Any) -> float:
+    times = process.cpu_times()
+    return times.user + times.system
+
+
+def _snapshot(gateway: Any, client: Any, model: Any) -> dict[str, Any]:
+    return {
+        "cpu_seconds": _cpu(gateway),
+        "client_cpu": _cpu(client),
+        "model_cpu": _cpu(model),
+        "machine_busy": _busy_seconds(),
+        "cpu_wait": _run_queue_waits(gateway.pid),
+    }
+
+
+def _run_queue_waits(pid: int) -> dict[int, float]:
+    """Seconds each live thread of ``pid`` has waited for a CPU (Linux schedstat)."""
+    waits: dict[int, float] = {}
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return waits
+    for task in tasks:
+        try:
+            waits[int(task.name)] = int((task / "schedstat").read_text().split()[1]) / 1e9
+        except (OSError, ValueError, IndexError):
+            continue
+    return waits
+
+
+def _fsync_probe(path: Path, stop: threading.Event, out: list[float], every: float) -> None:
+    """How long a small durable write takes on this disk while the load runs."""
+    with open(path, "ab") as probe:
+        while not stop.wait(every):
+            started = time.perf_counter()
+            probe.write(b"x" * 512)
+            probe.flush()
+            os.fsync(probe.fileno())
+            out.append((time.perf_counter() - started) * 1000)
+
+
+async def _load(results: Results, port: int, pids: tuple[int, int], home: Path) -> None:
     import aiohttp
     import psutil
 
-    process = psutil.Process(pid)
-    results.rss_idle = process.memory_info().rss
-    cpu_before = sum(process.cpu_times()[:2])
+    gateway, model, client = psutil.Process(pids[0]), psutil.Process(pids[1]), psutil.Process()
+    results.rss_idle = gateway.memory_info().rss
     url = f"http://127.0.0.1:{port}/v1/chat/completions"
     connector = aiohttp.TCPConnector(limit=results.conversations + 10)
     timeout = aiohttp.ClientTimeout(total=120)
-    stop = asyncio.Event()
-    sampler = asyncio.create_task(_sample_rss(process, results, stop))
+    stop, stopped = asyncio.Event(), threading.Event()
+    sampler = asyncio.create_task(_sample_rss(gateway, results, stop))
+    disk = threading.Thread(
+        target=_fsync_probe, args=(home / "fsync.probe", stopped, results.fsync_ms, 0.2)
+    )
     async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
         gate = asyncio.Event()
         talks = [
@@ -203,19 +473,33 @@ async def _load(results: Results, port: int, pid: int) -> None:
             for n in range(results.conversations)
         ]
         await asyncio.sleep(0.2)  # every conversation is waiting at the gate
+        lag = asyncio.create_task(_loop_lag(results, stop))
+        disk.start()
+        before = _snapshot(gateway, client, model)
         started = time.perf_counter()
         gate.set()
         await asyncio.gather(*talks)
         results.wall = time.perf_counter() - started
+        after = _snapshot(gateway, client, model)
     stop.set()
-    await sampler
-    results.cpu_seconds = sum(process.cpu_times()[:2]) - cpu_before
+    stopped.set()
+    await asyncio.gather(sampler, lag)
+    disk.join()
+    for name in ("cpu_seconds", "client_cpu", "model_cpu", "machine_busy"):
+        setattr(results, name, after[name] - before[name])
+    waits_before = before["cpu_wait"]
+    results.cpu_wait = sum(w - waits_before.get(t, 0.0) for t, w in after["cpu_wait"].items())
 
 
 async def _converse(
-    session: Any, url: str, number: int, results: Results, gate: asyncio.Event
+    session: Any, url: str, slot: int, results: Results, gate: asyncio.Event
 ) -> None:
     await gate.wait()
+    for wave in range(results.waves):
+        await _conversation(session, url, wave * results.conversations + slot, results)
+
+
+async def _conversation(session: Any, url: str, number: int, results: Results) -> None:
     conversation: str | None = None
     for turn in range(results.turns):
         words = f"conversation {number} turn {turn}"
@@ -235,6 +519,7 @@ async def _converse(
                     continue
                 conversation = conversation or response.headers[HEADER]
                 results.response_ms.append(elapsed)
+                results.answered.append((words, elapsed))
         except Exception as exc:
             results.errors.append(f"{type(exc).__name__}: {exc}")
     if conversation:
@@ -253,51 +538,159 @@ async def _sample_rss(process: Any, results: Results, stop: asyncio.Event) -> No
             pass
 
 
-def _lost_turns(home: Path, results: Results) -> int:
-    """Turns whose question or answer is not in the store once the gateway has stopped."""
-    from hermes.state import SessionDB
+async def _loop_lag(results: Results, stop: asyncio.Event, tick: float = 0.02) -> None:
+    """How late the client's event loop wakes up: its timestamps are that late too."""
+    while not stop.is_set():
+        started = time.perf_counter()
+        await asyncio.sleep(tick)
+        results.loop_lag_ms.append((time.perf_counter() - started - tick) * 1000)
 
-    stored = 0
-    with SessionDB(db_path=home / "state.db", read_only=True) as db:
-        for session in results.sessions:
-            messages = db.get_conversation_messages(session)
-            stored += sum(
-                1
-                for m in messages
-                if m["role"] == "assistant" and (m["content"] or "").startswith("echo: ")
-            )
-    return results.conversations * results.turns - stored
+
+def _attribute(results: Results, stats: dict[str, Any]) -> None:
+    """Match the fake model's service times to the turns they served."""
+    spent: dict[str, float] = {}
+    for prompt, ms in stats.get("samples", []):
+        results.model_ms.append(ms)
+        found = _WORDS.search(prompt or "")
+        if found:  # every model call a turn made counts against that turn
+            spent[found.group(0)] = spent.get(found.group(0), 0.0) + ms
+    results.net_ms = [
+        elapsed - spent[words] for words, elapsed in results.answered if words in spent
+    ]
+
+
+# --------------------------------------------------------------------------- reports
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
 
 
 def report(results: Results) -> str:
-    total = results.conversations * results.turns
-    rate = results.done / results.wall if results.wall else 0.0
-    cpu = 1000 * results.cpu_seconds / results.done if results.done else float("nan")
+    r = results
+    cores = _cores()
+    harness = r.harness_cpu
     rows = [
-        ("turns answered", f"{results.done} of {total}", ""),
-        ("throughput", f"{rate:.0f} turns/s", ""),
-        ("response time p50", f"{_pct(results.response_ms, 0.5):.1f} ms", ""),
-        ("response time p99", f"{_pct(results.response_ms, 0.99):.1f} ms", ""),
-        ("gateway overhead p50", f"{results.overhead(0.5):.1f} ms", ""),
-        ("gateway overhead p99", f"{results.overhead(0.99):.1f} ms", "< 20 ms"),
-        ("gateway CPU per turn", f"{cpu:.1f} ms", f"({os.cpu_count()} CPUs here)"),
-        ("gateway RSS idle", f"{results.rss_idle / 2**20:.0f} MB", ""),
-        ("gateway RSS peak", f"{results.rss_peak / 2**20:.0f} MB", ""),
-        ("errors", str(len(results.errors)), "0"),
-        ("lost turns", str(results.lost), "0"),
-    ]
-    alone = results.unloaded
+        ("turns answered", f"{r.done} of {r.total}", ""),
+        ("throughput", f"{r.rate:.0f} turns/s", ""),
+        ("response time p50", f"{_pct(r.response_ms, 0.5):.1f} ms", ""),
+        ("response time p99", f"{_pct(r.response_ms, 0.99):.1f} ms", ""),
+        ("gateway overhead p50", f"{r.overhead(0.5):.1f} ms",
+         f"(a) response time - the {r.latency_ms:.0f} ms asked of the model"),
+        ("gateway overhead p99", f"{r.overhead(0.99):.1f} ms", f"< {TARGET_MS:.0f} ms"),
+        ("overhead p50 / p99, model's own time out",
+         f"{_pct(r.net_ms, 0.5):.1f} / {_pct(r.net_ms, 0.99):.1f} ms",
+         "(b) response time - the fake model's measured time for that turn"),
+        ("fake model's time p50 / p99",
+         f"{_pct(r.model_ms, 0.5):.1f} / {_pct(r.model_ms, 0.99):.1f} ms",
+         f"{len(r.model_ms)} model calls, as the fake model measured them"),
+        ("gateway CPU per turn", f"{r.per_turn(r.cpu_seconds):.1f} ms", f"({cores} CPUs here)"),
+        ("gateway waiting for a CPU, per turn", f"{r.per_turn(r.cpu_wait):.1f} ms",
+         "its threads' run-queue time (Linux schedstat)"),
+        ("harness CPU per turn", f"{r.per_turn(harness):.1f} ms",
+         f"client {r.per_turn(r.client_cpu):.1f} + fake model {r.per_turn(r.model_cpu):.1f}"),
+        ("machine busy during the run", f"{r.cores(r.machine_busy):.2f} cores",
+         f"of {cores}: gateway {r.cores(r.cpu_seconds):.2f}, harness {r.cores(harness):.2f},"
+         f" other processes {r.cores(r.other_cpu):.2f}"),
+        ("client event-loop lag p99", f"{_pct(r.loop_lag_ms, 0.99):.1f} ms",
+         "its clock readings are that late"),
+        ("disk fsync p50 / p99 meanwhile",
+         f"{_pct(r.fsync_ms, 0.5):.1f} / {_pct(r.fsync_ms, 0.99):.1f} ms",
+         "a 512-byte write + fsync every 200 ms, next to the store"),
+        ("gateway RSS idle", f"{r.rss_idle / 2**20:.0f} MB", ""),
+        ("gateway RSS peak", f"{r.rss_peak / 2**20:.0f} MB", ""),
+        ("errors", str(len(r.errors)), "0"),
+        ("lost turns", str(r.lost), "0"),
+    ]  # fmt: skip
+    alone = r.unloaded
     if alone is not None and alone.done:
-        rows.insert(6, ("overhead p50 / p99, one conversation alone",
-                        f"{alone.overhead(0.5):.1f} / {alone.overhead(0.99):.1f} ms", ""))  # fmt: skip
-    width = max(len(r[0]) for r in rows)
+        net = f"{_pct(alone.net_ms, 0.5):.1f} / {_pct(alone.net_ms, 0.99):.1f} ms"
+        rows.insert(7, ("overhead p50 / p99, one conversation alone",
+                        f"{alone.overhead(0.5):.1f} / {alone.overhead(0.99):.1f} ms",
+                        f"(a); (b): {net}; {alone.turns} turns"))  # fmt: skip
+    width = max(len(row[0]) for row in rows)
     lines = [
-        f"Gateway via HTTP API: {results.conversations} conversations x {results.turns} turns at once,"
-        f" model latency {results.latency_ms:.0f} ms, max_concurrent_turns {results.limit}"
-        " (overhead = response time - model latency)"
+        f"Gateway via HTTP API: {r.conversations} conversations x {r.turns} turns at once,"
+        f" model latency {r.latency_ms:.0f} ms, max_concurrent_turns {r.limit}"
+        " (gateway, fake model and this client: three processes on one machine)"
     ]
-    lines += [f"  {name:<{width}}  {value:>16}  {target}" for name, value, target in rows]
-    for error in [*(alone.errors if alone else []), *results.errors][:5]:
+    lines += [f"  {n:<{width}}  {v:>18}  {t}".rstrip() for n, v, t in rows]
+    lines += closed_loop(r, cores)
+    for error in [*(alone.errors if alone else []), *r.errors][:5]:
+        lines.append(f"  error: {error}")
+    return "\n".join(lines)
+
+
+def closed_loop(results: Results, cores: int | None = None) -> list[str]:
+    """Why the throughput is what it is: each conversation waits for its own answer."""
+    r = results
+    cores = cores or _cores()
+    gateway, harness = r.per_turn(r.cpu_seconds), r.per_turn(r.harness_cpu)
+    if not r.done or not gateway > 0 or not harness >= 0:
+        return []
+    cycle = (r.latency_ms + TARGET_MS) / 1000
+    needed = r.conversations / cycle
+    both = gateway + harness
+    return [
+        f"  closed loop: {r.conversations} conversations each waiting {r.latency_ms:.0f} ms for"
+        f" the model need >= {r.conversations} / ({r.latency_ms:.0f} + {TARGET_MS:.0f} ms)"
+        f" = {needed:,.0f} turns/s to keep the overhead under {TARGET_MS:.0f} ms; on {cores}"
+        f" cores that allows at most {1000 * cores / needed:.2f} ms of CPU per turn, gateway"
+        " and harness together.",
+        f"  measured: {gateway:.2f} (gateway) + {harness:.2f} (harness) = {both:.2f} ms of CPU"
+        f" per turn, so at most ~{1000 * cores / both:,.0f} turns/s here, enough for"
+        f" ~{1000 * cores / both * cycle:.0f} conversations at once; the gateway alone on one"
+        f" core (one Python process: its Python code runs on one core at a time, and it used"
+        f" {r.cores(r.cpu_seconds):.2f} here):"
+        f" ~{1000 / gateway:,.0f} turns/s, ~{1000 / gateway * cycle:.0f} conversations.",
+    ]
+
+
+def sweep_report(found: Sweep) -> str:
+    steps = found.steps
+    capacity = found.capacity
+    cores = _cores()
+    lines = [
+        f"Capacity sweep: one gateway, warmed up; each step keeps that many fresh conversations"
+        f" going at once, {found.turns} turns each, until >= {SWEEP_MIN_TURNS} turns; model"
+        f" latency {found.latency_ms:.0f} ms, max_concurrent_turns {found.limit}; it stops after"
+        f" a step misses overhead p99 < {TARGET_MS:.0f} ms (or has an error) twice in a row",
+        f"  largest number of conversations at once meeting the target: {capacity or 'none'}",
+    ]
+    header = ("conversations", "turns", "turns/s", "overhead p50", "overhead p99", "(b) p99",
+              "model p99", "gateway CPU/turn", "harness CPU/turn", "busy cores",
+              "of which others", "errors", "lost")  # fmt: skip
+    table = [header]
+    for s in steps:
+        table.append((
+            f"{s.conversations}{' (again)' if s.attempt > 1 else ''}",
+            f"{s.done}/{s.total}", f"{s.rate:.0f}",
+            f"{s.overhead(0.5):.1f} ms", f"{s.overhead(0.99):.1f} ms",
+            f"{_pct(s.net_ms, 0.99):.1f} ms", f"{_pct(s.model_ms, 0.99):.1f} ms",
+            f"{s.per_turn(s.cpu_seconds):.1f} ms", f"{s.per_turn(s.harness_cpu):.1f} ms",
+            f"{s.cores(s.machine_busy):.2f}/{cores}", f"{s.cores(s.other_cpu):.2f}",
+            str(len(s.errors)), str(s.lost),
+        ))  # fmt: skip
+    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
+    lines += [
+        "  " + "  ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)) for row in table
+    ]
+    last = steps[-1] if steps else None
+    if last is not None and last.done and last.cpu_seconds > 0:
+        cycle = (found.latency_ms + TARGET_MS) / 1000
+        gateway = last.per_turn(last.cpu_seconds)
+        both = gateway + last.per_turn(last.harness_cpu)
+        lines.append(
+            f"  CPU per turn at {last.conversations} conversations: {gateway:.2f} (gateway) +"
+            f" {both - gateway:.2f} (harness) ms: {cores} cores could carry"
+            f" ~{1000 * cores / both * cycle:.0f} conversations at once if CPU were all that"
+            f" mattered; one core for the gateway alone ~{1000 / gateway * cycle:.0f}"
+        )
+    lines.append("  ((b) p99 = overhead p99 with the fake model's own measured time taken out)")
+    for error in [e for s in steps for e in s.errors][:5]:
         lines.append(f"  error: {error}")
     return "\n".join(lines)
 

@@ -16,8 +16,13 @@ Replies are built with the helpers below (``text``, ``tool_call``, ``rate_limite
 body is recorded in ``server.requests`` before any fault applies, so a test can count
 retries.
 
+Every chat request's service time (from its headers being read to its answer being
+written) is kept with the request's last user message: ``stats()`` in-process, or
+``GET /stats`` (``?reset=1`` forgets them after answering) from another process, so a
+benchmark can see whether a model asked to answer after 100 ms really did under load.
+
 Standalone: ``python -m tests.fakes.llm_server --port 0 --latency-ms 100`` prints the
-base URL and serves until interrupted.
+base URL and serves until interrupted (SIGTERM or Ctrl-C).
 """
 
 from __future__ import annotations
@@ -62,6 +67,8 @@ __all__ = [
 ]
 
 DEFAULT_MODEL = "fake-model"
+# How many service-time samples ``stats()`` keeps (the newest).
+SERVICE_SAMPLES = 100_000
 
 
 # --------------------------------------------------------------------------- replies
@@ -284,8 +291,9 @@ def _split_fixed(raw: str, size: int = 12) -> list[str]:
 
 class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
-    # Benchmarks open many connections at once; the stdlib default backlog is 5.
-    request_queue_size = 128
+    # Benchmarks open hundreds of connections at once; the stdlib default backlog is 5,
+    # and a full backlog drops SYNs, which the client retries only after a second.
+    request_queue_size = 1024
     owner: FakeLLMServer
 
     def handle_error(self, request: Any, client_address: Any) -> None:
@@ -324,6 +332,10 @@ class FakeLLMServer:
         self._requests: list[dict[str, Any]] = []
         self._headers: list[dict[str, str]] = []
         self._ids = itertools.count(1)
+        # (last user message, service time in ms) of each chat request, newest last.
+        self._service: collections.deque[tuple[str, float]] = collections.deque(
+            maxlen=SERVICE_SAMPLES
+        )
         self._stopping = threading.Event()
         self._connections: set[socket.socket] = set()
         self._httpd: _HTTPServer | None = None
@@ -396,7 +408,40 @@ class FakeLLMServer:
             self._queue.clear()
             self._requests.clear()
             self._headers.clear()
+            self._service.clear()
         self.responder = None
+
+    def stats(self, *, reset: bool = False) -> dict[str, Any]:
+        """Service times of the chat requests answered so far (the newest 100,000).
+
+        ``{"requests": n, "service_ms": {"p50", "p99", "max", "mean"},
+        "samples": [[last user message, ms], ...]}``; the service time runs from the
+        request's headers being read to its answer being written, so it includes the
+        configured latency and this server's own slowness, not the accept queue.
+        ``reset`` forgets the samples once read.
+        """
+        with self._lock:
+            samples = list(self._service)
+            if reset:
+                self._service.clear()
+        ordered = sorted(ms for _, ms in samples)
+
+        def pick(share: float) -> float | None:
+            if not ordered:
+                return None
+            return round(ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))], 3)
+
+        summary = {
+            "p50": pick(0.5),
+            "p99": pick(0.99),
+            "max": pick(1.0),
+            "mean": round(sum(ordered) / len(ordered), 3) if ordered else None,
+        }
+        return {
+            "requests": len(samples),
+            "service_ms": summary,
+            "samples": [[prompt, round(ms, 3)] for prompt, ms in samples],
+        }
 
     @property
     def pending(self) -> int:
@@ -438,6 +483,12 @@ class FakeLLMServer:
             if answer is not None:
                 return _as_reply(answer)
         return text(f"echo: {last_user_text(body)}")
+
+    def _served(self, body: dict[str, Any], started: float) -> None:
+        elapsed = (time.perf_counter() - started) * 1000
+        prompt = last_user_text(body)
+        with self._lock:
+            self._service.append((prompt, elapsed))
 
     def _next_id(self) -> str:
         return f"chatcmpl-fake-{next(self._ids)}"
@@ -496,9 +547,15 @@ class _Handler(BaseHTTPRequestHandler):
         if path in ("/health", "/v1/health"):
             self._send_json(200, {"status": "ok"})
             return
+        if path in ("/stats", "/v1/stats"):
+            query = self.path.partition("?")[2]
+            reset = any(p in ("reset=1", "reset=true") for p in query.split("&"))
+            self._send_json(200, self.owner.stats(reset=reset))
+            return
         self._send_json(404, _error_body(f"Unknown path {path}.", "invalid_request_error", None))
 
     def do_POST(self) -> None:
+        started = time.perf_counter()
         path = self.path.split("?", 1)[0].rstrip("/")
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
@@ -519,8 +576,9 @@ class _Handler(BaseHTTPRequestHandler):
         model = str(body.get("model") or "")
         if self.owner.strict_models and model not in self.owner.models:
             self._send_reply(model_not_found(), body)
-            return
-        self._send_reply(self.owner._next_reply(body), body)
+        else:
+            self._send_reply(self.owner._next_reply(body), body)
+        self.owner._served(body, started)
 
     def _authorised(self) -> bool:
         expected = self.owner.api_key

@@ -1,0 +1,142 @@
+"""The gateway benchmark at a tiny size: behaviour, not speed.
+
+``measure`` runs against the real gateway subprocess and the fake model in its own
+process; the sweep's stepping logic runs against a stand-in rig; the fake model's
+``/stats`` runs in-process.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+from typing import Any
+
+import pytest
+
+from benchmarks import bench_gateway as bench
+from tests.fakes.llm_server import FakeLLMServer
+
+ROWS = (
+    "turns answered",
+    "throughput",
+    "response time p50",
+    "response time p99",
+    "gateway overhead p50",
+    "gateway overhead p99",
+    "overhead p50 / p99, model's own time out",
+    "overhead p50 / p99, one conversation alone",
+    "fake model's time p50 / p99",
+    "gateway CPU per turn",
+    "gateway waiting for a CPU, per turn",
+    "harness CPU per turn",
+    "machine busy during the run",
+    "gateway RSS idle",
+    "gateway RSS peak",
+    "errors",
+    "lost turns",
+    "closed loop:",
+)
+
+
+def test_measure_answers_every_turn_and_reports_every_row() -> None:
+    results = bench.measure(conversations=3, turns=2, latency_ms=20.0)
+
+    assert (results.done, results.total) == (6, 6)
+    assert results.errors == [] and results.lost == 0
+    assert len(results.sessions) == 3
+    # Every turn was matched to the fake model's own measure of it, and the fake
+    # model (its own process) waited at least the latency it was asked for.
+    assert len(results.net_ms) == 6
+    assert len(results.model_ms) >= 6 and min(results.model_ms) >= 20.0
+    assert results.cpu_seconds > 0 and results.client_cpu > 0 and results.rss_peak > 0
+    alone = results.unloaded
+    assert alone is not None and alone.done == bench.UNLOADED_TURNS and alone.errors == []
+
+    text = bench.report(results)
+    assert "3 conversations x 2 turns" in text and "6 of 6" in text
+    for row in ROWS:
+        assert row in text, row
+
+
+class _StandInRig:
+    """Answers every turn at once; a step of ``failing_from`` conversations or more
+    misses the target."""
+
+    failing_from = 3
+    loads: list[tuple[int, int]] = []
+
+    def __init__(self, latency_ms: float, limit: int) -> None:
+        self.latency_ms = latency_ms
+
+    def __enter__(self) -> _StandInRig:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        pass
+
+    def stop_gateway(self) -> None:
+        pass
+
+    def load(self, results: bench.Results) -> None:
+        self.loads.append((results.conversations, results.waves))
+        late = 100.0 if results.conversations >= self.failing_from else 1.0
+        results.response_ms = [self.latency_ms + late] * results.total
+        results.wall = 1.0
+
+    def lost_turns(self, results: bench.Results) -> int:
+        return 0
+
+
+def test_the_sweep_runs_a_missing_step_again_then_stops(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(bench, "_Rig", _StandInRig)
+    monkeypatch.setattr(_StandInRig, "loads", [])
+
+    found = bench.sweep([1, 2, 3, 5], turns=2, latency_ms=20.0, min_turns=8)
+
+    assert [(s.conversations, s.attempt) for s in found.steps] == [(1, 1), (2, 1), (3, 1), (3, 2)]
+    assert found.capacity == 2
+    # The warm-up first; then every step gets fresh conversations up to 8 turns.
+    assert _StandInRig.loads == [(1, 1), (1, 4), (2, 2), (3, 2), (3, 2)]
+    text = bench.sweep_report(found)
+    assert "meeting the target: 2" in text and "3 (again)" in text
+
+
+def test_the_sweep_is_on_in_the_full_run_and_behind_a_flag_when_quick() -> None:
+    assert bench._options([])["sweep"] is True
+    assert bench._options(["--quick"])["sweep"] is False
+    assert bench._options(["--quick", "--gateway-sweep"])["sweep"] is True
+    assert bench._options(["--quick"])["conversations"] == bench.QUICK["conversations"]
+
+
+def _chat(server: FakeLLMServer, words: str) -> None:
+    body = {"model": "fake-model", "messages": [{"role": "user", "content": words}]}
+    request = urllib.request.Request(
+        f"{server.url}/chat/completions",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        assert response.status == 200
+
+
+def _stats(server: FakeLLMServer, query: str = "") -> dict[str, Any]:
+    with urllib.request.urlopen(f"http://{server.host}:{server.port}/stats{query}") as answer:
+        return json.load(answer)
+
+
+def test_the_fake_model_reports_its_service_times() -> None:
+    with FakeLLMServer(latency=0.02) as server:
+        assert _stats(server)["requests"] == 0
+        _chat(server, "conversation 0 turn 0")
+        _chat(server, "conversation 0 turn 1")
+
+        stats = _stats(server, "?reset=1")
+        assert stats["requests"] == 2
+        assert [prompt for prompt, _ in stats["samples"]] == [
+            "conversation 0 turn 0",
+            "conversation 0 turn 1",
+        ]
+        assert all(ms >= 20.0 for _, ms in stats["samples"])
+        assert 20.0 <= stats["service_ms"]["p50"] <= stats["service_ms"]["max"]
+        assert _stats(server)["requests"] == 0  # reset after reading
+        assert server.stats()["service_ms"]["p99"] is None
