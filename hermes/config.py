@@ -47,6 +47,9 @@ SCHEMA: dict[str, tuple[tuple[type | None, ...], Any]] = {
     "gateway.max_concurrent_turns": ((int,), 8),
     "gateway.api_key": ((str, None), None),
     "gateway.group_per_user": ((bool,), False),
+    # Seconds without a heartbeat after which a gateway counts as gone (its host
+    # crashed) and a starting gateway takes over its queued input.
+    "gateway.queue_takeover_after": ((int, float), 120),
 }
 
 # Environment variables that override a key.

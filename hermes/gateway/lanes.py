@@ -5,9 +5,10 @@ background process's completion event) is a ``WorkItem`` appended to that
 conversation's ``Lane``. One worker task per busy lane runs its items strictly in
 order; lanes of different conversations run at the same time, at most ``limit`` turns
 at once. An item that has to wait behind another is written to the store's
-``gateway_queue`` first, so a shutdown or crash never loses it; it is deleted from
-there when its turn starts. ``close`` stops taking items off the lanes, persists
-whatever has not started and lets the running turns finish (or interrupts them).
+``gateway_queue`` first, owned by this gateway, so a shutdown or crash never loses it
+and no other gateway answers it; it is deleted from there when its turn starts.
+``close`` stops taking items off the lanes, persists whatever has not started and lets
+the running turns finish (or interrupts them).
 
 Everything here runs on the event loop; turns themselves run in worker threads.
 """
@@ -127,19 +128,29 @@ class Lane:
 
 
 class QueueStore:
-    """``gateway_queue`` rows for items that wait (blocking calls: use from threads)."""
+    """This gateway's rows in ``gateway_queue`` (blocking calls: use from threads).
 
-    def __init__(self, db) -> None:
+    Rows are owned by ``holder``, this run of this gateway: another gateway on the
+    store never answers them while this one lives (see ``hermes.state.gateway_queue``).
+    """
+
+    def __init__(self, db, holder: str, *, takeover_after: float) -> None:
         self.db = db
+        self.holder = holder
+        self.takeover_after = takeover_after
+        self.released = False  # after ``release``, rows are saved released too
 
     def save(self, item: WorkItem) -> int:
-        return self.db.enqueue_gateway_input(item.key, item.payload())
+        owner = None if self.released else self.holder
+        return self.db.enqueue_gateway_input(item.key, item.payload(), owner=owner)
 
-    def delete(self, queue_id: int) -> None:
-        self.db.delete_gateway_input(queue_id)
+    def delete(self, queue_id: int) -> bool:
+        """False when the row is no longer ours: another gateway took it over."""
+        return self.db.delete_gateway_input(queue_id, owner=self.holder)
 
-    def pending(self) -> list[WorkItem]:
-        rows = self.db.pending_gateway_inputs()
+    def claim(self) -> list[WorkItem]:
+        """Take the released rows and those of gateways that are gone, oldest first."""
+        rows = self.db.claim_gateway_inputs(self.holder, takeover_after=self.takeover_after)
         items = []
         for row in rows:
             try:
@@ -147,6 +158,15 @@ class QueueStore:
             except (KeyError, TypeError, ValueError):
                 log.error("gateway_queue row %s is unreadable; leaving it in place", row.get("id"))
         return sorted(items, key=lambda item: item.seq)
+
+    def heartbeat(self) -> None:
+        if not self.released:
+            self.db.gateway_heartbeat(self.holder)
+
+    def release(self) -> int:
+        """A graceful stop: whichever gateway starts next answers our rows."""
+        self.released = True
+        return self.db.release_gateway_inputs(self.holder)
 
 
 Execute = Callable[[WorkItem, Lane], Awaitable[None]]
@@ -242,7 +262,8 @@ class Scheduler:
                     item = lane.items.popleft()
                     lane.running = item
                     try:
-                        await self._forget_saved(item)
+                        if not await self._forget_saved(item):
+                            continue
                         await self._execute(item, lane)
                     except Exception:
                         log.exception("work item %s of %s failed", item.kind, lane.conversation_id)
@@ -255,8 +276,10 @@ class Scheduler:
             if not lane.busy and self.lanes.get(lane.conversation_id) is lane:
                 del self.lanes[lane.conversation_id]
 
-    async def _forget_saved(self, item: WorkItem) -> None:
-        """The item starts now: delete its gateway_queue row (at most once from here on)."""
+    async def _forget_saved(self, item: WorkItem) -> bool:
+        """The item starts now: delete its gateway_queue row (at most once from here on).
+
+        False when another gateway took the row over (it answers it, not us)."""
         if item.saving is not None:
             try:
                 item.queue_id = await item.saving
@@ -266,9 +289,14 @@ class Scheduler:
         if item.queue_id is not None:
             queue_id, item.queue_id = item.queue_id, None
             try:
-                await asyncio.to_thread(self._store.delete, queue_id)
+                if not await asyncio.to_thread(self._store.delete, queue_id):
+                    log.warning("queued input %s was taken over by another gateway", queue_id)
+                    if item.sink is not None:
+                        item.sink.done(TurnResult(error="another gateway took this input over"))
+                    return False
             except Exception:  # answer it anyway; a restart may then answer it twice
                 log.exception("could not take queued input %s off gateway_queue", queue_id)
+        return True
 
     # -- shutting down --------------------------------------------------------------
 

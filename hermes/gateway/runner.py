@@ -4,17 +4,19 @@
 runner, and starts the enabled platform adapters. Its life:
 
 ``start``
-    take back the input a previous run queued and could not answer, start each
-    adapter (one log line each; a failure stops the others and raises
-    ``PlatformStartError``), subscribe to background-process completion events,
-    then let the lanes run.
+    claim the queued input no live gateway owns (a previous run's, released at its
+    stop or left by a crashed gateway), keep a heartbeat so that nobody claims this
+    run's own queued input while it lives, start each adapter (one log line each; a
+    failure stops the others and raises ``PlatformStartError``), subscribe to
+    background-process completion events, then let the lanes run.
 ``handle_message`` / the HTTP API
     allow-list, slash commands, key -> conversation, a work item on its lane; a
     message that has to wait is acknowledged.
 ``stop``
     stop accepting, keep every item that has not started in the store, let running
-    turns finish within the grace period, then interrupt them; adapters close last
-    so the final replies still go out.
+    turns finish within the grace period, then interrupt them, release the kept items
+    to the next gateway that starts; adapters close last so the final replies still
+    go out.
 """
 
 from __future__ import annotations
@@ -92,7 +94,13 @@ class GatewayRunner:
         self.agent_options = dict(agent_options or {})
         self.adapter_factories = dict(adapters or {})
         self.router = Router(db)
-        self.queue = QueueStore(db)
+        from hermes.state import make_holder
+
+        # This run's name on the store: the owner of the input it queues.
+        self.holder = make_holder()
+        takeover_after = max(1.0, float(self.config.get("gateway.queue_takeover_after")))
+        self.queue = QueueStore(db, self.holder, takeover_after=takeover_after)
+        self.heartbeat_every = min(30.0, takeover_after / 4)
         self.access = AccessControl(self.platforms)
         # The first turns must not each pay for importing the agent and the openai
         # package (~1 s under the import lock) or for building its HTTP client.
@@ -116,6 +124,8 @@ class GatewayRunner:
         self._api_conversations: dict[str, tuple[str, str]] = {}
         self._order = _KeyOrder()
         self._stopped = asyncio.Event()
+        self._heartbeat: asyncio.Task[None] | None = None
+        self._stop_beating = asyncio.Event()
 
     # -- life -------------------------------------------------------------------------
 
@@ -137,7 +147,8 @@ class GatewayRunner:
                 await asyncio.to_thread(self._warm_up)
             except Exception:  # only a head start; the first turn will say what is wrong
                 log.debug("warming up the agent failed", exc_info=True)
-        restored = await asyncio.to_thread(self.queue.pending)
+        restored = await asyncio.to_thread(self.queue.claim)
+        self._heartbeat = asyncio.create_task(self._beat(), name="gateway-heartbeat")
         for item in restored:
             self.scheduler.submit(item)
         if restored:
@@ -188,6 +199,7 @@ class GatewayRunner:
                 await self.scheduler.close(DEFAULT_GRACE if grace is None else grace)
             for task in list(self._background):
                 task.cancel()
+            await self._release_queue()
             for adapter in reversed(list(self.adapters.values())):
                 await _quietly(adapter.close(), f"{adapter.name}: closing")
             self.adapters.clear()
@@ -198,6 +210,37 @@ class GatewayRunner:
                 self.db.close()
         finally:
             self._stopped.set()
+
+    async def _beat(self) -> None:
+        """Keep this run's heartbeat fresh: while it is, nobody takes its queued input."""
+        while True:
+            try:
+                await asyncio.wait_for(self._stop_beating.wait(), self.heartbeat_every)
+                return
+            except TimeoutError:
+                pass
+            try:
+                await asyncio.to_thread(self.queue.heartbeat)
+            except Exception:
+                log.exception("could not write the gateway heartbeat")
+
+    async def _release_queue(self) -> None:
+        """Hand the input this run kept to whichever gateway starts next."""
+        if self._heartbeat is None:
+            return  # never claimed: nothing of ours is in the store
+        self._stop_beating.set()
+        await self._heartbeat  # not cancelled: a write in flight must land before the release
+        try:
+            released = await asyncio.to_thread(self.queue.release)
+        except Exception:
+            log.exception(
+                "could not release the queued input; another gateway takes it over %.0f s "
+                "after this one stopped",
+                self.queue.takeover_after,
+            )
+            return
+        if released:
+            log.info("left %d queued message(s) for the next start", released)
 
     def interrupt_all(self) -> None:
         """Interrupt every running turn now (a second Ctrl-C)."""

@@ -154,4 +154,19 @@ MIGRATIONS = (
     ),
     # SQLite's deferred search index needs a table; PostgreSQL's indexes follow the rows.
     Migration(4, "fts_pending", ()),
+    Migration(
+        5,
+        "gateway_queue_owner",
+        (
+            # The gateway instance that answers a queued row; NULL: released, anyone may.
+            "ALTER TABLE gateway_queue ADD COLUMN owner TEXT",
+            "CREATE INDEX gateway_queue_owner ON gateway_queue (owner)",
+            # A heartbeat per running gateway, so another host can tell it is gone.
+            """CREATE TABLE gateway_instances (
+                holder TEXT PRIMARY KEY,
+                started_at DOUBLE PRECISION NOT NULL,
+                seen_at DOUBLE PRECISION NOT NULL
+            )""",
+        ),
+    ),
 )

@@ -109,4 +109,19 @@ MIGRATIONS = (
             "CREATE TABLE messages_fts_pending (id INTEGER PRIMARY KEY)",
         ),
     ),
+    Migration(
+        5,
+        "gateway_queue_owner",
+        (
+            # The gateway instance that answers a queued row; NULL: released, anyone may.
+            "ALTER TABLE gateway_queue ADD COLUMN owner TEXT",
+            "CREATE INDEX gateway_queue_owner ON gateway_queue (owner)",
+            # A heartbeat per running gateway, so another host can tell it is gone.
+            """CREATE TABLE gateway_instances (
+                holder TEXT PRIMARY KEY,
+                started_at REAL NOT NULL,
+                seen_at REAL NOT NULL
+            )""",
+        ),
+    ),
 )

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from hermes.state import export, lease, rotation, routes, segments
+from hermes.state import export, gateway_queue, lease, rotation, routes, segments
 from hermes.state.backend import Backend, Row, Tx
 from hermes.state.errors import ReadOnlyStoreError, SessionNotFoundError
 from hermes.state.search import query_terms, snippet
@@ -626,30 +626,45 @@ class SessionDB:
             lambda tx: tx.run("DELETE FROM gateway_routes WHERE session_key = ?", (session_key,))
         )
 
-    def enqueue_gateway_input(self, session_key: str, payload: Mapping[str, Any]) -> int:
-        """Keep input for a busy conversation so it survives a restart; returns its id."""
+    # -- the gateway queue (see ``gateway_queue``) ----------------------------------
+
+    def enqueue_gateway_input(
+        self, session_key: str, payload: Mapping[str, Any], *, owner: str | None = None
+    ) -> int:
+        """Keep input for a busy conversation so it survives a restart; returns its id.
+
+        ``owner`` is the gateway instance that will answer it (None: released)."""
         text = json.dumps(dict(payload), ensure_ascii=False)
         now = time.time()
-        row = self._write(
-            lambda tx: tx.one(
-                "INSERT INTO gateway_queue (session_key, payload, enqueued_at) VALUES (?, ?, ?)"
-                " RETURNING id",
-                (session_key, text, now),
-            )
-        )
-        return int(row["id"])
+        return self._write(lambda tx: gateway_queue.enqueue(tx, session_key, text, owner, now))
 
     def pending_gateway_inputs(self, session_key: str | None = None) -> list[dict]:
-        """Queued input in arrival order: ``id``, ``session_key``, ``payload`` (a dict)."""
-        sql = "SELECT id, session_key, payload, enqueued_at FROM gateway_queue"
-        params: tuple = ()
-        if session_key is not None:
-            sql, params = sql + " WHERE session_key = ?", (session_key,)
-        rows = self._read(lambda tx: tx.all(sql + " ORDER BY id", params))
-        return [{**r, "payload": json.loads(r["payload"])} for r in rows]
+        """Every queued input (any owner) in arrival order: ``id``, ``session_key``,
+        ``payload`` (a dict), ``enqueued_at``, ``owner``."""
+        rows = self._read(lambda tx: gateway_queue.pending(tx, session_key))
+        return [_queued(r) for r in rows]
 
-    def delete_gateway_input(self, input_id: int) -> None:
-        self._write(lambda tx: tx.run("DELETE FROM gateway_queue WHERE id = ?", (input_id,)))
+    def delete_gateway_input(self, input_id: int, *, owner: str | None = None) -> bool:
+        """Delete a queued input only while ``owner`` owns it (None: while released);
+        False when it is gone or someone else owns it."""
+        return self._write(lambda tx: gateway_queue.delete(tx, input_id, owner))
+
+    def claim_gateway_inputs(self, holder: str, *, takeover_after: float) -> list[dict]:
+        """Register ``holder`` as a running gateway and take, in one transaction, the
+        released inputs and those of gateways that are gone; returns them by id."""
+        now = time.time()
+        rows = self._write(lambda tx: gateway_queue.claim(tx, holder, takeover_after, now))
+        return [_queued(r) for r in rows]
+
+    def gateway_heartbeat(self, holder: str) -> None:
+        """``holder`` (a running gateway) is alive now."""
+        now = time.time()
+        self._write(lambda tx: gateway_queue.heartbeat(tx, holder, now))
+
+    def release_gateway_inputs(self, holder: str) -> int:
+        """Give ``holder``'s queued inputs to whichever gateway starts next (a graceful
+        stop) and forget its heartbeat; returns how many were released."""
+        return self._write(lambda tx: gateway_queue.release(tx, holder))
 
     # -- health ---------------------------------------------------------------------
 
@@ -692,6 +707,10 @@ def _violations(tx: Tx) -> list[str]:
             f"session {row['id']} was ended by compression but has {row['n']} later messages"
         )
     return problems
+
+
+def _queued(row: Row) -> dict:
+    return {**row, "payload": json.loads(row["payload"])}
 
 
 def _decode(row: Row) -> dict:

@@ -15,7 +15,7 @@ from hermes.gateway.runner import QUEUED_ACK
 from hermes.tools.events import CompletionEvent
 from tests.fakes.llm_server import text
 from tests.gateway.fakechat import FakeChat, incoming
-from tests.gateway.harness import GatewayThread, wait_for
+from tests.gateway.harness import GatewayThread, wait_for, write_config
 
 KEY = "telegram:100"
 
@@ -110,3 +110,38 @@ def test_a_completion_event_for_a_conversation_reset_elsewhere_is_dropped(
         "echo: and test it",
     ]
     assert conversation(b) != old
+
+
+def test_input_queued_in_one_gateway_is_answered_once_after_it_stops(
+    hermes_home: Path, fake_llm, model_key: str
+) -> None:
+    # A short takeover time: B starts after it has passed, so only A's heartbeat keeps
+    # A's queued input A's own.
+    write_config(hermes_home, fake_llm.url, gateway={"queue_takeover_after": 1})
+    fake_llm.enqueue(text("first answer", delay=4))
+    a = chat_gateway(hermes_home)
+    try:
+        say(a, "one")
+        say(a, "two")  # waits behind "one": queued in the store, owned by A
+        wait_for(lambda: len(fake_llm.requests) == 1)
+        [queued] = wait_for(lambda: a.db.pending_gateway_inputs())
+        assert queued["owner"] == a.runner.holder
+        time.sleep(1.5)
+        b = chat_gateway(hermes_home)  # started while A is busy
+    finally:
+        a.stop(grace=10)  # "one" is answered, "two" is released for the next start
+    try:
+        assert a.chat.texts() == [QUEUED_ACK, "first answer"]
+        assert [r["owner"] for r in b.db.pending_gateway_inputs()] == [None]
+        again = chat_gateway(hermes_home)  # A restarted; B still runs
+        try:
+            wait_for(lambda: again.chat.texts() == ["echo: two"])
+            assert again.db.pending_gateway_inputs() == []
+            time.sleep(0.3)
+        finally:
+            again.stop()
+        assert b.chat.texts() == []
+        assert len(fake_llm.requests) == 2
+        assert stored(b, conversation(b)) == ["one", "first answer", "two", "echo: two"]
+    finally:
+        b.stop()

@@ -143,3 +143,22 @@ def hold_write_lock(path: str, seconds: float, queue: Any) -> None:
         queue.put(("released", count))
 
     _reporting(queue, body)
+
+
+def race_queue_claims(spec: Any, rounds: int, barrier: Any, queue: Any) -> None:
+    """Each round: wait for the rows and every racer, claim as a starting gateway would."""
+
+    def body() -> None:
+        holder = make_holder()
+        with spec.open() as db:
+            for n in range(rounds):
+                barrier.wait(timeout=120)
+                try:
+                    got = db.claim_gateway_inputs(holder, takeover_after=120.0)
+                except BaseException:
+                    barrier.abort()  # the test stops waiting and shows the error
+                    raise
+                queue.put(("claimed", (n, holder, [r["id"] for r in got])))
+                barrier.wait(timeout=120)
+
+    _reporting(queue, body)
