@@ -4,11 +4,14 @@ Every piece of work for a conversation (a user's message, an in-chat command, a
 background process's completion event) is a ``WorkItem`` appended to that
 conversation's ``Lane``. One worker task per busy lane runs its items strictly in
 order; lanes of different conversations run at the same time, at most ``limit`` turns
-at once. An item that has to wait behind another is written to the store's
-``gateway_queue`` first, owned by this gateway, so a shutdown or crash never loses it
-and no other gateway answers it; it is deleted from there when its turn starts.
-``close`` stops taking items off the lanes, persists whatever has not started and lets
-the running turns finish (or interrupts them).
+at once. Before the head of a lane starts, the lane holds the conversation's turn lock
+in the store (``turn_gate``), waiting while another gateway on the store runs a turn of
+it, so the rule holds across gateways too. An item that has to wait behind another is
+written to the store's ``gateway_queue`` first, owned by this gateway, so a shutdown or
+crash never loses it and no other gateway answers it; it is deleted from there when its
+turn starts. ``close`` stops taking items off the lanes (a lane waiting for the turn
+lock stops waiting), persists whatever has not started and lets the running turns
+finish (or interrupts them).
 
 Everything here runs on the event loop; turns themselves run in worker threads.
 """
@@ -26,6 +29,7 @@ from typing import Any
 
 from hermes.gateway.errors import GatewayClosed
 from hermes.gateway.messages import Origin, TurnResult
+from hermes.gateway.turn_gate import TurnGate, TurnHold
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +86,7 @@ class WorkItem:
     queue_id: int | None = None  # its row in gateway_queue while it waits
     sink: ResultSink | None = field(default=None, repr=False)
     saving: asyncio.Future[int | None] | None = field(default=None, repr=False)
+    turn: TurnHold | None = field(default=None, repr=False)  # its turn lock, once held
 
     def payload(self) -> dict[str, Any]:
         return {
@@ -121,6 +126,7 @@ class Lane:
     agent: Any = None  # the agent running ``running`` (set from the worker thread)
     task: asyncio.Task[None] | None = None
     stopping: asyncio.Task[None] | None = None
+    elsewhere: bool = False  # its head waits while another gateway runs a turn of it
 
     @property
     def busy(self) -> bool:
@@ -175,13 +181,15 @@ Execute = Callable[[WorkItem, Lane], Awaitable[None]]
 class Scheduler:
     """The lanes of all conversations and the bound on turns running at once."""
 
-    def __init__(self, execute: Execute, store: QueueStore, *, limit: int) -> None:
+    def __init__(self, execute: Execute, store: QueueStore, *, limit: int, gate: TurnGate) -> None:
         self._execute = execute
         self._store = store
+        self._gate = gate
         self._slots = asyncio.Semaphore(max(1, limit))
         self.lanes: dict[str, Lane] = {}
         self.paused = True  # nothing starts before ``resume`` (restart: restore first)
         self.closing = False
+        self._closed = asyncio.Event()  # ends the waits for turn locks
         self._last_save: asyncio.Future[int | None] | None = None
 
     # -- taking work ----------------------------------------------------------------
@@ -224,6 +232,11 @@ class Scheduler:
     def lane(self, conversation_id: str) -> Lane | None:
         return self.lanes.get(conversation_id)
 
+    def waits_elsewhere(self, conversation_id: str) -> bool:
+        """True while the conversation's next item waits for another gateway's turn."""
+        lane = self.lanes.get(conversation_id)
+        return lane is not None and lane.elsewhere
+
     @property
     def running(self) -> int:
         return sum(1 for lane in self.lanes.values() if lane.running is not None)
@@ -256,21 +269,35 @@ class Scheduler:
     async def _work(self, lane: Lane) -> None:
         try:
             while lane.items and not self.closing:
-                async with self._slots:
-                    if self.closing or not lane.items:
-                        break
-                    item = lane.items.popleft()
-                    lane.running = item
-                    try:
-                        if not await self._forget_saved(item):
-                            continue
-                        await self._execute(item, lane)
-                    except Exception:
-                        log.exception("work item %s of %s failed", item.kind, lane.conversation_id)
-                        if item.sink is not None:
-                            item.sink.done(TurnResult(error="hermes failed inside the gateway"))
-                    finally:
-                        lane.running, lane.agent = None, None
+                # The head keeps its place (and is kept at shutdown) while this waits.
+                hold = await self._gate.enter(
+                    lane.conversation_id, self._closed, lambda: setattr(lane, "elsewhere", True)
+                )
+                lane.elsewhere = False
+                if hold is None:
+                    break
+                try:
+                    async with self._slots:
+                        if self.closing or not lane.items:
+                            break
+                        item = lane.items.popleft()
+                        item.turn = hold
+                        lane.running = item
+                        try:
+                            if not await self._forget_saved(item):
+                                continue
+                            await self._execute(item, lane)
+                        except Exception:
+                            log.exception(
+                                "work item %s of %s failed", item.kind, lane.conversation_id
+                            )
+                            if item.sink is not None:
+                                item.sink.done(TurnResult(error="hermes failed inside the gateway"))
+                        finally:
+                            lane.running, lane.agent = None, None
+                finally:
+                    if not hold.claimed:  # no turn started: nobody else gives it back
+                        await asyncio.to_thread(hold.release_unclaimed)
         finally:
             lane.task = None
             if not lane.busy and self.lanes.get(lane.conversation_id) is lane:
@@ -307,6 +334,7 @@ class Scheduler:
         ``patience`` more seconds.
         """
         self.closing = True
+        self._closed.set()
         await self._keep_waiting_items()
         workers = [lane.task for lane in self.lanes.values() if lane.task is not None]
         if not workers:

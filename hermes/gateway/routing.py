@@ -11,7 +11,8 @@ of them. So every lookup is one read transaction (``SessionDB.lookup_route``, wh
 writes only to move a lagging row forward), ``/new`` repoints the row, and after every
 turn the route takes the agent's session id by compare-and-set in the store
 (``SessionDB.advance_route``): only while the key still serves the turn's
-conversation, so a finishing turn never moves a key reset anywhere back.
+conversation, so a finishing turn never moves a key reset anywhere back. (The turns
+themselves take turns across gateways through the store's turn lock: ``turn_gate``.)
 """
 
 from __future__ import annotations

@@ -47,6 +47,7 @@ from hermes.gateway.settings import (
     api_server_settings,
     platforms_from_config,
 )
+from hermes.gateway.turn_gate import TurnGate
 from hermes.gateway.turns import AgentFactory, TurnRunner
 
 log = logging.getLogger(__name__)
@@ -141,7 +142,9 @@ class GatewayRunner:
         self._executor = ThreadPoolExecutor(
             max_workers=self.limit, thread_name_prefix="hermes-turn"
         )
-        self.scheduler = Scheduler(self._execute, self.queue, limit=self.limit)
+        self.scheduler = Scheduler(
+            self._execute, self.queue, limit=self.limit, gate=TurnGate(self.db)
+        )
         if self._warm_up is not None:
             try:
                 await asyncio.to_thread(self._warm_up)
@@ -337,6 +340,9 @@ class GatewayRunner:
             conversation = await asyncio.to_thread(self.router.current_conversation, key)
             stopped = bool(conversation) and self.scheduler.interrupt(conversation)
             text = "Stopping the current reply." if stopped else "Nothing is running right now."
+            if not stopped and conversation and self.scheduler.waits_elsewhere(conversation):
+                # Its queued input is still answered after that turn, as /stop promises.
+                text = "Another gateway is writing the current reply; it cannot be stopped here."
             return TurnResult(text=text, conversation_id=conversation, session_id=None)
         # /new: a fresh conversation; items already queued finish in the old one.
         platform = origin.platform

@@ -1,12 +1,16 @@
 """Running one work item in a worker thread: the conversation's agent, the turn, the route.
 
-``TurnRunner.run`` is what a lane's worker hands to the thread pool. It finds the
-conversation's tip through the router, takes (or makes) the conversation's agent,
-runs the message, command or completion event, and, whatever happened (an answer, an
-error, an interrupt), moves the route to the agent's session id before the lane may
-start its next item (unless the key was reset meanwhile, through any gateway). Agents are kept per conversation (least recently used first
-out) so each keeps its prompt and history caches between turns; a kept agent is
-re-pointed at the tip before every turn, so a rotation made by anyone else is followed.
+``TurnRunner.run`` is what a lane's worker hands to the thread pool, holding the
+conversation's turn lock in the store (``turn_gate``). It finds the conversation's tip
+through the router, takes (or makes) the conversation's agent, runs the message,
+command or completion event, and, whatever happened (an answer, an error, an
+interrupt), moves the route to the agent's session id (unless the key was reset
+meanwhile, through any gateway), then gives the turn lock back: only then may this
+lane or another gateway start the conversation's next item. Agents are kept per
+conversation (least recently used first out) so each keeps its prompt and history
+caches between turns; a kept agent is re-pointed at the tip before every turn, and its
+history cache is checked against the segment's newest row id and row count, so a
+rotation or a turn made by any other gateway is followed.
 """
 
 from __future__ import annotations
@@ -52,6 +56,18 @@ class TurnRunner:
         self._agents_lock = threading.Lock()
 
     def run(self, item: WorkItem, lane: Lane) -> TurnResult:
+        hold = item.turn
+        if hold is not None and (hold.error or not hold.claim()):
+            error = hold.error or "the turn lock was given back before the turn started"
+            log.error("turn in %s did not start: %s", item.conversation_id, error)
+            return TurnResult(error=error, conversation_id=item.conversation_id)
+        try:
+            return self._run(item, lane)
+        finally:
+            if hold is not None:
+                hold.release()  # after the route is settled
+
+    def _run(self, item: WorkItem, lane: Lane) -> TurnResult:
         platform = SessionKey.parse(item.key).platform
         if item.kind == EVENT and self._was_reset(item):
             return TurnResult(dropped=True, conversation_id=item.conversation_id)

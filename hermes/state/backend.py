@@ -110,12 +110,33 @@ class Tx(Protocol):
         ...
 
 
+class TurnLocks(Protocol):
+    """Per-conversation locks a gateway holds while it runs a turn (``turn_locks``).
+
+    Exclusive across processes, hosts and handles; freed when the holder's process dies;
+    no durable write.
+    """
+
+    def try_lock(self, conversation_id: str) -> bool:
+        """Take the lock without waiting; False if anyone else holds it."""
+        ...
+
+    def unlock(self, conversation_id: str) -> None:
+        """Give the lock back; nothing happens unless this handle holds it."""
+        ...
+
+    def close(self) -> None:
+        """Give back every lock this handle holds."""
+        ...
+
+
 class Backend(Protocol):
     """A connection to one store."""
 
     kind: str  # "sqlite" or "postgresql"
     location: str  # a path, or a URL without its password, for messages
     read_only: bool
+    turn_locks: TurnLocks
 
     def transact(self, fn: Callable[[Tx], T], *, write: bool) -> T:
         """Run ``fn`` in one transaction, retrying the whole of it on a transient conflict.

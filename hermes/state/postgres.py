@@ -42,6 +42,8 @@ try:
     from psycopg.pq import TransactionStatus
     from psycopg.rows import dict_row
     from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
+
+    from hermes.state.turn_locks_postgres import AdvisoryTurnLocks
 except ImportError:  # the optional extra is not installed
     psycopg = None  # type: ignore[assignment]
 
@@ -418,6 +420,9 @@ class PostgresBackend:
         )
         self._pool.open(wait=False)
         self._statements = StatementConnection(self)
+        self.turn_locks = AdvisoryTurnLocks(
+            lambda: psycopg.connect(url, **self._connect_kwargs), self._turn_lock_failed
+        )
 
     def __repr__(self) -> str:
         return f"PostgresBackend({self.location!r}, read_only={self.read_only})"
@@ -447,6 +452,12 @@ class PostgresBackend:
             psycopg.connect(self._url, **self._connect_kwargs).close()
         except psycopg.Error as exc:
             raise self._unreachable(exc) from None
+
+    def _turn_lock_failed(self, exc: psycopg.Error) -> StateError:
+        if isinstance(exc, psycopg.OperationalError):
+            return self._unreachable(exc)
+        reason = self._server.scrub(_reason(exc))
+        return StateError(f"The turn locks at PostgreSQL {self._server.label} failed: {reason}.")
 
     def _unreachable(self, exc: BaseException) -> StoreUnavailableError:
         return StoreUnavailableError(
@@ -598,6 +609,7 @@ class PostgresBackend:
         if self._closed:
             return
         self._closed = True
+        self.turn_locks.close()
         self._pool.close()
 
 

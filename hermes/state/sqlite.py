@@ -32,6 +32,7 @@ from hermes.state.errors import (
 from hermes.state.group_commit import WriteQueue
 from hermes.state.schema_sqlite import MIGRATIONS
 from hermes.state.search import fts5_match, phrase_match, searchable_text, spaced_cjk
+from hermes.state.turn_locks import FileTurnLocks
 
 T = TypeVar("T")
 
@@ -302,6 +303,7 @@ class SQLiteBackend:
             self._shared = _Shared(conn=self._open_read_only(), pid=os.getpid())
         else:
             self._shared = _acquire_shared(self.path, synchronous)
+        self.turn_locks = FileTurnLocks(self.path)  # its file is made at the first lock
 
     @property
     def conn(self) -> sqlite3.Connection:
@@ -432,6 +434,7 @@ class SQLiteBackend:
         if self._closed:
             return
         self._closed = True
+        self.turn_locks.close()
         if self.read_only:
             self._shared.conn.close()
         else:

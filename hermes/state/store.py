@@ -562,6 +562,24 @@ class SessionDB:
             )
         )
 
+    # -- turn locks (see ``turn_locks``) -------------------------------------------
+
+    def try_lock_turn(self, conversation_id: str) -> bool:
+        """Take the conversation's turn lock without waiting; False while anyone holds
+        it (a gateway in another process or host, or another SessionDB in this one).
+
+        It is held until ``unlock_turn``, ``close`` or the death of this process, and
+        costs no durable write. A read-only store has none.
+        """
+        if self.read_only:
+            raise ReadOnlyStoreError(self.location)
+        return self.backend.turn_locks.try_lock(conversation_id)
+
+    def unlock_turn(self, conversation_id: str) -> None:
+        """Give the turn lock back; unlocking one this SessionDB does not hold does nothing."""
+        if not self.read_only:
+            self.backend.turn_locks.unlock(conversation_id)
+
     # -- gateway routes -------------------------------------------------------------
 
     def lookup_route(self, session_key: str) -> routes.Route | None:

@@ -162,3 +162,34 @@ def race_queue_claims(spec: Any, rounds: int, barrier: Any, queue: Any) -> None:
                 barrier.wait(timeout=120)
 
     _reporting(queue, body)
+
+
+def hold_turn_locks(
+    spec: Any, conversations: list[str], release: Any, finish: Any, queue: Any
+) -> None:
+    """Take the turn locks of ``conversations`` (reporting which it got), hold them until
+    ``release`` (forever when None: the test kills us), then unlock and live on until
+    ``finish``."""
+
+    def body() -> None:
+        with spec.open() as db:
+            queue.put(("locked", [db.try_lock_turn(c) for c in conversations]))
+            if release is None:
+                time.sleep(600)
+            release.wait(120)
+            for conversation in conversations:
+                db.unlock_turn(conversation)
+            queue.put(("unlocked", None))
+            finish.wait(120)
+
+    _reporting(queue, body)
+
+
+def try_turn_locks(spec: Any, conversations: list[str], queue: Any) -> None:
+    """Report which of the turn locks of ``conversations`` this process can take."""
+
+    def body() -> None:
+        with spec.open() as db:
+            queue.put(("tried", [db.try_lock_turn(c) for c in conversations]))
+
+    _reporting(queue, body)

@@ -1,0 +1,178 @@
+"""Two `hermes gateway run` processes on one store answer one conversation's turns one
+at a time (invariant 11 across gateways): the store's turn lock, not the in-memory
+lanes, keeps them apart. Runs on SQLite (one HERMES_HOME) and on PostgreSQL (both
+pointed at one schema with HERMES_STATE_URL).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import openai
+import pytest
+
+from tests.fakes.llm_server import last_user_text, text
+from tests.gateway.harness import wait_for, write_config
+from tests.gateway.test_cli import HEADER, free_port, run_gateway  # noqa: F401 - a fixture
+from tests.state.conftest import store  # noqa: F401 - both backends, as in tests/state
+from tests.state.helpers import StoreSpec
+
+ANSWER_TIME = 0.4  # seconds each model call takes: long enough for the two to overlap
+ROUNDS = 3
+
+
+@pytest.fixture
+def shared(
+    store: StoreSpec,  # noqa: F811 - the fixture imported above
+    hermes_home: Path,
+    fake_llm,
+    model_key: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> StoreSpec:
+    """The store both gateways use: HERMES_HOME's state.db, or the test's PG schema."""
+    write_config(hermes_home, fake_llm.url)
+    if store.kind == "postgres":
+        monkeypatch.setenv("HERMES_STATE_URL", store.url)  # read by the gateways' config
+        return store
+    return StoreSpec("sqlite", path=str(hermes_home / "state.db"))
+
+
+class Calls:
+    """The fake model's answers, with when each call started and ended."""
+
+    def __init__(self, fake_llm, seconds: float = ANSWER_TIME) -> None:
+        self.seconds = seconds
+        self.made: list[tuple[float, float, dict]] = []
+        self._lock = threading.Lock()
+        fake_llm.responder = self.answer
+
+    def answer(self, body: dict):
+        start = time.monotonic()
+        time.sleep(self.seconds)
+        with self._lock:
+            self.made.append((start, time.monotonic(), body))
+        return text(f"answer to {last_user_text(body)}")
+
+    def in_order(self) -> list[tuple[float, float, dict]]:
+        with self._lock:
+            return sorted(self.made, key=lambda call: call[0])
+
+
+def ask(url: str, words: str, session: str | None = None) -> Any:
+    """One request through the HTTP API; the raw response (``.headers``, ``.parse()``)."""
+    with openai.OpenAI(base_url=url, api_key="x", max_retries=0, timeout=60) as client:
+        return client.chat.completions.with_raw_response.create(
+            model="m",
+            messages=[{"role": "user", "content": words}],
+            extra_headers={HEADER: session} if session else {},
+        )
+
+
+def start_two(run_gateway) -> tuple[list[str], list[Any]]:  # noqa: F811 - the fixture above
+    ports = [free_port(), free_port()]
+    gateways = [run_gateway("--api-server", f"127.0.0.1:{port}") for port in ports]
+    return [g.wait_ready(p) for g, p in zip(gateways, ports, strict=True)], gateways
+
+
+def test_two_gateways_answer_one_conversation_one_turn_at_a_time(
+    shared: StoreSpec,
+    fake_llm,
+    run_gateway,  # noqa: F811
+) -> None:
+    calls = Calls(fake_llm)
+    (a, b), gateways = start_two(run_gateway)
+    session = ask(a, "hello").headers[HEADER]
+    ask(b, "and hello from b", session)  # both gateways now keep an agent for it
+    answers: dict[str, str] = {}
+
+    def send(url: str, words: str, barrier: threading.Barrier) -> None:
+        barrier.wait(10)
+        answers[words] = ask(url, words, session).parse().choices[0].message.content
+
+    for n in range(ROUNDS):
+        barrier = threading.Barrier(2)
+        senders = [
+            threading.Thread(target=send, args=(url, f"round {n} via {name}", barrier))
+            for url, name in ((a, "a"), (b, "b"))
+        ]
+        for sender in senders:
+            sender.start()
+        for sender in senders:
+            sender.join(60)
+    assert answers == {q: f"answer to {q}" for q in answers} and len(answers) == 2 * ROUNDS
+
+    made = calls.in_order()
+    overlaps = [
+        (last_user_text(x[2]), last_user_text(y[2]))
+        for x, y in zip(made, made[1:], strict=False)
+        if y[0] < x[1]  # started before the one before it ended
+    ]
+    assert overlaps == []
+    with shared.open(read_only=True) as db:
+        stored = [m["content"] for m in db.get_conversation_messages(session)]
+    questions, replies = stored[0::2], stored[1::2]
+    assert replies == [f"answer to {q}" for q in questions]  # each followed by its own
+    assert sorted(questions[2:]) == sorted(answers) and len(stored) == 2 * (2 + 2 * ROUNDS)
+    # Each gateway's cached agent saw every turn the other one had answered before.
+    for index, (_, _, body) in enumerate(made):
+        sent = [m["content"] for m in body["messages"] if m["role"] != "system"]
+        assert sent == stored[: 2 * index + 1]
+    logs = "".join(g.output() for g in gateways)
+    assert "is answering in another gateway; waiting" in logs
+
+
+def test_a_gateway_waiting_for_the_other_keeps_the_message_through_stop_and_shutdown(
+    shared: StoreSpec,
+    fake_llm,
+    run_gateway,  # noqa: F811
+) -> None:
+    calls = Calls(fake_llm, seconds=0.05)
+    (a, b), (_, waiting) = start_two(run_gateway)
+    session = ask(a, "hello").headers[HEADER]
+    calls.seconds = 4.0
+    outcomes: dict[str, object] = {}
+
+    def send(url: str, words: str) -> None:
+        try:
+            outcomes[words] = ask(url, words, session).parse().choices[0].message.content
+        except openai.APIStatusError as exc:
+            outcomes[words] = exc.status_code
+
+    slow = threading.Thread(target=send, args=(a, "a slow question"))
+    slow.start()
+    wait_for(lambda: len(fake_llm.requests) == 2)
+    queued = threading.Thread(target=send, args=(b, "asked while a answers"))
+    queued.start()
+    wait_for(lambda: "is answering in another gateway; waiting" in waiting.output())
+    stop = ask(b, "/stop", session).parse().choices[0].message.content
+    assert stop == "Another gateway is writing the current reply; it cannot be stopped here."
+    started = time.monotonic()
+    assert waiting.terminate() == 0
+    assert time.monotonic() - started < 3  # it did not wait for a's turn to end
+    queued.join(10)
+    assert outcomes["asked while a answers"] == 503  # kept: "answered when it is back"
+    with shared.open(read_only=True) as db:
+        [kept] = db.pending_gateway_inputs()
+        assert kept["payload"]["text"] == "asked while a answers"
+    calls.seconds = 0.05
+    slow.join(30)
+    assert outcomes["a slow question"] == "answer to a slow question"
+
+    port = free_port()
+    again = run_gateway("--api-server", f"127.0.0.1:{port}")
+    again.wait_ready(port)
+    with shared.open(read_only=True) as db:
+        wait_for(lambda: len(db.get_conversation_messages(session)) == 6)
+        stored = [m["content"] for m in db.get_conversation_messages(session)]
+        assert db.pending_gateway_inputs() == []
+    assert stored == [
+        "hello",
+        "answer to hello",
+        "a slow question",
+        "answer to a slow question",
+        "asked while a answers",
+        "answer to asked while a answers",
+    ]
