@@ -49,6 +49,7 @@ from hermes.gateway.settings import (
 )
 from hermes.gateway.turn_gate import TurnGate
 from hermes.gateway.turns import AgentFactory, TurnRunner
+from hermes.state.errors import StateError
 
 log = logging.getLogger(__name__)
 
@@ -404,12 +405,17 @@ class GatewayRunner:
             self.db.create_session(fresh, source=API_SERVER, session_key=key)
             return key, self.router.route_new(key, fresh, platform=API_SERVER), True
         key = f"{API_SERVER}:{session_id}"
-
-        def create() -> str:
-            return self.db.create_session(session_id, source=API_SERVER, session_key=key)
-
-        conversation = self.router.conversation_for(key, create, platform=API_SERVER)
-        return key, conversation, True
+        try:
+            self.db.create_session(session_id, source=API_SERVER, session_key=key)
+        except StateError:
+            if self.db.get_session(session_id) is None:
+                raise
+            # Another gateway on the store started this id at the same moment: the id
+            # names one conversation, so this request joins it.
+            key, conversation, _ = self._open_api_conversation(session_id)
+            return key, conversation, False
+        self.router.adopt(key, session_id, platform=API_SERVER)
+        return key, session_id, True
 
     # -- running items ------------------------------------------------------------------
 

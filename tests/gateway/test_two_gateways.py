@@ -8,6 +8,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -145,3 +146,50 @@ def test_input_queued_in_one_gateway_is_answered_once_after_it_stops(
         assert stored(b, conversation(b)) == ["one", "first answer", "two", "echo: two"]
     finally:
         b.stop()
+
+
+def ask_at_once(asks: list[tuple[GatewayThread, str]], session: str) -> dict[str, Any]:
+    """Send each (gateway, words) as one HTTP request, all at the same moment."""
+    import httpx
+
+    start = threading.Barrier(len(asks))
+    answers: dict[str, Any] = {}
+
+    def ask(gateway: GatewayThread, words: str) -> None:
+        body = {"model": "m", "messages": [{"role": "user", "content": words}]}
+        start.wait(10)
+        answers[words] = httpx.post(
+            f"{gateway.url}/chat/completions",
+            json=body,
+            headers={"X-Hermes-Session-Id": session},
+            timeout=30,
+        )
+
+    talks = [threading.Thread(target=ask, args=pair) for pair in asks]
+    for talk in talks:
+        talk.start()
+    for talk in talks:
+        talk.join(60)
+    return answers
+
+
+def test_one_new_session_id_sent_to_two_gateways_at_once_is_one_conversation(
+    hermes_home: Path, config_file: Path
+) -> None:
+    first, second = GatewayThread(hermes_home).start(), GatewayThread(hermes_home).start()
+    try:
+        for round_number in range(5):
+            session = f"shared-{round_number}"
+            asks = [(first, f"via first {round_number}"), (second, f"via second {round_number}")]
+            answers = ask_at_once(asks, session)
+
+            assert [a.status_code for a in answers.values()] == [200, 200]
+            assert {a.headers["X-Hermes-Session-Id"] for a in answers.values()} == {session}
+            texts = [m["content"] for m in first.db.get_conversation_messages(session)]
+            for words in answers:
+                assert texts.count(words) == 1
+                assert texts.count(f"echo: {words}") == 1
+            assert len(texts) == 4
+    finally:
+        second.stop()
+        first.stop()
