@@ -6,7 +6,8 @@ runner, and starts the enabled platform adapters. Its life:
 ``start``
     claim the queued input no live gateway owns (a previous run's, released at its
     stop or left by a crashed gateway), keep a heartbeat so that nobody claims this
-    run's own queued input while it lives, start each adapter (one log line each; a
+    run's own queued input while it lives (each beat also claims what gateways that
+    stopped or died meanwhile left), start each adapter (one log line each; a
     failure stops the others and raises ``PlatformStartError``), subscribe to
     background-process completion events, then let the lanes run.
 ``handle_message`` / the HTTP API
@@ -15,7 +16,7 @@ runner, and starts the enabled platform adapters. Its life:
 ``stop``
     stop accepting, keep every item that has not started in the store, let running
     turns finish within the grace period, then interrupt them, release the kept items
-    to the next gateway that starts; adapters close last so the final replies still
+    to the next gateway that beats or starts; adapters close last so the final replies still
     go out.
 """
 
@@ -216,7 +217,9 @@ class GatewayRunner:
             self._stopped.set()
 
     async def _beat(self) -> None:
-        """Keep this run's heartbeat fresh: while it is, nobody takes its queued input."""
+        """Keep this run's heartbeat fresh (while it is, nobody takes its queued input),
+        and take over the input of gateways that are gone or stopped meanwhile: it
+        should not wait for one of them to start again."""
         while True:
             try:
                 await asyncio.wait_for(self._stop_beating.wait(), self.heartbeat_every)
@@ -224,9 +227,19 @@ class GatewayRunner:
             except TimeoutError:
                 pass
             try:
-                await asyncio.to_thread(self.queue.heartbeat)
+                if self.closing:
+                    await asyncio.to_thread(self.queue.heartbeat)
+                    continue
+                taken = await asyncio.to_thread(self.queue.claim)  # writes the heartbeat too
             except Exception:
                 log.exception("could not write the gateway heartbeat")
+                continue
+            for item in taken:
+                if self.closing or self.scheduler is None or self.scheduler.closing:
+                    break  # the rest are ours in the store: the release hands them on
+                self.scheduler.submit(item)
+            if taken:
+                log.info("took over %d queued message(s) of a gateway that is gone", len(taken))
 
     async def _release_queue(self) -> None:
         """Hand the input this run kept to whichever gateway starts next."""

@@ -4,6 +4,7 @@ store says, so ``/new`` through one gateway moves the chat in the other at once.
 from __future__ import annotations
 
 import logging
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -133,17 +134,48 @@ def test_input_queued_in_one_gateway_is_answered_once_after_it_stops(
         a.stop(grace=10)  # "one" is answered, "two" is released for the next start
     try:
         assert a.chat.texts() == [QUEUED_ACK, "first answer"]
-        assert [r["owner"] for r in b.db.pending_gateway_inputs()] == [None]
-        again = chat_gateway(hermes_home)  # A restarted; B still runs
-        try:
-            wait_for(lambda: again.chat.texts() == ["echo: two"])
-            assert again.db.pending_gateway_inputs() == []
-            time.sleep(0.3)
-        finally:
-            again.stop()
-        assert b.chat.texts() == []
+        # B, still running, takes the released input over at its next heartbeat.
+        wait_for(lambda: b.chat.texts() == ["echo: two"])
+        assert b.db.pending_gateway_inputs() == []
+        time.sleep(0.6)  # a few more heartbeats: nothing is answered twice
+        assert b.chat.texts() == ["echo: two"]
         assert len(fake_llm.requests) == 2
         assert stored(b, conversation(b)) == ["one", "first answer", "two", "echo: two"]
+    finally:
+        b.stop()
+
+
+def test_a_running_gateway_takes_over_the_input_of_a_crashed_one(
+    hermes_home: Path, fake_llm, model_key: str
+) -> None:
+    from hermes.gateway.lanes import MESSAGE, WorkItem
+    from hermes.gateway.messages import Origin
+    from tests.state.test_lease import dead_pid
+
+    write_config(hermes_home, fake_llm.url, gateway={"queue_takeover_after": 1})
+    b = chat_gateway(hermes_home)
+    try:
+        say(b, "hello")
+        wait_for(lambda: b.chat.texts() == ["echo: hello"])
+        # A gateway that crashed (its process is gone) left input it had queued.
+        crashed = f"{socket.gethostname()}:pid={dead_pid()}:agent=crashed"
+        origin = Origin(platform="telegram", chat_id="100", user_id="42")
+        item = WorkItem(
+            kind=MESSAGE, text="left behind", key=KEY, conversation_id=conversation(b),
+            origin=origin,
+        )  # fmt: skip
+        b.db.enqueue_gateway_input(KEY, item.payload(), owner=crashed)
+
+        wait_for(lambda: b.chat.texts() == ["echo: hello", "echo: left behind"])
+        assert b.db.pending_gateway_inputs() == []
+        time.sleep(0.6)
+        assert b.chat.texts() == ["echo: hello", "echo: left behind"]
+        assert stored(b, conversation(b)) == [
+            "hello",
+            "echo: hello",
+            "left behind",
+            "echo: left behind",
+        ]
     finally:
         b.stop()
 
