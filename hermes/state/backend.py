@@ -72,6 +72,12 @@ class Tx(Protocol):
         """Execute a statement and return the number of rows it changed."""
         ...
 
+    def clock(self) -> float:
+        """Seconds since the epoch by the store's clock, for times other processes or
+        hosts compare (leases, heartbeats): PostgreSQL's server clock, one for every
+        host; SQLite's store lives on one host, so that host's clock."""
+        ...
+
     def lock_session(self, session_id: str) -> None:
         """Hold the session row until commit, where the engine has row locks.
 

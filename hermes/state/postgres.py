@@ -143,6 +143,12 @@ class PostgresTx:
     def run(self, sql: str, params: Sequence[Any] = ()) -> int:
         return self.execute(sql, params).rowcount
 
+    def clock(self) -> float:
+        # clock_timestamp(), not now(): the time of this call, not of the transaction.
+        row = self.one("SELECT extract(epoch FROM clock_timestamp())::float8 AS t")
+        assert row is not None
+        return float(row["t"])
+
     def lock_session(self, session_id: str) -> None:
         # NO KEY UPDATE conflicts with itself (appends, rotation and leases take turns
         # on a segment) but not with the key-share locks of foreign-key checks.

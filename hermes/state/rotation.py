@@ -31,8 +31,9 @@ def publish(
     seen_uids: Collection[str] | None = None,
 ) -> str:
     tx.lock_session(parent_id)
-    if not lease.held_by(tx, parent_id, holder, now):
-        raise LeaseNotHeldError(parent_id, holder, lease.holder_of(tx, parent_id, now))
+    lease_now = tx.clock()  # leases are timed by the store's clock; rows keep ``now``
+    if not lease.held_by(tx, parent_id, holder, lease_now):
+        raise LeaseNotHeldError(parent_id, holder, lease.holder_of(tx, parent_id, lease_now))
     parent = segments.require(tx, parent_id)
     if parent["ended_at"] is not None:
         tip = segments.tip_of_conversation(tx, parent["conversation_id"])

@@ -118,6 +118,9 @@ class SQLiteTx:
     def one(self, sql: str, params: Sequence[Any] = ()) -> Row | None:
         return self.conn.execute(sql, params).fetchone()
 
+    def clock(self) -> float:
+        return time.time()
+
     def all(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
         # Plain tuples, then one dict each with the column names looked up once: a
         # 10k-message read spends most of its time building rows otherwise.

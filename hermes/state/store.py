@@ -516,22 +516,23 @@ class SessionDB:
     def try_acquire_compression_lock(
         self, session_id: str, holder: str, ttl_seconds: float = lease.DEFAULT_TTL
     ) -> bool:
-        now = time.time()
-        return self._write(lambda tx: lease.acquire(tx, session_id, holder, ttl_seconds, now))
+        return self._write(
+            lambda tx: lease.acquire(tx, session_id, holder, ttl_seconds, tx.clock())
+        )
 
     def refresh_compression_lock(
         self, session_id: str, holder: str, ttl_seconds: float = lease.DEFAULT_TTL
     ) -> bool:
-        now = time.time()
-        return self._write(lambda tx: lease.refresh(tx, session_id, holder, ttl_seconds, now))
+        return self._write(
+            lambda tx: lease.refresh(tx, session_id, holder, ttl_seconds, tx.clock())
+        )
 
     def release_compression_lock(self, session_id: str, holder: str) -> bool:
         return self._write(lambda tx: lease.release(tx, session_id, holder))
 
     def get_compression_lock_holder(self, session_id: str) -> str | None:
         """The live holder, or None when the lease is free, expired or reclaimable."""
-        now = time.time()
-        return self._read(lambda tx: lease.holder_of(tx, session_id, now))
+        return self._read(lambda tx: lease.holder_of(tx, session_id, tx.clock()))
 
     def publish_compression_child(
         self,
@@ -670,14 +671,12 @@ class SessionDB:
     def claim_gateway_inputs(self, holder: str, *, takeover_after: float) -> list[dict]:
         """Register ``holder`` as a running gateway and take, in one transaction, the
         released inputs and those of gateways that are gone; returns them by id."""
-        now = time.time()
-        rows = self._write(lambda tx: gateway_queue.claim(tx, holder, takeover_after, now))
+        rows = self._write(lambda tx: gateway_queue.claim(tx, holder, takeover_after, tx.clock()))
         return [_queued(r) for r in rows]
 
     def gateway_heartbeat(self, holder: str) -> None:
         """``holder`` (a running gateway) is alive now."""
-        now = time.time()
-        self._write(lambda tx: gateway_queue.heartbeat(tx, holder, now))
+        self._write(lambda tx: gateway_queue.heartbeat(tx, holder, tx.clock()))
 
     def release_gateway_inputs(self, holder: str) -> int:
         """Give ``holder``'s queued inputs to whichever gateway starts next (a graceful

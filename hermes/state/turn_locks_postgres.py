@@ -19,6 +19,7 @@ lost: its turn may have overlapped another. A call that cannot reach the server 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
@@ -109,7 +110,12 @@ class AdvisoryTurnLocks:
         with self._lock:
             self._closed = True
             self._held.clear()
-            self._drop()  # the server frees every lock of the session
+            if not _broken(self._conn):
+                # Given back now: on a mere disconnect the server frees them only once
+                # its backend process has noticed and exited, a moment later.
+                with contextlib.suppress(psycopg.Error):
+                    self._conn.execute("SELECT pg_advisory_unlock_all()")
+            self._drop()
 
     # -- the connection ---------------------------------------------------------------
 

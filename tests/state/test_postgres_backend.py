@@ -549,3 +549,43 @@ def test_a_killed_holders_lease_is_reclaimed(url: str, db: SessionDB) -> None:
         proc.join()
     assert db.get_compression_lock_holder(local) is None
     assert db.try_acquire_compression_lock(local, mine)
+
+
+# -- one clock for every host -----------------------------------------------------------
+
+
+def _skewed_clock(monkeypatch: pytest.MonkeyPatch, seconds: float) -> None:
+    """This process's clock ``seconds`` off, as on a host whose clock drifted."""
+    real = time.time
+    monkeypatch.setattr(time, "time", lambda: real() + seconds)
+
+
+def test_a_heartbeat_is_stamped_by_the_server_clock_not_the_hosts(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hermes.state import make_holder
+
+    with SessionDB(url=url) as behind, SessionDB(url=url) as other:
+        lagging, fresh = make_holder(), make_holder()
+        _skewed_clock(monkeypatch, -600)  # this "host" is ten minutes behind
+        behind.claim_gateway_inputs(lagging, takeover_after=60)
+        kept = behind.enqueue_gateway_input("telegram:1", {"text": "wait"}, owner=lagging)
+        monkeypatch.undo()
+
+        assert other.claim_gateway_inputs(fresh, takeover_after=60) == []
+        assert [r["owner"] for r in other.pending_gateway_inputs()] == [lagging]
+        assert not other.delete_gateway_input(kept, owner=fresh)
+
+
+def test_a_lease_is_timed_by_the_server_clock_not_the_hosts(
+    db: SessionDB, url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    segment = db.create_session(source="cli")
+    elsewhere = "another-host:pid=1:agent=a"  # not this host: only its TTL frees it
+    _skewed_clock(monkeypatch, -600)
+    assert db.try_acquire_compression_lock(segment, elsewhere, ttl_seconds=300)
+    monkeypatch.undo()
+
+    with SessionDB(url=url) as other:
+        assert other.get_compression_lock_holder(segment) == elsewhere
+        assert not other.try_acquire_compression_lock(segment, "me:pid=2:agent=b")
