@@ -432,10 +432,13 @@ def _text(value: Any) -> str | None:
 
 
 def _reasoning_of(message: Any) -> str | None:
+    """A message's (or stream delta's) reasoning text, from a JSON dict or an SDK object."""
     # OpenRouter calls it ``reasoning``; DeepSeek, vLLM and llama.cpp ``reasoning_content``.
-    return _text(getattr(message, "reasoning", None)) or _text(
-        getattr(message, "reasoning_content", None)
-    )
+    for name in ("reasoning", "reasoning_content"):
+        value = message.get(name) if isinstance(message, dict) else getattr(message, name, None)
+        if _text(value):
+            return value
+    return None
 
 
 def _response_from_json(body: bytes) -> ModelResponse:
@@ -466,8 +469,7 @@ def _response_from_json(body: bytes) -> ModelResponse:
     return ModelResponse(
         content=_text(message.get("content")),
         tool_calls=calls,
-        # OpenRouter calls it ``reasoning``; DeepSeek, vLLM and llama.cpp ``reasoning_content``.
-        reasoning=_text(message.get("reasoning")) or _text(message.get("reasoning_content")),
+        reasoning=_reasoning_of(message),
         finish_reason=choice.get("finish_reason"),
         prompt_tokens=usage.get("prompt_tokens"),
         completion_tokens=usage.get("completion_tokens"),
