@@ -6,6 +6,7 @@ It imports nothing of the agent, tools, gateway or CLI.
 from hermes.state.errors import (
     CorruptStoreError,
     LeaseNotHeldError,
+    InvalidContextError,
     NotTipError,
     ReadOnlyStoreError,
     SegmentEndedError,
@@ -21,6 +22,7 @@ __all__ = [
     "Appended",
     "CorruptStoreError",
     "LeaseNotHeldError",
+    "InvalidContextError",
     "NotTipError",
     "ReadOnlyStoreError",
     "SegmentEndedError",

@@ -5,6 +5,7 @@ StateError
 ├── SegmentEndedError       appending to a segment ended for a reason other than compression
 ├── LeaseNotHeldError       publishing a rotation without holding the compression lease
 ├── NotTipError             rotating a segment that is no longer its conversation's tip
+├── InvalidContextError     a compression child whose context a provider would refuse
 ├── StoreBusyError          another writer held the store past our patience
 ├── StoreUnavailableError   the store cannot be opened or reached (path, permissions, server)
 ├── CorruptStoreError       the file is not a hermes database or is damaged
@@ -56,6 +57,16 @@ class NotTipError(StateError):
         )
         self.session_id = session_id
         self.tip = tip
+
+
+class InvalidContextError(StateError):
+    def __init__(self, session_id: str, problem: str) -> None:
+        super().__init__(
+            f"Cannot rotate session '{session_id}': the compacted context is not one a model "
+            f"provider accepts ({problem}); nothing was changed."
+        )
+        self.session_id = session_id
+        self.problem = problem
 
 
 class StoreBusyError(StateError):

@@ -2,11 +2,21 @@
 
 Invariant 2, step by step: the caller must hold the lease; the parent must still be
 the tip; the parent is ended, the child inserted (inheriting source, user, session
-key, model; title "<title> #N"), the compacted messages written into it, every parent
-message written after the compressor's snapshot (id above ``watermark``) carried over,
-and gateway routes moved to the child. All or nothing: the caller runs this inside
-``Backend.transact``, and the unique indexes reject a second child even if the rules
-above were bypassed.
+key, model; title "<title> #N"), the compacted messages written into it, the parent's
+rows the summary did not read carried over, and gateway routes moved to the child.
+All or nothing: the caller runs this inside ``Backend.transact``, and the unique
+indexes reject a second child even if the rules above were bypassed.
+
+Coverage (invariant 14): with ``covered_uids`` (the messages the summary model read),
+every row of the parent *as stored now* (originals and compacted copies alike) is
+either copied into the child or covered; whatever is neither is carried over, with
+the rest of its tool call group, and the coverage is recorded in
+``segment_coverage``. So an agent with a stale view never drops a row it never saw.
+Without ``covered_uids`` (an older caller) the rows above ``watermark``, or whose uid
+is not in ``seen_uids``, are carried over and no coverage is claimed.
+
+Well-formedness (invariant 15): the child's context is put in order (results after
+their calls) and refused with ``InvalidContextError`` if a provider would refuse it.
 """
 
 from __future__ import annotations
@@ -14,9 +24,14 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-from hermes.state import lease, segments
+from hermes.state import lease, segments, wellformed
 from hermes.state.backend import MessageRow, Tx
-from hermes.state.errors import LeaseNotHeldError, NotTipError
+from hermes.state.errors import InvalidContextError, LeaseNotHeldError, NotTipError
+
+_ROW_COLUMNS = (
+    "id, message_uid, role, content, tool_calls, tool_call_id, tool_name, reasoning,"
+    " created_at, token_count, compacted, origin_id, content_parts"
+)
 
 
 def publish(
@@ -29,6 +44,7 @@ def publish(
     child_id: str | None,
     now: float,
     seen_uids: Collection[str] | None = None,
+    covered_uids: Collection[str] | None = None,
 ) -> str:
     tx.lock_session(parent_id)
     lease_now = tx.clock()  # leases are timed by the store's clock; rows keep ``now``
@@ -64,8 +80,15 @@ def publish(
         },
     )
     rows = _compacted_rows(tx, parent["conversation_id"], child_id, messages, now)
-    rows += _carried_over(tx, parent_id, child_id, watermark, rows, seen_uids)
+    if covered_uids is None:
+        rows += _carried_over(tx, parent_id, child_id, watermark, rows, seen_uids)
+        covered: set[int] = set()
+    else:
+        covered = set(_origin_ids(tx, parent["conversation_id"], list(covered_uids)).values())
+        rows += _uncovered(tx, parent_id, child_id, rows, covered)
+    rows = _in_order(parent_id, rows)
     segments.add_messages(tx, child_id, rows, now)
+    _record_coverage(tx, child_id, covered)
     tx.run(
         "UPDATE gateway_routes SET session_id = ?, updated_at = ? WHERE session_id = ?",
         (child_id, now, parent_id),
@@ -168,3 +191,95 @@ def _carried_over(
             )
         )
     return rows
+
+
+def _parent_rows(tx: Tx, parent_id: str) -> list[Any]:
+    return tx.all(
+        f"SELECT {_ROW_COLUMNS} FROM messages WHERE session_id = ? AND undone = 0 ORDER BY id",
+        (parent_id,),
+    )
+
+
+def _origin(row: Mapping[str, Any]) -> int:
+    return row["origin_id"] or row["id"]
+
+
+def _uncovered(
+    tx: Tx, parent_id: str, child_id: str, already: list[MessageRow], covered: set[int]
+) -> list[MessageRow]:
+    """Copies of the parent's rows, as stored now, that are neither in the child nor
+    covered by its summary, each with the rest of its tool call group (a call and its
+    results are never split, even when that repeats what the summary says)."""
+    parent_rows = _parent_rows(tx, parent_id)
+    present = {row.origin_id for row in already if row.origin_id is not None}
+    groups = _tool_groups(parent_rows)
+    picked: dict[int, Any] = {}
+    for row in parent_rows:
+        origin = _origin(row)
+        if origin in present or origin in covered or origin in picked:
+            continue
+        for member in groups.get(row["id"], (row,)):
+            if _origin(member) not in present:
+                picked.setdefault(_origin(member), member)
+    return [_copy(row, child_id) for row in sorted(picked.values(), key=lambda r: r["id"])]
+
+
+def _tool_groups(rows: Sequence[Any]) -> dict[int, tuple[Any, ...]]:
+    """Row id -> every row of its tool call group (the call and its results)."""
+    caller: dict[str, Any] = {}
+    for row in rows:
+        for call in wellformed.call_ids(row):
+            caller[call] = row
+    members: dict[int, list[Any]] = {}
+    for row in rows:
+        head = caller.get(str(row["tool_call_id"])) if row["role"] == "tool" else None
+        if head is not None:
+            members.setdefault(head["id"], [head]).append(row)
+    groups: dict[int, tuple[Any, ...]] = {}
+    for group in members.values():
+        for row in group:
+            groups[row["id"]] = tuple(group)
+    return groups
+
+
+def _copy(row: Mapping[str, Any], child_id: str) -> MessageRow:
+    return MessageRow(
+        session_id=child_id,
+        message_uid=f"{row['message_uid']}@{child_id}",
+        role=row["role"],
+        content=row["content"],
+        tool_calls=row["tool_calls"],
+        tool_call_id=row["tool_call_id"],
+        tool_name=row["tool_name"],
+        reasoning=row["reasoning"],
+        created_at=row["created_at"],
+        token_count=row["token_count"],
+        compacted=1,
+        origin_id=_origin(row),
+        content_parts=row["content_parts"],
+    )
+
+
+def _in_order(parent_id: str, rows: list[MessageRow]) -> list[MessageRow]:
+    """The child's rows with results after their calls; refused if still invalid."""
+    views = [
+        {"role": r.role, "content": r.content, "tool_calls": r.tool_calls,
+         "tool_call_id": r.tool_call_id, "row": r}
+        for r in rows
+    ]  # fmt: skip
+    ordered = wellformed.normalise(views)
+    problems = wellformed.problems(ordered)
+    if problems:
+        raise InvalidContextError(parent_id, problems[0])
+    return [view["row"] for view in ordered]
+
+
+def _record_coverage(tx: Tx, child_id: str, covered: set[int]) -> None:
+    origins = sorted(covered)
+    for start in range(0, len(origins), 400):
+        chunk = origins[start : start + 400]
+        marks = ", ".join("(?, ?)" for _ in chunk)
+        params: list[Any] = []
+        for origin in chunk:
+            params += [child_id, origin]
+        tx.run(f"INSERT INTO segment_coverage (session_id, origin_id) VALUES {marks}", params)

@@ -124,4 +124,18 @@ MIGRATIONS = (
             )""",
         ),
     ),
+    Migration(
+        6,
+        "segment_coverage",
+        (
+            # What the summary of a compression child read (invariant 14): one row per
+            # origin message (COALESCE(origin_id, id)) of the parent that its summary
+            # covered. Every other row of the parent is copied into the child.
+            """CREATE TABLE segment_coverage (
+                session_id TEXT NOT NULL,
+                origin_id INTEGER NOT NULL,
+                PRIMARY KEY (session_id, origin_id)
+            )""",
+        ),
+    ),
 )

@@ -447,6 +447,7 @@ class SessionDB:
                 tx.unindex_messages(rows)
                 removed += tx.run("DELETE FROM messages WHERE session_id = ?", (sid,))
                 tx.run("DELETE FROM compression_locks WHERE session_id = ?", (sid,))
+                tx.run("DELETE FROM segment_coverage WHERE session_id = ?", (sid,))
                 tx.run("DELETE FROM gateway_routes WHERE session_id = ?", (sid,))
             tx.run(
                 "UPDATE sessions SET parent_session_id = NULL WHERE parent_session_id IN"
@@ -543,11 +544,16 @@ class SessionDB:
         watermark: int | None = None,
         child_session_id: str | None = None,
         seen_uids: Collection[str] | None = None,
+        covered_uids: Collection[str] | None = None,
     ) -> str:
         """Rotate: end the parent and open its child with ``messages`` (invariant 2).
 
-        Parent rows above ``watermark``, and (when ``seen_uids`` is given) original rows
-        whose uid the compressor never saw, are carried into the child after ``messages``.
+        ``covered_uids`` are the messages the summary model read: every other row of the
+        parent as stored now is carried into the child after ``messages`` (invariant 14),
+        and the coverage is recorded. Without it (older callers), parent rows above
+        ``watermark``, or original rows whose uid is not in ``seen_uids``, are carried.
+        A child whose context a provider would refuse is not published
+        (``InvalidContextError``, invariant 15).
         """
         now = time.time()
         return self._write(
@@ -560,6 +566,7 @@ class SessionDB:
                 child_id=child_session_id,
                 now=now,
                 seen_uids=seen_uids,
+                covered_uids=covered_uids,
             )
         )
 
@@ -689,6 +696,15 @@ class SessionDB:
         """Sentences describing any broken store invariant (empty when healthy)."""
         return self._read(_violations)
 
+    def coverage_violations(self) -> list[str]:
+        """Rows of rotated parents that their child neither copies nor covered in its
+        summary (invariant 14), one sentence each (empty when every row is accounted for)."""
+        return [
+            f"message {r['id']} of session {r['parent']} is neither in its compression child"
+            f" {r['child']} nor in the summary that child holds"
+            for r in self._read(lambda tx: tx.all(_UNCOVERED_ROWS))
+        ]
+
 
 def _add_usage(tx: Tx, session_id: str, input_tokens: int, output_tokens: int) -> None:
     tx.run(
@@ -696,6 +712,18 @@ def _add_usage(tx: Tx, session_id: str, input_tokens: int, output_tokens: int) -
         " WHERE id = ?",
         (int(input_tokens or 0), int(output_tokens or 0), session_id),
     )
+
+
+_UNCOVERED_ROWS = (
+    "SELECT c.parent_session_id AS parent, c.id AS child, m.id FROM sessions c"
+    " JOIN messages m ON m.session_id = c.parent_session_id"
+    " WHERE c.lineage = 'compression' AND m.undone = 0"
+    " AND NOT EXISTS (SELECT 1 FROM messages x WHERE x.session_id = c.id"
+    "   AND COALESCE(x.origin_id, x.id) = COALESCE(m.origin_id, m.id))"
+    " AND NOT EXISTS (SELECT 1 FROM segment_coverage k WHERE k.session_id = c.id"
+    "   AND k.origin_id = COALESCE(m.origin_id, m.id))"
+    " ORDER BY m.id"
+)
 
 
 def _violations(tx: Tx) -> list[str]:

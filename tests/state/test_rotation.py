@@ -149,7 +149,7 @@ def test_watermark_carries_late_messages_into_the_child(db: SessionDB, parent: s
     watermark = db.last_message_id(parent)
     # Written while the summary was being made, e.g. by the gateway or a tool result.
     db.append_messages(
-        parent, [{"role": "tool", "content": "late1"}, {"role": "user", "content": "late2"}]
+        parent, [{"role": "assistant", "content": "late1"}, {"role": "user", "content": "late2"}]
     )
     child = db.publish_compression_child(
         parent, holder=holder, messages=[SUMMARY], watermark=watermark

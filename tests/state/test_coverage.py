@@ -1,0 +1,133 @@
+"""Coverage and well-formed children (invariants 14 and 15) at the store's level.
+
+A rotation given ``covered_uids`` (what the summary model read) carries over every row
+of the parent as stored at publish time that is neither copied nor covered, records
+what the summary covered, keeps tool call groups whole and refuses a child a provider
+would refuse.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from hermes.state import InvalidContextError, SessionDB, make_holder
+
+from .helpers import SUMMARY, contents
+
+
+def _call(call_id: str) -> dict:
+    return {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": call_id, "type": "function", "function": {"name": "terminal", "arguments": "{}"}}
+        ],
+    }
+
+
+def _result(call_id: str, text: str) -> dict:
+    return {"role": "tool", "content": text, "tool_call_id": call_id, "tool_name": "terminal"}
+
+
+def _publish(db: SessionDB, parent: str, messages: list[dict], covered: list[str]) -> str:
+    holder = make_holder()
+    assert db.try_acquire_compression_lock(parent, holder)
+    try:
+        return db.publish_compression_child(
+            parent, holder=holder, messages=messages, covered_uids=covered
+        )
+    finally:
+        db.release_compression_lock(parent, holder)
+
+
+def _uids(db: SessionDB, session_id: str) -> list[str]:
+    return [r["message_uid"] for r in db.get_messages(session_id)]
+
+
+def test_a_row_the_summary_did_not_read_is_carried_over(db: SessionDB) -> None:
+    db.create_session("p", source="cli")
+    db.append_messages("p", [{"role": "user", "content": f"m{n}"} for n in range(4)])
+    read = _uids(db, "p")[:2]  # the summary read m0 and m1 only
+    child = _publish(db, "p", [SUMMARY], read)
+    assert contents(db.get_messages(child)) == [SUMMARY["content"], "m2", "m3"]
+    assert db.coverage_violations() == []
+
+
+def test_a_stale_view_never_drops_a_compacted_copy_it_never_saw(db: SessionDB) -> None:
+    """Issue 11, failure 2 at the store: M reached S2 only as a compacted copy, and a
+    publisher whose summary read S1's view (without M) rotates S2."""
+    db.create_session("s1", source="cli")
+    db.append_messages("s1", [{"role": "user", "content": f"m{n}"} for n in range(3)])
+    stale_view = _uids(db, "s1")  # agent X's view of S1
+    db.append_message("s1", role="user", content="M")  # written after X loaded S1
+    s2 = _publish(db, "s1", [SUMMARY], stale_view)  # another process rotates: M carried
+    assert "M" in contents(db.get_messages(s2))
+    db.append_message(s2, role="user", content="x-new")
+    # X adopted S2 and now compresses its stale view of S1 plus its new message.
+    s3 = _publish(db, s2, [{"role": "user", "content": "[CONTEXT COMPACTION] X"}], stale_view)
+    assert "M" in contents(db.get_messages(s3))
+    assert db.coverage_violations() == []
+
+
+def test_coverage_is_recorded_and_an_uncovered_legacy_rotation_is_reported(
+    db: SessionDB,
+) -> None:
+    db.create_session("p", source="cli")
+    db.append_messages("p", [{"role": "user", "content": f"m{n}"} for n in range(3)])
+    holder = make_holder()
+    assert db.try_acquire_compression_lock("p", holder)
+    # An older caller: the watermark claims the summary read everything up to it.
+    child = db.publish_compression_child(
+        "p", holder=holder, messages=[SUMMARY], watermark=db.last_message_id("p")
+    )
+    found = db.coverage_violations()
+    assert len(found) == 3 and all(child in line for line in found)
+
+
+def test_tool_results_go_back_after_their_call_in_the_child(db: SessionDB) -> None:
+    db.create_session("p", source="cli")
+    db.append_messages(
+        "p",
+        [
+            {"role": "user", "content": "run it"},
+            _call("c1"),
+            {"role": "user", "content": "event: process finished"},  # another writer
+            _result("c1", "done"),
+        ],
+    )
+    child = _publish(db, "p", [SUMMARY], [])
+    rows = db.get_messages(child)
+    assert [r["role"] for r in rows] == ["user", "user", "assistant", "tool", "user"]
+    assert contents(rows)[-2:] == ["done", "event: process finished"]
+
+
+def test_a_carried_result_brings_its_summarised_call(db: SessionDB) -> None:
+    db.create_session("p", source="cli")
+    db.append_messages("p", [{"role": "user", "content": "go"}, _call("c1")])
+    call_uid = _uids(db, "p")[1]
+    db.append_message("p", **_result("c1", "late result"))
+    child = _publish(db, "p", [SUMMARY], [_uids(db, "p")[0], call_uid])
+    rows = db.get_messages(child)
+    assert [r["role"] for r in rows] == ["user", "assistant", "tool"]
+    assert db.coverage_violations() == []
+
+
+@pytest.mark.parametrize(
+    "compacted",
+    [
+        [SUMMARY, _result("gone", "an orphan result")],
+        [SUMMARY, _call("open")],
+        [SUMMARY, {"role": "assistant", "content": ""}],
+    ],
+    ids=["orphan-result", "unanswered-call", "empty-assistant"],
+)
+def test_a_child_a_provider_would_refuse_is_not_published(
+    db: SessionDB, compacted: list[dict]
+) -> None:
+    db.create_session("p", source="cli")
+    db.append_message("p", role="user", content="hello")
+    with pytest.raises(InvalidContextError):
+        _publish(db, "p", compacted, _uids(db, "p"))
+    assert db.find_tip("p")["id"] == "p"
+    assert db.get_lineage("p") == ["p"]
+    assert db.get_compression_lock_holder("p") is None
