@@ -5,8 +5,8 @@ It imports nothing of the agent, tools, gateway or CLI.
 
 from hermes.state.errors import (
     CorruptStoreError,
-    LeaseNotHeldError,
     InvalidContextError,
+    LeaseNotHeldError,
     NotTipError,
     ReadOnlyStoreError,
     SegmentEndedError,
