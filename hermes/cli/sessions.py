@@ -17,6 +17,7 @@ from pathlib import Path
 
 import click
 
+from hermes.cli._ask import Duration, confirm_or_refuse, describe_duration
 from hermes.cli._store import opened_store, rename_conversation, resolve_conversation
 from hermes.errors import HermesError
 from hermes.state import SessionDB
@@ -283,38 +284,52 @@ def rename_cmd(ref: str, title: tuple[str, ...]) -> None:
 
 @sessions.command("delete")
 @click.argument("ref", metavar="ID")
-@click.option("-y", "--yes", is_flag=True, help="Do not ask for confirmation.")
+@click.option(
+    "-y", "--yes", is_flag=True, help="Do not ask for confirmation (needed without a terminal)."
+)
 def delete_cmd(ref: str, yes: bool) -> None:
     """Delete a whole conversation, every segment and message (asks first)."""
     with opened_store(read_only=False) as db:
         chain = db.get_segments(resolve_conversation(db, ref))
         root = chain[0]
-        if not yes:
-            click.confirm(
-                f"Delete conversation '{root['title'] or '(untitled)'}' ({root['id']}, "
-                f"{plural(len(chain), 'segment')})? This cannot be undone",
-                abort=True,
-            )
+        confirm_or_refuse(
+            f"Delete conversation '{root['title'] or '(untitled)'}' ({root['id']}, "
+            f"{plural(len(chain), 'segment')})? This cannot be undone",
+            yes=yes,
+            action=f"deleting conversation {root['id']}",
+        )
         removed = db.delete_conversation(root["id"])
     click.echo(f"Deleted conversation {root['id']} ({plural(removed, 'message row')}).")
 
 
 @sessions.command("prune")
-@click.option("--older-than", "days", type=click.FloatRange(min=0, min_open=True),
-              required=True, metavar="DAYS", help="Delete conversations idle this many days.")  # fmt: skip
+@click.option("--older-than", "age", type=Duration(), required=True, metavar="DURATION",
+              help="Delete conversations idle this long: 90d, 12h, 30m, 2w (a plain number is days).")  # fmt: skip
 @click.option("--dry-run", is_flag=True, help="Only list what would be deleted.")
-def prune_cmd(days: float, dry_run: bool) -> None:
-    """Delete every conversation with no activity for DAYS days."""
+@click.option(
+    "-y", "--yes", is_flag=True, help="Do not ask for confirmation (needed without a terminal)."
+)
+def prune_cmd(age: float, dry_run: bool, yes: bool) -> None:
+    """Delete every conversation with no activity for DURATION (asks first)."""
+    idle = describe_duration(age)
     with opened_store(read_only=dry_run) as db:
-        if dry_run:
-            cutoff = time.time() - days * 86400
-            stale = [
-                r for r in db.list_conversations(limit=1_000_000) if r["last_active_at"] < cutoff
-            ]
-            for row in stale:
-                click.echo(f"{row['conversation_id']}  {one_line(row['title'] or '(untitled)', 40)}"
-                           f"  last active {when(row['last_active_at'])}")  # fmt: skip
-            click.echo(f"Would delete {plural(len(stale), 'conversation')}.")
+        cutoff = time.time() - age
+        stale = [r for r in db.list_conversations(limit=1_000_000) if r["last_active_at"] < cutoff]
+        for row in stale:
+            click.echo(f"{row['conversation_id']}  {one_line(row['title'] or '(untitled)', 40)}"
+                       f"  last active {when(row['last_active_at'])}")  # fmt: skip
+        if not stale:
+            click.echo(f"Nothing to delete: no conversation has been idle for more than {idle}.")
             return
-        count = db.prune_conversations(days)
-    click.echo(f"Deleted {plural(count, 'conversation')} idle for more than {days:g} days.")
+        if dry_run:
+            click.echo(
+                f"Would delete {plural(len(stale), 'conversation')} idle for more than {idle}."
+            )
+            return
+        confirm_or_refuse(
+            f"Delete these {plural(len(stale), 'conversation')}? This cannot be undone",
+            yes=yes,
+            action=f"deleting {plural(len(stale), 'conversation')}",
+        )
+        count = db.prune_conversations(age / 86400)
+    click.echo(f"Deleted {plural(count, 'conversation')} idle for more than {idle}.")

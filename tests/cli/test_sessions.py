@@ -119,18 +119,6 @@ def test_rename_titles_every_segment(hermes, compressed):
         assert db.find_conversation_by_title("Big cats") == compressed.tip
 
 
-def test_delete_asks_first(hermes, compressed):
-    refused = hermes("sessions", "delete", compressed.tip, input="n\n")
-    assert refused.returncode == 1
-    assert "Delete conversation 'Safari notes'" in refused.stdout
-    assert hermes("sessions", "show", compressed.root).returncode == 0
-
-    done = hermes("sessions", "delete", compressed.tip, input="y\n")
-    assert done.returncode == 0, done.stderr
-    assert_one_line_error(hermes("sessions", "show", compressed.root), "No conversation")
-    assert hermes("sessions", "show", compressed.other).returncode == 0
-
-
 def test_delete_with_yes_does_not_ask(hermes, compressed):
     result = hermes("sessions", "delete", compressed.other, "--yes")
     assert result.returncode == 0, result.stderr
@@ -148,7 +136,7 @@ def test_prune_deletes_only_idle_conversations(hermes, compressed):
     assert "Would delete 1 conversation" in preview.stdout
     assert hermes("sessions", "show", compressed.root).returncode == 0
 
-    result = hermes("sessions", "prune", "--older-than", "30")
+    result = hermes("sessions", "prune", "--older-than", "30", "--yes")
     assert result.returncode == 0, result.stderr
     assert "Deleted 1 conversation" in result.stdout
     listed = hermes("sessions", "list").stdout
