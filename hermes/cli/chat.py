@@ -57,6 +57,8 @@ def chat(
         raise click.UsageError("Use either -c/--continue or --resume, not both.")
     config = load_config()
     _log_to_file()
+    if base_url is None and query is None and _no_model_yet(config.get("model.base_url")):
+        config = _first_run_setup()
     base_url = base_url or config.get("model.base_url")
     api_key = _require_key(base_url)
     if query is None and not sys.stdin.isatty():
@@ -115,6 +117,26 @@ def _require_key(base_url: str) -> str | None:
     if key is None and not is_loopback(base_url):
         raise HermesError(missing_key_message(base_url))
     return key
+
+
+def _no_model_yet(base_url: str) -> bool:
+    """No key, and an endpoint that needs one: the person has not set hermes up."""
+    return find_api_key()[0] is None and not is_loopback(base_url)
+
+
+def _first_run_setup() -> Config:
+    """On a terminal, a first `hermes` walks through `hermes setup`, then chats."""
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        return load_config()  # _require_key then says what to do, in one sentence
+    from hermes.cli.config_cmd import setup
+
+    click.echo(
+        "hermes has no model to talk to yet. Give it an OpenAI-compatible endpoint: "
+        "OpenRouter or OpenAI with an API key, or a local one (Ollama, llama.cpp, vLLM: "
+        "e.g. http://localhost:11434/v1) that needs no key."
+    )
+    click.get_current_context().invoke(setup)
+    return load_config()
 
 
 def _read_query(query: str) -> str:

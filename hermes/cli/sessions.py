@@ -18,7 +18,12 @@ from pathlib import Path
 import click
 
 from hermes.cli._ask import Duration, confirm_or_refuse, describe_duration
-from hermes.cli._store import opened_store, rename_conversation, resolve_conversation
+from hermes.cli._store import (
+    opened_store,
+    rename_conversation,
+    resolve_conversation,
+    store_location,
+)
 from hermes.errors import HermesError
 from hermes.state import SessionDB
 from hermes.text import one_line, plural, stamp, table, when
@@ -46,13 +51,19 @@ def sessions(ctx: click.Context) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 def list_cmd(source: str | None, limit: int, as_json: bool) -> None:
     """One row per conversation: title, tip id, messages, last activity, source."""
-    with opened_store(read_only=True) as db:
-        rows = db.list_conversations(limit=limit, source=source)
+    rows = []
+    if _store_exists():  # a fresh home has no store yet: an empty listing, not an error
+        with opened_store(read_only=True) as db:
+            rows = db.list_conversations(limit=limit, source=source)
     if as_json:
         click.echo(json.dumps([_conversation_json(r) for r in rows], indent=2, ensure_ascii=False))
         return
     if not rows:
-        click.echo("No conversations yet." if not source else f"No conversations from {source}.")
+        click.echo(
+            "No conversations yet; start one with `hermes chat`."
+            if not source
+            else f"No conversations from {source}."
+        )
         return
     now = time.time()
     body = [
@@ -66,6 +77,10 @@ def list_cmd(source: str | None, limit: int, as_json: bool) -> None:
         for r in rows
     ]
     click.echo(table(("TITLE", "TIP", "MESSAGES", "LAST ACTIVE", "SOURCE"), body))
+
+
+def _store_exists() -> bool:
+    return store_location().exists
 
 
 def _conversation_json(row: dict) -> dict:
@@ -169,9 +184,12 @@ def _write_stream(chunks: Iterable[str], out) -> None:
 def search_cmd(query: tuple[str, ...], limit: int, source: str | None, as_json: bool) -> None:
     """Full-text search over every message of every conversation."""
     text = " ".join(query)
-    with opened_store(read_only=True) as db:
-        hits = db.search_messages(text, limit=limit, source=source)
-        titles = _titles(db, {h["conversation_id"] for h in hits})
+    hits: list[dict] = []
+    titles: dict[str, str | None] = {}
+    if _store_exists():
+        with opened_store(read_only=True) as db:
+            hits = db.search_messages(text, limit=limit, source=source)
+            titles = _titles(db, {h["conversation_id"] for h in hits})
     for hit in hits:
         hit["title"] = titles.get(hit["conversation_id"])
     if as_json:
