@@ -48,13 +48,20 @@ def sessions(ctx: click.Context) -> None:
     "-n", "--limit", type=click.IntRange(min=1), default=20, show_default=True,
     help="How many conversations to show, newest first.",
 )  # fmt: skip
+@click.option("--all", "show_all", is_flag=True,
+              help="Also list conversations holding only one unanswered first message.")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
-def list_cmd(source: str | None, limit: int, as_json: bool) -> None:
-    """One row per conversation: title, tip id, messages, last activity, source."""
+def list_cmd(source: str | None, limit: int, show_all: bool, as_json: bool) -> None:
+    """One row per conversation: title, tip id, messages, last activity, source.
+
+    Undone messages are not counted (the NOTE column says how many there are), and a
+    conversation whose last message was never answered (the model call failed) says
+    so. A failed first message alone is not listed, unless --all.
+    """
     rows = []
     if _store_exists():  # a fresh home has no store yet: an empty listing, not an error
         with opened_store(read_only=True) as db:
-            rows = db.list_conversations(limit=limit, source=source)
+            rows = db.list_conversations(limit=limit, source=source, include_abandoned=show_all)
     if as_json:
         click.echo(json.dumps([_conversation_json(r) for r in rows], indent=2, ensure_ascii=False))
         return
@@ -73,14 +80,29 @@ def list_cmd(source: str | None, limit: int, as_json: bool) -> None:
             r["message_count"],
             when(r["last_active_at"], now),
             r["source"],
+            _note(r),
         )
         for r in rows
     ]
-    click.echo(table(("TITLE", "TIP", "MESSAGES", "LAST ACTIVE", "SOURCE"), body))
+    click.echo(table(("TITLE", "TIP", "MESSAGES", "LAST ACTIVE", "SOURCE", "NOTE"), body))
 
 
 def _store_exists() -> bool:
     return store_location().exists
+
+
+def _unanswered(row: dict) -> bool:
+    """The conversation's newest standing row is the person's: no answer came."""
+    return row["last_role"] == "user"
+
+
+def _note(row: dict) -> str:
+    notes = []
+    if _unanswered(row):
+        notes.append("last message unanswered")
+    if row["undone_count"]:
+        notes.append(f"{row['undone_count']} undone")
+    return ", ".join(notes)
 
 
 def _conversation_json(row: dict) -> dict:
@@ -91,6 +113,8 @@ def _conversation_json(row: dict) -> dict:
         "source": row["source"],
         "model": row["model"],
         "messages": row["message_count"],
+        "undone": row["undone_count"],
+        "unanswered": _unanswered(row),
         "segments": row["segments"],
         "started_at": row["started_at"],
         "last_active_at": row["last_active_at"],
@@ -259,23 +283,68 @@ def _write_file(chunks: Iterable[str], path: Path) -> None:
 
 @sessions.command("lineage")
 @click.argument("ref", metavar="ID")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a tree.")
+@click.option("--json", "as_json", is_flag=True, help="Print the chain as a JSON tree.")
 def lineage_cmd(ref: str, as_json: bool) -> None:
-    """The chain of segments of a conversation, with end reasons and message counts."""
+    """The segments of a conversation, numbered: messages, dates and why each ended.
+
+    Each original message is counted in the segment it was written in, so the counts
+    add up to the conversation's (undone messages are counted apart).
+    """
     with opened_store(read_only=True) as db:
         chain = db.get_segments(resolve_conversation(db, ref))
+        counts = db.segment_message_counts(chain[0]["id"])
     if as_json:
-        keys = ("id", "parent_session_id", "lineage", "segment_index", "title", "model",
-                "started_at", "ended_at", "end_reason", "message_count")  # fmt: skip
-        click.echo(json.dumps([{k: s[k] for k in keys} for s in chain], indent=2))
+        click.echo(json.dumps(_lineage_tree(chain, counts), indent=2, ensure_ascii=False))
         return
     root = chain[0]
-    click.echo(f"{root['title'] or '(untitled)'} — conversation {root['id']} ({root['source']})")
-    for depth, segment in enumerate(chain):
-        branch = "" if depth == 0 else "    " * (depth - 1) + "└── "
-        click.echo(f"{branch}{segment['id']}  #{segment['segment_index']}  {_state(segment)}  "
-                   f"{plural(segment['message_count'], 'message')}  "
-                   f"started {when(segment['started_at'])}")  # fmt: skip
+    total = sum(counts.get(s["id"], (0, 0))[0] for s in chain)
+    undone = sum(counts.get(s["id"], (0, 0))[1] for s in chain)
+    click.echo(f"{root['title'] or '(untitled)'} — conversation {root['id']} ({root['source']}): "
+               f"{plural(total, 'message')}{_undone_note(undone)}, "
+               f"{plural(len(chain), 'segment')}")  # fmt: skip
+    click.echo(" → ".join(str(s["segment_index"]) for s in chain))
+    body = [
+        (s["segment_index"], s["id"], _kept_count(counts, s["id"]),
+         f"{stamp(s['started_at'])} – {stamp(s['ended_at']) if s['ended_at'] else 'now'}",
+         _state(s))
+        for s in chain
+    ]  # fmt: skip
+    click.echo(table(("#", "SEGMENT", "MESSAGES", "FROM – TO", "STATE"), body))
+
+
+def _kept_count(counts: dict[str, tuple[int, int]], segment_id: str) -> str:
+    kept, undone = counts.get(segment_id, (0, 0))
+    return f"{kept}{_undone_note(undone)}"
+
+
+def _undone_note(undone: int) -> str:
+    return f" (+{undone} undone)" if undone else ""
+
+
+def _lineage_tree(chain: list[dict], counts: dict[str, tuple[int, int]]) -> dict:
+    """The conversation as a tree: each segment holds its compression child."""
+    keys = ("id", "parent_session_id", "lineage", "segment_index", "title", "model",
+            "started_at", "ended_at", "end_reason")  # fmt: skip
+    root = chain[0]
+    nodes = {}
+    for segment in chain:
+        kept, undone = counts.get(segment["id"], (0, 0))
+        nodes[segment["id"]] = {k: segment[k] for k in keys} | {
+            "messages": kept, "undone": undone, "children": [],
+        }  # fmt: skip
+    for segment in chain[1:]:
+        parent = nodes.get(segment["parent_session_id"])
+        if parent is not None:
+            parent["children"].append(nodes[segment["id"]])
+    return {
+        "conversation_id": root["id"],
+        "title": root["title"],
+        "source": root["source"],
+        "messages": sum(n["messages"] for n in nodes.values()),
+        "undone": sum(n["undone"] for n in nodes.values()),
+        "segments": len(chain),
+        "root": nodes[root["id"]],
+    }
 
 
 def _state(segment: dict) -> str:
