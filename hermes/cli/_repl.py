@@ -406,6 +406,29 @@ class Repl:
             f"hermes · {agent.model} · {where} · /help for commands · Ctrl-C stops a turn · "
             "Ctrl-D leaves", style="dim",
         ))  # fmt: skip
+        if agent.session_id:
+            self._last_exchange()
+
+    def _last_exchange(self) -> None:
+        """On resume: the last question and answer, and whether the last one failed."""
+        messages = [
+            m for m in self.agent.session_db.get_messages(self.agent.session_id)
+            if m["role"] in ("user", "assistant") and m.get("content")
+        ]  # fmt: skip
+        if not messages:
+            return
+        last = messages[-1]
+        if last["role"] == "user":
+            self.console.print(Text(f"you: {one_line(last['content'], 100)}", style="dim"))
+            self.console.print(Text(
+                "Your last message was not answered (the model call failed); /retry sends it "
+                "again.", style="yellow",
+            ))  # fmt: skip
+            return
+        question = next((m for m in reversed(messages) if m["role"] == "user"), None)
+        if question is not None:
+            self.console.print(Text(f"you: {one_line(question['content'], 100)}", style="dim"))
+        self.console.print(Text(f"hermes: {one_line(last['content'], 200)}", style="dim"))
 
     def _goodbye(self) -> None:
         if self.agent.conversation_id:
