@@ -35,7 +35,7 @@ from hermes.agent import commands as chat_commands
 from hermes.cli._worker import Approvals, run_in_worker
 from hermes.config import ensure_home
 from hermes.errors import HermesError
-from hermes.text import one_line
+from hermes.text import one_line, retry_note
 
 try:
     import termios
@@ -302,6 +302,7 @@ class Repl:
         agent.stream_callback = self.view.on_text
         agent.event_callback = self.view.on_event
         agent.approve = self.approvals.approve
+        agent.client.on_retry = self._on_retry
         agent.interactive = True
         self.session: PromptSession[str] = PromptSession(
             history=FileHistory(str(_history_path())),
@@ -382,6 +383,9 @@ class Repl:
         if reply.rerun:
             self.turn(reply.rerun)
         return True
+
+    def _on_retry(self, number: int, of: int, delay: float, why: str) -> None:
+        self.view.set_status(retry_note(number, of, delay, why))
 
     def _ask_approval(self, command: str, reason: str) -> bool:
         self.view.pause()

@@ -19,6 +19,7 @@ from hermes.cli._env import find_api_key, is_loopback, missing_key_message
 from hermes.cli._store import opened_store, resolve_conversation
 from hermes.config import Config, ensure_home, load_config
 from hermes.errors import HermesError
+from hermes.text import retry_note
 
 if TYPE_CHECKING:
     from hermes.agent import AIAgent
@@ -188,6 +189,7 @@ def _ask_once(agent: AIAgent, text: str, as_json: bool) -> None:
     from hermes.cli._worker import run_in_worker
 
     streamed = _stream_to_terminal(agent) if not as_json else None
+    agent.client.on_retry = _retry_to_stderr
     if sys.stderr.isatty():
         agent.event_callback = _progress_to_stderr
     outcome = run_in_worker(
@@ -231,3 +233,7 @@ def _progress_to_stderr(kind: str, data: dict[str, Any]) -> None:
         click.echo(click.style(f"[running {data.get('name')}]", dim=True), err=True)
     elif kind == "compressed":
         click.echo(click.style("[context compressed]", dim=True), err=True)
+
+
+def _retry_to_stderr(number: int, of: int, delay: float, why: str) -> None:
+    click.echo(click.style(retry_note(number, of, delay, why), dim=True), err=True)
