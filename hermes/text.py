@@ -48,3 +48,8 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
 
 def plural(count: int, word: str) -> str:
     return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+def retry_note(number: int, of: int, delay: float, why: str) -> str:
+    """'endpoint not answering (why), retry 2/5 in 4 s…': shown while a model call waits."""
+    return f"endpoint not answering ({one_line(why, 60)}), retry {number}/{of} in {delay:.0f} s…"

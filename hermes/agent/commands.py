@@ -272,10 +272,13 @@ def _resume(agent: AIAgent, arg: str) -> Reply:
         return Reply("Usage: /resume ID or /resume TITLE (see /sessions).", ok=False)
     tip = resolve_conversation(agent.session_db, arg)
     segment = bind_conversation(agent, tip)
-    count = sum(1 for _ in agent.session_db.iter_conversation_messages(tip))
+    messages = list(agent.session_db.iter_conversation_messages(tip))
+    undone = sum(1 for m in messages if m["undone"])
+    count = len(messages) - undone
     title = f"'{agent.title}'" if agent.title else segment["conversation_id"]
+    apart = f" (and {undone} undone)" if undone else ""
     return Reply(
-        f"Resumed {title}: {plural(count, 'message')}, segment {segment['segment_index']}, "
+        f"Resumed {title}: {plural(count, 'message')}{apart}, segment {segment['segment_index']}, "
         f"model {agent.model}.",
         data={"session_id": tip},
     )

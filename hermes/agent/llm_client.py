@@ -117,6 +117,10 @@ class ModelClient:
         self._client: Any = None
         self._streams: set[Any] = set()
         self._waiters: set[threading.Event] = set()
+        # on_retry(number, of, delay_seconds, why): told before each pause between
+        # attempts, so a surface can say the endpoint is not answering (the agent
+        # room itself prints nothing).
+        self.on_retry: Callable[[int, int, float, str], None] | None = None
 
     def __repr__(self) -> str:
         return f"ModelClient(base_url={self.base_url!r}, model={self.model!r})"
@@ -237,6 +241,8 @@ class ModelClient:
                     self.base_url, model, _status_of(exc), _describe(exc), number,
                     self.max_retries, delay,
                 )  # fmt: skip
+                if self.on_retry is not None:
+                    self.on_retry(number, self.max_retries, delay, _describe(exc))
                 self._pause(delay)
         raise AssertionError("unreachable: the last attempt returns or raises")
 

@@ -66,8 +66,9 @@ def is_loopback(base_url: str) -> bool:
 def missing_key_message(base_url: str) -> str:
     return (
         f"No API key is configured for {base_url}: export HERMES_API_KEY=<your key> "
-        "(OPENROUTER_API_KEY and OPENAI_API_KEY work too), or run `hermes setup` to save one "
-        f"in {env_file()}."
+        "(OPENROUTER_API_KEY and OPENAI_API_KEY work too), point model.base_url at a local "
+        "endpoint such as http://localhost:11434/v1 (it needs no key), or run `hermes setup` "
+        f"in a terminal to save a key in {env_file()}."
     )
 
 

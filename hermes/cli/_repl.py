@@ -35,7 +35,7 @@ from hermes.agent import commands as chat_commands
 from hermes.cli._worker import Approvals, run_in_worker
 from hermes.config import ensure_home
 from hermes.errors import HermesError
-from hermes.text import one_line
+from hermes.text import one_line, retry_note
 
 try:
     import termios
@@ -302,6 +302,7 @@ class Repl:
         agent.stream_callback = self.view.on_text
         agent.event_callback = self.view.on_event
         agent.approve = self.approvals.approve
+        agent.client.on_retry = self._on_retry
         agent.interactive = True
         self.session: PromptSession[str] = PromptSession(
             history=FileHistory(str(_history_path())),
@@ -383,6 +384,9 @@ class Repl:
             self.turn(reply.rerun)
         return True
 
+    def _on_retry(self, number: int, of: int, delay: float, why: str) -> None:
+        self.view.set_status(retry_note(number, of, delay, why))
+
     def _ask_approval(self, command: str, reason: str) -> bool:
         self.view.pause()
         try:
@@ -406,6 +410,29 @@ class Repl:
             f"hermes · {agent.model} · {where} · /help for commands · Ctrl-C stops a turn · "
             "Ctrl-D leaves", style="dim",
         ))  # fmt: skip
+        if agent.session_id:
+            self._last_exchange()
+
+    def _last_exchange(self) -> None:
+        """On resume: the last question and answer, and whether the last one failed."""
+        messages = [
+            m for m in self.agent.session_db.get_messages(self.agent.session_id)
+            if m["role"] in ("user", "assistant") and m.get("content")
+        ]  # fmt: skip
+        if not messages:
+            return
+        last = messages[-1]
+        if last["role"] == "user":
+            self.console.print(Text(f"you: {one_line(last['content'], 100)}", style="dim"))
+            self.console.print(Text(
+                "Your last message was not answered (the model call failed); /retry sends it "
+                "again.", style="yellow",
+            ))  # fmt: skip
+            return
+        question = next((m for m in reversed(messages) if m["role"] == "user"), None)
+        if question is not None:
+            self.console.print(Text(f"you: {one_line(question['content'], 100)}", style="dim"))
+        self.console.print(Text(f"hermes: {one_line(last['content'], 200)}", style="dim"))
 
     def _goodbye(self) -> None:
         if self.agent.conversation_id:

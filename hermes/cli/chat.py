@@ -19,6 +19,7 @@ from hermes.cli._env import find_api_key, is_loopback, missing_key_message
 from hermes.cli._store import opened_store, resolve_conversation
 from hermes.config import Config, ensure_home, load_config
 from hermes.errors import HermesError
+from hermes.text import retry_note
 
 if TYPE_CHECKING:
     from hermes.agent import AIAgent
@@ -57,6 +58,8 @@ def chat(
         raise click.UsageError("Use either -c/--continue or --resume, not both.")
     config = load_config()
     _log_to_file()
+    if base_url is None and query is None and _no_model_yet(config.get("model.base_url")):
+        config = _first_run_setup()
     base_url = base_url or config.get("model.base_url")
     api_key = _require_key(base_url)
     if query is None and not sys.stdin.isatty():
@@ -117,6 +120,26 @@ def _require_key(base_url: str) -> str | None:
     return key
 
 
+def _no_model_yet(base_url: str) -> bool:
+    """No key, and an endpoint that needs one: the person has not set hermes up."""
+    return find_api_key()[0] is None and not is_loopback(base_url)
+
+
+def _first_run_setup() -> Config:
+    """On a terminal, a first `hermes` walks through `hermes setup`, then chats."""
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        return load_config()  # _require_key then says what to do, in one sentence
+    from hermes.cli.config_cmd import setup
+
+    click.echo(
+        "hermes has no model to talk to yet. Give it an OpenAI-compatible endpoint: "
+        "OpenRouter or OpenAI with an API key, or a local one (Ollama, llama.cpp, vLLM: "
+        "e.g. http://localhost:11434/v1) that needs no key."
+    )
+    click.get_current_context().invoke(setup)
+    return load_config()
+
+
 def _read_query(query: str) -> str:
     text = click.get_text_stream("stdin").read() if query == "-" else query
     if not text.strip():
@@ -166,6 +189,7 @@ def _ask_once(agent: AIAgent, text: str, as_json: bool) -> None:
     from hermes.cli._worker import run_in_worker
 
     streamed = _stream_to_terminal(agent) if not as_json else None
+    agent.client.on_retry = _retry_to_stderr
     if sys.stderr.isatty():
         agent.event_callback = _progress_to_stderr
     outcome = run_in_worker(
@@ -209,3 +233,7 @@ def _progress_to_stderr(kind: str, data: dict[str, Any]) -> None:
         click.echo(click.style(f"[running {data.get('name')}]", dim=True), err=True)
     elif kind == "compressed":
         click.echo(click.style("[context compressed]", dim=True), err=True)
+
+
+def _retry_to_stderr(number: int, of: int, delay: float, why: str) -> None:
+    click.echo(click.style(retry_note(number, of, delay, why), dim=True), err=True)

@@ -17,7 +17,13 @@ from pathlib import Path
 
 import click
 
-from hermes.cli._store import opened_store, rename_conversation, resolve_conversation
+from hermes.cli._ask import Duration, confirm_or_refuse, describe_duration
+from hermes.cli._store import (
+    opened_store,
+    rename_conversation,
+    resolve_conversation,
+    store_location,
+)
 from hermes.errors import HermesError
 from hermes.state import SessionDB
 from hermes.text import one_line, plural, stamp, table, when
@@ -42,16 +48,29 @@ def sessions(ctx: click.Context) -> None:
     "-n", "--limit", type=click.IntRange(min=1), default=20, show_default=True,
     help="How many conversations to show, newest first.",
 )  # fmt: skip
+@click.option("--all", "show_all", is_flag=True,
+              help="Also list conversations holding only one unanswered first message.")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
-def list_cmd(source: str | None, limit: int, as_json: bool) -> None:
-    """One row per conversation: title, tip id, messages, last activity, source."""
-    with opened_store(read_only=True) as db:
-        rows = db.list_conversations(limit=limit, source=source)
+def list_cmd(source: str | None, limit: int, show_all: bool, as_json: bool) -> None:
+    """One row per conversation: title, tip id, messages, last activity, source.
+
+    Undone messages are not counted (the NOTE column says how many there are), and a
+    conversation whose last message was never answered (the model call failed) says
+    so. A failed first message alone is not listed, unless --all.
+    """
+    rows = []
+    if _store_exists():  # a fresh home has no store yet: an empty listing, not an error
+        with opened_store(read_only=True) as db:
+            rows = db.list_conversations(limit=limit, source=source, include_abandoned=show_all)
     if as_json:
         click.echo(json.dumps([_conversation_json(r) for r in rows], indent=2, ensure_ascii=False))
         return
     if not rows:
-        click.echo("No conversations yet." if not source else f"No conversations from {source}.")
+        click.echo(
+            "No conversations yet; start one with `hermes chat`."
+            if not source
+            else f"No conversations from {source}."
+        )
         return
     now = time.time()
     body = [
@@ -61,10 +80,29 @@ def list_cmd(source: str | None, limit: int, as_json: bool) -> None:
             r["message_count"],
             when(r["last_active_at"], now),
             r["source"],
+            _note(r),
         )
         for r in rows
     ]
-    click.echo(table(("TITLE", "TIP", "MESSAGES", "LAST ACTIVE", "SOURCE"), body))
+    click.echo(table(("TITLE", "TIP", "MESSAGES", "LAST ACTIVE", "SOURCE", "NOTE"), body))
+
+
+def _store_exists() -> bool:
+    return store_location().exists
+
+
+def _unanswered(row: dict) -> bool:
+    """The conversation's newest standing row is the person's: no answer came."""
+    return row["last_role"] == "user"
+
+
+def _note(row: dict) -> str:
+    notes = []
+    if _unanswered(row):
+        notes.append("last message unanswered")
+    if row["undone_count"]:
+        notes.append(f"{row['undone_count']} undone")
+    return ", ".join(notes)
 
 
 def _conversation_json(row: dict) -> dict:
@@ -75,6 +113,8 @@ def _conversation_json(row: dict) -> dict:
         "source": row["source"],
         "model": row["model"],
         "messages": row["message_count"],
+        "undone": row["undone_count"],
+        "unanswered": _unanswered(row),
         "segments": row["segments"],
         "started_at": row["started_at"],
         "last_active_at": row["last_active_at"],
@@ -168,9 +208,12 @@ def _write_stream(chunks: Iterable[str], out) -> None:
 def search_cmd(query: tuple[str, ...], limit: int, source: str | None, as_json: bool) -> None:
     """Full-text search over every message of every conversation."""
     text = " ".join(query)
-    with opened_store(read_only=True) as db:
-        hits = db.search_messages(text, limit=limit, source=source)
-        titles = _titles(db, {h["conversation_id"] for h in hits})
+    hits: list[dict] = []
+    titles: dict[str, str | None] = {}
+    if _store_exists():
+        with opened_store(read_only=True) as db:
+            hits = db.search_messages(text, limit=limit, source=source)
+            titles = _titles(db, {h["conversation_id"] for h in hits})
     for hit in hits:
         hit["title"] = titles.get(hit["conversation_id"])
     if as_json:
@@ -240,23 +283,68 @@ def _write_file(chunks: Iterable[str], path: Path) -> None:
 
 @sessions.command("lineage")
 @click.argument("ref", metavar="ID")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a tree.")
+@click.option("--json", "as_json", is_flag=True, help="Print the chain as a JSON tree.")
 def lineage_cmd(ref: str, as_json: bool) -> None:
-    """The chain of segments of a conversation, with end reasons and message counts."""
+    """The segments of a conversation, numbered: messages, dates and why each ended.
+
+    Each original message is counted in the segment it was written in, so the counts
+    add up to the conversation's (undone messages are counted apart).
+    """
     with opened_store(read_only=True) as db:
         chain = db.get_segments(resolve_conversation(db, ref))
+        counts = db.segment_message_counts(chain[0]["id"])
     if as_json:
-        keys = ("id", "parent_session_id", "lineage", "segment_index", "title", "model",
-                "started_at", "ended_at", "end_reason", "message_count")  # fmt: skip
-        click.echo(json.dumps([{k: s[k] for k in keys} for s in chain], indent=2))
+        click.echo(json.dumps(_lineage_tree(chain, counts), indent=2, ensure_ascii=False))
         return
     root = chain[0]
-    click.echo(f"{root['title'] or '(untitled)'} — conversation {root['id']} ({root['source']})")
-    for depth, segment in enumerate(chain):
-        branch = "" if depth == 0 else "    " * (depth - 1) + "└── "
-        click.echo(f"{branch}{segment['id']}  #{segment['segment_index']}  {_state(segment)}  "
-                   f"{plural(segment['message_count'], 'message')}  "
-                   f"started {when(segment['started_at'])}")  # fmt: skip
+    total = sum(counts.get(s["id"], (0, 0))[0] for s in chain)
+    undone = sum(counts.get(s["id"], (0, 0))[1] for s in chain)
+    click.echo(f"{root['title'] or '(untitled)'} — conversation {root['id']} ({root['source']}): "
+               f"{plural(total, 'message')}{_undone_note(undone)}, "
+               f"{plural(len(chain), 'segment')}")  # fmt: skip
+    click.echo(" → ".join(str(s["segment_index"]) for s in chain))
+    body = [
+        (s["segment_index"], s["id"], _kept_count(counts, s["id"]),
+         f"{stamp(s['started_at'])} – {stamp(s['ended_at']) if s['ended_at'] else 'now'}",
+         _state(s))
+        for s in chain
+    ]  # fmt: skip
+    click.echo(table(("#", "SEGMENT", "MESSAGES", "FROM – TO", "STATE"), body))
+
+
+def _kept_count(counts: dict[str, tuple[int, int]], segment_id: str) -> str:
+    kept, undone = counts.get(segment_id, (0, 0))
+    return f"{kept}{_undone_note(undone)}"
+
+
+def _undone_note(undone: int) -> str:
+    return f" (+{undone} undone)" if undone else ""
+
+
+def _lineage_tree(chain: list[dict], counts: dict[str, tuple[int, int]]) -> dict:
+    """The conversation as a tree: each segment holds its compression child."""
+    keys = ("id", "parent_session_id", "lineage", "segment_index", "title", "model",
+            "started_at", "ended_at", "end_reason")  # fmt: skip
+    root = chain[0]
+    nodes = {}
+    for segment in chain:
+        kept, undone = counts.get(segment["id"], (0, 0))
+        nodes[segment["id"]] = {k: segment[k] for k in keys} | {
+            "messages": kept, "undone": undone, "children": [],
+        }  # fmt: skip
+    for segment in chain[1:]:
+        parent = nodes.get(segment["parent_session_id"])
+        if parent is not None:
+            parent["children"].append(nodes[segment["id"]])
+    return {
+        "conversation_id": root["id"],
+        "title": root["title"],
+        "source": root["source"],
+        "messages": sum(n["messages"] for n in nodes.values()),
+        "undone": sum(n["undone"] for n in nodes.values()),
+        "segments": len(chain),
+        "root": nodes[root["id"]],
+    }
 
 
 def _state(segment: dict) -> str:
@@ -283,38 +371,52 @@ def rename_cmd(ref: str, title: tuple[str, ...]) -> None:
 
 @sessions.command("delete")
 @click.argument("ref", metavar="ID")
-@click.option("-y", "--yes", is_flag=True, help="Do not ask for confirmation.")
+@click.option(
+    "-y", "--yes", is_flag=True, help="Do not ask for confirmation (needed without a terminal)."
+)
 def delete_cmd(ref: str, yes: bool) -> None:
     """Delete a whole conversation, every segment and message (asks first)."""
     with opened_store(read_only=False) as db:
         chain = db.get_segments(resolve_conversation(db, ref))
         root = chain[0]
-        if not yes:
-            click.confirm(
-                f"Delete conversation '{root['title'] or '(untitled)'}' ({root['id']}, "
-                f"{plural(len(chain), 'segment')})? This cannot be undone",
-                abort=True,
-            )
+        confirm_or_refuse(
+            f"Delete conversation '{root['title'] or '(untitled)'}' ({root['id']}, "
+            f"{plural(len(chain), 'segment')})? This cannot be undone",
+            yes=yes,
+            action=f"deleting conversation {root['id']}",
+        )
         removed = db.delete_conversation(root["id"])
     click.echo(f"Deleted conversation {root['id']} ({plural(removed, 'message row')}).")
 
 
 @sessions.command("prune")
-@click.option("--older-than", "days", type=click.FloatRange(min=0, min_open=True),
-              required=True, metavar="DAYS", help="Delete conversations idle this many days.")  # fmt: skip
+@click.option("--older-than", "age", type=Duration(), required=True, metavar="DURATION",
+              help="Delete conversations idle this long: 90d, 12h, 30m, 2w (a plain number is days).")  # fmt: skip
 @click.option("--dry-run", is_flag=True, help="Only list what would be deleted.")
-def prune_cmd(days: float, dry_run: bool) -> None:
-    """Delete every conversation with no activity for DAYS days."""
+@click.option(
+    "-y", "--yes", is_flag=True, help="Do not ask for confirmation (needed without a terminal)."
+)
+def prune_cmd(age: float, dry_run: bool, yes: bool) -> None:
+    """Delete every conversation with no activity for DURATION (asks first)."""
+    idle = describe_duration(age)
     with opened_store(read_only=dry_run) as db:
-        if dry_run:
-            cutoff = time.time() - days * 86400
-            stale = [
-                r for r in db.list_conversations(limit=1_000_000) if r["last_active_at"] < cutoff
-            ]
-            for row in stale:
-                click.echo(f"{row['conversation_id']}  {one_line(row['title'] or '(untitled)', 40)}"
-                           f"  last active {when(row['last_active_at'])}")  # fmt: skip
-            click.echo(f"Would delete {plural(len(stale), 'conversation')}.")
+        cutoff = time.time() - age
+        stale = [r for r in db.list_conversations(limit=1_000_000) if r["last_active_at"] < cutoff]
+        for row in stale:
+            click.echo(f"{row['conversation_id']}  {one_line(row['title'] or '(untitled)', 40)}"
+                       f"  last active {when(row['last_active_at'])}")  # fmt: skip
+        if not stale:
+            click.echo(f"Nothing to delete: no conversation has been idle for more than {idle}.")
             return
-        count = db.prune_conversations(days)
-    click.echo(f"Deleted {plural(count, 'conversation')} idle for more than {days:g} days.")
+        if dry_run:
+            click.echo(
+                f"Would delete {plural(len(stale), 'conversation')} idle for more than {idle}."
+            )
+            return
+        confirm_or_refuse(
+            f"Delete these {plural(len(stale), 'conversation')}? This cannot be undone",
+            yes=yes,
+            action=f"deleting {plural(len(stale), 'conversation')}",
+        )
+        count = db.prune_conversations(age / 86400)
+    click.echo(f"Deleted {plural(count, 'conversation')} idle for more than {idle}.")

@@ -396,14 +396,30 @@ class SessionDB:
 
     # -- conversations --------------------------------------------------------------
 
-    def list_conversations(self, *, limit: int = 50, source: str | None = None) -> list[dict]:
-        """One entry per conversation, newest activity first."""
+    def list_conversations(
+        self, *, limit: int = 50, source: str | None = None, include_abandoned: bool = True
+    ) -> list[dict]:
+        """One entry per conversation, newest activity first.
+
+        ``message_count`` counts the original messages that stand (``undone_count`` the
+        undone ones, apart); ``last_role`` is the role of the conversation's newest
+        standing row, so 'user' means its last message was never answered. Without
+        ``include_abandoned``, a conversation that holds nothing but one unanswered
+        first message (a failed first turn) is left out.
+        """
+        counted = (
+            "(SELECT COUNT(*) FROM messages m JOIN sessions s ON s.id = m.session_id"
+            "   WHERE s.conversation_id = t.conversation_id AND m.compacted = 0"
+            "   AND m.undone = {flag})"
+        )
         sql = (
-            "SELECT t.conversation_id, t.id AS tip_id, r.title, t.title AS tip_title, t.source,"
-            " t.model, r.started_at, t.last_active_at, t.ended_at, t.end_reason,"
-            " t.segment_index AS segments,"
-            " (SELECT COUNT(*) FROM messages m JOIN sessions s ON s.id = m.session_id"
-            "   WHERE s.conversation_id = t.conversation_id AND m.compacted = 0) AS message_count"
+            "SELECT * FROM (SELECT t.conversation_id, t.id AS tip_id, r.title,"
+            " t.title AS tip_title, t.source, t.model, r.started_at, t.last_active_at,"
+            " t.ended_at, t.end_reason, t.segment_index AS segments,"
+            f" {counted.format(flag=0)} AS message_count,"
+            f" {counted.format(flag=1)} AS undone_count,"
+            " (SELECT m.role FROM messages m WHERE m.session_id = t.id AND m.undone = 0"
+            "   ORDER BY m.id DESC LIMIT 1) AS last_role"
             " FROM sessions t JOIN sessions r ON r.id = t.conversation_id"
             " WHERE t.segment_index = (SELECT MAX(segment_index) FROM sessions x"
             "   WHERE x.conversation_id = t.conversation_id)"
@@ -412,9 +428,40 @@ class SessionDB:
         if source:
             sql += " AND t.source = ?"
             params.append(source)
-        sql += " ORDER BY t.last_active_at DESC LIMIT ?"
+        sql += ") AS c"
+        if not include_abandoned:
+            sql += (
+                " WHERE NOT (c.segments = 1 AND c.message_count = 1 AND c.undone_count = 0"
+                " AND c.last_role = 'user')"
+            )
+        sql += " ORDER BY c.last_active_at DESC LIMIT ?"
         params.append(limit)
         return self._read(lambda tx: tx.all(sql, params))
+
+    def segment_message_counts(self, session_id: str) -> dict[str, tuple[int, int]]:
+        """Per segment of the conversation: (standing, undone) original messages.
+
+        Each original is counted in the segment it was written to, never again for the
+        copies a rotation makes, so the standing counts add up to the conversation's.
+        """
+
+        def run(tx: Tx) -> dict[str, tuple[int, int]]:
+            conversation = segments.require(tx, session_id)["conversation_id"]
+            rows = tx.all(
+                "SELECT m.session_id, m.undone, COUNT(*) AS n FROM messages m"
+                " JOIN sessions s ON s.id = m.session_id"
+                " WHERE s.conversation_id = ? AND m.compacted = 0"
+                " GROUP BY m.session_id, m.undone",
+                (conversation,),
+            )
+            counts: dict[str, list[int]] = {}
+            for row in rows:
+                counts.setdefault(row["session_id"], [0, 0])[1 if row["undone"] else 0] = int(
+                    row["n"]
+                )
+            return {sid: (kept, undone) for sid, (kept, undone) in counts.items()}
+
+        return self._read(run)
 
     def find_conversation_by_title(self, title: str) -> str | None:
         """The tip of the newest conversation titled ``title`` (root title)."""

@@ -132,6 +132,7 @@ def build_compressed(db_path: Path, *, model: str = FAKE_MODEL) -> Compressed:
         ])  # fmt: skip
         other = db.create_session(source="telegram", title="Shopping")
         db.append_message(other, "user", "buy milk")
+        db.append_message(other, "assistant", "Milk is on the list.")
     return Compressed(db_path=db_path, root=root, tip=tip, other=other)
 
 
