@@ -21,6 +21,7 @@ from hermes.cli._env import env_file, find_api_key, is_loopback
 from hermes.cli._store import StoreLocation, open_db, store_location
 from hermes.config import ENV_OVERRIDES, Config, defaults, hermes_home, load_config
 from hermes.errors import HermesError
+from hermes.state.diagnose import BACKUP_FIX, diagnosis_of
 from hermes.text import plural
 
 GUARD_INDEXES = ("sessions_one_live_tip", "sessions_one_compression_child")
@@ -132,8 +133,7 @@ def _store_checks(location: StoreLocation, synchronous: str) -> Iterator[Check]:
     try:
         db = open_db(location, read_only=True, synchronous=synchronous)
     except (HermesError, sqlite3.Error) as exc:
-        yield Check("store", False, f"cannot open {location.label}: {_sentence(exc)}",
-                    "restore it from a backup, or move it aside to start a new one.")  # fmt: skip
+        yield _failed("store", exc, location)
         return
     try:
         yield Check("store", True, f"{location.label} opens read-only.")
@@ -149,8 +149,18 @@ def _guarded(check: Callable[[], Check], name: str, location: StoreLocation) -> 
     try:
         return check()
     except (HermesError, sqlite3.Error) as exc:
-        return Check(name, False, f"{location.label} could not be checked: {_sentence(exc)}",
-                     "restore it from a backup, or move it aside to start a new one.")  # fmt: skip
+        return _failed(name, exc, location)
+
+
+def _failed(name: str, exc: BaseException, location: StoreLocation) -> Check:
+    """The store's own diagnosis, its problem and its fix once each; an error without
+    one is shown as it is (it says what to do itself)."""
+    found = diagnosis_of(exc)
+    if found is not None and found.kind == "empty":  # no store yet, like a missing one
+        return Check(name, None, str(found))
+    if found is not None:
+        return Check(name, False, found.problem, found.fix)
+    return Check(name, False, f"{location.label} could not be read: {_sentence(exc)}")
 
 
 def _integrity(db) -> Check:
@@ -160,7 +170,7 @@ def _integrity(db) -> Check:
         return Check("integrity", True, "PRAGMA integrity_check: ok.")
     shown = "; ".join(problems[:3]) + (" …" if len(problems) > 3 else "")
     return Check("integrity", False, f"PRAGMA integrity_check found damage: {shown}.",
-                 "stop hermes, back up the file, and restore it from a backup.")  # fmt: skip
+                 BACKUP_FIX)  # fmt: skip
 
 
 def _guards(db) -> Check:

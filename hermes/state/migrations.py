@@ -11,8 +11,8 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from hermes.state import diagnose
 from hermes.state.backend import Backend, Tx
-from hermes.state.errors import StateError
 
 # The one table every store has before its first migration: the record of migrations.
 VERSION_TABLE = """CREATE TABLE IF NOT EXISTS schema_version (
@@ -42,10 +42,7 @@ def bring_up_to_date(
     if current == latest:
         return []
     if current < latest and backend.read_only:
-        raise StateError(
-            f"The state store {backend.location} needs an upgrade (schema {current}); open it "
-            "once without read-only (run any hermes command that writes) first."
-        )
+        raise diagnose.older_schema(backend.location, current, latest).error()
     return apply(runner or backend, migrations)
 
 
@@ -54,10 +51,7 @@ def apply(backend: Backend, migrations: Sequence[Migration]) -> list[int]:
     latest = migrations[-1].version
     current = backend.schema_version()
     if current > latest:
-        raise StateError(
-            f"The state store {backend.location} was written by a newer hermes (schema "
-            f"{current}, this one knows {latest}); upgrade hermes."
-        )
+        raise diagnose.newer_schema(backend.location, current, latest).error()
     applied = []
     for migration in migrations:
         if migration.version <= current:

@@ -26,7 +26,7 @@ from itertools import groupby
 from typing import Any, TypeVar
 from urllib.parse import quote, urlsplit, urlunsplit
 
-from hermes.state import migrations
+from hermes.state import diagnose, migrations
 from hermes.state.backend import MessageRow, Row, SearchHit
 from hermes.state.errors import (
     ReadOnlyStoreError,
@@ -465,12 +465,9 @@ class PostgresBackend:
         reason = self._server.scrub(_reason(exc))
         return StateError(f"The turn locks at PostgreSQL {self._server.label} failed: {reason}.")
 
-    def _unreachable(self, exc: BaseException) -> StoreUnavailableError:
-        return StoreUnavailableError(
-            f"Cannot reach PostgreSQL at {self._server.label} "
-            f"({self._server.scrub(_reason(exc))}). Check state.url / HERMES_STATE_URL and that "
-            "the server runs."
-        )
+    def _unreachable(self, exc: BaseException) -> StateError:
+        reason = self._server.scrub(_reason(exc))
+        return diagnose.postgres_connect_failed(self._server.label, reason).error()
 
     # -- transactions ---------------------------------------------------------------
 

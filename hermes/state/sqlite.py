@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from hermes.state import migrations
+from hermes.state import diagnose, migrations
 from hermes.state.backend import MessageRow, Row, SearchHit
 from hermes.state.errors import (
     CorruptStoreError,
@@ -320,6 +320,9 @@ class SQLiteBackend:
                 f"No state database at {self.path}; run hermes once to create it, or check "
                 "the path."
             )
+        problem = diagnose.file_problem(self.path)
+        if problem is not None:
+            raise problem.error()
         try:
             conn = sqlite3.connect(
                 f"{self.path.resolve().as_uri()}?mode=ro",
@@ -332,6 +335,7 @@ class SQLiteBackend:
             raise StoreUnavailableError(f"Cannot open {self.path} read-only: {exc}.") from exc
         conn.row_factory = _dict_row
         _check_readable(conn, self.path)
+        _refuse_foreign(conn, self.path, allow_empty=False)
         return conn
 
     # -- transactions ---------------------------------------------------------------
@@ -449,23 +453,20 @@ def _check_readable(conn: sqlite3.Connection, path: Path) -> None:
         conn.execute("SELECT name FROM sqlite_master LIMIT 1").fetchall()
     except sqlite3.DatabaseError as exc:
         conn.close()
-        raise CorruptStoreError(
-            f"{path} is not a hermes state database or is damaged ({exc}); nothing was "
-            "changed. Restore it from a backup or move it aside to start a new one."
-        ) from exc
+        raise diagnose.damaged(path, str(exc)).error() from exc
 
 
-def _refuse_foreign(conn: sqlite3.Connection, path: Path) -> None:
-    """Refuse, before any write, a SQLite file some other program made."""
+def _refuse_foreign(conn: sqlite3.Connection, path: Path, *, allow_empty: bool = True) -> None:
+    """Refuse, before any write, a SQLite file some other program made; a reader also
+    refuses one without tables (a writer makes its store in it)."""
     tables = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
     names = {r["name"] for r in tables}
     if names and "schema_version" not in names:
         conn.close()
-        raise CorruptStoreError(
-            f"{path} is a SQLite database of another program (tables: "
-            f"{', '.join(sorted(names)[:5])}), not a hermes state store; nothing was changed. "
-            "Point hermes at another file."
-        )
+        raise diagnose.foreign(path, sorted(names)).error()
+    if not names and not allow_empty:
+        conn.close()
+        raise diagnose.empty(path).error()
 
 
 def _translate(exc: sqlite3.Error, path: Path) -> StateError:
@@ -516,6 +517,9 @@ def _open_writer(path: Path, synchronous: str) -> sqlite3.Connection:
             f"Cannot create the state database at {path}: {exc.strerror}. Check the path and "
             "its permissions, or set HERMES_HOME."
         ) from exc
+    problem = diagnose.file_problem(path)
+    if problem is not None and problem.kind != "empty":  # a writer starts a store in it
+        raise problem.error()
     try:
         conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=0.1)
     except sqlite3.Error as exc:

@@ -20,6 +20,7 @@ from hermes.state import (
     StoreBusyError,
     StoreUnavailableError,
 )
+from hermes.state.migrations import VERSION_TABLE
 
 from . import workers
 from .helpers import StoreSpec, chain, rotate
@@ -156,9 +157,23 @@ def test_read_only_opening_of_a_missing_file_creates_nothing(path: Path) -> None
 
 
 def test_read_only_opening_of_a_store_that_needs_migrating_refuses(path: Path) -> None:
-    path.touch(mode=0o600)
-    with pytest.raises(StateError, match="upgrade"):
+    raw = sqlite3.connect(path)
+    raw.execute(VERSION_TABLE)
+    raw.execute("INSERT INTO schema_version VALUES (1, 'first', 0)")
+    raw.commit()
+    raw.close()
+    before = _fingerprint(path)
+    with pytest.raises(StateError, match="needs an upgrade") as info:
         SessionDB(db_path=path, read_only=True)
+    assert info.value.diagnosis.kind == "older"
+    assert _fingerprint(path) == before
+
+
+def test_read_only_opening_of_an_empty_file_says_it_is_empty(path: Path) -> None:
+    path.touch(mode=0o600)
+    with pytest.raises(StoreUnavailableError, match="is an empty file") as info:
+        SessionDB(db_path=path, read_only=True)
+    assert "upgrade" not in str(info.value)
     assert path.read_bytes() == b""
 
 

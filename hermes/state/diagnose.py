@@ -1,0 +1,139 @@
+"""What is wrong with a state store: one sentence saying what, one saying what to do.
+
+Every surface that opens a store (the commands, `hermes doctor`, the gateway, the
+library) explains a problem with the same ``Diagnosis``. The backends raise it as a
+``StateError`` whose ``diagnosis`` attribute keeps the two sentences apart, so a report
+can print the fix once, beside the problem, instead of a generic one.
+Reading a file to diagnose it never writes to it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from hermes.state.errors import CorruptStoreError, StateError, StoreUnavailableError
+
+SQLITE_HEADER = b"SQLite format 3\x00"
+BACKUP_FIX = "Stop hermes, keep a copy of the file, and restore it from a backup."
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """``kind`` names the problem (``empty``, ``foreign``, ``not_sqlite``, ...)."""
+
+    kind: str
+    problem: str
+    fix: str
+
+    def __str__(self) -> str:
+        return f"{self.problem} {self.fix}"
+
+    def error(self) -> StateError:
+        """The error to raise for this problem, carrying the diagnosis."""
+        kind = CorruptStoreError if self.kind in _CORRUPT else StoreUnavailableError
+        if self.kind in ("newer", "older"):
+            kind = StateError
+        exc = kind(str(self))
+        exc.diagnosis = self  # type: ignore[attr-defined]
+        return exc
+
+
+_CORRUPT = ("foreign", "not_sqlite", "damaged")
+
+
+def diagnosis_of(exc: BaseException) -> Diagnosis | None:
+    return getattr(exc, "diagnosis", None)
+
+
+# -- a SQLite file ----------------------------------------------------------------
+
+
+def file_problem(path: Path) -> Diagnosis | None:
+    """A problem visible without opening the file as a database (None: none seen)."""
+    if path.is_dir():
+        return Diagnosis("folder", f"{path} is a folder, not a state database file.",
+                         "Move it aside, or point state.url / HERMES_HOME elsewhere.")  # fmt: skip
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(len(SQLITE_HEADER))
+    except OSError as exc:
+        return Diagnosis("unreadable", f"Cannot read {path}: {exc.strerror}.",
+                         "Check the file's owner and permissions.")  # fmt: skip
+    if not head:
+        return empty(path)
+    if head != SQLITE_HEADER:
+        return Diagnosis(
+            "not_sqlite",
+            f"{path} is not a SQLite database at all (it does not start with SQLite's header); "
+            "nothing was changed.",
+            "If it holds nothing you need, move it aside and hermes starts a new store; "
+            "otherwise restore state.db from a backup.",
+        )
+    return None
+
+
+def empty(path: Path) -> Diagnosis:
+    return Diagnosis("empty", f"{path} is an empty file: it holds no conversations yet.",
+                     "Run `hermes chat` once to start a store in it, or remove it.")  # fmt: skip
+
+
+def foreign(path: Path, tables: list[str]) -> Diagnosis:
+    shown = ", ".join(sorted(tables)[:5]) + (" …" if len(tables) > 5 else "")
+    return Diagnosis(
+        "foreign",
+        f"{path} is a SQLite database of another program (tables: {shown}), not a hermes "
+        "state store; nothing was changed.",
+        "Point hermes at another file (move this one out of HERMES_HOME, or set state.url).",
+    )
+
+
+def damaged(path: Path, detail: str) -> Diagnosis:
+    return Diagnosis("damaged", f"{path} is a damaged SQLite database ({detail}); nothing was "
+                     "changed.", BACKUP_FIX)  # fmt: skip
+
+
+# -- the schema -------------------------------------------------------------------
+
+
+def newer_schema(location: str, current: int, latest: int) -> Diagnosis:
+    return Diagnosis(
+        "newer",
+        f"The state store {location} was written by a newer hermes (schema {current}, this "
+        f"one knows {latest}).",
+        "Upgrade hermes (pip install -U hermes-agent-runtime).",
+    )
+
+
+def older_schema(location: str, current: int, latest: int) -> Diagnosis:
+    return Diagnosis(
+        "older",
+        f"The state store {location} needs an upgrade (schema {current}, this hermes uses "
+        f"{latest}), which a read-only command cannot make.",
+        "Run any hermes command that writes (e.g. `hermes chat`) once to upgrade it.",
+    )
+
+
+# -- PostgreSQL -------------------------------------------------------------------
+
+_AUTH_WORDS = ("password authentication failed", "no password supplied", "pg_hba.conf",
+               "role \"", "authentication failed")  # fmt: skip
+
+
+def postgres_connect_failed(label: str, reason: str) -> Diagnosis:
+    """Why connecting failed: no such database, the login refused, or no server."""
+    if 'database "' in reason and "does not exist" in reason:
+        database = label.rsplit("/", 1)[-1]
+        return Diagnosis(
+            "no_database",
+            f"PostgreSQL at {label} answers but has no database {database} ({reason}).",
+            f"Create it (createdb {database}) or fix the database name in state.url / "
+            "HERMES_STATE_URL.",
+        )
+    if any(word in reason for word in _AUTH_WORDS):
+        return Diagnosis("auth", f"PostgreSQL at {label} refused the login ({reason}).",
+                         "Check the user and password in state.url / HERMES_STATE_URL "
+                         "(or ~/.pgpass).")  # fmt: skip
+    return Diagnosis("unreachable", f"Cannot reach PostgreSQL at {label} ({reason}).",
+                     "Check the host and port in state.url / HERMES_STATE_URL and that the "
+                     "server runs.")  # fmt: skip
