@@ -119,20 +119,47 @@ def is_allowed(command: str, config: Config | None) -> bool:
 
     An entry matches the whole command (spaces normalised) exactly, as a shell-style
     glob (``rm -rf /tmp/build-*``), or as a regular expression when written ``re:...``.
+    A glob or regex matches one simple command only: a chained, piped or substituted
+    command (or one that does not lex) is allowed only by an entry that equals it, so
+    ``*`` can never stretch over ``; rm -rf ~``.
     """
     entries = _config_list(config, "terminal.dangerous_allow")
     normal = " ".join(command.split())
+    simple = _is_one_simple_command(command)
     for entry in entries:
         entry = str(entry).strip()
+        if normal == " ".join(entry.split()):
+            return True
+        if not simple:
+            continue
         if entry.startswith("re:"):
             try:
                 if re.fullmatch(entry[3:], command.strip()) or re.fullmatch(entry[3:], normal):
                     return True
             except re.error:
                 continue
-        elif normal == " ".join(entry.split()) or fnmatch.fnmatchcase(normal, entry):
+        elif fnmatch.fnmatchcase(normal, entry):
             return True
     return False
+
+
+def _is_one_simple_command(command: str) -> bool:
+    """Whether ``command`` lexes as one simple command: no separator, pipe or substitution.
+
+    Substitution is looked for in the raw text, quotes or not (``"$(...)"`` still runs),
+    so a quoted ``$(`` only costs an exact-match requirement, never a wrong allow.
+    """
+    if any(mark in command for mark in ("$(", "`", "<(", ">(")):
+        return False
+    lexer = shlex.shlex(command, posix=True, punctuation_chars=";&|()\n")
+    lexer.whitespace = " \t\r"
+    lexer.whitespace_split = True
+    lexer.commenters = ""
+    try:
+        tokens = list(lexer)
+    except ValueError:  # unbalanced quotes: not something a glob may vouch for
+        return False
+    return bool(tokens) and not any(set(t) <= set(";&|()\n") for t in tokens)
 
 
 def authorize(command: str, ctx: ToolContext) -> str | None:

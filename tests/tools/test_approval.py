@@ -161,3 +161,37 @@ def test_a_failing_approval_prompt_refuses(
     result = call("terminal", ctx, command="touch canary")
     assert result.startswith("Refused:") and "stdin closed" in result
     assert not (workdir / "canary").exists()
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "rm -rf /tmp/build-1; rm -rf ~",
+        "rm -rf /tmp/build-1 && rm -rf ~",
+        "rm -rf /tmp/build-1 | sh",
+        "rm -rf /tmp/build-1\nrm -rf ~",
+        "rm -rf /tmp/build-$(rm -rf ~)",
+        "rm -rf /tmp/build-`rm -rf ~`",
+        "rm -rf /tmp/build-1 & rm -rf ~",
+        "rm -rf /tmp/build-'1",
+    ],
+)
+def test_an_allow_entry_matches_one_simple_command_only(home: Path, command: str) -> None:
+    """Issue 16 finding 3: a glob or regex entry never stretches over a chain or substitution."""
+    write_config(home, {"terminal.dangerous_allow": ["rm -rf /tmp/build-*", "re:rm -rf /tmp/b.*"]})
+    config = load_config(home / "config.yaml")
+    assert not is_allowed(command, config)
+
+
+def test_an_allow_entry_still_matches_its_simple_command_and_a_chained_entry_its_chain(
+    home: Path,
+) -> None:
+    write_config(
+        home,
+        {"terminal.dangerous_allow": ["rm -rf /tmp/build-*", "cd /tmp && rm -rf .."]},
+    )
+    config = load_config(home / "config.yaml")
+    assert is_allowed("rm -rf /tmp/build-1", config)
+    assert is_allowed("rm  -rf /tmp/build-'x y'", config)
+    assert is_allowed("cd /tmp && rm -rf ..", config)
+    assert not is_allowed("cd /tmp && rm -rf .. ; rm -rf ~", config)
