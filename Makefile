@@ -3,7 +3,9 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: help install run test seed lint fmt bench clean
+.PHONY: help install run test seed lint fmt bench soak clean
+
+SOAK_MINUTES ?= 30
 
 help:           ## list the targets
 	@grep -E '^[a-z]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*##/\t/'
@@ -33,6 +35,13 @@ fmt: install    ## format the code
 
 bench: install  ## run every benchmark and print the tables
 	bash scripts/with-postgres $(PY) -m benchmarks $(BENCH_ARGS)
+
+soak: install   ## fault-injection soak on SQLite, then PostgreSQL (SOAK_MINUTES=30, SOAK_ARGS=)
+	@status=0; \
+	$(PY) -m benchmarks.soak --backend sqlite --minutes $(SOAK_MINUTES) $(SOAK_ARGS) || status=1; \
+	bash scripts/with-postgres $(PY) -m benchmarks.soak --backend postgres \
+		--minutes $(SOAK_MINUTES) $(SOAK_ARGS) || status=1; \
+	exit $$status
 
 clean:          ## remove the virtual environment
 	rm -rf $(VENV)

@@ -16,6 +16,12 @@ Replies are built with the helpers below (``text``, ``tool_call``, ``rate_limite
 body is recorded in ``server.requests`` before any fault applies, so a test can count
 retries.
 
+With ``strict_context=True`` every chat request's ``messages`` are first checked the
+way OpenAI checks them (``context_problems``: tool results follow the assistant message
+that called them, every call is answered before the next non-tool message, no empty
+assistant message without tool calls); a refused request gets HTTP 400 with OpenAI's
+body and is counted in ``stats()["invalid_contexts"]``.
+
 Every chat request's service time (from its headers being read to its answer being
 written) is kept with the request's last user message: ``stats()`` in-process, or
 ``GET /stats`` (``?reset=1`` forgets them after answering) from another process, so a
@@ -51,6 +57,7 @@ __all__ = [
     "Reply",
     "Responder",
     "auth_error",
+    "context_problems",
     "context_length_exceeded",
     "dropped_connection",
     "empty",
@@ -286,6 +293,64 @@ def _split_fixed(raw: str, size: int = 12) -> list[str]:
     return [raw[i : i + size] for i in range(0, len(raw), size)] or [""]
 
 
+# --------------------------------------------------------------------------- strict context
+
+# How many refused requests' reasons ``stats()`` keeps (the first ones).
+KEPT_CONTEXT_REASONS = 20
+
+
+def _has_content(message: dict[str, Any]) -> bool:
+    return bool(_content_text(message.get("content")).strip())
+
+
+def context_problems(messages: Any) -> list[str]:
+    """Why a provider would refuse this ``messages`` list (empty when it would accept it).
+
+    Written independently of hermes on purpose: it is the referee of what hermes sends.
+    A ``tool`` message must answer a call of the nearest preceding assistant message
+    (only other results of that assistant message in between); every call must be
+    answered before the next user/assistant/system message and before the end; an
+    assistant message needs content or tool calls.
+    """
+    if not isinstance(messages, list):
+        return ["messages is not a list"]
+    problems: list[str] = []
+    open_calls: set[str] | None = None  # calls of the current assistant, unanswered
+    for index, message in enumerate(messages):
+        role = message.get("role") if isinstance(message, dict) else None
+        if role == "tool":
+            call_id = message.get("tool_call_id")
+            if open_calls is None or call_id not in open_calls:
+                problems.append(
+                    f"messages[{index}]: tool result {call_id!r} does not answer a tool call"
+                    " of the preceding assistant message"
+                )
+            else:
+                open_calls.discard(call_id)
+            continue
+        if open_calls:
+            problems.append(
+                f"messages[{index}]: {role} message before tool calls {sorted(open_calls)}"
+                " were answered"
+            )
+        open_calls = None
+        if role == "assistant":
+            ids = [c.get("id") for c in message.get("tool_calls") or [] if isinstance(c, dict)]
+            if ids:
+                open_calls = set(ids)
+            elif not _has_content(message):
+                problems.append(f"messages[{index}]: assistant message with no content")
+    if open_calls:
+        problems.append(f"end of messages before tool calls {sorted(open_calls)} were answered")
+    return problems
+
+
+def invalid_context(problems: list[str]) -> Reply:
+    """HTTP 400 with OpenAI's body for a message list it refuses."""
+    return _error(400, "Invalid messages: " + "; ".join(problems[:3]),
+                  "invalid_request_error", None, param="messages")  # fmt: skip
+
+
 # --------------------------------------------------------------------------- server
 
 
@@ -316,6 +381,7 @@ class FakeLLMServer:
         api_key: str | None = None,
         latency: float = 0.0,
         responder: Responder | None = None,
+        strict_context: bool = False,
     ) -> None:
         self.host = host
         self.port = port
@@ -327,6 +393,10 @@ class FakeLLMServer:
         # Seconds added before every answer, for benchmarks.
         self.latency = latency
         self.responder = responder
+        # When true, a request a provider would refuse (``context_problems``) gets 400.
+        self.strict_context = strict_context
+        self._invalid_contexts = 0
+        self._context_reasons: list[str] = []
         self._lock = threading.Lock()
         self._queue: collections.deque[Reply] = collections.deque()
         self._requests: list[dict[str, Any]] = []
@@ -409,6 +479,8 @@ class FakeLLMServer:
             self._requests.clear()
             self._headers.clear()
             self._service.clear()
+            self._invalid_contexts = 0
+            self._context_reasons.clear()
         self.responder = None
 
     def stats(self, *, reset: bool = False) -> dict[str, Any]:
@@ -418,10 +490,12 @@ class FakeLLMServer:
         "samples": [[last user message, ms], ...]}``; the service time runs from the
         request's headers being read to its answer being written, so it includes the
         configured latency and this server's own slowness, not the accept queue.
-        ``reset`` forgets the samples once read.
+        ``reset`` forgets the samples once read. ``invalid_contexts`` counts the requests
+        refused by ``strict_context`` and ``context_reasons`` keeps the first reasons.
         """
         with self._lock:
             samples = list(self._service)
+            invalid, reasons = self._invalid_contexts, list(self._context_reasons)
             if reset:
                 self._service.clear()
         ordered = sorted(ms for _, ms in samples)
@@ -441,6 +515,8 @@ class FakeLLMServer:
             "requests": len(samples),
             "service_ms": summary,
             "samples": [[prompt, round(ms, 3)] for prompt, ms in samples],
+            "invalid_contexts": invalid,
+            "context_reasons": reasons,
         }
 
     @property
@@ -473,7 +549,23 @@ class FakeLLMServer:
             self._requests.append(body)
             self._headers.append(headers)
 
+    def _refusal(self, body: dict[str, Any]) -> Reply | None:
+        """The 400 for a message list a provider would refuse, counted; None if valid."""
+        if not self.strict_context:
+            return None
+        problems = context_problems(body.get("messages"))
+        if not problems:
+            return None
+        with self._lock:
+            self._invalid_contexts += 1
+            room = KEPT_CONTEXT_REASONS - len(self._context_reasons)
+            self._context_reasons.extend(problems[: max(0, room)])
+        return invalid_context(problems)
+
     def _next_reply(self, body: dict[str, Any]) -> Reply:
+        refusal = self._refusal(body)
+        if refusal is not None:
+            return refusal
         with self._lock:
             if self._queue:
                 return self._queue.popleft()
@@ -762,6 +854,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--strict-models", action="store_true", help="404 for unknown models")
     parser.add_argument("--api-key", default=None, help="require this bearer key")
+    parser.add_argument(
+        "--strict-context", action="store_true", help="400 for messages a provider refuses"
+    )
     args = parser.parse_args(argv)
     server = FakeLLMServer(
         host=args.host,
@@ -770,6 +865,7 @@ def main(argv: list[str] | None = None) -> int:
         strict_models=args.strict_models,
         api_key=args.api_key,
         latency=args.latency_ms / 1000.0,
+        strict_context=args.strict_context,
     )
     done = threading.Event()
     # SIGTERM (from a benchmark runner) stops as cleanly as Ctrl-C does.

@@ -136,3 +136,79 @@ def test_standalone_prints_its_url() -> None:
         if process.stdout is not None:
             process.stdout.close()
     assert process.returncode == 0
+
+
+# --------------------------------------------------------------------------- strict context
+
+
+def _call(call_id: str) -> dict[str, Any]:
+    return {"id": call_id, "type": "function", "function": {"name": "t", "arguments": "{}"}}
+
+
+def _asks(*call_ids: str, content: str | None = None) -> dict[str, Any]:
+    return {"role": "assistant", "content": content, "tool_calls": [_call(c) for c in call_ids]}
+
+
+def _result(call_id: str) -> dict[str, Any]:
+    return {"role": "tool", "tool_call_id": call_id, "content": "ok"}
+
+
+USER = {"role": "user", "content": "u"}
+SYSTEM = {"role": "system", "content": "s"}
+ANSWER = {"role": "assistant", "content": "a"}
+
+VALID = {
+    "plain": [SYSTEM, USER, ANSWER, USER],
+    "one call answered": [USER, _asks("c1"), _result("c1"), ANSWER],
+    "two calls answered out of order": [USER, _asks("c1", "c2"), _result("c2"), _result("c1")],
+    "call with content": [USER, _asks("c1", content="let me look"), _result("c1"), USER],
+    "two rounds": [USER, _asks("a"), _result("a"), _asks("b"), _result("b"), ANSWER],
+}
+
+INVALID = {
+    "result without call": ([SYSTEM, _result("c1"), USER], "does not answer"),
+    "result after a user message": ([_asks("c1"), _result("c1"), USER, _result("c1")], "answer"),
+    "result for another call": ([USER, _asks("c1"), _result("c2")], "does not answer"),
+    "result answered twice": ([USER, _asks("c1"), _result("c1"), _result("c1")], "answer"),
+    "call unanswered before user": ([USER, _asks("c1"), USER], "were answered"),
+    "call unanswered before assistant": ([USER, _asks("c1"), ANSWER], "were answered"),
+    "call unanswered before system": ([USER, _asks("c1"), SYSTEM], "were answered"),
+    "one of two calls unanswered": ([USER, _asks("c1", "c2"), _result("c1"), USER], "c2"),
+    "call unanswered at the end": ([USER, _asks("c1")], "end of messages"),
+    "empty assistant": ([USER, {"role": "assistant", "content": ""}, USER], "no content"),
+    "assistant with null content": ([USER, {"role": "assistant", "content": None}], "content"),
+}
+
+
+@pytest.mark.parametrize("messages", VALID.values(), ids=VALID.keys())
+def test_valid_contexts_are_accepted(messages: list[dict[str, Any]]) -> None:
+    assert fake.context_problems(messages) == []
+    with FakeLLMServer(strict_context=True) as server:
+        status, _ = post(server, {"model": "fake-model", "messages": messages})
+        assert status == 200
+        assert server.stats()["invalid_contexts"] == 0
+
+
+@pytest.mark.parametrize(("messages", "reason"), INVALID.values(), ids=INVALID.keys())
+def test_invalid_contexts_are_refused_like_openai(
+    messages: list[dict[str, Any]], reason: str
+) -> None:
+    assert any(reason in p for p in fake.context_problems(messages))
+    with FakeLLMServer(strict_context=True) as server:
+        server.enqueue("never sent: the refusal comes first")
+        status, raw = post(server, {"model": "fake-model", "messages": messages})
+        assert status == 400
+        error = json.loads(raw)["error"]
+        assert error["type"] == "invalid_request_error"
+        assert error["param"] == "messages" and error["code"] is None
+        assert reason in error["message"]
+        stats = server.stats()
+        assert stats["invalid_contexts"] == 1
+        assert any(reason in r for r in stats["context_reasons"])
+        assert server.pending == 1
+
+
+def test_lenient_server_accepts_an_invalid_context(fake_llm: FakeLLMServer) -> None:
+    status, _ = post(fake_llm, {"model": "fake-model", "messages": [_result("c1")]})
+    assert status == 200
+    assert fake_llm.stats()["invalid_contexts"] == 0

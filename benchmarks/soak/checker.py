@@ -1,0 +1,94 @@
+"""The soak's checker: reads the acknowledgement logs and the store, returns the figures.
+
+Lost: acknowledged but no row with that uid. Duplicated: an original (non-compacted)
+user row stored twice in its conversation. Forks: a parent with more than one compression
+child. Bad tips: a conversation without exactly one live segment. Orphan writes:
+non-compacted rows in a segment ended by compression with an id above its child's first
+row. Coverage: ``SessionDB.coverage_violations()`` (invariant 14) where the store has it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from benchmarks.soak.store import open_db, query
+
+
+@dataclass
+class Acks:
+    turns: set[str] = field(default_factory=set)
+    appends: set[str] = field(default_factory=set)
+    errors: int = 0
+
+
+def read_acks(logs: Path) -> Acks:
+    acks = Acks()
+    for path in sorted(logs.glob("*.log")):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            kind, _, rest = line.partition(" ")
+            if kind == "turn" and rest.split(" ", 1)[0]:
+                acks.turns.add(rest.split(" ", 1)[0])
+            elif kind == "append":
+                acks.appends.add(rest.strip())
+            elif kind == "error":
+                acks.errors += 1
+    return acks
+
+
+_DUPLICATES = (
+    "SELECT s.conversation_id, m.content FROM messages m JOIN sessions s ON s.id = m.session_id"
+    " WHERE m.compacted = 0 AND m.role = 'user' GROUP BY s.conversation_id, m.content"
+    " HAVING COUNT(*) > 1"
+)
+_FORKS = (
+    "SELECT parent_session_id FROM sessions WHERE lineage = 'compression'"
+    " GROUP BY parent_session_id HAVING COUNT(*) > 1"
+)
+_BAD_TIPS = (
+    "SELECT conversation_id FROM sessions GROUP BY conversation_id"
+    " HAVING SUM(CASE WHEN ended_at IS NULL THEN 1 ELSE 0 END) <> 1"
+)
+_ORPHANS = (
+    "SELECT COUNT(*) FROM sessions s"
+    " JOIN sessions c ON c.parent_session_id = s.id AND c.lineage = 'compression'"
+    " JOIN messages m ON m.session_id = s.id"
+    " WHERE s.end_reason = 'compression' AND m.compacted = 0"
+    " AND m.id > (SELECT MIN(x.id) FROM messages x WHERE x.session_id = c.id)"
+)
+
+
+def check(location: str, logs: Path) -> dict[str, object]:
+    """Every figure of the final line except the fault counts and invalid contexts."""
+    acks = read_acks(logs)
+    stored = {uid for (uid,) in query(location, "SELECT message_uid FROM messages")}
+    figures: dict[str, object] = {
+        "rotations": query(location, "SELECT COUNT(*) FROM sessions WHERE lineage = 'compression'")[
+            0
+        ][0],
+        "acked_turns": len(acks.turns),
+        "acked_appends": len(acks.appends),
+        "unacked_errors": acks.errors,
+        "lost": len((acks.turns | acks.appends) - stored),
+        "duplicated": len(query(location, _DUPLICATES)),
+        "forks": len(query(location, _FORKS)),
+        "bad_tips": len(query(location, _BAD_TIPS)),
+        "orphan_writes": query(location, _ORPHANS)[0][0],
+    }
+    db = open_db(location)
+    try:
+        figures["store_invariants"] = db.invariant_violations()
+        coverage = getattr(db, "coverage_violations", None)
+        figures["coverage"] = None if coverage is None else coverage()
+    finally:
+        db.close()
+    return figures
+
+
+def violations(figures: dict[str, object], invalid_contexts: int) -> int:
+    coverage = figures["coverage"]
+    return (
+        int(figures["lost"]) + int(figures["duplicated"]) + int(figures["forks"])
+        + int(figures["bad_tips"]) + int(figures["orphan_writes"])
+        + (len(coverage) if isinstance(coverage, list) else 0) + invalid_contexts
+    )  # fmt: skip

@@ -1,0 +1,87 @@
+"""The fake model's part in the soak: what it answers, and the summary fault windows.
+
+Turns get a short text answer or, now and then, a terminal tool call (``sleep`` then
+``echo``) so tools run and tool pairs exist; summary requests (the compressor's system
+prompt) get a summary, except inside a fault window, where they get HTTP 500 or hang
+past the agent's request timeout. The server is strict: a message list a provider would
+refuse is answered 400 and counted.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from typing import Any
+
+from hermes.agent.context_compressor import _SUMMARY_INSTRUCTIONS
+from tests.fakes import llm_server as fake
+
+SUMMARY_MARKER = _SUMMARY_INSTRUCTIONS[:60]
+PADDING = "The quick brown fox considers the lazy dog at some length. " * 3
+
+
+def is_summary_request(body: dict[str, Any]) -> bool:
+    messages = body.get("messages") or []
+    first = messages[0] if messages else {}
+    return first.get("role") == "system" and SUMMARY_MARKER in str(first.get("content") or "")
+
+
+class SoakModel:
+    """The responder: thread-safe, with a fault mode switched by ``FaultWindows``."""
+
+    def __init__(self, seed: int, *, hang_seconds: float, tool_share: float = 0.35) -> None:
+        self.random = random.Random(seed)
+        self.hang_seconds = hang_seconds
+        self.tool_share = tool_share
+        self.mode: str | None = None  # None, "fail" or "hang": applies to summaries only
+        self.lock = threading.Lock()
+        self.counts = {"turns": 0, "tool_calls": 0, "summaries": 0, "summary_faults": 0}
+
+    def _count(self, name: str) -> None:
+        with self.lock:
+            self.counts[name] += 1
+
+    def __call__(self, body: dict[str, Any]) -> fake.Reply:
+        if is_summary_request(body):
+            return self._summary()
+        messages = body.get("messages") or []
+        last = messages[-1] if messages else {}
+        with self.lock:
+            calls_tool = last.get("role") == "user" and self.random.random() < self.tool_share
+            token = self.random.randrange(10**6)
+        if calls_tool:
+            self._count("tool_calls")
+            command = f"sleep 0.{self.random.randrange(2, 6)} && echo tool-{token}"
+            return fake.tool_call("terminal", {"command": command})
+        self._count("turns")
+        return fake.text(f"answer {token}. {PADDING}")
+
+    def _summary(self) -> fake.Reply:
+        mode = self.mode
+        if mode is not None:
+            self._count("summary_faults")
+            if mode == "fail":
+                return fake.server_error(500)
+            return fake.hang(self.hang_seconds)
+        self._count("summaries")
+        # A little slowness, so the compression lease is held long enough to be killed.
+        time.sleep(0.2)
+        return fake.text("Summary: the user and the assistant exchanged numbered messages.")
+
+
+class FaultWindows(threading.Thread):
+    """Switches the summary model into fail or hang mode for random windows."""
+
+    def __init__(self, model: SoakModel, seed: int, deadline: float) -> None:
+        super().__init__(name="soak-summary-faults", daemon=True)
+        self.model, self.random, self.deadline = model, random.Random(seed), deadline
+        self.stopping = threading.Event()
+        self.windows = 0
+
+    def run(self) -> None:
+        while not self.stopping.wait(self.random.uniform(4, 9)) and time.time() < self.deadline:
+            self.model.mode = self.random.choice(("fail", "hang"))
+            self.windows += 1
+            self.stopping.wait(self.random.uniform(2, 4))
+            self.model.mode = None

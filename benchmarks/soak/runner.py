@@ -1,0 +1,216 @@
+"""The soak's command line and its run: start the fake model, the store, the workers and
+the faults; restart what the killer killed; at the end reap everything, run the checker
+and print one line of figures. Exit code 1 when any violation was found.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from benchmarks.soak import checker
+from benchmarks.soak.faults import Killer, WriteLockHolder
+from benchmarks.soak.model import FaultWindows, SoakModel
+from benchmarks.soak.store import PG_ENV, fresh_store, open_db, query
+from tests.fakes.llm_server import FakeLLMServer
+
+ROOT = Path(__file__).resolve().parents[2]
+REQUEST_TIMEOUT = 2.0  # the agent's model timeout; a "hang" window waits longer
+CONFIG = f"""\
+model:
+  context_length: 2500
+  request_timeout: {REQUEST_TIMEOUT}
+  max_retries: 0
+compression:
+  threshold: 0.5
+  cooldown_seconds: 0
+  lease_ttl_seconds: 30
+agent:
+  review_interval: 3
+"""
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.soak",
+        description=(
+            "Fault-injection soak: agent workers (real AIAgent turns against a strict fake "
+            "model, tool calls, a tiny context window so rotations happen every few turns, "
+            "background review on) and direct store writers share a few conversations, "
+            "while workers are SIGKILLed (at random, holding the compression lease, running "
+            "a tool), a process holds the store's write lock for seconds and the summary "
+            "model fails or hangs. Then a checker prints one line of figures; the exit code "
+            "is 1 when it found a violation (lost, duplicated, forks, bad tips, orphan "
+            "writes, coverage, invalid contexts sent)."
+        ),
+    )
+    parser.add_argument(
+        "--backend",
+        choices=("sqlite", "postgres"),
+        default="sqlite",
+        help=f"postgres needs {PG_ENV} (scripts/with-postgres sets it)",
+    )
+    parser.add_argument("--minutes", type=float, default=1.0, help="how long faults run")
+    parser.add_argument("--workers", type=int, default=4, help="agent worker processes")
+    parser.add_argument("--writers", type=int, default=2, help="direct store writer processes")
+    parser.add_argument("--conversations", type=int, default=2, help="shared conversations")
+    parser.add_argument(
+        "--kill-every",
+        type=float,
+        default=4.0,
+        help="mean seconds between random kills (aimed kills come on top)",
+    )
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--workdir",
+        type=Path,
+        default=None,
+        help="keep the store and logs here (default: a temporary folder)",
+    )
+    return parser.parse_args(argv)  # fmt: skip
+
+
+@dataclass
+class Worker:
+    role: str
+    conversation: str
+    process: subprocess.Popen
+
+
+class Fleet:
+    """The worker processes: started, restarted after a kill, and reaped at the end."""
+
+    def __init__(self, args: argparse.Namespace, location: str, url: str, workdir: Path) -> None:
+        self.args, self.location, self.url, self.logs = args, location, url, workdir / "logs"
+        self.logs.mkdir(parents=True, exist_ok=True)
+        self.env = {**os.environ, "HERMES_HOME": str(workdir / "home"), "PYTHONPATH": str(ROOT)}
+        self.env.pop("HERMES_STATE_URL", None)
+        self.deadline = time.time() + args.minutes * 60
+        self.workers: list[Worker] = []
+        self.restarts = 0
+        self.stderr = (self.logs / "stderr.txt").open("ab")  # every worker's, for a post-mortem
+
+    def spawn(self, role: str, conversation: str, seed: int) -> None:
+        command = [sys.executable, "-m", "benchmarks.soak.worker", role, "--store",
+                   self.location, "--conversation", conversation, "--logs", str(self.logs),
+                   "--until", str(self.deadline), "--base-url", self.url, "--seed", str(seed)]  # fmt: skip
+        process = subprocess.Popen(command, env=self.env, cwd=ROOT, stdout=subprocess.DEVNULL,
+                                   stderr=self.stderr)  # fmt: skip
+        self.workers.append(Worker(role, conversation, process))
+
+    def pids(self, role: str) -> list[int]:
+        return [w.process.pid for w in self.workers if w.role == role and w.process.poll() is None]
+
+    def restart_dead(self, seed: random.Random) -> None:
+        """Reap exited workers; start a new one in each place while time remains."""
+        for worker in list(self.workers):
+            if worker.process.poll() is None:
+                continue
+            self.workers.remove(worker)
+            if time.time() < self.deadline - 2:
+                self.spawn(worker.role, worker.conversation, seed.randrange(10**6))
+                self.restarts += 1
+
+    def reap(self, grace: float) -> None:
+        """Wait for every worker to stop by itself; SIGKILL what is left after ``grace``."""
+        end = time.time() + grace
+        for worker in self.workers:
+            try:
+                worker.process.wait(max(0.1, end - time.time()))
+            except subprocess.TimeoutExpired:
+                worker.process.kill()
+                worker.process.wait()
+        self.stderr.close()
+
+
+def _progress(started: float, model: SoakModel, killer: Killer, location: str) -> str:
+    try:
+        rotations = query(location, "SELECT COUNT(*) FROM sessions WHERE lineage = 'compression'")
+        rotated = rotations[0][0]
+    except Exception:  # the lock holder has the store: say so rather than wait
+        rotated = "?"
+    return (f"soak: {time.time() - started:5.0f}s turns={model.counts['turns']} "
+            f"kills={killer.kills['total']} rotations={rotated}")  # fmt: skip
+
+
+def run(args: argparse.Namespace, workdir: Path) -> int:
+    (workdir / "home").mkdir(parents=True, exist_ok=True)
+    (workdir / "home" / "config.yaml").write_text(CONFIG)
+    rng = random.Random(args.seed)
+    model = SoakModel(args.seed, hang_seconds=REQUEST_TIMEOUT + 1.5)
+    with (
+        fresh_store(args.backend, workdir, os.environ.get(PG_ENV)) as location,
+        FakeLLMServer(responder=model, strict_context=True) as server,
+    ):
+        db = open_db(location)
+        conversations = [db.create_session(source="cli", title=f"soak {i}")
+                         for i in range(args.conversations)]  # fmt: skip
+        db.close()
+        fleet = Fleet(args, location, server.url, workdir)
+        for i in range(args.workers):
+            fleet.spawn("agent", conversations[i % len(conversations)], rng.randrange(10**6))
+        for i in range(args.writers):
+            fleet.spawn("writer", conversations[i % len(conversations)], rng.randrange(10**6))
+        killer = Killer(rng.randrange(10**6), location, fleet.logs, mean_gap=args.kill_every)
+        windows = FaultWindows(model, rng.randrange(10**6), fleet.deadline)
+        locker = WriteLockHolder(location, rng.randrange(10**6), fleet.deadline)
+        windows.start()
+        locker.start()
+        started = last_report = time.time()
+        try:
+            while time.time() < fleet.deadline:
+                killer.tick(fleet.pids("agent"), fleet.pids("writer"))
+                fleet.restart_dead(rng)
+                if time.time() - last_report >= 10:
+                    last_report = time.time()
+                    print(_progress(started, model, killer, location), flush=True)
+                time.sleep(0.1)
+        finally:
+            windows.stopping.set()
+            locker.stopping.set()
+            model.mode = None
+            fleet.reap(grace=30)
+            windows.join(10)
+            locker.join(10)
+        stats = server.stats()
+        figures = checker.check(location, fleet.logs)
+    invalid = int(stats["invalid_contexts"])
+    total = checker.violations(figures, invalid)
+    print(_figures_line(args, killer, model, locker, figures, invalid, total), flush=True)
+    for line in figures["store_invariants"] + (figures["coverage"] or [])[:5]:
+        print(f"  store: {line}")
+    for reason in stats["context_reasons"][:5]:
+        print(f"  invalid context: {reason}")
+    return 1 if total else 0
+
+
+def _figures_line(args, killer, model, locker, figures, invalid: int, total: int) -> str:  # noqa: ANN001
+    coverage = figures["coverage"]
+    covered = "not checkable on this store" if coverage is None else str(len(coverage))
+    kills = killer.kills
+    return (
+        f"soak {args.backend} seed={args.seed} minutes={args.minutes:g} workers={args.workers}:"
+        f" kills={kills['total']} (lease={kills['lease']} tool={kills['tool']})"
+        f" rotations={figures['rotations']} turns={model.counts['turns']}"
+        f" acked_turns={figures['acked_turns']} acked_appends={figures['acked_appends']}"
+        f" summary_faults={model.counts['summary_faults']} lock_holds={locker.holds}"
+        f" lost={figures['lost']} duplicated={figures['duplicated']} forks={figures['forks']}"
+        f" bad_tips={figures['bad_tips']} orphan_writes={figures['orphan_writes']}"
+        f" coverage={covered} invalid_contexts={invalid} violations={total}"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.workdir is not None:
+        args.workdir.mkdir(parents=True, exist_ok=True)
+        return run(args, args.workdir)
+    with tempfile.TemporaryDirectory(prefix="hermes-soak-") as tmp:
+        return run(args, Path(tmp))

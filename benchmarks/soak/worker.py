@@ -1,0 +1,117 @@
+"""One soak process: an agent running real turns, or a direct store writer.
+
+    python -m benchmarks.soak.worker agent|writer --store LOC --conversation ID
+        --logs DIR --until EPOCH [--base-url URL] [--seed N]
+
+Each acknowledged write is logged to ``DIR/<role>-<pid>.log`` (flushed and fsynced after
+the call returned): ``turn <uid> <text>`` for a user message whose ``run_conversation``
+returned, ``append <uid>`` for an append the store acknowledged. An agent writes
+``DIR/status-<pid>`` = ``tool`` while a tool runs, so the killer can aim. The process
+may be SIGKILLed at any moment; that is the point.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import time
+import uuid
+from pathlib import Path
+from typing import Any, TextIO
+
+from benchmarks.soak.store import open_db
+from hermes.agent import AIAgent
+from hermes.config import load_config
+from hermes.state import SessionDB
+
+NONCE = uuid.uuid4().hex[:8]  # pids are reused after kills; texts must stay unique
+PADDING = "Some words so that the context grows and compression has work to do. " * 2
+
+
+class AckLog:
+    """An append-only log whose every line is on disk once ``write`` returns."""
+
+    def __init__(self, path: Path) -> None:
+        self.file: TextIO = path.open("a", encoding="utf-8")
+
+    def write(self, line: str) -> None:
+        self.file.write(line + "\n")
+        self.file.flush()
+        os.fsync(self.file.fileno())
+
+
+def _set_status(logs: Path, value: str) -> None:
+    path = logs / f"status-{os.getpid()}"
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(value)
+    os.replace(tmp, path)
+
+
+def run_agent(args: argparse.Namespace, db: SessionDB, log: AckLog) -> None:
+    logs = Path(args.logs)
+
+    def on_event(kind: str, data: dict[str, Any]) -> None:
+        if kind in ("tool_start", "tool_end"):
+            _set_status(logs, "tool" if kind == "tool_start" else "idle")
+
+    agent = AIAgent(
+        api_key="k", base_url=args.base_url, model="fake-model", quiet_mode=True,
+        session_db=db, session_id=args.conversation, skip_context_files=True,
+        config=load_config(), event_callback=on_event, cwd=logs, tools=["terminal"],
+    )  # fmt: skip
+    for n in range(args.max_turns):
+        if time.time() >= args.until:
+            return
+        text = f"user {NONCE}-{n}. {PADDING}"
+        try:
+            result = agent.run_conversation(text)
+        except Exception as error:  # a refused or failed turn is not acknowledged
+            log.write(f"error {type(error).__name__}: {str(error)[:200]!r}")
+            time.sleep(0.2)
+            continue
+        uid = next(
+            (m.get("message_uid", "") for m in result["messages"] if m.get("content") == text),
+            "",
+        )
+        log.write(f"turn {uid} {text.split('.')[0]}")
+
+
+def run_writer(args: argparse.Namespace, db: SessionDB, log: AckLog) -> None:
+    rng = random.Random(args.seed)
+    for n in range(args.max_turns * 10):
+        if time.time() >= args.until:
+            return
+        uid = f"soak-append-{NONCE}-{n}"
+        content = f"[background event] process {NONCE} event {n} finished"
+        try:
+            db.append_message(args.conversation, "user", content, message_uid=uid)
+        except Exception as error:  # not acknowledged: nothing is promised
+            log.write(f"error {type(error).__name__}: {str(error)[:200]!r}")
+        else:
+            log.write(f"append {uid}")
+        time.sleep(rng.uniform(0.2, 1.0))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.soak.worker")
+    parser.add_argument("role", choices=("agent", "writer"))
+    parser.add_argument("--store", required=True)
+    parser.add_argument("--conversation", required=True)
+    parser.add_argument("--logs", required=True)
+    parser.add_argument("--until", type=float, required=True, help="stop at this epoch time")
+    parser.add_argument("--base-url", default="")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--max-turns", type=int, default=10_000, help="a bound on the loop")
+    args = parser.parse_args(argv)
+    log = AckLog(Path(args.logs) / f"{args.role}-{os.getpid()}.log")
+    db = open_db(args.store)
+    try:
+        (run_agent if args.role == "agent" else run_writer)(args, db, log)
+    finally:
+        db.close()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,55 @@
+"""The soak's short version, on both backends: real worker processes, real kills, the
+strict fake model; zero violations, and proof that the faults really happened.
+
+``make soak`` runs the long version; ``python -m benchmarks.soak --help`` explains it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PG_ENV = "HERMES_TEST_PG_URL"
+MINUTES = "0.75"  # ~45 s of faults per backend, then reaping and the checker
+
+
+def figures(output: str) -> dict[str, str]:
+    """The ``key=value`` pairs of the soak's final figures line."""
+    line = next(
+        line for line in output.splitlines() if line.startswith("soak ") and "violations=" in line
+    )
+    return dict(re.findall(r"(\w+)=([^\s()]+)", line))
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_short_soak_finds_no_violation_and_really_injected_faults(
+    backend: str, tmp_path: Path
+) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "HERMES_STATE_URL"}
+    if backend == "postgres" and not env.get(PG_ENV):
+        pytest.fail(f"{PG_ENV} is not set: run `bash scripts/with-postgres .venv/bin/pytest "
+                    "tests/test_soak.py`, or select SQLite only with `-k sqlite`.", pytrace=False)  # fmt: skip
+    command = [sys.executable, "-m", "benchmarks.soak", "--backend", backend,
+               "--minutes", MINUTES, "--workers", "4", "--writers", "2", "--seed", "11",
+               "--workdir", str(tmp_path / "soak")]  # fmt: skip
+    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=280)
+    report = done.stdout + done.stderr[-3000:]
+    got = figures(done.stdout)
+    # The faults happened, so zero violations means something.
+    assert int(got["kills"]) > 0, report
+    assert int(got["lease"]) + int(got["tool"]) > 0, report
+    assert int(got["rotations"]) > 0, report
+    assert int(got["acked_appends"]) > 0 and int(got["acked_turns"]) > 0, report
+    assert int(got["summary_faults"]) > 0, report
+    assert got["coverage"] != "not", report  # the store can check coverage
+    for name in ("lost", "duplicated", "forks", "bad_tips", "orphan_writes", "invalid_contexts"):
+        assert got[name] == "0", f"{name}={got[name]}\n{report}"
+    assert got["violations"] == "0", report
+    assert done.returncode == 0, report
