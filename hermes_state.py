@@ -1,5 +1,5 @@
-"""Compatibility module: ``from hermes_state import SessionDB``."""
+"""Compatibility module: ``from hermes_state import SessionDB`` (Hermes Agent 0.19's names)."""
 
-from hermes.state import SessionDB
+from hermes.compat.session_db import SessionDB
 
 __all__ = ["SessionDB"]

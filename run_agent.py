@@ -1,5 +1,5 @@
-"""Compatibility module: ``from run_agent import AIAgent``."""
+"""Compatibility module: ``from run_agent import AIAgent`` (Hermes Agent 0.19's keywords)."""
 
-from hermes.agent import AIAgent
+from hermes.compat.agent import AIAgent
 
 __all__ = ["AIAgent"]

@@ -1,0 +1,222 @@
+"""Hermes Agent's read queries over the hermes store: search with filters, session lists.
+
+Each function reads through the store's own read transactions. Segments are rows of
+``sessions``; a conversation's root is the segment whose id is its ``conversation_id``
+and its live segment the one with the highest ``segment_index``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from hermes.compat import rows as shapes
+from hermes.state import SessionDB
+from hermes.state.backend import Tx
+
+_PREVIEW = (
+    "COALESCE((SELECT SUBSTR(m.content, 1, 63) FROM messages m WHERE m.session_id = {0}.id"
+    " AND m.role = 'user' AND m.content IS NOT NULL AND m.compacted = 0"
+    " ORDER BY m.id LIMIT 1), '') AS preview_raw"
+)
+_TIP = (
+    "t.conversation_id = r.conversation_id AND t.segment_index = (SELECT MAX(x.segment_index)"
+    " FROM sessions x WHERE x.conversation_id = r.conversation_id)"
+)
+
+
+def session_filters(
+    alias: str, source: str | None, exclude: list[str] | None, min_messages: int = 0
+) -> tuple[list[str], list[Any]]:
+    """WHERE clauses (and their parameters) on ``alias``'s source and message count."""
+    where: list[str] = []
+    params: list[Any] = []
+    if source:
+        where.append(f"{alias}.source = ?")
+        params.append(source)
+    if exclude:
+        where.append(f"{alias}.source NOT IN ({', '.join('?' for _ in exclude)})")
+        params.extend(exclude)
+    if min_messages > 0:
+        where.append(f"{alias}.message_count >= ?")
+        params.append(min_messages)
+    return where, params
+
+
+def where(clauses: list[str]) -> str:
+    return f" WHERE {' AND '.join(clauses)}" if clauses else ""
+
+
+# -- search ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SearchFilter:
+    sources: list[str] | None = None
+    exclude_sources: list[str] | None = None
+    roles: list[str] | None = None
+    include_undone: bool = False
+    conversation_id: str | None = None
+
+    def admits(self, hit: dict[str, Any]) -> bool:
+        return (
+            (not self.sources or hit["source"] in self.sources)
+            and (not self.exclude_sources or hit["source"] not in self.exclude_sources)
+            and (not self.roles or hit["role"] in self.roles)
+            and (self.include_undone or not hit["undone"])
+        )
+
+
+def search(
+    db: SessionDB,
+    store_search: Callable[..., list[dict]],
+    query: str,
+    wanted: SearchFilter,
+    *,
+    limit: int,
+    offset: int,
+) -> list[dict]:
+    """The store's search, filtered; fetches more hits until the page is full or the
+    index has no more, so ``limit`` and ``offset`` count filtered hits."""
+    need = max(0, int(offset)) + max(1, int(limit))
+    fetch = need
+    while True:
+        hits = store_search(query, limit=fetch, conversation_id=wanted.conversation_id)
+        kept = [h for h in _with_sessions(db, hits) if wanted.admits(h)]
+        if len(kept) >= need or len(hits) < fetch:
+            break
+        fetch *= 4
+    page = kept[offset : offset + max(1, int(limit))]
+    for hit in page:
+        hit["context"] = _context(db, hit)
+    return page
+
+
+def _with_sessions(db: SessionDB, hits: list[dict]) -> list[dict]:
+    """Hits with their message's and segment's fields in Hermes Agent's names."""
+    if not hits:
+        return []
+    ids = [h["message_id"] for h in hits]
+    marks = ", ".join("?" for _ in ids)
+    found = db._read(
+        lambda tx: tx.all(
+            "SELECT m.id, m.undone, s.source, s.model, s.started_at FROM messages m"
+            f" JOIN sessions s ON s.id = m.session_id WHERE m.id IN ({marks})",
+            ids,
+        )
+    )
+    extra = {r["id"]: r for r in found}
+    return [
+        {
+            **h,
+            "id": h["message_id"],
+            "timestamp": h["created_at"],
+            "source": extra[h["message_id"]]["source"],
+            "model": extra[h["message_id"]]["model"],
+            "session_started": extra[h["message_id"]]["started_at"],
+            "undone": bool(extra[h["message_id"]]["undone"]),
+        }
+        for h in hits
+        if h["message_id"] in extra
+    ]
+
+
+def _context(db: SessionDB, hit: dict[str, Any]) -> list[dict[str, str]]:
+    """The hit with the message before and after it in its segment (text, 200 chars)."""
+    sid, mid = hit["session_id"], hit["message_id"]
+
+    def run(tx: Tx) -> list[dict]:
+        before = tx.one(
+            "SELECT id FROM messages WHERE session_id = ? AND id < ? ORDER BY id DESC LIMIT 1",
+            (sid, mid),
+        )
+        after = tx.one(
+            "SELECT id FROM messages WHERE session_id = ? AND id > ? ORDER BY id LIMIT 1",
+            (sid, mid),
+        )
+        return [r["id"] for r in (before, {"id": mid}, after) if r]
+
+    wanted = set(db._read(run))
+    rows = [r for r in db.get_messages(sid, include_undone=True) if r["id"] in wanted]
+    return [{"role": r["role"], "content": shapes.preview(r["content"])} for r in rows]
+
+
+# -- session lists --------------------------------------------------------------------
+
+
+def sessions(db: SessionDB, source: str | None, limit: int, offset: int) -> list[dict]:
+    """Every segment, most recently active first, with ``last_active``."""
+    clauses, params = session_filters("s", source, None)
+    sql = (
+        "SELECT s.id FROM sessions s"
+        + where(clauses)
+        + " ORDER BY s.last_active_at DESC, s.started_at DESC, s.id DESC LIMIT ? OFFSET ?"
+    )
+    found = db._read(lambda tx: tx.all(sql, [*params, int(limit), int(offset)]))
+    return [_with_last_active(db.get_session(r["id"])) for r in found]
+
+
+def _with_last_active(row: dict[str, Any]) -> dict[str, Any]:
+    row["last_active"] = row["last_active_at"]
+    return row
+
+
+@dataclass(frozen=True)
+class RichQuery:
+    source: str | None = None
+    exclude_sources: list[str] | None = None
+    limit: int = 20
+    offset: int = 0
+    include_children: bool = False
+    min_message_count: int = 0
+    project: bool = True
+    by_last_active: bool = False
+
+
+def rich(db: SessionDB, q: RichQuery) -> list[dict]:
+    """Hermes Agent's ``list_sessions_rich``: roots projected to their live segments."""
+    clauses, params = session_filters("r", q.source, q.exclude_sources, q.min_message_count)
+    if not q.include_children:
+        clauses.append("r.lineage != 'compression'")
+    project = q.project and not q.include_children
+    shown = "t" if project else "r"
+    join = f" JOIN sessions t ON {_TIP}" if project else ""
+    order = f"{shown}.last_active_at" if q.by_last_active else "r.started_at"
+    sql = (
+        f"SELECT r.id AS root_id, r.started_at AS root_started, {shown}.id,"
+        f" {_PREVIEW.format(shown)} FROM sessions r{join}"
+        + where(clauses)
+        + f" ORDER BY {order} DESC, r.id DESC LIMIT ? OFFSET ?"
+    )
+    found = db._read(lambda tx: tx.all(sql, [*params, int(q.limit), int(q.offset)]))
+    return [_rich_row(db, r, project) for r in found]
+
+
+def _rich_row(db: SessionDB, found: dict[str, Any], projected: bool) -> dict[str, Any]:
+    row = _with_last_active(db.get_session(found["id"]))
+    raw = (found["preview_raw"] or "").replace("\n", " ").replace("\r", " ").strip()
+    row["preview"] = raw[:60] + ("..." if len(raw) > 60 else "")
+    if projected and found["id"] != found["root_id"]:
+        row["started_at"] = found["root_started"]
+        row["_lineage_root_id"] = found["root_id"]
+    return row
+
+
+def prunable(db: SessionDB, cutoff: float | None, source: str | None) -> list[tuple[str, int]]:
+    """(conversation id, segments) of conversations whose live segment has ended and
+    which were idle since before ``cutoff`` (None: any age), rooted in ``source``."""
+    clauses = ["t.ended_at IS NOT NULL", "r.lineage != 'compression'"]
+    params: list[Any] = []
+    if cutoff is not None:
+        clauses.append("t.last_active_at < ?")
+        params.append(cutoff)
+    if source:
+        clauses.append("r.source = ?")
+        params.append(source)
+    sql = (
+        f"SELECT r.conversation_id, t.segment_index AS n FROM sessions r JOIN sessions t ON {_TIP}"
+        + where(clauses)
+        + " AND r.id = r.conversation_id"
+    )
+    return [(r["conversation_id"], int(r["n"])) for r in db._read(lambda tx: tx.all(sql, params))]

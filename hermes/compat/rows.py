@@ -1,0 +1,84 @@
+"""Hermes Agent's shapes for hermes rows: titles, message rows, OpenAI-format messages."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from typing import Any
+
+MAX_TITLE_LENGTH = 100  # Hermes Agent's limit
+_CONTROL = re.compile(
+    r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]"
+)
+
+
+def sanitize_title(title: str | None) -> str | None:
+    """Hermes Agent's title rules: no control characters, one space between words,
+    empty is no title; longer than 100 characters is refused."""
+    if not title:
+        return None
+    cleaned = re.sub(r"\s+", " ", _CONTROL.sub("", title)).strip()
+    if not cleaned:
+        return None
+    if len(cleaned) > MAX_TITLE_LENGTH:
+        raise ValueError(f"Title too long ({len(cleaned)} chars, max {MAX_TITLE_LENGTH})")
+    return cleaned
+
+
+def like_prefix(text: str) -> str:
+    """A LIKE pattern matching ``text`` literally at the start (escape character ``\\``)."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+
+
+def message_row(row: dict[str, Any]) -> dict[str, Any]:
+    """A store message row with Hermes Agent's column names added (``timestamp``, ``active``)."""
+    row["timestamp"] = row["created_at"]
+    row["active"] = 0 if row["undone"] else 1
+    return row
+
+
+def as_conversation(row: dict[str, Any]) -> dict[str, Any]:
+    """An OpenAI-format message (role, content, tool fields) from a decoded store row."""
+    message: dict[str, Any] = {"role": row["role"], "content": row["content"]}
+    for key in ("tool_calls", "tool_call_id", "tool_name"):
+        if row.get(key):
+            message[key] = row[key]
+    if row["role"] == "assistant" and row.get("reasoning"):
+        message["reasoning"] = row["reasoning"]
+    if row.get("created_at"):
+        message["timestamp"] = row["created_at"]
+    return message
+
+
+def preview(content: Any, width: int = 200) -> str:
+    """Plain text of a message's content for search context (text parts of a list)."""
+    if isinstance(content, list):
+        parts = [p.get("text", "") for p in content if isinstance(p, dict)]
+        return " ".join(p for p in parts if p)[:width] or "[multimodal content]"
+    return (content or "")[:width] if isinstance(content, str) else ""
+
+
+class RowConnection:
+    """The store's SQLite connection, handing out ``sqlite3.Row`` rows as Hermes Agent's
+    ``db._conn`` does (index and column-name access), without changing the row factory
+    the store itself reads with. Statements run under the store's connection lock."""
+
+    def __init__(self, conn: sqlite3.Connection, lock: Any) -> None:
+        self._raw = conn
+        self._lock = lock
+
+    def cursor(self) -> sqlite3.Cursor:
+        cursor = self._raw.cursor()
+        cursor.row_factory = sqlite3.Row
+        return cursor
+
+    def execute(self, sql: str, params: Any = ()) -> sqlite3.Cursor:
+        with self._lock:
+            return self.cursor().execute(sql, params)
+
+    def executemany(self, sql: str, params: Any) -> sqlite3.Cursor:
+        with self._lock:
+            return self.cursor().executemany(sql, params)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._raw, name)

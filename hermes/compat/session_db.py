@@ -1,0 +1,456 @@
+"""``hermes_state.SessionDB``: Hermes Agent 0.19's SessionDB names over the hermes store.
+
+A subclass of ``hermes.state.SessionDB`` that only adds names, positional orders and
+return shapes; each method is one store transaction (or a composition of the store's
+own methods), so the lease, tip routing and exactly-once rules apply unchanged. Where
+hermes differs on purpose it says so: hermes never compresses in place, a
+conversation is a chain of segments, and deleting a session deletes its conversation
+(a segment cut out of a chain would leave the rest unreachable).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from typing import Any
+
+from hermes.compat import listing
+from hermes.compat import rows as shapes
+from hermes.state import SessionDB as StoreSessionDB
+from hermes.state import lease, segments
+from hermes.state.backend import Tx
+from hermes.state.errors import SessionNotFoundError, StateError
+
+# create_session keywords of Hermes Agent that hermes has no column for (accepted, not kept).
+_UNKEPT_SESSION_FIELDS = frozenset(
+    {"model_config", "chat_id", "chat_type", "thread_id", "cwd", "profile_name"}
+)
+_SESSION_FIELDS = frozenset({"model", "system_prompt", "user_id", "session_key", "title"})
+
+
+class SessionDB(StoreSessionDB):
+    """The hermes store with Hermes Agent 0.19's SessionDB surface on top."""
+
+    @property
+    def _conn(self) -> Any:
+        """SQLite: the store's connection yielding ``sqlite3.Row`` rows, as in Hermes Agent."""
+        conn = self.backend.conn  # type: ignore[attr-defined]
+        shared = getattr(self.backend, "_shared", None)
+        if shared is None:  # PostgreSQL: its own connection, as it is
+            return conn
+        return shapes.RowConnection(conn, shared.lock)
+
+    # -- sessions -------------------------------------------------------------------
+
+    def create_session(
+        self,
+        session_id: str | None = None,
+        source: str | None = None,
+        *,
+        parent_session_id: str | None = None,
+        **fields: Any,
+    ) -> str:
+        """Create a segment; an id that exists already is a no-op keeping its first row.
+
+        With ``parent_session_id``: a compression child of a parent ended for
+        compression (the parent's conversation goes on in it), otherwise a branch.
+        """
+        if source is None:
+            raise TypeError("create_session() needs a source (cli, telegram, ...)")
+        unknown = set(fields) - _SESSION_FIELDS - _UNKEPT_SESSION_FIELDS
+        if unknown:
+            raise TypeError(f"create_session() got unexpected keywords: {sorted(unknown)}")
+        kept = {k: v for k, v in fields.items() if k in _SESSION_FIELDS}
+        if session_id and parent_session_id:
+            return self._write(
+                lambda tx: _create_child(tx, session_id, parent_session_id, source, kept)
+            )
+        try:
+            return super().create_session(session_id, source=source, **kept)
+        except StateError:
+            if session_id and self.get_session(session_id) is not None:
+                return session_id
+            raise
+
+    def ensure_session(
+        self, session_id: str, source: str = "unknown", model: str | None = None, **fields: Any
+    ) -> str:
+        return self.create_session(session_id, source, model=model, **fields)
+
+    def update_system_prompt(self, session_id: str, system_prompt: str) -> None:
+        self.set_system_prompt(session_id, system_prompt)
+
+    def update_session_model(self, session_id: str, model: str) -> None:
+        self.set_model(session_id, model)
+
+    def update_token_counts(
+        self,
+        session_id: str,
+        input_tokens: int = 0,
+        output_tokens: int = 0,
+        model: str | None = None,
+        *,
+        absolute: bool = False,
+        **_billing: Any,
+    ) -> None:
+        """Add (or with ``absolute`` set) the session's token totals; ``model`` fills an
+        empty model. Cache, cost and billing figures have no column here and are dropped."""
+        self.ensure_session(session_id, "unknown", model=model)
+        used = bool(input_tokens or output_tokens)
+        sql = (
+            "UPDATE sessions SET input_tokens = ?, output_tokens = ?"
+            if absolute
+            else "UPDATE sessions SET input_tokens = input_tokens + ?,"
+            " output_tokens = output_tokens + ?"
+        )
+        params = (int(input_tokens or 0), int(output_tokens or 0), model if used else None)
+        self._write(
+            lambda tx: tx.run(
+                sql + ", model = COALESCE(model, ?) WHERE id = ?", (*params, session_id)
+            )
+        )
+
+    # -- messages -------------------------------------------------------------------
+
+    def append_message(  # type: ignore[override]
+        self,
+        session_id: str,
+        role: str,
+        content: Any = None,
+        tool_name: str | None = None,
+        tool_calls: Any = None,
+        tool_call_id: str | None = None,
+        token_count: int | None = None,
+        finish_reason: str | None = None,
+        reasoning: str | None = None,
+        reasoning_content: str | None = None,
+        *,
+        message_uid: str | None = None,
+        timestamp: Any = None,
+        **_provider_fields: Any,
+    ) -> int | None:
+        """Store one message (where the store routes it) and return its id.
+
+        Provider-specific fields (reasoning details, codex items, platform ids) have no
+        column here and are ignored; ``reasoning_content`` is kept as the reasoning."""
+        message = {
+            "role": role,
+            "content": content,
+            "tool_calls": tool_calls,
+            "tool_call_id": tool_call_id,
+            "tool_name": tool_name,
+            "reasoning": reasoning if reasoning is not None else reasoning_content,
+            "message_uid": message_uid,
+            "token_count": token_count,
+        }
+        if timestamp is not None:
+            message["created_at"] = float(getattr(timestamp, "timestamp", lambda: timestamp)())
+        return self.append_messages(session_id, [message]).message_id
+
+    def get_messages(  # type: ignore[override]
+        self,
+        session_id: str,
+        include_inactive: bool = False,
+        limit: int | None = None,
+        offset: int = 0,
+        *,
+        include_undone: bool = False,
+    ) -> list[dict]:
+        """The segment's rows in order, with Hermes Agent's ``timestamp`` and ``active``;
+        undone rows (Hermes Agent's rewound, inactive ones) only with ``include_inactive``."""
+        try:
+            found = super().get_messages(
+                session_id, include_undone=include_inactive or include_undone
+            )
+        except SessionNotFoundError:
+            return []
+        end = None if limit is None else offset + max(0, int(limit))
+        return [shapes.message_row(r) for r in found[offset:end]]
+
+    def get_messages_as_conversation(
+        self,
+        session_id: str,
+        include_ancestors: bool = False,
+        include_inactive: bool = False,
+        repair_alternation: bool = False,
+    ) -> list[dict]:
+        """OpenAI-format messages of the segment, or with ``include_ancestors`` of the
+        conversation up to it (every original message once). ``repair_alternation`` is
+        accepted: hermes validates the context before every model call instead."""
+        if not include_ancestors:
+            rows = self.get_messages(session_id, include_inactive)
+        else:
+            rows = list(self._history_up_to(session_id))
+            if not include_inactive:
+                rows = [r for r in rows if not r["undone"]]
+        return [shapes.as_conversation(r) for r in rows]
+
+    def _history_up_to(self, session_id: str) -> Iterable[dict]:
+        chain = self.get_lineage(session_id) if self.get_session(session_id) else []
+        wanted = set(chain[: chain.index(session_id) + 1]) if chain else set()
+        return (
+            (r for r in self.iter_conversation_messages(session_id) if r["session_id"] in wanted)
+            if wanted
+            else ()
+        )
+
+    def message_count(self, session_id: str | None = None) -> int:
+        sql, params = "SELECT COUNT(*) AS n FROM messages", ()
+        if session_id:
+            sql, params = sql + " WHERE session_id = ?", (session_id,)
+        return int(self._read(lambda tx: tx.one(sql, params))["n"])
+
+    def session_count(
+        self,
+        source: str | None = None,
+        *,
+        exclude_sources: list[str] | None = None,
+        min_message_count: int = 0,
+        exclude_children: bool = False,
+        **_filters: Any,
+    ) -> int:
+        """Segments, or with ``exclude_children`` conversations (roots and branches)."""
+        where, params = listing.session_filters("s", source, exclude_sources, min_message_count)
+        if exclude_children:
+            where.append("s.lineage != 'compression'")
+        sql = "SELECT COUNT(*) AS n FROM sessions s" + listing.where(where)
+        return int(self._read(lambda tx: tx.one(sql, params))["n"])
+
+    # -- titles ---------------------------------------------------------------------
+
+    def set_session_title(self, session_id: str, title: str | None) -> bool:
+        """Set (or clear) a title; False for an unknown id. A title held by another
+        conversation is refused with ValueError; one held by another segment of the
+        same conversation moves here."""
+        clean = shapes.sanitize_title(title)
+        return self._write(lambda tx: _set_title(tx, session_id, clean))
+
+    def get_session_title(self, session_id: str) -> str | None:
+        row = self.get_session(session_id)
+        return row["title"] if row else None
+
+    def get_session_by_title(self, title: str) -> dict | None:
+        row = self._read(
+            lambda tx: tx.one("SELECT id FROM sessions WHERE title = ? LIMIT 1", (title,))
+        )
+        return self.get_session(row["id"]) if row else None
+
+    def resolve_session_by_title(self, title: str) -> str | None:
+        """The live segment of the newest conversation titled ``title`` or ``title #N``."""
+        row = self._read(
+            lambda tx: tx.one(
+                "SELECT id FROM sessions WHERE title = ? OR title LIKE ? ESCAPE '\\'"
+                " ORDER BY started_at DESC LIMIT 1",
+                (title, shapes.like_prefix(f"{title} #")),
+            )
+        )
+        return self.resolve_tip(row["id"]) if row else None
+
+    # -- lookup ---------------------------------------------------------------------
+
+    def resolve_session_id(self, session_id_or_prefix: str) -> str | None:
+        """The id itself, or the one id it is a prefix of (None: none or ambiguous)."""
+        if not session_id_or_prefix:
+            return None
+        if self.get_session(session_id_or_prefix):
+            return session_id_or_prefix
+        found = self._read(
+            lambda tx: tx.all(
+                "SELECT id FROM sessions WHERE id LIKE ? ESCAPE '\\' LIMIT 2",
+                (shapes.like_prefix(session_id_or_prefix),),
+            )
+        )
+        return found[0]["id"] if len(found) == 1 else None
+
+    def get_compression_tip(self, session_id: str) -> str:
+        tip = self.find_tip(session_id) if session_id else None
+        return tip["id"] if tip else session_id
+
+    def get_compression_lineage(self, session_id: str) -> list[str]:
+        return self.get_lineage(session_id) if self.get_session(session_id) else []
+
+    def get_conversation_root(self, session_id: str) -> str:
+        row = self.get_session(session_id) if session_id else None
+        return row["conversation_id"] if row else session_id
+
+    # -- search and listing (see ``listing``) ---------------------------------------
+
+    def search_messages(  # type: ignore[override]
+        self,
+        query: str,
+        source_filter: list[str] | None = None,
+        exclude_sources: list[str] | None = None,
+        role_filter: list[str] | None = None,
+        limit: int = 20,
+        offset: int = 0,
+        sort: str | None = None,
+        include_inactive: bool = False,
+        *,
+        source: str | None = None,
+        conversation_id: str | None = None,
+    ) -> list[dict]:
+        """Full-text hits, newest first, with Hermes Agent's ``source``, ``timestamp``
+        and ``context`` (the message before and after) added to the store's fields.
+        ``sort`` is accepted; hermes always orders newest first."""
+        return listing.search(
+            self,
+            super().search_messages,
+            query,
+            listing.SearchFilter(
+                sources=source_filter or ([source] if source else None),
+                exclude_sources=exclude_sources,
+                roles=role_filter,
+                include_undone=include_inactive,
+                conversation_id=conversation_id,
+            ),
+            limit=limit,
+            offset=offset,
+        )
+
+    def search_sessions(
+        self, source: str | None = None, limit: int = 20, offset: int = 0
+    ) -> list[dict]:
+        return listing.sessions(self, source, limit, offset)
+
+    def list_sessions_rich(
+        self,
+        source: str | None = None,
+        exclude_sources: list[str] | None = None,
+        *,
+        limit: int = 20,
+        offset: int = 0,
+        include_children: bool = False,
+        min_message_count: int = 0,
+        project_compression_tips: bool = True,
+        order_by_last_active: bool = False,
+        **_filters: Any,
+    ) -> list[dict]:
+        """One row per conversation (its root projected to its live segment), or every
+        segment with ``include_children``; each with ``preview`` and ``last_active``."""
+        return listing.rich(
+            self,
+            listing.RichQuery(
+                source=source,
+                exclude_sources=exclude_sources,
+                limit=limit,
+                offset=offset,
+                include_children=include_children,
+                min_message_count=min_message_count,
+                project=project_compression_tips,
+                by_last_active=order_by_last_active,
+            ),
+        )
+
+    # -- export and deletion --------------------------------------------------------
+
+    def export_session(self, session_id: str) -> dict | None:
+        session = self.get_session(session_id)
+        return {**session, "messages": self.get_messages(session_id)} if session else None
+
+    def export_all(self, source: str | None = None) -> list[dict]:
+        return [
+            {**s, "messages": self.get_messages(s["id"])}
+            for s in self.search_sessions(source=source, limit=1_000_000)
+        ]
+
+    def delete_session(self, session_id: str, sessions_dir: Any = None) -> bool:
+        """Delete the conversation holding ``session_id`` (all its segments)."""
+        if self.get_session(session_id) is None:
+            return False
+        self.delete_conversation(session_id)
+        return True
+
+    def prune_sessions(
+        self,
+        older_than_days: float | None = 90,
+        source: str | None = None,
+        sessions_dir: Any = None,
+        **_filters: Any,
+    ) -> int:
+        """Delete ended conversations idle for ``older_than_days``; returns segments deleted."""
+        cutoff = time.time() - older_than_days * 86400 if older_than_days is not None else None
+        stale = listing.prunable(self, cutoff, source)
+        for conversation_id, _ in stale:
+            self.delete_conversation(conversation_id)
+        return sum(n for _, n in stale)
+
+    # -- the compression lease ------------------------------------------------------
+
+    def try_acquire_compression_lock(
+        self, session_id: str, holder: str, ttl_seconds: float = lease.DEFAULT_TTL
+    ) -> bool:
+        """Take the lease; False for an empty or unknown session id, as in Hermes Agent."""
+        if not session_id or not holder:
+            return False
+
+        def run(tx: Tx) -> bool:
+            if segments.get(tx, session_id) is None:
+                return False
+            return lease.acquire(tx, session_id, holder, ttl_seconds, tx.clock())
+
+        return self._write(run)
+
+    def refresh_compression_lock(
+        self, session_id: str, holder: str, ttl_seconds: float = lease.DEFAULT_TTL
+    ) -> bool:
+        if not session_id or not holder:
+            return False
+        return super().refresh_compression_lock(session_id, holder, ttl_seconds)
+
+    def release_compression_lock(self, session_id: str, holder: str) -> bool:
+        return bool(session_id) and super().release_compression_lock(session_id, holder)
+
+    def get_compression_lock_holder(self, session_id: str) -> str | None:
+        return super().get_compression_lock_holder(session_id) if session_id else None
+
+
+def _create_child(
+    tx: Tx, session_id: str, parent_id: str, source: str, fields: dict[str, Any]
+) -> str:
+    """Insert ``session_id`` under ``parent_id``: the parent's next segment when the
+    parent is its conversation's tip ended for compression, else a new branch."""
+    if segments.get(tx, session_id) is not None:
+        return session_id
+    parent = segments.require(tx, parent_id)
+    tip = segments.tip_of_conversation(tx, parent["conversation_id"])
+    continues = parent["end_reason"] == segments.COMPRESSION and tip["id"] == parent["id"]
+    now = time.time()
+    values: dict[str, Any] = {
+        "id": session_id,
+        "parent_session_id": parent_id,
+        "source": source,
+        "started_at": now,
+        "last_active_at": now,
+        **fields,
+    }
+    if continues:
+        index = parent["segment_index"] + 1
+        for key in ("user_id", "session_key", "model"):
+            values.setdefault(key, parent[key])
+        values.setdefault("title", segments.numbered_title(parent["title"], index))
+        values |= {
+            "conversation_id": parent["conversation_id"],
+            "lineage": "compression",
+            "segment_index": index,
+        }
+    else:
+        values |= {"conversation_id": session_id, "lineage": "branch", "segment_index": 1}
+    segments.insert(tx, values)
+    return session_id
+
+
+def _set_title(tx: Tx, session_id: str, title: str | None) -> bool:
+    row = segments.get(tx, session_id)
+    if row is None:
+        return False
+    if title:
+        holder = tx.one(
+            "SELECT id, conversation_id FROM sessions WHERE title = ? AND id != ?",
+            (title, session_id),
+        )
+        if holder and holder["conversation_id"] != row["conversation_id"]:
+            raise ValueError(f"Title '{title}' is already in use by session {holder['id']}")
+        if holder:
+            tx.run("UPDATE sessions SET title = NULL WHERE id = ?", (holder["id"],))
+    tx.run("UPDATE sessions SET title = ? WHERE id = ?", (title, session_id))
+    return True
