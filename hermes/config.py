@@ -31,6 +31,7 @@ SCHEMA: dict[str, tuple[tuple[type | None, ...], Any]] = {
     "compression.summary_model": ((str, None), None),
     "compression.tail_share": ((float, int), 0.25),
     "compression.cooldown_seconds": ((int, float), 60),
+    "compression.max_summary_requests": ((int,), 8),
     "compression.lease_ttl_seconds": ((int, float), 300),
     "state.url": ((str, None), None),
     "state.synchronous": ((str,), "full"),

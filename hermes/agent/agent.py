@@ -21,6 +21,7 @@ from hermes.agent.context_compressor import ContextCompressor
 from hermes.agent.llm_client import ModelClient
 from hermes.agent.tokens import context_window, estimate_tokens
 from hermes.config import Config, api_key_from_env, hermes_home, load_config
+from hermes.state import wellformed
 from hermes.state.lease import make_holder
 
 log = logging.getLogger(__name__)
@@ -102,6 +103,7 @@ class AIAgent:
             summary_model=self.config.get("compression.summary_model"),
             tail_share=float(self.config.get("compression.tail_share")),
             cooldown_seconds=float(self.config.get("compression.cooldown_seconds")),
+            max_summary_requests=int(self.config.get("compression.max_summary_requests")),
         )
         self.last_compression: compression.Outcome | None = None
         self.system_prompt: str | None = None
@@ -109,6 +111,7 @@ class AIAgent:
         self._prompt_segment: str | None = None
         self._registry: Any = None
         self._interrupt = threading.Event()
+        self.holds_turn_lock = False  # this agent (or its caller) holds the turn lock
         # (segment id, (last id, row count), messages): see load_history.
         self._cache: tuple[str, tuple[int, int], list[dict[str, Any]]] | None = None
         self._stamp: tuple[int, int] | None = None
@@ -152,6 +155,13 @@ class AIAgent:
         """Force a compression of the current segment (``/compress``); says what happened."""
         self._interrupt.clear()  # a Ctrl-C that ended the last turn must not stop this
         self.client.clear_interrupt()
+        self.ensure_session()
+        from hermes.agent.turn_lock import holding_turn
+
+        with holding_turn(self):
+            return self._compress_now(focus_topic)
+
+    def _compress_now(self, focus_topic: str | None) -> compression.Outcome:
         self.ensure_session()
         history = self.load_history()
         system = self.segment_system_prompt() if self.session_db is not None else None
@@ -312,9 +322,22 @@ class AIAgent:
             return list(self._cache[2])
         rows = db.get_messages(sid, include_undone=True)
         self._stamp = (max((r["id"] for r in rows), default=0), len(rows))
-        history = transcript.from_store(r for r in rows if not r["undone"])
-        self._cache = (sid, self._stamp, history)
+        history = self._well_formed(transcript.from_store(r for r in rows if not r["undone"]))
+        self._cache = (self.session_id, self._stamp, history)
         return list(history)
+
+    def _well_formed(self, history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The history as a provider accepts it (invariant 15). A call nobody answered
+        belongs to a dead turn when this agent holds the turn lock: its "interrupted"
+        result is stored (once: its uid comes from the call). Otherwise the repair is
+        made in memory only."""
+        fixed = wellformed.repair(history)
+        if not fixed.changed:
+            return history
+        log.info("repaired the context of %s: %s", self.session_id, fixed.notes or "")
+        if fixed.synthetic and self.writes_transcript and self.holds_turn_lock:
+            self.persist(*fixed.synthetic)
+        return fixed.messages
 
     def remember(self, messages: list[dict[str, Any]]) -> None:
         """Keep the turn's messages as the cache of the segment's history."""

@@ -89,56 +89,95 @@ def compress_context(
     session_id = agent.session_id
     holder = agent.lease_holder
     ttl = agent.lease_ttl
-    if not db.try_acquire_compression_lock(session_id, holder, ttl):
-        outcome.holder = db.get_compression_lock_holder(session_id)
+    try:
+        acquired = db.try_acquire_compression_lock(session_id, holder, ttl)
+        if not acquired:
+            outcome.holder = db.get_compression_lock_holder(session_id)
+    except StateError as exc:
+        return _store_failed(agent, outcome, exc, messages, system_message)
+    if not acquired:
         outcome.reason = f"another process holds the compression lease ({outcome.holder})"
         return messages, system_message
     try:
-        segment = db.get_session(session_id)
-        if segment is None or segment["ended_at"] is not None:
-            outcome.reason = "this session was already rotated; following its tip"
-            agent.follow_tip()
-            return messages, system_message
-        watermark = db.last_message_id(session_id)
-        with LeaseKeeper(db, session_id, holder, ttl):
-            compressed = agent.context_compressor.compress(
-                messages, current_tokens=approx_tokens, focus_topic=focus_topic
-            )
-        if failed(agent.context_compressor, messages, compressed):
-            outcome.reason = describe_failure(agent.context_compressor)
-            return messages, system_message
-        # Every message the child holds gets an identity the agent keeps in memory too.
-        compressed = [
-            m if m.get("message_uid") else {**m, "message_uid": uuid.uuid4().hex}
-            for m in compressed
-        ]
-        try:
-            child = db.publish_compression_child(
-                session_id,
-                holder=holder,
-                messages=compressed,
-                watermark=watermark,
-                seen_uids=_seen_uids(messages),
-            )
-        except (LeaseNotHeldError, NotTipError) as exc:
-            outcome.reason = str(exc)
-            return messages, system_message
-        new_system = agent.adopt_segment(child, rotated_from=session_id)
-        outcome.rotated, outcome.parent_id, outcome.child_id = True, session_id, child
-        outcome.tokens_after = agent.estimate_tokens(compressed)
-        agent.emit(
-            "compressed",
-            parent=session_id,
-            child=child,
-            tokens_before=outcome.tokens_before,
-            tokens_after=outcome.tokens_after,
+        return _compress_under_lease(
+            agent, messages, system_message, outcome, approx_tokens, focus_topic
         )
-        return compressed, new_system if new_system is not None else system_message
+    except StateError as exc:  # any store failure: nothing changed, the turn goes on
+        return _store_failed(agent, outcome, exc, messages, system_message)
     finally:
         try:
             db.release_compression_lock(session_id, holder)
         except StateError as exc:  # the TTL frees it; never hide the real outcome
             log.warning("could not release the compression lease on %s: %s", session_id, exc)
+
+
+def _store_failed(
+    agent: AIAgent,
+    outcome: Outcome,
+    exc: StateError,
+    messages: Messages,
+    system_message: str | None,
+) -> tuple[Messages, str | None]:
+    """Step 5 for the store: like a failed summary, nothing changes and a cooldown starts."""
+    outcome.reason = f"the compression could not be saved, so nothing changed: {exc}"
+    log.warning("compression of %s failed in the store: %s", agent.session_id, exc)
+    cooldown = getattr(agent.context_compressor, "start_cooldown", None)
+    if callable(cooldown):
+        cooldown(outcome.reason)
+    return messages, system_message
+
+
+def _compress_under_lease(
+    agent: AIAgent,
+    messages: Messages,
+    system_message: str | None,
+    outcome: Outcome,
+    approx_tokens: int | None,
+    focus_topic: str | None,
+) -> tuple[Messages, str | None]:
+    db, session_id = agent.session_db, agent.session_id
+    holder, ttl = agent.lease_holder, agent.lease_ttl
+    segment = db.get_session(session_id)
+    if segment is None or segment["ended_at"] is not None:
+        # Only the call that rotates moves the agent: it follows the tip at its
+        # next store access.
+        outcome.reason = "this session was already rotated by another path"
+        return messages, system_message
+    watermark = db.last_message_id(session_id)
+    with LeaseKeeper(db, session_id, holder, ttl):
+        compressed = agent.context_compressor.compress(
+            messages, current_tokens=approx_tokens, focus_topic=focus_topic
+        )
+    if failed(agent.context_compressor, messages, compressed):
+        outcome.reason = describe_failure(agent.context_compressor)
+        return messages, system_message
+    # Every message the child holds gets an identity the agent keeps in memory too.
+    compressed = [
+        m if m.get("message_uid") else {**m, "message_uid": uuid.uuid4().hex} for m in compressed
+    ]
+    covered = getattr(agent.context_compressor, "last_covered_uids", None)
+    try:
+        child = db.publish_compression_child(
+            session_id,
+            holder=holder,
+            messages=compressed,
+            watermark=watermark,
+            covered_uids=set(covered) if isinstance(covered, frozenset | set) else set(),
+        )
+    except (LeaseNotHeldError, NotTipError) as exc:
+        outcome.reason = str(exc)
+        return messages, system_message
+    new_system = agent.adopt_segment(child, rotated_from=session_id)
+    outcome.rotated, outcome.parent_id, outcome.child_id = True, session_id, child
+    outcome.tokens_after = agent.estimate_tokens(compressed)
+    agent.emit(
+        "compressed",
+        parent=session_id,
+        child=child,
+        tokens_before=outcome.tokens_before,
+        tokens_after=outcome.tokens_after,
+    )
+    return compressed, new_system if new_system is not None else system_message
 
 
 def _in_memory(
@@ -158,16 +197,6 @@ def _in_memory(
     outcome.rotated = False
     outcome.tokens_after = agent.estimate_tokens(compressed)
     return compressed, system_message
-
-
-def _seen_uids(messages: Messages) -> set[str] | None:
-    """The identities the compressor saw, when every message has one.
-
-    With them the store carries over a row another process wrote between our snapshot
-    and our watermark; without them (a caller's plain dicts) only the watermark counts.
-    """
-    uids = {m.get("message_uid") for m in messages}
-    return None if None in uids or not uids else uids  # type: ignore[return-value]
 
 
 def failed(compressor: Any, before: Messages, after: Messages) -> bool:

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from hermes.agent.errors import AgentError, ModelError, SummaryError, TurnInterrupted
 from hermes.agent.tokens import context_window, estimate_tokens
+from hermes.state import wellformed
 
 if TYPE_CHECKING:
     from hermes.agent.llm_client import ModelClient
@@ -40,9 +41,6 @@ Message = dict[str, Any]
 SUMMARY_PREFIX = "[CONTEXT COMPACTION]"
 NOTHING_TO_COMPRESS = "nothing to compress"
 
-# A single message longer than this is clipped in the summary request: the summary
-# needs its gist, and one huge tool output must not crowd out everything else.
-_MAX_MESSAGE_CHARS = 6_000
 # The summary request may use at most this share of the summary model's window.
 _REQUEST_WINDOW_SHARE = 0.5
 
@@ -98,6 +96,7 @@ class ContextCompressor:
         summary_model: str | None = None,
         tail_share: float = 0.25,
         cooldown_seconds: float = 60.0,
+        max_summary_requests: int = 8,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.client = client
@@ -107,6 +106,7 @@ class ContextCompressor:
         self.summary_model = summary_model
         self.tail_share = tail_share
         self.cooldown_seconds = cooldown_seconds
+        self.max_summary_requests = max_summary_requests
         self._clock = clock
         self._cooldown_until: float | None = None
         self.compression_count = 0
@@ -114,6 +114,8 @@ class ContextCompressor:
         # prompt size here between calls; see hermes.agent.turn).
         self.last_prompt_tokens = 0
         self.last_completion_tokens = 0
+        # The uids of the messages the last successful summary read.
+        self.last_covered_uids: frozenset[str] = frozenset()
         self._reset_failure()
 
     # -- deciding
@@ -161,6 +163,10 @@ class ContextCompressor:
         started. The input list and its dicts are never modified. ``current_tokens``
         (the caller's size of the context) is only logged.
         """
+        given = messages
+        # Results back with their calls, so the cut sees whole tool call groups.
+        messages = wellformed.normalise(messages)
+        self.last_covered_uids = frozenset()
         cut = find_cut(messages, self.tail_budget)
         middle = cut.middle(messages)
         # Replacing fewer than two messages by one summary would not shorten the list.
@@ -168,7 +174,7 @@ class ContextCompressor:
             self._reset_failure()
             self._last_compress_aborted = True
             self._last_summary_error = NOTHING_TO_COMPRESS
-            return messages
+            return given
         model = self.summary_model or self.model
         try:
             summary, usage = self._summarise(middle, model, focus_topic)
@@ -177,16 +183,22 @@ class ContextCompressor:
             raise
         except Exception as exc:
             self._fail(model, _failure_reason(exc))
-            return messages
+            return given
         result = self._assemble(messages, cut, summary, len(middle), focus_topic)
+        problems = wellformed.problems(result)
+        if problems:
+            self._fail(model, f"would have left a context a provider refuses ({problems[0]})")
+            return given
         before, after = estimate_tokens(messages), estimate_tokens(result)
         if after >= before:
             self._fail(
                 model,
                 f"wrote a summary that left the context no smaller (~{before} -> ~{after} tokens)",
             )
-            return messages
+            return given
         self._succeed(usage)
+        # What the summary model read (invariant 14): the store carries over the rest.
+        self.last_covered_uids = frozenset(m["message_uid"] for m in middle if m.get("message_uid"))
         log.info(
             "Compressed %d messages into a summary (~%s -> ~%d tokens) with %s.",
             len(middle), current_tokens or before, after, model,
@@ -196,16 +208,36 @@ class ContextCompressor:
     def _summarise(
         self, middle: list[Message], model: str, focus_topic: str | None
     ) -> tuple[str, tuple[int, int]]:
+        """One summary of ``middle``, in as many requests as it takes for each to fit
+        the summary model's budget (each request sees the summary so far): every
+        message is read, none is clipped (issue 11, failure 4)."""
         if self.client is None:
             raise SummaryError(model, "has no client configured")
         window = self.context_length if model == self.model else context_window(model)
-        request = summary_request(middle, focus_topic, int(window * _REQUEST_WINDOW_SHARE) * 4)
-        response = self.client.complete(request, model=model)
-        # Some reasoning models put their thinking inline; it is not part of the summary.
-        text = _THINKING.sub("", response.content or "").strip()
-        if not text:
-            raise SummaryError(model, "returned an empty summary")
-        return text, (response.prompt_tokens or 0, response.completion_tokens or 0)
+        budget = int(window * _REQUEST_WINDOW_SHARE) * 4  # characters, ~4 per token
+        pieces = split_transcript(middle, budget * 3 // 4)  # a quarter for the summary so far
+        if len(pieces) > self.max_summary_requests:
+            raise SummaryError(
+                model,
+                f"would need {len(pieces)} requests to read this history, more than "
+                f"compression.max_summary_requests ({self.max_summary_requests})",
+            )
+        summary: str | None = None
+        prompt_tokens = completion_tokens = 0
+        for number, piece in enumerate(pieces, 1):
+            if summary is not None and len(summary) > budget // 4:
+                raise SummaryError(model, "wrote a summary too long to continue in pieces")
+            part = (number, len(pieces)) if len(pieces) > 1 else None
+            request = summary_request(piece, focus_topic, len(middle), summary, part)
+            response = self.client.complete(request, model=model)
+            # Some reasoning models put their thinking inline; it is not part of the summary.
+            summary = _THINKING.sub("", response.content or "").strip()
+            if not summary:
+                raise SummaryError(model, "returned an empty summary")
+            prompt_tokens += response.prompt_tokens or 0
+            completion_tokens += response.completion_tokens or 0
+        assert summary is not None
+        return summary, (prompt_tokens, completion_tokens)
 
     def _assemble(
         self,
@@ -251,6 +283,10 @@ class ContextCompressor:
         self._cooldown_until = None
         self.compression_count += 1
         self.last_prompt_tokens, self.last_completion_tokens = usage
+
+    def start_cooldown(self, reason: str) -> None:
+        """A compression that failed outside the summary (publishing it) backs off too."""
+        self._fail(self.summary_model or self.model, reason)
 
     def failure_message(self) -> str | None:
         """One sentence for the user about the last failed attempt, or None."""
@@ -365,34 +401,72 @@ def frame_summary(
 
 
 def summary_request(
-    middle: Sequence[Message], focus_topic: str | None, max_chars: int
+    transcript: str,
+    focus_topic: str | None,
+    count: int,
+    summary_so_far: str | None = None,
+    part: tuple[int, int] | None = None,
 ) -> list[Message]:
-    """The messages asking the summary model to summarise ``middle``."""
-    transcript = _clip(render_transcript(middle), max_chars)
-    ask = f"Summarise these {len(middle)} earlier messages of the conversation"
+    """The messages asking the summary model to summarise one piece of the middle."""
+    ask = f"Summarise these {count} earlier messages of the conversation"
+    if part is not None:
+        ask = (
+            f"Summarise {count} earlier messages of the conversation; they come in "
+            f"{part[1]} parts and this is part {part[0]}"
+        )
     if focus_topic:
         ask += f", paying most attention to: {focus_topic}"
+    text = f"{ask}.\n\n"
+    if summary_so_far:
+        text += (
+            "The summary of the parts before this one, to extend into one summary of "
+            f"everything so far:\n<summary>\n{summary_so_far}\n</summary>\n\n"
+        )
+    text += f"<transcript>\n{transcript}\n</transcript>"
     return [
         {"role": "system", "content": _SUMMARY_INSTRUCTIONS},
-        {"role": "user", "content": f"{ask}.\n\n<transcript>\n{transcript}\n</transcript>"},
+        {"role": "user", "content": text},
     ]
 
 
+def split_transcript(messages: Sequence[Message], size: int) -> list[str]:
+    """The messages rendered for the summary model, in pieces of at most ``size``
+    characters; a message longer than a piece continues in the next one."""
+    size = max(size, 1_000)
+    pieces: list[str] = []
+    current = ""
+    for block in (render_transcript([m]) for m in messages):
+        while len(block) > size:
+            if current:
+                pieces.append(current)
+                current = ""
+            pieces.append(block[:size] + "\n[this message continues in the next part]")
+            block = block[size:]
+        if current and len(current) + 2 + len(block) > size:
+            pieces.append(current)
+            current = ""
+        current = f"{current}\n\n{block}" if current else block
+    if current or not pieces:
+        pieces.append(current)
+    return pieces
+
+
 def render_transcript(messages: Sequence[Message]) -> str:
-    """A plain-text rendering of messages for the summary model."""
+    """A plain-text rendering of messages for the summary model, nothing left out."""
     blocks = []
     for message in messages:
         role = message.get("role", "?")
-        content = _clip(_content_text(message.get("content")), _MAX_MESSAGE_CHARS)
+        content = _content_text(message.get("content"))
         if role == "tool":
-            label = message.get("name") or message.get("tool_call_id") or ""
+            label = (
+                message.get("name") or message.get("tool_name") or message.get("tool_call_id") or ""
+            )
             blocks.append(f"[tool result {label}]\n{content}".rstrip())
             continue
         block = f"[{role}]\n{content}".rstrip()
         for call in message.get("tool_calls") or []:
             function = call.get("function") or {}
-            arguments = _clip(str(function.get("arguments") or ""), _MAX_MESSAGE_CHARS)
-            block += f"\n[called {function.get('name', '?')}({arguments})]"
+            block += f"\n[called {function.get('name', '?')}({function.get('arguments') or ''})]"
         blocks.append(block)
     return "\n\n".join(blocks)
 
@@ -405,13 +479,3 @@ def _content_text(content: Any) -> str:
             part.get("text", "[image]") if isinstance(part, dict) else str(part) for part in content
         )
     return "" if content is None else str(content)
-
-
-def _clip(text: str, limit: int) -> str:
-    """``text`` cut to about ``limit`` characters, keeping its start and its end."""
-    if len(text) <= limit:
-        return text
-    head = limit * 2 // 3
-    tail = limit - head
-    omitted = len(text) - head - tail
-    return f"{text[:head]}\n[... {omitted} characters omitted ...]\n{text[-tail:]}"

@@ -13,8 +13,9 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from hermes.agent import review, transcript
+from hermes.agent import review, transcript, turn_lock
 from hermes.agent.errors import ContextLengthError, TurnInterrupted
+from hermes.state import wellformed
 
 if TYPE_CHECKING:
     from hermes.agent.agent import AIAgent
@@ -48,6 +49,18 @@ def run_turn(
     agent._interrupt.clear()
     agent.client.clear_interrupt()
     agent.ensure_session()
+    try:
+        with turn_lock.holding_turn(agent):
+            agent.ensure_session()  # another turn may have rotated it while we waited
+            return _run_locked(agent, user_message, history)
+    except TurnInterrupted:  # while waiting for another turn: nothing was stored
+        agent.emit("interrupted")
+        return _result(agent, Turn(messages=[], interrupted=True), agent.system_prompt)
+
+
+def _run_locked(
+    agent: AIAgent, user_message: str, history: list[dict[str, Any]] | None
+) -> dict[str, Any]:
     if history is None:
         history = agent.load_history()
     else:
@@ -71,6 +84,10 @@ def run_turn(
         agent.emit("interrupted")
     elif review.due(agent):
         review.spawn(agent, turn.messages)
+    return _result(agent, turn, system_prompt)
+
+
+def _result(agent: AIAgent, turn: Turn, system_prompt: str | None) -> dict[str, Any]:
     return {
         "final_response": turn.final_response,
         "messages": turn.messages,
@@ -91,6 +108,7 @@ def _loop(agent: AIAgent, turn: Turn, system_prompt: str) -> str:
     while turn.iterations < agent.max_iterations:
         _check_interrupt(agent)
         system_prompt = _maybe_compress(agent, turn, system_prompt)
+        _ensure_well_formed(agent, turn)
         turn.iterations += 1
         agent.last_sent_count = len(turn.messages)
         try:
@@ -166,6 +184,17 @@ def _maybe_compress(agent: AIAgent, turn: Turn, system_prompt: str, *, force: bo
             }
         )
     return system_prompt
+
+
+def _ensure_well_formed(agent: AIAgent, turn: Turn) -> None:
+    """Never send a context a provider refuses (invariant 15): repair it instead."""
+    if wellformed.is_well_formed(turn.messages):
+        return
+    log.warning("the context of %s was not well-formed; repairing it", agent.session_id)
+    fixed = wellformed.repair(turn.messages)
+    if fixed.synthetic and agent.writes_transcript and agent.holds_turn_lock:
+        agent.persist(*fixed.synthetic)
+    turn.messages = fixed.messages
 
 
 def _context_tokens(agent: AIAgent, turn: Turn) -> int | None:

@@ -154,6 +154,8 @@ class TurnView:
                 if reason and not reason.startswith("nothing to compress"):
                     self._note(f"context not compressed: {reason}")
                 self._status = THINKING
+            elif kind == "turn_waiting":
+                self._status = "Waiting for another turn on this conversation… (Ctrl-C stops)"
             elif kind == "moved":
                 self._note(f"this conversation moved on to segment {data.get('session_id')}")
             self._rebuild()

@@ -190,8 +190,7 @@ def _ask_once(agent: AIAgent, text: str, as_json: bool) -> None:
 
     streamed = _stream_to_terminal(agent) if not as_json else None
     agent.client.on_retry = _retry_to_stderr
-    if sys.stderr.isatty():
-        agent.event_callback = _progress_to_stderr
+    agent.event_callback = _progress_to_stderr if sys.stderr.isatty() else _waiting_to_stderr
     outcome = run_in_worker(
         lambda: agent.run_conversation(text),
         interrupt=agent.interrupt,
@@ -233,6 +232,15 @@ def _progress_to_stderr(kind: str, data: dict[str, Any]) -> None:
         click.echo(click.style(f"[running {data.get('name')}]", dim=True), err=True)
     elif kind == "compressed":
         click.echo(click.style("[context compressed]", dim=True), err=True)
+    else:
+        _waiting_to_stderr(kind, data)
+
+
+def _waiting_to_stderr(kind: str, data: dict[str, Any]) -> None:
+    """Said even into a pipe: otherwise a waiting chat looks hung."""
+    if kind == "turn_waiting":
+        message = "[waiting for another turn on this conversation… Ctrl-C stops]"
+        click.echo(click.style(message, dim=True), err=True)
 
 
 def _retry_to_stderr(number: int, of: int, delay: float, why: str) -> None:

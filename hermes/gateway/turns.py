@@ -22,6 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from hermes.agent.errors import AgentError
+from hermes.agent.turn_lock import held_by_caller
 from hermes.gateway import commands
 from hermes.gateway.lanes import COMMAND, EVENT, Lane, WorkItem
 from hermes.gateway.messages import TurnResult
@@ -75,7 +76,11 @@ class TurnRunner:
         lane.agent = agent
         result = TurnResult(conversation_id=item.conversation_id)
         try:
-            self._run_item(item, agent, result)
+            if item.turn is not None:  # this gateway holds the turn lock for the item
+                with held_by_caller(agent):
+                    self._run_item(item, agent, result)
+            else:
+                self._run_item(item, agent, result)
         except AgentError as exc:
             result.error = str(exc)
             log.warning("turn in %s failed: %s", item.conversation_id, exc)

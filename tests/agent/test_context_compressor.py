@@ -82,8 +82,8 @@ def summarising(fake_llm: FakeLLMServer) -> FakeLLMServer:
 def make(client: ModelClient | None, clock: Clock, **overrides: Any) -> ContextCompressor:
     options: dict[str, Any] = {
         "model": "main-model",
-        "context_length": 4_000,
-        "tail_share": 0.25,
+        "context_length": 8_000,
+        "tail_share": 0.125,
         "cooldown_seconds": 60.0,
         "clock": clock,
     }
@@ -302,7 +302,7 @@ def test_cooldown_blocks_should_compress_until_it_ends(
     client: ModelClient, fake_llm: FakeLLMServer, clock: Clock
 ) -> None:
     fake_llm.enqueue(fake.server_error(503))
-    compressor = make(client, clock)
+    compressor = make(client, clock, context_length=4_000, tail_share=0.25)
     compressor.compress(long_transcript())
 
     assert not compressor.should_compress(prompt_tokens=3_999)

@@ -1,0 +1,65 @@
+"""One turn at a time per conversation, for every surface (DESIGN invariant 11).
+
+Every ``AIAgent`` turn that writes the transcript holds the store's per-conversation
+turn lock (``SessionDB.try_lock_turn``): a CLI, a library caller, the gateway and a
+background-process event on one conversation, in one process or several, run their
+turns one after another. The lock is exclusive between threads of one process too.
+While another turn holds it the agent waits, polling with a short backoff, says so
+once (the ``turn_waiting`` event) and can be interrupted. A caller that already holds
+the lock for this turn (the gateway's lanes) marks the agent with ``held_by_caller``.
+The read-only review fork takes no lock.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from hermes.agent.errors import TurnInterrupted
+
+if TYPE_CHECKING:
+    from hermes.agent.agent import AIAgent
+
+log = logging.getLogger(__name__)
+
+FIRST_POLL = 0.02  # seconds; doubled after each refusal
+LAST_POLL = 0.5
+
+
+@contextlib.contextmanager
+def holding_turn(agent: AIAgent) -> Iterator[None]:
+    """Hold the conversation's turn lock for the body, waiting for it if need be."""
+    db, conversation = agent.session_db, agent.conversation_id
+    if agent.holds_turn_lock or not agent.writes_transcript or conversation is None:
+        yield
+        return
+    delay, told = FIRST_POLL, False
+    while not db.try_lock_turn(conversation):
+        if not told:
+            log.info("conversation %s is running another turn; waiting", conversation)
+            agent.emit("turn_waiting", conversation_id=conversation)
+            told = True
+        if agent._interrupt.wait(delay):
+            raise TurnInterrupted("Interrupted while waiting for another turn to finish.")
+        delay = min(delay * 2, LAST_POLL)
+    agent.holds_turn_lock = True
+    try:
+        yield
+    finally:
+        agent.holds_turn_lock = False
+        try:
+            db.unlock_turn(conversation)
+        except Exception:  # at worst the lock goes with the process
+            log.exception("could not give back the turn lock of %s", conversation)
+
+
+@contextlib.contextmanager
+def held_by_caller(agent: AIAgent) -> Iterator[None]:
+    """The caller holds this conversation's turn lock around the agent's work."""
+    before, agent.holds_turn_lock = agent.holds_turn_lock, True
+    try:
+        yield
+    finally:
+        agent.holds_turn_lock = before
