@@ -173,23 +173,7 @@ def _carried_over(
             continue
         if seen_uids is not None and (message["compacted"] or message["message_uid"] in seen):
             continue
-        rows.append(
-            MessageRow(
-                session_id=child_id,
-                message_uid=f"{message['message_uid']}@{child_id}",
-                role=message["role"],
-                content=message["content"],
-                tool_calls=message["tool_calls"],
-                tool_call_id=message["tool_call_id"],
-                tool_name=message["tool_name"],
-                reasoning=message["reasoning"],
-                created_at=message["created_at"],
-                token_count=message["token_count"],
-                compacted=1,
-                origin_id=origin,
-                content_parts=message["content_parts"],
-            )
-        )
+        rows.append(_copy(message, child_id))
     return rows
 
 
