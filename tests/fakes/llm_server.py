@@ -651,6 +651,11 @@ class _Handler(BaseHTTPRequestHandler):
         path = self.path.split("?", 1)[0].rstrip("/")
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
+        if len(raw) < length:
+            # The client died mid-request (the soak kills agents at random): there is
+            # no request to judge or answer, only a connection to close.
+            self.close_connection = True
+            return
         if path not in ("/v1/chat/completions", "/chat/completions"):
             self._send_json(
                 404, _error_body(f"Unknown path {path}.", "invalid_request_error", None)

@@ -212,3 +212,32 @@ def test_lenient_server_accepts_an_invalid_context(fake_llm: FakeLLMServer) -> N
     status, _ = post(fake_llm, {"model": "fake-model", "messages": [_result("c1")]})
     assert status == 200
     assert fake_llm.stats()["invalid_contexts"] == 0
+
+
+@pytest.mark.parametrize("sent", [b"", b'{"model": "fake-model", "messages": [{"ro'])
+def test_a_request_cut_off_by_a_dying_client_is_not_judged(sent: bytes) -> None:
+    # A client killed after its headers (the soak SIGKILLs agents mid-request) leaves a
+    # body shorter than its Content-Length. Read as "{}" it once looked like a request
+    # whose messages were not a list: a context violation hermes never sent.
+    import socket
+    from urllib.parse import urlsplit
+
+    with FakeLLMServer(strict_context=True) as server:
+        address = urlsplit(server.url)
+        with socket.create_connection((address.hostname, address.port)) as client:
+            head = (
+                "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+                "Content-Type: application/json\r\nContent-Length: 500\r\n\r\n"
+            )
+            client.sendall(head.encode() + sent)
+            client.shutdown(socket.SHUT_WR)
+            client.settimeout(10)
+            while client.recv(4096):
+                pass
+        status, _ = post(
+            server, {"model": "fake-model", "messages": [{"role": "user", "content": "x"}]}
+        )
+        assert status == 200
+        stats = server.stats()
+        assert stats["invalid_contexts"] == 0, stats["context_reasons"]
+        assert len(server.requests) == 1
