@@ -19,6 +19,7 @@ from __future__ import annotations
 import getpass
 import os
 import random
+import re
 import time
 from collections.abc import Callable, Iterator, Sequence
 from functools import lru_cache
@@ -81,10 +82,20 @@ class _Transient(Exception):
 # -- SQL and parameters ------------------------------------------------------------
 
 
+# A quoted string or identifier: its ``?`` is text, not a placeholder.
+_QUOTED = re.compile(r"""('(?:[^']|'')*'|"(?:[^"]|"")*")""")
+
+
 @lru_cache(maxsize=1024)
 def _sql(sql: str) -> str:
-    """Shared SQL (``?`` placeholders) in psycopg's dialect (``%s``, literal ``%%``)."""
-    return sql.replace("%", "%%").replace("?", "%s")
+    """Shared SQL (``?`` placeholders) in psycopg's dialect (``%s``, literal ``%%``).
+
+    psycopg reads ``%`` everywhere, quotes included, so every ``%`` is doubled; a ``?``
+    becomes a placeholder only outside quotes.
+    """
+    pieces = _QUOTED.split(sql.replace("%", "%%"))
+    # split() with one group alternates: outside, quoted, outside, ...
+    return "".join(p if i % 2 else p.replace("?", "%s") for i, p in enumerate(pieces))
 
 
 def _param(value: Any) -> Any:

@@ -11,6 +11,7 @@ skip) and say how to run them: ``bash scripts/with-postgres .venv/bin/pytest tes
 
 from __future__ import annotations
 
+import contextlib
 import os
 import uuid
 from collections.abc import Iterator
@@ -96,6 +97,13 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreSpec]
     if request.param == "sqlite":
         yield StoreSpec("sqlite", path=str(tmp_path / "state.db"))
         return
+    with postgres_store() as spec:
+        yield spec
+
+
+@contextlib.contextmanager
+def postgres_store() -> Iterator[StoreSpec]:
+    """A fresh, empty PostgreSQL store: a schema of its own, dropped afterwards."""
     base = pg_url()
     import psycopg
 

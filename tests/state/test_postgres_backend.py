@@ -216,6 +216,20 @@ def test_query_parameters_reach_libpq_and_tables_land_in_that_schema(
     }
 
 
+def test_a_question_mark_or_percent_inside_quotes_is_text_not_a_placeholder(
+    db: SessionDB,
+) -> None:
+    # Shared SQL is written with ``?`` placeholders; only the ones outside quotes are.
+    row = db.backend.transact(
+        lambda tx: tx.one(
+            "SELECT '?' AS q, 'it''s 50% ?' AS s, \"?\" AS p FROM (SELECT ? AS \"?\") AS t",
+            (7,),
+        ),
+        write=False,
+    )
+    assert dict(row) == {"q": "?", "s": "it's 50% ?", "p": 7}
+
+
 def test_unreachable_server_is_one_clear_sentence_without_the_password() -> None:
     secret = f"pw-{uuid.uuid4().hex}"
     port = _free_port()
