@@ -38,13 +38,7 @@ class HermesGroup(click.Group):
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         if name in COMMANDS:
             module_name, attribute, _ = COMMANDS[name]
-            try:
-                module = importlib.import_module(module_name)
-            except ModuleNotFoundError as exc:
-                if exc.name != module_name:
-                    raise
-                return None  # not built yet
-            return getattr(module, attribute)
+            return getattr(importlib.import_module(module_name), attribute)
         return super().get_command(ctx, name)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
