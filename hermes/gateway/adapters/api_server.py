@@ -28,6 +28,7 @@ from typing import Any
 from aiohttp import web
 
 from hermes.gateway import commands
+from hermes.gateway.adapters import api_openapi, api_sessions
 from hermes.gateway.adapters.base import Adapter
 from hermes.gateway.errors import GatewayClosed, PlatformStartError
 from hermes.gateway.lanes import COMMAND, MESSAGE, ResultSink, WorkItem
@@ -66,6 +67,8 @@ class ApiServerAdapter(Adapter):
         app.router.add_get("/v1/models", self.models)
         app.router.add_get("/health", self.health)
         app.router.add_get("/v1/health", self.health)
+        api_sessions.add_routes(app, self.runner.db)
+        api_openapi.add_routes(app)
         runner = web.AppRunner(app, access_log=None, handle_signals=False)
         await runner.setup()
         site = web.TCPSite(runner, api.host, api.port, shutdown_timeout=5.0)

@@ -1,0 +1,111 @@
+"""``GET /openapi.json``: an OpenAPI 3.1 document describing every route of the API server.
+
+The document is written by hand (one entry per route); ``tests/gateway/test_api_sessions.py``
+walks the application's router and fails when a route is missing here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+
+_ERROR = {"$ref": "#/components/schemas/Error"}
+_SESSION_ID = {
+    "name": "id",
+    "in": "path",
+    "required": True,
+    "description": "Any segment id of the conversation (an old one resolves to it).",
+    "schema": {"type": "string"},
+}
+_PAGE = [
+    {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 200}},
+    {"name": "offset", "in": "query", "schema": {"type": "integer", "minimum": 0}},
+]
+
+
+def _op(summary: str, *, params: list[dict] | None = None, body: bool = False) -> dict[str, Any]:
+    op: dict[str, Any] = {
+        "summary": summary,
+        "responses": {
+            "200": {"description": "OK", "content": {"application/json": {"schema": {}}}},
+            "400": {
+                "description": "Bad request",
+                "content": {"application/json": {"schema": _ERROR}},
+            },
+            "401": {
+                "description": "Missing or wrong key",
+                "content": {"application/json": {"schema": _ERROR}},
+            },
+            "404": {
+                "description": "Not found",
+                "content": {"application/json": {"schema": _ERROR}},
+            },
+        },
+    }
+    if params:
+        op["parameters"] = params
+    if body:
+        op["requestBody"] = {"content": {"application/json": {"schema": {"type": "object"}}}}
+    return op
+
+
+PATHS: dict[str, dict[str, Any]] = {
+    "/health": {"get": _op("Whether the gateway is up (no key needed).")},
+    "/v1/health": {"get": _op("Whether the gateway is up (no key needed).")},
+    "/v1/models": {"get": _op("The models that may be asked for.")},
+    "/v1/chat/completions": {
+        "post": _op("OpenAI chat completion, JSON or server-sent events.", body=True)
+    },
+    "/api/sessions": {
+        "get": _op(
+            "One row per conversation, newest first; ?q= searches message text.",
+            params=[*_PAGE, {"name": "q", "in": "query", "schema": {"type": "string"}}],
+        )
+    },
+    "/api/sessions/{id}": {
+        "get": _op("A conversation with its lineage of segments.", params=[_SESSION_ID]),
+        "patch": _op("Set or clear the conversation's title.", params=[_SESSION_ID], body=True),
+        "delete": _op("Delete the whole conversation.", params=[_SESSION_ID]),
+    },
+    "/api/sessions/{id}/messages": {
+        "get": _op("The logical conversation, oldest first.", params=[_SESSION_ID, *_PAGE])
+    },
+    "/openapi.json": {"get": _op("This document.")},
+}
+
+
+def document() -> dict[str, Any]:
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "hermes gateway API", "version": "1"},
+        "paths": PATHS,
+        "components": {
+            "schemas": {
+                "Error": {
+                    "type": "object",
+                    "properties": {
+                        "error": {
+                            "type": "object",
+                            "properties": {
+                                "message": {"type": "string"},
+                                "type": {"type": "string"},
+                                "code": {"type": ["string", "null"]},
+                            },
+                        }
+                    },
+                }
+            },
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+        },
+        "security": [{"bearer": []}],
+    }
+
+
+def add_routes(app: web.Application) -> None:
+    """Serve the document at ``/openapi.json``."""
+
+    async def serve(request: web.Request) -> web.Response:
+        return web.json_response(document())
+
+    app.router.add_get("/openapi.json", serve)
