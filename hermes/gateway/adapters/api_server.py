@@ -37,6 +37,10 @@ from hermes.gateway.settings import API_SERVER, ApiServerSettings
 log = logging.getLogger(__name__)
 
 SESSION_HEADER = "X-Hermes-Session-Id"
+UPSTREAM_FAILED = (
+    "The model endpoint behind this gateway failed to answer; try again later, or ask the"
+    " gateway's operator if it keeps failing."
+)
 _SESSION_ID = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
 _HISTORY_ROLES = ("user", "assistant")
 
@@ -201,7 +205,8 @@ class ApiServerAdapter(Adapter):
     ) -> web.StreamResponse:
         headers = {SESSION_HEADER: result.session_id} if result.session_id else {}
         if result.error:
-            return _error(502, result.error, "upstream_error", "model_error", headers=headers)
+            message = _caller_error(result)
+            return _error(502, message, "upstream_error", "model_error", headers=headers)
         if body.get("stream"):
             sink = ResultSink(stream=True)
             sink.done(result)
@@ -257,7 +262,8 @@ class ApiServerAdapter(Adapter):
         except GatewayClosed as exc:
             result = TurnResult(error=str(exc))
         if result.error:
-            error = {"message": result.error, "type": "upstream_error", "code": "model_error"}
+            message = _caller_error(result)
+            error = {"message": message, "type": "upstream_error", "code": "model_error"}
             await _send(response, json.dumps({"error": error}))
         else:
             if not sink.streamed and result.reply_text:
@@ -347,6 +353,13 @@ def _usage(result: TurnResult) -> dict[str, int]:
         "completion_tokens": result.completion_tokens,
         "total_tokens": result.prompt_tokens + result.completion_tokens,
     }
+
+
+def _caller_error(result: TurnResult) -> str:
+    """What the HTTP caller is told; the operator's advice is in the gateway log."""
+    if result.upstream_failed:
+        return UPSTREAM_FAILED
+    return result.error or ""
 
 
 def _error(
