@@ -229,3 +229,33 @@ def test_an_unreachable_model_endpoint_is_a_502_for_the_caller(hermes_home, mode
             timeout=60,
         )
     assert_caller_error(response.status_code, response.json())
+
+
+def test_after_new_the_old_header_addresses_the_new_conversation(client, gateway) -> None:
+    _, old = ask(client, "before new")
+    _, fresh = ask(client, "/new", old)
+    assert fresh != old
+    answer, tip = ask(client, "after new", old)  # a client that kept its old header
+    assert (answer, tip) == ("echo: after new", fresh)
+    assert [m["content"] for m in gateway.db.get_conversation_messages(fresh)] == [
+        "after new",
+        "echo: after new",
+    ]
+    assert [m["content"] for m in gateway.db.get_conversation_messages(old)][-1] == (
+        "echo: before new"
+    )
+
+
+def test_the_resume_header_goes_back_to_the_old_conversation(client, gateway) -> None:
+    _, old = ask(client, "before new")
+    ask(client, "/new", old)
+    raw = client.chat.completions.with_raw_response.create(
+        model="m",
+        messages=[{"role": "user", "content": "back again"}],
+        extra_headers={HEADER: old, "X-Hermes-Resume": "1"},
+    )
+    assert raw.headers[HEADER] == old
+    assert [m["content"] for m in gateway.db.get_conversation_messages(old)][-2:] == [
+        "back again",
+        "echo: back again",
+    ]

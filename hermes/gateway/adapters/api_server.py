@@ -37,6 +37,7 @@ from hermes.gateway.settings import API_SERVER, ApiServerSettings
 log = logging.getLogger(__name__)
 
 SESSION_HEADER = "X-Hermes-Session-Id"
+RESUME_HEADER = "X-Hermes-Resume"  # "1": a stale id goes back to its own conversation
 UPSTREAM_FAILED = (
     "The model endpoint behind this gateway failed to answer; try again later, or ask the"
     " gateway's operator if it keeps failing."
@@ -158,7 +159,8 @@ class ApiServerAdapter(Adapter):
             return await self._answer(
                 request, body, TurnResult(text=commands.refusal(command), session_id=session)
             )
-        key, conversation, created = await self.runner.api_conversation(session)
+        resume = request.headers.get(RESUME_HEADER) == "1"
+        key, conversation, created = await self.runner.api_conversation(session, resume=resume)
         sink = ResultSink(stream=bool(body.get("stream")))
         item = WorkItem(
             kind=COMMAND if command is not None else MESSAGE,
@@ -180,7 +182,7 @@ class ApiServerAdapter(Adapter):
 
     async def _immediate(self, command: commands.Command, session: str | None) -> TurnResult:
         if command.name == "new":
-            _, conversation, _ = await self.runner.api_conversation(None)
+            conversation = await self.runner.api_new_conversation(session)
             return TurnResult(
                 text="Started a new conversation.",
                 session_id=conversation,
