@@ -69,6 +69,7 @@ class TurnResult:
     model: str | None = None
     interrupted: bool = False
     error: str | None = None  # a sentence for the user when the turn failed
+    upstream_failed: bool = False  # the model endpoint failed (error holds operator advice)
     dropped: bool = False  # a completion event of a conversation that was reset
     prompt_tokens: int = 0
     completion_tokens: int = 0

@@ -382,24 +382,43 @@ class GatewayRunner:
 
     # -- conversations of the HTTP API --------------------------------------------------
 
-    async def api_conversation(self, session_id: str | None) -> tuple[str, str, bool]:
+    async def api_conversation(
+        self, session_id: str | None, *, resume: bool = False
+    ) -> tuple[str, str, bool]:
         """(session key, conversation id, created) for a request's X-Hermes-Session-Id.
 
         No id starts a new conversation; an unknown id starts one with that id; any
-        segment of an existing conversation (an old one included) selects it.
+        segment of an existing conversation (an old one included) selects the
+        conversation its key routes to now (after ``/new``, the new one), or with
+        ``resume`` that segment's own conversation, which the key then routes to again.
         """
-        if session_id is not None and session_id in self._api_conversations:
+        if not resume and session_id is not None and session_id in self._api_conversations:
             key, conversation = self._api_conversations[session_id]
             return key, conversation, False
         key, conversation, created = await asyncio.to_thread(
-            self._open_api_conversation, session_id
+            self._open_api_conversation, session_id, resume
         )
         if len(self._api_conversations) > 100_000:
             self._api_conversations.clear()
         self._api_conversations[session_id or conversation] = (key, conversation)
         return key, conversation, created
 
-    def _open_api_conversation(self, session_id: str | None) -> tuple[str, str, bool]:
+    async def api_new_conversation(self, session_id: str | None) -> str:
+        """``/new`` over the API: the key of ``session_id`` routes to a new conversation."""
+        if session_id is None:
+            return (await self.api_conversation(None))[1]
+        key, _, _ = await self.api_conversation(session_id)
+
+        def create() -> str:
+            return self.db.create_session(source=API_SERVER, session_key=key)
+
+        fresh = await asyncio.to_thread(self.router.reset, key, create, platform=API_SERVER)
+        self._api_conversations.pop(session_id, None)
+        return fresh
+
+    def _open_api_conversation(
+        self, session_id: str | None, resume: bool = False
+    ) -> tuple[str, str, bool]:
         from hermes.state.segments import new_session_id
 
         if session_id is not None:
@@ -410,7 +429,11 @@ class GatewayRunner:
                 if key.split(":", 1)[0] not in PLATFORMS:
                     key = f"{API_SERVER}:{conversation}"  # e.g. a conversation of the CLI
                 tip = self.db.resolve_tip(conversation)
-                self.router.adopt(key, tip, platform=API_SERVER)
+                if resume:
+                    self.router.route_new(key, tip, platform=API_SERVER)
+                elif not self.router.adopt(key, tip, platform=API_SERVER):
+                    # The key was routed on (``/new``): a stale header follows it.
+                    conversation = self.router.current_conversation(key) or conversation
                 return key, conversation, False
         if session_id is None:  # a fresh id: no other request can race for its key
             fresh = new_session_id()

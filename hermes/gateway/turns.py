@@ -21,7 +21,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-from hermes.agent.errors import AgentError
+from hermes.agent.errors import AgentError, ContextLengthError, ModelError
 from hermes.agent.turn_lock import held_by_caller
 from hermes.gateway import commands
 from hermes.gateway.lanes import COMMAND, EVENT, Lane, WorkItem
@@ -83,6 +83,7 @@ class TurnRunner:
                 self._run_item(item, agent, result)
         except AgentError as exc:
             result.error = str(exc)
+            result.upstream_failed = _endpoint_failed(exc)
             log.warning("turn in %s failed: %s", item.conversation_id, exc)
         except StateError as exc:
             result.error = str(exc)
@@ -186,3 +187,8 @@ def _close(agent: Any) -> None:
             client.close()
         except Exception:  # closing a pool must never break the gateway
             log.debug("closing an agent's client failed", exc_info=True)
+
+
+def _endpoint_failed(exc: AgentError) -> bool:
+    """The model endpoint itself failed (not a conversation too long for it)."""
+    return isinstance(exc, ModelError) and not isinstance(exc, ContextLengthError)

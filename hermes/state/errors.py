@@ -2,6 +2,7 @@
 
 StateError
 ├── SessionNotFoundError    no segment with that id
+├── MessageNotFoundError    no message with that id in the conversation
 ├── SegmentEndedError       appending to a segment ended for a reason other than compression
 ├── LeaseNotHeldError       publishing a rotation without holding the compression lease
 ├── NotTipError             rotating a segment that is no longer its conversation's tip
@@ -25,6 +26,16 @@ class SessionNotFoundError(StateError):
     def __init__(self, session_id: str) -> None:
         super().__init__(f"No session with id '{session_id}' in the state store.")
         self.session_id = session_id
+
+
+class MessageNotFoundError(StateError):
+    def __init__(self, session_id: str, message_id: int) -> None:
+        super().__init__(
+            f"No message with id {message_id} in the conversation of session '{session_id}'; "
+            "branch at a message of that conversation."
+        )
+        self.session_id = session_id
+        self.message_id = message_id
 
 
 class SegmentEndedError(StateError):

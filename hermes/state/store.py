@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 from hermes.state import export, gateway_queue, lease, rotation, routes, segments
 from hermes.state.backend import Backend, Row, Tx
-from hermes.state.errors import ReadOnlyStoreError, SessionNotFoundError
+from hermes.state.errors import MessageNotFoundError, ReadOnlyStoreError, SessionNotFoundError
 from hermes.state.search import query_terms, snippet
 
 T = TypeVar("T")
@@ -156,11 +156,23 @@ class SessionDB:
         self._write(lambda tx: segments.insert(tx, values))
         return sid
 
-    def branch_session(self, from_session_id: str, *, source: str | None = None) -> str:
-        """A new conversation that starts with a copy of another's logical history."""
+    def branch_session(
+        self,
+        from_session_id: str,
+        *,
+        at_message_id: int | None = None,
+        source: str | None = None,
+    ) -> str:
+        """A new conversation that starts with a copy of another's logical history.
+
+        With ``at_message_id`` the copy stops after that message (an original's id or the
+        id of its carried copy in a later segment): the branch point of an edited history.
+        """
         history = self.get_conversation_messages(from_session_id)
         origin = self.get_session(from_session_id)
         assert origin is not None
+        if at_message_id is not None:
+            history = history[: self._branch_point(from_session_id, history, at_message_id)]
         now = time.time()
         sid = segments.new_session_id(now)
 
@@ -188,6 +200,20 @@ class SessionDB:
 
         self._write(run)
         return sid
+
+    def _branch_point(self, session_id: str, history: list[dict], message_id: int) -> int:
+        """How many messages of ``history`` to keep so it ends with ``message_id``."""
+        row = self._read(
+            lambda tx: tx.one(
+                "SELECT COALESCE(origin_id, id) AS origin FROM messages WHERE id = ?",
+                (message_id,),
+            )
+        )
+        origin = int(row["origin"]) if row else message_id
+        for index, message in enumerate(history):
+            if message["id"] in (message_id, origin):
+                return index + 1
+        raise MessageNotFoundError(session_id, message_id)
 
     def get_session(self, session_id: str) -> dict | None:
         return self._read(lambda tx: segments.get(tx, session_id))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import socket
 from pathlib import Path
 
@@ -11,8 +12,8 @@ import pytest
 
 from hermes.gateway.errors import PlatformStartError
 from hermes.gateway.settings import ApiServerSettings
-from tests.fakes.llm_server import server_error
-from tests.gateway.harness import GatewayThread
+from tests.fakes.llm_server import auth_error, server_error
+from tests.gateway.harness import GatewayThread, write_config
 
 HEADER = "X-Hermes-Session-Id"
 
@@ -175,3 +176,86 @@ def test_port_in_use_is_a_clear_error(hermes_home: Path, config_file: Path) -> N
                 gateway.start()
         finally:
             gateway.stop()
+
+
+UPSTREAM_SENTENCE = "The model endpoint behind this gateway failed"
+OPERATOR_WORDS = ("HERMES_API_KEY", "hermes setup", "hermes doctor", "http://")
+
+
+def assert_caller_error(status: int, body: dict) -> None:
+    """A 502 in OpenAI's error shape that says the model endpoint failed, no operator advice."""
+    assert status == 502
+    error = body["error"]
+    assert error["type"] == "upstream_error" and error["code"] == "model_error"
+    assert error["message"].startswith(UPSTREAM_SENTENCE)
+    assert not any(word in error["message"] for word in OPERATOR_WORDS)
+
+
+@pytest.mark.parametrize("reply", [auth_error(), server_error(500)], ids=["401", "500"])
+def test_an_upstream_failure_tells_the_caller_without_operator_advice(
+    client, gateway, fake_llm, reply, caplog
+) -> None:
+    fake_llm.enqueue(reply)
+    with pytest.raises(openai.APIStatusError) as failure:
+        ask(client, "hello")
+    assert_caller_error(failure.value.status_code, failure.value.response.json())
+    # The operator's account (which endpoint, what it said) stays in the gateway log.
+    assert f"The endpoint {fake_llm.url}" in caplog.text
+
+
+def test_an_upstream_failure_while_streaming_ends_with_the_caller_sentence(
+    client, gateway, fake_llm
+) -> None:
+    fake_llm.enqueue(auth_error())
+    response = httpx.post(
+        f"{gateway.url}/chat/completions",
+        json={"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]},
+        timeout=30,
+    )
+    events = [line.removeprefix("data: ") for line in response.text.splitlines() if line]
+    error = next(json.loads(e) for e in events if e.startswith('{"error"'))
+    assert_caller_error(502, error)
+
+
+def test_an_unreachable_model_endpoint_is_a_502_for_the_caller(hermes_home, model_key) -> None:
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        closed = f"http://127.0.0.1:{probe.getsockname()[1]}/v1"
+    write_config(hermes_home, closed)
+    with GatewayThread(hermes_home) as gateway:
+        response = httpx.post(
+            f"{gateway.url}/chat/completions",
+            json={"model": "m", "messages": [{"role": "user", "content": "hi"}]},
+            timeout=60,
+        )
+    assert_caller_error(response.status_code, response.json())
+
+
+def test_after_new_the_old_header_addresses_the_new_conversation(client, gateway) -> None:
+    _, old = ask(client, "before new")
+    _, fresh = ask(client, "/new", old)
+    assert fresh != old
+    answer, tip = ask(client, "after new", old)  # a client that kept its old header
+    assert (answer, tip) == ("echo: after new", fresh)
+    assert [m["content"] for m in gateway.db.get_conversation_messages(fresh)] == [
+        "after new",
+        "echo: after new",
+    ]
+    assert [m["content"] for m in gateway.db.get_conversation_messages(old)][-1] == (
+        "echo: before new"
+    )
+
+
+def test_the_resume_header_goes_back_to_the_old_conversation(client, gateway) -> None:
+    _, old = ask(client, "before new")
+    ask(client, "/new", old)
+    raw = client.chat.completions.with_raw_response.create(
+        model="m",
+        messages=[{"role": "user", "content": "back again"}],
+        extra_headers={HEADER: old, "X-Hermes-Resume": "1"},
+    )
+    assert raw.headers[HEADER] == old
+    assert [m["content"] for m in gateway.db.get_conversation_messages(old)][-2:] == [
+        "back again",
+        "echo: back again",
+    ]

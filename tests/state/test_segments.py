@@ -4,10 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from hermes.state import ReadOnlyStoreError, SessionDB, SessionNotFoundError, StateError
+from hermes.state import (
+    MessageNotFoundError,
+    ReadOnlyStoreError,
+    SessionDB,
+    SessionNotFoundError,
+    StateError,
+)
 
-from .helpers import rotate
+from .helpers import SUMMARY, rotate
 
+TURNS = [("user", "one"), ("assistant", "two"), ("user", "three"), ("assistant", "four")]
 SESSION_KEYS = {
     "id",
     "conversation_id",
@@ -159,6 +166,45 @@ def test_branch_session_of_a_rotated_conversation_copies_its_logical_history(
     branch = db.branch_session("origin", source="api")
     assert db.get_session(branch)["source"] == "api"
     assert [m["content"] for m in db.get_messages(branch)] == ["before", "after"]
+
+
+def test_branch_session_at_a_message_keeps_the_history_up_to_it(db: SessionDB) -> None:
+    db.create_session("origin", source="api")
+    ids = [db.append_message("origin", role, text).message_id for role, text in TURNS]
+    branch = db.branch_session("origin", at_message_id=ids[1])
+    assert db.get_session(branch)["lineage"] == "branch"
+    assert [m["content"] for m in db.get_conversation_messages(branch)] == ["one", "two"]
+    assert len(db.get_messages("origin")) == 4  # the origin keeps its whole history
+
+
+def test_branch_session_at_a_message_before_a_rotation(db: SessionDB) -> None:
+    db.create_session("origin", source="api")
+    ids = [db.append_message("origin", role, text).message_id for role, text in TURNS[:3]]
+    kept = db.get_messages("origin")[-1]  # "three" is carried into the child as a copy
+    child = rotate(db, "origin", messages=[SUMMARY, kept])
+    db.append_message(child, "assistant", "four")
+    by_original = db.branch_session(child, at_message_id=ids[0])
+    assert [m["content"] for m in db.get_conversation_messages(by_original)] == ["one"]
+    copy_id = next(m["id"] for m in db.get_messages(child) if m["content"] == "three")
+    assert copy_id != ids[2]
+    by_copy = db.branch_session(child, at_message_id=copy_id)
+    assert [m["content"] for m in db.get_conversation_messages(by_copy)] == [
+        "one",
+        "two",
+        "three",
+    ]
+
+
+def test_branch_session_at_a_message_of_another_conversation_fails_and_writes_nothing(
+    db: SessionDB,
+) -> None:
+    db.create_session("origin", source="api")
+    db.append_message("origin", "user", "one")
+    db.create_session("other", source="api")
+    foreign = db.append_message("other", "user", "elsewhere").message_id
+    with pytest.raises(MessageNotFoundError, match="branch at a message of that conversation"):
+        db.branch_session("origin", at_message_id=foreign)
+    assert len(db.list_conversations()) == 2
 
 
 def test_close_and_context_manager(make_db) -> None:

@@ -38,6 +38,11 @@ from hermes.gateway.settings import API_SERVER, ApiServerSettings
 log = logging.getLogger(__name__)
 
 SESSION_HEADER = "X-Hermes-Session-Id"
+RESUME_HEADER = "X-Hermes-Resume"  # "1": a stale id goes back to its own conversation
+UPSTREAM_FAILED = (
+    "The model endpoint behind this gateway failed to answer; try again later, or ask the"
+    " gateway's operator if it keeps failing."
+)
 _SESSION_ID = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
 _HISTORY_ROLES = ("user", "assistant")
 
@@ -157,7 +162,8 @@ class ApiServerAdapter(Adapter):
             return await self._answer(
                 request, body, TurnResult(text=commands.refusal(command), session_id=session)
             )
-        key, conversation, created = await self.runner.api_conversation(session)
+        resume = request.headers.get(RESUME_HEADER) == "1"
+        key, conversation, created = await self.runner.api_conversation(session, resume=resume)
         sink = ResultSink(stream=bool(body.get("stream")))
         item = WorkItem(
             kind=COMMAND if command is not None else MESSAGE,
@@ -179,7 +185,7 @@ class ApiServerAdapter(Adapter):
 
     async def _immediate(self, command: commands.Command, session: str | None) -> TurnResult:
         if command.name == "new":
-            _, conversation, _ = await self.runner.api_conversation(None)
+            conversation = await self.runner.api_new_conversation(session)
             return TurnResult(
                 text="Started a new conversation.",
                 session_id=conversation,
@@ -204,7 +210,8 @@ class ApiServerAdapter(Adapter):
     ) -> web.StreamResponse:
         headers = {SESSION_HEADER: result.session_id} if result.session_id else {}
         if result.error:
-            return _error(502, result.error, "upstream_error", "model_error", headers=headers)
+            message = _caller_error(result)
+            return _error(502, message, "upstream_error", "model_error", headers=headers)
         if body.get("stream"):
             sink = ResultSink(stream=True)
             sink.done(result)
@@ -260,7 +267,8 @@ class ApiServerAdapter(Adapter):
         except GatewayClosed as exc:
             result = TurnResult(error=str(exc))
         if result.error:
-            error = {"message": result.error, "type": "upstream_error", "code": "model_error"}
+            message = _caller_error(result)
+            error = {"message": message, "type": "upstream_error", "code": "model_error"}
             await _send(response, json.dumps({"error": error}))
         else:
             if not sink.streamed and result.reply_text:
@@ -350,6 +358,13 @@ def _usage(result: TurnResult) -> dict[str, int]:
         "completion_tokens": result.completion_tokens,
         "total_tokens": result.prompt_tokens + result.completion_tokens,
     }
+
+
+def _caller_error(result: TurnResult) -> str:
+    """What the HTTP caller is told; the operator's advice is in the gateway log."""
+    if result.upstream_failed:
+        return UPSTREAM_FAILED
+    return result.error or ""
 
 
 def _error(
