@@ -9,6 +9,7 @@ its line.
 from __future__ import annotations
 
 import copy
+import difflib
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -73,6 +74,10 @@ _TYPE_WORDS = {
     None: "null",
 }
 
+# Suggest a key only when it is this alike (difflib's ratio) as a whole or in its last
+# part: `model.temprature` is alike to no key, and gets no misleading suggestion.
+_SUGGEST_CUTOFF = 0.8
+
 
 def hermes_home() -> Path:
     """The folder holding config and state: ``$HERMES_HOME`` or ``~/.hermes``."""
@@ -135,16 +140,94 @@ def validate_value(key: str, value: Any, line: int | None = None) -> Any:
     """Return ``value`` coerced to the key's type, or raise ConfigError naming it."""
     where = f" (line {line})" if line else ""
     if key not in SCHEMA:
-        close = [k for k in SCHEMA if k.split(".")[-1] == key.split(".")[-1]]
-        hint = f" Did you mean '{close[0]}'?" if close else ""
+        close = closest_key(key)
+        hint = (
+            f" Did you mean '{close}'?" if close else " Run `hermes config show` to see the keys."
+        )
         raise ConfigError(f"Unknown config key '{key}'{where}.{hint}")
     types, _ = SCHEMA[key]
-    if any(_matches(value, t) for t in types):
-        if isinstance(value, int) and float in types and int not in types:
-            return float(value)
-        return value
-    wanted = " or ".join(_TYPE_WORDS[t] for t in types)
-    raise ConfigError(f"Config key '{key}'{where} must be {wanted}, not {value!r}.")
+    if not any(_matches(value, t) for t in types):
+        wanted = " or ".join(_TYPE_WORDS[t] for t in types)
+        raise ConfigError(f"Config key '{key}'{where} must be {wanted}, not {value!r}.")
+    if isinstance(value, int) and float in types and int not in types:
+        value = float(value)
+    check = _CHECKS.get(key)
+    problem = check(value) if check and value is not None else None
+    if problem:
+        raise ConfigError(f"Config key '{key}'{where} {problem}, not {value!r}.")
+    return value
+
+
+def closest_key(key: str) -> str | None:
+    """The known key most alike to ``key`` as a whole or in its last part, if any is."""
+    leaf = key.split(".")[-1]
+
+    def alike(candidate: str) -> float:
+        whole = difflib.SequenceMatcher(None, key, candidate).ratio()
+        last = difflib.SequenceMatcher(None, leaf, candidate.split(".")[-1]).ratio()
+        return max(whole, last)
+
+    best = max(SCHEMA, key=alike)
+    return best if alike(best) >= _SUGGEST_CUTOFF else None
+
+
+def _more_than_zero(value: float) -> str | None:
+    return None if value > 0 else "must be more than 0"
+
+
+def _zero_or_more(value: float) -> str | None:
+    return None if value >= 0 else "must be 0 or more"
+
+
+def _share(value: float) -> str | None:
+    return None if 0 < value <= 1 else "must be a share between 0 and 1"
+
+
+def _http_url(value: str) -> str | None:
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(value)
+    if parts.scheme in ("http", "https") and parts.netloc:
+        return None
+    return "must be an http:// or https:// URL, e.g. http://localhost:8080/v1"
+
+
+def _state_url(value: str) -> str | None:
+    if value == "" or value.startswith(("postgresql://", "postgres://")):
+        return None
+    return (
+        "must be a PostgreSQL URL: use a postgresql:// URL, or leave it empty for the SQLite file"
+    )
+
+
+def _one_of(*choices: str) -> Any:
+    words = " or ".join(f"'{c}'" for c in choices)
+    return lambda value: None if value in choices else f"must be {words}"
+
+
+# Checks beyond the type: each returns what is wrong (completing "Config key 'K' ..."),
+# or None. They run on the file, the environment and `hermes config set` alike.
+_CHECKS: dict[str, Any] = {
+    "model.base_url": _http_url,
+    "model.context_length": _more_than_zero,
+    "model.request_timeout": _more_than_zero,
+    "model.max_retries": _zero_or_more,
+    "compression.threshold": _share,
+    "compression.tail_share": _share,
+    "compression.cooldown_seconds": _zero_or_more,
+    "compression.max_summary_requests": _more_than_zero,
+    "compression.lease_ttl_seconds": _more_than_zero,
+    "state.url": _state_url,
+    "state.synchronous": _one_of("full", "normal"),
+    "agent.max_iterations": _more_than_zero,
+    "agent.review_interval": _zero_or_more,
+    "memory.memory_char_limit": _more_than_zero,
+    "memory.user_char_limit": _more_than_zero,
+    "terminal.timeout": _more_than_zero,
+    "terminal.output_limit": _more_than_zero,
+    "gateway.max_concurrent_turns": _more_than_zero,
+    "gateway.queue_takeover_after": _more_than_zero,
+}
 
 
 def _matches(value: Any, wanted: type | None) -> bool:
@@ -225,6 +308,11 @@ def read_file(path: Path) -> tuple[dict[str, Any], dict[str, int]]:
         raise ConfigError(
             f"Config file {path} must hold a mapping of sections, not a list or value."
         )
+    if isinstance(data.get("model"), str):
+        # `model: NAME`, the common shorthand (and Hermes Agent's), names the model.
+        data = {**data, "model": {"default": data["model"]}}
+        if "model" in lines:
+            lines["model.default"] = lines["model"]
     flat = _flatten(data)
     for key, value in flat.items():
         flat[key] = validate_value(key, value, lines.get(key))
@@ -240,22 +328,7 @@ def load_config(path: Path | None = None) -> Config:
     for env, key in ENV_OVERRIDES.items():
         if os.environ.get(env):
             values[key] = validate_value(key, os.environ[env])
-    config = Config(values=values, path=path, lines=lines)
-    _check_ranges(config)
-    return config
-
-
-def _check_ranges(config: Config) -> None:
-    threshold = config.get("compression.threshold")
-    if not 0 < threshold <= 1:
-        line = config.lines.get("compression.threshold")
-        where = f" (line {line})" if line else ""
-        raise ConfigError(
-            f"Config key 'compression.threshold'{where} must be a share between 0 and 1, "
-            f"not {threshold!r}."
-        )
-    if config.get("state.synchronous") not in ("full", "normal"):
-        raise ConfigError("Config key 'state.synchronous' must be 'full' or 'normal'.")
+    return Config(values=values, path=path, lines=lines)
 
 
 def save_value(key: str, value: Any, path: Path | None = None) -> Path:

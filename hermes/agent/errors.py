@@ -135,6 +135,12 @@ class ModelUnavailableError(ModelError):
         return "1 attempt" if self.attempts == 1 else f"{self.attempts} attempts"
 
     def _default_message(self) -> str:
+        if self.status:  # it answered, with a failure: it is reachable, the server failed
+            return (
+                f"The endpoint {self.base_url} failed for model {self.model} after "
+                f"{self._tries()}{self._detail_part()}; the server has a problem, try again "
+                "later or check its logs."
+            )
         return (
             f"The endpoint {self.base_url} did not answer for model {self.model} after "
             f"{self._tries()}{self._detail_part()}; check that it is reachable, or try again later."
@@ -142,7 +148,8 @@ class ModelUnavailableError(ModelError):
 
     @property
     def reason(self) -> str:
-        return f"did not answer at {self.base_url} after {self._tries()}{self._detail_part()}"
+        verb = "failed" if self.status else "did not answer"
+        return f"{verb} at {self.base_url} after {self._tries()}{self._detail_part()}"
 
 
 class ContextLengthError(ModelError):

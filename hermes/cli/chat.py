@@ -43,6 +43,8 @@ JSON_KEYS = ("final_response", "session_id", "iterations", "interrupted", "promp
               help="Continue the most recent conversation started here.")  # fmt: skip
 @click.option("-r", "--resume", metavar="ID|TITLE",
               help="Continue a conversation by any of its segment ids or its title.")  # fmt: skip
+@click.option("--read-only", "read_only", is_flag=True,
+              help="Show a conversation (-c, -r or the latest) without writing; sends nothing.")  # fmt: skip
 def chat(
     query: str | None,
     as_json: bool,
@@ -50,13 +52,18 @@ def chat(
     base_url: str | None,
     continue_: bool,
     resume: str | None,
+    read_only: bool,
 ) -> None:
     """Chat with the agent; with -q, answer one question and exit."""
     if as_json and query is None:
         raise click.UsageError("--json works with -q: hermes chat -q 'question' --json")
     if continue_ and resume:
         raise click.UsageError("Use either -c/--continue or --resume, not both.")
+    if read_only:
+        _browse(resume, sending=query is not None)
+        return
     config = load_config()
+    _refuse_a_read_only_store(config)
     _log_to_file()
     if base_url is None and query is None and _no_model_yet(config.get("model.base_url")):
         config = _first_run_setup()
@@ -96,20 +103,59 @@ def _log_to_file() -> None:
     root = logging.getLogger()
     if any(getattr(h, "_hermes_chat", False) for h in root.handlers):
         return
-    folder = ensure_home() / "logs"
-    folder.mkdir(mode=0o700, exist_ok=True)
-    path = folder / "chat.log"
-    if not path.exists():
-        os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
-    handler = RotatingFileHandler(path, maxBytes=2_000_000, backupCount=2, encoding="utf-8")
+    try:
+        folder = ensure_home() / "logs"
+        folder.mkdir(mode=0o700, exist_ok=True)
+        path = folder / "chat.log"
+        if not path.exists():
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
+        handler: logging.Handler = RotatingFileHandler(
+            path, maxBytes=2_000_000, backupCount=2, encoding="utf-8"
+        )
+    except (OSError, HermesError):
+        # A read-only HERMES_HOME: warnings go to stderr rather than nowhere.
+        handler = logging.StreamHandler()
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     handler._hermes_chat = True  # type: ignore[attr-defined]
     root.addHandler(handler)
     debug = bool(os.environ.get("HERMES_DEBUG"))
     root.setLevel(logging.DEBUG if debug else logging.WARNING)
     logging.getLogger("hermes").setLevel(logging.DEBUG if debug else logging.INFO)
-    if os.environ.get("HERMES_DEBUG"):
+    if debug and isinstance(handler, RotatingFileHandler):  # else stderr has it already
         root.addHandler(logging.StreamHandler())
+
+
+def _refuse_a_read_only_store(config: Config) -> None:
+    """A store hermes cannot write: say so before any question is sent and lost."""
+    from hermes.cli._store import store_location
+    from hermes.state.diagnose import read_only
+
+    location = store_location(config.get("state.url"), use_config=False)
+    path = location.path
+    found = read_only(path) if path is not None and path.exists() else None
+    if found is not None:
+        raise HermesError(
+            f"{found.problem} `hermes chat` can only read it here: browse with "
+            "`hermes chat --read-only` (-c or -r ID), or make the folder writable."
+        )
+
+
+def _browse(resume: str | None, *, sending: bool) -> None:
+    """`chat --read-only`: show the conversation as `sessions show` does; send nothing."""
+    from hermes.cli.sessions import _transcript, _write_stream
+
+    with opened_store(read_only=True) as db:
+        tip = resolve_conversation(db, resume) if resume else _latest(db)
+        _write_stream(_transcript(db, db.get_segments(tip)), click.get_text_stream("stdout"))
+    if sending:
+        raise HermesError("Not sent: `hermes chat --read-only` only shows conversations.")
+
+
+def _latest(db: SessionDB) -> str:
+    latest = db.list_conversations(limit=1, source="cli") or db.list_conversations(limit=1)
+    if not latest:
+        raise HermesError("No conversation to show yet.")
+    return latest[0]["tip_id"]
 
 
 def _require_key(base_url: str) -> str | None:

@@ -8,7 +8,6 @@ and the API key to ``$HERMES_HOME/.env`` (0600), never to config.yaml.
 
 from __future__ import annotations
 
-import difflib
 import json
 import re
 import sys
@@ -21,6 +20,7 @@ from hermes.cli._env import find_api_key, is_loopback, save_api_key
 from hermes.config import (
     SCHEMA,
     Config,
+    closest_key,
     ensure_home,
     hermes_home,
     load_config,
@@ -36,10 +36,8 @@ def check_key(key: str) -> str:
     """``key`` if it exists (or is a section); else ConfigError with the closest match."""
     if key in SCHEMA or any(k.startswith(key + ".") for k in SCHEMA):
         return key
-    close = difflib.get_close_matches(key, list(SCHEMA), n=1, cutoff=0.5)
-    if not close:
-        close = [k for k in SCHEMA if k.split(".")[-1] == key.split(".")[-1]]
-    hint = f" Did you mean '{close[0]}'?" if close else " Run `hermes config show` to see the keys."
+    close = closest_key(key)
+    hint = f" Did you mean '{close}'?" if close else " Run `hermes config show` to see the keys."
     raise ConfigError(f"Unknown config key '{key}'.{hint}")
 
 
@@ -93,7 +91,8 @@ def get(key: str) -> None:
     click.echo(_as_text(_masked(key, value)))
 
 
-@config.command("set")
+# A value such as -3 is a value, not an option: click would otherwise refuse it.
+@config.command("set", context_settings={"ignore_unknown_options": True})
 @click.argument("key")
 @click.argument("value")
 def set_(key: str, value: str) -> None:

@@ -21,7 +21,7 @@ from hermes.cli._env import env_file, find_api_key, is_loopback
 from hermes.cli._store import StoreLocation, open_db, store_location
 from hermes.config import ENV_OVERRIDES, Config, defaults, hermes_home, load_config
 from hermes.errors import HermesError
-from hermes.state.diagnose import BACKUP_FIX, diagnosis_of
+from hermes.state.diagnose import BACKUP_FIX, diagnosis_of, read_only
 from hermes.text import plural
 
 GUARD_INDEXES = ("sessions_one_live_tip", "sessions_one_compression_child")
@@ -130,6 +130,9 @@ def _store_checks(location: StoreLocation, synchronous: str) -> Iterator[Check]:
         return
     if location.path is not None:
         yield _file_modes(location.path)
+        found = read_only(location.path)
+        if found is not None:  # not a failure: reading works; say what does not
+            yield Check("writable", None, f"{found.problem} {found.fix}")
     try:
         db = open_db(location, read_only=True, synchronous=synchronous)
     except (HermesError, sqlite3.Error) as exc:

@@ -18,7 +18,7 @@ import click
 from hermes.cli._store import StoreLocation, open_db
 from hermes.errors import HermesError
 from hermes.state import SessionDB
-from hermes.state.copy import CopyReport, TargetNotEmptyError, copy_store
+from hermes.state.copy import CopyReport, TargetNotEmptyError, copy_store, table_counts
 
 _URL_PREFIXES = ("postgresql://", "postgres://")
 
@@ -37,7 +37,9 @@ _URL_PREFIXES = ("postgresql://", "postgres://")
     "--batch", type=click.IntRange(min=1), default=2000, show_default=True,
     help="Rows written per target transaction.",
 )  # fmt: skip
-def migrate(source: str, target: str, batch: int) -> None:
+@click.option("--dry-run", is_flag=True,
+              help="Only count what would be copied and check the target is empty.")  # fmt: skip
+def migrate(source: str, target: str, batch: int, dry_run: bool) -> None:
     """Copy a state store into an empty one, SQLite to PostgreSQL or back.
 
     Each of --from and --to is a SQLite file path or a postgresql:// URL. Every
@@ -59,11 +61,27 @@ def migrate(source: str, target: str, batch: int) -> None:
     _refuse_same_store(src, dst)
     if src.path is not None and not src.path.is_file():
         raise HermesError(f"There is no state store at {src.path}; check the --from path.")
+    if dry_run:
+        _dry_run(src, dst)
+        return
     created = dst.path is not None and not dst.path.exists()
     with open_db(src, read_only=True, synchronous="full") as from_db:
         to_db = open_db(dst, read_only=False, synchronous="full")
         report = _copy(from_db, to_db, batch, created=dst.path if created else None)
     click.echo(render_report(report))
+
+
+def _dry_run(src: StoreLocation, dst: StoreLocation) -> None:
+    """Count the source's rows and check the target, opening both read-only."""
+    with open_db(src, read_only=True, synchronous="full") as from_db:
+        counts = table_counts(from_db)
+    if dst.exists:
+        with open_db(dst, read_only=True, synchronous="full") as to_db:
+            held = table_counts(to_db)
+        if any(held.values()):
+            raise TargetNotEmptyError(dst.label, held)
+    rows = ", ".join(f"{n} {table}" for table, n in counts.items() if n) or "no rows"
+    click.echo(f"Would copy {rows} from {src.label} into {dst.label}; nothing was changed.")
 
 
 def location_of(text: str) -> StoreLocation:

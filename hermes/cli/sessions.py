@@ -374,11 +374,16 @@ def rename_cmd(ref: str, title: tuple[str, ...]) -> None:
 @click.option(
     "-y", "--yes", is_flag=True, help="Do not ask for confirmation (needed without a terminal)."
 )
-def delete_cmd(ref: str, yes: bool) -> None:
+@click.option("--dry-run", is_flag=True, help="Only say what would be deleted.")
+def delete_cmd(ref: str, yes: bool, dry_run: bool) -> None:
     """Delete a whole conversation, every segment and message (asks first)."""
-    with opened_store(read_only=False) as db:
+    with opened_store(read_only=dry_run) as db:
         chain = db.get_segments(resolve_conversation(db, ref))
         root = chain[0]
+        if dry_run:
+            click.echo(f"Would delete conversation '{root['title'] or '(untitled)'}' "
+                       f"({root['id']}, {plural(len(chain), 'segment')}); nothing was changed.")  # fmt: skip
+            return
         confirm_or_refuse(
             f"Delete conversation '{root['title'] or '(untitled)'}' ({root['id']}, "
             f"{plural(len(chain), 'segment')})? This cannot be undone",

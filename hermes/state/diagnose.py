@@ -73,6 +73,21 @@ def file_problem(path: Path) -> Diagnosis | None:
     return None
 
 
+def read_only(path: Path) -> Diagnosis | None:
+    """The store file, or its folder, cannot be written (a read-only mount or mode)."""
+    import os
+
+    if os.access(path, os.W_OK) and os.access(path.parent, os.W_OK):
+        return None
+    return Diagnosis(
+        "read_only",
+        f"{path} is read-only (the file or its folder cannot be written): hermes can read "
+        "its conversations but not add to them.",
+        "Reading commands work as they are; to chat, make the folder writable (or copy "
+        "HERMES_HOME somewhere writable), or browse with `hermes chat --read-only`.",
+    )
+
+
 def empty(path: Path) -> Diagnosis:
     return Diagnosis("empty", f"{path} is an empty file: it holds no conversations yet.",
                      "Run `hermes chat` once to start a store in it, or remove it.")  # fmt: skip

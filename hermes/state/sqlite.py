@@ -325,7 +325,7 @@ class SQLiteBackend:
             raise problem.error()
         try:
             conn = sqlite3.connect(
-                f"{self.path.resolve().as_uri()}?mode=ro",
+                f"{self.path.resolve().as_uri()}?{_read_only_mode(self.path)}",
                 uri=True,
                 check_same_thread=False,
                 isolation_level=None,
@@ -533,3 +533,21 @@ def _open_writer(path: Path, synchronous: str) -> sqlite3.Connection:
     conn.execute(f"PRAGMA synchronous={'NORMAL' if synchronous == 'normal' else 'FULL'}")
     conn.execute("PRAGMA foreign_keys=ON")
     return conn
+
+
+def _read_only_mode(path: Path) -> str:
+    """URI parameters to read ``path`` without writing anything next to it.
+
+    A WAL database read with ``mode=ro`` still needs its -shm file, which SQLite must
+    create in the folder; on a read-only folder that fails. ``immutable=1`` reads
+    without the -shm file and without locks. That is safe only when no writer can be
+    at work: a folder nobody can write holds no live writer (a writer needs to create
+    -wal and -shm there), and with no non-empty -wal every committed row is in the
+    main file. Otherwise (a writable folder, or a -wal still to be read) ``mode=ro``.
+    """
+    folder_writable = os.access(path.parent, os.W_OK)
+    wal = path.with_name(path.name + "-wal")
+    pending_wal = wal.exists() and wal.stat().st_size > 0
+    if not folder_writable and not pending_wal:
+        return "mode=ro&immutable=1"
+    return "mode=ro"
