@@ -176,6 +176,18 @@ class ContextCompressor:
             self._last_summary_error = NOTHING_TO_COMPRESS
             return given
         model = self.summary_model or self.model
+        readable = self._readable_count(middle, model)
+        if 0 < readable < len(middle):
+            # Too long to read in the requests allowed: summarise the oldest part now
+            # and keep the rest verbatim for the next compression, so a conversation
+            # that outgrew the limit (say, while the summary model was down) still
+            # shrinks instead of failing for ever.
+            log.info(
+                "The middle (%d messages) is too long for %d summary requests; "
+                "summarising its oldest %d.",
+                len(middle), self.max_summary_requests, readable,
+            )  # fmt: skip
+            middle = middle[:readable]
         try:
             summary, usage = self._summarise(middle, model, focus_topic)
         except KeyboardInterrupt:
@@ -184,7 +196,7 @@ class ContextCompressor:
         except Exception as exc:
             self._fail(model, _failure_reason(exc))
             return given
-        result = self._assemble(messages, cut, summary, len(middle), focus_topic)
+        result = self._assemble(messages, cut, middle, summary, focus_topic)
         problems = wellformed.problems(result)
         if problems:
             self._fail(model, f"would have left a context a provider refuses ({problems[0]})")
@@ -205,6 +217,31 @@ class ContextCompressor:
         )  # fmt: skip
         return result
 
+    def _budget(self, model: str) -> int:
+        """The characters (~4 per token) one summary request may hold."""
+        window = self.context_length if model == self.model else context_window(model)
+        return int(window * _REQUEST_WINDOW_SHARE) * 4
+
+    def _pieces(self, middle: Sequence[Message], model: str) -> list[str]:
+        # A quarter of each request is left for the summary so far.
+        return split_transcript(middle, self._budget(model) * 3 // 4)
+
+    def _readable_count(self, middle: list[Message], model: str) -> int:
+        """How many of ``middle``'s oldest messages the allowed requests can read: all of
+        them, or the longest prefix that ends before a non-tool message (a tool call is
+        summarised with its results); 0 when not even the first group fits."""
+        if len(self._pieces(middle, model)) <= self.max_summary_requests:
+            return len(middle)
+        ends = [i for i in range(1, len(middle)) if middle[i].get("role") != "tool"]
+        low, high = 0, len(ends)  # the answer is ends[low - 1], or 0 when low == 0
+        while low < high:  # the piece count grows with the prefix: binary search
+            mid = (low + high + 1) // 2
+            if len(self._pieces(middle[: ends[mid - 1]], model)) <= self.max_summary_requests:
+                low = mid
+            else:
+                high = mid - 1
+        return ends[low - 1] if low else 0
+
     def _summarise(
         self, middle: list[Message], model: str, focus_topic: str | None
     ) -> tuple[str, tuple[int, int]]:
@@ -213,9 +250,8 @@ class ContextCompressor:
         message is read, none is clipped (issue 11, failure 4)."""
         if self.client is None:
             raise SummaryError(model, "has no client configured")
-        window = self.context_length if model == self.model else context_window(model)
-        budget = int(window * _REQUEST_WINDOW_SHARE) * 4  # characters, ~4 per token
-        pieces = split_transcript(middle, budget * 3 // 4)  # a quarter for the summary so far
+        budget = self._budget(model)
+        pieces = self._pieces(middle, model)
         if len(pieces) > self.max_summary_requests:
             raise SummaryError(
                 model,
@@ -243,24 +279,20 @@ class ContextCompressor:
         self,
         messages: list[Message],
         cut: Cut,
+        summarised: list[Message],
         summary: str,
-        summarised: int,
         focus_topic: str | None,
     ) -> list[Message]:
-        has_user = cut.pinned is not None or any(
-            m.get("role") == "user" for m in messages[cut.tail_start :]
-        )
+        """Head, summary, then in stored order every later message not summarised: the
+        pinned newest user message, any unread rest of the middle, the tail."""
+        read = {id(m) for m in summarised}
+        after = [dict(m) for m in messages[cut.head_end :] if id(m) not in read]
+        has_user = any(m.get("role") == "user" for m in after)
         summary_message = {
             "role": "user",
-            "content": frame_summary(summary, summarised, focus_topic, user_follows=has_user),
+            "content": frame_summary(summary, len(summarised), focus_topic, user_follows=has_user),
         }
-        pinned = [dict(messages[cut.pinned])] if cut.pinned is not None else []
-        return [
-            *(dict(m) for m in messages[: cut.head_end]),
-            summary_message,
-            *pinned,
-            *(dict(m) for m in messages[cut.tail_start :]),
-        ]
+        return [*(dict(m) for m in messages[: cut.head_end]), summary_message, *after]
 
     # -- outcome bookkeeping
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from hermes.agent.context_compressor import ContextCompressor, is_summary_message
-from hermes.state import SessionDB
+from hermes.state import SessionDB, wellformed
 from hermes.state.wellformed import INTERRUPTED_RESULT
 from tests.agent.helpers import fake_agent
 from tests.fakes import llm_server as fake
@@ -161,7 +161,42 @@ def test_a_long_middle_is_summarised_in_pieces_that_each_read_everything(
     assert "omitted" not in sent
 
 
-def test_a_middle_too_long_for_the_configured_requests_changes_nothing(
+def test_a_middle_too_long_for_the_configured_requests_is_summarised_oldest_first(
+    fake_llm: fake.FakeLLMServer,
+) -> None:
+    """A conversation that outgrew max_summary_requests (the soak's summary model was down
+    for a while) must still shrink: it once failed every compression for ever."""
+    fake_llm.responder = lambda body: "summary"
+    agent = fake_agent(fake_llm, None)
+    compressor = ContextCompressor(
+        agent.client, model=fake.DEFAULT_MODEL, context_length=2_000, max_summary_requests=2
+    )
+    messages = [{"role": "user", "content": f"m{n:02d} " + "w" * 700} for n in range(40)]
+    for n, message in enumerate(messages):
+        message["message_uid"] = f"uid-{n:02d}"
+
+    rounds = 0
+    while len(messages) > 6:
+        before = len(fake_llm.requests)
+        result = compressor.compress(messages)
+        assert result is not messages, compressor.failure_message()
+        assert len(fake_llm.requests) - before <= 2  # never more requests than allowed
+        sent = "\n".join(str(r["messages"][-1]["content"]) for r in fake_llm.requests[before:])
+        kept = "\n".join(str(m["content"]) for m in result)
+        for message in messages:  # each message was read by the summary or is still here
+            if is_summary_message(message):
+                continue
+            marker = message["content"][:3]
+            covered = message["message_uid"] in compressor.last_covered_uids
+            assert (marker in sent) if covered else (marker in kept), marker
+        assert compressor.last_covered_uids  # something was read and can leave the context
+        assert not wellformed.problems(result)
+        messages, rounds = result, rounds + 1
+        assert rounds < 20
+    assert rounds > 1  # it took several compressions, each within the limit
+
+
+def test_a_first_message_too_long_for_the_configured_requests_changes_nothing(
     fake_llm: fake.FakeLLMServer,
 ) -> None:
     fake_llm.responder = lambda body: "summary"
@@ -169,7 +204,7 @@ def test_a_middle_too_long_for_the_configured_requests_changes_nothing(
     compressor = ContextCompressor(
         agent.client, model=fake.DEFAULT_MODEL, context_length=2_000, max_summary_requests=1
     )
-    messages = [{"role": "user", "content": f"m{n} " + "w" * 700} for n in range(40)]
+    messages = [{"role": "user", "content": f"m{n} " + "w" * 7_000} for n in range(4)]
 
     assert compressor.compress(messages) is messages
     assert "max_summary_requests" in (compressor.failure_message() or "")
@@ -225,3 +260,23 @@ def test_turns_of_one_conversation_never_interleave_between_threads(
     for question, answer in zip(rows[::2], rows[1::2], strict=True):
         assert question["role"] == "user" and answer["role"] == "assistant"
         assert answer["content"] == f"echo: {question['content']}"
+
+
+def test_a_partial_summary_rotates_with_full_coverage_in_the_store(
+    tmp_path: Path, fake_llm: fake.FakeLLMServer
+) -> None:
+    fake_llm.responder = lambda body: "summary"
+    db = SessionDB(db_path=tmp_path / "state.db")
+    sid = db.create_session("PARTIAL", source="cli")
+    for n in range(40):
+        db.append_message(sid, "user" if n % 2 == 0 else "assistant", f"m{n:02d} " + "w" * 700)
+    agent = fake_agent(fake_llm, db, session_id=sid, tools=[])
+    agent.context_compressor.context_length = 2_000
+    agent.context_compressor.max_summary_requests = 2
+
+    assert agent.compress_now().rotated
+    assert agent.compress_now().rotated  # and again: the unread rest is still compressible
+
+    assert db.coverage_violations() == []
+    assert db.invariant_violations() == []
+    assert len(db.get_lineage(agent.session_id)) == 3
