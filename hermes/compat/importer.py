@@ -180,6 +180,7 @@ def import_store(
 
 
 def _import_session(db: SessionDB, row: dict, rows: list[dict]) -> int:
+    fresh = db.get_session(row["id"]) is None
     fields = {k: row.get(k) for k in _SESSION_FIELDS if row.get(k) is not None}
     parent = row["parent_session_id"]
     if parent and db.get_session(parent) is None:
@@ -200,7 +201,17 @@ def _import_session(db: SessionDB, row: dict, rows: list[dict]) -> int:
         db.mark_undone(appended.session_id, compacted)
     if row["ended_at"] is not None and row["end_reason"]:
         db.end_session(row["id"], row["end_reason"])
+    if fresh:
+        _keep_times(db, row, rows)
     return stored
+
+
+def _keep_times(db: SessionDB, row: dict, rows: list[dict]) -> None:
+    """The session's own start, last activity and end, not the moment of the import."""
+    last = max([row["started_at"], row["ended_at"] or 0, *(r["timestamp"] for r in rows)])
+    sql = "UPDATE sessions SET started_at = ?, last_active_at = ?, ended_at = ? WHERE id = ?"
+    ended = row["ended_at"] if row["end_reason"] else None
+    db._write(lambda tx: tx.run(sql, (row["started_at"], last, ended, row["id"])))
 
 
 def _count_missing(db: SessionDB, session_id: str, rows: list[dict]) -> int:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -50,6 +51,13 @@ def build_store(python: Path, tmp_path: Path) -> tuple[Path, list[dict]]:
     return path, json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def started_at(path: Path) -> dict[str, float]:
+    with sqlite3.connect(path) as conn:
+        found = dict(conn.execute("SELECT id, started_at FROM sessions"))
+    conn.close()
+    return found
+
+
 def hermes(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([HERMES, *args], capture_output=True, text=True)
 
@@ -57,6 +65,7 @@ def hermes(*args: str) -> subprocess.CompletedProcess:
 @pytest.mark.hermes_agent
 def test_a_real_hermes_agent_store_is_imported_exactly_once(hermes_agent_python, tmp_path, hermes_home) -> None:  # fmt: skip
     source, rows = build_store(hermes_agent_python, tmp_path)
+    started = started_at(source)
     before = (source.read_bytes(), source.stat().st_mtime_ns, sorted(source.parent.iterdir()))
 
     dry = hermes("import", "hermes-agent", "--dry-run", str(source))
@@ -83,7 +92,9 @@ def test_a_real_hermes_agent_store_is_imported_exactly_once(hermes_agent_python,
         segments = db.get_session("root-2"), db.get_session("side")
         assert segments[0]["conversation_id"] == "root" and segments[0]["lineage"] == "compression"
         assert segments[1]["conversation_id"] == "side" and segments[1]["lineage"] == "branch"
-        assert db.get_session("root")["title"] == "Trip planning"
+        root = db.get_session("root")
+        assert root["title"] == "Trip planning" and root["user_id"] == "u1"
+        assert root["started_at"] == started["root"]  # its own time, not the import's
         live = [m["content"] for m in db.get_messages("root-2")]
         assert live == ["compacted summary of Lisbon", "and Porto?"]
         compacted_away = [h["session_id"] for h in db.search_messages("noted")]
