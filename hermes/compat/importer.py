@@ -1,0 +1,282 @@
+"""Importing a Hermes Agent 0.19 ``state.db`` into the hermes store, verified.
+
+The source is opened read-only (a ``mode=ro`` URI) and only read. Every session is
+written through the store's own API (``hermes_state.SessionDB``), parents before
+children, so the same transactions, routing and exactly-once rules apply:
+
+- a child whose parent ended for compression (Hermes Agent's own test, the parent's
+  ``end_reason = 'compression'``) continues the parent's conversation as its next
+  segment; any other child starts a branch;
+- each message gets the uid ``hermes-agent:<session id>:<message id>``, so a second
+  import stores nothing twice;
+- rows Hermes Agent compacted in place (``active = 0``) are stored and then marked
+  undone: kept in the history and in search, never in the live context.
+
+Afterwards every source message is looked up by its uid and a sha256 over the content
+columns of both sides must be equal.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from hermes.compat.session_db import SessionDB
+from hermes.state.diagnose import file_problem
+from hermes.state.errors import StateError
+
+UID_PREFIX = "hermes-agent"
+_NEEDED = {
+    "sessions": {"id", "source", "parent_session_id", "end_reason", "started_at", "title"},
+    "messages": {"id", "session_id", "role", "content", "timestamp", "active", "compacted"},
+}
+# The columns both sides must agree on, per message.
+_CHECKED = ("role", "content", "tool_calls", "tool_call_id", "tool_name", "reasoning")
+_SESSION_FIELDS = ("model", "system_prompt", "user_id", "session_key", "title")
+
+Progress = Callable[[str, int, int], None]
+
+
+class NotHermesAgentStoreError(StateError):
+    """The file is not a Hermes Agent state.db."""
+
+
+@dataclass(frozen=True)
+class ImportReport:
+    """What the source holds and what this run added."""
+
+    sessions: int
+    messages: int
+    new_sessions: int
+    new_messages: int
+    checksum: str  # sha256 of every source message's content, equal on the target
+
+
+def message_uid(session_id: str, message_id: int) -> str:
+    return f"{UID_PREFIX}:{session_id}:{message_id}"
+
+
+def open_source(path: Path) -> sqlite3.Connection:
+    """The Hermes Agent store at ``path``, read-only; refuses anything else in a sentence."""
+    if not path.exists():
+        raise NotHermesAgentStoreError(f"There is no file at {path}; give the path of a Hermes Agent state.db.")  # fmt: skip
+    problem = file_problem(path)
+    if problem is not None:
+        raise NotHermesAgentStoreError(f"{path} is not a Hermes Agent state.db: {problem.problem}")
+    conn = sqlite3.connect(_read_only_uri(path), uri=True)
+    conn.row_factory = sqlite3.Row
+    try:
+        columns = {
+            table: {r["name"] for r in conn.execute(f"PRAGMA table_info({table})")}
+            for table in _NEEDED
+        }
+    except sqlite3.DatabaseError as exc:
+        conn.close()
+        raise NotHermesAgentStoreError(
+            f"{path} is not a readable SQLite database ({exc})."
+        ) from exc
+    if "conversation_id" in columns["sessions"]:
+        conn.close()
+        raise NotHermesAgentStoreError(
+            f"{path} is a hermes store, not a Hermes Agent one; copy it with `hermes migrate`."
+        )
+    missing = {t: sorted(need - columns[t]) for t, need in _NEEDED.items() if need - columns[t]}
+    if missing:
+        conn.close()
+        raise NotHermesAgentStoreError(
+            f"{path} is not a Hermes Agent state.db (it lacks the sessions and messages "
+            "tables Hermes Agent writes); give the path of a Hermes Agent state.db."
+        )
+    return conn
+
+
+def _read_only_uri(path: Path) -> str:
+    """``mode=ro``; with no write-ahead log beside the file also ``immutable=1``.
+
+    A read-only open of a WAL-mode file still creates ``-wal`` and ``-shm`` files next
+    to it; a store with no log holds everything in the file itself, so SQLite may read
+    it as immutable and create nothing. A log present (Hermes Agent running, or
+    stopped uncleanly) must be read, and then those files exist already.
+    """
+    uri = f"{path.resolve().as_uri()}?mode=ro"
+    if not path.with_name(path.name + "-wal").exists():
+        uri += "&immutable=1"
+    return uri
+
+
+def sessions_in_order(conn: sqlite3.Connection) -> list[dict]:
+    """Every session, each parent before its children, oldest first."""
+    rows = [dict(r) for r in conn.execute("SELECT * FROM sessions ORDER BY started_at, id")]
+    by_id = {r["id"]: r for r in rows}
+    ordered: list[dict] = []
+    placed: set[str] = set()
+
+    def place(row: dict, seen: frozenset[str] = frozenset()) -> None:
+        if row["id"] in placed:
+            return
+        parent = by_id.get(row["parent_session_id"] or "")
+        if parent is not None and parent["id"] not in seen:
+            place(parent, seen | {row["id"]})
+        placed.add(row["id"])
+        ordered.append(row)
+
+    for row in rows:
+        place(row)
+    return ordered
+
+
+def _messages_of(conn: sqlite3.Connection, session_id: str) -> list[dict]:
+    sql = "SELECT * FROM messages WHERE session_id = ? ORDER BY id"
+    return [dict(r) for r in conn.execute(sql, (session_id,))]
+
+
+def _as_message(session_id: str, row: dict) -> dict:
+    return {
+        "message_uid": message_uid(session_id, row["id"]),
+        "role": row["role"],
+        "content": row["content"],
+        "tool_calls": row.get("tool_calls"),
+        "tool_call_id": row.get("tool_call_id"),
+        "tool_name": row.get("tool_name"),
+        "reasoning": row.get("reasoning") or row.get("reasoning_content"),
+        "created_at": row["timestamp"],
+        "token_count": row.get("token_count"),
+    }
+
+
+def import_store(
+    conn: sqlite3.Connection,
+    db: SessionDB | None,
+    *,
+    dry_run: bool = False,
+    progress: Progress | None = None,
+) -> ImportReport:
+    """Bring every session and message of ``conn`` into ``db``; then verify.
+
+    With ``dry_run`` only count what would be added (``db`` None: an empty store)."""
+    show = progress or (lambda step, done, total: None)
+    sessions = sessions_in_order(conn)
+    total = conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0]
+    new_sessions = new_messages = done = 0
+    for row in sessions:
+        rows = _messages_of(conn, row["id"])
+        fresh = db is None or db.get_session(row["id"]) is None
+        new_sessions += fresh
+        if dry_run:
+            new_messages += len(rows) if fresh else _count_missing(db, row["id"], rows)
+        else:
+            new_messages += _import_session(db, row, rows)
+        done += len(rows)
+        show("messages", done, total)
+    checksum = _source_checksum(conn, sessions)
+    if not dry_run and db is not None:
+        show("verify", 0, 1)
+        verify(db, conn, sessions, total, checksum)
+    return ImportReport(len(sessions), total, new_sessions, new_messages, checksum)
+
+
+def _import_session(db: SessionDB, row: dict, rows: list[dict]) -> int:
+    fresh = db.get_session(row["id"]) is None
+    fields = {k: row.get(k) for k in _SESSION_FIELDS if row.get(k) is not None}
+    parent = row["parent_session_id"]
+    if parent and db.get_session(parent) is None:
+        parent = None  # a parent pruned from the source: the child starts its own conversation
+    db.create_session(row["id"], row["source"] or "unknown", parent_session_id=parent, **fields)
+    if row.get("input_tokens") or row.get("output_tokens"):
+        db.update_token_counts(row["id"], row.get("input_tokens") or 0,
+                               row.get("output_tokens") or 0, absolute=True)  # fmt: skip
+    stored = 0
+    if rows:
+        appended = db.append_messages(row["id"], [_as_message(row["id"], r) for r in rows])
+        stored = appended.stored
+        compacted = [
+            new_id
+            for new_id, r in zip(appended.message_ids, rows, strict=True)
+            if new_id is not None and not r["active"]
+        ]
+        db.mark_undone(appended.session_id, compacted)
+    if row["ended_at"] is not None and row["end_reason"]:
+        db.end_session(row["id"], row["end_reason"])
+    if fresh:
+        _keep_times(db, row, rows)
+    return stored
+
+
+def _keep_times(db: SessionDB, row: dict, rows: list[dict]) -> None:
+    """The session's own start, last activity and end, not the moment of the import."""
+    last = max([row["started_at"], row["ended_at"] or 0, *(r["timestamp"] for r in rows)])
+    sql = "UPDATE sessions SET started_at = ?, last_active_at = ?, ended_at = ? WHERE id = ?"
+    ended = row["ended_at"] if row["end_reason"] else None
+    db._write(lambda tx: tx.run(sql, (row["started_at"], last, ended, row["id"])))
+
+
+def _count_missing(db: SessionDB, session_id: str, rows: list[dict]) -> int:
+    held = _target_rows(db, [message_uid(session_id, r["id"]) for r in rows])
+    return len(rows) - len(held)
+
+
+def _target_rows(db: SessionDB, uids: list[str]) -> dict[str, dict]:
+    found: dict[str, dict] = {}
+    columns = ", ".join(("message_uid", *_CHECKED))
+    for start in range(0, len(uids), 500):
+        part = uids[start : start + 500]
+        marks = ", ".join("?" for _ in part)
+        sql = f"SELECT {columns} FROM messages WHERE message_uid IN ({marks})"
+        for r in db._read(lambda tx, sql=sql, part=part: tx.all(sql, tuple(part))):
+            found[r["message_uid"]] = dict(r)
+    return found
+
+
+def _digest(rows: Iterator[dict]) -> str:
+    digest = hashlib.sha256()
+    for row in rows:
+        line = json.dumps([row.get(c) for c in ("message_uid", *_CHECKED)], ensure_ascii=False)
+        digest.update(line.encode() + b"\n")
+    return digest.hexdigest()
+
+
+def _source_rows(conn: sqlite3.Connection, sessions: list[dict]) -> Iterator[dict]:
+    for session in sessions:
+        for r in _messages_of(conn, session["id"]):
+            message = _as_message(session["id"], r)
+            yield {k: message[k] for k in ("message_uid", *_CHECKED)}
+
+
+def _source_checksum(conn: sqlite3.Connection, sessions: list[dict]) -> str:
+    return _digest(_source_rows(conn, sessions))
+
+
+def verify(
+    db: SessionDB, conn: sqlite3.Connection, sessions: list[dict], total: int, checksum: str
+) -> None:
+    """Every session and message is in ``db`` with the same content, or StateError."""
+    missing = [s["id"] for s in sessions if db.get_session(s["id"]) is None]
+    if missing:
+        raise StateError(f"The import is incomplete: {len(missing)} sessions are missing (first: {missing[0]}); run it again.")  # fmt: skip
+    uids = [r["message_uid"] for r in _source_rows(conn, sessions)]
+    held = _target_rows(db, uids)
+    if len(held) != total:
+        raise StateError(f"The import is incomplete: {total - len(held)} of {total} messages are missing; run it again.")  # fmt: skip
+    if _digest(held[u] for u in uids) != checksum:
+        raise StateError(
+            "The imported messages differ from the source (the checksum does not match); "
+            "was Hermes Agent still writing to it? Stop it and run the import again."
+        )
+
+
+def describe(report: ImportReport, *, dry_run: bool) -> str:
+    verb = "Would import" if dry_run else "Imported"
+    if not report.new_sessions and not report.new_messages:
+        return (
+            f"Nothing to import: all {report.sessions} sessions and {report.messages} "
+            "messages are already in the store."
+        )
+    lines = [f"{verb} {report.new_sessions} new sessions and {report.new_messages} new messages"
+             f" (the source holds {report.sessions} sessions, {report.messages} messages)."]  # fmt: skip
+    if not dry_run:
+        lines.append(f"Verified: every message is in the store, sha256:{report.checksum}.")
+    return "\n".join(lines)
