@@ -48,6 +48,9 @@ SCHEMA: dict[str, tuple[tuple[type | None, ...], Any]] = {
     "gateway.max_concurrent_turns": ((int,), 8),
     "gateway.api_key": ((str, None), None),
     "gateway.group_per_user": ((bool,), False),
+    # Web origins and extra Host names the HTTP API answers (hermes/gateway/http_guard.py).
+    "gateway.api_allowed_origins": ((list,), []),
+    "gateway.api_allowed_hosts": ((list,), []),
     # Seconds without a heartbeat after which a gateway counts as gone (its host
     # crashed) and a starting gateway takes over its queued input.
     "gateway.queue_takeover_after": ((int, float), 120),
