@@ -94,3 +94,45 @@ def test_gateways_starting_at_once_agree_on_one_key(hermes_home: Path) -> None:
         keys = {key for key, _ in pool.map(lambda _: ensure_api_key(hermes_home), range(16))}
     assert keys == {(hermes_home / "api_key").read_text(encoding="utf-8").strip()}
     assert sorted(p.name for p in hermes_home.iterdir() if "api_key" in p.name) == ["api_key"]
+
+
+# -- finding 9: malformed bodies are a 400 with a sentence, never a 500 ---------------
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "[" * 200_000 + "]" * 200_000,
+        json.dumps({**BODY, "stream": True, "stream_options": "yes"}),
+        json.dumps({**BODY, "stream_options": ["include_usage"]}),
+        json.dumps(
+            {
+                "model": "m",
+                "messages": [
+                    {"role": "user", "content": [{"type": "image_url", "image_url": "x.png"}]}
+                ],
+            }
+        ),
+        json.dumps(
+            {
+                "model": "m",
+                "messages": [
+                    {"role": "user", "content": [{"type": "image_url", "image_url": {"url": 5}}]}
+                ],
+            }
+        ),
+    ],
+    ids=["deep-array", "stream-options-string", "stream-options-list", "image-str", "url-int"],
+)
+def test_malformed_body_is_a_400_without_a_traceback(gateway, fake_llm, raw: str, caplog) -> None:
+    caplog.set_level("DEBUG")
+    response = httpx.post(
+        gateway.url + "/chat/completions",
+        content=raw,
+        headers={"Content-Type": "application/json", "Authorization": f"Bearer {gateway.api_key}"},
+        timeout=30,
+    )
+    assert response.status_code == 400
+    assert response.json()["error"]["message"].endswith(".")
+    assert "Traceback" not in caplog.text and not any(r.exc_info for r in caplog.records)
+    assert fake_llm.requests == []

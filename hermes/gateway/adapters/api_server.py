@@ -38,6 +38,7 @@ from hermes.gateway.http_guard import request_guard
 from hermes.gateway.lanes import COMMAND, MESSAGE, ResultSink, WorkItem
 from hermes.gateway.messages import Origin, TurnResult
 from hermes.gateway.redact import protect
+from hermes.gateway.request_shape import shape_problem
 from hermes.gateway.settings import API_SERVER, ApiServerSettings
 
 log = logging.getLogger(__name__)
@@ -144,10 +145,12 @@ class ApiServerAdapter(Adapter):
     async def chat_completions(self, request: web.Request) -> web.StreamResponse:
         try:
             body = await request.json()
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, UnicodeDecodeError, RecursionError):
             return _error(400, "The request body is not valid JSON.", "invalid_request_error")
         if not isinstance(body, dict):
             return _error(400, "The request body must be a JSON object.", "invalid_request_error")
+        if problem := shape_problem(body):
+            return _error(400, problem, "invalid_request_error")
         text, history = _input_of(body.get("messages"))
         if text is None:
             return _error(
