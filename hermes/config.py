@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import os
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -92,7 +93,18 @@ def ensure_home(home: Path | None = None) -> Path:
             f"Cannot create HERMES_HOME at {home}: {exc.strerror}. "
             "Set HERMES_HOME to a writable folder."
         ) from exc
+    _tighten(home)
     return home
+
+
+def _tighten(home: Path) -> None:
+    """Make an existing HERMES_HOME (0700) and its .env (0600) private to their owner."""
+    for path, mode in ((home, 0o700), (home / ".env", 0o600)):
+        try:
+            if stat.S_IMODE(path.stat().st_mode) & 0o077:
+                path.chmod(mode)
+        except OSError:
+            pass  # missing .env, or not ours to change: `hermes doctor` reports it
 
 
 def api_key_from_env() -> str | None:
