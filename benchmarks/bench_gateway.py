@@ -466,7 +466,10 @@ async def _load(results: Results, port: int, pids: tuple[int, int], home: Path) 
     disk = threading.Thread(
         target=_fsync_probe, args=(home / "fsync.probe", stopped, results.fsync_ms, 0.2)
     )
-    async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
+    from hermes.gateway.api_key import read_api_key
+
+    auth = {"Authorization": f"Bearer {read_api_key(home)}"}  # the key the gateway generated
+    async with aiohttp.ClientSession(connector=connector, timeout=timeout, headers=auth) as session:
         gate = asyncio.Event()
         talks = [
             asyncio.create_task(_converse(session, url, n, results, gate))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import difflib
 import os
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,6 +50,9 @@ SCHEMA: dict[str, tuple[tuple[type | None, ...], Any]] = {
     "gateway.max_concurrent_turns": ((int,), 8),
     "gateway.api_key": ((str, None), None),
     "gateway.group_per_user": ((bool,), False),
+    # Web origins and extra Host names the HTTP API answers (hermes/gateway/http_guard.py).
+    "gateway.api_allowed_origins": ((list,), []),
+    "gateway.api_allowed_hosts": ((list,), []),
     # Seconds without a heartbeat after which a gateway counts as gone (its host
     # crashed) and a starting gateway takes over its queued input.
     "gateway.queue_takeover_after": ((int, float), 120),
@@ -94,7 +98,18 @@ def ensure_home(home: Path | None = None) -> Path:
             f"Cannot create HERMES_HOME at {home}: {exc.strerror}. "
             "Set HERMES_HOME to a writable folder."
         ) from exc
+    _tighten(home)
     return home
+
+
+def _tighten(home: Path) -> None:
+    """Make an existing HERMES_HOME (0700) and its .env (0600) private to their owner."""
+    for path, mode in ((home, 0o700), (home / ".env", 0o600)):
+        try:
+            if stat.S_IMODE(path.stat().st_mode) & 0o077:
+                path.chmod(mode)
+        except OSError:
+            pass  # missing .env, or not ours to change: `hermes doctor` reports it
 
 
 def api_key_from_env() -> str | None:

@@ -104,6 +104,11 @@ def _home_check(home: Path) -> Check:
     if mode & 0o077:
         return Check("home", False, f"HERMES_HOME {home} is {mode:04o}; others can read it.",
                      f"chmod 700 {home}")  # fmt: skip
+    env = home / ".env"
+    env_mode = stat.S_IMODE(env.stat().st_mode) if env.exists() else 0o600
+    if env_mode & 0o077:
+        return Check("home", False, f"{env} is {env_mode:04o}; others can read your keys.",
+                     f"chmod 600 {env}")  # fmt: skip
     return Check("home", True, f"HERMES_HOME {home} is private ({mode:04o}).")
 
 

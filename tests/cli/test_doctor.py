@@ -102,3 +102,12 @@ def test_broken_config_fails_but_the_other_checks_run(hermes, cli_env):
     lines = _lines(result)
     assert lines["config"].startswith("FAIL") and "line" in lines["config"]
     assert lines["invariants"].startswith("ok")
+
+
+def test_loose_env_file_is_flagged_by_doctor(hermes, cli_env):
+    env = cli_env.home / ".env"
+    env.write_text("HERMES_API_KEY=sk-loose-0123456789\n", encoding="utf-8")
+    os.chmod(cli_env.home, 0o700)
+    os.chmod(env, 0o644)
+    result = hermes("doctor", "--offline")
+    assert f"chmod 600 {env}" in _lines(result)["home"]

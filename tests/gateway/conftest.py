@@ -32,5 +32,7 @@ def gateway(hermes_home: Path, config_file: Path) -> Iterator[GatewayThread]:
 def client(gateway: GatewayThread):
     import openai
 
-    with openai.OpenAI(base_url=gateway.url, api_key="unused", max_retries=0, timeout=30) as api:
+    with openai.OpenAI(
+        base_url=gateway.url, api_key=gateway.api_key, max_retries=0, timeout=30
+    ) as api:
         yield api

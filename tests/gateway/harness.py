@@ -14,7 +14,8 @@ from typing import Any
 
 import yaml
 
-from hermes.config import load_config
+from hermes.config import hermes_home, load_config
+from hermes.gateway.api_key import read_api_key
 from hermes.gateway.runner import GatewayRunner
 from hermes.gateway.settings import ApiServerSettings, platform_settings
 from hermes.state import SessionDB
@@ -80,6 +81,11 @@ class GatewayThread:
     def url(self) -> str:
         return self.runner.adapters["api_server"].url + "/v1"
 
+    @property
+    def api_key(self) -> str:
+        """The bearer key the API server uses (configured, or generated into HERMES_HOME)."""
+        return self.runner.adapters["api_server"].api.key
+
     def stop(self, grace: float = 10.0) -> None:
         try:
             if not self.runner.closing:
@@ -95,6 +101,13 @@ class GatewayThread:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def stored_api_key() -> str:
+    """The key a keyless gateway generated into this test's HERMES_HOME."""
+    key = read_api_key(hermes_home())
+    assert key, "no gateway has generated an API key in HERMES_HOME yet"
+    return key
 
 
 def wait_for(predicate: Any, timeout: float = 20.0, interval: float = 0.02) -> Any:

@@ -58,7 +58,9 @@ def test_twenty_messages_at_once_are_answered_in_order(chat_gateway, fake_llm) -
 
 def test_concurrent_requests_to_one_conversation_never_interleave(gateway, fake_llm) -> None:
     fake_llm.latency = 0.01
-    with openai.OpenAI(base_url=gateway.url, api_key="x", max_retries=0, timeout=60) as client:
+    with openai.OpenAI(
+        base_url=gateway.url, api_key=gateway.api_key, max_retries=0, timeout=60
+    ) as client:
         first = client.chat.completions.with_raw_response.create(
             model="m", messages=[{"role": "user", "content": "start"}]
         )

@@ -17,7 +17,7 @@ import pytest
 
 from hermes.state import SessionDB
 from tests.fakes.llm_server import text
-from tests.gateway.harness import MODEL_KEY, wait_for, write_config
+from tests.gateway.harness import MODEL_KEY, stored_api_key, wait_for, write_config
 from tests.gateway.test_incident import PADDING, SUMMARY, is_summary_request
 
 HEADER = "X-Hermes-Session-Id"
@@ -93,7 +93,7 @@ def test_continuity_and_compression_through_the_subprocess(
     port = free_port()
     gateway = run_gateway("--api-server", f"127.0.0.1:{port}")
     url = gateway.wait_ready(port)
-    with openai.OpenAI(base_url=url, api_key="x", max_retries=0, timeout=30) as client:
+    with openai.OpenAI(base_url=url, api_key=stored_api_key(), max_retries=0, timeout=30) as client:
         session, tips = None, []
         for n in range(14):
             raw = client.chat.completions.with_raw_response.create(
@@ -131,7 +131,7 @@ def test_sigterm_with_queued_input_then_restart(hermes_home: Path, fake_llm, run
     port = free_port()
     gateway = run_gateway("--api-server", f"127.0.0.1:{port}")
     url = gateway.wait_ready(port)
-    client = openai.OpenAI(base_url=url, api_key="x", max_retries=0, timeout=30)
+    client = openai.OpenAI(base_url=url, api_key=stored_api_key(), max_retries=0, timeout=30)
     first = client.chat.completions.with_raw_response.create(
         model="m", messages=[{"role": "user", "content": "hi"}]
     )

@@ -158,7 +158,7 @@ def small_context(hermes_home: Path, fake_llm, model_key: str) -> GatewayThread:
 
 def test_an_old_session_id_sent_again_lands_in_the_tip(small_context: GatewayThread) -> None:
     gateway = small_context
-    with openai.OpenAI(base_url=gateway.url, api_key="x", max_retries=0) as client:
+    with openai.OpenAI(base_url=gateway.url, api_key=gateway.api_key, max_retries=0) as client:
         session, rotated = None, None
         for n in range(30):
             headers = {"X-Hermes-Session-Id": session} if session else {}
@@ -200,7 +200,7 @@ def test_an_old_session_id_sent_again_lands_in_the_tip(small_context: GatewayThr
 
 def test_compress_command_moves_the_route_to_the_new_tip(small_context: GatewayThread) -> None:
     gateway = small_context
-    with openai.OpenAI(base_url=gateway.url, api_key="x", max_retries=0) as client:
+    with openai.OpenAI(base_url=gateway.url, api_key=gateway.api_key, max_retries=0) as client:
 
         def ask(words: str, session: str | None):
             headers = {"X-Hermes-Session-Id": session} if session else {}

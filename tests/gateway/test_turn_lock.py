@@ -15,7 +15,7 @@ import openai
 import pytest
 
 from tests.fakes.llm_server import last_user_text, text
-from tests.gateway.harness import wait_for, write_config
+from tests.gateway.harness import stored_api_key, wait_for, write_config
 from tests.gateway.test_cli import HEADER, free_port, run_gateway  # noqa: F401 - a fixture
 from tests.state.conftest import store  # noqa: F401 - both backends, as in tests/state
 from tests.state.helpers import StoreSpec
@@ -63,7 +63,7 @@ class Calls:
 
 def ask(url: str, words: str, session: str | None = None) -> Any:
     """One request through the HTTP API; the raw response (``.headers``, ``.parse()``)."""
-    with openai.OpenAI(base_url=url, api_key="x", max_retries=0, timeout=60) as client:
+    with openai.OpenAI(base_url=url, api_key=stored_api_key(), max_retries=0, timeout=60) as client:
         return client.chat.completions.with_raw_response.create(
             model="m",
             messages=[{"role": "user", "content": words}],

@@ -193,7 +193,10 @@ def ask_at_once(asks: list[tuple[GatewayThread, str]], session: str) -> dict[str
         answers[words] = httpx.post(
             f"{gateway.url}/chat/completions",
             json=body,
-            headers={"X-Hermes-Session-Id": session},
+            headers={
+                "X-Hermes-Session-Id": session,
+                "Authorization": f"Bearer {gateway.api_key}",
+            },
             timeout=30,
         )
 

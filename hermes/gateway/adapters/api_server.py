@@ -9,9 +9,11 @@ conversation's tip in ``X-Hermes-Session-Id``; a stream also names it in its fir
 and last events (``hermes_session_id``), since a turn may rotate the conversation
 after the headers went out.
 
-A bearer key is required whenever the server listens beyond loopback (it refuses to
-start without one) and always when one is configured. ``/health`` needs no key and
-tells nothing but whether the gateway is up.
+A bearer key is always required: beyond loopback the server refuses to start without a
+configured one; on loopback without one it generates a key into ``$HERMES_HOME/api_key``
+(hermes/gateway/api_key.py). ``/health`` needs no key and
+tells nothing but whether the gateway is up. Content-Type, Origin and Host checks hold
+with or without a key (hermes/gateway/http_guard.py).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import logging
 import re
 import time
 import uuid
+from dataclasses import replace
 from typing import Any
 
 from aiohttp import web
@@ -30,9 +33,13 @@ from aiohttp import web
 from hermes.gateway import commands
 from hermes.gateway.adapters import api_openapi, api_sessions
 from hermes.gateway.adapters.base import Adapter
+from hermes.gateway.api_key import ensure_api_key
 from hermes.gateway.errors import GatewayClosed, PlatformStartError
+from hermes.gateway.http_guard import request_guard
 from hermes.gateway.lanes import COMMAND, MESSAGE, ResultSink, WorkItem
 from hermes.gateway.messages import Origin, TurnResult
+from hermes.gateway.redact import protect
+from hermes.gateway.request_shape import shape_problem
 from hermes.gateway.settings import API_SERVER, ApiServerSettings
 
 log = logging.getLogger(__name__)
@@ -67,7 +74,20 @@ class ApiServerAdapter(Adapter):
                 f"listening on {api.host} (beyond loopback) needs a bearer key; set "
                 "gateway.api_key in config.yaml or HERMES_GATEWAY_KEY, or listen on 127.0.0.1.",
             )
-        app = web.Application(middlewares=[self._authorise], client_max_size=32 * 1024**2)
+        key_note = "bearer key required"
+        if not api.key:
+            key, path = ensure_api_key(self.runner.home)
+            protect(key)
+            self.api = api = replace(api, key=key)
+            key_note = f"bearer key required: read it from {path}"
+        guard = request_guard(
+            api.host,
+            api.loopback,
+            self.runner.config.get("gateway.api_allowed_hosts"),
+            self.runner.config.get("gateway.api_allowed_origins"),
+            _error,
+        )
+        app = web.Application(middlewares=[guard, self._authorise], client_max_size=32 * 1024**2)
         app.router.add_post("/v1/chat/completions", self.chat_completions)
         app.router.add_get("/v1/models", self.models)
         app.router.add_get("/health", self.health)
@@ -93,8 +113,7 @@ class ApiServerAdapter(Adapter):
         host, port = runner.addresses[0][:2]
         self.port = port
         self.url = f"http://{_host_for_url(host)}:{port}"
-        guard = "bearer key required" if api.key else "no key: loopback only"
-        return f"listening on {self.url}/v1 ({guard})"
+        return f"listening on {self.url}/v1 ({key_note})"
 
     async def close(self) -> None:
         if self.app_runner is not None:
@@ -116,7 +135,7 @@ class ApiServerAdapter(Adapter):
         return _error(
             401,
             "Missing or wrong API key: send 'Authorization: Bearer <key>' with the key set in "
-            "gateway.api_key or HERMES_GATEWAY_KEY.",
+            "gateway.api_key or HERMES_GATEWAY_KEY, or else stored in $HERMES_HOME/api_key.",
             "invalid_request_error",
             "invalid_api_key",
         )
@@ -134,10 +153,12 @@ class ApiServerAdapter(Adapter):
     async def chat_completions(self, request: web.Request) -> web.StreamResponse:
         try:
             body = await request.json()
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, UnicodeDecodeError, RecursionError):
             return _error(400, "The request body is not valid JSON.", "invalid_request_error")
         if not isinstance(body, dict):
             return _error(400, "The request body must be a JSON object.", "invalid_request_error")
+        if problem := shape_problem(body):
+            return _error(400, problem, "invalid_request_error")
         text, history = _input_of(body.get("messages"))
         if text is None:
             return _error(
