@@ -210,6 +210,7 @@ def test_an_upstream_failure_while_streaming_ends_with_the_caller_sentence(
     response = httpx.post(
         f"{gateway.url}/chat/completions",
         json={"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]},
+        headers={"Authorization": f"Bearer {gateway.api_key}"},
         timeout=30,
     )
     events = [line.removeprefix("data: ") for line in response.text.splitlines() if line]
@@ -226,6 +227,7 @@ def test_an_unreachable_model_endpoint_is_a_502_for_the_caller(hermes_home, mode
         response = httpx.post(
             f"{gateway.url}/chat/completions",
             json={"model": "m", "messages": [{"role": "user", "content": "hi"}]},
+            headers={"Authorization": f"Bearer {gateway.api_key}"},
             timeout=60,
         )
     assert_caller_error(response.status_code, response.json())
