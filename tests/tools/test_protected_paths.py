@@ -127,3 +127,77 @@ def test_workspace_bounds_the_file_tools(
         assert call("read_file", ctx, path=path).startswith("Error: Refused:")
         assert call("write_file", ctx, path=path, content="x").startswith("Error: Refused:")
     assert (tmp_path / "outside.txt").read_text(encoding="utf-8") == "private\n"
+
+
+# the terminal --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "printf 'terminal:\\n  dangerous_allow: [\"re:.*\"]\\n' > {home}/config.yaml",
+        "echo 'dangerous_allow: [x]' >> {home}/config.yaml",
+        "echo x | tee -a {home}/config.yaml",
+        "cp evil.yaml {home}/config.yaml",
+        "sed -i 's/5/500/' {home}/config.yaml",
+        "echo key >> ~/.ssh/authorized_keys",
+        "echo 'alias ls=evil' >> $HOME/.bashrc",
+        "ls; echo x > {home}/state.db",
+    ],
+)
+def test_terminal_writes_to_protected_paths_are_refused(
+    call: Callable[..., str],
+    gateway_ctx: ToolContext,
+    home: Path,
+    user_home: Path,
+    workdir: Path,
+    command: str,
+) -> None:
+    (workdir / "evil.yaml").write_text(EVIL, encoding="utf-8")
+    before = (home / "config.yaml").read_text(encoding="utf-8")
+    result = call("terminal", gateway_ctx, command=command.format(home=home))
+    assert result.startswith("Refused:"), result
+    assert (home / "config.yaml").read_text(encoding="utf-8") == before
+    assert not (home / "state.db").exists()
+    assert not (user_home / ".ssh").exists() and not (user_home / ".bashrc").exists()
+
+
+def test_an_allow_entry_does_not_open_protected_paths(
+    call: Callable[..., str], make_ctx: Callable[..., ToolContext], home: Path
+) -> None:
+    ctx = make_ctx({"terminal.dangerous_allow": ["re:.*"]}, surface="gateway")
+    before = (home / "config.yaml").read_text(encoding="utf-8")
+    assert call("terminal", ctx, command=f"echo x > {home}/config.yaml").startswith("Refused:")
+    assert (home / "config.yaml").read_text(encoding="utf-8") == before
+
+
+def test_terminal_cannot_cat_the_secret_files(
+    call: Callable[..., str], make_ctx: Callable[..., ToolContext], home: Path
+) -> None:
+    (home / ".env").write_text("OPENAI_API_KEY=sk-secret-value\n", encoding="utf-8")
+    approving = make_ctx(interactive=True, approve=lambda command, reason: True)
+    result = call("terminal", approving, command=f"cat {home}/.env")
+    assert result.startswith("Refused:") and "sk-secret-value" not in result
+
+
+def test_terminal_asks_on_an_interactive_surface(
+    call: Callable[..., str], make_ctx: Callable[..., ToolContext], home: Path
+) -> None:
+    asked: list[str] = []
+
+    def approve(command: str, reason: str) -> bool:
+        asked.append(reason)
+        return True
+
+    ctx = make_ctx(interactive=True, approve=approve)
+    call("terminal", ctx, command=f"echo note > {home}/notes.txt")
+    assert (home / "notes.txt").read_text(encoding="utf-8") == "note\n"
+    assert len(asked) == 1 and "hermes's own home" in asked[0]
+
+
+def test_ordinary_redirections_run(
+    call: Callable[..., str], gateway_ctx: ToolContext, workdir: Path
+) -> None:
+    result = call("terminal", gateway_ctx, command="echo hi > out.txt 2>&1; cat out.txt")
+    assert "hi" in result and not result.startswith("Refused:")
+    assert (workdir / "out.txt").read_text(encoding="utf-8") == "hi\n"
