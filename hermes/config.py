@@ -46,6 +46,8 @@ SCHEMA: dict[str, tuple[tuple[type | None, ...], Any]] = {
     "terminal.output_limit": ((int,), 20000),
     "terminal.dangerous_allow": ((list,), []),
     "terminal.dangerous_patterns": ((list,), []),
+    # A root outside which the file tools refuse to read or write (None: no boundary).
+    "tools.workspace": ((str, None), None),
     "gateway.platforms": ((dict,), {}),
     "gateway.max_concurrent_turns": ((int,), 8),
     "gateway.api_key": ((str, None), None),

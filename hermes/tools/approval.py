@@ -19,6 +19,7 @@ import shlex
 from typing import TYPE_CHECKING
 
 from hermes.config import Config
+from hermes.tools import command_paths, protected
 
 if TYPE_CHECKING:
     from hermes.tools.registry import ToolContext
@@ -164,9 +165,15 @@ def _is_one_simple_command(command: str) -> bool:
 
 def authorize(command: str, ctx: ToolContext) -> str | None:
     """None when ``command`` may run; otherwise the ``Refused: ...`` tool result."""
-    reason = check(command, ctx.config)
-    if reason is None or is_allowed(command, ctx.config):
-        return None
+    secret = _secret_read(command, ctx)
+    if secret:
+        return f"Refused: {secret}. Ask the user for what you need from it."
+    # A protected write needs approval even when allow-listed: the allow list lives in one.
+    reason = _protected_write(command, ctx)
+    if reason is None:
+        reason = check(command, ctx.config)
+        if reason is None or is_allowed(command, ctx.config):
+            return None
     if ctx.approve is None or not ctx.interactive:
         return (
             f"Refused: this command {reason}, so it needs approval, and nobody can approve it on "
@@ -179,6 +186,24 @@ def authorize(command: str, ctx: ToolContext) -> str | None:
         return f"Refused: this command {reason} and asking for approval failed ({exc}). It was not run."
     if not approved:
         return f"Refused: this command {reason}; the user declined to approve it. It was not run. Ask the user how to proceed."
+    return None
+
+
+def _secret_read(command: str, ctx: ToolContext) -> str | None:
+    _, reads = command_paths.written_and_read(command)
+    for word in reads:
+        reason = protected.secret_reason(command_paths.resolve_word(word, ctx.cwd), ctx)
+        if reason:
+            return reason
+    return None
+
+
+def _protected_write(command: str, ctx: ToolContext) -> str | None:
+    writes, _ = command_paths.written_and_read(command)
+    for word in writes:
+        reason = protected.protected_reason(command_paths.resolve_word(word, ctx.cwd), ctx)
+        if reason:
+            return reason
     return None
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes.tools._fs import atomic_write_text
+from hermes.tools.protected import authorize_read, authorize_write
 from hermes.tools.registry import Tool, ToolContext, ToolError
 
 READ_CHAR_LIMIT = 50_000
@@ -77,6 +78,7 @@ READ_PARAMETERS: dict[str, Any] = {
 
 def read_file(args: dict[str, Any], ctx: ToolContext) -> str:
     path = _existing_file(ctx, args["path"])
+    authorize_read(path, ctx)
     start = int(args.get("start_line") or 1)
     end = int(args["end_line"]) if args.get("end_line") else None
     if end is not None and end < start:
@@ -148,6 +150,7 @@ def write_file(args: dict[str, Any], ctx: ToolContext) -> str:
     content: str = args["content"]
     if path.is_dir():
         raise ToolError(f"{path} is a directory; give a file path.")
+    authorize_write(path, ctx)
     existed = path.exists()
     path.parent.mkdir(parents=True, exist_ok=True)
     # Through a symlink, not over it: replacing the link would silently unlink the target.
@@ -183,6 +186,7 @@ PATCH_PARAMETERS: dict[str, Any] = {
 
 def patch(args: dict[str, Any], ctx: ToolContext) -> str:
     path = _existing_file(ctx, args["path"])
+    authorize_write(path, ctx)
     old: str = args["old"]
     new: str = args["new"]
     if old == "":
