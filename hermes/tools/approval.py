@@ -16,6 +16,8 @@ import fnmatch
 import os
 import re
 import shlex
+from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hermes.config import Config
@@ -190,18 +192,21 @@ def authorize(command: str, ctx: ToolContext) -> str | None:
 
 
 def _secret_read(command: str, ctx: ToolContext) -> str | None:
-    _, reads = command_paths.written_and_read(command)
-    for word in reads:
-        reason = protected.secret_reason(command_paths.resolve_word(word, ctx.cwd), ctx)
-        if reason:
-            return reason
-    return None
+    return _first_reason(command_paths.written_and_read(command)[1], protected.secret_reason, ctx)
 
 
 def _protected_write(command: str, ctx: ToolContext) -> str | None:
-    writes, _ = command_paths.written_and_read(command)
-    for word in writes:
-        reason = protected.protected_reason(command_paths.resolve_word(word, ctx.cwd), ctx)
+    return _first_reason(
+        command_paths.written_and_read(command)[0], protected.protected_reason, ctx
+    )
+
+
+def _first_reason(
+    words: Iterable[str], reason_for: Callable[[Path, ToolContext], str | None], ctx: ToolContext
+) -> str | None:
+    """The first reason ``reason_for`` gives for one of the paths the words name."""
+    for word in words:
+        reason = reason_for(command_paths.resolve_word(word, ctx.cwd), ctx)
         if reason:
             return reason
     return None
