@@ -154,10 +154,7 @@ def _is_one_simple_command(command: str) -> bool:
     """
     if any(mark in command for mark in ("$(", "`", "<(", ">(")):
         return False
-    lexer = shlex.shlex(command, posix=True, punctuation_chars=";&|()\n")
-    lexer.whitespace = " \t\r"
-    lexer.whitespace_split = True
-    lexer.commenters = ""
+    lexer = _lexer(command)
     try:
         tokens = list(lexer)
     except ValueError:  # unbalanced quotes: not something a glob may vouch for
@@ -257,12 +254,18 @@ def _is_broad(target: str) -> bool:
     return bool(re.fullmatch(r"/[^/]+", base)) and base[1:] in _TOP_DIRS
 
 
-def _simple_commands(command: str) -> list[list[str]]:
-    """Split a command line into its simple commands' words (best effort)."""
+def _lexer(command: str) -> shlex.shlex:
+    """A shell-like word splitter that keeps ``; & | ( )`` and newlines as tokens."""
     lexer = shlex.shlex(command, posix=True, punctuation_chars=";&|()\n")
     lexer.whitespace = " \t\r"
     lexer.whitespace_split = True
     lexer.commenters = ""
+    return lexer
+
+
+def _simple_commands(command: str) -> list[list[str]]:
+    """Split a command line into its simple commands' words (best effort)."""
+    lexer = _lexer(command)
     try:
         tokens = list(lexer)
     except ValueError:  # unbalanced quotes: fall back to plain words
