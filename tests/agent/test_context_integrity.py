@@ -16,6 +16,8 @@ from hermes.state import SessionDB, wellformed
 from hermes.state.wellformed import INTERRUPTED_RESULT
 from tests.agent.helpers import fake_agent
 from tests.fakes import llm_server as fake
+from tests.state.helpers import tool_call as _call
+from tests.state.helpers import tool_result as _result
 
 
 @pytest.fixture(autouse=True)
@@ -28,20 +30,6 @@ def small_window(hermes_home: Path) -> None:
 def strict_llm(fake_llm: fake.FakeLLMServer) -> fake.FakeLLMServer:
     fake_llm.strict_context = True
     return fake_llm
-
-
-def _call(call_id: str) -> dict:
-    return {
-        "role": "assistant",
-        "content": None,
-        "tool_calls": [
-            {"id": call_id, "type": "function", "function": {"name": "terminal", "arguments": "{}"}}
-        ],
-    }
-
-
-def _result(call_id: str, text: str) -> dict:
-    return {"role": "tool", "content": text, "tool_call_id": call_id, "tool_name": "terminal"}
 
 
 def test_a_tool_call_left_by_a_dead_turn_is_answered_once(

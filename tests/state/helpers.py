@@ -138,3 +138,19 @@ def assert_no_orphan_writes(db: SessionDB, session_id: str) -> None:
             if not m["compacted"] and m["id"] > first
         ]
         assert not late, f"{late} landed in {parent['id']} after it was rotated"
+
+
+def tool_call(call_id: str) -> dict:
+    """An assistant message asking for one terminal call."""
+    return {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": call_id, "type": "function", "function": {"name": "terminal", "arguments": "{}"}}
+        ],
+    }
+
+
+def tool_result(call_id: str, text: str) -> dict:
+    """The terminal's result for ``call_id``."""
+    return {"role": "tool", "content": text, "tool_call_id": call_id, "tool_name": "terminal"}

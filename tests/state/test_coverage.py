@@ -13,20 +13,8 @@ import pytest
 from hermes.state import InvalidContextError, SessionDB, make_holder
 
 from .helpers import SUMMARY, contents
-
-
-def _call(call_id: str) -> dict:
-    return {
-        "role": "assistant",
-        "content": None,
-        "tool_calls": [
-            {"id": call_id, "type": "function", "function": {"name": "terminal", "arguments": "{}"}}
-        ],
-    }
-
-
-def _result(call_id: str, text: str) -> dict:
-    return {"role": "tool", "content": text, "tool_call_id": call_id, "tool_name": "terminal"}
+from .helpers import tool_call as _call
+from .helpers import tool_result as _result
 
 
 def _publish(db: SessionDB, parent: str, messages: list[dict], covered: list[str]) -> str:
