@@ -206,7 +206,11 @@ def _write_stream(chunks: Iterable[str], out) -> None:
 @click.option("--source", help="Only conversations from this source.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 def search_cmd(query: tuple[str, ...], limit: int, source: str | None, as_json: bool) -> None:
-    """Full-text search over every message of every conversation."""
+    """Full-text search over every message of every conversation.
+
+    Every word must match. Quote a phrase to find its words adjacent (`'"red apples"'`)
+    and end a word with * to match every word it starts (`'zebr*'`).
+    """
     text = " ".join(query)
     hits: list[dict] = []
     titles: dict[str, str | None] = {}

@@ -111,8 +111,11 @@ class Tx(Protocol):
         limit: int,
         source: str | None,
         conversation_id: str | None,
+        user_id: str | None = None,
     ) -> list[SearchHit]:
-        """Original (non-compacted) messages matching every term, newest first."""
+        """Original (non-compacted) messages matching every term, newest first.
+
+        A term is a word or phrase, ending in ``*`` for a prefix (see ``search``)."""
         ...
 
 

@@ -36,7 +36,7 @@ from hermes.state.errors import (
     StoreUnavailableError,
 )
 from hermes.state.schema_postgres import FTS_TEXT_LIMIT, MIGRATIONS, fts_document
-from hermes.state.search import has_cjk
+from hermes.state.search import has_cjk, split_prefix
 
 try:
     import psycopg
@@ -121,15 +121,39 @@ def _script_runs(term: str) -> list[str]:
     return ["".join(run) for _, run in groupby(term, key=has_cjk)]
 
 
+def _pieces(term: str) -> list[tuple[str, bool]]:
+    """A term's script runs, each with whether it is a prefix (only a last word run is)."""
+    text, prefix = split_prefix(term)
+    runs = [run.strip() for run in _script_runs(text) if run.strip()]
+    return [(run, prefix and i == len(runs) - 1) for i, run in enumerate(runs)]
+
+
 def _is_word(term: str) -> bool:
-    """True when the full-text index can find ``term`` as a whole word.
+    """True when the full-text index can find ``term`` as whole words (a word or phrase).
 
     CJK terms, and terms with characters PostgreSQL's parser may not count as letters
     (superscripts, combining marks), are matched as substrings instead.
     """
-    return not has_cjk(term) and all(
-        (c.isascii() and c.isalnum()) or (not c.isascii() and c.isalpha()) for c in term
+    return (
+        not has_cjk(term)
+        and term.strip() != ""
+        and all(
+            c == " " or (c.isascii() and c.isalnum()) or (not c.isascii() and c.isalpha())
+            for c in term
+        )
     )
+
+
+def _word_operator(prefix: bool) -> str:
+    return "to_tsquery" if prefix else "phraseto_tsquery"
+
+
+def _word_query(text: str, prefix: bool) -> str:
+    """The words as ``phraseto_tsquery`` takes them, or a prefix phrase for ``to_tsquery``
+    (``'red' <-> 'app':*``; safe to quote: a word run holds letters and digits only)."""
+    if not prefix:
+        return text
+    return " <-> ".join(f"'{word}'" for word in text.split()) + ":*"
 
 
 # -- the transaction ---------------------------------------------------------------
@@ -191,8 +215,11 @@ class PostgresTx:
         limit: int,
         source: str | None,
         conversation_id: str | None,
+        user_id: str | None = None,
     ) -> list[SearchHit]:
-        sql, params = _search_sql(terms, source=source, conversation_id=conversation_id)
+        sql, params = _search_sql(
+            terms, source=source, conversation_id=conversation_id, user_id=user_id
+        )
         return [SearchHit.from_row(r) for r in self.all(sql, [*params, limit])]
 
 
@@ -217,12 +244,16 @@ def _message_params(row: MessageRow) -> tuple[Any, ...]:
 
 
 def _search_sql(
-    terms: Sequence[str], *, source: str | None, conversation_id: str | None
+    terms: Sequence[str],
+    *,
+    source: str | None,
+    conversation_id: str | None,
+    user_id: str | None = None,
 ) -> tuple[str, list[Any]]:
     """The search statement (its last placeholder is the limit) and its parameters.
 
     Every term is required (a term mixing CJK and other letters counts as its runs): a
-    word through the full-text index, anything else (CJK) as a substring through the
+    word or phrase through the full-text index (a prefix term as ``word:*``), anything else (CJK) as a substring through the
     trigram index, or by a scan when it is shorter than three characters. Messages
     longer than the vectorised prefix also match when every term is somewhere in them,
     through ``messages_long``.
@@ -231,14 +262,15 @@ def _search_sql(
     for ``ORDER BY id DESC LIMIT n`` directly, the planner may walk the primary key
     backwards computing ``to_tsvector`` on every row, which takes seconds for a rare word.
     """
-    pieces = list(dict.fromkeys(p for term in terms for p in _script_runs(term)))
-    words = [p for p in pieces if _is_word(p)]
-    patterns = {p: "%" + _escape_like(p) + "%" for p in pieces}
-    others = [patterns[p] for p in pieces if not _is_word(p)]
+    pieces = list(dict.fromkeys(p for term in terms for p in _pieces(term)))
+    words = [(text, prefix) for text, prefix in pieces if _is_word(text)]
+    patterns = {text: "%" + _escape_like(text) + "%" for text, _ in pieces}
+    others = [patterns[text] for text, _ in pieces if not _is_word(text)]
+    word_params = [_word_query(text, prefix) for text, prefix in words]
     matched = ["m.compacted = 0", "m.content_parts = 0"]
-    matched += [f"{_FTS_DOCUMENT} @@ phraseto_tsquery('simple', ?)" for _ in words]
+    matched += [f"{_FTS_DOCUMENT} @@ {_word_operator(p)}('simple', ?)" for _, p in words]
     matched += ["m.content ILIKE ?" for _ in others]
-    params: list[Any] = [*words, *others]
+    params: list[Any] = [*word_params, *others]
     arms = [f"SELECT m.id, m.session_id FROM messages m WHERE {' AND '.join(matched)}"]
     if words:
         long = ["m.compacted = 0", "m.content_parts = 0", f"length(m.content) > {FTS_TEXT_LIMIT}"]
@@ -248,18 +280,21 @@ def _search_sql(
     # Multi-part content (rare): only the text parts count, never the JSON around them.
     parts = ["m.compacted = 0", "m.content_parts = 1"]
     parts += [
-        f"to_tsvector('simple', {_PARTS_TEXT}) @@ phraseto_tsquery('simple', ?)" for _ in words
+        f"to_tsvector('simple', {_PARTS_TEXT}) @@ {_word_operator(p)}('simple', ?)"
+        for _, p in words
     ]
     parts += [f"{_PARTS_TEXT} ILIKE ?" for _ in others]
     arms.append(f"SELECT m.id, m.session_id FROM messages m WHERE {' AND '.join(parts)}")
-    params += [*words, *others]
+    params += [*word_params, *others]
     scope = []
-    if source:
-        scope.append("s.source = ?")
-        params.append(source)
-    if conversation_id:
-        scope.append("s.conversation_id = ?")
-        params.append(conversation_id)
+    for column, value in (
+        ("source", source),
+        ("conversation_id", conversation_id),
+        ("user_id", user_id),
+    ):
+        if value:
+            scope.append(f"s.{column} = ?")
+            params.append(value)
     top = "SELECT h.id FROM hits h"
     if scope:
         top += f" JOIN sessions s ON s.id = h.session_id WHERE {' AND '.join(scope)}"

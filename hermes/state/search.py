@@ -5,6 +5,11 @@ have. The index therefore stores CJK characters one token each (``spaced_cjk``),
 CJK word in a query becomes a phrase of adjacent characters, so a word is found
 anywhere inside a sentence. A user's query is only ever used as a list of plain terms,
 so FTS syntax characters in it never reach the engine as syntax.
+
+A query has two pieces of syntax of its own, the ones people know from search boxes:
+``"exact phrase"`` (the words adjacent, in order) and ``word*`` (any word starting so).
+A term is therefore a string of one or more words separated by single spaces (a phrase),
+ending in ``*`` when its last word is a prefix (``split_prefix``).
 """
 
 from __future__ import annotations
@@ -25,6 +30,9 @@ _CJK = (
 _CJK_CHAR = re.compile(f"([{_CJK}])")
 # A term is a run of letters and digits, as the engines' tokenizers see it.
 _TERM = re.compile(r"[^\W_]+", re.UNICODE)
+# A quoted phrase (perhaps with a prefix star), or a run of anything else but spaces.
+_QUERY_PART = re.compile(r'"([^"]*)"(\*?)|([^\s"]+)')
+PREFIX = "*"
 
 MAX_TERMS = 16
 
@@ -54,20 +62,46 @@ def has_cjk(text: str) -> bool:
 
 
 def query_terms(query: str) -> list[str]:
-    """The plain search terms in a user's query (at most MAX_TERMS, duplicates removed)."""
+    """The terms of a user's query (at most MAX_TERMS, duplicates removed).
+
+    ``"red apples"`` is one term (a phrase), ``zebr*`` a prefix term; every other run of
+    letters and digits is a term of its own, whatever punctuation stands around it.
+    """
     terms: list[str] = []
-    for term in _TERM.findall(query or ""):
-        if term.lower() not in (t.lower() for t in terms):
+
+    def add(term: str) -> None:
+        if term and term.lower() not in (t.lower() for t in terms):
             terms.append(term)
+
+    for match in _QUERY_PART.finditer(query or ""):
+        quoted, star, loose = match.groups()
+        if quoted is not None:
+            add(" ".join(_TERM.findall(quoted)) + (PREFIX if star and _TERM.search(quoted) else ""))
+            continue
+        words = _TERM.findall(loose)
+        for word in words[:-1]:
+            add(word)
+        if words:
+            add(words[-1] + (PREFIX if loose.endswith(PREFIX) else ""))
     return terms[:MAX_TERMS]
+
+
+def split_prefix(term: str) -> tuple[str, bool]:
+    """A term's words and whether its last word is a prefix: ``"zebr*"`` -> ("zebr", True)."""
+    if term.endswith(PREFIX):
+        return term[: -len(PREFIX)], True
+    return term, False
 
 
 def fts5_match(terms: list[str]) -> str:
     """An FTS5 MATCH expression requiring every term, each as a quoted phrase."""
     phrases = []
     for term in terms:
-        tokens = spaced_cjk(term).split()
-        phrases.append('"' + " ".join(tokens).replace('"', '""') + '"')
+        text, prefix = split_prefix(term)
+        tokens = spaced_cjk(text).split()
+        if tokens:
+            quoted = '"' + " ".join(tokens).replace('"', '""') + '"'
+            phrases.append(quoted + ("*" if prefix else ""))
     return " AND ".join(phrases)
 
 
@@ -80,25 +114,36 @@ def _fold(text: str) -> str:
 
 
 def phrase_match(indexed_text: str, terms: list[str] | tuple[str, ...]) -> bool:
-    """Whether text (as indexed) holds every term as a run of adjacent tokens."""
+    """Whether text (as indexed) holds every term as a run of adjacent tokens (the last
+    one only starting so, for a prefix term)."""
     folded = _fold(indexed_text)
-    phrases = [_TERM.findall(_fold(spaced_cjk(term))) for term in terms]
+    wanted = []
+    for term in terms:
+        text, prefix = split_prefix(term)
+        wanted.append((_TERM.findall(_fold(spaced_cjk(text))), prefix))
     # Cheap first: every token must at least occur somewhere in the text.
-    if not all(token in folded for phrase in phrases for token in phrase):
+    if not all(token in folded for phrase, _ in wanted for token in phrase):
         return False
     tokens = _TERM.findall(folded)
-    for wanted in phrases:
-        width = len(wanted)
-        if not any(tokens[i : i + width] == wanted for i in range(len(tokens) - width + 1)):
-            return False
-    return True
+    return all(_holds_phrase(tokens, phrase, prefix) for phrase, prefix in wanted)
+
+
+def _holds_phrase(tokens: list[str], phrase: list[str], prefix: bool) -> bool:
+    width = len(phrase)
+    for i in range(len(tokens) - width + 1):
+        window = tokens[i : i + width]
+        if window == phrase or (
+            prefix and window[:-1] == phrase[:-1] and window[-1].startswith(phrase[-1])
+        ):
+            return True
+    return False
 
 
 def snippet(content: str, terms: list[str], width: int = 160) -> str:
     """A window of ``content`` around the first term found, with ellipses where cut."""
     text = " ".join((content or "").split())
     lowered = text.lower()
-    hits = [lowered.find(t.lower()) for t in terms]
+    hits = [lowered.find(split_prefix(t)[0].lower()) for t in terms]
     hits = [h for h in hits if h >= 0]
     start = max(0, min(hits) - width // 3) if hits else 0
     end = min(len(text), start + width)

@@ -230,15 +230,18 @@ class SQLiteTx:
         limit: int,
         source: str | None,
         conversation_id: str | None,
+        user_id: str | None = None,
     ) -> list[SearchHit]:
         columns = "m.id, m.session_id, s.conversation_id, m.role, m.content, m.created_at"
         scope, params = "", []
-        if source:
-            scope += " AND s.source = ?"
-            params.append(source)
-        if conversation_id:
-            scope += " AND s.conversation_id = ?"
-            params.append(conversation_id)
+        for column, value in (
+            ("source", source),
+            ("conversation_id", conversation_id),
+            ("user_id", user_id),
+        ):
+            if value:
+                scope += f" AND s.{column} = ?"
+                params.append(value)
         indexed = self.all(
             f"SELECT {columns} FROM messages_fts f JOIN messages m ON m.id = f.rowid"
             " JOIN sessions s ON s.id = m.session_id"

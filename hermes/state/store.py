@@ -559,14 +559,24 @@ class SessionDB:
         limit: int = 20,
         source: str | None = None,
         conversation_id: str | None = None,
+        user_id: str | None = None,
     ) -> list[dict]:
-        """Full-text search over every original message of every segment."""
+        """Full-text search over every original message of every segment.
+
+        The query's words must all match; ``"a phrase"`` matches adjacent words and
+        ``word*`` any word starting so. ``source``, ``conversation_id`` and ``user_id``
+        narrow it to the conversations that have them.
+        """
         terms = query_terms(query)
         if not terms:
             return []
         hits = self._read(
             lambda tx: tx.search(
-                terms, limit=max(1, int(limit)), source=source, conversation_id=conversation_id
+                terms,
+                limit=max(1, int(limit)),
+                source=source,
+                conversation_id=conversation_id,
+                user_id=user_id,
             )
         )
         return [

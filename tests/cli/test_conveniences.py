@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+from hermes.state import SessionDB
 from tests.cli.conftest import FAKE_MODEL, assert_one_line_error
 from tests.fakes.llm_server import FakeLLMServer, server_error
 
@@ -33,3 +34,16 @@ def test_retries_are_announced_while_the_endpoint_is_not_answering(hermes, cli_e
     notes = [line for line in result.stderr.splitlines() if "endpoint not answering" in line]
     assert len(notes) == 2
     assert "retry 1/3 in" in notes[0] and "retry 2/3 in" in notes[1]
+
+
+def test_sessions_search_takes_a_prefix_and_a_phrase(hermes, cli_env):
+    db = SessionDB(cli_env.home / "state.db")
+    db.create_session("c", source="cli")
+    db.append_message("c", "user", "the zebras ate red apples")
+    db.append_message("c", "user", "apples, red ones")
+    db.close()
+    prefix = json.loads(hermes("sessions", "search", "zebr*", "--json").stdout)
+    assert [h["snippet"] for h in prefix] == ["the zebras ate red apples"]
+    phrase = hermes("sessions", "search", '"red apples"', "--json")
+    assert [h["snippet"] for h in json.loads(phrase.stdout)] == ["the zebras ate red apples"]
+    assert "zebr*" in hermes("sessions", "search", "--help").stdout

@@ -164,3 +164,44 @@ def test_multipart_text_is_found_but_not_its_structure(db: SessionDB) -> None:
     assert "marmot" in hit["snippet"]
     for structure in ("image_url", "type", "base64", "png", "url"):
         assert db.search_messages(structure) == [], structure
+
+
+def test_a_star_after_a_word_finds_every_word_it_starts(db: SessionDB) -> None:
+    db.create_session("s", source="cli")
+    db.append_message("s", "user", "the zebras crossed")
+    db.append_message("s", "user", "a zebra crossing")
+    db.append_message("s", "user", "unrelated: azebra")
+    assert len(db.search_messages("zebra*")) == 2
+    assert db.search_messages("zebra") != db.search_messages("zebra*")
+    assert [h["snippet"] for h in db.search_messages("zebr* crossed")] == ["the zebras crossed"]
+
+
+def test_a_quoted_phrase_needs_its_words_adjacent_and_in_order(db: SessionDB) -> None:
+    db.create_session("s", source="cli")
+    db.append_message("s", "user", "I ate red apples today")
+    db.append_message("s", "user", "apples are red")
+    db.append_message("s", "user", "red, shiny apples")
+    assert [h["snippet"] for h in db.search_messages('"red apples"')] == ["I ate red apples today"]
+    assert len(db.search_messages("red apples")) == 3
+    assert [h["snippet"] for h in db.search_messages('"red app"*')] == ["I ate red apples today"]
+
+
+def test_phrase_and_prefix_match_the_same_once_the_index_holds_the_rows(db: SessionDB) -> None:
+    """A few writes wait for the index (SQLite reads them directly); many are indexed."""
+    db.create_session("s", source="cli")
+    db.append_message("s", "user", "the zebras ate red apples")
+    for n in range(40):  # more than SQLite defers: the rows above are folded into FTS5
+        db.append_message("s", "user", f"filler {n}")
+    assert len(db.search_messages("zebra*")) == 1
+    assert len(db.search_messages('"red apples"')) == 1
+    assert db.search_messages('"apples red"') == []
+    assert len(db.search_messages('"ate red app"*')) == 1
+
+
+def test_search_can_be_narrowed_to_one_user(db: SessionDB) -> None:
+    db.create_session("a", source="telegram", user_id="42")
+    db.create_session("b", source="telegram", user_id="7")
+    db.append_message("a", "user", "my password is hunter2xyz")
+    db.append_message("b", "user", "hunter2xyz is what I heard")
+    assert {h["session_id"] for h in db.search_messages("hunter2xyz", user_id="7")} == {"b"}
+    assert len(db.search_messages("hunter2xyz")) == 2
