@@ -52,6 +52,9 @@ SCHEMA: dict[str, tuple[tuple[type | None, ...], Any]] = {
     "gateway.max_concurrent_turns": ((int,), 8),
     "gateway.api_key": ((str, None), None),
     "gateway.group_per_user": ((bool,), False),
+    # Whose conversations a gateway user's session_search and the sessions API see:
+    # "user" (their own, on their platform) or "all" (hermes/gateway/settings.py).
+    "gateway.search_scope": ((str,), "user"),
     # Web origins and extra Host names the HTTP API answers (hermes/gateway/http_guard.py).
     "gateway.api_allowed_origins": ((list,), []),
     "gateway.api_allowed_hosts": ((list,), []),
@@ -244,6 +247,7 @@ _CHECKS: dict[str, Any] = {
     "terminal.output_limit": _more_than_zero,
     "gateway.max_concurrent_turns": _more_than_zero,
     "gateway.queue_takeover_after": _more_than_zero,
+    "gateway.search_scope": _one_of("user", "all"),
 }
 
 

@@ -78,6 +78,7 @@ def make_fork(agent: AIAgent) -> AIAgent:
         session_db=agent.session_db,
         session_id=agent.session_id,
         source=agent.source,
+        user_id=agent.user_id,
         skip_context_files=agent.skip_context_files,
         skip_memory=agent.skip_memory,
         max_iterations=REVIEW_MAX_ITERATIONS,

@@ -272,6 +272,8 @@ def _tool_context(agent: AIAgent) -> Any:
         interactive=agent.interactive,
         approve=agent.approve,
         surface="review" if agent.is_fork else agent.source,
+        source=agent.source,
+        user_id=agent.user_id,
     )
 
 

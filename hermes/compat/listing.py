@@ -58,6 +58,7 @@ class SearchFilter:
     roles: list[str] | None = None
     include_undone: bool = False
     conversation_id: str | None = None
+    user_id: str | None = None
 
     def admits(self, hit: dict[str, Any]) -> bool:
         return (
@@ -82,7 +83,9 @@ def search(
     need = max(0, int(offset)) + max(1, int(limit))
     fetch = need
     while True:
-        hits = store_search(query, limit=fetch, conversation_id=wanted.conversation_id)
+        hits = store_search(
+            query, limit=fetch, conversation_id=wanted.conversation_id, user_id=wanted.user_id
+        )
         kept = [h for h in _with_sessions(db, hits) if wanted.admits(h)]
         if len(kept) >= need or len(hits) < fetch:
             break

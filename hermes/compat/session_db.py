@@ -288,6 +288,7 @@ class SessionDB(StoreSessionDB):
         *,
         source: str | None = None,
         conversation_id: str | None = None,
+        user_id: str | None = None,
     ) -> list[dict]:
         """Full-text hits, newest first, with Hermes Agent's ``source``, ``timestamp``
         and ``context`` (the message before and after) added to the store's fields.
@@ -302,6 +303,7 @@ class SessionDB(StoreSessionDB):
                 roles=role_filter,
                 include_undone=include_inactive,
                 conversation_id=conversation_id,
+                user_id=user_id,
             ),
             limit=limit,
             offset=offset,

@@ -3,7 +3,8 @@
     GatewayError                 (a HermesError)
     ├── PlatformStartError       a platform could not start (.platform)
     │   └── MissingExtraError    its library is not installed (.extra)
-    └── GatewayClosed            the gateway is shutting down; the input was kept
+    ├── GatewayClosed            the gateway is shutting down; the input was kept
+    └── NotYourConversation      an API caller named a chat platform's conversation
 
 The CLI turns any of them into one line on stderr and a non-zero exit.
 """
@@ -46,4 +47,17 @@ class GatewayClosed(GatewayError):
         super().__init__(
             "The gateway is shutting down; your message is saved and will be answered "
             "when it is back."
+        )
+
+
+class NotYourConversation(GatewayError):
+    """An API caller named a conversation that belongs to a chat platform's user."""
+
+    def __init__(self, session_id: str, source: str) -> None:
+        self.session_id = session_id
+        self.source = source
+        super().__init__(
+            f"Session '{session_id}' is a {source} conversation, which belongs to its "
+            f"{source} user: the API can continue only its own conversations. Leave out "
+            "X-Hermes-Session-Id to start a new one."
         )

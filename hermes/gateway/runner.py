@@ -35,7 +35,7 @@ from hermes.gateway import adapters as adapter_registry
 from hermes.gateway import commands
 from hermes.gateway.access import AccessControl
 from hermes.gateway.adapters.base import Adapter, ChatAdapter
-from hermes.gateway.errors import GatewayClosed, GatewayError
+from hermes.gateway.errors import GatewayClosed, GatewayError, NotYourConversation
 from hermes.gateway.lanes import COMMAND, EVENT, MESSAGE, Lane, QueueStore, Scheduler, WorkItem
 from hermes.gateway.messages import IncomingMessage, Origin, TurnResult
 from hermes.gateway.redact import protect
@@ -45,6 +45,7 @@ from hermes.gateway.settings import (
     PLATFORMS,
     ApiServerSettings,
     PlatformSettings,
+    api_hidden_sources,
     api_server_settings,
     platforms_from_config,
 )
@@ -424,6 +425,8 @@ class GatewayRunner:
         if session_id is not None:
             segment = self.db.get_session(session_id)
             if segment is not None:
+                if segment.get("source") in api_hidden_sources(self.config):
+                    raise NotYourConversation(session_id, segment["source"])
                 conversation = segment["conversation_id"]
                 key = segment.get("session_key") or ""
                 if key.split(":", 1)[0] not in PLATFORMS:

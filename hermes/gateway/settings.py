@@ -142,6 +142,15 @@ def api_server_settings(
     return ApiServerSettings(host=host, port=port, key=key or None)
 
 
+def api_hidden_sources(config: Config) -> tuple[str, ...]:
+    """The sources whose conversations API callers can neither list, read nor join.
+
+    A chat platform's conversations belong to its users; the API key holder is somebody
+    else, so they stay out of reach unless ``gateway.search_scope`` is ``all``.
+    """
+    return () if config.get("gateway.search_scope") == "all" else CHAT_PLATFORMS
+
+
 def parse_listen(text: str) -> tuple[str, int]:
     """'HOST:PORT' (or '[::1]:PORT', or ':PORT' for loopback) as a pair."""
     host, sep, port = text.rpartition(":")

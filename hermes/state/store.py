@@ -423,9 +423,15 @@ class SessionDB:
     # -- conversations --------------------------------------------------------------
 
     def list_conversations(
-        self, *, limit: int = 50, source: str | None = None, include_abandoned: bool = True
+        self,
+        *,
+        limit: int = 50,
+        source: str | None = None,
+        include_abandoned: bool = True,
+        exclude_sources: Sequence[str] = (),
     ) -> list[dict]:
-        """One entry per conversation, newest activity first.
+        """One entry per conversation, newest activity first (``source`` only, or none of
+        ``exclude_sources``).
 
         ``message_count`` counts the original messages that stand (``undone_count`` the
         undone ones, apart); ``last_role`` is the role of the conversation's newest
@@ -454,6 +460,9 @@ class SessionDB:
         if source:
             sql += " AND t.source = ?"
             params.append(source)
+        if exclude_sources:
+            sql += f" AND t.source NOT IN ({', '.join('?' for _ in exclude_sources)})"
+            params.extend(exclude_sources)
         sql += ") AS c"
         if not include_abandoned:
             sql += (

@@ -40,6 +40,8 @@ class ToolContext:
     segment's: background-process events are addressed to it so they follow the
     conversation across compressions. ``approve`` asks the user to allow a dangerous
     command, ``(command, reason) -> bool``; it is None where nobody can be asked.
+    ``source`` and ``user_id`` say whose turn this is (``telegram`` and the sender's id
+    on a gateway): tools that read other conversations keep to that person's.
     """
 
     session_db: Any = None
@@ -51,6 +53,8 @@ class ToolContext:
     interactive: bool = False
     approve: Approver | None = None
     surface: str = "cli"
+    source: str = "cli"
+    user_id: str | None = None
 
     def __post_init__(self) -> None:
         self.hermes_home = Path(self.hermes_home)

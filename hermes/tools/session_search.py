@@ -3,6 +3,10 @@
 It asks the state store (``ctx.session_db.search_messages``) and groups the hits by
 conversation, each with its title, date and matching snippets, so the model sees one
 block per conversation rather than a flat list of messages.
+
+Conversations belong to their user: on any surface but the CLI (whose user owns the
+store), a search sees only the asking user's conversations on their own platform, unless
+the operator sets ``gateway.search_scope: all``.
 """
 
 from __future__ import annotations
@@ -49,6 +53,14 @@ def handle(args: dict[str, Any], ctx: ToolContext) -> str:
         raise ToolError("session search is not available here: this surface has no session store.")
     limit = int(args.get("limit") or DEFAULT_LIMIT)
     source = args.get("source") or None
+    user_id = None
+    if _scoped(ctx):
+        if source not in (None, ctx.source):
+            raise ToolError(
+                f"this conversation can only search its user's own {ctx.source} "
+                "conversations; drop 'source'."
+            )
+        source, user_id = ctx.source, ctx.user_id
     conversation_id = None
     if args.get("current_conversation_only"):
         if not ctx.conversation_id:
@@ -57,7 +69,7 @@ def handle(args: dict[str, Any], ctx: ToolContext) -> str:
             )
         conversation_id = ctx.conversation_id
     hits = ctx.session_db.search_messages(
-        query, limit=limit, source=source, conversation_id=conversation_id
+        query, limit=limit, source=source, conversation_id=conversation_id, user_id=user_id
     )
     return format_results(
         query,
@@ -66,6 +78,11 @@ def handle(args: dict[str, Any], ctx: ToolContext) -> str:
         source=source,
         conversation_id=conversation_id,
     )
+
+
+def _scoped(ctx: ToolContext) -> bool:
+    """Whether this turn may search only its own user's conversations."""
+    return ctx.source != "cli" and ctx.setting("gateway.search_scope") != "all"
 
 
 def format_results(

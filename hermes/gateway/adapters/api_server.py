@@ -34,13 +34,13 @@ from hermes.gateway import commands
 from hermes.gateway.adapters import api_openapi, api_sessions
 from hermes.gateway.adapters.base import Adapter
 from hermes.gateway.api_key import ensure_api_key
-from hermes.gateway.errors import GatewayClosed, PlatformStartError
+from hermes.gateway.errors import GatewayClosed, NotYourConversation, PlatformStartError
 from hermes.gateway.http_guard import request_guard
 from hermes.gateway.lanes import COMMAND, MESSAGE, ResultSink, WorkItem
 from hermes.gateway.messages import Origin, TurnResult
 from hermes.gateway.redact import protect
 from hermes.gateway.request_shape import shape_problem
-from hermes.gateway.settings import API_SERVER, ApiServerSettings
+from hermes.gateway.settings import API_SERVER, ApiServerSettings, api_hidden_sources
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +92,7 @@ class ApiServerAdapter(Adapter):
         app.router.add_get("/v1/models", self.models)
         app.router.add_get("/health", self.health)
         app.router.add_get("/v1/health", self.health)
-        api_sessions.add_routes(app, self.runner.db)
+        api_sessions.add_routes(app, self.runner.db, api_hidden_sources(self.runner.config))
         api_openapi.add_routes(app)
         runner = web.AppRunner(app, access_log=None, handle_signals=False)
         await runner.setup()
@@ -175,6 +175,19 @@ class ApiServerAdapter(Adapter):
             )
         if not self.runner.accepting:
             return _error(503, str(GatewayClosed()), "server_error", "shutting_down")
+        try:
+            return await self._turn(request, body, text, history, session)
+        except NotYourConversation as exc:
+            return _error(404, str(exc), "invalid_request_error", "session_not_found")
+
+    async def _turn(
+        self,
+        request: web.Request,
+        body: dict[str, Any],
+        text: str,
+        history: list[dict[str, Any]],
+        session: str | None,
+    ) -> web.StreamResponse:
         command = commands.parse(text)
         if command is not None and command.immediate:
             result = await self._immediate(command, session)

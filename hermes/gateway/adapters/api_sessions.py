@@ -5,7 +5,9 @@ search), ``GET /api/sessions/{id}`` (with its lineage of segments), ``GET
 /api/sessions/{id}/messages`` (the logical conversation, paginated), ``PATCH
 /api/sessions/{id}`` (title) and ``DELETE /api/sessions/{id}``. Any segment id, an old one
 included, addresses its whole conversation. The routes sit behind the API server's bearer
-key (its middleware covers the whole application).
+key (its middleware covers the whole application). The conversations of chat platforms
+belong to their users, not to the key holder: they are not listed, found or addressable
+here (a 404, as for an id nobody holds) unless ``gateway.search_scope`` is ``all``.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from aiohttp import web
@@ -23,9 +26,10 @@ MAX_PAGE = 200
 DEFAULT_PAGE = 50
 
 
-def add_routes(app: web.Application, db: Any) -> None:
-    """Register the sessions API on ``app``, reading and writing ``db`` (a SessionDB)."""
-    api = _SessionsApi(db)
+def add_routes(app: web.Application, db: Any, hidden_sources: Sequence[str] = ()) -> None:
+    """Register the sessions API on ``app``, reading and writing ``db`` (a SessionDB);
+    conversations from ``hidden_sources`` are out of its reach."""
+    api = _SessionsApi(db, tuple(hidden_sources))
     app.router.add_get("/api/sessions", api.list)
     app.router.add_get("/api/sessions/{id}", api.get)
     app.router.add_patch("/api/sessions/{id}", api.rename)
@@ -34,8 +38,9 @@ def add_routes(app: web.Application, db: Any) -> None:
 
 
 class _SessionsApi:
-    def __init__(self, db: Any) -> None:
+    def __init__(self, db: Any, hidden_sources: tuple[str, ...]) -> None:
         self.db = db
+        self.hidden_sources = hidden_sources
 
     async def list(self, request: web.Request) -> web.Response:
         limit, offset = _page(request)
@@ -43,7 +48,11 @@ class _SessionsApi:
         if query:
             rows = await asyncio.to_thread(self._search, query, limit + offset)
         else:
-            rows = await asyncio.to_thread(self.db.list_conversations, limit=limit + offset + 1)
+            rows = await asyncio.to_thread(
+                self.db.list_conversations,
+                limit=limit + offset + 1,
+                exclude_sources=self.hidden_sources,
+            )
             rows = [_conversation(row) for row in rows]
         page = rows[offset : offset + limit]
         return web.json_response(
@@ -65,7 +74,7 @@ class _SessionsApi:
         rows = []
         for conversation, match in seen.items():
             tip = self.db.find_tip(conversation)
-            if tip is not None:
+            if tip is not None and tip.get("source") not in self.hidden_sources:
                 rows.append(
                     {
                         "id": conversation,
@@ -165,9 +174,12 @@ class _SessionsApi:
         """The conversation's segments, root first, for any of its segment ids; 404 if none."""
         session = request.match_info["id"]
         try:
-            return await asyncio.to_thread(self.db.get_segments, session)
+            segments = await asyncio.to_thread(self.db.get_segments, session)
         except SessionNotFoundError:
             raise _not_found(session) from None
+        if segments[0].get("source") in self.hidden_sources:
+            raise _not_found(session)
+        return segments
 
 
 def _conversation(row: dict) -> dict:
