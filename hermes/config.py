@@ -58,6 +58,8 @@ SCHEMA: dict[str, tuple[tuple[type | None, ...], Any]] = {
     # Web origins and extra Host names the HTTP API answers (hermes/gateway/http_guard.py).
     "gateway.api_allowed_origins": ((list,), []),
     "gateway.api_allowed_hosts": ((list,), []),
+    # Seconds a client has to send a request's headers, and then its body (slowloris).
+    "gateway.api_read_timeout": ((int, float), 20),
     # Seconds without a heartbeat after which a gateway counts as gone (its host
     # crashed) and a starting gateway takes over its queued input.
     "gateway.queue_takeover_after": ((int, float), 120),
@@ -248,6 +250,7 @@ _CHECKS: dict[str, Any] = {
     "gateway.max_concurrent_turns": _more_than_zero,
     "gateway.queue_takeover_after": _more_than_zero,
     "gateway.search_scope": _one_of("user", "all"),
+    "gateway.api_read_timeout": _more_than_zero,
 }
 
 

@@ -10,10 +10,16 @@ it name the server by a hostile host name. So, before any route runs:
 - the ``Host`` header must name the bound address, a loopback name when listening on
   loopback, or an entry of ``gateway.api_allowed_hosts`` (else 421). On a wildcard
   address (0.0.0.0, ::) any IP literal passes, since rebinding needs a name.
+
+A client that opens connections and then sends slowly must not hold them for ever
+(slowloris): ``body_deadline`` answers 408 to a body that has not arrived within
+``gateway.api_read_timeout`` seconds, and the API server closes a connection whose
+request headers have not (aiohttp's keep-alive timer, set to the same value).
 """
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
@@ -93,3 +99,28 @@ def request_guard(
         return await handler(request)
 
     return guard
+
+
+def body_deadline(seconds: float, error: ErrorResponse) -> Any:
+    """An aiohttp middleware that reads a request's body within ``seconds`` (else 408).
+
+    The body is read here, once: handlers' ``request.json()`` then finds it cached.
+    """
+
+    @web.middleware
+    async def deadline(request: web.Request, handler: Handler) -> web.StreamResponse:
+        if request.body_exists:
+            try:
+                await asyncio.wait_for(request.read(), seconds)
+            except TimeoutError:
+                response = error(
+                    408,
+                    f"The request body did not arrive within {seconds:g} seconds; send it "
+                    "whole and promptly.",
+                    "invalid_request_error",
+                )
+                response.force_close()
+                return response
+        return await handler(request)
+
+    return deadline

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 from pathlib import Path
 
 import httpx
@@ -135,4 +136,53 @@ def test_malformed_body_is_a_400_without_a_traceback(gateway, fake_llm, raw: str
     assert response.status_code == 400
     assert response.json()["error"]["message"].endswith(".")
     assert "Traceback" not in caplog.text and not any(r.exc_info for r in caplog.records)
+    assert fake_llm.requests == []
+
+
+def _slow_gateway(hermes_home: Path, fake_llm) -> GatewayThread:
+    write_config(hermes_home, fake_llm.url, gateway={"api_read_timeout": 1})
+    return GatewayThread(hermes_home)
+
+
+def _connect(gateway: GatewayThread) -> socket.socket:
+    adapter = gateway.runner.adapters["api_server"]
+    conn = socket.create_connection(("127.0.0.1", adapter.port), timeout=30)
+    return conn
+
+
+def _read_until_closed(conn: socket.socket) -> bytes:
+    received = b""
+    while chunk := conn.recv(65536):
+        received += chunk
+    return received
+
+
+def test_connections_that_never_finish_their_headers_are_closed(hermes_home, fake_llm) -> None:
+    """Slowloris: many half-open connections, each closed by the server, not held."""
+    with _slow_gateway(hermes_home, fake_llm) as gateway:
+        held = [_connect(gateway) for _ in range(20)]
+        for conn in held:
+            conn.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        for conn in held:
+            assert _read_until_closed(conn) == b""  # closed by the server, nothing answered
+            conn.close()
+        assert _post(gateway).status_code == 200  # and the server still answers
+    assert len(fake_llm.requests) == 1
+
+
+def test_a_body_that_trickles_in_gets_408_and_reaches_no_model(hermes_home, fake_llm) -> None:
+    body = json.dumps(BODY).encode()
+    with _slow_gateway(hermes_home, fake_llm) as gateway:
+        conn = _connect(gateway)
+        conn.sendall(
+            b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            b"Content-Type: application/json\r\n"
+            + f"Authorization: Bearer {gateway.api_key}\r\n".encode()
+            + f"Content-Length: {len(body)}\r\n\r\n".encode()
+            + body[:10]
+        )
+        answer = _read_until_closed(conn)
+        conn.close()
+    assert answer.startswith(b"HTTP/1.1 408")
+    assert b"did not arrive within 1 seconds" in answer
     assert fake_llm.requests == []

@@ -35,7 +35,7 @@ from hermes.gateway.adapters import api_openapi, api_sessions
 from hermes.gateway.adapters.base import Adapter
 from hermes.gateway.api_key import ensure_api_key
 from hermes.gateway.errors import GatewayClosed, NotYourConversation, PlatformStartError
-from hermes.gateway.http_guard import request_guard
+from hermes.gateway.http_guard import body_deadline, request_guard
 from hermes.gateway.lanes import COMMAND, MESSAGE, ResultSink, WorkItem
 from hermes.gateway.messages import Origin, TurnResult
 from hermes.gateway.redact import protect
@@ -87,14 +87,21 @@ class ApiServerAdapter(Adapter):
             self.runner.config.get("gateway.api_allowed_origins"),
             _error,
         )
-        app = web.Application(middlewares=[guard, self._authorise], client_max_size=32 * 1024**2)
+        read_timeout = float(self.runner.config.get("gateway.api_read_timeout"))
+        app = web.Application(
+            middlewares=[guard, self._authorise, body_deadline(read_timeout, _error)],
+            client_max_size=32 * 1024**2,
+        )
         app.router.add_post("/v1/chat/completions", self.chat_completions)
         app.router.add_get("/v1/models", self.models)
         app.router.add_get("/health", self.health)
         app.router.add_get("/v1/health", self.health)
         api_sessions.add_routes(app, self.runner.db, api_hidden_sources(self.runner.config))
         api_openapi.add_routes(app)
-        runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        # The keep-alive timer also closes a connection whose request never arrives whole.
+        runner = web.AppRunner(
+            app, access_log=None, handle_signals=False, keepalive_timeout=read_timeout
+        )
         await runner.setup()
         site = web.TCPSite(runner, api.host, api.port, shutdown_timeout=5.0)
         try:
