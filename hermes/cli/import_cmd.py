@@ -3,14 +3,18 @@
 The reading, mapping and verification live in ``hermes.compat.importer``; this module
 opens the two stores, shows progress like `hermes migrate` and prints the result. A
 file that is not a Hermes Agent store is refused in one sentence, with exit status 2.
+Importing into a store that already holds conversations asks first (``--yes`` without a
+terminal), after counting what would be added: nothing new means nothing to ask.
 """
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import click
 
+from hermes.cli._ask import confirm_or_refuse
 from hermes.cli._store import StoreLocation, database_errors, store_location
 from hermes.cli.migrate import progress_display
 from hermes.compat import importer
@@ -28,14 +32,18 @@ def import_group() -> None:
 @import_group.command(name="hermes-agent")
 @click.argument("path", required=False, type=click.Path(path_type=Path))
 @click.option("--dry-run", is_flag=True, help="Show what would be imported; change nothing.")
+@click.option("-y", "--yes", is_flag=True,
+              help="Import into a store that holds conversations without asking "
+              "(needed without a terminal).")  # fmt: skip
 @click.pass_context
-def hermes_agent(ctx: click.Context, path: Path | None, dry_run: bool) -> None:
+def hermes_agent(ctx: click.Context, path: Path | None, dry_run: bool, yes: bool) -> None:
     """Import a Hermes Agent state.db (default ~/.hermes/state.db), verified.
 
     The file is opened read-only and never changed. Compression rotations become
     segments of one conversation, other child sessions branches; rows Hermes Agent
     compacted in place are kept as undone history (searchable, not in the context).
-    Running it again imports nothing twice.
+    Running it again imports nothing twice. Into a store that already holds
+    conversations it asks first (nothing there is changed or removed).
     """
     source = (path or DEFAULT_SOURCE).expanduser()
     try:
@@ -48,16 +56,50 @@ def hermes_agent(ctx: click.Context, path: Path | None, dry_run: bool) -> None:
     try:
         if dry_run and not location.exists:  # nothing there yet: everything would be new
             report = importer.import_store(conn, None, dry_run=True)
+        elif not dry_run and (preview := _preview_into_held_store(conn, location, config)):
+            if not preview.new_sessions and not preview.new_messages:
+                report, dry_run = preview, True  # "Nothing to import": nothing to ask
+            else:
+                confirm_or_refuse(
+                    f"{location.label} already holds conversations. Add "
+                    f"{preview.new_sessions} sessions and {preview.new_messages} messages "
+                    f"from {source} to it? Nothing in it is changed or removed",
+                    yes=yes,
+                    action="importing into a store that holds conversations",
+                )
+                report = _import(conn, location, config)
         else:
-            with (
-                database_errors(location),
-                _open(location, config, read_only=dry_run) as db,
-                progress_display() as show,
-            ):
-                report = importer.import_store(conn, db, dry_run=dry_run, progress=show)
+            report = _import(conn, location, config, dry_run=dry_run)
     finally:
         conn.close()
     click.echo(importer.describe(report, dry_run=dry_run))
+
+
+def _import(
+    conn: sqlite3.Connection,
+    location: StoreLocation,
+    config: Config,
+    *,
+    dry_run: bool = False,
+) -> importer.ImportReport:
+    with (
+        database_errors(location),
+        _open(location, config, read_only=dry_run) as db,
+        progress_display() as show,
+    ):
+        return importer.import_store(conn, db, dry_run=dry_run, progress=show)
+
+
+def _preview_into_held_store(
+    conn: sqlite3.Connection, location: StoreLocation, config: Config
+) -> importer.ImportReport | None:
+    """What an import would add, when the store already holds conversations; else None."""
+    if not location.exists:
+        return None
+    with database_errors(location), _open(location, config, read_only=True) as db:
+        if not db.list_conversations(limit=1):
+            return None
+        return importer.import_store(conn, db, dry_run=True)
 
 
 def _open(location: StoreLocation, config: Config, *, read_only: bool) -> SessionDB:

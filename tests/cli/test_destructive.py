@@ -1,6 +1,6 @@
 """Destructive commands ask on a terminal and refuse without one unless --yes (issue 14.1).
 
-`prune`, `delete` and `migrate` into a store that holds data are run the way a person
+`prune`, `delete`, `import` and `migrate` into a store that holds data are run the way a person
 (a pty, through pexpect) and a script (a pipe) would run them; the store is read back
 afterwards to see what survived.
 """
@@ -106,3 +106,61 @@ def test_delete_on_a_terminal_asks(cli_env, compressed):
     child.expect_exact(f"Deleted conversation {compressed.root}")
     assert _finish(child) == 0
     assert _conversation_ids(compressed.db_path) == {compressed.other}
+
+
+def _hermes_agent_store(path) -> None:
+    """The tables a Hermes Agent state.db has (the columns the importer reads), one chat."""
+    with sqlite3.connect(path) as raw:
+        raw.executescript(
+            "CREATE TABLE sessions (id TEXT PRIMARY KEY, source TEXT, parent_session_id TEXT,"
+            " end_reason TEXT, started_at REAL, ended_at REAL, title TEXT, model TEXT);"
+            "CREATE TABLE messages (id INTEGER PRIMARY KEY, session_id TEXT, role TEXT,"
+            " content TEXT, timestamp REAL, active INTEGER, compacted INTEGER, tool_calls TEXT,"
+            " tool_call_id TEXT, tool_name TEXT, reasoning TEXT);"
+        )
+        raw.execute("INSERT INTO sessions (id, source, started_at, title) VALUES"
+                    " ('ha-1', 'cli', 1700000000, 'From Hermes Agent')")  # fmt: skip
+        raw.executemany(
+            "INSERT INTO messages (session_id, role, content, timestamp, active, compacted)"
+            " VALUES ('ha-1', ?, ?, 1700000001, 1, 0)",
+            [("user", "imported question"), ("assistant", "imported answer")],
+        )
+    raw.close()
+
+
+def test_import_into_a_store_that_holds_conversations_asks(hermes, cli_env, compressed, tmp_path):
+    source = tmp_path / "ha.db"
+    _hermes_agent_store(source)
+    before = _conversation_ids(compressed.db_path)
+    refused = hermes("import", "hermes-agent", str(source), input="y\n")
+    assert_one_line_error(refused, "--yes", "terminal")
+    assert _conversation_ids(compressed.db_path) == before
+    child = _on_a_terminal(cli_env, "import", "hermes-agent", str(source))
+    child.expect_exact("already holds conversations. Add 1 sessions and 2 messages")
+    child.sendline("n")
+    assert _finish(child) == 1
+    assert _conversation_ids(compressed.db_path) == before
+    done = hermes("import", "hermes-agent", str(source), "--yes")
+    assert done.returncode == 0, done.stderr
+    assert _conversation_ids(compressed.db_path) == before | {"ha-1"}
+    again = hermes("import", "hermes-agent", str(source))  # nothing new: nothing to ask
+    assert again.returncode == 0 and "Nothing to import" in again.stdout
+
+
+def test_migrate_never_writes_into_a_store_that_holds_data(hermes, cli_env, compressed, tmp_path):
+    """A copy goes only into an empty store, so there is nothing to consent to: it
+    refuses on a terminal and off one, --yes or not, and the target is left as it was."""
+    target = tmp_path / "target.db"
+    with SessionDB(db_path=target) as db:
+        db.create_session("mine", source="cli")
+        db.append_message("mine", "user", "keep me")
+    before = target.read_bytes()
+    refused = hermes("migrate", "--from", str(compressed.db_path), "--to", str(target))
+    assert_one_line_error(refused, "not empty", "new database file")
+    child = _on_a_terminal(
+        cli_env, "migrate", "--from", str(compressed.db_path), "--to", str(target)
+    )
+    child.expect_exact("is not empty")
+    assert _finish(child) == 1
+    assert target.read_bytes() == before
+    assert _conversation_ids(target) == {"mine"}
