@@ -58,6 +58,7 @@ class AIAgent:
         session_key: str | None = None,
         title: str | None = None,
         is_fork: bool = False,
+        ephemeral_system_prompt: str | None = None,
     ) -> None:
         self.config = config or load_config()
         self.model = model or self.config.get("model.default")
@@ -82,6 +83,9 @@ class AIAgent:
         self.user_id = user_id
         self.session_key = session_key
         self.title = title
+        # Instructions for this agent's requests only (`hermes chat -s`): sent after the
+        # segment's system prompt, never stored with it, so resuming without them works.
+        self.ephemeral_system_prompt = ephemeral_system_prompt
         self.hermes_home = hermes_home()
 
         self.agent_id = uuid.uuid4().hex

@@ -114,7 +114,7 @@ def _loop(agent: AIAgent, turn: Turn, system_prompt: str) -> str:
         try:
             response = agent.client.complete(
                 [
-                    {"role": "system", "content": system_prompt},
+                    {"role": "system", "content": _request_system(agent, system_prompt)},
                     *transcript.to_api(turn.messages, agent.api_forms),
                 ],
                 tools=schemas,
@@ -151,6 +151,13 @@ def _loop(agent: AIAgent, turn: Turn, system_prompt: str) -> str:
         "ask me to continue if you want me to go on."
     )
     return system_prompt
+
+
+def _request_system(agent: AIAgent, system_prompt: str) -> str:
+    """The system message sent: the segment's prompt, then this run's own instructions
+    (one message, since some providers take only one)."""
+    extra = (agent.ephemeral_system_prompt or "").strip()
+    return f"{system_prompt}\n\n{extra}" if extra else system_prompt
 
 
 def _maybe_compress(agent: AIAgent, turn: Turn, system_prompt: str, *, force: bool = False) -> str:

@@ -37,6 +37,9 @@ JSON_KEYS = ("final_response", "session_id", "iterations", "interrupted", "promp
 @click.option("-q", "--query", metavar="TEXT",
               help="Ask once and print only the answer ('-' reads the question from stdin).")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="With -q: print the result as JSON.")
+@click.option("-s", "--system", metavar="TEXT",
+              help="Extra instructions for the model in this run, after hermes's own "
+              "system prompt (not stored with the conversation).")  # fmt: skip
 @click.option("-m", "--model", help="The model for this run (default: model.default).")
 @click.option("--base-url", help="The endpoint for this run (default: model.base_url).")
 @click.option("-c", "--continue", "continue_", is_flag=True,
@@ -48,6 +51,7 @@ JSON_KEYS = ("final_response", "session_id", "iterations", "interrupted", "promp
 def chat(
     query: str | None,
     as_json: bool,
+    system: str | None,
     model: str | None,
     base_url: str | None,
     continue_: bool,
@@ -75,7 +79,7 @@ def chat(
     with opened_store(read_only=False, create=True) as db:
         tip = _pick_conversation(db, continue_, resume)
         agent = _make_agent(config, db, api_key=api_key, base_url=base_url, model=model,
-                            interactive=text is None)  # fmt: skip
+                            interactive=text is None, system=system)  # fmt: skip
         try:
             if tip is not None:
                 from hermes.agent.commands import bind_conversation
@@ -212,6 +216,7 @@ def _make_agent(
     base_url: str,
     model: str | None,
     interactive: bool,
+    system: str | None = None,
 ) -> AIAgent:
     from hermes.agent import AIAgent
 
@@ -224,6 +229,7 @@ def _make_agent(
         source="cli",
         quiet_mode=not interactive,
         interactive=interactive,
+        ephemeral_system_prompt=system,
     )
 
 

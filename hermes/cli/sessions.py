@@ -24,9 +24,10 @@ from hermes.cli._store import (
     resolve_conversation,
     store_location,
 )
+from hermes.cli._table import echo_table
 from hermes.errors import HermesError
 from hermes.state import SessionDB
-from hermes.text import one_line, plural, stamp, table, when
+from hermes.text import one_line, plural, stamp, when
 
 TOOL_OUTPUT_LINES = 20  # `show` cuts long tool results; `export` never does
 
@@ -84,7 +85,7 @@ def list_cmd(source: str | None, limit: int, show_all: bool, as_json: bool) -> N
         )
         for r in rows
     ]
-    click.echo(table(("TITLE", "TIP", "MESSAGES", "LAST ACTIVE", "SOURCE", "NOTE"), body))
+    echo_table(("TITLE", "TIP", "MESSAGES", "LAST ACTIVE", "SOURCE", "NOTE"), body)
 
 
 def _store_exists() -> bool:
@@ -231,7 +232,7 @@ def search_cmd(query: tuple[str, ...], limit: int, source: str | None, as_json: 
          h["role"], one_line(h["snippet"], 80))
         for h in hits
     ]  # fmt: skip
-    click.echo(table(("CONVERSATION", "TITLE", "WHEN", "ROLE", "MATCH"), body))
+    echo_table(("CONVERSATION", "TITLE", "WHEN", "ROLE", "MATCH"), body)
 
 
 def _titles(db: SessionDB, conversation_ids: set[str]) -> dict[str, str | None]:
@@ -313,7 +314,7 @@ def lineage_cmd(ref: str, as_json: bool) -> None:
          _state(s))
         for s in chain
     ]  # fmt: skip
-    click.echo(table(("#", "SEGMENT", "MESSAGES", "FROM – TO", "STATE"), body))
+    echo_table(("#", "SEGMENT", "MESSAGES", "FROM – TO", "STATE"), body)
 
 
 def _kept_count(counts: dict[str, tuple[int, int]], segment_id: str) -> str:
