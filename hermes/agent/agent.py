@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes.agent import compression, transcript
-from hermes.agent.context_compressor import ContextCompressor
+from hermes.agent.context_compressor import NOTHING_TO_COMPRESS, ContextCompressor
 from hermes.agent.llm_client import ModelClient
 from hermes.agent.tokens import context_window, estimate_tokens
 from hermes.config import Config, api_key_from_env, hermes_home, load_config
@@ -150,9 +150,15 @@ class AIAgent:
         *,
         approx_tokens: int | None = None,
         focus_topic: str | None = None,
+        whole: bool = False,
     ) -> tuple[list[dict[str, Any]], str | None]:
         return compression.compress_context(
-            self, messages, system_message, approx_tokens=approx_tokens, focus_topic=focus_topic
+            self,
+            messages,
+            system_message,
+            approx_tokens=approx_tokens,
+            focus_topic=focus_topic,
+            whole=whole,
         )
 
     def compress_now(self, focus_topic: str | None = None) -> compression.Outcome:
@@ -174,6 +180,13 @@ class AIAgent:
             history, system, approx_tokens=before, focus_topic=focus_topic
         )
         outcome = self.last_compression or compression.Outcome()
+        if compressed is history and (outcome.reason or "").startswith(NOTHING_TO_COMPRESS):
+            # Asked for, a compression of a short conversation summarises all of it
+            # (but an unanswered last message), as /compact does elsewhere.
+            compressed, _ = self._compress_context(
+                history, system, approx_tokens=before, focus_topic=focus_topic, whole=True
+            )
+            outcome = self.last_compression or compression.Outcome()
         outcome.tokens_before = before
         if compressed is not history and not outcome.rotated:
             self._cache = None

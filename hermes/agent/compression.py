@@ -76,7 +76,11 @@ def compress_context(
     *,
     approx_tokens: int | None = None,
     focus_topic: str | None = None,
+    whole: bool = False,
 ) -> tuple[Messages, str | None]:
+    """Compress ``messages`` (step 1-5 of DESIGN's compression path); ``whole`` asks the
+    compressor to summarise even a short conversation (``/compress``)."""
+    ask = _compress_call(approx_tokens, focus_topic, whole)
     db = agent.session_db
     outcome = Outcome(tokens_before=approx_tokens)
     agent.last_compression = outcome
@@ -84,7 +88,7 @@ def compress_context(
         if agent.is_fork:
             outcome.reason = "a background review never compresses"
             return messages, system_message
-        return _in_memory(agent, messages, system_message, approx_tokens, focus_topic, outcome)
+        return _in_memory(agent, messages, system_message, ask, outcome)
 
     session_id = agent.session_id
     holder = agent.lease_holder
@@ -99,9 +103,7 @@ def compress_context(
         outcome.reason = f"another process holds the compression lease ({outcome.holder})"
         return messages, system_message
     try:
-        return _compress_under_lease(
-            agent, messages, system_message, outcome, approx_tokens, focus_topic
-        )
+        return _compress_under_lease(agent, messages, system_message, outcome, ask)
     except StateError as exc:  # any store failure: nothing changed, the turn goes on
         return _store_failed(agent, outcome, exc, messages, system_message)
     finally:
@@ -132,8 +134,7 @@ def _compress_under_lease(
     messages: Messages,
     system_message: str | None,
     outcome: Outcome,
-    approx_tokens: int | None,
-    focus_topic: str | None,
+    ask: dict[str, Any],
 ) -> tuple[Messages, str | None]:
     db, session_id = agent.session_db, agent.session_id
     holder, ttl = agent.lease_holder, agent.lease_ttl
@@ -145,9 +146,7 @@ def _compress_under_lease(
         return messages, system_message
     watermark = db.last_message_id(session_id)
     with LeaseKeeper(db, session_id, holder, ttl):
-        compressed = agent.context_compressor.compress(
-            messages, current_tokens=approx_tokens, focus_topic=focus_topic
-        )
+        compressed = agent.context_compressor.compress(messages, **ask)
     if failed(agent.context_compressor, messages, compressed):
         outcome.reason = describe_failure(agent.context_compressor)
         return messages, system_message
@@ -184,19 +183,25 @@ def _in_memory(
     agent: AIAgent,
     messages: Messages,
     system_message: str | None,
-    approx_tokens: int | None,
-    focus_topic: str | None,
+    ask: dict[str, Any],
     outcome: Outcome,
 ) -> tuple[Messages, str | None]:
-    compressed = agent.context_compressor.compress(
-        messages, current_tokens=approx_tokens, focus_topic=focus_topic
-    )
+    compressed = agent.context_compressor.compress(messages, **ask)
     if failed(agent.context_compressor, messages, compressed):
         outcome.reason = describe_failure(agent.context_compressor)
         return messages, system_message
     outcome.rotated = False
     outcome.tokens_after = agent.estimate_tokens(compressed)
     return compressed, system_message
+
+
+def _compress_call(approx_tokens: int | None, focus_topic: str | None, whole: bool) -> dict:
+    """The compressor's keywords; ``whole`` only when wanted, so a compressor of Hermes
+    Agent's shape (which has no such keyword) keeps working for automatic compression."""
+    ask: dict[str, Any] = {"current_tokens": approx_tokens, "focus_topic": focus_topic}
+    if whole:
+        ask["whole"] = True
+    return ask
 
 
 def failed(compressor: Any, before: Messages, after: Messages) -> bool:

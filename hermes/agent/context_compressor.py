@@ -155,8 +155,12 @@ class ContextCompressor:
         *,
         current_tokens: int | None = None,
         focus_topic: str | None = None,
+        whole: bool = False,
     ) -> list[Message]:
         """A new, shorter list with the middle summarised, or ``messages`` itself.
+
+        ``whole`` (a compression the user asked for) keeps no head and no tail: all of
+        it is summarised but a last user message still waiting for its answer.
 
         Returning the very same list object means nothing happened; the reason is in
         ``_last_summary_error`` and, if the summary model was at fault, a cooldown
@@ -167,7 +171,7 @@ class ContextCompressor:
         # Results back with their calls, so the cut sees whole tool call groups.
         messages = wellformed.normalise(messages)
         self.last_covered_uids = frozenset()
-        cut = find_cut(messages, self.tail_budget)
+        cut = whole_cut(messages) if whole else find_cut(messages, self.tail_budget)
         middle = cut.middle(messages)
         # Replacing fewer than two messages by one summary would not shorten the list.
         if len(middle) < 2:
@@ -202,7 +206,9 @@ class ContextCompressor:
             self._fail(model, f"would have left a context a provider refuses ({problems[0]})")
             return given
         before, after = estimate_tokens(messages), estimate_tokens(result)
-        if after >= before:
+        # Asked for (``whole``), a summary is kept even when a short conversation's
+        # framing makes it no smaller; automatically, it would only rotate again.
+        if after >= before and not whole:
             self._fail(
                 model,
                 f"wrote a summary that left the context no smaller (~{before} -> ~{after} tokens)",
@@ -360,6 +366,15 @@ def find_cut(messages: Sequence[Message], tail_budget: int) -> Cut:
     tail_start = _tail_start(messages, head_end, tail_budget)
     pinned = last_user if last_user is not None and last_user < tail_start else None
     return Cut(head_end=head_end, tail_start=tail_start, pinned=pinned)
+
+
+def whole_cut(messages: Sequence[Message]) -> Cut:
+    """No head, no tail: everything is summarised but the newest user message when it is
+    the last message (a question still waiting for its answer)."""
+    start = 1 if messages and messages[0].get("role") == "system" else 0
+    last_user = _last_user_index(messages)
+    waiting = last_user is not None and last_user == len(messages) - 1
+    return Cut(head_end=start, tail_start=len(messages), pinned=last_user if waiting else None)
 
 
 def _last_user_index(messages: Sequence[Message]) -> int | None:

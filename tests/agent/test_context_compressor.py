@@ -359,6 +359,24 @@ def test_nothing_to_compress(client: ModelClient, fake_llm: FakeLLMServer, clock
     assert "Nothing to compress" in (compressor.failure_message() or "")
 
 
+def test_a_whole_compression_summarises_a_short_conversation_but_a_waiting_question(
+    client: ModelClient, summarising: FakeLLMServer, clock: Clock
+) -> None:
+    """What /compress asks for: no head, no tail; an unanswered last question follows."""
+    messages = [msg("system", "sys"), msg("user", "hi"), msg("assistant", "hello")]
+    messages.append(msg("user", "how are you?"))
+    compressor = make(client, clock)
+
+    result = compressor.compress(messages, whole=True)
+
+    assert [m["role"] for m in result] == ["system", "user", "user"]
+    assert is_summary_message(result[1]) and result[2] == messages[3]
+    assert compressor.last_covered_uids == {m["message_uid"] for m in messages[1:3]}
+    answered = compressor.compress(messages[:3], whole=True)
+    assert [m["role"] for m in answered] == ["system", "user"]
+    assert is_summary_message(answered[1])
+
+
 # --------------------------------------------------------------------------- deciding
 
 

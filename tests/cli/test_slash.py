@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -123,11 +124,23 @@ def test_usage_reads_the_store(agent, db):
     assert f"{segment['input_tokens']:,} input" in reply.text
 
 
-def test_compress_says_why_not(agent):
+def test_compress_summarises_even_a_short_conversation(agent, db, fake_llm):
+    """/compress on one exchange works, as /compact does elsewhere: all of it goes into
+    the summary the summary model read, and the conversation goes on from there."""
     assert "empty" in chat_commands.dispatch(agent, "/compress").text
-    agent.run_conversation("short")
+    agent.run_conversation("remember the zebra named Otto")
+    first = agent.session_id
     reply = chat_commands.dispatch(agent, "/compress")
-    assert not reply.ok and "too short" in reply.text
+    assert reply.ok and reply.data["outcome"].rotated, reply.text
+    summary_request = json.dumps(fake_llm.requests[-1]["messages"])
+    assert "remember the zebra named Otto" in summary_request
+    [summary] = db.get_messages(agent.session_id)
+    assert agent.session_id != first and summary["role"] == "user"
+    assert db.coverage_violations() == []  # both messages are in the summary's coverage
+    agent.run_conversation("what was its name?")
+    sent = fake_llm.requests[-1]["messages"]
+    assert [m["role"] for m in sent] == ["system", "user", "user"]
+    assert sent[1]["content"] == summary["content"]
 
 
 def test_model_and_tools(agent, db, fake_llm):
