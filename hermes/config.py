@@ -55,6 +55,8 @@ SCHEMA: dict[str, tuple[tuple[type | None, ...], Any]] = {
     # Whose conversations a gateway user's session_search and the sessions API see:
     # "user" (their own, on their platform) or "all" (hermes/gateway/settings.py).
     "gateway.search_scope": ((str,), "user"),
+    # The models HTTP API callers may ask for by name (empty: model.default only).
+    "gateway.models": ((list,), []),
     # Web origins and extra Host names the HTTP API answers (hermes/gateway/http_guard.py).
     "gateway.api_allowed_origins": ((list,), []),
     "gateway.api_allowed_hosts": ((list,), []),

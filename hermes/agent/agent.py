@@ -86,6 +86,8 @@ class AIAgent:
         # Instructions for this agent's requests only (`hermes chat -s`): sent after the
         # segment's system prompt, never stored with it, so resuming without them works.
         self.ephemeral_system_prompt = ephemeral_system_prompt
+        # Sampling parameters for the turn's model calls (an API caller's temperature...).
+        self.request_options: dict[str, Any] = {}
         self.hermes_home = hermes_home()
 
         self.agent_id = uuid.uuid4().hex

@@ -41,6 +41,9 @@ __all__ = ["ModelClient", "ModelResponse", "ToolCall", "translate_openai_error"]
 
 log = logging.getLogger(__name__)
 
+# Sampling parameters a caller may set per request (the HTTP API passes them through).
+SAMPLING_KEYS = ("temperature", "max_tokens", "stop", "user")
+
 # The keys an OpenAI-compatible endpoint accepts on a chat message. hermes keeps its
 # own bookkeeping on message dicts (``message_uid``, ``reasoning``...), and strict
 # endpoints reject unknown keys, so only these cross the wire.
@@ -137,11 +140,13 @@ class ModelClient:
         max_tokens: int | None = None,
         temperature: float | None = None,
         wire_ready: bool = False,
+        options: Mapping[str, Any] | None = None,
     ) -> ModelResponse:
         """Ask the model for its next message; stream text to ``stream_callback`` if given.
 
         ``wire_ready`` says the messages already hold only wire keys (the agent keeps
-        them so), sparing a copy of a long history on every call. Raises a
+        them so), sparing a copy of a long history on every call. ``options`` holds
+        sampling parameters a caller chose (``SAMPLING_KEYS``), sent as given. Raises a
         ``ModelError`` subclass on failure, ``TurnInterrupted`` on ``interrupt()``.
         """
         model = model or self.model
@@ -153,6 +158,7 @@ class ModelClient:
             request["max_tokens"] = max_tokens
         if temperature is not None:
             request["temperature"] = temperature
+        request.update({k: v for k, v in (options or {}).items() if k in SAMPLING_KEYS})
         if stream_callback is None:
             return self._with_retries(model, lambda: self._complete_once(request))
         request["stream"] = True

@@ -120,6 +120,7 @@ def _loop(agent: AIAgent, turn: Turn, system_prompt: str) -> str:
                 tools=schemas,
                 stream_callback=agent.stream_callback,
                 wire_ready=True,
+                options=agent.request_options,
             )
         except ContextLengthError as exc:
             if retried_context:

@@ -81,6 +81,7 @@ class WorkItem:
     conversation_id: str
     origin: Origin | None = None
     history: list[dict[str, Any]] | None = None  # seeds a new conversation (HTTP API)
+    options: dict[str, Any] | None = None  # an API caller's model, instructions, sampling
     process_id: str | None = None  # for EVENT: the background process that finished
     seq: tuple[int, int] = field(default_factory=lambda: (time.time_ns(), next(_sequence)))
     queue_id: int | None = None  # its row in gateway_queue while it waits
@@ -95,6 +96,7 @@ class WorkItem:
             "conversation_id": self.conversation_id,
             "origin": self.origin.to_dict() if self.origin else None,
             "history": self.history,
+            "options": self.options,
             "process_id": self.process_id,
             "seq": list(self.seq),
         }
@@ -110,6 +112,7 @@ class WorkItem:
             conversation_id=data["conversation_id"],
             origin=Origin.from_dict(data["origin"]) if data.get("origin") else None,
             history=data.get("history"),
+            options=data.get("options"),
             process_id=data.get("process_id"),
             seq=(int(seq[0]), int(seq[1])),
             queue_id=int(row["id"]),

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from hermes.agent.errors import AgentError, ContextLengthError, ModelError
+from hermes.agent.llm_client import SAMPLING_KEYS
 from hermes.agent.turn_lock import held_by_caller
 from hermes.gateway import commands
 from hermes.gateway.lanes import COMMAND, EVENT, Lane, WorkItem
@@ -130,6 +131,7 @@ class TurnRunner:
             words = outcome.rerun  # /retry: the undone message, answered again
         sink = item.sink
         agent.stream_callback = sink.on_delta if sink is not None and sink.stream else None
+        _apply_options(agent, item.options or {})
         out = agent.run_conversation(words, conversation_history=item.history)
         result.text = out.get("final_response") or ""
         result.interrupted = bool(out.get("interrupted"))
@@ -192,3 +194,13 @@ def _close(agent: Any) -> None:
 def _endpoint_failed(exc: AgentError) -> bool:
     """The model endpoint itself failed (not a conversation too long for it)."""
     return isinstance(exc, ModelError) and not isinstance(exc, ContextLengthError)
+
+
+def _apply_options(agent: Any, options: dict[str, Any]) -> None:
+    """An API caller's choices for this turn (``request_options``); none for other input,
+    so what one caller asked never carries over to the next turn of a kept agent."""
+    model = options.get("model")
+    if model and model != agent.model:
+        agent.set_model(model)
+    agent.ephemeral_system_prompt = options.get("instructions")
+    agent.request_options = {k: options[k] for k in SAMPLING_KEYS if k in options}

@@ -21,7 +21,7 @@ HEADER = "X-Hermes-Session-Id"
 def ask(client: openai.OpenAI, text: str, session: str | None = None):
     headers = {HEADER: session} if session else {}
     raw = client.chat.completions.with_raw_response.create(
-        model="anything", messages=[{"role": "user", "content": text}], extra_headers=headers
+        model="fake-model", messages=[{"role": "user", "content": text}], extra_headers=headers
     )
     return raw.parse().choices[0].message.content, raw.headers[HEADER]
 
@@ -44,7 +44,7 @@ def test_continuity_over_many_turns(client, gateway, fake_llm) -> None:
 def test_stream_names_the_session_in_headers_and_first_event(client, gateway) -> None:
     _, session = ask(client, "hello")
     with client.chat.completions.with_streaming_response.create(
-        model="m",
+        model="fake-model",
         messages=[{"role": "user", "content": "stream this reply"}],
         stream=True,
         stream_options={"include_usage": True},
@@ -61,12 +61,12 @@ def test_stream_names_the_session_in_headers_and_first_event(client, gateway) ->
 
 def test_no_header_starts_a_new_conversation_seeded_with_the_history(client, gateway) -> None:
     messages = [
-        {"role": "system", "content": "ignored: hermes has its own"},
+        {"role": "system", "content": "You are a name-remembering bot."},
         {"role": "user", "content": "my name is Ada"},
         {"role": "assistant", "content": "Hello Ada"},
         {"role": "user", "content": "what is my name?"},
     ]
-    raw = client.chat.completions.with_raw_response.create(model="m", messages=messages)
+    raw = client.chat.completions.with_raw_response.create(model="fake-model", messages=messages)
     session = raw.headers[HEADER]
     assert raw.parse().choices[0].message.content == "echo: what is my name?"
     stored = [m["content"] for m in gateway.db.get_conversation_messages(session)]
@@ -109,10 +109,9 @@ def test_slash_commands_over_the_api(client, gateway, fake_llm) -> None:
     fake_llm.enqueue("a second try")
     assert ask(client, "/retry", session)[0] == "a second try"
     assert "Context now" in ask(client, "/usage", session)[0]
-    assert ask(client, "/model other-model", session)[0].startswith("Model set to other-model")
-    assert fake_llm.requests[-1]["model"] == "fake-model"
+    assert "each request's 'model' chooses" in ask(client, "/model other-model", session)[0]
     ask(client, "three", session)
-    assert fake_llm.requests[-1]["model"] == "other-model"
+    assert fake_llm.requests[-1]["model"] == "fake-model"
     assert "/compress" in ask(client, "/help", session)[0]
     assert ask(client, "/sessions", session)[0].startswith(
         "/sessions works in the terminal chat only"
@@ -209,7 +208,11 @@ def test_an_upstream_failure_while_streaming_ends_with_the_caller_sentence(
     fake_llm.enqueue(auth_error())
     response = httpx.post(
         f"{gateway.url}/chat/completions",
-        json={"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]},
+        json={
+            "model": "fake-model",
+            "stream": True,
+            "messages": [{"role": "user", "content": "hi"}],
+        },
         headers={"Authorization": f"Bearer {gateway.api_key}"},
         timeout=30,
     )
@@ -226,7 +229,7 @@ def test_an_unreachable_model_endpoint_is_a_502_for_the_caller(hermes_home, mode
     with GatewayThread(hermes_home) as gateway:
         response = httpx.post(
             f"{gateway.url}/chat/completions",
-            json={"model": "m", "messages": [{"role": "user", "content": "hi"}]},
+            json={"model": "fake-model", "messages": [{"role": "user", "content": "hi"}]},
             headers={"Authorization": f"Bearer {gateway.api_key}"},
             timeout=60,
         )
@@ -252,7 +255,7 @@ def test_the_resume_header_goes_back_to_the_old_conversation(client, gateway) ->
     _, old = ask(client, "before new")
     ask(client, "/new", old)
     raw = client.chat.completions.with_raw_response.create(
-        model="m",
+        model="fake-model",
         messages=[{"role": "user", "content": "back again"}],
         extra_headers={HEADER: old, "X-Hermes-Resume": "1"},
     )

@@ -62,13 +62,13 @@ def test_concurrent_requests_to_one_conversation_never_interleave(gateway, fake_
         base_url=gateway.url, api_key=gateway.api_key, max_retries=0, timeout=60
     ) as client:
         first = client.chat.completions.with_raw_response.create(
-            model="m", messages=[{"role": "user", "content": "start"}]
+            model="fake-model", messages=[{"role": "user", "content": "start"}]
         )
         session = first.headers["X-Hermes-Session-Id"]
 
         def one(n: int) -> str:
             reply = client.chat.completions.create(
-                model="m",
+                model="fake-model",
                 messages=[{"role": "user", "content": f"q{n}"}],
                 extra_headers={"X-Hermes-Session-Id": session},
             )

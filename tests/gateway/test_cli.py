@@ -97,7 +97,7 @@ def test_continuity_and_compression_through_the_subprocess(
         session, tips = None, []
         for n in range(14):
             raw = client.chat.completions.with_raw_response.create(
-                model="m",
+                model="fake-model",
                 messages=[{"role": "user", "content": f"note {n}: {PADDING}"}],
                 extra_headers={HEADER: session} if session else {},
             )
@@ -107,7 +107,7 @@ def test_continuity_and_compression_through_the_subprocess(
         assert len(set(tips)) > 1, "the conversation never compressed"
         old = tips[0]
         raw = client.chat.completions.with_raw_response.create(
-            model="m",
+            model="fake-model",
             messages=[{"role": "user", "content": "still there?"}],
             extra_headers={HEADER: old},
         )
@@ -133,7 +133,7 @@ def test_sigterm_with_queued_input_then_restart(hermes_home: Path, fake_llm, run
     url = gateway.wait_ready(port)
     client = openai.OpenAI(base_url=url, api_key=stored_api_key(), max_retries=0, timeout=30)
     first = client.chat.completions.with_raw_response.create(
-        model="m", messages=[{"role": "user", "content": "hi"}]
+        model="fake-model", messages=[{"role": "user", "content": "hi"}]
     )
     session = first.headers[HEADER]
     outcomes: dict[str, object] = {}
@@ -142,7 +142,7 @@ def test_sigterm_with_queued_input_then_restart(hermes_home: Path, fake_llm, run
         try:
             outcomes[words] = (
                 client.chat.completions.create(
-                    model="m",
+                    model="fake-model",
                     messages=[{"role": "user", "content": words}],
                     extra_headers={HEADER: session},
                 )

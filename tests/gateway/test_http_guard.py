@@ -11,7 +11,7 @@ import pytest
 
 from tests.gateway.harness import GatewayThread, write_config
 
-BODY = {"model": "m", "messages": [{"role": "user", "content": "write a file"}]}
+BODY = {"model": "fake-model", "messages": [{"role": "user", "content": "write a file"}]}
 
 
 def _post(gateway: GatewayThread, **headers: str) -> httpx.Response:
@@ -108,7 +108,7 @@ def test_gateways_starting_at_once_agree_on_one_key(hermes_home: Path) -> None:
         json.dumps({**BODY, "stream_options": ["include_usage"]}),
         json.dumps(
             {
-                "model": "m",
+                "model": "fake-model",
                 "messages": [
                     {"role": "user", "content": [{"type": "image_url", "image_url": "x.png"}]}
                 ],
@@ -116,7 +116,7 @@ def test_gateways_starting_at_once_agree_on_one_key(hermes_home: Path) -> None:
         ),
         json.dumps(
             {
-                "model": "m",
+                "model": "fake-model",
                 "messages": [
                     {"role": "user", "content": [{"type": "image_url", "image_url": {"url": 5}}]}
                 ],

@@ -163,7 +163,7 @@ def test_an_old_session_id_sent_again_lands_in_the_tip(small_context: GatewayThr
         for n in range(30):
             headers = {"X-Hermes-Session-Id": session} if session else {}
             with client.chat.completions.with_streaming_response.create(
-                model="m",
+                model="fake-model",
                 messages=[{"role": "user", "content": f"note {n}: {PADDING}"}],
                 stream=True,
                 extra_headers=headers,
@@ -178,7 +178,7 @@ def test_an_old_session_id_sent_again_lands_in_the_tip(small_context: GatewayThr
         assert rotated, "the conversation never compressed"
         old, tip = rotated
         raw = client.chat.completions.with_raw_response.create(
-            model="m",
+            model="fake-model",
             messages=[{"role": "user", "content": "after the rotation"}],
             extra_headers={"X-Hermes-Session-Id": old},
         )
@@ -205,7 +205,9 @@ def test_compress_command_moves_the_route_to_the_new_tip(small_context: GatewayT
         def ask(words: str, session: str | None):
             headers = {"X-Hermes-Session-Id": session} if session else {}
             raw = client.chat.completions.with_raw_response.create(
-                model="m", messages=[{"role": "user", "content": words}], extra_headers=headers
+                model="fake-model",
+                messages=[{"role": "user", "content": words}],
+                extra_headers=headers,
             )
             return raw.parse().choices[0].message.content, raw.headers["X-Hermes-Session-Id"]
 

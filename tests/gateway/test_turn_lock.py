@@ -65,7 +65,7 @@ def ask(url: str, words: str, session: str | None = None) -> Any:
     """One request through the HTTP API; the raw response (``.headers``, ``.parse()``)."""
     with openai.OpenAI(base_url=url, api_key=stored_api_key(), max_retries=0, timeout=60) as client:
         return client.chat.completions.with_raw_response.create(
-            model="m",
+            model="fake-model",
             messages=[{"role": "user", "content": words}],
             extra_headers={HEADER: session} if session else {},
         )

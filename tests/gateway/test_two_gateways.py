@@ -188,7 +188,7 @@ def ask_at_once(asks: list[tuple[GatewayThread, str]], session: str) -> dict[str
     answers: dict[str, Any] = {}
 
     def ask(gateway: GatewayThread, words: str) -> None:
-        body = {"model": "m", "messages": [{"role": "user", "content": words}]}
+        body = {"model": "fake-model", "messages": [{"role": "user", "content": words}]}
         start.wait(10)
         answers[words] = httpx.post(
             f"{gateway.url}/chat/completions",

@@ -39,6 +39,7 @@ from hermes.gateway.http_guard import body_deadline, request_guard
 from hermes.gateway.lanes import COMMAND, MESSAGE, ResultSink, WorkItem
 from hermes.gateway.messages import Origin, TurnResult
 from hermes.gateway.redact import protect
+from hermes.gateway.request_options import RequestProblem, offered_models, turn_options
 from hermes.gateway.request_shape import shape_problem
 from hermes.gateway.settings import API_SERVER, ApiServerSettings, api_hidden_sources
 
@@ -153,9 +154,15 @@ class ApiServerAdapter(Adapter):
         return web.json_response({"status": "stopping" if self.runner.closing else "ok"})
 
     async def models(self, request: web.Request) -> web.Response:
-        model = self.runner.config.get("model.default")
-        data = [{"id": model, "object": "model", "created": 0, "owned_by": "hermes"}]
+        data = [
+            {"id": model, "object": "model", "created": 0, "owned_by": "hermes"}
+            for model in self._models()
+        ]
         return web.json_response({"object": "list", "data": data})
+
+    def _models(self) -> list[str]:
+        config = self.runner.config
+        return offered_models(config.get("gateway.models"), config.get("model.default"))
 
     async def chat_completions(self, request: web.Request) -> web.StreamResponse:
         try:
@@ -173,6 +180,16 @@ class ApiServerAdapter(Adapter):
                 "'messages' must hold at least one user message with text.",
                 "invalid_request_error",
             )
+        try:
+            options = turn_options(body, self._models(), _text_of)
+        except RequestProblem as problem:
+            return _error(
+                problem.status,
+                problem.message,
+                "invalid_request_error",
+                problem.code,
+                param=problem.param,
+            )
         session = request.headers.get(SESSION_HEADER) or None
         if session is not None and not _SESSION_ID.match(session):
             return _error(
@@ -183,7 +200,7 @@ class ApiServerAdapter(Adapter):
         if not self.runner.accepting:
             return _error(503, str(GatewayClosed()), "server_error", "shutting_down")
         try:
-            return await self._turn(request, body, text, history, session)
+            return await self._turn(request, body, text, history, session, options)
         except NotYourConversation as exc:
             return _error(404, str(exc), "invalid_request_error", "session_not_found")
 
@@ -194,6 +211,7 @@ class ApiServerAdapter(Adapter):
         text: str,
         history: list[dict[str, Any]],
         session: str | None,
+        options: dict[str, Any],
     ) -> web.StreamResponse:
         command = commands.parse(text)
         if command is not None and command.immediate:
@@ -203,6 +221,13 @@ class ApiServerAdapter(Adapter):
             return await self._answer(
                 request, body, TurnResult(text=commands.refusal(command), session_id=session)
             )
+        if command is not None and command.name == "model":
+            # Every request names its model here; a /model would last one turn at most.
+            text = (
+                "Over the HTTP API each request's 'model' chooses the model; "
+                f"this gateway offers {', '.join(self._models())} (GET /v1/models)."
+            )
+            return await self._answer(request, body, TurnResult(text=text, session_id=session))
         resume = request.headers.get(RESUME_HEADER) == "1"
         key, conversation, created = await self.runner.api_conversation(session, resume=resume)
         sink = ResultSink(stream=bool(body.get("stream")))
@@ -213,6 +238,7 @@ class ApiServerAdapter(Adapter):
             conversation_id=conversation,
             origin=Origin(platform=API_SERVER, chat_id=conversation),
             history=history if created and session is None and history else None,
+            options=options,
             sink=sink,
         )
         await self.runner.submit(item)
@@ -414,9 +440,10 @@ def _error(
     type_: str,
     code: str | None = None,
     *,
+    param: str | None = None,
     headers: dict[str, str] | None = None,
 ) -> web.Response:
-    body = {"error": {"message": message, "type": type_, "param": None, "code": code}}
+    body = {"error": {"message": message, "type": type_, "param": param, "code": code}}
     return web.json_response(body, status=status, headers=headers)
 
 

@@ -1,0 +1,113 @@
+"""What an API caller asks of a turn (issue 13): its own instructions, the model, and the
+sampling parameters, through the real ``openai`` client against a real gateway."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import openai
+import pytest
+
+from tests.gateway.harness import GatewayThread, write_config
+
+HEADER = "X-Hermes-Session-Id"
+
+
+def _system(request: dict) -> str:
+    [system] = [m for m in request["messages"] if m["role"] == "system"]
+    return system["content"]
+
+
+def test_the_clients_instructions_follow_hermess_prompt_turn_after_turn(
+    client, gateway, fake_llm
+) -> None:
+    instructions = [
+        {"role": "system", "content": "Answer like a pirate."},
+        {"role": "developer", "content": "Never mention the weather."},
+    ]
+    raw = client.chat.completions.with_raw_response.create(
+        model="fake-model", messages=[*instructions, {"role": "user", "content": "hi"}]
+    )
+    session = raw.headers[HEADER]
+    first = _system(fake_llm.requests[-1])
+    assert first.startswith("You are hermes")
+    assert first.endswith("Answer like a pirate.\n\nNever mention the weather.")
+    client.chat.completions.create(
+        model="fake-model",
+        messages=[*instructions, {"role": "user", "content": "again"}],
+        extra_headers={HEADER: session},
+    )
+    assert _system(fake_llm.requests[-1]) == first  # byte for byte: the prompt cache hits
+    client.chat.completions.create(
+        model="fake-model",
+        messages=[{"role": "user", "content": "no instructions now"}],
+        extra_headers={HEADER: session},
+    )
+    assert "pirate" not in _system(fake_llm.requests[-1])
+    stored = gateway.db.get_conversation_messages(session)
+    assert all("pirate" not in (m["content"] or "") for m in stored)
+
+
+def test_sampling_parameters_reach_the_model_as_given(client, fake_llm) -> None:
+    client.chat.completions.create(
+        model="fake-model",
+        messages=[{"role": "user", "content": "hi"}],
+        temperature=0.2,
+        max_completion_tokens=50,
+        stop=["END"],
+        user="customer-7",
+    )
+    sent = fake_llm.requests[-1]
+    assert (sent["temperature"], sent["max_tokens"], sent["stop"], sent["user"]) == (
+        0.2, 50, ["END"], "customer-7"
+    )  # fmt: skip
+    client.chat.completions.create(
+        model="fake-model", messages=[{"role": "user", "content": "plain"}]
+    )
+    assert not {"temperature", "stop", "user"} & set(fake_llm.requests[-1])
+
+
+@pytest.mark.parametrize(
+    ("extra", "param"),
+    [({"temperature": 3}, "temperature"), ({"temperature": "hot"}, "temperature"),
+     ({"max_tokens": 0}, "max_tokens"), ({"stop": ["a", "b", "c", "d", "e"]}, "stop"),
+     ({"user": 7}, "user")],
+)  # fmt: skip
+def test_a_bad_parameter_is_a_400_naming_it(client, fake_llm, extra, param) -> None:
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.chat.completions.create(
+            model="fake-model", messages=[{"role": "user", "content": "hi"}], extra_body=extra
+        )
+    assert caught.value.body["param"] == param
+    assert fake_llm.requests == []
+
+
+@pytest.fixture
+def two_models(hermes_home: Path, fake_llm, model_key) -> GatewayThread:
+    write_config(hermes_home, fake_llm.url, gateway={"models": ["fake-model", "big-model"]})
+    with GatewayThread(hermes_home) as running:
+        yield running
+
+
+def test_model_selects_among_the_offered_and_models_lists_them(two_models, fake_llm) -> None:
+    with openai.OpenAI(base_url=two_models.url, api_key=two_models.api_key, max_retries=0) as api:
+        assert [m.id for m in api.models.list().data] == ["fake-model", "big-model"]
+        reply = api.chat.completions.create(
+            model="big-model", messages=[{"role": "user", "content": "hi"}]
+        )
+        assert fake_llm.requests[-1]["model"] == "big-model" and reply.model == "big-model"
+        with pytest.raises(openai.NotFoundError) as caught:
+            api.chat.completions.create(
+                model="gpt-4o", messages=[{"role": "user", "content": "hi"}]
+            )
+    error = caught.value.body
+    assert error["code"] == "model_not_found" and error["param"] == "model"
+    assert "gpt-4o" in error["message"] and "big-model" in error["message"]
+    assert len(fake_llm.requests) == 1
+
+
+def test_without_gateway_models_only_the_configured_model_is_offered(client, fake_llm) -> None:
+    assert [m.id for m in client.models.list().data] == ["fake-model"]
+    with pytest.raises(openai.NotFoundError):
+        client.chat.completions.create(model="other", messages=[{"role": "user", "content": "x"}])
+    assert fake_llm.requests == []
