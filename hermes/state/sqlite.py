@@ -337,8 +337,16 @@ class SQLiteBackend:
         except sqlite3.Error as exc:
             raise StoreUnavailableError(f"Cannot open {self.path} read-only: {exc}.") from exc
         conn.row_factory = _dict_row
-        _check_readable(conn, self.path)
-        _refuse_foreign(conn, self.path, allow_empty=False)
+
+        def probe() -> None:
+            _check_readable(conn, self.path)
+            _refuse_foreign(conn, self.path, allow_empty=False)
+
+        try:
+            _patiently(probe, self.path, self.patience, "read the database")
+        except BaseException:
+            conn.close()
+            raise
         return conn
 
     # -- transactions ---------------------------------------------------------------
@@ -408,23 +416,7 @@ class SQLiteBackend:
         self._with_patience(lambda: conn.execute("COMMIT"), "commit")
 
     def _with_patience(self, step: Callable[[], object], what: str) -> None:
-        deadline = time.monotonic() + self.patience
-        delay = 0.005
-        while True:
-            try:
-                step()
-                return
-            except sqlite3.OperationalError as exc:
-                if not _is_busy(exc):
-                    raise _translate(exc, self.path) from exc
-                if time.monotonic() >= deadline:
-                    raise StoreBusyError(
-                        f"Could not {what} on {self.path}: another process kept the database "
-                        f"locked for over {self.patience:.0f} s. Check for a stuck hermes "
-                        "process (`hermes doctor`) and try again."
-                    ) from exc
-                time.sleep(random.uniform(0, delay))  # full jitter
-                delay = min(delay * 2, 0.25)
+        _patiently(step, self.path, self.patience, what)
 
     # -- schema ---------------------------------------------------------------------
 
@@ -451,9 +443,37 @@ class SQLiteBackend:
             _release_shared(self.path)
 
 
+def _patiently(step: Callable[[], object], path: Path, patience: float, what: str) -> None:
+    """Run ``step``, waiting out another process's lock for up to ``patience`` seconds."""
+    deadline = time.monotonic() + patience
+    delay = 0.005
+    while True:
+        try:
+            step()
+            return
+        except sqlite3.OperationalError as exc:
+            if not _is_busy(exc):
+                raise _translate(exc, path) from exc
+            if time.monotonic() >= deadline:
+                raise StoreBusyError(
+                    f"Could not {what} on {path}: another process kept the database "
+                    f"locked for over {patience:.0f} s. Check for a stuck hermes "
+                    "process (`hermes doctor`) and try again."
+                ) from exc
+            time.sleep(random.uniform(0, delay))  # full jitter
+            delay = min(delay * 2, 0.25)
+
+
 def _check_readable(conn: sqlite3.Connection, path: Path) -> None:
+    """Refuse a damaged file; a locked one (another process starting the store, say)
+    is left to the caller to wait for: locked is not damaged."""
     try:
         conn.execute("SELECT name FROM sqlite_master LIMIT 1").fetchall()
+    except sqlite3.OperationalError as exc:
+        if _is_busy(exc):
+            raise
+        conn.close()
+        raise diagnose.damaged(path, str(exc)).error() from exc
     except sqlite3.DatabaseError as exc:
         conn.close()
         raise diagnose.damaged(path, str(exc)).error() from exc
@@ -528,11 +548,21 @@ def _open_writer(path: Path, synchronous: str) -> sqlite3.Connection:
     except sqlite3.Error as exc:
         raise StoreUnavailableError(f"Cannot open the state database {path}: {exc}.") from exc
     conn.row_factory = _dict_row
-    _check_readable(conn, path)
-    _refuse_foreign(conn, path)
-    mode = conn.execute("PRAGMA journal_mode").fetchone()["journal_mode"]
-    if mode != "wal":  # switching is a write: only when the file is not in WAL yet
-        conn.execute("PRAGMA journal_mode=WAL")
+
+    def probe() -> None:
+        _check_readable(conn, path)
+        _refuse_foreign(conn, path)
+        mode = conn.execute("PRAGMA journal_mode").fetchone()["journal_mode"]
+        if mode != "wal":  # switching is a write: only when the file is not in WAL yet
+            conn.execute("PRAGMA journal_mode=WAL")
+
+    try:
+        # Another process may be creating the store this moment (its first write holds
+        # the file's lock): wait for it like for any lock, not past DEFAULT_PATIENCE.
+        _patiently(probe, path, DEFAULT_PATIENCE, "open the database")
+    except BaseException:
+        conn.close()
+        raise
     conn.execute(f"PRAGMA synchronous={'NORMAL' if synchronous == 'normal' else 'FULL'}")
     conn.execute("PRAGMA foreign_keys=ON")
     return conn

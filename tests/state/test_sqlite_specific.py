@@ -7,6 +7,7 @@ from __future__ import annotations
 import sqlite3
 import stat
 import threading
+import time
 from pathlib import Path
 
 import psutil
@@ -406,6 +407,34 @@ def test_a_write_that_finally_fails_raises_and_stores_nothing(path: Path, opened
         blocker.close()
     assert db.get_messages("s") == []
     assert db.append_message("s", "user", "later").stored == 1
+
+
+@pytest.mark.parametrize("read_only", [False, True])
+def test_opening_a_store_another_process_has_locked_waits_and_is_not_called_damaged(
+    path: Path, opened, read_only: bool
+) -> None:
+    """A store being created or written in rollback mode (another process's first open
+    switching it to WAL, say) is locked for a moment; the opener waits for it. It used
+    to give up after 0.1 s and call the healthy file damaged."""
+    if read_only:
+        opened(db_path=path).close()  # a store to read
+        raw = sqlite3.connect(path, isolation_level=None)
+        raw.execute("PRAGMA journal_mode=DELETE")  # readers now block on a writer's lock
+        raw.close()
+    blocker = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    blocker.execute("BEGIN EXCLUSIVE")
+    released = threading.Event()
+
+    def release_soon() -> None:
+        time.sleep(1.0)
+        blocker.execute("COMMIT")
+        blocker.close()
+        released.set()
+
+    threading.Thread(target=release_soon, daemon=True).start()
+    db = opened(db_path=path, read_only=read_only)
+    assert released.is_set()  # it waited for the lock instead of failing
+    assert db.list_conversations() == []
 
 
 def test_writers_outwait_another_process_holding_the_lock_for_seven_seconds(
