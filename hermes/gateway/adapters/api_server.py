@@ -38,9 +38,9 @@ from hermes.gateway.errors import GatewayClosed, PlatformStartError
 from hermes.gateway.http_guard import request_guard
 from hermes.gateway.lanes import COMMAND, MESSAGE, ResultSink, WorkItem
 from hermes.gateway.messages import Origin, TurnResult
-from hermes.gateway.redact import protect
 from hermes.gateway.request_shape import shape_problem
 from hermes.gateway.settings import API_SERVER, ApiServerSettings
+from hermes.secrets import redact, register
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +77,7 @@ class ApiServerAdapter(Adapter):
         key_note = "bearer key required"
         if not api.key:
             key, path = ensure_api_key(self.runner.home)
-            protect(key)
+            register(key)
             self.api = api = replace(api, key=key)
             key_note = f"bearer key required: read it from {path}"
         guard = request_guard(
@@ -385,7 +385,7 @@ def _caller_error(result: TurnResult) -> str:
     """What the HTTP caller is told; the operator's advice is in the gateway log."""
     if result.upstream_failed:
         return UPSTREAM_FAILED
-    return result.error or ""
+    return redact(result.error or "")
 
 
 def _error(
