@@ -15,7 +15,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from hermes import secrets
 from hermes.agent import compression, transcript
 from hermes.agent.context_compressor import ContextCompressor
 from hermes.agent.llm_client import ModelClient
@@ -73,7 +72,6 @@ class AIAgent:
         self.provider = provider
         self.api_key = api_key or api_key_from_env() or _key_from_dotenv()
         register_secrets(self.config)
-        secrets.register(self.api_key)
         self.quiet_mode = quiet_mode
         self.session_db = session_db
         self.session_id = session_id
