@@ -9,8 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from hermes.secrets import redact
-
 
 @dataclass(frozen=True)
 class Origin:
@@ -81,7 +79,7 @@ class TurnResult:
     def reply_text(self) -> str:
         """What a chat shows: the answer, or the error, or a note that it stopped."""
         if self.error:
-            return f"Sorry, I could not answer: {redact(self.error)}"
+            return f"Sorry, I could not answer: {self.error}"
         if self.interrupted and not self.text:
             return "(stopped)"
         return self.text

@@ -40,7 +40,6 @@ from hermes.gateway.lanes import COMMAND, MESSAGE, ResultSink, WorkItem
 from hermes.gateway.messages import Origin, TurnResult
 from hermes.gateway.request_shape import shape_problem
 from hermes.gateway.settings import API_SERVER, ApiServerSettings
-from hermes.secrets import redact, register
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +76,6 @@ class ApiServerAdapter(Adapter):
         key_note = "bearer key required"
         if not api.key:
             key, path = ensure_api_key(self.runner.home)
-            register(key)
             self.api = api = replace(api, key=key)
             key_note = f"bearer key required: read it from {path}"
         guard = request_guard(
@@ -385,7 +383,7 @@ def _caller_error(result: TurnResult) -> str:
     """What the HTTP caller is told; the operator's advice is in the gateway log."""
     if result.upstream_failed:
         return UPSTREAM_FAILED
-    return redact(result.error or "")
+    return result.error or ""
 
 
 def _error(
