@@ -11,12 +11,14 @@ from __future__ import annotations
 import copy
 import difflib
 import os
+import re
 import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hermes import secrets
 from hermes.errors import ConfigError
 
 DEFAULT_BASE_URL = "https://openrouter.ai/api/v1"
@@ -46,6 +48,8 @@ SCHEMA: dict[str, tuple[tuple[type | None, ...], Any]] = {
     "terminal.output_limit": ((int,), 20000),
     "terminal.dangerous_allow": ((list,), []),
     "terminal.dangerous_patterns": ((list,), []),
+    # Secret environment variables the terminal may still see (hermes/tools/_environment.py).
+    "terminal.pass_env": ((list,), []),
     # A root outside which the file tools refuse to read or write (None: no boundary).
     "tools.workspace": ((str, None), None),
     "gateway.platforms": ((dict,), {}),
@@ -126,6 +130,37 @@ def api_key_from_env() -> str | None:
         if os.environ.get(name):
             return os.environ[name]
     return None
+
+
+def dotenv_values(home: Path | None = None) -> dict[str, str]:
+    """``KEY=value`` lines of ``$HERMES_HOME/.env`` (quotes stripped); empty if it is missing."""
+    path = (home or hermes_home()) / ".env"
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return {}
+    values: dict[str, str] = {}
+    for line in lines:
+        line = line.strip()
+        if not line or line.startswith("#") or "=" not in line:
+            continue
+        name, value = line.split("=", 1)
+        name = name.removeprefix("export ").strip()
+        values[name] = value.strip().strip("'\"")
+    return values
+
+
+def register_secrets(config: Config, home: Path | None = None) -> None:
+    """Make every secret this configuration and environment hold known to the redactor."""
+    secrets.register_environment(os.environ, dotenv_values(home))
+    secrets.register(config.get("gateway.api_key"), api_key_from_env())
+    url = config.get("state.url")
+    if url:
+        secrets.register(secrets.url_password(url))
+    for options in (config.get("gateway.platforms") or {}).values():
+        for option, value in (options if isinstance(options, Mapping) else {}).items():
+            if option in secrets.SECRET_FIELDS and isinstance(value, str):
+                secrets.register(value)
 
 
 @dataclass
@@ -224,6 +259,15 @@ def _state_url(value: str) -> str | None:
     )
 
 
+def _variable_names(value: list[Any]) -> str | None:
+    if all(isinstance(name, str) and _VARIABLE_NAME.match(name) for name in value):
+        return None
+    return "must be a list of environment variable names, e.g. [GITHUB_TOKEN]"
+
+
+_VARIABLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
 def _one_of(*choices: str) -> Any:
     words = " or ".join(f"'{c}'" for c in choices)
     return lambda value: None if value in choices else f"must be {words}"
@@ -249,6 +293,7 @@ _CHECKS: dict[str, Any] = {
     "memory.user_char_limit": _more_than_zero,
     "terminal.timeout": _more_than_zero,
     "terminal.output_limit": _more_than_zero,
+    "terminal.pass_env": _variable_names,
     "gateway.max_concurrent_turns": _more_than_zero,
     "gateway.queue_takeover_after": _more_than_zero,
     "gateway.search_scope": _one_of("user", "all"),

@@ -9,7 +9,6 @@ the state they share and the rules for following a conversation to its tip.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import uuid
 from collections.abc import Callable
@@ -20,7 +19,15 @@ from hermes.agent import compression, transcript
 from hermes.agent.context_compressor import NOTHING_TO_COMPRESS, ContextCompressor
 from hermes.agent.llm_client import ModelClient
 from hermes.agent.tokens import context_window, estimate_tokens
-from hermes.config import Config, api_key_from_env, hermes_home, load_config
+from hermes.config import (
+    API_KEY_ENV,
+    Config,
+    api_key_from_env,
+    dotenv_values,
+    hermes_home,
+    load_config,
+    register_secrets,
+)
 from hermes.state import wellformed
 from hermes.state.lease import make_holder
 
@@ -65,6 +72,7 @@ class AIAgent:
         self.base_url = base_url or self.config.get("model.base_url")
         self.provider = provider
         self.api_key = api_key or api_key_from_env() or _key_from_dotenv()
+        register_secrets(self.config)
         self.quiet_mode = quiet_mode
         self.session_db = session_db
         self.session_id = session_id
@@ -387,14 +395,6 @@ class AIAgent:
 
 
 def _key_from_dotenv() -> str | None:
-    """A key saved by `hermes setup` in $HERMES_HOME/.env (KEY=value lines)."""
-    path = hermes_home() / ".env"
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError:
-        return None
-    values = dict(line.split("=", 1) for line in lines if "=" in line and not line.startswith("#"))
-    for name in ("HERMES_API_KEY", "OPENROUTER_API_KEY", "OPENAI_API_KEY"):
-        if values.get(name, "").strip():
-            return values[name].strip().strip("'\"")
-    return os.environ.get("HERMES_API_KEY")
+    """A key saved by `hermes setup` in $HERMES_HOME/.env."""
+    saved = dotenv_values()
+    return next((saved[name] for name in API_KEY_ENV if saved.get(name)), None)

@@ -15,9 +15,8 @@ Every ``openai`` exception is translated into one of these at the client boundar
 
 from __future__ import annotations
 
-import re
-
 from hermes.errors import HermesError
+from hermes.secrets import redact
 
 __all__ = [
     "AgentError",
@@ -29,15 +28,6 @@ __all__ = [
     "SummaryError",
     "TurnInterrupted",
 ]
-
-# Providers echo (part of) a rejected key in their messages; keep only its start so
-# a secret never lands in a log or a chat window (DESIGN invariant 13).
-_KEYLIKE = re.compile(r"\b((?:sk|pk|rk|key)[-_][A-Za-z0-9]{2})[A-Za-z0-9_\-*.]{6,}")
-
-
-def redact(text: str) -> str:
-    """``text`` with anything shaped like an API key shortened to its first characters."""
-    return _KEYLIKE.sub(r"\1…", text)
 
 
 def first_sentence(text: str) -> str:

@@ -36,6 +36,7 @@ from hermes.agent.errors import (
     ModelUnavailableError,
     TurnInterrupted,
 )
+from hermes.secrets import register
 
 __all__ = ["ModelClient", "ModelResponse", "ToolCall", "translate_openai_error"]
 
@@ -104,6 +105,7 @@ class ModelClient:
         cancel_event: threading.Event | None = None,
     ) -> None:
         self.api_key = api_key
+        register(api_key)  # a provider echoing it back is scrubbed everywhere
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.timeout = timeout

@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from urllib.parse import urlparse
 
-from hermes.config import API_KEY_ENV, ensure_home, hermes_home
+from hermes.config import API_KEY_ENV, dotenv_values, ensure_home, hermes_home
 
 ENV_FILE = ".env"
 KEY_NAME = API_KEY_ENV[0]
@@ -22,30 +22,12 @@ def env_file(home: Path | None = None) -> Path:
     return (home or hermes_home()) / ENV_FILE
 
 
-def read_env_file(path: Path | None = None) -> dict[str, str]:
-    """``KEY=value`` lines of the .env file (quotes stripped); empty if it is missing."""
-    path = path or env_file()
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError):
-        return {}
-    values: dict[str, str] = {}
-    for line in lines:
-        line = line.strip()
-        if not line or line.startswith("#") or "=" not in line:
-            continue
-        name, value = line.split("=", 1)
-        name = name.removeprefix("export ").strip()
-        values[name] = value.strip().strip("'\"")
-    return values
-
-
 def find_api_key() -> tuple[str | None, str | None]:
     """The key and where it came from (an env var name or the .env path), or (None, None)."""
     for name in API_KEY_ENV:
         if os.environ.get(name):
             return os.environ[name], name
-    saved = read_env_file()
+    saved = dotenv_values()
     for name in API_KEY_ENV:
         if saved.get(name):
             return saved[name], str(env_file())

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from hermes.config import hermes_home, load_config
 from hermes.errors import HermesError
+from hermes.secrets import mask_url
 from hermes.state import SessionDB
 
 
@@ -28,7 +29,7 @@ class StoreLocation:
 
     @property
     def label(self) -> str:
-        return str(self.path) if self.path is not None else _hide_password(self.url or "")
+        return str(self.path) if self.path is not None else mask_url(self.url or "")
 
     @property
     def exists(self) -> bool:
@@ -44,15 +45,6 @@ def store_location(state_url: str | None = None, *, use_config: bool = True) -> 
     if url:
         return StoreLocation(url=url)
     return StoreLocation(path=hermes_home() / "state.db")
-
-
-def _hide_password(url: str) -> str:
-    if "@" not in url or "://" not in url:
-        return url
-    scheme, rest = url.split("://", 1)
-    credentials, host = rest.rsplit("@", 1)
-    user = credentials.split(":", 1)[0]
-    return f"{scheme}://{user}:***@{host}"
 
 
 def open_db(

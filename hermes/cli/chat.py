@@ -19,6 +19,7 @@ from hermes.cli._env import find_api_key, is_loopback, missing_key_message
 from hermes.cli._store import opened_store, resolve_conversation
 from hermes.config import Config, ensure_home, load_config
 from hermes.errors import HermesError
+from hermes.secrets import install_log_scrubber
 from hermes.text import retry_note
 
 if TYPE_CHECKING:
@@ -121,6 +122,7 @@ def _log_to_file() -> None:
         handler = logging.StreamHandler()
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     handler._hermes_chat = True  # type: ignore[attr-defined]
+    install_log_scrubber()
     root.addHandler(handler)
     debug = bool(os.environ.get("HERMES_DEBUG"))
     root.setLevel(logging.DEBUG if debug else logging.WARNING)

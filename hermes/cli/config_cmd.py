@@ -2,7 +2,8 @@
 
 Keys and values are checked against ``hermes.config.SCHEMA`` before anything is
 written: an unknown key gets the closest known one as a suggestion, a wrong value is
-told the type it must have. `setup` writes the endpoint and model with ``save_value``
+told the type it must have. Secrets (keys, tokens, the state URL's password) are
+shown masked. `setup` writes the endpoint and model with ``save_value``
 and the API key to ``$HERMES_HOME/.env`` (0600), never to config.yaml.
 """
 
@@ -28,8 +29,7 @@ from hermes.config import (
     save_value,
 )
 from hermes.errors import ConfigError
-
-SECRET_KEYS = ("gateway.api_key",)
+from hermes.secrets import mask_fields
 
 
 def check_key(key: str) -> str:
@@ -43,10 +43,6 @@ def check_key(key: str) -> str:
 
 def _config_path() -> Path:
     return hermes_home() / "config.yaml"
-
-
-def _masked(key: str, value: Any) -> Any:
-    return "***" if key in SECRET_KEYS and value else value
 
 
 def _as_text(value: Any) -> str:
@@ -70,7 +66,7 @@ def config(ctx: click.Context) -> None:
 def show(as_json: bool) -> None:
     """Print the configuration in effect (defaults, file and environment merged)."""
     current = load_config()
-    values = {k: _masked(k, v) for k, v in current.values.items()}
+    values = {k: mask_fields(k, v) for k, v in current.values.items()}
     if as_json:
         click.echo(json.dumps(values, indent=2, sort_keys=True, ensure_ascii=False))
         return
@@ -84,11 +80,21 @@ def show(as_json: bool) -> None:
 @config.command()
 @click.argument("key")
 def get(key: str) -> None:
-    """Print one value, e.g. `hermes config get model.default`."""
-    value = load_config().get(check_key(key))
-    if isinstance(value, dict):
-        value = {k: _masked(f"{key}.{k}", v) for k, v in value.items()}
-    click.echo(_as_text(_masked(key, value)))
+    """Print one value, e.g. `hermes config get model.default` (secrets masked)."""
+    click.echo(_as_text(mask_fields(key, _lookup(load_config(), key))))
+
+
+def _lookup(current: Config, key: str) -> Any:
+    """A key, a section, or a path into a mapping key (gateway.platforms.telegram.token)."""
+    mapping = next((k for k in SCHEMA if key.startswith(k + ".") and SCHEMA[k][0] == (dict,)), None)
+    if mapping is None:
+        return current.get(check_key(key))
+    value: Any = current.get(mapping)
+    for part in key[len(mapping) + 1 :].split("."):
+        if not isinstance(value, dict) or part not in value:
+            raise ConfigError(f"'{key}' is not set; `hermes config get {mapping}` shows what is.")
+        value = value[part]
+    return value
 
 
 # A value such as -3 is a value, not an option: click would otherwise refuse it.
@@ -113,7 +119,7 @@ def set_(key: str, value: str) -> None:
         _restore(path, before)
         # The line it names is in the rejected version of the file, which is gone.
         raise ConfigError(re.sub(r" \(line \d+\)", "", str(exc))) from exc
-    click.echo(f"Set {key} = {_as_text(_masked(key, parsed))} in {path}.")
+    click.echo(f"Set {key} = {_as_text(mask_fields(key, parsed))} in {path}.")
 
 
 def _first_in(section: str) -> str:

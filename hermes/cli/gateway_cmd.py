@@ -16,6 +16,7 @@ import sys
 import click
 
 from hermes.gateway.runner import DEFAULT_GRACE
+from hermes.secrets import install_log_scrubber
 
 log = logging.getLogger("hermes.gateway")
 
@@ -89,6 +90,7 @@ def _setup_logging(verbose: bool) -> None:
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
+    install_log_scrubber()
     root.addHandler(handler)
     root.setLevel(logging.DEBUG if verbose else logging.INFO)
     for name in _CHATTY:

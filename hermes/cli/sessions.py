@@ -25,7 +25,9 @@ from hermes.cli._store import (
     store_location,
 )
 from hermes.cli._table import echo_table
+from hermes.config import load_config, register_secrets
 from hermes.errors import HermesError
+from hermes.secrets import redact
 from hermes.state import SessionDB
 from hermes.text import one_line, plural, stamp, when
 
@@ -133,7 +135,7 @@ def show_cmd(ref: str, no_pager: bool) -> None:
     """Show a whole conversation, every segment, oldest first (ID or title)."""
     with opened_store(read_only=True) as db:
         chain = db.get_segments(resolve_conversation(db, ref))
-        lines = _transcript(db, chain)
+        lines = _scrubbed(_transcript(db, chain))
         if no_pager or not sys.stdout.isatty():
             _write_stream(lines, click.get_text_stream("stdout"))
         else:
@@ -256,12 +258,19 @@ def export_cmd(ref: str, fmt: str, output: Path | None) -> None:
     """Export a whole conversation, streamed, so any size exports in constant memory."""
     with opened_store(read_only=True) as db:
         tip = resolve_conversation(db, ref)
-        chunks = db.export_conversation(tip, "markdown" if fmt == "md" else fmt)
+        chunks = _scrubbed(db.export_conversation(tip, "markdown" if fmt == "md" else fmt))
         if output is None:
             _write_stream(chunks, click.get_text_stream("stdout"))
             return
         _write_file(chunks, output)
     click.echo(f"Exported the conversation to {output}.", err=True)
+
+
+def _scrubbed(chunks: Iterable[str]) -> Iterator[str]:
+    """``chunks`` without the secrets this host knows, for a store written before they
+    were scrubbed at the source (or by another host)."""
+    register_secrets(load_config())
+    return map(redact, chunks)
 
 
 def _write_file(chunks: Iterable[str], path: Path) -> None:

@@ -14,6 +14,7 @@ import tempfile
 from pathlib import Path
 
 from hermes.errors import ConfigError
+from hermes.secrets import register
 
 KEY_FILE = "api_key"
 
@@ -31,7 +32,13 @@ def read_api_key(home: Path) -> str | None:
 
 
 def ensure_api_key(home: Path) -> tuple[str, Path]:
-    """The stored key (created 0600 if missing) and the file that holds it."""
+    """The stored key (created 0600 if missing, known to the redactor) and its file."""
+    key, path = _ensure(home)
+    register(key)
+    return key, path
+
+
+def _ensure(home: Path) -> tuple[str, Path]:
     path = key_path(home)
     try:
         existing = read_api_key(home)

@@ -30,7 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from hermes.config import Config, api_key_from_env, hermes_home, load_config
+from hermes.config import Config, hermes_home, load_config, register_secrets
 from hermes.gateway import adapters as adapter_registry
 from hermes.gateway import commands
 from hermes.gateway.access import AccessControl
@@ -38,7 +38,6 @@ from hermes.gateway.adapters.base import Adapter, ChatAdapter
 from hermes.gateway.errors import GatewayClosed, GatewayError, NotYourConversation
 from hermes.gateway.lanes import COMMAND, EVENT, MESSAGE, Lane, QueueStore, Scheduler, WorkItem
 from hermes.gateway.messages import IncomingMessage, Origin, TurnResult
-from hermes.gateway.redact import protect
 from hermes.gateway.routing import Router, SessionKey
 from hermes.gateway.settings import (
     API_SERVER,
@@ -51,6 +50,7 @@ from hermes.gateway.settings import (
 )
 from hermes.gateway.turn_gate import TurnGate
 from hermes.gateway.turns import AgentFactory, TurnRunner
+from hermes.secrets import register
 from hermes.state.errors import StateError
 
 log = logging.getLogger(__name__)
@@ -140,7 +140,8 @@ class GatewayRunner:
                 "No platform is enabled: add one under gateway.platforms in config.yaml, "
                 "or pass --api-server HOST:PORT."
             )
-        protect(api_key_from_env(), self.config.get("gateway.api_key"), self.api and self.api.key)
+        register_secrets(self.config, self.home)
+        register(self.api and self.api.key)
         self._loop = asyncio.get_running_loop()
         self._executor = ThreadPoolExecutor(
             max_workers=self.limit, thread_name_prefix="hermes-turn"

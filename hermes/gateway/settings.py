@@ -25,7 +25,7 @@ from typing import Any
 
 from hermes.config import Config
 from hermes.errors import ConfigError
-from hermes.gateway.redact import protect
+from hermes.secrets import register
 
 API_SERVER = "api_server"
 CHAT_PLATFORMS = ("telegram", "discord", "slack")
@@ -106,7 +106,7 @@ def platform_settings(name: str, options: Mapping[str, Any]) -> PlatformSettings
         value = options.pop(option, None) or os.environ.get(env)
         if value:
             secrets[option] = str(value)
-    protect(*secrets.values())
+    register(*secrets.values())
     users = options.pop("allowed_users", None) or []
     if not isinstance(users, list | tuple):
         raise ConfigError(
@@ -132,7 +132,7 @@ def api_server_settings(
     if listen:
         host, port = parse_listen(listen)
     key = (settings.secret("key") if settings else None) or config.get("gateway.api_key")
-    protect(key)
+    register(key)
     try:
         port = int(port)
     except (TypeError, ValueError):

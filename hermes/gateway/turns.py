@@ -28,6 +28,7 @@ from hermes.gateway import commands
 from hermes.gateway.lanes import COMMAND, EVENT, Lane, WorkItem
 from hermes.gateway.messages import TurnResult
 from hermes.gateway.routing import Router, SessionKey
+from hermes.secrets import redact
 from hermes.state.errors import StateError
 
 log = logging.getLogger(__name__)
@@ -83,11 +84,12 @@ class TurnRunner:
             else:
                 self._run_item(item, agent, result)
         except AgentError as exc:
-            result.error = str(exc)
+            # The sentence reaches the chat or the HTTP caller: no secret a provider echoed.
+            result.error = redact(str(exc))
             result.upstream_failed = _endpoint_failed(exc)
             log.warning("turn in %s failed: %s", item.conversation_id, exc)
         except StateError as exc:
-            result.error = str(exc)
+            result.error = redact(str(exc))
             log.error("turn in %s hit the store: %s", item.conversation_id, exc)
         except Exception:
             result.error = "hermes failed while answering (the gateway log has the details)"

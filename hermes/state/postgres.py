@@ -25,8 +25,9 @@ from collections.abc import Callable, Iterator, Sequence
 from functools import lru_cache
 from itertools import groupby
 from typing import Any, TypeVar
-from urllib.parse import quote, urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
+from hermes.secrets import redact, register
 from hermes.state import diagnose, migrations
 from hermes.state.backend import MessageRow, Row, SearchHit
 from hermes.state.errors import (
@@ -373,27 +374,20 @@ class _Server:
     """How messages name a server: ``host:port/db``, and the URL minus its password."""
 
     def __init__(self, url: str) -> None:
-        self.password = _password_of(url)
+        register(_password_of(url))  # every message of ours and psycopg's is redacted
         try:
             params = psycopg.conninfo.conninfo_to_dict(url)
         except psycopg.Error as exc:
             raise StoreUnavailableError(
-                f"The PostgreSQL URL is not valid ({self.scrub(_reason(exc))}). "
+                f"The PostgreSQL URL is not valid ({redact(_reason(exc))}). "
                 "Check state.url / HERMES_STATE_URL."
             ) from None
         host = params.get("host") or params.get("hostaddr") or "localhost"
         port = params.get("port") or "5432"
         dbname = params.get("dbname") or params.get("user") or getpass.getuser()
         self.label = f"{host}:{port}/{dbname}"
-        self.location = _without_password(url, params)
+        self.location = redact(url)
         self.params = {k: v for k, v in params.items() if k != "password"}
-
-    def scrub(self, text: str) -> str:
-        """``text`` with the password (plain or URL-encoded) replaced by ``***``."""
-        if self.password:
-            for form in {self.password, quote(self.password, safe="")}:
-                text = text.replace(form, "***")
-        return text
 
 
 def _password_of(url: str) -> str | None:
@@ -404,22 +398,6 @@ def _password_of(url: str) -> str | None:
             return urlsplit(url).password
         except ValueError:
             return None
-
-
-def _without_password(url: str, params: dict[str, Any]) -> str:
-    if not url.startswith(("postgresql://", "postgres://")):
-        kept = {k: v for k, v in params.items() if k != "password"}
-        return psycopg.conninfo.make_conninfo(**kept)
-    parts = urlsplit(url)
-    netloc = parts.netloc
-    if "@" in netloc:
-        userinfo, _, hosts = netloc.rpartition("@")
-        user = userinfo.split(":", 1)[0]
-        netloc = f"{user}@{hosts}" if user else hosts
-    query = "&".join(
-        p for p in parts.query.split("&") if p and p.split("=", 1)[0].lower() != "password"
-    )
-    return urlunsplit(parts._replace(netloc=netloc, query=query))
 
 
 def _reason(exc: BaseException) -> str:
@@ -508,11 +486,11 @@ class PostgresBackend:
     def _turn_lock_failed(self, exc: psycopg.Error) -> StateError:
         if isinstance(exc, psycopg.OperationalError):
             return self._unreachable(exc)
-        reason = self._server.scrub(_reason(exc))
+        reason = redact(_reason(exc))
         return StateError(f"The turn locks at PostgreSQL {self._server.label} failed: {reason}.")
 
     def _unreachable(self, exc: BaseException) -> StateError:
-        reason = self._server.scrub(_reason(exc))
+        reason = redact(_reason(exc))
         return diagnose.postgres_connect_failed(self._server.label, reason).error()
 
     # -- transactions ---------------------------------------------------------------
@@ -597,7 +575,7 @@ class PostgresBackend:
                 raise StoreUnavailableError(
                     f"Lost the connection to PostgreSQL at {self._server.label} while "
                     "committing; the last write may or may not have been saved "
-                    f"({self._server.scrub(_reason(exc))}). Check the server and try again."
+                    f"({redact(_reason(exc))}). Check the server and try again."
                 ) from exc
             raise
 
@@ -605,7 +583,7 @@ class PostgresBackend:
         """A ``_Transient`` to retry, or the ``StateError`` to raise."""
         state = exc.sqlstate or ""
         label = self._server.label
-        reason = self._server.scrub(_reason(exc))
+        reason = redact(_reason(exc))
         if _connection_lost(exc, conn) or state in _DOWN_STATES:
             return _Transient(exc, busy=False)
         if state in _BUSY_STATES:
@@ -624,7 +602,7 @@ class PostgresBackend:
         return StateError(f"The state store at PostgreSQL {label} failed: {reason}.")
 
     def _gave_up(self, transient: _Transient, write: bool) -> StateError:
-        reason = self._server.scrub(_reason(transient.error))
+        reason = redact(_reason(transient.error))
         label = self._server.label
         if transient.busy:
             what = "write to" if write else "read from"

@@ -79,8 +79,9 @@ def start(
     notify_on_complete: bool = False,
     conversation_id: str | None = None,
     session_id: str | None = None,
+    env: dict[str, str] | None = None,
 ) -> ProcessRecord:
-    """Start ``command`` in the background and return its record at once."""
+    """Start ``command`` in the background (in ``env``, else ours); its record at once."""
     store = ProcessStore(hermes_home).ensure()
     process_id = new_process_id()
     log_fd = os.open(store.log_path(process_id), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
@@ -97,6 +98,7 @@ def start(
                 command,
             ],
             cwd=cwd,
+            env=env,
             stdin=subprocess.DEVNULL,
             stdout=log_fd,
             stderr=subprocess.STDOUT,

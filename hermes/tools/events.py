@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hermes.secrets import redact
 from hermes.tools._fs import private_dir, read_json, write_json
 from hermes.tools._output import tail_lines
 from hermes.tools.process_store import ProcessRecord, ProcessStore
@@ -68,7 +69,8 @@ class CompletionEvent:
         else:
             how = f"finished with exit code {self.exit_code}"
         tail = self.output_tail.rstrip() or "(no output)"
-        return f"[Background process {self.process_id} {how}: {self.command}]\nLast output:\n{tail}"
+        described = f"[Background process {self.process_id} {how}: {self.command}]"
+        return redact(f"{described}\nLast output:\n{tail}")
 
 
 Subscriber = Callable[[CompletionEvent], object]

@@ -3,7 +3,8 @@
 ``dispatch`` is the one door between the model and the tools. It never raises for a
 model's mistake (unknown tool, bad JSON, wrong or missing arguments, a handler that
 blew up): each comes back as a tool result starting with ``Error:`` that says what to
-fix, so the model can correct itself on the next turn.
+fix, so the model can correct itself on the next turn. Every result is scrubbed of
+hermes's secrets (``hermes.secrets.redact``) on its way out.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 
 from hermes.config import Config, hermes_home, load_config
 from hermes.errors import HermesError
+from hermes.secrets import redact
 from hermes.tools._schema import ArgumentError, check_arguments, usage
 
 log = logging.getLogger(__name__)
@@ -182,6 +184,12 @@ def _parse_arguments(
 
 
 def _run(tool: Tool, args: dict[str, Any], ctx: ToolContext) -> str:
+    """The handler's result, with every known secret scrubbed before the model or the
+    store sees it (DESIGN invariant 13)."""
+    return redact(_result(tool, args, ctx))
+
+
+def _result(tool: Tool, args: dict[str, Any], ctx: ToolContext) -> str:
     try:
         result = tool.handler(args, ctx)
     except HermesError as exc:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes.tools import approval, background
+from hermes.tools._environment import command_environment
 from hermes.tools._output import read_capped
 from hermes.tools.registry import Tool, ToolContext, ToolError
 
@@ -63,20 +64,24 @@ def handle(args: dict[str, Any], ctx: ToolContext) -> str:
     if args.get("background"):
         return _start_background(command, cwd, bool(args.get("notify_on_complete")), ctx)
     timeout = float(args.get("timeout") or ctx.setting("terminal.timeout"))
-    result = run_command(command, cwd, timeout, int(ctx.setting("terminal.output_limit")))
+    limit = int(ctx.setting("terminal.output_limit"))
+    result = run_command(command, cwd, timeout, limit, env=command_environment(ctx))
     if args.get("notify_on_complete"):
         result += "\n(notify_on_complete only applies with background=true; this command already finished.)"
     return result
 
 
-def run_command(command: str, cwd: Path, timeout: float, output_limit: int) -> str:
-    """Run ``command`` in the foreground; the tool result with exit code and output."""
+def run_command(
+    command: str, cwd: Path, timeout: float, output_limit: int, env: dict[str, str] | None = None
+) -> str:
+    """Run ``command`` in the foreground (in ``env``, else ours); its exit code and output."""
     # Output goes to a file, not a pipe: a command that leaves a child running in the
     # background (`server &`) would hold a pipe open and hang us until that child ends.
     with tempfile.TemporaryFile() as out:
         proc = subprocess.Popen(
             [background.shell_path(), "-c", command],
             cwd=cwd,
+            env=env,
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -128,6 +133,7 @@ def _start_background(command: str, cwd: Path, notify: bool, ctx: ToolContext) -
         notify_on_complete=notify,
         conversation_id=_conversation_of(ctx),
         session_id=ctx.session_id,
+        env=command_environment(ctx),
     )
     lines = [
         f"Started background process {record.id} (pid {record.pid}): {command}",

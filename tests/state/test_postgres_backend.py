@@ -248,7 +248,7 @@ def test_unreachable_server_is_one_clear_sentence_without_the_password() -> None
 def test_password_never_appears_in_location_repr_or_errors(url: str, admin) -> None:
     secret = f"pw-{uuid.uuid4().hex}"  # the test server trusts loopback: any password works
     with SessionDB(url=_with_password(url, secret)) as db:
-        assert secret not in db.location and "hermes@" in db.location
+        assert secret not in db.location and "hermes:[redacted]@" in db.location
         assert secret not in repr(db.backend)
         db.create_session("dup", source="cli")
         with pytest.raises(StateError) as caught:

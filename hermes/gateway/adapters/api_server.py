@@ -38,7 +38,6 @@ from hermes.gateway.errors import GatewayClosed, NotYourConversation, PlatformSt
 from hermes.gateway.http_guard import body_deadline, request_guard
 from hermes.gateway.lanes import COMMAND, MESSAGE, ResultSink, WorkItem
 from hermes.gateway.messages import Origin, TurnResult
-from hermes.gateway.redact import protect
 from hermes.gateway.request_options import RequestProblem, offered_models, turn_options
 from hermes.gateway.request_shape import shape_problem
 from hermes.gateway.settings import API_SERVER, ApiServerSettings, api_hidden_sources
@@ -78,7 +77,6 @@ class ApiServerAdapter(Adapter):
         key_note = "bearer key required"
         if not api.key:
             key, path = ensure_api_key(self.runner.home)
-            protect(key)
             self.api = api = replace(api, key=key)
             key_note = f"bearer key required: read it from {path}"
         guard = request_guard(

@@ -20,8 +20,8 @@ from telegram.ext import Application, ContextTypes, MessageHandler, filters
 from hermes.gateway.adapters.base import ChatAdapter
 from hermes.gateway.errors import PlatformStartError
 from hermes.gateway.messages import IncomingMessage, Origin
-from hermes.gateway.redact import redact
 from hermes.gateway.split import utf16_length
+from hermes.secrets import redact
 
 log = logging.getLogger(__name__)
 

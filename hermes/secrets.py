@@ -1,0 +1,188 @@
+"""hermes's secrets: which they are, and keeping them out of everything shown or stored.
+
+One redactor for every room (DESIGN invariant 13). Secrets are known two ways:
+
+- registered values: the model key, the gateway key, platform tokens, the state URL's
+  password, every value of ``$HERMES_HOME/.env`` and of secret-named environment
+  variables (``register``, ``register_environment``);
+- key shapes: provider keys (``sk-``, ``gsk_``, ``xai-``, ``AIza``, ``hf_``, GitHub and
+  Slack tokens), Telegram bot tokens, ``Bearer`` tokens and the password of a
+  ``postgres://`` URL, found even when nobody registered them.
+
+``redact`` replaces both with ``[redacted]``; ``tool_environment`` is the environment
+tools run in, without the secret variables; ``install_log_scrubber`` makes every log
+record of the process pass through ``redact`` before any handler sees it. A leaf: this
+module imports nothing of hermes, so the store may use it too.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import traceback
+from collections.abc import Iterable, Mapping
+from typing import Any
+from urllib.parse import quote, unquote, urlsplit
+
+MASK = "[redacted]"
+# Shorter values are not treated as secrets: masking them would mangle ordinary text.
+MIN_SECRET_LENGTH = 8
+
+# Environment variables of hermes's own secrets, whatever their value.
+SECRET_ENV_NAMES = frozenset(
+    {
+        "HERMES_API_KEY",
+        "HERMES_GATEWAY_KEY",
+        "HERMES_STATE_URL",
+        "OPENAI_API_KEY",
+        "OPENROUTER_API_KEY",
+        "TELEGRAM_BOT_TOKEN",
+        "DISCORD_TOKEN",
+        "DISCORD_BOT_TOKEN",
+        "SLACK_BOT_TOKEN",
+        "SLACK_APP_TOKEN",
+    }
+)
+_SECRET_NAME = re.compile(r"^HERMES_.*KEY|_API_KEY$|_TOKEN$|SECRET|PASSWORD", re.IGNORECASE)
+
+# Config fields that hold a secret wherever they appear (gateway.api_key,
+# gateway.platforms.telegram.token, slack's bot_token and app_token, ...).
+SECRET_FIELDS = frozenset({"api_key", "key", "token", "bot_token", "app_token", "password"})
+
+_KEY_SHAPES = re.compile(
+    r"""
+      \bsk-(?:proj-|ant-)?[A-Za-z0-9_\-]{16,}       # OpenAI, Anthropic, OpenRouter
+    | \bgsk_[A-Za-z0-9]{20,}                        # Groq
+    | \bxai-[A-Za-z0-9]{20,}                        # xAI
+    | \bAIza[0-9A-Za-z_\-]{30,}                     # Google
+    | \bhf_[A-Za-z0-9]{20,}                         # Hugging Face
+    | \bgh[pousr]_[A-Za-z0-9]{20,}                  # GitHub tokens
+    | \bgithub_pat_[A-Za-z0-9_]{20,}                # GitHub fine-grained tokens
+    | \bxox[abprs]-[A-Za-z0-9\-]{10,}               # Slack
+    | \b\d{6,}:[A-Za-z0-9_\-]{30,}                  # Telegram bot tokens
+    """,
+    re.VERBOSE,
+)
+_BEARER = re.compile(r"(\bBearer\s+)[A-Za-z0-9._~+/=\-]{8,}", re.IGNORECASE)
+_URL_PASSWORD = re.compile(r"(\bpostgres(?:ql)?://[^:/@\s]*:)[^@\s]+(@)", re.IGNORECASE)
+_PASSWORD_PARAM = re.compile(r"(\bpassword=)[^\s&'\"]+", re.IGNORECASE)  # conninfo, ?password=
+
+_secrets: set[str] = set()
+_lock = threading.Lock()
+_log_scrubber_installed = False
+
+
+def register(*values: str | None) -> None:
+    """Treat each of ``values`` (and its URL-encoded form) as a secret from now on."""
+    fresh = set()
+    for value in values:
+        if value and len(value) >= MIN_SECRET_LENGTH:
+            fresh.update({value, quote(value, safe="")})
+    if fresh:
+        with _lock:
+            _secrets.update(fresh)
+        install_log_scrubber()
+
+
+def register_environment(environ: Mapping[str, str], dotenv: Mapping[str, str]) -> None:
+    """Register every value of ``dotenv`` and of the secret-named variables of ``environ``."""
+    register(*dotenv.values())
+    register(*(environ[name] for name in secret_env_names(environ)))
+
+
+def redact(text: str) -> str:
+    """``text`` with every registered secret and every key shape replaced by ``[redacted]``."""
+    with _lock:
+        known = sorted(_secrets, key=len, reverse=True)
+    for secret in known:
+        if secret in text:
+            text = text.replace(secret, MASK)
+    text = mask_url(text)
+    text = _BEARER.sub(rf"\1{MASK}", text)
+    return _KEY_SHAPES.sub(MASK, text)
+
+
+def is_secret_name(name: str) -> bool:
+    """True for an environment variable that holds a secret by its name."""
+    return name.upper() in SECRET_ENV_NAMES or bool(_SECRET_NAME.search(name))
+
+
+def secret_env_names(environ: Mapping[str, str], dotenv_names: Iterable[str] = ()) -> set[str]:
+    """The variables of ``environ`` that are secrets: by name, or defined in .env."""
+    from_dotenv = set(dotenv_names)
+    return {name for name in environ if name in from_dotenv or is_secret_name(name)}
+
+
+def tool_environment(
+    environ: Mapping[str, str], dotenv_names: Iterable[str] = (), keep: Iterable[str] = ()
+) -> dict[str, str]:
+    """``environ`` without hermes's secrets, except the names in ``keep``."""
+    dropped = secret_env_names(environ, dotenv_names) - set(keep)
+    return {name: value for name, value in environ.items() if name not in dropped}
+
+
+def url_password(url: str) -> str | None:
+    """The password of a ``scheme://user:password@host`` URL, decoded, if it has one."""
+    try:
+        password = urlsplit(url).password
+    except ValueError:
+        return None
+    return unquote(password) if password else None
+
+
+def mask_url(url: str) -> str:
+    """``url`` (or a conninfo string) with its password shown as ``[redacted]``."""
+    return _PASSWORD_PARAM.sub(rf"\1{MASK}", _URL_PASSWORD.sub(rf"\1{MASK}\2", url))
+
+
+def mask_fields(key: str, value: Any) -> Any:
+    """A config value for display: secret fields masked, nested mappings too."""
+    field = key.rsplit(".", 1)[-1]
+    if isinstance(value, Mapping):
+        return {k: mask_fields(f"{key}.{k}", v) for k, v in value.items()}
+    if field in SECRET_FIELDS and value:
+        return MASK
+    if isinstance(value, str):
+        return mask_url(value)
+    return value
+
+
+# -- logs -------------------------------------------------------------------------------
+
+
+def install_log_scrubber() -> None:
+    """Pass every log record of this process through ``redact`` (once per process).
+
+    A record factory, not a handler filter: it runs before any handler sees the record,
+    ours, a library's or pytest's, so no handler can be added that misses it.
+    """
+    global _log_scrubber_installed
+    with _lock:
+        if _log_scrubber_installed:
+            return
+        _log_scrubber_installed = True
+    previous = logging.getLogRecordFactory()
+
+    def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = previous(*args, **kwargs)
+        _scrub(record)
+        return record
+
+    logging.setLogRecordFactory(factory)
+
+
+def _scrub(record: logging.LogRecord) -> None:
+    try:
+        message = record.getMessage()
+    except Exception:  # a malformed record is the logging module's to report
+        return
+    cleaned = redact(message)
+    if cleaned != message:
+        record.msg, record.args = cleaned, None
+    if record.exc_info and record.exc_info[1] is not None:
+        text = "".join(traceback.format_exception(*record.exc_info)).rstrip("\n")
+        cleaned = redact(text)
+        if cleaned != text:
+            # Formatters use exc_text when it is set instead of formatting exc_info.
+            record.exc_text = cleaned
