@@ -46,6 +46,9 @@ SCHEMA: dict[str, tuple[tuple[type | None, ...], Any]] = {
     "terminal.output_limit": ((int,), 20000),
     "terminal.dangerous_allow": ((list,), []),
     "terminal.dangerous_patterns": ((list,), []),
+    # allowlist: only commands each of whose simple commands matches terminal.allow run.
+    "terminal.mode": ((str,), "approve"),
+    "terminal.allow": ((list,), []),
     # A root outside which the file tools refuse to read or write (None: no boundary).
     "tools.workspace": ((str, None), None),
     "gateway.platforms": ((dict,), {}),
@@ -242,6 +245,7 @@ _CHECKS: dict[str, Any] = {
     "memory.user_char_limit": _more_than_zero,
     "terminal.timeout": _more_than_zero,
     "terminal.output_limit": _more_than_zero,
+    "terminal.mode": _one_of("approve", "allowlist"),
     "gateway.max_concurrent_turns": _more_than_zero,
     "gateway.queue_takeover_after": _more_than_zero,
 }

@@ -1,0 +1,491 @@
+"""Which shell commands are risky: allow by parse, never deny by pattern.
+
+``risk`` parses a command line with a real shell parser (``shell_parse``, on bashlex)
+and judges each simple command it runs, wrappers looked through. A command is safe
+only when it parses and none of its simple commands is risky; the reason returned
+completes the sentence "this command ...". Risky are:
+
+- input that does not parse, a command name computed at run time (``$x``, ``$(...)``),
+  ``eval``/``source``/``.``/``exec``, a shell or interpreter reading its program from a
+  pipe or here-document, interpreter code given inline (``python -c``, ``bash -c``,
+  ``perl -e``, ``node -e``), a wrapper option that takes shell code (``env -S``, ``flock -c``,
+  ``sudo -s``), a function that calls itself (the fork-bomb shape);
+- wrappers (``sudo``, ``timeout``, ``xargs``, ``env``, ``busybox`` ...) in front of a risky
+  command; ``xargs``/``parallel`` feed arguments nobody has seen, so they count as computed;
+- writes to block devices or system paths (redirections, ``dd of=``, ``cp``/``tee``/
+  ``shred`` targets), disk formatting and partitioning tools, a write to a computed path;
+- deleting or recursively changing anything not strictly inside the working directory
+  (``rm -r``, ``chmod/chown/chgrp -R``), ``mv`` of anything from outside it, ``find`` with
+  ``-delete``/``-exec``/``-ok`` over a tree outside it (a ``cd`` earlier in the line moves
+  the working directory; one that cannot be followed makes every relative path unknown);
+- git that loses work no reflog brings back: ``push --force`` (and ``+ref``, ``--delete``,
+  ``--mirror``), ``reset --hard``, ``clean -f``, ``checkout -f``/``checkout -- ...``,
+  ``restore`` of the work tree, ``branch -D``, ``filter-branch``, ``stash drop/clear``,
+  ``reflog expire``, ``-c`` settings that run commands. ``rebase`` is allowed: the reflog
+  keeps the old commits, and ``pull --rebase`` is everyday work;
+- ``crontab`` other than ``-l``, killing many processes (``kill -1``, a process group,
+  ``pkill -u``), and shutting down or restarting the machine.
+
+A script file (``python3 script.py``, ``bash build.sh``) is run, not read: this is a
+seat belt for commands the model writes, not a sandbox.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from hermes.tools import command_paths
+from hermes.tools.shell_parse import ParseError, SimpleCommand, Word, parse, unwrap
+
+_SHELLS = {
+    "sh",
+    "bash",
+    "zsh",
+    "dash",
+    "ksh",
+    "mksh",
+    "ash",
+    "fish",
+    "csh",
+    "tcsh",
+    "rbash",
+    "yash",
+}
+# An interpreter name, and the short options that mean "the program follows inline".
+_INTERPRETERS = (
+    (re.compile(r"(?:python|pypy)[0-9.]*"), "c", ("-c",)),
+    (re.compile(r"perl[0-9.]*"), "eE", ("-e", "-E")),
+    (re.compile(r"ruby[0-9.]*"), "e", ("-e",)),
+    (re.compile(r"node(?:js)?"), "ep", ("--eval", "--print")),
+    (re.compile(r"php[0-9.]*"), "r", ("--run",)),
+    (re.compile(r"lua(?:jit|[0-9.]*)"), "e", ()),
+)
+_INTERPRETER_VALUED = {"-m", "-W", "-X", "-I", "-M", "-r", "--require", "-o", "-O"}
+_CODE_RUNNERS = {"eval", "source", ".", "exec"}
+_DISK_TOOLS = {
+    "mke2fs", "mkswap", "wipefs", "fdisk", "sfdisk", "cfdisk", "parted", "gdisk", "sgdisk",
+    "cgdisk", "blkdiscard", "mkntfs", "mkdosfs",
+}  # fmt: skip
+_POWER = {"shutdown", "reboot", "halt", "poweroff"}
+_SYSTEMCTL_POWER = {"poweroff", "reboot", "halt", "kexec", "suspend", "hibernate", "hybrid-sleep"}
+_DEVICE = re.compile(
+    r"/dev/(?:(?:sd|hd|vd|xvd)[a-z]|nvme\d|mmcblk\d|r?disk\d|disk/|loop\d|mapper/|md\d|dm-\d|nbd\d)"
+)
+_SYSTEM_DIRS = {"etc", "boot", "usr", "bin", "sbin", "lib", "lib32", "lib64", "sys", "proc"}
+_FIND_ACTIONS = {"-delete", "-exec", "-execdir", "-ok", "-okdir"}
+_KILL_MANY_OPTIONS = {"-u", "-U", "-g", "-G", "-s", "-P", "--euid", "--uid", "--group", "--pgroup", "--session", "--parent", "--user"}  # fmt: skip
+_MATCH_ALL = {"", ".", ".*", "^", "$", "^.*$"}
+_SAFE_GIT_SETTINGS = re.compile(r"(?:user\.(?:name|email)|color\.\w+|core\.quotepath|init\.defaultBranch|advice\.\w+|commit\.gpgsign|safe\.directory)=.*")  # fmt: skip
+_GIT_VALUED = {"-C", "-c", "--git-dir", "--work-tree", "--namespace"}
+_COMPUTED = Word("<input>", dynamic=True)  # an argument xargs/parallel read from input
+
+
+@dataclass(frozen=True)
+class Call:
+    """One command about to run: its name, its arguments and where it runs."""
+
+    name: str
+    args: tuple[Word, ...]
+    cwd: Path | None  # None once a `cd` the parse cannot follow has run
+    reads_input: bool  # its standard input is a pipe or a here-document
+
+
+def risk(command: str, cwd: Path) -> str | None:
+    """Why ``command`` needs approval (completing "this command ..."), or None if it is safe."""
+    try:
+        script = parse(command)
+    except ParseError as exc:
+        return f"does not parse as plain shell ({exc}), so nobody can tell what it runs"
+    if script.self_calling_functions:
+        return f"defines a function that calls itself ({script.self_calling_functions[0]}, a fork bomb shape)"
+    where: Path | None = cwd
+    for simple in script.commands:
+        reason = _judge_simple(simple, where)
+        if reason:
+            return reason
+        where = _after_cd(simple, where)
+    return None
+
+
+def _judge_simple(simple: SimpleCommand, cwd: Path | None) -> str | None:
+    for redirect in simple.redirects:
+        if redirect.writes and redirect.target is not None:
+            reason = _write_reason(redirect.target, cwd)
+            if reason:
+                return reason
+    if not simple.words:
+        return None
+    reads_input = simple.piped or any(r.reads_input for r in simple.redirects)
+    return _judge_words(simple.words, cwd, reads_input)
+
+
+def _judge_words(words: tuple[Word, ...], cwd: Path | None, reads_input: bool) -> str | None:
+    unwrapped = unwrap(words)
+    if unwrapped.shell_code:
+        return f"hands a string to a shell ({unwrapped.shell_code})"
+    words = unwrapped.words
+    if not words:
+        return "runs a shell through chroot" if "chroot" in unwrapped.wrappers else None
+    if words[0].dynamic:
+        return f"runs a command whose name is computed at run time ('{words[0].text}')"
+    args = words[1:] + ((_COMPUTED,) if unwrapped.fed_arguments else ())
+    call = Call(os.path.basename(words[0].text), args, cwd, reads_input)
+    reason = _judge_call(call)
+    if reason and unwrapped.wrappers:
+        return f"{reason} (behind {' '.join(unwrapped.wrappers)})"
+    return reason
+
+
+def _judge_call(call: Call) -> str | None:
+    if any(a.text == "--no-preserve-root" for a in call.args):
+        return "disables the protection against deleting / (--no-preserve-root)"
+    for target in command_paths.command_writes(call.name, call.args):
+        reason = _write_reason(target, call.cwd)
+        if reason:
+            return reason
+    rule = _RULES.get(call.name) or _name_rule(call.name)
+    return rule(call) if rule else None
+
+
+def _name_rule(name: str) -> Callable[[Call], str | None] | None:
+    if name in _SHELLS or any(p.fullmatch(name) for p, _, _ in _INTERPRETERS):
+        return _interpreter
+    if name.startswith("mkfs") or name in _DISK_TOOLS:
+        return lambda call: f"formats or repartitions a disk ({call.name})"
+    if name in _POWER:
+        return lambda call: f"shuts down or restarts the machine ({call.name})"
+    if name in _CODE_RUNNERS:
+        return lambda call: f"runs code it reads or builds at run time ({call.name})"
+    return None
+
+
+def _write_reason(target: Word, cwd: Path | None) -> str | None:
+    if target.dynamic:
+        return f"writes to a path computed at run time ('{target.text}')"
+    path = Path(os.path.normpath(command_paths.resolve_word(target.text, cwd or Path("/"))))
+    if _DEVICE.match(str(path)):
+        return f"writes raw data over a disk device ({path})"
+    if len(path.parts) > 1 and path.parts[1] in _SYSTEM_DIRS:
+        return f"writes to a system path ({path})"
+    return None
+
+
+# --- shells and interpreters -------------------------------------------------------
+
+
+def _interpreter(call: Call) -> str | None:
+    letters, long_options = _code_options(call.name)
+    for i, arg in enumerate(call.args):
+        text = arg.text
+        if text in long_options or (
+            text[:1] == "-" and text[1:2] != "-" and set(text[1:]) & set(letters)
+        ):
+            return f"runs {call.name} code given inline ({call.name} {text} ...), which cannot be checked"
+        if text == "-m" and call.name not in _SHELLS:
+            return None  # python -m module: a program of its own
+        if not text.startswith("-") and not (i and call.args[i - 1].text in _INTERPRETER_VALUED):
+            return None  # a script file: run, not read
+        if text == "-":
+            break
+    if call.reads_input:
+        return f"pipes a program into {call.name} (it reads the code from its standard input)"
+    return None
+
+
+def _code_options(name: str) -> tuple[str, tuple[str, ...]]:
+    if name in _SHELLS:
+        return "c", ("--command",)
+    for pattern, letters, long_options in _INTERPRETERS:
+        if pattern.fullmatch(name):
+            return letters, long_options
+    return "", ()
+
+
+# --- deleting, moving and changing files --------------------------------------------
+
+
+def _rm(call: Call) -> str | None:
+    if not _has_flag(call.args, "rR", "--recursive"):
+        return None
+    for target in _operands(call.args):
+        if not _strictly_inside(target, call.cwd):
+            return f"recursively deletes something outside the working directory ('{target.text}')"
+    return None
+
+
+def _change_mode(call: Call) -> str | None:
+    if not _has_flag(call.args, "R", "--recursive"):
+        return None
+    operands = _operands(call.args)
+    if not any(a.text.startswith("--reference") for a in call.args):
+        operands = operands[1:]  # the mode or owner comes first
+    for target in operands:
+        if not _inside(target, call.cwd, strict=False):
+            return f"recursively changes permissions or ownership outside the working directory ('{target.text}', {call.name} -R)"
+    return None
+
+
+def _mv(call: Call) -> str | None:
+    operands = _operands(call.args)
+    into_dir = any(
+        a.text in ("-t", "--target-directory") or a.text.startswith("--target-directory=")
+        for a in call.args
+    )
+    sources = operands if into_dir else operands[:-1]
+    for source in sources:
+        if not _strictly_inside(source, call.cwd):
+            return f"moves something from outside the working directory ('{source.text}')"
+    return None
+
+
+def _find(call: Call) -> str | None:
+    texts = [a.text for a in call.args]
+    starts = []
+    for arg in call.args:
+        if arg.text[:1] in ("-", "(", "!", ")"):
+            break
+        starts.append(arg)
+    starts = starts or [Word(".")]
+    for action in _FIND_ACTIONS & set(texts):
+        if not all(_inside(s, call.cwd, strict=False) for s in starts):
+            return f"deletes or runs commands across a tree outside the working directory (find {action})"
+    for i, text in enumerate(texts):
+        if text in _FIND_ACTIONS - {"-delete"}:
+            inner = tuple(a for a in _until_terminator(call.args[i + 1 :]))
+            reason = _judge_words(inner, call.cwd, reads_input=False) if inner else None
+            if reason:
+                return f"runs a command from find {text} that {reason}"
+    return None
+
+
+def _until_terminator(args: tuple[Word, ...]) -> list[Word]:
+    words = []
+    for arg in args:
+        if arg.text in (";", "+"):
+            break
+        words.append(arg)
+    return words
+
+
+# --- git, cron, processes, power ------------------------------------------------------
+
+
+def _git(call: Call) -> str | None:
+    args = list(call.args)
+    while args and args[0].text.startswith("-"):
+        option = args.pop(0)
+        if option.text in _GIT_VALUED and args:
+            value = args.pop(0)
+            if option.text == "-c" and (
+                value.dynamic or not _SAFE_GIT_SETTINGS.fullmatch(value.text)
+            ):
+                return f"sets git configuration that can run commands (git -c {value.text})"
+    if not args:
+        return None
+    sub, rest = args[0], tuple(args[1:])
+    if sub.dynamic:
+        return f"runs a git subcommand computed at run time ('{sub.text}')"
+    rule = _GIT_RULES.get(sub.text)
+    if rule is None:
+        return None
+    if any(a.dynamic for a in rest):
+        return f"passes git {sub.text} an argument computed at run time"
+    return rule(rest)
+
+
+def _git_push(args: tuple[Word, ...]) -> str | None:
+    for arg in args:
+        text = arg.text
+        forced = text.startswith(("--force", "--mirror", "--delete", "--prune")) or (
+            _short_cluster(text) and set(text[1:]) & set("fd")
+        )
+        if forced or text.startswith(("+", ":")):
+            return f"rewrites or deletes history on a remote (git push {text})"
+    return None
+
+
+def _git_flagged(
+    label: str, letters: str, long_options: tuple[str, ...]
+) -> Callable[[tuple[Word, ...]], str | None]:
+    def rule(args: tuple[Word, ...]) -> str | None:
+        for arg in args:
+            if arg.text in long_options or (
+                _short_cluster(arg.text) and set(arg.text[1:]) & set(letters)
+            ):
+                return f"{label} (git {arg.text})"
+        return None
+
+    return rule
+
+
+def _git_checkout(args: tuple[Word, ...]) -> str | None:
+    for arg in args:
+        if arg.text in ("-f", "--force", "--", ".", "-B", "--discard-changes"):
+            return f"throws away uncommitted changes (git checkout {arg.text})"
+    return None
+
+
+def _git_restore(args: tuple[Word, ...]) -> str | None:
+    texts = {a.text for a in args}
+    staged_only = texts & {"-S", "--staged"} and not texts & {"-W", "--worktree"}
+    return None if staged_only else "throws away uncommitted changes (git restore)"
+
+
+def _git_sub_verbs(label: str, verbs: set[str]) -> Callable[[tuple[Word, ...]], str | None]:
+    def rule(args: tuple[Word, ...]) -> str | None:
+        verb = next((a.text for a in args if not a.text.startswith("-")), "")
+        return f"{label} ({verb})" if verb in verbs else None
+
+    return rule
+
+
+_GIT_RULES: dict[str, Callable[[tuple[Word, ...]], str | None]] = {
+    "push": _git_push,
+    "reset": _git_flagged("throws away uncommitted changes", "", ("--hard", "--merge", "--keep")),
+    "clean": _git_flagged("deletes untracked files", "f", ("--force",)),
+    "branch": _git_flagged("force-deletes or overwrites a branch", "DMCf", ("--force",)),
+    "checkout": _git_checkout,
+    "restore": _git_restore,
+    "filter-branch": lambda args: "rewrites the repository's history (git filter-branch)",
+    "filter-repo": lambda args: "rewrites the repository's history (git filter-repo)",
+    "stash": _git_sub_verbs("deletes stashed changes", {"drop", "clear"}),
+    "reflog": _git_sub_verbs("deletes the reflog that recovers lost commits", {"expire", "delete"}),
+}
+
+
+def _crontab(call: Call) -> str | None:
+    rest = [a.text for a in call.args]
+    if "-u" in rest:  # crontab -u USER -l
+        i = rest.index("-u")
+        rest = rest[:i] + rest[i + 2 :]
+    return None if rest == ["-l"] else "replaces or removes the user's crontab"
+
+
+def _kill(call: Call) -> str | None:
+    args = list(call.args)
+    if args and args[0].text in ("-l", "-L", "--list", "--table"):
+        return None
+    if args and args[0].text in ("-s", "-n", "--signal"):
+        args = args[2:]
+    elif args and args[0].text.startswith("-") and args[0].text != "--":
+        args = args[1:]  # the signal (`-9`, `-KILL`)
+    for pid in args:
+        if pid.dynamic or pid.text.startswith("-") and pid.text != "--" or pid.text == "0":
+            return f"signals many processes at once (kill {pid.text})"
+    return None
+
+
+def _kill_by_name(call: Call) -> str | None:
+    for arg in call.args:
+        if arg.text.split("=", 1)[0] in _KILL_MANY_OPTIONS:
+            return f"kills every process of a user, group or session ({call.name} {arg.text})"
+    patterns = [a for a in call.args if not a.text.startswith("-")]
+    for pattern in patterns:
+        if pattern.dynamic or pattern.text in _MATCH_ALL:
+            return f"kills processes by a pattern that may match all of them ({call.name} '{pattern.text}')"
+    return None
+
+
+def _systemctl(call: Call) -> str | None:
+    verbs = {a.text for a in call.args} & _SYSTEMCTL_POWER
+    return f"shuts down or restarts the machine (systemctl {verbs.pop()})" if verbs else None
+
+
+def _init(call: Call) -> str | None:
+    runlevel = {a.text for a in call.args} & {"0", "6", "1", "s", "S"}
+    return f"changes the machine's runlevel ({call.name} {runlevel.pop()})" if runlevel else None
+
+
+_RULES: dict[str, Callable[[Call], str | None]] = {
+    "rm": _rm,
+    "chmod": _change_mode,
+    "chown": _change_mode,
+    "chgrp": _change_mode,
+    "mv": _mv,
+    "find": _find,
+    "git": _git,
+    "crontab": _crontab,
+    "kill": _kill,
+    "pkill": _kill_by_name,
+    "killall": _kill_by_name,
+    "systemctl": _systemctl,
+    "init": _init,
+    "telinit": _init,
+}
+
+
+# --- words and places -------------------------------------------------------------------
+
+
+def _short_cluster(text: str) -> bool:
+    return text.startswith("-") and not text.startswith("--") and len(text) > 1
+
+
+def _has_flag(args: tuple[Word, ...], letters: str, long_option: str) -> bool:
+    for arg in args:
+        if arg.text == "--":
+            break
+        if arg.text == long_option or (
+            _short_cluster(arg.text) and set(arg.text[1:]) & set(letters)
+        ):
+            return True
+    return False
+
+
+def _operands(args: tuple[Word, ...]) -> list[Word]:
+    if any(a.text == "--" for a in args):
+        i = next(i for i, a in enumerate(args) if a.text == "--")
+        return [a for a in args[:i] if not a.text.startswith("-")] + list(args[i + 1 :])
+    return [a for a in args if not a.text.startswith("-") or a.dynamic]
+
+
+def _strictly_inside(word: Word, cwd: Path | None) -> bool:
+    return _inside(word, cwd, strict=True)
+
+
+def _inside(word: Word, cwd: Path | None, *, strict: bool) -> bool:
+    """Whether ``word`` names a path inside ``cwd`` (globs judged by their fixed prefix).
+
+    A home, ``/``, a top-level directory or anything above them is never inside, even
+    when the working directory is one of them.
+    """
+    if word.dynamic or cwd is None and not word.text.startswith(("/", "~", "$HOME", "${HOME}")):
+        return False
+    path = command_paths.resolve_word(word.text, cwd or Path("/"))
+    fixed = Path(*[p for p in _until_glob(path.parts)]) if path.parts else path
+    real = Path(os.path.realpath(fixed))
+    home = Path(os.path.realpath(Path.home()))
+    if len(real.parts) <= 2 or real == home or real in home.parents:
+        return False
+    root = Path(os.path.realpath(cwd)) if cwd is not None else None
+    if root is None:
+        return False
+    return root in real.parents or (not strict and real == root)
+
+
+def _until_glob(parts: tuple[str, ...]) -> list[str]:
+    fixed = []
+    for part in parts:
+        if any(c in part for c in "*?["):
+            break
+        fixed.append(part)
+    return fixed
+
+
+def _after_cd(simple: SimpleCommand, cwd: Path | None) -> Path | None:
+    """The working directory after ``simple`` runs, as far as the parse can follow it."""
+    words = simple.words
+    if not words or os.path.basename(words[0].text) not in ("cd", "pushd", "popd"):
+        return cwd
+    args = [w for w in words[1:] if not w.text.startswith("-") or w.text == "-"]
+    if words[0].text == "popd" or (args and (args[0].dynamic or args[0].text == "-")):
+        return None
+    if not args:
+        return Path.home()
+    if cwd is None and not args[0].text.startswith(("/", "~", "$HOME", "${HOME}")):
+        return None
+    return Path(os.path.normpath(command_paths.resolve_word(args[0].text, cwd or Path("/"))))
