@@ -12,6 +12,7 @@ A refusal is a tool result starting with ``Refused:``, never an exception.
 from __future__ import annotations
 
 import fnmatch
+import glob
 import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -138,10 +139,18 @@ def _first_reason(
 ) -> str | None:
     """The first reason ``reason_for`` gives for one of the paths the words name."""
     for word in words:
-        reason = reason_for(command_paths.resolve_word(word, ctx.cwd), ctx)
-        if reason:
-            return reason
+        for path in _paths(command_paths.resolve_word(word, ctx.cwd)):
+            reason = reason_for(path, ctx)
+            if reason:
+                return reason
     return None
+
+
+def _paths(path: Path) -> list[Path]:
+    """``path``, or what it matches when it is a glob (``~/.her*/.env`` is the secret file)."""
+    if not any(c in str(path) for c in "*?["):
+        return [path]
+    return [Path(p) for p in glob.glob(str(path), include_hidden=True)] + [path]
 
 
 def _extra_patterns(config: Config | None) -> list[re.Pattern[str]]:

@@ -2,7 +2,8 @@
 
 Read from the same parse as the dangerous-command policy (``shell_parse``): output
 redirections (``>``, ``>>``, ``&>``), ``tee``, the target of ``cp``/``mv``/``install``/
-``ln``/``rsync``, the files of ``sed -i``, ``shred``, ``truncate`` and ``dd of=``, also
+``ln``/``rsync`` (or their ``-t``), the files of ``sed -i``, ``shred``, ``truncate``,
+``dd of=`` and of ``rm``/``unlink``/``rmdir`` (deleting a file is writing it), also
 behind wrappers (``sudo tee``). Every argument counts as a read, so ``cat ~/.hermes/.env``
 is seen. A command that does not parse falls back to its whitespace-separated words as
 reads; the policy asks before running it anyway.
@@ -17,7 +18,7 @@ from hermes.tools import shell_parse
 from hermes.tools.shell_parse import Word
 
 _TARGET_LAST = {"cp", "mv", "install", "ln", "rsync"}
-_ALL_OPERANDS = {"tee", "shred", "truncate"}
+_ALL_OPERANDS = {"tee", "shred", "truncate", "rm", "unlink", "rmdir"}  # deleting is writing
 
 
 def written_and_read(command: str) -> tuple[list[str], list[str]]:
@@ -43,6 +44,12 @@ def written_and_read(command: str) -> tuple[list[str], list[str]]:
 def command_writes(name: str, args: tuple[Word, ...]) -> list[Word]:
     """The arguments of command ``name`` that it writes to (not counting redirections)."""
     plain = [a for a in args if not a.text.startswith("-")]
+    if name in _TARGET_LAST:
+        for i, arg in enumerate(args):  # cp -t DIR / --target-directory=DIR
+            if arg.text == "-t" and i + 1 < len(args):
+                return [args[i + 1]]
+            if arg.text.startswith("--target-directory="):
+                return [Word(arg.text.split("=", 1)[1], arg.dynamic)]
     if name in _ALL_OPERANDS:
         return plain
     if name in _TARGET_LAST and plain:

@@ -66,6 +66,7 @@ _INTERPRETERS = (
 )
 _INTERPRETER_VALUED = {"-m", "-W", "-X", "-I", "-M", "-r", "--require", "-o", "-O"}
 _CODE_RUNNERS = {"eval", "source", ".", "exec"}
+_STDIN_FILES = {"-", "/dev/stdin", "/dev/fd/0", "/proc/self/fd/0"}
 _DISK_TOOLS = {
     "mke2fs", "mkswap", "wipefs", "fdisk", "sfdisk", "cfdisk", "parted", "gdisk", "sgdisk",
     "cgdisk", "blkdiscard", "mkntfs", "mkdosfs",
@@ -80,8 +81,14 @@ _FIND_ACTIONS = {"-delete", "-exec", "-execdir", "-ok", "-okdir"}
 _KILL_MANY_OPTIONS = {"-u", "-U", "-g", "-G", "-s", "-P", "--euid", "--uid", "--group", "--pgroup", "--session", "--parent", "--user"}  # fmt: skip
 _MATCH_ALL = {"", ".", ".*", "^", "$", "^.*$"}
 _SAFE_GIT_SETTINGS = re.compile(r"(?:user\.(?:name|email)|color\.\w+|core\.quotepath|init\.defaultBranch|advice\.\w+|commit\.gpgsign|safe\.directory)=.*")  # fmt: skip
+_COMMAND_SETTING = re.compile(
+    r"(?:alias\.|core\.(?:pager|editor|sshcommand|hookspath|fsmonitor)|.*\.(?:command|cmd|program)\b)",
+    re.I,
+)
 _GIT_VALUED = {"-C", "-c", "--git-dir", "--work-tree", "--namespace"}
-_COMPUTED = Word("<input>", dynamic=True)  # an argument xargs/parallel read from input
+_COMPUTED = Word(
+    "<arguments read from input>", dynamic=True
+)  # an argument xargs/parallel read from input
 
 
 @dataclass(frozen=True)
@@ -90,8 +97,18 @@ class Call:
 
     name: str
     args: tuple[Word, ...]
-    cwd: Path | None  # None once a `cd` the parse cannot follow has run
+    place: Place
     reads_input: bool  # its standard input is a pipe or a here-document
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where a command runs: ``root`` is the session's working directory, the boundary;
+    ``cwd`` is where relative paths start after any ``cd`` (None: a ``cd`` the parse
+    cannot follow)."""
+
+    root: Path
+    cwd: Path | None
 
 
 def risk(command: str, cwd: Path) -> str | None:
@@ -102,28 +119,28 @@ def risk(command: str, cwd: Path) -> str | None:
         return f"does not parse as plain shell ({exc}), so nobody can tell what it runs"
     if script.self_calling_functions:
         return f"defines a function that calls itself ({script.self_calling_functions[0]}, a fork bomb shape)"
-    where: Path | None = cwd
+    place = Place(cwd, cwd)
     for simple in script.commands:
-        reason = _judge_simple(simple, where)
+        reason = _judge_simple(simple, place)
         if reason:
             return reason
-        where = _after_cd(simple, where)
+        place = Place(cwd, _after_cd(simple, place.cwd))
     return None
 
 
-def _judge_simple(simple: SimpleCommand, cwd: Path | None) -> str | None:
+def _judge_simple(simple: SimpleCommand, place: Place) -> str | None:
     for redirect in simple.redirects:
         if redirect.writes and redirect.target is not None:
-            reason = _write_reason(redirect.target, cwd)
+            reason = _write_reason(redirect.target, place)
             if reason:
                 return reason
     if not simple.words:
         return None
     reads_input = simple.piped or any(r.reads_input for r in simple.redirects)
-    return _judge_words(simple.words, cwd, reads_input)
+    return _judge_words(simple.words, place, reads_input)
 
 
-def _judge_words(words: tuple[Word, ...], cwd: Path | None, reads_input: bool) -> str | None:
+def _judge_words(words: tuple[Word, ...], place: Place, reads_input: bool) -> str | None:
     unwrapped = unwrap(words)
     if unwrapped.shell_code:
         return f"hands a string to a shell ({unwrapped.shell_code})"
@@ -133,7 +150,7 @@ def _judge_words(words: tuple[Word, ...], cwd: Path | None, reads_input: bool) -
     if words[0].dynamic:
         return f"runs a command whose name is computed at run time ('{words[0].text}')"
     args = words[1:] + ((_COMPUTED,) if unwrapped.fed_arguments else ())
-    call = Call(os.path.basename(words[0].text), args, cwd, reads_input)
+    call = Call(os.path.basename(words[0].text), args, place, reads_input)
     reason = _judge_call(call)
     if reason and unwrapped.wrappers:
         return f"{reason} (behind {' '.join(unwrapped.wrappers)})"
@@ -144,7 +161,7 @@ def _judge_call(call: Call) -> str | None:
     if any(a.text == "--no-preserve-root" for a in call.args):
         return "disables the protection against deleting / (--no-preserve-root)"
     for target in command_paths.command_writes(call.name, call.args):
-        reason = _write_reason(target, call.cwd)
+        reason = _write_reason(target, call.place)
         if reason:
             return reason
     rule = _RULES.get(call.name) or _name_rule(call.name)
@@ -163,10 +180,10 @@ def _name_rule(name: str) -> Callable[[Call], str | None] | None:
     return None
 
 
-def _write_reason(target: Word, cwd: Path | None) -> str | None:
+def _write_reason(target: Word, place: Place) -> str | None:
     if target.dynamic:
         return f"writes to a path computed at run time ('{target.text}')"
-    path = Path(os.path.normpath(command_paths.resolve_word(target.text, cwd or Path("/"))))
+    path = Path(os.path.normpath(command_paths.resolve_word(target.text, place.cwd or Path("/"))))
     if _DEVICE.match(str(path)):
         return f"writes raw data over a disk device ({path})"
     if len(path.parts) > 1 and path.parts[1] in _SYSTEM_DIRS:
@@ -181,19 +198,44 @@ def _interpreter(call: Call) -> str | None:
     letters, long_options = _code_options(call.name)
     for i, arg in enumerate(call.args):
         text = arg.text
-        if text in long_options or (
-            text[:1] == "-" and text[1:2] != "-" and set(text[1:]) & set(letters)
-        ):
+        if text in long_options or (_short_cluster(text) and set(text[1:]) & set(letters)):
             return f"runs {call.name} code given inline ({call.name} {text} ...), which cannot be checked"
         if text == "-m" and call.name not in _SHELLS:
             return None  # python -m module: a program of its own
-        if not text.startswith("-") and not (i and call.args[i - 1].text in _INTERPRETER_VALUED):
-            return None  # a script file: run, not read
-        if text == "-":
+        if (
+            i
+            and call.args[i - 1].text in _INTERPRETER_VALUED
+            or _short_cluster(text)
+            or text.startswith("--")
+        ):
+            continue
+        if arg.dynamic:
+            return f"runs a {call.name} program produced at run time ('{text}')"
+        if text in _STDIN_FILES:
             break
+        return None  # a script file: run, not read
     if call.reads_input:
         return f"pipes a program into {call.name} (it reads the code from its standard input)"
     return None
+
+
+def _awk(call: Call) -> str | None:
+    program = next((a for a in _operands_after_valued(call.args, {"-F", "-v", "-f"}) if a), None)
+    if program is not None and (program.dynamic or re.search(r"\bsystem\s*\(|\|", program.text)):
+        return f"runs commands from an awk program ({call.name} with system() or a pipe)"
+    return None
+
+
+def _operands_after_valued(args: tuple[Word, ...], valued: set[str]) -> list[Word]:
+    operands, skip = [], False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg.text in valued:
+            skip = True
+        elif not arg.text.startswith("-"):
+            operands.append(arg)
+    return operands
 
 
 def _code_options(name: str) -> tuple[str, tuple[str, ...]]:
@@ -212,7 +254,7 @@ def _rm(call: Call) -> str | None:
     if not _has_flag(call.args, "rR", "--recursive"):
         return None
     for target in _operands(call.args):
-        if not _strictly_inside(target, call.cwd):
+        if not _inside(target, call.place, strict=True):
             return f"recursively deletes something outside the working directory ('{target.text}')"
     return None
 
@@ -224,7 +266,7 @@ def _change_mode(call: Call) -> str | None:
     if not any(a.text.startswith("--reference") for a in call.args):
         operands = operands[1:]  # the mode or owner comes first
     for target in operands:
-        if not _inside(target, call.cwd, strict=False):
+        if not _inside(target, call.place, strict=False):
             return f"recursively changes permissions or ownership outside the working directory ('{target.text}', {call.name} -R)"
     return None
 
@@ -237,7 +279,7 @@ def _mv(call: Call) -> str | None:
     )
     sources = operands if into_dir else operands[:-1]
     for source in sources:
-        if not _strictly_inside(source, call.cwd):
+        if not _inside(source, call.place, strict=True):
             return f"moves something from outside the working directory ('{source.text}')"
     return None
 
@@ -251,12 +293,12 @@ def _find(call: Call) -> str | None:
         starts.append(arg)
     starts = starts or [Word(".")]
     for action in _FIND_ACTIONS & set(texts):
-        if not all(_inside(s, call.cwd, strict=False) for s in starts):
+        if not all(_inside(s, call.place, strict=False) for s in starts):
             return f"deletes or runs commands across a tree outside the working directory (find {action})"
     for i, text in enumerate(texts):
         if text in _FIND_ACTIONS - {"-delete"}:
             inner = tuple(a for a in _until_terminator(call.args[i + 1 :]))
-            reason = _judge_words(inner, call.cwd, reads_input=False) if inner else None
+            reason = _judge_words(inner, call.place, reads_input=False) if inner else None
             if reason:
                 return f"runs a command from find {text} that {reason}"
     return None
@@ -329,6 +371,13 @@ def _git_checkout(args: tuple[Word, ...]) -> str | None:
     return None
 
 
+def _git_config(args: tuple[Word, ...]) -> str | None:
+    for arg in args:
+        if arg.text.startswith("!") or _COMMAND_SETTING.match(arg.text):
+            return f"sets git configuration that can run commands (git config {arg.text})"
+    return None
+
+
 def _git_restore(args: tuple[Word, ...]) -> str | None:
     texts = {a.text for a in args}
     staged_only = texts & {"-S", "--staged"} and not texts & {"-W", "--worktree"}
@@ -349,6 +398,8 @@ _GIT_RULES: dict[str, Callable[[tuple[Word, ...]], str | None]] = {
     "clean": _git_flagged("deletes untracked files", "f", ("--force",)),
     "branch": _git_flagged("force-deletes or overwrites a branch", "DMCf", ("--force",)),
     "checkout": _git_checkout,
+    "switch": _git_checkout,
+    "config": _git_config,
     "restore": _git_restore,
     "filter-branch": lambda args: "rewrites the repository's history (git filter-branch)",
     "filter-repo": lambda args: "rewrites the repository's history (git filter-repo)",
@@ -409,6 +460,10 @@ _RULES: dict[str, Callable[[Call], str | None]] = {
     "find": _find,
     "git": _git,
     "crontab": _crontab,
+    "awk": _awk,
+    "gawk": _awk,
+    "mawk": _awk,
+    "nawk": _awk,
     "kill": _kill,
     "pkill": _kill_by_name,
     "killall": _kill_by_name,
@@ -443,16 +498,13 @@ def _operands(args: tuple[Word, ...]) -> list[Word]:
     return [a for a in args if not a.text.startswith("-") or a.dynamic]
 
 
-def _strictly_inside(word: Word, cwd: Path | None) -> bool:
-    return _inside(word, cwd, strict=True)
-
-
-def _inside(word: Word, cwd: Path | None, *, strict: bool) -> bool:
-    """Whether ``word`` names a path inside ``cwd`` (globs judged by their fixed prefix).
+def _inside(word: Word, place: Place, *, strict: bool) -> bool:
+    """Whether ``word`` names a path inside the working directory (a glob by its fixed part).
 
     A home, ``/``, a top-level directory or anything above them is never inside, even
     when the working directory is one of them.
     """
+    cwd = place.cwd
     if word.dynamic or cwd is None and not word.text.startswith(("/", "~", "$HOME", "${HOME}")):
         return False
     path = command_paths.resolve_word(word.text, cwd or Path("/"))
@@ -461,9 +513,7 @@ def _inside(word: Word, cwd: Path | None, *, strict: bool) -> bool:
     home = Path(os.path.realpath(Path.home()))
     if len(real.parts) <= 2 or real == home or real in home.parents:
         return False
-    root = Path(os.path.realpath(cwd)) if cwd is not None else None
-    if root is None:
-        return False
+    root = Path(os.path.realpath(place.root))
     return root in real.parents or (not strict and real == root)
 
 

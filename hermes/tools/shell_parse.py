@@ -86,8 +86,11 @@ def parse(command: str) -> Script:
     except Exception as exc:  # bashlex raises many kinds (ParsingError, NotImplementedError...)
         raise ParseError(_describe(exc)) from exc
     walker = _Walker(command)
-    for tree in trees:
-        walker.visit(tree, piped=False)
+    try:
+        for tree in trees:
+            walker.visit(tree, piped=False)
+    except RecursionError as exc:
+        raise ParseError("nested too deeply") from exc
     script = walker.script
     script.compound = script.compound or len(script.commands) > 1
     return script
@@ -122,7 +125,7 @@ class _Walker:
                 self.visit(part, piped)
             self._loose_redirects(node)
         elif kind == "word":
-            self._word(node)  # a `for` list word: its substitutions run
+            self._word(node, piped)  # a `for` list word: its substitutions run
         elif kind not in ("operator", "reservedword", "pipe"):
             raise ParseError(f"unsupported shell construct ({kind})")
 
@@ -131,11 +134,11 @@ class _Walker:
         redirects: list[Redirect] = []
         for part in node.parts:
             if part.kind == "redirect":
-                redirects.append(self._redirect(part))
+                redirects.append(self._redirect(part, piped))
             elif part.kind == "word" and not (words == [] and _ASSIGNMENT.fullmatch(part.word)):
-                words.append(self._word(part))
+                words.append(self._word(part, piped))
             else:  # an assignment before the command name: its substitutions still run
-                self._word(part)
+                self._word(part, piped)
         text = self.source[node.pos[0] : node.pos[1]]
         self.script.commands.append(SimpleCommand(tuple(words), tuple(redirects), text, piped))
 
@@ -151,25 +154,30 @@ class _Walker:
 
     def _loose_redirects(self, node: Any) -> None:
         """Redirections of a compound command (``{ ...; } > f``) as a command of no words."""
-        redirects = tuple(self._redirect(r) for r in getattr(node, "redirects", []) or [])
+        redirects = tuple(self._redirect(r, False) for r in getattr(node, "redirects", []) or [])
         if redirects:
             self.script.commands.append(SimpleCommand((), redirects, "", False))
 
-    def _redirect(self, node: Any) -> Redirect:
+    def _redirect(self, node: Any, piped: bool) -> Redirect:
         heredoc = getattr(node, "heredoc", None)
         if heredoc is not None and re.search(r"\$\(|`", heredoc.value):
             raise ParseError("a here-document with a command substitution")
         target = node.output if hasattr(node.output, "kind") else None
-        word = self._word(target) if target is not None and target.kind == "word" else None
+        word = self._word(target, piped) if target is not None and target.kind == "word" else None
         return Redirect(node.type, word)
 
-    def _word(self, node: Any) -> Word:
+    def _word(self, node: Any, piped: bool) -> Word:
+        """The word as written; the commands of its substitutions are collected too.
+
+        A ``$(...)`` reads the standard input of the command it stands in; a ``>(...)``
+        reads what is written to it, so it counts as reading a pipe.
+        """
         dynamic = False
         for part in getattr(node, "parts", []) or []:
             if part.kind in ("commandsubstitution", "processsubstitution"):
                 dynamic = True
                 self.script.compound = True
-                self.visit(part.command, piped=False)
+                self.visit(part.command, piped=piped or part.kind == "processsubstitution")
             elif part.kind == "parameter":
                 if re.search(r"\$\(|`", part.value):
                     raise ParseError("a command substitution inside ${...}")
