@@ -14,17 +14,15 @@ completes the sentence "this command ...". Risky are:
   command; ``xargs``/``parallel`` feed arguments nobody has seen, so they count as computed;
 - writes to block devices or system paths (redirections, ``dd of=``, ``cp``/``tee``/
   ``shred`` targets), disk formatting and partitioning tools, a write to a computed path;
-- deleting or recursively changing anything not strictly inside the working directory
-  (``rm -r``, ``chmod/chown/chgrp -R``), ``mv`` of anything from outside it, ``find`` with
-  ``-delete``/``-exec``/``-ok`` over a tree outside it (a ``cd`` earlier in the line moves
-  the working directory; one that cannot be followed makes every relative path unknown);
-- git that loses work no reflog brings back: ``push --force`` (and ``+ref``, ``--delete``,
-  ``--mirror``), ``reset --hard``, ``clean -f``, ``checkout -f``/``checkout -- ...``,
-  ``restore`` of the work tree, ``branch -D``, ``filter-branch``, ``stash drop/clear``,
-  ``reflog expire``, ``-c`` settings that run commands. ``rebase`` is allowed: the reflog
-  keeps the old commits, and ``pull --rebase`` is everyday work;
+- deleting, or recursively changing, anything not strictly inside the session's
+  working directory (``rm -r``, ``chmod/chown/chgrp -R``), ``mv`` of anything from outside
+  it, ``find`` with ``-delete``/``-exec``/``-ok`` over a tree outside it; a ``cd`` earlier
+  in the line moves where relative paths start but not the boundary, and one that
+  cannot be followed makes every relative path unknown;
+- git that loses work no reflog brings back (``git_risk``: ``push --force``,
+  ``reset --hard``, ``clean -f``, ``branch -D`` ...; ``rebase`` is allowed);
 - ``crontab`` other than ``-l``, killing many processes (``kill -1``, a process group,
-  ``pkill -u``), and shutting down or restarting the machine.
+  ``pkill -u``), ``awk`` programs calling ``system()``, and shutting down or restarting.
 
 A script file (``python3 script.py``, ``bash build.sh``) is run, not read: this is a
 seat belt for commands the model writes, not a sandbox.
@@ -38,7 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from hermes.tools import command_paths
+from hermes.tools import command_paths, git_risk
 from hermes.tools.shell_parse import ParseError, SimpleCommand, Word, parse, unwrap
 
 _SHELLS = {
@@ -80,25 +78,8 @@ _SYSTEM_DIRS = {"etc", "boot", "usr", "bin", "sbin", "lib", "lib32", "lib64", "s
 _FIND_ACTIONS = {"-delete", "-exec", "-execdir", "-ok", "-okdir"}
 _KILL_MANY_OPTIONS = {"-u", "-U", "-g", "-G", "-s", "-P", "--euid", "--uid", "--group", "--pgroup", "--session", "--parent", "--user"}  # fmt: skip
 _MATCH_ALL = {"", ".", ".*", "^", "$", "^.*$"}
-_SAFE_GIT_SETTINGS = re.compile(r"(?:user\.(?:name|email)|color\.\w+|core\.quotepath|init\.defaultBranch|advice\.\w+|commit\.gpgsign|safe\.directory)=.*")  # fmt: skip
-_COMMAND_SETTING = re.compile(
-    r"(?:alias\.|core\.(?:pager|editor|sshcommand|hookspath|fsmonitor)|.*\.(?:command|cmd|program)\b)",
-    re.I,
-)
-_GIT_VALUED = {"-C", "-c", "--git-dir", "--work-tree", "--namespace"}
-_COMPUTED = Word(
-    "<arguments read from input>", dynamic=True
-)  # an argument xargs/parallel read from input
-
-
-@dataclass(frozen=True)
-class Call:
-    """One command about to run: its name, its arguments and where it runs."""
-
-    name: str
-    args: tuple[Word, ...]
-    place: Place
-    reads_input: bool  # its standard input is a pipe or a here-document
+# The arguments xargs and parallel add: read from input, so nobody has seen them.
+_COMPUTED = Word("<arguments read from input>", dynamic=True)
 
 
 @dataclass(frozen=True)
@@ -109,6 +90,16 @@ class Place:
 
     root: Path
     cwd: Path | None
+
+
+@dataclass(frozen=True)
+class Call:
+    """One command about to run: its name, its arguments and where it runs."""
+
+    name: str
+    args: tuple[Word, ...]
+    place: Place
+    reads_input: bool  # its standard input is a pipe or a here-document
 
 
 def risk(command: str, cwd: Path) -> str | None:
@@ -313,99 +304,7 @@ def _until_terminator(args: tuple[Word, ...]) -> list[Word]:
     return words
 
 
-# --- git, cron, processes, power ------------------------------------------------------
-
-
-def _git(call: Call) -> str | None:
-    args = list(call.args)
-    while args and args[0].text.startswith("-"):
-        option = args.pop(0)
-        if option.text in _GIT_VALUED and args:
-            value = args.pop(0)
-            if option.text == "-c" and (
-                value.dynamic or not _SAFE_GIT_SETTINGS.fullmatch(value.text)
-            ):
-                return f"sets git configuration that can run commands (git -c {value.text})"
-    if not args:
-        return None
-    sub, rest = args[0], tuple(args[1:])
-    if sub.dynamic:
-        return f"runs a git subcommand computed at run time ('{sub.text}')"
-    rule = _GIT_RULES.get(sub.text)
-    if rule is None:
-        return None
-    if any(a.dynamic for a in rest):
-        return f"passes git {sub.text} an argument computed at run time"
-    return rule(rest)
-
-
-def _git_push(args: tuple[Word, ...]) -> str | None:
-    for arg in args:
-        text = arg.text
-        forced = text.startswith(("--force", "--mirror", "--delete", "--prune")) or (
-            _short_cluster(text) and set(text[1:]) & set("fd")
-        )
-        if forced or text.startswith(("+", ":")):
-            return f"rewrites or deletes history on a remote (git push {text})"
-    return None
-
-
-def _git_flagged(
-    label: str, letters: str, long_options: tuple[str, ...]
-) -> Callable[[tuple[Word, ...]], str | None]:
-    def rule(args: tuple[Word, ...]) -> str | None:
-        for arg in args:
-            if arg.text in long_options or (
-                _short_cluster(arg.text) and set(arg.text[1:]) & set(letters)
-            ):
-                return f"{label} (git {arg.text})"
-        return None
-
-    return rule
-
-
-def _git_checkout(args: tuple[Word, ...]) -> str | None:
-    for arg in args:
-        if arg.text in ("-f", "--force", "--", ".", "-B", "--discard-changes"):
-            return f"throws away uncommitted changes (git checkout {arg.text})"
-    return None
-
-
-def _git_config(args: tuple[Word, ...]) -> str | None:
-    for arg in args:
-        if arg.text.startswith("!") or _COMMAND_SETTING.match(arg.text):
-            return f"sets git configuration that can run commands (git config {arg.text})"
-    return None
-
-
-def _git_restore(args: tuple[Word, ...]) -> str | None:
-    texts = {a.text for a in args}
-    staged_only = texts & {"-S", "--staged"} and not texts & {"-W", "--worktree"}
-    return None if staged_only else "throws away uncommitted changes (git restore)"
-
-
-def _git_sub_verbs(label: str, verbs: set[str]) -> Callable[[tuple[Word, ...]], str | None]:
-    def rule(args: tuple[Word, ...]) -> str | None:
-        verb = next((a.text for a in args if not a.text.startswith("-")), "")
-        return f"{label} ({verb})" if verb in verbs else None
-
-    return rule
-
-
-_GIT_RULES: dict[str, Callable[[tuple[Word, ...]], str | None]] = {
-    "push": _git_push,
-    "reset": _git_flagged("throws away uncommitted changes", "", ("--hard", "--merge", "--keep")),
-    "clean": _git_flagged("deletes untracked files", "f", ("--force",)),
-    "branch": _git_flagged("force-deletes or overwrites a branch", "DMCf", ("--force",)),
-    "checkout": _git_checkout,
-    "switch": _git_checkout,
-    "config": _git_config,
-    "restore": _git_restore,
-    "filter-branch": lambda args: "rewrites the repository's history (git filter-branch)",
-    "filter-repo": lambda args: "rewrites the repository's history (git filter-repo)",
-    "stash": _git_sub_verbs("deletes stashed changes", {"drop", "clear"}),
-    "reflog": _git_sub_verbs("deletes the reflog that recovers lost commits", {"expire", "delete"}),
-}
+# --- cron, processes, power ------------------------------------------------------
 
 
 def _crontab(call: Call) -> str | None:
@@ -458,7 +357,7 @@ _RULES: dict[str, Callable[[Call], str | None]] = {
     "chgrp": _change_mode,
     "mv": _mv,
     "find": _find,
-    "git": _git,
+    "git": lambda call: git_risk.risk(call.args),
     "crontab": _crontab,
     "awk": _awk,
     "gawk": _awk,
