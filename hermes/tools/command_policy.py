@@ -107,7 +107,7 @@ def risk(command: str, cwd: Path) -> str | None:
     try:
         script = parse(command)
     except ParseError as exc:
-        return f"does not parse as plain shell ({exc}), so nobody can tell what it runs"
+        return f"cannot be read by the shell parser ({exc}; plain commands, pipes, && and if/for/while can)"
     if script.self_calling_functions:
         return f"defines a function that calls itself ({script.self_calling_functions[0]}, a fork bomb shape)"
     place = Place(cwd, cwd)
@@ -173,7 +173,7 @@ def _name_rule(name: str) -> Callable[[Call], str | None] | None:
 
 def _write_reason(target: Word, place: Place) -> str | None:
     if target.dynamic:
-        return f"writes to a path computed at run time ('{target.text}')"
+        return f"writes to or deletes a path computed at run time ('{target.text}')"
     path = Path(os.path.normpath(command_paths.resolve_word(target.text, place.cwd or Path("/"))))
     if _DEVICE.match(str(path)):
         return f"writes raw data over a disk device ({path})"
