@@ -75,6 +75,7 @@ _DEVICE = re.compile(
     r"/dev/(?:(?:sd|hd|vd|xvd)[a-z]|nvme\d|mmcblk\d|r?disk\d|disk/|loop\d|mapper/|md\d|dm-\d|nbd\d)"
 )
 _SYSTEM_DIRS = {"etc", "boot", "usr", "bin", "sbin", "lib", "lib32", "lib64", "sys", "proc"}
+_FIND_OPTION = re.compile(r"-[HLPD]|-O\d*")  # options before find's start points
 _FIND_ACTIONS = {"-delete", "-exec", "-execdir", "-ok", "-okdir"}
 _KILL_MANY_OPTIONS = {"-u", "-U", "-g", "-G", "-s", "-P", "--euid", "--uid", "--group", "--pgroup", "--session", "--parent", "--user"}  # fmt: skip
 _MATCH_ALL = {"", ".", ".*", "^", "$", "^.*$"}
@@ -155,6 +156,8 @@ def _judge_call(call: Call) -> str | None:
         reason = _write_reason(target, call.place)
         if reason:
             return reason
+    if call.name == "ln" and any(_is_device(_path(a, call.place)) for a in call.args):
+        return "links to a disk device, so a later write would go to the disk"
     rule = _RULES.get(call.name) or _name_rule(call.name)
     return rule(call) if rule else None
 
@@ -174,12 +177,22 @@ def _name_rule(name: str) -> Callable[[Call], str | None] | None:
 def _write_reason(target: Word, place: Place) -> str | None:
     if target.dynamic:
         return f"writes to or deletes a path computed at run time ('{target.text}')"
-    path = Path(os.path.normpath(command_paths.resolve_word(target.text, place.cwd or Path("/"))))
-    if _DEVICE.match(str(path)):
+    path = _path(target, place)
+    if _is_device(path):
         return f"writes raw data over a disk device ({path})"
     if len(path.parts) > 1 and path.parts[1] in _SYSTEM_DIRS:
         return f"writes to a system path ({path})"
     return None
+
+
+def _path(word: Word, place: Place) -> Path:
+    return Path(os.path.normpath(command_paths.resolve_word(word.text, place.cwd or Path("/"))))
+
+
+def _is_device(path: Path) -> bool:
+    return bool(
+        _DEVICE.match(str(path)) or _DEVICE.match(os.path.realpath(path))
+    )  # or a link to one
 
 
 # --- shells and interpreters -------------------------------------------------------
@@ -263,11 +276,15 @@ def _change_mode(call: Call) -> str | None:
 
 
 def _mv(call: Call) -> str | None:
-    operands = _operands(call.args)
-    into_dir = any(
-        a.text in ("-t", "--target-directory") or a.text.startswith("--target-directory=")
-        for a in call.args
-    )
+    args = list(call.args)
+    into_dir = None
+    for i, arg in enumerate(args):  # mv -t DIR SOURCE...: every operand is a source
+        if arg.text == "-t" and i + 1 < len(args):
+            into_dir = args.pop(i + 1)
+            break
+        if arg.text.startswith("--target-directory="):
+            into_dir = arg
+    operands = _operands(tuple(args))
     sources = operands if into_dir else operands[:-1]
     for source in sources:
         if not _inside(source, call.place, strict=True):
@@ -277,12 +294,7 @@ def _mv(call: Call) -> str | None:
 
 def _find(call: Call) -> str | None:
     texts = [a.text for a in call.args]
-    starts = []
-    for arg in call.args:
-        if arg.text[:1] in ("-", "(", "!", ")"):
-            break
-        starts.append(arg)
-    starts = starts or [Word(".")]
+    starts = _find_starts(call.args)
     for action in _FIND_ACTIONS & set(texts):
         if not all(_inside(s, call.place, strict=False) for s in starts):
             return f"deletes or runs commands across a tree outside the working directory (find {action})"
@@ -293,6 +305,19 @@ def _find(call: Call) -> str | None:
             if reason:
                 return f"runs a command from find {text} that {reason}"
     return None
+
+
+def _find_starts(args: tuple[Word, ...]) -> list[Word]:
+    """The trees ``find`` walks: the operands after -H/-L/-P/-D/-O and before the expression."""
+    starts: list[Word] = []
+    i = 0
+    while i < len(args) and _FIND_OPTION.fullmatch(args[i].text):
+        i += 2 if args[i].text == "-D" else 1
+    for arg in args[i:]:
+        if arg.text[:1] in ("-", "(", "!", ")"):
+            break
+        starts.append(arg)
+    return starts or [Word(".")]
 
 
 def _until_terminator(args: tuple[Word, ...]) -> list[Word]:

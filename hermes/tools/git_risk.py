@@ -60,14 +60,14 @@ def _git_push(args: tuple[Word, ...]) -> str | None:
 
 
 def _git_flagged(
-    label: str, letters: str, long_options: tuple[str, ...]
+    sub: str, label: str, letters: str, long_options: tuple[str, ...]
 ) -> Callable[[tuple[Word, ...]], str | None]:
     def rule(args: tuple[Word, ...]) -> str | None:
         for arg in args:
             if arg.text in long_options or (
                 _short_cluster(arg.text) and set(arg.text[1:]) & set(letters)
             ):
-                return f"{label} (git {arg.text})"
+                return f"{label} (git {sub} {arg.text})"
         return None
 
     return rule
@@ -76,7 +76,7 @@ def _git_flagged(
 def _git_checkout(args: tuple[Word, ...]) -> str | None:
     for arg in args:
         if arg.text in ("-f", "--force", "--", ".", "-B", "--discard-changes"):
-            return f"throws away uncommitted changes (git checkout {arg.text})"
+            return f"throws away uncommitted changes (git checkout/switch {arg.text})"
     return None
 
 
@@ -93,27 +93,33 @@ def _git_restore(args: tuple[Word, ...]) -> str | None:
     return None if staged_only else "throws away uncommitted changes (git restore)"
 
 
-def _git_sub_verbs(label: str, verbs: set[str]) -> Callable[[tuple[Word, ...]], str | None]:
+def _git_sub_verbs(
+    sub: str, label: str, verbs: set[str]
+) -> Callable[[tuple[Word, ...]], str | None]:
     def rule(args: tuple[Word, ...]) -> str | None:
         verb = next((a.text for a in args if not a.text.startswith("-")), "")
-        return f"{label} ({verb})" if verb in verbs else None
+        return f"{label} (git {sub} {verb})" if verb in verbs else None
 
     return rule
 
 
 _GIT_RULES: dict[str, Callable[[tuple[Word, ...]], str | None]] = {
     "push": _git_push,
-    "reset": _git_flagged("throws away uncommitted changes", "", ("--hard", "--merge", "--keep")),
-    "clean": _git_flagged("deletes untracked files", "f", ("--force",)),
-    "branch": _git_flagged("force-deletes or overwrites a branch", "DMCf", ("--force",)),
+    "reset": _git_flagged(
+        "reset", "throws away uncommitted changes", "", ("--hard", "--merge", "--keep")
+    ),
+    "clean": _git_flagged("clean", "deletes untracked files", "f", ("--force",)),
+    "branch": _git_flagged("branch", "force-deletes or overwrites a branch", "DMCf", ("--force",)),
     "checkout": _git_checkout,
     "switch": _git_checkout,
     "config": _git_config,
     "restore": _git_restore,
     "filter-branch": lambda args: "rewrites the repository's history (git filter-branch)",
     "filter-repo": lambda args: "rewrites the repository's history (git filter-repo)",
-    "stash": _git_sub_verbs("deletes stashed changes", {"drop", "clear"}),
-    "reflog": _git_sub_verbs("deletes the reflog that recovers lost commits", {"expire", "delete"}),
+    "stash": _git_sub_verbs("stash", "deletes stashed changes", {"drop", "clear"}),
+    "reflog": _git_sub_verbs(
+        "reflog", "deletes the reflog that recovers lost commits", {"expire", "delete"}
+    ),
 }
 
 

@@ -129,6 +129,9 @@ RISKY = [
     "awk 'BEGIN{system(\"rm -rf ~\")}'",
     "git config alias.x '!rm -rf ~'",
     "rm /etc/passwd",
+    "find -L / -delete",
+    "ln -sf /dev/sda disk",
+    "mv -t /tmp ~/x",
 ]
 
 SAFE = [
@@ -193,6 +196,8 @@ SAFE = [
     "bash -o pipefail build.sh",
     "python3 -u -W ignore app.py",
     "cd build && rm -rf out",
+    "mv -t build a.txt",
+    "find -H . -name '*.tmp' -delete",
 ]
 
 
