@@ -139,7 +139,7 @@ def _judge_words(words: tuple[Word, ...], place: Place, reads_input: bool) -> st
     words = unwrapped.words
     if not words:
         return "runs a shell through chroot" if "chroot" in unwrapped.wrappers else None
-    if words[0].dynamic:
+    if words[0].dynamic or any(c in words[0].text for c in "*?["):
         return f"runs a command whose name is computed at run time ('{words[0].text}')"
     args = words[1:] + ((_COMPUTED,) if unwrapped.fed_arguments else ())
     call = Call(os.path.basename(words[0].text), args, place, reads_input)

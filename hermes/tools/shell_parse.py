@@ -3,8 +3,8 @@
 ``parse`` walks bashlex's syntax tree (lists, pipelines, compound commands, functions,
 redirections, command and process substitutions) and returns every simple command in
 source order, each with its words after quote removal. A word whose value is decided
-at run time (a ``$(...)``, `` `...` ``, ``<(...)`` or a parameter other than ``$HOME``)
-is marked ``dynamic``: nobody can tell in advance what it says. ``unwrap`` looks through
+at run time (a ``$(...)``, `` `...` ``, ``<(...)``, a parameter other than ``$HOME``, or
+a brace expansion ``{a,b}``) is marked ``dynamic``: nobody can tell in advance what it says. ``unwrap`` looks through
 wrappers (``sudo``, ``timeout``, ``xargs``, ``env``, ``busybox`` ...) to the command
 they run. Input bashlex cannot read raises ``ParseError``; callers treat it as unknown.
 """
@@ -23,6 +23,8 @@ _LOCK = threading.Lock()  # bashlex keeps module-level parser state
 _HOME_PARAMETERS = {"HOME"}
 _WRITE_OPERATORS = {">", ">>", ">|", "&>", "&>>", "<>", ">&"}
 _INPUT_OPERATORS = {"<", "<<", "<<-", "<<<"}
+_QUOTED = re.compile(r"'[^']*'" + r'|"(?:[^"\\]|\\.)*"')  # a quoted part of a word
+_BRACES = re.compile(r"\{[^{}]*(?:,|\.\.)[^{}]*\}")
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=.*", re.DOTALL)
 
 
@@ -182,7 +184,14 @@ class _Walker:
                 if re.search(r"\$\(|`", part.value):
                     raise ParseError("a command substitution inside ${...}")
                 dynamic = dynamic or part.value not in _HOME_PARAMETERS
-        return Word(node.word, dynamic)
+        raw = self.source[node.pos[0] : node.pos[1]]
+        return Word(node.word, dynamic or _has_brace_expansion(raw))
+
+
+def _has_brace_expansion(raw: str) -> bool:
+    """Whether bash expands ``{a,b}`` or ``{1..3}`` in the word as written (quotes aside)."""
+    unquoted = _QUOTED.sub("", raw)
+    return bool(_BRACES.search(unquoted))
 
 
 # Wrappers run the command that follows their own options. Each entry: the options

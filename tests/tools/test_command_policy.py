@@ -132,6 +132,10 @@ RISKY = [
     "find -L / -delete",
     "ln -sf /dev/sda disk",
     "mv -t /tmp ~/x",
+    "{rm,-rf,~}",
+    "rm -rf {~,/tmp}",
+    "/bin/r? -rf ~",
+    "$'\\x72\\x6d' -rf ~",
 ]
 
 SAFE = [
@@ -198,6 +202,8 @@ SAFE = [
     "cd build && rm -rf out",
     "mv -t build a.txt",
     "find -H . -name '*.tmp' -delete",
+    "awk '{print $1, $2}' data.txt",
+    "mkdir -p src/{a,b}",
 ]
 
 
