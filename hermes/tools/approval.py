@@ -25,9 +25,15 @@ if TYPE_CHECKING:
     from hermes.tools.registry import ToolContext
 
 
-def check(command: str, config: Config | None = None, cwd: Path | None = None) -> str | None:
-    """Why ``command`` needs approval when run in ``cwd``, or None when it may just run."""
-    reason = command_policy.risk(command, cwd or Path.cwd())
+def check(
+    command: str, config: Config | None = None, cwd: Path | None = None, start: Path | None = None
+) -> str | None:
+    """Why ``command`` needs approval, or None when it may just run.
+
+    ``cwd`` is the session's working directory, the boundary for deletes and moves;
+    ``start`` is where the command starts (the terminal's ``workdir``), by default ``cwd``.
+    """
+    reason = command_policy.risk(command, cwd or Path.cwd(), start)
     if reason:
         return reason
     for extra in _extra_patterns(config):
@@ -91,9 +97,10 @@ def _normal(text: str) -> str:
     return " ".join(text.split())
 
 
-def authorize(command: str, ctx: ToolContext) -> str | None:
-    """None when ``command`` may run; otherwise the ``Refused: ...`` tool result."""
-    secret = _secret_read(command, ctx)
+def authorize(command: str, ctx: ToolContext, workdir: Path | None = None) -> str | None:
+    """None when ``command`` may run in ``workdir`` (default ``ctx.cwd``); else the refusal."""
+    start = workdir or ctx.cwd
+    secret = _secret_read(command, ctx, start)
     if secret:
         return f"Refused: {secret}. Ask the user for what you need from it."
     unlisted = unlisted_part(command, ctx.config)
@@ -104,9 +111,9 @@ def authorize(command: str, ctx: ToolContext) -> str | None:
             "ask the user to add this one to terminal.allow in config.yaml."
         )
     # A protected write needs approval even when allow-listed: the allow list lives in one.
-    reason = _protected_write(command, ctx)
+    reason = _protected_write(command, ctx, start)
     if reason is None:
-        reason = check(command, ctx.config, ctx.cwd)
+        reason = check(command, ctx.config, ctx.cwd, start)
         if reason is None or is_allowed(command, ctx.config):
             return None
     if ctx.approve is None or not ctx.interactive:
@@ -124,22 +131,25 @@ def authorize(command: str, ctx: ToolContext) -> str | None:
     return None
 
 
-def _secret_read(command: str, ctx: ToolContext) -> str | None:
-    return _first_reason(command_paths.written_and_read(command)[1], protected.secret_reason, ctx)
+def _secret_read(command: str, ctx: ToolContext, start: Path) -> str | None:
+    reads = command_paths.written_and_read(command)[1]
+    return _first_reason(reads, protected.secret_reason, ctx, start)
 
 
-def _protected_write(command: str, ctx: ToolContext) -> str | None:
-    return _first_reason(
-        command_paths.written_and_read(command)[0], protected.protected_reason, ctx
-    )
+def _protected_write(command: str, ctx: ToolContext, start: Path) -> str | None:
+    writes = command_paths.written_and_read(command)[0]
+    return _first_reason(writes, protected.protected_reason, ctx, start)
 
 
 def _first_reason(
-    words: Iterable[str], reason_for: Callable[[Path, ToolContext], str | None], ctx: ToolContext
+    words: Iterable[str],
+    reason_for: Callable[[Path, ToolContext], str | None],
+    ctx: ToolContext,
+    start: Path,
 ) -> str | None:
     """The first reason ``reason_for`` gives for one of the paths the words name."""
     for word in words:
-        for path in _paths(command_paths.resolve_word(word, ctx.cwd)):
+        for path in _paths(command_paths.resolve_word(word, start)):
             reason = reason_for(path, ctx)
             if reason:
                 return reason

@@ -103,15 +103,19 @@ class Call:
     reads_input: bool  # its standard input is a pipe or a here-document
 
 
-def risk(command: str, cwd: Path) -> str | None:
-    """Why ``command`` needs approval (completing "this command ..."), or None if it is safe."""
+def risk(command: str, cwd: Path, start: Path | None = None) -> str | None:
+    """Why ``command`` needs approval (completing "this command ..."), or None if it is safe.
+
+    ``cwd`` is the session's working directory (the boundary); the command starts in
+    ``start``, by default ``cwd``.
+    """
     try:
         script = parse(command)
     except ParseError as exc:
         return f"cannot be read by the shell parser ({exc}; plain commands, pipes, && and if/for/while can)"
     if script.self_calling_functions:
         return f"defines a function that calls itself ({script.self_calling_functions[0]}, a fork bomb shape)"
-    place = Place(cwd, cwd)
+    place = Place(cwd, start or cwd)
     for simple in script.commands:
         reason = _judge_simple(simple, place)
         if reason:

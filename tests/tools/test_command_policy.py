@@ -335,3 +335,13 @@ def test_terminal_mode_is_validated_with_a_clear_message() -> None:
 def test_terminal_mode_defaults_to_approve(home: Path) -> None:
     config = load_config(home / "config.yaml")
     assert config.get("terminal.mode") == "approve" and config.get("terminal.allow") == []
+
+
+def test_the_terminal_workdir_moves_the_start_not_the_boundary(
+    gateway: ToolContext, call: Callable[..., str], tmp_path: Path
+) -> None:
+    sibling = tmp_path / "sibling"
+    sibling.mkdir()
+    result = call("terminal", gateway, command="rm -rf sibling", workdir="..")
+    assert result.startswith("Refused: this command recursively deletes something outside")
+    assert sibling.is_dir()
