@@ -2,8 +2,8 @@
 
 The corpus is judged through ``approval.authorize`` with a real config in a private
 HERMES_HOME, HOME pointing at a temporary directory and the working directory a fresh
-temporary one; nothing here runs a command except the ``terminal.mode`` tests, which
-run harmless ones and show by a file whether they ran.
+temporary one. Only the ``terminal.mode`` and ``workdir`` tests go through the terminal
+tool, with commands that touch nothing but the test's temporary directory.
 """
 
 from __future__ import annotations
