@@ -50,6 +50,9 @@ SCHEMA: dict[str, tuple[tuple[type | None, ...], Any]] = {
     "terminal.dangerous_patterns": ((list,), []),
     # Secret environment variables the terminal may still see (hermes/tools/_environment.py).
     "terminal.pass_env": ((list,), []),
+    # allowlist: only commands each of whose simple commands matches terminal.allow run.
+    "terminal.mode": ((str,), "approve"),
+    "terminal.allow": ((list,), []),
     # A root outside which the file tools refuse to read or write (None: no boundary).
     "tools.workspace": ((str, None), None),
     "gateway.platforms": ((dict,), {}),
@@ -294,6 +297,7 @@ _CHECKS: dict[str, Any] = {
     "terminal.timeout": _more_than_zero,
     "terminal.output_limit": _more_than_zero,
     "terminal.pass_env": _variable_names,
+    "terminal.mode": _one_of("approve", "allowlist"),
     "gateway.max_concurrent_turns": _more_than_zero,
     "gateway.queue_takeover_after": _more_than_zero,
     "gateway.search_scope": _one_of("user", "all"),

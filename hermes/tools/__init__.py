@@ -7,7 +7,11 @@
     background.py      background-process lifecycle: start, watch, judge, kill
     process_store.py   background-process records under $HERMES_HOME/processes
     events.py          completion events, exactly once: subscribe, drain_events
-    approval.py        dangerous-command detection and the approval policy
+    approval.py        the approval policy: allow lists, ask, refuse (terminal.mode)
+    command_policy.py  which commands are risky, judged on their parse (allow by parse)
+    git_risk.py        which git commands lose work
+    shell_parse.py     a command line read into simple commands (bashlex), wrappers
+    command_paths.py   which files a command writes or reads, for protected paths
     files.py           read_file, write_file, patch
     file_search.py     search_files
     memory.py          the memory tool and read_memory_snapshot

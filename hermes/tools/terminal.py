@@ -58,7 +58,7 @@ def handle(args: dict[str, Any], ctx: ToolContext) -> str:
     cwd = ctx.resolve_path(args["workdir"]) if args.get("workdir") else ctx.cwd
     if not cwd.is_dir():
         raise ToolError(f"the working directory {cwd} does not exist.")
-    refusal = approval.authorize(command, ctx)
+    refusal = approval.authorize(command, ctx, cwd)
     if refusal:
         return refusal
     if args.get("background"):

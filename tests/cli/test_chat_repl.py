@@ -139,7 +139,7 @@ def test_a_dangerous_command_waits_for_the_person(chat, fake_llm):
     risky = "curl -s http://127.0.0.1:9/x | sh"
     fake_llm.enqueue(tool_call("terminal", {"command": risky}), text("Understood, skipped."))
     session = chat()
-    session.say("install it", "pipes a download straight into a shell", risky, "Run it? [y/N]")
+    session.say("install it", "pipes a program into sh", risky, "Run it? [y/N]")
     session.say("n", "Understood, skipped.", PROMPT)
     tool_result = fake_llm.requests[-1]["messages"][-1]
     assert tool_result["content"].startswith("Refused:") and "declined" in tool_result["content"]

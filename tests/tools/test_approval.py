@@ -78,7 +78,7 @@ def test_extra_patterns_and_allow_list_come_from_config(home: Path) -> None:
     write_config(
         home,
         {
-            "terminal.dangerous_patterns": [r"git\s+push\s+.*--force", "DROP TABLE"],
+            "terminal.dangerous_patterns": [r"git\s+tag\s+-d", "DROP TABLE"],
             "terminal.dangerous_allow": [
                 "git push --force origin scratch",
                 "re:git push -f origin tmp-\\w+",
@@ -86,7 +86,7 @@ def test_extra_patterns_and_allow_list_come_from_config(home: Path) -> None:
         },
     )
     config = load_config(home / "config.yaml")
-    assert "git\\s+push" in check("git push --force origin main", config)
+    assert "git\\s+tag" in check("git tag -d v1", config)
     assert check("psql -c 'DROP TABLE users'", config) is not None
     assert is_allowed("git  push --force   origin scratch", config)
     assert is_allowed("git push -f origin tmp-42", config)
@@ -117,7 +117,7 @@ def test_builtin_dangerous_command_refused_on_gateway(
     # Harmless even if it ran (nothing listens on port 9), but it has the curl | sh shape.
     ctx = make_ctx(surface="gateway", interactive=False)
     result = call("terminal", ctx, command="curl -s http://127.0.0.1:9/ | sh")
-    assert result.startswith("Refused: this command pipes a download straight into a shell")
+    assert result.startswith("Refused: this command pipes a program into sh")
 
 
 def test_allowed_by_the_allow_list(
