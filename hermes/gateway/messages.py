@@ -73,6 +73,7 @@ class TurnResult:
     dropped: bool = False  # a completion event of a conversation that was reset
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    user_message_uid: str | None = None  # the turn's stored user message, if it got that far
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property

@@ -49,7 +49,7 @@ from hermes.gateway.settings import (
     platforms_from_config,
 )
 from hermes.gateway.turn_gate import TurnGate
-from hermes.gateway.turns import AgentFactory, TurnRunner
+from hermes.gateway.turns import AgentFactory, TurnRunner, undo_turn
 from hermes.secrets import register
 from hermes.state.errors import StateError
 
@@ -466,10 +466,37 @@ class GatewayRunner:
         typing = chat.typing(item.origin) if chat is not None else contextlib.nullcontext()
         async with typing:
             result = await self._loop.run_in_executor(self._executor, self.turns.run, item, lane)
+        shut_down = result.interrupted and self.closing and item.kind == MESSAGE
+        if shut_down and await self._keep_for_restart(item, result):
+            if item.sink is not None:
+                item.sink.fail(GatewayClosed())  # a 503: answered after the restart
+            elif chat is not None:
+                await self.send(item.origin, str(GatewayClosed()))
+            return
         if item.sink is not None:
             item.sink.done(result)
         elif chat is not None and not result.dropped:
             await self.send(item.origin, result.reply_text)
+
+    async def _keep_for_restart(self, item: WorkItem, result: TurnResult) -> bool:
+        """A message whose turn the shutdown interrupted goes back to gateway_queue (its
+        place kept by its arrival order) and what the turn stored is undone, so the next
+        start answers it once, from the beginning, before what came after it."""
+
+        def keep() -> None:
+            if result.user_message_uid is not None:
+                undo_turn(self.db, item.conversation_id, result.user_message_uid)
+                item.history = None  # the seeded history is stored already
+            item.turn = None
+            item.queue_id = self.queue.save(item)
+
+        try:
+            await asyncio.to_thread(keep)
+        except Exception:
+            log.exception("could not keep the interrupted message of %s", item.conversation_id)
+            return False
+        log.info("kept the interrupted message of %s for the next start", item.conversation_id)
+        return True
 
     # -- background-process completion events -------------------------------------------
 

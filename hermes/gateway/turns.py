@@ -137,6 +137,7 @@ class TurnRunner:
         out = agent.run_conversation(words, conversation_history=item.history)
         result.text = out.get("final_response") or ""
         result.interrupted = bool(out.get("interrupted"))
+        result.user_message_uid = _user_message_uid(out.get("messages") or [], words)
         result.prompt_tokens = int(out.get("prompt_tokens") or 0)
         result.completion_tokens = int(out.get("completion_tokens") or 0)
 
@@ -206,3 +207,22 @@ def _apply_options(agent: Any, options: dict[str, Any]) -> None:
         agent.set_model(model)
     agent.ephemeral_system_prompt = options.get("instructions")
     agent.request_options = {k: options[k] for k in SAMPLING_KEYS if k in options}
+
+
+def _user_message_uid(messages: list[dict[str, Any]], words: str) -> str | None:
+    """The uid of the turn's own user message (the last user message with its words)."""
+    for message in reversed(messages):
+        if message.get("role") == "user" and message.get("content") == words:
+            return message.get("message_uid")
+    return None
+
+
+def undo_turn(db: Any, conversation_id: str, user_message_uid: str) -> int:
+    """Mark the turn that began with that user message undone, with all it wrote since
+    (the interrupted turn of a shutdown, answered again after the restart)."""
+    rows = [m for m in db.get_conversation_messages(conversation_id) if not m["undone"]]
+    start = next((i for i, m in enumerate(rows) if m.get("message_uid") == user_message_uid), None)
+    if start is None:
+        return 0
+    db.mark_undone(conversation_id, [m["id"] for m in rows[start:]])
+    return len(rows) - start

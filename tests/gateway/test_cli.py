@@ -187,6 +187,67 @@ def test_sigterm_with_queued_input_then_restart(hermes_home: Path, fake_llm, run
     assert again.terminate() == 0
 
 
+def test_sigterm_mid_turn_keeps_it_and_the_restart_answers_all_four_once_in_order(
+    hermes_home: Path, fake_llm, run_gateway
+) -> None:
+    """Issue 13: SIGTERM with a turn in flight (past --grace) and three queued. Every
+    caller gets a 503 saying it will be answered; after the restart the four are
+    answered exactly once, the interrupted one first."""
+    write_config(hermes_home, fake_llm.url)
+    hung: list[int] = []
+
+    def respond(body):
+        if "question 1" in str(body["messages"][-1]) and not hung:
+            hung.append(1)
+            return text("(never finished)", delay=60)
+        return None
+
+    fake_llm.responder = respond
+    port = free_port()
+    gateway = run_gateway("--api-server", f"127.0.0.1:{port}", "--grace", "0.5")
+    url = gateway.wait_ready(port)
+    client = openai.OpenAI(base_url=url, api_key=stored_api_key(), max_retries=0, timeout=60)
+    session = client.chat.completions.with_raw_response.create(
+        model="fake-model", messages=[{"role": "user", "content": "hi"}]
+    ).headers[HEADER]
+    outcomes: dict[str, object] = {}
+
+    def ask(words: str) -> None:
+        try:
+            outcomes[words] = client.chat.completions.create(
+                model="fake-model",
+                messages=[{"role": "user", "content": words}],
+                extra_headers={HEADER: session},
+            )
+        except openai.APIError as exc:
+            outcomes[words] = exc
+
+    questions = [f"question {n}" for n in range(1, 5)]
+    threads = [threading.Thread(target=ask, args=(q,)) for q in questions]
+    threads[0].start()
+    wait_for(lambda: hung)
+    with SessionDB(db_path=hermes_home / "state.db", read_only=True) as db:
+        for queued, thread in enumerate(threads[1:], 1):  # one after another: a known order
+            thread.start()
+            wait_for(lambda queued=queued: len(db.pending_gateway_inputs()) == queued)
+    assert gateway.terminate() == 0
+    for thread in threads:
+        thread.join(30)
+    client.close()
+    for words in questions:
+        assert isinstance(outcomes[words], openai.APIStatusError), words
+        assert outcomes[words].status_code == 503
+        assert "will be answered" in outcomes[words].message
+
+    again = run_gateway("--api-server", f"127.0.0.1:{port}")
+    again.wait_ready(port)
+    with SessionDB(db_path=hermes_home / "state.db", read_only=True) as db:
+        wait_for(lambda: not db.pending_gateway_inputs() and len(db.get_messages(session)) == 10)
+        standing = [m["content"] for m in db.get_messages(session)]
+    assert standing == ["hi", "echo: hi"] + [line for q in questions for line in (q, f"echo: {q}")]
+    assert again.terminate() == 0
+
+
 def test_port_in_use_exits_non_zero_with_a_sentence(
     hermes_home: Path, config_file: Path, run_gateway
 ) -> None:

@@ -113,13 +113,13 @@ def test_a_provider_error_echoing_the_key_reaches_no_caller_and_no_log(
         messages = [{"role": "user", "content": "hi"}]
         plain = httpx.post(
             f"{gateway.url}/chat/completions",
-            json={"model": "m", "messages": messages},
+            json={"model": "fake-model", "messages": messages},
             headers=headers,
             timeout=30,
         )
         streamed = httpx.post(
             f"{gateway.url}/chat/completions",
-            json={"model": "m", "stream": True, "messages": messages},
+            json={"model": "fake-model", "stream": True, "messages": messages},
             headers=headers,
             timeout=30,
         )

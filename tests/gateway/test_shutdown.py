@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -55,16 +54,33 @@ def test_queued_input_is_answered_after_a_restart(hermes_home: Path, fake_llm) -
 
 
 @pytest.mark.usefixtures("config_file")
-def test_a_turn_outliving_the_grace_period_is_interrupted(hermes_home: Path, fake_llm) -> None:
+def test_a_turn_outliving_the_grace_period_is_kept_and_answered_first_after_restart(
+    hermes_home: Path, fake_llm
+) -> None:
+    """Nothing lost at shutdown (issue 13): the interrupted turn is undone and its message
+    goes back to the queue ahead of what came after it; the restart answers each once."""
     fake_llm.enqueue(hang(60))
     gateway = chat_gateway(hermes_home)
     say(gateway, "slow", "queued")
     wait_for(lambda: len(fake_llm.requests) == 1)
-    started = time.monotonic()
     gateway.stop(grace=0.2)
-    assert time.monotonic() - started < 10
-    assert gateway.chat.texts()[-1] == "(stopped)"
-    assert [p["payload"]["text"] for p in _pending(hermes_home)] == ["queued"]
+    assert "(stopped)" not in gateway.chat.texts()
+    assert gateway.chat.texts()[-1].startswith(
+        "The gateway is shutting down; your message is saved"
+    )
+    in_arrival_order = sorted(_pending(hermes_home), key=lambda p: p["payload"]["seq"])
+    assert [p["payload"]["text"] for p in in_arrival_order] == ["slow", "queued"]
+
+    again = chat_gateway(hermes_home)
+    try:
+        wait_for(lambda: again.chat.texts() == ["echo: slow", "echo: queued"])
+        session = again.db.get_route("telegram:100")
+        standing = [m["content"] for m in again.db.get_messages(session)]
+        assert standing == ["slow", "echo: slow", "queued", "echo: queued"]
+        every = again.db.get_conversation_messages(session)
+        assert [(m["content"], bool(m["undone"])) for m in every][:1] == [("slow", True)]
+    finally:
+        again.stop()
 
 
 @pytest.mark.usefixtures("config_file")
