@@ -47,9 +47,10 @@ class ResultSink:
 
     DONE = object()
 
-    def __init__(self, *, stream: bool = False) -> None:
+    def __init__(self, *, stream: bool = False, events: bool = False) -> None:
         self.loop = asyncio.get_running_loop()
         self.stream = stream
+        self.events = events  # also hand on the agent's tool events (``on_event``)
         self.future: asyncio.Future[TurnResult] = self.loop.create_future()
         self.deltas: asyncio.Queue[Any] = asyncio.Queue()
         self.streamed = False
@@ -58,6 +59,11 @@ class ResultSink:
         if text:
             self.streamed = True
             self.loop.call_soon_threadsafe(self.deltas.put_nowait, text)
+
+    def on_event(self, kind: str, data: dict[str, Any]) -> None:
+        """An agent event (worker thread), queued among the deltas as ``(kind, data)``."""
+        if self.events:
+            self.loop.call_soon_threadsafe(self.deltas.put_nowait, (kind, dict(data)))
 
     def done(self, result: TurnResult) -> None:
         if not self.future.done():

@@ -53,6 +53,19 @@ def turn_options(body: dict[str, Any], models: Sequence[str], text_of: Any) -> d
     return options
 
 
+def message_options(body: dict[str, Any], models: Sequence[str]) -> dict[str, Any]:
+    """The options of a sessions-API chat body: ``model`` (default: the first offered),
+    ``instructions`` and the sampling parameters."""
+    options: dict[str, Any] = {"model": _model(body.get("model") or models[0], models)}
+    instructions = body.get("instructions")
+    if instructions is not None and not isinstance(instructions, str):
+        raise _bad("instructions", "'instructions' must be a string.")
+    if instructions and instructions.strip():
+        options["instructions"] = instructions
+    options.update(sampling(body))
+    return options
+
+
 def sampling(body: dict[str, Any]) -> dict[str, Any]:
     """``temperature``, ``max_tokens`` (or ``max_completion_tokens``), ``stop``, ``user``."""
     found: dict[str, Any] = {}

@@ -134,7 +134,13 @@ class TurnRunner:
         sink = item.sink
         agent.stream_callback = sink.on_delta if sink is not None and sink.stream else None
         _apply_options(agent, item.options or {})
-        out = agent.run_conversation(words, conversation_history=item.history)
+        kept_callback = agent.event_callback
+        if sink is not None and sink.events:
+            agent.event_callback = _also_to(kept_callback, sink.on_event)
+        try:
+            out = agent.run_conversation(words, conversation_history=item.history)
+        finally:
+            agent.event_callback = kept_callback
         result.text = out.get("final_response") or ""
         result.interrupted = bool(out.get("interrupted"))
         result.user_message_uid = _user_message_uid(out.get("messages") or [], words)
@@ -226,3 +232,14 @@ def undo_turn(db: Any, conversation_id: str, user_message_uid: str) -> int:
         return 0
     db.mark_undone(conversation_id, [m["id"] for m in rows[start:]])
     return len(rows) - start
+
+
+def _also_to(first: Callable[[str, dict], None] | None, second: Callable[[str, dict], None]):
+    """An event callback calling ``first`` (the gateway's own) and then ``second``."""
+
+    def both(kind: str, data: dict) -> None:
+        if first is not None:
+            first(kind, data)
+        second(kind, data)
+
+    return both

@@ -39,6 +39,15 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 
 
 @pytest.fixture
+def user_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A HOME of the test's own (``~`` in commands and paths points here)."""
+    path = tmp_path / "user"
+    path.mkdir()
+    monkeypatch.setenv("HOME", str(path))
+    return path
+
+
+@pytest.fixture
 def workdir(tmp_path: Path) -> Path:
     path = tmp_path / "work"
     path.mkdir()

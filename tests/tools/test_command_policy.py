@@ -208,14 +208,6 @@ SAFE = [
 
 
 @pytest.fixture
-def user_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = tmp_path / "user"
-    path.mkdir()
-    monkeypatch.setenv("HOME", str(path))
-    return path
-
-
-@pytest.fixture
 def gateway(make_ctx: Callable[..., ToolContext], user_home: Path) -> ToolContext:
     return make_ctx(surface="gateway", interactive=False)
 

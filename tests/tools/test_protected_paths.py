@@ -14,14 +14,6 @@ EVIL = yaml.safe_dump({"terminal": {"dangerous_allow": ["re:.*"]}})
 
 
 @pytest.fixture
-def user_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = tmp_path / "user"
-    path.mkdir()
-    monkeypatch.setenv("HOME", str(path))
-    return path
-
-
-@pytest.fixture
 def gateway_ctx(make_ctx: Callable[..., ToolContext]) -> ToolContext:
     return make_ctx({"terminal.timeout": 5}, surface="gateway", interactive=False)
 

@@ -71,6 +71,27 @@ PATHS: dict[str, dict[str, Any]] = {
     "/api/sessions/{id}/messages": {
         "get": _op("The logical conversation, oldest first.", params=[_SESSION_ID, *_PAGE])
     },
+    "/api/sessions/{id}/chat": {
+        "post": _op(
+            "Send {message, model?, instructions?, temperature?...}; the answer as JSON.",
+            params=[_SESSION_ID],
+            body=True,
+        )
+    },
+    "/api/sessions/{id}/chat/stream": {
+        "post": _op(
+            "Like /chat, as server-sent events: delta, tool (progress), done or error.",
+            params=[_SESSION_ID],
+            body=True,
+        )
+    },
+    "/api/sessions/{id}/fork": {
+        "post": _op(
+            "A new conversation with a copy of this one's history (up to message_id).",
+            params=[_SESSION_ID],
+            body=True,
+        )
+    },
     "/openapi.json": {"get": _op("This document.")},
 }
 

@@ -37,7 +37,7 @@ from hermes.gateway.api_key import ensure_api_key
 from hermes.gateway.errors import GatewayClosed, NotYourConversation, PlatformStartError
 from hermes.gateway.http_guard import body_deadline, request_guard
 from hermes.gateway.lanes import COMMAND, MESSAGE, ResultSink, WorkItem
-from hermes.gateway.messages import Origin, TurnResult
+from hermes.gateway.messages import Origin, TurnResult, caller_error
 from hermes.gateway.request_options import RequestProblem, offered_models, turn_options
 from hermes.gateway.request_shape import shape_problem
 from hermes.gateway.settings import API_SERVER, ApiServerSettings, api_hidden_sources
@@ -46,10 +46,6 @@ log = logging.getLogger(__name__)
 
 SESSION_HEADER = "X-Hermes-Session-Id"
 RESUME_HEADER = "X-Hermes-Resume"  # "1": a stale id goes back to its own conversation
-UPSTREAM_FAILED = (
-    "The model endpoint behind this gateway failed to answer; try again later, or ask the"
-    " gateway's operator if it keeps failing."
-)
 _SESSION_ID = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
 _HISTORY_ROLES = ("user", "assistant")
 
@@ -95,7 +91,12 @@ class ApiServerAdapter(Adapter):
         app.router.add_get("/v1/models", self.models)
         app.router.add_get("/health", self.health)
         app.router.add_get("/v1/health", self.health)
-        api_sessions.add_routes(app, self.runner.db, api_hidden_sources(self.runner.config))
+        api_sessions.add_routes(
+            app,
+            self.runner.db,
+            api_hidden_sources(self.runner.config),
+            chat=api_sessions.Chat(self.submit_turn, self._models, _error),
+        )
         api_openapi.add_routes(app)
         # The keep-alive timer also closes a connection whose request never arrives whole.
         runner = web.AppRunner(
@@ -226,20 +227,15 @@ class ApiServerAdapter(Adapter):
                 f"this gateway offers {', '.join(self._models())} (GET /v1/models)."
             )
             return await self._answer(request, body, TurnResult(text=text, session_id=session))
-        resume = request.headers.get(RESUME_HEADER) == "1"
-        key, conversation, created = await self.runner.api_conversation(session, resume=resume)
-        sink = ResultSink(stream=bool(body.get("stream")))
-        item = WorkItem(
-            kind=COMMAND if command is not None else MESSAGE,
-            text=text,
-            key=key,
-            conversation_id=conversation,
-            origin=Origin(platform=API_SERVER, chat_id=conversation),
-            history=history if created and session is None and history else None,
-            options=options,
-            sink=sink,
+        sink, conversation = await self.submit_turn(
+            session,
+            text,
+            options,
+            resume=request.headers.get(RESUME_HEADER) == "1",
+            stream=bool(body.get("stream")),
+            command=command is not None,
+            history=history if session is None else None,
         )
-        await self.runner.submit(item)
         if sink.stream:
             return await self._stream(request, body, sink, conversation)
         try:
@@ -247,6 +243,35 @@ class ApiServerAdapter(Adapter):
         except GatewayClosed as exc:
             return _error(503, str(exc), "server_error", "shutting_down")
         return await self._answer(request, body, result)
+
+    async def submit_turn(
+        self,
+        session: str | None,
+        text: str,
+        options: dict[str, Any],
+        *,
+        resume: bool = False,
+        stream: bool = False,
+        events: bool = False,
+        command: bool = False,
+        history: list[dict[str, Any]] | None = None,
+    ) -> tuple[ResultSink, str]:
+        """Put one message (or conversational command) on its conversation's lane; the
+        sink brings its answer. ``history`` seeds a conversation this call creates."""
+        key, conversation, created = await self.runner.api_conversation(session, resume=resume)
+        sink = ResultSink(stream=stream, events=events)
+        item = WorkItem(
+            kind=COMMAND if command else MESSAGE,
+            text=text,
+            key=key,
+            conversation_id=conversation,
+            origin=Origin(platform=API_SERVER, chat_id=conversation),
+            history=history if created and history else None,
+            options=options,
+            sink=sink,
+        )
+        await self.runner.submit(item)
+        return sink, conversation
 
     async def _immediate(self, command: commands.Command, session: str | None) -> TurnResult:
         if command.name == "new":
@@ -275,7 +300,7 @@ class ApiServerAdapter(Adapter):
     ) -> web.StreamResponse:
         headers = {SESSION_HEADER: result.session_id} if result.session_id else {}
         if result.error:
-            message = _caller_error(result)
+            message = caller_error(result)
             return _error(502, message, "upstream_error", "model_error", headers=headers)
         if body.get("stream"):
             sink = ResultSink(stream=True)
@@ -332,7 +357,7 @@ class ApiServerAdapter(Adapter):
         except GatewayClosed as exc:
             result = TurnResult(error=str(exc))
         if result.error:
-            message = _caller_error(result)
+            message = caller_error(result)
             error = {"message": message, "type": "upstream_error", "code": "model_error"}
             await _send(response, json.dumps({"error": error}))
         else:
@@ -423,13 +448,6 @@ def _usage(result: TurnResult) -> dict[str, int]:
         "completion_tokens": result.completion_tokens,
         "total_tokens": result.prompt_tokens + result.completion_tokens,
     }
-
-
-def _caller_error(result: TurnResult) -> str:
-    """What the HTTP caller is told; the operator's advice is in the gateway log."""
-    if result.upstream_failed:
-        return UPSTREAM_FAILED
-    return result.error or ""
 
 
 def _error(

@@ -3,7 +3,9 @@
 ``GET /api/sessions`` (one row per conversation, ``?limit=&offset=``, ``?q=`` full-text
 search), ``GET /api/sessions/{id}`` (with its lineage of segments), ``GET
 /api/sessions/{id}/messages`` (the logical conversation, paginated), ``PATCH
-/api/sessions/{id}`` (title) and ``DELETE /api/sessions/{id}``. Any segment id, an old one
+/api/sessions/{id}`` (title), ``DELETE /api/sessions/{id}``, ``POST
+/api/sessions/{id}/chat`` (a turn, answered as JSON; ``/chat/stream`` as server-sent
+events with tool progress) and ``POST /api/sessions/{id}/fork`` (a branch). Any segment id, an old one
 included, addresses its whole conversation. The routes sit behind the API server's bearer
 key (its middleware covers the whole application). The conversations of chat platforms
 belong to their users, not to the key holder: they are not listed, found or addressable
@@ -15,32 +17,57 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
 
-from hermes.state.errors import SessionNotFoundError
+from hermes.gateway.errors import GatewayClosed
+from hermes.gateway.messages import caller_error
+from hermes.gateway.request_options import RequestProblem, message_options
+from hermes.state.errors import SessionNotFoundError, StateError
 
 MAX_PAGE = 200
 DEFAULT_PAGE = 50
 
 
-def add_routes(app: web.Application, db: Any, hidden_sources: Sequence[str] = ()) -> None:
+@dataclass(frozen=True)
+class Chat:
+    """What the chat routes need of the API server: ``submit`` (its ``submit_turn``),
+    the offered ``models`` and its OpenAI-shaped ``error`` response."""
+
+    submit: Callable[..., Awaitable[tuple[Any, str]]]
+    models: Callable[[], list[str]]
+    error: Callable[..., web.Response]
+
+
+def add_routes(
+    app: web.Application,
+    db: Any,
+    hidden_sources: Sequence[str] = (),
+    chat: Chat | None = None,
+) -> None:
     """Register the sessions API on ``app``, reading and writing ``db`` (a SessionDB);
-    conversations from ``hidden_sources`` are out of its reach."""
-    api = _SessionsApi(db, tuple(hidden_sources))
+    conversations from ``hidden_sources`` are out of its reach. Without ``chat`` the
+    routes that run turns are left out."""
+    api = _SessionsApi(db, tuple(hidden_sources), chat)
     app.router.add_get("/api/sessions", api.list)
     app.router.add_get("/api/sessions/{id}", api.get)
     app.router.add_patch("/api/sessions/{id}", api.rename)
     app.router.add_delete("/api/sessions/{id}", api.delete)
     app.router.add_get("/api/sessions/{id}/messages", api.messages)
+    app.router.add_post("/api/sessions/{id}/fork", api.fork)
+    if chat is not None:
+        app.router.add_post("/api/sessions/{id}/chat", api.chat)
+        app.router.add_post("/api/sessions/{id}/chat/stream", api.chat_stream)
 
 
 class _SessionsApi:
-    def __init__(self, db: Any, hidden_sources: tuple[str, ...]) -> None:
+    def __init__(self, db: Any, hidden_sources: tuple[str, ...], chat: Chat | None) -> None:
         self.db = db
         self.hidden_sources = hidden_sources
+        self._chat = chat
 
     async def list(self, request: web.Request) -> web.Response:
         limit, offset = _page(request)
@@ -170,6 +197,100 @@ class _SessionsApi:
             {"id": segments[0]["id"], "deleted": True, "messages_removed": removed}
         )
 
+    async def fork(self, request: web.Request) -> web.Response:
+        """A branch: a new conversation starting with this one's history (all of it, or
+        up to and including ``message_id``), ``title`` optional."""
+        segments = await self._segments(request)
+        body = await _json_object(request, allow_empty=True)
+        at = body.get("message_id")
+        if at is not None and (isinstance(at, bool) or not isinstance(at, int)):
+            raise _bad_request("'message_id' must be a message's id (a whole number).")
+        title = body.get("title")
+        if title is not None and not isinstance(title, str):
+            raise _bad_request("'title' must be a string.")
+        root = segments[0]["id"]
+
+        def branch() -> str:
+            fresh = self.db.branch_session(root, at_message_id=at)
+            if title and title.strip():
+                self.db.set_title(fresh, title.strip()[:200])
+            return fresh
+
+        try:
+            fresh = await asyncio.to_thread(branch)
+        except (KeyError, ValueError, StateError) as exc:
+            raise _bad_request(f"Cannot fork at message {at}: {exc}") from None
+        return web.json_response({"id": fresh, "branched_from": root}, status=201)
+
+    async def chat(self, request: web.Request) -> web.Response:
+        """One turn in this conversation, answered when it is done."""
+        started = await self._start_turn(request, stream=False)
+        if isinstance(started, web.Response):
+            return started
+        sink, conversation = started
+        try:
+            result = await sink.future
+        except GatewayClosed as exc:
+            return self._error(503, str(exc), "server_error", "shutting_down")
+        if result.error:
+            return self._error(502, caller_error(result), "upstream_error", "model_error")
+        return web.json_response(_answer(conversation, result))
+
+    async def chat_stream(self, request: web.Request) -> web.StreamResponse:
+        """The same turn as server-sent events: ``delta`` (text as it comes), ``tool``
+        (a tool starts or ends), then ``done`` (as /chat answers) or ``error``."""
+        started = await self._start_turn(request, stream=True)
+        if isinstance(started, web.Response):
+            return started
+        sink, conversation = started
+        response = web.StreamResponse(
+            headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+        )
+        await response.prepare(request)
+        try:
+            while (piece := await sink.deltas.get()) is not sink.DONE:
+                if isinstance(piece, str):
+                    await _event(response, "delta", {"text": piece})
+                elif piece[0] in _TOOL_EVENTS:
+                    await _event(response, "tool", _tool_progress(*piece))
+            try:
+                result = sink.future.result()
+            except GatewayClosed as exc:
+                await _event(response, "error", {"message": str(exc), "code": "shutting_down"})
+            else:
+                if result.error:
+                    await _event(response, "error", {"message": caller_error(result)})
+                else:
+                    await _event(response, "done", _answer(conversation, result))
+            await response.write_eof()
+        except ConnectionResetError:
+            pass  # the client went away; the turn still finishes and is stored
+        return response
+
+    async def _start_turn(
+        self, request: web.Request, *, stream: bool
+    ) -> tuple[Any, str] | web.Response:
+        assert self._chat is not None
+        segments = await self._segments(request)
+        body = await _json_object(request)
+        message = body.get("message")
+        if not isinstance(message, str) or not message.strip():
+            raise _bad_request("Send a JSON object with 'message': the text to say.")
+        try:
+            options = message_options(body, self._chat.models())
+        except RequestProblem as problem:
+            return self._error(
+                problem.status, problem.message, "invalid_request_error", problem.code,
+                param=problem.param,
+            )  # fmt: skip
+        return await self._chat.submit(
+            segments[-1]["id"], message, options, resume=True, stream=stream, events=stream
+        )
+
+    def _error(self, *args: Any, **kwargs: Any) -> web.Response:
+        assert self._chat is not None
+        return self._chat.error(*args, **kwargs)
+
     async def _segments(self, request: web.Request) -> list[dict]:
         """The conversation's segments, root first, for any of its segment ids; 404 if none."""
         session = request.match_info["id"]
@@ -180,6 +301,44 @@ class _SessionsApi:
         if segments[0].get("source") in self.hidden_sources:
             raise _not_found(session)
         return segments
+
+
+_TOOL_EVENTS = ("tool_start", "tool_end")
+
+
+def _tool_progress(kind: str, data: dict[str, Any]) -> dict[str, Any]:
+    return {"phase": "start" if kind == "tool_start" else "end", "name": data.get("name")}
+
+
+def _answer(conversation: str, result: Any) -> dict[str, Any]:
+    return {
+        "session_id": conversation,
+        "tip_id": result.session_id,
+        "model": result.model,
+        "message": {"role": "assistant", "content": result.reply_text},
+        "usage": {
+            "prompt_tokens": result.prompt_tokens,
+            "completion_tokens": result.completion_tokens,
+            "total_tokens": result.prompt_tokens + result.completion_tokens,
+        },
+    }
+
+
+async def _event(response: web.StreamResponse, name: str, data: dict[str, Any]) -> None:
+    payload = json.dumps(data, ensure_ascii=False)
+    await response.write(f"event: {name}\ndata: {payload}\n\n".encode())
+
+
+async def _json_object(request: web.Request, *, allow_empty: bool = False) -> dict[str, Any]:
+    if allow_empty and not request.body_exists:
+        return {}
+    try:
+        body = await request.json()
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        raise _bad_request("The request body is not valid JSON.") from None
+    if not isinstance(body, dict):
+        raise _bad_request("The request body must be a JSON object.")
+    return body
 
 
 def _conversation(row: dict) -> dict:
