@@ -96,6 +96,9 @@ class AIAgent:
         self.ephemeral_system_prompt = ephemeral_system_prompt
         # Sampling parameters for the turn's model calls (an API caller's temperature...).
         self.request_options: dict[str, Any] = {}
+        # A caller's own tools (OpenAI function schemas): offered to the model, and a
+        # call to one ends the turn with that call for the caller to run.
+        self.client_tools: list[dict[str, Any]] = []
         self.hermes_home = hermes_home()
 
         self.agent_id = uuid.uuid4().hex
@@ -138,12 +141,21 @@ class AIAgent:
     # -- public API -----------------------------------------------------------------
 
     def run_conversation(
-        self, user_message: str, *, conversation_history: list[dict[str, Any]] | None = None
+        self,
+        user_message: str | None,
+        *,
+        conversation_history: list[dict[str, Any]] | None = None,
+        tool_results: list[dict[str, Any]] | None = None,
     ) -> dict[str, Any]:
-        """Run one user turn to a final answer; see ``turn.run_turn``."""
+        """Run one user turn to a final answer; see ``turn.run_turn``.
+
+        ``tool_results`` (``{"tool_call_id", "content"}`` each) answer the open calls of
+        ``client_tools`` the last turn handed back; the turn then goes on from them
+        instead of from a new user message.
+        """
         from hermes.agent.turn import run_turn
 
-        return run_turn(self, user_message, conversation_history)
+        return run_turn(self, user_message, conversation_history, tool_results)
 
     def chat(self, message: str) -> str:
         return self.run_conversation(message)["final_response"] or ""

@@ -40,6 +40,10 @@ class AgentError(HermesError):
     """A problem in the agent or with its model endpoint."""
 
 
+class ToolResultsError(AgentError):
+    """Tool results a caller sent answer no open tool call of the conversation."""
+
+
 class ModelError(AgentError):
     """The endpoint or the model failed; the message says which and what to do."""
 

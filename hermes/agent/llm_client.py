@@ -42,8 +42,8 @@ __all__ = ["ModelClient", "ModelResponse", "ToolCall", "translate_openai_error"]
 
 log = logging.getLogger(__name__)
 
-# Sampling parameters a caller may set per request (the HTTP API passes them through).
-SAMPLING_KEYS = ("temperature", "max_tokens", "stop", "user")
+# Request parameters a caller may set per request (the HTTP API passes them through).
+SAMPLING_KEYS = ("temperature", "max_tokens", "stop", "user", "tool_choice")
 
 # The keys an OpenAI-compatible endpoint accepts on a chat message. hermes keeps its
 # own bookkeeping on message dicts (``message_uid``, ``reasoning``...), and strict

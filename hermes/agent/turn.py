@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from hermes.agent import review, transcript, turn_lock
-from hermes.agent.errors import ContextLengthError, TurnInterrupted
+from hermes.agent.errors import ContextLengthError, ToolResultsError, TurnInterrupted
 from hermes.state import wellformed
 
 if TYPE_CHECKING:
@@ -41,10 +41,14 @@ class Turn:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     compressions: list[dict[str, Any]] = field(default_factory=list)
+    client_calls: list[dict[str, Any]] = field(default_factory=list)  # for the caller to run
 
 
 def run_turn(
-    agent: AIAgent, user_message: str, history: list[dict[str, Any]] | None
+    agent: AIAgent,
+    user_message: str | None,
+    history: list[dict[str, Any]] | None,
+    tool_results: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     agent._interrupt.clear()
     agent.client.clear_interrupt()
@@ -52,14 +56,17 @@ def run_turn(
     try:
         with turn_lock.holding_turn(agent):
             agent.ensure_session()  # another turn may have rotated it while we waited
-            return _run_locked(agent, user_message, history)
+            return _run_locked(agent, user_message, history, tool_results)
     except TurnInterrupted:  # while waiting for another turn: nothing was stored
         agent.emit("interrupted")
         return _result(agent, Turn(messages=[], interrupted=True), agent.system_prompt)
 
 
 def _run_locked(
-    agent: AIAgent, user_message: str, history: list[dict[str, Any]] | None
+    agent: AIAgent,
+    user_message: str | None,
+    history: list[dict[str, Any]] | None,
+    tool_results: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     if history is None:
         history = agent.load_history()
@@ -70,10 +77,15 @@ def _run_locked(
         agent.persist(*history)  # a caller's history is stored once, never twice
     system_prompt = agent.segment_system_prompt()
     turn = Turn(messages=history)
-    user = transcript.new_message("user", user_message)
-    turn.messages.append(user)
-    agent.persist(user)
-    agent.user_turns += 1
+    if tool_results:
+        answers = _answers_to_open_calls(turn.messages, tool_results)
+        turn.messages.extend(answers)
+        agent.persist(*answers)
+    else:
+        user = transcript.new_message("user", user_message or "")
+        turn.messages.append(user)
+        agent.persist(user)
+        agent.user_turns += 1
 
     try:
         system_prompt = _loop(agent, turn, system_prompt)
@@ -87,9 +99,41 @@ def _run_locked(
     return _result(agent, turn, system_prompt)
 
 
+def _answers_to_open_calls(
+    messages: list[dict[str, Any]], results: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Tool messages for a caller's ``results``, each answering an open call."""
+    answered = {m.get("tool_call_id") for m in messages if m.get("role") == "tool"}
+    open_calls = {
+        call["id"]: call["function"]["name"]
+        for m in messages
+        if m.get("role") == "assistant"
+        for call in m.get("tool_calls") or []
+        if call.get("id") not in answered
+    }
+    answers = []
+    for result in results:
+        call_id = result.get("tool_call_id")
+        if call_id not in open_calls:
+            raise ToolResultsError(
+                f"The tool result for '{call_id}' answers no open tool call of this "
+                "conversation; send results only for the tool_calls of the last answer."
+            )
+        answers.append(
+            transcript.new_message(
+                "tool",
+                str(result.get("content") or ""),
+                tool_call_id=call_id,
+                tool_name=open_calls.pop(call_id),
+            )  # fmt: skip
+        )
+    return answers
+
+
 def _result(agent: AIAgent, turn: Turn, system_prompt: str | None) -> dict[str, Any]:
     return {
         "final_response": turn.final_response,
+        "tool_calls": turn.client_calls,
         "messages": turn.messages,
         "session_id": agent.session_id,
         "iterations": turn.iterations,
@@ -103,7 +147,7 @@ def _result(agent: AIAgent, turn: Turn, system_prompt: str | None) -> dict[str, 
 
 def _loop(agent: AIAgent, turn: Turn, system_prompt: str) -> str:
     tools = agent.tool_names()
-    schemas = agent.registry.schemas(tools) if tools else None
+    schemas = [*(agent.registry.schemas(tools) if tools else []), *agent.client_tools] or None
     retried_context = False
     while turn.iterations < agent.max_iterations:
         _check_interrupt(agent)
@@ -131,7 +175,10 @@ def _loop(agent: AIAgent, turn: Turn, system_prompt: str) -> str:
             continue
         _record_usage(agent, turn, response)
         if response.tool_calls:
-            _run_tools(agent, turn, response)
+            turn.client_calls = _run_tools(agent, turn, response)
+            if turn.client_calls:  # the caller runs these and sends their results
+                turn.final_response = response.content or ""
+                return system_prompt
             continue
         if not (response.content or "").strip():
             turn.empty_responses += 1
@@ -242,7 +289,9 @@ def _record_usage(agent: AIAgent, turn: Turn, response: Any) -> None:
         agent.pending_usage[1] += completion
 
 
-def _run_tools(agent: AIAgent, turn: Turn, response: Any) -> None:
+def _run_tools(agent: AIAgent, turn: Turn, response: Any) -> list[dict[str, Any]]:
+    """Run the calls of hermes's own tools; the calls of ``client_tools`` are returned,
+    left open for the caller."""
     calls = [
         {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
         for c in response.tool_calls
@@ -254,7 +303,10 @@ def _run_tools(agent: AIAgent, turn: Turn, response: Any) -> None:
     agent.persist(assistant)
     context = _tool_context(agent)
     names = agent.tool_names()
+    theirs = {tool["function"]["name"] for tool in agent.client_tools}
     for call in response.tool_calls:
+        if call.name in theirs:
+            continue
         if agent._interrupt.is_set():
             result = "Error: interrupted by the user before this tool ran."
         else:
@@ -265,6 +317,7 @@ def _run_tools(agent: AIAgent, turn: Turn, response: Any) -> None:
         turn.messages.append(message)
         agent.persist(message)
     _check_interrupt(agent)
+    return [c for c in calls if c["function"]["name"] in theirs]
 
 
 def _tool_context(agent: AIAgent) -> Any:

@@ -74,6 +74,8 @@ class TurnResult:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     user_message_uid: str | None = None  # the turn's stored user message, if it got that far
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)  # for the API caller to run
+    caller_fault: bool = False  # the error is the caller's to fix (an HTTP 400)
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property

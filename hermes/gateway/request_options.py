@@ -7,6 +7,11 @@ gateway does not offer a 404 ``model_not_found``. The result is a plain dict, so
 kept with the queued input and survives a restart; ``hermes.gateway.turns`` applies it
 to the agent for that turn only.
 
+A client's own ``tools`` (OpenAI function schemas) are offered to the model beside
+hermes's; a call to one ends the turn with ``finish_reason: "tool_calls"``, and the
+client's next request brings the results (``role: "tool"`` messages) the turn goes on
+from, as the OpenAI API documents.
+
 The instructions are the text of the client's ``system`` and ``developer`` messages. They
 reach the model after hermes's own system prompt (the agent's ``ephemeral_system_prompt``),
 unchanged from turn to turn while the client sends the same, so a provider's prompt
@@ -15,12 +20,15 @@ cache keeps hitting.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 INSTRUCTION_ROLES = ("system", "developer")
 MAX_STOP_SEQUENCES = 4
+_TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_TOOL_CHOICES = ("auto", "none", "required")
 
 
 @dataclass
@@ -50,7 +58,48 @@ def turn_options(body: dict[str, Any], models: Sequence[str], text_of: Any) -> d
     if any(part.strip() for part in instructions):
         options["instructions"] = "\n\n".join(part for part in instructions if part.strip())
     options.update(sampling(body))
+    options.update(client_tools(body))
     return options
+
+
+def client_tools(body: dict[str, Any]) -> dict[str, Any]:
+    """``tools`` (the client's function schemas) and ``tool_choice``, checked."""
+    tools, choice = body.get("tools"), body.get("tool_choice")
+    found: dict[str, Any] = {}
+    if tools is not None:
+        if not isinstance(tools, list) or not all(_is_function_tool(t) for t in tools):
+            raise _bad(
+                "tools",
+                '\'tools\' must be a list of {"type": "function", "function": {"name": ...,'
+                " \"parameters\": {...}}} with names of letters, digits, '_' or '-'.",
+            )
+        if tools:
+            found["client_tools"] = tools
+    if choice is not None:
+        named = isinstance(choice, dict) and _TOOL_NAME.match(
+            str((choice.get("function") or {}).get("name", ""))
+        )
+        if choice not in _TOOL_CHOICES and not named:
+            raise _bad(
+                "tool_choice",
+                '\'tool_choice\' must be "auto", "none", "required" or '
+                '{"type": "function", "function": {"name": ...}}.',
+            )
+        if not found.get("client_tools") and choice != "none":
+            raise _bad("tool_choice", "'tool_choice' needs 'tools' to choose from.")
+        found["tool_choice"] = choice
+    return found
+
+
+def _is_function_tool(tool: Any) -> bool:
+    function = tool.get("function") if isinstance(tool, dict) else None
+    return (
+        isinstance(tool, dict)
+        and tool.get("type") == "function"
+        and isinstance(function, dict)
+        and bool(_TOOL_NAME.match(str(function.get("name", ""))))
+        and isinstance(function.get("parameters", {}), dict)
+    )
 
 
 def message_options(body: dict[str, Any], models: Sequence[str]) -> dict[str, Any]:

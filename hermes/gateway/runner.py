@@ -466,7 +466,12 @@ class GatewayRunner:
         typing = chat.typing(item.origin) if chat is not None else contextlib.nullcontext()
         async with typing:
             result = await self._loop.run_in_executor(self._executor, self.turns.run, item, lane)
-        shut_down = result.interrupted and self.closing and item.kind == MESSAGE
+        shut_down = (
+            result.interrupted
+            and self.closing
+            and item.kind == MESSAGE
+            and not (item.options or {}).get("tool_results")  # stored already: not again
+        )
         if shut_down and await self._keep_for_restart(item, result):
             if item.sink is not None:
                 item.sink.fail(GatewayClosed())  # a 503: answered after the restart

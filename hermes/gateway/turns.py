@@ -21,7 +21,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-from hermes.agent.errors import AgentError, ContextLengthError, ModelError
+from hermes.agent.errors import AgentError, ContextLengthError, ModelError, ToolResultsError
 from hermes.agent.llm_client import SAMPLING_KEYS
 from hermes.agent.turn_lock import held_by_caller
 from hermes.gateway import commands
@@ -83,6 +83,8 @@ class TurnRunner:
                     self._run_item(item, agent, result)
             else:
                 self._run_item(item, agent, result)
+        except ToolResultsError as exc:
+            result.error, result.caller_fault = str(exc), True
         except AgentError as exc:
             # The sentence reaches the chat or the HTTP caller: no secret a provider echoed.
             result.error = redact(str(exc))
@@ -138,12 +140,17 @@ class TurnRunner:
         if sink is not None and sink.events:
             agent.event_callback = _also_to(kept_callback, sink.on_event)
         try:
-            out = agent.run_conversation(words, conversation_history=item.history)
+            out = agent.run_conversation(
+                words or None,
+                conversation_history=item.history,
+                tool_results=(item.options or {}).get("tool_results"),
+            )
         finally:
             agent.event_callback = kept_callback
         result.text = out.get("final_response") or ""
         result.interrupted = bool(out.get("interrupted"))
         result.user_message_uid = _user_message_uid(out.get("messages") or [], words)
+        result.tool_calls = list(out.get("tool_calls") or [])
         result.prompt_tokens = int(out.get("prompt_tokens") or 0)
         result.completion_tokens = int(out.get("completion_tokens") or 0)
 
@@ -213,6 +220,7 @@ def _apply_options(agent: Any, options: dict[str, Any]) -> None:
         agent.set_model(model)
     agent.ephemeral_system_prompt = options.get("instructions")
     agent.request_options = {k: options[k] for k in SAMPLING_KEYS if k in options}
+    agent.client_tools = list(options.get("client_tools") or [])
 
 
 def _user_message_uid(messages: list[dict[str, Any]], words: str) -> str | None:

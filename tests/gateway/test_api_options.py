@@ -8,6 +8,7 @@ from pathlib import Path
 import openai
 import pytest
 
+from tests.fakes.llm_server import text, tool_call
 from tests.gateway.harness import GatewayThread, write_config
 
 HEADER = "X-Hermes-Session-Id"
@@ -110,4 +111,100 @@ def test_without_gateway_models_only_the_configured_model_is_offered(client, fak
     assert [m.id for m in client.models.list().data] == ["fake-model"]
     with pytest.raises(openai.NotFoundError):
         client.chat.completions.create(model="other", messages=[{"role": "user", "content": "x"}])
+    assert fake_llm.requests == []
+
+
+WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "The weather in a city.",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+    },
+}
+
+
+def test_a_client_tool_call_is_handed_back_and_its_result_continues_the_turn(
+    client, gateway, fake_llm
+) -> None:
+    """Client-side tools as OpenAI documents them: the answer carries the call with
+    finish_reason tool_calls; the next request brings the result and the turn goes on."""
+    fake_llm.enqueue(tool_call("get_weather", {"city": "Paris"}), text("It is sunny in Paris."))
+    question = {"role": "user", "content": "weather in Paris?"}
+    raw = client.chat.completions.with_raw_response.create(
+        model="fake-model", messages=[question], tools=[WEATHER], tool_choice="auto"
+    )
+    session, first = raw.headers[HEADER], raw.parse().choices[0]
+    offered = [t["function"]["name"] for t in fake_llm.requests[-1]["tools"]]
+    assert "get_weather" in offered and "terminal" in offered  # beside hermes's own
+    assert fake_llm.requests[-1]["tool_choice"] == "auto"
+    assert first.finish_reason == "tool_calls"
+    [call] = first.message.tool_calls
+    assert call.function.name == "get_weather" and "Paris" in call.function.arguments
+    answer = client.chat.completions.create(
+        model="fake-model",
+        messages=[
+            question,
+            first.message.model_dump(exclude_none=True),
+            {"role": "tool", "tool_call_id": call.id, "content": "sunny, 24 C"},
+        ],
+        tools=[WEATHER],
+        extra_headers={HEADER: session},
+    )
+    assert answer.choices[0].message.content == "It is sunny in Paris."
+    sent = fake_llm.requests[-1]["messages"]
+    assert sent[-1] == {"role": "tool", "tool_call_id": call.id, "content": "sunny, 24 C",
+                        "name": "get_weather"}  # fmt: skip
+    stored = gateway.db.get_conversation_messages(session)
+    assert [m["role"] for m in stored] == ["user", "assistant", "tool", "assistant"]
+    assert stored[1]["tool_calls"][0]["id"] == call.id
+
+
+def test_a_client_tool_call_streams_as_a_tool_calls_delta(client, fake_llm) -> None:
+    fake_llm.enqueue(tool_call("get_weather", {"city": "Oslo"}))
+    chunks = list(
+        client.chat.completions.create(
+            model="fake-model",
+            messages=[{"role": "user", "content": "weather in Oslo?"}],
+            tools=[WEATHER],
+            stream=True,
+        )
+    )
+    calls = [
+        c.choices[0].delta.tool_calls for c in chunks if c.choices and c.choices[0].delta.tool_calls
+    ]
+    assert calls and calls[0][0].function.name == "get_weather"
+    assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "tool_calls"
+
+
+def test_tool_results_must_answer_an_open_call_of_a_named_conversation(
+    client, gateway, fake_llm
+) -> None:
+    result = {"role": "tool", "tool_call_id": "call_nope", "content": "x"}
+    with pytest.raises(openai.BadRequestError, match=HEADER):
+        client.chat.completions.create(model="fake-model", messages=[result])
+    session = client.chat.completions.with_raw_response.create(
+        model="fake-model", messages=[{"role": "user", "content": "hi"}]
+    ).headers[HEADER]
+    with pytest.raises(openai.BadRequestError, match="answers no open tool call"):
+        client.chat.completions.create(
+            model="fake-model", messages=[result], extra_headers={HEADER: session}
+        )
+    assert [m["role"] for m in gateway.db.get_conversation_messages(session)] == [
+        "user", "assistant"
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("extra", "param"),
+    [({"tools": [{"type": "function", "function": {"name": "bad name!"}}]}, "tools"),
+     ({"tools": "get_weather"}, "tools"), ({"tool_choice": "sometimes"}, "tool_choice"),
+     ({"tool_choice": "required"}, "tool_choice")],
+)  # fmt: skip
+def test_bad_client_tools_are_a_400(client, fake_llm, extra, param) -> None:
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.chat.completions.create(
+            model="fake-model", messages=[{"role": "user", "content": "hi"}], extra_body=extra
+        )
+    assert caught.value.body["param"] == param
     assert fake_llm.requests == []

@@ -172,7 +172,15 @@ class ApiServerAdapter(Adapter):
             return _error(400, "The request body must be a JSON object.", "invalid_request_error")
         if problem := shape_problem(body):
             return _error(400, problem, "invalid_request_error")
-        text, history = _input_of(body.get("messages"))
+        results = _tool_results_of(body.get("messages"))
+        text, history = ("", []) if results else _input_of(body.get("messages"))
+        if results and not request.headers.get(SESSION_HEADER):
+            return _error(
+                400,
+                f"Tool results continue a conversation: send them with the {SESSION_HEADER} "
+                "of the answer whose tool_calls they answer.",
+                "invalid_request_error",
+            )
         if text is None:
             return _error(
                 400,
@@ -189,6 +197,8 @@ class ApiServerAdapter(Adapter):
                 problem.code,
                 param=problem.param,
             )
+        if results:
+            options["tool_results"] = results
         session = request.headers.get(SESSION_HEADER) or None
         if session is not None and not _SESSION_ID.match(session):
             return _error(
@@ -299,6 +309,8 @@ class ApiServerAdapter(Adapter):
         self, request: web.Request, body: dict[str, Any], result: TurnResult
     ) -> web.StreamResponse:
         headers = {SESSION_HEADER: result.session_id} if result.session_id else {}
+        if result.error and result.caller_fault:
+            return _error(400, result.error, "invalid_request_error", headers=headers)
         if result.error:
             message = caller_error(result)
             return _error(502, message, "upstream_error", "model_error", headers=headers)
@@ -314,8 +326,8 @@ class ApiServerAdapter(Adapter):
             "choices": [
                 {
                     "index": 0,
-                    "message": {"role": "assistant", "content": result.reply_text},
-                    "finish_reason": "stop",
+                    "message": _message(result),
+                    "finish_reason": "tool_calls" if result.tool_calls else "stop",
                     "logprobs": None,
                 }
             ],
@@ -363,7 +375,11 @@ class ApiServerAdapter(Adapter):
         else:
             if not sink.streamed and result.reply_text:
                 await _send(response, chunk.make({"content": result.reply_text}))
-            await _send(response, chunk.make({}, finish="stop", session_id=result.session_id))
+            if result.tool_calls:
+                calls = [{"index": i, **call} for i, call in enumerate(result.tool_calls)]
+                await _send(response, chunk.make({"tool_calls": calls}))
+            finish = "tool_calls" if result.tool_calls else "stop"
+            await _send(response, chunk.make({}, finish=finish, session_id=result.session_id))
             if (body.get("stream_options") or {}).get("include_usage"):
                 await _send(response, chunk.make(None, usage=_usage(result)))
         await response.write(b"data: [DONE]\n\n")
@@ -404,6 +420,32 @@ class _Chunks:
 
 async def _send(response: web.StreamResponse, data: str) -> None:
     await response.write(f"data: {data}\n\n".encode())
+
+
+def _message(result: TurnResult) -> dict[str, Any]:
+    """The answer's message: text, or the caller's tool calls (content then may be None)."""
+    if result.tool_calls:
+        return {
+            "role": "assistant",
+            "content": result.text or None,
+            "tool_calls": result.tool_calls,
+        }
+    return {"role": "assistant", "content": result.reply_text}
+
+
+def _tool_results_of(messages: Any) -> list[dict[str, Any]]:
+    """The trailing ``role: "tool"`` messages: results of the caller's own tools."""
+    results: list[dict[str, Any]] = []
+    for message in reversed(messages if isinstance(messages, list) else []):
+        if not (isinstance(message, dict) and message.get("role") == "tool"):
+            break
+        results.append(
+            {
+                "tool_call_id": message.get("tool_call_id"),
+                "content": _text_of(message.get("content")),
+            }
+        )
+    return results[::-1]
 
 
 def _input_of(messages: Any) -> tuple[str | None, list[dict[str, Any]]]:
