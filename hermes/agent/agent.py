@@ -259,7 +259,7 @@ class AIAgent:
     @property
     def registry(self) -> Any:
         if self._registry is None:
-            from hermes.tools.registry import default_registry
+            from hermes.tools.toolsets import default_registry
 
             self._registry = default_registry()
         return self._registry
@@ -267,7 +267,7 @@ class AIAgent:
     def tool_names(self) -> list[str]:
         if self.tool_names_override is not None:
             return [n for n in self.tool_names_override if self.registry.get(n)]
-        from hermes.tools.registry import resolve_toolset
+        from hermes.tools.toolsets import resolve_toolset
 
         surface = "review" if self.is_fork else self.source
         return [n for n in resolve_toolset(surface, self.config) if self.registry.get(n)]

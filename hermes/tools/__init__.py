@@ -25,14 +25,8 @@ from __future__ import annotations
 
 from hermes.tools.events import CompletionEvent, drain_events, subscribe, unsubscribe
 from hermes.tools.memory import read_memory_snapshot
-from hermes.tools.registry import (
-    Tool,
-    ToolContext,
-    ToolError,
-    ToolRegistry,
-    default_registry,
-    resolve_toolset,
-)
+from hermes.tools.registry import Tool, ToolContext, ToolError, ToolRegistry
+from hermes.tools.toolsets import default_registry, resolve_toolset
 
 __all__ = [
     "CompletionEvent",

@@ -201,18 +201,3 @@ def _result(tool: Tool, args: dict[str, Any], ctx: ToolContext) -> str:
             "Check the arguments; if they are right, try another approach."
         )
     return result if isinstance(result, str) else str(result)
-
-
-def default_registry() -> ToolRegistry:
-    """A registry holding every built-in tool."""
-    # Imported here because the tool modules import this one for Tool and ToolContext.
-    from hermes.tools.toolsets import builtin_tools
-
-    return ToolRegistry(builtin_tools())
-
-
-def resolve_toolset(surface: str, config: Config) -> list[str]:
-    """The tool names offered on ``surface``; see ``hermes.tools.toolsets``."""
-    from hermes.tools.toolsets import resolve_toolset as resolve
-
-    return resolve(surface, config)

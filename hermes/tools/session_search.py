@@ -11,11 +11,15 @@ the operator sets ``gateway.search_scope: all``.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from hermes.state.errors import StateError
 from hermes.tools.registry import Tool, ToolContext, ToolError
+
+log = logging.getLogger(__name__)
 
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 100
@@ -140,7 +144,8 @@ def _safe_get(
         return None
     try:
         return get_session(session_id)
-    except Exception:  # a missing or unreadable title must not hide the results
+    except StateError as exc:  # an unreadable title must not hide the results
+        log.warning("could not read the title of %s: %s", session_id, exc)
         return None
 
 

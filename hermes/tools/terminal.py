@@ -9,6 +9,7 @@ go through ``approval.authorize`` first, in both modes.
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import subprocess
@@ -16,10 +17,13 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from hermes.state.errors import StateError
 from hermes.tools import approval, background
 from hermes.tools._environment import command_environment
 from hermes.tools._output import read_capped
 from hermes.tools.registry import Tool, ToolContext, ToolError
+
+log = logging.getLogger(__name__)
 
 KILL_GRACE_SECONDS = 1.0
 
@@ -151,7 +155,8 @@ def _conversation_of(ctx: ToolContext) -> str | None:
         return ctx.conversation_id
     try:
         session = ctx.session_db.get_session(ctx.session_id) or {}
-    except Exception:
+    except StateError as exc:  # the event then goes to the segment: say so, never hide it
+        log.warning("could not read the conversation of %s: %s", ctx.session_id, exc)
         return None
     return session.get("conversation_id") or None
 

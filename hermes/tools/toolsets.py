@@ -33,6 +33,7 @@ def builtin_tools() -> list[Tool]:
 
 
 def default_registry() -> ToolRegistry:
+    """A registry holding every built-in tool."""
     return ToolRegistry(builtin_tools())
 
 
