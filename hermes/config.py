@@ -9,7 +9,6 @@ its line.
 from __future__ import annotations
 
 import copy
-import difflib
 import os
 import re
 import stat
@@ -222,6 +221,8 @@ def validate_value(key: str, value: Any, line: int | None = None) -> Any:
 
 def closest_key(key: str) -> str | None:
     """The known key most alike to ``key`` as a whole or in its last part, if any is."""
+    import difflib  # only a mistyped key needs it
+
     leaf = key.split(".")[-1]
 
     def alike(candidate: str) -> float:

@@ -13,8 +13,6 @@ import re
 import socket
 import uuid
 
-import psutil
-
 from hermes.state.backend import Row, Tx
 
 DEFAULT_TTL = 300.0
@@ -34,6 +32,8 @@ def holder_is_dead(holder: str) -> bool:
     if not match or match["host"] != socket.gethostname():
         return False  # another host (or a free-form holder): only the TTL can free it
     pid = int(match["pid"])
+    import psutil  # here: it costs ~20 ms to import, and only a contended lease asks
+
     try:
         return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
