@@ -83,7 +83,7 @@ ENV_OVERRIDES = {
 
 API_KEY_ENV = ("HERMES_API_KEY", "OPENROUTER_API_KEY", "OPENAI_API_KEY")
 
-_TYPE_WORDS = {
+_TYPE_WORDS: dict[type | None, str] = {
     str: "a string",
     int: "a whole number",
     float: "a number",

@@ -47,6 +47,8 @@ def _ensure(home: Path) -> tuple[str, Path]:
             return existing, path
         _create(path, secrets.token_urlsafe(32))
         key = read_api_key(home)
+        if key is None:  # another start created it and has not written it yet
+            raise ConfigError(f"The HTTP API key file {path} is empty; remove it and start again.")
     except OSError as exc:
         raise ConfigError(
             f"Cannot read or create the HTTP API key file {path}: {exc.strerror}. "

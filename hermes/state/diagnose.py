@@ -31,11 +31,13 @@ class Diagnosis:
 
     def error(self) -> StateError:
         """The error to raise for this problem, carrying the diagnosis."""
-        kind = CorruptStoreError if self.kind in _CORRUPT else StoreUnavailableError
+        kind: type[StateError] = (
+            CorruptStoreError if self.kind in _CORRUPT else StoreUnavailableError
+        )
         if self.kind in ("newer", "older"):
             kind = StateError
         exc = kind(str(self))
-        exc.diagnosis = self  # type: ignore[attr-defined]
+        exc.diagnosis = self
         return exc
 
 

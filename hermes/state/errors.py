@@ -19,7 +19,10 @@ from hermes.errors import HermesError
 
 
 class StateError(HermesError):
-    """A problem with the state store."""
+    """A problem with the state store; ``diagnosis`` (a ``diagnose.Diagnosis``) when a
+    diagnosis of the store found it."""
+
+    diagnosis: object | None = None
 
 
 class SessionNotFoundError(StateError):

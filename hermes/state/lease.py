@@ -114,4 +114,4 @@ def holder_of(tx: Tx, session_id: str, now: float) -> str | None:
 def held_by(tx: Tx, session_id: str, holder: str, now: float) -> bool:
     """Held by ``holder`` and not reclaimable: the same rule as ``holder_of``."""
     row = current(tx, session_id)
-    return bool(row) and row["holder"] == holder and not reclaimable(row, now)
+    return row is not None and row["holder"] == holder and not reclaimable(row, now)
