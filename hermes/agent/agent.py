@@ -138,12 +138,17 @@ class AIAgent:
     # -- public API -----------------------------------------------------------------
 
     def run_conversation(
-        self, user_message: str, *, conversation_history: list[dict[str, Any]] | None = None
+        self,
+        user_message: str,
+        *,
+        conversation_history: list[dict[str, Any]] | None = None,
+        answer_uid: str | None = None,
     ) -> dict[str, Any]:
-        """Run one user turn to a final answer; see ``turn.run_turn``."""
+        """Run one user turn to a final answer; see ``turn.run_turn``. ``answer_uid`` is the
+        ``message_uid`` the final answer is stored under (a caller that named it ahead)."""
         from hermes.agent.turn import run_turn
 
-        return run_turn(self, user_message, conversation_history)
+        return run_turn(self, user_message, conversation_history, answer_uid=answer_uid)
 
     def chat(self, message: str) -> str:
         return self.run_conversation(message)["final_response"] or ""

@@ -41,10 +41,15 @@ class Turn:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     compressions: list[dict[str, Any]] = field(default_factory=list)
+    answer_uid: str | None = None  # the final answer's message_uid, when chosen ahead
 
 
 def run_turn(
-    agent: AIAgent, user_message: str, history: list[dict[str, Any]] | None
+    agent: AIAgent,
+    user_message: str,
+    history: list[dict[str, Any]] | None,
+    *,
+    answer_uid: str | None = None,
 ) -> dict[str, Any]:
     agent._interrupt.clear()
     agent.client.clear_interrupt()
@@ -52,14 +57,17 @@ def run_turn(
     try:
         with turn_lock.holding_turn(agent):
             agent.ensure_session()  # another turn may have rotated it while we waited
-            return _run_locked(agent, user_message, history)
+            return _run_locked(agent, user_message, history, answer_uid)
     except TurnInterrupted:  # while waiting for another turn: nothing was stored
         agent.emit("interrupted")
         return _result(agent, Turn(messages=[], interrupted=True), agent.system_prompt)
 
 
 def _run_locked(
-    agent: AIAgent, user_message: str, history: list[dict[str, Any]] | None
+    agent: AIAgent,
+    user_message: str,
+    history: list[dict[str, Any]] | None,
+    answer_uid: str | None = None,
 ) -> dict[str, Any]:
     if history is None:
         history = agent.load_history()
@@ -69,7 +77,7 @@ def _run_locked(
             message.setdefault("message_uid", transcript.new_message("x")["message_uid"])
         agent.persist(*history)  # a caller's history is stored once, never twice
     system_prompt = agent.segment_system_prompt()
-    turn = Turn(messages=history)
+    turn = Turn(messages=history, answer_uid=answer_uid)
     user = transcript.new_message("user", user_message)
     turn.messages.append(user)
     agent.persist(user)
@@ -141,7 +149,10 @@ def _loop(agent: AIAgent, turn: Turn, system_prompt: str) -> str:
                 agent.persist(note)
                 continue
         answer = transcript.new_message(
-            "assistant", response.content or "", reasoning=response.reasoning
+            "assistant",
+            response.content or "",
+            reasoning=response.reasoning,
+            message_uid=turn.answer_uid,
         )
         turn.messages.append(answer)
         agent.persist(answer)
