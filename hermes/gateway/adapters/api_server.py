@@ -1,6 +1,7 @@
 """The HTTP API: an OpenAI-compatible server on aiohttp.
 
-``POST /v1/chat/completions`` (JSON or SSE streaming), ``GET /v1/models``, ``GET /health``.
+``POST /v1/chat/completions`` (JSON or SSE streaming), ``GET /v1/models``, ``GET /health``;
+the Responses API (``api_responses``) and the sessions API (``api_sessions``) share it.
 The conversation lives on the server: the last user message of a request is the new
 input, and the ``X-Hermes-Session-Id`` request header chooses the conversation (any of
 its segment ids, old ones included); without it a new conversation starts, seeded
@@ -22,7 +23,6 @@ import asyncio
 import hmac
 import json
 import logging
-import re
 import time
 import uuid
 from dataclasses import replace
@@ -31,7 +31,11 @@ from typing import Any
 from aiohttp import web
 
 from hermes.gateway import commands
-from hermes.gateway.adapters import api_openapi, api_sessions
+from hermes.gateway.adapters import api_openapi, api_responses, api_sessions
+from hermes.gateway.adapters.api_common import RESUME_HEADER, SESSION_HEADER
+from hermes.gateway.adapters.api_common import SESSION_ID as _SESSION_ID
+from hermes.gateway.adapters.api_common import caller_error as _caller_error
+from hermes.gateway.adapters.api_common import error_response as _error
 from hermes.gateway.adapters.base import Adapter
 from hermes.gateway.api_key import ensure_api_key
 from hermes.gateway.errors import GatewayClosed, NotYourConversation, PlatformStartError
@@ -44,13 +48,6 @@ from hermes.gateway.settings import API_SERVER, ApiServerSettings, api_hidden_so
 
 log = logging.getLogger(__name__)
 
-SESSION_HEADER = "X-Hermes-Session-Id"
-RESUME_HEADER = "X-Hermes-Resume"  # "1": a stale id goes back to its own conversation
-UPSTREAM_FAILED = (
-    "The model endpoint behind this gateway failed to answer; try again later, or ask the"
-    " gateway's operator if it keeps failing."
-)
-_SESSION_ID = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
 _HISTORY_ROLES = ("user", "assistant")
 
 
@@ -96,6 +93,7 @@ class ApiServerAdapter(Adapter):
         app.router.add_get("/health", self.health)
         app.router.add_get("/v1/health", self.health)
         api_sessions.add_routes(app, self.runner.db, api_hidden_sources(self.runner.config))
+        api_responses.add_routes(app, self.runner, self._models)
         api_openapi.add_routes(app)
         # The keep-alive timer also closes a connection whose request never arrives whole.
         runner = web.AppRunner(
@@ -423,26 +421,6 @@ def _usage(result: TurnResult) -> dict[str, int]:
         "completion_tokens": result.completion_tokens,
         "total_tokens": result.prompt_tokens + result.completion_tokens,
     }
-
-
-def _caller_error(result: TurnResult) -> str:
-    """What the HTTP caller is told; the operator's advice is in the gateway log."""
-    if result.upstream_failed:
-        return UPSTREAM_FAILED
-    return result.error or ""
-
-
-def _error(
-    status: int,
-    message: str,
-    type_: str,
-    code: str | None = None,
-    *,
-    param: str | None = None,
-    headers: dict[str, str] | None = None,
-) -> web.Response:
-    body = {"error": {"message": message, "type": type_, "param": param, "code": code}}
-    return web.json_response(body, status=status, headers=headers)
 
 
 def _completion_id() -> str:
