@@ -13,7 +13,7 @@ import pytest
 
 from tests.fakes.llm_server import auth_error, last_user_text, stall, text
 from tests.gateway.harness import GatewayThread, write_config
-from tests.gateway.test_api_server import assert_caller_error
+from tests.gateway.test_api_server import ask, assert_caller_error
 from tests.gateway.test_incident import PADDING, SUMMARY, is_summary_request
 
 HEADER = "X-Hermes-Session-Id"
@@ -394,7 +394,7 @@ def test_two_continuations_of_one_response_at_once_make_one_branch(
     asks = [f"follow-up {n}" for n in range(2)]
     with ThreadPoolExecutor(2) as pool:
         answers = list(
-            pool.map(lambda ask: create(client, input=ask, previous_response_id=one.id), asks)
+            pool.map(lambda words: create(client, input=words, previous_response_id=one.id), asks)
         )
     sessions = [headers[HEADER] for _, headers in answers]
     branched = [headers.get(BRANCHED) for _, headers in answers]
@@ -403,7 +403,19 @@ def test_two_continuations_of_one_response_at_once_make_one_branch(
     assert sorted(branched, key=str) == [conversation, None]
     [branch] = [s for s in sessions if s != conversation]
     assert gateway.db.get_session(branch)["lineage"] == "branch"
-    for ask, session in zip(asks, sessions, strict=True):
+    for words, session in zip(asks, sessions, strict=True):
         assert contents(gateway, session) == [
-            "start", "echo: start", ask, f"slow: {ask}"
+            "start", "echo: start", words, f"slow: {words}"
         ]  # fmt: skip
+
+
+def test_the_session_header_chooses_the_conversation_as_for_chat_completions(
+    client, gateway
+) -> None:
+    _, session = ask(client, "said over chat completions")
+    response, headers = create(client, input="and now here", extra_headers={HEADER: session})
+    assert headers[HEADER] == session and response.output_text == "echo: and now here"
+    assert contents(gateway, session)[-2:] == ["and now here", "echo: and now here"]
+    # Its answer is a response like any other: it continues from here.
+    _, headers = create(client, input="onwards", previous_response_id=response.id)
+    assert headers[HEADER] == session and BRANCHED not in headers
