@@ -146,16 +146,20 @@ class AIAgent:
         *,
         conversation_history: list[dict[str, Any]] | None = None,
         tool_results: list[dict[str, Any]] | None = None,
+        answer_uid: str | None = None,
     ) -> dict[str, Any]:
         """Run one user turn to a final answer; see ``turn.run_turn``.
 
         ``tool_results`` (``{"tool_call_id", "content"}`` each) answer the open calls of
         ``client_tools`` the last turn handed back; the turn then goes on from them
-        instead of from a new user message.
+        instead of from a new user message. ``answer_uid`` is the ``message_uid`` the
+        final answer is stored under (a caller that named it ahead).
         """
         from hermes.agent.turn import run_turn
 
-        return run_turn(self, user_message, conversation_history, tool_results)
+        return run_turn(
+            self, user_message, conversation_history, tool_results, answer_uid=answer_uid
+        )
 
     def chat(self, message: str) -> str:
         return self.run_conversation(message)["final_response"] or ""

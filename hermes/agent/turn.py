@@ -42,6 +42,7 @@ class Turn:
     completion_tokens: int = 0
     compressions: list[dict[str, Any]] = field(default_factory=list)
     client_calls: list[dict[str, Any]] = field(default_factory=list)  # for the caller to run
+    answer_uid: str | None = None  # the final answer's message_uid, when chosen ahead
 
 
 def run_turn(
@@ -49,6 +50,8 @@ def run_turn(
     user_message: str | None,
     history: list[dict[str, Any]] | None,
     tool_results: list[dict[str, Any]] | None = None,
+    *,
+    answer_uid: str | None = None,
 ) -> dict[str, Any]:
     agent._interrupt.clear()
     agent.client.clear_interrupt()
@@ -56,7 +59,7 @@ def run_turn(
     try:
         with turn_lock.holding_turn(agent):
             agent.ensure_session()  # another turn may have rotated it while we waited
-            return _run_locked(agent, user_message, history, tool_results)
+            return _run_locked(agent, user_message, history, tool_results, answer_uid)
     except TurnInterrupted:  # while waiting for another turn: nothing was stored
         agent.emit("interrupted")
         return _result(agent, Turn(messages=[], interrupted=True), agent.system_prompt)
@@ -67,6 +70,7 @@ def _run_locked(
     user_message: str | None,
     history: list[dict[str, Any]] | None,
     tool_results: list[dict[str, Any]] | None = None,
+    answer_uid: str | None = None,
 ) -> dict[str, Any]:
     if history is None:
         history = agent.load_history()
@@ -76,7 +80,7 @@ def _run_locked(
             message.setdefault("message_uid", transcript.new_message("x")["message_uid"])
         agent.persist(*history)  # a caller's history is stored once, never twice
     system_prompt = agent.segment_system_prompt()
-    turn = Turn(messages=history)
+    turn = Turn(messages=history, answer_uid=answer_uid)
     if tool_results:
         answers = _answers_to_open_calls(turn.messages, tool_results)
         turn.messages.extend(answers)
@@ -188,7 +192,10 @@ def _loop(agent: AIAgent, turn: Turn, system_prompt: str) -> str:
                 agent.persist(note)
                 continue
         answer = transcript.new_message(
-            "assistant", response.content or "", reasoning=response.reasoning
+            "assistant",
+            response.content or "",
+            reasoning=response.reasoning,
+            message_uid=turn.answer_uid,
         )
         turn.messages.append(answer)
         agent.persist(answer)

@@ -86,16 +86,3 @@ class TurnResult:
         if self.interrupted and not self.text:
             return "(stopped)"
         return self.text
-
-
-UPSTREAM_FAILED = (
-    "The model endpoint behind this gateway failed to answer; try again later, or ask the"
-    " gateway's operator if it keeps failing."
-)
-
-
-def caller_error(result: TurnResult) -> str:
-    """What an HTTP caller is told of a failed turn; the operator's advice is in the log."""
-    if result.upstream_failed:
-        return UPSTREAM_FAILED
-    return result.error or ""

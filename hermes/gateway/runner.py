@@ -457,6 +457,12 @@ class GatewayRunner:
         self.router.adopt(key, session_id, platform=API_SERVER)
         return key, session_id, True
 
+    async def run_unstored(self, item: WorkItem) -> TurnResult:
+        """A turn that stores nothing (``store: false``), on the turn workers, no lane."""
+        if not self.accepting or self._loop is None:
+            raise GatewayClosed()
+        return await self._loop.run_in_executor(self._executor, self.turns.run_unstored, item)
+
     # -- running items ------------------------------------------------------------------
 
     async def _execute(self, item: WorkItem, lane: Lane) -> None:
@@ -557,9 +563,8 @@ class GatewayRunner:
     def _make_agent(self, **kwargs: Any) -> Any:
         from hermes.agent import AIAgent
 
-        options = {"quiet_mode": True, **self.agent_options, **kwargs}
-        agent = AIAgent(config=self.config, session_db=self.db, **options)
-        return agent
+        options = {"quiet_mode": True, "session_db": self.db, **self.agent_options, **kwargs}
+        return AIAgent(config=self.config, **options)
 
     def _agent_event(self, key: str, conversation: str, kind: str, data: dict[str, Any]) -> None:
         """Events of an agent (any thread): compressions are logged, reviews reported."""

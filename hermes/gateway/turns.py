@@ -10,7 +10,9 @@ lane or another gateway start the conversation's next item. Agents are kept per
 conversation (least recently used first out) so each keeps its prompt and history
 caches between turns; a kept agent is re-pointed at the tip before every turn, and its
 history cache is checked against the segment's newest row id and row count, so a
-rotation or a turn made by any other gateway is followed.
+rotation or a turn made by any other gateway is followed. ``run_unstored`` runs a turn
+that keeps nothing (the Responses API's ``store: false``) with a fresh agent that has no
+store at all.
 """
 
 from __future__ import annotations
@@ -80,26 +82,36 @@ class TurnRunner:
         try:
             if item.turn is not None:  # this gateway holds the turn lock for the item
                 with held_by_caller(agent):
-                    self._run_item(item, agent, result)
+                    self._answer(item, agent, result)
             else:
-                self._run_item(item, agent, result)
-        except ToolResultsError as exc:
-            result.error, result.caller_fault = str(exc), True
-        except AgentError as exc:
-            # The sentence reaches the chat or the HTTP caller: no secret a provider echoed.
-            result.error = redact(str(exc))
-            result.upstream_failed = _endpoint_failed(exc)
-            log.warning("turn in %s failed: %s", item.conversation_id, exc)
-        except StateError as exc:
-            result.error = redact(str(exc))
-            log.error("turn in %s hit the store: %s", item.conversation_id, exc)
-        except Exception:
-            result.error = "hermes failed while answering (the gateway log has the details)"
-            log.exception("turn in %s failed", item.conversation_id)
+                self._answer(item, agent, result)
         finally:
             agent.stream_callback = None
             self._settle_route(item, agent, platform, result)
         return result
+
+    def run_unstored(self, item: WorkItem) -> TurnResult:
+        """A turn that keeps nothing (the Responses API's ``store: false``): a fresh agent
+        without the store, its whole context in ``item.history``, no lane, no route."""
+        agent = self.make_agent(
+            session_db=None, persist_session=False, source=SessionKey.parse(item.key).platform
+        )
+        result = TurnResult()
+        try:
+            self._answer(item, agent, result)
+        finally:
+            agent.stream_callback = None
+            _close(agent)
+        result.model = agent.model
+        return result
+
+    def forget_history(self, conversation_id: str) -> None:
+        """The kept agent of the conversation reloads its history from the store next
+        turn (messages were marked undone behind its back)."""
+        with self._agents_lock:
+            agent = self._agents.get(conversation_id)
+        if agent is not None:
+            agent.forget_cache()
 
     def close(self) -> None:
         """Close the kept agents' clients (at shutdown, when no turn runs any more)."""
@@ -122,6 +134,24 @@ class TurnRunner:
             return True
         return False
 
+    def _answer(self, item: WorkItem, agent: Any, result: TurnResult) -> None:
+        """Run the item; a failure becomes the result's sentence for the user."""
+        try:
+            self._run_item(item, agent, result)
+        except ToolResultsError as exc:
+            result.error, result.caller_fault = str(exc), True
+        except AgentError as exc:
+            # The sentence reaches the chat or the HTTP caller: no secret a provider echoed.
+            result.error = redact(str(exc))
+            result.upstream_failed = _endpoint_failed(exc)
+            log.warning("turn in %s failed: %s", item.conversation_id, exc)
+        except StateError as exc:
+            result.error = redact(str(exc))
+            log.error("turn in %s hit the store: %s", item.conversation_id, exc)
+        except Exception:
+            result.error = "hermes failed while answering (the gateway log has the details)"
+            log.exception("turn in %s failed", item.conversation_id)
+
     def _run_item(self, item: WorkItem, agent: Any, result: TurnResult) -> None:
         words = item.text
         if item.kind == COMMAND:
@@ -135,7 +165,8 @@ class TurnRunner:
             words = outcome.rerun  # /retry: the undone message, answered again
         sink = item.sink
         agent.stream_callback = sink.on_delta if sink is not None and sink.stream else None
-        _apply_options(agent, item.options or {})
+        options = item.options or {}
+        _apply_options(agent, options)
         kept_callback = agent.event_callback
         if sink is not None and sink.events:
             agent.event_callback = _also_to(kept_callback, sink.on_event)
@@ -143,7 +174,9 @@ class TurnRunner:
             out = agent.run_conversation(
                 words or None,
                 conversation_history=item.history,
-                tool_results=(item.options or {}).get("tool_results"),
+                tool_results=options.get("tool_results"),
+                # The Responses API names the answer ahead: its id is known before it exists.
+                answer_uid=options.get("answer_uid"),
             )
         finally:
             agent.event_callback = kept_callback

@@ -403,6 +403,16 @@ class SessionDB:
         )
         return int(row["last"]) if row else 0
 
+    def find_message(self, message_uid: str) -> dict | None:
+        """The stored message with that ``message_uid`` (its segment in ``session_id``),
+        or None: one indexed read, for ids handed out as the message's public name."""
+        row = self._read(
+            lambda tx: tx.one(
+                f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE message_uid = ?", (message_uid,)
+            )
+        )
+        return _decode(row) if row else None
+
     def mark_undone(self, session_id: str, message_ids: Sequence[int]) -> int:
         """Mark messages of ``session_id``'s conversation undone, with every copy a
         rotation made of them: never reloaded on resume, still in the history."""

@@ -301,3 +301,14 @@ def test_undone_messages_are_not_carried_over_by_a_rotation(db: SessionDB) -> No
         "[CONTEXT COMPACTION] earlier turns, summarised",
         "late",
     ]
+
+
+def test_find_message_reads_a_message_by_its_uid_in_any_segment(db: SessionDB) -> None:
+    db.create_session("s", source="cli")
+    db.append_message("s", "user", "question", message_uid="q-1")
+    db.append_message("s", "assistant", "answer", message_uid="a-1")
+    rotate(db, "s")  # the answer now lives in an ended segment, copied into the tip
+    found = db.find_message("a-1")
+    assert (found["session_id"], found["content"], found["role"]) == ("s", "answer", "assistant")
+    assert found["compacted"] is False and found["undone"] is False
+    assert db.find_message("nobody") is None

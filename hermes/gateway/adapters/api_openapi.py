@@ -18,6 +18,13 @@ _SESSION_ID = {
     "description": "Any segment id of the conversation (an old one resolves to it).",
     "schema": {"type": "string"},
 }
+_RESPONSE_ID = {
+    "name": "id",
+    "in": "path",
+    "required": True,
+    "description": "A response id ('resp_...') as POST /v1/responses returned it.",
+    "schema": {"type": "string"},
+}
 _PAGE = [
     {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 200}},
     {"name": "offset", "in": "query", "schema": {"type": "integer", "minimum": 0}},
@@ -56,6 +63,21 @@ PATHS: dict[str, dict[str, Any]] = {
     "/v1/models": {"get": _op("The models that may be asked for.")},
     "/v1/chat/completions": {
         "post": _op("OpenAI chat completion, JSON or server-sent events.", body=True)
+    },
+    "/v1/responses": {
+        "post": _op(
+            "OpenAI Responses API: one turn, JSON or server-sent events; previous_response_id"
+            " continues (or branches) its conversation, store: false keeps nothing.",
+            body=True,
+        )
+    },
+    "/v1/responses/{id}": {
+        "get": _op("A stored response, rebuilt from its conversation.", params=[_RESPONSE_ID]),
+        "delete": _op(
+            "Take the response's turn out of its conversation (marked undone, kept in the"
+            " history).",
+            params=[_RESPONSE_ID],
+        ),
     },
     "/api/sessions": {
         "get": _op(

@@ -1,6 +1,7 @@
 """The HTTP API: an OpenAI-compatible server on aiohttp.
 
-``POST /v1/chat/completions`` (JSON or SSE streaming), ``GET /v1/models``, ``GET /health``.
+``POST /v1/chat/completions`` (JSON or SSE streaming), ``GET /v1/models``, ``GET /health``;
+the Responses API (``api_responses``) and the sessions API (``api_sessions``) share it.
 The conversation lives on the server: the last user message of a request is the new
 input, and the ``X-Hermes-Session-Id`` request header chooses the conversation (any of
 its segment ids, old ones included); without it a new conversation starts, seeded
@@ -22,7 +23,6 @@ import asyncio
 import hmac
 import json
 import logging
-import re
 import time
 import uuid
 from dataclasses import replace
@@ -31,22 +31,22 @@ from typing import Any
 from aiohttp import web
 
 from hermes.gateway import commands
-from hermes.gateway.adapters import api_openapi, api_sessions
+from hermes.gateway.adapters import api_openapi, api_responses, api_sessions
+from hermes.gateway.adapters.api_common import RESUME_HEADER, SESSION_HEADER, caller_error
+from hermes.gateway.adapters.api_common import SESSION_ID as _SESSION_ID
+from hermes.gateway.adapters.api_common import error_response as _error
 from hermes.gateway.adapters.base import Adapter
 from hermes.gateway.api_key import ensure_api_key
 from hermes.gateway.errors import GatewayClosed, NotYourConversation, PlatformStartError
 from hermes.gateway.http_guard import body_deadline, request_guard
 from hermes.gateway.lanes import COMMAND, MESSAGE, ResultSink, WorkItem
-from hermes.gateway.messages import Origin, TurnResult, caller_error
+from hermes.gateway.messages import Origin, TurnResult
 from hermes.gateway.request_options import RequestProblem, offered_models, turn_options
 from hermes.gateway.request_shape import shape_problem
 from hermes.gateway.settings import API_SERVER, ApiServerSettings, api_hidden_sources
 
 log = logging.getLogger(__name__)
 
-SESSION_HEADER = "X-Hermes-Session-Id"
-RESUME_HEADER = "X-Hermes-Resume"  # "1": a stale id goes back to its own conversation
-_SESSION_ID = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
 _HISTORY_ROLES = ("user", "assistant")
 
 
@@ -97,6 +97,7 @@ class ApiServerAdapter(Adapter):
             api_hidden_sources(self.runner.config),
             chat=api_sessions.Chat(self.submit_turn, self._models, _error),
         )
+        api_responses.add_routes(app, self.runner, self._models)
         api_openapi.add_routes(app)
         # The keep-alive timer also closes a connection whose request never arrives whole.
         runner = web.AppRunner(
@@ -490,19 +491,6 @@ def _usage(result: TurnResult) -> dict[str, int]:
         "completion_tokens": result.completion_tokens,
         "total_tokens": result.prompt_tokens + result.completion_tokens,
     }
-
-
-def _error(
-    status: int,
-    message: str,
-    type_: str,
-    code: str | None = None,
-    *,
-    param: str | None = None,
-    headers: dict[str, str] | None = None,
-) -> web.Response:
-    body = {"error": {"message": message, "type": type_, "param": param, "code": code}}
-    return web.json_response(body, status=status, headers=headers)
 
 
 def _completion_id() -> str:

@@ -23,8 +23,8 @@ from typing import Any
 
 from aiohttp import web
 
+from hermes.gateway.adapters.api_common import caller_error
 from hermes.gateway.errors import GatewayClosed
-from hermes.gateway.messages import caller_error
 from hermes.gateway.request_options import RequestProblem, message_options
 from hermes.state.errors import SessionNotFoundError, StateError
 

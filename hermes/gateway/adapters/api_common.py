@@ -1,0 +1,44 @@
+"""What the API server's routes share: OpenAI-shaped error answers, the caller's sentence
+for a failed model endpoint, and the conversation headers.
+
+The chat-completions route (``api_server``) and the Responses API (``api_responses``)
+answer errors the same way, so both take them from here.
+"""
+
+from __future__ import annotations
+
+import re
+
+from aiohttp import web
+
+from hermes.gateway.messages import TurnResult
+
+SESSION_HEADER = "X-Hermes-Session-Id"
+RESUME_HEADER = "X-Hermes-Resume"  # "1": a stale id goes back to its own conversation
+BRANCHED_HEADER = "X-Hermes-Branched-From"  # the conversation a new branch started from
+SESSION_ID = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
+UPSTREAM_FAILED = (
+    "The model endpoint behind this gateway failed to answer; try again later, or ask the"
+    " gateway's operator if it keeps failing."
+)
+
+
+def caller_error(result: TurnResult) -> str:
+    """What the HTTP caller is told; the operator's advice is in the gateway log."""
+    if result.upstream_failed:
+        return UPSTREAM_FAILED
+    return result.error or ""
+
+
+def error_response(
+    status: int,
+    message: str,
+    type_: str,
+    code: str | None = None,
+    *,
+    param: str | None = None,
+    headers: dict[str, str] | None = None,
+) -> web.Response:
+    """An answer with OpenAI's error body: ``{"error": {message, type, param, code}}``."""
+    body = {"error": {"message": message, "type": type_, "param": param, "code": code}}
+    return web.json_response(body, status=status, headers=headers)

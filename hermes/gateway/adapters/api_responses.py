@@ -1,0 +1,510 @@
+"""The Responses API: ``POST /v1/responses``, ``GET`` and ``DELETE /v1/responses/{id}``.
+
+A request is one turn. Which conversation it lands in:
+
+- ``previous_response_id``: the conversation holding that response, followed to its
+  tip (an answer in an old, compressed segment still resolves). When the response is
+  not the newest answer there (the client went back), the turn runs in a branch that
+  starts at it (``lineage='branch'``) and the answer says ``X-Hermes-Branched-From``.
+  Input of that conversation already waiting or running on this gateway counts as
+  following the response, and the choice and the queueing are one step, so two
+  continuations of one response make one branch (two gateways answering them at the
+  same instant may both continue the conversation, one after the other);
+- else ``X-Hermes-Session-Id``, as for chat completions;
+- else a new conversation, seeded with the input's earlier user and assistant items.
+
+Ids come from the store (``stored_responses``): ``resp_`` + the answer's message uid,
+named before the turn runs, so a stream announces it first and a queued request kept
+over a restart is answered under the same id. ``store: false`` runs the turn with an
+agent that has no store (``TurnRunner.run_unstored``) on the gateway's turn workers:
+nothing is written, and the id it returns is not retrievable. Slash commands are not
+read here: the input goes to the model as written.
+
+A stream is server-sent events with the documented types and ``sequence_number``s; the
+model's pieces arrive through the same ``ResultSink`` as the chat-completions stream.
+Errors have OpenAI's shape: 400 naming ``param``, 404 ``model_not_found`` or
+``previous_response_not_found``, 502 when the model endpoint failed (``response.failed``
+in a stream), 503 while the gateway shuts down.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+
+from hermes.gateway import stored_responses
+from hermes.gateway.adapters.api_common import (
+    BRANCHED_HEADER,
+    RESUME_HEADER,
+    SESSION_HEADER,
+    SESSION_ID,
+    caller_error,
+    error_response,
+)
+from hermes.gateway.errors import GatewayClosed, NotYourConversation
+from hermes.gateway.lanes import MESSAGE, ResultSink, WorkItem
+from hermes.gateway.messages import Origin, TurnResult
+from hermes.gateway.request_options import RequestProblem
+from hermes.gateway.responses_request import (
+    RESPONSE_PREFIX,
+    ResponseRequest,
+    previous_not_found,
+    read_request,
+)
+from hermes.gateway.settings import API_SERVER, api_hidden_sources
+from hermes.state.segments import new_message_uid
+
+log = logging.getLogger(__name__)
+
+MESSAGE_PREFIX = "msg_"
+UNSTORED_KEY = f"{API_SERVER}:unstored"  # a store:false turn has no conversation
+
+
+def add_routes(app: web.Application, runner: Any, models: Callable[[], list[str]]) -> None:
+    """Register the Responses API on ``app``; turns run on ``runner`` (a GatewayRunner),
+    ``models`` says which models callers may ask for."""
+    api = _ResponsesApi(runner, models)
+    app.router.add_post("/v1/responses", api.create)
+    app.router.add_get("/v1/responses/{id}", api.retrieve)
+    app.router.add_delete("/v1/responses/{id}", api.delete)
+
+
+@dataclass
+class _Target:
+    """Where a stored turn runs."""
+
+    key: str
+    conversation: str
+    history: list[dict[str, Any]] | None = None
+    branched_from: str | None = None
+
+
+class _PreviousNotFound(Exception):
+    pass
+
+
+class _ResponsesApi:
+    def __init__(self, runner: Any, models: Callable[[], list[str]]) -> None:
+        self.runner = runner
+        self.db = runner.db
+        self.models = models
+        self.hidden = api_hidden_sources(runner.config)
+        self._unstored: set[asyncio.Task[None]] = set()
+        self._continuing = asyncio.Lock()
+
+    # -- POST /v1/responses ---------------------------------------------------------
+
+    async def create(self, request: web.Request) -> web.StreamResponse:
+        try:
+            body = await request.json()
+        except (ValueError, UnicodeDecodeError, RecursionError):
+            return error_response(
+                400, "The request body is not valid JSON.", "invalid_request_error"
+            )
+        if not isinstance(body, dict):
+            return error_response(
+                400, "The request body must be a JSON object.", "invalid_request_error"
+            )
+        session = request.headers.get(SESSION_HEADER) or None
+        if session is not None and not SESSION_ID.match(session):
+            return error_response(
+                400,
+                f"{SESSION_HEADER} must be 1-128 letters, digits, '.', '_' or '-'.",
+                "invalid_request_error",
+            )
+        try:
+            asked = read_request(body, self.models())
+        except RequestProblem as problem:
+            return _problem(problem)
+        if not self.runner.accepting:
+            return error_response(503, str(GatewayClosed()), "server_error", "shutting_down")
+        try:
+            return await self._respond(request, asked, session)
+        except _PreviousNotFound:
+            return _problem(previous_not_found(asked.previous_response_id or ""))
+        except NotYourConversation as exc:
+            return error_response(404, str(exc), "invalid_request_error", "session_not_found")
+
+    async def _respond(
+        self, request: web.Request, asked: ResponseRequest, session: str | None
+    ) -> web.StreamResponse:
+        draft = _Draft(asked, answer_uid=new_message_uid())
+        sink = ResultSink(stream=asked.stream)
+        if asked.store:
+            headers = await self._submit(request, asked, draft, sink, session)
+        else:
+            headers = {}
+            await self._start_unstored(asked, draft, sink)
+        if asked.stream:
+            return await _stream(request, draft, sink, headers)
+        try:
+            result = await sink.future
+        except GatewayClosed as exc:
+            return error_response(503, str(exc), "server_error", "shutting_down", headers=headers)
+        if result.session_id:
+            headers[SESSION_HEADER] = result.session_id
+        if result.error:
+            return error_response(
+                502, caller_error(result), "upstream_error", "model_error", headers=headers
+            )
+        return web.json_response(draft.finished(result), headers=headers)
+
+    async def _submit(
+        self,
+        request: web.Request,
+        asked: ResponseRequest,
+        draft: _Draft,
+        sink: ResultSink,
+        session: str | None,
+    ) -> dict[str, str]:
+        """Queue a stored turn in its conversation; the answer's headers."""
+        # Deciding where a continuation goes and queueing it are one step: two requests
+        # naming the same response must not both count it as the newest.
+        async with self._continuing if asked.previous_uid else contextlib.nullcontext():
+            target = await self._target(request, asked, session)
+            item = self._item(asked, draft, sink, target.key, target.conversation, target.history)
+            await self.runner.submit(item)
+        headers = {
+            SESSION_HEADER: await asyncio.to_thread(self.db.resolve_tip, target.conversation)
+        }
+        if target.branched_from:
+            headers[BRANCHED_HEADER] = target.branched_from
+        return headers
+
+    async def _start_unstored(
+        self, asked: ResponseRequest, draft: _Draft, sink: ResultSink
+    ) -> None:
+        """Start a turn that stores nothing; it reports to ``sink``."""
+        history = await self._unstored_history(asked)
+        item = self._item(asked, draft, sink, UNSTORED_KEY, "", history)
+        task = asyncio.create_task(self._run_unstored(item))
+        self._unstored.add(task)
+        task.add_done_callback(self._unstored.discard)
+
+    async def _target(
+        self, request: web.Request, asked: ResponseRequest, session: str | None
+    ) -> _Target:
+        if asked.previous_uid is None:
+            resume = request.headers.get(RESUME_HEADER) == "1"
+            key, conversation, created = await self.runner.api_conversation(session, resume=resume)
+            seeded = created and session is None and bool(asked.history)
+            return _Target(key, conversation, asked.history if seeded else None)
+        found = await self._find(asked.previous_uid)
+        conversation, branched_from = found.conversation_id, None
+        if self._input_waits(conversation) or not await asyncio.to_thread(
+            stored_responses.is_latest, self.db, found
+        ):
+            conversation = await asyncio.to_thread(
+                self.db.branch_session, found.conversation_id, at_message_id=found.row["id"]
+            )
+            branched_from = found.conversation_id
+            log.info(
+                "response %s is not the newest: branched %s", found.row["message_uid"], conversation
+            )
+        # The id names this conversation: the key routes to it again (as X-Hermes-Resume).
+        key, conversation, _ = await self.runner.api_conversation(conversation, resume=True)
+        return _Target(key, conversation, None, branched_from)
+
+    def _input_waits(self, conversation: str) -> bool:
+        """Input of the conversation waits or runs here: whatever this request names,
+        it is not the newest answer by the time this turn runs."""
+        scheduler = self.runner.scheduler
+        lane = scheduler.lane(conversation) if scheduler is not None else None
+        return lane is not None and lane.busy
+
+    async def _unstored_history(self, asked: ResponseRequest) -> list[dict[str, Any]]:
+        if asked.previous_uid is None:
+            return list(asked.history)
+        found = await self._find(asked.previous_uid)
+        return await asyncio.to_thread(stored_responses.context_until, self.db, found)
+
+    async def _find(self, uid: str) -> stored_responses.StoredResponse:
+        found = await asyncio.to_thread(stored_responses.find, self.db, uid, self.hidden)
+        if found is None:
+            raise _PreviousNotFound()
+        return found
+
+    def _item(
+        self,
+        asked: ResponseRequest,
+        draft: _Draft,
+        sink: ResultSink,
+        key: str,
+        conversation: str,
+        history: list[dict[str, Any]] | None,
+    ) -> WorkItem:
+        return WorkItem(
+            kind=MESSAGE,
+            text=asked.text,
+            key=key,
+            conversation_id=conversation,
+            origin=Origin(platform=API_SERVER, chat_id=conversation) if conversation else None,
+            history=history,
+            options={**asked.options, "answer_uid": draft.answer_uid},
+            sink=sink,
+        )
+
+    async def _run_unstored(self, item: WorkItem) -> None:
+        assert item.sink is not None
+        try:
+            result = await self.runner.run_unstored(item)
+        except GatewayClosed as exc:
+            item.sink.fail(exc)
+            return
+        except asyncio.CancelledError:  # the workers shut down before it started
+            item.sink.fail(GatewayClosed())
+            raise
+        except Exception:
+            log.exception("a store:false turn failed")
+            result = TurnResult(
+                error="hermes failed while answering (the gateway log has the details)"
+            )
+        item.sink.done(result)
+
+    # -- GET and DELETE /v1/responses/{id} ------------------------------------------
+
+    async def retrieve(self, request: web.Request) -> web.Response:
+        response_id = request.match_info["id"]
+        found = await self._stored(response_id)
+        if found is None:
+            return _not_found(response_id)
+
+        def rebuild() -> tuple[dict[str, Any], str]:
+            previous = stored_responses.previous_uid(self.db, found)
+            tip = self.db.resolve_tip(found.conversation_id)
+            return _stored_body(found, previous, self.runner.config.get("model.default")), tip
+
+        body, tip = await asyncio.to_thread(rebuild)
+        return web.json_response(body, headers={SESSION_HEADER: tip})
+
+    async def delete(self, request: web.Request) -> web.Response:
+        response_id = request.match_info["id"]
+        found = await self._stored(response_id)
+        if found is None:
+            return _not_found(response_id)
+        await asyncio.to_thread(stored_responses.undo, self.db, found)
+        self.runner.turns.forget_history(found.conversation_id)
+        return web.json_response({"id": response_id, "object": "response", "deleted": True})
+
+    async def _stored(self, response_id: str) -> stored_responses.StoredResponse | None:
+        if not response_id.startswith(RESPONSE_PREFIX):
+            return None
+        uid = response_id.removeprefix(RESPONSE_PREFIX)
+        return await asyncio.to_thread(stored_responses.find, self.db, uid, self.hidden)
+
+
+# -- the Response object ------------------------------------------------------------
+
+
+class _Draft:
+    """The Response object of one request, from its creation to its end."""
+
+    def __init__(self, asked: ResponseRequest, *, answer_uid: str) -> None:
+        self.asked = asked
+        self.answer_uid = answer_uid
+        self.id = RESPONSE_PREFIX + answer_uid
+        self.item_id = MESSAGE_PREFIX + answer_uid
+        self.created_at = int(time.time())
+
+    def body(self, status: str, **fields: Any) -> dict[str, Any]:
+        asked = self.asked
+        return _response_body(
+            self.id,
+            created_at=self.created_at,
+            status=status,
+            model=fields.pop("model", None) or asked.options["model"],
+            instructions=asked.instructions,
+            previous_response_id=asked.previous_response_id,
+            store=asked.store,
+            echo=asked.echo,
+            **fields,
+        )
+
+    def finished(self, result: TurnResult) -> dict[str, Any]:
+        status = "incomplete" if result.interrupted else "completed"
+        return self.body(
+            status,
+            model=result.model,
+            output=[_message(self.item_id, result.text, "completed")],
+            usage=_usage(result),
+        )
+
+
+def _response_body(
+    response_id: str,
+    *,
+    created_at: int,
+    status: str,
+    model: str,
+    instructions: str | None = None,
+    previous_response_id: str | None = None,
+    store: bool = True,
+    echo: dict[str, Any] | None = None,
+    output: list[dict[str, Any]] | None = None,
+    usage: dict[str, Any] | None = None,
+    error: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    echo = echo or {}
+    return {
+        "id": response_id,
+        "object": "response",
+        "created_at": created_at,
+        "status": status,
+        "background": False,
+        "error": error,
+        "incomplete_details": {"reason": "interrupted"} if status == "incomplete" else None,
+        "instructions": instructions,
+        "max_output_tokens": echo.get("max_output_tokens"),
+        "metadata": {},
+        "model": model,
+        "output": output or [],
+        "parallel_tool_calls": True,
+        "previous_response_id": previous_response_id,
+        "reasoning": {"effort": None, "summary": None},
+        "store": store,
+        "temperature": echo.get("temperature"),
+        "text": {"format": {"type": "text"}},
+        "tool_choice": "auto",
+        "tools": [],
+        "top_p": None,
+        "truncation": "disabled",
+        "usage": usage,
+        "user": echo.get("user"),
+    }
+
+
+def _stored_body(
+    found: stored_responses.StoredResponse, previous: str | None, default_model: str
+) -> dict[str, Any]:
+    uid = found.row["message_uid"]
+    return _response_body(
+        RESPONSE_PREFIX + uid,
+        created_at=int(found.row["created_at"]),
+        status="completed",
+        model=found.segment.get("model") or default_model,
+        previous_response_id=RESPONSE_PREFIX + previous if previous else None,
+        output=[_message(MESSAGE_PREFIX + uid, found.row["content"] or "", "completed")],
+    )
+
+
+def _message(item_id: str, text: str | None, status: str) -> dict[str, Any]:
+    content = [] if text is None else [_text_part(text)]
+    return {
+        "type": "message",
+        "id": item_id,
+        "status": status,
+        "role": "assistant",
+        "content": content,
+    }
+
+
+def _text_part(text: str) -> dict[str, Any]:
+    return {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
+
+
+def _usage(result: TurnResult) -> dict[str, Any]:
+    return {
+        "input_tokens": result.prompt_tokens,
+        "input_tokens_details": {"cached_tokens": 0},
+        "output_tokens": result.completion_tokens,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": result.prompt_tokens + result.completion_tokens,
+    }
+
+
+# -- streaming ----------------------------------------------------------------------
+
+
+class _Events:
+    """Writes one stream's server-sent events, numbering them."""
+
+    def __init__(self, response: web.StreamResponse, draft: _Draft) -> None:
+        self.response = response
+        self.draft = draft
+        self.sequence = 0
+
+    async def send(self, kind: str, **fields: Any) -> None:
+        event = {"type": kind, "sequence_number": self.sequence, **fields}
+        self.sequence += 1
+        data = json.dumps(event, ensure_ascii=False)
+        await self.response.write(f"event: {kind}\ndata: {data}\n\n".encode())
+
+    async def part(self, kind: str, **fields: Any) -> None:
+        """An event about the answer's one message item and its one text part."""
+        await self.send(kind, item_id=self.draft.item_id, output_index=0, content_index=0, **fields)
+
+
+async def _stream(
+    request: web.Request, draft: _Draft, sink: ResultSink, headers: dict[str, str]
+) -> web.StreamResponse:
+    response = web.StreamResponse(
+        headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache", **headers}
+    )
+    await response.prepare(request)
+    events = _Events(response, draft)
+    try:
+        await events.send("response.created", response=draft.body("in_progress"))
+        await events.send("response.in_progress", response=draft.body("in_progress"))
+        item = _message(draft.item_id, None, "in_progress")
+        await events.send("response.output_item.added", output_index=0, item=item)
+        await events.send(
+            "response.content_part.added",
+            item_id=draft.item_id,
+            output_index=0,
+            content_index=0,
+            part=_text_part(""),
+        )
+        while (piece := await sink.deltas.get()) is not ResultSink.DONE:
+            await events.part("response.output_text.delta", delta=piece, logprobs=[])
+        await _finish(events, draft, sink)
+        await response.write_eof()
+    except ConnectionResetError:
+        # The client went away; a stored turn still finishes and is stored.
+        log.debug("a streaming client of response %s disconnected", draft.id)
+    return response
+
+
+async def _finish(events: _Events, draft: _Draft, sink: ResultSink) -> None:
+    try:
+        result = sink.future.result()
+    except GatewayClosed as exc:
+        result = TurnResult(error=str(exc))
+        code = "shutting_down"
+    else:
+        code = "model_error"
+    if result.error:
+        error = {"code": code, "message": caller_error(result)}
+        await events.send("response.failed", response=draft.body("failed", error=error))
+        return
+    if not sink.streamed and result.text:
+        await events.part("response.output_text.delta", delta=result.text, logprobs=[])
+    await events.part("response.output_text.done", text=result.text, logprobs=[])
+    await events.part("response.content_part.done", part=_text_part(result.text))
+    item = _message(draft.item_id, result.text, "completed")
+    await events.send("response.output_item.done", output_index=0, item=item)
+    finished = draft.finished(result)
+    kind = "response.incomplete" if finished["status"] == "incomplete" else "response.completed"
+    await events.send(kind, response=finished)
+
+
+# -- errors ---------------------------------------------------------------------------
+
+
+def _problem(problem: RequestProblem) -> web.Response:
+    return error_response(
+        problem.status, problem.message, "invalid_request_error", problem.code, param=problem.param
+    )
+
+
+def _not_found(response_id: str) -> web.Response:
+    return error_response(
+        404, f"Response with id '{response_id[:200]}' not found.", "invalid_request_error"
+    )

@@ -1,0 +1,178 @@
+"""Reading a Responses API request (``POST /v1/responses``) into what one turn needs.
+
+``read_request`` checks the body the way OpenAI checks it and returns a
+``ResponseRequest``: the new user message (the last input item), the earlier user and
+assistant items (history for a new conversation), the client's instructions (the
+``instructions`` parameter and any ``system``/``developer`` items, an instruction layer
+after hermes's own prompt, as for chat completions) and the turn's options from
+``request_options``. A wrong value is a ``RequestProblem``: a 400 naming the parameter,
+or a 404 ``model_not_found``.
+
+Input items may be messages (``{"role", "content"}``, with or without ``"type":
+"message"``) whose content is a string or a list of ``input_text``/``output_text``
+parts (an ``input_image`` becomes a reference line, as in chat completions). Other item
+kinds (function call outputs, item references) are refused with a sentence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from hermes.gateway.request_options import INSTRUCTION_ROLES, RequestProblem, turn_options
+
+RESPONSE_PREFIX = "resp_"
+_HISTORY_ROLES = ("user", "assistant")
+_TEXT_PARTS = ("input_text", "output_text", "text")
+
+
+@dataclass
+class ResponseRequest:
+    """One ``POST /v1/responses``, checked."""
+
+    text: str  # the new user message
+    history: list[dict[str, Any]]  # earlier user/assistant items
+    options: dict[str, Any]  # model, instructions, sampling (``request_options``)
+    instructions: str | None = None  # the ``instructions`` parameter, echoed back
+    previous_uid: str | None = None  # the message_uid ``previous_response_id`` names
+    previous_response_id: str | None = None
+    stream: bool = False
+    store: bool = True
+    echo: dict[str, Any] = field(default_factory=dict)  # parameters the answer repeats
+
+
+def read_request(body: dict[str, Any], models: Sequence[str]) -> ResponseRequest:
+    """The checked request of a JSON object ``body``; raises ``RequestProblem``."""
+    items = _input_items(body.get("input"))
+    *earlier, last = items
+    if last["role"] != "user" or not last["content"].strip():
+        raise _bad("input", "The last item of 'input' must be a user message with text.")
+    instructions = _optional_string(body, "instructions")
+    layers = [instructions or ""] + [
+        m["content"] for m in earlier if m["role"] in INSTRUCTION_ROLES
+    ]
+    history = [m for m in earlier if m["role"] in _HISTORY_ROLES and m["content"]]
+    if body.get("tools"):
+        raise _bad(
+            "tools", "This gateway runs its own tools; 'tools' from the client are not taken."
+        )
+    previous_id = _optional_string(body, "previous_response_id")
+    if previous_id is not None and history:
+        raise _bad(
+            "input",
+            "With 'previous_response_id', 'input' holds only the new user message (and any "
+            "system or developer instructions): the conversation so far is on the server.",
+        )
+    chat_like = {
+        "model": body.get("model"),
+        "messages": [{"role": "system", "content": layer} for layer in layers if layer.strip()],
+        "temperature": body.get("temperature"),
+        "max_completion_tokens": _max_output_tokens(body),
+        "user": body.get("user"),
+    }
+    return ResponseRequest(
+        text=last["content"],
+        history=history,
+        options=turn_options(chat_like, models, lambda content: content),
+        instructions=instructions,
+        previous_uid=_previous_uid(previous_id),
+        previous_response_id=previous_id,
+        stream=_flag(body, "stream", False),
+        store=_flag(body, "store", True),
+        echo={k: body.get(k) for k in ("temperature", "max_output_tokens", "user")},
+    )
+
+
+def _input_items(given: Any) -> list[dict[str, str]]:
+    """``input`` as messages ``{"role", "content"}`` with text content."""
+    if isinstance(given, str):
+        if not given.strip():
+            raise _bad("input", "'input' must not be empty.")
+        return [{"role": "user", "content": given}]
+    if not isinstance(given, list) or not given:
+        raise _bad("input", "'input' must be a string or a non-empty list of input items.")
+    return [_message(item, index) for index, item in enumerate(given)]
+
+
+def _message(item: Any, index: int) -> dict[str, str]:
+    where = f"input[{index}]"
+    if not isinstance(item, dict):
+        raise _bad(where, f'\'{where}\' must be an object like {{"role": "user", ...}}.')
+    kind = item.get("type", "message")
+    if kind != "message":
+        raise _bad(
+            where,
+            f"'{where}' is a '{kind}' item; this gateway takes message items only "
+            "(role user, assistant, system or developer).",
+        )
+    role = item.get("role")
+    if role not in (*_HISTORY_ROLES, *INSTRUCTION_ROLES):
+        raise _bad(where, f"'{where}.role' must be user, assistant, system or developer.")
+    return {"role": role, "content": _text_of(item.get("content"), where)}
+
+
+def _text_of(content: Any, where: str) -> str:
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        raise _bad(where, f"'{where}.content' must be a string or a list of content parts.")
+    texts = []
+    for part in content:
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind in _TEXT_PARTS and isinstance(part.get("text"), str):
+            texts.append(part["text"])
+        elif kind == "input_image" and isinstance(part.get("image_url") or "", str):
+            texts.append(f"[image: {(part.get('image_url') or part.get('file_id') or '')[:200]}]")
+        else:
+            raise _bad(
+                where,
+                f"'{where}.content' may hold input_text, output_text and input_image parts "
+                f"only; got {kind or 'something else'}.",
+            )
+    return "\n".join(texts)
+
+
+def _optional_string(body: dict[str, Any], name: str) -> str | None:
+    value = body.get(name)
+    if value is not None and not isinstance(value, str):
+        raise _bad(name, f"'{name}' must be a string.")
+    return value or None
+
+
+def _flag(body: dict[str, Any], name: str, default: bool) -> bool:
+    value = body.get(name)
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise _bad(name, f"'{name}' must be true or false.")
+    return value
+
+
+def _max_output_tokens(body: dict[str, Any]) -> int | None:
+    limit = body.get("max_output_tokens")
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise _bad("max_output_tokens", "'max_output_tokens' must be a whole number of at least 1.")
+    return limit
+
+
+def _previous_uid(response_id: str | None) -> str | None:
+    if response_id is None:
+        return None
+    if not response_id.startswith(RESPONSE_PREFIX) or len(response_id) > 200:
+        raise previous_not_found(response_id)
+    return response_id.removeprefix(RESPONSE_PREFIX)
+
+
+def previous_not_found(response_id: str) -> RequestProblem:
+    """OpenAI's 404 for a ``previous_response_id`` nobody can continue from."""
+    return RequestProblem(
+        404,
+        f"Previous response with id '{response_id[:200]}' not found.",
+        "previous_response_id",
+        "previous_response_not_found",
+    )
+
+
+def _bad(param: str, message: str) -> RequestProblem:
+    return RequestProblem(400, message, param, "invalid_value")
