@@ -167,12 +167,15 @@ class SessionDB:
 
         With ``at_message_id`` the copy stops after that message (an original's id or the
         id of its carried copy in a later segment): the branch point of an edited history.
+        Undone messages (an /undo, a deleted response) stay behind: the branch starts
+        with the history as it stands.
         """
         history = self.get_conversation_messages(from_session_id)
         origin = self.get_session(from_session_id)
         assert origin is not None
         if at_message_id is not None:
             history = history[: self._branch_point(from_session_id, history, at_message_id)]
+        history = [m for m in history if not m.get("undone")]
         now = time.time()
         sid = segments.new_session_id(now)
 

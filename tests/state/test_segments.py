@@ -177,6 +177,18 @@ def test_branch_session_at_a_message_keeps_the_history_up_to_it(db: SessionDB) -
     assert len(db.get_messages("origin")) == 4  # the origin keeps its whole history
 
 
+def test_a_branch_leaves_undone_messages_behind(db: SessionDB) -> None:
+    """An /undo (or a deleted response) before the branch point does not come back."""
+    db.create_session("origin", source="api")
+    ids = [db.append_message("origin", role, text).message_id for role, text in TURNS]
+    db.mark_undone("origin", ids[:2])
+    branch = db.branch_session("origin")
+    assert [m["content"] for m in db.get_conversation_messages(branch)] == [
+        m["content"] for m in db.get_messages("origin")
+    ]
+    assert len(db.get_conversation_messages(branch)) == len(TURNS) - 2
+
+
 def test_branch_session_at_a_message_before_a_rotation(db: SessionDB) -> None:
     db.create_session("origin", source="api")
     ids = [db.append_message("origin", role, text).message_id for role, text in TURNS[:3]]
