@@ -131,7 +131,7 @@ class AIAgent:
         self.holds_turn_lock = False  # this agent (or its caller) holds the turn lock
         # (segment id, (last id, row count), messages): see load_history.
         self._cache: tuple[str, tuple[int, int], list[dict[str, Any]]] | None = None
-        self._stamp: tuple[int, int] | None = None
+        self._stamp: tuple[int, int, int] | None = None
         self.user_turns = 0
         self.last_sent_count = 0  # messages in the last request, for token accounting
         self.pending_usage = [0, 0]  # provider-reported tokens not yet stored
@@ -355,8 +355,9 @@ class AIAgent:
     def load_history(self) -> list[dict[str, Any]]:
         """The tip's messages, from a cache that is valid while nobody else wrote.
 
-        The cache carries the segment's (last id, row count) as this agent knows it;
-        any write by another path changes the store's figures and forces a reload.
+        The cache carries the segment's (last id, row count, undone rows) as this agent
+        knows it; any write or undo by another path changes the store's figures and
+        forces a reload.
         """
         db, sid = self.session_db, self.session_id
         if db is None or sid is None:
@@ -364,7 +365,11 @@ class AIAgent:
         if self._cache and self._cache[0] == sid and self._cache[1] == db.segment_stamp(sid):
             return list(self._cache[2])
         rows = db.get_messages(sid, include_undone=True)
-        self._stamp = (max((r["id"] for r in rows), default=0), len(rows))
+        self._stamp = (
+            max((r["id"] for r in rows), default=0),
+            len(rows),
+            sum(1 for r in rows if r["undone"]),
+        )
         history = self._well_formed(transcript.from_store(r for r in rows if not r["undone"]))
         self._cache = (self.session_id, self._stamp, history)
         return list(history)
@@ -399,7 +404,8 @@ class AIAgent:
         )
         if self._stamp is not None and landed.session_id == self.session_id and landed.stored:
             newest = max(i for i in landed.message_ids if i is not None)
-            self._stamp = (max(self._stamp[0], newest), self._stamp[1] + landed.stored)
+            last, count, undone = self._stamp
+            self._stamp = (max(last, newest), count + landed.stored, undone)
         if landed.session_id != self.session_id:
             self._stamp = None
             log.info(

@@ -385,16 +385,17 @@ class SessionDB:
                     break
                 after = rows[-1]["id"]
 
-    def segment_stamp(self, session_id: str) -> tuple[int, int]:
-        """(newest row id, row count) of a segment: changes whenever anyone writes to it."""
+    def segment_stamp(self, session_id: str) -> tuple[int, int, int]:
+        """(newest row id, row count, undone rows) of a segment: changes whenever anyone
+        writes to it or undoes part of it (an /undo or a deleted response elsewhere)."""
         row = self._read(
             lambda tx: tx.one(
-                "SELECT COALESCE(MAX(id), 0) AS last, COUNT(*) AS n FROM messages"
-                " WHERE session_id = ?",
+                "SELECT COALESCE(MAX(id), 0) AS last, COUNT(*) AS n,"
+                " COALESCE(SUM(undone), 0) AS undone FROM messages WHERE session_id = ?",
                 (session_id,),
             )
         )
-        return (int(row["last"]), int(row["n"])) if row else (0, 0)
+        return (int(row["last"]), int(row["n"]), int(row["undone"])) if row else (0, 0, 0)
 
     def last_message_id(self, session_id: str) -> int:
         """The compression watermark: the id of the segment's newest row (0 if none)."""

@@ -83,6 +83,20 @@ def test_replaying_a_history_writes_nothing_twice(fake_llm, db) -> None:
     assert Counter(r["message_uid"] for r in rows).most_common(1)[0][1] == 1
 
 
+def test_an_undo_by_another_handle_leaves_a_kept_agents_context(fake_llm, db, tmp_path) -> None:
+    """Another gateway's /undo or response DELETE changes no row count: the cache must
+    still see it, or the undone turn goes on being sent to the model."""
+    agent = make_agent(fake_llm, db)
+    agent.run_conversation("keep this")
+    agent.run_conversation("forget this")
+    with SessionDB(db_path=db.location) as other:
+        rows = other.get_messages(agent.session_id)
+        other.mark_undone(agent.session_id, [r["id"] for r in rows[-2:]])
+    agent.run_conversation("what is left?")
+    sent = [m["content"] for m in fake_llm.requests[-1]["messages"] if m["role"] != "system"]
+    assert sent == ["keep this", "echo: keep this", "what is left?"]
+
+
 def test_the_system_prompt_is_stored_and_byte_stable_for_the_segment(fake_llm, db) -> None:
     agent = make_agent(fake_llm, db)
     agent.run_conversation("one")

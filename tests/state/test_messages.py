@@ -275,18 +275,18 @@ def test_mark_undone_never_crosses_into_another_conversation(db: SessionDB) -> N
 
 def test_segment_stamp_changes_with_every_write(db: SessionDB) -> None:
     db.create_session("s", source="cli")
-    assert db.segment_stamp("s") == (0, 0)
+    assert db.segment_stamp("s") == (0, 0, 0)
     first = db.append_message("s", "user", "one").message_id
-    assert db.segment_stamp("s") == (first, 1)
+    assert db.segment_stamp("s") == (first, 1, 0)
     second = db.append_messages("s", [{"role": "user", "content": "two"}]).message_id
-    assert db.segment_stamp("s") == (second, 2)
+    assert db.segment_stamp("s") == (second, 2, 0)
     before = db.segment_stamp("s")
     db.append_message("s", "user", "two", message_uid=uids(db.get_messages("s"))[-1])
     assert db.segment_stamp("s") == before  # a duplicate writes nothing
     child = rotate(db, "s")
     assert db.segment_stamp("s") == before  # the parent is left as it was
     assert db.segment_stamp(child)[1] == 1
-    assert db.segment_stamp("ghost") == (0, 0)
+    assert db.segment_stamp("ghost") == (0, 0, 0)
 
 
 def test_undone_messages_are_not_carried_over_by_a_rotation(db: SessionDB) -> None:
