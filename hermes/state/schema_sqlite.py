@@ -138,4 +138,21 @@ MIGRATIONS = (
             )""",
         ),
     ),
+    Migration(
+        7,
+        "history_digests",
+        (
+            # The chain digest of each standing original user/assistant message of a
+            # conversation the HTTP API started (hermes/state/history.py): a stateless
+            # client's history finds the conversation it continues in one indexed read.
+            """CREATE TABLE history_digests (
+                message_id INTEGER PRIMARY KEY,
+                conversation_id TEXT NOT NULL,
+                digest TEXT NOT NULL
+            )""",
+            "CREATE INDEX history_digests_digest ON history_digests (digest)",
+            """CREATE INDEX history_digests_conversation
+                ON history_digests (conversation_id, message_id)""",
+        ),
+    ),
 )
