@@ -3,8 +3,10 @@
 ``POST /v1/chat/completions`` (JSON or SSE streaming), ``GET /v1/models``, ``GET /health``.
 The conversation lives on the server: the last user message of a request is the new
 input, and the ``X-Hermes-Session-Id`` request header chooses the conversation (any of
-its segment ids, old ones included); without it a new conversation starts, seeded
-with the request's earlier user and assistant messages. Every answer carries the
+its segment ids, old ones included). Without it the request's earlier user and
+assistant messages choose it (``GatewayRunner.api_stateless_conversation``): the
+conversation they continue, a branch where they diverge from one (the answer says
+``X-Hermes-Branched-From``), or else a new one seeded with them. Every answer carries the
 conversation's tip in ``X-Hermes-Session-Id``; a stream also names it in its first
 and last events (``hermes_session_id``), since a turn may rotate the conversation
 after the headers went out.
@@ -46,6 +48,7 @@ log = logging.getLogger(__name__)
 
 SESSION_HEADER = "X-Hermes-Session-Id"
 RESUME_HEADER = "X-Hermes-Resume"  # "1": a stale id goes back to its own conversation
+BRANCHED_HEADER = "X-Hermes-Branched-From"  # a stateless history diverged from that one
 UPSTREAM_FAILED = (
     "The model endpoint behind this gateway failed to answer; try again later, or ask the"
     " gateway's operator if it keeps failing."
@@ -227,7 +230,15 @@ class ApiServerAdapter(Adapter):
             )
             return await self._answer(request, body, TurnResult(text=text, session_id=session))
         resume = request.headers.get(RESUME_HEADER) == "1"
-        key, conversation, created = await self.runner.api_conversation(session, resume=resume)
+        extra: dict[str, str] = {}
+        if session is None and history:  # a client that sends the whole history each time
+            found = await self.runner.api_stateless_conversation(history)
+            key, conversation, seed = found.key, found.conversation_id, found.seed
+            if found.branched_from:
+                extra[BRANCHED_HEADER] = found.branched_from
+        else:
+            key, conversation, _ = await self.runner.api_conversation(session, resume=resume)
+            seed = None
         sink = ResultSink(stream=bool(body.get("stream")))
         item = WorkItem(
             kind=COMMAND if command is not None else MESSAGE,
@@ -235,18 +246,18 @@ class ApiServerAdapter(Adapter):
             key=key,
             conversation_id=conversation,
             origin=Origin(platform=API_SERVER, chat_id=conversation),
-            history=history if created and session is None and history else None,
+            history=seed,
             options=options,
             sink=sink,
         )
         await self.runner.submit(item)
         if sink.stream:
-            return await self._stream(request, body, sink, conversation)
+            return await self._stream(request, body, sink, conversation, extra)
         try:
             result = await sink.future
         except GatewayClosed as exc:
             return _error(503, str(exc), "server_error", "shutting_down")
-        return await self._answer(request, body, result)
+        return await self._answer(request, body, result, extra)
 
     async def _immediate(self, command: commands.Command, session: str | None) -> TurnResult:
         if command.name == "new":
@@ -271,16 +282,21 @@ class ApiServerAdapter(Adapter):
     # -- answers ------------------------------------------------------------------------
 
     async def _answer(
-        self, request: web.Request, body: dict[str, Any], result: TurnResult
+        self,
+        request: web.Request,
+        body: dict[str, Any],
+        result: TurnResult,
+        extra: dict[str, str] | None = None,
     ) -> web.StreamResponse:
         headers = {SESSION_HEADER: result.session_id} if result.session_id else {}
+        headers.update(extra or {})
         if result.error:
             message = _caller_error(result)
             return _error(502, message, "upstream_error", "model_error", headers=headers)
         if body.get("stream"):
             sink = ResultSink(stream=True)
             sink.done(result)
-            return await self._stream(request, body, sink, result.session_id)
+            return await self._stream(request, body, sink, result.session_id, extra)
         completion = {
             "id": _completion_id(),
             "object": "chat.completion",
@@ -299,7 +315,12 @@ class ApiServerAdapter(Adapter):
         return web.json_response(completion, headers=headers)
 
     async def _stream(
-        self, request: web.Request, body: dict[str, Any], sink: ResultSink, conversation: str | None
+        self,
+        request: web.Request,
+        body: dict[str, Any],
+        sink: ResultSink,
+        conversation: str | None,
+        extra: dict[str, str] | None = None,
     ) -> web.StreamResponse:
         done = sink.future.done() and sink.future.exception() is None
         tip = sink.future.result().session_id if done else None
@@ -310,6 +331,7 @@ class ApiServerAdapter(Adapter):
                 "Content-Type": "text/event-stream",
                 "Cache-Control": "no-cache",
                 SESSION_HEADER: tip or "",
+                **(extra or {}),
             }
         )
         await response.prepare(request)
