@@ -55,6 +55,7 @@ from hermes.gateway.turn_gate import TurnGate
 from hermes.gateway.turns import AgentFactory, TurnRunner, undo_turn
 from hermes.secrets import register
 from hermes.state.errors import StateError
+from hermes.state.history import HistoryMatch
 
 log = logging.getLogger(__name__)
 
@@ -431,16 +432,18 @@ class GatewayRunner:
         branch of it at the last message in common, holding the rest of the history.
         Nothing stored: a new conversation seeded with the history.
         """
-        return await asyncio.to_thread(self._open_stateless_conversation, history)
+        match = await asyncio.to_thread(self.db.find_history, history)
+        if match is not None and match.latest and match.matched == len(history):
+            key, conversation, _ = await self.api_conversation(match.conversation_id)
+            return StatelessConversation(key, conversation)
+        return await asyncio.to_thread(self._start_stateless_conversation, history, match)
 
-    def _open_stateless_conversation(self, history: list[dict[str, Any]]) -> StatelessConversation:
-        match = self.db.find_history(history)
+    def _start_stateless_conversation(
+        self, history: list[dict[str, Any]], match: HistoryMatch | None
+    ) -> StatelessConversation:
         if match is None:
             key, conversation, _ = self._open_api_conversation(None)
             return StatelessConversation(key, conversation, seed=history or None)
-        if match.latest and match.matched == len(history):
-            key, conversation, _ = self._open_api_conversation(match.conversation_id)
-            return StatelessConversation(key, conversation)
         branch = self.db.branch_session(
             match.conversation_id, at_message_id=match.message_id, then=history[match.matched :]
         )

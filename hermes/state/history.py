@@ -39,6 +39,7 @@ from hermes.state.backend import MessageRow, Row, Tx
 # The conversations a stateless HTTP client can continue: those the HTTP API started.
 DIGESTED_SOURCES = frozenset({"api_server"})
 ROLES = ("user", "assistant")
+_ROLE_BYTES = {role: f"{role}\0".encode() for role in ROLES}
 _CHUNK = 900  # parameters per IN (...) list: SQLite builds before 3.32 allow 999
 
 
@@ -68,28 +69,37 @@ def normalised(content: Any) -> str:
 
 def link(previous: bytes, role: str, text: str) -> bytes:
     """The digest of a history that is ``previous``'s followed by one message."""
-    step = hashlib.sha256(previous)
-    step.update(f"{role}\0{text}".encode("utf-8", "surrogatepass"))
+    step = hashlib.sha256(previous + _ROLE_BYTES[role])
+    step.update(text.encode("utf-8", "surrogatepass"))
     return step.digest()
 
 
 def prefix_digests(messages: Sequence[Mapping[str, Any]]) -> list[tuple[bytes, int]]:
     """(digest, messages covered) of every prefix of a client's history that ends with
     a digested message, shortest first; a prefix covers the undigested messages after
-    it too, so what is left over always starts with a digested one."""
-    prefixes: list[tuple[bytes, int]] = []
-    previous = b""
+    it too, so what is left over always starts with a digested one.
+
+    This runs on every stateless request over its whole history, so ``link`` and
+    ``_digestible_text`` are written out in the loop (calls were a third of its time).
+    """
+    digests, starts = [], []  # starts: the index of each digested message
+    previous, sha256 = b"", hashlib.sha256
     for index, message in enumerate(messages):
-        text = _digestible_text(message.get("role"), message.get("content"), None)
-        if text is None:
+        role = _ROLE_BYTES.get(message.get("role"))
+        if role is None:
             continue
-        if prefixes:
-            prefixes[-1] = (previous, index)
-        previous = link(previous, message["role"], text)
-        prefixes.append((previous, index + 1))
-    if prefixes:
-        prefixes[-1] = (previous, len(messages))
-    return prefixes
+        content = message.get("content")
+        text = content.strip() if isinstance(content, str) else normalised(content)
+        if not text:
+            continue
+        step = sha256(previous + role)
+        step.update(text.encode("utf-8", "surrogatepass"))
+        previous = step.digest()
+        digests.append(previous)
+        starts.append(index)
+    if not digests:
+        return []
+    return list(zip(digests, [*starts[1:], len(messages)], strict=True))
 
 
 # -- writing ------------------------------------------------------------------------------

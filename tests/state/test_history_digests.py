@@ -141,3 +141,8 @@ def test_a_conversation_from_before_the_digests_is_digested_whole_at_its_next_ap
     last = db.append_message("c", "user", "two").message_id
     match = db.find_history(said("one", "echo: one", "two"))
     assert (match.conversation_id, match.message_id, match.latest) == ("c", last, True)
+
+
+def test_a_history_without_text_finds_nothing(db: SessionDB) -> None:
+    conversation(db, "c", "one", "echo: one")
+    assert db.find_history([{"role": "assistant", "content": "  "}, {"role": "tool"}]) is None
