@@ -191,11 +191,11 @@ MIGRATIONS = (
             # conversation the HTTP API started (hermes/state/history.py): a stateless
             # client's history finds the conversation it continues in one indexed read.
             """CREATE TABLE history_digests (
-                message_id BIGINT PRIMARY KEY,
+                digest TEXT NOT NULL,
+                message_id BIGINT NOT NULL,
                 conversation_id TEXT NOT NULL,
-                digest TEXT NOT NULL
+                PRIMARY KEY (digest, message_id)
             )""",
-            "CREATE INDEX history_digests_digest ON history_digests (digest)",
             """CREATE INDEX history_digests_conversation
                 ON history_digests (conversation_id, message_id)""",
         ),

@@ -3,7 +3,10 @@ conversation and message it ends at, on both backends, after rotations and undos
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from hermes.state import SessionDB
+from hermes.state.copy import copy_store
 
 from .helpers import SUMMARY, StoreSpec, raw_all, rotate
 
@@ -146,3 +149,11 @@ def test_a_conversation_from_before_the_digests_is_digested_whole_at_its_next_ap
 def test_a_history_without_text_finds_nothing(db: SessionDB) -> None:
     conversation(db, "c", "one", "echo: one")
     assert db.find_history([{"role": "assistant", "content": "  "}, {"role": "tool"}]) is None
+
+
+def test_a_copied_store_keeps_the_digests(db: SessionDB, tmp_path: Path) -> None:
+    conversation(db, "c", "one", "echo: one")
+    with SessionDB(db_path=tmp_path / "copy.db") as target:
+        report = copy_store(db, target)
+        assert report.counts["history_digests"] == 2
+        assert target.find_history(said("one", "echo: one")).conversation_id == "c"
