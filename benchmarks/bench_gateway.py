@@ -29,6 +29,14 @@ an error, runs once more (one stall of another process's making on a shared mach
 should not end the sweep); the sweep stops after the second miss. The largest step that
 passed is the gateway's capacity on this machine.
 
+Last, a stateless client (``stateless``): a chat UI that sends the whole history with
+every request and no session header, on a conversation of 1,000 messages (~300
+characters each), the model answering at once and compression off so that every request
+does the same work. It alternates with a client that sends the same body with the
+header (the history then goes unread), so the difference is the history lookup; the
+lookup itself (digests of the 1,000 messages + the store's one indexed read) is timed
+in-process on the same store afterwards, wall and CPU time. Target (issue 13): the lookup adds <= 1 ms p50.
+
     python -m benchmarks.bench_gateway [--gateway-conversations 200] [--gateway-turns 5]
         [--gateway-latency-ms 100] [--gateway-max-concurrent N] [--gateway-sweep] [--quick]
 """
@@ -59,6 +67,9 @@ HEADER = "X-Hermes-Session-Id"
 MODEL_KEY = "sk-bench-model-key-000000"
 UNLOADED_TURNS = 20
 TARGET_MS = 20.0
+STATELESS_HISTORY = 1000  # messages the stateless client's conversation holds
+STATELESS_REQUESTS = 30  # of each kind, alternating
+LOOKUP_TARGET_MS = 1.0
 SWEEP_STEPS = (1, 2, 5, 10, 20, 50, 100, 200)
 SWEEP_MIN_TURNS = 100  # per step: fresh conversations one after another until this many
 # A step that misses the target runs once more before the sweep stops: on a shared
@@ -138,6 +149,24 @@ class Results:
 
 
 @dataclass
+class Stateless:
+    """The stateless-client case: response times with and without the header, the lookup."""
+
+    history: int
+    header_ms: list[float] = field(default_factory=list)
+    stateless_ms: list[float] = field(default_factory=list)
+    lookup_ms: list[float] = field(default_factory=list)
+    lookup_cpu_ms: list[float] = field(default_factory=list)  # its CPU time (thread_time)
+    messages: list[dict[str, str]] = field(default_factory=list)  # the client's history
+    conversations: int = 0  # in the store afterwards: 1 unless something forked
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def added_ms(self) -> float:
+        return _pct(self.stateless_ms, 0.5) - _pct(self.header_ms, 0.5)
+
+
+@dataclass
 class Sweep:
     turns: int
     latency_ms: float
@@ -208,6 +237,7 @@ def run(args: Any = None) -> None:
     if sizes["sweep"]:
         steps = [s for s in SWEEP_STEPS if s < conversations] + [conversations]
         print(sweep_report(sweep(steps, turns, latency_ms, limit)), flush=True)
+    print(stateless_report(stateless()), flush=True)
 
 
 def measure(conversations: int, turns: int, latency_ms: float, limit: int | None = None) -> Results:
@@ -255,15 +285,35 @@ def sweep(
     return found
 
 
+def stateless(history: int = STATELESS_HISTORY, requests: int = STATELESS_REQUESTS) -> Stateless:
+    """The stateless-client case on a fresh gateway (see the module's docstring)."""
+    found = Stateless(history)
+    with _Rig(0.0, 4, compression=False) as rig:
+        asyncio.run(_stateless_load(found, rig.port, rig.home, requests))
+        rig.stop_gateway()
+        from hermes.state import SessionDB
+
+        with SessionDB(db_path=rig.home / "state.db", read_only=True) as db:
+            found.conversations = len(db.list_conversations())
+            seeded = found.messages[: found.history]  # as it was when the load started
+            for _ in range(100):
+                started, cpu = time.perf_counter(), time.thread_time()
+                db.find_history(seeded)
+                found.lookup_cpu_ms.append((time.thread_time() - cpu) * 1000)
+                found.lookup_ms.append((time.perf_counter() - started) * 1000)
+    return found
+
+
 # --------------------------------------------------------------------------- the rig
 
 
 class _Rig:
     """A private HERMES_HOME, the fake model in its own process, the gateway in another."""
 
-    def __init__(self, latency_ms: float, limit: int) -> None:
+    def __init__(self, latency_ms: float, limit: int, *, compression: bool = True) -> None:
         self.latency_ms = latency_ms
         self.limit = limit
+        self.compression = compression
         self.home = Path(tempfile.mkdtemp(prefix="bench-gateway-"))
         self.model: subprocess.Popen[str] | None = None
         self.gateway: subprocess.Popen[bytes] | None = None
@@ -273,7 +323,7 @@ class _Rig:
     def __enter__(self) -> _Rig:
         try:
             self.model, self.model_url = _start_model(self.home, self.latency_ms)
-            _write_config(self.home, self.model_url, self.limit)
+            _write_config(self.home, self.model_url, self.limit, self.compression)
             self.port = _free_port()
             self.gateway = _start_gateway(self.home, self.port)
             _wait_healthy(self.gateway, self.port)
@@ -354,13 +404,14 @@ def _stop(process: subprocess.Popen[Any]) -> None:
         process.wait()
 
 
-def _write_config(home: Path, model_url: str, limit: int) -> None:
+def _write_config(home: Path, model_url: str, limit: int, compression: bool = True) -> None:
     import yaml
 
     config = {
         "model": {"default": "fake-model", "base_url": model_url, "max_retries": 0},
         "agent": {"review_interval": 0},
         "gateway": {"max_concurrent_turns": limit},
+        "compression": {"enabled": compression},
     }
     (home / "config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
 
@@ -529,6 +580,49 @@ async def _conversation(session: Any, url: str, number: int, results: Results) -
         results.sessions.append(conversation)
 
 
+async def _stateless_load(found: Stateless, port: int, home: Path, requests: int) -> None:
+    """Seed a conversation of ``found.history`` messages, then alternate requests with and
+    without the session header, each sending the whole history."""
+    import aiohttp
+
+    from hermes.gateway.api_key import read_api_key
+
+    url = f"http://127.0.0.1:{port}/v1/chat/completions"
+    auth = {"Authorization": f"Bearer {read_api_key(home)}"}
+    filler = "lorem ipsum dolor sit amet " * 11  # ~300 characters a message
+    found.messages = [
+        {"role": ("user", "assistant")[n % 2], "content": f"message {n}: {filler}"}
+        for n in range(found.history - 2)
+    ]
+    timeout = aiohttp.ClientTimeout(total=120)
+    async with aiohttp.ClientSession(timeout=timeout, headers=auth) as session:
+        conversation = await _stateless_turn(session, url, found, "seed", None, [])
+        for n in range(requests):
+            kinds = ((True, found.header_ms), (False, found.stateless_ms))
+            for with_header, times in kinds if n % 2 else reversed(kinds):
+                header = conversation if with_header else None
+                await _stateless_turn(session, url, found, f"turn {n}", header, times)
+
+
+async def _stateless_turn(
+    session: Any, url: str, found: Stateless, words: str, header: str | None, times: list[float]
+) -> str | None:
+    """One request with the whole history; its answer joins the client's history."""
+    found.messages.append({"role": "user", "content": words})
+    body = {"model": "fake-model", "messages": found.messages}
+    started = time.perf_counter()
+    async with session.post(url, json=body, headers={HEADER: header} if header else {}) as answer:
+        payload = await answer.json()
+        times.append((time.perf_counter() - started) * 1000)
+        if answer.status != 200:
+            found.errors.append(f"HTTP {answer.status}: {payload}")
+            return None
+        found.messages.append(
+            {"role": "assistant", "content": payload["choices"][0]["message"]["content"]}
+        )
+        return answer.headers[HEADER]
+
+
 async def _sample_rss(process: Any, results: Results, stop: asyncio.Event) -> None:
     while not stop.is_set():
         try:
@@ -695,6 +789,34 @@ def sweep_report(found: Sweep) -> str:
     lines.append("  ((b) p99 = overhead p99 with the fake model's own measured time taken out)")
     for error in [e for s in steps for e in s.errors][:5]:
         lines.append(f"  error: {error}")
+    return "\n".join(lines)
+
+
+def stateless_report(found: Stateless) -> str:
+    header, bare = _pct(found.header_ms, 0.5), _pct(found.stateless_ms, 0.5)
+    lookup = _pct(found.lookup_ms, 0.5)
+    rows = [
+        ("history lookup p50 / p99",
+         f"{lookup:.2f} / {_pct(found.lookup_ms, 0.99):.2f} ms",
+         f"<= {LOOKUP_TARGET_MS:.0f} ms p50: {found.history} digests + one indexed read,"
+         " in-process"),
+        ("history lookup CPU p50",
+         f"{_pct(found.lookup_cpu_ms, 0.5):.2f} ms",
+         "the same, its thread's CPU time (less moved by other processes)"),
+        ("response p50 with the header / without",
+         f"{header:.1f} / {bare:.1f} ms",
+         f"ratio {bare / header:.2f}x, difference {found.added_ms:+.1f} ms"),
+        ("conversations in the store", str(found.conversations), "1"),
+        ("errors", str(len(found.errors)), "0"),
+    ]  # fmt: skip
+    width = max(len(row[0]) for row in rows)
+    lines = [
+        f"Stateless client: the whole history with every request, no session header;"
+        f" {found.history}-message conversation, {len(found.stateless_ms)} requests of each"
+        " kind alternating, the model answering at once, compression off"
+    ]
+    lines += [f"  {n:<{width}}  {v:>18}  {t}".rstrip() for n, v, t in rows]
+    lines += [f"  error: {error}" for error in found.errors[:5]]
     return "\n".join(lines)
 
 

@@ -340,6 +340,25 @@ def one_per_transaction(target: Target, sizes: Sizes, prof: Profiler) -> tuple[f
         raw.close()
 
 
+def digested_appends(target: Target, sizes: Sizes) -> tuple[float, float]:
+    """msgs/s appending one message per transaction to a conversation of the HTTP API
+    (whose messages get history digests) and to another, interleaved."""
+    blocks = _blocks(texts(sizes.messages, seed=4))
+    roles = ("user", "assistant")
+    with target.open() as db:
+        api, other = db.create_session(source="api_server"), db.create_session(source="bench")
+
+        def into(sid: str) -> Callable[[int], int]:
+            def write(n: int) -> int:
+                for k, content in enumerate(blocks[n]):
+                    db.append_message(sid, roles[k % 2], content)
+                return len(blocks[n])
+
+            return write
+
+        return interleaved(len(blocks), into(api), into(other))
+
+
 def batches(target: Target, sizes: Sizes, prof: Profiler) -> tuple[float, float, str]:
     """msgs/s writing a turn's batch per transaction; returns the filled segment too."""
     contents = texts(sizes.messages, seed=3)
@@ -757,6 +776,11 @@ def _vs_raw(value: float, raw: float, floor: float) -> str:
     return f"{'ok' if ratio >= floor else 'MISSED'} ({ratio:.2f}x raw, needs {floor:.2f}x)"
 
 
+def _vs_other(value: float, other: float | None) -> str:
+    """How an HTTP API conversation's appends compare with another's, run interleaved."""
+    return f"{value / other:.2f}x of {other:,.0f}/s in another conversation" if other else ""
+
+
 NOISE = 0.05  # "no slower than one writer": within 5%, the run-to-run noise here
 
 
@@ -839,6 +863,7 @@ def run_sqlite(sizes: Sizes, prof: Profiler, out: Results, log: Callable[[str], 
             out.put("sqlite", f"one_{synchronous}_raw", raw)
             if synchronous == "normal":
                 continue
+            _digested(target, sizes, out, log)
             for batch in (1, sizes.batch):
                 log(f"sqlite: WAL pages per transaction, {batch} message(s) each")
                 mine, raw = wal_pages(target, sizes, batch)
@@ -855,6 +880,7 @@ def run_postgres(
         mine, raw = one_per_transaction(target, sizes, prof)
         out.put("postgres", "one_full", mine)
         out.put("postgres", "one_full_raw", raw)
+        _digested(target, sizes, out, log)
         _common(target, sizes, prof, out, log)
         log(f"postgres: {sizes.pg_writers} processes appending together")
         together = writers_together(
@@ -864,6 +890,13 @@ def run_postgres(
         out.put("postgres", "procs8_alone", together.alone)
         out.put("postgres", "procs8_lost", together.lost)
         out.put("postgres", "procs8_errors", together.errors)
+
+
+def _digested(target: Target, sizes: Sizes, out: Results, log: Callable[[str], None]) -> None:
+    log(f"{target.backend}: one message per transaction, HTTP API conversation x {sizes.messages}")
+    digested, plain = digested_appends(target, sizes)
+    out.put(target.backend, "one_api", digested)
+    out.put(target.backend, "one_api_plain", plain)
 
 
 def _common(
@@ -941,6 +974,14 @@ def build_lines(res: Results, sizes: Sizes, backends: list[str]) -> tuple[list[L
         "one_full",
         ">= 0.6x raw",
         lambda b, v, r: _vs_raw(v, r, 0.6) if b == "sqlite" and r else "",
+    )
+    add(
+        f"  the same, HTTP API conversation (history digests) ({n})",
+        "msgs/s",
+        "one_api",
+        "",
+        lambda b, v, r: _vs_other(v, res.get(b, "one_api_plain")),
+        raw_key="",
     )
     if "sqlite" in backends:
         add(f"one message per transaction, NORMAL ({n})", "msgs/s", "one_normal")

@@ -141,3 +141,18 @@ def test_the_fake_model_reports_its_service_times() -> None:
         assert 20.0 <= stats["service_ms"]["p50"] <= stats["service_ms"]["max"]
         assert _stats(server)["requests"] == 0  # reset after reading
         assert server.stats()["service_ms"]["p99"] is None
+
+
+def test_the_stateless_case_keeps_one_conversation_and_times_the_lookup() -> None:
+    found = bench.stateless(history=20, requests=2)
+
+    assert found.errors == [] and found.conversations == 1
+    assert len(found.header_ms) == len(found.stateless_ms) == 2
+    assert len(found.lookup_ms) == 100
+    text = bench.stateless_report(found)
+    for row in (
+        "history lookup p50 / p99",
+        "response p50 with the header / without",
+        "conversations in the store",
+    ):
+        assert row in text, row

@@ -12,7 +12,9 @@ runner, and starts the enabled platform adapters. Its life:
     background-process completion events, then let the lanes run.
 ``handle_message`` / the HTTP API
     allow-list, slash commands, key -> conversation, a work item on its lane; a
-    message that has to wait is acknowledged.
+    message that has to wait is acknowledged. An HTTP request without a session id
+    finds the conversation its history continues through the store's history digests
+    (a diverging history branches there).
 ``stop``
     stop accepting, keep every item that has not started in the store, let running
     turns finish within the grace period, then interrupt them, release the kept items
@@ -27,6 +29,7 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +55,7 @@ from hermes.gateway.turn_gate import TurnGate
 from hermes.gateway.turns import AgentFactory, TurnRunner, undo_turn
 from hermes.secrets import register
 from hermes.state.errors import StateError
+from hermes.state.history import HistoryMatch
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +64,16 @@ AdapterFactory = Callable[["GatewayRunner", PlatformSettings], Adapter]
 
 QUEUED_ACK = "Queued: I will answer after the current reply."
 DEFAULT_GRACE = 30.0
+
+
+@dataclass(frozen=True)
+class StatelessConversation:
+    """Where a request without a session id goes (``GatewayRunner.api_stateless_conversation``)."""
+
+    key: str
+    conversation_id: str
+    seed: list[dict[str, Any]] | None = None  # history to store first (a new conversation)
+    branched_from: str | None = None  # the conversation whose history this one diverged from
 
 
 class GatewayRunner:
@@ -404,6 +418,38 @@ class GatewayRunner:
             self._api_conversations.clear()
         self._api_conversations[session_id or conversation] = (key, conversation)
         return key, conversation, created
+
+    async def api_stateless_conversation(
+        self, history: list[dict[str, Any]]
+    ) -> StatelessConversation:
+        """The conversation a request without X-Hermes-Session-Id continues, found by its
+        ``history`` (the user/assistant messages before its new one) in the store, so
+        every gateway on it agrees.
+
+        The whole history stored and ending at the conversation's latest message: that
+        conversation (its key's route decides, as for a stale id). A stored prefix only,
+        or a conversation that went on after it (an edited or regenerated message): a
+        branch of it at the last message in common, holding the rest of the history.
+        Nothing stored: a new conversation seeded with the history.
+        """
+        match = await asyncio.to_thread(self.db.find_history, history)
+        if match is not None and match.latest and match.matched == len(history):
+            key, conversation, _ = await self.api_conversation(match.conversation_id)
+            return StatelessConversation(key, conversation)
+        return await asyncio.to_thread(self._start_stateless_conversation, history, match)
+
+    def _start_stateless_conversation(
+        self, history: list[dict[str, Any]], match: HistoryMatch | None
+    ) -> StatelessConversation:
+        if match is None:
+            key, conversation, _ = self._open_api_conversation(None)
+            return StatelessConversation(key, conversation, seed=history or None)
+        branch = self.db.branch_session(
+            match.conversation_id, at_message_id=match.message_id, then=history[match.matched :]
+        )
+        log.info("a stateless history diverged from %s: branched %s", match.conversation_id, branch)
+        key, conversation, _ = self._open_api_conversation(branch)
+        return StatelessConversation(key, conversation, branched_from=match.conversation_id)
 
     async def api_new_conversation(self, session_id: str | None) -> str:
         """``/new`` over the API: the key of ``session_id`` routes to a new conversation."""

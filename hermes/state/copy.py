@@ -70,6 +70,7 @@ TABLES = (
     _Table("messages", ("id",)),
     _Table("compression_locks", ("session_id",)),
     _Table("segment_coverage", ("session_id", "origin_id")),
+    _Table("history_digests", ("digest", "message_id")),
     _Table("gateway_routes", ("session_key",)),
     _Table("gateway_queue", ("id",)),
 )

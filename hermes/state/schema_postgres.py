@@ -183,4 +183,21 @@ MIGRATIONS = (
             )""",
         ),
     ),
+    Migration(
+        7,
+        "history_digests",
+        (
+            # The chain digest of each standing original user/assistant message of a
+            # conversation the HTTP API started (hermes/state/history.py): a stateless
+            # client's history finds the conversation it continues in one indexed read.
+            """CREATE TABLE history_digests (
+                digest TEXT NOT NULL,
+                message_id BIGINT NOT NULL,
+                conversation_id TEXT NOT NULL,
+                PRIMARY KEY (digest, message_id)
+            )""",
+            """CREATE INDEX history_digests_conversation
+                ON history_digests (conversation_id, message_id)""",
+        ),
+    ),
 )

@@ -138,4 +138,22 @@ MIGRATIONS = (
             )""",
         ),
     ),
+    Migration(
+        7,
+        "history_digests",
+        (
+            # The chain digest of each standing original user/assistant message of a
+            # conversation the HTTP API started (hermes/state/history.py): a stateless
+            # client's history finds the conversation it continues in one indexed read.
+            # Keyed by the digest, without a rowid: one b-tree fewer to write per append.
+            """CREATE TABLE history_digests (
+                digest TEXT NOT NULL,
+                message_id INTEGER NOT NULL,
+                conversation_id TEXT NOT NULL,
+                PRIMARY KEY (digest, message_id)
+            ) WITHOUT ROWID""",
+            """CREATE INDEX history_digests_conversation
+                ON history_digests (conversation_id, message_id)""",
+        ),
+    ),
 )

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from hermes.state import export, gateway_queue, lease, rotation, routes, segments
+from hermes.state import export, gateway_queue, history, lease, rotation, routes, segments
 from hermes.state.backend import Backend, Row, Tx
 from hermes.state.errors import MessageNotFoundError, ReadOnlyStoreError, SessionNotFoundError
 from hermes.state.search import query_terms, snippet
@@ -162,20 +162,21 @@ class SessionDB:
         *,
         at_message_id: int | None = None,
         source: str | None = None,
+        then: Sequence[Mapping[str, Any]] = (),
     ) -> str:
-        """A new conversation that starts with a copy of another's logical history.
+        """A new conversation that starts with a copy of another's standing history.
 
         With ``at_message_id`` the copy stops after that message (an original's id or the
         id of its carried copy in a later segment): the branch point of an edited history.
-        Undone messages (an /undo, a deleted response) stay behind: the branch starts
-        with the history as it stands.
+        ``then`` are messages the branch holds after the copy, in the same transaction
+        (the edited part of a history). Undone messages (an /undo, a deleted response)
+        stay behind: the branch starts with the history as it stands.
         """
-        history = self.get_conversation_messages(from_session_id)
+        standing = [m for m in self.get_conversation_messages(from_session_id) if not m["undone"]]
         origin = self.get_session(from_session_id)
         assert origin is not None
         if at_message_id is not None:
-            history = history[: self._branch_point(from_session_id, history, at_message_id)]
-        history = [m for m in history if not m.get("undone")]
+            standing = standing[: self._branch_point(from_session_id, standing, at_message_id)]
         now = time.time()
         sid = segments.new_session_id(now)
 
@@ -197,15 +198,17 @@ class SessionDB:
                 },
             )
             rows = [
-                segments.message_row(sid, _as_message(m), now, message_uid=None) for m in history
+                segments.message_row(sid, _as_message(m), now, message_uid=None) for m in standing
             ]
-            segments.add_messages(tx, sid, rows, now)
+            rows += [segments.message_row(sid, m, now) for m in then]
+            ids = segments.add_messages(tx, sid, rows, now)
+            history.record(tx, sid, source or origin["source"], ids, rows)
 
         self._write(run)
         return sid
 
-    def _branch_point(self, session_id: str, history: list[dict], message_id: int) -> int:
-        """How many messages of ``history`` to keep so it ends with ``message_id``."""
+    def _branch_point(self, session_id: str, messages: list[dict], message_id: int) -> int:
+        """How many of ``messages`` to keep so they end with ``message_id``."""
         row = self._read(
             lambda tx: tx.one(
                 "SELECT COALESCE(origin_id, id) AS origin FROM messages WHERE id = ?",
@@ -213,7 +216,7 @@ class SessionDB:
             )
         )
         origin = int(row["origin"]) if row else message_id
-        for index, message in enumerate(history):
+        for index, message in enumerate(messages):
             if message["id"] in (message_id, origin):
                 return index + 1
         raise MessageNotFoundError(session_id, message_id)
@@ -325,7 +328,8 @@ class SessionDB:
         now = time.time()
 
         def run(tx: Tx) -> Appended:
-            target = segments.writable(tx, session_id)["id"]
+            segment = segments.writable(tx, session_id)
+            target = segment["id"]
             rows = [segments.message_row(target, m, now) for m in messages]
             known = segments.existing_uids(tx, [r.message_uid for r in rows])
             fresh, seen, ids = [], set(), []
@@ -337,6 +341,7 @@ class SessionDB:
                 fresh.append(row)
                 ids.append(len(fresh) - 1)
             new_ids = segments.add_messages(tx, target, fresh, now) if fresh else []
+            history.record(tx, segment["conversation_id"], segment["source"], new_ids, fresh)
             if token_usage and any(token_usage):
                 _add_usage(tx, target, *token_usage)
             return Appended(
@@ -425,14 +430,30 @@ class SessionDB:
         marks = ", ".join("?" for _ in message_ids)
 
         def run(tx: Tx) -> int:
-            conversation = segments.require(tx, session_id)["conversation_id"]
-            return tx.run(
+            segment = segments.tip(tx, session_id)
+            tx.lock_session(segment["id"])  # appends extend the digest chain under this lock
+            conversation = segment["conversation_id"]
+            marked = tx.run(
                 f"UPDATE messages SET undone = 1 WHERE (id IN ({marks}) OR origin_id IN ({marks}))"
                 " AND session_id IN (SELECT id FROM sessions WHERE conversation_id = ?)",
                 (*message_ids, *message_ids, conversation),
             )
+            first = tx.one(
+                f"SELECT MIN(COALESCE(origin_id, id)) AS first FROM messages WHERE id IN ({marks})",
+                tuple(message_ids),
+            )
+            if marked and first and first["first"] is not None:
+                history.recompute(tx, conversation, segment["source"], int(first["first"]))
+            return marked
 
         return self._write(run)
+
+    def find_history(self, messages: Sequence[Mapping[str, Any]]) -> history.HistoryMatch | None:
+        """The stored conversation a client's history (``role``/``content`` dicts, oldest
+        first) continues: where its longest stored prefix ends (``history``); None if
+        no conversation the HTTP API started holds even its first message."""
+        prefixes = history.prefix_digests(messages)
+        return self._read(lambda tx: history.find(tx, prefixes)) if prefixes else None
 
     # -- conversations --------------------------------------------------------------
 
@@ -535,6 +556,7 @@ class SessionDB:
                 )
             ]
             removed = 0
+            history.forget(tx, conversation)
             for sid in ids:
                 rows = tx.all(
                     "SELECT id, content, compacted, content_parts FROM messages WHERE session_id = ?",

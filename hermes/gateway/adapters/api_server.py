@@ -4,8 +4,10 @@
 the Responses API (``api_responses``) and the sessions API (``api_sessions``) share it.
 The conversation lives on the server: the last user message of a request is the new
 input, and the ``X-Hermes-Session-Id`` request header chooses the conversation (any of
-its segment ids, old ones included); without it a new conversation starts, seeded
-with the request's earlier user and assistant messages. Every answer carries the
+its segment ids, old ones included). Without it the request's earlier user and
+assistant messages choose it (``GatewayRunner.api_stateless_conversation``): the
+conversation they continue, a branch where they diverge from one (the answer says
+``X-Hermes-Branched-From``), or else a new one seeded with them. Every answer carries the
 conversation's tip in ``X-Hermes-Session-Id``; a stream also names it in its first
 and last events (``hermes_session_id``), since a turn may rotate the conversation
 after the headers went out.
@@ -26,13 +28,18 @@ import logging
 import time
 import uuid
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
 from hermes.gateway import commands
 from hermes.gateway.adapters import api_openapi, api_responses, api_sessions
-from hermes.gateway.adapters.api_common import RESUME_HEADER, SESSION_HEADER, caller_error
+from hermes.gateway.adapters.api_common import (
+    BRANCHED_HEADER,
+    RESUME_HEADER,
+    SESSION_HEADER,
+    caller_error,
+)
 from hermes.gateway.adapters.api_common import SESSION_ID as _SESSION_ID
 from hermes.gateway.adapters.api_common import error_response as _error
 from hermes.gateway.adapters.base import Adapter
@@ -44,6 +51,9 @@ from hermes.gateway.messages import Origin, TurnResult
 from hermes.gateway.request_options import RequestProblem, offered_models, turn_options
 from hermes.gateway.request_shape import shape_problem
 from hermes.gateway.settings import API_SERVER, ApiServerSettings, api_hidden_sources
+
+if TYPE_CHECKING:
+    from hermes.gateway.runner import StatelessConversation
 
 log = logging.getLogger(__name__)
 
@@ -238,6 +248,10 @@ class ApiServerAdapter(Adapter):
                 f"this gateway offers {', '.join(self._models())} (GET /v1/models)."
             )
             return await self._answer(request, body, TurnResult(text=text, session_id=session))
+        found = None
+        if session is None and history:  # a client that sends the whole history each time
+            found = await self.runner.api_stateless_conversation(history)
+        extra = {BRANCHED_HEADER: found.branched_from} if found and found.branched_from else {}
         sink, conversation = await self.submit_turn(
             session,
             text,
@@ -246,14 +260,15 @@ class ApiServerAdapter(Adapter):
             stream=bool(body.get("stream")),
             command=command is not None,
             history=history if session is None else None,
+            found=found,
         )
         if sink.stream:
-            return await self._stream(request, body, sink, conversation)
+            return await self._stream(request, body, sink, conversation, extra)
         try:
             result = await sink.future
         except GatewayClosed as exc:
             return _error(503, str(exc), "server_error", "shutting_down")
-        return await self._answer(request, body, result)
+        return await self._answer(request, body, result, extra)
 
     async def submit_turn(
         self,
@@ -266,10 +281,16 @@ class ApiServerAdapter(Adapter):
         events: bool = False,
         command: bool = False,
         history: list[dict[str, Any]] | None = None,
+        found: StatelessConversation | None = None,
     ) -> tuple[ResultSink, str]:
         """Put one message (or conversational command) on its conversation's lane; the
-        sink brings its answer. ``history`` seeds a conversation this call creates."""
-        key, conversation, created = await self.runner.api_conversation(session, resume=resume)
+        sink brings its answer. ``history`` seeds a conversation this call creates;
+        ``found`` is where a stateless client's history led (``seed`` its own)."""
+        if found is not None:
+            key, conversation, history = found.key, found.conversation_id, found.seed
+            created = True
+        else:
+            key, conversation, created = await self.runner.api_conversation(session, resume=resume)
         sink = ResultSink(stream=stream, events=events)
         item = WorkItem(
             kind=COMMAND if command else MESSAGE,
@@ -307,9 +328,14 @@ class ApiServerAdapter(Adapter):
     # -- answers ------------------------------------------------------------------------
 
     async def _answer(
-        self, request: web.Request, body: dict[str, Any], result: TurnResult
+        self,
+        request: web.Request,
+        body: dict[str, Any],
+        result: TurnResult,
+        extra: dict[str, str] | None = None,
     ) -> web.StreamResponse:
         headers = {SESSION_HEADER: result.session_id} if result.session_id else {}
+        headers.update(extra or {})
         if result.error and result.caller_fault:
             return _error(400, result.error, "invalid_request_error", headers=headers)
         if result.error:
@@ -318,7 +344,7 @@ class ApiServerAdapter(Adapter):
         if body.get("stream"):
             sink = ResultSink(stream=True)
             sink.done(result)
-            return await self._stream(request, body, sink, result.session_id)
+            return await self._stream(request, body, sink, result.session_id, extra)
         completion = {
             "id": _completion_id(),
             "object": "chat.completion",
@@ -337,7 +363,12 @@ class ApiServerAdapter(Adapter):
         return web.json_response(completion, headers=headers)
 
     async def _stream(
-        self, request: web.Request, body: dict[str, Any], sink: ResultSink, conversation: str | None
+        self,
+        request: web.Request,
+        body: dict[str, Any],
+        sink: ResultSink,
+        conversation: str | None,
+        extra: dict[str, str] | None = None,
     ) -> web.StreamResponse:
         done = sink.future.done() and sink.future.exception() is None
         tip = sink.future.result().session_id if done else None
@@ -348,6 +379,7 @@ class ApiServerAdapter(Adapter):
                 "Content-Type": "text/event-stream",
                 "Cache-Control": "no-cache",
                 SESSION_HEADER: tip or "",
+                **(extra or {}),
             }
         )
         await response.prepare(request)

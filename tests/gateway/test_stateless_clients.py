@@ -1,0 +1,195 @@
+"""Chat UIs that send the whole history every time, and no X-Hermes-Session-Id.
+
+The stock ``openai`` client against a real gateway: the history alone must find the
+conversation it continues (across compressions, through any gateway on the store), a
+history that diverges from the stored one (an edited or a regenerated message) starts
+exactly one branch there, and the conversation it diverged from stays as it was.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import openai
+import pytest
+
+from tests.fakes.llm_server import text
+from tests.gateway.harness import GatewayThread, stored_api_key, write_config
+from tests.gateway.test_cli import HEADER, free_port, run_gateway  # noqa: F401 - a fixture
+from tests.gateway.test_incident import PADDING, SUMMARY, is_summary_request
+from tests.state.conftest import store  # noqa: F401 - the fresh-schema fixture, pinned below
+from tests.state.helpers import StoreSpec
+
+BRANCHED = "X-Hermes-Branched-From"
+
+
+class StatelessChat:
+    """A chat UI: it keeps the history itself and sends all of it with every message."""
+
+    def __init__(self, client: openai.OpenAI, history: list[dict[str, str]] | None = None):
+        self.client = client
+        self.history = list(history or [])
+        self.headers: list[Any] = []
+
+    def say(self, words: str, *, stream: bool = False) -> str:
+        self.history.append({"role": "user", "content": words})
+        answer, headers = send(self.client, self.history, stream=stream)
+        self.headers.append(headers)
+        self.history.append({"role": "assistant", "content": answer})
+        return answer
+
+    @property
+    def session(self) -> str:
+        return self.headers[-1][HEADER]
+
+
+def send(
+    client: openai.OpenAI, messages: list[dict[str, str]], *, stream: bool = False
+) -> tuple[str, Any]:
+    """One request without a session header: (the answer, the response headers)."""
+    messages = [{"role": "system", "content": "You are terse."}, *messages]
+    if stream:
+        with client.chat.completions.with_streaming_response.create(
+            model="fake-model", messages=messages, stream=True
+        ) as response:
+            pieces = [c.choices[0].delta.content or "" for c in response.parse() if c.choices]
+            return "".join(pieces), response.headers
+    raw = client.chat.completions.with_raw_response.create(model="fake-model", messages=messages)
+    return raw.parse().choices[0].message.content, raw.headers
+
+
+def stored(gateway: GatewayThread, conversation: str) -> list[str]:
+    return [m["content"] for m in gateway.db.get_conversation_messages(conversation)]
+
+
+def conversation_of(gateway: GatewayThread, session: str) -> str:
+    return gateway.db.get_session(session)["conversation_id"]
+
+
+@pytest.fixture
+def small_context(hermes_home: Path, fake_llm, model_key: str) -> Iterator[GatewayThread]:
+    write_config(hermes_home, fake_llm.url, model={"context_length": 2000})
+    fake_llm.responder = lambda body: text(SUMMARY) if is_summary_request(body) else None
+    with GatewayThread(hermes_home) as gateway:
+        yield gateway
+
+
+def test_ten_turns_with_the_whole_history_make_one_conversation_across_compression(
+    small_context: GatewayThread,
+) -> None:
+    gateway = small_context
+    with openai.OpenAI(base_url=gateway.url, api_key=gateway.api_key, max_retries=0) as client:
+        chat = StatelessChat(client)
+        for n in range(10):  # the last one not streamed: its header names the tip after it
+            assert (
+                chat.say(f"note {n}: {PADDING}", stream=n % 2 == 0) == f"echo: note {n}: {PADDING}"
+            )
+    db = gateway.db
+    conversations = db.list_conversations()
+    assert len(conversations) == 1
+    conversation = conversations[0]["conversation_id"]
+    assert conversations[0]["segments"] > 1, "the conversation never compressed"
+    assert {conversation_of(gateway, h[HEADER]) for h in chat.headers} == {conversation}
+    assert chat.session == db.resolve_tip(conversation)
+    assert not any(BRANCHED in h for h in chat.headers)
+    # Every message of the client's history is stored once, in its order.
+    assert stored(gateway, conversation) == [m["content"] for m in chat.history]
+    assert db.invariant_violations() == []
+
+
+def test_an_edited_earlier_message_makes_one_branch_and_leaves_the_original_alone(
+    gateway: GatewayThread, client: openai.OpenAI
+) -> None:
+    chat = StatelessChat(client)
+    for words in ("one", "two", "three"):
+        chat.say(words)
+    original = conversation_of(gateway, chat.session)
+    before = gateway.db.get_conversation_messages(original)
+
+    edited = StatelessChat(client, chat.history[:2])  # "two" becomes "TWO"
+    assert edited.say("TWO", stream=True) == "echo: TWO"
+    branch = edited.session
+    assert edited.headers[-1][BRANCHED] == original
+    assert branch != original and conversation_of(gateway, branch) == branch
+    row = gateway.db.get_session(branch)
+    assert (row["lineage"], row["parent_session_id"]) == ("branch", original)
+    assert stored(gateway, branch) == ["one", "echo: one", "TWO", "echo: TWO"]
+
+    edited.say("four")  # the branch goes on as one conversation
+    assert edited.session == branch and BRANCHED not in edited.headers[-1]
+    assert stored(gateway, branch)[-2:] == ["four", "echo: four"]
+    chat.say("and the original goes on too")
+    assert chat.session == original
+    assert gateway.db.get_conversation_messages(original)[: len(before)] == before
+    assert len(gateway.db.list_conversations()) == 2
+
+
+def test_a_regenerated_last_answer_branches_before_it(
+    gateway: GatewayThread, client: openai.OpenAI
+) -> None:
+    chat = StatelessChat(client)
+    chat.say("one")
+    chat.say("two")
+    original = conversation_of(gateway, chat.session)
+    # "Regenerate": the same history without the last answer, its question sent again.
+    again = StatelessChat(client, chat.history[:2])
+    assert again.say("two") == "echo: two"
+    assert again.headers[-1][BRANCHED] == original
+    assert stored(gateway, again.session) == ["one", "echo: one", "two", "echo: two"]
+    assert stored(gateway, original) == ["one", "echo: one", "two", "echo: two"]
+    assert len(gateway.db.list_conversations()) == 2
+
+
+def test_a_history_nothing_stored_holds_starts_a_conversation_seeded_with_it(
+    gateway: GatewayThread, client: openai.OpenAI
+) -> None:
+    chat = StatelessChat(
+        client, [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
+    )
+    chat.say("how are you?")
+    assert BRANCHED not in chat.headers[-1]
+    assert stored(gateway, chat.session) == ["hi", "hello", "how are you?", "echo: how are you?"]
+    chat.say("fine")
+    assert len(gateway.db.list_conversations()) == 1
+
+
+@pytest.mark.parametrize("store", ["postgres"], indirect=True)
+def test_two_gateways_on_one_postgres_store_agree_on_a_stateless_conversation(
+    store: StoreSpec,  # noqa: F811 - the fixture imported above
+    hermes_home: Path,
+    fake_llm,
+    model_key: str,
+    monkeypatch: pytest.MonkeyPatch,
+    run_gateway,  # noqa: F811 - the fixture imported above
+) -> None:
+    write_config(hermes_home, fake_llm.url)
+    monkeypatch.setenv("HERMES_STATE_URL", store.url)  # read by the gateways' config
+    ports = [free_port(), free_port()]
+    gateways = [run_gateway("--api-server", f"127.0.0.1:{port}") for port in ports]
+    urls = [g.wait_ready(p) for g, p in zip(gateways, ports, strict=True)]
+    clients = [openai.OpenAI(base_url=u, api_key=stored_api_key(), max_retries=0) for u in urls]
+    try:
+        chat = StatelessChat(clients[0])
+        sessions = []
+        for n in range(4):
+            chat.client = clients[n % 2]  # every turn through the other gateway
+            chat.say(f"turn {n}")
+            sessions.append(chat.session)
+        edited = StatelessChat(clients[1], chat.history[:2])
+        edited.say("an edited second turn")
+    finally:
+        for client in clients:
+            client.close()
+    db = store.open()
+    try:
+        conversation = db.get_session(sessions[0])["conversation_id"]
+        assert {db.get_session(s)["conversation_id"] for s in sessions} == {conversation}
+        assert [m["content"] for m in db.get_conversation_messages(conversation)] == [
+            m["content"] for m in chat.history
+        ]
+        assert edited.headers[-1][BRANCHED] == conversation
+        assert len(db.list_conversations()) == 2
+    finally:
+        db.close()
