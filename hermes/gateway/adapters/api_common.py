@@ -7,7 +7,9 @@ answer errors the same way, so both take them from here.
 
 from __future__ import annotations
 
+import json
 import re
+from typing import Any
 
 from aiohttp import web
 
@@ -42,3 +44,33 @@ def error_response(
     """An answer with OpenAI's error body: ``{"error": {message, type, param, code}}``."""
     body = {"error": {"message": message, "type": type_, "param": param, "code": code}}
     return web.json_response(body, status=status, headers=headers)
+
+
+def bad_request(message: str, code: str | None = None) -> web.HTTPBadRequest:
+    """A 400 to raise, with OpenAI's error body (aiohttp answers it for the handler)."""
+    body = {"error": {"message": message, "type": "invalid_request_error", "param": None,
+                      "code": code}}  # fmt: skip
+    return web.HTTPBadRequest(text=json.dumps(body), content_type="application/json")
+
+
+async def json_object(
+    request: web.Request, *, code: str | None = None, allow_empty: bool = False
+) -> dict[str, Any]:
+    """The request body as a JSON object, or a raised 400 saying what is wrong with it."""
+    if allow_empty and not request.body_exists:
+        return {}
+    try:
+        body = await request.json()
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        raise bad_request("The request body is not valid JSON.", code) from None
+    if not isinstance(body, dict):
+        raise bad_request("The request body must be a JSON object.", code)
+    return body
+
+
+def session_of(request: web.Request) -> str | None:
+    """The ``X-Hermes-Session-Id`` the caller named (None: none), or a raised 400."""
+    session = request.headers.get(SESSION_HEADER) or None
+    if session is not None and not SESSION_ID.match(session):
+        raise bad_request(f"{SESSION_HEADER} must be 1-128 letters, digits, '.', '_' or '-'.")
+    return session

@@ -45,9 +45,10 @@ from hermes.gateway.adapters.api_common import (
     BRANCHED_HEADER,
     RESUME_HEADER,
     SESSION_HEADER,
-    SESSION_ID,
     caller_error,
     error_response,
+    json_object,
+    session_of,
 )
 from hermes.gateway.errors import GatewayClosed, NotYourConversation
 from hermes.gateway.lanes import MESSAGE, ResultSink, WorkItem
@@ -103,23 +104,8 @@ class _ResponsesApi:
     # -- POST /v1/responses ---------------------------------------------------------
 
     async def create(self, request: web.Request) -> web.StreamResponse:
-        try:
-            body = await request.json()
-        except (ValueError, UnicodeDecodeError, RecursionError):
-            return error_response(
-                400, "The request body is not valid JSON.", "invalid_request_error"
-            )
-        if not isinstance(body, dict):
-            return error_response(
-                400, "The request body must be a JSON object.", "invalid_request_error"
-            )
-        session = request.headers.get(SESSION_HEADER) or None
-        if session is not None and not SESSION_ID.match(session):
-            return error_response(
-                400,
-                f"{SESSION_HEADER} must be 1-128 letters, digits, '.', '_' or '-'.",
-                "invalid_request_error",
-            )
+        body = await json_object(request)
+        session = session_of(request)
         try:
             asked = read_request(body, self.models())
         except RequestProblem as problem:

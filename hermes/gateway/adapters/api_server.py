@@ -39,8 +39,9 @@ from hermes.gateway.adapters.api_common import (
     RESUME_HEADER,
     SESSION_HEADER,
     caller_error,
+    json_object,
+    session_of,
 )
-from hermes.gateway.adapters.api_common import SESSION_ID as _SESSION_ID
 from hermes.gateway.adapters.api_common import error_response as _error
 from hermes.gateway.adapters.base import Adapter
 from hermes.gateway.api_key import ensure_api_key
@@ -175,12 +176,7 @@ class ApiServerAdapter(Adapter):
         return offered_models(config.get("gateway.models"), config.get("model.default"))
 
     async def chat_completions(self, request: web.Request) -> web.StreamResponse:
-        try:
-            body = await request.json()
-        except (ValueError, UnicodeDecodeError, RecursionError):
-            return _error(400, "The request body is not valid JSON.", "invalid_request_error")
-        if not isinstance(body, dict):
-            return _error(400, "The request body must be a JSON object.", "invalid_request_error")
+        body = await json_object(request)
         if problem := shape_problem(body):
             return _error(400, problem, "invalid_request_error")
         results = _tool_results_of(body.get("messages"))
@@ -210,13 +206,7 @@ class ApiServerAdapter(Adapter):
             )
         if results:
             options["tool_results"] = results
-        session = request.headers.get(SESSION_HEADER) or None
-        if session is not None and not _SESSION_ID.match(session):
-            return _error(
-                400,
-                f"{SESSION_HEADER} must be 1-128 letters, digits, '.', '_' or '-'.",
-                "invalid_request_error",
-            )
+        session = session_of(request)
         if not self.runner.accepting:
             return _error(503, str(GatewayClosed()), "server_error", "shutting_down")
         try:

@@ -23,7 +23,7 @@ from typing import Any
 
 from aiohttp import web
 
-from hermes.gateway.adapters.api_common import caller_error
+from hermes.gateway.adapters.api_common import bad_request, caller_error, json_object
 from hermes.gateway.errors import GatewayClosed
 from hermes.gateway.request_options import RequestProblem, message_options
 from hermes.state.errors import SessionNotFoundError, StateError
@@ -201,7 +201,7 @@ class _SessionsApi:
         """A branch: a new conversation starting with this one's history (all of it, or
         up to and including ``message_id``), ``title`` optional."""
         segments = await self._segments(request)
-        body = await _json_object(request, allow_empty=True)
+        body = await json_object(request, code="invalid_request", allow_empty=True)
         at = body.get("message_id")
         if at is not None and (isinstance(at, bool) or not isinstance(at, int)):
             raise _bad_request("'message_id' must be a message's id (a whole number).")
@@ -272,7 +272,7 @@ class _SessionsApi:
     ) -> tuple[Any, str] | web.Response:
         assert self._chat is not None
         segments = await self._segments(request)
-        body = await _json_object(request)
+        body = await json_object(request, code="invalid_request")
         message = body.get("message")
         if not isinstance(message, str) or not message.strip():
             raise _bad_request("Send a JSON object with 'message': the text to say.")
@@ -329,18 +329,6 @@ async def _event(response: web.StreamResponse, name: str, data: dict[str, Any]) 
     await response.write(f"event: {name}\ndata: {payload}\n\n".encode())
 
 
-async def _json_object(request: web.Request, *, allow_empty: bool = False) -> dict[str, Any]:
-    if allow_empty and not request.body_exists:
-        return {}
-    try:
-        body = await request.json()
-    except (ValueError, UnicodeDecodeError, RecursionError):
-        raise _bad_request("The request body is not valid JSON.") from None
-    if not isinstance(body, dict):
-        raise _bad_request("The request body must be a JSON object.")
-    return body
-
-
 def _conversation(row: dict) -> dict:
     return {
         "id": row["conversation_id"],
@@ -374,9 +362,7 @@ def _not_found(session: str) -> web.HTTPNotFound:
 
 
 def _bad_request(message: str) -> web.HTTPBadRequest:
-    return web.HTTPBadRequest(
-        text=_error_body(message, "invalid_request"), content_type="application/json"
-    )
+    return bad_request(message, "invalid_request")
 
 
 def _error_body(message: str, code: str) -> str:
