@@ -11,20 +11,21 @@ from typing import Any
 from aiohttp import web
 
 _ERROR = {"$ref": "#/components/schemas/Error"}
-_SESSION_ID = {
-    "name": "id",
-    "in": "path",
-    "required": True,
-    "description": "Any segment id of the conversation (an old one resolves to it).",
-    "schema": {"type": "string"},
-}
-_RESPONSE_ID = {
-    "name": "id",
-    "in": "path",
-    "required": True,
-    "description": "A response id ('resp_...') as POST /v1/responses returned it.",
-    "schema": {"type": "string"},
-}
+
+
+def _path_id(description: str) -> dict[str, Any]:
+    """The ``{id}`` path parameter of a route."""
+    return {
+        "name": "id",
+        "in": "path",
+        "required": True,
+        "description": description,
+        "schema": {"type": "string"},
+    }
+
+
+_SESSION_ID = _path_id("Any segment id of the conversation (an old one resolves to it).")
+_RESPONSE_ID = _path_id("A response id ('resp_...') as POST /v1/responses returned it.")
 _PAGE = [
     {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 200}},
     {"name": "offset", "in": "query", "schema": {"type": "integer", "minimum": 0}},
