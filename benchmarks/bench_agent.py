@@ -5,6 +5,12 @@ prompt, persistence, accounting), next to the raw HTTP round-trip to the fake mo
 Targets (issue 3): ``import run_agent`` < 300 ms, ``AIAgent()`` < 20 ms, overhead per
 turn < 5 ms at 10k messages.
 
+Then the agent's CPU per turn (issue 17) at 100, 1,000 and 10,000 messages of history:
+the process's CPU time (user + system) for one turn, with the fake model in its own
+process so none of its work is counted; beside it, the CPU ``json.dumps`` of the same
+request body takes, the cost a turn would have if it encoded the history on every
+call. Targets: <= 2 ms at 100 messages, <= 10 ms at 10,000.
+
     python -m benchmarks.bench_agent [--messages 10000] [--turns 20]
 """
 
@@ -101,6 +107,76 @@ def _turn_ms(agent, turns: int) -> tuple[float, float, float]:
     return statistics.median(totals), statistics.median(overheads), max(overheads)
 
 
+CPU_TARGETS = {100: 2.0, 10_000: 10.0}  # ms of CPU per turn, issue 17
+
+
+def _cpu_per_turn(home: Path, url: str, count: int, turns: int) -> tuple[float, float]:
+    """Median CPU (ms) of a turn at ``count`` messages, and of json.dumps of its body."""
+    import json
+
+    from hermes.agent import AIAgent
+    from hermes.agent.transcript import api_form
+    from hermes.config import load_config
+    from hermes.state import SessionDB
+
+    db = SessionDB(db_path=home / f"cpu-{count}.db")
+    agent = AIAgent(
+        api_key="k",
+        base_url=url,
+        model="fake-model",
+        session_db=db,
+        session_id=_seed_conversation(db, count),
+        tools=[],
+        skip_context_files=True,
+        skip_memory=True,
+        config=load_config(),
+    )
+    agent.run_conversation("warm up")
+    agent.run_conversation("warm up again")
+    samples = []
+    for i in range(turns):
+        start = time.process_time()
+        agent.run_conversation(f"turn {i}")
+        samples.append((time.process_time() - start) * 1000)
+    body = {"model": "fake-model", "messages": [api_form(m) for m in agent.load_history()]}
+    dumps = []
+    for _ in range(5):
+        start = time.process_time()
+        json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+        dumps.append((time.process_time() - start) * 1000)
+    db.close()
+    return statistics.median(samples), statistics.median(dumps)
+
+
+def _cpu_rows(sizes: list[int], turns: int) -> list[tuple[str, str, str]]:
+    from benchmarks.bench_gateway import _start_model, _stop
+
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        home = Path(tmp)
+        model, url = _start_model(home, 0)
+        try:
+            for count in sizes:
+                cpu, dumps = _cpu_per_turn(home, url, count, turns)
+                target = CPU_TARGETS.get(count)
+                verdict = (
+                    ""
+                    if target is None
+                    else f"<= {target:g} ms: " + ("met" if cpu <= target else "NOT met")
+                )
+                rows.append(
+                    (
+                        f"agent CPU per turn, {count:,} msgs (json.dumps of the body:"
+                        f" {dumps:.1f} ms, {cpu / dumps if dumps else 0:.2f}x)",
+                        f"{cpu:.2f} ms",
+                        verdict,
+                    )
+                )
+        finally:
+            _stop(model)
+    return rows
+
+
 def run(args: argparse.Namespace) -> None:
     from hermes.agent import AIAgent
     from hermes.agent.transcript import to_api
@@ -153,6 +229,8 @@ def run(args: argparse.Namespace) -> None:
             )
             rows.append((f"agent overhead per turn, {label} (worst)", f"{worst:.2f} ms", ""))
             db.close()
+        sizes = [100, 1_000] if getattr(args, "quick", False) else [100, 1_000, 10_000]
+        rows.extend(_cpu_rows(sizes, turns))
 
     width = max(len(r[0]) for r in rows)
     print(

@@ -19,6 +19,7 @@ from hermes.agent import compression, transcript
 from hermes.agent.context_compressor import NOTHING_TO_COMPRESS, ContextCompressor
 from hermes.agent.llm_client import ModelClient
 from hermes.agent.tokens import context_window, estimate_tokens
+from hermes.agent.wire import WireContext
 from hermes.config import (
     API_KEY_ENV,
     Config,
@@ -135,7 +136,7 @@ class AIAgent:
         self.user_turns = 0
         self.last_sent_count = 0  # messages in the last request, for token accounting
         self.pending_usage = [0, 0]  # provider-reported tokens not yet stored
-        self.api_forms: dict[str, dict[str, Any]] = {}  # message_uid -> API form
+        self.wire = WireContext()  # the context's encoded messages, kept between calls
         self.review_threads: list[threading.Thread] = []
 
     # -- public API -----------------------------------------------------------------
@@ -324,7 +325,6 @@ class AIAgent:
         """Become the new segment after our rotation; returns its new system prompt."""
         self.session_id = child_id
         self._cache = self._stamp = None
-        self.api_forms.clear()  # the parent's history is no longer sent
         if self.system_prompt is None:
             return None
         return self.segment_system_prompt(rebuild=True)
@@ -362,14 +362,13 @@ class AIAgent:
         db, sid = self.session_db, self.session_id
         if db is None or sid is None:
             return []
-        if self._cache and self._cache[0] == sid and self._cache[1] == db.segment_stamp(sid):
+        stamp = db.segment_stamp(sid)
+        if self._cache and self._cache[0] == sid and self._cache[1] == stamp:
             return list(self._cache[2])
+        # The stamp is read before the rows: a write landing in between makes it older
+        # than what was read, so the next turn reloads rather than trusting a stale list.
         rows = db.get_messages(sid, include_undone=True)
-        self._stamp = (
-            max((r["id"] for r in rows), default=0),
-            len(rows),
-            sum(1 for r in rows if r["undone"]),
-        )
+        self._stamp = stamp
         history = self._well_formed(transcript.from_store(r for r in rows if not r["undone"]))
         self._cache = (self.session_id, self._stamp, history)
         return list(history)

@@ -134,26 +134,26 @@ class ModelClient:
 
     def complete(
         self,
-        messages: Sequence[Mapping[str, Any]],
+        messages: Sequence[Mapping[str, Any]] = (),
         *,
         tools: Sequence[Mapping[str, Any]] | None = None,
         model: str | None = None,
         stream_callback: StreamCallback | None = None,
         max_tokens: int | None = None,
         temperature: float | None = None,
-        wire_ready: bool = False,
+        encoded: Sequence[bytes] | None = None,
         options: Mapping[str, Any] | None = None,
     ) -> ModelResponse:
         """Ask the model for its next message; stream text to ``stream_callback`` if given.
 
-        ``wire_ready`` says the messages already hold only wire keys (the agent keeps
-        them so), sparing a copy of a long history on every call. ``options`` holds
-        sampling parameters a caller chose (``SAMPLING_KEYS``), sent as given. Raises a
+        ``encoded`` are the messages already in their wire form (``encode_message``
+        each): the agent keeps its context so, and the body is then their join, so a
+        long history is not encoded again on every call. ``options`` holds sampling
+        parameters a caller chose (``SAMPLING_KEYS``), sent as given. Raises a
         ``ModelError`` subclass on failure, ``TurnInterrupted`` on ``interrupt()``.
         """
         model = model or self.model
-        wired = list(messages) if wire_ready else wire_messages(messages)
-        request: dict[str, Any] = {"model": model, "messages": wired}
+        request: dict[str, Any] = {"model": model}
         if tools:
             request["tools"] = list(tools)
         if max_tokens is not None:
@@ -161,11 +161,15 @@ class ModelClient:
         if temperature is not None:
             request["temperature"] = temperature
         request.update({k: v for k, v in (options or {}).items() if k in SAMPLING_KEYS})
+        if stream_callback is not None:
+            request["stream"] = True
+            request["stream_options"] = {"include_usage": True}
+        if encoded is None:
+            encoded = [encode_message(m) for m in wire_messages(messages)]
+        body = request_body(request, encoded)
         if stream_callback is None:
-            return self._with_retries(model, lambda: self._complete_once(request))
-        request["stream"] = True
-        request["stream_options"] = {"include_usage": True}
-        return self._with_retries(model, lambda: self._stream_once(request, stream_callback))
+            return self._with_retries(model, lambda: self._complete_once(body))
+        return self._with_retries(model, lambda: self._stream_once(body, model, stream_callback))
 
     def list_models(self) -> list[str]:
         """The model ids the endpoint offers (for ``hermes doctor``)."""
@@ -280,19 +284,21 @@ class ModelClient:
     # every message through its type transform and parses the answer into pydantic
     # models, ~4 ms of CPU per call with a 20-message history and more as it grows.
 
-    def _complete_once(self, request: dict[str, Any]) -> ModelResponse:
+    def _complete_once(self, body: bytes) -> ModelResponse:
         client = self._openai_client()
-        body = self._run_interruptibly(lambda: client.post(_CHAT_PATH, body=request, cast_to=bytes))
-        return _response_from_json(body)
+        answer = self._run_interruptibly(
+            lambda: client.post(_CHAT_PATH, content=body, cast_to=bytes)
+        )
+        return _response_from_json(answer)
 
-    def _stream_once(self, request: dict[str, Any], callback: StreamCallback) -> ModelResponse:
+    def _stream_once(self, body: bytes, model: str, callback: StreamCallback) -> ModelResponse:
         client = self._openai_client()
         openai = self._openai_module()
         chunk_type = openai.types.chat.ChatCompletionChunk
         stream = self._run_interruptibly(
             lambda: client.post(
                 _CHAT_PATH,
-                body=request,
+                content=body,
                 cast_to=chunk_type,
                 stream=True,
                 stream_cls=openai.Stream[chunk_type],
@@ -322,7 +328,7 @@ class ModelClient:
             if assembler.emitted_text and isinstance(exc, self._openai_module().OpenAIError):
                 # Retrying would stream the same words to the caller twice.
                 raise ModelUnavailableError(
-                    model=str(request["model"]),
+                    model=model,
                     base_url=self.base_url,
                     detail=f"the stream broke after partial output ({_describe(exc)})",
                 ) from exc
@@ -332,7 +338,7 @@ class ModelClient:
                 self._streams.discard(stream)
             with contextlib.suppress(Exception):
                 stream.close()
-        return assembler.response(str(request["model"]))
+        return assembler.response(model)
 
     def _run_interruptibly(self, call: Callable[[], Any]) -> Any:
         """Run ``call`` in a worker thread; return its result or raise on interrupt."""
@@ -432,6 +438,29 @@ def wire_messages(messages: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]
         }
         for message in messages
     ]
+
+
+def encode_message(message: Mapping[str, Any]) -> bytes:
+    """One wire-form message as the JSON text it has in a request body."""
+    return _encode(message)
+
+
+def request_body(request: Mapping[str, Any], encoded: Sequence[bytes]) -> bytes:
+    """The JSON body: ``{"messages": [...], **request}``, the messages joined as given."""
+    rest = _encode(request)  # b'{"model":...}': never empty, it always names the model
+    head, tail = b'{"messages":[', b"]," + rest[1:]
+    if not encoded:
+        return head + tail
+    # One join, one copy: each extra concatenation of a body of megabytes costs more
+    # than the join itself.
+    if len(encoded) == 1:
+        return head + encoded[0] + tail
+    return b",".join([head + encoded[0], *encoded[1:-1], encoded[-1] + tail])
+
+
+def _encode(value: Any) -> bytes:
+    # The SDK's own encoding (compact, UTF-8): what it would have sent for the dict.
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 # --------------------------------------------------------------------------- responses

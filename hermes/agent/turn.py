@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from hermes.agent import review, transcript, turn_lock
 from hermes.agent.errors import ContextLengthError, ToolResultsError, TurnInterrupted
+from hermes.agent.llm_client import encode_message
 from hermes.state import wellformed
 
 if TYPE_CHECKING:
@@ -155,19 +156,17 @@ def _loop(agent: AIAgent, turn: Turn, system_prompt: str) -> str:
     retried_context = False
     while turn.iterations < agent.max_iterations:
         _check_interrupt(agent)
-        system_prompt = _maybe_compress(agent, turn, system_prompt)
         _ensure_well_formed(agent, turn)
+        system_prompt = _maybe_compress(agent, turn, system_prompt)
+        _ensure_well_formed(agent, turn)  # a no-op unless the compression changed it
         turn.iterations += 1
         agent.last_sent_count = len(turn.messages)
+        system = {"role": "system", "content": _request_system(agent, system_prompt)}
         try:
             response = agent.client.complete(
-                [
-                    {"role": "system", "content": _request_system(agent, system_prompt)},
-                    *transcript.to_api(turn.messages, agent.api_forms),
-                ],
+                encoded=[encode_message(system), *agent.wire.pieces],
                 tools=schemas,
                 stream_callback=agent.stream_callback,
-                wire_ready=True,
                 options=agent.request_options,
             )
         except ContextLengthError as exc:
@@ -221,7 +220,7 @@ def _maybe_compress(agent: AIAgent, turn: Turn, system_prompt: str, *, force: bo
     compressor = agent.context_compressor
     if not force and not compressor.should_compress(_context_tokens(agent, turn), turn.messages):
         return system_prompt
-    if _tool_call_open(turn.messages):
+    if agent.wire.calls_open:
         return system_prompt  # invariant 6: never while a tool call awaits its results
     before = len(turn.messages)
     approx = agent.estimate_tokens(turn.messages)
@@ -249,14 +248,18 @@ def _maybe_compress(agent: AIAgent, turn: Turn, system_prompt: str, *, force: bo
 
 
 def _ensure_well_formed(agent: AIAgent, turn: Turn) -> None:
-    """Never send a context a provider refuses (invariant 15): repair it instead."""
-    if wellformed.is_well_formed(turn.messages):
+    """Never send a context a provider refuses (invariant 15): repair it instead.
+
+    ``agent.wire`` checks only the messages added since the last look."""
+    agent.wire.sync(turn.messages)
+    if agent.wire.well_formed:
         return
     log.warning("the context of %s was not well-formed; repairing it", agent.session_id)
     fixed = wellformed.repair(turn.messages)
     if fixed.synthetic and agent.writes_transcript and agent.holds_turn_lock:
         agent.persist(*fixed.synthetic)
     turn.messages = fixed.messages
+    agent.wire.sync(turn.messages)
 
 
 def _context_tokens(agent: AIAgent, turn: Turn) -> int | None:
@@ -274,14 +277,6 @@ def _learn_window(agent: AIAgent, error: str) -> None:
         window = int(match.group(1).replace(",", ""))
         if 0 < window < agent.context_compressor.context_length:
             agent.context_compressor.context_length = window
-
-
-def _tool_call_open(messages: list[dict[str, Any]]) -> bool:
-    answered = {m.get("tool_call_id") for m in messages if m.get("role") == "tool"}
-    for message in reversed(messages):
-        if message.get("role") == "assistant" and message.get("tool_calls"):
-            return any(call.get("id") not in answered for call in message["tool_calls"])
-    return False
 
 
 def _record_usage(agent: AIAgent, turn: Turn, response: Any) -> None:

@@ -200,4 +200,14 @@ MIGRATIONS = (
                 ON history_digests (conversation_id, message_id)""",
         ),
     ),
+    Migration(
+        8,
+        "messages_undone",
+        (
+            # The undone rows of a segment, for the agent's history-cache stamp
+            # (SessionDB.segment_stamp) to count in a few reads rather than scanning the
+            # segment. Partial: an append (undone = 0) never writes to it.
+            "CREATE INDEX messages_undone ON messages (session_id) WHERE undone = 1",
+        ),
+    ),
 )

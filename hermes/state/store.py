@@ -392,11 +392,17 @@ class SessionDB:
 
     def segment_stamp(self, session_id: str) -> tuple[int, int, int]:
         """(newest row id, row count, undone rows) of a segment: changes whenever anyone
-        writes to it or undoes part of it (an /undo or a deleted response elsewhere)."""
+        writes to it or undoes part of it (an /undo or a deleted response elsewhere).
+
+        Three indexed reads, not a scan: the count is the segment's ``message_count``,
+        which every insert raises in its own transaction (under the row's lock, so on
+        PostgreSQL too it moves with each commit, whatever order ids were drawn in)."""
         row = self._read(
             lambda tx: tx.one(
-                "SELECT COALESCE(MAX(id), 0) AS last, COUNT(*) AS n,"
-                " COALESCE(SUM(undone), 0) AS undone FROM messages WHERE session_id = ?",
+                "SELECT s.message_count AS n,"
+                " (SELECT COALESCE(MAX(id), 0) FROM messages WHERE session_id = s.id) AS last,"
+                " (SELECT COUNT(*) FROM messages WHERE session_id = s.id AND undone = 1)"
+                " AS undone FROM sessions s WHERE s.id = ?",
                 (session_id,),
             )
         )

@@ -17,7 +17,7 @@ as the store keeps it), ``tool_call_id``; other keys are carried along untouched
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,37 +66,67 @@ def _is_empty(content: Any) -> bool:
     return False
 
 
-def problems(messages: Sequence[Message]) -> list[str]:
-    """What a provider would refuse in ``messages``, one sentence each (empty: valid)."""
-    found: list[str] = []
-    waiting: dict[str, int] = {}  # call id -> index of the assistant message asking
-    for index, message in enumerate(messages):
+class Checker:
+    """The rules above, fed one message at a time, so a list that only grows is checked
+    once per message rather than once per look (the agent checks before every call)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.found: list[str] = []
+        self.waiting: dict[str, int] = {}  # call id -> index of the assistant message asking
+
+    def add(self, message: Message) -> None:
+        index, self.count = self.count, self.count + 1
         role = message.get("role")
         if role == "tool":
             call = str(message.get("tool_call_id"))
-            if waiting.pop(call, None) is None:
-                found.append(
+            if self.waiting.pop(call, None) is None:
+                self.found.append(
                     f"message {index}: a tool result ({call}) that does not follow the "
                     "call asking for it"
                 )
-            continue
-        if waiting:
-            found.append(
+            return
+        if self.waiting:
+            self.found.append(
                 f"message {index}: a {role} message before the tool calls of message "
-                f"{min(waiting.values())} were answered ({', '.join(sorted(waiting))})"
+                f"{min(self.waiting.values())} were answered ({', '.join(sorted(self.waiting))})"
             )
-            waiting = {}
+            self.waiting = {}
         ids = call_ids(message)
         if ids:
-            waiting = dict.fromkeys(ids, index)
+            self.waiting = dict.fromkeys(ids, index)
         elif role == "assistant" and _is_empty(message.get("content")):
-            found.append(f"message {index}: an empty assistant message without tool calls")
-    if waiting:
-        found.append(
-            f"the tool calls of message {min(waiting.values())} are never answered "
-            f"({', '.join(sorted(waiting))})"
-        )
-    return found
+            self.found.append(f"message {index}: an empty assistant message without tool calls")
+
+    def extend(self, messages: Iterable[Message]) -> Checker:
+        for message in messages:
+            self.add(message)
+        return self
+
+    @property
+    def calls_open(self) -> bool:
+        """The last message's tool calls still wait for (some of) their results."""
+        return bool(self.waiting)
+
+    def problems(self) -> list[str]:
+        """What a provider would refuse in the messages so far (empty: valid)."""
+        if not self.waiting:
+            return list(self.found)
+        return [
+            *self.found,
+            f"the tool calls of message {min(self.waiting.values())} are never answered "
+            f"({', '.join(sorted(self.waiting))})",
+        ]
+
+    def copy(self) -> Checker:
+        twin = Checker()
+        twin.count, twin.found, twin.waiting = self.count, list(self.found), dict(self.waiting)
+        return twin
+
+
+def problems(messages: Sequence[Message]) -> list[str]:
+    """What a provider would refuse in ``messages``, one sentence each (empty: valid)."""
+    return Checker().extend(messages).problems()
 
 
 def is_well_formed(messages: Sequence[Message]) -> bool:

@@ -5,6 +5,8 @@ Invariants 3 (no orphan writes) and 7 (exactly once).
 
 from __future__ import annotations
 
+import sqlite3
+
 import pytest
 
 from hermes.state import Appended, SegmentEndedError, SessionDB, SessionNotFoundError
@@ -287,6 +289,32 @@ def test_segment_stamp_changes_with_every_write(db: SessionDB) -> None:
     assert db.segment_stamp("s") == before  # the parent is left as it was
     assert db.segment_stamp(child)[1] == 1
     assert db.segment_stamp("ghost") == (0, 0, 0)
+
+
+def test_segment_stamp_changes_with_an_undo_and_counts_only_the_segment(db: SessionDB) -> None:
+    db.create_session("s", source="cli")
+    db.create_session("other", source="cli")
+    ids = [db.append_message("s", "user", f"m{i}").message_id for i in range(3)]
+    db.mark_undone("other", [db.append_message("other", "user", "x").message_id])
+    before = db.segment_stamp("s")
+    assert before == (ids[-1], 3, 0)
+    db.mark_undone("s", ids[1:])
+    assert db.segment_stamp("s") == (ids[-1], 3, 2)
+
+
+def test_segment_stamp_reads_an_index_not_the_segment(tmp_path) -> None:
+    """The stamp is read before every turn: its undone count must come from the
+    partial index (migration 8), not from scanning a 10,000-message segment."""
+    SessionDB(db_path=tmp_path / "state.db").close()
+    conn = sqlite3.connect(tmp_path / "state.db")
+    plan = " ".join(
+        str(row[-1])
+        for row in conn.execute(
+            "EXPLAIN QUERY PLAN SELECT COUNT(*) FROM messages WHERE session_id = 's' AND undone = 1"
+        )
+    )
+    conn.close()
+    assert "messages_undone" in plan
 
 
 def test_undone_messages_are_not_carried_over_by_a_rotation(db: SessionDB) -> None:

@@ -1,0 +1,54 @@
+"""The context as it crosses the wire: each message encoded once, checked once.
+
+Before every model call the agent needs the request body and to know the context is
+well-formed (invariant 15). Both used to walk the whole history on every call, so a
+turn's cost grew with the conversation. ``WireContext`` keeps each message's encoded
+JSON and the well-formedness checker's state for the messages it has seen; ``sync``
+then encodes and checks only what was added since. A list that is not the old one
+plus new messages at its end (a compression, a repair, another conversation) is
+encoded again from the start, once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from hermes.agent import transcript
+from hermes.agent.llm_client import encode_message
+from hermes.state.wellformed import Checker
+
+
+class WireContext:
+    """The wire form of the messages last ``sync``-ed, and whether they are well-formed."""
+
+    def __init__(self) -> None:
+        self._messages: list[Mapping[str, Any]] = []
+        self._pieces: list[bytes] = []
+        self._checker = Checker()
+
+    def sync(self, messages: Sequence[Mapping[str, Any]]) -> None:
+        """Follow ``messages``: encode and check only those after the known prefix."""
+        known = len(self._messages)
+        # List equality looks at identity first, so an unchanged prefix is a C loop.
+        if len(messages) < known or list(messages[:known]) != self._messages:
+            self.__init__()  # type: ignore[misc]  # start again from nothing
+            known = 0
+        for message in messages[known:]:
+            self._messages.append(message)
+            self._pieces.append(encode_message(transcript.api_form(message)))
+            self._checker.add(message)
+
+    @property
+    def pieces(self) -> list[bytes]:
+        """The encoded messages, in order (``ModelClient.complete(encoded=...)``)."""
+        return self._pieces
+
+    @property
+    def well_formed(self) -> bool:
+        return not self._checker.problems()
+
+    @property
+    def calls_open(self) -> bool:
+        """The last message's tool calls still wait for results."""
+        return self._checker.calls_open
