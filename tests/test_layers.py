@@ -61,3 +61,64 @@ def test_the_redactor_is_a_leaf_the_store_may_use() -> None:
                for alias in node.names}  # fmt: skip
     modules |= {node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
     assert not {m for m in modules if m == "hermes" or m.startswith("hermes.")}
+
+
+# Files under hermes/agent that still write another object's private state; the turn
+# loop's rework removes them, and this list is to be emptied then.
+AGENT_PRIVATE_WRITES_ALLOWED: set[str] = set()
+
+
+def private_writes(source: str) -> list[str]:
+    """``x._foo = ...``, ``x._foo += ...``, ``setattr(x, "_foo", ...)`` with ``x`` not self/cls."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            targets = [node.target]
+        for target in targets:
+            if _foreign_private(target):
+                found.append(f"{node.lineno}: {ast.unparse(target)}")
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "setattr"
+            and len(node.args) > 1
+            and isinstance(node.args[1], ast.Constant)
+            and str(node.args[1].value).startswith("_")
+            and not _is_self(node.args[0])
+        ):
+            found.append(f"{node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def _is_self(node: ast.expr) -> bool:
+    return isinstance(node, ast.Name) and node.id in ("self", "cls")
+
+
+def _foreign_private(target: ast.expr) -> bool:
+    return (
+        isinstance(target, ast.Attribute)
+        and target.attr.startswith("_")
+        and not target.attr.startswith("__")
+        and not _is_self(target.value)
+    )
+
+
+def test_no_module_writes_another_objects_private_state() -> None:
+    offenders = {
+        str(path.relative_to(PACKAGE)): hits
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if (hits := private_writes(path.read_text(encoding="utf-8")))
+        and str(path.relative_to(PACKAGE)) not in AGENT_PRIVATE_WRITES_ALLOWED
+    }
+    assert offenders == {}
+
+
+@pytest.mark.parametrize(
+    "line", ["agent._interrupt = None", "agent._count += 1", 'setattr(agent, "_x", 1)']
+)
+def test_the_private_write_check_sees_a_planted_violation(line: str) -> None:
+    assert private_writes(line)
+    assert not private_writes(line.replace("agent", "self"))

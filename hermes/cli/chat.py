@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from hermes.state import SessionDB
 
 INTERRUPTED_EXIT = 130  # what a shell reports for a program stopped by Ctrl-C
+CHAT_LOG_HANDLER = "hermes-chat"  # names our log handler so a second setup adds none
 
 # Keys of the turn result that `--json` prints (the transcript itself is left out:
 # `hermes sessions export` is the way to get it).
@@ -106,7 +107,7 @@ def _log_to_file() -> None:
     from logging.handlers import RotatingFileHandler
 
     root = logging.getLogger()
-    if any(getattr(h, "_hermes_chat", False) for h in root.handlers):
+    if any(h.get_name() == CHAT_LOG_HANDLER for h in root.handlers):
         return
     try:
         folder = ensure_home() / "logs"
@@ -121,7 +122,7 @@ def _log_to_file() -> None:
         # A read-only HERMES_HOME: warnings go to stderr rather than nowhere.
         handler = logging.StreamHandler()
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    handler._hermes_chat = True  # type: ignore[attr-defined]
+    handler.set_name(CHAT_LOG_HANDLER)
     install_log_scrubber()
     root.addHandler(handler)
     debug = bool(os.environ.get("HERMES_DEBUG"))

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hermes.config import Config, hermes_home, load_config
+from hermes.config import Config, defaults, hermes_home
 from hermes.errors import HermesError
 from hermes.secrets import redact
 from hermes.tools._schema import ArgumentError, check_arguments, usage
@@ -61,8 +61,8 @@ class ToolContext:
     def __post_init__(self) -> None:
         self.hermes_home = Path(self.hermes_home)
         self.cwd = Path(self.cwd)
-        if self.config is None:
-            self.config = load_config(self.hermes_home / "config.yaml")
+        if self.config is None:  # the caller owns config; a library caller gets defaults
+            self.config = Config(values=defaults(), path=self.hermes_home / "config.yaml")
 
     def setting(self, key: str) -> Any:
         """A config value, e.g. ``ctx.setting("terminal.timeout")``."""

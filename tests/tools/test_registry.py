@@ -174,3 +174,12 @@ def test_unknown_configured_toolset_is_a_config_error(home) -> None:
     write_config(home, {"agent.toolsets": ["terminal", "browser"]})
     with pytest.raises(ConfigError, match="'browser'"):
         resolve_toolset("cli", load_config(home / "config.yaml"))
+
+
+def test_a_context_without_a_config_uses_defaults_not_the_file(home: Any, workdir: Any) -> None:
+    """The tools room never reads config.yaml itself: the caller passes the Config."""
+    write_config(home, {"terminal.timeout": 7})
+    ctx = ToolContext(hermes_home=home, cwd=workdir)
+    assert ctx.setting("terminal.timeout") == 180
+    given = ToolContext(hermes_home=home, cwd=workdir, config=load_config(home / "config.yaml"))
+    assert given.setting("terminal.timeout") == 7
