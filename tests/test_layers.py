@@ -63,11 +63,6 @@ def test_the_redactor_is_a_leaf_the_store_may_use() -> None:
     assert not {m for m in modules if m == "hermes" or m.startswith("hermes.")}
 
 
-# Files under hermes/agent that still write another object's private state; the turn
-# loop's rework removes them, and this list is to be emptied then.
-AGENT_PRIVATE_WRITES_ALLOWED: set[str] = set()
-
-
 def private_writes(source: str) -> list[str]:
     """``x._foo = ...``, ``x._foo += ...``, ``setattr(x, "_foo", ...)`` with ``x`` not self/cls."""
     found = []
@@ -111,7 +106,6 @@ def test_no_module_writes_another_objects_private_state() -> None:
         str(path.relative_to(PACKAGE)): hits
         for path in sorted(PACKAGE.rglob("*.py"))
         if (hits := private_writes(path.read_text(encoding="utf-8")))
-        and str(path.relative_to(PACKAGE)) not in AGENT_PRIVATE_WRITES_ALLOWED
     }
     assert offenders == {}
 

@@ -135,7 +135,6 @@ class AIAgent:
         self._stamp: tuple[int, int, int] | None = None
         self.user_turns = 0
         self.last_sent_count = 0  # messages in the last request, for token accounting
-        self.pending_usage = [0, 0]  # provider-reported tokens not yet stored
         self.wire = WireContext()  # the context's encoded messages, kept between calls
         self.review_threads: list[threading.Thread] = []
 
@@ -170,6 +169,19 @@ class AIAgent:
         self._interrupt.set()
         self.client.interrupt()
 
+    def clear_interrupt(self) -> None:
+        """Forget an interrupt that ended the last turn: a new turn starts clean."""
+        self._interrupt.clear()
+        self.client.clear_interrupt()
+
+    @property
+    def interrupt_requested(self) -> bool:
+        return self._interrupt.is_set()
+
+    def wait_for_interrupt(self, seconds: float) -> bool:
+        """Wait up to ``seconds``; True if the turn was interrupted meanwhile."""
+        return self._interrupt.wait(seconds)
+
     def _compress_context(
         self,
         messages: list[dict[str, Any]],
@@ -190,8 +202,7 @@ class AIAgent:
 
     def compress_now(self, focus_topic: str | None = None) -> compression.Outcome:
         """Force a compression of the current segment (``/compress``); says what happened."""
-        self._interrupt.clear()  # a Ctrl-C that ended the last turn must not stop this
-        self.client.clear_interrupt()
+        self.clear_interrupt()  # a Ctrl-C that ended the last turn must not stop this
         self.ensure_session()
         from hermes.agent.turn_lock import holding_turn
 
@@ -393,13 +404,12 @@ class AIAgent:
             return
         self._cache = (self.session_id, self._stamp, list(messages))
 
-    def persist(self, *messages: dict[str, Any]) -> None:
+    def persist(self, *messages: dict[str, Any], token_usage: tuple[int, int] = (0, 0)) -> None:
         """Store messages now (invariant 7); adopt the tip if the write was forwarded."""
         if not self.writes_transcript or not messages:
             return
-        usage, self.pending_usage = tuple(self.pending_usage), [0, 0]
         landed = self.session_db.append_messages(
-            self.session_id, [transcript.for_store(m) for m in messages], token_usage=usage
+            self.session_id, [transcript.for_store(m) for m in messages], token_usage=token_usage
         )
         if self._stamp is not None and landed.session_id == self.session_id and landed.stored:
             newest = max(i for i in landed.message_ids if i is not None)

@@ -44,6 +44,16 @@ class Turn:
     compressions: list[dict[str, Any]] = field(default_factory=list)
     client_calls: list[dict[str, Any]] = field(default_factory=list)  # for the caller to run
     answer_uid: str | None = None  # the final answer's message_uid, when chosen ahead
+    unsaved_usage: list[int] = field(default_factory=lambda: [0, 0])  # with the next write
+
+    def take_unsaved_usage(self) -> tuple[int, int]:
+        usage, self.unsaved_usage = (self.unsaved_usage[0], self.unsaved_usage[1]), [0, 0]
+        return usage
+
+
+def _save(agent: AIAgent, turn: Turn, *messages: dict[str, Any]) -> None:
+    """Store messages now (invariant 7), with the provider's token figures so far."""
+    agent.persist(*messages, token_usage=turn.take_unsaved_usage())
 
 
 def run_turn(
@@ -54,8 +64,7 @@ def run_turn(
     *,
     answer_uid: str | None = None,
 ) -> dict[str, Any]:
-    agent._interrupt.clear()
-    agent.client.clear_interrupt()
+    agent.clear_interrupt()
     agent.ensure_session()
     try:
         with turn_lock.holding_turn(agent):
@@ -85,17 +94,20 @@ def _run_locked(
     if tool_results:
         answers = _answers_to_open_calls(turn.messages, tool_results)
         turn.messages.extend(answers)
-        agent.persist(*answers)
+        _save(agent, turn, *answers)
     else:
         user = transcript.new_message("user", user_message or "")
         turn.messages.append(user)
-        agent.persist(user)
+        _save(agent, turn, user)
         agent.user_turns += 1
 
     try:
         system_prompt = _loop(agent, turn, system_prompt)
     except TurnInterrupted:
         turn.interrupted = True
+    usage = turn.take_unsaved_usage()
+    if agent.writes_transcript and any(usage):  # a call whose answer was not stored
+        agent.session_db.add_token_usage(agent.session_id, *usage)
     agent.remember(turn.messages)
     if turn.interrupted:
         agent.emit("interrupted")
@@ -188,7 +200,7 @@ def _loop(agent: AIAgent, turn: Turn, system_prompt: str) -> str:
             if turn.empty_responses <= MAX_EMPTY_RETRIES:
                 note = transcript.new_message("user", EMPTY_RESPONSE_NOTE)
                 turn.messages.append(note)
-                agent.persist(note)
+                _save(agent, turn, note)
                 continue
         answer = transcript.new_message(
             "assistant",
@@ -197,7 +209,7 @@ def _loop(agent: AIAgent, turn: Turn, system_prompt: str) -> str:
             message_uid=turn.answer_uid,
         )
         turn.messages.append(answer)
-        agent.persist(answer)
+        _save(agent, turn, answer)
         turn.final_response = answer["content"]
         return system_prompt
     turn.final_response = (
@@ -257,7 +269,7 @@ def _ensure_well_formed(agent: AIAgent, turn: Turn) -> None:
     log.warning("the context of %s was not well-formed; repairing it", agent.session_id)
     fixed = wellformed.repair(turn.messages)
     if fixed.synthetic and agent.writes_transcript and agent.holds_turn_lock:
-        agent.persist(*fixed.synthetic)
+        _save(agent, turn, *fixed.synthetic)
     turn.messages = fixed.messages
     agent.wire.sync(turn.messages)
 
@@ -287,8 +299,8 @@ def _record_usage(agent: AIAgent, turn: Turn, response: Any) -> None:
         agent.context_compressor.last_prompt_tokens = prompt
     if agent.writes_transcript and (prompt or completion):
         # Stored with the next message write, in the same transaction.
-        agent.pending_usage[0] += prompt
-        agent.pending_usage[1] += completion
+        turn.unsaved_usage[0] += prompt
+        turn.unsaved_usage[1] += completion
 
 
 def _run_tools(agent: AIAgent, turn: Turn, response: Any) -> list[dict[str, Any]]:
@@ -302,14 +314,14 @@ def _run_tools(agent: AIAgent, turn: Turn, response: Any) -> list[dict[str, Any]
         "assistant", response.content or None, tool_calls=calls, reasoning=response.reasoning
     )
     turn.messages.append(assistant)
-    agent.persist(assistant)
+    _save(agent, turn, assistant)
     context = _tool_context(agent)
     names = agent.tool_names()
     theirs = {tool["function"]["name"] for tool in agent.client_tools}
     for call in response.tool_calls:
         if call.name in theirs:
             continue
-        if agent._interrupt.is_set():
+        if agent.interrupt_requested:
             result = "Error: interrupted by the user before this tool ran."
         else:
             agent.emit("tool_start", name=call.name, arguments=call.arguments)
@@ -317,7 +329,7 @@ def _run_tools(agent: AIAgent, turn: Turn, response: Any) -> list[dict[str, Any]
             agent.emit("tool_end", name=call.name)
         message = transcript.new_message("tool", result, tool_call_id=call.id, tool_name=call.name)
         turn.messages.append(message)
-        agent.persist(message)
+        _save(agent, turn, message)
     _check_interrupt(agent)
     return [c for c in calls if c["function"]["name"] in theirs]
 
@@ -341,5 +353,5 @@ def _tool_context(agent: AIAgent) -> Any:
 
 
 def _check_interrupt(agent: AIAgent) -> None:
-    if agent._interrupt.is_set():
+    if agent.interrupt_requested:
         raise TurnInterrupted("The turn was interrupted.")

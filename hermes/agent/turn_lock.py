@@ -41,7 +41,7 @@ def holding_turn(agent: AIAgent) -> Iterator[None]:
             log.info("conversation %s is running another turn; waiting", conversation)
             agent.emit("turn_waiting", conversation_id=conversation)
             told = True
-        if agent._interrupt.wait(delay):
+        if agent.wait_for_interrupt(delay):
             raise TurnInterrupted("Interrupted while waiting for another turn to finish.")
         delay = min(delay * 2, LAST_POLL)
     agent.holds_turn_lock = True
