@@ -20,7 +20,6 @@ import contextlib
 import json
 import logging
 import random
-import socket
 import threading
 import time
 import uuid
@@ -627,6 +626,8 @@ def _abort_stream(stream: Any) -> None:
     network = getattr(stream, "response", None)
     network = getattr(network, "extensions", {}).get("network_stream")
     sock = network.get_extra_info("socket") if network is not None else None
+    import socket  # here: the openai client has imported it by now; `import run_agent` not
+
     if isinstance(sock, socket.socket):
         with contextlib.suppress(OSError):
             sock.shutdown(socket.SHUT_RDWR)

@@ -8,7 +8,6 @@ with one warning line naming them, never a TypeError.
 
 from __future__ import annotations
 
-import inspect
 import logging
 from typing import Any
 
@@ -21,7 +20,8 @@ RENAMED = {
     "gateway_session_key": "session_key",
     "stream_delta_callback": "stream_callback",
 }
-_OWN = frozenset(inspect.signature(HermesAIAgent.__init__).parameters) - {"self"}
+_init = HermesAIAgent.__init__.__code__  # not inspect.signature: `inspect` costs ~8 ms
+_OWN = frozenset(_init.co_varnames[: _init.co_argcount + _init.co_kwonlyargcount]) - {"self"}
 
 
 class AIAgent(HermesAIAgent):

@@ -1,7 +1,12 @@
 """The state store: segments, messages, the compression lease, rotation, search, export.
 
-It imports nothing of the agent, tools, gateway or CLI.
+It imports nothing of the agent, tools, gateway or CLI. ``SessionDB`` (and the store's
+modules behind it) is imported on first use, so the agent's own imports from this
+package (its errors, the well-formed rules, the lease holder) stay light and
+``import run_agent`` stays fast for a caller that never opens a store.
 """
+
+from typing import TYPE_CHECKING, Any
 
 from hermes.state.errors import (
     CorruptStoreError,
@@ -17,7 +22,18 @@ from hermes.state.errors import (
     StoreUnavailableError,
 )
 from hermes.state.lease import make_holder
-from hermes.state.store import Appended, SessionDB
+
+if TYPE_CHECKING:
+    from hermes.state.store import Appended, SessionDB
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("Appended", "SessionDB"):
+        from hermes.state import store
+
+        return getattr(store, name)
+    raise AttributeError(f"module 'hermes.state' has no attribute {name!r}")
+
 
 __all__ = [
     "Appended",

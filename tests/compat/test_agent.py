@@ -56,3 +56,18 @@ def test_keywords_without_a_meaning_here_give_one_warning_line(
     assert len(lines) == 1
     assert "providers_allowed, save_trajectories, tool_delay" in lines[0]
     assert agent.source == "cli"
+
+
+def test_import_run_agent_leaves_the_store_and_the_network_for_later() -> None:
+    """`import run_agent` is a library caller's first line (issue 17: < 100 ms): it must
+    not pull in what constructing or running an agent brings in when it is needed."""
+    import subprocess
+    import sys
+
+    heavy = ("openai", "httpx", "hermes.state.store", "hermes.tools", "sqlite3", "socket")
+    probe = f"import sys, run_agent; print([m for m in {heavy!r} if m in sys.modules])"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+    from hermes.state import SessionDB  # and the lazy name still resolves
+
+    assert SessionDB.__name__ == "SessionDB"
