@@ -159,7 +159,7 @@ class AIAgent:
 
         return run_turn(
             self, user_message, conversation_history, tool_results, answer_uid=answer_uid
-        )
+        ).as_dict()
 
     def chat(self, message: str) -> str:
         return self.run_conversation(message)["final_response"] or ""

@@ -4,18 +4,23 @@ Persistence follows invariant 7: the user's message is stored on arrival, the
 assistant's tool-call message and each tool result as it finishes, the answer when it
 comes. Before each model call the context is compressed when over the threshold; a
 no-op (same length back) stops further attempts for this turn.
+
+The turn is data: a ``TurnState`` owns its messages, usage and system prompt;
+``_next_step`` prepares the context, asks the model and says what happens next
+(``FinalAnswer | RunTools | RetryEmpty | CompressAndRetry | Interrupted``); one small
+loop (``_loop``) acts on it; the caller gets a frozen ``TurnResult``.
 """
 
 from __future__ import annotations
 
 import logging
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from hermes.agent import review, transcript, turn_lock
 from hermes.agent.errors import ContextLengthError, ToolResultsError, TurnInterrupted
-from hermes.agent.llm_client import encode_message
+from hermes.agent.llm_client import ModelResponse, encode_message
 from hermes.state import wellformed
 
 if TYPE_CHECKING:
@@ -30,13 +35,15 @@ EMPTY_RESPONSE_NOTE = (
 
 
 @dataclass
-class Turn:
-    """The state of one turn as it runs."""
+class TurnState:
+    """The state of one turn as it runs: owned by this module, nobody else writes it."""
 
     messages: list[dict[str, Any]]
+    system_prompt: str | None = None
     iterations: int = 0
     empty_responses: int = 0
     compress_again: bool = True  # False after a no-op compression in this turn
+    retried_context: bool = False  # one forced compression per turn after a 400
     final_response: str | None = None
     interrupted: bool = False
     prompt_tokens: int = 0
@@ -51,7 +58,59 @@ class Turn:
         return usage
 
 
-def _save(agent: AIAgent, turn: Turn, *messages: dict[str, Any]) -> None:
+@dataclass(frozen=True)
+class TurnResult:
+    """What a turn did; ``as_dict`` is ``run_conversation``'s answer, keys unchanged."""
+
+    final_response: str | None
+    tool_calls: list[dict[str, Any]]
+    messages: list[dict[str, Any]]
+    session_id: str | None
+    iterations: int
+    interrupted: bool
+    prompt_tokens: int
+    completion_tokens: int
+    compressions: list[dict[str, Any]]
+    system_prompt: str | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+# What one model call leads to, decided by ``_next_step`` and acted on by ``_loop``.
+
+
+@dataclass(frozen=True)
+class FinalAnswer:
+    response: ModelResponse
+
+
+@dataclass(frozen=True)
+class RunTools:
+    response: ModelResponse
+
+
+@dataclass(frozen=True)
+class RetryEmpty:
+    """The model said nothing: tell it so and ask again (at most MAX_EMPTY_RETRIES)."""
+
+
+@dataclass(frozen=True)
+class CompressAndRetry:
+    """The provider refused the context as too long: compress at once, ask again."""
+
+    error: ContextLengthError
+
+
+@dataclass(frozen=True)
+class Interrupted:
+    """The user interrupted before the next model call."""
+
+
+Step = FinalAnswer | RunTools | RetryEmpty | CompressAndRetry | Interrupted
+
+
+def _save(agent: AIAgent, turn: TurnState, *messages: dict[str, Any]) -> None:
     """Store messages now (invariant 7), with the provider's token figures so far."""
     agent.persist(*messages, token_usage=turn.take_unsaved_usage())
 
@@ -63,7 +122,7 @@ def run_turn(
     tool_results: list[dict[str, Any]] | None = None,
     *,
     answer_uid: str | None = None,
-) -> dict[str, Any]:
+) -> TurnResult:
     agent.clear_interrupt()
     agent.ensure_session()
     try:
@@ -72,7 +131,9 @@ def run_turn(
             return _run_locked(agent, user_message, history, tool_results, answer_uid)
     except TurnInterrupted:  # while waiting for another turn: nothing was stored
         agent.emit("interrupted")
-        return _result(agent, Turn(messages=[], interrupted=True), agent.system_prompt)
+        return _result(
+            agent, TurnState(messages=[], interrupted=True, system_prompt=agent.system_prompt)
+        )
 
 
 def _run_locked(
@@ -81,7 +142,7 @@ def _run_locked(
     history: list[dict[str, Any]] | None,
     tool_results: list[dict[str, Any]] | None = None,
     answer_uid: str | None = None,
-) -> dict[str, Any]:
+) -> TurnResult:
     if history is None:
         history = agent.load_history()
     else:
@@ -89,8 +150,9 @@ def _run_locked(
         for message in history:
             message.setdefault("message_uid", transcript.new_message("x")["message_uid"])
         agent.persist(*history)  # a caller's history is stored once, never twice
-    system_prompt = agent.segment_system_prompt()
-    turn = Turn(messages=history, answer_uid=answer_uid)
+    turn = TurnState(
+        messages=history, system_prompt=agent.segment_system_prompt(), answer_uid=answer_uid
+    )
     if tool_results:
         answers = _answers_to_open_calls(turn.messages, tool_results)
         turn.messages.extend(answers)
@@ -102,7 +164,7 @@ def _run_locked(
         agent.user_turns += 1
 
     try:
-        system_prompt = _loop(agent, turn, system_prompt)
+        _loop(agent, turn)
     except TurnInterrupted:
         turn.interrupted = True
     usage = turn.take_unsaved_usage()
@@ -113,7 +175,7 @@ def _run_locked(
         agent.emit("interrupted")
     elif review.due(agent):
         review.spawn(agent, turn.messages)
-    return _result(agent, turn, system_prompt)
+    return _result(agent, turn)
 
 
 def _answers_to_open_calls(
@@ -147,76 +209,89 @@ def _answers_to_open_calls(
     return answers
 
 
-def _result(agent: AIAgent, turn: Turn, system_prompt: str | None) -> dict[str, Any]:
-    return {
-        "final_response": turn.final_response,
-        "tool_calls": turn.client_calls,
-        "messages": turn.messages,
-        "session_id": agent.session_id,
-        "iterations": turn.iterations,
-        "interrupted": turn.interrupted,
-        "prompt_tokens": turn.prompt_tokens,
-        "completion_tokens": turn.completion_tokens,
-        "compressions": turn.compressions,
-        "system_prompt": system_prompt,
-    }
+def _result(agent: AIAgent, turn: TurnState) -> TurnResult:
+    return TurnResult(
+        final_response=turn.final_response,
+        tool_calls=turn.client_calls,
+        messages=turn.messages,
+        session_id=agent.session_id,
+        iterations=turn.iterations,
+        interrupted=turn.interrupted,
+        prompt_tokens=turn.prompt_tokens,
+        completion_tokens=turn.completion_tokens,
+        compressions=turn.compressions,
+        system_prompt=turn.system_prompt,
+    )
 
 
-def _loop(agent: AIAgent, turn: Turn, system_prompt: str) -> str:
+def _loop(agent: AIAgent, turn: TurnState) -> None:
+    """Ask for the next step and act on it, until an answer or the step limit."""
     tools = agent.tool_names()
     schemas = [*(agent.registry.schemas(tools) if tools else []), *agent.client_tools] or None
-    retried_context = False
     while turn.iterations < agent.max_iterations:
-        _check_interrupt(agent)
-        _ensure_well_formed(agent, turn)
-        system_prompt = _maybe_compress(agent, turn, system_prompt)
-        _ensure_well_formed(agent, turn)  # a no-op unless the compression changed it
-        turn.iterations += 1
-        agent.last_sent_count = len(turn.messages)
-        system = {"role": "system", "content": _request_system(agent, system_prompt)}
-        try:
-            response = agent.client.complete(
-                encoded=[encode_message(system), *agent.wire.pieces],
-                tools=schemas,
-                stream_callback=agent.stream_callback,
-                options=agent.request_options,
-            )
-        except ContextLengthError as exc:
-            if retried_context:
-                raise
-            retried_context = True
-            _learn_window(agent, str(exc))
-            system_prompt = _maybe_compress(agent, turn, system_prompt, force=True)
-            continue
-        _record_usage(agent, turn, response)
-        if response.tool_calls:
-            turn.client_calls = _run_tools(agent, turn, response)
+        step = _next_step(agent, turn, schemas)
+        if isinstance(step, Interrupted):
+            raise TurnInterrupted("The turn was interrupted.")
+        if isinstance(step, CompressAndRetry):
+            if turn.retried_context:
+                raise step.error
+            turn.retried_context = True
+            _learn_window(agent, str(step.error))
+            _maybe_compress(agent, turn, force=True)
+        elif isinstance(step, RunTools):
+            turn.client_calls = _run_tools(agent, turn, step.response)
             if turn.client_calls:  # the caller runs these and sends their results
-                turn.final_response = response.content or ""
-                return system_prompt
-            continue
-        if not (response.content or "").strip():
-            turn.empty_responses += 1
-            if turn.empty_responses <= MAX_EMPTY_RETRIES:
-                note = transcript.new_message("user", EMPTY_RESPONSE_NOTE)
-                turn.messages.append(note)
-                _save(agent, turn, note)
-                continue
-        answer = transcript.new_message(
-            "assistant",
-            response.content or "",
-            reasoning=response.reasoning,
-            message_uid=turn.answer_uid,
-        )
-        turn.messages.append(answer)
-        _save(agent, turn, answer)
-        turn.final_response = answer["content"]
-        return system_prompt
+                turn.final_response = step.response.content or ""
+                return
+        elif isinstance(step, RetryEmpty):
+            note = transcript.new_message("user", EMPTY_RESPONSE_NOTE)
+            turn.messages.append(note)
+            _save(agent, turn, note)
+        else:
+            answer = transcript.new_message(
+                "assistant",
+                step.response.content or "",
+                reasoning=step.response.reasoning,
+                message_uid=turn.answer_uid,
+            )
+            turn.messages.append(answer)
+            _save(agent, turn, answer)
+            turn.final_response = answer["content"]
+            return
     turn.final_response = (
         f"I stopped after {agent.max_iterations} steps without a final answer; "
         "ask me to continue if you want me to go on."
     )
-    return system_prompt
+
+
+def _next_step(agent: AIAgent, turn: TurnState, schemas: list[dict[str, Any]] | None) -> Step:
+    """Make the context ready (well-formed, compressed if due), ask the model, and say
+    what its answer leads to."""
+    if agent.interrupt_requested:
+        return Interrupted()
+    _ensure_well_formed(agent, turn)
+    _maybe_compress(agent, turn)
+    _ensure_well_formed(agent, turn)  # a no-op unless the compression changed it
+    turn.iterations += 1
+    agent.last_sent_count = len(turn.messages)
+    system = {"role": "system", "content": _request_system(agent, turn.system_prompt or "")}
+    try:
+        response = agent.client.complete(
+            encoded=[encode_message(system), *agent.wire.pieces],
+            tools=schemas,
+            stream_callback=agent.stream_callback,
+            options=agent.request_options,
+        )
+    except ContextLengthError as exc:
+        return CompressAndRetry(exc)
+    _record_usage(agent, turn, response)
+    if response.tool_calls:
+        return RunTools(response)
+    if not (response.content or "").strip():
+        turn.empty_responses += 1
+        if turn.empty_responses <= MAX_EMPTY_RETRIES:
+            return RetryEmpty()
+    return FinalAnswer(response)
 
 
 def _request_system(agent: AIAgent, system_prompt: str) -> str:
@@ -226,25 +301,26 @@ def _request_system(agent: AIAgent, system_prompt: str) -> str:
     return f"{system_prompt}\n\n{extra}" if extra else system_prompt
 
 
-def _maybe_compress(agent: AIAgent, turn: Turn, system_prompt: str, *, force: bool = False) -> str:
+def _maybe_compress(agent: AIAgent, turn: TurnState, *, force: bool = False) -> None:
     if not agent.compression_enabled or agent.is_fork or not turn.compress_again:
-        return system_prompt
+        return
     compressor = agent.context_compressor
     if not force and not compressor.should_compress(_context_tokens(agent, turn), turn.messages):
-        return system_prompt
+        return
     if agent.wire.calls_open:
-        return system_prompt  # invariant 6: never while a tool call awaits its results
+        return  # invariant 6: never while a tool call awaits its results
     before = len(turn.messages)
     approx = agent.estimate_tokens(turn.messages)
     agent.emit("compressing", tokens=approx)
     messages, system_prompt = agent._compress_context(
-        turn.messages, system_prompt, approx_tokens=approx
+        turn.messages, turn.system_prompt, approx_tokens=approx
     )
     outcome = agent.last_compression
+    turn.system_prompt = system_prompt
     if len(messages) == before:
         turn.compress_again = False
         agent.emit("compression_skipped", reason=outcome.reason if outcome else "")
-        return system_prompt
+        return
     turn.messages = messages
     compressor.last_prompt_tokens = 0  # the provider's figure was for the old context
     if outcome is not None:
@@ -256,10 +332,9 @@ def _maybe_compress(agent: AIAgent, turn: Turn, system_prompt: str, *, force: bo
                 "tokens_after": outcome.tokens_after,
             }
         )
-    return system_prompt
 
 
-def _ensure_well_formed(agent: AIAgent, turn: Turn) -> None:
+def _ensure_well_formed(agent: AIAgent, turn: TurnState) -> None:
     """Never send a context a provider refuses (invariant 15): repair it instead.
 
     ``agent.wire`` checks only the messages added since the last look."""
@@ -274,7 +349,7 @@ def _ensure_well_formed(agent: AIAgent, turn: Turn) -> None:
     agent.wire.sync(turn.messages)
 
 
-def _context_tokens(agent: AIAgent, turn: Turn) -> int | None:
+def _context_tokens(agent: AIAgent, turn: TurnState) -> int | None:
     """The provider's last prompt size plus an estimate of what was added since."""
     reported, sent = agent.context_compressor.last_prompt_tokens, agent.last_sent_count
     if not reported or sent > len(turn.messages):
@@ -291,7 +366,7 @@ def _learn_window(agent: AIAgent, error: str) -> None:
             agent.context_compressor.context_length = window
 
 
-def _record_usage(agent: AIAgent, turn: Turn, response: Any) -> None:
+def _record_usage(agent: AIAgent, turn: TurnState, response: Any) -> None:
     prompt, completion = response.prompt_tokens or 0, response.completion_tokens or 0
     turn.prompt_tokens += prompt
     turn.completion_tokens += completion
@@ -303,7 +378,7 @@ def _record_usage(agent: AIAgent, turn: Turn, response: Any) -> None:
         turn.unsaved_usage[1] += completion
 
 
-def _run_tools(agent: AIAgent, turn: Turn, response: Any) -> list[dict[str, Any]]:
+def _run_tools(agent: AIAgent, turn: TurnState, response: Any) -> list[dict[str, Any]]:
     """Run the calls of hermes's own tools; the calls of ``client_tools`` are returned,
     left open for the caller."""
     calls = [

@@ -1,0 +1,78 @@
+"""The turn as data: ``_next_step`` says what a model answer leads to, ``run_turn`` hands
+back a frozen ``TurnResult`` whose ``as_dict`` keeps ``run_conversation``'s keys."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from hermes.agent import turn
+from hermes.agent.errors import ContextLengthError
+from hermes.agent.transcript import new_message
+from tests.agent.helpers import fake_agent
+from tests.fakes import llm_server as fake
+
+
+def _step(server: fake.FakeLLMServer, reply: fake.Reply, **agent_options) -> turn.Step:
+    agent = fake_agent(server, tools=[], skip_memory=True, **agent_options)
+    state = turn.TurnState(messages=[new_message("user", "hi")], system_prompt="sys")
+    server.script(reply)
+    return turn._next_step(agent, state, None)
+
+
+@pytest.mark.parametrize(
+    ("reply", "kind"),
+    [
+        (fake.text("hello"), turn.FinalAnswer),
+        (fake.tool_call("memory", {"action": "list"}), turn.RunTools),
+        (fake.empty(), turn.RetryEmpty),
+        (fake.context_length_exceeded(), turn.CompressAndRetry),
+    ],
+)
+def test_each_answer_leads_to_its_step(fake_llm, reply, kind) -> None:
+    step = _step(fake_llm, reply)
+    assert type(step) is kind
+    if isinstance(step, turn.CompressAndRetry):
+        assert isinstance(step.error, ContextLengthError)
+    if isinstance(step, turn.FinalAnswer):
+        assert step.response.content == "hello"
+
+
+def test_an_interrupt_is_a_step_and_asks_nothing(fake_llm) -> None:
+    agent = fake_agent(fake_llm, tools=[], skip_memory=True)
+    agent.interrupt()
+    state = turn.TurnState(messages=[new_message("user", "hi")], system_prompt="sys")
+    assert isinstance(turn._next_step(agent, state, None), turn.Interrupted)
+    assert fake_llm.requests == [] and state.iterations == 0
+
+
+def test_the_empty_retries_run_out_into_an_answer(fake_llm) -> None:
+    agent = fake_agent(fake_llm, tools=[], skip_memory=True)
+    state = turn.TurnState(messages=[new_message("user", "hi")], system_prompt="sys")
+    fake_llm.script(*[fake.empty()] * (turn.MAX_EMPTY_RETRIES + 1))
+    steps = [turn._next_step(agent, state, None) for _ in range(turn.MAX_EMPTY_RETRIES + 1)]
+    assert [type(s) for s in steps] == [turn.RetryEmpty] * turn.MAX_EMPTY_RETRIES + [
+        turn.FinalAnswer
+    ]
+
+
+def test_the_result_is_frozen_and_keeps_the_callers_keys(fake_llm) -> None:
+    agent = fake_agent(fake_llm, tools=[], skip_memory=True)
+    fake_llm.script(fake.text("done"))
+    result = turn.run_turn(agent, "hi", None)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        result.final_response = "other"  # type: ignore[misc]
+    assert set(result.as_dict()) == {
+        "final_response",
+        "tool_calls",
+        "messages",
+        "session_id",
+        "iterations",
+        "interrupted",
+        "prompt_tokens",
+        "completion_tokens",
+        "compressions",
+        "system_prompt",
+    }
+    assert result.as_dict()["final_response"] == "done" and result.iterations == 1
