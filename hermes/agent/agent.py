@@ -18,6 +18,7 @@ from typing import Any
 from hermes.agent import compression, transcript
 from hermes.agent.context_compressor import NOTHING_TO_COMPRESS, ContextCompressor
 from hermes.agent.llm_client import ModelClient
+from hermes.agent.settings import AgentOptions
 from hermes.agent.tokens import context_window, estimate_tokens
 from hermes.agent.wire import WireContext
 from hermes.config import (
@@ -69,8 +70,11 @@ class AIAgent:
         ephemeral_system_prompt: str | None = None,
     ) -> None:
         self.config = config or load_config()
-        self.model = model or self.config.get("model.default")
-        self.base_url = base_url or self.config.get("model.base_url")
+        self.settings = AgentOptions.from_config(
+            self.config, model=model, base_url=base_url, max_iterations=max_iterations
+        )
+        self.model = self.settings.model.name
+        self.base_url = self.settings.model.base_url
         self.provider = provider
         self.api_key = api_key or api_key_from_env() or _key_from_dotenv()
         register_secrets(self.config)
@@ -80,7 +84,7 @@ class AIAgent:
         self.source = source
         self.skip_context_files = skip_context_files
         self.skip_memory = skip_memory
-        self.max_iterations = max_iterations or self.config.get("agent.max_iterations")
+        self.max_iterations = self.settings.max_iterations
         self.persist_session = persist_session
         self.is_fork = is_fork
         self.tool_names_override = tools
@@ -104,24 +108,25 @@ class AIAgent:
 
         self.agent_id = uuid.uuid4().hex
         self.lease_holder = make_holder(self.agent_id)
-        self.lease_ttl = float(self.config.get("compression.lease_ttl_seconds"))
-        self.compression_enabled = bool(self.config.get("compression.enabled"))
+        compressing = self.settings.compression
+        self.lease_ttl = compressing.lease_ttl_seconds
+        self.compression_enabled = compressing.enabled
         self.client = ModelClient(
             self.api_key,
             self.base_url,
             self.model,
-            timeout=float(self.config.get("model.request_timeout")),
-            max_retries=int(self.config.get("model.max_retries")),
+            timeout=self.settings.model.request_timeout,
+            max_retries=self.settings.model.max_retries,
         )
         self.context_compressor = ContextCompressor(
             self.client,
             model=self.model,
-            context_length=context_window(self.model, self.config.get("model.context_length")),
-            threshold=float(self.config.get("compression.threshold")),
-            summary_model=self.config.get("compression.summary_model"),
-            tail_share=float(self.config.get("compression.tail_share")),
-            cooldown_seconds=float(self.config.get("compression.cooldown_seconds")),
-            max_summary_requests=int(self.config.get("compression.max_summary_requests")),
+            context_length=context_window(self.model, self.settings.model.context_length),
+            threshold=compressing.threshold,
+            summary_model=compressing.summary_model,
+            tail_share=compressing.tail_share,
+            cooldown_seconds=compressing.cooldown_seconds,
+            max_summary_requests=compressing.max_summary_requests,
         )
         self.last_compression: compression.Outcome | None = None
         self.system_prompt: str | None = None

@@ -39,7 +39,7 @@ class ReviewResult:
 
 
 def due(agent: AIAgent) -> bool:
-    interval = int(agent.config.get("agent.review_interval") or 0)
+    interval = agent.settings.review_interval
     return (
         interval > 0
         and not agent.is_fork
