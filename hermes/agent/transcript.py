@@ -34,25 +34,9 @@ def api_form(message: Mapping[str, Any]) -> dict[str, Any]:
     return item
 
 
-def to_api(
-    messages: Iterable[Mapping[str, Any]], cache: dict[str, dict[str, Any]] | None = None
-) -> list[dict[str, Any]]:
-    """The messages in API form; ``cache`` (uid -> form) spares re-converting history.
-
-    Messages are never edited in place once stored, so a uid's form never goes stale.
-    """
-    if cache is None:
-        return [api_form(m) for m in messages]
-    out = []
-    for message in messages:
-        uid = message.get("message_uid")
-        form = cache.get(uid) if uid else None
-        if form is None:
-            form = api_form(message)
-            if uid:
-                cache[uid] = form
-        out.append(form)
-    return out
+def to_api(messages: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The messages in API form (the agent itself keeps them encoded: ``wire.py``)."""
+    return [api_form(m) for m in messages]
 
 
 def from_store(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:

@@ -23,6 +23,9 @@ class WireContext:
     """The wire form of the messages last ``sync``-ed, and whether they are well-formed."""
 
     def __init__(self) -> None:
+        self._reset()
+
+    def _reset(self) -> None:
         self._messages: list[Mapping[str, Any]] = []
         self._pieces: list[bytes] = []
         self._checker = Checker()
@@ -32,7 +35,7 @@ class WireContext:
         known = len(self._messages)
         # List equality looks at identity first, so an unchanged prefix is a C loop.
         if len(messages) < known or list(messages[:known]) != self._messages:
-            self.__init__()  # type: ignore[misc]  # start again from nothing
+            self._reset()  # not the old list grown: start again from nothing
             known = 0
         for message in messages[known:]:
             self._messages.append(message)
