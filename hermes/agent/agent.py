@@ -131,12 +131,13 @@ class AIAgent:
         self.last_compression: compression.Outcome | None = None
         self.system_prompt: str | None = None
         self.conversation_id: str | None = None
+        self._conversation_of: dict[str, str] = {}  # segment id -> its conversation
         self._prompt_segment: str | None = None
         self._registry: Any = None
         self._interrupt = threading.Event()
         self.holds_turn_lock = False  # this agent (or its caller) holds the turn lock
-        # (segment id, (last id, row count), messages): see load_history.
-        self._cache: tuple[str, tuple[int, int], list[dict[str, Any]]] | None = None
+        # (segment id, (last id, row count, undone rows), messages): see load_history.
+        self._cache: tuple[str, tuple[int, int, int], list[dict[str, Any]]] | None = None
         self._stamp: tuple[int, int, int] | None = None
         self.user_turns = 0
         self.last_sent_count = 0  # messages in the last request, for token accounting
@@ -314,6 +315,7 @@ class AIAgent:
                 log.info("session %s moved on to %s", self.session_id, tip["id"])
                 self.session_id = tip["id"]
             self.conversation_id = tip["conversation_id"]
+            self._conversation_of[tip["id"]] = self.conversation_id
             return
         if not self.writes_transcript:
             return
@@ -326,6 +328,15 @@ class AIAgent:
             model=self.model,
         )
         self.conversation_id = db.get_session(self.session_id)["conversation_id"]
+        self._conversation_of[self.session_id] = self.conversation_id
+
+    def locate_conversation(self) -> None:
+        """Know the bound segment's conversation (whose turn lock a turn takes): from
+        memory if this segment was seen before, since a segment never changes
+        conversation; else ``ensure_session()``, one read (or the root's creation)."""
+        known = self._conversation_of.get(self.session_id) if self.session_id else None
+        if known is None or known != self.conversation_id:
+            self.ensure_session()
 
     def follow_tip(self) -> str | None:
         """Move to the conversation's live segment if another path rotated it."""

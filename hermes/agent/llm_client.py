@@ -8,7 +8,7 @@ What belongs here: building the request, streaming and assembling the answer int
 ``openai`` takes about a second to import, so it is imported on the first call, never
 at module import, and constructing a ``ModelClient`` touches neither it nor the network.
 
-Each attempt runs in a short-lived worker thread while the caller waits on it, so
+Each attempt runs in a model-call thread (``call_threads``) while the caller waits on it, so
 ``interrupt()`` returns control at once even before the endpoint has sent a byte; a
 streamed body is then read in the caller's thread (so ``stream_callback`` runs there)
 and an interrupt shuts its socket down to wake the blocked read.
@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from hermes.agent.call_threads import run_in_thread
 from hermes.agent.errors import (
     ContextLengthError,
     ModelAuthError,
@@ -340,7 +341,7 @@ class ModelClient:
         return assembler.response(model)
 
     def _run_interruptibly(self, call: Callable[[], Any]) -> Any:
-        """Run ``call`` in a worker thread; return its result or raise on interrupt."""
+        """Run ``call`` in a model-call thread; return its result or raise on interrupt."""
         self._raise_if_interrupted()
         done = threading.Event()
         outcome: dict[str, Any] = {}
@@ -366,7 +367,7 @@ class ModelClient:
         with self._lock:
             self._waiters.add(done)
         try:
-            threading.Thread(target=work, name="hermes-model-call", daemon=True).start()
+            run_in_thread(work)
             done.wait()
         finally:
             with self._lock:

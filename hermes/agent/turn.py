@@ -124,7 +124,7 @@ def run_turn(
     answer_uid: str | None = None,
 ) -> TurnResult:
     agent.clear_interrupt()
-    agent.ensure_session()
+    agent.locate_conversation()
     try:
         with turn_lock.holding_turn(agent):
             agent.ensure_session()  # another turn may have rotated it while we waited

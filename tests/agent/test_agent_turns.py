@@ -321,3 +321,28 @@ def test_undo_reaches_a_turn_compressed_into_the_child(fake_llm, db) -> None:
     assert "keep me" in [m["content"] for m in agent.load_history()]
     logical = {m["content"]: m["undone"] for m in db.get_conversation_messages(parent)}
     assert logical["undo me"] is True and logical["keep me"] is False
+
+
+def test_a_turn_rebound_to_another_conversation_waits_for_that_conversations_lock(
+    fake_llm, db
+) -> None:
+    # The agent knows the conversation of a segment it has seen; bound to a segment of
+    # another conversation, its next turn must find that one's and take its lock.
+    fake_llm.script(fake.text("first"), fake.text("second"))
+    agent = make_agent(fake_llm, db)
+    agent.run_conversation("hello")
+    other = db.create_session(None, source="cli")
+    other_conversation = db.get_session(other)["conversation_id"]
+    waiting = threading.Event()
+    agent.event_callback = lambda kind, data: kind == "turn_waiting" and waiting.set()
+    agent.session_id = other
+    assert db.try_lock_turn(other_conversation)  # another turn runs there
+    turn = threading.Thread(target=agent.run_conversation, args=("over here",))
+    try:
+        turn.start()
+        assert waiting.wait(10)
+        assert stored(db, other) == []
+    finally:
+        db.unlock_turn(other_conversation)
+        turn.join(10)
+    assert stored(db, other) == [("user", "over here"), ("assistant", "second")]
