@@ -1,9 +1,11 @@
-"""The one door to a model endpoint: ``ModelClient`` over the ``openai`` package.
+"""The one door to a model endpoint: ``ModelClient`` over the ``openai`` package (and,
+for a plain answer, one POST of its own: ``chat_post``).
 
 What belongs here: building the request, streaming and assembling the answer into a
 ``ModelResponse``, our own retry policy (exponential backoff with full jitter,
 ``Retry-After`` honoured), interrupting a running call, and translating every
-``openai`` exception into ``hermes.agent.errors`` (``translate_openai_error``).
+transport and ``openai`` exception into ``hermes.agent.errors``
+(``translate_openai_error``).
 
 ``openai`` takes about a second to import, so it is imported on the first call, never
 at module import, and constructing a ``ModelClient`` touches neither it nor the network.
@@ -28,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hermes.agent.call_threads import run_in_thread
+from hermes.agent.chat_post import post_chat
 from hermes.agent.errors import (
     ContextLengthError,
     ModelAuthError,
@@ -279,16 +282,15 @@ class ModelClient:
 
     # -- one attempt
 
-    # Requests go through the SDK's low-level ``post`` (its auth, headers, errors and
-    # connection pool) with the body as built here: ``chat.completions.create`` walks
-    # every message through its type transform and parses the answer into pydantic
-    # models, ~4 ms of CPU per call with a 20-message history and more as it grows.
+    # Requests carry the body as built here: ``chat.completions.create`` walks every
+    # message through its type transform and parses the answer into pydantic models,
+    # ~4 ms of CPU per call with a 20-message history and more as it grows. A plain
+    # answer is one POST (``chat_post``); a stream goes through the SDK's low-level
+    # ``post`` (its SSE reading and error events).
 
     def _complete_once(self, body: bytes) -> ModelResponse:
-        client = self._openai_client()
-        answer = self._run_interruptibly(
-            lambda: client.post(_CHAT_PATH, content=body, cast_to=bytes)
-        )
+        key = self.api_key or _NO_KEY
+        answer = self._run_interruptibly(lambda: post_chat(self.base_url, key, self.timeout, body))
         return _response_from_json(answer)
 
     def _stream_once(self, body: bytes, model: str, callback: StreamCallback) -> ModelResponse:

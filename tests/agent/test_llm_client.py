@@ -538,6 +538,44 @@ def test_every_fault_surfaces_as_a_hermes_error(
     once.close()
 
 
+@pytest.mark.parametrize("status", [400, 401, 403, 404, 409, 418, 422, 429, 500, 503])
+def test_a_plain_answers_error_is_the_one_the_sdk_itself_raises(
+    fake_llm: FakeLLMServer, status: int
+) -> None:
+    # A non-streamed call is one POST of our own (chat_post); its failure must be the
+    # SDK's exception for that answer (class, message, error object), as if the SDK
+    # had made the call, so retries and translation see one kind of error.
+    def answer() -> fake.Reply:
+        return fake.Reply(status=status, error={"message": "no good", "type": "x", "code": "c"})
+
+    fake_llm.enqueue(answer(), answer())
+    sdk = openai.OpenAI(api_key="k", base_url=fake_llm.url, max_retries=0)
+    with pytest.raises(openai.APIStatusError) as theirs:
+        sdk.chat.completions.create(model="fake-model", messages=USER)
+    sdk.close()
+    once = ModelClient("k", fake_llm.url, "fake-model", max_retries=0, sleep=lambda _: None)
+    with pytest.raises(ModelError) as ours:
+        once.complete(USER)
+    cause = ours.value.__cause__
+    assert type(cause) is type(theirs.value)
+    assert (cause.status_code, cause.message, cause.body, cause.code) == (
+        theirs.value.status_code, theirs.value.message, theirs.value.body, theirs.value.code,
+    )  # fmt: skip
+
+
+def test_a_refused_plain_call_is_the_sdks_connection_error() -> None:
+    import socket
+
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{probe.getsockname()[1]}/v1"
+    once = ModelClient("k", url, "fake-model", max_retries=0, sleep=lambda _: None)
+    with pytest.raises(ModelUnavailableError) as caught:
+        once.complete(USER)
+    assert type(caught.value.__cause__) is openai.APIConnectionError
+    assert "connection" in str(caught.value).lower()
+
+
 def _all_subclasses(cls: type) -> set[type]:
     found = set(cls.__subclasses__())
     for sub in list(found):

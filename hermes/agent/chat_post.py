@@ -1,0 +1,104 @@
+"""A non-streamed chat request without the SDK's request machinery: one JSON POST on a
+kept client of the SDK's own HTTP library.
+
+The ``openai`` SDK's low-level ``post`` costs about half a millisecond of CPU per call
+above its HTTP library's own (a request-options model, header building, response
+processing): a fifth of a turn on a short history. A non-streamed chat call needs none
+of that, since ``llm_client`` builds the body and parses the answer itself. Failures are
+raised as the SDK's own exceptions (``openai.InternalServerError``,
+``openai.APIConnectionError``...), built the way the SDK builds them, so the retry
+policy and ``translate_openai_error`` see one kind of error whichever path a call took.
+Streams and the model list stay on the SDK.
+
+``httpx2`` is the SDK's HTTP library (a dependency of ``openai`` 3); it and ``openai``
+are imported on the first call: ``import run_agent`` must not pay for them.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["post_chat"]
+
+
+def post_chat(base_url: str, api_key: str, timeout: float, body: bytes) -> bytes:
+    """POST ``body`` to ``{base_url}/chat/completions``; the answer's bytes (status 2xx).
+
+    Raises ``openai.APIStatusError`` (its subclass for the status),
+    ``openai.APITimeoutError`` or ``openai.APIConnectionError``."""
+    import httpx2
+    import openai
+
+    headers = {
+        "Authorization": f"Bearer {api_key}",
+        "Content-Type": "application/json",
+        "Accept": "application/json",
+    }
+    url = f"{base_url}/chat/completions"
+    try:
+        response = _shared_client(base_url, timeout).post(url, content=body, headers=headers)
+    except httpx2.TimeoutException as exc:
+        raise openai.APITimeoutError(request=httpx2.Request("POST", url)) from exc
+    except httpx2.HTTPError as exc:
+        raise openai.APIConnectionError(request=httpx2.Request("POST", url)) from exc
+    if response.status_code >= 400:
+        raise _status_error(openai, response)
+    return response.content
+
+
+# The SDK's class for each error status (as its client's ``_make_status_error``).
+_STATUS_ERRORS = {
+    400: "BadRequestError",
+    401: "AuthenticationError",
+    403: "PermissionDeniedError",
+    404: "NotFoundError",
+    409: "ConflictError",
+    422: "UnprocessableEntityError",
+    429: "RateLimitError",
+}
+
+
+def _status_error(openai: Any, response: Any) -> Exception:
+    """The SDK's exception for an error answer: its class for the status, the message
+    it would show (the provider's own ``message`` only) and the error object."""
+    status = response.status_code
+    text = response.content.decode("utf-8", "replace").strip()
+    message = f"Error code: {status}"
+    try:
+        body: object = json.loads(text)
+    except ValueError:
+        body = text
+    else:
+        error = body.get("error", body) if isinstance(body, Mapping) else None
+        said = error.get("message") if isinstance(error, Mapping) else None
+        if isinstance(said, str) and said:
+            message += f" - {said}"
+    data = body.get("error", body) if isinstance(body, Mapping) else body
+    name = _STATUS_ERRORS.get(status) or ("InternalServerError" if status >= 500 else "")
+    kind = getattr(openai, name) if name else openai.APIStatusError
+    raised: Exception = kind(message, response=response, body=data)
+    return raised
+
+
+# One client per (endpoint, timeout) for the process: its connection pool and TLS
+# context are built once and are thread-safe; the key goes in each request's header.
+_clients: dict[tuple[str, float], Any] = {}
+_lock = threading.Lock()
+
+
+def _shared_client(base_url: str, timeout: float) -> Any:
+    import httpx2
+
+    with _lock:
+        client = _clients.get((base_url, timeout))
+        if client is None:
+            client = httpx2.Client(
+                timeout=timeout,
+                follow_redirects=True,
+                limits=httpx2.Limits(max_connections=1000, max_keepalive_connections=100),
+            )
+            _clients[(base_url, timeout)] = client
+        return client
