@@ -90,15 +90,11 @@ _lock = threading.Lock()
 
 
 def _shared_client(base_url: str, timeout: float) -> Any:
-    import httpx2
+    import openai
 
     with _lock:
         client = _clients.get((base_url, timeout))
-        if client is None:
-            client = httpx2.Client(
-                timeout=timeout,
-                follow_redirects=True,
-                limits=httpx2.Limits(max_connections=1000, max_keepalive_connections=100),
-            )
+        if client is None:  # with the SDK's own defaults (pool limits, redirects)
+            client = openai.DefaultHttpx2Client(timeout=timeout)
             _clients[(base_url, timeout)] = client
         return client
