@@ -49,7 +49,7 @@ def say(gateway: GatewayThread, words: str) -> None:
 
 
 def conversation(gateway: GatewayThread) -> str:
-    return gateway.db.get_session(gateway.db.get_route(KEY))["conversation_id"]
+    return gateway.db.get_session(gateway.db.gateway.get_route(KEY))["conversation_id"]
 
 
 def stored(gateway: GatewayThread, conversation_id: str) -> list[str]:
@@ -126,7 +126,7 @@ def test_input_queued_in_one_gateway_is_answered_once_after_it_stops(
         say(a, "one")
         say(a, "two")  # waits behind "one": queued in the store, owned by A
         wait_for(lambda: len(fake_llm.requests) == 1)
-        [queued] = wait_for(lambda: a.db.pending_gateway_inputs())
+        [queued] = wait_for(lambda: a.db.gateway.pending_gateway_inputs())
         assert queued["owner"] == a.runner.holder
         time.sleep(1.5)
         b = chat_gateway(hermes_home)  # started while A is busy
@@ -136,7 +136,7 @@ def test_input_queued_in_one_gateway_is_answered_once_after_it_stops(
         assert a.chat.texts() == [QUEUED_ACK, "first answer"]
         # B, still running, takes the released input over at its next heartbeat.
         wait_for(lambda: b.chat.texts() == ["echo: two"])
-        assert b.db.pending_gateway_inputs() == []
+        assert b.db.gateway.pending_gateway_inputs() == []
         time.sleep(0.6)  # a few more heartbeats: nothing is answered twice
         assert b.chat.texts() == ["echo: two"]
         assert len(fake_llm.requests) == 2
@@ -164,10 +164,10 @@ def test_a_running_gateway_takes_over_the_input_of_a_crashed_one(
             kind=MESSAGE, text="left behind", key=KEY, conversation_id=conversation(b),
             origin=origin,
         )  # fmt: skip
-        b.db.enqueue_gateway_input(KEY, item.payload(), owner=crashed)
+        b.db.gateway.enqueue_gateway_input(KEY, item.payload(), owner=crashed)
 
         wait_for(lambda: b.chat.texts() == ["echo: hello", "echo: left behind"])
-        assert b.db.pending_gateway_inputs() == []
+        assert b.db.gateway.pending_gateway_inputs() == []
         time.sleep(0.6)
         assert b.chat.texts() == ["echo: hello", "echo: left behind"]
         assert stored(b, conversation(b)) == [
