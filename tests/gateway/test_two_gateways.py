@@ -228,3 +228,27 @@ def test_one_new_session_id_sent_to_two_gateways_at_once_is_one_conversation(
     finally:
         second.stop()
         first.stop()
+
+
+def test_a_completion_event_reaches_only_the_gateway_whose_turn_started_the_process(
+    pair, fake_llm
+) -> None:
+    from tests.fakes.llm_server import tool_call
+
+    a, b = pair
+    fake_llm.enqueue(
+        tool_call(
+            "terminal",
+            {"command": "sleep 0.3; echo built", "background": True, "notify_on_complete": True},
+        ),
+        text("Started it."),
+        text("It finished."),
+    )
+    say(b, "build in the background")
+    wait_for(lambda: "It finished." in a.chat.texts() + b.chat.texts())
+    time.sleep(0.5)  # give a second delivery every chance to show up
+    notices = [c for c in stored(b, conversation(b)) if (c or "").startswith("[Background")]
+    assert len(notices) == 1 and "built" in notices[0]
+    assert b.chat.texts() == ["Started it.", "It finished."]
+    assert a.chat.texts() == []
+    assert len(fake_llm.requests) == 3
