@@ -13,7 +13,7 @@ import threading
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hermes.agent import compression, transcript
 from hermes.agent.context_compressor import NOTHING_TO_COMPRESS, ContextCompressor
@@ -32,6 +32,9 @@ from hermes.config import (
 )
 from hermes.state import wellformed
 from hermes.state.lease import make_holder
+
+if TYPE_CHECKING:
+    from hermes.tools.events import EventBus
 
 log = logging.getLogger(__name__)
 
@@ -104,6 +107,9 @@ class AIAgent:
         # A caller's own tools (OpenAI function schemas): offered to the model, and a
         # call to one ends the turn with that call for the caller to run.
         self.client_tools: list[dict[str, Any]] = []
+        # Who hears the completion events of background processes its tools start (the
+        # owner's bus, e.g. a gateway's); None: they are spooled for drain_events.
+        self.event_bus: EventBus | None = None
         self.hermes_home = hermes_home()
 
         self.agent_id = uuid.uuid4().hex

@@ -424,6 +424,7 @@ def _tool_context(agent: AIAgent) -> Any:
         surface="review" if agent.is_fork else agent.source,
         source=agent.source,
         user_id=agent.user_id,
+        event_bus=agent.event_bus,
     )
 
 

@@ -1,7 +1,7 @@
 """One turn at a time per conversation, for every surface (DESIGN invariant 11).
 
 Every ``AIAgent`` turn that writes the transcript holds the store's per-conversation
-turn lock (``SessionDB.try_lock_turn``): a CLI, a library caller, the gateway and a
+turn lock (``db.gateway.try_lock_turn``): a CLI, a library caller, the gateway and a
 background-process event on one conversation, in one process or several, run their
 turns one after another. The lock is exclusive between threads of one process too.
 While another turn holds it the agent waits, polling with a short backoff, says so
@@ -36,7 +36,7 @@ def holding_turn(agent: AIAgent) -> Iterator[None]:
         yield
         return
     delay, told = FIRST_POLL, False
-    while not db.try_lock_turn(conversation):
+    while not db.gateway.try_lock_turn(conversation):
         if not told:
             log.info("conversation %s is running another turn; waiting", conversation)
             agent.emit("turn_waiting", conversation_id=conversation)
@@ -50,7 +50,7 @@ def holding_turn(agent: AIAgent) -> Iterator[None]:
     finally:
         agent.holds_turn_lock = False
         try:
-            db.unlock_turn(conversation)
+            db.gateway.unlock_turn(conversation)
         except Exception:  # at worst the lock goes with the process
             log.exception("could not give back the turn lock of %s", conversation)
 

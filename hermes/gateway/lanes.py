@@ -157,15 +157,15 @@ class QueueStore:
 
     def save(self, item: WorkItem) -> int:
         owner = None if self.released else self.holder
-        return self.db.enqueue_gateway_input(item.key, item.payload(), owner=owner)
+        return self.db.gateway.enqueue_gateway_input(item.key, item.payload(), owner=owner)
 
     def delete(self, queue_id: int) -> bool:
         """False when the row is no longer ours: another gateway took it over."""
-        return self.db.delete_gateway_input(queue_id, owner=self.holder)
+        return self.db.gateway.delete_gateway_input(queue_id, owner=self.holder)
 
     def claim(self) -> list[WorkItem]:
         """Take the released rows and those of gateways that are gone, oldest first."""
-        rows = self.db.claim_gateway_inputs(self.holder, takeover_after=self.takeover_after)
+        rows = self.db.gateway.claim_gateway_inputs(self.holder, takeover_after=self.takeover_after)
         items = []
         for row in rows:
             try:
@@ -176,12 +176,12 @@ class QueueStore:
 
     def heartbeat(self) -> None:
         if not self.released:
-            self.db.gateway_heartbeat(self.holder)
+            self.db.gateway.gateway_heartbeat(self.holder)
 
     def release(self) -> int:
         """A graceful stop: whichever gateway starts next answers our rows."""
         self.released = True
-        return self.db.release_gateway_inputs(self.holder)
+        return self.db.gateway.release_gateway_inputs(self.holder)
 
 
 Execute = Callable[[WorkItem, Lane], Awaitable[None]]

@@ -7,10 +7,10 @@ in the store, to the tip of one conversation.
 The store is the only truth for that mapping, and the router remembers none of it:
 several gateways may share one store (processes on one SQLite file, hosts on one
 PostgreSQL), and ``/new`` in any of them must redirect the chat's next message in all
-of them. So every lookup is one read transaction (``SessionDB.lookup_route``, which
+of them. So every lookup is one read transaction (``db.gateway.lookup_route``, which
 writes only to move a lagging row forward), ``/new`` repoints the row, and after every
 turn the route takes the agent's session id by compare-and-set in the store
-(``SessionDB.advance_route``): only while the key still serves the turn's
+(``db.gateway.advance_route``): only while the key still serves the turn's
 conversation, so a finishing turn never moves a key reset anywhere back. (The turns
 themselves take turns across gateways through the store's turn lock: ``turn_gate``.)
 """
@@ -84,7 +84,7 @@ class Router:
     # -- lookups --------------------------------------------------------------------
 
     def current_conversation(self, key: str) -> str | None:
-        route = self.db.lookup_route(key)
+        route = self.db.gateway.lookup_route(key)
         return route.conversation_id if route else None
 
     def conversation_for(self, key: str, create: CreateSession, *, platform: str) -> str:
@@ -98,7 +98,7 @@ class Router:
                 if conversation is not None:
                     return conversation
                 fresh = create()
-                if self.db.claim_route(key, fresh, platform=platform):
+                if self.db.gateway.claim_route(key, fresh, platform=platform):
                     return fresh
             # Another gateway routed the key first: its conversation wins, ours is empty.
             log.info("%s: another gateway started its conversation first", key)
@@ -112,7 +112,7 @@ class Router:
 
     def route_new(self, key: str, session_id: str, *, platform: str) -> str:
         """Route a key nobody else can know yet (a fresh id) to its new conversation."""
-        self.db.set_route(key, session_id, platform=platform)
+        self.db.gateway.set_route(key, session_id, platform=platform)
         return session_id
 
     def reset(self, key: str, create: CreateSession, *, platform: str) -> str:
@@ -121,7 +121,7 @@ class Router:
 
     def adopt(self, key: str, session_id: str, *, platform: str) -> bool:
         """Route ``key`` to an existing conversation unless it already routes somewhere."""
-        return self.db.claim_route(key, session_id, platform=platform)
+        return self.db.gateway.claim_route(key, session_id, platform=platform)
 
     def after_turn(
         self, key: str, conversation_id: str, session_id: str | None, *, platform: str
@@ -130,7 +130,7 @@ class Router:
         (by this gateway or another); True if it routes there now."""
         if session_id is None:
             return False
-        if self.db.advance_route(key, conversation_id, session_id, platform=platform):
+        if self.db.gateway.advance_route(key, conversation_id, session_id, platform=platform):
             return True
         log.info(
             "route %s now serves conversation %s; not moving it back to %s",

@@ -9,7 +9,8 @@ runner, and starts the enabled platform adapters. Its life:
     run's own queued input while it lives (each beat also claims what gateways that
     stopped or died meanwhile left), start each adapter (one log line each; a
     failure stops the others and raises ``PlatformStartError``), subscribe to
-    background-process completion events, then let the lanes run.
+    the completion events of its agents' background processes (its own event bus),
+    then let the lanes run.
 ``handle_message`` / the HTTP API
     allow-list, slash commands, key -> conversation, a work item on its lane; a
     message that has to wait is acknowledged. An HTTP request without a session id
@@ -120,6 +121,10 @@ class GatewayRunner:
         self.queue = QueueStore(db, self.holder, takeover_after=takeover_after)
         self.heartbeat_every = min(30.0, takeover_after / 4)
         self.access = AccessControl(self.platforms)
+        from hermes.tools.events import EventBus
+
+        # This gateway's agents' background processes report here, and only here.
+        self.event_bus = EventBus()
         # The first turns must not each pay for importing the agent and the openai
         # package (~1 s under the import lock) or for building its HTTP client.
         self._warm_up = (
@@ -180,9 +185,7 @@ class GatewayRunner:
         except BaseException:
             await self.stop(grace=0)
             raise
-        from hermes.tools import events
-
-        events.subscribe(self._completion_arrived)
+        self.event_bus.subscribe(self._completion_arrived)
         self._spawn(self._drain_spooled_events())
         self.scheduler.resume()
 
@@ -211,9 +214,7 @@ class GatewayRunner:
             return
         self.closing, self.accepting = True, False
         try:
-            from hermes.tools import events
-
-            events.unsubscribe(self._completion_arrived)
+            self.event_bus.unsubscribe(self._completion_arrived)
             for adapter in list(self.adapters.values()):
                 await _quietly(adapter.stop_receiving(), f"{adapter.name}: stopping")
             if self.scheduler is not None:
@@ -558,7 +559,7 @@ class GatewayRunner:
     # -- background-process completion events -------------------------------------------
 
     def _completion_arrived(self, event: Any) -> None:
-        """Subscriber of hermes.tools.events; runs on the process's watcher thread."""
+        """Subscriber of this gateway's event bus; runs on the process's watcher thread."""
         loop = self._loop
         if loop is None or self.closing or loop.is_closed():
             _respool(self.home, event)  # the next run (or another surface) takes it
@@ -610,7 +611,9 @@ class GatewayRunner:
         from hermes.agent import AIAgent
 
         options = {"quiet_mode": True, "session_db": self.db, **self.agent_options, **kwargs}
-        return AIAgent(config=self.config, **options)
+        agent = AIAgent(config=self.config, **options)
+        agent.event_bus = self.event_bus
+        return agent
 
     def _agent_event(self, key: str, conversation: str, kind: str, data: dict[str, Any]) -> None:
         """Events of an agent (any thread): compressions are logged, reviews reported."""

@@ -3,7 +3,7 @@ across every gateway on the store (invariant 11), not only within this one.
 
 Lanes order a conversation's items inside a gateway; before the head of a lane starts,
 its lane waits here until this gateway holds the conversation's turn lock
-(``SessionDB.try_lock_turn``), polling with a short backoff while another gateway runs
+(``db.gateway.try_lock_turn``), polling with a short backoff while another gateway runs
 a turn of it. The item stays at the head of its lane meanwhile, so a shutdown keeps it
 like any waiting item and ends the wait at once. ``/stop`` does not end it: the reply
 being written is the other gateway's, and queued input is still answered after it. The
@@ -66,7 +66,7 @@ class TurnHold:
 
     def _unlock(self) -> None:
         try:
-            self.db.unlock_turn(self.conversation_id)
+            self.db.gateway.unlock_turn(self.conversation_id)
         except Exception:  # at worst the lock goes with the process; keep the gateway up
             log.exception("could not give back the turn lock of %s", self.conversation_id)
 
@@ -90,7 +90,7 @@ class TurnGate:
         delay, told = FIRST_POLL, False
         while not closing.is_set():
             try:
-                taken = await asyncio.to_thread(self.db.try_lock_turn, conversation_id)
+                taken = await asyncio.to_thread(self.db.gateway.try_lock_turn, conversation_id)
             except Exception as exc:
                 if not isinstance(exc, StateError):
                     log.exception("taking the turn lock of %s failed", conversation_id)

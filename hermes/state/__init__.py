@@ -1,5 +1,8 @@
 """The state store: segments, messages, the compression lease, rotation, search, export.
 
+``SessionDB`` (``store``) is the face every caller uses; the gateway's routes, queue,
+heartbeats and turn locks are ``db.gateway`` (``gateway_store.GatewayStore``).
+
 It imports nothing of the agent, tools, gateway or CLI. ``SessionDB`` (and the store's
 modules behind it) is imported on first use, so the agent's own imports from this
 package (its errors, the well-formed rules, the lease holder) stay light and

@@ -2,7 +2,8 @@
 
 It picks a backend from the location (a path is SQLite, a ``postgresql://`` URL is
 PostgreSQL) and implements every operation once, on top of the backend seam, as one
-transaction each.
+transaction each. The gateway's part (routes, its queue and heartbeats, turn locks) is
+``db.gateway``, a ``gateway_store.GatewayStore`` on the same backend.
 """
 
 from __future__ import annotations
@@ -14,9 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from hermes.state import export, gateway_queue, history, lease, rotation, routes, segments
+from hermes.state import export, history, lease, rotation, segments
 from hermes.state.backend import Backend, Row, Tx
 from hermes.state.errors import MessageNotFoundError, ReadOnlyStoreError, SessionNotFoundError
+from hermes.state.gateway_store import GatewayStore
 from hermes.state.search import query_terms, snippet
 
 T = TypeVar("T")
@@ -77,7 +79,8 @@ def _configured_synchronous(config: Any) -> str:
 
 
 class SessionDB:
-    """Durable conversations: segments, messages, leases, rotation, search, export."""
+    """Durable conversations: segments, messages, leases, rotation, search, export;
+    ``gateway`` holds the gateway's routes, queue and turn locks."""
 
     def __init__(
         self,
@@ -89,6 +92,7 @@ class SessionDB:
     ) -> None:
         self.backend = _open_backend(db_path, url, read_only, synchronous)
         self.read_only = read_only
+        self.gateway = GatewayStore(self.backend, read_only=read_only)
         try:
             self.backend.migrate()
         except BaseException:
@@ -704,126 +708,6 @@ class SessionDB:
             )
         )
 
-    # -- turn locks (see ``turn_locks``) -------------------------------------------
-
-    def try_lock_turn(self, conversation_id: str) -> bool:
-        """Take the conversation's turn lock without waiting; False while anyone holds
-        it (a gateway in another process or host, or another SessionDB in this one).
-
-        It is held until ``unlock_turn``, ``close`` or the death of this process, and
-        costs no durable write. A read-only store has none.
-        """
-        if self.read_only:
-            raise ReadOnlyStoreError(self.location)
-        return self.backend.turn_locks.try_lock(conversation_id)
-
-    def unlock_turn(self, conversation_id: str) -> None:
-        """Give the turn lock back; unlocking one this SessionDB does not hold does nothing."""
-        if not self.read_only:
-            self.backend.turn_locks.unlock(conversation_id)
-
-    # -- gateway routes -------------------------------------------------------------
-
-    def lookup_route(self, session_key: str) -> routes.Route | None:
-        """The key's conversation and its tip, read from ``gateway_routes``.
-
-        One read transaction; it writes only when the row must catch up (it lags behind
-        the tip, or names a deleted conversation), never on a read-only store.
-        """
-        row, route = self._read(lambda tx: routes.look_up(tx, session_key))
-        behind = row is not None and (route is None or route.session_id != row["session_id"])
-        if behind and not self.read_only:
-            now, seen = time.time(), row["session_id"]
-            self._write(lambda tx: routes.catch_up(tx, session_key, seen, route, now))
-        return route
-
-    def get_route(self, session_key: str) -> str | None:
-        """The tip the key routes to (see ``lookup_route``)."""
-        route = self.lookup_route(session_key)
-        return route.session_id if route else None
-
-    def claim_route(
-        self, session_key: str, session_id: str, *, platform: str | None = None
-    ) -> bool:
-        """Route the key to ``session_id`` unless it already routes to a conversation
-        (another gateway's, say); True if it took the route."""
-        now = time.time()
-        return self._write(lambda tx: routes.claim(tx, session_key, session_id, platform, now))
-
-    def advance_route(
-        self,
-        session_key: str,
-        conversation_id: str,
-        session_id: str,
-        *,
-        platform: str | None = None,
-    ) -> bool:
-        """Compare-and-set after a turn: the key takes ``session_id`` (or its tip) only if
-        it routes into ``conversation_id`` (or nowhere). False when it was pointed at
-        another conversation meanwhile, by any gateway: it is never moved back."""
-        known = self._read(lambda tx: routes.settled(tx, session_key, conversation_id, session_id))
-        if known is not None:
-            return known
-        now = time.time()
-        return self._write(
-            lambda tx: routes.advance(tx, session_key, conversation_id, session_id, platform, now)
-        )
-
-    def set_route(self, session_key: str, session_id: str, *, platform: str | None = None) -> None:
-        """Point the key at ``session_id`` whatever it routed to (``/new``)."""
-        now = time.time()
-        self._write(
-            lambda tx: tx.run(
-                "INSERT INTO gateway_routes (session_key, session_id, platform, updated_at)"
-                " VALUES (?, ?, ?, ?) ON CONFLICT (session_key) DO UPDATE SET"
-                " session_id = excluded.session_id, updated_at = excluded.updated_at",
-                (session_key, session_id, platform, now),
-            )
-        )
-
-    def delete_route(self, session_key: str) -> None:
-        self._write(
-            lambda tx: tx.run("DELETE FROM gateway_routes WHERE session_key = ?", (session_key,))
-        )
-
-    # -- the gateway queue (see ``gateway_queue``) ----------------------------------
-
-    def enqueue_gateway_input(
-        self, session_key: str, payload: Mapping[str, Any], *, owner: str | None = None
-    ) -> int:
-        """Keep input for a busy conversation so it survives a restart; returns its id.
-
-        ``owner`` is the gateway instance that will answer it (None: released)."""
-        text = json.dumps(dict(payload), ensure_ascii=False)
-        now = time.time()
-        return self._write(lambda tx: gateway_queue.enqueue(tx, session_key, text, owner, now))
-
-    def pending_gateway_inputs(self, session_key: str | None = None) -> list[dict]:
-        """Every queued input (any owner) in arrival order: ``id``, ``session_key``,
-        ``payload`` (a dict), ``enqueued_at``, ``owner``."""
-        rows = self._read(lambda tx: gateway_queue.pending(tx, session_key))
-        return [_queued(r) for r in rows]
-
-    def delete_gateway_input(self, input_id: int, *, owner: str | None = None) -> bool:
-        """Delete a queued input only while ``owner`` owns it (None: while released);
-        False when it is gone or someone else owns it."""
-        return self._write(lambda tx: gateway_queue.delete(tx, input_id, owner))
-
-    def claim_gateway_inputs(self, holder: str, *, takeover_after: float) -> list[dict]:
-        """Register ``holder`` as a running gateway and take, in one transaction, the
-        released inputs and those of gateways that are gone; returns them by id."""
-        rows = self._write(lambda tx: gateway_queue.claim(tx, holder, takeover_after, tx.clock()))
-        return [_queued(r) for r in rows]
-
-    def gateway_heartbeat(self, holder: str) -> None:
-        """``holder`` (a running gateway) is alive now."""
-        self._write(lambda tx: gateway_queue.heartbeat(tx, holder, tx.clock()))
-
-    def release_gateway_inputs(self, holder: str) -> int:
-        """Give ``holder``'s queued inputs to whichever gateway starts next (a graceful
-        stop) and forget its heartbeat; returns how many were released."""
-        return self._write(lambda tx: gateway_queue.release(tx, holder))
-
     # -- health ---------------------------------------------------------------------
 
     def invariant_violations(self) -> list[str]:
@@ -886,10 +770,6 @@ def _violations(tx: Tx) -> list[str]:
             f"session {row['id']} was ended by compression but has {row['n']} later messages"
         )
     return problems
-
-
-def _queued(row: Row) -> dict:
-    return {**row, "payload": json.loads(row["payload"])}
 
 
 def _decode(row: Row) -> dict:

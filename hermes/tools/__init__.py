@@ -6,7 +6,7 @@
     processes.py       the process tool (list, poll, log, wait, kill)
     background.py      background-process lifecycle: start, watch, judge, kill
     process_store.py   background-process records under $HERMES_HOME/processes
-    events.py          completion events, exactly once: subscribe, drain_events
+    events.py          completion events, exactly once: EventBus, drain_events
     approval.py        the approval policy: allow lists, ask, refuse (terminal.mode)
     command_policy.py  which commands are risky, judged on their parse (allow by parse)
     git_risk.py        which git commands lose work
@@ -23,13 +23,14 @@ context it is handed) ``hermes.state``; never on agent, gateway or cli.
 
 from __future__ import annotations
 
-from hermes.tools.events import CompletionEvent, drain_events, subscribe, unsubscribe
+from hermes.tools.events import CompletionEvent, EventBus, drain_events
 from hermes.tools.memory import read_memory_snapshot
 from hermes.tools.registry import Tool, ToolContext, ToolError, ToolRegistry
 from hermes.tools.toolsets import default_registry, resolve_toolset
 
 __all__ = [
     "CompletionEvent",
+    "EventBus",
     "Tool",
     "ToolContext",
     "ToolError",
@@ -38,6 +39,4 @@ __all__ = [
     "drain_events",
     "read_memory_snapshot",
     "resolve_toolset",
-    "subscribe",
-    "unsubscribe",
 ]

@@ -80,8 +80,11 @@ def start(
     conversation_id: str | None = None,
     session_id: str | None = None,
     env: dict[str, str] | None = None,
+    event_bus: events.EventBus | None = None,
 ) -> ProcessRecord:
-    """Start ``command`` in the background (in ``env``, else ours); its record at once."""
+    """Start ``command`` in the background (in ``env``, else ours); its record at once.
+
+    Its watcher hands the completion event to ``event_bus`` (spooled without one)."""
     store = ProcessStore(hermes_home).ensure()
     process_id = new_process_id()
     log_fd = os.open(store.log_path(process_id), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
@@ -129,21 +132,28 @@ def start(
     with _watched_lock:
         _watched.add(key)
     thread = threading.Thread(
-        target=_watch, args=(store, process_id, proc, key), name=f"hermes-{process_id}", daemon=True
+        target=_watch,
+        args=(store, process_id, proc, key, event_bus),
+        name=f"hermes-{process_id}",
+        daemon=True,
     )
     thread.start()
     return record
 
 
 def _watch(
-    store: ProcessStore, process_id: str, proc: subprocess.Popen[bytes], key: tuple[str, str]
+    store: ProcessStore,
+    process_id: str,
+    proc: subprocess.Popen[bytes],
+    key: tuple[str, str],
+    event_bus: events.EventBus | None,
 ) -> None:
     try:
         code = proc.wait()
         recorded = store.read_exit_code(process_id)
         # The supervisor's file holds the command's own code (negative for a signal);
         # without it (supervisor killed) the supervisor's code is the best we know.
-        finish(store, process_id, code if recorded is None else recorded)
+        finish(store, process_id, code if recorded is None else recorded, event_bus=event_bus)
     except Exception:
         log.exception("Watching background process %s failed", process_id)
     finally:
@@ -152,9 +162,15 @@ def _watch(
 
 
 def finish(
-    store: ProcessStore, process_id: str, exit_code: int | None, status: str | None = None
+    store: ProcessStore,
+    process_id: str,
+    exit_code: int | None,
+    status: str | None = None,
+    *,
+    event_bus: events.EventBus | None = None,
 ) -> ProcessRecord | None:
-    """Record the end of a process (first caller wins) and produce its event once."""
+    """Record the end of a process (first caller wins) and produce its event once (for
+    ``event_bus``, see ``events.emit_once``)."""
     current = store.load(process_id)
     if current is None:
         return None
@@ -164,14 +180,17 @@ def finish(
     if record is not None and record.finished:
         # Also when another caller recorded it: if that caller died before producing
         # the event, this produces it; the claim file keeps it to one.
-        events.emit_once(store.dir.parent, record)
+        events.emit_once(store.dir.parent, record, event_bus)
     return record
 
 
-def refresh(store: ProcessStore, record: ProcessRecord) -> ProcessRecord:
-    """The record, updated if its process ended without anyone recording it."""
+def refresh(
+    store: ProcessStore, record: ProcessRecord, event_bus: events.EventBus | None = None
+) -> ProcessRecord:
+    """The record, updated if its process ended without anyone recording it (an event
+    this produces goes to ``event_bus``)."""
     if record.finished:
-        events.emit_once(store.dir.parent, record)  # a claimant that died half-way
+        events.emit_once(store.dir.parent, record, event_bus)  # a claimant that died half-way
         return record
     if record.host not in (None, socket.gethostname()):
         return record  # another machine's process: we cannot look at it
@@ -181,47 +200,59 @@ def refresh(store: ProcessStore, record: ProcessRecord) -> ProcessRecord:
         return record  # its owner's watcher is about to record the real exit
     code = store.read_exit_code(record.id)
     if code is not None:
-        return finish(store, record.id, code) or record
+        return finish(store, record.id, code, event_bus=event_bus) or record
     status = KILLED if record.kill_requested else LOST
-    return finish(store, record.id, None, status) or record
+    return finish(store, record.id, None, status, event_bus=event_bus) or record
 
 
-def refresh_all(hermes_home: Path) -> list[ProcessRecord]:
+def refresh_all(hermes_home: Path, event_bus: events.EventBus | None = None) -> list[ProcessRecord]:
     store = ProcessStore(hermes_home)
-    return [refresh(store, record) for record in store.all()]
+    return [refresh(store, record, event_bus) for record in store.all()]
 
 
-def load(hermes_home: Path, process_id: str) -> ProcessRecord | None:
+def load(
+    hermes_home: Path, process_id: str, event_bus: events.EventBus | None = None
+) -> ProcessRecord | None:
     store = ProcessStore(hermes_home)
     record = store.load(process_id)
-    return refresh(store, record) if record else None
+    return refresh(store, record, event_bus) if record else None
 
 
-def wait(hermes_home: Path, process_id: str, timeout: float) -> ProcessRecord | None:
+def wait(
+    hermes_home: Path,
+    process_id: str,
+    timeout: float,
+    event_bus: events.EventBus | None = None,
+) -> ProcessRecord | None:
     """Wait up to ``timeout`` seconds for the process to end; returns its latest record."""
     deadline = time.monotonic() + max(0.0, timeout)
     while True:
-        record = load(hermes_home, process_id)
+        record = load(hermes_home, process_id, event_bus)
         if record is None or record.finished or time.monotonic() >= deadline:
             return record
         time.sleep(min(_POLL_INTERVAL, max(0.0, deadline - time.monotonic())))
 
 
-def kill(hermes_home: Path, process_id: str, grace: float = 3.0) -> ProcessRecord | None:
+def kill(
+    hermes_home: Path,
+    process_id: str,
+    grace: float = 3.0,
+    event_bus: events.EventBus | None = None,
+) -> ProcessRecord | None:
     """Stop the process's whole group: SIGTERM, then SIGKILL after ``grace`` seconds."""
     store = ProcessStore(hermes_home)
-    record = load(hermes_home, process_id)
+    record = load(hermes_home, process_id, event_bus)
     if record is None or record.finished:
         return record
     store.update(process_id, kill_requested=True)
     for sig, patience in ((signal.SIGTERM, grace), (signal.SIGKILL, 2.0)):
         if pid_alive(record.pid, record.pid_create_time):
             _signal_group(record.pid, sig)
-        record = wait(hermes_home, process_id, patience) or record
+        record = wait(hermes_home, process_id, patience, event_bus) or record
         if record.finished:
             return record
     # Still not recorded: nobody is watching it and it left no exit file.
-    return finish(store, process_id, -signal.SIGKILL, KILLED)
+    return finish(store, process_id, -signal.SIGKILL, KILLED, event_bus=event_bus)
 
 
 def pid_alive(pid: int, create_time: float | None) -> bool:

@@ -5,9 +5,12 @@ a ``drain_events`` in another hermes process) records the exit and then *claims*
 event by creating ``<id>.notified`` with O_EXCL; only the claimant builds and delivers
 it. Reading logs or polling never consumes or repeats an event.
 
-Delivery: in-process subscribers (``subscribe``) are called from the thread that
-claimed the event (usually the process's watcher thread, so a subscriber living in an
-event loop must hop over with ``loop.call_soon_threadsafe``). When no subscriber takes
+Delivery: the subscribers belong to an ``EventBus`` that their owner (a gateway)
+creates and hands to its agents' tools (``ToolContext.event_bus``), so a process's
+event reaches only the bus of the turn that started it (or looked at it), never every
+owner in this process. Subscribers are called from the thread that claimed the event
+(usually the process's watcher thread, so a subscriber living in an event loop must hop
+over with ``loop.call_soon_threadsafe``). When there is no bus or no subscriber takes
 it, the event is spooled under ``processes/events/`` for ``drain_events``, which any
 process may call; a spooled event is handed to exactly one drainer.
 
@@ -75,24 +78,46 @@ class CompletionEvent:
 
 Subscriber = Callable[[CompletionEvent], object]
 
-_subscribers: list[Subscriber] = []
-_subscribers_lock = threading.Lock()
+
+class EventBus:
+    """The subscribers of one owner: who in this process hears the completion events of
+    the background processes its tools started or looked at."""
+
+    def __init__(self) -> None:
+        self._subscribers: list[Subscriber] = []
+        self._lock = threading.Lock()
+
+    def subscribe(self, callback: Subscriber) -> None:
+        """Call ``callback(event)`` for each completion event that reaches this bus."""
+        with self._lock:
+            self._subscribers.append(callback)
+
+    def unsubscribe(self, callback: Subscriber) -> None:
+        with self._lock:
+            if callback in self._subscribers:
+                self._subscribers.remove(callback)
+
+    def deliver(self, event: CompletionEvent) -> bool:
+        """Hand ``event`` to every subscriber; True if at least one took it."""
+        with self._lock:
+            callbacks = list(self._subscribers)
+        taken = False
+        for callback in callbacks:
+            try:
+                callback(event)
+                taken = True
+            except Exception:
+                log.exception(
+                    "Completion-event subscriber %r failed for %s", callback, event.process_id
+                )
+        return taken
 
 
-def subscribe(callback: Subscriber) -> None:
-    """Call ``callback(event)`` for each completion event this process produces."""
-    with _subscribers_lock:
-        _subscribers.append(callback)
-
-
-def unsubscribe(callback: Subscriber) -> None:
-    with _subscribers_lock:
-        if callback in _subscribers:
-            _subscribers.remove(callback)
-
-
-def emit_once(hermes_home: Path, record: ProcessRecord) -> CompletionEvent | None:
-    """Produce the record's completion event unless someone already did.
+def emit_once(
+    hermes_home: Path, record: ProcessRecord, bus: EventBus | None = None
+) -> CompletionEvent | None:
+    """Produce the record's completion event unless someone already did, for ``bus``'s
+    subscribers (spooled when there are none).
 
     Returns the event when this call claimed it, else None. The record must be finished.
     """
@@ -114,25 +139,10 @@ def emit_once(hermes_home: Path, record: ProcessRecord) -> CompletionEvent | Non
         status=record.status,
         session_id=record.session_id,
     )
-    _deliver(store, event)
-    return event
-
-
-def _deliver(store: ProcessStore, event: CompletionEvent) -> None:
-    with _subscribers_lock:
-        callbacks = list(_subscribers)
-    taken = False
-    for callback in callbacks:
-        try:
-            callback(event)
-            taken = True
-        except Exception:
-            log.exception(
-                "Completion-event subscriber %r failed for %s", callback, event.process_id
-            )
-    if not taken:
+    if bus is None or not bus.deliver(event):
         # Nobody here is listening: keep it for the next drain_events, in any process.
-        spool_event(store.dir.parent, event)
+        spool_event(hermes_home, event)
+    return event
 
 
 def spool_event(hermes_home: Path, event: CompletionEvent) -> None:

@@ -58,7 +58,7 @@ def handle(args: dict[str, Any], ctx: ToolContext) -> str:
     process_id = (args.get("id") or "").strip()
     if not process_id:
         raise ToolError(f"process action '{action}' needs the process 'id' (see action 'list').")
-    record = background.load(ctx.hermes_home, process_id)
+    record = background.load(ctx.hermes_home, process_id, ctx.event_bus)
     if record is None:
         raise ToolError(
             f"no background process with id '{process_id}'. Use action 'list' to see the ids."
@@ -72,10 +72,10 @@ def handle(args: dict[str, Any], ctx: ToolContext) -> str:
     if action == "wait":
         ceiling = float(ctx.setting("terminal.timeout"))
         timeout = min(float(args.get("timeout", DEFAULT_WAIT_SECONDS)), ceiling)
-        record = background.wait(ctx.hermes_home, record.id, timeout) or record
+        record = background.wait(ctx.hermes_home, record.id, timeout, ctx.event_bus) or record
         note = "" if record.finished else f"Still running after waiting {timeout:g}s.\n"
         return note + describe(record) + _output_block(ctx, record.id, POLL_TAIL_LINES, limit)
-    record = background.kill(ctx.hermes_home, record.id) or record
+    record = background.kill(ctx.hermes_home, record.id, event_bus=ctx.event_bus) or record
     return describe(record) + _output_block(ctx, record.id, POLL_TAIL_LINES, limit)
 
 
@@ -109,7 +109,7 @@ def _output_block(ctx: ToolContext, process_id: str, lines: int, limit: int) -> 
 
 
 def _list(ctx: ToolContext) -> str:
-    records = background.refresh_all(ctx.hermes_home)
+    records = background.refresh_all(ctx.hermes_home, ctx.event_bus)
     if not records:
         return "No background processes. Start one with terminal(command=..., background=true)."
     shown = records[-LIST_LIMIT:]

@@ -14,12 +14,15 @@ import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hermes.config import Config, defaults, hermes_home
 from hermes.errors import HermesError
 from hermes.secrets import redact
 from hermes.tools._schema import ArgumentError, check_arguments, usage
+
+if TYPE_CHECKING:
+    from hermes.tools.events import EventBus
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +47,8 @@ class ToolContext:
     command, ``(command, reason) -> bool``; it is None where nobody can be asked.
     ``source`` and ``user_id`` say whose turn this is (``telegram`` and the sender's id
     on a gateway): tools that read other conversations keep to that person's.
+    ``event_bus`` hears the completion events of the background processes these tools
+    start or look at (the owner's, a gateway's); without one they are spooled.
     """
 
     session_db: Any = None
@@ -57,6 +62,7 @@ class ToolContext:
     surface: str = "cli"
     source: str = "cli"
     user_id: str | None = None
+    event_bus: EventBus | None = None
 
     def __post_init__(self) -> None:
         self.hermes_home = Path(self.hermes_home)

@@ -138,6 +138,7 @@ def _start_background(command: str, cwd: Path, notify: bool, ctx: ToolContext) -
         conversation_id=_conversation_of(ctx),
         session_id=ctx.session_id,
         env=command_environment(ctx),
+        event_bus=ctx.event_bus,
     )
     lines = [
         f"Started background process {record.id} (pid {record.pid}): {command}",

@@ -116,7 +116,7 @@ def test_review_concurrent_with_the_main_agents_compression(fake_llm, tmp_path, 
     for i in range(5):
         agent.run_conversation(f"turn {i} " + "t" * 1200)
     parent = agent.session_id
-    db.set_route("discord:channel-1", parent, platform="discord")
+    db.gateway.set_route("discord:channel-1", parent, platform="discord")
     review_thread = review.spawn(agent, agent.load_history())
     outcome = agent.compress_now()
     release.set()
@@ -130,5 +130,5 @@ def test_review_concurrent_with_the_main_agents_compression(fake_llm, tmp_path, 
     assert not any(review.HARNESS_PROMPT in c for c in all_contents(db))
     assert db.invariant_violations() == []
     # The route moved with the rotation, to the main agent's segment, and nowhere else.
-    assert db.get_route("discord:channel-1") == agent.session_id
+    assert db.gateway.get_route("discord:channel-1") == agent.session_id
     db.close()

@@ -14,7 +14,7 @@ def test_chat_waits_for_another_processs_turn_and_says_so(cli_env, fake_llm) -> 
     db = SessionDB(db_path=cli_env.home / "state.db")
     sid = db.create_session("BUSY", source="cli")
     conversation = db.get_session(sid)["conversation_id"]
-    assert db.try_lock_turn(conversation)  # another turn runs it right now
+    assert db.gateway.try_lock_turn(conversation)  # another turn runs it right now
     chat = subprocess.Popen(
         [*hermes_command(), "chat", "-r", sid, "-q", "are you there?"],
         env=cli_env.vars,
@@ -29,7 +29,7 @@ def test_chat_waits_for_another_processs_turn_and_says_so(cli_env, fake_llm) -> 
         assert chat.poll() is None
         assert db.get_messages(sid) == [] and fake_llm.requests == []
     finally:
-        db.unlock_turn(conversation)
+        db.gateway.unlock_turn(conversation)
     out, err = chat.communicate(timeout=60)
     assert chat.returncode == 0, err
     assert out.strip() == "echo: are you there?"

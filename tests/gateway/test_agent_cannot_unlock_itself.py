@@ -30,7 +30,7 @@ def test_the_model_cannot_rewrite_config_through_tools(
             gateway.runner.handle_message(incoming("summarise this page", platform="discord"))
         )
         wait_for(lambda: "Done as the page said." in chats[0].texts(), timeout=20)
-        conversation = gateway.db.get_route("discord:100")
+        conversation = gateway.db.gateway.get_route("discord:100")
         stored = [
             m for m in gateway.db.get_conversation_messages(conversation) if m["role"] == "tool"
         ]

@@ -38,7 +38,7 @@ def test_continuity_over_many_turns(client, gateway, fake_llm) -> None:
     assert seen == [x for n in range(25) for x in (f"turn {n}", f"echo: turn {n}")][:-1]
     stored = [m["content"] for m in gateway.db.get_conversation_messages(session)]
     assert stored == [x for n in range(25) for x in (f"turn {n}", f"echo: turn {n}")]
-    assert gateway.db.get_route(f"api_server:{session}") == session
+    assert gateway.db.gateway.get_route(f"api_server:{session}") == session
 
 
 def test_stream_names_the_session_in_headers_and_first_event(client, gateway) -> None:

@@ -49,11 +49,11 @@ def test_twenty_messages_at_once_are_answered_in_order(chat_gateway, fake_llm) -
     wait_for(lambda: len(answers()) == 20)
     assert answers() == [f"echo: m{n}" for n in range(20)]
     assert chat_gateway.chat.texts().count(QUEUED_ACK) == 19
-    session = chat_gateway.db.get_route("telegram:100")
+    session = chat_gateway.db.gateway.get_route("telegram:100")
     stored = [m["content"] for m in chat_gateway.db.get_conversation_messages(session)]
     assert stored == [x for n in range(20) for x in (f"m{n}", f"echo: m{n}")]
     # Nothing is left in the persisted queue once everything was answered.
-    assert chat_gateway.db.pending_gateway_inputs() == []
+    assert chat_gateway.db.gateway.pending_gateway_inputs() == []
 
 
 def test_concurrent_requests_to_one_conversation_never_interleave(gateway, fake_llm) -> None:
@@ -95,7 +95,7 @@ def test_unlisted_user_gets_one_refusal_and_nothing_else(chat_gateway, fake_llm)
     assert chat_gateway.chat.texts() == [REFUSAL.format(user_id="666")]
     assert fake_llm.requests == []
     assert chat_gateway.db.list_conversations() == []
-    assert chat_gateway.db.get_route("telegram:100") is None
+    assert chat_gateway.db.gateway.get_route("telegram:100") is None
 
 
 def test_stop_interrupts_the_running_turn_and_queued_messages_still_run(
@@ -108,7 +108,7 @@ def test_stop_interrupts_the_running_turn_and_queued_messages_still_run(
     wait_for(lambda: "echo: next one" in chat_gateway.chat.texts(), timeout=10)
     texts = chat_gateway.chat.texts()
     assert texts == [QUEUED_ACK, "Stopping the current reply.", "(stopped)", "echo: next one"]
-    session = chat_gateway.db.get_route("telegram:100")
+    session = chat_gateway.db.gateway.get_route("telegram:100")
     stored = [m["content"] for m in chat_gateway.db.get_conversation_messages(session)]
     assert stored == ["slow one", "next one", "echo: next one"]
 
@@ -116,10 +116,10 @@ def test_stop_interrupts_the_running_turn_and_queued_messages_still_run(
 def test_new_starts_a_fresh_conversation(chat_gateway, fake_llm) -> None:
     send(chat_gateway, incoming("remember me"))
     wait_for(lambda: "echo: remember me" in chat_gateway.chat.texts())
-    old = chat_gateway.db.get_route("telegram:100")
+    old = chat_gateway.db.gateway.get_route("telegram:100")
     send(chat_gateway, incoming("/new"), incoming("who am I?"))
     wait_for(lambda: "echo: who am I?" in chat_gateway.chat.texts())
-    fresh = chat_gateway.db.get_route("telegram:100")
+    fresh = chat_gateway.db.gateway.get_route("telegram:100")
     assert fresh != old
     assert [m["content"] for m in chat_gateway.db.get_conversation_messages(fresh)] == [
         "who am I?",
@@ -142,7 +142,10 @@ def test_group_chats_can_have_one_conversation_per_user(hermes_home, fake_llm, m
             incoming("b", user="2", chat="-5", group=True),
         )
         wait_for(lambda: len(chats[0].texts()) == 2)
-        one, two = gateway.db.get_route("telegram:-5:u1"), gateway.db.get_route("telegram:-5:u2")
+        one, two = (
+            gateway.db.gateway.get_route("telegram:-5:u1"),
+            gateway.db.gateway.get_route("telegram:-5:u2"),
+        )
     assert one and two and one != two
 
 
@@ -196,6 +199,6 @@ def test_messages_handled_concurrently_keep_their_order(chat_gateway, fake_llm) 
     wait_for(lambda: len(answers()) == 11)
     # The old conversation answers in order; the new one runs on its own lane.
     assert [a for a in answers() if a != "echo: after new"] == [f"echo: n{n}" for n in range(10)]
-    fresh = chat_gateway.db.get_route("telegram:900")
+    fresh = chat_gateway.db.gateway.get_route("telegram:900")
     stored = [m["content"] for m in chat_gateway.db.get_conversation_messages(fresh)]
     assert stored == ["after new", "echo: after new"]

@@ -158,7 +158,7 @@ def test_sigterm_with_queued_input_then_restart(hermes_home: Path, fake_llm, run
     queued = threading.Thread(target=ask, args=("queued question",))
     queued.start()
     with SessionDB(db_path=hermes_home / "state.db", read_only=True) as db:
-        wait_for(lambda: db.pending_gateway_inputs())
+        wait_for(lambda: db.gateway.pending_gateway_inputs())
     assert gateway.terminate() == 0
     slow.join(10)
     queued.join(10)
@@ -172,7 +172,8 @@ def test_sigterm_with_queued_input_then_restart(hermes_home: Path, fake_llm, run
     with SessionDB(db_path=hermes_home / "state.db", read_only=True) as db:
         wait_for(
             lambda: (
-                not db.pending_gateway_inputs() and len(db.get_conversation_messages(session)) == 6
+                not db.gateway.pending_gateway_inputs()
+                and len(db.get_conversation_messages(session)) == 6
             )
         )
         contents = [m["content"] for m in db.get_conversation_messages(session)]
@@ -229,7 +230,7 @@ def test_sigterm_mid_turn_keeps_it_and_the_restart_answers_all_four_once_in_orde
     with SessionDB(db_path=hermes_home / "state.db", read_only=True) as db:
         for queued, thread in enumerate(threads[1:], 1):  # one after another: a known order
             thread.start()
-            wait_for(lambda queued=queued: len(db.pending_gateway_inputs()) == queued)
+            wait_for(lambda queued=queued: len(db.gateway.pending_gateway_inputs()) == queued)
     assert gateway.terminate() == 0
     for thread in threads:
         thread.join(30)
@@ -242,7 +243,9 @@ def test_sigterm_mid_turn_keeps_it_and_the_restart_answers_all_four_once_in_orde
     again = run_gateway("--api-server", f"127.0.0.1:{port}")
     again.wait_ready(port)
     with SessionDB(db_path=hermes_home / "state.db", read_only=True) as db:
-        wait_for(lambda: not db.pending_gateway_inputs() and len(db.get_messages(session)) == 10)
+        wait_for(
+            lambda: not db.gateway.pending_gateway_inputs() and len(db.get_messages(session)) == 10
+        )
         standing = [m["content"] for m in db.get_messages(session)]
     assert standing == ["hi", "echo: hi"] + [line for q in questions for line in (q, f"echo: {q}")]
     assert again.terminate() == 0

@@ -21,7 +21,7 @@ SECRET = "hunter2xyz"
 
 
 def _tool_results(gateway: GatewayThread, route: str) -> list[str]:
-    conversation = gateway.db.get_route(route)
+    conversation = gateway.db.gateway.get_route(route)
     messages = gateway.db.get_conversation_messages(conversation)
     return [m["content"] or "" for m in messages if m["role"] == "tool"]
 

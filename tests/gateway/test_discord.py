@@ -163,4 +163,4 @@ def test_a_conversation_through_the_adapter(
         wait_for(lambda: fake_discord.sent())
         assert fake_discord.sent() == ["hi Ada"]
         assert any(url.endswith("/channels/555/typing") for _, url, _ in fake_discord.calls)
-        assert gateway.db.get_route("discord:555") is not None
+        assert gateway.db.gateway.get_route("discord:555") is not None

@@ -50,7 +50,7 @@ def from_watcher_thread(gateway: GatewayThread, event: CompletionEvent) -> None:
 
 
 def conversation_of(gateway: GatewayThread, key: str = "discord:100") -> str:
-    return gateway.db.get_session(gateway.db.get_route(key))["conversation_id"]
+    return gateway.db.get_session(gateway.db.gateway.get_route(key))["conversation_id"]
 
 
 def test_an_event_is_a_new_turn_in_its_conversation(chat_gateway, fake_llm) -> None:

@@ -76,7 +76,7 @@ def test_the_users_incident(hermes_home: Path, fake_llm, model_key: str) -> None
             say(f"note {n}: {PADDING}")
         say("please run the build")
         wait_for(lambda: "The build is running." in chat.texts())
-        root = db.get_route("discord:100")
+        root = db.gateway.get_route("discord:100")
         # The review fork (6th user turn) runs on the same session id; a second fork
         # tries to compress the same session at the same moment.
         wait_for(lambda: any(last_user_text(r) == HARNESS_PROMPT for r in fake_llm.requests))

@@ -59,8 +59,8 @@ def test_lookup_resolves_to_the_tip_and_moves_a_lagging_row(db: SessionDB) -> No
     child = rotate(db, root)
     assert router.tip(root) == child
     assert route_row(db, "telegram:1") == child  # rotation moved it in its transaction
-    db.set_route("telegram:1", root)  # a stale id, as an old gateway might have left it
-    assert db.lookup_route("telegram:1").session_id == child
+    db.gateway.set_route("telegram:1", root)  # a stale id, as an old gateway might have left it
+    assert db.gateway.lookup_route("telegram:1").session_id == child
     assert route_row(db, "telegram:1") == child
 
 
@@ -69,7 +69,7 @@ def test_after_turn_never_moves_a_reset_key_back(db: SessionDB) -> None:
     old = router.conversation_for("k:1", new(router, "k:1"), platform="telegram")
     fresh = router.reset("k:1", new(router, "k:1"), platform="telegram")
     assert not router.after_turn("k:1", old, old, platform="telegram")  # an old turn ends
-    assert db.get_route("k:1") == fresh
+    assert db.gateway.get_route("k:1") == fresh
     assert Router(db).current_conversation("k:1") == fresh  # also for a restarted gateway
 
 
@@ -77,7 +77,7 @@ def test_after_turn_takes_the_agents_session(db: SessionDB) -> None:
     router = Router(db)
     root = router.conversation_for("k:2", new(router, "k:2"), platform="telegram")
     child = rotate(db, root)
-    db.set_route("k:2", root)
+    db.gateway.set_route("k:2", root)
     assert router.after_turn("k:2", root, child, platform="telegram")
     assert route_row(db, "k:2") == child
     assert router.current_conversation("k:2") == root
@@ -107,7 +107,7 @@ def test_the_other_gateways_finishing_turn_does_not_undo_a_reset(gateways, caplo
     # A's own turns in the new conversation still move its route forward.
     fresh_child = rotate(a.db, fresh)
     assert a.after_turn("telegram:1", fresh, fresh_child, platform="telegram")
-    assert b.db.get_route("telegram:1") == fresh_child
+    assert b.db.gateway.get_route("telegram:1") == fresh_child
 
 
 def test_adopt_never_overwrites_a_route(gateways) -> None:
@@ -125,10 +125,10 @@ def test_a_route_to_a_deleted_conversation_is_free_again(gateways) -> None:
     a, b = gateways
     gone = a.conversation_for("telegram:1", new(a), platform="telegram")
     a.db.delete_conversation(gone)  # deletes the rows routed to it
-    a.db.set_route("telegram:1", gone)  # a row left behind anyway
+    a.db.gateway.set_route("telegram:1", gone)  # a row left behind anyway
     assert b.current_conversation("telegram:1") is None
     assert route_row(b.db, "telegram:1") is None  # forgotten by the lookup
-    a.db.set_route("telegram:1", gone)
+    a.db.gateway.set_route("telegram:1", gone)
     assert b.adopt("telegram:1", b.db.create_session(source="telegram"), platform="telegram")
 
 
@@ -177,10 +177,10 @@ def test_a_read_only_store_looks_up_without_writing(make_db) -> None:  # noqa: F
     writer = make_db()
     root = writer.create_session(source="telegram")
     child = rotate(writer, root)
-    writer.set_route("telegram:1", root)
+    writer.gateway.set_route("telegram:1", root)
     reader = make_db(read_only=True)
     assert Router(reader).current_conversation("telegram:1") == root
-    assert reader.get_route("telegram:1") == child
+    assert reader.gateway.get_route("telegram:1") == child
     assert route_row(writer, "telegram:1") == root  # the reader left the row alone
 
 

@@ -45,7 +45,7 @@ def telegram_turn(home: Path, message: str, answer: str) -> tuple[FakeChat, list
     with GatewayThread(home, api=None, platforms=platforms, adapters=factory) as gateway:
         gateway.call(gateway.runner.handle_message(incoming(message)))
         wait_for(lambda: any(answer in t for t in chats[0].texts()), timeout=30)
-        stored = gateway.db.get_conversation_messages(gateway.db.get_route("telegram:100"))
+        stored = gateway.db.get_conversation_messages(gateway.db.gateway.get_route("telegram:100"))
     return chats[0], stored
 
 

@@ -36,7 +36,7 @@ def test_queued_input_is_answered_after_a_restart(hermes_home: Path, fake_llm) -
     try:
         say(gateway, "one", "two", "three")
         wait_for(lambda: len(fake_llm.requests) == 1)
-        wait_for(lambda: len(gateway.db.pending_gateway_inputs()) == 2)
+        wait_for(lambda: len(gateway.db.gateway.pending_gateway_inputs()) == 2)
     finally:
         gateway.stop(grace=10)
     assert gateway.chat.texts()[-1] == "first answer"  # the running turn finished
@@ -45,8 +45,8 @@ def test_queued_input_is_answered_after_a_restart(hermes_home: Path, fake_llm) -
     again = chat_gateway(hermes_home)
     try:
         wait_for(lambda: again.chat.texts() == ["echo: two", "echo: three"])
-        assert again.db.pending_gateway_inputs() == []
-        session = again.db.get_route("telegram:100")
+        assert again.db.gateway.pending_gateway_inputs() == []
+        session = again.db.gateway.get_route("telegram:100")
         stored = [m["content"] for m in again.db.get_conversation_messages(session)]
         assert stored == ["one", "first answer", "two", "echo: two", "three", "echo: three"]
     finally:
@@ -74,7 +74,7 @@ def test_a_turn_outliving_the_grace_period_is_kept_and_answered_first_after_rest
     again = chat_gateway(hermes_home)
     try:
         wait_for(lambda: again.chat.texts() == ["echo: slow", "echo: queued"])
-        session = again.db.get_route("telegram:100")
+        session = again.db.gateway.get_route("telegram:100")
         standing = [m["content"] for m in again.db.get_messages(session)]
         assert standing == ["slow", "echo: slow", "queued", "echo: queued"]
         every = again.db.get_conversation_messages(session)
@@ -100,4 +100,4 @@ def _pending(home: Path) -> list[dict]:
     from hermes.state import SessionDB
 
     with SessionDB(db_path=home / "state.db") as db:
-        return db.pending_gateway_inputs()
+        return db.gateway.pending_gateway_inputs()

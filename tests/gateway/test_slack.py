@@ -56,7 +56,7 @@ def test_a_conversation_over_slack(hermes_home: Path, fake_llm, slack, caplog) -
         pieces = slack.called("chat.postMessage")[1:]
         assert all(p["thread_ts"] == mention and len(p["text"]) <= 4000 for p in pieces)
         assert " ".join(p["text"] for p in pieces) == long
-        assert gateway.db.get_route(f"slack:C9:t{mention}") is not None
+        assert gateway.db.gateway.get_route(f"slack:C9:t{mention}") is not None
         assert fake_llm.requests[-1]["messages"][-1]["content"] == "write a lot"
 
         slack.user_sends("let me in", user="U666")

@@ -52,12 +52,12 @@ def test_a_conversation_over_telegram(hermes_home: Path, fake_llm, telegram, cap
         assert " ".join(sent[1:4]) == long
         assert sent[-1] == REFUSAL.format(user_id=7)
         assert telegram.called("sendChatAction")[0]["action"] == "typing"
-        session = gateway.db.get_route("telegram:42")
+        session = gateway.db.gateway.get_route("telegram:42")
         assert [m["content"] for m in gateway.db.get_conversation_messages(session)][:2] == [
             "hi there",
             "hello Ada",
         ]
-        assert gateway.db.get_route("telegram:7") is None
+        assert gateway.db.gateway.get_route("telegram:7") is None
     assert "getUpdates" in caplog.text or "telegram: polling as @hermes_test_bot" in caplog.text
     assert TOKEN not in caplog.text
 

@@ -154,7 +154,7 @@ def test_a_gateway_waiting_for_the_other_keeps_the_message_through_stop_and_shut
     queued.join(10)
     assert outcomes["asked while a answers"] == 503  # kept: "answered when it is back"
     with shared.open(read_only=True) as db:
-        [kept] = db.pending_gateway_inputs()
+        [kept] = db.gateway.pending_gateway_inputs()
         assert kept["payload"]["text"] == "asked while a answers"
     calls.seconds = 0.05
     slow.join(30)
@@ -166,7 +166,7 @@ def test_a_gateway_waiting_for_the_other_keeps_the_message_through_stop_and_shut
     with shared.open(read_only=True) as db:
         wait_for(lambda: len(db.get_conversation_messages(session)) == 6)
         stored = [m["content"] for m in db.get_conversation_messages(session)]
-        assert db.pending_gateway_inputs() == []
+        assert db.gateway.pending_gateway_inputs() == []
     assert stored == [
         "hello",
         "answer to hello",

@@ -49,7 +49,7 @@ def say(gateway: GatewayThread, words: str) -> None:
 
 
 def conversation(gateway: GatewayThread) -> str:
-    return gateway.db.get_session(gateway.db.get_route(KEY))["conversation_id"]
+    return gateway.db.get_session(gateway.db.gateway.get_route(KEY))["conversation_id"]
 
 
 def stored(gateway: GatewayThread, conversation_id: str) -> list[str]:
@@ -126,7 +126,7 @@ def test_input_queued_in_one_gateway_is_answered_once_after_it_stops(
         say(a, "one")
         say(a, "two")  # waits behind "one": queued in the store, owned by A
         wait_for(lambda: len(fake_llm.requests) == 1)
-        [queued] = wait_for(lambda: a.db.pending_gateway_inputs())
+        [queued] = wait_for(lambda: a.db.gateway.pending_gateway_inputs())
         assert queued["owner"] == a.runner.holder
         time.sleep(1.5)
         b = chat_gateway(hermes_home)  # started while A is busy
@@ -136,7 +136,7 @@ def test_input_queued_in_one_gateway_is_answered_once_after_it_stops(
         assert a.chat.texts() == [QUEUED_ACK, "first answer"]
         # B, still running, takes the released input over at its next heartbeat.
         wait_for(lambda: b.chat.texts() == ["echo: two"])
-        assert b.db.pending_gateway_inputs() == []
+        assert b.db.gateway.pending_gateway_inputs() == []
         time.sleep(0.6)  # a few more heartbeats: nothing is answered twice
         assert b.chat.texts() == ["echo: two"]
         assert len(fake_llm.requests) == 2
@@ -164,10 +164,10 @@ def test_a_running_gateway_takes_over_the_input_of_a_crashed_one(
             kind=MESSAGE, text="left behind", key=KEY, conversation_id=conversation(b),
             origin=origin,
         )  # fmt: skip
-        b.db.enqueue_gateway_input(KEY, item.payload(), owner=crashed)
+        b.db.gateway.enqueue_gateway_input(KEY, item.payload(), owner=crashed)
 
         wait_for(lambda: b.chat.texts() == ["echo: hello", "echo: left behind"])
-        assert b.db.pending_gateway_inputs() == []
+        assert b.db.gateway.pending_gateway_inputs() == []
         time.sleep(0.6)
         assert b.chat.texts() == ["echo: hello", "echo: left behind"]
         assert stored(b, conversation(b)) == [
@@ -228,3 +228,27 @@ def test_one_new_session_id_sent_to_two_gateways_at_once_is_one_conversation(
     finally:
         second.stop()
         first.stop()
+
+
+def test_a_completion_event_reaches_only_the_gateway_whose_turn_started_the_process(
+    pair, fake_llm
+) -> None:
+    from tests.fakes.llm_server import tool_call
+
+    a, b = pair
+    fake_llm.enqueue(
+        tool_call(
+            "terminal",
+            {"command": "sleep 0.3; echo built", "background": True, "notify_on_complete": True},
+        ),
+        text("Started it."),
+        text("It finished."),
+    )
+    say(b, "build in the background")
+    wait_for(lambda: "It finished." in a.chat.texts() + b.chat.texts())
+    time.sleep(0.5)  # give a second delivery every chance to show up
+    notices = [c for c in stored(b, conversation(b)) if (c or "").startswith("[Background")]
+    assert len(notices) == 1 and "built" in notices[0]
+    assert b.chat.texts() == ["Started it.", "It finished."]
+    assert a.chat.texts() == []
+    assert len(fake_llm.requests) == 3

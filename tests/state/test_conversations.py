@@ -67,13 +67,13 @@ def test_delete_conversation_removes_every_segment(db: SessionDB) -> None:
     db.create_session("gone", source="cli")
     ids = chain(db, "gone", 3)
     db.append_message(ids[-1], "user", "delete this aardvark")
-    db.set_route("k", ids[-1])
+    db.gateway.set_route("k", ids[-1])
     db.try_acquire_compression_lock(ids[-1], "someone")
     total = sum(len(db.get_messages(s, include_undone=True)) for s in ids)
     assert db.delete_conversation(ids[1]) == total
     assert all(db.get_session(s) is None for s in ids)
     assert db.get_compression_lock_holder(ids[-1]) is None
-    assert db.get_route("k") is None
+    assert db.gateway.get_route("k") is None
     assert [h["conversation_id"] for h in db.search_messages("aardvark")] == ["keep"]
     assert [r["conversation_id"] for r in db.list_conversations()] == ["keep"]
     assert db.invariant_violations() == []
@@ -129,19 +129,19 @@ def test_prune_conversations_deletes_only_the_inactive(
 def test_routes_set_get_delete(db: SessionDB) -> None:
     db.create_session("a", source="telegram")
     db.create_session("b", source="telegram")
-    assert db.get_route("telegram:1") is None
-    db.set_route("telegram:1", "a", platform="telegram")
-    assert db.get_route("telegram:1") == "a"
-    db.set_route("telegram:1", "b")
-    assert db.get_route("telegram:1") == "b"
-    db.delete_route("telegram:1")
-    assert db.get_route("telegram:1") is None
+    assert db.gateway.get_route("telegram:1") is None
+    db.gateway.set_route("telegram:1", "a", platform="telegram")
+    assert db.gateway.get_route("telegram:1") == "a"
+    db.gateway.set_route("telegram:1", "b")
+    assert db.gateway.get_route("telegram:1") == "b"
+    db.gateway.delete_route("telegram:1")
+    assert db.gateway.get_route("telegram:1") is None
 
 
 def test_rotation_moves_routes_to_the_child_in_the_same_transaction(db: SessionDB) -> None:
     db.create_session("a", source="telegram")
-    db.set_route("telegram:1", "a")
-    db.set_route("telegram:2", "a")
+    db.gateway.set_route("telegram:1", "a")
+    db.gateway.set_route("telegram:2", "a")
     child = rotate(db, "a")
     for key in ("telegram:1", "telegram:2"):
         row = raw_one(db, "SELECT session_id FROM gateway_routes WHERE session_key = ?", (key,))
@@ -151,8 +151,8 @@ def test_rotation_moves_routes_to_the_child_in_the_same_transaction(db: SessionD
 def test_get_route_follows_the_tip_and_updates_the_row(db: SessionDB) -> None:
     db.create_session("a", source="telegram")
     ids = chain(db, "a", 4)
-    db.set_route("k", "a")  # a stale id, e.g. restored from an old gateway file
-    assert db.get_route("k") == ids[-1]
+    db.gateway.set_route("k", "a")  # a stale id, e.g. restored from an old gateway file
+    assert db.gateway.get_route("k") == ids[-1]
     row = raw_one(db, "SELECT session_id FROM gateway_routes WHERE session_key = ?", ("k",))
     assert row["session_id"] == ids[-1]
 
@@ -160,13 +160,13 @@ def test_get_route_follows_the_tip_and_updates_the_row(db: SessionDB) -> None:
 def test_get_route_of_a_deleted_conversation_is_none_and_forgets_it(db: SessionDB) -> None:
     db.create_session("a", source="telegram")
     db.create_session("b", source="telegram")
-    db.set_route("k", "b")
+    db.gateway.set_route("k", "b")
     db._write(
         lambda tx: tx.run(
             "UPDATE gateway_routes SET session_id = ? WHERE session_key = ?", ("missing", "k")
         )
     )
-    assert db.get_route("k") is None
+    assert db.gateway.get_route("k") is None
     assert (
         raw_one(db, "SELECT session_id FROM gateway_routes WHERE session_key = ?", ("k",)) is None
     )
@@ -176,41 +176,41 @@ def test_lookup_route_names_the_conversation_and_its_tip(make_db) -> None:
     db = make_db()
     db.create_session("a", source="telegram")
     ids = chain(db, "a", 3)
-    assert db.lookup_route("k") is None
-    db.set_route("k", ids[-1])
-    route = make_db().lookup_route("k")  # another gateway's connection sees it too
+    assert db.gateway.lookup_route("k") is None
+    db.gateway.set_route("k", ids[-1])
+    route = make_db().gateway.lookup_route("k")  # another gateway's connection sees it too
     assert (route.conversation_id, route.session_id) == ("a", ids[-1])
 
 
 def test_claim_route_takes_only_a_free_key(db: SessionDB) -> None:
     db.create_session("a", source="telegram")
     db.create_session("b", source="telegram")
-    assert db.claim_route("k", "a", platform="telegram")
-    assert not db.claim_route("k", "b")
-    assert db.get_route("k") == "a"
-    db.set_route("k", "deleted-long-ago")  # a route to nothing is free
-    assert db.claim_route("k", "b")
-    assert db.get_route("k") == "b"
+    assert db.gateway.claim_route("k", "a", platform="telegram")
+    assert not db.gateway.claim_route("k", "b")
+    assert db.gateway.get_route("k") == "a"
+    db.gateway.set_route("k", "deleted-long-ago")  # a route to nothing is free
+    assert db.gateway.claim_route("k", "b")
+    assert db.gateway.get_route("k") == "b"
 
 
 def test_advance_route_moves_only_within_the_conversation_it_serves(db: SessionDB) -> None:
     db.create_session("old", source="telegram")
     db.create_session("new", source="telegram")
     child = rotate(db, "old")
-    db.set_route("k", "old")
-    assert db.advance_route("k", "old", child)  # the agent's rotation: forward
-    assert db.get_route("k") == child
-    assert db.advance_route("k", "old", "old")  # a lagging agent never moves it back
+    db.gateway.set_route("k", "old")
+    assert db.gateway.advance_route("k", "old", child)  # the agent's rotation: forward
+    assert db.gateway.get_route("k") == child
+    assert db.gateway.advance_route("k", "old", "old")  # a lagging agent never moves it back
     assert raw_one(db, "SELECT session_id FROM gateway_routes WHERE session_key = ?", ("k",)) == {
         "session_id": child
     }
-    db.set_route("k", "new")  # /new, here or in another gateway
-    assert not db.advance_route("k", "old", child)
-    assert db.get_route("k") == "new"
-    assert not db.advance_route("k", "new", child)  # not a segment of that conversation
-    assert not db.advance_route("k", "new", "missing")
-    assert db.advance_route("free", "new", "new", platform="telegram")  # no route yet
-    assert db.get_route("free") == "new"
+    db.gateway.set_route("k", "new")  # /new, here or in another gateway
+    assert not db.gateway.advance_route("k", "old", child)
+    assert db.gateway.get_route("k") == "new"
+    assert not db.gateway.advance_route("k", "new", child)  # not a segment of that conversation
+    assert not db.gateway.advance_route("k", "new", "missing")
+    assert db.gateway.advance_route("free", "new", "new", platform="telegram")  # no route yet
+    assert db.gateway.get_route("free") == "new"
 
 
 # -- the gateway's input queue ---------------------------------------------------------
@@ -218,24 +218,26 @@ def test_advance_route_moves_only_within_the_conversation_it_serves(db: SessionD
 
 def test_gateway_inputs_are_kept_in_arrival_order(make_db) -> None:
     db = make_db()
-    first = db.enqueue_gateway_input("telegram:1", {"text": "hello", "n": 1})
-    second = db.enqueue_gateway_input("telegram:2", {"text": "другой"})
-    third = db.enqueue_gateway_input("telegram:1", {"text": "北京", "parts": [1, {"a": None}]})
+    first = db.gateway.enqueue_gateway_input("telegram:1", {"text": "hello", "n": 1})
+    second = db.gateway.enqueue_gateway_input("telegram:2", {"text": "другой"})
+    third = db.gateway.enqueue_gateway_input(
+        "telegram:1", {"text": "北京", "parts": [1, {"a": None}]}
+    )
     assert first < second < third
-    every = db.pending_gateway_inputs()
+    every = db.gateway.pending_gateway_inputs()
     assert [i["id"] for i in every] == [first, second, third]
-    mine = db.pending_gateway_inputs("telegram:1")
+    mine = db.gateway.pending_gateway_inputs("telegram:1")
     assert [i["payload"] for i in mine] == [
         {"text": "hello", "n": 1},
         {"text": "北京", "parts": [1, {"a": None}]},
     ]
     assert all(i["session_key"] == "telegram:1" and i["enqueued_at"] > 0 for i in mine)
-    db.delete_gateway_input(first)
-    db.delete_gateway_input(first)  # already gone: nothing to do
+    db.gateway.delete_gateway_input(first)
+    db.gateway.delete_gateway_input(first)  # already gone: nothing to do
     db.close()
     reopened = make_db()  # the queue survives a restart
-    assert [i["id"] for i in reopened.pending_gateway_inputs()] == [second, third]
-    assert reopened.pending_gateway_inputs("nobody") == []
+    assert [i["id"] for i in reopened.gateway.pending_gateway_inputs()] == [second, third]
+    assert reopened.gateway.pending_gateway_inputs("nobody") == []
 
 
 # -- health --------------------------------------------------------------------------

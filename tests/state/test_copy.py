@@ -91,7 +91,7 @@ def build(path: Path) -> Built:
         wrong = db.append_message(tokyo, "assistant", "会議 is at noon, zebras permitting.")
         db.append_message(tokyo, "assistant", "Sorry: the meeting is at three.")
         db.mark_undone(tokyo, [wrong.message_id])
-        db.set_route("tg:42", tokyo, platform="telegram")
+        db.gateway.set_route("tg:42", tokyo, platform="telegram")
         assert db.try_acquire_compression_lock(tokyo, "elsewhere:pid=1:agent=x", 3600)
 
         branch = db.branch_session(child, source="api")
@@ -190,7 +190,7 @@ def test_a_non_empty_target_is_refused_and_left_unchanged(
         assert observe(target, ids) == before
     other = tmp_path / "other.db"
     with SessionDB(db_path=other) as db:
-        db.set_route("only:a-route", "nowhere")
+        db.gateway.set_route("only:a-route", "nowhere")
     with (
         SessionDB(db_path=path, read_only=True) as source,
         SessionDB(db_path=other) as target,
@@ -204,17 +204,17 @@ def test_queued_gateway_input_survives_the_round_trip(tmp_path: Path, store: Sto
     path = tmp_path / "queue.db"
     with SessionDB(db_path=path) as db:
         sid = db.create_session(source="telegram", session_key="tg:7")
-        db.set_route("tg:7", sid, platform="telegram")
-        db.enqueue_gateway_input("tg:7", {"text": "arrived while busy — 忙しい"})
-        db.enqueue_gateway_input("tg:7", {"text": "and a second one"})
-        queued = db.pending_gateway_inputs()
+        db.gateway.set_route("tg:7", sid, platform="telegram")
+        db.gateway.enqueue_gateway_input("tg:7", {"text": "arrived while busy — 忙しい"})
+        db.gateway.enqueue_gateway_input("tg:7", {"text": "and a second one"})
+        queued = db.gateway.pending_gateway_inputs()
     with SessionDB(db_path=path, read_only=True) as source, store.open() as target:
         copy_store(source, target)
-        assert target.pending_gateway_inputs() == queued
-        newer = target.enqueue_gateway_input("tg:7", {"text": "after the move"})
+        assert target.gateway.pending_gateway_inputs() == queued
+        newer = target.gateway.enqueue_gateway_input("tg:7", {"text": "after the move"})
     with store.open(read_only=True) as source, SessionDB(db_path=tmp_path / "b.db") as back:
         copy_store(source, back)
-        assert back.pending_gateway_inputs()[:2] == queued
+        assert back.gateway.pending_gateway_inputs()[:2] == queued
     assert newer > max(q["id"] for q in queued)
 
 

@@ -25,16 +25,16 @@ ROUNDS = 8
 
 
 def queue(db: SessionDB, owner: str | None, *texts: str) -> list[int]:
-    return [db.enqueue_gateway_input("telegram:1", {"text": t}, owner=owner) for t in texts]
+    return [db.gateway.enqueue_gateway_input("telegram:1", {"text": t}, owner=owner) for t in texts]
 
 
 def owners(db: SessionDB) -> dict[int, str | None]:
-    return {r["id"]: r["owner"] for r in db.pending_gateway_inputs()}
+    return {r["id"]: r["owner"] for r in db.gateway.pending_gateway_inputs()}
 
 
 def start(db: SessionDB, holder: str) -> list[int]:
     """What a starting gateway does: claim; the ids it got."""
-    return [r["id"] for r in db.claim_gateway_inputs(holder, takeover_after=TAKEOVER)]
+    return [r["id"] for r in db.gateway.claim_gateway_inputs(holder, takeover_after=TAKEOVER)]
 
 
 def age_heartbeat(store: StoreSpec, holder: str, seconds: float) -> None:
@@ -50,10 +50,10 @@ def test_rows_of_a_live_gateway_stay_its_own(make_db) -> None:
     mine = queue(a_db, a, "one", "two")
     assert start(b_db, b) == []
     assert owners(b_db) == dict.fromkeys(mine, a)
-    assert not b_db.delete_gateway_input(mine[0], owner=b)  # not B's to delete
-    assert not b_db.delete_gateway_input(mine[0])  # nor anyone's while A owns it
-    assert a_db.delete_gateway_input(mine[0], owner=a)
-    assert not a_db.delete_gateway_input(mine[0], owner=a)  # already gone
+    assert not b_db.gateway.delete_gateway_input(mine[0], owner=b)  # not B's to delete
+    assert not b_db.gateway.delete_gateway_input(mine[0])  # nor anyone's while A owns it
+    assert a_db.gateway.delete_gateway_input(mine[0], owner=a)
+    assert not a_db.gateway.delete_gateway_input(mine[0], owner=a)  # already gone
     assert owners(b_db) == {mine[1]: a}
 
 
@@ -63,18 +63,18 @@ def test_released_rows_go_to_the_next_start(make_db) -> None:
     start(a_db, a)
     older = queue(a_db, None, "from before owners")  # as migration 5 leaves old rows
     kept = queue(a_db, a, "kept at the stop")
-    assert a_db.release_gateway_inputs(a) == 1
+    assert a_db.gateway.release_gateway_inputs(a) == 1
     assert owners(a_db) == dict.fromkeys(older + kept, None)
     assert start(b_db, b) == older + kept
     assert owners(a_db) == dict.fromkeys(older + kept, b)
-    assert not a_db.delete_gateway_input(kept[0], owner=a)  # A gave it away
+    assert not a_db.gateway.delete_gateway_input(kept[0], owner=a)  # A gave it away
     assert raw_all(a_db, "SELECT holder FROM gateway_instances") == [{"holder": b}]
 
 
 def test_rows_of_a_dead_process_on_this_host_are_taken(make_db) -> None:
     db = make_db()
     dead = f"{socket.gethostname()}:pid={dead_pid()}:agent=crashed"
-    db.gateway_heartbeat(dead)  # fresh, but the process is gone
+    db.gateway.gateway_heartbeat(dead)  # fresh, but the process is gone
     lost = queue(db, dead, "asked just before the crash")
     me = make_holder()
     assert start(make_db(), me) == lost
@@ -85,8 +85,8 @@ def test_rows_of_a_dead_process_on_this_host_are_taken(make_db) -> None:
 def test_rows_of_a_silent_host_are_taken_after_the_takeover_time(make_db, store: StoreSpec) -> None:
     db = make_db()
     quiet, busy = "other-host:pid=1:agent=quiet", "other-host:pid=2:agent=busy"
-    db.gateway_heartbeat(quiet)
-    db.gateway_heartbeat(busy)
+    db.gateway.gateway_heartbeat(quiet)
+    db.gateway.gateway_heartbeat(busy)
     silent, alive = queue(db, quiet, "q1", "q2"), queue(db, busy, "b1")
     unknown = queue(db, "third-host:pid=3:agent=never-seen", "no heartbeat at all")
     age_heartbeat(store, quiet, TAKEOVER - 30)
@@ -94,7 +94,7 @@ def test_rows_of_a_silent_host_are_taken_after_the_takeover_time(make_db, store:
     me = make_holder()
     assert start(make_db(), me) == unknown  # the others beat within the takeover time
     age_heartbeat(store, quiet, 60)
-    db.gateway_heartbeat(busy)
+    db.gateway.gateway_heartbeat(busy)
     assert start(make_db(), me) == silent
     assert owners(db) == {**dict.fromkeys(silent + unknown, me), **dict.fromkeys(alive, busy)}
 
@@ -111,7 +111,7 @@ def test_threads_racing_to_claim_never_share_a_row(make_db) -> None:
         try:
             for n in range(ROUNDS):
                 barrier.wait(timeout=60)
-                got = mine.claim_gateway_inputs(holder, takeover_after=TAKEOVER)
+                got = mine.gateway.claim_gateway_inputs(holder, takeover_after=TAKEOVER)
                 claims.append((n, holder, [r["id"] for r in got]))
                 barrier.wait(timeout=60)
         except BaseException as exc:
@@ -169,7 +169,7 @@ def test_rows_from_before_migration_5_are_released(store: StoreSpec) -> None:
     finally:
         migrations_4.close()
     with store.open() as db:
-        [row] = db.pending_gateway_inputs()
+        [row] = db.gateway.pending_gateway_inputs()
         assert row["owner"] is None and row["payload"] == {"text": "queued by an older hermes"}
         me = make_holder()
         assert start(db, me) == [row["id"]]
@@ -182,7 +182,7 @@ def _plant_round(db: SessionDB, n: int) -> list[int]:
     """Claimable rows of every kind, and a live gateway's rows nobody may take."""
     dead = f"{socket.gethostname()}:pid={dead_pid()}:agent=round{n}"
     live = f"round{n}-live"
-    db.gateway_heartbeat(live)
+    db.gateway.gateway_heartbeat(live)
     queue(db, live, f"{n}: the live gateway's")
     return [
         *queue(db, None, *(f"{n}: released {k}" for k in range(5))),
@@ -200,7 +200,7 @@ def _assert_each_row_claimed_once(
     final = owners(db)
     for _, holder, ids in claims:
         assert all(final[i] == holder for i in ids)
-    live = [r for r in db.pending_gateway_inputs() if r["owner"].endswith("-live")]
+    live = [r for r in db.gateway.pending_gateway_inputs() if r["owner"].endswith("-live")]
     assert len(live) == len(expected)  # nobody took a live gateway's rows
 
 

@@ -582,13 +582,13 @@ def test_a_heartbeat_is_stamped_by_the_server_clock_not_the_hosts(
     with SessionDB(url=url) as behind, SessionDB(url=url) as other:
         lagging, fresh = make_holder(), make_holder()
         _skewed_clock(monkeypatch, -600)  # this "host" is ten minutes behind
-        behind.claim_gateway_inputs(lagging, takeover_after=60)
-        kept = behind.enqueue_gateway_input("telegram:1", {"text": "wait"}, owner=lagging)
+        behind.gateway.claim_gateway_inputs(lagging, takeover_after=60)
+        kept = behind.gateway.enqueue_gateway_input("telegram:1", {"text": "wait"}, owner=lagging)
         monkeypatch.undo()
 
-        assert other.claim_gateway_inputs(fresh, takeover_after=60) == []
-        assert [r["owner"] for r in other.pending_gateway_inputs()] == [lagging]
-        assert not other.delete_gateway_input(kept, owner=fresh)
+        assert other.gateway.claim_gateway_inputs(fresh, takeover_after=60) == []
+        assert [r["owner"] for r in other.gateway.pending_gateway_inputs()] == [lagging]
+        assert not other.gateway.delete_gateway_input(kept, owner=fresh)
 
 
 def test_a_lease_is_timed_by_the_server_clock_not_the_hosts(

@@ -23,7 +23,7 @@ def parent(db: SessionDB) -> str:
         system_prompt="sys",
     )
     db.append_messages("parent", [{"role": "user", "content": f"m{n}"} for n in range(4)])
-    db.set_route("telegram:7", "parent")
+    db.gateway.set_route("telegram:7", "parent")
     return "parent"
 
 
@@ -47,7 +47,7 @@ def test_publish_opens_the_child_and_ends_the_parent(db: SessionDB, parent: str)
     assert c["title"] == "Holiday #2"
     assert contents(db.get_messages(child)) == [SUMMARY["content"]]
     assert db.resolve_tip(parent) == child
-    assert db.get_route("telegram:7") == child
+    assert db.gateway.get_route("telegram:7") == child
     # Nothing is deleted: the parent keeps its full transcript.
     assert contents(db.get_messages(parent)) == [f"m{n}" for n in range(4)]
 
@@ -137,7 +137,7 @@ def test_a_rotation_failing_midway_changes_nothing(
         db.publish_compression_child(parent, holder=holder, watermark=0, **kwargs)
     assert snapshot(db, parent) == before
     assert db.resolve_tip(parent) == parent
-    assert db.get_route("telegram:7") == parent
+    assert db.gateway.get_route("telegram:7") == parent
     assert db.invariant_violations() == []
     # The lease survives the failure and a retry succeeds.
     assert db.publish_compression_child(parent, holder=holder, messages=[SUMMARY])

@@ -251,7 +251,7 @@ def test_a_read_only_instance_reads_but_never_writes(make_db) -> None:
         lambda: reader.end_session("s", "user_exit"),
         lambda: reader.set_title("s", "no"),
         lambda: reader.try_acquire_compression_lock("s", "x"),
-        lambda: reader.set_route("k", "s"),
+        lambda: reader.gateway.set_route("k", "s"),
         lambda: reader.delete_conversation("s"),
     ]
     for write in writes:

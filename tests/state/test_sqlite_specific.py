@@ -318,11 +318,11 @@ def test_following_a_stale_id_costs_the_same_whatever_the_chain_length(
     for length in (2, 40):
         root = db.create_session(f"root{length}", source="cli")
         ids = chain(db, root, length)
-        db.set_route(f"key{length}", root)
+        db.gateway.set_route(f"key{length}", root)
         call = {
             "resolve_tip": lambda root=root: db.resolve_tip(root),
             "append_to_stale_id": lambda root=root: db.append_message(root, "user", "x"),
-            "get_route": lambda length=length: db.get_route(f"key{length}"),
+            "get_route": lambda length=length: db.gateway.get_route(f"key{length}"),
             "get_lineage": lambda root=root: db.get_lineage(root),
         }[operation]
         statements = _statements(db, call)

@@ -1,4 +1,4 @@
-"""Turn locks (``SessionDB.try_lock_turn`` / ``unlock_turn``): exclusive across processes
+"""Turn locks (``db.gateway.try_lock_turn`` / ``unlock_turn``): exclusive across processes
 and within one, freed when the holder dies, one per conversation (invariant 11 across
 gateways). Every test runs on SQLite and on PostgreSQL, with real "spawn" processes.
 """
@@ -43,15 +43,15 @@ def test_a_lock_held_in_one_process_is_refused_in_another_until_unlocked(
     with Processes() as procs:
         procs.start(workers.hold_turn_locks, store, [c], release, finish)
         assert procs.expect("locked") == [[True]]
-        assert db.try_lock_turn(c) is False
+        assert db.gateway.try_lock_turn(c) is False
         procs.start(workers.try_turn_locks, store, [c])
         assert procs.expect("tried") == [[False]]
         release.set()
         procs.expect("unlocked")  # the holder lives on: unlock freed it, not its death
-        assert db.try_lock_turn(c) is True
+        assert db.gateway.try_lock_turn(c) is True
         procs.start(workers.try_turn_locks, store, [c])
         assert procs.expect("tried") == [[False]]
-        db.unlock_turn(c)
+        db.gateway.unlock_turn(c)
         procs.start(workers.try_turn_locks, store, [c])
         assert procs.expect("tried") == [[True]]
         finish.set()
@@ -62,13 +62,13 @@ def test_a_holder_killed_with_sigkill_frees_its_locks(db: SessionDB, store: Stor
     with Processes() as procs:
         proc = procs.start(workers.hold_turn_locks, store, held, None, None)
         assert procs.expect("locked") == [[True, True]]
-        assert db.try_lock_turn(held[0]) is False
+        assert db.gateway.try_lock_turn(held[0]) is False
         proc.kill()
         proc.join()
         procs.procs.remove(proc)
     # The OS (SQLite) or the server, on seeing the session's socket close, frees them.
-    assert eventually(lambda: db.try_lock_turn(held[0]))
-    assert db.try_lock_turn(held[1]) is True
+    assert eventually(lambda: db.gateway.try_lock_turn(held[0]))
+    assert db.gateway.try_lock_turn(held[1]) is True
 
 
 def test_locks_of_different_conversations_are_independent(db: SessionDB, store: StoreSpec) -> None:
@@ -77,11 +77,11 @@ def test_locks_of_different_conversations_are_independent(db: SessionDB, store: 
     with Processes() as procs:
         procs.start(workers.hold_turn_locks, store, [theirs], release, finish)
         assert procs.expect("locked") == [[True]]
-        assert db.try_lock_turn(mine) is True
-        assert db.try_lock_turn(theirs) is False
+        assert db.gateway.try_lock_turn(mine) is True
+        assert db.gateway.try_lock_turn(theirs) is False
         procs.start(workers.try_turn_locks, store, [mine, theirs, conversation()])
         assert procs.expect("tried") == [[False, False, True]]
-        db.unlock_turn(mine)
+        db.gateway.unlock_turn(mine)
         release.set()
         procs.expect("unlocked")
         finish.set()
@@ -90,28 +90,28 @@ def test_locks_of_different_conversations_are_independent(db: SessionDB, store: 
 def test_within_a_process_a_lock_is_exclusive_and_unlocking_is_harmless(make_db) -> None:
     one, two = make_db(), make_db()
     c = conversation()
-    one.unlock_turn(c)  # never held: nothing happens
-    assert one.try_lock_turn(c) is True
-    assert one.try_lock_turn(c) is False  # not re-entrant
-    assert two.try_lock_turn(c) is False  # another SessionDB of this process
-    two.unlock_turn(c)  # not its lock: still held
-    assert two.try_lock_turn(c) is False
-    one.unlock_turn(c)
-    one.unlock_turn(c)  # twice: harmless
-    assert two.try_lock_turn(c) is True
-    assert one.try_lock_turn(c) is False
+    one.gateway.unlock_turn(c)  # never held: nothing happens
+    assert one.gateway.try_lock_turn(c) is True
+    assert one.gateway.try_lock_turn(c) is False  # not re-entrant
+    assert two.gateway.try_lock_turn(c) is False  # another SessionDB of this process
+    two.gateway.unlock_turn(c)  # not its lock: still held
+    assert two.gateway.try_lock_turn(c) is False
+    one.gateway.unlock_turn(c)
+    one.gateway.unlock_turn(c)  # twice: harmless
+    assert two.gateway.try_lock_turn(c) is True
+    assert one.gateway.try_lock_turn(c) is False
     two.close()  # closing gives back what it held
-    assert one.try_lock_turn(c) is True
-    one.unlock_turn(c)
+    assert one.gateway.try_lock_turn(c) is True
+    one.gateway.unlock_turn(c)
 
 
 def test_closing_another_store_handle_keeps_this_ones_locks(make_db, store: StoreSpec) -> None:
     # POSIX drops every lock of a process on a file when any descriptor of it closes.
     holder = make_db()
     c = conversation()
-    assert holder.try_lock_turn(c) is True
+    assert holder.gateway.try_lock_turn(c) is True
     other = make_db()
-    assert other.try_lock_turn(conversation()) is True
+    assert other.gateway.try_lock_turn(conversation()) is True
     other.close()
     with Processes() as procs:
         procs.start(workers.try_turn_locks, store, [c])
@@ -122,8 +122,8 @@ def test_a_read_only_store_has_no_turn_locks(make_db, store: StoreSpec) -> None:
     make_db()  # the store exists
     reader = make_db(read_only=True)
     with pytest.raises(ReadOnlyStoreError):
-        reader.try_lock_turn(conversation())
-    reader.unlock_turn(conversation())  # harmless
+        reader.gateway.try_lock_turn(conversation())
+    reader.gateway.unlock_turn(conversation())  # harmless
     if store.kind == "sqlite":
         assert not Path(f"{store.path}.turns").exists()
 
@@ -137,7 +137,7 @@ def test_the_sqlite_lock_file_is_private_and_made_on_first_use(make_db, store: S
     db = make_db()
     path = Path(f"{store.path}.turns")
     assert not path.exists()  # opening never writes
-    assert db.try_lock_turn(conversation()) is True
+    assert db.gateway.try_lock_turn(conversation()) is True
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
 
 
@@ -165,14 +165,14 @@ def test_after_the_connection_breaks_the_held_locks_are_taken_back(
 ) -> None:
     caplog.set_level(logging.WARNING, logger="hermes.state")
     held = conversation()
-    assert db.try_lock_turn(held) is True
+    assert db.gateway.try_lock_turn(held) is True
     _kill_lock_session(db, store)
-    assert db.try_lock_turn(conversation()) is True  # reconnects, takes `held` back first
+    assert db.gateway.try_lock_turn(conversation()) is True  # reconnects, takes `held` back first
     assert "took 1 of 1 back" in caplog.text
     with Processes() as procs:
         procs.start(workers.try_turn_locks, store, [held])
         assert procs.expect("tried") == [[False]]
-    db.unlock_turn(held)
+    db.gateway.unlock_turn(held)
     assert "was lost" not in caplog.text
 
 
@@ -182,21 +182,21 @@ def test_a_lock_taken_by_another_while_the_connection_was_down_is_reported_lost(
 ) -> None:
     caplog.set_level(logging.WARNING, logger="hermes.state")
     held, during_turn = conversation(), conversation()
-    assert db.try_lock_turn(held) is True
-    assert db.try_lock_turn(during_turn) is True
+    assert db.gateway.try_lock_turn(held) is True
+    assert db.gateway.try_lock_turn(during_turn) is True
     _kill_lock_session(db, store)
     release, finish = CTX.Event(), CTX.Event()
     with Processes() as procs:
         procs.start(workers.hold_turn_locks, store, [held], release, finish)
         assert procs.expect("locked") == [[True]]  # the server freed it with the session
-        db.unlock_turn(during_turn)  # its turn ends: the lock is gone, and it says so
+        db.gateway.unlock_turn(during_turn)  # its turn ends: the lock is gone, and it says so
         assert f"the turn lock of conversation {during_turn} was lost" in caplog.text
-        assert db.try_lock_turn(conversation()) is True  # reconnects; cannot take `held`
+        assert db.gateway.try_lock_turn(conversation()) is True  # reconnects; cannot take `held`
         assert f"lost the turn lock of conversation {held}" in caplog.text
-        assert db.try_lock_turn(held) is False
+        assert db.gateway.try_lock_turn(held) is False
         release.set()
         procs.expect("unlocked")
-        assert db.try_lock_turn(held) is True
+        assert db.gateway.try_lock_turn(held) is True
         finish.set()
 
 
@@ -204,12 +204,12 @@ def test_a_lock_taken_by_another_while_the_connection_was_down_is_reported_lost(
 def test_an_unreachable_server_is_an_error_not_an_unlocked_turn(
     db: SessionDB, store: StoreSpec
 ) -> None:
-    assert db.try_lock_turn(conversation()) is True
+    assert db.gateway.try_lock_turn(conversation()) is True
     locks = db.backend.turn_locks
     locks._connect = _refuse  # from now on the server cannot be reached
     _kill_lock_session(db, store)
     with pytest.raises(StoreUnavailableError, match="Cannot reach PostgreSQL"):
-        db.try_lock_turn(conversation())
+        db.gateway.try_lock_turn(conversation())
 
 
 def _refuse():

@@ -154,7 +154,7 @@ def race_queue_claims(spec: Any, rounds: int, barrier: Any, queue: Any) -> None:
             for n in range(rounds):
                 barrier.wait(timeout=120)
                 try:
-                    got = db.claim_gateway_inputs(holder, takeover_after=120.0)
+                    got = db.gateway.claim_gateway_inputs(holder, takeover_after=120.0)
                 except BaseException:
                     barrier.abort()  # the test stops waiting and shows the error
                     raise
@@ -173,12 +173,12 @@ def hold_turn_locks(
 
     def body() -> None:
         with spec.open() as db:
-            queue.put(("locked", [db.try_lock_turn(c) for c in conversations]))
+            queue.put(("locked", [db.gateway.try_lock_turn(c) for c in conversations]))
             if release is None:
                 time.sleep(600)
             release.wait(120)
             for conversation in conversations:
-                db.unlock_turn(conversation)
+                db.gateway.unlock_turn(conversation)
             queue.put(("unlocked", None))
             finish.wait(120)
 
@@ -190,6 +190,6 @@ def try_turn_locks(spec: Any, conversations: list[str], queue: Any) -> None:
 
     def body() -> None:
         with spec.open() as db:
-            queue.put(("tried", [db.try_lock_turn(c) for c in conversations]))
+            queue.put(("tried", [db.gateway.try_lock_turn(c) for c in conversations]))
 
     _reporting(queue, body)

@@ -17,12 +17,11 @@ import yaml
 from hermes.config import load_config
 from hermes.tools import (
     CompletionEvent,
+    EventBus,
     ToolContext,
     ToolRegistry,
     background,
     default_registry,
-    subscribe,
-    unsubscribe,
 )
 from hermes.tools.process_store import ProcessStore
 
@@ -64,12 +63,19 @@ def write_config(home: Path, values: dict[str, Any]) -> None:
 
 
 @pytest.fixture
-def make_ctx(home: Path, workdir: Path) -> Callable[..., ToolContext]:
+def bus() -> EventBus:
+    """The test's event bus: the contexts of ``make_ctx`` report their processes here."""
+    return EventBus()
+
+
+@pytest.fixture
+def make_ctx(home: Path, workdir: Path, bus: EventBus) -> Callable[..., ToolContext]:
     def make(config: dict[str, Any] | None = None, **fields: Any) -> ToolContext:
         if config:
             write_config(home, config)
         fields.setdefault("conversation_id", "conv-root")
         fields.setdefault("session_id", "conv-root-seg-2")
+        fields.setdefault("event_bus", bus)
         return ToolContext(
             hermes_home=home, cwd=workdir, config=load_config(home / "config.yaml"), **fields
         )
@@ -98,9 +104,8 @@ def call(registry: ToolRegistry, ctx: ToolContext) -> Callable[..., str]:
 
 
 @pytest.fixture
-def received() -> Iterator[list[CompletionEvent]]:
-    """Completion events delivered to an in-process subscriber during the test."""
+def received(bus: EventBus) -> list[CompletionEvent]:
+    """Completion events delivered to a subscriber of the test's bus."""
     events: list[CompletionEvent] = []
-    subscribe(events.append)
-    yield events
-    unsubscribe(events.append)
+    bus.subscribe(events.append)
+    return events

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import psutil
 
-from hermes.tools import CompletionEvent, ToolContext, background, drain_events, events
+from hermes.tools import CompletionEvent, EventBus, ToolContext, background, drain_events, events
 from hermes.tools.process_store import ProcessRecord, ProcessStore
 
 
@@ -140,6 +140,46 @@ def test_completion_event_is_delivered_exactly_once(
     assert drain_events(home) == []
 
 
+def test_two_owners_in_one_process_hear_only_their_own_processes(
+    call: Callable[..., str], make_ctx: Callable[..., ToolContext], home: Path
+) -> None:
+    heard: dict[str, list[CompletionEvent]] = {"one": [], "two": []}
+    buses = {name: EventBus() for name in heard}
+    for name, bus in buses.items():
+        bus.subscribe(heard[name].append)
+    started = {
+        name: _started_id(
+            call(
+                "terminal",
+                make_ctx(conversation_id=f"conv-{name}", event_bus=bus),
+                command="exit 0",
+                background=True,
+                notify_on_complete=True,
+            )
+        )
+        for name, bus in buses.items()
+    }
+    _wait_until(lambda: all(heard.values()))
+    time.sleep(0.3)  # give a second delivery every chance to show up
+    assert {name: [e.process_id for e in got] for name, got in heard.items()} == {
+        name: [pid] for name, pid in started.items()
+    }
+    assert drain_events(home) == []
+
+
+def test_an_event_nobody_on_its_bus_takes_is_spooled(
+    call: Callable[..., str], ctx: ToolContext, home: Path, bus: EventBus
+) -> None:
+    def refuse(event: CompletionEvent) -> None:
+        raise RuntimeError("cannot take it now")
+
+    bus.subscribe(refuse)
+    pid = _started_id(call("terminal", command="exit 3", background=True, notify_on_complete=True))
+    call("process", action="wait", id=pid, timeout=20)
+    _wait_until(lambda: bool(list(ProcessStore(home).events_dir().glob("*.json"))))
+    assert [(e.process_id, e.exit_code) for e in drain_events(home)] == [(pid, 3)]
+
+
 def test_without_subscribers_one_drain_gets_the_event(call: Callable[..., str], home: Path) -> None:
     pid = _started_id(call("terminal", command="exit 2", background=True, notify_on_complete=True))
     results: list[CompletionEvent] = []
@@ -176,7 +216,7 @@ def test_no_event_without_notify(
 
 
 def test_many_threads_finishing_the_same_process_make_one_event(
-    home: Path, received: list[CompletionEvent]
+    home: Path, bus: EventBus, received: list[CompletionEvent]
 ) -> None:
     store = ProcessStore(home).ensure()
     store.save(
@@ -188,7 +228,7 @@ def test_many_threads_finishing_the_same_process_make_one_event(
 
     def finish(code: int) -> None:
         barrier.wait()
-        background.finish(store, "proc_race", code)
+        background.finish(store, "proc_race", code, event_bus=bus)
 
     threads = [threading.Thread(target=finish, args=(i,)) for i in range(8)]
     for thread in threads:

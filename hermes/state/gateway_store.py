@@ -1,0 +1,176 @@
+"""GatewayStore: the gateway's part of the store, reached as ``db.gateway``.
+
+Routes (``routes``), the queue and its owners' heartbeats (``gateway_queue``) and the
+per-conversation turn locks (``turn_locks``) are what gateways share through the store;
+``SessionDB`` keeps segments, messages, the lease, search and export. A GatewayStore is
+built once by its SessionDB on the same backend, so its writes take the same writer
+connection and a rotation still moves a route in its own transaction.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, TypedDict, TypeVar
+
+from hermes.state import gateway_queue, routes
+from hermes.state.backend import Backend, Row, Tx
+from hermes.state.errors import ReadOnlyStoreError
+
+T = TypeVar("T")
+
+_SET_ROUTE = (
+    "INSERT INTO gateway_routes (session_key, session_id, platform, updated_at)"
+    " VALUES (?, ?, ?, ?) ON CONFLICT (session_key) DO UPDATE SET"
+    " session_id = excluded.session_id, updated_at = excluded.updated_at"
+)
+
+
+class QueuedInput(TypedDict):
+    """Input kept for a busy conversation (a row of ``gateway_queue``)."""
+
+    id: int
+    session_key: str
+    payload: dict[str, Any]
+    enqueued_at: float
+    owner: str | None  # the gateway that answers it; None: released, anyone may
+
+
+class GatewayStore:
+    """Routes, the gateway queue, heartbeats and turn locks, on a SessionDB's backend."""
+
+    def __init__(self, backend: Backend, *, read_only: bool) -> None:
+        self.backend = backend
+        self.read_only = read_only
+
+    def _write(self, fn: Callable[[Tx], T]) -> T:
+        if self.read_only:
+            raise ReadOnlyStoreError(self.backend.location)
+        return self.backend.transact(fn, write=True)
+
+    def _read(self, fn: Callable[[Tx], T]) -> T:
+        return self.backend.transact(fn, write=False)
+
+    # -- turn locks (see ``turn_locks``) -------------------------------------------
+
+    def try_lock_turn(self, conversation_id: str) -> bool:
+        """Take the conversation's turn lock without waiting; False while anyone holds
+        it (a gateway in another process or host, or another SessionDB in this one).
+
+        It is held until ``unlock_turn``, the SessionDB's ``close`` or the death of this
+        process, and costs no durable write. A read-only store has none.
+        """
+        if self.read_only:
+            raise ReadOnlyStoreError(self.backend.location)
+        return self.backend.turn_locks.try_lock(conversation_id)
+
+    def unlock_turn(self, conversation_id: str) -> None:
+        """Give the turn lock back; unlocking one this SessionDB does not hold does nothing."""
+        if not self.read_only:
+            self.backend.turn_locks.unlock(conversation_id)
+
+    # -- routes (see ``routes``) ----------------------------------------------------
+
+    def lookup_route(self, session_key: str) -> routes.Route | None:
+        """The key's conversation and its tip, read from ``gateway_routes``.
+
+        One read transaction; it writes only when the row must catch up (it lags behind
+        the tip, or names a deleted conversation), never on a read-only store.
+        """
+        row, route = self._read(lambda tx: routes.look_up(tx, session_key))
+        if row is None or self.read_only:
+            return route
+        if route is None or route.session_id != row["session_id"]:
+            now, seen = time.time(), row["session_id"]
+            self._write(lambda tx: routes.catch_up(tx, session_key, seen, route, now))
+        return route
+
+    def get_route(self, session_key: str) -> str | None:
+        """The tip the key routes to (see ``lookup_route``)."""
+        route = self.lookup_route(session_key)
+        return route.session_id if route else None
+
+    def claim_route(
+        self, session_key: str, session_id: str, *, platform: str | None = None
+    ) -> bool:
+        """Route the key to ``session_id`` unless it already routes to a conversation
+        (another gateway's, say); True if it took the route."""
+        now = time.time()
+        return self._write(lambda tx: routes.claim(tx, session_key, session_id, platform, now))
+
+    def advance_route(
+        self,
+        session_key: str,
+        conversation_id: str,
+        session_id: str,
+        *,
+        platform: str | None = None,
+    ) -> bool:
+        """Compare-and-set after a turn: the key takes ``session_id`` (or its tip) only if
+        it routes into ``conversation_id`` (or nowhere). False when it was pointed at
+        another conversation meanwhile, by any gateway: it is never moved back."""
+        known = self._read(lambda tx: routes.settled(tx, session_key, conversation_id, session_id))
+        if known is not None:
+            return known
+        now = time.time()
+        return self._write(
+            lambda tx: routes.advance(tx, session_key, conversation_id, session_id, platform, now)
+        )
+
+    def set_route(self, session_key: str, session_id: str, *, platform: str | None = None) -> None:
+        """Point the key at ``session_id`` whatever it routed to (``/new``)."""
+        now = time.time()
+        self._write(lambda tx: tx.run(_SET_ROUTE, (session_key, session_id, platform, now)))
+
+    def delete_route(self, session_key: str) -> None:
+        self._write(
+            lambda tx: tx.run("DELETE FROM gateway_routes WHERE session_key = ?", (session_key,))
+        )
+
+    # -- the queue and heartbeats (see ``gateway_queue``) ---------------------------
+
+    def enqueue_gateway_input(
+        self, session_key: str, payload: Mapping[str, Any], *, owner: str | None = None
+    ) -> int:
+        """Keep input for a busy conversation so it survives a restart; returns its id.
+
+        ``owner`` is the gateway instance that will answer it (None: released)."""
+        text = json.dumps(dict(payload), ensure_ascii=False)
+        now = time.time()
+        return self._write(lambda tx: gateway_queue.enqueue(tx, session_key, text, owner, now))
+
+    def pending_gateway_inputs(self, session_key: str | None = None) -> list[QueuedInput]:
+        """Every queued input (any owner) in arrival order."""
+        rows = self._read(lambda tx: gateway_queue.pending(tx, session_key))
+        return [_queued(r) for r in rows]
+
+    def delete_gateway_input(self, input_id: int, *, owner: str | None = None) -> bool:
+        """Delete a queued input only while ``owner`` owns it (None: while released);
+        False when it is gone or someone else owns it."""
+        return self._write(lambda tx: gateway_queue.delete(tx, input_id, owner))
+
+    def claim_gateway_inputs(self, holder: str, *, takeover_after: float) -> list[QueuedInput]:
+        """Register ``holder`` as a running gateway and take, in one transaction, the
+        released inputs and those of gateways that are gone; returns them by id."""
+        rows = self._write(lambda tx: gateway_queue.claim(tx, holder, takeover_after, tx.clock()))
+        return [_queued(r) for r in rows]
+
+    def gateway_heartbeat(self, holder: str) -> None:
+        """``holder`` (a running gateway) is alive now."""
+        self._write(lambda tx: gateway_queue.heartbeat(tx, holder, tx.clock()))
+
+    def release_gateway_inputs(self, holder: str) -> int:
+        """Give ``holder``'s queued inputs to whichever gateway starts next (a graceful
+        stop) and forget its heartbeat; returns how many were released."""
+        return self._write(lambda tx: gateway_queue.release(tx, holder))
+
+
+def _queued(row: Row) -> QueuedInput:
+    return QueuedInput(
+        id=int(row["id"]),
+        session_key=row["session_key"],
+        payload=json.loads(row["payload"]),
+        enqueued_at=float(row["enqueued_at"]),
+        owner=row["owner"],
+    )
