@@ -336,13 +336,13 @@ def test_a_turn_rebound_to_another_conversation_waits_for_that_conversations_loc
     waiting = threading.Event()
     agent.event_callback = lambda kind, data: kind == "turn_waiting" and waiting.set()
     agent.session_id = other
-    assert db.try_lock_turn(other_conversation)  # another turn runs there
+    assert db.gateway.try_lock_turn(other_conversation)  # another turn runs there
     turn = threading.Thread(target=agent.run_conversation, args=("over here",))
     try:
         turn.start()
         assert waiting.wait(10)
         assert stored(db, other) == []
     finally:
-        db.unlock_turn(other_conversation)
+        db.gateway.unlock_turn(other_conversation)
         turn.join(10)
     assert stored(db, other) == [("user", "over here"), ("assistant", "second")]
