@@ -19,10 +19,10 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from hermes.state import diagnose, migrations
-from hermes.state.backend import MessageRow, Row, SearchHit
+from hermes.state.backend import Backend, MessageRow, Row, SearchHit
 from hermes.state.errors import (
     CorruptStoreError,
     StateError,
@@ -40,7 +40,7 @@ DEFAULT_PATIENCE = 60.0  # seconds a writer waits for another process's lock
 _BUSY_WORDS = ("database is locked", "database is busy", "database table is locked")
 
 
-def _dict_row(cursor: sqlite3.Cursor, row: tuple) -> Row:
+def _dict_row(cursor: sqlite3.Cursor, row: tuple[Any, ...]) -> Row:
     return {col[0]: value for col, value in zip(cursor.description, row, strict=True)}
 
 
@@ -116,7 +116,8 @@ class SQLiteTx:
         self.conn = conn
 
     def one(self, sql: str, params: Sequence[Any] = ()) -> Row | None:
-        return self.conn.execute(sql, params).fetchone()
+        row: Row | None = self.conn.execute(sql, params).fetchone()  # by _dict_row
+        return row
 
     def clock(self) -> float:
         return time.time()
@@ -206,7 +207,7 @@ class SQLiteTx:
 
     def unindex_messages(self, rows: Sequence[Row]) -> None:
         rows = [r for r in rows if r["content"] and not r["compacted"]]
-        deferred = set()
+        deferred: set[int] = set()
         for start in range(0, len(rows), 500):
             chunk = [r["id"] for r in rows[start : start + 500]]
             marks = ", ".join("?" for _ in chunk)
@@ -584,3 +585,7 @@ def _read_only_mode(path: Path) -> str:
     if not folder_writable and not pending_wal:
         return "mode=ro&immutable=1"
     return "mode=ro"
+
+
+if TYPE_CHECKING:  # mypy checks here that this backend satisfies the seam's protocol
+    _satisfies_backend: type[Backend] = SQLiteBackend
