@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import getpass
 import os
-import random
 import re
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -36,6 +35,7 @@ from hermes.state.errors import (
     StoreBusyError,
     StoreUnavailableError,
 )
+from hermes.state.patience import Backoff, retry_until
 from hermes.state.schema_postgres import FTS_TEXT_LIMIT, MIGRATIONS, fts_document
 from hermes.state.search import has_cjk, split_prefix
 
@@ -52,6 +52,7 @@ except ImportError:  # the optional extra is not installed
 T = TypeVar("T")
 
 DEFAULT_PATIENCE = 60.0  # seconds a transaction keeps retrying a transient failure
+_BACKOFF = Backoff(first=0.01, most=1.0)  # between whole-transaction retries
 CONNECT_TIMEOUT = 10  # seconds, unless the URL sets connect_timeout
 # pg_advisory_xact_lock key ("hermes" in ASCII): first-time migrations by several
 # processes take turns, database-wide, because CREATE EXTENSION is database-wide.
@@ -504,16 +505,13 @@ class PostgresBackend:
         if write and self.read_only:
             raise ReadOnlyStoreError(self.location)
         deadline = time.monotonic() + self.patience
-        delay = 0.01
-        while True:
-            try:
-                return self._attempt(fn, write, deadline)
-            except _Transient as transient:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise self._gave_up(transient, write) from transient.error
-                time.sleep(min(random.uniform(0, delay), left))  # full jitter
-                delay = min(delay * 2, 1.0)
+        return retry_until(
+            deadline,
+            lambda: self._attempt(fn, write, deadline),
+            transient=_Transient,
+            give_up=lambda transient: self._gave_up(transient, write),
+            backoff=_BACKOFF,
+        )
 
     def _check_usable(self) -> None:
         if self._closed:
