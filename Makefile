@@ -27,8 +27,8 @@ test: install   ## the whole test suite, against SQLite and a throwaway PostgreS
 seed: install   ## the user's acceptance test, verbatim from ../shared/seed/
 	$(PY) -m pytest -q ../shared/seed/test_compression_lock_regression.py
 
-lint: install   ## ruff lint and format check
-	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
+lint: install   ## ruff lint, format check and mypy (config in pyproject.toml)
+	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(VENV)/bin/mypy hermes
 
 fmt: install    ## format the code
 	$(VENV)/bin/ruff check --fix . && $(VENV)/bin/ruff format .

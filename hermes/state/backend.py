@@ -140,12 +140,28 @@ class TurnLocks(Protocol):
 
 
 class Backend(Protocol):
-    """A connection to one store."""
+    """A connection to one store.
 
-    kind: str  # "sqlite" or "postgresql"
-    location: str  # a path, or a URL without its password, for messages
-    read_only: bool
-    turn_locks: TurnLocks
+    Its attributes are read-only properties here so that a backend may narrow them
+    (``SQLiteBackend.turn_locks`` is a ``FileTurnLocks``): a protocol's plain attribute
+    would have to match exactly. Each backend module checks it satisfies this protocol.
+    """
+
+    @property
+    def kind(self) -> str:
+        """``"sqlite"`` or ``"postgresql"``."""
+        ...
+
+    @property
+    def location(self) -> str:
+        """A path, or a URL without its password, for messages."""
+        ...
+
+    @property
+    def read_only(self) -> bool: ...
+
+    @property
+    def turn_locks(self) -> TurnLocks: ...
 
     def transact(self, fn: Callable[[Tx], T], *, write: bool) -> T:
         """Run ``fn`` in one transaction, retrying the whole of it on a transient conflict.

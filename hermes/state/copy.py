@@ -26,6 +26,7 @@ import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from hermes.state.backend import Row, Tx
@@ -164,7 +165,7 @@ def message_checksum(db: SessionDB, *, page: int = 5000) -> str:
     def run(tx: Tx) -> str:
         _snapshot(tx, db)
         digest = hashlib.sha256()
-        after: tuple | None = None
+        after: tuple[Any, ...] | None = None
         columns = ", ".join(CHECKSUM_COLUMNS)
         while True:
             rows = _page(tx, "messages", ("id",), after, page, columns)
@@ -226,7 +227,7 @@ class _Copier:
         self.progress(table.name, 0, total)
         while True:
             rows = self.source.backend.transact(
-                lambda tx, after=after: _page(tx, table.name, table.keys, after, self.batch),
+                partial(_page, table=table.name, keys=table.keys, after=after, limit=self.batch),
                 write=False,
             )
             if rows:
@@ -322,7 +323,7 @@ def _page(
     tx: Tx,
     table: str,
     keys: Sequence[str],
-    after: tuple | None,
+    after: tuple[Any, ...] | None,
     limit: int,
     columns: str = "*",
 ) -> list[Row]:

@@ -12,6 +12,8 @@ import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from hermes.state.backend import Row
+
 if TYPE_CHECKING:
     from hermes.state.store import SessionDB
 
@@ -32,7 +34,7 @@ def render(db: SessionDB, session_id: str, fmt: str) -> Iterator[str]:
     return _markdown(db, chain) if fmt == "markdown" else _jsonl(db, chain)
 
 
-def _items(db: SessionDB, chain: list[dict]) -> Iterator[tuple[str, dict[str, Any]]]:
+def _items(db: SessionDB, chain: list[Row]) -> Iterator[tuple[str, dict[str, Any]]]:
     segment_of = {s["id"]: s for s in chain}
     current = None
     for message in db.iter_conversation_messages(chain[0]["id"], include_summaries=True):
@@ -47,7 +49,7 @@ def _items(db: SessionDB, chain: list[dict]) -> Iterator[tuple[str, dict[str, An
             yield "message", message
 
 
-def _jsonl(db: SessionDB, chain: list[dict]) -> Iterator[str]:
+def _jsonl(db: SessionDB, chain: list[Row]) -> Iterator[str]:
     root = chain[0]
     yield _line(
         {
@@ -98,7 +100,7 @@ def _line(obj: dict[str, Any]) -> str:
     return json.dumps(obj, ensure_ascii=False) + "\n"
 
 
-def _markdown(db: SessionDB, chain: list[dict]) -> Iterator[str]:
+def _markdown(db: SessionDB, chain: list[Row]) -> Iterator[str]:
     root = chain[0]
     yield f"# {root['title'] or root['id']}\n\n"
     yield f"_Conversation {root['id']} · {root['source']} · {len(chain)} segment(s)_\n\n"

@@ -31,19 +31,18 @@ def enqueue(tx: Tx, session_key: str, payload: str, owner: str | None, now: floa
 
 
 def pending(tx: Tx, session_key: str | None) -> list[Row]:
-    sql, params = f"SELECT {COLUMNS} FROM gateway_queue", ()
-    if session_key is not None:
-        sql, params = sql + " WHERE session_key = ?", (session_key,)
-    return tx.all(sql + " ORDER BY id", params)
+    if session_key is None:
+        return tx.all(f"SELECT {COLUMNS} FROM gateway_queue ORDER BY id")
+    return tx.all(
+        f"SELECT {COLUMNS} FROM gateway_queue WHERE session_key = ? ORDER BY id", (session_key,)
+    )
 
 
 def delete(tx: Tx, input_id: int, owner: str | None) -> bool:
     """Delete the row only while ``owner`` owns it (None: only while it is released)."""
     if owner is None:
-        sql, params = "DELETE FROM gateway_queue WHERE id = ? AND owner IS NULL", (input_id,)
-    else:
-        sql, params = "DELETE FROM gateway_queue WHERE id = ? AND owner = ?", (input_id, owner)
-    return tx.run(sql, params) > 0
+        return tx.run("DELETE FROM gateway_queue WHERE id = ? AND owner IS NULL", (input_id,)) > 0
+    return tx.run("DELETE FROM gateway_queue WHERE id = ? AND owner = ?", (input_id, owner)) > 0
 
 
 def heartbeat(tx: Tx, holder: str, now: float) -> None:

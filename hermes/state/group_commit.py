@@ -16,9 +16,10 @@ import sqlite3
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar, cast
 
-Work = Callable[[Any], Any]  # a transaction's body: takes a Tx, returns its result
+T = TypeVar("T")
+Work = Callable[[Any], T]  # a transaction's body: takes the backend's Tx, returns T
 
 
 class Writer(Protocol):
@@ -27,28 +28,31 @@ class Writer(Protocol):
     @property
     def conn(self) -> sqlite3.Connection: ...
 
-    def run_alone(self, work: Work) -> Any:
+    def run_alone(self, work: Work[T]) -> T:
         """BEGIN IMMEDIATE, ``work``, COMMIT; rolled back and raised on error."""
+        ...
 
     def begin_write(self) -> None: ...
 
     def commit(self) -> None: ...
 
-    def call(self, work: Work) -> Any:
+    def call(self, work: Work[T]) -> T:
         """``work`` on this connection, its error translated as ``run_alone`` would."""
+        ...
 
 
 @dataclass
-class _Job:
-    work: Work
-    result: Any = None
+class _Job(Generic[T]):
+    work: Work[T]
+    result: T | None = None
     error: BaseException | None = None
     done: bool = False
 
-    def outcome(self) -> Any:
+    def outcome(self) -> T:
         if self.error is not None:
             raise self.error
-        return self.result
+        # Done without an error means ``work`` returned, and ``result`` is what it gave.
+        return cast(T, self.result)
 
 
 class WriteQueue:
@@ -56,10 +60,10 @@ class WriteQueue:
 
     def __init__(self, lock: threading.RLock) -> None:
         self.lock = lock  # the writer connection's lock
-        self._waiting: list[_Job] = []
+        self._waiting: list[_Job[Any]] = []  # jobs of every result type
         self._waiting_lock = threading.Lock()
 
-    def run(self, work: Work, writer: Writer) -> Any:
+    def run(self, work: Work[T], writer: Writer) -> T:
         """Run ``work`` in a committed transaction, with whatever else waits by then."""
         job = _Job(work)
         with self._waiting_lock:
@@ -75,7 +79,7 @@ class WriteQueue:
         return job.outcome()
 
 
-def _run_alone(job: _Job, writer: Writer) -> None:
+def _run_alone(job: _Job[Any], writer: Writer) -> None:
     try:
         job.result = writer.run_alone(job.work)
     except BaseException as exc:  # handed to the caller, in its own thread
@@ -83,7 +87,7 @@ def _run_alone(job: _Job, writer: Writer) -> None:
     job.done = True
 
 
-def _run_batch(batch: list[_Job], writer: Writer) -> None:
+def _run_batch(batch: list[_Job[Any]], writer: Writer) -> None:
     conn = writer.conn
     try:
         writer.begin_write()

@@ -85,7 +85,7 @@ def prefix_digests(messages: Sequence[Mapping[str, Any]]) -> list[tuple[bytes, i
     digests, starts = [], []  # starts: the index of each digested message
     previous, sha256 = b"", hashlib.sha256
     for index, message in enumerate(messages):
-        role = _ROLE_BYTES.get(message.get("role"))
+        role = _ROLE_BYTES.get(message.get("role", ""))
         if role is None:
             continue
         content = message.get("content")

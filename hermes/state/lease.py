@@ -108,7 +108,7 @@ def holder_of(tx: Tx, session_id: str, now: float) -> str | None:
     row = current(tx, session_id)
     if not row or reclaimable(row, now):
         return None
-    return row["holder"]
+    return str(row["holder"])
 
 
 def held_by(tx: Tx, session_id: str, holder: str, now: float) -> bool:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from hermes.errors import HermesError
+from hermes.state.backend import Row
 from hermes.state.segments import numbered_title
 
 if TYPE_CHECKING:
@@ -27,7 +28,7 @@ def resolve_conversation(db: SessionDB, ref: str) -> str:
     )
 
 
-def conversation_root(db: SessionDB, ref: str) -> dict:
+def conversation_root(db: SessionDB, ref: str) -> Row:
     """The root segment of the conversation ``ref`` names."""
     tip = resolve_conversation(db, ref)
     return db.get_segments(tip)[0]
@@ -41,7 +42,7 @@ def rename_conversation(db: SessionDB, ref: str, title: str | None) -> str:
             db.set_title(segment["id"], title)
         else:
             db.set_title(segment["id"], numbered_title(title, segment["segment_index"]))
-    return chain[0]["id"]
+    return str(chain[0]["id"])
 
 
 def token_usage(db: SessionDB, session_id: str) -> dict[str, dict[str, int]]:

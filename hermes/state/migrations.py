@@ -8,11 +8,15 @@ up-to-date store never writes.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
+from typing import Protocol, TypeVar
 
 from hermes.state import diagnose
 from hermes.state.backend import Backend, Tx
+
+T = TypeVar("T")
 
 # The one table every store has before its first migration: the record of migrations.
 VERSION_TABLE = """CREATE TABLE IF NOT EXISTS schema_version (
@@ -20,6 +24,18 @@ VERSION_TABLE = """CREATE TABLE IF NOT EXISTS schema_version (
     name TEXT NOT NULL,
     applied_at DOUBLE PRECISION NOT NULL
 )"""
+
+
+class MigrationTarget(Protocol):
+    """All ``apply`` needs of a backend: a backend itself, or a wrapper that runs each
+    migration's transaction its own way (PostgreSQL's under an advisory lock)."""
+
+    @property
+    def location(self) -> str: ...
+
+    def schema_version(self) -> int: ...
+
+    def transact(self, fn: Callable[[Tx], T], *, write: bool) -> T: ...
 
 
 @dataclass(frozen=True)
@@ -30,7 +46,10 @@ class Migration:
 
 
 def bring_up_to_date(
-    backend: Backend, migrations: Sequence[Migration], *, runner: Backend | None = None
+    backend: Backend,
+    migrations: Sequence[Migration],
+    *,
+    runner: MigrationTarget | None = None,
 ) -> list[int]:
     """What every backend's ``migrate`` does: nothing (no write) when the store is
     current, a clear refusal when it is newer or read-only, else ``apply``.
@@ -46,7 +65,7 @@ def bring_up_to_date(
     return apply(runner or backend, migrations)
 
 
-def apply(backend: Backend, migrations: Sequence[Migration]) -> list[int]:
+def apply(backend: MigrationTarget, migrations: Sequence[Migration]) -> list[int]:
     """Apply every migration newer than the store; return the versions applied."""
     latest = migrations[-1].version
     current = backend.schema_version()
@@ -56,12 +75,12 @@ def apply(backend: Backend, migrations: Sequence[Migration]) -> list[int]:
     for migration in migrations:
         if migration.version <= current:
             continue
-        if backend.transact(lambda tx, m=migration: _apply_one(tx, m), write=True):
+        if backend.transact(partial(_apply_one, migration=migration), write=True):
             applied.append(migration.version)
     return applied
 
 
-def _apply_one(tx: Tx, migration: Migration) -> bool:
+def _apply_one(tx: Tx, *, migration: Migration) -> bool:
     tx.run(VERSION_TABLE)
     # Another process may have applied it while we waited for the write lock.
     row = tx.one("SELECT MAX(version) AS v FROM schema_version")

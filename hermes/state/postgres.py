@@ -18,40 +18,41 @@ from __future__ import annotations
 
 import getpass
 import os
-import random
 import re
 import time
 from collections.abc import Callable, Iterator, Sequence
 from functools import lru_cache
 from itertools import groupby
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
 
 from hermes.secrets import redact, register
 from hermes.state import diagnose, migrations
-from hermes.state.backend import MessageRow, Row, SearchHit
+from hermes.state.backend import Backend, MessageRow, Row, SearchHit
 from hermes.state.errors import (
     ReadOnlyStoreError,
     StateError,
     StoreBusyError,
     StoreUnavailableError,
 )
+from hermes.state.patience import Backoff, retry_until
 from hermes.state.schema_postgres import FTS_TEXT_LIMIT, MIGRATIONS, fts_document
 from hermes.state.search import has_cjk, split_prefix
 
 try:
     import psycopg
     from psycopg.pq import TransactionStatus
-    from psycopg.rows import dict_row
+    from psycopg.rows import DictRow, dict_row
     from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
-    from hermes.state.turn_locks_postgres import AdvisoryTurnLocks
+    from hermes.state.turn_locks_postgres import AdvisoryTurnLocks, Connection
 except ImportError:  # the optional extra is not installed
     psycopg = None  # type: ignore[assignment]
 
 T = TypeVar("T")
 
 DEFAULT_PATIENCE = 60.0  # seconds a transaction keeps retrying a transient failure
+_BACKOFF = Backoff(first=0.01, most=1.0)  # between whole-transaction retries
 CONNECT_TIMEOUT = 10  # seconds, unless the URL sets connect_timeout
 # pg_advisory_xact_lock key ("hermes" in ASCII): first-time migrations by several
 # processes take turns, database-wide, because CREATE EXTENSION is database-wide.
@@ -163,10 +164,10 @@ def _word_query(text: str, prefix: bool) -> str:
 class PostgresTx:
     """One open transaction on a pooled connection; see ``hermes.state.backend.Tx``."""
 
-    def __init__(self, conn: psycopg.Connection) -> None:
+    def __init__(self, conn: Connection) -> None:
         self.conn = conn
 
-    def execute(self, sql: str, params: Sequence[Any] = ()) -> psycopg.Cursor:
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> psycopg.Cursor[DictRow]:
         """Run one statement written with ``?`` placeholders; return its cursor."""
         return self.conn.execute(_sql(sql), _params(params))
 
@@ -196,9 +197,11 @@ class PostgresTx:
             return []
         with self.conn.cursor() as cur:
             cur.executemany(_INSERT_MESSAGE, [_message_params(r) for r in rows], returning=True)
-            ids = []
+            ids: list[int] = []
             while True:
-                ids.append(cur.fetchone()["id"])
+                row = cur.fetchone()
+                assert row is not None  # RETURNING id: one row per statement
+                ids.append(row["id"])
                 if not cur.nextset():
                     break
         return ids
@@ -392,7 +395,8 @@ class _Server:
 
 def _password_of(url: str) -> str | None:
     try:
-        return psycopg.conninfo.conninfo_to_dict(url).get("password")
+        password = psycopg.conninfo.conninfo_to_dict(url).get("password")
+        return None if password is None else str(password)
     except psycopg.Error:
         try:
             return urlsplit(url).password
@@ -440,6 +444,7 @@ class PostgresBackend:
         self._probe()
         self._pool = ConnectionPool(
             url,
+            connection_class=Connection,
             min_size=pool_min,
             max_size=max(pool_min, pool_max),
             kwargs=self._connect_kwargs,
@@ -472,7 +477,7 @@ class PostgresBackend:
             kwargs["application_name"] = "hermes"
         return kwargs
 
-    def _configure(self, conn: psycopg.Connection) -> None:
+    def _configure(self, conn: Connection) -> None:
         if self.read_only:
             conn.execute("SET default_transaction_read_only = on")
 
@@ -500,16 +505,13 @@ class PostgresBackend:
         if write and self.read_only:
             raise ReadOnlyStoreError(self.location)
         deadline = time.monotonic() + self.patience
-        delay = 0.01
-        while True:
-            try:
-                return self._attempt(fn, write, deadline)
-            except _Transient as transient:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise self._gave_up(transient, write) from transient.error
-                time.sleep(min(random.uniform(0, delay), left))  # full jitter
-                delay = min(delay * 2, 1.0)
+        return retry_until(
+            deadline,
+            lambda: self._attempt(fn, write, deadline),
+            transient=_Transient,
+            give_up=lambda transient: self._gave_up(transient, write),
+            backoff=_BACKOFF,
+        )
 
     def _check_usable(self) -> None:
         if self._closed:
@@ -535,7 +537,7 @@ class PostgresBackend:
         finally:
             self._pool.putconn(conn)
 
-    def _getconn(self, deadline: float) -> psycopg.Connection:
+    def _getconn(self, deadline: float) -> Connection:
         try:
             return self._pool.getconn(timeout=max(0.05, deadline - time.monotonic()))
         except PoolClosed:
@@ -555,7 +557,7 @@ class PostgresBackend:
             "Look for stuck threads, or allow more connections."
         )
 
-    def _begin(self, conn: psycopg.Connection, write: bool, deadline: float) -> None:
+    def _begin(self, conn: Connection, write: bool, deadline: float) -> None:
         # A lock wait never outlasts the patience left: it fails with 55P03, is retried,
         # and the retry loop gives up on time.
         wait_ms = max(1, int((deadline - time.monotonic()) * 1000))
@@ -565,7 +567,7 @@ class PostgresBackend:
             prepare=False,
         )
 
-    def _commit(self, conn: psycopg.Connection, write: bool) -> None:
+    def _commit(self, conn: Connection, write: bool) -> None:
         try:
             conn.execute("COMMIT", prepare=False)
         except psycopg.Error as exc:
@@ -579,7 +581,7 @@ class PostgresBackend:
                 ) from exc
             raise
 
-    def _classify(self, exc: psycopg.Error, conn: psycopg.Connection) -> Exception:
+    def _classify(self, exc: psycopg.Error, conn: Connection) -> Exception:
         """A ``_Transient`` to retry, or the ``StateError`` to raise."""
         state = exc.sqlstate or ""
         label = self._server.label
@@ -662,7 +664,7 @@ class _SerialMigrations:
         return self._backend.transact(locked, write=write)
 
 
-def _connection_lost(exc: psycopg.Error, conn: psycopg.Connection) -> bool:
+def _connection_lost(exc: psycopg.Error, conn: Connection) -> bool:
     state = exc.sqlstate or ""
     return (
         conn.broken
@@ -676,7 +678,7 @@ def _connection_lost(exc: psycopg.Error, conn: psycopg.Connection) -> bool:
     )
 
 
-def _rollback_quietly(conn: psycopg.Connection) -> None:
+def _rollback_quietly(conn: Connection) -> None:
     if conn.broken or conn.closed:
         return
     if conn.pgconn.transaction_status in (TransactionStatus.INTRANS, TransactionStatus.INERROR):
@@ -684,3 +686,7 @@ def _rollback_quietly(conn: psycopg.Connection) -> None:
             conn.execute("ROLLBACK", prepare=False)
         except psycopg.Error:
             pass  # the pool discards a connection it cannot reset
+
+
+if TYPE_CHECKING:  # mypy checks here that this backend satisfies the seam's protocol
+    _satisfies_backend: type[Backend] = PostgresBackend

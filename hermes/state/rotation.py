@@ -185,7 +185,7 @@ def _parent_rows(tx: Tx, parent_id: str) -> list[Any]:
 
 
 def _origin(row: Mapping[str, Any]) -> int:
-    return row["origin_id"] or row["id"]
+    return int(row["origin_id"] or row["id"])
 
 
 def _uncovered(

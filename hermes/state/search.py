@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
+from collections.abc import Sequence
 
 # Han, Hiragana, Katakana, Hangul, CJK punctuation-free ranges and compatibility forms.
 _CJK = (
@@ -113,7 +114,7 @@ def _fold(text: str) -> str:
     return "".join(c for c in folded if not unicodedata.combining(c))
 
 
-def phrase_match(indexed_text: str, terms: list[str] | tuple[str, ...]) -> bool:
+def phrase_match(indexed_text: str, terms: Sequence[str]) -> bool:
     """Whether text (as indexed) holds every term as a run of adjacent tokens (the last
     one only starting so, for a prefix term)."""
     folded = _fold(indexed_text)

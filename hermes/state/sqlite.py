@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import gc
 import os
-import random
 import sqlite3
 import threading
 import time
@@ -19,10 +18,10 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from hermes.state import diagnose, migrations
-from hermes.state.backend import MessageRow, Row, SearchHit
+from hermes.state.backend import Backend, MessageRow, Row, SearchHit
 from hermes.state.errors import (
     CorruptStoreError,
     StateError,
@@ -30,6 +29,7 @@ from hermes.state.errors import (
     StoreUnavailableError,
 )
 from hermes.state.group_commit import WriteQueue
+from hermes.state.patience import Backoff, retry_until
 from hermes.state.schema_sqlite import MIGRATIONS
 from hermes.state.search import fts5_match, phrase_match, searchable_text, spaced_cjk
 from hermes.state.turn_locks import FileTurnLocks
@@ -37,10 +37,11 @@ from hermes.state.turn_locks import FileTurnLocks
 T = TypeVar("T")
 
 DEFAULT_PATIENCE = 60.0  # seconds a writer waits for another process's lock
+_BACKOFF = Backoff(first=0.005, most=0.25)  # a lock is usually held for milliseconds
 _BUSY_WORDS = ("database is locked", "database is busy", "database table is locked")
 
 
-def _dict_row(cursor: sqlite3.Cursor, row: tuple) -> Row:
+def _dict_row(cursor: sqlite3.Cursor, row: tuple[Any, ...]) -> Row:
     return {col[0]: value for col, value in zip(cursor.description, row, strict=True)}
 
 
@@ -116,7 +117,8 @@ class SQLiteTx:
         self.conn = conn
 
     def one(self, sql: str, params: Sequence[Any] = ()) -> Row | None:
-        return self.conn.execute(sql, params).fetchone()
+        row: Row | None = self.conn.execute(sql, params).fetchone()  # by _dict_row
+        return row
 
     def clock(self) -> float:
         return time.time()
@@ -206,7 +208,7 @@ class SQLiteTx:
 
     def unindex_messages(self, rows: Sequence[Row]) -> None:
         rows = [r for r in rows if r["content"] and not r["compacted"]]
-        deferred = set()
+        deferred: set[int] = set()
         for start in range(0, len(rows), 500):
             chunk = [r["id"] for r in rows[start : start + 500]]
             marks = ", ".join("?" for _ in chunk)
@@ -445,23 +447,25 @@ class SQLiteBackend:
 
 def _patiently(step: Callable[[], object], path: Path, patience: float, what: str) -> None:
     """Run ``step``, waiting out another process's lock for up to ``patience`` seconds."""
-    deadline = time.monotonic() + patience
-    delay = 0.005
-    while True:
-        try:
-            step()
-            return
-        except sqlite3.OperationalError as exc:
-            if not _is_busy(exc):
-                raise _translate(exc, path) from exc
-            if time.monotonic() >= deadline:
-                raise StoreBusyError(
-                    f"Could not {what} on {path}: another process kept the database "
-                    f"locked for over {patience:.0f} s. Check for a stuck hermes "
-                    "process (`hermes doctor`) and try again."
-                ) from exc
-            time.sleep(random.uniform(0, delay))  # full jitter
-            delay = min(delay * 2, 0.25)
+
+    def give_up(exc: sqlite3.OperationalError) -> StoreBusyError:
+        return StoreBusyError(
+            f"Could not {what} on {path}: another process kept the database "
+            f"locked for over {patience:.0f} s. Check for a stuck hermes "
+            "process (`hermes doctor`) and try again."
+        )
+
+    try:
+        retry_until(
+            time.monotonic() + patience,
+            step,
+            transient=sqlite3.OperationalError,
+            is_transient=_is_busy,
+            give_up=give_up,
+            backoff=_BACKOFF,
+        )
+    except sqlite3.OperationalError as exc:  # not a lock: damage, a full disk, ...
+        raise _translate(exc, path) from exc
 
 
 def _check_readable(conn: sqlite3.Connection, path: Path) -> None:
@@ -584,3 +588,7 @@ def _read_only_mode(path: Path) -> str:
     if not folder_writable and not pending_wal:
         return "mode=ro&immutable=1"
     return "mode=ro"
+
+
+if TYPE_CHECKING:  # mypy checks here that this backend satisfies the seam's protocol
+    _satisfies_backend: type[Backend] = SQLiteBackend

@@ -12,11 +12,12 @@ import json
 import time
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
 from hermes.state import export, history, lease, rotation, segments
-from hermes.state.backend import Backend, Row, Tx
+from hermes.state.backend import Backend, MessageRow, Row, Tx
 from hermes.state.errors import MessageNotFoundError, ReadOnlyStoreError, SessionNotFoundError
 from hermes.state.gateway_store import GatewayStore
 from hermes.state.search import query_terms, snippet
@@ -73,7 +74,7 @@ def _configured_synchronous(config: Any) -> str:
     from hermes.errors import ConfigError
 
     try:
-        return (config or load_config()).get("state.synchronous")
+        return str((config or load_config()).get("state.synchronous"))
     except ConfigError:
         return "full"
 
@@ -211,7 +212,7 @@ class SessionDB:
         self._write(run)
         return sid
 
-    def _branch_point(self, session_id: str, messages: list[dict], message_id: int) -> int:
+    def _branch_point(self, session_id: str, messages: list[Row], message_id: int) -> int:
         """How many of ``messages`` to keep so they end with ``message_id``."""
         row = self._read(
             lambda tx: tx.one(
@@ -225,7 +226,7 @@ class SessionDB:
                 return index + 1
         raise MessageNotFoundError(session_id, message_id)
 
-    def get_session(self, session_id: str) -> dict | None:
+    def get_session(self, session_id: str) -> Row | None:
         return self._read(lambda tx: segments.get(tx, session_id))
 
     def end_session(self, session_id: str, end_reason: str) -> None:
@@ -269,13 +270,13 @@ class SessionDB:
 
     def resolve_tip(self, session_id: str) -> str:
         """The live segment of the conversation holding ``session_id``."""
-        return self._read(lambda tx: segments.tip(tx, session_id)["id"])
+        return self._read(lambda tx: str(segments.tip(tx, session_id)["id"]))
 
-    def find_tip(self, session_id: str) -> dict | None:
+    def find_tip(self, session_id: str) -> Row | None:
         """The live segment (its row) of the conversation holding ``session_id``; None
         if no conversation holds it. One read, where get_session + resolve_tip are two."""
 
-        def run(tx: Tx) -> dict | None:
+        def run(tx: Tx) -> Row | None:
             try:
                 return segments.tip(tx, session_id)
             except SessionNotFoundError:
@@ -287,7 +288,7 @@ class SessionDB:
         """Segment ids from the root to the tip."""
         return [row["id"] for row in self.get_segments(session_id)]
 
-    def get_segments(self, session_id: str) -> list[dict]:
+    def get_segments(self, session_id: str) -> list[Row]:
         return self._read(lambda tx: segments.lineage(tx, session_id))
 
     # -- messages -------------------------------------------------------------------
@@ -336,7 +337,9 @@ class SessionDB:
             target = segment["id"]
             rows = [segments.message_row(target, m, now) for m in messages]
             known = segments.existing_uids(tx, [r.message_uid for r in rows])
-            fresh, seen, ids = [], set(), []
+            fresh: list[MessageRow] = []
+            seen: set[str] = set()
+            ids: list[int | None] = []  # per row: its index in fresh, None if known
             for row in rows:
                 if row.message_uid in known or row.message_uid in seen:
                     ids.append(None)
@@ -356,36 +359,32 @@ class SessionDB:
 
         return self._write(run)
 
-    def get_messages(self, session_id: str, *, include_undone: bool = False) -> list[dict]:
+    def get_messages(self, session_id: str, *, include_undone: bool = False) -> list[Row]:
         """The segment's rows in order (its compacted context first, after a rotation)."""
         sql = f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ?"
         if not include_undone:
             sql += " AND undone = 0"
 
-        def run(tx: Tx) -> list[dict]:
+        def run(tx: Tx) -> list[Row]:
             segments.require(tx, session_id)
             return [_decode(r) for r in tx.all(sql + " ORDER BY id", (session_id,))]
 
         return self._read(run)
 
-    def get_conversation_messages(self, session_id: str) -> list[dict]:
+    def get_conversation_messages(self, session_id: str) -> list[Row]:
         """Every original message of the conversation, once each, oldest first."""
         return list(self.iter_conversation_messages(session_id))
 
     def iter_conversation_messages(
         self, session_id: str, *, include_summaries: bool = False, page: int = 1000
-    ) -> Iterator[dict]:
+    ) -> Iterator[Row]:
         """Stream the logical conversation in pages (constant memory for huge ones)."""
         chain = self.get_segments(session_id)
         for segment in chain:
             after = 0
             while True:
                 rows = self._read(
-                    lambda tx, sid=segment["id"], after=after: tx.all(
-                        f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND id > ?"
-                        " ORDER BY id LIMIT ?",
-                        (sid, after, page),
-                    )
+                    partial(_page_of, session_id=segment["id"], after=after, page=page)
                 )
                 for row in rows:
                     if not row["compacted"] or include_summaries and row["origin_id"] is None:
@@ -422,7 +421,7 @@ class SessionDB:
         )
         return int(row["last"]) if row else 0
 
-    def find_message(self, message_uid: str) -> dict | None:
+    def find_message(self, message_uid: str) -> Row | None:
         """The stored message with that ``message_uid`` (its segment in ``session_id``),
         or None: one indexed read, for ids handed out as the message's public name."""
         row = self._read(
@@ -474,7 +473,7 @@ class SessionDB:
         source: str | None = None,
         include_abandoned: bool = True,
         exclude_sources: Sequence[str] = (),
-    ) -> list[dict]:
+    ) -> list[Row]:
         """One entry per conversation, newest activity first (``source`` only, or none of
         ``exclude_sources``).
 
@@ -615,7 +614,7 @@ class SessionDB:
         source: str | None = None,
         conversation_id: str | None = None,
         user_id: str | None = None,
-    ) -> list[dict]:
+    ) -> list[Row]:
         """Full-text search over every original message of every segment.
 
         The query's words must all match; ``"a phrase"`` matches adjacent words and
@@ -772,7 +771,16 @@ def _violations(tx: Tx) -> list[str]:
     return problems
 
 
-def _decode(row: Row) -> dict:
+def _page_of(tx: Tx, *, session_id: str, after: int, page: int) -> list[Row]:
+    """Up to ``page`` rows of a segment after the row ``after``, in order."""
+    return tx.all(
+        f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND id > ?"
+        " ORDER BY id LIMIT ?",
+        (session_id, after, page),
+    )
+
+
+def _decode(row: Row) -> Row:
     """A message row for callers, decoded in place (it is a fresh dict from the backend)."""
     if row["tool_calls"]:
         try:
@@ -789,7 +797,7 @@ def _decode(row: Row) -> dict:
     return row
 
 
-def _as_message(row: Mapping[str, Any]) -> dict:
+def _as_message(row: Mapping[str, Any]) -> Row:
     keys = (
         "role",
         "content",

@@ -24,14 +24,17 @@ import logging
 import os
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TypeGuard
 
 import psycopg
+from psycopg.rows import DictRow
 
 from hermes.state.errors import StateError
 from hermes.state.turn_locks import conversation_key
 
 log = logging.getLogger(__name__)
+
+Connection = psycopg.Connection[DictRow]  # made with row_factory=dict_row
 
 TURN_LOCK_SPACE = 0x68726D74  # "hrmt": the first int of every turn lock's key
 # Best effort (a Unix socket ignores the keepalives; idle_session_timeout is 14+).
@@ -56,13 +59,13 @@ class AdvisoryTurnLocks:
 
     def __init__(
         self,
-        connect: Callable[[], psycopg.Connection],
+        connect: Callable[[], Connection],
         explain: Callable[[psycopg.Error], StateError],
     ) -> None:
         self._connect = connect
         self._explain = explain  # a driver error as one sentence without the password
         self._lock = threading.Lock()
-        self._conn: psycopg.Connection | None = None
+        self._conn: Connection | None = None
         self._namespace = ""
         self._held: set[str] = set()
         self._pid = os.getpid()
@@ -91,11 +94,11 @@ class AdvisoryTurnLocks:
                 return
             self._held.discard(conversation_id)
             conn, released = self._conn, False
-            if not _broken(conn):
+            if _usable(conn):
                 try:
                     released = self._ask(conn, _UNLOCK, conversation_id)
                 except psycopg.Error as exc:
-                    if not _broken(conn):
+                    if _usable(conn):
                         raise self._explain(exc) from exc
                     self._drop()  # the lock ended with the session
             if not released:
@@ -110,7 +113,7 @@ class AdvisoryTurnLocks:
         with self._lock:
             self._closed = True
             self._held.clear()
-            if not _broken(self._conn):
+            if _usable(self._conn):
                 # Given back now: on a mere disconnect the server frees them only once
                 # its backend process has noticed and exited, a moment later.
                 with contextlib.suppress(psycopg.Error):
@@ -124,7 +127,7 @@ class AdvisoryTurnLocks:
         try:
             return self._ask(conn, _TRY, conversation_id)
         except psycopg.Error as exc:
-            if not _broken(conn):
+            if _usable(conn):
                 raise self._explain(exc) from exc
         self._drop()  # reconnect (taking back what we held) and ask once more
         try:
@@ -132,12 +135,12 @@ class AdvisoryTurnLocks:
         except psycopg.Error as exc:
             raise self._explain(exc) from exc
 
-    def _ask(self, conn: psycopg.Connection, sql: str, conversation_id: str) -> bool:
+    def _ask(self, conn: Connection, sql: str, conversation_id: str) -> bool:
         row = conn.execute(sql, advisory_key(conversation_id, self._namespace)).fetchone()
-        return bool(row["ok"])
+        return bool(row and row["ok"])
 
-    def _connection(self) -> psycopg.Connection:
-        if self._conn is not None and not _broken(self._conn):
+    def _connection(self) -> Connection:
+        if _usable(self._conn):
             return self._conn
         self._drop()
         try:
@@ -150,7 +153,8 @@ class AdvisoryTurnLocks:
                     conn.execute(statement)
                 except psycopg.errors.UndefinedObject:
                     pass  # a server without that setting
-            self._namespace = conn.execute("SELECT current_schema() AS s").fetchone()["s"] or ""
+            row = conn.execute("SELECT current_schema() AS s").fetchone()
+            self._namespace = (row and row["s"]) or ""
             self._take_back(conn)
         except psycopg.Error as exc:
             conn.close()
@@ -158,7 +162,7 @@ class AdvisoryTurnLocks:
         self._conn = conn
         return conn
 
-    def _take_back(self, conn: psycopg.Connection) -> None:
+    def _take_back(self, conn: Connection) -> None:
         """After a reconnection: take again the locks the broken session held."""
         if not self._held:
             return
@@ -185,5 +189,6 @@ class AdvisoryTurnLocks:
                 pass
 
 
-def _broken(conn: Any) -> bool:
-    return conn is None or conn.broken or conn.closed
+def _usable(conn: Connection | None) -> TypeGuard[Connection]:
+    """Whether there is a connection that is neither broken nor closed."""
+    return conn is not None and not conn.broken and not conn.closed
