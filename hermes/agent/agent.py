@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from hermes.agent import compression, transcript
 from hermes.agent.context_compressor import NOTHING_TO_COMPRESS, ContextCompressor
+from hermes.agent.errors import AgentError
 from hermes.agent.llm_client import ModelClient
 from hermes.agent.settings import AgentOptions
 from hermes.agent.tokens import context_window, estimate_tokens
@@ -34,6 +35,7 @@ from hermes.state import wellformed
 from hermes.state.lease import make_holder
 
 if TYPE_CHECKING:
+    from hermes.state.store import SessionDB
     from hermes.tools.events import EventBus
 
 log = logging.getLogger(__name__)
@@ -52,7 +54,7 @@ class AIAgent:
         *,
         provider: str | None = None,
         quiet_mode: bool = False,
-        session_db: Any = None,
+        session_db: SessionDB | None = None,
         session_id: str | None = None,
         source: str = "cli",
         skip_context_files: bool = False,
@@ -266,7 +268,7 @@ class AIAgent:
         self.client.model = model
         self.context_compressor.model = model
         if self.writes_transcript and self.session_id:
-            self.session_db.set_model(self.session_id, model)
+            self.bound()[0].set_model(self.session_id, model)
 
     def adopt_prompt_of(self, other: AIAgent) -> None:
         """Use another agent's system prompt for its segment (a fork shares it)."""
@@ -283,6 +285,13 @@ class AIAgent:
     @property
     def writes_transcript(self) -> bool:
         return self.session_db is not None and self.persist_session and not self.is_fork
+
+    def bound(self) -> tuple[SessionDB, str]:
+        """The store and the segment, for paths that run only when the agent has both
+        (``writes_transcript`` after ``ensure_session()``)."""
+        if self.session_db is None or self.session_id is None:
+            raise AgentError("this agent has no conversation in a store")
+        return self.session_db, self.session_id
 
     @property
     def registry(self) -> Any:
@@ -312,9 +321,9 @@ class AIAgent:
 
     def ensure_session(self) -> None:
         """Create the root segment on first use, or follow a bound id to its tip."""
-        if not self.writes_transcript and self.session_db is None:
-            return
         db = self.session_db
+        if db is None:
+            return
         tip = db.find_tip(self.session_id) if self.session_id is not None else None
         if tip is not None:  # the common case: one read per turn
             if tip["id"] != self.session_id:
@@ -333,7 +342,9 @@ class AIAgent:
             title=self.title,
             model=self.model,
         )
-        self.conversation_id = db.get_session(self.session_id)["conversation_id"]
+        self.conversation_id = existing(db.get_session(self.session_id), self.session_id)[
+            "conversation_id"
+        ]
         self._conversation_of[self.session_id] = self.conversation_id
 
     def locate_conversation(self) -> None:
@@ -368,6 +379,7 @@ class AIAgent:
         if not rebuild and self.system_prompt is not None and self._prompt_segment == sid:
             return self.system_prompt
         stored = db.get_session(sid) if (db is not None and sid) else None
+        prompt: str
         if stored and stored.get("system_prompt") and not rebuild:
             prompt = stored["system_prompt"]
         else:
@@ -381,7 +393,8 @@ class AIAgent:
                 skip_context_files=self.skip_context_files,
             )
             if stored is not None and self.writes_transcript:
-                db.set_system_prompt(sid, prompt)
+                store, segment = self.bound()
+                store.set_system_prompt(segment, prompt)
         self.system_prompt, self._prompt_segment = prompt, sid
         return prompt
 
@@ -403,7 +416,9 @@ class AIAgent:
         rows = db.get_messages(sid, include_undone=True)
         self._stamp = stamp
         history = self._well_formed(transcript.from_store(r for r in rows if not r["undone"]))
-        self._cache = (self.session_id, self._stamp, history)
+        # A repair may have stored synthetic answers (new stamp) or followed the tip.
+        sid, stamp_now = self.session_id, self._stamp
+        self._cache = (sid, stamp_now, history) if sid and stamp_now else None
         return list(history)
 
     def _well_formed(self, history: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -430,8 +445,9 @@ class AIAgent:
         """Store messages now (invariant 7); adopt the tip if the write was forwarded."""
         if not self.writes_transcript or not messages:
             return
-        landed = self.session_db.append_messages(
-            self.session_id, [transcript.for_store(m) for m in messages], token_usage=token_usage
+        db, sid = self.bound()
+        landed = db.append_messages(
+            sid, [transcript.for_store(m) for m in messages], token_usage=token_usage
         )
         if self._stamp is not None and landed.session_id == self.session_id and landed.stored:
             newest = max(i for i in landed.message_ids if i is not None)
@@ -445,6 +461,13 @@ class AIAgent:
             self.session_id = landed.session_id
             self._cache = None
             self.emit("moved", session_id=landed.session_id)
+
+
+def existing(row: dict[str, Any] | None, session_id: str) -> dict[str, Any]:
+    """A segment's row that must be there (the agent created or followed it)."""
+    if row is None:
+        raise AgentError(f"session {session_id} is not in the store")
+    return row
 
 
 def _key_from_dotenv() -> str | None:

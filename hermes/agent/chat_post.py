@@ -46,7 +46,8 @@ def post_chat(base_url: str, api_key: str, timeout: float, body: bytes) -> bytes
         raise openai.APIConnectionError(request=httpx2.Request("POST", url)) from exc
     if response.status_code >= 400:
         raise _status_error(openai, response)
-    return response.content
+    content: bytes = response.content
+    return content
 
 
 # The SDK's class for each error status (as its client's ``_make_status_error``).

@@ -17,12 +17,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from hermes.agent.agent import existing
 from hermes.errors import HermesError
 from hermes.state.lookup import rename_conversation, resolve_conversation, token_usage
 from hermes.text import one_line, plural, table, when
 
 if TYPE_CHECKING:
     from hermes.agent import AIAgent
+    from hermes.state.store import SessionDB
 
 
 @dataclass(frozen=True)
@@ -111,14 +113,14 @@ def start_new(agent: AIAgent, title: str | None = None) -> None:
     agent.forget_cache()
 
 
-def bind_conversation(agent: AIAgent, tip: str, *, model: str | None = None) -> dict:
+def bind_conversation(agent: AIAgent, tip: str, *, model: str | None = None) -> dict[str, Any]:
     """Continue the conversation whose tip is ``tip``; restore the model it used.
 
     ``model`` (a ``--model`` given for this run) wins over the stored one and is
     recorded on the segment, so the next resume restores it. Returns the tip's row.
     """
-    db = agent.session_db
-    segment = db.get_session(tip)
+    db = _store(agent)
+    segment = existing(db.get_session(tip), tip)
     if segment["ended_at"] is not None and segment["end_reason"] != "compression":
         raise HermesError(
             f"Conversation {segment['conversation_id']} was ended ({segment['end_reason']}) "
@@ -126,7 +128,8 @@ def bind_conversation(agent: AIAgent, tip: str, *, model: str | None = None) -> 
         )
     agent.session_id = tip
     agent.conversation_id = segment["conversation_id"]
-    agent.title = db.get_session(segment["conversation_id"])["title"]
+    root = segment["conversation_id"]
+    agent.title = existing(db.get_session(root), root)["title"]
     agent.last_compression = None
     agent.context_compressor.last_prompt_tokens = 0
     agent.forget_cache()
@@ -238,7 +241,7 @@ def _title(agent: AIAgent, arg: str) -> Reply:
     if agent.session_id is None:
         agent.title = arg
         return Reply(f"The new conversation will be titled '{arg}'.")
-    rename_conversation(agent.session_db, agent.session_id, arg)
+    rename_conversation(_store(agent), agent.session_id, arg)
     agent.title = arg
     return Reply(f"Title set to '{arg}'.")
 
@@ -253,7 +256,7 @@ def _model(agent: AIAgent, arg: str) -> Reply:
 
 @command("sessions", "/sessions", "List recent conversations.")
 def _sessions(agent: AIAgent, arg: str) -> Reply:
-    rows = agent.session_db.list_conversations(limit=10)
+    rows = _store(agent).list_conversations(limit=10)
     if not rows:
         return Reply("No saved conversations yet.")
     body = [
@@ -270,9 +273,10 @@ def _sessions(agent: AIAgent, arg: str) -> Reply:
 def _resume(agent: AIAgent, arg: str) -> Reply:
     if not arg:
         return Reply("Usage: /resume ID or /resume TITLE (see /sessions).", ok=False)
-    tip = resolve_conversation(agent.session_db, arg)
+    db = _store(agent)
+    tip = resolve_conversation(db, arg)
     segment = bind_conversation(agent, tip)
-    messages = list(agent.session_db.iter_conversation_messages(tip))
+    messages = list(db.iter_conversation_messages(tip))
     undone = sum(1 for m in messages if m["undone"])
     count = len(messages) - undone
     title = f"'{agent.title}'" if agent.title else segment["conversation_id"]
@@ -288,9 +292,10 @@ def _resume(agent: AIAgent, arg: str) -> Reply:
 def _usage(agent: AIAgent, arg: str) -> Reply:
     if agent.session_id is None:
         return Reply("No tokens used yet: the conversation is empty.")
-    usage = token_usage(agent.session_db, agent.session_id)
+    db, session_id = agent.bound()
+    usage = token_usage(db, session_id)
     seg, conv = usage["segment"], usage["conversation"]
-    segments = len(agent.session_db.get_segments(agent.session_id))
+    segments = len(db.get_segments(session_id))
     context = agent.estimate_tokens(agent.load_history())
     compressor = agent.context_compressor
     return Reply(
@@ -327,8 +332,16 @@ def _exit(agent: AIAgent, arg: str) -> Reply:
     return Reply(exit=True)
 
 
-def _root(agent: AIAgent) -> dict:
-    return agent.session_db.get_segments(agent.session_id)[0]
+def _root(agent: AIAgent) -> dict[str, Any]:
+    db, session_id = agent.bound()
+    return db.get_segments(session_id)[0]
+
+
+def _store(agent: AIAgent) -> SessionDB:
+    """The agent's store, for commands that read or write saved conversations."""
+    if agent.session_db is None:
+        raise HermesError("This command needs the state store, and this agent has none.")
+    return agent.session_db
 
 
 def _first_sentence(text: str) -> str:

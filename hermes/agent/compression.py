@@ -90,7 +90,7 @@ def compress_context(
             return messages, system_message
         return _in_memory(agent, messages, system_message, ask, outcome)
 
-    session_id = agent.session_id
+    db, session_id = agent.bound()
     holder = agent.lease_holder
     ttl = agent.lease_ttl
     try:
@@ -136,7 +136,7 @@ def _compress_under_lease(
     outcome: Outcome,
     ask: dict[str, Any],
 ) -> tuple[Messages, str | None]:
-    db, session_id = agent.session_db, agent.session_id
+    db, session_id = agent.bound()
     holder, ttl = agent.lease_holder, agent.lease_ttl
     segment = db.get_session(session_id)
     if segment is None or segment["ended_at"] is not None:
@@ -195,7 +195,9 @@ def _in_memory(
     return compressed, system_message
 
 
-def _compress_call(approx_tokens: int | None, focus_topic: str | None, whole: bool) -> dict:
+def _compress_call(
+    approx_tokens: int | None, focus_topic: str | None, whole: bool
+) -> dict[str, Any]:
     """The compressor's keywords; ``whole`` only when wanted, so a compressor of Hermes
     Agent's shape (which has no such keyword) keeps working for automatic compression."""
     ask: dict[str, Any] = {"current_tokens": approx_tokens, "focus_topic": focus_topic}

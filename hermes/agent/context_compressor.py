@@ -109,6 +109,7 @@ class ContextCompressor:
         self.max_summary_requests = max_summary_requests
         self._clock = clock
         self._cooldown_until: float | None = None
+        self._last_summary_error: str | None = None
         self.compression_count = 0
         # Usage of the last summary call (the agent also stores the provider's last
         # prompt size here between calls; see hermes.agent.turn).
@@ -303,7 +304,7 @@ class ContextCompressor:
     # -- outcome bookkeeping
 
     def _reset_failure(self) -> None:
-        self._last_summary_error: str | None = None
+        self._last_summary_error = None
         self._last_compress_aborted = False
         self._last_aux_model_failure_model: str | None = None
         self._last_aux_model_failure_error: str | None = None

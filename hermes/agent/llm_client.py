@@ -27,7 +27,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from hermes.agent.call_threads import run_in_thread
 from hermes.agent.chat_post import post_chat
@@ -44,6 +44,7 @@ from hermes.secrets import register
 __all__ = ["ModelClient", "ModelResponse", "ToolCall", "translate_openai_error"]
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 # Request parameters a caller may set per request (the HTTP API passes them through).
 SAMPLING_KEYS = ("temperature", "max_tokens", "stop", "user", "tool_choice")
@@ -231,7 +232,7 @@ class ModelClient:
 
     # -- retries
 
-    def _with_retries(self, model: str, attempt: Callable[[], Any]) -> Any:
+    def _with_retries(self, model: str, attempt: Callable[[], T]) -> T:
         openai = self._openai_module()
         attempts = self.max_retries + 1
         for number in range(1, attempts + 1):

@@ -169,7 +169,8 @@ def _run_locked(
         turn.interrupted = True
     usage = turn.take_unsaved_usage()
     if agent.writes_transcript and any(usage):  # a call whose answer was not stored
-        agent.session_db.add_token_usage(agent.session_id, *usage)
+        db, segment = agent.bound()
+        db.add_token_usage(segment, *usage)
     agent.remember(turn.messages)
     if turn.interrupted:
         agent.emit("interrupted")

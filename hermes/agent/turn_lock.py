@@ -32,7 +32,7 @@ LAST_POLL = 0.5
 def holding_turn(agent: AIAgent) -> Iterator[None]:
     """Hold the conversation's turn lock for the body, waiting for it if need be."""
     db, conversation = agent.session_db, agent.conversation_id
-    if agent.holds_turn_lock or not agent.writes_transcript or conversation is None:
+    if agent.holds_turn_lock or not agent.writes_transcript or conversation is None or db is None:
         yield
         return
     delay, told = FIRST_POLL, False
