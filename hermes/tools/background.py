@@ -190,7 +190,10 @@ def refresh(
     """The record, updated if its process ended without anyone recording it (an event
     this produces goes to ``event_bus``)."""
     if record.finished:
-        events.emit_once(store.dir.parent, record, event_bus)  # a claimant that died half-way
+        # Recorded but maybe not yet claimed: the recorder produces the event for its own
+        # bus a moment later, unless it died half-way; only then is the event ours to claim.
+        if not (_is_watched(store, record.id) or _owner_alive(record)):
+            events.emit_once(store.dir.parent, record, event_bus)
         return record
     if record.host not in (None, socket.gethostname()):
         return record  # another machine's process: we cannot look at it

@@ -245,6 +245,43 @@ def _dead_pid() -> int:
     return proc.pid
 
 
+def test_an_exit_recorded_by_a_live_owner_is_left_for_its_owner_to_announce(
+    home: Path, bus: EventBus, received: list[CompletionEvent]
+) -> None:
+    # The window between an owner recording the exit and claiming the event: a drain
+    # elsewhere must not take the event from the owner's subscribers, unless the owner
+    # died in that window (then it would be lost without the drain).
+    owner = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        store = ProcessStore(home).ensure()
+        store.save(
+            ProcessRecord(
+                id="proc_owned",
+                command="make",
+                pid=_dead_pid(),
+                owner_pid=owner.pid,
+                owner_create_time=psutil.Process(owner.pid).create_time(),
+                notify_on_complete=True,
+                conversation_id="c7",
+                status="exited",
+                exit_code=0,
+                finished_at=time.time(),
+            )
+        )
+        for _ in range(3):
+            assert drain_events(home) == []
+            assert background.refresh_all(home, bus)[0].status == "exited"
+        assert received == [] and not store.notified_path("proc_owned").exists()
+    finally:
+        owner.kill()
+        owner.wait()
+    announced = drain_events(home)
+    assert [(e.process_id, e.exit_code, e.conversation_id) for e in announced] == [
+        ("proc_owned", 0, "c7")
+    ]
+    assert drain_events(home) == [] and received == []
+
+
 def test_a_process_whose_pid_is_gone_is_lost(call: Callable[..., str], home: Path) -> None:
     store = ProcessStore(home).ensure()
     store.save(
