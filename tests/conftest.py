@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.fakes.fixtures import *  # noqa: F403 - the fake LLM server fixtures
+# Fixtures every suite uses without importing them: the fake LLM server, the stores.
+pytest_plugins = ("tests.fakes.fixtures", "tests.stores")
+
 
 _LEAKY_ENV = (
     "HERMES_MODEL",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from hermes.state import SessionDB
-from tests.cli.conftest import FAKE_MODEL, assert_one_line_error, build_compressed
+from tests.cli.helpers import FAKE_MODEL, assert_one_line_error, build_compressed
 from tests.fakes.llm_server import FakeLLMServer, text
 
 

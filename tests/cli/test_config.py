@@ -7,7 +7,7 @@ import json
 import pexpect
 import yaml
 
-from tests.cli.conftest import assert_one_line_error, hermes_command, mode_of
+from tests.cli.helpers import assert_one_line_error, hermes_command, mode_of
 
 
 def test_show_get_path(hermes, cli_env):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.cli.conftest import assert_one_line_error
+from tests.cli.helpers import assert_one_line_error
 from tests.fakes.llm_server import server_error
 
 

@@ -9,7 +9,7 @@ import json
 import pexpect
 
 from hermes.state import SessionDB
-from tests.cli.conftest import FAKE_MODEL, assert_one_line_error, hermes_command
+from tests.cli.helpers import FAKE_MODEL, assert_one_line_error, hermes_command
 from tests.fakes.llm_server import FakeLLMServer, server_error, stall, text
 
 

@@ -9,8 +9,7 @@ from __future__ import annotations
 import json
 
 from hermes.state import SessionDB
-from tests.cli.conftest import rotate
-from tests.cli.test_chat_repl import chat  # noqa: F401 - the pty chat fixture
+from tests.cli.helpers import rotate
 
 
 def _alice(db_path, *, rotations: int = 0) -> tuple[str, str]:
@@ -40,7 +39,7 @@ def test_list_counts_standing_messages_and_shows_undone_apart(hermes, cli_env):
     assert line.split()[3] == "6" and "8 undone" in line
 
 
-def test_resume_counts_standing_messages(chat, cli_env):  # noqa: F811
+def test_resume_counts_standing_messages(chat, cli_env):
     root, _ = _alice(cli_env.home / "state.db")
     session = chat()
     session.command(f"/resume {root}", "Resumed 'Alice chat': 6 messages (and 8 undone)")

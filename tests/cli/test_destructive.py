@@ -13,7 +13,7 @@ import time
 import pexpect
 
 from hermes.state import SessionDB
-from tests.cli.conftest import Env, assert_one_line_error, hermes_command
+from tests.cli.helpers import Env, assert_one_line_error, hermes_command
 
 TIMEOUT = 30
 

@@ -6,23 +6,13 @@ import os
 import sqlite3
 import time
 
-from tests.cli.conftest import build_compressed
-
-
-def _lines(result) -> dict[str, str]:
-    """check name -> its line (the summary line is left out)."""
-    found = {}
-    for line in result.stdout.splitlines():
-        status, _, rest = line.partition("  ")
-        if ":" in rest and status.strip() in ("ok", "FAIL", "--"):
-            found[rest.split(":", 1)[0].strip()] = line
-    return found
+from tests.cli.helpers import build_compressed, doctor_lines
 
 
 def test_healthy_setup_passes_every_check(hermes, compressed):
     result = hermes("doctor")
     assert result.returncode == 0, result.stdout + result.stderr
-    lines = _lines(result)
+    lines = doctor_lines(result)
     for name in ("config", "home", "store files", "store", "integrity", "schema",
                  "invariants", "endpoint", "model"):  # fmt: skip
         assert lines[name].startswith("ok"), lines
@@ -43,7 +33,7 @@ def test_planted_fork_is_named_and_fails(hermes, compressed):
     before = compressed.db_path.read_bytes()
     result = hermes("doctor")
     assert result.returncode == 1
-    lines = _lines(result)
+    lines = doctor_lines(result)
     assert lines["invariants"].startswith("FAIL")
     assert f"conversation {compressed.root} has 2 live tips" in lines["invariants"]
     assert "Fix:" in lines["invariants"]
@@ -57,7 +47,7 @@ def test_loose_permissions_fail_with_the_chmod_to_run(hermes, cli_env, compresse
     os.chmod(compressed.db_path, 0o644)
     result = hermes("doctor", "--offline")
     assert result.returncode == 1
-    lines = _lines(result)
+    lines = doctor_lines(result)
     assert f"chmod 700 {cli_env.home}" in lines["home"]
     assert f"chmod 600 {compressed.db_path}" in lines["store files"]
     assert lines["endpoint"].startswith("--")
@@ -70,27 +60,27 @@ def test_corrupt_store_fails_in_one_line(hermes, cli_env):
     result = hermes("doctor", "--offline")
     assert result.returncode == 1
     assert "Traceback" not in result.stderr
-    assert _lines(result)["store"].startswith("FAIL")
-    assert "backup" in _lines(result)["store"]
+    assert doctor_lines(result)["store"].startswith("FAIL")
+    assert "backup" in doctor_lines(result)["store"]
 
 
 def test_unreachable_endpoint_and_missing_model(hermes, cli_env, compressed):
     cli_env.vars["HERMES_MODEL"] = "no-such-model"
-    lines = _lines(hermes("doctor"))
+    lines = doctor_lines(hermes("doctor"))
     assert lines["endpoint"].startswith("ok")
     assert lines["model"].startswith("FAIL") and "fake-model" in lines["model"]
 
     cli_env.vars["HERMES_BASE_URL"] = "http://127.0.0.1:9/v1"
     result = hermes("doctor")
     assert result.returncode == 1
-    assert _lines(result)["endpoint"].startswith("FAIL")
+    assert doctor_lines(result)["endpoint"].startswith("FAIL")
 
 
 def test_no_key_for_a_remote_endpoint_says_how_to_add_one(hermes, cli_env):
     cli_env.vars["HERMES_BASE_URL"] = "https://llm.invalid/v1"
     result = hermes("doctor")
     assert result.returncode == 1
-    line = _lines(result)["api key"]
+    line = doctor_lines(result)["api key"]
     assert "HERMES_API_KEY" in line and "hermes setup" in line
 
 
@@ -99,7 +89,7 @@ def test_broken_config_fails_but_the_other_checks_run(hermes, cli_env):
     (cli_env.home / "config.yaml").write_text("agent: [\n")
     result = hermes("doctor")
     assert result.returncode == 1
-    lines = _lines(result)
+    lines = doctor_lines(result)
     assert lines["config"].startswith("FAIL") and "line" in lines["config"]
     assert lines["invariants"].startswith("ok")
 
@@ -110,4 +100,4 @@ def test_loose_env_file_is_flagged_by_doctor(hermes, cli_env):
     os.chmod(cli_env.home, 0o700)
     os.chmod(env, 0o644)
     result = hermes("doctor", "--offline")
-    assert f"chmod 600 {env}" in _lines(result)["home"]
+    assert f"chmod 600 {env}" in doctor_lines(result)["home"]

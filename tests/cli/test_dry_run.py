@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from tests.cli.conftest import Compressed, Env, Run
+from tests.cli.helpers import Compressed, Env, Run
 
 
 def _digest(path: Path) -> str:

@@ -10,8 +10,7 @@ from __future__ import annotations
 import json
 
 from hermes.state import SessionDB
-from tests.cli.conftest import assert_one_line_error
-from tests.cli.test_chat_repl import chat  # noqa: F401 - the pty chat fixture
+from tests.cli.helpers import assert_one_line_error
 from tests.fakes.llm_server import server_error
 
 
@@ -37,7 +36,7 @@ def test_a_failed_later_turn_is_listed_as_unanswered_and_retry_answers_it(
     hermes,
     cli_env,
     fake_llm,
-    chat,  # noqa: F811
+    chat,
 ):
     _no_retries(cli_env)
     assert hermes("chat", "-q", "first question").returncode == 0
@@ -57,7 +56,7 @@ def test_a_failed_later_turn_is_listed_as_unanswered_and_retry_answers_it(
     assert row["unanswered"] is False
 
 
-def test_resume_shows_the_last_exchange(hermes, chat):  # noqa: F811
+def test_resume_shows_the_last_exchange(hermes, chat):
     assert hermes("chat", "-q", "what is a zebra").returncode == 0
     session = chat("-c")
     banner = session.child.before

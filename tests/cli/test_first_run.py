@@ -13,7 +13,7 @@ from pathlib import Path
 import pexpect
 
 from hermes.config import API_KEY_ENV
-from tests.cli.conftest import FAKE_MODEL, Env, assert_one_line_error, hermes_command
+from tests.cli.helpers import FAKE_MODEL, Env, assert_one_line_error, hermes_command
 
 TIMEOUT = 30
 README = Path(__file__).resolve().parents[2] / "README.md"

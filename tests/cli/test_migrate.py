@@ -1,7 +1,7 @@
 """`hermes migrate` run as a person would: SQLite -> PostgreSQL -> SQLite, and its errors.
 
-The PostgreSQL store is a fresh schema from the state suite's ``store`` fixture (imported as
-``pg_store``, pinned to PostgreSQL); without ``HERMES_TEST_PG_URL`` those tests fail, never
+The PostgreSQL store is a fresh schema from the shared ``store`` fixture (``tests/stores.py``,
+pinned to PostgreSQL); without ``HERMES_TEST_PG_URL`` those tests fail, never
 skip: run them with ``bash scripts/with-postgres .venv/bin/pytest tests/cli``.
 """
 
@@ -17,11 +17,10 @@ import pytest
 
 from hermes.state import SessionDB
 from hermes.state.copy import message_checksum
-from tests.cli.conftest import Compressed, Env, Run, assert_one_line_error
-from tests.state.conftest import store as pg_store  # noqa: F401 - the fresh-schema fixture, pinned below
+from tests.cli.helpers import Compressed, Env, Run, assert_one_line_error
 from tests.state.helpers import StoreSpec
 
-on_postgres = pytest.mark.parametrize("pg_store", ["postgres"], indirect=True)
+on_postgres = pytest.mark.parametrize("store", ["postgres"], indirect=True)
 
 
 def digest(path: Path) -> str:
@@ -43,7 +42,7 @@ def test_sqlite_to_postgres_and_back(
     hermes: Run,
     cli_env: Env,
     compressed: Compressed,
-    pg_store: StoreSpec,  # noqa: F811 - the fixture imported above
+    store: StoreSpec,
 ) -> None:
     before = digest(compressed.db_path)
     with SessionDB(db_path=compressed.db_path, read_only=True) as db:
@@ -51,7 +50,7 @@ def test_sqlite_to_postgres_and_back(
         conversations = db.list_conversations()
     listed = json.loads(hermes("sessions", "list", "--json").stdout)
 
-    there = hermes("migrate", "--from", str(compressed.db_path), "--to", pg_store.url)
+    there = hermes("migrate", "--from", str(compressed.db_path), "--to", store.url)
     assert there.returncode == 0, there.stderr
     assert reported_checksum(there.stdout) == checksum
     assert reported_counts(there.stdout) == {
@@ -63,7 +62,7 @@ def test_sqlite_to_postgres_and_back(
     assert digest(compressed.db_path) == before
 
     back_path = cli_env.home / "back.db"
-    back = hermes("migrate", "--from", pg_store.url, "--to", str(back_path))
+    back = hermes("migrate", "--from", store.url, "--to", str(back_path))
     assert back.returncode == 0, back.stderr
     assert reported_checksum(back.stdout) == checksum
     with SessionDB(db_path=back_path, read_only=True) as db:
@@ -71,7 +70,7 @@ def test_sqlite_to_postgres_and_back(
         assert message_checksum(db) == checksum
 
     # The other commands work against the PostgreSQL store.
-    cli_env.vars["HERMES_STATE_URL"] = pg_store.url
+    cli_env.vars["HERMES_STATE_URL"] = store.url
     assert json.loads(hermes("sessions", "list", "--json").stdout) == listed
     shown = hermes("sessions", "show", compressed.root)
     assert shown.returncode == 0, shown.stderr
@@ -87,17 +86,15 @@ def test_sqlite_to_postgres_and_back(
 def test_a_non_empty_target_is_one_sentence_and_nothing_changes(
     hermes: Run,
     compressed: Compressed,
-    pg_store: StoreSpec,  # noqa: F811 - the fixture imported above
+    store: StoreSpec,
 ) -> None:
-    assert (
-        hermes("migrate", "--from", str(compressed.db_path), "--to", pg_store.url).returncode == 0
-    )
+    assert hermes("migrate", "--from", str(compressed.db_path), "--to", store.url).returncode == 0
     before = digest(compressed.db_path)
-    again = hermes("migrate", "--from", str(compressed.db_path), "--to", pg_store.url)
+    again = hermes("migrate", "--from", str(compressed.db_path), "--to", store.url)
     assert_one_line_error(again, "is not empty", "3 rows in sessions", "new database")
     assert digest(compressed.db_path) == before
     with (
-        pg_store.open(read_only=True) as target,
+        store.open(read_only=True) as target,
         SessionDB(db_path=compressed.db_path, read_only=True) as source,
     ):
         assert message_checksum(target) == message_checksum(source)

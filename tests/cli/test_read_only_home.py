@@ -13,7 +13,7 @@ import json
 import subprocess
 from pathlib import Path
 
-from tests.cli.conftest import assert_one_line_error, hermes_command
+from tests.cli.helpers import assert_one_line_error, hermes_command
 
 READ_ONLY_MOUNT = 'mount --bind "$1" "$1" && mount -o remount,bind,ro "$1" && shift && exec "$@"'
 

@@ -7,7 +7,7 @@ import sqlite3
 import time
 
 from hermes.state import SessionDB
-from tests.cli.conftest import assert_one_line_error, mode_of
+from tests.cli.helpers import assert_one_line_error, mode_of
 
 
 def test_list_shows_one_row_per_conversation(hermes, compressed):

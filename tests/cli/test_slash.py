@@ -10,7 +10,7 @@ import pytest
 
 from hermes.agent import commands as chat_commands
 from hermes.state import SessionDB
-from tests.cli.conftest import FAKE_MODEL, build_compressed
+from tests.cli.helpers import FAKE_MODEL, build_compressed
 
 
 @pytest.fixture

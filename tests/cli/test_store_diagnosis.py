@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.conftest import assert_one_line_error
-from tests.cli.test_doctor import _lines
+from tests.cli.helpers import assert_one_line_error, doctor_lines
 
 
 def _foreign(path: Path) -> None:
@@ -69,7 +68,7 @@ def test_doctor_names_the_problem_and_says_its_fix_once(hermes, planted):
     db, words = planted
     before = db.read_bytes()
     result = hermes("doctor", "--offline")
-    line = _lines(result)["store"]
+    line = doctor_lines(result)["store"]
     assert words in line and "upgrade" not in line
     # Every sentence of the line appears once (the garbage file used to say it twice).
     sentences = [s.strip() for s in line.replace("Fix:", ".").split(". ") if s.strip()]
@@ -83,7 +82,7 @@ def test_doctor_gives_each_problem_its_own_fix(hermes, cli_env):
     for name, (plant, _) in PLANTED.items():
         db.unlink(missing_ok=True)
         plant(db)
-        fixes[name] = _lines(hermes("doctor", "--offline"))["store"]
+        fixes[name] = doctor_lines(hermes("doctor", "--offline"))["store"]
     assert "Fix: Point hermes at another file" in fixes["foreign"]
     assert "Fix: If it holds nothing you need, move it aside" in fixes["not-sqlite"]
     assert fixes["empty"].startswith("--") and "hermes chat" in fixes["empty"]
@@ -93,7 +92,7 @@ def test_doctor_on_an_unreachable_postgres_says_check_the_server_not_restore(her
     cli_env.vars["HERMES_STATE_URL"] = "postgresql://hermes@127.0.0.1:9/hermes"
     result = hermes("doctor", "--offline")
     assert result.returncode == 1
-    line = _lines(result)["store"]
+    line = doctor_lines(result)["store"]
     assert line.startswith("FAIL") and "Cannot reach PostgreSQL at 127.0.0.1:9/hermes" in line
     assert "Fix: Check the host and port" in line
     assert "backup" not in line and "move it aside" not in line
@@ -107,6 +106,6 @@ def test_doctor_on_an_older_schema_says_how_to_upgrade(hermes, cli_env):
     raw.execute("INSERT INTO schema_version VALUES (1, 'first', 0)")
     raw.commit()
     raw.close()
-    line = _lines(hermes("doctor", "--offline"))["store"]
+    line = doctor_lines(hermes("doctor", "--offline"))["store"]
     assert line.startswith("FAIL") and "needs an upgrade (schema 1" in line
     assert "Fix: Run any hermes command that writes" in line and "backup" not in line

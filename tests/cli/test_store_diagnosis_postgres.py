@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit, urlunsplit
 
-from tests.cli.test_doctor import _lines
-from tests.state.conftest import pg_url
+from tests.cli.helpers import doctor_lines
+from tests.stores import pg_url
 
 
 def _changed(url: str, *, user: str | None = None, database: str | None = None) -> str:
@@ -23,7 +23,7 @@ def _changed(url: str, *, user: str | None = None, database: str | None = None) 
 
 def test_a_missing_database_says_to_create_it(hermes, cli_env):
     cli_env.vars["HERMES_STATE_URL"] = _changed(pg_url(), database="no_such_hermes_db")
-    line = _lines(hermes("doctor", "--offline"))["store"]
+    line = doctor_lines(hermes("doctor", "--offline"))["store"]
     assert line.startswith("FAIL") and "has no database no_such_hermes_db" in line
     assert "Fix: Create it (createdb no_such_hermes_db)" in line
     result = hermes("sessions", "list")
@@ -32,7 +32,7 @@ def test_a_missing_database_says_to_create_it(hermes, cli_env):
 
 def test_a_refused_login_says_to_check_the_user_and_password(hermes, cli_env):
     cli_env.vars["HERMES_STATE_URL"] = _changed(pg_url(), user="no_such_role")
-    line = _lines(hermes("doctor", "--offline"))["store"]
+    line = doctor_lines(hermes("doctor", "--offline"))["store"]
     assert line.startswith("FAIL") and "refused the login" in line
     assert "Fix: Check the user and password" in line
     assert "Cannot reach" not in line

@@ -7,7 +7,7 @@ import subprocess
 import time
 
 from hermes.state import SessionDB
-from tests.cli.conftest import hermes_command
+from tests.cli.helpers import hermes_command
 
 
 def test_chat_waits_for_another_processs_turn_and_says_so(cli_env, fake_llm) -> None:

@@ -1,7 +1,7 @@
 """pytest fixtures for the fake OpenAI-compatible server.
 
-``tests/conftest.py`` star-imports this module, so every name in ``__all__`` becomes
-a fixture available to the whole suite.
+``tests/conftest.py`` loads this module as a plugin (``pytest_plugins``), so its
+fixtures are available to the whole suite.
 """
 
 from __future__ import annotations

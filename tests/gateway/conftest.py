@@ -1,4 +1,5 @@
-"""Fixtures of the gateway suite: a config pointing at the fake model, a running gateway."""
+"""Fixtures of the gateway suite: a config pointing at the fake model, a running gateway
+(in-process, ``gateway``; or real subprocesses, ``run_gateway``)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.gateway.harness import MODEL_KEY, GatewayThread, write_config
+from tests.gateway.processes import Gateway
 
 
 @pytest.fixture
@@ -36,3 +38,20 @@ def client(gateway: GatewayThread):
         base_url=gateway.url, api_key=gateway.api_key, max_retries=0, timeout=30
     ) as api:
         yield api
+
+
+@pytest.fixture
+def run_gateway(hermes_home: Path, model_key: str):
+    """``run_gateway("--api-server", "127.0.0.1:PORT")`` -> a started subprocess ``Gateway``;
+    the ones still running are killed after the test."""
+    started: list[Gateway] = []
+
+    def start(*args: str) -> Gateway:
+        started.append(Gateway(hermes_home, *args))
+        return started[-1]
+
+    yield start
+    for gateway in started:
+        if gateway.proc.poll() is None:
+            gateway.proc.kill()
+            gateway.proc.wait(10)

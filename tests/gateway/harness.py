@@ -21,6 +21,7 @@ from hermes.gateway.settings import ApiServerSettings, platform_settings
 from hermes.state import SessionDB
 
 MODEL_KEY = "sk-test-model-key-0123456789"
+HEADER = "X-Hermes-Session-Id"  # the API's session id, in requests and replies
 
 
 def write_config(home: Path, llm_url: str, **sections: Mapping[str, Any]) -> Path:

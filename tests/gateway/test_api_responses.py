@@ -12,9 +12,9 @@ import openai
 import pytest
 
 from tests.fakes.llm_server import auth_error, last_user_text, stall, text
+from tests.gateway.api_calls import ask, assert_caller_error
+from tests.gateway.compaction import PADDING, SUMMARY, is_summary_request
 from tests.gateway.harness import GatewayThread, write_config
-from tests.gateway.test_api_server import ask, assert_caller_error
-from tests.gateway.test_incident import PADDING, SUMMARY, is_summary_request
 
 HEADER = "X-Hermes-Session-Id"
 BRANCHED = "X-Hermes-Branched-From"

@@ -13,17 +13,8 @@ import pytest
 from hermes.gateway.errors import PlatformStartError
 from hermes.gateway.settings import ApiServerSettings
 from tests.fakes.llm_server import auth_error, server_error
+from tests.gateway.api_calls import HEADER, ask, assert_caller_error
 from tests.gateway.harness import GatewayThread, write_config
-
-HEADER = "X-Hermes-Session-Id"
-
-
-def ask(client: openai.OpenAI, text: str, session: str | None = None):
-    headers = {HEADER: session} if session else {}
-    raw = client.chat.completions.with_raw_response.create(
-        model="fake-model", messages=[{"role": "user", "content": text}], extra_headers=headers
-    )
-    return raw.parse().choices[0].message.content, raw.headers[HEADER]
 
 
 def test_continuity_over_many_turns(client, gateway, fake_llm) -> None:
@@ -175,19 +166,6 @@ def test_port_in_use_is_a_clear_error(hermes_home: Path, config_file: Path) -> N
                 gateway.start()
         finally:
             gateway.stop()
-
-
-UPSTREAM_SENTENCE = "The model endpoint behind this gateway failed"
-OPERATOR_WORDS = ("HERMES_API_KEY", "hermes setup", "hermes doctor", "http://")
-
-
-def assert_caller_error(status: int, body: dict) -> None:
-    """A 502 in OpenAI's error shape that says the model endpoint failed, no operator advice."""
-    assert status == 502
-    error = body["error"]
-    assert error["type"] == "upstream_error" and error["code"] == "model_error"
-    assert error["message"].startswith(UPSTREAM_SENTENCE)
-    assert not any(word in error["message"] for word in OPERATOR_WORDS)
 
 
 @pytest.mark.parametrize("reply", [auth_error(), server_error(500)], ids=["401", "500"])

@@ -2,27 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
-from typing import Any
-
-import aiohttp
-
-from tests.gateway.test_api_server import ask
-
-
-def call(gateway, method: str, path: str, **kwargs: Any) -> tuple[int, Any]:
-    """One HTTP request to the gateway's API server; (status, decoded JSON body)."""
-    base = gateway.runner.adapters["api_server"].url
-    headers = {"Authorization": f"Bearer {gateway.api_key}", **kwargs.pop("headers", {})}
-
-    async def run() -> tuple[int, Any]:
-        async with (
-            aiohttp.ClientSession(headers=headers) as http,
-            http.request(method, base + path, **kwargs) as response,
-        ):
-            return response.status, await response.json()
-
-    return asyncio.run(run())
+from tests.gateway.api_calls import ask, call
 
 
 def test_list_get_and_page_messages_of_conversations(client, gateway) -> None:

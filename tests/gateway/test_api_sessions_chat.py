@@ -8,8 +8,7 @@ import json
 import httpx
 
 from tests.fakes.llm_server import text, tool_call
-from tests.gateway.test_api_server import ask
-from tests.gateway.test_api_sessions import call
+from tests.gateway.api_calls import ask, call
 
 
 def _stream(gateway, path: str, body: dict) -> list[tuple[str, dict]]:

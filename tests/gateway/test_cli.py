@@ -2,87 +2,17 @@
 
 from __future__ import annotations
 
-import os
-import signal
 import socket
-import subprocess
-import sys
 import threading
-import time
 from pathlib import Path
 
-import httpx
 import openai
-import pytest
 
 from hermes.state import SessionDB
 from tests.fakes.llm_server import text
-from tests.gateway.harness import MODEL_KEY, stored_api_key, wait_for, write_config
-from tests.gateway.test_incident import PADDING, SUMMARY, is_summary_request
-
-HEADER = "X-Hermes-Session-Id"
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-class Gateway:
-    """`python -m hermes gateway run ...` with its log in a file."""
-
-    def __init__(self, home: Path, *args: str) -> None:
-        self.home = home
-        self.log = home / f"gateway-{time.monotonic_ns()}.log"
-        env = {**os.environ, "HERMES_HOME": str(home), "HERMES_API_KEY": MODEL_KEY}
-        with open(self.log, "wb") as log:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "hermes", "gateway", "run", *args],
-                cwd=home,
-                env=env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-            )
-
-    def output(self) -> str:
-        return self.log.read_text(encoding="utf-8", errors="replace")
-
-    def wait_ready(self, port: int) -> str:
-        def ready() -> bool:
-            if self.proc.poll() is not None:
-                raise AssertionError(f"the gateway exited early:\n{self.output()}")
-            try:
-                return httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200
-            except httpx.HTTPError:
-                return False
-
-        wait_for(ready, timeout=30, interval=0.1)
-        return f"http://127.0.0.1:{port}/v1"
-
-    def terminate(self, timeout: float = 30) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        try:
-            return self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            raise
-
-
-@pytest.fixture
-def run_gateway(hermes_home: Path, model_key: str):
-    started: list[Gateway] = []
-
-    def start(*args: str) -> Gateway:
-        started.append(Gateway(hermes_home, *args))
-        return started[-1]
-
-    yield start
-    for gateway in started:
-        if gateway.proc.poll() is None:
-            gateway.proc.kill()
-            gateway.proc.wait(10)
+from tests.gateway.compaction import PADDING, SUMMARY, is_summary_request
+from tests.gateway.harness import stored_api_key, wait_for, write_config
+from tests.gateway.processes import HEADER, free_port
 
 
 def test_continuity_and_compression_through_the_subprocess(

@@ -13,9 +13,9 @@ import pytest
 import yaml
 
 from tests.fakes.llm_server import text, tool_call
+from tests.gateway.api_calls import call
 from tests.gateway.fakechat import FakeChat, incoming
 from tests.gateway.harness import GatewayThread, wait_for
-from tests.gateway.test_api_sessions import call
 
 SECRET = "hunter2xyz"
 

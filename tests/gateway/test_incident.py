@@ -18,17 +18,11 @@ import pytest
 
 from hermes.agent.review import HARNESS_PROMPT
 from tests.fakes.llm_server import Reply, last_user_text, text, tool_call
+from tests.gateway.compaction import PADDING, SUMMARY, is_summary_request
 from tests.gateway.fakechat import FakeChat, incoming
 from tests.gateway.harness import GatewayThread, wait_for, write_config
 
-SUMMARY = "Summary: the user shared numbered notes and started a build."
 BUILD = 'sleep 2; for i in $(seq 1 20); do echo "build step $i ok"; done'
-PADDING = "lorem ipsum dolor sit amet " * 22  # ~600 characters a message
-
-
-def is_summary_request(body: dict[str, Any]) -> bool:
-    first = (body.get("messages") or [{}])[0]
-    return str(first.get("content", "")).startswith("You compact the history")
 
 
 def incident_model(body: dict[str, Any]) -> Reply | str | None:

@@ -17,17 +17,16 @@ import pytest
 from hermes.gateway.messages import Origin
 from hermes.gateway.routing import Router, SessionKey
 from hermes.state import SessionDB
-from tests.state.conftest import make_db, store  # noqa: F401 - both backends, as in tests/state
 from tests.state.helpers import StoreSpec, raw_one, rotate
 
 
 @pytest.fixture
-def db(make_db) -> SessionDB:  # noqa: F811 - the fixture imported above
+def db(make_db) -> SessionDB:
     return make_db()
 
 
 @pytest.fixture
-def gateways(make_db) -> tuple[Router, Router]:  # noqa: F811
+def gateways(make_db) -> tuple[Router, Router]:
     """Two gateways on one store: each its own SessionDB and router."""
     return Router(make_db()), Router(make_db())
 
@@ -151,7 +150,7 @@ def test_two_gateways_starting_one_chat_at_once_agree(gateways) -> None:
     assert [c["conversation_id"] for c in a.db.list_conversations()] == [got[0]]
 
 
-def test_lookups_do_not_take_the_write_lock(db: SessionDB, store: StoreSpec) -> None:  # noqa: F811
+def test_lookups_do_not_take_the_write_lock(db: SessionDB, store: StoreSpec) -> None:
     router = Router(db)
     conversation = router.conversation_for("telegram:1", new(router), platform="telegram")
     blocker = store.raw()
@@ -173,7 +172,7 @@ def test_lookups_do_not_take_the_write_lock(db: SessionDB, store: StoreSpec) -> 
         blocker.close()
 
 
-def test_a_read_only_store_looks_up_without_writing(make_db) -> None:  # noqa: F811
+def test_a_read_only_store_looks_up_without_writing(make_db) -> None:
     writer = make_db()
     root = writer.create_session(source="telegram")
     child = rotate(writer, root)

@@ -16,10 +16,9 @@ import openai
 import pytest
 
 from tests.fakes.llm_server import text
+from tests.gateway.compaction import PADDING, SUMMARY, is_summary_request
 from tests.gateway.harness import GatewayThread, stored_api_key, write_config
-from tests.gateway.test_cli import HEADER, free_port, run_gateway  # noqa: F401 - a fixture
-from tests.gateway.test_incident import PADDING, SUMMARY, is_summary_request
-from tests.state.conftest import store  # noqa: F401 - the fresh-schema fixture, pinned below
+from tests.gateway.processes import HEADER, free_port
 from tests.state.helpers import StoreSpec
 
 BRANCHED = "X-Hermes-Branched-From"
@@ -157,12 +156,12 @@ def test_a_history_nothing_stored_holds_starts_a_conversation_seeded_with_it(
 
 @pytest.mark.parametrize("store", ["postgres"], indirect=True)
 def test_two_gateways_on_one_postgres_store_agree_on_a_stateless_conversation(
-    store: StoreSpec,  # noqa: F811 - the fixture imported above
+    store: StoreSpec,
     hermes_home: Path,
     fake_llm,
     model_key: str,
     monkeypatch: pytest.MonkeyPatch,
-    run_gateway,  # noqa: F811 - the fixture imported above
+    run_gateway,
 ) -> None:
     write_config(hermes_home, fake_llm.url)
     monkeypatch.setenv("HERMES_STATE_URL", store.url)  # read by the gateways' config

@@ -150,7 +150,7 @@ def test_a_running_gateway_takes_over_the_input_of_a_crashed_one(
 ) -> None:
     from hermes.gateway.lanes import MESSAGE, WorkItem
     from hermes.gateway.messages import Origin
-    from tests.state.test_lease import dead_pid
+    from tests.state.procs import dead_pid
 
     write_config(hermes_home, fake_llm.url, gateway={"queue_takeover_after": 1})
     b = chat_gateway(hermes_home)

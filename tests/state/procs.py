@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import multiprocessing
 import queue as queue_module
+import subprocess
+import sys
 import time
 from collections import defaultdict
 from collections.abc import Callable
@@ -12,6 +14,13 @@ from typing import Any
 import pytest
 
 CTX = multiprocessing.get_context("spawn")
+
+
+def dead_pid() -> int:
+    """The pid of a process of ours that has exited and been reaped."""
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
 
 
 class Processes:

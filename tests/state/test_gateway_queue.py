@@ -16,8 +16,7 @@ from hermes.state.backend import Backend
 
 from . import workers
 from .helpers import StoreSpec, raw_all
-from .procs import CTX, Processes
-from .test_lease import dead_pid
+from .procs import CTX, Processes, dead_pid
 
 TAKEOVER = 120.0
 RACERS = 3

@@ -15,8 +15,7 @@ import pytest
 from hermes.state import ReadOnlyStoreError, SessionDB
 from hermes.state.gateway_store import GatewayStore, QueuedInput
 from hermes.state.routes import Route
-
-from .conftest import DBFactory
+from tests.stores import DBFactory
 
 GATEWAY_METHODS = (
     "try_lock_turn",

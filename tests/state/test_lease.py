@@ -5,20 +5,13 @@ from __future__ import annotations
 import os
 import re
 import socket
-import subprocess
-import sys
 import time
 
 import pytest
 
 from hermes.state import SessionDB, lease, make_holder
 
-
-def dead_pid() -> int:
-    """The pid of a process of ours that has exited and been reaped."""
-    child = subprocess.Popen([sys.executable, "-c", "pass"])
-    child.wait()
-    return child.pid
+from .procs import dead_pid
 
 
 @pytest.fixture

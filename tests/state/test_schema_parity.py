@@ -11,8 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from hermes.state import SessionDB
-
-from .conftest import postgres_store
+from tests.stores import postgres_store
 
 
 def _sqlite_columns(path: Path) -> dict[str, set[str]]:

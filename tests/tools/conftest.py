@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from hermes.config import load_config
 from hermes.tools import (
@@ -24,6 +23,7 @@ from hermes.tools import (
     default_registry,
 )
 from hermes.tools.process_store import ProcessStore
+from tests.tools.helpers import write_config
 
 
 @pytest.fixture
@@ -51,15 +51,6 @@ def workdir(tmp_path: Path) -> Path:
     path = tmp_path / "work"
     path.mkdir()
     return path
-
-
-def write_config(home: Path, values: dict[str, Any]) -> None:
-    """Write ``{"terminal.timeout": 5, ...}`` as a nested config.yaml in ``home``."""
-    tree: dict[str, Any] = {}
-    for key, value in values.items():
-        section, leaf = key.split(".", 1)
-        tree.setdefault(section, {})[leaf] = value
-    (home / "config.yaml").write_text(yaml.safe_dump(tree), encoding="utf-8")
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ import pytest
 from hermes.config import load_config
 from hermes.tools import ToolContext
 from hermes.tools.approval import check, is_allowed
-from tests.tools.conftest import write_config
+from tests.tools.helpers import write_config
 
 DANGEROUS = [
     "rm -rf /",

@@ -10,7 +10,7 @@ import pytest
 from hermes.config import load_config
 from hermes.errors import ConfigError
 from hermes.tools import Tool, ToolContext, ToolError, ToolRegistry, resolve_toolset
-from tests.tools.conftest import write_config
+from tests.tools.helpers import write_config
 
 ECHO_SCHEMA: dict[str, Any] = {
     "type": "object",
