@@ -123,3 +123,19 @@ def wait_for(predicate: Any, timeout: float = 20.0, interval: float = 0.02) -> A
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout:.0f}s waiting for {predicate}")
         time.sleep(interval)
+
+
+async def until(predicate: Any, looks: int = 2000, interval: float = 0.005) -> Any:
+    """``wait_for`` on an event loop: look at ``predicate`` (sync, or returning an
+    awaitable) every ``interval`` seconds until it is truthy; fail after ``looks``."""
+    import asyncio
+    import inspect
+
+    for _ in range(looks):
+        value = predicate()
+        if inspect.isawaitable(value):
+            value = await value
+        if value:
+            return value
+        await asyncio.sleep(interval)
+    raise AssertionError(f"gave up after {looks} looks waiting for {predicate}")
