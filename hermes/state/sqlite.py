@@ -454,6 +454,12 @@ class SQLiteBackend:
 
 def _patiently(step: Callable[[], object], path: Path, patience: float, what: str) -> None:
     """Run ``step``, waiting out another process's lock for up to ``patience`` seconds."""
+    try:
+        step()  # the usual case, without the retry loop's set-up on every statement
+        return
+    except sqlite3.OperationalError as exc:
+        if not _is_busy(exc):
+            raise _translate(exc, path) from exc
 
     def give_up(exc: sqlite3.OperationalError) -> StoreBusyError:
         return StoreBusyError(
