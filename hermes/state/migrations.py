@@ -43,6 +43,9 @@ class Migration:
     version: int
     name: str
     statements: tuple[str, ...]
+    # A step SQL alone cannot say (text the search index needs tokenised by hermes),
+    # run after the statements in the same transaction.
+    then: Callable[[Tx], None] | None = None
 
 
 def bring_up_to_date(
@@ -88,6 +91,8 @@ def _apply_one(tx: Tx, *, migration: Migration) -> bool:
         return False
     for statement in migration.statements:
         tx.run(statement)
+    if migration.then is not None:
+        migration.then(tx)
     tx.run(
         "INSERT INTO schema_version (version, name, applied_at) VALUES (?, ?, ?)",
         (migration.version, migration.name, time.time()),

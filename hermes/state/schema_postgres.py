@@ -210,4 +210,7 @@ MIGRATIONS = (
             "CREATE INDEX messages_undone ON messages (session_id) WHERE undone = 1",
         ),
     ),
+    # SQLite's deferred search index moves from a table to a watermark; PostgreSQL's
+    # indexes follow the rows.
+    Migration(9, "fts_watermark", ()),
 )

@@ -9,7 +9,21 @@ Rows are never deleted by compression; only deleting a whole conversation remove
 
 from __future__ import annotations
 
+from hermes.state.backend import Tx
 from hermes.state.migrations import Migration
+
+
+def _fold_pending_table(tx: Tx) -> None:
+    """Index the rows migration 4's table still deferred, then drop the table: from
+    migration 9 on, the deferred rows are the ones above the watermark."""
+    tx.index_messages(
+        tx.all(
+            "SELECT m.id, m.content, m.content_parts FROM messages_fts_pending p"
+            " CROSS JOIN messages m ON m.id = p.id ORDER BY p.id"
+        )
+    )
+    tx.run("DROP TABLE messages_fts_pending")
+
 
 MIGRATIONS = (
     Migration(
@@ -105,7 +119,7 @@ MIGRATIONS = (
         4,
         "fts_pending",
         (
-            # Messages whose search index entry is deferred (see SQLiteTx.insert_messages).
+            # Messages whose search index entry is deferred (until migration 9).
             "CREATE TABLE messages_fts_pending (id INTEGER PRIMARY KEY)",
         ),
     ),
@@ -165,5 +179,21 @@ MIGRATIONS = (
             # segment. Partial: an append (undone = 0) never writes to it.
             "CREATE INDEX messages_undone ON messages (session_id) WHERE undone = 1",
         ),
+    ),
+    Migration(
+        9,
+        "fts_watermark",
+        (
+            # Every original message with text at or below ``indexed_through`` is in
+            # messages_fts, none above it: the deferred rows are a range of the primary
+            # key, so deferring one costs no write beyond the message itself.
+            """CREATE TABLE messages_fts_watermark (
+                one INTEGER PRIMARY KEY CHECK (one = 1),
+                indexed_through INTEGER NOT NULL
+            )""",
+            """INSERT INTO messages_fts_watermark (one, indexed_through)
+                SELECT 1, COALESCE(MAX(id), 0) FROM messages""",
+        ),
+        then=_fold_pending_table,
     ),
 )

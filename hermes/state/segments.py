@@ -83,14 +83,15 @@ def lineage(tx: Tx, session_id: str) -> list[Row]:
 
 
 def writable(tx: Tx, session_id: str) -> Row:
-    """The segment a write addressed to ``session_id`` lands in, locked for this transaction.
+    """The segment a write addressed to ``session_id`` lands in, locked for this transaction
+    (``id``, ``conversation_id``, ``source``, ``ended_at``, ``end_reason``).
 
     A segment ended by compression forwards to its conversation's tip (invariant 3); a
     segment ended for any other reason refuses. Re-checked after locking, because on
     PostgreSQL another host may rotate between the read and the lock.
     """
     tx.lock_session(session_id)
-    row = require(tx, session_id)
+    row = _write_target(tx, session_id)
     for _ in range(100):
         if row["ended_at"] is None:
             return row
@@ -100,8 +101,20 @@ def writable(tx: Tx, session_id: str) -> Row:
         if candidate["id"] == row["id"]:
             raise SegmentEndedError(row["id"], row["end_reason"])
         tx.lock_session(candidate["id"])
-        row = require(tx, candidate["id"])
+        row = _write_target(tx, candidate["id"])
     raise SegmentEndedError(session_id, "rotating too fast to follow")
+
+
+def _write_target(tx: Tx, session_id: str) -> Row:
+    """What a write needs of a segment: not its title or system prompt, read on every
+    append otherwise."""
+    row = tx.one(
+        "SELECT id, conversation_id, source, ended_at, end_reason FROM sessions WHERE id = ?",
+        (session_id,),
+    )
+    if row is None:
+        raise SessionNotFoundError(session_id)
+    return row
 
 
 def insert(tx: Tx, values: Mapping[str, Any]) -> None:

@@ -50,7 +50,7 @@ def _is_busy(exc: sqlite3.OperationalError) -> bool:
 
 
 MAX_READERS = 4  # read connections kept per database file per process
-PENDING_LIMIT = 32  # deferred index entries folded into one FTS5 segment at this count
+PENDING_LIMIT = 32  # rows above the index watermark folded into one FTS5 segment at this count
 DIRECT_INDEX_BATCH = 16  # a batch at least this large is indexed at once
 
 
@@ -143,9 +143,11 @@ class SQLiteTx:
         if not rows:
             return []
         # Under BEGIN IMMEDIATE this connection is the only writer, so ids can be
-        # assigned here and the batch written with executemany.
-        first = self.conn.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM messages").fetchone()
-        start = next(iter(first.values()))
+        # assigned here and the batch written with executemany. Never at or below the
+        # index watermark, even after the newest rows were deleted: those ids count as
+        # indexed already.
+        last, indexed = self._last_ids()
+        start = max(last, indexed) + 1
         ids = list(range(start, start + len(rows)))
         self.conn.executemany(
             "INSERT INTO messages (id, session_id, message_uid, role, content, tool_calls,"
@@ -171,58 +173,63 @@ class SQLiteTx:
                 for i, r in zip(ids, rows, strict=True)
             ],
         )
-        indexed = [
-            {"id": i, "content": r.content, "content_parts": r.content_parts}
-            for i, r in zip(ids, rows, strict=True)
-            if _indexed(r)
-        ]
-        if len(indexed) >= DIRECT_INDEX_BATCH:
-            self.index_messages(indexed)
-        elif indexed:
-            # A small write defers its index entry: an FTS5 segment costs ~8 pages per
-            # commit, a row here one. Searches read these rows directly meanwhile.
-            self.conn.executemany(
-                "INSERT INTO messages_fts_pending (id) VALUES (?)", [(m["id"],) for m in indexed]
-            )
-            pending = self.conn.execute("SELECT COUNT(*) AS n FROM messages_fts_pending")
-            if pending.fetchone()["n"] >= PENDING_LIMIT:
-                self.fold_pending()
+        # A small write defers its index entry: an FTS5 segment costs ~8 pages per
+        # commit, and a deferred row nothing more than the row itself (it is deferred
+        # for being above the watermark). Searches read those rows directly meanwhile.
+        direct = sum(1 for r in rows if _indexed(r)) >= DIRECT_INDEX_BATCH
+        if direct or ids[-1] - indexed >= PENDING_LIMIT:
+            self.fold_pending()
         return ids
 
+    def _last_ids(self) -> tuple[int, int]:
+        """The newest message id (0 if none) and the index watermark, in one read."""
+        cursor = self.conn.cursor()
+        cursor.row_factory = None
+        last, indexed = cursor.execute(
+            "SELECT (SELECT COALESCE(MAX(id), 0) FROM messages), indexed_through"
+            " FROM messages_fts_watermark"
+        ).fetchone()
+        return int(last), int(indexed)
+
     def index_messages(self, rows: Sequence[Row]) -> None:
-        """Add message rows (``id``, ``content``, ``content_parts``) to the search index."""
+        """Add stored rows (``id``, ``content``, ``content_parts``) to the search index,
+        with every deferred row, and move the watermark past them all.
+
+        The rows must not be in the index yet (a store copy's page, just inserted).
+        """
+        last, indexed = self._last_ids()
+        given = {r["id"] for r in rows}
+        deferred = [r for r in self._deferred_rows(indexed) if r["id"] not in given]
         self.conn.executemany(
             "INSERT INTO messages_fts (rowid, content) VALUES (?, ?)",
-            [(r["id"], _index_text(r)) for r in rows if r["content"]],
+            [(r["id"], _index_text(r)) for r in [*deferred, *rows] if r["content"]],
         )
+        if last > indexed:
+            self.conn.execute("UPDATE messages_fts_watermark SET indexed_through = ?", (last,))
 
     def fold_pending(self) -> None:
         """Index every deferred row in one FTS5 segment."""
-        self.index_messages(
-            self.all(
-                "SELECT m.id, m.content, m.content_parts FROM messages_fts_pending p"
-                " CROSS JOIN messages m ON m.id = p.id ORDER BY p.id"
-            )
+        self.index_messages([])
+
+    def _deferred_rows(self, indexed: int) -> list[Row]:
+        """The rows above the watermark the index is to hold (originals with text)."""
+        return self.all(
+            "SELECT id, content, content_parts FROM messages"
+            " WHERE id > ? AND compacted = 0 AND content IS NOT NULL ORDER BY id",
+            (indexed,),
         )
-        self.conn.execute("DELETE FROM messages_fts_pending")
 
     def unindex_messages(self, rows: Sequence[Row]) -> None:
-        rows = [r for r in rows if r["content"] and not r["compacted"]]
-        deferred: set[int] = set()
-        for start in range(0, len(rows), 500):
-            chunk = [r["id"] for r in rows[start : start + 500]]
-            marks = ", ".join("?" for _ in chunk)
-            deferred.update(
-                r["id"]
-                for r in self.all(
-                    f"SELECT id FROM messages_fts_pending WHERE id IN ({marks})", chunk
-                )
-            )
-            self.conn.execute(f"DELETE FROM messages_fts_pending WHERE id IN ({marks})", chunk)
-        # Deleting a row FTS5 never indexed would corrupt it: only the indexed ones.
+        _, indexed = self._last_ids()
+        # Deleting a row FTS5 never indexed would corrupt it: only the indexed ones,
+        # which are the originals with text at or below the watermark.
         self.conn.executemany(
             "INSERT INTO messages_fts (messages_fts, rowid, content) VALUES ('delete', ?, ?)",
-            [(r["id"], _index_text(r)) for r in rows if r["id"] not in deferred],
+            [
+                (r["id"], _index_text(r))
+                for r in rows
+                if r["content"] and not r["compacted"] and r["id"] <= indexed
+            ],
         )
 
     def search(
@@ -250,16 +257,16 @@ class SQLiteTx:
             f" WHERE messages_fts MATCH ?{scope} ORDER BY f.rowid DESC LIMIT ?",
             [fts5_match(list(terms)), *params, limit],
         )
-        # Rows whose index entry is still deferred (at most PENDING_LIMIT) are matched
-        # here, by the same tokens the index would hold.
+        # Rows whose index entry is still deferred (fewer than PENDING_LIMIT, above
+        # the watermark) are matched here, by the same tokens the index would hold.
         deferred = [
             r
             for r in self.all(
-                # CROSS JOIN keeps the (small) pending table as the outer loop.
-                f"SELECT {columns}, m.content_parts FROM messages_fts_pending p"
-                " CROSS JOIN messages m ON m.id = p.id"
+                # CROSS JOIN keeps the (short) range of newest messages the outer loop.
+                f"SELECT {columns}, m.content_parts FROM messages m"
                 " CROSS JOIN sessions s ON s.id = m.session_id"
-                f" WHERE 1 = 1{scope}",
+                " WHERE m.id > (SELECT indexed_through FROM messages_fts_watermark)"
+                f" AND m.compacted = 0 AND m.content IS NOT NULL{scope}",
                 params,
             )
             if phrase_match(_index_text(r), terms)
@@ -447,6 +454,12 @@ class SQLiteBackend:
 
 def _patiently(step: Callable[[], object], path: Path, patience: float, what: str) -> None:
     """Run ``step``, waiting out another process's lock for up to ``patience`` seconds."""
+    try:
+        step()  # the usual case, without the retry loop's set-up on every statement
+        return
+    except sqlite3.OperationalError as exc:
+        if not _is_busy(exc):
+            raise _translate(exc, path) from exc
 
     def give_up(exc: sqlite3.OperationalError) -> StoreBusyError:
         return StoreBusyError(

@@ -465,6 +465,12 @@ def test_writers_outwait_another_process_holding_the_lock_for_seven_seconds(
 
 # -- the deferred search index ---------------------------------------------------------
 
+# The rows whose index entry is deferred: those above the watermark.
+DEFERRED = (
+    "SELECT COUNT(*) AS n FROM messages"
+    " WHERE id > (SELECT indexed_through FROM messages_fts_watermark)"
+)
+
 
 def test_deferred_index_entries_are_found_before_and_after_folding(path: Path, opened) -> None:
     from hermes.state.sqlite import PENDING_LIMIT
@@ -474,7 +480,7 @@ def test_deferred_index_entries_are_found_before_and_after_folding(path: Path, o
     count = PENDING_LIMIT * 2 + 7
     for n in range(count):
         db.append_message("s", "user", f"note number{n} about café 東京{n}")
-    pending = db._conn.execute("SELECT COUNT(*) AS n FROM messages_fts_pending").fetchone()["n"]
+    pending = db._conn.execute(DEFERRED).fetchone()["n"]
     assert 0 < pending < PENDING_LIMIT  # some deferred, the rest folded into the index
     for n in (0, PENDING_LIMIT + 1, count - 1):  # folded early, folded later, still deferred
         hits = db.search_messages(f"number{n}")
@@ -496,10 +502,90 @@ def test_deleting_deferred_rows_keeps_the_index_sound(path: Path, opened) -> Non
         db.create_session(sid, source="cli")
         for n in range(per):
             db.append_message(sid, "user", f"{sid} message {n}")
-    pending = "SELECT COUNT(*) AS n FROM messages_fts_pending"
-    assert db._conn.execute(pending).fetchone()["n"] == (2 * per) % PENDING_LIMIT > 0
+    assert db._conn.execute(DEFERRED).fetchone()["n"] == (2 * per) % PENDING_LIMIT > 0
     db.delete_conversation("a")
     db._conn.execute("INSERT INTO messages_fts (messages_fts) VALUES ('integrity-check')")
-    assert db._conn.execute(pending).fetchone()["n"] == 0
+    assert db._conn.execute(DEFERRED).fetchone()["n"] == 0
     hits = db.search_messages("message", limit=500)
     assert {h["session_id"] for h in hits} == {"b"} and len(hits) == per
+
+
+def test_ids_stay_above_the_watermark_when_the_newest_rows_are_deleted(path: Path, opened) -> None:
+    from hermes.state.sqlite import DIRECT_INDEX_BATCH, PENDING_LIMIT
+
+    db = opened(db_path=path)
+    for sid in ("kept", "gone"):
+        db.create_session(sid, source="cli")
+    db.append_message("kept", "user", "an older note")
+    db.append_messages(  # indexed at once: the watermark passes the newest ids
+        "gone", [{"role": "user", "content": f"gone {n}"} for n in range(DIRECT_INDEX_BATCH)]
+    )
+    db.delete_conversation("gone")  # MAX(id) falls below the watermark
+    db.append_message("kept", "user", "a fresh kiwi")
+    assert [h["snippet"] for h in db.search_messages("kiwi")] == ["a fresh kiwi"]
+    for n in range(PENDING_LIMIT):  # folded: each message indexed once, none lost
+        db.append_message("kept", "user", f"later {n}")
+    indexed = db._conn.execute("SELECT COUNT(*) AS n FROM messages_fts").fetchone()["n"]
+    assert indexed + db._conn.execute(DEFERRED).fetchone()["n"] == 2 + PENDING_LIMIT
+    assert len(db.search_messages("kiwi")) == 1
+
+
+def test_searching_the_deferred_rows_reads_a_range_of_the_primary_key(path: Path, opened) -> None:
+    db = opened(db_path=path)
+    db.create_session("s", source="cli")
+    db.append_message("s", "user", "a deferred aardvark")
+    statements = _statements(db, lambda: db.search_messages("aardvark", source="cli"))
+    deferred = [sql for sql in statements if "messages_fts_watermark" in sql]
+    assert deferred, statements  # not vacuous
+    for sql in deferred:
+        plan = " ".join(r["detail"] for r in db._conn.execute(f"EXPLAIN QUERY PLAN {sql}"))
+        assert "SEARCH m USING INTEGER PRIMARY KEY (rowid>?)" in plan, f"{sql}\n-> {plan}"
+
+
+def test_a_store_from_before_migration_9_keeps_every_message_findable(path: Path) -> None:
+    from hermes.state import migrations
+    from hermes.state.schema_sqlite import MIGRATIONS
+    from hermes.state.search import spaced_cjk
+    from hermes.state.sqlite import PENDING_LIMIT, SQLiteBackend
+
+    texts = {n: f"note word{n} 東京{n}" for n in range(1, 41)}
+    older = SQLiteBackend(path)
+    try:
+        migrations.apply(older, MIGRATIONS[:8])
+
+        def plant(tx) -> None:  # as hermes before migration 9 left it: 31..40 deferred
+            tx.run(
+                "INSERT INTO sessions (id, conversation_id, source, started_at, last_active_at)"
+                " VALUES ('s', 's', 'cli', 1.0, 1.0)"
+            )
+            for n, text in texts.items():
+                tx.run(
+                    "INSERT INTO messages (id, session_id, message_uid, role, content,"
+                    " created_at) VALUES (?, 's', ?, 'user', ?, 1.0)",
+                    (n, f"uid{n}", text),
+                )
+                if n <= 30:
+                    tx.run(
+                        "INSERT INTO messages_fts (rowid, content) VALUES (?, ?)",
+                        (n, spaced_cjk(text)),
+                    )
+                else:
+                    tx.run("INSERT INTO messages_fts_pending (id) VALUES (?)", (n,))
+
+        older.transact(plant, write=True)
+    finally:
+        older.close()
+    with SessionDB(db_path=path) as db:
+        conn = db._conn
+        assert not conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE name = 'messages_fts_pending'"
+        ).fetchall()
+        for n in (1, 30, 31, 40):
+            assert [h["snippet"] for h in db.search_messages(f"word{n}")] == [texts[n]]
+        assert len(db.search_messages("東京", limit=500)) == len(texts)
+        for n in range(PENDING_LIMIT):
+            db.append_message("s", "user", f"after {n}")
+        conn.execute("INSERT INTO messages_fts (messages_fts) VALUES ('integrity-check')")
+        count = conn.execute("SELECT COUNT(*) AS n FROM messages_fts").fetchone()["n"]
+        deferred = conn.execute(DEFERRED).fetchone()["n"]
+        assert count + deferred == len(texts) + PENDING_LIMIT  # every message indexed once
