@@ -209,8 +209,8 @@ def test_a_killed_worker_is_started_again_and_the_other_keeps_serving(
 def test_workers_below_one_is_a_clear_error(
     hermes_home: Path,
     config_file: Path,
-    run_gateway,
-    workers: str,  # noqa: F811
+    run_gateway,  # noqa: F811
+    workers: str,
 ) -> None:
     gateway = run_gateway("--api-server", f"127.0.0.1:{free_port()}", "--workers", workers)
     assert gateway.proc.wait(30) == 1
@@ -222,8 +222,8 @@ def test_workers_below_one_is_a_clear_error(
 def test_a_taken_port_is_refused_before_any_worker_starts(
     hermes_home: Path,
     config_file: Path,
-    run_gateway,
-    start_workers,  # noqa: F811
+    run_gateway,  # noqa: F811
+    start_workers,
 ) -> None:
     first, url = start_workers()
     port = int(url.rsplit(":", 1)[1].removesuffix("/v1"))
