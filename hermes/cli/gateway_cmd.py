@@ -58,8 +58,20 @@ def gateway() -> None:
     "default: one per core. 1 runs a single process. Chat platforms (Telegram, Discord, "
     "Slack) run in the first worker only.",
 )
-@click.option("--worker-index", type=int, default=None, hidden=True)
-@click.option("--supervisor-fd", type=int, default=None, hidden=True)
+@click.option(
+    "--worker-index",
+    type=int,
+    default=None,
+    hidden=True,
+    help="(Set by the supervisor.) Run as this worker of --workers; 0 also runs the chats.",
+)
+@click.option(
+    "--supervisor-fd",
+    type=int,
+    default=None,
+    hidden=True,
+    help="(Set by the supervisor.) This worker's end of its socket pair to the supervisor.",
+)
 @click.option("-v", "--verbose", is_flag=True, help="Log debug details too.")
 def run(
     api_server: str | None,
@@ -69,7 +81,13 @@ def run(
     supervisor_fd: int | None,
     verbose: bool,
 ) -> None:
-    """Start every platform enabled in config and answer until stopped."""
+    """Start every platform enabled in config and answer until stopped.
+
+    With the HTTP API, N worker processes (--workers, default one per core) share its
+    port and the store; a supervisor forwards Ctrl-C and SIGTERM to them and starts a
+    worker that dies again. A conversation still answers one turn at a time, whichever
+    worker takes its requests. Chat platforms run in one worker only.
+    """
     from hermes.cli.gateway_workers import default_workers
     from hermes.gateway.errors import GatewayError
 
