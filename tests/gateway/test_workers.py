@@ -1,5 +1,8 @@
 """`hermes gateway run --workers N` as real processes: one port, one store, N gateways.
 
+(And, in-process, the rule that lets the workers after the first run without the chat
+platforms: a gateway leaves a chat's queued input to one that runs that chat.)
+
 Each test starts the supervisor as a subprocess, with the fake model in this process;
 requests go over real HTTP on fresh connections (so the kernel spreads them among the
 workers), and the store is checked afterwards: every answered question and its answer
@@ -11,6 +14,7 @@ from __future__ import annotations
 import signal
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,8 +25,9 @@ import pytest
 
 from hermes.state import SessionDB
 from tests.fakes.llm_server import text
-from tests.gateway.harness import stored_api_key, wait_for, write_config
+from tests.gateway.harness import GatewayThread, stored_api_key, wait_for, write_config
 from tests.gateway.test_cli import HEADER, Gateway, free_port, run_gateway  # noqa: F401
+from tests.gateway.test_two_gateways import KEY, chat_gateway, conversation, say, stored
 from tests.state.conftest import store  # noqa: F401 - the fresh-store fixture
 from tests.state.helpers import StoreSpec
 
@@ -247,3 +252,42 @@ def test_workers_stop_when_their_supervisor_is_killed(
     assert gateway.output().count("the supervisor is gone: shutting down") == 2
     with socket.socket() as probe:  # the port is free again
         probe.bind(("127.0.0.1", 0))
+
+
+def test_a_gateway_without_the_chat_leaves_its_queued_input_to_one_that_runs_it(
+    hermes_home: Path, fake_llm, model_key: str
+) -> None:
+    from hermes.gateway.lanes import MESSAGE, WorkItem
+    from hermes.gateway.messages import Origin
+    from tests.state.test_lease import dead_pid
+
+    write_config(hermes_home, fake_llm.url, gateway={"queue_takeover_after": 1})
+    chat = chat_gateway(hermes_home)
+    try:
+        say(chat, "hello")
+        wait_for(lambda: chat.chat.texts() == ["echo: hello"])
+        conversation_id = conversation(chat)
+    finally:
+        chat.stop()
+    api_only = GatewayThread(hermes_home).start()  # as a worker after the first runs
+    try:
+        # A gateway that crashed (its process is gone) left a chat's input.
+        crashed = f"{socket.gethostname()}:pid={dead_pid()}:agent=crashed"
+        origin = Origin(platform="telegram", chat_id="100", user_id="42")
+        item = WorkItem(
+            kind=MESSAGE, text="left behind", key=KEY, conversation_id=conversation_id,
+            origin=origin,
+        )  # fmt: skip
+        api_only.db.gateway.enqueue_gateway_input(KEY, item.payload(), owner=crashed)
+        time.sleep(1.0)  # four heartbeats, each a claim: none may take the chat's input
+        [left] = api_only.db.gateway.pending_gateway_inputs()
+        assert left["owner"] == crashed and len(fake_llm.requests) == 1
+        again = chat_gateway(hermes_home)  # the chat's gateway, started again, answers it
+        try:
+            wait_for(lambda: again.chat.texts() == ["echo: left behind"])
+            assert again.db.gateway.pending_gateway_inputs() == []
+            assert stored(again, conversation_id)[-2:] == ["left behind", "echo: left behind"]
+        finally:
+            again.stop()
+    finally:
+        api_only.stop()
