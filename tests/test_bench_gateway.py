@@ -66,7 +66,7 @@ class _StandInRig:
     failing_from = 3
     loads: list[tuple[int, int]] = []
 
-    def __init__(self, latency_ms: float, limit: int) -> None:
+    def __init__(self, latency_ms: float, limit: int, **options: Any) -> None:
         self.latency_ms = latency_ms
 
     def __enter__(self) -> _StandInRig:

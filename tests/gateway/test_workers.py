@@ -57,9 +57,10 @@ def start_workers(run_gateway: Any) -> Iterator[Any]:  # noqa: F811
     """Start ``hermes gateway run --workers N``; no worker outlives the test."""
     workers: list[psutil.Process] = []
 
-    def start(count: int = 2) -> tuple[Gateway, str]:
+    def start(count: int = 2, *options: str) -> tuple[Gateway, str]:
         port = free_port()
-        gateway = run_gateway("--api-server", f"127.0.0.1:{port}", "--workers", str(count))
+        listen = f"127.0.0.1:{port}"
+        gateway = run_gateway("--api-server", listen, "--workers", str(count), *options)
         url = gateway.wait_ready(port)
         wait_for(lambda: f"gateway ready: {count} workers" in gateway.output(), timeout=30)
         workers.extend(workers_of(gateway))
@@ -208,6 +209,80 @@ def test_a_killed_worker_is_started_again_and_the_other_keeps_serving(
     assert ask(url, "after the crash", load.sessions[0]).status_code == 200
     assert gateway.terminate() == 0
     check_store(workers_store, load)
+
+
+def test_sigterm_keeps_what_waits_in_every_worker_and_the_restart_answers_it_once(
+    workers_store: StoreSpec, fake_llm, start_workers
+) -> None:
+    hung: list[int] = []
+
+    def respond(body: dict[str, Any]) -> Any:
+        words = body["messages"][-1]["content"]
+        if words == "slow" and not hung:
+            hung.append(1)
+            return text("(never finished)", delay=60)
+        return text(f"echo: {words}")
+
+    fake_llm.responder = respond
+    gateway, url = start_workers(2, "--grace", "0.5")
+    session = ask(url, "hi", None).headers[HEADER]
+    outcomes: dict[str, Any] = {}
+
+    def talk(words: str) -> None:
+        try:
+            outcomes[words] = ask(url, words, session)
+        except httpx.HTTPError as exc:
+            outcomes[words] = exc
+
+    questions = ["slow", *(f"waiting {n}" for n in range(6))]
+    threads = [threading.Thread(target=talk, args=(words,)) for words in questions]
+    threads[0].start()
+    wait_for(lambda: hung)
+    for thread in threads[1:]:  # queued behind the slow turn, or waiting for its lock
+        thread.start()
+    port = int(url.rsplit(":", 1)[1].removesuffix("/v1"))
+    wait_for(lambda: api_connections(gateway, port) == len(questions))
+    time.sleep(0.3)  # accepted; now read and handed to a lane
+    assert gateway.terminate() == 0
+    for thread in threads:
+        thread.join(30)
+    for words in questions:
+        assert outcomes[words].status_code == 503, words
+        assert "will be answered" in outcomes[words].json()["error"]["message"]
+
+    again, _ = start_workers(2)
+    db = workers_store.open()
+    try:
+        wait_for(
+            lambda: (
+                not db.gateway.pending_gateway_inputs()
+                and len(standing(db, session)) == 2 * (1 + len(questions))
+            ),
+            timeout=30,
+        )
+        contents = standing(db, session)
+        assert db.invariant_violations() == []
+    finally:
+        db.close()
+    assert contents[:2] == ["hi", "echo: hi"]
+    assert sorted(contents[2::2]) == sorted(questions)  # each once, none lost
+    assert contents[3::2] == [f"echo: {words}" for words in contents[2::2]]
+    assert again.terminate() == 0
+
+
+def standing(db: SessionDB, session: str) -> list[str]:
+    """The conversation as it stands: the interrupted turn's undone rows left out."""
+    return [m["content"] for m in db.get_conversation_messages(session) if not m["undone"]]
+
+
+def api_connections(gateway: Gateway, port: int) -> int:
+    """Client connections the workers have accepted on the API's port."""
+    return sum(
+        1
+        for worker in workers_of(gateway)
+        for c in worker.net_connections(kind="tcp")
+        if c.laddr and c.laddr.port == port and c.raddr and c.status == "ESTABLISHED"
+    )
 
 
 @pytest.mark.parametrize("workers", ["0", "-2"])
