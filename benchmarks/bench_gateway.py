@@ -37,8 +37,23 @@ header (the history then goes unread), so the difference is the history lookup; 
 lookup itself (digests of the 1,000 messages + the store's one indexed read) is timed
 in-process on the same store afterwards, wall and CPU time. Target (issue 13): the lookup adds <= 1 ms p50.
 
+Open loop (``open_loop``): requests arrive on a fixed schedule, whatever the answers do:
+at each rate (10, 25, 50, 100 per second) for ``--gateway-open-seconds`` (10), request k
+is due at k / rate and goes to conversation k mod 50, continuing it (its session header);
+the 50 conversations are started once beforehand, not measured. A conversation's request
+is sent when due unless its previous answer is still out: then it waits for that answer
+(a conversation answers one turn at a time anyway) and is counted as held; its response
+time still runs from when it was due, so a gateway that falls behind shows it. Printed
+per rate: completed, errors, held, overhead p50/p99 (response time minus the fake
+model's own measured time for that turn), the gateway's CPU per turn (the supervisor and
+every worker process together), their RSS together, and the machine's load average.
+It runs with ``--workers 1`` and with one worker per core (``--gateway-workers``).
+Targets (issue 17): at 100 requests/s no error and overhead p99 < 50 ms; at 10/s p99 < 20 ms.
+
     python -m benchmarks.bench_gateway [--gateway-conversations 200] [--gateway-turns 5]
-        [--gateway-latency-ms 100] [--gateway-max-concurrent N] [--gateway-sweep] [--quick]
+        [--gateway-latency-ms 100] [--gateway-max-concurrent N] [--gateway-sweep]
+        [--gateway-rates 10,25,50,100] [--gateway-open-seconds 10] [--gateway-workers 1,2]
+        [--quick]
 """
 
 from __future__ import annotations
@@ -75,6 +90,11 @@ SWEEP_MIN_TURNS = 100  # per step: fresh conversations one after another until t
 # A step that misses the target runs once more before the sweep stops: on a shared
 # machine one stall of another process's making should not end it.
 SWEEP_ATTEMPTS = 2
+OPEN_RATES = (10.0, 25.0, 50.0, 100.0)  # requests per second
+OPEN_CONVERSATIONS = 50
+OPEN_SECONDS = 10.0
+# Open-loop targets (issue 17): overhead p99 at a rate of at least / at most this.
+OPEN_TARGETS = ((100.0, 50.0), (10.0, 20.0))
 ROOT = Path(__file__).resolve().parents[1]
 # Settings from the caller's environment that would point the gateway elsewhere.
 _FOREIGN_ENV = ("HERMES_STATE_URL", "HERMES_GATEWAY_KEY", "HERMES_MODEL", "HERMES_BASE_URL")
@@ -108,6 +128,7 @@ class Results:
     net_ms: list[float] = field(default_factory=list)  # response - that turn's model time
     lost: int = 0
     unloaded: Results | None = None  # one conversation alone, for the floor
+    workers: int = 1  # gateway processes (hermes gateway run --workers)
 
     @property
     def done(self) -> int:
@@ -179,6 +200,61 @@ class Sweep:
         return max((s.conversations for s in self.steps if s.passed), default=0)
 
 
+@dataclass
+class Rate:
+    """One rate of the open loop: requests due on a fixed schedule."""
+
+    rate: float
+    seconds: float
+    conversations: int
+    workers: int
+    latency_ms: float
+    scheduled: int = 0
+    held: int = 0  # sent late: the conversation's previous answer was still out
+    wall: float = 0.0
+    response_ms: list[float] = field(default_factory=list)  # from when each was due
+    answered: list[tuple[str, float]] = field(default_factory=list)  # (words, response ms)
+    errors: list[str] = field(default_factory=list)
+    model_ms: list[float] = field(default_factory=list)
+    net_ms: list[float] = field(default_factory=list)  # response - that turn's model time
+    cpu_seconds: float = 0.0  # every gateway process together
+    rss_peak: int = 0  # every gateway process together
+    loadavg: str = ""
+
+    @property
+    def done(self) -> int:
+        return len(self.response_ms)
+
+    def per_turn(self, seconds: float) -> float:
+        return 1000 * seconds / self.done if self.done else float("nan")
+
+    @property
+    def target_ms(self) -> float | None:
+        """The overhead p99 this rate must stay under, if the issue sets one."""
+        high, low = OPEN_TARGETS
+        if self.rate >= high[0]:
+            return high[1]
+        if self.rate <= low[0]:
+            return low[1]
+        return None
+
+    @property
+    def passed(self) -> bool:
+        target = self.target_ms
+        ok = not self.errors and self.done == self.scheduled
+        return ok and (target is None or _pct(self.net_ms, 0.99) < target)
+
+
+@dataclass
+class _Talk:
+    """One open-loop conversation: its session, its next turn, one request out at a time."""
+
+    number: int
+    session: str | None = None
+    turn: int = 0
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     # Prefixed: the benchmark runner puts every scenario's flags on one parser.
     parser.add_argument(
@@ -203,10 +279,53 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="gateway: also run the capacity sweep (always done without --quick)",
     )
+    parser.add_argument(
+        "--gateway-rates",
+        type=_numbers(float),
+        default=None,
+        metavar="R,R,...",
+        help="gateway: open-loop arrival rates per second (10,25,50,100; quick: 10,50)",
+    )
+    parser.add_argument(
+        "--gateway-open-seconds",
+        type=float,
+        default=None,
+        help=f"gateway: seconds of each open-loop rate ({OPEN_SECONDS:.0f}; quick: 2)",
+    )
+    parser.add_argument(
+        "--gateway-workers",
+        type=_numbers(int),
+        default=None,
+        metavar="N,N,...",
+        help="gateway: --workers of the open loop's gateways (1 and one per core); the"
+        " closed loop uses the largest",
+    )
 
 
-DEFAULTS = {"conversations": 200, "turns": 5, "latency_ms": 100.0}
-QUICK = {"conversations": 50, "turns": 3}
+def _numbers(kind: type) -> Any:
+    def parse(text: str) -> tuple[Any, ...]:
+        try:
+            values = tuple(kind(part) for part in text.split(",") if part.strip())
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"want numbers separated by commas, not {text!r}"
+            ) from None
+        if not values or min(values) <= 0:
+            raise argparse.ArgumentTypeError(f"want positive numbers, not {text!r}")
+        return values
+
+    return parse
+
+
+DEFAULTS: dict[str, Any] = {
+    "conversations": 200,
+    "turns": 5,
+    "latency_ms": 100.0,
+    "rates": OPEN_RATES,
+    "open_seconds": OPEN_SECONDS,
+    "workers": None,  # 1 and one per core
+}
+QUICK = {"conversations": 50, "turns": 3, "rates": (10.0, 50.0), "open_seconds": 2.0}
 
 
 def _options(args: Any) -> dict[str, Any]:
@@ -232,18 +351,30 @@ def run(args: Any = None) -> None:
     sizes = _options(args)
     conversations, turns, latency_ms = sizes["conversations"], sizes["turns"], sizes["latency_ms"]
     limit = sizes.get("max_concurrent")
-    results = measure(conversations, turns, latency_ms, limit)
+    workers = sizes["workers"] or tuple(sorted({1, _cores()}))
+    results = measure(conversations, turns, latency_ms, limit, workers=max(workers))
     print(report(results), flush=True)
     if sizes["sweep"]:
         steps = [s for s in SWEEP_STEPS if s < conversations] + [conversations]
-        print(sweep_report(sweep(steps, turns, latency_ms, limit)), flush=True)
+        print(sweep_report(sweep(steps, turns, latency_ms, limit, workers=max(workers))))
+    for count in workers:
+        found = open_loop(sizes["rates"], sizes["open_seconds"], latency_ms, workers=count)
+        print(open_report(found), flush=True)
     print(stateless_report(stateless()), flush=True)
 
 
-def measure(conversations: int, turns: int, latency_ms: float, limit: int | None = None) -> Results:
+def measure(
+    conversations: int,
+    turns: int,
+    latency_ms: float,
+    limit: int | None = None,
+    *,
+    workers: int | None = None,
+) -> Results:
     """The main scenario: one conversation alone, then ``conversations`` at once."""
     results = Results(conversations, turns, latency_ms, limit or conversations)
-    with _Rig(latency_ms, results.limit) as rig:
+    results.workers = workers or _cores()
+    with _Rig(latency_ms, results.limit, workers=workers) as rig:
         rig.load(Results(1, 2, latency_ms, results.limit))  # warm-up, not reported
         results.unloaded = Results(1, UNLOADED_TURNS, latency_ms, results.limit)
         rig.load(results.unloaded)
@@ -259,6 +390,8 @@ def sweep(
     latency_ms: float,
     limit: int | None = None,
     min_turns: int = SWEEP_MIN_TURNS,
+    *,
+    workers: int | None = None,
 ) -> Sweep:
     """Fresh conversations at once, step after step on one gateway, until a step fails.
 
@@ -266,7 +399,7 @@ def sweep(
     until ``min_turns`` turns are in, so that its p99 is not merely its slowest turn.
     """
     found = Sweep(turns, latency_ms, limit or max(steps))
-    with _Rig(latency_ms, found.limit) as rig:
+    with _Rig(latency_ms, found.limit, workers=workers) as rig:
         rig.load(Results(1, turns, latency_ms, found.limit))  # warm-up, not reported
         for conversations in steps:
             waves = max(1, -(-min_turns // (conversations * turns)))
@@ -285,10 +418,33 @@ def sweep(
     return found
 
 
+def open_loop(
+    rates: Sequence[float],
+    seconds: float,
+    latency_ms: float = 100.0,
+    conversations: int = OPEN_CONVERSATIONS,
+    *,
+    workers: int = 1,
+) -> list[Rate]:
+    """Each rate in turn on one gateway of ``workers`` processes (see the docstring)."""
+    found: list[Rate] = []
+    with _Rig(latency_ms, conversations, workers=workers) as rig:
+        talks = [_Talk(n) for n in range(conversations)]
+        start = Rate(conversations, 1.0, conversations, workers, latency_ms)
+        rig.open_load(start, talks, every=0.0)  # starts the conversations; not reported
+        if start.errors:
+            raise RuntimeError(f"the open loop could not start: {start.errors[0]}")
+        for rate in rates:
+            step = Rate(rate, seconds, conversations, workers, latency_ms)
+            rig.open_load(step, talks)
+            found.append(step)
+    return found
+
+
 def stateless(history: int = STATELESS_HISTORY, requests: int = STATELESS_REQUESTS) -> Stateless:
     """The stateless-client case on a fresh gateway (see the module's docstring)."""
     found = Stateless(history)
-    with _Rig(0.0, 4, compression=False) as rig:
+    with _Rig(0.0, 4, compression=False, workers=1) as rig:
         asyncio.run(_stateless_load(found, rig.port, rig.home, requests))
         rig.stop_gateway()
         from hermes.state import SessionDB
@@ -310,10 +466,18 @@ def stateless(history: int = STATELESS_HISTORY, requests: int = STATELESS_REQUES
 class _Rig:
     """A private HERMES_HOME, the fake model in its own process, the gateway in another."""
 
-    def __init__(self, latency_ms: float, limit: int, *, compression: bool = True) -> None:
+    def __init__(
+        self,
+        latency_ms: float,
+        limit: int,
+        *,
+        compression: bool = True,
+        workers: int | None = None,
+    ) -> None:
         self.latency_ms = latency_ms
         self.limit = limit
         self.compression = compression
+        self.workers = workers  # None: the gateway's default, one per core
         self.home = Path(tempfile.mkdtemp(prefix="bench-gateway-"))
         self.model: subprocess.Popen[str] | None = None
         self.gateway: subprocess.Popen[bytes] | None = None
@@ -325,8 +489,9 @@ class _Rig:
             self.model, self.model_url = _start_model(self.home, self.latency_ms)
             _write_config(self.home, self.model_url, self.limit, self.compression)
             self.port = _free_port()
-            self.gateway = _start_gateway(self.home, self.port)
+            self.gateway = _start_gateway(self.home, self.port, self.workers)
             _wait_healthy(self.gateway, self.port)
+            _wait_workers(self.home / "gateway.log", self.workers or _cores())
         except BaseException as exc:
             log = self.home / "gateway.log"
             tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
@@ -358,6 +523,15 @@ class _Rig:
         self.model_stats(reset=True)
         asyncio.run(_load(results, self.port, (self.gateway.pid, self.model.pid), self.home))
         _attribute(results, self.model_stats(reset=True))
+
+    def open_load(self, step: Rate, talks: list[_Talk], every: float | None = None) -> None:
+        """Send ``step``'s requests on schedule (``every`` seconds apart: 1 / rate)."""
+        assert self.gateway is not None
+        self.model_stats(reset=True)
+        gap = 1.0 / step.rate if every is None else every
+        asyncio.run(_open_load(step, talks, gap, self.port, self.gateway.pid, self.home))
+        _attribute(step, self.model_stats(reset=True))
+        step.loadavg = " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
     def lost_turns(self, results: Results) -> int:
         """Turns whose answer is not in the store once the gateway has stopped."""
@@ -422,12 +596,14 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
-def _start_gateway(home: Path, port: int) -> subprocess.Popen[bytes]:
+def _start_gateway(home: Path, port: int, workers: int | None = None) -> subprocess.Popen[bytes]:
     env = {k: v for k, v in os.environ.items() if k not in _FOREIGN_ENV}
     env.update(HERMES_HOME=str(home), HERMES_API_KEY=MODEL_KEY)
+    command = [sys.executable, "-m", "hermes", "gateway", "run", "--api-server"]
+    command += [f"127.0.0.1:{port}", *(["--workers", str(workers)] if workers else [])]
     with open(home / "gateway.log", "wb") as log:
         return subprocess.Popen(
-            [sys.executable, "-m", "hermes", "gateway", "run", "--api-server", f"127.0.0.1:{port}"],
+            command,
             cwd=home,
             env=env,
             stdout=log,
@@ -451,7 +627,58 @@ def _wait_healthy(gateway: subprocess.Popen[bytes], port: int, timeout: float = 
     raise RuntimeError(f"the gateway was not ready after {timeout:.0f} s")
 
 
+def _wait_workers(log: Path, count: int, timeout: float = 60.0) -> None:
+    """With several workers /health answers once the first serves: wait for them all."""
+    deadline = time.monotonic() + timeout
+    while count > 1 and time.monotonic() < deadline:
+        if f"gateway ready: {count} workers" in log.read_text(errors="replace"):
+            return
+        time.sleep(0.1)
+    if count > 1:
+        raise RuntimeError(f"the gateway's {count} workers were not ready after {timeout:.0f} s")
+
+
 # --------------------------------------------------------------------------- the load
+
+
+class _Gateway:
+    """The gateway's processes: the one started and, with --workers, its workers."""
+
+    def __init__(self, pid: int) -> None:
+        import psutil
+
+        self.pid = pid
+        self.root = psutil.Process(pid)
+
+    def processes(self) -> list[Any]:
+        try:
+            return [self.root, *self.root.children(recursive=True)]
+        except Exception:
+            return []
+
+    def cpu_times(self) -> dict[int, float]:
+        """CPU seconds of each live process by pid."""
+        times: dict[int, float] = {}
+        for process in self.processes():
+            try:
+                times[process.pid] = _cpu(process)
+            except Exception:
+                continue
+        return times
+
+    def rss(self) -> int:
+        total = 0
+        for process in self.processes():
+            try:
+                total += process.memory_info().rss
+            except Exception:
+                continue
+        return total
+
+
+def _spent(before: dict[int, float], after: dict[int, float]) -> float:
+    """CPU seconds between two ``cpu_times``; a process started meanwhile counts whole."""
+    return sum(t - before.get(pid, 0.0) for pid, t in after.items())
 
 
 def _busy_seconds() -> float:
@@ -467,13 +694,16 @@ def _cpu(process: Any) -> float:
     return times.user + times.system
 
 
-def _snapshot(gateway: Any, client: Any, model: Any) -> dict[str, Any]:
+def _snapshot(gateway: _Gateway, client: Any, model: Any) -> dict[str, Any]:
+    waits: dict[int, float] = {}
+    for process in gateway.processes():
+        waits.update(_run_queue_waits(process.pid))
     return {
-        "cpu_seconds": _cpu(gateway),
+        "cpu_seconds": gateway.cpu_times(),
         "client_cpu": _cpu(client),
         "model_cpu": _cpu(model),
         "machine_busy": _busy_seconds(),
-        "cpu_wait": _run_queue_waits(gateway.pid),
+        "cpu_wait": waits,
     }
 
 
@@ -507,8 +737,8 @@ async def _load(results: Results, port: int, pids: tuple[int, int], home: Path) 
     import aiohttp
     import psutil
 
-    gateway, model, client = psutil.Process(pids[0]), psutil.Process(pids[1]), psutil.Process()
-    results.rss_idle = gateway.memory_info().rss
+    gateway, model, client = _Gateway(pids[0]), psutil.Process(pids[1]), psutil.Process()
+    results.rss_idle = gateway.rss()
     url = f"http://127.0.0.1:{port}/v1/chat/completions"
     connector = aiohttp.TCPConnector(limit=results.conversations + 10)
     timeout = aiohttp.ClientTimeout(total=120)
@@ -539,7 +769,8 @@ async def _load(results: Results, port: int, pids: tuple[int, int], home: Path) 
     stopped.set()
     await asyncio.gather(sampler, lag)
     disk.join()
-    for name in ("cpu_seconds", "client_cpu", "model_cpu", "machine_busy"):
+    results.cpu_seconds = _spent(before["cpu_seconds"], after["cpu_seconds"])
+    for name in ("client_cpu", "model_cpu", "machine_busy"):
         setattr(results, name, after[name] - before[name])
     waits_before = before["cpu_wait"]
     results.cpu_wait = sum(w - waits_before.get(t, 0.0) for t, w in after["cpu_wait"].items())
@@ -578,6 +809,67 @@ async def _conversation(session: Any, url: str, number: int, results: Results) -
             results.errors.append(f"{type(exc).__name__}: {exc}")
     if conversation:
         results.sessions.append(conversation)
+
+
+async def _open_load(
+    step: Rate, talks: list[_Talk], gap: float, port: int, pid: int, home: Path
+) -> None:
+    """Request k due at k * gap, to conversation k mod len(talks); wait for them all."""
+    import aiohttp
+
+    from hermes.gateway.api_key import read_api_key
+
+    gateway = _Gateway(pid)
+    url = f"http://127.0.0.1:{port}/v1/chat/completions"
+    auth = {"Authorization": f"Bearer {read_api_key(home)}"}
+    step.scheduled = round(step.rate * step.seconds)
+    for talk in talks:  # a lock belongs to the event loop it first waited in
+        talk.lock = asyncio.Lock()
+    connector = aiohttp.TCPConnector(limit=2 * len(talks) + 10)
+    stop = asyncio.Event()
+    sampler = asyncio.create_task(_sample_rss(gateway, step, stop))
+    async with aiohttp.ClientSession(
+        connector=connector, timeout=aiohttp.ClientTimeout(total=120), headers=auth
+    ) as session:
+        before = gateway.cpu_times()
+        started = time.perf_counter() + 0.05
+        sent = []
+        for k in range(step.scheduled):
+            due = started + k * gap
+            await asyncio.sleep(max(0.0, due - time.perf_counter()))
+            talk = talks[k % len(talks)]
+            sent.append(asyncio.create_task(_open_turn(session, url, talk, due, step)))
+        await asyncio.gather(*sent)
+        step.wall = time.perf_counter() - started
+        step.cpu_seconds = _spent(before, gateway.cpu_times())
+    stop.set()
+    await sampler
+
+
+async def _open_turn(session: Any, url: str, talk: _Talk, due: float, step: Rate) -> None:
+    """One request of the schedule; it waits only for its conversation's previous one."""
+    step.held += talk.lock.locked()
+    async with talk.lock:
+        words = f"conversation {talk.number} turn {talk.turn}"
+        talk.turn += 1
+        headers = {HEADER: talk.session} if talk.session else {}
+        body = {"model": "fake-model", "messages": [{"role": "user", "content": words}]}
+        try:
+            async with session.post(url, json=body, headers=headers) as response:
+                payload = await response.json()
+                elapsed = (time.perf_counter() - due) * 1000
+                if response.status != 200:
+                    step.errors.append(f"HTTP {response.status}: {payload}")
+                    return
+                answer = payload["choices"][0]["message"]["content"]
+                if answer != f"echo: {words}":
+                    step.errors.append(f"wrong answer {answer!r} to {words!r}")
+                    return
+                talk.session = talk.session or response.headers[HEADER]
+                step.response_ms.append(elapsed)
+                step.answered.append((words, elapsed))
+        except Exception as exc:
+            step.errors.append(f"{type(exc).__name__}: {exc}")
 
 
 async def _stateless_load(found: Stateless, port: int, home: Path, requests: int) -> None:
@@ -623,12 +915,9 @@ async def _stateless_turn(
         return answer.headers[HEADER]
 
 
-async def _sample_rss(process: Any, results: Results, stop: asyncio.Event) -> None:
+async def _sample_rss(gateway: _Gateway, results: Any, stop: asyncio.Event) -> None:
     while not stop.is_set():
-        try:
-            results.rss_peak = max(results.rss_peak, process.memory_info().rss)
-        except Exception:
-            return
+        results.rss_peak = max(results.rss_peak, gateway.rss())
         try:
             await asyncio.wait_for(stop.wait(), 0.1)
         except TimeoutError:
@@ -643,7 +932,7 @@ async def _loop_lag(results: Results, stop: asyncio.Event, tick: float = 0.02) -
         results.loop_lag_ms.append((time.perf_counter() - started - tick) * 1000)
 
 
-def _attribute(results: Results, stats: dict[str, Any]) -> None:
+def _attribute(results: Results | Rate, stats: dict[str, Any]) -> None:
     """Match the fake model's service times to the turns they served."""
     spent: dict[str, float] = {}
     for prompt, ms in stats.get("samples", []):
@@ -788,6 +1077,38 @@ def sweep_report(found: Sweep) -> str:
         )
     lines.append("  ((b) p99 = overhead p99 with the fake model's own measured time taken out)")
     for error in [e for s in steps for e in s.errors][:5]:
+        lines.append(f"  error: {error}")
+    return "\n".join(lines)
+
+
+def open_report(steps: Sequence[Rate]) -> str:
+    """One table for one gateway: a row per rate."""
+    if not steps:
+        return "Open loop: no rate was run"
+    first = steps[0]
+    lines = [
+        f"Open loop via HTTP API: --workers {first.workers}, {first.conversations} conversations"
+        f" each continued by every request due to it, {first.seconds:g} s per rate, model"
+        f" latency {first.latency_ms:.0f} ms; overhead = response time (from when the request"
+        " was due) - the fake model's own time for that turn; CPU and RSS: every gateway"
+        " process together; held = sent late, the conversation's previous answer still out"
+    ]
+    header = ("rate/s", "completed", "errors", "held", "overhead p50", "overhead p99",
+              "target p99", "gateway CPU/turn", "RSS peak", "load avg")  # fmt: skip
+    table = [header]
+    for r in steps:
+        target = r.target_ms
+        verdict = "" if target is None else f"< {target:.0f} ms: {'met' if r.passed else 'missed'}"
+        table.append((
+            f"{r.rate:g}", f"{r.done}/{r.scheduled}", str(len(r.errors)), str(r.held),
+            f"{_pct(r.net_ms, 0.5):.1f} ms", f"{_pct(r.net_ms, 0.99):.1f} ms", verdict,
+            f"{r.per_turn(r.cpu_seconds):.1f} ms", f"{r.rss_peak / 2**20:.0f} MB", r.loadavg,
+        ))  # fmt: skip
+    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
+    lines += [
+        "  " + "  ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)) for row in table
+    ]
+    for error in [e for r in steps for e in r.errors][:5]:
         lines.append(f"  error: {error}")
     return "\n".join(lines)
 

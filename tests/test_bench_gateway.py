@@ -66,7 +66,7 @@ class _StandInRig:
     failing_from = 3
     loads: list[tuple[int, int]] = []
 
-    def __init__(self, latency_ms: float, limit: int) -> None:
+    def __init__(self, latency_ms: float, limit: int, **options: Any) -> None:
         self.latency_ms = latency_ms
 
     def __enter__(self) -> _StandInRig:
@@ -156,3 +156,54 @@ def test_the_stateless_case_keeps_one_conversation_and_times_the_lookup() -> Non
         "conversations in the store",
     ):
         assert row in text, row
+
+
+OPEN_COLUMNS = (
+    "rate/s",
+    "completed",
+    "errors",
+    "held",
+    "overhead p50",
+    "overhead p99",
+    "target p99",
+    "gateway CPU/turn",
+    "RSS peak",
+    "load avg",
+)
+
+
+def test_the_open_loop_answers_every_request_on_two_workers_and_reports_every_column() -> None:
+    [step] = bench.open_loop([20.0], 1.0, latency_ms=20.0, conversations=5, workers=2)
+
+    assert (step.done, step.scheduled, step.errors) == (20, 20, [])
+    assert step.workers == 2 and len(step.net_ms) == 20  # every turn matched to the model
+    assert step.rss_peak > 0 and step.cpu_seconds > 0 and step.loadavg
+    text = bench.open_report([step])
+    assert "--workers 2, 5 conversations" in text and "20/20" in text
+    for column in OPEN_COLUMNS:
+        assert column in text, column
+
+
+def test_a_request_due_while_its_conversation_is_answering_waits_for_the_answer() -> None:
+    # Two conversations, a request every 20 ms, a 100 ms model: each conversation's next
+    # request falls due while its previous answer is still out.
+    [step] = bench.open_loop([50.0], 0.4, latency_ms=100.0, conversations=2, workers=1)
+
+    assert (step.done, step.scheduled, step.errors) == (20, 20, [])
+    assert step.held > 0
+    # Held requests count from when they were due: the wait shows in the response time.
+    assert max(step.response_ms) > 5 * 100.0
+    answered = [words for words, _ in step.answered]
+    for number in (0, 1):
+        turns = [w for w in answered if w.startswith(f"conversation {number} ")]
+        assert turns == [f"conversation {number} turn {t}" for t in range(1, 11)]
+
+
+def test_the_open_loop_options() -> None:
+    assert bench._options([])["rates"] == (10.0, 25.0, 50.0, 100.0)
+    assert bench._options(["--quick"])["rates"] == bench.QUICK["rates"]
+    assert bench._options(["--quick"])["open_seconds"] < bench._options([])["open_seconds"]
+    chosen = bench._options(["--gateway-rates", "5,7.5", "--gateway-workers", "1,3"])
+    assert chosen["rates"] == (5.0, 7.5) and chosen["workers"] == (1, 3)
+    with pytest.raises(SystemExit):
+        bench._options(["--gateway-rates", "0,5"])

@@ -4,6 +4,9 @@
 The first signal shuts down gracefully: no new input, running turns finish (or are
 interrupted after ``--grace`` seconds), queued input stays in the store and is
 answered after the next start. A second signal interrupts running turns at once.
+
+With the HTTP API, ``--workers N`` (default: one per core) runs N gateway processes
+on the store that share its port; a supervisor watches them (gateway_workers.py).
 """
 
 from __future__ import annotations
@@ -11,7 +14,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+import socket
 import sys
+from dataclasses import replace
+from typing import Any
 
 import click
 
@@ -43,10 +49,55 @@ def gateway() -> None:
     show_default=True,
     help="Seconds running turns get to finish on shutdown before they are interrupted.",
 )
+@click.option(
+    "--workers",
+    type=int,
+    default=None,
+    metavar="N",
+    help="Processes answering the HTTP API on one port (SO_REUSEPORT) and one store; "
+    "default: one per core. 1 runs a single process. Chat platforms (Telegram, Discord, "
+    "Slack) run in the first worker only.",
+)
+@click.option(
+    "--worker-index",
+    type=int,
+    default=None,
+    hidden=True,
+    help="(Set by the supervisor.) Run as this worker of --workers; 0 also runs the chats.",
+)
+@click.option(
+    "--supervisor-fd",
+    type=int,
+    default=None,
+    hidden=True,
+    help="(Set by the supervisor.) This worker's end of its socket pair to the supervisor.",
+)
 @click.option("-v", "--verbose", is_flag=True, help="Log debug details too.")
-def run(api_server: str | None, grace: float, verbose: bool) -> None:
-    """Start every platform enabled in config and answer until stopped."""
-    _setup_logging(verbose)
+def run(
+    api_server: str | None,
+    grace: float,
+    workers: int | None,
+    worker_index: int | None,
+    supervisor_fd: int | None,
+    verbose: bool,
+) -> None:
+    """Start every platform enabled in config and answer until stopped.
+
+    With the HTTP API, N worker processes (--workers, default one per core) share its
+    port and the store; a supervisor forwards Ctrl-C and SIGTERM to them and starts a
+    worker that dies again. A conversation still answers one turn at a time, whichever
+    worker takes its requests. Chat platforms run in one worker only.
+    """
+    from hermes.cli.gateway_workers import default_workers
+    from hermes.gateway.errors import GatewayError
+
+    count = default_workers() if workers is None else workers
+    if count < 1:
+        raise GatewayError(
+            f"--workers wants 1 or more processes, not {count}: 1 runs a single process, "
+            "and without the option there is one per core."
+        )
+    _setup_logging(verbose, worker_index)
     from hermes.config import load_config
     from hermes.gateway.runner import GatewayRunner
     from hermes.gateway.settings import API_SERVER, api_server_settings, platforms_from_config
@@ -56,11 +107,35 @@ def run(api_server: str | None, grace: float, verbose: bool) -> None:
     api = None
     if api_server or API_SERVER in platforms:
         api = api_server_settings(config, platforms.get(API_SERVER), api_server)
+    if worker_index is not None and api is not None:  # one of a supervisor's workers
+        api = replace(api, shared=True)
+        if worker_index > 0:  # one bot connection per token: chats stay in worker 0
+            platforms = {name: s for name, s in platforms.items() if name == API_SERVER}
+    elif count > 1 and api is not None:
+        sys.exit(_supervise(count, api, grace, verbose))
+    elif workers is not None and count > 1:
+        log.info("no HTTP API to share: the chat platforms run in one process")
     runner = GatewayRunner(config, platforms=platforms, api=api)
-    asyncio.run(_serve(runner, grace))
+    asyncio.run(_serve(runner, grace, supervisor_fd))
 
 
-async def _serve(runner, grace: float) -> None:
+def _supervise(count: int, api: Any, grace: float, verbose: bool) -> int:
+    from hermes.cli.gateway_workers import Supervisor, claim_port, listen_argument
+
+    port = claim_port(api)
+    listen = listen_argument(api.host, port)
+
+    def command(index: int, fd: int) -> list[str]:
+        return [
+            sys.executable, "-m", "hermes", "gateway", "run", "--api-server", listen,
+            "--grace", repr(grace), "--worker-index", str(index), "--supervisor-fd", str(fd),
+            *(["--verbose"] if verbose else []),
+        ]  # fmt: skip
+
+    return Supervisor(count, command, where=f"http://{listen}/v1").run()
+
+
+async def _serve(runner: Any, grace: float, supervisor_fd: int | None = None) -> None:
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     signals = 0
@@ -81,14 +156,43 @@ async def _serve(runner, grace: float) -> None:
         loop.add_signal_handler(signum, on_signal, signum)
     await runner.start()
     log.info("gateway ready")
+    supervisor = _report_ready(loop, supervisor_fd, stop) if supervisor_fd is not None else None
     await stop.wait()
     await runner.stop(grace=grace)
+    if supervisor is not None:
+        loop.remove_reader(supervisor.fileno())
+        supervisor.close()
     log.info("gateway stopped")
 
 
-def _setup_logging(verbose: bool) -> None:
+def _report_ready(loop: asyncio.AbstractEventLoop, fd: int, stop: asyncio.Event) -> socket.socket:
+    """Tell the supervisor this worker serves; stop if the supervisor goes away."""
+    from hermes.cli.gateway_workers import READY
+
+    channel = socket.socket(fileno=fd)
+    channel.sendall(READY)
+    channel.setblocking(False)
+
+    def on_readable() -> None:
+        try:
+            data = channel.recv(64)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if not data:
+            log.warning("the supervisor is gone: shutting down")
+            loop.remove_reader(fd)
+            stop.set()
+
+    loop.add_reader(fd, on_readable)
+    return channel
+
+
+def _setup_logging(verbose: bool, worker_index: int | None = None) -> None:
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    who = "" if worker_index is None else f"[worker {worker_index}] "
+    handler.setFormatter(logging.Formatter(f"%(asctime)s %(levelname)s {who}%(name)s: %(message)s"))
     root = logging.getLogger()
     install_log_scrubber()
     root.addHandler(handler)

@@ -23,7 +23,7 @@ import itertools
 import logging
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -149,10 +149,20 @@ class QueueStore:
     store never answers them while this one lives (see ``hermes.state.gateway_queue``).
     """
 
-    def __init__(self, db, holder: str, *, takeover_after: float) -> None:
+    def __init__(
+        self,
+        db,
+        holder: str,
+        *,
+        takeover_after: float,
+        unserved: Collection[str] = (),
+    ) -> None:
         self.db = db
         self.holder = holder
         self.takeover_after = takeover_after
+        # Chat platforms this gateway does not run: it could answer their input but not
+        # deliver the answer, so it leaves that input to a gateway that runs them.
+        self.unserved = frozenset(unserved)
         self.released = False  # after ``release``, rows are saved released too
 
     def save(self, item: WorkItem) -> int:
@@ -165,7 +175,11 @@ class QueueStore:
 
     def claim(self) -> list[WorkItem]:
         """Take the released rows and those of gateways that are gone, oldest first."""
-        rows = self.db.gateway.claim_gateway_inputs(self.holder, takeover_after=self.takeover_after)
+        rows = self.db.gateway.claim_gateway_inputs(
+            self.holder,
+            takeover_after=self.takeover_after,
+            accept=self._deliverable if self.unserved else None,
+        )
         items = []
         for row in rows:
             try:
@@ -173,6 +187,10 @@ class QueueStore:
             except (KeyError, TypeError, ValueError):
                 log.error("gateway_queue row %s is unreadable; leaving it in place", row.get("id"))
         return sorted(items, key=lambda item: item.seq)
+
+    def _deliverable(self, row: dict[str, Any]) -> bool:
+        origin = row["payload"].get("origin") if isinstance(row["payload"], dict) else None
+        return not (isinstance(origin, dict) and origin.get("platform") in self.unserved)
 
     def heartbeat(self) -> None:
         if not self.released:

@@ -45,6 +45,7 @@ from hermes.gateway.messages import IncomingMessage, Origin, TurnResult
 from hermes.gateway.routing import Router, SessionKey
 from hermes.gateway.settings import (
     API_SERVER,
+    CHAT_PLATFORMS,
     PLATFORMS,
     ApiServerSettings,
     PlatformSettings,
@@ -118,7 +119,8 @@ class GatewayRunner:
         # This run's name on the store: the owner of the input it queues.
         self.holder = make_holder()
         takeover_after = max(1.0, float(self.config.get("gateway.queue_takeover_after")))
-        self.queue = QueueStore(db, self.holder, takeover_after=takeover_after)
+        unserved = [name for name in CHAT_PLATFORMS if name not in self.platforms]
+        self.queue = QueueStore(db, self.holder, takeover_after=takeover_after, unserved=unserved)
         self.heartbeat_every = min(30.0, takeover_after / 4)
         self.access = AccessControl(self.platforms)
         from hermes.tools.events import EventBus

@@ -67,6 +67,9 @@ class ApiServerSettings:
     host: str = DEFAULT_API_HOST
     port: int = DEFAULT_API_PORT
     key: str | None = field(default=None, repr=False)
+    # Several worker processes listen on this port at once (SO_REUSEPORT): the kernel
+    # spreads the connections among them.
+    shared: bool = False
 
     @property
     def loopback(self) -> bool:

@@ -14,6 +14,8 @@ compare-and-set on ``owner``, so two gateways starting at once never both get a 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from hermes.state import lease
 from hermes.state.backend import Row, Tx
 
@@ -53,8 +55,15 @@ def heartbeat(tx: Tx, holder: str, now: float) -> None:
     )
 
 
-def claim(tx: Tx, holder: str, takeover_after: float, now: float) -> list[Row]:
-    """Register ``holder``'s heartbeat and take every claimable row; returns them by id."""
+def claim(
+    tx: Tx,
+    holder: str,
+    takeover_after: float,
+    now: float,
+    accept: Callable[[Row], bool] | None = None,
+) -> list[Row]:
+    """Register ``holder``'s heartbeat and take every claimable row (that ``accept``
+    takes, when given: a row it refuses stays where it is); returns them by id."""
     heartbeat(tx, holder, now)
     # Owners before heartbeats: on PostgreSQL (READ COMMITTED) an owner that committed
     # its claim before the first read has its heartbeat visible to the second.
@@ -79,8 +88,16 @@ def claim(tx: Tx, holder: str, takeover_after: float, now: float) -> list[Row]:
     where = "owner IS NULL"
     if gone:
         where += f" OR owner IN ({', '.join('?' for _ in gone)})"
+    params: tuple[object, ...] = tuple(gone)
+    if accept is not None:
+        candidates = tx.all(f"SELECT {COLUMNS} FROM gateway_queue WHERE {where}", params)
+        ids = [r["id"] for r in candidates if accept(r)]
+        if not ids:
+            return []
+        where = f"({where}) AND id IN ({', '.join('?' for _ in ids)})"
+        params += tuple(ids)
     rows = tx.all(
-        f"UPDATE gateway_queue SET owner = ? WHERE {where} RETURNING {COLUMNS}", (holder, *gone)
+        f"UPDATE gateway_queue SET owner = ? WHERE {where} RETURNING {COLUMNS}", (holder, *params)
     )
     return sorted(rows, key=lambda r: r["id"])
 

@@ -150,10 +150,20 @@ class GatewayStore:
         False when it is gone or someone else owns it."""
         return self._write(lambda tx: gateway_queue.delete(tx, input_id, owner))
 
-    def claim_gateway_inputs(self, holder: str, *, takeover_after: float) -> list[QueuedInput]:
+    def claim_gateway_inputs(
+        self,
+        holder: str,
+        *,
+        takeover_after: float,
+        accept: Callable[[QueuedInput], bool] | None = None,
+    ) -> list[QueuedInput]:
         """Register ``holder`` as a running gateway and take, in one transaction, the
-        released inputs and those of gateways that are gone; returns them by id."""
-        rows = self._write(lambda tx: gateway_queue.claim(tx, holder, takeover_after, tx.clock()))
+        released inputs and those of gateways that are gone (those ``accept`` takes,
+        when given); returns them by id."""
+        take = None if accept is None else (lambda row: accept(_queued(row)))
+        rows = self._write(
+            lambda tx: gateway_queue.claim(tx, holder, takeover_after, tx.clock(), take)
+        )
         return [_queued(r) for r in rows]
 
     def gateway_heartbeat(self, holder: str) -> None:

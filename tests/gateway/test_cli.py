@@ -59,7 +59,9 @@ def test_sigterm_with_queued_input_then_restart(hermes_home: Path, fake_llm, run
         text("slow answer", delay=1.5) if "slow" in str(body["messages"][-1]) else None
     )
     port = free_port()
-    gateway = run_gateway("--api-server", f"127.0.0.1:{port}")
+    # One process: the queued question is in this gateway's queue (with --workers it may
+    # wait in another worker for the turn lock instead; test_workers.py covers that).
+    gateway = run_gateway("--api-server", f"127.0.0.1:{port}", "--workers", "1")
     url = gateway.wait_ready(port)
     client = openai.OpenAI(base_url=url, api_key=stored_api_key(), max_retries=0, timeout=30)
     first = client.chat.completions.with_raw_response.create(
@@ -135,7 +137,7 @@ def test_sigterm_mid_turn_keeps_it_and_the_restart_answers_all_four_once_in_orde
 
     fake_llm.responder = respond
     port = free_port()
-    gateway = run_gateway("--api-server", f"127.0.0.1:{port}", "--grace", "0.5")
+    gateway = run_gateway("--api-server", f"127.0.0.1:{port}", "--grace", "0.5", "--workers", "1")
     url = gateway.wait_ready(port)
     client = openai.OpenAI(base_url=url, api_key=stored_api_key(), max_retries=0, timeout=60)
     session = client.chat.completions.with_raw_response.create(

@@ -80,7 +80,10 @@ def ask(url: str, words: str, session: str | None = None) -> Any:
 
 def start_two(run_gateway) -> tuple[list[str], list[Any]]:
     ports = [free_port(), free_port()]
-    gateways = [run_gateway("--api-server", f"127.0.0.1:{port}") for port in ports]
+    # Two separate gateways of one process each (a /stop must reach the one it names).
+    gateways = [
+        run_gateway("--api-server", f"127.0.0.1:{port}", "--workers", "1") for port in ports
+    ]
     return [g.wait_ready(p) for g, p in zip(gateways, ports, strict=True)], gateways
 
 

@@ -221,3 +221,21 @@ def _schema(store: StoreSpec) -> tuple:
     else:
         from hermes.state.schema_postgres import MIGRATIONS
     return MIGRATIONS
+
+
+def test_a_claim_takes_only_what_it_accepts_and_leaves_the_rest_where_it_was(make_db) -> None:
+    db = make_db()
+    dead = f"{socket.gethostname()}:pid={dead_pid()}:agent=gone"
+    chat = queue(db, dead, "for the chat")
+    released = db.gateway.enqueue_gateway_input("api_server:s", {"text": "api"}, owner=None)
+    other = make_holder()
+
+    def accept(row) -> bool:
+        return row["payload"]["text"] == "api"
+
+    got = db.gateway.claim_gateway_inputs(other, takeover_after=TAKEOVER, accept=accept)
+    assert [r["id"] for r in got] == [released]
+    assert owners(db) == {chat[0]: dead, released: other}
+    refuse = db.gateway.claim_gateway_inputs(other, takeover_after=TAKEOVER, accept=lambda r: False)
+    assert refuse == [] and owners(db) == {chat[0]: dead, released: other}
+    assert start(db, make_holder()) == chat  # a claim that takes everything still can

@@ -115,7 +115,9 @@ class ApiServerAdapter(Adapter):
             app, access_log=None, handle_signals=False, keepalive_timeout=read_timeout
         )
         await runner.setup()
-        site = web.TCPSite(runner, api.host, api.port, shutdown_timeout=5.0)
+        site = web.TCPSite(
+            runner, api.host, api.port, shutdown_timeout=5.0, reuse_port=api.shared or None
+        )
         try:
             await site.start()
         except OSError as exc:
