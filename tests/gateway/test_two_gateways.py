@@ -16,19 +16,8 @@ import pytest
 from hermes.gateway.runner import QUEUED_ACK
 from hermes.tools.events import CompletionEvent
 from tests.fakes.llm_server import text
-from tests.gateway.fakechat import FakeChat, incoming
 from tests.gateway.harness import GatewayThread, wait_for, write_config
-
-KEY = "telegram:100"
-
-
-def chat_gateway(home: Path) -> GatewayThread:
-    chats: list[FakeChat] = []
-    platforms = {"telegram": {"token": "123:two-gateways", "allowed_users": [42]}}
-    factory = {"telegram": lambda r, s: chats.append(FakeChat(r, s)) or chats[-1]}
-    gateway = GatewayThread(home, api=None, platforms=platforms, adapters=factory).start()
-    gateway.chat = chats[0]
-    return gateway
+from tests.gateway.one_chat import KEY, chat_gateway, conversation, say, stored
 
 
 @pytest.fixture
@@ -42,18 +31,6 @@ def pair(hermes_home: Path, config_file: Path) -> Iterator[tuple[GatewayThread, 
             b.stop()
     finally:
         a.stop()
-
-
-def say(gateway: GatewayThread, words: str) -> None:
-    gateway.call(gateway.runner.handle_message(incoming(words)))
-
-
-def conversation(gateway: GatewayThread) -> str:
-    return gateway.db.get_session(gateway.db.gateway.get_route(KEY))["conversation_id"]
-
-
-def stored(gateway: GatewayThread, conversation_id: str) -> list[str]:
-    return [m["content"] for m in gateway.db.get_conversation_messages(conversation_id)]
 
 
 def test_new_through_one_gateway_moves_the_chat_in_the_other(pair, fake_llm) -> None:

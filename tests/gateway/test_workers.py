@@ -25,10 +25,9 @@ import pytest
 
 from hermes.state import SessionDB
 from tests.fakes.llm_server import text
-from tests.gateway.harness import GatewayThread, stored_api_key, wait_for, write_config
-from tests.gateway.test_cli import HEADER, Gateway, free_port, run_gateway  # noqa: F401
-from tests.gateway.test_two_gateways import KEY, chat_gateway, conversation, say, stored
-from tests.state.conftest import store  # noqa: F401 - the fresh-store fixture
+from tests.gateway.harness import HEADER, GatewayThread, stored_api_key, wait_for, write_config
+from tests.gateway.one_chat import KEY, chat_gateway, conversation, say, stored
+from tests.gateway.processes import Gateway, free_port
 from tests.state.helpers import StoreSpec
 
 CONVERSATIONS = 6
@@ -37,7 +36,7 @@ TURNS = 4
 
 @pytest.fixture
 def workers_store(
-    store: StoreSpec,  # noqa: F811 - the fixture imported above
+    store: StoreSpec,
     hermes_home: Path,
     fake_llm,
     model_key: str,
@@ -53,7 +52,7 @@ def workers_store(
 
 
 @pytest.fixture
-def start_workers(run_gateway: Any) -> Iterator[Any]:  # noqa: F811
+def start_workers(run_gateway: Any) -> Iterator[Any]:
     """Start ``hermes gateway run --workers N``; no worker outlives the test."""
     workers: list[psutil.Process] = []
 
@@ -289,7 +288,7 @@ def api_connections(gateway: Gateway, port: int) -> int:
 def test_workers_below_one_is_a_clear_error(
     hermes_home: Path,
     config_file: Path,
-    run_gateway,  # noqa: F811
+    run_gateway,
     workers: str,
 ) -> None:
     gateway = run_gateway("--api-server", f"127.0.0.1:{free_port()}", "--workers", workers)
@@ -302,7 +301,7 @@ def test_workers_below_one_is_a_clear_error(
 def test_a_taken_port_is_refused_before_any_worker_starts(
     hermes_home: Path,
     config_file: Path,
-    run_gateway,  # noqa: F811
+    run_gateway,
     start_workers,
 ) -> None:
     first, url = start_workers()
@@ -334,7 +333,7 @@ def test_a_gateway_without_the_chat_leaves_its_queued_input_to_one_that_runs_it(
 ) -> None:
     from hermes.gateway.lanes import MESSAGE, WorkItem
     from hermes.gateway.messages import Origin
-    from tests.state.test_lease import dead_pid
+    from tests.state.procs import dead_pid
 
     write_config(hermes_home, fake_llm.url, gateway={"queue_takeover_after": 1})
     chat = chat_gateway(hermes_home)
