@@ -42,26 +42,34 @@ def item(conversation: str, text: str, *, sink: ResultSink | None = None) -> Wor
 
 class Recorder:
     """An ``execute`` that records what ran, and how many ran at once (overall and per
-    conversation). ``gate`` (an asyncio.Event) holds every item until it is set."""
+    conversation). ``gate`` (an asyncio.Event) holds every item until it is set;
+    ``until_company`` holds every item until two have run at once, so a test of side-by-side
+    lanes does not hang on how fast the first lane's store calls happen to finish."""
 
-    def __init__(self, gate: asyncio.Event | None = None) -> None:
+    def __init__(self, gate: asyncio.Event | None = None, *, until_company: bool = False) -> None:
         self.ran: list[tuple[str, str]] = []
         self.running: dict[str, int] = {}
         self.most_at_once = 0
         self.most_per_conversation = 0
         self.started = asyncio.Event()
         self.gate = gate
+        self.until_company = until_company
+        self.company = asyncio.Event()
 
     async def __call__(self, work: WorkItem, lane: Lane) -> None:
         conversation = work.conversation_id
         self.running[conversation] = self.running.get(conversation, 0) + 1
         self.most_per_conversation = max(self.most_per_conversation, self.running[conversation])
         self.most_at_once = max(self.most_at_once, sum(self.running.values()))
+        if self.most_at_once > 1:
+            self.company.set()
         self.ran.append((conversation, work.text))
         self.started.set()
         try:
             if self.gate is not None:
                 await self.gate.wait()
+            if self.until_company:
+                await self.company.wait()  # a scheduler that never runs two lanes times out
             await asyncio.sleep(0)  # let the other lanes in
         finally:
             self.running[conversation] -= 1
@@ -96,7 +104,7 @@ def test_each_conversation_runs_its_items_in_order_one_at_a_time(
     db: SessionDB, round_: int
 ) -> None:
     async def scenario() -> Recorder:
-        recorder = Recorder()
+        recorder = Recorder(until_company=True)
         scheduler = scheduler_on(db, recorder, limit=3)
         scheduler.resume()
         for n in range(6):
