@@ -147,6 +147,8 @@ class AIAgent:
         # (segment id, (last id, row count, undone rows), messages): see load_history.
         self._cache: tuple[str, tuple[int, int, int], list[dict[str, Any]]] | None = None
         self._stamp: tuple[int, int, int] | None = None
+        # (tip id, its stamp) as ensure_session last read them: see take_tip_stamp.
+        self._tip_stamp: tuple[str, tuple[int, int, int]] | None = None
         self.user_turns = 0
         self.last_sent_count = 0  # messages in the last request, for token accounting
         self.wire = WireContext()  # the context's encoded messages, kept between calls
@@ -324,8 +326,11 @@ class AIAgent:
         db = self.session_db
         if db is None:
             return
-        tip = db.find_tip(self.session_id) if self.session_id is not None else None
-        if tip is not None:  # the common case: one read per turn
+        self._tip_stamp = None
+        found = db.find_tip_stamped(self.session_id) if self.session_id is not None else None
+        if found is not None:  # the common case: one read per turn
+            tip, stamp = found
+            self._tip_stamp = (tip["id"], stamp)  # for this turn's load_history
             if tip["id"] != self.session_id:
                 log.info("session %s moved on to %s", self.session_id, tip["id"])
                 self.session_id = tip["id"]
@@ -398,17 +403,25 @@ class AIAgent:
         self.system_prompt, self._prompt_segment = prompt, sid
         return prompt
 
-    def load_history(self) -> list[dict[str, Any]]:
+    def take_tip_stamp(self) -> tuple[str, tuple[int, int, int]] | None:
+        """The (tip id, stamp) ``ensure_session`` read, once: a turn hands it to
+        ``load_history`` right after, under the turn lock, instead of reading it again."""
+        found, self._tip_stamp = self._tip_stamp, None
+        return found
+
+    def load_history(
+        self, read: tuple[str, tuple[int, int, int]] | None = None
+    ) -> list[dict[str, Any]]:
         """The tip's messages, from a cache that is valid while nobody else wrote.
 
         The cache carries the segment's (last id, row count, undone rows) as this agent
         knows it; any write or undo by another path changes the store's figures and
-        forces a reload.
+        forces a reload. ``read`` is (segment id, its stamp) just read by the caller.
         """
         db, sid = self.session_db, self.session_id
         if db is None or sid is None:
             return []
-        stamp = db.segment_stamp(sid)
+        stamp = read[1] if read is not None and read[0] == sid else db.segment_stamp(sid)
         if self._cache and self._cache[0] == sid and self._cache[1] == stamp:
             return list(self._cache[2])
         # The stamp is read before the rows: a write landing in between makes it older

@@ -143,8 +143,9 @@ def _run_locked(
     tool_results: list[dict[str, Any]] | None = None,
     answer_uid: str | None = None,
 ) -> TurnResult:
+    read = agent.take_tip_stamp()  # by ensure_session, a moment ago, under the turn lock
     if history is None:
-        history = agent.load_history()
+        history = agent.load_history(read)
     else:
         history = [dict(m) for m in history]
         for message in history:

@@ -26,8 +26,19 @@ from hermes.secrets import install_log_scrubber
 
 log = logging.getLogger("hermes.gateway")
 
-# Libraries that log every request (Telegram's URLs carry the bot token) stay quiet.
-_CHATTY = ("httpx", "httpcore", "telegram", "discord", "slack_bolt", "slack_sdk", "aiohttp.access")
+# Libraries that log every request (Telegram's URLs carry the bot token) stay quiet;
+# httpx2 is the model client's (one INFO line per model call otherwise).
+_CHATTY = (
+    "httpx",
+    "httpcore",
+    "httpx2",
+    "httpcore2",
+    "telegram",
+    "discord",
+    "slack_bolt",
+    "slack_sdk",
+    "aiohttp.access",
+)
 
 
 @click.group()

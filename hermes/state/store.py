@@ -284,6 +284,19 @@ class SessionDB:
 
         return self._read(run)
 
+    def find_tip_stamped(self, session_id: str) -> tuple[Row, tuple[int, int, int]] | None:
+        """``find_tip`` and the tip's ``segment_stamp`` in one read transaction: what a
+        turn reads before it loads its history (one transaction where there were two)."""
+
+        def run(tx: Tx) -> tuple[Row, tuple[int, int, int]] | None:
+            try:
+                row = segments.tip(tx, session_id)
+            except SessionNotFoundError:
+                return None
+            return row, _segment_stamp(tx, str(row["id"]))
+
+        return self._read(run)
+
     def get_lineage(self, session_id: str) -> list[str]:
         """Segment ids from the root to the tip."""
         return [row["id"] for row in self.get_segments(session_id)]
@@ -400,16 +413,7 @@ class SessionDB:
         Three indexed reads, not a scan: the count is the segment's ``message_count``,
         which every insert raises in its own transaction (under the row's lock, so on
         PostgreSQL too it moves with each commit, whatever order ids were drawn in)."""
-        row = self._read(
-            lambda tx: tx.one(
-                "SELECT s.message_count AS n,"
-                " (SELECT COALESCE(MAX(id), 0) FROM messages WHERE session_id = s.id) AS last,"
-                " (SELECT COUNT(*) FROM messages WHERE session_id = s.id AND undone = 1)"
-                " AS undone FROM sessions s WHERE s.id = ?",
-                (session_id,),
-            )
-        )
-        return (int(row["last"]), int(row["n"]), int(row["undone"])) if row else (0, 0, 0)
+        return self._read(lambda tx: _segment_stamp(tx, session_id))
 
     def last_message_id(self, session_id: str) -> int:
         """The compression watermark: the id of the segment's newest row (0 if none)."""
@@ -808,3 +812,15 @@ def _as_message(row: Mapping[str, Any]) -> Row:
         "token_count",
     )
     return {k: row.get(k) for k in keys}
+
+
+def _segment_stamp(tx: Tx, session_id: str) -> tuple[int, int, int]:
+    """``SessionDB.segment_stamp`` inside a transaction."""
+    row = tx.one(
+        "SELECT s.message_count AS n,"
+        " (SELECT COALESCE(MAX(id), 0) FROM messages WHERE session_id = s.id) AS last,"
+        " (SELECT COUNT(*) FROM messages WHERE session_id = s.id AND undone = 1)"
+        " AS undone FROM sessions s WHERE s.id = ?",
+        (session_id,),
+    )
+    return (int(row["last"]), int(row["n"]), int(row["undone"])) if row else (0, 0, 0)

@@ -346,3 +346,23 @@ def test_a_turn_rebound_to_another_conversation_waits_for_that_conversations_loc
         db.gateway.unlock_turn(other_conversation)
         turn.join(10)
     assert stored(db, other) == [("user", "over here"), ("assistant", "second")]
+
+
+def test_a_turn_reads_its_tip_and_history_stamp_in_one_read_transaction(fake_llm, db) -> None:
+    # Before its first write a kept agent's turn needs the tip (it may have moved) and
+    # the tip's stamp (is the history cache still valid?): one read, not two.
+    fake_llm.script(fake.text("one"), fake.text("two"))
+    agent = make_agent(fake_llm, db)
+    agent.run_conversation("first")  # warm: the history is cached now
+    statements: list[str] = []
+    connections = [db._conn, *db.backend._shared.idle]
+    for connection in connections:
+        connection.set_trace_callback(statements.append)
+    try:
+        assert agent.run_conversation("second")["final_response"] == "two"
+    finally:
+        for connection in connections:
+            connection.set_trace_callback(None)
+    before_writing = statements[: statements.index("BEGIN IMMEDIATE")]
+    assert [s for s in before_writing if s.startswith("BEGIN")] == ["BEGIN"], before_writing
+    assert any("AS undone" in s for s in before_writing), "the stamp was not read"

@@ -53,6 +53,26 @@ def test_continuity_and_compression_through_the_subprocess(
         assert db.invariant_violations() == []
 
 
+def test_a_turn_writes_no_log_line_per_model_request(
+    hermes_home: Path, config_file: Path, run_gateway
+) -> None:
+    # httpx2 (the model client's HTTP library) logs each request at INFO: a line a
+    # model call would cost every turn its formatting, the redactor and a write.
+    port = free_port()
+    gateway = run_gateway("--api-server", f"127.0.0.1:{port}")
+    url = gateway.wait_ready(port)
+    with openai.OpenAI(base_url=url, api_key=stored_api_key(), max_retries=0, timeout=30) as client:
+        for n in range(2):
+            answer = client.chat.completions.create(
+                model="fake-model", messages=[{"role": "user", "content": f"hello {n}"}]
+            )
+            assert answer.choices[0].message.content == f"echo: hello {n}"
+    assert gateway.terminate() == 0
+    output = gateway.output()
+    assert "gateway ready" in output
+    assert "HTTP Request" not in output
+
+
 def test_sigterm_with_queued_input_then_restart(hermes_home: Path, fake_llm, run_gateway) -> None:
     write_config(hermes_home, fake_llm.url)
     fake_llm.responder = lambda body: (
