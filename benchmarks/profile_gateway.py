@@ -241,7 +241,8 @@ def serve(port: int, stats_path: str | None) -> None:
         main_profile.enable()
     from hermes.cli.gateway_cmd import run
 
-    run.main(["--api-server", f"127.0.0.1:{port}"], standalone_mode=False)
+    # One process: the CPU measured (and profiled) is the process that serves the turns.
+    run.main(["--api-server", f"127.0.0.1:{port}", "--workers", "1"], standalone_mode=False)
 
 
 def _merge(into: dict[Any, Any], stats: dict[Any, Any]) -> None:
