@@ -1,17 +1,21 @@
 """A non-streamed chat request without the SDK's request machinery: one JSON POST on a
-kept client of the SDK's own HTTP library.
+kept connection.
 
 The ``openai`` SDK's low-level ``post`` costs about half a millisecond of CPU per call
 above its HTTP library's own (a request-options model, header building, response
-processing): a fifth of a turn on a short history. A non-streamed chat call needs none
-of that, since ``llm_client`` builds the body and parses the answer itself. Failures are
-raised as the SDK's own exceptions (``openai.InternalServerError``,
-``openai.APIConnectionError``...), built the way the SDK builds them, so the retry
-policy and ``translate_openai_error`` see one kind of error whichever path a call took.
-Streams and the model list stay on the SDK.
+processing), and that library's own request path (httpx2) another ~0.6 ms in a gateway
+whose model answers after 100 ms; a non-streamed chat call needs none of it, since
+``llm_client`` builds the body and parses the answer itself. So the POST goes on a kept
+``http.client`` connection (``kept_http``); an endpoint the environment sends through a
+proxy, and an answer that redirects, go through a kept client of the SDK's own HTTP
+library (httpx2), which handles those as the SDK would. Failures are raised as the SDK's
+own exceptions (``openai.InternalServerError``, ``openai.APIConnectionError``...),
+built the way the SDK builds them, so the retry policy and ``translate_openai_error``
+see one kind of error whichever path a call took. Streams and the model list stay on
+the SDK.
 
 ``httpx2`` is the SDK's HTTP library (a dependency of ``openai`` 3); it and ``openai``
-are imported on the first call: ``import run_agent`` must not pay for them.
+are imported when first needed: ``import run_agent`` must not pay for them.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 __all__ = ["post_chat"]
 
@@ -29,15 +33,40 @@ def post_chat(base_url: str, api_key: str, timeout: float, body: bytes) -> bytes
 
     Raises ``openai.APIStatusError`` (its subclass for the status),
     ``openai.APITimeoutError`` or ``openai.APIConnectionError``."""
-    import httpx2
-    import openai
-
     headers = {
         "Authorization": f"Bearer {api_key}",
         "Content-Type": "application/json",
         "Accept": "application/json",
     }
     url = f"{base_url}/chat/completions"
+    if not _through_proxy(base_url):
+        answer = _post_kept(url, body, headers, timeout)
+        if not 300 <= answer.status < 400:  # a redirect: httpx2 follows it, as the SDK would
+            if answer.status >= 400:
+                raise _status_error(_openai(), _as_response(url, answer))
+            return cast(bytes, answer.content)
+    return _post_httpx2(base_url, url, body, headers, timeout)
+
+
+def _post_kept(url: str, body: bytes, headers: dict[str, str], timeout: float) -> Any:
+    """The POST on a kept ``http.client`` connection (a ``kept_http.Answer``), its
+    failures as the SDK's."""
+    from hermes.agent import kept_http  # http.client and ssl: not at `import run_agent`
+
+    try:
+        return kept_http.post(url, body, headers, timeout)
+    except kept_http.RequestTimedOut as exc:
+        openai, httpx2 = _openai(), _httpx2()
+        raise openai.APITimeoutError(request=httpx2.Request("POST", url)) from exc
+    except kept_http.ConnectionFailed as exc:
+        openai, httpx2 = _openai(), _httpx2()
+        raise openai.APIConnectionError(request=httpx2.Request("POST", url)) from exc
+
+
+def _post_httpx2(
+    base_url: str, url: str, body: bytes, headers: dict[str, str], timeout: float
+) -> bytes:
+    openai, httpx2 = _openai(), _httpx2()
     try:
         response = _shared_client(base_url, timeout).post(url, content=body, headers=headers)
     except httpx2.TimeoutException as exc:
@@ -48,6 +77,42 @@ def post_chat(base_url: str, api_key: str, timeout: float, body: bytes) -> bytes
         raise _status_error(openai, response)
     content: bytes = response.content
     return content
+
+
+def _as_response(url: str, answer: Any) -> Any:
+    """An error answer as the httpx2 response the SDK's exceptions carry."""
+    httpx2 = _httpx2()
+    return httpx2.Response(
+        answer.status,
+        headers=answer.headers,
+        content=answer.content,
+        request=httpx2.Request("POST", url),
+    )
+
+
+# Whether the environment sends an endpoint through a proxy, decided once per endpoint.
+_proxied: dict[str, bool] = {}
+
+
+def _through_proxy(base_url: str) -> bool:
+    known = _proxied.get(base_url)
+    if known is None:
+        from hermes.agent import kept_http
+
+        known = _proxied[base_url] = kept_http.proxied(base_url)
+    return known
+
+
+def _openai() -> Any:
+    import openai
+
+    return openai
+
+
+def _httpx2() -> Any:
+    import httpx2
+
+    return httpx2
 
 
 # The SDK's class for each error status (as its client's ``_make_status_error``).
