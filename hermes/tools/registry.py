@@ -22,6 +22,7 @@ from hermes.secrets import redact
 from hermes.tools._schema import ArgumentError, check_arguments, usage
 
 if TYPE_CHECKING:
+    from hermes.state.store import SessionDB
     from hermes.tools.events import EventBus
 
 log = logging.getLogger(__name__)
@@ -51,7 +52,7 @@ class ToolContext:
     start or look at (the owner's, a gateway's); without one they are spooled.
     """
 
-    session_db: Any = None
+    session_db: SessionDB | None = None
     session_id: str | None = None
     conversation_id: str | None = None
     hermes_home: Path = field(default_factory=hermes_home)

@@ -207,10 +207,24 @@ class _Wrapper:
     stop_words: frozenset[str] = frozenset()  # words that end the command (parallel's :::)
 
 
-def _w(valued: str = "", **kw: Any) -> _Wrapper:
-    sets = {k: frozenset(v.split()) for k, v in kw.items() if isinstance(v, str)}
-    rest = {k: v for k, v in kw.items() if not isinstance(v, str)}
-    return _Wrapper(frozenset(valued.split()), **sets, **rest)
+def _w(
+    valued: str = "",
+    *,
+    operands: int = 0,
+    feeds: bool = False,
+    code_options: str = "",
+    no_command_options: str = "",
+    stop_words: str = "",
+) -> _Wrapper:
+    """A wrapper from space-separated option lists, as the table below reads best."""
+    return _Wrapper(
+        valued=frozenset(valued.split()),
+        operands=operands,
+        feeds=feeds,
+        code_options=frozenset(code_options.split()),
+        no_command_options=frozenset(no_command_options.split()),
+        stop_words=frozenset(stop_words.split()),
+    )
 
 
 WRAPPERS: dict[str, _Wrapper] = {
