@@ -10,11 +10,17 @@ cumulative CPU time per turn, every thread merged. The profiler slows the gatewa
 down: read its figures as shares, the plain run's as the cost.
 
     python -m benchmarks.profile_gateway [--turns 200] [--repeat 3] [--profile] [--top 40]
+    python -m benchmarks.profile_gateway --rate 100 --conversations 50   # the open loop
+
+With ``--rate`` the turns are sent as the gateway benchmark's open loop sends them: on a
+fixed schedule over ``--conversations`` conversations (each started first, then
+continued), so turns overlap as they do under load; without it, one after another.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import cProfile
 import http.client
 import io
@@ -38,9 +44,12 @@ from benchmarks.bench_gateway import (
     HEADER,
     MODEL_KEY,
     ROOT,
+    Rate,
     _free_port,
+    _open_load,
     _start_model,
     _stop,
+    _Talk,
     _wait_healthy,
     _write_config,
 )
@@ -55,6 +64,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--latency-ms", type=float, default=100.0, help="the model's latency")
     parser.add_argument("--profile", action="store_true", help="profile the gateway's threads")
     parser.add_argument("--top", type=int, default=35, help="profile entries printed")
+    parser.add_argument(
+        "--rate", type=float, help="open loop: turns per second (default: one after another)"
+    )
+    parser.add_argument(
+        "--conversations", type=int, default=50, help="open loop: conversations (default 50)"
+    )
     parser.add_argument("--serve", metavar="PORT", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--stats", metavar="PATH", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -63,7 +78,8 @@ def main(argv: list[str] | None = None) -> None:
         return
     per_turn = []
     for run in range(args.repeat):
-        cpu_ms, stats = measure(args.turns, args.latency_ms, args.profile and run == 0)
+        load = OpenLoad(args.rate, args.conversations) if args.rate else None
+        cpu_ms, stats = measure(args.turns, args.latency_ms, args.profile and run == 0, load)
         per_turn.append(cpu_ms)
         print(f"run {run + 1}: gateway CPU {cpu_ms:.2f} ms per turn", flush=True)
         if stats is not None:
@@ -77,28 +93,52 @@ def main(argv: list[str] | None = None) -> None:
     )
 
 
-def measure(turns: int, latency_ms: float, profile: bool) -> tuple[float, pstats.Stats | None]:
-    """Gateway CPU milliseconds per turn over ``turns`` turns of one conversation, and
-    with ``profile`` the profile of exactly those turns (start-up and warm-up left out)."""
+class OpenLoad:
+    """Turns on a fixed schedule over several conversations (bench_gateway's open loop)."""
+
+    def __init__(self, rate: float, conversations: int) -> None:
+        self.rate = rate
+        self.talks = [_Talk(n) for n in range(conversations)]
+
+    def send(self, turns: int, port: int, pid: int, home: Path, *, at_once: bool = False) -> None:
+        step = Rate(self.rate, turns / self.rate, len(self.talks), 1, 0.0)
+        gap = 0.0 if at_once else 1.0 / self.rate
+        asyncio.run(_open_load(step, self.talks, gap, port, pid, home))
+        if step.errors or step.done != step.scheduled:
+            raise RuntimeError(f"{step.done} of {step.scheduled} turns answered: {step.errors[:1]}")
+
+
+def measure(
+    turns: int, latency_ms: float, profile: bool, load: OpenLoad | None = None
+) -> tuple[float, pstats.Stats | None]:
+    """Gateway CPU milliseconds per turn over ``turns`` turns (of one conversation, or
+    ``load``'s open loop), and with ``profile`` the profile of exactly those turns
+    (start-up and warm-up left out)."""
     import psutil
 
     home = Path(tempfile.mkdtemp(prefix="profile-gateway-"))
     model = gateway = None
     try:
         model, model_url = _start_model(home, latency_ms)
-        _write_config(home, model_url, 4)
+        _write_config(home, model_url, len(load.talks) if load else 4)
         port = _free_port()
         stats_path = home / "gateway.prof"
         gateway = _start(home, port, stats_path if profile else None)
         _wait_healthy(gateway, port)
         process = psutil.Process(gateway.pid)
         client = _Client(home, port)
-        for _ in range(WARM_UP):
-            client.turn()
+        if load is None:
+            for _ in range(WARM_UP):
+                client.turn()
+        else:  # every conversation started, as the benchmark's open loop does first
+            load.send(len(load.talks), port, gateway.pid, home, at_once=True)
         first = _snapshot(gateway, stats_path, 1) if profile else None
         before = process.cpu_times()
-        for _ in range(turns):
-            client.turn()
+        if load is None:
+            for _ in range(turns):
+                client.turn()
+        else:
+            load.send(turns, port, gateway.pid, home)
         after = process.cpu_times()
         last = _snapshot(gateway, stats_path, 2) if profile else None
         cpu = (after.user + after.system) - (before.user + before.system)
