@@ -3,6 +3,7 @@
     GatewayError                 (a HermesError)
     ├── PlatformStartError       a platform could not start (.platform)
     │   └── MissingExtraError    its library is not installed (.extra)
+    ├── NotConnected             a reply went to a platform that is not connected
     ├── GatewayClosed            the gateway is shutting down; the input was kept
     └── NotYourConversation      an API caller named a chat platform's conversation
 
@@ -37,6 +38,16 @@ class MissingExtraError(PlatformStartError):
             platform,
             f"the '{module}' library is not installed; "
             f"install it with: pip install 'hermes-agent-runtime[{extra}]'",
+        )
+
+
+class NotConnected(GatewayError):
+    """A chat adapter was asked to send before it started or after it closed."""
+
+    def __init__(self, platform: str) -> None:
+        self.platform = platform
+        super().__init__(
+            f"{platform} is not connected (not started yet, or closed): nothing was sent."
         )
 
 

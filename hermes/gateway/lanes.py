@@ -25,11 +25,15 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hermes.gateway.errors import GatewayClosed
 from hermes.gateway.messages import Origin, TurnResult
 from hermes.gateway.turn_gate import TurnGate, TurnHold
+
+if TYPE_CHECKING:
+    from hermes.state.gateway_store import QueuedInput
+    from hermes.state.store import SessionDB
 
 log = logging.getLogger(__name__)
 
@@ -108,7 +112,7 @@ class WorkItem:
         }
 
     @classmethod
-    def from_row(cls, row: dict[str, Any]) -> WorkItem:
+    def from_row(cls, row: QueuedInput) -> WorkItem:
         data = row["payload"]
         seq = data.get("seq") or [int(row.get("enqueued_at", 0) * 1e9), 0]
         return cls(
@@ -151,7 +155,7 @@ class QueueStore:
 
     def __init__(
         self,
-        db,
+        db: SessionDB,
         holder: str,
         *,
         takeover_after: float,
@@ -188,7 +192,7 @@ class QueueStore:
                 log.error("gateway_queue row %s is unreadable; leaving it in place", row.get("id"))
         return sorted(items, key=lambda item: item.seq)
 
-    def _deliverable(self, row: dict[str, Any]) -> bool:
+    def _deliverable(self, row: QueuedInput) -> bool:
         origin = row["payload"].get("origin") if isinstance(row["payload"], dict) else None
         return not (isinstance(origin, dict) and origin.get("platform") in self.unserved)
 

@@ -21,8 +21,12 @@ import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from hermes.gateway.messages import Origin
+
+if TYPE_CHECKING:
+    from hermes.state.store import SessionDB
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +79,7 @@ class Router:
     Every method runs store transactions: call it from a worker thread, not the loop.
     """
 
-    def __init__(self, db) -> None:
+    def __init__(self, db: SessionDB) -> None:
         self.db = db
         # Within this process, one new conversation per key; between gateways the
         # store's claim decides.

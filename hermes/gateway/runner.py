@@ -32,7 +32,7 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hermes.config import Config, hermes_home, load_config, register_secrets
 from hermes.gateway import adapters as adapter_registry
@@ -58,6 +58,9 @@ from hermes.gateway.turns import AgentFactory, TurnRunner, undo_turn
 from hermes.secrets import register
 from hermes.state.errors import StateError
 from hermes.state.history import HistoryMatch
+
+if TYPE_CHECKING:
+    from hermes.state.store import SessionDB
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +88,7 @@ class GatewayRunner:
         self,
         config: Config | None = None,
         *,
-        db: Any = None,
+        db: SessionDB | None = None,
         platforms: Mapping[str, PlatformSettings] | None = None,
         api: ApiServerSettings | None = None,
         make_agent: AgentFactory | None = None,
@@ -100,7 +103,7 @@ class GatewayRunner:
             from hermes.state import SessionDB
 
             db = SessionDB()
-        self.db = db
+        self.db: SessionDB = db
         self.platforms = dict(
             platforms if platforms is not None else platforms_from_config(self.config)
         )
@@ -162,7 +165,7 @@ class GatewayRunner:
                 "or pass --api-server HOST:PORT."
             )
         register_secrets(self.config, self.home)
-        register(self.api and self.api.key)
+        register(self.api.key if self.api else None)
         self._loop = asyncio.get_running_loop()
         self._executor = ThreadPoolExecutor(
             max_workers=self.limit, thread_name_prefix="hermes-turn"
@@ -371,11 +374,16 @@ class GatewayRunner:
             return TurnResult(text=commands.help_text())
         if command.name == "stop":
             conversation = await asyncio.to_thread(self.router.current_conversation, key)
-            stopped = bool(conversation) and self.scheduler.interrupt(conversation)
-            text = "Stopping the current reply." if stopped else "Nothing is running right now."
-            if not stopped and conversation and self.scheduler.waits_elsewhere(conversation):
-                # Its queued input is still answered after that turn, as /stop promises.
-                text = "Another gateway is writing the current reply; it cannot be stopped here."
+            scheduler = self.scheduler  # None before start(): nothing runs yet
+            text = "Nothing is running right now."
+            if conversation and scheduler is not None:
+                if scheduler.interrupt(conversation):
+                    text = "Stopping the current reply."
+                elif scheduler.waits_elsewhere(conversation):
+                    # Its queued input is still answered after that turn, as /stop promises.
+                    text = (
+                        "Another gateway is writing the current reply; it cannot be stopped here."
+                    )
             return TurnResult(text=text, conversation_id=conversation, session_id=None)
         # /new: a fresh conversation; items already queued finish in the old one.
         platform = origin.platform
@@ -516,9 +524,14 @@ class GatewayRunner:
 
     async def _execute(self, item: WorkItem, lane: Lane) -> None:
         assert self._loop is not None and self._executor is not None
-        adapter = self.adapters.get(item.origin.platform) if item.origin else None
+        origin = item.origin
+        adapter = self.adapters.get(origin.platform) if origin is not None else None
         chat = adapter if isinstance(adapter, ChatAdapter) and item.sink is None else None
-        typing = chat.typing(item.origin) if chat is not None else contextlib.nullcontext()
+        typing = (
+            chat.typing(origin)
+            if chat is not None and origin is not None
+            else contextlib.nullcontext()
+        )
         async with typing:
             result = await self._loop.run_in_executor(self._executor, self.turns.run, item, lane)
         shut_down = (
@@ -530,13 +543,13 @@ class GatewayRunner:
         if shut_down and await self._keep_for_restart(item, result):
             if item.sink is not None:
                 item.sink.fail(GatewayClosed())  # a 503: answered after the restart
-            elif chat is not None:
-                await self.send(item.origin, str(GatewayClosed()))
+            elif chat is not None and origin is not None:
+                await self.send(origin, str(GatewayClosed()))
             return
         if item.sink is not None:
             item.sink.done(result)
-        elif chat is not None and not result.dropped:
-            await self.send(item.origin, result.reply_text)
+        elif chat is not None and origin is not None and not result.dropped:
+            await self.send(origin, result.reply_text)
 
     async def _keep_for_restart(self, item: WorkItem, result: TurnResult) -> bool:
         """A message whose turn the shutdown interrupted goes back to gateway_queue (its

@@ -18,10 +18,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hermes.agent import transcript
 from hermes.agent.turn import EMPTY_RESPONSE_NOTE
+
+if TYPE_CHECKING:
+    from hermes.state.store import SessionDB
 
 
 @dataclass(frozen=True)
@@ -33,10 +36,11 @@ class StoredResponse:
 
     @property
     def conversation_id(self) -> str:
-        return self.segment["conversation_id"]
+        conversation: str = self.segment["conversation_id"]
+        return conversation
 
 
-def find(db: Any, uid: str, hidden_sources: Sequence[str]) -> StoredResponse | None:
+def find(db: SessionDB, uid: str, hidden_sources: Sequence[str]) -> StoredResponse | None:
     """The live final answer stored under ``uid``; None if there is none, it was undone,
     or its conversation belongs to a chat platform's user (``hidden_sources``)."""
     row = db.find_message(uid)
@@ -50,7 +54,7 @@ def find(db: Any, uid: str, hidden_sources: Sequence[str]) -> StoredResponse | N
     return StoredResponse(row=row, segment=segment)
 
 
-def is_latest(db: Any, found: StoredResponse) -> bool:
+def is_latest(db: SessionDB, found: StoredResponse) -> bool:
     """True when nothing live follows the answer in its conversation (the tip's newest
     live row is the answer or a rotation's copy of it)."""
     tip = db.find_tip(found.row["session_id"])
@@ -58,30 +62,31 @@ def is_latest(db: Any, found: StoredResponse) -> bool:
     return bool(rows) and (rows[-1].get("origin_id") or rows[-1]["id"]) == found.row["id"]
 
 
-def context_until(db: Any, found: StoredResponse) -> list[dict[str, Any]]:
+def context_until(db: SessionDB, found: StoredResponse) -> list[dict[str, Any]]:
     """The conversation's live messages up to and including the answer, as the agent
     holds messages (the history of a turn that continues it without storing)."""
     rows, at = _live_rows(db, found)
     return transcript.from_store(rows[: at + 1])
 
 
-def previous_uid(db: Any, found: StoredResponse) -> str | None:
+def previous_uid(db: SessionDB, found: StoredResponse) -> str | None:
     """The uid of the final answer before this response's turn, if there is one."""
     rows, at = _live_rows(db, found)
     for row in reversed(rows[: _turn_start(rows, at)]):
         if row["role"] == "assistant" and not row.get("tool_calls"):
-            return row["message_uid"]
+            uid: str | None = row["message_uid"]
+            return uid
     return None
 
 
-def undo(db: Any, found: StoredResponse) -> int:
+def undo(db: SessionDB, found: StoredResponse) -> int:
     """Mark the response's turn undone; returns how many messages that was."""
     rows, at = _live_rows(db, found)
     turn = rows[_turn_start(rows, at) : at + 1]
     return db.mark_undone(found.conversation_id, [row["id"] for row in turn])
 
 
-def _live_rows(db: Any, found: StoredResponse) -> tuple[list[dict[str, Any]], int]:
+def _live_rows(db: SessionDB, found: StoredResponse) -> tuple[list[dict[str, Any]], int]:
     """The conversation's live original rows, and the answer's place among them."""
     rows = [m for m in db.get_conversation_messages(found.conversation_id) if not m["undone"]]
     at = next(i for i, row in enumerate(rows) if row["id"] == found.row["id"])

@@ -16,8 +16,12 @@ import asyncio
 import logging
 import threading
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from hermes.state.errors import StateError
+
+if TYPE_CHECKING:
+    from hermes.state.store import SessionDB
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +37,7 @@ class TurnHold:
     (the lock belongs to the process, not to a thread).
     """
 
-    def __init__(self, db, conversation_id: str, *, error: str | None = None) -> None:
+    def __init__(self, db: SessionDB, conversation_id: str, *, error: str | None = None) -> None:
         self.db = db
         self.conversation_id = conversation_id
         self.error = error  # set when the lock could not be asked for: the turn reports it
@@ -74,7 +78,7 @@ class TurnHold:
 class TurnGate:
     """Takes the turn locks of this gateway's conversations in the store."""
 
-    def __init__(self, db) -> None:
+    def __init__(self, db: SessionDB) -> None:
         self.db = db
 
     async def enter(

@@ -21,7 +21,7 @@ import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hermes.agent.errors import AgentError, ContextLengthError, ModelError, ToolResultsError
 from hermes.agent.llm_client import SAMPLING_KEYS
@@ -33,11 +33,16 @@ from hermes.gateway.routing import Router, SessionKey
 from hermes.secrets import redact
 from hermes.state.errors import StateError
 
+if TYPE_CHECKING:
+    from hermes.state.store import SessionDB
+
 log = logging.getLogger(__name__)
 
 AgentFactory = Callable[..., Any]
 # (session key, conversation id, event kind, event data), from any thread.
 EventSink = Callable[[str, str, str, dict[str, Any]], None]
+# (event kind, event data): an agent's ``event_callback``.
+EventCallback = Callable[[str, dict[str, Any]], None]
 
 
 class TurnRunner:
@@ -45,7 +50,7 @@ class TurnRunner:
 
     def __init__(
         self,
-        db,
+        db: SessionDB,
         router: Router,
         make_agent: AgentFactory,
         *,
@@ -260,11 +265,12 @@ def _user_message_uid(messages: list[dict[str, Any]], words: str) -> str | None:
     """The uid of the turn's own user message (the last user message with its words)."""
     for message in reversed(messages):
         if message.get("role") == "user" and message.get("content") == words:
-            return message.get("message_uid")
+            uid: str | None = message.get("message_uid")
+            return uid
     return None
 
 
-def undo_turn(db: Any, conversation_id: str, user_message_uid: str) -> int:
+def undo_turn(db: SessionDB, conversation_id: str, user_message_uid: str) -> int:
     """Mark the turn that began with that user message undone, with all it wrote since
     (the interrupted turn of a shutdown, answered again after the restart)."""
     rows = [m for m in db.get_conversation_messages(conversation_id) if not m["undone"]]
@@ -275,10 +281,10 @@ def undo_turn(db: Any, conversation_id: str, user_message_uid: str) -> int:
     return len(rows) - start
 
 
-def _also_to(first: Callable[[str, dict], None] | None, second: Callable[[str, dict], None]):
+def _also_to(first: EventCallback | None, second: EventCallback) -> EventCallback:
     """An event callback calling ``first`` (the gateway's own) and then ``second``."""
 
-    def both(kind: str, data: dict) -> None:
+    def both(kind: str, data: dict[str, Any]) -> None:
         if first is not None:
             first(kind, data)
         second(kind, data)

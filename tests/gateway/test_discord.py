@@ -13,6 +13,7 @@ import discord  # the extra is part of the dev install
 import pytest
 
 from hermes.gateway.adapters.discord import DiscordAdapter, incoming_message  # noqa: E402
+from hermes.gateway.errors import NotConnected  # noqa: E402
 from hermes.gateway.messages import Origin  # noqa: E402
 from tests.fakes.llm_server import text  # noqa: E402
 from tests.gateway.harness import GatewayThread, wait_for  # noqa: E402
@@ -164,3 +165,20 @@ def test_a_conversation_through_the_adapter(
         assert fake_discord.sent() == ["hi Ada"]
         assert any(url.endswith("/channels/555/typing") for _, url, _ in fake_discord.calls)
         assert gateway.db.gateway.get_route("discord:555") is not None
+
+
+def test_a_reply_after_the_adapter_closed_says_it_is_not_connected(
+    fake_discord: Discord,
+) -> None:
+    import asyncio
+
+    adapter = DiscordAdapter(runner=None, settings=None)
+    adapter.client = fake_discord.client
+
+    async def close_then_send() -> None:
+        await adapter.close()
+        await adapter.send(Origin("discord", "555", user_id="42"), "too late")
+
+    with pytest.raises(NotConnected, match="discord is not connected"):
+        asyncio.run(close_then_send())
+    assert fake_discord.sent() == []

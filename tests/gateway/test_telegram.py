@@ -9,7 +9,8 @@ import pytest
 import telegram as _telegram_extra  # noqa: F401 - the extra is part of the dev install
 
 from hermes.gateway.access import REFUSAL  # noqa: E402
-from hermes.gateway.errors import PlatformStartError  # noqa: E402
+from hermes.gateway.errors import NotConnected, PlatformStartError  # noqa: E402
+from hermes.gateway.messages import Origin  # noqa: E402
 from tests.fakes.llm_server import text  # noqa: E402
 from tests.gateway.fake_platforms import FakeTelegram  # noqa: E402
 from tests.gateway.harness import GatewayThread, wait_for  # noqa: E402
@@ -74,3 +75,16 @@ def test_a_rejected_token_is_a_clear_error(hermes_home: Path, telegram, caplog) 
         gateway.stop()
     assert wrong not in str(failure.value)
     assert wrong not in caplog.text
+
+
+@pytest.mark.usefixtures("config_file")
+def test_a_reply_after_the_adapter_closed_says_it_is_not_connected(
+    hermes_home: Path, telegram
+) -> None:
+    with GatewayThread(hermes_home, api=None, platforms=platforms(telegram)) as gateway:
+        adapter = gateway.runner.adapters["telegram"]
+        gateway.call(adapter.stop_receiving())  # as the runner stops it
+        gateway.call(adapter.close())
+        with pytest.raises(NotConnected, match="telegram is not connected"):
+            gateway.call(adapter.send(Origin("telegram", "42"), "too late"))
+    assert not telegram.called("sendMessage")

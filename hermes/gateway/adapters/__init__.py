@@ -40,4 +40,5 @@ def load(platform: str, runner: GatewayRunner, settings: PlatformSettings | None
     require(platform)
     module_name, class_name, _, _ = ADAPTERS[platform]
     module = importlib.import_module(module_name)
-    return getattr(module, class_name)(runner, settings)
+    adapter: Adapter = getattr(module, class_name)(runner, settings)
+    return adapter

@@ -32,7 +32,9 @@ _PAGE = [
 ]
 
 
-def _op(summary: str, *, params: list[dict] | None = None, body: bool = False) -> dict[str, Any]:
+def _op(
+    summary: str, *, params: list[dict[str, Any]] | None = None, body: bool = False
+) -> dict[str, Any]:
     op: dict[str, Any] = {
         "summary": summary,
         "responses": {

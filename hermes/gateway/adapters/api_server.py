@@ -46,7 +46,7 @@ from hermes.gateway.adapters.api_common import error_response as _error
 from hermes.gateway.adapters.base import Adapter
 from hermes.gateway.api_key import ensure_api_key
 from hermes.gateway.errors import GatewayClosed, NotYourConversation, PlatformStartError
-from hermes.gateway.http_guard import body_deadline, request_guard
+from hermes.gateway.http_guard import Handler, body_deadline, request_guard
 from hermes.gateway.lanes import COMMAND, MESSAGE, ResultSink, WorkItem
 from hermes.gateway.messages import Origin, TurnResult
 from hermes.gateway.request_options import RequestProblem, offered_models, turn_options
@@ -144,7 +144,7 @@ class ApiServerAdapter(Adapter):
     # -- access -------------------------------------------------------------------------
 
     @web.middleware
-    async def _authorise(self, request: web.Request, handler: Any) -> web.StreamResponse:
+    async def _authorise(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         if request.path in ("/health", "/v1/health") or not self.api.key:
             return await handler(request)
         header = request.headers.get("Authorization", "")
@@ -179,8 +179,8 @@ class ApiServerAdapter(Adapter):
 
     async def chat_completions(self, request: web.Request) -> web.StreamResponse:
         body = await json_object(request)
-        if problem := shape_problem(body):
-            return _error(400, problem, "invalid_request_error")
+        if shape := shape_problem(body):
+            return _error(400, shape, "invalid_request_error")
         results = _tool_results_of(body.get("messages"))
         text, history = ("", []) if results else _input_of(body.get("messages"))
         if results and not request.headers.get(SESSION_HEADER):

@@ -19,14 +19,19 @@ import itertools
 import json
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
 from hermes.gateway.adapters.api_common import bad_request, caller_error, json_object
 from hermes.gateway.errors import GatewayClosed
+from hermes.gateway.lanes import ResultSink
+from hermes.gateway.messages import TurnResult
 from hermes.gateway.request_options import RequestProblem, message_options
 from hermes.state.errors import SessionNotFoundError, StateError
+
+if TYPE_CHECKING:
+    from hermes.state.store import SessionDB
 
 MAX_PAGE = 200
 DEFAULT_PAGE = 50
@@ -37,14 +42,14 @@ class Chat:
     """What the chat routes need of the API server: ``submit`` (its ``submit_turn``),
     the offered ``models`` and its OpenAI-shaped ``error`` response."""
 
-    submit: Callable[..., Awaitable[tuple[Any, str]]]
+    submit: Callable[..., Awaitable[tuple[ResultSink, str]]]
     models: Callable[[], list[str]]
     error: Callable[..., web.Response]
 
 
 def add_routes(
     app: web.Application,
-    db: Any,
+    db: SessionDB,
     hidden_sources: Sequence[str] = (),
     chat: Chat | None = None,
 ) -> None:
@@ -52,7 +57,7 @@ def add_routes(
     conversations from ``hidden_sources`` are out of its reach. Without ``chat`` the
     routes that run turns are left out."""
     api = _SessionsApi(db, tuple(hidden_sources), chat)
-    app.router.add_get("/api/sessions", api.list)
+    app.router.add_get("/api/sessions", api.conversations)
     app.router.add_get("/api/sessions/{id}", api.get)
     app.router.add_patch("/api/sessions/{id}", api.rename)
     app.router.add_delete("/api/sessions/{id}", api.delete)
@@ -64,12 +69,12 @@ def add_routes(
 
 
 class _SessionsApi:
-    def __init__(self, db: Any, hidden_sources: tuple[str, ...], chat: Chat | None) -> None:
+    def __init__(self, db: SessionDB, hidden_sources: tuple[str, ...], chat: Chat | None) -> None:
         self.db = db
         self.hidden_sources = hidden_sources
         self._chat = chat
 
-    async def list(self, request: web.Request) -> web.Response:
+    async def conversations(self, request: web.Request) -> web.Response:
         limit, offset = _page(request)
         query = request.query.get("q", "").strip()
         if query:
@@ -92,10 +97,10 @@ class _SessionsApi:
             }
         )
 
-    def _search(self, query: str, wanted: int) -> list[dict]:
+    def _search(self, query: str, wanted: int) -> list[dict[str, Any]]:
         """Conversations whose messages match, best hit first, one row each."""
         hits = self.db.search_messages(query, limit=max(wanted * 4, 20) + 1)
-        seen: dict[str, dict] = {}
+        seen: dict[str, dict[str, Any]] = {}
         for hit in hits:
             seen.setdefault(hit["conversation_id"], {"snippet": hit["snippet"]})
         rows = []
@@ -145,7 +150,7 @@ class _SessionsApi:
         segments = await self._segments(request)
         limit, offset = _page(request)
 
-        def read() -> list[dict]:
+        def read() -> list[dict[str, Any]]:
             rows = self.db.iter_conversation_messages(segments[0]["id"])
             return list(itertools.islice(rows, offset, offset + limit + 1))
 
@@ -269,7 +274,7 @@ class _SessionsApi:
 
     async def _start_turn(
         self, request: web.Request, *, stream: bool
-    ) -> tuple[Any, str] | web.Response:
+    ) -> tuple[ResultSink, str] | web.Response:
         assert self._chat is not None
         segments = await self._segments(request)
         body = await json_object(request, code="invalid_request")
@@ -291,7 +296,7 @@ class _SessionsApi:
         assert self._chat is not None
         return self._chat.error(*args, **kwargs)
 
-    async def _segments(self, request: web.Request) -> list[dict]:
+    async def _segments(self, request: web.Request) -> list[dict[str, Any]]:
         """The conversation's segments, root first, for any of its segment ids; 404 if none."""
         session = request.match_info["id"]
         try:
@@ -310,7 +315,7 @@ def _tool_progress(kind: str, data: dict[str, Any]) -> dict[str, Any]:
     return {"phase": "start" if kind == "tool_start" else "end", "name": data.get("name")}
 
 
-def _answer(conversation: str, result: Any) -> dict[str, Any]:
+def _answer(conversation: str, result: TurnResult) -> dict[str, Any]:
     return {
         "session_id": conversation,
         "tip_id": result.session_id,
@@ -329,7 +334,7 @@ async def _event(response: web.StreamResponse, name: str, data: dict[str, Any]) 
     await response.write(f"event: {name}\ndata: {payload}\n\n".encode())
 
 
-def _conversation(row: dict) -> dict:
+def _conversation(row: dict[str, Any]) -> dict[str, Any]:
     return {
         "id": row["conversation_id"],
         "tip_id": row["tip_id"],

@@ -20,7 +20,7 @@ from typing import Any
 import discord
 
 from hermes.gateway.adapters.base import ChatAdapter
-from hermes.gateway.errors import PlatformStartError
+from hermes.gateway.errors import NotConnected, PlatformStartError
 from hermes.gateway.messages import IncomingMessage, Origin
 from hermes.secrets import redact
 
@@ -66,20 +66,20 @@ class DiscordAdapter(ChatAdapter):
             raise PlatformStartError(
                 self.name, f"cannot reach Discord: {redact(str(exc))}"
             ) from None
-        self._connection = asyncio.create_task(client.connect(reconnect=True))
-        await self._wait_ready(client)
+        connection = self._connection = asyncio.create_task(client.connect(reconnect=True))
+        await self._wait_ready(client, connection)
         return f"connected as {client.user}"
 
-    async def _wait_ready(self, client: discord.Client) -> None:
+    async def _wait_ready(self, client: discord.Client, connection: asyncio.Task[None]) -> None:
         ready = asyncio.create_task(client.wait_until_ready())
         done, _ = await asyncio.wait(
-            {ready, self._connection}, timeout=READY_TIMEOUT, return_when=asyncio.FIRST_COMPLETED
+            {ready, connection}, timeout=READY_TIMEOUT, return_when=asyncio.FIRST_COMPLETED
         )
         if ready in done:
             return
         ready.cancel()
-        if self._connection in done and self._connection.exception() is not None:
-            error = self._connection.exception()
+        if connection in done and connection.exception() is not None:
+            error = connection.exception()
             if isinstance(error, discord.PrivilegedIntentsRequired):
                 reason = (
                     "enable the Message Content intent for the bot in the Discord developer portal."
@@ -127,10 +127,13 @@ class DiscordAdapter(ChatAdapter):
         await channel.typing()
 
     async def _channel(self, origin: Origin) -> Any:
+        client = self.client
+        if client is None:
+            raise NotConnected(self.name)
         channel_id = int(origin.thread_id or origin.chat_id)
-        channel = self.client.get_channel(channel_id)
+        channel = client.get_channel(channel_id)
         if channel is None:
-            channel = await self.client.fetch_channel(channel_id)
+            channel = await client.fetch_channel(channel_id)
         return channel
 
 

@@ -20,7 +20,7 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from hermes.gateway.adapters.base import ChatAdapter
-from hermes.gateway.errors import PlatformStartError
+from hermes.gateway.errors import NotConnected, PlatformStartError
 from hermes.gateway.messages import IncomingMessage, Origin
 from hermes.secrets import redact
 
@@ -53,15 +53,16 @@ class SlackAdapter(ChatAdapter):
         self.bot_user_id: str | None = None
 
     async def start(self) -> str:
-        bot_token = self.settings.secret("bot_token") if self.settings else None
-        app_token = self.settings.secret("app_token") if self.settings else None
-        if not bot_token or not app_token:
+        settings = self.settings
+        bot_token = settings.secret("bot_token") if settings else None
+        app_token = settings.secret("app_token") if settings else None
+        if settings is None or not bot_token or not app_token:
             raise PlatformStartError(
                 self.name,
                 "Socket Mode needs a bot token (xoxb-) and an app token (xapp-): set bot_token and "
                 "app_token under gateway.platforms.slack, or SLACK_BOT_TOKEN and SLACK_APP_TOKEN.",
             )
-        base_url = self.settings.get("base_url") or AsyncWebClient.BASE_URL
+        base_url = settings.get("base_url") or AsyncWebClient.BASE_URL
         client = AsyncWebClient(token=bot_token, base_url=str(base_url))
         identity = await self._call(client.auth_test(), "the bot token")
         self.bot_user_id = identity.get("user_id")
@@ -110,21 +111,26 @@ class SlackAdapter(ChatAdapter):
     # -- out ------------------------------------------------------------------------------
 
     async def send_piece(self, origin: Origin, text: str) -> None:
-        await self.client.chat_postMessage(
+        await self._client().chat_postMessage(
             channel=origin.chat_id, text=text, thread_ts=origin.thread_id
         )
 
     async def send_typing(self, origin: Origin) -> None:
         if origin.message_id:
-            await self.client.reactions_add(
+            await self._client().reactions_add(
                 channel=origin.chat_id, timestamp=origin.message_id, name=BUSY_REACTION
             )
 
     async def typing_done(self, origin: Origin) -> None:
         if origin.message_id:
-            await self.client.reactions_remove(
+            await self._client().reactions_remove(
                 channel=origin.chat_id, timestamp=origin.message_id, name=BUSY_REACTION
             )
+
+    def _client(self) -> AsyncWebClient:
+        if self.client is None:
+            raise NotConnected(self.name)
+        return self.client
 
 
 def incoming_message(

@@ -18,7 +18,7 @@ from telegram.error import InvalidToken, NetworkError, TelegramError
 from telegram.ext import Application, ContextTypes, MessageHandler, filters
 
 from hermes.gateway.adapters.base import ChatAdapter
-from hermes.gateway.errors import PlatformStartError
+from hermes.gateway.errors import NotConnected, PlatformStartError
 from hermes.gateway.messages import IncomingMessage, Origin
 from hermes.gateway.split import utf16_length
 from hermes.secrets import redact
@@ -36,20 +36,21 @@ class TelegramAdapter(ChatAdapter):
 
     def __init__(self, runner: Any, settings: Any) -> None:
         super().__init__(runner, settings)
-        self.app: Application | None = None
+        self.app: Application[Any, Any, Any, Any, Any, Any] | None = None
 
     async def start(self) -> str:
-        token = self.settings.secret("token") if self.settings else None
-        if not token:
+        settings = self.settings
+        token = settings.secret("token") if settings else None
+        if settings is None or not token:
             raise PlatformStartError(
                 self.name,
                 "no bot token: set gateway.platforms.telegram.token in config.yaml or TELEGRAM_BOT_TOKEN.",
             )
         builder = Application.builder().token(token)
-        base_url = self.settings.get("base_url")
+        base_url = settings.get("base_url")
         if base_url:
             builder = builder.base_url(str(base_url)).base_file_url(
-                str(self.settings.get("base_file_url") or base_url)
+                str(settings.get("base_file_url") or base_url)
             )
         app = self.app = builder.build()
         app.add_handler(MessageHandler(filters.UpdateType.MESSAGE, self._on_update))
@@ -65,9 +66,10 @@ class TelegramAdapter(ChatAdapter):
                 self.name, f"cannot reach the Telegram Bot API: {redact(str(exc))}"
             ) from None
         await app.start()
+        assert app.updater is not None  # the builder makes one unless told not to
         await app.updater.start_polling(
-            poll_interval=float(self.settings.get("poll_interval", 0.0)),
-            timeout=int(self.settings.get("poll_timeout", 10)),
+            poll_interval=float(settings.get("poll_interval", 0.0)),
+            timeout=int(settings.get("poll_timeout", 10)),
             allowed_updates=["message"],
         )
         return f"polling as @{app.bot.username}"
@@ -94,14 +96,19 @@ class TelegramAdapter(ChatAdapter):
     # -- out ------------------------------------------------------------------------------
 
     async def send_piece(self, origin: Origin, text: str) -> None:
-        await self.app.bot.send_message(
+        await self._app().bot.send_message(
             chat_id=int(origin.chat_id), text=text, message_thread_id=_thread(origin)
         )
 
     async def send_typing(self, origin: Origin) -> None:
-        await self.app.bot.send_chat_action(
+        await self._app().bot.send_chat_action(
             chat_id=int(origin.chat_id), action=ChatAction.TYPING, message_thread_id=_thread(origin)
         )
+
+    def _app(self) -> Application[Any, Any, Any, Any, Any, Any]:
+        if self.app is None:
+            raise NotConnected(self.name)
+        return self.app
 
 
 def incoming_message(update: Update) -> IncomingMessage | None:
