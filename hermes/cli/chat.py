@@ -134,10 +134,10 @@ def _log_to_file() -> None:
 
 def _refuse_a_read_only_store(config: Config) -> None:
     """A store hermes cannot write: say so before any question is sent and lost."""
-    from hermes.cli._store import store_location
     from hermes.state.diagnose import read_only
+    from hermes.state.location import store_location
 
-    location = store_location(config.get("state.url"), use_config=False)
+    location = store_location(config=config)
     path = location.path
     found = read_only(path) if path is not None and path.exists() else None
     if found is not None:

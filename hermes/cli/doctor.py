@@ -18,10 +18,11 @@ from pathlib import Path
 import click
 
 from hermes.cli._env import env_file, find_api_key, is_loopback
-from hermes.cli._store import StoreLocation, open_db, store_location
+from hermes.cli._store import open_db
 from hermes.config import ENV_OVERRIDES, Config, defaults, hermes_home, load_config
 from hermes.errors import HermesError
 from hermes.state.diagnose import BACKUP_FIX, diagnosis_of, read_only
+from hermes.state.location import StoreLocation, store_location
 from hermes.text import plural
 
 GUARD_INDEXES = ("sessions_one_live_tip", "sessions_one_compression_child")
@@ -61,8 +62,12 @@ def run_checks(*, offline: bool = False) -> Iterator[Check]:
     config, check = _config_check()
     yield check
     yield _home_check(hermes_home())
-    location = store_location(config.get("state.url"), use_config=False)
-    yield from _store_checks(location, config.get("state.synchronous"))
+    try:
+        location = store_location(config=config)
+    except HermesError as exc:  # e.g. HERMES_STATE_URL naming another kind of database
+        yield Check("store", False, str(exc))
+    else:
+        yield from _store_checks(location, config.get("state.synchronous"))
     if offline:
         yield Check("endpoint", None, "skipped (--offline).")
         return

@@ -15,12 +15,11 @@ from pathlib import Path
 
 import click
 
-from hermes.cli._store import StoreLocation, open_db
+from hermes.cli._store import open_db
 from hermes.errors import HermesError
 from hermes.state import SessionDB
 from hermes.state.copy import CopyReport, TargetNotEmptyError, copy_store, table_counts
-
-_URL_PREFIXES = ("postgresql://", "postgres://")
+from hermes.state.location import StoreLocation, location_of
 
 
 @click.command()
@@ -82,13 +81,6 @@ def _dry_run(src: StoreLocation, dst: StoreLocation) -> None:
             raise TargetNotEmptyError(dst.label, held)
     rows = ", ".join(f"{n} {table}" for table, n in counts.items() if n) or "no rows"
     click.echo(f"Would copy {rows} from {src.label} into {dst.label}; nothing was changed.")
-
-
-def location_of(text: str) -> StoreLocation:
-    """A ``postgresql://`` URL, or else a path to a SQLite file."""
-    if text.startswith(_URL_PREFIXES):
-        return StoreLocation(url=text)
-    return StoreLocation(path=Path(text).expanduser())
 
 
 def _refuse_same_store(src: StoreLocation, dst: StoreLocation) -> None:

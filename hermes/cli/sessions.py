@@ -18,17 +18,13 @@ from pathlib import Path
 import click
 
 from hermes.cli._ask import Duration, confirm_or_refuse, describe_duration
-from hermes.cli._store import (
-    opened_store,
-    rename_conversation,
-    resolve_conversation,
-    store_location,
-)
+from hermes.cli._store import opened_store, rename_conversation, resolve_conversation
 from hermes.cli._table import echo_table
 from hermes.config import load_config, register_secrets
 from hermes.errors import HermesError
 from hermes.secrets import redact
 from hermes.state import SessionDB
+from hermes.state.location import store_location
 from hermes.text import one_line, plural, stamp, when
 
 TOOL_OUTPUT_LINES = 20  # `show` cuts long tool results; `export` never does
