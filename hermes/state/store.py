@@ -14,7 +14,7 @@ from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
 from hermes.state import export, history, lease, rotation, segments
 from hermes.state.backend import Backend, MessageRow, Row, Tx
@@ -122,7 +122,7 @@ class SessionDB:
     def close(self) -> None:
         self.backend.close()
 
-    def __enter__(self) -> SessionDB:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
