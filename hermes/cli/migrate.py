@@ -140,7 +140,14 @@ def progress_display() -> Iterator[Callable[[str, int, int], None]]:
         yield _progress_line
         return
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TaskID,
+        TextColumn,
+        TimeElapsedColumn,
+    )
 
     bars = Progress(
         TextColumn("{task.description:<18}"),
@@ -149,7 +156,7 @@ def progress_display() -> Iterator[Callable[[str, int, int], None]]:
         TimeElapsedColumn(),
         console=Console(stderr=True),
     )
-    tasks: dict[str, int] = {}
+    tasks: dict[str, TaskID] = {}
 
     def show(step: str, done: int, total: int) -> None:
         if step not in tasks:
