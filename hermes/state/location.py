@@ -1,7 +1,8 @@
 """Where the state store is: the one place that decides it, for every caller.
 
-A location given outright (``SessionDB(db_path=...)`` or ``url=...``, `hermes migrate
---from/--to`) wins; then ``state.url`` from the configuration (config.yaml, or
+A location given outright wins: ``SessionDB(url=...)`` (a PostgreSQL URL or conninfo
+string) over ``db_path=...`` (a path, or a postgresql:// URL), or `hermes migrate
+--from/--to`; then ``state.url`` from the configuration (config.yaml, or
 HERMES_STATE_URL, which ``hermes.config`` maps onto it); then the SQLite file
 ``$HERMES_HOME/state.db``. A ``postgresql://`` (or ``postgres://``) URL is PostgreSQL,
 anything else without a scheme is a path to a SQLite file, and any other URL is refused
