@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
@@ -47,12 +48,22 @@ def describe_duration(seconds: float) -> str:
     return f"{seconds:g} seconds"
 
 
-class Duration(click.ParamType):
+# click's ParamType is generic in recent releases only; pyproject admits click 8.1, where
+# subscripting it would fail at import, so only the type checker sees the parameters.
+if TYPE_CHECKING:
+    _FloatType = click.ParamType[float, str | float]
+else:
+    _FloatType = click.ParamType
+
+
+class Duration(_FloatType):
     """A click option type for ``parse_duration``: the value is in seconds."""
 
     name = "DURATION"
 
-    def convert(self, value, param, ctx):  # noqa: ANN001 - click's signature
+    def convert(
+        self, value: str | float, param: click.Parameter | None, ctx: click.Context | None
+    ) -> float:
         if isinstance(value, int | float):
             return float(value)
         try:

@@ -14,7 +14,7 @@ import json
 import os
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -241,7 +241,7 @@ def _arguments_preview(arguments: Any) -> str:
 class SlashCompleter(Completer):
     """Completes command names after a leading slash."""
 
-    def get_completions(self, document: Any, complete_event: Any):
+    def get_completions(self, document: Any, complete_event: Any) -> Iterable[Completion]:
         text = document.text_before_cursor
         if not text.startswith("/") or " " in text:
             return
@@ -417,8 +417,11 @@ class Repl:
 
     def _last_exchange(self) -> None:
         """On resume: the last question and answer, and whether the last one failed."""
+        db, session_id = self.agent.session_db, self.agent.session_id
+        if db is None or session_id is None:  # an agent without a store has no past
+            return
         messages = [
-            m for m in self.agent.session_db.get_messages(self.agent.session_id)
+            m for m in db.get_messages(session_id)
             if m["role"] in ("user", "assistant") and m.get("content")
         ]  # fmt: skip
         if not messages:

@@ -7,60 +7,30 @@ a damaged one is a sentence too, and nothing is written to it.
 
 from __future__ import annotations
 
-import os
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
-from pathlib import Path
 
-from hermes.config import hermes_home, load_config
+from hermes.config import load_config
 from hermes.errors import HermesError
-from hermes.secrets import mask_url
 from hermes.state import SessionDB
-
-
-@dataclass(frozen=True)
-class StoreLocation:
-    """Where the store is: a SQLite file (``path``) or a PostgreSQL ``url``."""
-
-    path: Path | None = None
-    url: str | None = None
-
-    @property
-    def label(self) -> str:
-        return str(self.path) if self.path is not None else mask_url(self.url or "")
-
-    @property
-    def exists(self) -> bool:
-        return self.path is None or self.path.exists()
-
-
-def store_location(state_url: str | None = None, *, use_config: bool = True) -> StoreLocation:
-    """The configured store: ``state.url`` (or HERMES_STATE_URL), else $HERMES_HOME/state.db."""
-    url = state_url
-    if url is None and use_config:
-        url = load_config().get("state.url")
-    url = url or os.environ.get("HERMES_STATE_URL")
-    if url:
-        return StoreLocation(url=url)
-    return StoreLocation(path=hermes_home() / "state.db")
+from hermes.state.location import StoreLocation, store_location
 
 
 def open_db(
     location: StoreLocation, *, read_only: bool, synchronous: str | None = None
 ) -> SessionDB:
     """Open the store; ``synchronous`` given means config.yaml is not read again."""
-    if location.path is not None:
-        return SessionDB(db_path=location.path, read_only=read_only, synchronous=synchronous)
-    return SessionDB(url=location.url, read_only=read_only, synchronous=synchronous)
+    return SessionDB(
+        db_path=location.path, url=location.url, read_only=read_only, synchronous=synchronous
+    )
 
 
 @contextmanager
 def opened_store(*, read_only: bool, create: bool = False) -> Iterator[SessionDB]:
     """Open the configured store for one command; damage becomes one sentence."""
     config = load_config()
-    location = store_location(config.get("state.url"), use_config=False)
+    location = store_location(config=config)
     if not create and not location.exists:
         raise HermesError(
             f"No conversations yet: there is no state store at {location.label}. "
@@ -95,13 +65,11 @@ from hermes.state.lookup import (  # noqa: E402
 )
 
 __all__ = [
-    "StoreLocation",
     "conversation_root",
     "database_errors",
     "open_db",
     "opened_store",
     "rename_conversation",
     "resolve_conversation",
-    "store_location",
     "token_usage",
 ]

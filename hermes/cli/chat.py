@@ -134,10 +134,10 @@ def _log_to_file() -> None:
 
 def _refuse_a_read_only_store(config: Config) -> None:
     """A store hermes cannot write: say so before any question is sent and lost."""
-    from hermes.cli._store import store_location
     from hermes.state.diagnose import read_only
+    from hermes.state.location import store_location
 
-    location = store_location(config.get("state.url"), use_config=False)
+    location = store_location(config=config)
     path = location.path
     found = read_only(path) if path is not None and path.exists() else None
     if found is not None:
@@ -153,7 +153,7 @@ def _browse(resume: str | None, *, sending: bool) -> None:
 
     with opened_store(read_only=True) as db:
         tip = resolve_conversation(db, resume) if resume else _latest(db)
-        _write_stream(_transcript(db, db.get_segments(tip)), click.get_text_stream("stdout"))
+        _write_stream(_transcript(db, db.get_segments(tip)), sys.stdout)
     if sending:
         raise HermesError("Not sent: `hermes chat --read-only` only shows conversations.")
 
@@ -162,7 +162,7 @@ def _latest(db: SessionDB) -> str:
     latest = db.list_conversations(limit=1, source="cli") or db.list_conversations(limit=1)
     if not latest:
         raise HermesError("No conversation to show yet.")
-    return latest[0]["tip_id"]
+    return str(latest[0]["tip_id"])
 
 
 def _require_key(base_url: str) -> str | None:
@@ -194,7 +194,7 @@ def _first_run_setup() -> Config:
 
 
 def _read_query(query: str) -> str:
-    text = click.get_text_stream("stdin").read() if query == "-" else query
+    text = sys.stdin.read() if query == "-" else query
     if not text.strip():
         raise click.UsageError("Nothing to ask: the question is empty.")
     return text.strip("\n") if query == "-" else text
@@ -208,7 +208,7 @@ def _pick_conversation(db: SessionDB, continue_: bool, resume: str | None) -> st
     latest = db.list_conversations(limit=1, source="cli")
     if not latest:
         raise HermesError("No conversation to continue yet; start one with `hermes chat`.")
-    return latest[0]["tip_id"]
+    return str(latest[0]["tip_id"])
 
 
 def _make_agent(

@@ -18,10 +18,12 @@ from pathlib import Path
 import click
 
 from hermes.cli._env import env_file, find_api_key, is_loopback
-from hermes.cli._store import StoreLocation, open_db, store_location
+from hermes.cli._store import open_db
 from hermes.config import ENV_OVERRIDES, Config, defaults, hermes_home, load_config
 from hermes.errors import HermesError
+from hermes.state import SessionDB
 from hermes.state.diagnose import BACKUP_FIX, diagnosis_of, read_only
+from hermes.state.location import StoreLocation, store_location
 from hermes.text import plural
 
 GUARD_INDEXES = ("sessions_one_live_tip", "sessions_one_compression_child")
@@ -61,8 +63,12 @@ def run_checks(*, offline: bool = False) -> Iterator[Check]:
     config, check = _config_check()
     yield check
     yield _home_check(hermes_home())
-    location = store_location(config.get("state.url"), use_config=False)
-    yield from _store_checks(location, config.get("state.synchronous"))
+    try:
+        location = store_location(config=config)
+    except HermesError as exc:  # e.g. HERMES_STATE_URL naming another kind of database
+        yield Check("store", False, str(exc))
+    else:
+        yield from _store_checks(location, config.get("state.synchronous"))
     if offline:
         yield Check("endpoint", None, "skipped (--offline).")
         return
@@ -171,7 +177,7 @@ def _failed(name: str, exc: BaseException, location: StoreLocation) -> Check:
     return Check(name, False, f"{location.label} could not be read: {_sentence(exc)}")
 
 
-def _integrity(db) -> Check:
+def _integrity(db: SessionDB) -> Check:
     rows = db._conn.execute("PRAGMA integrity_check").fetchall()
     problems = [next(iter(r.values())) for r in rows]
     if problems == ["ok"]:
@@ -181,7 +187,7 @@ def _integrity(db) -> Check:
                  BACKUP_FIX)  # fmt: skip
 
 
-def _guards(db) -> Check:
+def _guards(db: SessionDB) -> Check:
     names = ", ".join(f"'{n}'" for n in GUARD_INDEXES)
     rows = db._conn.execute(
         f"SELECT name FROM sqlite_master WHERE type = 'index' AND name IN ({names})"
@@ -195,7 +201,7 @@ def _guards(db) -> Check:
     return Check("schema", True, "the one-tip and one-child guard indexes are in place.")
 
 
-def _invariants(db, location: StoreLocation) -> Check:
+def _invariants(db: SessionDB, location: StoreLocation) -> Check:
     problems = db.invariant_violations()
     if not problems:
         return Check("invariants", True, "no forked conversation, double child or orphan write.")

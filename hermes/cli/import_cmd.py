@@ -15,11 +15,12 @@ from pathlib import Path
 import click
 
 from hermes.cli._ask import confirm_or_refuse
-from hermes.cli._store import StoreLocation, database_errors, store_location
+from hermes.cli._store import database_errors
 from hermes.cli.migrate import progress_display
 from hermes.compat import importer
 from hermes.compat.session_db import SessionDB
 from hermes.config import Config, load_config
+from hermes.state.location import StoreLocation, store_location
 
 DEFAULT_SOURCE = Path("~/.hermes/state.db")
 
@@ -52,7 +53,7 @@ def hermes_agent(ctx: click.Context, path: Path | None, dry_run: bool, yes: bool
         click.echo(f"Error: {exc}", err=True)
         ctx.exit(2)
     config = load_config()
-    location = store_location(config.get("state.url"), use_config=False)
+    location = store_location(config=config)
     try:
         if dry_run and not location.exists:  # nothing there yet: everything would be new
             report = importer.import_store(conn, None, dry_run=True)
@@ -104,5 +105,9 @@ def _preview_into_held_store(
 
 def _open(location: StoreLocation, config: Config, *, read_only: bool) -> SessionDB:
     """The configured store with Hermes Agent's SessionDB names (the importer uses them)."""
-    where = {"db_path": location.path} if location.path is not None else {"url": location.url}
-    return SessionDB(**where, read_only=read_only, synchronous=config.get("state.synchronous"))
+    return SessionDB(
+        db_path=location.path,
+        url=location.url,
+        read_only=read_only,
+        synchronous=config.get("state.synchronous"),
+    )

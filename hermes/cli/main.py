@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+from typing import Any
 
 import click
 
@@ -39,7 +40,8 @@ class HermesGroup(click.Group):
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         if name in COMMANDS:
             module_name, attribute, _ = COMMANDS[name]
-            return getattr(importlib.import_module(module_name), attribute)
+            command: click.Command = getattr(importlib.import_module(module_name), attribute)
+            return command
         return super().get_command(ctx, name)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
@@ -47,7 +49,7 @@ class HermesGroup(click.Group):
         with formatter.section("Commands"):
             formatter.write_dl(rows)
 
-    def invoke(self, ctx: click.Context):  # noqa: D401 - click's hook
+    def invoke(self, ctx: click.Context) -> Any:  # noqa: D401 - click's hook
         try:
             return super().invoke(ctx)
         except KeyboardInterrupt:

@@ -15,12 +15,11 @@ from pathlib import Path
 
 import click
 
-from hermes.cli._store import StoreLocation, open_db
+from hermes.cli._store import open_db
 from hermes.errors import HermesError
 from hermes.state import SessionDB
 from hermes.state.copy import CopyReport, TargetNotEmptyError, copy_store, table_counts
-
-_URL_PREFIXES = ("postgresql://", "postgres://")
+from hermes.state.location import StoreLocation, location_of
 
 
 @click.command()
@@ -84,13 +83,6 @@ def _dry_run(src: StoreLocation, dst: StoreLocation) -> None:
     click.echo(f"Would copy {rows} from {src.label} into {dst.label}; nothing was changed.")
 
 
-def location_of(text: str) -> StoreLocation:
-    """A ``postgresql://`` URL, or else a path to a SQLite file."""
-    if text.startswith(_URL_PREFIXES):
-        return StoreLocation(url=text)
-    return StoreLocation(path=Path(text).expanduser())
-
-
 def _refuse_same_store(src: StoreLocation, dst: StoreLocation) -> None:
     same = (
         src.path.resolve() == dst.path.resolve()
@@ -148,7 +140,14 @@ def progress_display() -> Iterator[Callable[[str, int, int], None]]:
         yield _progress_line
         return
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TaskID,
+        TextColumn,
+        TimeElapsedColumn,
+    )
 
     bars = Progress(
         TextColumn("{task.description:<18}"),
@@ -157,7 +156,7 @@ def progress_display() -> Iterator[Callable[[str, int, int], None]]:
         TimeElapsedColumn(),
         console=Console(stderr=True),
     )
-    tasks: dict[str, int] = {}
+    tasks: dict[str, TaskID] = {}
 
     def show(step: str, done: int, total: int) -> None:
         if step not in tasks:

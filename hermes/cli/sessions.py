@@ -14,21 +14,18 @@ import sys
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any, TextIO
 
 import click
 
 from hermes.cli._ask import Duration, confirm_or_refuse, describe_duration
-from hermes.cli._store import (
-    opened_store,
-    rename_conversation,
-    resolve_conversation,
-    store_location,
-)
+from hermes.cli._store import opened_store, rename_conversation, resolve_conversation
 from hermes.cli._table import echo_table
 from hermes.config import load_config, register_secrets
 from hermes.errors import HermesError
 from hermes.secrets import redact
 from hermes.state import SessionDB
+from hermes.state.location import store_location
 from hermes.text import one_line, plural, stamp, when
 
 TOOL_OUTPUT_LINES = 20  # `show` cuts long tool results; `export` never does
@@ -94,12 +91,12 @@ def _store_exists() -> bool:
     return store_location().exists
 
 
-def _unanswered(row: dict) -> bool:
+def _unanswered(row: dict[str, Any]) -> bool:
     """The conversation's newest standing row is the person's: no answer came."""
-    return row["last_role"] == "user"
+    return bool(row["last_role"] == "user")
 
 
-def _note(row: dict) -> str:
+def _note(row: dict[str, Any]) -> str:
     notes = []
     if _unanswered(row):
         notes.append("last message unanswered")
@@ -108,7 +105,7 @@ def _note(row: dict) -> str:
     return ", ".join(notes)
 
 
-def _conversation_json(row: dict) -> dict:
+def _conversation_json(row: dict[str, Any]) -> dict[str, Any]:
     return {
         "conversation_id": row["conversation_id"],
         "tip_id": row["tip_id"],
@@ -137,12 +134,12 @@ def show_cmd(ref: str, no_pager: bool) -> None:
         chain = db.get_segments(resolve_conversation(db, ref))
         lines = _scrubbed(_transcript(db, chain))
         if no_pager or not sys.stdout.isatty():
-            _write_stream(lines, click.get_text_stream("stdout"))
+            _write_stream(lines, sys.stdout)
         else:
             click.echo_via_pager(lines)
 
 
-def _transcript(db: SessionDB, chain: list[dict]) -> Iterator[str]:
+def _transcript(db: SessionDB, chain: list[dict[str, Any]]) -> Iterator[str]:
     root = chain[0]
     yield f"{root['title'] or '(untitled)'}\n"
     yield (
@@ -161,7 +158,7 @@ def _transcript(db: SessionDB, chain: list[dict]) -> Iterator[str]:
         yield from _message_lines(message)
 
 
-def _message_lines(message: dict) -> Iterator[str]:
+def _message_lines(message: dict[str, Any]) -> Iterator[str]:
     name = f" {message['tool_name']}" if message.get("tool_name") else ""
     undone = " · undone" if message.get("undone") else ""
     yield f"[{message['role']}{name} · {stamp(message['created_at'])}{undone}]\n"
@@ -187,7 +184,7 @@ def _clip_lines(text: str, limit: int) -> str:
     )
 
 
-def _write_stream(chunks: Iterable[str], out) -> None:
+def _write_stream(chunks: Iterable[str], out: TextIO) -> None:
     try:
         for chunk in chunks:
             out.write(chunk)
@@ -215,7 +212,7 @@ def search_cmd(query: tuple[str, ...], limit: int, source: str | None, as_json: 
     and end a word with * to match every word it starts (`'zebr*'`).
     """
     text = " ".join(query)
-    hits: list[dict] = []
+    hits: list[dict[str, Any]] = []
     titles: dict[str, str | None] = {}
     if _store_exists():
         with opened_store(read_only=True) as db:
@@ -260,7 +257,7 @@ def export_cmd(ref: str, fmt: str, output: Path | None) -> None:
         tip = resolve_conversation(db, ref)
         chunks = _scrubbed(db.export_conversation(tip, "markdown" if fmt == "md" else fmt))
         if output is None:
-            _write_stream(chunks, click.get_text_stream("stdout"))
+            _write_stream(chunks, sys.stdout)
             return
         _write_file(chunks, output)
     click.echo(f"Exported the conversation to {output}.", err=True)
@@ -335,7 +332,9 @@ def _undone_note(undone: int) -> str:
     return f" (+{undone} undone)" if undone else ""
 
 
-def _lineage_tree(chain: list[dict], counts: dict[str, tuple[int, int]]) -> dict:
+def _lineage_tree(
+    chain: list[dict[str, Any]], counts: dict[str, tuple[int, int]]
+) -> dict[str, Any]:
     """The conversation as a tree: each segment holds its compression child."""
     keys = ("id", "parent_session_id", "lineage", "segment_index", "title", "model",
             "started_at", "ended_at", "end_reason")  # fmt: skip
@@ -361,7 +360,7 @@ def _lineage_tree(chain: list[dict], counts: dict[str, tuple[int, int]]) -> dict
     }
 
 
-def _state(segment: dict) -> str:
+def _state(segment: dict[str, Any]) -> str:
     if segment["ended_at"] is None:
         return "live (tip)"
     return f"ended: {segment['end_reason'] or 'no reason'}"

@@ -24,6 +24,7 @@ import sqlite3
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from hermes.compat.session_db import SessionDB
 from hermes.state.diagnose import file_problem
@@ -39,6 +40,7 @@ _CHECKED = ("role", "content", "tool_calls", "tool_call_id", "tool_name", "reaso
 _SESSION_FIELDS = ("model", "system_prompt", "user_id", "session_key", "title")
 
 Progress = Callable[[str, int, int], None]
+Record = dict[str, Any]  # a row of either store, by column name
 
 
 class NotHermesAgentStoreError(StateError):
@@ -108,14 +110,14 @@ def _read_only_uri(path: Path) -> str:
     return uri
 
 
-def sessions_in_order(conn: sqlite3.Connection) -> list[dict]:
+def sessions_in_order(conn: sqlite3.Connection) -> list[Record]:
     """Every session, each parent before its children, oldest first."""
     rows = [dict(r) for r in conn.execute("SELECT * FROM sessions ORDER BY started_at, id")]
     by_id = {r["id"]: r for r in rows}
-    ordered: list[dict] = []
+    ordered: list[Record] = []
     placed: set[str] = set()
 
-    def place(row: dict, seen: frozenset[str] = frozenset()) -> None:
+    def place(row: Record, seen: frozenset[str] = frozenset()) -> None:
         if row["id"] in placed:
             return
         parent = by_id.get(row["parent_session_id"] or "")
@@ -129,12 +131,12 @@ def sessions_in_order(conn: sqlite3.Connection) -> list[dict]:
     return ordered
 
 
-def _messages_of(conn: sqlite3.Connection, session_id: str) -> list[dict]:
+def _messages_of(conn: sqlite3.Connection, session_id: str) -> list[Record]:
     sql = "SELECT * FROM messages WHERE session_id = ? ORDER BY id"
     return [dict(r) for r in conn.execute(sql, (session_id,))]
 
 
-def _as_message(session_id: str, row: dict) -> dict:
+def _as_message(session_id: str, row: Record) -> Record:
     return {
         "message_uid": message_uid(session_id, row["id"]),
         "role": row["role"],
@@ -158,17 +160,22 @@ def import_store(
     """Bring every session and message of ``conn`` into ``db``; then verify.
 
     With ``dry_run`` only count what would be added (``db`` None: an empty store)."""
+    if db is None and not dry_run:
+        raise TypeError("import_store() needs a store to import into; db=None is for a dry run")
     show = progress or (lambda step, done, total: None)
     sessions = sessions_in_order(conn)
     total = conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0]
     new_sessions = new_messages = done = 0
     for row in sessions:
         rows = _messages_of(conn, row["id"])
-        fresh = db is None or db.get_session(row["id"]) is None
-        new_sessions += fresh
-        if dry_run:
+        if db is None:  # a dry run into an empty store: everything is new
+            new_sessions, new_messages = new_sessions + 1, new_messages + len(rows)
+        elif dry_run:
+            fresh = db.get_session(row["id"]) is None
+            new_sessions += fresh
             new_messages += len(rows) if fresh else _count_missing(db, row["id"], rows)
         else:
+            new_sessions += db.get_session(row["id"]) is None
             new_messages += _import_session(db, row, rows)
         done += len(rows)
         show("messages", done, total)
@@ -179,7 +186,7 @@ def import_store(
     return ImportReport(len(sessions), total, new_sessions, new_messages, checksum)
 
 
-def _import_session(db: SessionDB, row: dict, rows: list[dict]) -> int:
+def _import_session(db: SessionDB, row: Record, rows: list[Record]) -> int:
     fresh = db.get_session(row["id"]) is None
     fields = {k: row.get(k) for k in _SESSION_FIELDS if row.get(k) is not None}
     parent = row["parent_session_id"]
@@ -206,7 +213,7 @@ def _import_session(db: SessionDB, row: dict, rows: list[dict]) -> int:
     return stored
 
 
-def _keep_times(db: SessionDB, row: dict, rows: list[dict]) -> None:
+def _keep_times(db: SessionDB, row: Record, rows: list[Record]) -> None:
     """The session's own start, last activity and end, not the moment of the import."""
     last = max([row["started_at"], row["ended_at"] or 0, *(r["timestamp"] for r in rows)])
     sql = "UPDATE sessions SET started_at = ?, last_active_at = ?, ended_at = ? WHERE id = ?"
@@ -214,24 +221,28 @@ def _keep_times(db: SessionDB, row: dict, rows: list[dict]) -> None:
     db._write(lambda tx: tx.run(sql, (row["started_at"], last, ended, row["id"])))
 
 
-def _count_missing(db: SessionDB, session_id: str, rows: list[dict]) -> int:
+def _count_missing(db: SessionDB, session_id: str, rows: list[Record]) -> int:
     held = _target_rows(db, [message_uid(session_id, r["id"]) for r in rows])
     return len(rows) - len(held)
 
 
-def _target_rows(db: SessionDB, uids: list[str]) -> dict[str, dict]:
-    found: dict[str, dict] = {}
+def _target_rows(db: SessionDB, uids: list[str]) -> dict[str, Record]:
+    found: dict[str, Record] = {}
     columns = ", ".join(("message_uid", *_CHECKED))
     for start in range(0, len(uids), 500):
         part = uids[start : start + 500]
         marks = ", ".join("?" for _ in part)
         sql = f"SELECT {columns} FROM messages WHERE message_uid IN ({marks})"
-        for r in db._read(lambda tx, sql=sql, part=part: tx.all(sql, tuple(part))):
+        for r in _read_all(db, sql, part):
             found[r["message_uid"]] = dict(r)
     return found
 
 
-def _digest(rows: Iterator[dict]) -> str:
+def _read_all(db: SessionDB, sql: str, params: list[str]) -> list[Record]:
+    return db._read(lambda tx: tx.all(sql, params))
+
+
+def _digest(rows: Iterator[Record]) -> str:
     digest = hashlib.sha256()
     for row in rows:
         line = json.dumps([row.get(c) for c in ("message_uid", *_CHECKED)], ensure_ascii=False)
@@ -239,19 +250,19 @@ def _digest(rows: Iterator[dict]) -> str:
     return digest.hexdigest()
 
 
-def _source_rows(conn: sqlite3.Connection, sessions: list[dict]) -> Iterator[dict]:
+def _source_rows(conn: sqlite3.Connection, sessions: list[Record]) -> Iterator[Record]:
     for session in sessions:
         for r in _messages_of(conn, session["id"]):
             message = _as_message(session["id"], r)
             yield {k: message[k] for k in ("message_uid", *_CHECKED)}
 
 
-def _source_checksum(conn: sqlite3.Connection, sessions: list[dict]) -> str:
+def _source_checksum(conn: sqlite3.Connection, sessions: list[Record]) -> str:
     return _digest(_source_rows(conn, sessions))
 
 
 def verify(
-    db: SessionDB, conn: sqlite3.Connection, sessions: list[dict], total: int, checksum: str
+    db: SessionDB, conn: sqlite3.Connection, sessions: list[Record], total: int, checksum: str
 ) -> None:
     """Every session and message is in ``db`` with the same content, or StateError."""
     missing = [s["id"] for s in sessions if db.get_session(s["id"]) is None]

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from hermes.compat import rows as shapes
-from hermes.state import SessionDB
-from hermes.state.backend import Tx
+from hermes.state import SessionDB, segments
+from hermes.state.backend import Row, Tx
 
 _PREVIEW = (
     "COALESCE((SELECT SUBSTR(m.content, 1, 63) FROM messages m WHERE m.session_id = {0}.id"
@@ -71,13 +71,13 @@ class SearchFilter:
 
 def search(
     db: SessionDB,
-    store_search: Callable[..., list[dict]],
+    store_search: Callable[..., list[Row]],
     query: str,
     wanted: SearchFilter,
     *,
     limit: int,
     offset: int,
-) -> list[dict]:
+) -> list[Row]:
     """The store's search, filtered; fetches more hits until the page is full or the
     index has no more, so ``limit`` and ``offset`` count filtered hits."""
     need = max(0, int(offset)) + max(1, int(limit))
@@ -96,7 +96,7 @@ def search(
     return page
 
 
-def _with_sessions(db: SessionDB, hits: list[dict]) -> list[dict]:
+def _with_sessions(db: SessionDB, hits: list[Row]) -> list[Row]:
     """Hits with their message's and segment's fields in Hermes Agent's names."""
     if not hits:
         return []
@@ -129,7 +129,7 @@ def _context(db: SessionDB, hit: dict[str, Any]) -> list[dict[str, str]]:
     """The hit with the message before and after it in its segment (text, 200 chars)."""
     sid, mid = hit["session_id"], hit["message_id"]
 
-    def run(tx: Tx) -> list[dict]:
+    def run(tx: Tx) -> list[int]:
         before = tx.one(
             "SELECT id FROM messages WHERE session_id = ? AND id < ? ORDER BY id DESC LIMIT 1",
             (sid, mid),
@@ -148,7 +148,7 @@ def _context(db: SessionDB, hit: dict[str, Any]) -> list[dict[str, str]]:
 # -- session lists --------------------------------------------------------------------
 
 
-def sessions(db: SessionDB, source: str | None, limit: int, offset: int) -> list[dict]:
+def sessions(db: SessionDB, source: str | None, limit: int, offset: int) -> list[Row]:
     """Every segment, most recently active first, with ``last_active``."""
     clauses, params = session_filters("s", source, None)
     sql = (
@@ -156,8 +156,19 @@ def sessions(db: SessionDB, source: str | None, limit: int, offset: int) -> list
         + where(clauses)
         + " ORDER BY s.last_active_at DESC, s.started_at DESC, s.id DESC LIMIT ? OFFSET ?"
     )
-    found = db._read(lambda tx: tx.all(sql, [*params, int(limit), int(offset)]))
-    return [_with_last_active(db.get_session(r["id"])) for r in found]
+    found = _with_segments(db, sql, [*params, int(limit), int(offset)])
+    return [_with_last_active(segment) for _, segment in found]
+
+
+def _with_segments(db: SessionDB, sql: str, params: list[Any]) -> list[tuple[Row, Row]]:
+    """Each row ``sql`` finds with the segment its ``id`` names, in one read transaction;
+    a segment deleted meanwhile (on a store that reads no snapshot) is left out."""
+
+    def run(tx: Tx) -> list[tuple[Row, Row]]:
+        pairs = ((r, segments.get(tx, r["id"])) for r in tx.all(sql, params))
+        return [(r, segment) for r, segment in pairs if segment is not None]
+
+    return db._read(run)
 
 
 def _with_last_active(row: dict[str, Any]) -> dict[str, Any]:
@@ -177,7 +188,7 @@ class RichQuery:
     by_last_active: bool = False
 
 
-def rich(db: SessionDB, q: RichQuery) -> list[dict]:
+def rich(db: SessionDB, q: RichQuery) -> list[Row]:
     """Hermes Agent's ``list_sessions_rich``: roots projected to their live segments."""
     clauses, params = session_filters("r", q.source, q.exclude_sources, q.min_message_count)
     if not q.include_children:
@@ -192,12 +203,12 @@ def rich(db: SessionDB, q: RichQuery) -> list[dict]:
         + where(clauses)
         + f" ORDER BY {order} DESC, r.id DESC LIMIT ? OFFSET ?"
     )
-    found = db._read(lambda tx: tx.all(sql, [*params, int(q.limit), int(q.offset)]))
-    return [_rich_row(db, r, project) for r in found]
+    found = _with_segments(db, sql, [*params, int(q.limit), int(q.offset)])
+    return [_rich_row(r, segment, project) for r, segment in found]
 
 
-def _rich_row(db: SessionDB, found: dict[str, Any], projected: bool) -> dict[str, Any]:
-    row = _with_last_active(db.get_session(found["id"]))
+def _rich_row(found: Row, segment: Row, projected: bool) -> Row:
+    row = _with_last_active(segment)
     raw = (found["preview_raw"] or "").replace("\n", " ").replace("\r", " ").strip()
     row["preview"] = raw[:60] + ("..." if len(raw) > 60 else "")
     if projected and found["id"] != found["root_id"]:

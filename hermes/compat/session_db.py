@@ -11,14 +11,14 @@ conversation is a chain of segments, and deleting a session deletes its conversa
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from hermes.compat import listing
 from hermes.compat import rows as shapes
 from hermes.state import SessionDB as StoreSessionDB
 from hermes.state import lease, segments
-from hermes.state.backend import Tx
+from hermes.state.backend import Row, Tx
 from hermes.state.errors import SessionNotFoundError, StateError
 
 # create_session keywords of Hermes Agent that hermes has no column for (accepted, not kept).
@@ -147,7 +147,7 @@ class SessionDB(StoreSessionDB):
             message["created_at"] = float(getattr(timestamp, "timestamp", lambda: timestamp)())
         return self.append_messages(session_id, [message]).message_id
 
-    def get_messages(  # type: ignore[override]
+    def get_messages(
         self,
         session_id: str,
         include_inactive: bool = False,
@@ -155,7 +155,7 @@ class SessionDB(StoreSessionDB):
         offset: int = 0,
         *,
         include_undone: bool = False,
-    ) -> list[dict]:
+    ) -> list[Row]:
         """The segment's rows in order, with Hermes Agent's ``timestamp`` and ``active``;
         undone rows (Hermes Agent's rewound, inactive ones) only with ``include_inactive``."""
         try:
@@ -173,7 +173,7 @@ class SessionDB(StoreSessionDB):
         include_ancestors: bool = False,
         include_inactive: bool = False,
         repair_alternation: bool = False,
-    ) -> list[dict]:
+    ) -> list[Row]:
         """OpenAI-format messages of the segment, or with ``include_ancestors`` of the
         conversation up to it (every original message once). ``repair_alternation`` is
         accepted: hermes validates the context before every model call instead."""
@@ -185,7 +185,7 @@ class SessionDB(StoreSessionDB):
                 rows = [r for r in rows if not r["undone"]]
         return [shapes.as_conversation(r) for r in rows]
 
-    def _history_up_to(self, session_id: str) -> Iterable[dict]:
+    def _history_up_to(self, session_id: str) -> Iterable[Row]:
         chain = self.get_lineage(session_id) if self.get_session(session_id) else []
         wanted = set(chain[: chain.index(session_id) + 1]) if chain else set()
         return (
@@ -195,10 +195,10 @@ class SessionDB(StoreSessionDB):
         )
 
     def message_count(self, session_id: str | None = None) -> int:
-        sql, params = "SELECT COUNT(*) AS n FROM messages", ()
+        sql, params = "SELECT COUNT(*) AS n FROM messages", []
         if session_id:
-            sql, params = sql + " WHERE session_id = ?", (session_id,)
-        return int(self._read(lambda tx: tx.one(sql, params))["n"])
+            sql, params = sql + " WHERE session_id = ?", [session_id]
+        return self._count(sql, params)
 
     def session_count(
         self,
@@ -214,7 +214,13 @@ class SessionDB(StoreSessionDB):
         if exclude_children:
             where.append("s.lineage != 'compression'")
         sql = "SELECT COUNT(*) AS n FROM sessions s" + listing.where(where)
-        return int(self._read(lambda tx: tx.one(sql, params))["n"])
+        return self._count(sql, params)
+
+    def _count(self, sql: str, params: Sequence[Any]) -> int:
+        """The ``n`` of a ``SELECT COUNT(*) AS n`` (which always returns one row)."""
+        row = self._read(lambda tx: tx.one(sql, params))
+        assert row is not None
+        return int(row["n"])
 
     # -- titles ---------------------------------------------------------------------
 
@@ -229,7 +235,7 @@ class SessionDB(StoreSessionDB):
         row = self.get_session(session_id)
         return row["title"] if row else None
 
-    def get_session_by_title(self, title: str) -> dict | None:
+    def get_session_by_title(self, title: str) -> Row | None:
         row = self._read(
             lambda tx: tx.one("SELECT id FROM sessions WHERE title = ? LIMIT 1", (title,))
         )
@@ -275,7 +281,7 @@ class SessionDB(StoreSessionDB):
 
     # -- search and listing (see ``listing``) ---------------------------------------
 
-    def search_messages(  # type: ignore[override]
+    def search_messages(
         self,
         query: str,
         source_filter: list[str] | None = None,
@@ -289,7 +295,7 @@ class SessionDB(StoreSessionDB):
         source: str | None = None,
         conversation_id: str | None = None,
         user_id: str | None = None,
-    ) -> list[dict]:
+    ) -> list[Row]:
         """Full-text hits, newest first, with Hermes Agent's ``source``, ``timestamp``
         and ``context`` (the message before and after) added to the store's fields.
         ``sort`` is accepted; hermes always orders newest first."""
@@ -311,7 +317,7 @@ class SessionDB(StoreSessionDB):
 
     def search_sessions(
         self, source: str | None = None, limit: int = 20, offset: int = 0
-    ) -> list[dict]:
+    ) -> list[Row]:
         return listing.sessions(self, source, limit, offset)
 
     def list_sessions_rich(
@@ -326,7 +332,7 @@ class SessionDB(StoreSessionDB):
         project_compression_tips: bool = True,
         order_by_last_active: bool = False,
         **_filters: Any,
-    ) -> list[dict]:
+    ) -> list[Row]:
         """One row per conversation (its root projected to its live segment), or every
         segment with ``include_children``; each with ``preview`` and ``last_active``."""
         return listing.rich(
@@ -345,11 +351,11 @@ class SessionDB(StoreSessionDB):
 
     # -- export and deletion --------------------------------------------------------
 
-    def export_session(self, session_id: str) -> dict | None:
+    def export_session(self, session_id: str) -> Row | None:
         session = self.get_session(session_id)
         return {**session, "messages": self.get_messages(session_id)} if session else None
 
-    def export_all(self, source: str | None = None) -> list[dict]:
+    def export_all(self, source: str | None = None) -> list[Row]:
         return [
             {**s, "messages": self.get_messages(s["id"])}
             for s in self.search_sessions(source=source, limit=1_000_000)

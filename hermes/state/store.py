@@ -14,7 +14,7 @@ from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
 from hermes.state import export, history, lease, rotation, segments
 from hermes.state.backend import Backend, MessageRow, Row, Tx
@@ -46,26 +46,26 @@ class Appended:
 def _open_backend(
     db_path: str | Path | None, url: str | None, read_only: bool, synchronous: str | None
 ) -> Backend:
-    url = url or (str(db_path) if str(db_path or "").startswith("postgres") else None)
-    config = None
-    if url is None and db_path is None:
-        from hermes.config import load_config
+    """The backend of the store ``hermes.state.location`` decides on: ``url``, else
+    ``db_path`` (which may be a postgresql:// URL too), else the configured one."""
+    from hermes.config import ensure_home, load_config
+    from hermes.state.location import store_location
 
-        config = load_config()
-        url = config.get("state.url")
-    if url:
+    given = url or db_path or None
+    config = None if given is not None else load_config()
+    location = store_location(db_path, url=url, config=config)
+    if location.url is not None:
         from hermes.state.postgres import PostgresBackend
 
-        return PostgresBackend(url, read_only=read_only)
+        return PostgresBackend(location.url, read_only=read_only)
     from hermes.state.sqlite import SQLiteBackend
 
-    if db_path is None:
-        from hermes.config import ensure_home, hermes_home
-
-        db_path = (hermes_home() if read_only else ensure_home()) / "state.db"
+    assert location.path is not None
+    if given is None and not read_only:
+        ensure_home()  # $HERMES_HOME, private, for the default file
     if synchronous is None:
         synchronous = _configured_synchronous(config)
-    return SQLiteBackend(Path(db_path), read_only=read_only, synchronous=synchronous)
+    return SQLiteBackend(location.path, read_only=read_only, synchronous=synchronous)
 
 
 def _configured_synchronous(config: Any) -> str:
@@ -122,7 +122,7 @@ class SessionDB:
     def close(self) -> None:
         self.backend.close()
 
-    def __enter__(self) -> SessionDB:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

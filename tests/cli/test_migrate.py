@@ -11,13 +11,14 @@ import hashlib
 import json
 import re
 import socket
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from hermes.state import SessionDB
 from hermes.state.copy import message_checksum
-from tests.cli.helpers import Compressed, Env, Run, assert_one_line_error
+from tests.cli.helpers import Compressed, Env, Run, assert_one_line_error, hermes_command
 from tests.state.helpers import StoreSpec
 
 on_postgres = pytest.mark.parametrize("store", ["postgres"], indirect=True)
@@ -133,6 +134,22 @@ def test_an_unreachable_server_is_one_sentence(
     back = hermes("migrate", "--from", url, "--to", str(cli_env.home / "b.db"))
     assert_one_line_error(back, f"127.0.0.1:{port}/nowhere")
     assert not (cli_env.home / "b.db").exists()
+
+
+def test_a_url_of_another_database_is_one_sentence_and_creates_nothing(
+    cli_env: Env, compressed: Compressed, tmp_path: Path
+) -> None:
+    """Not a SQLite file named `mysql:/db/hermes` under the current folder."""
+    folder = tmp_path / "cwd"
+    folder.mkdir()
+    target = "mysql://hermes:s3cret@db/hermes"
+    result = subprocess.run(
+        [*hermes_command(), "migrate", "--from", str(compressed.db_path), "--to", target],
+        cwd=folder, env=cli_env.vars, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert_one_line_error(result, "not behind a mysql:// URL", "postgresql://")
+    assert "s3cret" not in result.stderr
+    assert list(folder.iterdir()) == []
 
 
 def test_the_same_store_twice_is_refused(hermes: Run, compressed: Compressed) -> None:
