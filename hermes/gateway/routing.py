@@ -13,6 +13,11 @@ turn the route takes the agent's session id by compare-and-set in the store
 (``db.gateway.advance_route``): only while the key still serves the turn's
 conversation, so a finishing turn never moves a key reset anywhere back. (The turns
 themselves take turns across gateways through the store's turn lock: ``turn_gate``.)
+
+The one thing a router keeps is where it last saw each key's route settled: a turn
+that ends on that same segment skips the compare-and-set, which could not write
+anything (a compression moves routes in its own transaction, a route reset elsewhere
+is never moved back, and a lookup catches up a row left behind).
 """
 
 from __future__ import annotations
@@ -29,6 +34,8 @@ if TYPE_CHECKING:
     from hermes.state.store import SessionDB
 
 log = logging.getLogger(__name__)
+
+MAX_SETTLED = 100_000  # keys whose settled route is remembered
 
 
 @dataclass(frozen=True)
@@ -84,6 +91,7 @@ class Router:
         # Within this process, one new conversation per key; between gateways the
         # store's claim decides.
         self._creating = threading.Lock()
+        self._settled: dict[str, tuple[str, str]] = {}  # key -> (conversation, segment)
 
     # -- lookups --------------------------------------------------------------------
 
@@ -116,6 +124,7 @@ class Router:
 
     def route_new(self, key: str, session_id: str, *, platform: str) -> str:
         """Route a key nobody else can know yet (a fresh id) to its new conversation."""
+        self._settled.pop(key, None)
         self.db.gateway.set_route(key, session_id, platform=platform)
         return session_id
 
@@ -131,11 +140,19 @@ class Router:
         self, key: str, conversation_id: str, session_id: str | None, *, platform: str
     ) -> bool:
         """The route takes the agent's session id, unless the key was reset meanwhile
-        (by this gateway or another); True if it routes there now."""
+        (by this gateway or another); True if it routes there now (or, for a turn that
+        ended on the segment where this router last settled the key, did then)."""
         if session_id is None:
             return False
-        if self.db.gateway.advance_route(key, conversation_id, session_id, platform=platform):
+        settled = (conversation_id, session_id)
+        if self._settled.get(key) == settled:
             return True
+        if self.db.gateway.advance_route(key, conversation_id, session_id, platform=platform):
+            if len(self._settled) > MAX_SETTLED:
+                self._settled.clear()
+            self._settled[key] = settled
+            return True
+        self._settled.pop(key, None)
         log.info(
             "route %s now serves conversation %s; not moving it back to %s",
             key, self.current_conversation(key), conversation_id,

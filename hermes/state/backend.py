@@ -126,6 +126,12 @@ class TurnLocks(Protocol):
     no durable write.
     """
 
+    @property
+    def instant(self) -> bool:
+        """True if ``try_lock`` and ``unlock`` never wait on I/O (a local file lock), so
+        an event loop may call them without a thread."""
+        ...
+
     def try_lock(self, conversation_id: str) -> bool:
         """Take the lock without waiting; False if anyone else holds it."""
         ...

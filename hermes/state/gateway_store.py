@@ -54,6 +54,12 @@ class GatewayStore:
 
     # -- turn locks (see ``turn_locks``) -------------------------------------------
 
+    @property
+    def turn_locks_instant(self) -> bool:
+        """True if taking and giving back a turn lock never waits on I/O (SQLite's file
+        locks): an event loop may then do it without a thread hop."""
+        return self.backend.turn_locks.instant
+
     def try_lock_turn(self, conversation_id: str) -> bool:
         """Take the conversation's turn lock without waiting; False while anyone holds
         it (a gateway in another process or host, or another SessionDB in this one).

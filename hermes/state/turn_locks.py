@@ -59,6 +59,8 @@ _files_lock = threading.Lock()  # guards _files and every _LockFile
 class FileTurnLocks:
     """The turn locks of one SQLite database, for one SessionDB (a handle)."""
 
+    instant = True  # fcntl without waiting: a system call, no I/O
+
     def __init__(self, database: Path) -> None:
         self.database = database
         self.path = Path(os.path.abspath(f"{database}.turns"))  # the cwd may change later

@@ -57,6 +57,8 @@ def advisory_key(conversation_id: str, namespace: str) -> tuple[int, int]:
 class AdvisoryTurnLocks:
     """The turn locks of one PostgreSQL backend (one SessionDB)."""
 
+    instant = False  # a round trip to the server
+
     def __init__(
         self,
         connect: Callable[[], Connection],

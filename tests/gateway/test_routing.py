@@ -85,6 +85,25 @@ def test_after_turn_takes_the_agents_session(db: SessionDB) -> None:
     assert route_row(db, "k:2") == child
 
 
+def test_a_turn_ending_where_the_last_one_did_skips_the_store(db: SessionDB) -> None:
+    """The router remembers the route it settled: the next turn ending on that segment
+    neither reads nor writes it (here the row, deleted behind its back, stays gone);
+    a turn ending anywhere else, or after a reset through this router, asks the store."""
+    router = Router(db)
+    root = router.conversation_for("k:3", new(router, "k:3"), platform="telegram")
+    assert router.after_turn("k:3", root, root, platform="telegram")  # read: settled
+    db.gateway.delete_route("k:3")
+    assert router.after_turn("k:3", root, root, platform="telegram")
+    assert route_row(db, "k:3") is None  # not recreated: the store was not asked
+    child = rotate(db, root)
+    assert router.after_turn("k:3", root, child, platform="telegram")
+    assert route_row(db, "k:3") == child  # a new segment: asked, and routed again
+    newer = router.reset("k:3", new(router, "k:3"), platform="telegram")
+    # A turn of the conversation reset away ends where the last one did: still asked.
+    assert router.after_turn("k:3", root, child, platform="telegram") is False
+    assert route_row(db, "k:3") == newer
+
+
 def test_a_reset_in_one_gateway_redirects_the_next_lookup_in_the_other(gateways) -> None:
     a, b = gateways
     old = b.conversation_for("telegram:1", new(b), platform="telegram")

@@ -5,6 +5,7 @@ locks of its own), real asyncio and real threads."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -126,6 +127,31 @@ def test_a_gateway_already_closing_does_not_take_a_free_lock(
     closing.set()
     assert enter(TurnGate(db), "c1", closing) is None
     assert not held_elsewhere(other, "c1")
+
+
+def test_on_sqlite_the_lock_is_taken_without_waiting_for_a_thread(
+    db: SessionDB, other: SessionDB
+) -> None:
+    """SQLite's turn lock is a system call, taken on the loop itself: a gateway whose
+    worker threads are all busy (here the loop's only one) still starts its turns."""
+
+    async def scenario() -> TurnHold | None:
+        loop = asyncio.get_running_loop()
+        pool = concurrent.futures.ThreadPoolExecutor(1)
+        loop.set_default_executor(pool)
+        busy = threading.Event()
+        blocker = loop.run_in_executor(None, busy.wait, 10)
+        try:
+            return await asyncio.wait_for(TurnGate(db).enter("c1", asyncio.Event()), 2)
+        finally:
+            busy.set()
+            await blocker
+
+    assert db.gateway.turn_locks_instant
+    hold = asyncio.run(scenario())
+    assert hold is not None and hold.error is None
+    assert held_elsewhere(other, "c1")
+    hold.release()
 
 
 def test_a_store_that_cannot_lock_gives_a_hold_with_a_sentence(

@@ -118,6 +118,13 @@ def test_closing_another_store_handle_keeps_this_ones_locks(make_db, store: Stor
         assert procs.expect("tried") == [[False]]
 
 
+def test_only_a_local_file_lock_says_an_event_loop_may_take_it_in_place(
+    make_db, store: StoreSpec
+) -> None:
+    # The gateway takes an instant lock on its loop; a server round trip needs a thread.
+    assert make_db().gateway.turn_locks_instant is (store.kind == "sqlite")
+
+
 def test_a_read_only_store_has_no_turn_locks(make_db, store: StoreSpec) -> None:
     make_db()  # the store exists
     reader = make_db(read_only=True)
