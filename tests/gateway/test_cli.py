@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import sys
 import threading
 from pathlib import Path
 
@@ -71,6 +72,18 @@ def test_a_turn_writes_no_log_line_per_model_request(
     output = gateway.output()
     assert "gateway ready" in output
     assert "HTTP Request" not in output
+
+
+def test_the_gateway_runs_on_uvloop_where_it_is_installed(
+    hermes_home: Path, config_file: Path, run_gateway
+) -> None:
+    # A dependency everywhere but Windows: asyncio's own loop costs each turn more CPU.
+    port = free_port()
+    gateway = run_gateway("--api-server", f"127.0.0.1:{port}")
+    gateway.wait_ready(port)
+    assert gateway.terminate() == 0
+    expected = "asyncio" if sys.platform == "win32" else "uvloop"
+    assert f"gateway ready (event loop: {expected})" in gateway.output()
 
 
 def test_sigterm_with_queued_input_then_restart(hermes_home: Path, fake_llm, run_gateway) -> None:
