@@ -28,11 +28,14 @@ from typing import Any, cast
 __all__ = ["post_chat"]
 
 
-def post_chat(base_url: str, api_key: str, timeout: float, body: bytes) -> bytes:
+def post_chat(base_url: str, api_key: str, timeout: float, body: bytes, abort: Any = None) -> bytes:
     """POST ``body`` to ``{base_url}/chat/completions``; the answer's bytes (status 2xx).
 
     Raises ``openai.APIStatusError`` (its subclass for the status),
-    ``openai.APITimeoutError`` or ``openai.APIConnectionError``."""
+    ``openai.APITimeoutError`` or ``openai.APIConnectionError``. With ``abort`` (a
+    ``kept_http.Abort``) the post runs only on an idle kept connection, ended by
+    ``abort.request()``, and raises ``kept_http.NoKeptConnection`` where it cannot: a
+    proxy, a redirect or no idle connection (see ``kept_http``)."""
     headers = {
         "Authorization": f"Bearer {api_key}",
         "Content-Type": "application/json",
@@ -40,21 +43,27 @@ def post_chat(base_url: str, api_key: str, timeout: float, body: bytes) -> bytes
     }
     url = f"{base_url}/chat/completions"
     if not _through_proxy(base_url):
-        answer = _post_kept(url, body, headers, timeout)
+        answer = _post_kept(url, body, headers, timeout, abort)
         if not 300 <= answer.status < 400:  # a redirect: httpx2 follows it, as the SDK would
             if answer.status >= 400:
                 raise _status_error(_openai(), _as_response(url, answer))
             return cast(bytes, answer.content)
+    if abort is not None:  # httpx2's post cannot be aborted: the caller uses a thread
+        from hermes.agent import kept_http
+
+        raise kept_http.NoKeptConnection()
     return _post_httpx2(base_url, url, body, headers, timeout)
 
 
-def _post_kept(url: str, body: bytes, headers: dict[str, str], timeout: float) -> Any:
+def _post_kept(
+    url: str, body: bytes, headers: dict[str, str], timeout: float, abort: Any = None
+) -> Any:
     """The POST on a kept ``http.client`` connection (a ``kept_http.Answer``), its
     failures as the SDK's."""
     from hermes.agent import kept_http  # http.client and ssl: not at `import run_agent`
 
     try:
-        return kept_http.post(url, body, headers, timeout)
+        return kept_http.post(url, body, headers, timeout, abort)
     except kept_http.RequestTimedOut as exc:
         openai, httpx2 = _openai(), _httpx2()
         raise openai.APITimeoutError(request=httpx2.Request("POST", url)) from exc

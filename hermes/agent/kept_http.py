@@ -11,11 +11,19 @@ Connections are kept per endpoint (scheme, host, port) in a small thread-safe po
 taken for one request at a time. A kept connection the server closed meanwhile fails
 before any answer arrives; the request is then sent once more on a fresh connection
 (as httpcore does), which the server cannot have seen.
+
+A post given an ``Abort`` runs in the caller's thread yet can be ended from another
+(an interrupt): ``Abort.request`` shuts the connection's socket down, so the read it
+waits in returns at once. Connecting cannot be cut short that way, so such a post
+takes only an idle kept connection and raises ``NoKeptConnection`` (having sent
+nothing the server acted on) when it would need a new one.
 """
 
 from __future__ import annotations
 
+import contextlib
 import http.client
+import socket
 import ssl
 import threading
 import urllib.request
@@ -23,7 +31,16 @@ import zlib
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-__all__ = ["Answer", "ConnectionFailed", "RequestTimedOut", "post", "proxied"]
+__all__ = [
+    "Abort",
+    "Aborted",
+    "Answer",
+    "ConnectionFailed",
+    "NoKeptConnection",
+    "RequestTimedOut",
+    "post",
+    "proxied",
+]
 
 MAX_IDLE = 16  # connections kept per endpoint
 
@@ -43,6 +60,42 @@ class RequestTimedOut(ConnectionFailed):
     """Connecting, sending or reading took longer than the timeout."""
 
 
+class Aborted(ConnectionFailed):
+    """``Abort.request`` ended the post."""
+
+
+class NoKeptConnection(Exception):
+    """A post with an ``Abort`` found no idle connection to use (or one the server had
+    closed): it needs a new connection, made where an interrupt need not wait for it."""
+
+
+class Abort:
+    """Lets another thread end a post in flight by shutting its socket down."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._socket: socket.socket | None = None
+        self.requested = False
+
+    def request(self) -> None:
+        with self._lock:
+            self.requested = True
+            sock = self._socket
+        if sock is not None:
+            with contextlib.suppress(OSError):  # closed meanwhile: nothing to end
+                sock.shutdown(socket.SHUT_RDWR)
+
+    def _watch(self, connection: http.client.HTTPConnection) -> None:
+        with self._lock:
+            if self.requested:
+                raise Aborted("the post was aborted before it was sent")
+            self._socket = connection.sock
+
+    def _forget(self) -> None:
+        with self._lock:
+            self._socket = None
+
+
 def proxied(url: str) -> bool:
     """True if the environment routes ``url`` through a proxy (httpx2 handles those)."""
     proxies = urllib.request.getproxies()
@@ -54,12 +107,17 @@ def proxied(url: str) -> bool:
     return not urllib.request.proxy_bypass(host)
 
 
-def post(url: str, body: bytes, headers: dict[str, str], timeout: float) -> Answer:
+def post(
+    url: str, body: bytes, headers: dict[str, str], timeout: float, abort: Abort | None = None
+) -> Answer:
     """POST ``body`` to ``url``; the answer whatever its status. Raises
-    ``RequestTimedOut`` or ``ConnectionFailed``."""
+    ``RequestTimedOut`` or ``ConnectionFailed`` (``Aborted`` after ``abort.request()``);
+    with ``abort``, ``NoKeptConnection`` where it would have to connect."""
     parts = urlsplit(url)
     path = parts.path + (f"?{parts.query}" if parts.query else "")
     pool = _pool(parts.scheme, parts.hostname or "", parts.port, timeout)
+    if abort is not None:
+        return _post_abortable(pool, url, path, body, headers, abort)
     connection, reused = pool.take()
     try:
         try:
@@ -75,6 +133,34 @@ def post(url: str, body: bytes, headers: dict[str, str], timeout: float) -> Answ
         raise RequestTimedOut(f"no answer from {url} within {timeout:g} s") from exc
     except (OSError, http.client.HTTPException) as exc:
         connection.close()
+        raise ConnectionFailed(f"the connection to {url} failed: {exc}") from exc
+    pool.give_back(connection)
+    return answer
+
+
+def _post_abortable(
+    pool: _Pool, url: str, path: str, body: bytes, headers: dict[str, str], abort: Abort
+) -> Answer:
+    connection = pool.take_idle()
+    if connection is None:
+        raise NoKeptConnection()
+    try:
+        abort._watch(connection)
+        try:
+            answer = _exchange(connection, path, body, headers)
+        finally:
+            abort._forget()
+    except Aborted:
+        pool.give_back(connection)  # nothing was sent on it
+        raise
+    except (OSError, http.client.HTTPException) as exc:
+        connection.close()
+        if abort.requested:
+            raise Aborted("the post was aborted") from exc
+        if isinstance(exc, TimeoutError):
+            raise RequestTimedOut(f"no answer from {url} within {pool.timeout:g} s") from exc
+        if isinstance(exc, http.client.RemoteDisconnected | ConnectionResetError | BrokenPipeError):
+            raise NoKeptConnection() from exc  # closed while idle: the server saw nothing
         raise ConnectionFailed(f"the connection to {url} failed: {exc}") from exc
     pool.give_back(connection)
     return answer
@@ -107,6 +193,10 @@ class _Pool:
 
             # The SDK's HTTP library's own TLS settings (CA bundle, SSL_CERT_FILE, ...).
             self.context = httpx2.create_ssl_context()
+
+    def take_idle(self) -> http.client.HTTPConnection | None:
+        with self.lock:
+            return self.idle.pop() if self.idle else None
 
     def take(self) -> tuple[http.client.HTTPConnection, bool]:
         with self.lock:

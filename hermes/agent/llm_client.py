@@ -126,6 +126,7 @@ class ModelClient:
         self._client: Any = None
         self._streams: set[Any] = set()
         self._waiters: set[threading.Event] = set()
+        self._aborts: set[Any] = set()  # kept_http.Abort of posts running in place
         # on_retry(number, of, delay_seconds, why): told before each pause between
         # attempts, so a surface can say the endpoint is not answering (the agent
         # room itself prints nothing).
@@ -204,8 +205,11 @@ class ModelClient:
         with self._lock:
             streams = list(self._streams)
             waiters = list(self._waiters)
+            aborts = list(self._aborts)
         for waiter in waiters:
             waiter.set()
+        for abort in aborts:
+            abort.request()
         for stream in streams:
             _abort_stream(stream)
 
@@ -291,8 +295,37 @@ class ModelClient:
 
     def _complete_once(self, body: bytes) -> ModelResponse:
         key = self.api_key or _NO_KEY
-        answer = self._run_interruptibly(lambda: post_chat(self.base_url, key, self.timeout, body))
+        answer = self._post_in_place(key, body)
+        if answer is None:  # no kept connection to abort: a model-call thread waits instead
+            answer = self._run_interruptibly(
+                lambda: post_chat(self.base_url, key, self.timeout, body)
+            )
         return _response_from_json(answer)
+
+    def _post_in_place(self, key: str, body: bytes) -> bytes | None:
+        """The POST in this thread on a kept connection, which ``interrupt()`` aborts;
+        None where it cannot be (see ``kept_http``). This spares the call two thread
+        switches, about a tenth of a millisecond of CPU."""
+        from hermes.agent import kept_http  # http.client and ssl: not at `import run_agent`
+
+        abort = kept_http.Abort()
+        # Registering under the lock pairs with interrupt(), as for streams.
+        with self._lock:
+            cancelled = self._cancel.is_set()
+            if not cancelled:
+                self._aborts.add(abort)
+        if cancelled:
+            raise TurnInterrupted()
+        try:
+            return post_chat(self.base_url, key, self.timeout, body, abort)
+        except kept_http.NoKeptConnection:
+            return None
+        except BaseException as exc:
+            self._raise_if_interrupted(exc)
+            raise
+        finally:
+            with self._lock:
+                self._aborts.discard(abort)
 
     def _stream_once(self, body: bytes, model: str, callback: StreamCallback) -> ModelResponse:
         client = self._openai_client()

@@ -633,6 +633,29 @@ def test_interrupt_before_the_first_byte(client: ModelClient, fake_llm: FakeLLMS
     interrupter.join()
 
 
+@pytest.mark.timeout(20)
+def test_interrupt_ends_a_call_on_a_kept_connection(
+    client: ModelClient, fake_llm: FakeLLMServer
+) -> None:
+    # The first call leaves a kept connection; the second runs on it in this thread,
+    # and the interrupt shuts its socket instead of abandoning a model-call thread.
+    assert client.complete(USER).content == "echo: hello there"
+    fake_llm.enqueue(fake.hang(60))
+
+    def interrupt_once_sent() -> None:
+        wait_for_requests(fake_llm, 2)
+        client.interrupt()
+
+    interrupter = threading.Thread(target=interrupt_once_sent)
+    interrupter.start()
+    with pytest.raises(TurnInterrupted):
+        client.complete(USER)
+    interrupter.join()
+    assert len(fake_llm.requests) == 2  # an interrupt is never retried
+    client.clear_interrupt()
+    assert client.complete(USER).content == "echo: hello there"  # a new connection
+
+
 def test_interrupt_stays_set_until_cleared(client: ModelClient, fake_llm: FakeLLMServer) -> None:
     client.interrupt()
 
