@@ -618,12 +618,12 @@ def test_interrupt_stops_a_stalled_stream(client: ModelClient, fake_llm: FakeLLM
     assert len(fake_llm.requests) == 1  # an interrupt is never retried
 
 
-@pytest.mark.timeout(20)
-def test_interrupt_before_the_first_byte(client: ModelClient, fake_llm: FakeLLMServer) -> None:
+def interrupted_while_hanging(client: ModelClient, fake_llm: FakeLLMServer, sent: int) -> None:
+    """The next call hangs; it is interrupted once the model has ``sent`` requests."""
     fake_llm.enqueue(fake.hang(60))
 
     def interrupt_once_sent() -> None:
-        wait_for_requests(fake_llm, 1)
+        wait_for_requests(fake_llm, sent)
         client.interrupt()
 
     interrupter = threading.Thread(target=interrupt_once_sent)
@@ -631,6 +631,11 @@ def test_interrupt_before_the_first_byte(client: ModelClient, fake_llm: FakeLLMS
     with pytest.raises(TurnInterrupted):
         client.complete(USER)
     interrupter.join()
+
+
+@pytest.mark.timeout(20)
+def test_interrupt_before_the_first_byte(client: ModelClient, fake_llm: FakeLLMServer) -> None:
+    interrupted_while_hanging(client, fake_llm, 1)
 
 
 @pytest.mark.timeout(20)
@@ -640,17 +645,7 @@ def test_interrupt_ends_a_call_on_a_kept_connection(
     # The first call leaves a kept connection; the second runs on it in this thread,
     # and the interrupt shuts its socket instead of abandoning a model-call thread.
     assert client.complete(USER).content == "echo: hello there"
-    fake_llm.enqueue(fake.hang(60))
-
-    def interrupt_once_sent() -> None:
-        wait_for_requests(fake_llm, 2)
-        client.interrupt()
-
-    interrupter = threading.Thread(target=interrupt_once_sent)
-    interrupter.start()
-    with pytest.raises(TurnInterrupted):
-        client.complete(USER)
-    interrupter.join()
+    interrupted_while_hanging(client, fake_llm, 2)
     assert len(fake_llm.requests) == 2  # an interrupt is never retried
     client.clear_interrupt()
     assert client.complete(USER).content == "echo: hello there"  # a new connection
