@@ -27,21 +27,19 @@ from pathlib import Path
 
 
 def _import_time(runs: int = 5) -> float:
+    """Median ms of ``import run_agent`` in a fresh process, bytecode cached (one warm-up)."""
+    from benchmarks.bench_cli import bytecode_cached
+
+    code = "import time; t=time.perf_counter(); import run_agent; print(time.perf_counter()-t)"
     samples = []
-    for _ in range(runs):
-        out = subprocess.run(
-            [
-                sys.executable,
-                "-c",
-                "import time; t=time.perf_counter(); import run_agent;"
-                " print(time.perf_counter()-t)",
-            ],
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        samples.append(float(out.stdout.strip()) * 1000)
-    return statistics.median(samples)
+    with tempfile.TemporaryDirectory(prefix="hermes-bench-pyc-") as cache:
+        env = bytecode_cached(Path(cache))
+        for _ in range(runs + 1):
+            out = subprocess.run(
+                [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
+            )
+            samples.append(float(out.stdout.strip()) * 1000)
+    return statistics.median(samples[1:])
 
 
 def _construction_ms(db, url: str, runs: int = 50) -> float:

@@ -56,9 +56,19 @@ def _seed_store(home: Path, conversations: int = 20) -> None:
                 db.release_compression_lock(sid, holder)
 
 
-def _environment(home: Path, cache: Path) -> dict[str, str]:
-    env = dict(os.environ, HERMES_HOME=str(home), PYTHONPYCACHEPREFIX=str(cache))
+def bytecode_cached(cache: Path, **extra: str) -> dict[str, str]:
+    """This environment with bytecode cached under ``cache``, as for an installed package.
+
+    Without it, an environment setting PYTHONDONTWRITEBYTECODE (this machine's does)
+    would time compiling every module, not importing it.
+    """
+    env = dict(os.environ, PYTHONPYCACHEPREFIX=str(cache), **extra)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
+def _environment(home: Path, cache: Path) -> dict[str, str]:
+    env = bytecode_cached(cache, HERMES_HOME=str(home))
     for name in ("HERMES_STATE_URL", "HERMES_DEBUG"):
         env.pop(name, None)
     return env

@@ -349,7 +349,12 @@ class SessionDB:
             segment = segments.writable(tx, session_id)
             target = segment["id"]
             rows = [segments.message_row(target, m, now) for m in messages]
-            known = segments.existing_uids(tx, [r.message_uid for r in rows])
+            # A uid made here (random, ordered by time) cannot be stored yet: only the
+            # caller's own uids are looked up (the UNIQUE index still guards them all).
+            given = [
+                r.message_uid for r, m in zip(rows, messages, strict=True) if m.get("message_uid")
+            ]
+            known = segments.existing_uids(tx, given)
             fresh: list[MessageRow] = []
             seen: set[str] = set()
             ids: list[int | None] = []  # per row: its index in fresh, None if known

@@ -336,6 +336,24 @@ def test_following_a_stale_id_costs_the_same_whatever_the_chain_length(
     assert counts[2] == counts[40], counts
 
 
+def test_an_append_looks_up_only_the_uids_its_caller_gave(path: Path, opened) -> None:
+    """A uid the store makes is new by construction; one the caller gives may be a retry."""
+    db = opened(db_path=path)
+    sid = db.create_session("S", source="cli")
+
+    def uid_lookups(call) -> list[str]:
+        statements = _statements(db, call)
+        assert any("INSERT INTO messages" in sql for sql in statements), statements
+        return [sql for sql in statements if "SELECT message_uid" in sql]
+
+    assert uid_lookups(lambda: db.append_message(sid, "user", "made here")) == []
+    assert len(uid_lookups(lambda: db.append_message(sid, "user", "a", message_uid="u1"))) == 1
+    again = db.append_messages(sid, [{"role": "user", "content": "a", "message_uid": "u1"},
+                                     {"role": "user", "content": "b"}])  # fmt: skip
+    assert again.stored == 1
+    assert [m["content"] for m in db.get_messages(sid)] == ["made here", "a", "b"]
+
+
 # -- invariants planted behind the store's back ----------------------------------------------
 
 
