@@ -21,7 +21,7 @@ from hermes.agent.errors import AgentError
 from hermes.agent.llm_client import ModelClient
 from hermes.agent.settings import AgentOptions
 from hermes.agent.tokens import context_window, estimate_tokens
-from hermes.agent.wire import WireContext
+from hermes.agent.wire import ToolWire, WireContext
 from hermes.config import (
     API_KEY_ENV,
     Config,
@@ -152,6 +152,7 @@ class AIAgent:
         self.user_turns = 0
         self.last_sent_count = 0  # messages in the last request, for token accounting
         self.wire = WireContext()  # the context's encoded messages, kept between calls
+        self.tool_wire = ToolWire()  # and the tool schemas, likewise
         self.review_threads: list[threading.Thread] = []
 
     # -- public API -----------------------------------------------------------------

@@ -147,18 +147,22 @@ class ModelClient:
         max_tokens: int | None = None,
         temperature: float | None = None,
         encoded: Sequence[bytes] | None = None,
+        encoded_tools: Sequence[bytes] | None = None,
         options: Mapping[str, Any] | None = None,
     ) -> ModelResponse:
         """Ask the model for its next message; stream text to ``stream_callback`` if given.
 
         ``encoded`` are the messages already in their wire form (``encode_message``
         each): the agent keeps its context so, and the body is then their join, so a
-        long history is not encoded again on every call. ``options`` holds sampling
+        long history is not encoded again on every call; ``encoded_tools`` are tool
+        schemas so (instead of ``tools``). ``options`` holds sampling
         parameters a caller chose (``SAMPLING_KEYS``), sent as given. Raises a
         ``ModelError`` subclass on failure, ``TurnInterrupted`` on ``interrupt()``.
         """
         model = model or self.model
         request: dict[str, Any] = {"model": model}
+        if tools and encoded_tools:
+            raise ValueError("give tools or encoded_tools, not both")
         if tools:
             request["tools"] = list(tools)
         if max_tokens is not None:
@@ -171,7 +175,7 @@ class ModelClient:
             request["stream_options"] = {"include_usage": True}
         if encoded is None:
             encoded = [encode_message(m) for m in wire_messages(messages)]
-        body = request_body(request, encoded)
+        body = request_body(request, encoded, encoded_tools or ())
         if stream_callback is None:
             return self._with_retries(model, lambda: self._complete_once(body))
         return self._with_retries(model, lambda: self._stream_once(body, model, stream_callback))
@@ -481,9 +485,14 @@ def encode_message(message: Mapping[str, Any]) -> bytes:
     return _encode(message)
 
 
-def request_body(request: Mapping[str, Any], encoded: Sequence[bytes]) -> bytes:
-    """The JSON body: ``{"messages": [...], **request}``, the messages joined as given."""
+def request_body(
+    request: Mapping[str, Any], encoded: Sequence[bytes], tools: Sequence[bytes] = ()
+) -> bytes:
+    """The JSON body: ``{"messages": [...], "tools": [...], **request}``, the messages
+    and the tools (if any: already encoded, ``request`` then has none) joined as given."""
     rest = _encode(request)  # b'{"model":...}': never empty, it always names the model
+    if tools:
+        rest = b'{"tools":[' + b",".join(tools) + b"]," + rest[1:]
     head, tail = b'{"messages":[', b"]," + rest[1:]
     if not encoded:
         return head + tail

@@ -228,10 +228,9 @@ def _result(agent: AIAgent, turn: TurnState) -> TurnResult:
 
 def _loop(agent: AIAgent, turn: TurnState) -> None:
     """Ask for the next step and act on it, until an answer or the step limit."""
-    tools = agent.tool_names()
-    schemas = [*(agent.registry.schemas(tools) if tools else []), *agent.client_tools] or None
+    tools = agent.tool_wire.pieces(agent.registry, agent.tool_names(), agent.client_tools)
     while turn.iterations < agent.max_iterations:
-        step = _next_step(agent, turn, schemas)
+        step = _next_step(agent, turn, tools)
         if isinstance(step, Interrupted):
             raise TurnInterrupted("The turn was interrupted.")
         if isinstance(step, CompressAndRetry):
@@ -266,7 +265,7 @@ def _loop(agent: AIAgent, turn: TurnState) -> None:
     )
 
 
-def _next_step(agent: AIAgent, turn: TurnState, schemas: list[dict[str, Any]] | None) -> Step:
+def _next_step(agent: AIAgent, turn: TurnState, tools: list[bytes]) -> Step:
     """Make the context ready (well-formed, compressed if due), ask the model, and say
     what its answer leads to."""
     if agent.interrupt_requested:
@@ -280,7 +279,7 @@ def _next_step(agent: AIAgent, turn: TurnState, schemas: list[dict[str, Any]] | 
     try:
         response = agent.client.complete(
             encoded=[encode_message(system), *agent.wire.pieces],
-            tools=schemas,
+            encoded_tools=tools,
             stream_callback=agent.stream_callback,
             options=agent.request_options,
         )

@@ -6,7 +6,8 @@ turn's cost grew with the conversation. ``WireContext`` keeps each message's enc
 JSON and the well-formedness checker's state for the messages it has seen; ``sync``
 then encodes and checks only what was added since. A list that is not the old one
 plus new messages at its end (a compression, a repair, another conversation) is
-encoded again from the start, once.
+encoded again from the start, once. ``ToolWire`` does the same for the tool schemas
+offered with every call (~7 KB of JSON for the built-in tools).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 from hermes.agent import transcript
 from hermes.agent.llm_client import encode_message
 from hermes.state.wellformed import Checker
+from hermes.tools.registry import Tool, ToolRegistry
 
 
 class WireContext:
@@ -55,3 +57,30 @@ class WireContext:
     def calls_open(self) -> bool:
         """The last message's tool calls still wait for results."""
         return self._checker.calls_open
+
+
+class ToolWire:
+    """Each registered tool's schema encoded once, kept while the registry holds the same
+    ``Tool`` (frozen: the same object, the same schema); a caller's own tools (an HTTP
+    request's) are encoded on every call, as they come with each request."""
+
+    def __init__(self) -> None:
+        self._known: dict[str, tuple[Tool | None, bytes]] = {}
+
+    def pieces(
+        self,
+        registry: ToolRegistry,
+        names: Sequence[str],
+        client_tools: Sequence[Mapping[str, Any]] = (),
+    ) -> list[bytes]:
+        """The encoded schemas of ``names`` (in order), then of ``client_tools``."""
+        pieces = []
+        schemas = registry.schemas(names)  # a KeyError for a name it does not hold
+        for name, schema in zip(names, schemas, strict=True):
+            tool = registry.get(name)
+            known = self._known.get(name)
+            if known is None or known[0] is not tool:
+                known = self._known[name] = (tool, encode_message(schema))
+            pieces.append(known[1])
+        pieces.extend(encode_message(tool) for tool in client_tools)
+        return pieces

@@ -7,10 +7,14 @@ from __future__ import annotations
 import json
 import random
 
+import pytest
+
 from hermes.agent import transcript
 from hermes.agent.llm_client import encode_message, request_body
-from hermes.agent.wire import WireContext
+from hermes.agent.wire import ToolWire, WireContext
 from hermes.state import wellformed
+from hermes.tools.registry import Tool, ToolRegistry
+from hermes.tools.toolsets import default_registry
 
 
 def _sent(wire: WireContext) -> list[dict]:
@@ -43,6 +47,41 @@ def test_the_body_holds_the_messages_as_encoding_all_of_them_would() -> None:
     body = request_body({"model": "m", "tools": [{"x": 1}]}, wire.pieces)
     assert json.loads(body) == {"model": "m", "tools": [{"x": 1}], "messages": _expected(messages)}
     assert json.loads(request_body({"model": "m"}, [])) == {"model": "m", "messages": []}
+    tools = [encode_message({"x": 1}), encode_message({"y": "é"})]
+    body = request_body({"model": "m", "max_tokens": 5}, wire.pieces, tools)
+    assert json.loads(body) == {
+        "model": "m",
+        "max_tokens": 5,
+        "tools": [{"x": 1}, {"y": "é"}],
+        "messages": _expected(messages),
+    }
+
+
+def _tool(name: str, description: str) -> Tool:
+    return Tool(name, description, {"type": "object", "properties": {}}, lambda a, c: "")
+
+
+def test_tool_schemas_are_encoded_once_while_the_tool_is_the_same() -> None:
+    registry = default_registry()
+    names = registry.names()[:3]
+    theirs = [{"type": "function", "function": {"name": "theirs", "parameters": {}}}]
+    wire = ToolWire()
+    first = wire.pieces(registry, names, theirs)
+    assert [json.loads(p) for p in first] == [*registry.schemas(names), *theirs]
+    again = wire.pieces(registry, names, theirs)
+    assert all(a is b for a, b in zip(first[:3], again[:3], strict=True))
+    assert [json.loads(p) for p in again] == [*registry.schemas(names), *theirs]
+    assert wire.pieces(registry, names[1:2]) == [first[1]]
+
+
+def test_a_tool_replaced_under_the_same_name_is_encoded_again() -> None:
+    wire = ToolWire()
+    old = ToolRegistry([_tool("t", "the old one")])
+    assert json.loads(wire.pieces(old, ["t"])[0])["function"]["description"] == "the old one"
+    new = ToolRegistry([_tool("t", "the new one")])
+    assert json.loads(wire.pieces(new, ["t"])[0])["function"]["description"] == "the new one"
+    with pytest.raises(KeyError, match="missing"):
+        wire.pieces(new, ["missing"])
 
 
 def test_a_grown_list_encodes_only_the_new_messages() -> None:
