@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from benchmarks import bench_gateway as bench
+from benchmarks import pause_penalty
 from tests.fakes.llm_server import FakeLLMServer
 
 ROWS = (
@@ -167,6 +168,9 @@ OPEN_COLUMNS = (
     "overhead p99",
     "target p99",
     "gateway CPU/turn",
+    "<= 3 ms",
+    "pause penalty",
+    "CPU/turn / penalty",
     "RSS peak",
     "load avg",
 )
@@ -178,6 +182,7 @@ def test_the_open_loop_answers_every_request_on_two_workers_and_reports_every_co
     assert (step.done, step.scheduled, step.errors) == (20, 20, [])
     assert step.workers == 2 and len(step.net_ms) == 20  # every turn matched to the model
     assert step.rss_peak > 0 and step.cpu_seconds > 0 and step.loadavg
+    assert step.pause_penalty > 0  # measured before the rate ran, not left NaN
     text = bench.open_report([step])
     assert "--workers 2, 5 conversations" in text and "20/20" in text
     for column in OPEN_COLUMNS:
@@ -207,3 +212,11 @@ def test_the_open_loop_options() -> None:
     assert chosen["rates"] == (5.0, 7.5) and chosen["workers"] == (1, 3)
     with pytest.raises(SystemExit):
         bench._options(["--gateway-rates", "0,5"])
+
+
+def test_the_pause_penalty_is_a_ratio_of_two_measured_cpu_times(capsys) -> None:
+    assert 0 < pause_penalty.penalty(0.001, runs=5) < 100
+    pause_penalty.main(["--gap", "0", "--runs", "3"])
+    assert "its CPU back to back" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        pause_penalty.main(["--runs", "0"])
