@@ -13,12 +13,14 @@ offered with every call (~7 KB of JSON for the built-in tools).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hermes.agent import transcript
 from hermes.agent.llm_client import encode_message
 from hermes.state.wellformed import Checker
-from hermes.tools.registry import Tool, ToolRegistry
+
+if TYPE_CHECKING:  # `import run_agent` leaves the tools (and sockets) for later
+    from hermes.tools.registry import Tool, ToolRegistry
 
 
 class WireContext:
