@@ -41,8 +41,10 @@ def hermes_agent(ctx: click.Context, path: Path | None, dry_run: bool, yes: bool
     """Import a Hermes Agent state.db (default ~/.hermes/state.db), verified.
 
     The file is opened read-only and never changed. Compression rotations become
-    segments of one conversation, other child sessions branches; rows Hermes Agent
-    compacted in place are kept as undone history (searchable, not in the context).
+    segments of one conversation, other child sessions branches. A session Hermes
+    Agent compacted in place keeps its archived rows as history in a segment before
+    its live context (searchable and exported, not in the model's context); rows
+    the user rewound are kept as undone.
     Running it again imports nothing twice. Into a store that already holds
     conversations it asks first (nothing there is changed or removed).
     """

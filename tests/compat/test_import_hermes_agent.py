@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from hermes.state import SessionDB
+from hermes.compat.session_db import SessionDB
 
 VERSION = "0.19.0"
 HERE = Path(__file__).parent
@@ -62,6 +62,41 @@ def hermes(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([HERMES, *args], capture_output=True, text=True)
 
 
+def check_imported(db: SessionDB, rows: list[dict]) -> None:
+    """Every row of the Hermes Agent store, as it means there, in the hermes store ``db``.
+
+    Rows archived by an in-place compaction are history in ``<id>~archive`` (searchable,
+    exported, not in the context); rewound rows are undone; the live rows are the context.
+    """
+    segments = {s: db.get_segments(s) for s in ("root-2", "side")}
+    assert [s["id"] for s in segments["root-2"]] == ["root", "root-2~archive", "root-2"]
+    assert [s["lineage"] for s in segments["root-2"]] == ["root", "compression", "compression"]
+    assert [s["id"] for s in segments["side"]] == ["side"]
+    assert segments["side"][0]["lineage"] == "branch"
+    imported = {m["message_uid"]: m for s in ("root", "root-2~archive", "root-2", "side")
+                for m in db.get_messages(s, include_undone=True)}  # fmt: skip
+    assert len(imported) == len(rows)
+    # Up to the newest archived row, what is not live predates the live context.
+    boundary = max(r["id"] for r in rows if not r["active"] and r["compacted"])
+    for row in rows:
+        got = imported[f"hermes-agent:{row['session_id']}:{row['id']}"]
+        history = row["session_id"] == "root-2" and row["id"] <= boundary and not row["active"]
+        assert got["session_id"] == row["session_id"] + ("~archive" if history else "")
+        for key in ("role", "content", "tool_call_id", "tool_name", "reasoning"):
+            assert got[key] == row[key], key
+        assert got["undone"] == (not row["active"] and not row["compacted"])
+        if row["tool_calls"]:
+            assert got["tool_calls"] == json.loads(row["tool_calls"])
+    context = [m["content"] for m in db.get_messages_as_conversation("root-2")]
+    assert context == [r["content"] for r in rows if r["session_id"] == "root-2" and r["active"]]
+    assert "noted" not in context and "compacted summary of Lisbon" not in context
+    assert [h["session_id"] for h in db.search_messages("noted")] == ["root-2~archive"]
+    assert db.search_messages("Lagos") == []  # rewound: taken back, not found
+    exported = "".join(db.export_conversation("root-2"))
+    assert "compacted summary of Lisbon" in exported and "noted" in exported
+    assert db.coverage_violations() == [] and db.invariant_violations() == []
+
+
 @pytest.mark.hermes_agent
 def test_a_real_hermes_agent_store_is_imported_exactly_once(hermes_agent_python, tmp_path, hermes_home) -> None:  # fmt: skip
     source, rows = build_store(hermes_agent_python, tmp_path)
@@ -79,26 +114,10 @@ def test_a_real_hermes_agent_store_is_imported_exactly_once(hermes_agent_python,
 
     db = SessionDB(db_path=hermes_home / "state.db")
     try:
-        imported = {m["message_uid"]: m for s in ("root", "root-2", "side")
-                    for m in db.get_messages(s, include_undone=True)}  # fmt: skip
-        for row in rows:
-            got = imported[f"hermes-agent:{row['session_id']}:{row['id']}"]
-            assert got["session_id"] == row["session_id"]
-            for key in ("role", "content", "tool_call_id", "tool_name", "reasoning"):
-                assert got[key] == row[key], key
-            assert bool(got["undone"]) == (not row["active"])
-            if row["tool_calls"]:
-                assert got["tool_calls"] == json.loads(row["tool_calls"])
-        segments = db.get_session("root-2"), db.get_session("side")
-        assert segments[0]["conversation_id"] == "root" and segments[0]["lineage"] == "compression"
-        assert segments[1]["conversation_id"] == "side" and segments[1]["lineage"] == "branch"
+        check_imported(db, rows)
         root = db.get_session("root")
         assert root["title"] == "Trip planning" and root["user_id"] == "u1"
         assert root["started_at"] == started["root"]  # its own time, not the import's
-        live = [m["content"] for m in db.get_messages("root-2")]
-        assert live == ["compacted summary of Lisbon", "and Porto?"]
-        compacted_away = [h["session_id"] for h in db.search_messages("noted")]
-        assert compacted_away == ["root-2"]  # an in-place compacted row is still found
     finally:
         db.close()
 
