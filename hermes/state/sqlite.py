@@ -439,6 +439,12 @@ class SQLiteBackend:
         return self.transact(read, write=False)
 
     def migrate(self) -> None:
+        # Only a store that is not current can be another program's: checked then,
+        # never on the usual open.
+        if self.schema_version() != MIGRATIONS[-1].version:
+            with self._shared.lock:
+                if hermes_agent_schema(self.conn):
+                    raise diagnose.hermes_agent_store(self.location).error()
         migrations.bring_up_to_date(self, MIGRATIONS)
 
     def close(self) -> None:
@@ -507,6 +513,51 @@ def _refuse_foreign(conn: sqlite3.Connection, path: Path, *, allow_empty: bool =
     if not names and not allow_empty:
         conn.close()
         raise diagnose.empty(path).error()
+
+
+def hermes_agent_schema(conn: sqlite3.Connection) -> bool:
+    """The database holds Hermes Agent's schema (sessions, messages, a bare schema_version).
+
+    Told from a newer hermes by its tables, not its version number: hermes's sessions
+    always have ``conversation_id`` and its ``schema_version`` names each migration.
+    """
+
+    cursor = conn.cursor()
+    cursor.row_factory = None
+
+    def columns(table: str) -> set[str]:
+        return {r[1] for r in cursor.execute(f"PRAGMA table_info({table})").fetchall()}
+
+    try:
+        tables = {
+            r[0] for r in cursor.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        }
+        if not {"sessions", "messages", "schema_version"} <= tables:
+            return False
+        session_columns, version_columns = columns("sessions"), columns("schema_version")
+        message_columns = columns("messages")
+    except sqlite3.DatabaseError:
+        return False
+    return (
+        "conversation_id" not in session_columns
+        and "name" not in version_columns
+        and {"id", "source", "started_at"} <= session_columns
+        and {"id", "session_id", "role", "content", "timestamp"} <= message_columns
+    )
+
+
+def is_hermes_agent_store(path: Path) -> bool:
+    """``path`` is a SQLite file holding a Hermes Agent store (read without writing)."""
+    if not path.is_file() or diagnose.file_problem(path) is not None:
+        return False
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?{_read_only_mode(path)}", uri=True)
+    except sqlite3.Error:
+        return False
+    try:
+        return hermes_agent_schema(conn)
+    finally:
+        conn.close()
 
 
 def _translate(exc: sqlite3.Error, path: Path) -> StateError:

@@ -56,6 +56,10 @@ db.rewind_to_message("root-2", faro_followup)
 db.end_session("root", "branched")
 db.create_session("side", "telegram", parent_session_id="root", user_id="u2")
 db.append_message("side", "user", "a branch about Madrid")
+for n in range(int(sys.argv[2]) if len(sys.argv) > 2 else 0):  # bulk, for a long upgrade
+    db.create_session(f"bulk-{n}", "cli")
+    db.append_message(f"bulk-{n}", "user", f"question {n}")
+    db.append_message(f"bulk-{n}", "assistant", f"answer {n}")
 rewound = db.append_message("side", "user", "scratch that: Seville")
 db.rewind_to_message("side", rewound)
 rows = db._conn.execute(
