@@ -7,6 +7,7 @@ script would.
 
 from __future__ import annotations
 
+import os
 import signal
 import sqlite3
 import subprocess
@@ -221,3 +222,18 @@ def test_a_damaged_store_is_refused_in_one_sentence(ha_home) -> None:
         assert done.returncode != 0 and "Traceback" not in done.stderr
         assert len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert store.read_bytes() == bytes(data)
+
+
+def test_after_the_upgrade_the_model_sees_the_live_context_only(ha_home, fake_llm) -> None:
+    store, _ = ha_home
+    assert hermes("import", "hermes-agent", "--yes").returncode == 0
+    env = {**os.environ, "HERMES_BASE_URL": fake_llm.url, "HERMES_MODEL": "fake-model"}
+    done = subprocess.run([*hermes_command(), "chat", "--resume", "root-2", "-q", "and Faro?"],
+                          env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                          timeout=TIMEOUT)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    sent = [m.get("content") for m in fake_llm.requests[-1]["messages"]]
+    assert "second summary: Lisbon, then Porto" in sent and "Faro has beaches." in sent
+    for gone in ("noted", "compacted summary of Lisbon", "and Lagos instead?", "Lagos has cliffs."):
+        assert gone not in sent  # archived by compaction, or rewound
+    assert sent[-1] == "and Faro?"

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from hermes.compat import importer
 from hermes.compat.session_db import SessionDB
 from tests.compat.hermes_agent import build_store, check_imported
 
@@ -62,3 +63,21 @@ def test_a_real_hermes_agent_store_is_imported_exactly_once(hermes_agent_python,
     assert second.returncode == 0, second.stderr
     assert "Nothing to import" in second.stdout
     assert (source.read_bytes(), source.stat().st_mtime_ns, sorted(source.parent.iterdir())) == before  # fmt: skip
+
+
+@pytest.mark.hermes_agent
+def test_in_place_compactions_come_over_as_history_on_both_backends(hermes_agent_python, tmp_path, store) -> None:  # fmt: skip
+    source = tmp_path / "ha" / "state.db"
+    rows = build_store(hermes_agent_python, source)
+    conn = importer.open_source(source)
+    db = SessionDB(db_path=store.path, url=store.url)
+    try:
+        report = importer.import_store(conn, db)
+        assert report.new_messages == len(rows)
+        check_imported(db, rows)
+        again = importer.import_store(conn, db)
+        assert (again.new_sessions, again.new_messages) == (0, 0)
+        check_imported(db, rows)
+    finally:
+        db.close()
+        conn.close()
