@@ -36,25 +36,25 @@ def import_group() -> None:
 @click.argument("path", required=False, type=click.Path(path_type=Path))
 @click.option("--dry-run", is_flag=True, help="Show what would be imported; change nothing.")
 @click.option("-y", "--yes", is_flag=True,
-              help="Import into a store that holds conversations without asking "
-              "(needed without a terminal).")  # fmt: skip
+              help="Import into a store that holds conversations, or upgrade the store "
+              "in place, without asking (needed without a terminal).")  # fmt: skip
 @click.pass_context
 def hermes_agent(ctx: click.Context, path: Path | None, dry_run: bool, yes: bool) -> None:
     """Import a Hermes Agent state.db (default ~/.hermes/state.db), verified.
 
-    When that file is hermes's own store (HERMES_HOME is a Hermes Agent home, or PATH
-    names the store), it is upgraded in place instead: a backup is written beside it
-    first (state.db.hermes-agent-<date>.bak), the new store is built next to it, every
-    message verified, and only then put in its place; running it again does nothing.
-    Other commands ask for this on a terminal; without one, --yes here is the way.
-
-    The file is opened read-only and never changed. Compression rotations become
+    A file elsewhere is opened read-only and never changed. Compression rotations become
     segments of one conversation, other child sessions branches. A session Hermes
     Agent compacted in place keeps its archived rows as history in a segment before
     its live context (searchable and exported, not in the model's context); rows
     the user rewound are kept as undone.
     Running it again imports nothing twice. Into a store that already holds
     conversations it asks first (nothing there is changed or removed).
+
+    When the file is hermes's own store (HERMES_HOME is a Hermes Agent home, or PATH
+    names the store), it is upgraded in place instead: a backup is written beside it
+    first (state.db.hermes-agent-<date>.bak), the new store is built next to it, every
+    message verified, and only then renamed over it; running it again does nothing.
+    Other commands ask for this on a terminal; without one, --yes here is the way.
     """
     config = load_config()
     location = store_location(config=config)
