@@ -439,13 +439,13 @@ class SQLiteBackend:
         return self.transact(read, write=False)
 
     def migrate(self) -> None:
-        # Only a store that is not current can be another program's: checked then,
-        # never on the usual open.
-        if self.schema_version() != MIGRATIONS[-1].version:
-            with self._shared.lock:
-                if hermes_agent_schema(self.conn):
-                    raise diagnose.hermes_agent_store(self.location).error()
-        migrations.bring_up_to_date(self, MIGRATIONS)
+        migrations.bring_up_to_date(self, MIGRATIONS, refuse_foreign=self._refuse_hermes_agent)
+
+    def _refuse_hermes_agent(self) -> None:
+        """A Hermes Agent state.db is not a newer hermes store: say what it is."""
+        with self._shared.lock:
+            if hermes_agent_schema(self.conn):
+                raise diagnose.hermes_agent_store(self.location).error()
 
     def close(self) -> None:
         if self._closed:

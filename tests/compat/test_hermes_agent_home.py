@@ -17,6 +17,7 @@ import pexpect
 import pytest
 
 from hermes.compat.session_db import SessionDB
+from hermes.state.errors import HermesAgentStoreError
 from tests.cli.helpers import hermes_command, mode_of
 from tests.compat.hermes_agent import build_store, check_imported
 
@@ -237,3 +238,15 @@ def test_after_the_upgrade_the_model_sees_the_live_context_only(ha_home, fake_ll
     for gone in ("noted", "compacted summary of Lisbon", "and Lagos instead?", "Lagos has cliffs."):
         assert gone not in sent  # archived by compaction, or rewound
     assert sent[-1] == "and Faro?"
+
+
+def test_the_library_names_the_upgrade_and_leaves_the_file_alone(ha_home) -> None:
+    store, _ = ha_home
+    before = store.read_bytes()
+    for read_only in (False, True):
+        with pytest.raises(HermesAgentStoreError) as refused:
+            SessionDB(db_path=store, read_only=read_only)
+        assert "Hermes Agent 0.19 store" in str(refused.value)
+        assert "`hermes import hermes-agent`" in str(refused.value)
+        assert "newer hermes" not in str(refused.value)
+    assert store.read_bytes() == before
