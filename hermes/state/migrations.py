@@ -53,21 +53,16 @@ def bring_up_to_date(
     migrations: Sequence[Migration],
     *,
     runner: MigrationTarget | None = None,
-    refuse_foreign: Callable[[], None] | None = None,
 ) -> list[int]:
     """What every backend's ``migrate`` does: nothing (no write) when the store is
     current, a clear refusal when it is newer or read-only, else ``apply``.
 
     ``runner`` is the backend the migration transactions run on, when it differs
-    (PostgreSQL serialises them under an advisory lock). ``refuse_foreign`` raises for
-    a database another program made with a schema_version table of its own; it runs
-    only when the store is not current, so the usual open reads nothing more.
+    (PostgreSQL serialises them under an advisory lock).
     """
     current, latest = backend.schema_version(), migrations[-1].version
     if current == latest:
         return []
-    if refuse_foreign is not None:
-        refuse_foreign()
     if current < latest and backend.read_only:
         raise diagnose.older_schema(backend.location, current, latest).error()
     return apply(runner or backend, migrations)

@@ -439,13 +439,7 @@ class SQLiteBackend:
         return self.transact(read, write=False)
 
     def migrate(self) -> None:
-        migrations.bring_up_to_date(self, MIGRATIONS, refuse_foreign=self._refuse_hermes_agent)
-
-    def _refuse_hermes_agent(self) -> None:
-        """A Hermes Agent state.db is not a newer hermes store: say what it is."""
-        with self._shared.lock:
-            if hermes_agent_schema(self.conn):
-                raise diagnose.hermes_agent_store(self.location).error()
+        migrations.bring_up_to_date(self, MIGRATIONS)
 
     def close(self) -> None:
         if self._closed:
@@ -510,6 +504,12 @@ def _refuse_foreign(conn: sqlite3.Connection, path: Path, *, allow_empty: bool =
     if names and "schema_version" not in names:
         conn.close()
         raise diagnose.foreign(path, sorted(names)).error()
+    # Hermes Agent's state.db has a schema_version too (a bare one, at its own numbers):
+    # told apart by its tables whatever its version, looked at only when the store
+    # lacks a table every current hermes store has.
+    if "segment_coverage" not in names and hermes_agent_schema(conn):
+        conn.close()
+        raise diagnose.hermes_agent_store(str(path)).error()
     if not names and not allow_empty:
         conn.close()
         raise diagnose.empty(path).error()

@@ -18,6 +18,7 @@ import pytest
 
 from hermes.compat.session_db import SessionDB
 from hermes.state.errors import HermesAgentStoreError
+from hermes.state.schema_sqlite import MIGRATIONS
 from tests.cli.helpers import hermes_command, mode_of
 from tests.compat.hermes_agent import build_store, check_imported
 
@@ -240,8 +241,15 @@ def test_after_the_upgrade_the_model_sees_the_live_context_only(ha_home, fake_ll
     assert sent[-1] == "and Faro?"
 
 
-def test_the_library_names_the_upgrade_and_leaves_the_file_alone(ha_home) -> None:
+@pytest.mark.parametrize("version", [None, MIGRATIONS[-1].version, 1])
+def test_the_library_names_the_upgrade_and_leaves_the_file_alone(ha_home, version) -> None:
+    """Told by its tables, whatever its schema version (an older Hermes Agent's, or one
+    equal to this hermes's)."""
     store, _ = ha_home
+    if version is not None:
+        with sqlite3.connect(store) as conn:
+            conn.execute("UPDATE schema_version SET version = ?", (version,))
+        conn.close()
     before = store.read_bytes()
     for read_only in (False, True):
         with pytest.raises(HermesAgentStoreError) as refused:
