@@ -1,6 +1,8 @@
 """Importing a Hermes Agent 0.19 ``state.db`` into the hermes store, verified.
 
-The source is opened read-only (a ``mode=ro`` URI) and only read. Every session is
+The source is opened read-only (a ``mode=ro`` URI) and only read; a row of a kind
+Hermes Agent does not write (a crafted or damaged file) is refused before anything is
+written. Every session is
 written through the store's own API (``hermes_state.SessionDB``), parents before
 children, so the same transactions, routing and exactly-once rules apply:
 
@@ -100,6 +102,11 @@ def open_source(path: Path) -> sqlite3.Connection:
             f"{path} is not a Hermes Agent state.db (it lacks the sessions and messages "
             "tables Hermes Agent writes); give the path of a Hermes Agent state.db."
         )
+    try:
+        check_source(conn, path)
+    except NotHermesAgentStoreError:
+        conn.close()
+        raise
     return conn
 
 
@@ -115,6 +122,59 @@ def _read_only_uri(path: Path) -> str:
     if not path.with_name(path.name + "-wal").exists():
         uri += "&immutable=1"
     return uri
+
+
+# What each column of the source may hold, as Hermes Agent writes it (None: NULL).
+_TEXT, _TEXT_OR_NULL = (str,), (str, type(None))
+_TIME, _TIME_OR_NULL = (int, float), (int, float, type(None))
+_FLAG = (int, type(None))
+_SESSION_TYPES = {"id": _TEXT, "source": _TEXT_OR_NULL, "parent_session_id": _TEXT_OR_NULL,
+                  "started_at": _TIME, "ended_at": _TIME_OR_NULL, "end_reason": _TEXT_OR_NULL,
+                  **dict.fromkeys(_SESSION_FIELDS, _TEXT_OR_NULL)}  # fmt: skip
+_MESSAGE_TYPES = {"id": (int,), "session_id": _TEXT, "role": _TEXT, "content": _TEXT_OR_NULL,
+                  "tool_calls": _TEXT_OR_NULL, "tool_call_id": _TEXT_OR_NULL,
+                  "tool_name": _TEXT_OR_NULL, "reasoning": _TEXT_OR_NULL, "timestamp": _TIME,
+                  "token_count": _FLAG, "active": _FLAG, "compacted": _FLAG}  # fmt: skip
+
+
+def check_source(conn: sqlite3.Connection, path: Path) -> None:
+    """Refuse, before anything is written, rows Hermes Agent does not write (a crafted
+    or damaged file): each column of the kind it stores, each message in a session."""
+    try:
+        sessions = _check_rows(conn, "sessions", _SESSION_TYPES)
+        _check_rows(conn, "messages", _MESSAGE_TYPES, sessions)
+    except sqlite3.DatabaseError as exc:
+        raise NotHermesAgentStoreError(
+            f"{path} cannot be read as a Hermes Agent state.db ({exc}); nothing was changed."
+        ) from exc
+    except NotHermesAgentStoreError as exc:
+        raise NotHermesAgentStoreError(f"{path} {exc}; nothing was changed.") from None
+
+
+def _check_rows(
+    conn: sqlite3.Connection,
+    table: str,
+    types: dict[str, tuple[type, ...]],
+    sessions: set[str] | None = None,
+) -> set[str]:
+    present = {r["name"] for r in conn.execute(f"PRAGMA table_info({table})")}
+    columns = [c for c in types if c in present]
+    ids: set[str] = set()
+    for row in conn.execute(f"SELECT {', '.join(columns)} FROM {table}"):
+        for column in columns:
+            value = row[column]
+            if not isinstance(value, types[column]) or isinstance(value, bool):
+                raise NotHermesAgentStoreError(
+                    f"holds a row Hermes Agent does not write ({table} {str(row['id'])[:40]!r}: "
+                    f"{column} is {str(value)[:40]!r})"
+                )
+        if sessions is not None and row["session_id"] not in sessions:
+            raise NotHermesAgentStoreError(
+                f"holds message {row['id']} of a session it does not hold "
+                f"({str(row['session_id'])[:40]!r})"
+            )
+        ids.add(row["id"])
+    return ids
 
 
 def sessions_in_order(conn: sqlite3.Connection) -> list[Record]:

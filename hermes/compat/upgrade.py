@@ -134,7 +134,10 @@ def _build(
     try:
         conn = importer.open_source(source)
     except importer.NotHermesAgentStoreError as exc:
-        raise UpgradeRefusedError(f"{exc} Nothing was changed.") from exc
+        text = str(exc).replace(str(source), str(name or source))
+        if "nothing was changed" not in text:
+            text += " Nothing was changed."
+        raise UpgradeRefusedError(text) from exc
     try:
         db = SessionDB(db_path=target, synchronous="normal")
         try:
