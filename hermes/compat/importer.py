@@ -133,7 +133,8 @@ _SESSION_TYPES = {"id": _TEXT, "source": _TEXT_OR_NULL, "parent_session_id": _TE
                   **dict.fromkeys(_SESSION_FIELDS, _TEXT_OR_NULL)}  # fmt: skip
 _MESSAGE_TYPES = {"id": (int,), "session_id": _TEXT, "role": _TEXT, "content": _TEXT_OR_NULL,
                   "tool_calls": _TEXT_OR_NULL, "tool_call_id": _TEXT_OR_NULL,
-                  "tool_name": _TEXT_OR_NULL, "reasoning": _TEXT_OR_NULL, "timestamp": _TIME,
+                  "tool_name": _TEXT_OR_NULL, "reasoning": _TEXT_OR_NULL,
+                  "reasoning_content": _TEXT_OR_NULL, "timestamp": _TIME,
                   "token_count": _FLAG, "active": _FLAG, "compacted": _FLAG}  # fmt: skip
 
 
