@@ -129,7 +129,7 @@ def test_an_upgrade_killed_midway_then_run_again_leaves_one_correct_store(
     hermes_agent_python, hermes_home
 ) -> None:
     store = hermes_home / "state.db"
-    rows = build_store(hermes_agent_python, store, extra_sessions=150)
+    rows = build_store(hermes_agent_python, store, extra_sessions=300)
     original = store.read_bytes()
 
     upgrading = subprocess.Popen([*hermes_command(), "import", "hermes-agent", "--yes"],
