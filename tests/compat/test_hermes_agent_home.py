@@ -96,6 +96,8 @@ def test_asked_on_a_terminal_the_store_is_upgraded_in_place_once(ha_home) -> Non
     assert again.returncode == 0 and again.stderr == "", again.stderr
     assert "Trip planning" in again.stdout
     assert backups(store) == [backup]
+    found = hermes("sessions", "search", "noted")  # archived by an in-place compaction
+    assert found.returncode == 0 and "noted" in found.stdout and found.stderr == ""
     imported = hermes("import", "hermes-agent", "--yes")
     assert imported.returncode == 0, imported.stderr
     assert "Nothing to import" in imported.stdout and backup.name in imported.stdout
