@@ -11,9 +11,11 @@ import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from hermes.cli._hermes_agent_store import upgraded_or_read_only
 from hermes.config import load_config
 from hermes.errors import HermesError
 from hermes.state import SessionDB
+from hermes.state.errors import HermesAgentStoreError
 from hermes.state.location import StoreLocation, store_location
 
 
@@ -36,8 +38,17 @@ def opened_store(*, read_only: bool, create: bool = False) -> Iterator[SessionDB
             f"No conversations yet: there is no state store at {location.label}. "
             "Start one with `hermes chat`."
         )
+    synchronous = config.get("state.synchronous")
     with database_errors(location):
-        db = open_db(location, read_only=read_only, synchronous=config.get("state.synchronous"))
+        try:
+            db = open_db(location, read_only=read_only, synchronous=synchronous)
+        except HermesAgentStoreError:
+            assert location.path is not None  # only a SQLite file can be one
+            with upgraded_or_read_only(location.path, read_only=read_only) as view:
+                if view is not None:
+                    yield view
+                    return
+            db = open_db(location, read_only=read_only, synchronous=synchronous)
         try:
             yield db
         finally:

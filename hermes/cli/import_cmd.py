@@ -15,12 +15,14 @@ from pathlib import Path
 import click
 
 from hermes.cli._ask import confirm_or_refuse
+from hermes.cli._hermes_agent_store import run_upgrade
 from hermes.cli._store import database_errors
 from hermes.cli.migrate import progress_display
-from hermes.compat import importer
+from hermes.compat import importer, upgrade
 from hermes.compat.session_db import SessionDB
 from hermes.config import Config, load_config
 from hermes.state.location import StoreLocation, store_location
+from hermes.state.sqlite import is_hermes_agent_store
 
 DEFAULT_SOURCE = Path("~/.hermes/state.db")
 
@@ -34,26 +36,37 @@ def import_group() -> None:
 @click.argument("path", required=False, type=click.Path(path_type=Path))
 @click.option("--dry-run", is_flag=True, help="Show what would be imported; change nothing.")
 @click.option("-y", "--yes", is_flag=True,
-              help="Import into a store that holds conversations without asking "
-              "(needed without a terminal).")  # fmt: skip
+              help="Import into a store that holds conversations, or upgrade the store "
+              "in place, without asking (needed without a terminal).")  # fmt: skip
 @click.pass_context
 def hermes_agent(ctx: click.Context, path: Path | None, dry_run: bool, yes: bool) -> None:
     """Import a Hermes Agent state.db (default ~/.hermes/state.db), verified.
 
-    The file is opened read-only and never changed. Compression rotations become
-    segments of one conversation, other child sessions branches; rows Hermes Agent
-    compacted in place are kept as undone history (searchable, not in the context).
+    A file elsewhere is opened read-only and never changed. Compression rotations become
+    segments of one conversation, other child sessions branches. A session Hermes
+    Agent compacted in place keeps its archived rows as history in a segment before
+    its live context (searchable and exported, not in the model's context); rows
+    the user rewound are kept as undone.
     Running it again imports nothing twice. Into a store that already holds
     conversations it asks first (nothing there is changed or removed).
+
+    When the file is hermes's own store (HERMES_HOME is a Hermes Agent home, or PATH
+    names the store), it is upgraded in place instead: a backup is written beside it
+    first (state.db.hermes-agent-<date>.bak), the new store is built next to it, every
+    message verified, and only then renamed over it; running it again does nothing.
+    Other commands ask for this on a terminal; without one, --yes here is the way.
     """
-    source = (path or DEFAULT_SOURCE).expanduser()
+    config = load_config()
+    location = store_location(config=config)
+    source = (path or _default_source(location)).expanduser()
+    if location.path is not None and _same_file(source, location.path):
+        _upgrade_in_place(location.path, dry_run=dry_run, yes=yes)
+        return
     try:
         conn = importer.open_source(source)
     except importer.NotHermesAgentStoreError as exc:
         click.echo(f"Error: {exc}", err=True)
         ctx.exit(2)
-    config = load_config()
-    location = store_location(config=config)
     try:
         if dry_run and not location.exists:  # nothing there yet: everything would be new
             report = importer.import_store(conn, None, dry_run=True)
@@ -111,3 +124,47 @@ def _open(location: StoreLocation, config: Config, *, read_only: bool) -> Sessio
         read_only=read_only,
         synchronous=config.get("state.synchronous"),
     )
+
+
+def _default_source(location: StoreLocation) -> Path:
+    """The store itself when it is (or was, a backup beside it says) a Hermes Agent
+    store, else ~/.hermes/state.db."""
+    path = location.path
+    if path is not None and (is_hermes_agent_store(path) or _backups(path)):
+        return path
+    return DEFAULT_SOURCE
+
+
+def _backups(path: Path) -> list[Path]:
+    return sorted(path.parent.glob(f"{path.name}.hermes-agent-*.bak"))
+
+
+def _same_file(one: Path, other: Path) -> bool:
+    return one.exists() and other.exists() and one.resolve() == other.resolve()
+
+
+def _upgrade_in_place(path: Path, *, dry_run: bool, yes: bool) -> None:
+    if not is_hermes_agent_store(path):
+        kept = _backups(path)
+        was = (
+            f" (upgraded from Hermes Agent; the original is kept as {kept[-1].name})"
+            if kept
+            else ""
+        )
+        click.echo(f"Nothing to import: {path} is this hermes's own store already{was}.")
+        return
+    if dry_run:
+        with upgrade.read_only_view(path) as db:
+            held = db.list_conversations(limit=1_000_000)
+        click.echo(f"Would upgrade {path} in place ({len(held)} conversations), keeping the "
+                   "original beside it as a backup; nothing was changed.")  # fmt: skip
+        return
+    confirm_or_refuse(
+        f"{path} is a Hermes Agent 0.19 store. Upgrade it in place for hermes? The "
+        "original is kept beside it as a backup",
+        yes=yes,
+        action="upgrading the Hermes Agent store in place",
+    )
+    report = run_upgrade(path)
+    if report is not None:
+        click.echo(f"Verified: every message is in the store, sha256:{report.imported.checksum}.")

@@ -26,7 +26,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "doctor": ("hermes.cli.doctor", "doctor", "Check config, store and endpoint."),
     "gateway": ("hermes.cli.gateway_cmd", "gateway", "Run the messaging gateway."),
     "migrate": ("hermes.cli.migrate", "migrate", "Copy a store between SQLite and PostgreSQL."),
-    "import": ("hermes.cli.import_cmd", "import_group", "Import a Hermes Agent state.db."),
+    "import": (
+        "hermes.cli.import_cmd",
+        "import_group",
+        "Import a Hermes Agent state.db, or upgrade one in place.",
+    ),
     "models": ("hermes.cli.models", "models", "List the models the endpoint offers."),
 }
 

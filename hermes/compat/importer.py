@@ -1,6 +1,8 @@
 """Importing a Hermes Agent 0.19 ``state.db`` into the hermes store, verified.
 
-The source is opened read-only (a ``mode=ro`` URI) and only read. Every session is
+The source is opened read-only (a ``mode=ro`` URI) and only read; a row of a kind
+Hermes Agent does not write (a crafted or damaged file) is refused before anything is
+written. Every session is
 written through the store's own API (``hermes_state.SessionDB``), parents before
 children, so the same transactions, routing and exactly-once rules apply:
 
@@ -9,8 +11,15 @@ children, so the same transactions, routing and exactly-once rules apply:
   segment; any other child starts a branch;
 - each message gets the uid ``hermes-agent:<session id>:<message id>``, so a second
   import stores nothing twice;
-- rows Hermes Agent compacted in place (``active = 0``) are stored and then marked
-  undone: kept in the history and in search, never in the live context.
+- a session Hermes Agent compacted in place (rows ``active = 0, compacted = 1``)
+  becomes a compression chain, as hermes would have rotated it: a segment
+  ``<id>~archive`` holding the archived originals (standing history: searchable,
+  exported), ended for compression, then the session's own id holding the live rows
+  (the summary and what followed) as the context the model sees. Its summary read
+  every archived row, which ``segment_coverage`` records (invariant 14); so does each
+  child of a rotation Hermes Agent made itself;
+- rewound rows (``active = 0, compacted = 0``: the user took them back) are stored
+  and then marked undone: in the history, never in search or the live context.
 
 Afterwards every source message is looked up by its uid and a sha256 over the content
 columns of both sides must be equal.
@@ -93,6 +102,11 @@ def open_source(path: Path) -> sqlite3.Connection:
             f"{path} is not a Hermes Agent state.db (it lacks the sessions and messages "
             "tables Hermes Agent writes); give the path of a Hermes Agent state.db."
         )
+    try:
+        check_source(conn, path)
+    except NotHermesAgentStoreError:
+        conn.close()
+        raise
     return conn
 
 
@@ -110,30 +124,94 @@ def _read_only_uri(path: Path) -> str:
     return uri
 
 
+# What each column of the source may hold, as Hermes Agent writes it (None: NULL).
+_TEXT, _TEXT_OR_NULL = (str,), (str, type(None))
+_TIME, _TIME_OR_NULL = (int, float), (int, float, type(None))
+_FLAG = (int, type(None))
+_SESSION_TYPES = {"id": _TEXT, "source": _TEXT_OR_NULL, "parent_session_id": _TEXT_OR_NULL,
+                  "started_at": _TIME, "ended_at": _TIME_OR_NULL, "end_reason": _TEXT_OR_NULL,
+                  **dict.fromkeys(_SESSION_FIELDS, _TEXT_OR_NULL)}  # fmt: skip
+_MESSAGE_TYPES = {"id": (int,), "session_id": _TEXT, "role": _TEXT, "content": _TEXT_OR_NULL,
+                  "tool_calls": _TEXT_OR_NULL, "tool_call_id": _TEXT_OR_NULL,
+                  "tool_name": _TEXT_OR_NULL, "reasoning": _TEXT_OR_NULL,
+                  "reasoning_content": _TEXT_OR_NULL, "timestamp": _TIME,
+                  "token_count": _FLAG, "active": _FLAG, "compacted": _FLAG}  # fmt: skip
+
+
+def check_source(conn: sqlite3.Connection, path: Path) -> None:
+    """Refuse, before anything is written, rows Hermes Agent does not write (a crafted
+    or damaged file): each column of the kind it stores, each message in a session."""
+    try:
+        sessions = _check_rows(conn, "sessions", _SESSION_TYPES)
+        _check_rows(conn, "messages", _MESSAGE_TYPES, sessions)
+    except sqlite3.DatabaseError as exc:
+        raise NotHermesAgentStoreError(
+            f"{path} cannot be read as a Hermes Agent state.db ({exc}); nothing was changed."
+        ) from exc
+    except NotHermesAgentStoreError as exc:
+        raise NotHermesAgentStoreError(f"{path} {exc}; nothing was changed.") from None
+
+
+def _check_rows(
+    conn: sqlite3.Connection,
+    table: str,
+    types: dict[str, tuple[type, ...]],
+    sessions: set[str] | None = None,
+) -> set[str]:
+    present = {r["name"] for r in conn.execute(f"PRAGMA table_info({table})")}
+    columns = [c for c in types if c in present]
+    ids: set[str] = set()
+    for row in conn.execute(f"SELECT {', '.join(columns)} FROM {table}"):
+        for column in columns:
+            value = row[column]
+            if not isinstance(value, types[column]) or isinstance(value, bool):
+                raise NotHermesAgentStoreError(
+                    f"holds a row Hermes Agent does not write ({table} {str(row['id'])[:40]!r}: "
+                    f"{column} is {str(value)[:40]!r})"
+                )
+        if sessions is not None and row["session_id"] not in sessions:
+            raise NotHermesAgentStoreError(
+                f"holds message {row['id']} of a session it does not hold "
+                f"({str(row['session_id'])[:40]!r})"
+            )
+        ids.add(row["id"])
+    return ids
+
+
 def sessions_in_order(conn: sqlite3.Connection) -> list[Record]:
-    """Every session, each parent before its children, oldest first."""
+    """Every session, each parent before its children, oldest first.
+
+    Walked without recursion: a crafted file may hold a parent chain thousands deep,
+    or a loop of parents (whose first session met is then taken as its start).
+    """
     rows = [dict(r) for r in conn.execute("SELECT * FROM sessions ORDER BY started_at, id")]
     by_id = {r["id"]: r for r in rows}
     ordered: list[Record] = []
-    placed: set[str] = set()
-
-    def place(row: Record, seen: frozenset[str] = frozenset()) -> None:
-        if row["id"] in placed:
-            return
-        parent = by_id.get(row["parent_session_id"] or "")
-        if parent is not None and parent["id"] not in seen:
-            place(parent, seen | {row["id"]})
-        placed.add(row["id"])
-        ordered.append(row)
-
+    placed: set[Any] = set()
     for row in rows:
-        place(row)
+        chain: list[Record] = []
+        on_chain: set[Any] = set()
+        current: Record | None = row
+        while current is not None and current["id"] not in placed:
+            if current["id"] in on_chain:
+                break
+            chain.append(current)
+            on_chain.add(current["id"])
+            current = by_id.get(current["parent_session_id"] or "")
+        for member in reversed(chain):
+            placed.add(member["id"])
+            ordered.append(member)
     return ordered
 
 
 def _messages_of(conn: sqlite3.Connection, session_id: str) -> list[Record]:
+    """The session's rows in order; an ``active`` of NULL (older Hermes Agent) is live."""
     sql = "SELECT * FROM messages WHERE session_id = ? ORDER BY id"
-    return [dict(r) for r in conn.execute(sql, (session_id,))]
+    rows = [dict(r) for r in conn.execute(sql, (session_id,))]
+    for row in rows:
+        row["active"] = 1 if row["active"] is None else row["active"]
+        row["compacted"] = row["compacted"] or 0
+    return rows
 
 
 def _as_message(session_id: str, row: Record) -> Record:
@@ -165,6 +243,8 @@ def import_store(
     show = progress or (lambda step, done, total: None)
     sessions = sessions_in_order(conn)
     total = conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0]
+    if total is None or not isinstance(total, int):
+        raise NotHermesAgentStoreError("The Hermes Agent store's messages cannot be counted.")
     new_sessions = new_messages = done = 0
     for row in sessions:
         rows = _messages_of(conn, row["id"])
@@ -186,39 +266,97 @@ def import_store(
     return ImportReport(len(sessions), total, new_sessions, new_messages, checksum)
 
 
+ARCHIVE_SUFFIX = "~archive"
+
+
+def archive_segment_id(session_id: str) -> str:
+    """The segment holding the rows Hermes Agent archived when it compacted in place."""
+    return f"{session_id}{ARCHIVE_SUFFIX}"
+
+
+def _archived(row: Record) -> bool:
+    """Archived by an in-place compaction: history, not context (not a rewind)."""
+    return not row["active"] and bool(row["compacted"])
+
+
 def _import_session(db: SessionDB, row: Record, rows: list[Record]) -> int:
-    fresh = db.get_session(row["id"]) is None
-    fields = {k: row.get(k) for k in _SESSION_FIELDS if row.get(k) is not None}
+    """One Hermes Agent session: one segment, or two when it was compacted in place.
+
+    In place, every row live at a compaction is archived and the compacted context
+    written after it, so every row up to the newest archived one is older than the
+    live context: those (archived, or rewound among them) go to the archive segment.
+    """
     parent = row["parent_session_id"]
     if parent and db.get_session(parent) is None:
         parent = None  # a parent pruned from the source: the child starts its own conversation
-    db.create_session(row["id"], row["source"] or "unknown", parent_session_id=parent, **fields)
+    boundary = max((r["id"] for r in rows if _archived(r)), default=None)
+    if boundary is None:
+        return _import_segment(db, row["id"], row, parent, rows)
+    history = [r for r in rows if r["id"] <= boundary and not r["active"]]
+    context = [r for r in rows if r["id"] > boundary or r["active"]]
+    archive = archive_segment_id(row["id"])
+    archive_row = {**row, "ended_at": _last_time(row, history), "end_reason": "compression"}
+    stored = _import_segment(db, archive, archive_row, parent, history)
+    live_row = {**row, "title": None, "started_at": archive_row["ended_at"]}
+    return stored + _import_segment(db, row["id"], live_row, archive, context)
+
+
+def _import_segment(
+    db: SessionDB, segment_id: str, row: Record, parent: str | None, rows: list[Record]
+) -> int:
+    fresh = db.get_session(segment_id) is None
+    fields = {k: row.get(k) for k in _SESSION_FIELDS if row.get(k) is not None}
+    source = row["source"] or "unknown"
+    db.create_session(segment_id, str(source), parent_session_id=parent, **fields)
+    if parent is not None:
+        _record_coverage(db, segment_id)
     if row.get("input_tokens") or row.get("output_tokens"):
-        db.update_token_counts(row["id"], row.get("input_tokens") or 0,
+        db.update_token_counts(segment_id, row.get("input_tokens") or 0,
                                row.get("output_tokens") or 0, absolute=True)  # fmt: skip
     stored = 0
     if rows:
-        appended = db.append_messages(row["id"], [_as_message(row["id"], r) for r in rows])
+        messages = [_as_message(row["id"], r) for r in rows]
+        appended = db.append_messages(segment_id, messages)
         stored = appended.stored
-        compacted = [
+        rewound = [
             new_id
             for new_id, r in zip(appended.message_ids, rows, strict=True)
-            if new_id is not None and not r["active"]
+            if new_id is not None and not r["active"] and not r["compacted"]
         ]
-        db.mark_undone(appended.session_id, compacted)
+        db.mark_undone(appended.session_id, rewound)
     if row["ended_at"] is not None and row["end_reason"]:
-        db.end_session(row["id"], row["end_reason"])
+        db.end_session(segment_id, str(row["end_reason"]))
     if fresh:
-        _keep_times(db, row, rows)
+        _keep_times(db, segment_id, row, rows)
     return stored
 
 
-def _keep_times(db: SessionDB, row: Record, rows: list[Record]) -> None:
+def _record_coverage(db: SessionDB, child_id: str) -> None:
+    """A compression child Hermes Agent made holds the summary of its parent's rows.
+
+    Invariant 14 asks every row of a rotated parent to be copied into the child or
+    covered by its summary; the summary Hermes Agent wrote read them all.
+    """
+    sql = (
+        "INSERT INTO segment_coverage (session_id, origin_id)"
+        " SELECT c.id, COALESCE(m.origin_id, m.id) FROM sessions c"
+        " JOIN messages m ON m.session_id = c.parent_session_id"
+        " WHERE c.id = ? AND c.lineage = 'compression'"
+        " ON CONFLICT DO NOTHING"
+    )
+    db._write(lambda tx: tx.run(sql, (child_id,)))
+
+
+def _last_time(row: Record, rows: list[Record]) -> float:
+    return float(max([row["started_at"], *(r["timestamp"] for r in rows)]))
+
+
+def _keep_times(db: SessionDB, segment_id: str, row: Record, rows: list[Record]) -> None:
     """The session's own start, last activity and end, not the moment of the import."""
     last = max([row["started_at"], row["ended_at"] or 0, *(r["timestamp"] for r in rows)])
     sql = "UPDATE sessions SET started_at = ?, last_active_at = ?, ended_at = ? WHERE id = ?"
     ended = row["ended_at"] if row["end_reason"] else None
-    db._write(lambda tx: tx.run(sql, (row["started_at"], last, ended, row["id"])))
+    db._write(lambda tx: tx.run(sql, (row["started_at"], last, ended, segment_id)))
 
 
 def _count_missing(db: SessionDB, session_id: str, rows: list[Record]) -> int:

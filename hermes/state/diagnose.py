@@ -12,7 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from hermes.state.errors import CorruptStoreError, StateError, StoreUnavailableError
+from hermes.state.errors import (
+    CorruptStoreError,
+    HermesAgentStoreError,
+    StateError,
+    StoreUnavailableError,
+)
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 BACKUP_FIX = "Stop hermes, keep a copy of the file, and restore it from a backup."
@@ -36,6 +41,8 @@ class Diagnosis:
         )
         if self.kind in ("newer", "older"):
             kind = StateError
+        if self.kind == "hermes_agent":
+            kind = HermesAgentStoreError
         exc = kind(str(self))
         exc.diagnosis = self
         return exc
@@ -119,6 +126,20 @@ def newer_schema(location: str, current: int, latest: int) -> Diagnosis:
         f"The state store {location} was written by a newer hermes (schema {current}, this "
         f"one knows {latest}).",
         "Upgrade hermes (pip install -U hermes-agent-runtime).",
+    )
+
+
+# The command that upgrades a Hermes Agent store in place (hermes/cli/import_cmd.py).
+UPGRADE_COMMAND = "hermes import hermes-agent"
+
+
+def hermes_agent_store(location: str) -> Diagnosis:
+    """A Hermes Agent 0.19 state.db where hermes keeps its store: not a newer hermes."""
+    return Diagnosis(
+        "hermes_agent",
+        f"{location} is a Hermes Agent 0.19 store, not yet upgraded for hermes.",
+        f"Run `{UPGRADE_COMMAND}` to upgrade it in place (a backup is kept beside it); "
+        "until then hermes only reads it.",
     )
 
 

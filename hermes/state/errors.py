@@ -10,6 +10,7 @@ StateError
 ├── StoreBusyError          another writer held the store past our patience
 ├── StoreUnavailableError   the store cannot be opened or reached (path, permissions, server)
 ├── CorruptStoreError       the file is not a hermes database or is damaged
+├── HermesAgentStoreError   the file is a Hermes Agent store, to upgrade in place first
 └── ReadOnlyStoreError      a write on a store opened read-only
 """
 
@@ -93,6 +94,10 @@ class StoreUnavailableError(StateError):
 
 class CorruptStoreError(StateError):
     """The database file is damaged or is not a hermes state database."""
+
+
+class HermesAgentStoreError(StateError):
+    """The SQLite file is a Hermes Agent store: hermes reads it once upgraded in place."""
 
 
 class ReadOnlyStoreError(StateError):

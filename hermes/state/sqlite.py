@@ -504,9 +504,60 @@ def _refuse_foreign(conn: sqlite3.Connection, path: Path, *, allow_empty: bool =
     if names and "schema_version" not in names:
         conn.close()
         raise diagnose.foreign(path, sorted(names)).error()
+    # Hermes Agent's state.db has a schema_version too (a bare one, at its own numbers):
+    # told apart by its tables whatever its version, looked at only when the store
+    # lacks a table every current hermes store has.
+    if "segment_coverage" not in names and hermes_agent_schema(conn):
+        conn.close()
+        raise diagnose.hermes_agent_store(str(path)).error()
     if not names and not allow_empty:
         conn.close()
         raise diagnose.empty(path).error()
+
+
+def hermes_agent_schema(conn: sqlite3.Connection) -> bool:
+    """The database holds Hermes Agent's schema (sessions, messages, a bare schema_version).
+
+    Told from a newer hermes by its tables, not its version number: hermes's sessions
+    always have ``conversation_id`` and its ``schema_version`` names each migration.
+    """
+
+    cursor = conn.cursor()
+    cursor.row_factory = None
+
+    def columns(table: str) -> set[str]:
+        return {r[1] for r in cursor.execute(f"PRAGMA table_info({table})").fetchall()}
+
+    try:
+        tables = {
+            r[0] for r in cursor.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        }
+        if not {"sessions", "messages", "schema_version"} <= tables:
+            return False
+        session_columns, version_columns = columns("sessions"), columns("schema_version")
+        message_columns = columns("messages")
+    except sqlite3.DatabaseError:
+        return False
+    return (
+        "conversation_id" not in session_columns
+        and "name" not in version_columns
+        and {"id", "source", "started_at"} <= session_columns
+        and {"id", "session_id", "role", "content", "timestamp"} <= message_columns
+    )
+
+
+def is_hermes_agent_store(path: Path) -> bool:
+    """``path`` is a SQLite file holding a Hermes Agent store (read without writing)."""
+    if not path.is_file() or diagnose.file_problem(path) is not None:
+        return False
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?{_read_only_mode(path)}", uri=True)
+    except sqlite3.Error:
+        return False
+    try:
+        return hermes_agent_schema(conn)
+    finally:
+        conn.close()
 
 
 def _translate(exc: sqlite3.Error, path: Path) -> StateError:

@@ -7,8 +7,6 @@ test skips only when pip cannot get it, and HERMES_REQUIRE_HERMES_AGENT=1 (set b
 
 from __future__ import annotations
 
-import json
-import os
 import sqlite3
 import subprocess
 import sys
@@ -16,39 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from hermes.state import SessionDB
+from hermes.compat import importer
+from hermes.compat.session_db import SessionDB
+from tests.compat.hermes_agent import build_store, check_imported
 
-VERSION = "0.19.0"
-HERE = Path(__file__).parent
 HERMES = str(Path(sys.executable).parent / "hermes")
-
-
-@pytest.fixture(scope="session")
-def hermes_agent_python() -> Path:
-    venv = Path(f"/tmp/hermes-agent-{VERSION}-venv")
-    python = venv / "bin" / "python"
-    if not (venv / ".ok").exists():
-        subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True)
-        pip = subprocess.run(
-            [str(python), "-m", "pip", "install", "-q", f"hermes-agent=={VERSION}"],
-            capture_output=True, text=True,
-        )  # fmt: skip
-        if pip.returncode != 0:
-            why = f"pip cannot install hermes-agent=={VERSION}: {pip.stderr[-500:]}"
-            if os.environ.get("HERMES_REQUIRE_HERMES_AGENT") == "1":
-                pytest.fail(why)
-            pytest.skip(why)
-        (venv / ".ok").touch()
-    return python
-
-
-def build_store(python: Path, tmp_path: Path) -> tuple[Path, list[dict]]:
-    path = tmp_path / "ha" / "state.db"
-    path.parent.mkdir()
-    env = {**os.environ, "HERMES_HOME": str(tmp_path / "ha-home"), "HERMES_DISABLE_LAZY_INSTALLS": "1"}  # fmt: skip
-    done = subprocess.run([str(python), str(HERE / "ha_build_store.py"), str(path)],
-                          env=env, capture_output=True, text=True, check=True)  # fmt: skip
-    return path, json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def started_at(path: Path) -> dict[str, float]:
@@ -64,7 +34,8 @@ def hermes(*args: str) -> subprocess.CompletedProcess:
 
 @pytest.mark.hermes_agent
 def test_a_real_hermes_agent_store_is_imported_exactly_once(hermes_agent_python, tmp_path, hermes_home) -> None:  # fmt: skip
-    source, rows = build_store(hermes_agent_python, tmp_path)
+    source = tmp_path / "ha" / "state.db"
+    rows = build_store(hermes_agent_python, source)
     started = started_at(source)
     before = (source.read_bytes(), source.stat().st_mtime_ns, sorted(source.parent.iterdir()))
 
@@ -79,26 +50,10 @@ def test_a_real_hermes_agent_store_is_imported_exactly_once(hermes_agent_python,
 
     db = SessionDB(db_path=hermes_home / "state.db")
     try:
-        imported = {m["message_uid"]: m for s in ("root", "root-2", "side")
-                    for m in db.get_messages(s, include_undone=True)}  # fmt: skip
-        for row in rows:
-            got = imported[f"hermes-agent:{row['session_id']}:{row['id']}"]
-            assert got["session_id"] == row["session_id"]
-            for key in ("role", "content", "tool_call_id", "tool_name", "reasoning"):
-                assert got[key] == row[key], key
-            assert bool(got["undone"]) == (not row["active"])
-            if row["tool_calls"]:
-                assert got["tool_calls"] == json.loads(row["tool_calls"])
-        segments = db.get_session("root-2"), db.get_session("side")
-        assert segments[0]["conversation_id"] == "root" and segments[0]["lineage"] == "compression"
-        assert segments[1]["conversation_id"] == "side" and segments[1]["lineage"] == "branch"
+        check_imported(db, rows)
         root = db.get_session("root")
         assert root["title"] == "Trip planning" and root["user_id"] == "u1"
         assert root["started_at"] == started["root"]  # its own time, not the import's
-        live = [m["content"] for m in db.get_messages("root-2")]
-        assert live == ["compacted summary of Lisbon", "and Porto?"]
-        compacted_away = [h["session_id"] for h in db.search_messages("noted")]
-        assert compacted_away == ["root-2"]  # an in-place compacted row is still found
     finally:
         db.close()
 
@@ -108,3 +63,21 @@ def test_a_real_hermes_agent_store_is_imported_exactly_once(hermes_agent_python,
     assert second.returncode == 0, second.stderr
     assert "Nothing to import" in second.stdout
     assert (source.read_bytes(), source.stat().st_mtime_ns, sorted(source.parent.iterdir())) == before  # fmt: skip
+
+
+@pytest.mark.hermes_agent
+def test_in_place_compactions_come_over_as_history_on_both_backends(hermes_agent_python, tmp_path, store) -> None:  # fmt: skip
+    source = tmp_path / "ha" / "state.db"
+    rows = build_store(hermes_agent_python, source)
+    conn = importer.open_source(source)
+    db = SessionDB(db_path=store.path, url=store.url)
+    try:
+        report = importer.import_store(conn, db)
+        assert report.new_messages == len(rows)
+        check_imported(db, rows)
+        again = importer.import_store(conn, db)
+        assert (again.new_sessions, again.new_messages) == (0, 0)
+        check_imported(db, rows)
+    finally:
+        db.close()
+        conn.close()
