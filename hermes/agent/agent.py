@@ -100,6 +100,7 @@ class AIAgent:
         self.cwd = Path(cwd) if cwd else Path.cwd()
         self.interactive = interactive
         self.approve = approve
+        self.yolo = False  # `hermes --yolo`: dangerous commands run without asking
         self.user_id = user_id
         self.session_key = session_key
         self.title = title
