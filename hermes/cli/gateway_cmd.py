@@ -52,7 +52,7 @@ _CHATTY = (
 
 @click.group()
 def gateway() -> None:
-    """Run the messaging gateway (HTTP API, Telegram, Discord, Slack)."""
+    """Run the messaging gateway (HTTP API, Telegram, Discord, Slack), or see if it runs."""
 
 
 @gateway.command("run")

@@ -28,7 +28,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "config": ("hermes.cli.config_cmd", "config", "Show and change configuration."),
     "setup": ("hermes.cli.config_cmd", "setup", "Set the endpoint, model and API key."),
     "doctor": ("hermes.cli.doctor", "doctor", "Check config, store and endpoint."),
-    "gateway": ("hermes.cli.gateway_cmd", "gateway", "Run the messaging gateway."),
+    "gateway": ("hermes.cli.gateway_cmd", "gateway", "Run the messaging gateway; its status."),
     "migrate": ("hermes.cli.migrate", "migrate", "Copy a store between SQLite and PostgreSQL."),
     "import": ("hermes.cli.import_cmd", "import_group", "Import a Hermes Agent state.db."),
     "models": ("hermes.cli.models", "models", "List the models the endpoint offers."),
