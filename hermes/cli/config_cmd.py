@@ -100,6 +100,8 @@ def _lookup(current: Config, key: str) -> Any:
     mapping = next((k for k in SCHEMA if key.startswith(k + ".") and SCHEMA[k][0] == (dict,)), None)
     if mapping is None and key in current.ignored:
         return current.ignored[key]
+    if mapping is None and key in HERMES_AGENT_KEYS:
+        key = HERMES_AGENT_KEYS[key]  # Hermes Agent's name for it
     if mapping is None:
         return current.get(check_key(key))
     value: Any = current.get(mapping)

@@ -90,7 +90,7 @@ def test_a_hermes_agent_config_is_read_with_one_warning(
     assert "terminal.env_passthrough (line" in warning[0]
     assert get("compression.threshold") == "0.7"
     assert get("compression.summary_model") == "summary-model"
-    assert get("agent.max_iterations") == "60"
+    assert get("agent.max_iterations") == "60" == get("agent.max_turns")
     assert get("memory.memory_char_limit") == "3000"
     assert get("display.show_reasoning") == "true"  # ignored, but readable
     shown = hermes("config", "show").stdout
