@@ -56,6 +56,7 @@ def move_old_memories(hermes_home: Path) -> list[str]:
             new.parent.mkdir(mode=0o700, exist_ok=True)
             os.link(old, new)  # never replaces a file another process just wrote
             old.unlink()
+            new.chmod(0o600)  # a state file (0600), whatever the old one was
         except OSError:
             continue  # a read-only home: read where it is, try again next time
         moved.append(name)

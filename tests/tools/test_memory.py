@@ -110,6 +110,7 @@ def test_old_memory_files_move_into_memories_once_and_say_so(
 ) -> None:
     (home / "MEMORY.md").write_text(f"old note{DELIMITER}second note\n")
     (home / "USER.md").write_text("Name: Ada.\n")
+    (home / "USER.md").chmod(0o644)
     assert read_entries(home, "memory") == ["old note", "second note"]  # read before the move
     call("memory", action="add", target="memory", content="new note")
     said = [line for line in capsys.readouterr().err.splitlines() if line]
@@ -117,6 +118,7 @@ def test_old_memory_files_move_into_memories_once_and_say_so(
     assert not (home / "MEMORY.md").exists() and not (home / "USER.md").exists()
     assert read_entries(home, "memory") == ["old note", "second note", "new note"]
     assert read_entries(home, "user") == ["Name: Ada."]
+    assert (home / "memories" / "USER.md").stat().st_mode & 0o777 == 0o600
     assert move_old_memories(home) == []  # once: nothing left to move, nothing said
     assert capsys.readouterr().err == ""
 
