@@ -1,9 +1,14 @@
 """HERMES_HOME, config.yaml and defaults.
 
 Configuration is layered: built-in defaults, then ``$HERMES_HOME/config.yaml``, then
-environment variables. Every key has a type in ``SCHEMA``; a bad file or value raises
+environment variables. Every key has a type in ``SCHEMA``; a bad value raises
 ``ConfigError`` with one sentence that names the key and, when it came from the file,
 its line.
+
+A Hermes Agent home's config.yaml works as it is: Hermes Agent's names for hermes's
+settings are read with their meaning here (``HERMES_AGENT_KEYS``, ``model.provider``),
+and a key hermes does not use is ignored with one warning per process on stderr (never
+a refusal), as Hermes Agent ignores keys it does not use. ``Config.ignored`` lists them.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ import copy
 import os
 import re
 import stat
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +32,10 @@ DEFAULT_BASE_URL = "https://openrouter.ai/api/v1"
 SCHEMA: dict[str, tuple[tuple[type | None, ...], Any]] = {
     "model.default": ((str,), "openai/gpt-4o-mini"),
     "model.base_url": ((str,), DEFAULT_BASE_URL),
+    # Hermes Agent's provider name: chooses model.base_url when the file sets none.
+    "model.provider": ((str, None), None),
+    # An API key in the file (Hermes Agent's custom endpoints); the environment wins.
+    "model.api_key": ((str, None), None),
     "model.context_length": ((int, None), None),
     "model.request_timeout": ((int, float), 120),
     "model.max_retries": ((int,), 4),
@@ -82,6 +92,81 @@ ENV_OVERRIDES = {
 }
 
 API_KEY_ENV = ("HERMES_API_KEY", "OPENROUTER_API_KEY", "OPENAI_API_KEY")
+
+# Hermes Agent 0.19's names for settings hermes has: read into hermes's key. When a file
+# holds both names, hermes's own wins.
+HERMES_AGENT_KEYS = {
+    "agent.max_turns": "agent.max_iterations",
+    "agent.api_max_retries": "model.max_retries",
+    "terminal.env_passthrough": "terminal.pass_env",
+    "auxiliary.compression.model": "compression.summary_model",
+}
+
+# Hermes Agent's providers that speak the OpenAI API, and where (model.provider).
+PROVIDER_BASE_URLS = {
+    "auto": DEFAULT_BASE_URL,
+    "openrouter": DEFAULT_BASE_URL,
+    "openai": "https://api.openai.com/v1",
+    "openai-api": "https://api.openai.com/v1",
+    "nous": "https://inference-api.nousresearch.com/v1",
+    "deepseek": "https://api.deepseek.com/v1",
+    "xai": "https://api.x.ai/v1",
+    "huggingface": "https://router.huggingface.co/v1",
+    "lmstudio": "http://127.0.0.1:1234/v1",
+    "ollama": "http://localhost:11434/v1",
+}
+
+# Sections accepted without a word: Hermes Agent's MCP servers and shell hooks (read by
+# the parts that use them), and its file-format version.
+QUIET_SECTIONS = frozenset({"mcp_servers", "hooks", "_config_version"})
+
+# Hermes Agent 0.19's keys in the sections hermes shares with it, which hermes does not
+# use: ignored like any other, but never answered with a "did you mean" (they are no typo).
+_HERMES_AGENT_ONLY = frozenset(
+    f"{section}.{name}"
+    for section, names in {
+        "model": "api_mode",
+        "agent": (
+            "gateway_timeout restart_drain_timeout service_tier tool_use_enforcement "
+            "intent_ack_continuation task_completion_guidance parallel_tool_call_guidance "
+            "environment_probe environment_hint coding_context coding_instructions "
+            "verify_guidance max_verify_nudges verify_on_stop gateway_timeout_warning "
+            "clarify_timeout gateway_notify_interval gateway_auto_continue_freshness "
+            "local_stream_stale_timeout image_input_mode disabled_toolsets reasoning_overrides"
+        ),
+        "terminal": (
+            "backend modal_mode cwd daemon_term_grace_seconds home_mode shell_init_files "
+            "auto_source_bashrc docker_image docker_forward_env docker_env singularity_image "
+            "modal_image daytona_image container_cpu container_memory container_disk "
+            "container_persistent docker_volumes docker_mount_cwd_to_workspace docker_network "
+            "docker_extra_args docker_run_as_host_user persistent_shell"
+        ),
+        "compression": (
+            "target_ratio protect_last_n hygiene_hard_message_limit protect_first_n "
+            "abort_on_summary_failure codex_gpt55_autoraise codex_gpt55_autoraise_notice "
+            "codex_app_server_auto in_place"
+        ),
+        "memory": ("memory_enabled user_profile_enabled write_approval provider"),
+        "tools": (
+            "tool_search.enabled tool_search.threshold_pct tool_search.search_default_limit "
+            "tool_search.max_search_limit"
+        ),
+        "gateway": (
+            "delivery_ledger platform_connect_timeout write_sessions_json "
+            "scale_to_zero.idle_timeout_minutes restart_loop_guard.max_restarts "
+            "restart_loop_guard.window_seconds respawn_storm.max_starts "
+            "respawn_storm.window_seconds message_timestamps.enabled max_inbound_media_bytes "
+            "strict media_delivery_allow_dirs trust_recent_files trust_recent_files_seconds "
+            "api_server.max_concurrent_runs"
+        ),
+    }.items()
+    for name in names.split()
+)
+
+# How many ignored keys the start-up warning names before it says "and N more".
+_WARN_NAMES = 6
+# Files whose ignored keys this process has warned about: the warning is said once.
+_warned: set[tuple[str, tuple[str, ...]]] = set()
 
 _TYPE_WORDS: dict[type | None, str] = {
     str: "a string",
@@ -155,7 +240,8 @@ def dotenv_values(home: Path | None = None) -> dict[str, str]:
 def register_secrets(config: Config, home: Path | None = None) -> None:
     """Make every secret this configuration and environment hold known to the redactor."""
     secrets.register_environment(os.environ, dotenv_values(home))
-    secrets.register(config.get("gateway.api_key"), api_key_from_env())
+    secrets.register(config.get("gateway.api_key"), config.get("model.api_key"))
+    secrets.register(api_key_from_env())
     url = config.get("state.url")
     if url:
         secrets.register(secrets.url_password(url))
@@ -172,6 +258,8 @@ class Config:
     values: dict[str, Any]
     path: Path
     lines: dict[str, int] = field(default_factory=dict)
+    # Keys of the file hermes does not use, with their values (see ``read_file``).
+    ignored: dict[str, Any] = field(default_factory=dict)
 
     def get(self, key: str) -> Any:
         if key in self.values:
@@ -362,6 +450,61 @@ def _key_lines(text: str) -> dict[str, int]:
 
 def read_file(path: Path) -> tuple[dict[str, Any], dict[str, int]]:
     """Read a config file into flat keys and their lines; raise ConfigError if bad."""
+    flat, lines, _ = read_file_parts(path)
+    return flat, lines
+
+
+def read_file_parts(path: Path) -> tuple[dict[str, Any], dict[str, int], dict[str, Any]]:
+    """``(known keys, lines, ignored keys)`` of a config file; ConfigError if a value is bad.
+
+    Known keys are checked and coerced; Hermes Agent's names come back under hermes's
+    key (a value of the wrong shape is ignored, as Hermes Agent ignores it); keys hermes
+    does not use come back apart, unchecked.
+    """
+    data, lines = _load_yaml(path)
+    known: dict[str, Any] = {}
+    ignored: dict[str, Any] = {}
+    aliased: dict[str, Any] = {}
+    for key, value in _flatten(data).items():
+        if key in SCHEMA:
+            known[key] = validate_value(key, value, lines.get(key))
+        elif key in HERMES_AGENT_KEYS:
+            aliased[key] = value
+        elif _is_section(key):
+            raise ConfigError(
+                f"Config key '{key}'{_where(lines.get(key))} must be a mapping of its keys "
+                f"(e.g. {first_key_in(key)}), not {value!r}."
+            )
+        else:
+            ignored[key] = value
+    for theirs, value in aliased.items():
+        ours = HERMES_AGENT_KEYS[theirs]
+        try:
+            read = validate_value(ours, value)
+        except ConfigError:
+            # Hermes Agent skips a value of the wrong shape (its own `config set` writes
+            # `[A]` as a string): so does hermes, saying so with the other ignored keys.
+            ignored[theirs] = value
+            continue
+        if ours not in known:
+            known[ours] = read
+            lines.setdefault(ours, lines.get(theirs, 0))
+    return known, lines, ignored
+
+
+def _load_yaml(path: Path) -> tuple[dict[str, Any], dict[str, int]]:
+    data, lines = _read_yaml(path)
+    data = {k: v for k, v in data.items() if str(k) not in QUIET_SECTIONS}
+    if isinstance(data.get("model"), str):
+        # `model: NAME`, the common shorthand (and Hermes Agent's), names the model.
+        data = {**data, "model": {"default": data["model"]}}
+        if "model" in lines:
+            lines["model.default"] = lines["model"]
+    return data, lines
+
+
+def _read_yaml(path: Path) -> tuple[dict[str, Any], dict[str, int]]:
+    """The file's mapping as written, and each dotted key's line."""
     import yaml
 
     try:
@@ -384,41 +527,114 @@ def read_file(path: Path) -> tuple[dict[str, Any], dict[str, int]]:
         raise ConfigError(
             f"Config file {path} must hold a mapping of sections, not a list or value."
         )
-    if isinstance(data.get("model"), str):
-        # `model: NAME`, the common shorthand (and Hermes Agent's), names the model.
-        data = {**data, "model": {"default": data["model"]}}
-        if "model" in lines:
-            lines["model.default"] = lines["model"]
-    flat = _flatten(data)
-    for key, value in flat.items():
-        flat[key] = validate_value(key, value, lines.get(key))
-    return flat, lines
+    return dict(data), lines
+
+
+def _where(line: int | None) -> str:
+    return f" (line {line})" if line else ""
+
+
+def _is_section(key: str) -> bool:
+    return any(k.startswith(key + ".") for k in SCHEMA)
+
+
+def first_key_in(section: str) -> str:
+    """The first of hermes's keys in ``section``, for examples in messages."""
+    return next(k for k in SCHEMA if k.startswith(section + "."))
+
+
+def warn_ignored(path: Path, ignored: Mapping[str, Any], lines: Mapping[str, int]) -> None:
+    """Say once per process, on stderr, which keys of ``path`` hermes does not use."""
+    if not ignored:
+        return
+    token = (str(path), tuple(sorted(ignored)))
+    if token in _warned:
+        return
+    _warned.add(token)
+    print(f"hermes: {ignored_summary(path, ignored, lines)}", file=sys.stderr)
+
+
+def ignored_summary(path: Path, ignored: Mapping[str, Any], lines: Mapping[str, int]) -> str:
+    """One sentence naming the keys hermes ignores, each with its line (and a typo's fix)."""
+    names = [_ignored_name(key, lines.get(key)) for key in ignored]
+    shown = ", ".join(names[:_WARN_NAMES])
+    more = f" and {len(names) - _WARN_NAMES} more" if len(names) > _WARN_NAMES else ""
+    return (
+        f"{path} has {'a key' if len(names) == 1 else f'{len(names)} keys'} hermes does not "
+        f"use, ignored: {shown}{more} (`hermes config show` lists them)."
+    )
+
+
+def _ignored_name(key: str, line: int | None) -> str:
+    notes = [f"line {line}"] if line else []
+    close = typo_of(key)
+    if key in HERMES_AGENT_KEYS:
+        notes.append(f"not a value {HERMES_AGENT_KEYS[key]} can take")
+    elif key == "model.provider":
+        notes.append("no OpenAI-compatible endpoint hermes knows: set model.base_url")
+    elif close:
+        notes.append(f"did you mean {close}?")
+    return f"{key} ({'; '.join(notes)})" if notes else key
+
+
+def typo_of(key: str) -> str | None:
+    """The hermes key ``key`` looks mistyped from: only in hermes's sections, never for
+    a key Hermes Agent has (a different setting, not a typo)."""
+    import difflib
+
+    section = key.split(".")[0]
+    sections = {k.split(".")[0] for k in SCHEMA}
+    if key in _HERMES_AGENT_ONLY:
+        return None
+    if section not in sections and not difflib.get_close_matches(section, sections, 1, 0.8):
+        return None  # a section of its own (display, plugins...): no typo of ours
+    return closest_key(key)
 
 
 def load_config(path: Path | None = None) -> Config:
     """Defaults, then the config file, then environment overrides."""
     path = path or hermes_home() / "config.yaml"
     values = defaults()
-    from_file, lines = read_file(path)
+    from_file, lines, ignored = read_file_parts(path)
     values.update(from_file)
+    provider = from_file.get("model.provider")
+    if provider and "model.base_url" not in from_file:
+        url = PROVIDER_BASE_URLS.get(provider.strip().lower())
+        if url is None:
+            ignored["model.provider"] = provider  # no endpoint hermes knows: not used
+        else:
+            values["model.base_url"] = url
     for env, key in ENV_OVERRIDES.items():
         if os.environ.get(env):
             values[key] = validate_value(key, os.environ[env])
-    return Config(values=values, path=path, lines=lines)
+    warn_ignored(path, ignored, lines)
+    return Config(values=values, path=path, lines=lines, ignored=ignored)
 
 
 def save_value(key: str, value: Any, path: Path | None = None) -> Path:
-    """Set one key in the config file, keeping the others; returns the file's path."""
+    """Set one key in the config file, keeping every other (hermes's or not); returns the path.
+
+    A key hermes does not use is written as given (a tool's Hermes Agent setting).
+    """
     import yaml
 
     path = path or ensure_home() / "config.yaml"
-    value = validate_value(key, value)
-    from_file, _ = read_file(path)
-    from_file[key] = value
-    tree = Config(values=from_file, path=path).as_tree()
+    if key in SCHEMA:
+        value = validate_value(key, value)
+    read_file_parts(path)  # a file with a bad value is not rewritten
+    tree, _ = _read_yaml(path)
+    if isinstance(tree.get("model"), str):
+        tree["model"] = {"default": tree["model"]}
+    node = tree
+    *parents, leaf = key.split(".")
+    for part in parents:
+        if not isinstance(node.get(part), dict):
+            node[part] = {}
+        node = node[part]
+    node[leaf] = value
     tmp = path.with_suffix(".yaml.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        yaml.safe_dump(tree, handle, sort_keys=True, allow_unicode=True)
+        yaml.safe_dump(tree, handle, sort_keys=False, allow_unicode=True)
     os.replace(tmp, path)
     return path

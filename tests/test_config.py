@@ -54,10 +54,15 @@ def test_broken_yaml_names_the_line(hermes_home: Path) -> None:
         load_config()
 
 
-def test_an_unknown_key_suggests_the_right_one(hermes_home: Path) -> None:
+def test_an_unknown_key_is_ignored_with_a_warning_that_suggests_the_right_one(
+    hermes_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     write(hermes_home, "compresion:\n  threshold: 0.4\n")
-    with pytest.raises(ConfigError, match="Did you mean 'compression.threshold'"):
-        load_config()
+    config = load_config()
+    assert config.get("compression.threshold") == 0.5
+    assert config.ignored == {"compresion.threshold": 0.4}
+    warning = capsys.readouterr().err
+    assert "compresion.threshold (line 2; did you mean compression.threshold?)" in warning
 
 
 def test_a_threshold_outside_zero_to_one_is_refused(hermes_home: Path) -> None:

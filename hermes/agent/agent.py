@@ -81,7 +81,9 @@ class AIAgent:
         self.model = self.settings.model.name
         self.base_url = self.settings.model.base_url
         self.provider = provider
-        self.api_key = api_key or api_key_from_env() or _key_from_dotenv()
+        self.api_key = (
+            api_key or api_key_from_env() or _key_from_dotenv() or self.config.get("model.api_key")
+        )
         register_secrets(self.config)
         self.quiet_mode = quiet_mode
         self.session_db = session_db
@@ -98,6 +100,7 @@ class AIAgent:
         self.cwd = Path(cwd) if cwd else Path.cwd()
         self.interactive = interactive
         self.approve = approve
+        self.yolo = False  # `hermes --yolo`: dangerous commands run without asking
         self.user_id = user_id
         self.session_key = session_key
         self.title = title

@@ -43,9 +43,12 @@ def build_system_prompt(
 
 
 def _memory_blocks(hermes_home: Path) -> list[str]:
+    from hermes.tools.memory import move_old_memories, read_memory_snapshot
+
+    move_old_memories(hermes_home)
     blocks = []
-    for name, heading in (("MEMORY.md", "Your notes"), ("USER.md", "About the user")):
-        text = _read(hermes_home / name)
+    texts = read_memory_snapshot(hermes_home)
+    for text, heading in zip(texts, ("Your notes", "About the user"), strict=True):
         if text:
             blocks.append(f"## {heading} (memory snapshot)\n{text}")
     return blocks

@@ -1,8 +1,8 @@
 """API keys for the CLI: where one is found, whether one is needed, where one is saved.
 
 A key comes from the environment (``HERMES_API_KEY``, ``OPENROUTER_API_KEY``,
-``OPENAI_API_KEY``, in that order) or from ``$HERMES_HOME/.env``, which `hermes setup`
-writes with mode 0600. Endpoints on this machine (Ollama, llama.cpp, vLLM) need none.
+``OPENAI_API_KEY``, in that order), from ``$HERMES_HOME/.env``, which `hermes setup`
+writes with mode 0600, or from ``model.api_key`` in config.yaml. Endpoints on this machine (Ollama, llama.cpp, vLLM) need none.
 """
 
 from __future__ import annotations
@@ -31,7 +31,10 @@ def find_api_key() -> tuple[str | None, str | None]:
     for name in API_KEY_ENV:
         if saved.get(name):
             return saved[name], str(env_file())
-    return None, None
+    from hermes.config import load_config
+
+    in_file = load_config().get("model.api_key")  # Hermes Agent keeps a custom endpoint's here
+    return (in_file, "model.api_key in config.yaml") if in_file else (None, None)
 
 
 def is_loopback(base_url: str) -> bool:

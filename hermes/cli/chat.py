@@ -31,6 +31,12 @@ CHAT_LOG_HANDLER = "hermes-chat"  # names our log handler so a second setup adds
 
 # Keys of the turn result that `--json` prints (the transcript itself is left out:
 # `hermes sessions export` is the way to get it).
+YOLO_HELP = (
+    "Run dangerous commands without asking, for this run only (writes to protected files "
+    "still ask, secrets stay unreadable, terminal.mode allowlist still applies)."
+)
+YOLO_NOTE = "--yolo: dangerous commands run without asking in this run."
+
 JSON_KEYS = ("final_response", "session_id", "iterations", "interrupted", "prompt_tokens",
              "completion_tokens", "compressions")  # fmt: skip
 
@@ -50,6 +56,7 @@ JSON_KEYS = ("final_response", "session_id", "iterations", "interrupted", "promp
               help="Continue a conversation by any of its segment ids or its title.")  # fmt: skip
 @click.option("--read-only", "read_only", is_flag=True,
               help="Show a conversation (-c, -r or the latest) without writing; sends nothing.")  # fmt: skip
+@click.option("--yolo", is_flag=True, help=YOLO_HELP)
 def chat(
     query: str | None,
     as_json: bool,
@@ -59,6 +66,7 @@ def chat(
     continue_: bool,
     resume: str | None,
     read_only: bool,
+    yolo: bool = False,
 ) -> None:
     """Chat with the agent; with -q, answer one question and exit."""
     if as_json and query is None:
@@ -82,6 +90,9 @@ def chat(
         tip = _pick_conversation(db, continue_, resume)
         agent = _make_agent(config, db, api_key=api_key, base_url=base_url, model=model,
                             interactive=text is None, system=system)  # fmt: skip
+        if yolo:
+            agent.yolo = True
+            click.echo(YOLO_NOTE, err=True)
         try:
             if tip is not None:
                 from hermes.agent.commands import bind_conversation

@@ -1,8 +1,10 @@
 """`hermes config show|get|set|path` and `hermes setup`.
 
 Keys and values are checked against ``hermes.config.SCHEMA`` before anything is
-written: an unknown key gets the closest known one as a suggestion, a wrong value is
-told the type it must have. Secrets (keys, tokens, the state URL's password) are
+written: a mistyped key in one of hermes's sections gets the closest known one as a
+suggestion, a wrong value is told the type it must have. A key of a section hermes does
+not have (``display.show_reasoning``, written by tools made for Hermes Agent) is kept in
+the file as given and ignored; `config show` lists what is ignored. Secrets (keys, tokens, the state URL's password) are
 shown masked. `setup` writes the endpoint and model with ``save_value``
 and the API key to ``$HERMES_HOME/.env`` (0600), never to config.yaml.
 """
@@ -19,14 +21,17 @@ import click
 
 from hermes.cli._env import find_api_key, is_loopback, save_api_key
 from hermes.config import (
+    HERMES_AGENT_KEYS,
     SCHEMA,
     Config,
     closest_key,
     ensure_home,
+    first_key_in,
     hermes_home,
     load_config,
     parse_cli_value,
     save_value,
+    typo_of,
 )
 from hermes.errors import ConfigError
 from hermes.secrets import mask_fields
@@ -75,6 +80,12 @@ def show(as_json: bool) -> None:
     tree = Config(values=values, path=current.path).as_tree()
     click.echo(f"# {current.path}")
     click.echo(yaml.safe_dump(tree, sort_keys=True, allow_unicode=True).rstrip())
+    if current.ignored:
+        click.echo("# Ignored: in the file, but hermes does not use them")
+        for key, value in current.ignored.items():
+            line = current.lines.get(key)
+            where = f"  (line {line})" if line else ""
+            click.echo(f"#   {key}: {_as_text(mask_fields(key, value))}{where}")
 
 
 @config.command()
@@ -87,6 +98,10 @@ def get(key: str) -> None:
 def _lookup(current: Config, key: str) -> Any:
     """A key, a section, or a path into a mapping key (gateway.platforms.telegram.token)."""
     mapping = next((k for k in SCHEMA if key.startswith(k + ".") and SCHEMA[k][0] == (dict,)), None)
+    if mapping is None and key in current.ignored:
+        return current.ignored[key]
+    if mapping is None and key in HERMES_AGENT_KEYS:
+        key = HERMES_AGENT_KEYS[key]  # Hermes Agent's name for it
     if mapping is None:
         return current.get(check_key(key))
     value: Any = current.get(mapping)
@@ -102,11 +117,16 @@ def _lookup(current: Config, key: str) -> Any:
 @click.argument("key")
 @click.argument("value")
 def set_(key: str, value: str) -> None:
-    """Set one value in config.yaml, e.g. `hermes config set model.default gpt-4o`."""
-    if key not in SCHEMA:
+    """Set one value in config.yaml, e.g. `hermes config set model.default gpt-4o`.
+
+    A key of a section hermes does not have is written as given and ignored by hermes.
+    """
+    ours = HERMES_AGENT_KEYS.get(key, key)  # Hermes Agent's name: checked as hermes's key
+    foreign = ours not in SCHEMA and _foreign(key)
+    if ours not in SCHEMA and not foreign:
         check_key(key)  # unknown: raises with a suggestion
-        raise ConfigError(f"'{key}' is a section; set one of its keys, e.g. '{_first_in(key)}'.")
-    parsed = parse_cli_value(key, value)
+        raise ConfigError(f"'{key}' is a section; set one of its keys, e.g. '{first_key_in(key)}'.")
+    parsed = _parse_foreign(value) if foreign else parse_cli_value(ours, value)
     path = ensure_home() / "config.yaml"
     before = path.read_bytes() if path.exists() else None
     try:
@@ -122,8 +142,20 @@ def set_(key: str, value: str) -> None:
     click.echo(f"Set {key} = {_as_text(mask_fields(key, parsed))} in {path}.")
 
 
-def _first_in(section: str) -> str:
-    return next(k for k in SCHEMA if k.startswith(section + "."))
+def _foreign(key: str) -> bool:
+    """A key of a section hermes has none of (display, plugins...): not a typo of ours."""
+    section = key.split(".")[0]
+    ours = {k.split(".")[0] for k in SCHEMA}
+    return section not in ours and typo_of(key) is None
+
+
+def _parse_foreign(text: str) -> Any:
+    import yaml
+
+    try:
+        return yaml.safe_load(text) if text != "" else ""
+    except yaml.YAMLError:
+        return text
 
 
 def _restore(path: Path, before: bytes | None) -> None:

@@ -7,11 +7,16 @@ answered after the next start. A second signal interrupts running turns at once.
 
 With the HTTP API, ``--workers N`` (default: one per core) runs N gateway processes
 on the store that share its port; a supervisor watches them (gateway_workers.py).
+
+The process that serves (or supervises) keeps ``$HERMES_HOME/gateway_state.json`` and
+``gateway.pid`` as Hermes Agent does (hermes/gateway/state_file.py), for the tools that
+read them; ``hermes gateway status`` answers from them.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import signal
 import socket
@@ -23,9 +28,12 @@ from typing import Any
 import click
 
 from hermes.gateway.runner import DEFAULT_GRACE
+from hermes.gateway.state_file import GatewayStateFile
 from hermes.secrets import install_log_scrubber
 
 log = logging.getLogger("hermes.gateway")
+
+ACTIVE_TURNS_EVERY = 1.0  # seconds between looks at the running turns, for the state file
 
 # Libraries that log every request (Telegram's URLs carry the bot token) stay quiet;
 # httpx2 is the model client's (one INFO line per model call otherwise).
@@ -44,7 +52,7 @@ _CHATTY = (
 
 @click.group()
 def gateway() -> None:
-    """Run the messaging gateway (HTTP API, Telegram, Discord, Slack)."""
+    """Run the messaging gateway (HTTP API, Telegram, Discord, Slack), or see if it runs."""
 
 
 @gateway.command("run")
@@ -124,12 +132,14 @@ def run(
         if worker_index > 0:  # one bot connection per token: chats stay in worker 0
             platforms = {name: s for name, s in platforms.items() if name == API_SERVER}
     elif count > 1 and api is not None:
-        sys.exit(_supervise(count, api, grace, verbose))
+        sys.exit(_supervise(count, api, grace, verbose, sorted({*platforms, API_SERVER})))
     elif workers is not None and count > 1:
         log.info("no HTTP API to share: the chat platforms run in one process")
     runner = GatewayRunner(config, platforms=platforms, api=api)
+    # A supervisor's worker leaves the state file to the supervisor: one record per home.
+    state = GatewayStateFile(runner.home) if worker_index is None else None
     with asyncio.Runner(loop_factory=_loop_factory()) as loop_runner:
-        loop_runner.run(_serve(runner, grace, supervisor_fd))
+        loop_runner.run(_serve(runner, grace, supervisor_fd, state))
 
 
 def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
@@ -142,8 +152,9 @@ def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
     return uvloop.new_event_loop
 
 
-def _supervise(count: int, api: Any, grace: float, verbose: bool) -> int:
+def _supervise(count: int, api: Any, grace: float, verbose: bool, platforms: list[str]) -> int:
     from hermes.cli.gateway_workers import Supervisor, claim_port, listen_argument
+    from hermes.config import hermes_home
 
     port = claim_port(api)
     listen = listen_argument(api.host, port)
@@ -155,10 +166,26 @@ def _supervise(count: int, api: Any, grace: float, verbose: bool) -> int:
             *(["--verbose"] if verbose else []),
         ]  # fmt: skip
 
-    return Supervisor(count, command, where=f"http://{listen}/v1").run()
+    state = GatewayStateFile(hermes_home())
+    state.starting()
+    supervisor = Supervisor(count, command, where=f"http://{listen}/v1")
+    supervisor.on_ready = lambda: state.running(platforms)
+    code = 1
+    try:
+        code = supervisor.run()
+    finally:
+        state.stopped(
+            None if code == 0 else "a worker could not run", failed=not supervisor.announced
+        )
+    return code
 
 
-async def _serve(runner: Any, grace: float, supervisor_fd: int | None = None) -> None:
+async def _serve(
+    runner: Any,
+    grace: float,
+    supervisor_fd: int | None = None,
+    state: GatewayStateFile | None = None,
+) -> None:
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     signals = 0
@@ -177,15 +204,46 @@ async def _serve(runner: Any, grace: float, supervisor_fd: int | None = None) ->
 
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, on_signal, signum)
-    await runner.start()
+    if state is not None:
+        state.starting()
+    try:
+        await runner.start()
+    except BaseException as exc:
+        if state is not None:
+            state.stopped(str(exc) or type(exc).__name__, failed=True)
+        raise
     log.info("gateway ready (event loop: %s)", type(loop).__module__.partition(".")[0])
     supervisor = _report_ready(loop, supervisor_fd, stop) if supervisor_fd is not None else None
+    watching = None
+    if state is not None:
+        state.running(sorted(runner.adapters))
+        watching = asyncio.create_task(_count_active_turns(runner, state, stop))
     await stop.wait()
+    if state is not None:
+        state.update(gateway_state="draining")
     await runner.stop(grace=grace)
+    if watching is not None:
+        await watching
     if supervisor is not None:
         loop.remove_reader(supervisor.fileno())
         supervisor.close()
+    if state is not None:
+        state.stopped()
     log.info("gateway stopped")
+
+
+async def _count_active_turns(runner: Any, state: GatewayStateFile, stop: asyncio.Event) -> None:
+    """Keep ``active_agents`` of the state file current (written only when it changes)."""
+    written = 0
+    while not stop.is_set():
+        running = runner.status()["running_turns"]
+        if running != written:
+            state.update(active_agents=running)
+            written = running
+        try:
+            await asyncio.wait_for(stop.wait(), ACTIVE_TURNS_EVERY)
+        except TimeoutError:
+            pass
 
 
 def _report_ready(loop: asyncio.AbstractEventLoop, fd: int, stop: asyncio.Event) -> socket.socket:
@@ -222,3 +280,49 @@ def _setup_logging(verbose: bool, worker_index: int | None = None) -> None:
     root.setLevel(logging.DEBUG if verbose else logging.INFO)
     for name in _CHATTY:
         logging.getLogger(name).setLevel(logging.INFO if verbose else logging.WARNING)
+
+
+NOT_RUNNING_EXIT = 3  # what `systemctl status` and LSB init scripts say for "not running"
+
+
+@gateway.command("status")
+@click.option("--json", "as_json", is_flag=True, help="Print the state file's record as JSON.")
+def status(as_json: bool) -> None:
+    """Say whether a gateway runs on this HERMES_HOME: its pid, state and platforms.
+
+    Exit code 0 when one runs, 3 when none does.
+    """
+    from hermes.config import hermes_home
+    from hermes.gateway.state_file import read_status
+
+    found = read_status(hermes_home())
+    if as_json:
+        click.echo(json.dumps({"running": found.running, **(found.state or {})}, indent=2))
+    else:
+        click.echo(_describe(found.running, found.state or {}))
+    if not found.running:
+        sys.exit(NOT_RUNNING_EXIT)
+
+
+def _describe(running: bool, state: dict[str, Any]) -> str:
+    platforms = state.get("platforms") or {}
+    names = ", ".join(
+        f"{name} ({info.get('state', '?')})" if isinstance(info, dict) else str(name)
+        for name, info in sorted(platforms.items())
+    )
+    if running:
+        busy = state.get("active_agents") or 0
+        return (
+            f"Gateway is running (pid {state.get('pid')}, {state.get('gateway_state')}, "
+            f"{busy} turn{'' if busy == 1 else 's'} running) — platforms: {names or 'none'}."
+        )
+    if not state:
+        return "Gateway is not running (it has never run on this HERMES_HOME)."
+    last = state.get("gateway_state")
+    if last in ("stopped", "startup_failed"):
+        why = f": {state['exit_reason']}" if state.get("exit_reason") else ""
+        return f"Gateway is not running ({last} at {state.get('updated_at')}{why})."
+    return (
+        f"Gateway is not running: pid {state.get('pid')} is gone without stopping "
+        f"(last {last} at {state.get('updated_at')})."
+    )

@@ -96,6 +96,7 @@ class Supervisor:
         self.failed = False  # a worker could not run: the gateway stops
         self.unclean = False  # a worker stopped with an error during the shutdown
         self.announced = False
+        self.on_ready: Callable[[], None] | None = None  # called once, when all serve
 
     def run(self) -> int:
         """Serve until a signal (or a worker that cannot run); the exit code."""
@@ -168,6 +169,8 @@ class Supervisor:
         if not self.announced and all(w.ready for w in self.workers.values()):
             self.announced = True
             log.info("gateway ready: %d workers on %s", self.count, self.where)
+            if self.on_ready is not None:
+                self.on_ready()
 
     def _exited(self, worker: Worker, code: int) -> None:
         del self.workers[worker.index]

@@ -2,6 +2,10 @@
 
 Errors raised as HermesError become one line on stderr and exit code 1 here, at the
 edge, and nowhere else. Set HERMES_DEBUG=1 to see the traceback instead.
+
+Without a command, `hermes` chats; the chat options Hermes Agent takes at the top level
+(`-z PROMPT`, `-m`, `--resume`, `-c [TITLE]`, `--yolo`) work here too, for the tools
+that call it that way.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "config": ("hermes.cli.config_cmd", "config", "Show and change configuration."),
     "setup": ("hermes.cli.config_cmd", "setup", "Set the endpoint, model and API key."),
     "doctor": ("hermes.cli.doctor", "doctor", "Check config, store and endpoint."),
-    "gateway": ("hermes.cli.gateway_cmd", "gateway", "Run the messaging gateway."),
+    "gateway": ("hermes.cli.gateway_cmd", "gateway", "Run the messaging gateway; its status."),
     "migrate": ("hermes.cli.migrate", "migrate", "Copy a store between SQLite and PostgreSQL."),
     "import": (
         "hermes.cli.import_cmd",
@@ -65,20 +69,52 @@ class HermesGroup(click.Group):
             raise click.ClickException(str(exc)) from exc
 
 
+LATEST = "\0latest"  # `-c` given without a title
+
+
 @click.group(cls=HermesGroup, invoke_without_command=True)
 @click.version_option(__version__, "--version", prog_name="hermes")
+@click.option("-z", "--oneshot", metavar="PROMPT",
+              help="Answer PROMPT once and print only the answer (as `hermes chat -q`).")  # fmt: skip
+@click.option("-m", "--model", help="The model for this run (with -z, or the chat).")
+@click.option("-r", "--resume", metavar="ID|TITLE",
+              help="Continue a conversation by any of its segment ids or its title.")  # fmt: skip
+@click.option("-c", "--continue", "continue_", is_flag=False, flag_value=LATEST, default=None,
+              metavar="[TITLE]",
+              help="Continue the most recent conversation started here, or the one titled TITLE.")  # fmt: skip
+@click.option("--yolo", is_flag=True,
+              help="Run dangerous commands without asking, for this run only (protected files "
+              "still ask, secrets stay unreadable).")  # fmt: skip
 @click.pass_context
-def cli(ctx: click.Context) -> None:
+def cli(
+    ctx: click.Context,
+    oneshot: str | None,
+    model: str | None,
+    resume: str | None,
+    continue_: str | None,
+    yolo: bool,
+) -> None:
     """hermes — a self-hosted LLM agent whose conversations never fork.
 
-    Run `hermes COMMAND --help` for the options of each command.
+    Without a command, chat (with the options below). Run `hermes COMMAND --help`
+    for the options of each command.
     """
-    if ctx.invoked_subcommand is None:
-        chat = cli.get_command(ctx, "chat")
-        if chat is None:
-            click.echo(ctx.get_help())
-        else:
-            ctx.invoke(chat)
+    given = oneshot is not None or model or resume or continue_ is not None or yolo
+    if ctx.invoked_subcommand is not None:
+        if given:
+            raise click.UsageError(
+                "-z, -m, -r, -c and --yolo go without a command (`hermes -z PROMPT`) "
+                f"or after `hermes chat`, not before `{ctx.invoked_subcommand}`."
+            )
+        return
+    chat = cli.get_command(ctx, "chat")
+    if chat is None:
+        click.echo(ctx.get_help())
+        return
+    if continue_ not in (None, LATEST):
+        resume, continue_ = resume or continue_, None  # `-c TITLE` resumes by title
+    ctx.invoke(chat, query=oneshot, model=model, resume=resume,
+               continue_=continue_ is not None, yolo=yolo)  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -52,7 +52,7 @@ def sessions(ctx: click.Context) -> None:
               help="Also list conversations holding only one unanswered first message.")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 def list_cmd(source: str | None, limit: int, show_all: bool, as_json: bool) -> None:
-    """One row per conversation: title, tip id, messages, last activity, source.
+    """One row per conversation: title, messages, last activity, source, tip id.
 
     Undone messages are not counted (the NOTE column says how many there are), and a
     conversation whose last message was never answered (the model call failed) says
@@ -73,18 +73,19 @@ def list_cmd(source: str | None, limit: int, show_all: bool, as_json: bool) -> N
         )
         return
     now = time.time()
+    # The tip's id comes last, under `ID`, as in Hermes Agent's table: tools read it there.
     body = [
         (
             one_line(r["title"] or "(untitled)", 40),
-            r["tip_id"],
             r["message_count"],
             when(r["last_active_at"], now),
             r["source"],
             _note(r),
+            r["tip_id"],
         )
         for r in rows
     ]
-    echo_table(("TITLE", "TIP", "MESSAGES", "LAST ACTIVE", "SOURCE", "NOTE"), body)
+    echo_table(("TITLE", "MESSAGES", "LAST ACTIVE", "SOURCE", "NOTE", "ID"), body)
 
 
 def _store_exists() -> bool:

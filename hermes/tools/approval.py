@@ -3,9 +3,10 @@
 ``check`` says why a command needs approval (or None), by ``command_policy``: a command
 passes only when a shell parser reads it as simple commands none of which is risky.
 ``authorize`` applies it on every surface alike: a command on ``terminal.dangerous_allow``
-runs; otherwise an interactive surface asks the user through ``ctx.approve`` and any
-other refuses. With ``terminal.mode: allowlist`` a command runs at all only when each of
-its simple commands matches a ``terminal.allow`` entry (and then the same check applies).
+runs (and any, with ``ctx.yolo``); otherwise an interactive surface asks the user through
+``ctx.approve`` and any other refuses. With ``terminal.mode: allowlist`` a command runs at
+all only when each of its simple commands matches a ``terminal.allow`` entry (and then
+the same check applies).
 A refusal is a tool result starting with ``Refused:``, never an exception.
 """
 
@@ -114,7 +115,7 @@ def authorize(command: str, ctx: ToolContext, workdir: Path | None = None) -> st
     reason = _protected_write(command, ctx, start)
     if reason is None:
         reason = check(command, ctx.config, ctx.cwd, start)
-        if reason is None or is_allowed(command, ctx.config):
+        if reason is None or is_allowed(command, ctx.config) or ctx.yolo:
             return None
     if ctx.approve is None or not ctx.interactive:
         return (

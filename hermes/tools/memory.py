@@ -1,16 +1,20 @@
 """The ``memory`` tool: the agent's lasting notes (MEMORY.md) and facts about the user (USER.md).
 
-Both files live in HERMES_HOME (0600) and hold entries separated by a line holding only
-``§``. Every change is read-merge-write under a cross-process file lock: the file is
-re-read after the lock is taken and the one change applied to what is there now, so
-two hermes processes (a chat and a background review, say) never lose each other's
-entries. Each file has a character budget (``memory.memory_char_limit``,
+Both files live in ``$HERMES_HOME/memories/`` (0600), where Hermes Agent keeps them, and
+hold entries separated by a line holding only ``§``. Files an older hermes kept in
+HERMES_HOME itself move there once (``move_old_memories``). Every change is
+read-merge-write under a cross-process lock on ``memories/<FILE>.lock`` (Hermes Agent's
+lock file too): the file is re-read after the lock is taken and the one change applied
+to what is there now, so two processes (a chat and a background review, say, or a Hermes
+Agent on the same home) never lose each other's entries. Each file has a character budget (``memory.memory_char_limit``,
 ``memory.user_char_limit``); going over it is refused with a message that says how
 full the file is and what to consolidate.
 """
 
 from __future__ import annotations
 
+import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,20 +28,56 @@ from hermes.tools.registry import Tool, ToolContext, ToolError
 DELIMITER = "\n§\n"
 FILES = {"memory": "MEMORY.md", "user": "USER.md"}
 LIMIT_KEYS = {"memory": "memory.memory_char_limit", "user": "memory.user_char_limit"}
-LOCK_NAME = ".memory.lock"
+FOLDER = "memories"
 PREVIEW_CHARS = 80
 
 
+def memory_dir(hermes_home: Path) -> Path:
+    return Path(hermes_home) / FOLDER
+
+
 def memory_path(hermes_home: Path, target: str) -> Path:
-    return Path(hermes_home) / FILES[target]
+    return memory_dir(hermes_home) / FILES[target]
+
+
+def move_old_memories(hermes_home: Path) -> list[str]:
+    """Move MEMORY.md / USER.md from HERMES_HOME itself into ``memories/``, once.
+
+    A file is moved only when ``memories/`` has none of that name yet; each move is said
+    in one line on stderr. Returns the names moved.
+    """
+    home = Path(hermes_home)
+    moved = []
+    for name in FILES.values():
+        old, new = home / name, memory_dir(home) / name
+        if not old.is_file() or new.exists():
+            continue
+        try:
+            new.parent.mkdir(mode=0o700, exist_ok=True)
+            os.link(old, new)  # never replaces a file another process just wrote
+            old.unlink()
+            new.chmod(0o600)  # a state file (0600), whatever the old one was
+        except OSError:
+            continue  # a read-only home: read where it is, try again next time
+        moved.append(name)
+        print(f"hermes: moved {old} to {new}, where Hermes Agent keeps it.", file=sys.stderr)
+    return moved
 
 
 def read_entries(hermes_home: Path, target: str) -> list[str]:
     try:
         text = memory_path(hermes_home, target).read_text(encoding="utf-8")
     except FileNotFoundError:
-        return []
+        text = _old_place_text(hermes_home, target)
     return [entry.strip() for entry in text.split(DELIMITER) if entry.strip()]
+
+
+def _old_place_text(hermes_home: Path, target: str) -> str:
+    """A file still in HERMES_HOME itself (a home hermes could not move it in)."""
+    try:
+        return (Path(hermes_home) / FILES[target]).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return ""
 
 
 def read_memory_snapshot(hermes_home: Path) -> tuple[str, str]:
@@ -65,12 +105,15 @@ def apply(
             f"unknown target '{target}'; use 'memory' (your notes) or 'user' (facts about the user)."
         )
     home = ensure_home(Path(hermes_home))
-    with FileLock(str(home / LOCK_NAME), timeout=30, mode=0o600):
+    move_old_memories(home)
+    path = memory_path(home, target)
+    path.parent.mkdir(mode=0o700, exist_ok=True)
+    with FileLock(str(path) + ".lock", timeout=30, mode=0o600):
         entries = read_entries(home, target)  # re-read under the lock: this is the merge
         change = _change(entries, action, _clean(content), old_text.strip(), target, limit)
         if change.entries != entries:
             text = DELIMITER.join(change.entries)
-            atomic_write_text(memory_path(home, target), text + "\n" if text else "")
+            atomic_write_text(path, text + "\n" if text else "")
     return change.message
 
 

@@ -50,6 +50,8 @@ class ToolContext:
     on a gateway): tools that read other conversations keep to that person's.
     ``event_bus`` hears the completion events of the background processes these tools
     start or look at (the owner's, a gateway's); without one they are spooled.
+    ``yolo`` (`hermes --yolo`): a dangerous command runs without asking; a write to a
+    protected file, a secret read and ``terminal.mode: allowlist`` are unchanged.
     """
 
     session_db: SessionDB | None = None
@@ -64,6 +66,7 @@ class ToolContext:
     source: str = "cli"
     user_id: str | None = None
     event_bus: EventBus | None = None
+    yolo: bool = False
 
     def __post_init__(self) -> None:
         self.hermes_home = Path(self.hermes_home)

@@ -16,9 +16,9 @@ def system_prompts(server) -> list[str]:
 
 def test_prompt_holds_identity_memory_context_files_and_tools(tmp_path: Path) -> None:
     home = tmp_path / "home"
-    home.mkdir()
-    (home / "MEMORY.md").write_text("prefers pytest")
-    (home / "USER.md").write_text("name is Ada")
+    (home / "memories").mkdir(parents=True)
+    (home / "memories" / "MEMORY.md").write_text("prefers pytest")
+    (home / "memories" / "USER.md").write_text("name is Ada")
     (tmp_path / "AGENTS.md").write_text("run make test before committing")
     prompt = build_system_prompt(hermes_home=home, cwd=tmp_path, tool_names=["memory", "terminal"])
     for piece in ("hermes", "prefers pytest", "name is Ada", "run make test", "memory, terminal"):
@@ -34,11 +34,12 @@ def test_memory_changes_show_from_the_next_segment_only(fake_llm, tmp_path, herm
         "model:\n  context_length: 3000\ncompression:\n  threshold: 0.95\n"
         "agent:\n  review_interval: 0\n"
     )
-    (hermes_home / "MEMORY.md").write_text("note A")
+    (hermes_home / "memories").mkdir()
+    (hermes_home / "memories" / "MEMORY.md").write_text("note A")
     db = SessionDB(db_path=tmp_path / "state.db")
     agent = fake_agent(fake_llm, db)
     agent.run_conversation("first " + "f" * 1500)
-    (hermes_home / "MEMORY.md").write_text("note B")
+    (hermes_home / "memories" / "MEMORY.md").write_text("note B")
     agent.run_conversation("second " + "s" * 1500)
     agent.run_conversation("third " + "t" * 1500)
     same_segment = system_prompts(fake_llm)
@@ -54,13 +55,28 @@ def test_memory_changes_show_from_the_next_segment_only(fake_llm, tmp_path, herm
 
 
 def test_a_resumed_agent_reuses_the_stored_prompt(fake_llm, tmp_path, hermes_home) -> None:
-    (hermes_home / "MEMORY.md").write_text("note A")
+    (hermes_home / "memories").mkdir()
+    (hermes_home / "memories" / "MEMORY.md").write_text("note A")
     db = SessionDB(db_path=tmp_path / "state.db")
     first = fake_agent(fake_llm, db)
     first.run_conversation("hello")
-    (hermes_home / "MEMORY.md").write_text("note B")
+    (hermes_home / "memories" / "MEMORY.md").write_text("note B")
     resumed = fake_agent(fake_llm, db, session_id=first.session_id)
     resumed.run_conversation("again")
     prompts = system_prompts(fake_llm)
     assert prompts[0] == prompts[-1]
     db.close()
+
+
+def test_memories_kept_in_hermes_home_itself_move_and_reach_the_prompt(
+    tmp_path: Path, capsys
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "MEMORY.md").write_text("prefers pytest")
+    (home / "USER.md").write_text("name is Ada")
+    prompt = build_system_prompt(hermes_home=home, cwd=tmp_path, tool_names=[])
+    assert "prefers pytest" in prompt and "name is Ada" in prompt
+    assert (home / "memories" / "MEMORY.md").read_text() == "prefers pytest"
+    assert not (home / "USER.md").exists()
+    assert capsys.readouterr().err.count("moved") == 2

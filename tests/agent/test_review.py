@@ -49,7 +49,7 @@ def test_a_review_saves_memory_and_writes_no_transcript(setup, hermes_home: Path
     agent.run_conversation("I drink tea every morning")
     wait_for_reviews(agent)
 
-    assert "likes tea" in (hermes_home / "USER.md").read_text()
+    assert "likes tea" in (hermes_home / "memories" / "USER.md").read_text()
     contents = all_contents(db)
     assert not any(review.HARNESS_PROMPT in c for c in contents)
     assert "saved 1 memory" not in contents

@@ -32,10 +32,11 @@ def test_a_typo_suggests_the_nearest_real_key_or_none(hermes, cli_env):
     assert "model.default" not in result.stderr
     _write(cli_env, "model:\n  temprature: 0.2\n")
     result = hermes("config", "show")
-    assert_one_line_error(result, "model.temprature", "line 2")
+    assert result.returncode == 0  # in the file, a key hermes does not know is ignored
+    assert "model.temprature (line 2)" in result.stderr
     assert "model.default" not in result.stderr
     _write(cli_env, "model:\n  max_retry: 2\n")
-    assert_one_line_error(hermes("config", "show"), "Did you mean 'model.max_retries'")
+    assert "did you mean model.max_retries?" in hermes("config", "show").stderr
 
 
 @pytest.mark.parametrize(

@@ -106,5 +106,5 @@ def test_sessions_list_is_a_coloured_table_on_a_terminal_and_plain_otherwise(
     piped = hermes("sessions", "list")
     assert "\x1b[" not in piped.stdout
     assert piped.stdout.splitlines()[0].split() == [
-        "TITLE", "TIP", "MESSAGES", "LAST", "ACTIVE", "SOURCE", "NOTE"
+        "TITLE", "MESSAGES", "LAST", "ACTIVE", "SOURCE", "NOTE", "ID"
     ]  # fmt: skip

@@ -36,7 +36,7 @@ def test_list_counts_standing_messages_and_shows_undone_apart(hermes, cli_env):
     (row,) = json.loads(hermes("sessions", "list", "--json").stdout)
     assert (row["messages"], row["undone"]) == (6, 8)
     line = next(x for x in hermes("sessions", "list").stdout.splitlines() if "Alice" in x)
-    assert line.split()[3] == "6" and "8 undone" in line
+    assert line.split()[2] == "6" and "8 undone" in line
 
 
 def test_resume_counts_standing_messages(chat, cli_env):

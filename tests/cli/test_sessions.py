@@ -14,11 +14,11 @@ def test_list_shows_one_row_per_conversation(hermes, compressed):
     result = hermes("sessions", "list")
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert lines[0].split() == ["TITLE", "TIP", "MESSAGES", "LAST", "ACTIVE", "SOURCE", "NOTE"]
+    assert lines[0].split() == ["TITLE", "MESSAGES", "LAST", "ACTIVE", "SOURCE", "NOTE", "ID"]
     safari = next(line for line in lines if line.startswith("Safari notes"))
-    # The tip, not the root; six original messages (the summary copy is not counted).
-    assert safari.split()[2:4] == [compressed.tip, "6"]
-    assert safari.split()[-1] == "cli"  # answered, nothing undone: no note
+    # The tip, not the root, last; six original messages (the summary copy is not counted).
+    assert safari.split()[2] == "6" and safari.split()[-1] == compressed.tip
+    assert safari.split()[-2] == "cli"  # answered, nothing undone: no note
     assert len(lines) == 3
 
 

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import multiprocessing
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from hermes.tools import ToolContext, read_memory_snapshot
-from hermes.tools.memory import DELIMITER, read_entries
+from hermes.tools.memory import DELIMITER, move_old_memories, read_entries
 from tests.tools._memory_worker import add_entries
 
 
@@ -37,7 +40,7 @@ def test_files_are_private(call: Callable[..., str], home: Path) -> None:
     call("memory", action="add", target="memory", content="a")
     call("memory", action="add", target="user", content="b")
     for name in ("MEMORY.md", "USER.md"):
-        assert (home / name).stat().st_mode & 0o777 == 0o600
+        assert (home / "memories" / name).stat().st_mode & 0o777 == 0o600
 
 
 def test_replace_and_remove_need_one_match(call: Callable[..., str]) -> None:
@@ -92,3 +95,63 @@ def test_two_processes_writing_at_once_lose_nothing(home: Path) -> None:
     entries = read_entries(home, "memory")
     expected = {f"{tag} entry {i}" for tag in ("left", "right") for i in range(50)}
     assert len(entries) == 100 and set(entries) == expected
+
+
+def test_memories_live_where_hermes_agent_keeps_them(call: Callable[..., str], home: Path) -> None:
+    call("memory", action="add", target="memory", content="Project uses uv.")
+    call("memory", action="add", target="user", content="Name: Ada.")
+    assert (home / "memories" / "MEMORY.md").read_text() == "Project uses uv.\n"
+    assert (home / "memories" / "USER.md").read_text() == "Name: Ada.\n"
+    assert not (home / "MEMORY.md").exists() and not (home / "USER.md").exists()
+
+
+def test_old_memory_files_move_into_memories_once_and_say_so(
+    call: Callable[..., str], home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (home / "MEMORY.md").write_text(f"old note{DELIMITER}second note\n")
+    (home / "USER.md").write_text("Name: Ada.\n")
+    (home / "USER.md").chmod(0o644)
+    assert read_entries(home, "memory") == ["old note", "second note"]  # read before the move
+    call("memory", action="add", target="memory", content="new note")
+    said = [line for line in capsys.readouterr().err.splitlines() if line]
+    assert len(said) == 2 and all("moved" in line and "memories" in line for line in said)
+    assert not (home / "MEMORY.md").exists() and not (home / "USER.md").exists()
+    assert read_entries(home, "memory") == ["old note", "second note", "new note"]
+    assert read_entries(home, "user") == ["Name: Ada."]
+    assert (home / "memories" / "USER.md").stat().st_mode & 0o777 == 0o600
+    assert move_old_memories(home) == []  # once: nothing left to move, nothing said
+    assert capsys.readouterr().err == ""
+
+
+def test_an_old_file_never_replaces_memories_already_there(home: Path) -> None:
+    (home / "memories").mkdir()
+    (home / "memories" / "MEMORY.md").write_text("kept\n")
+    (home / "MEMORY.md").write_text("older\n")
+    assert move_old_memories(home) == []
+    assert read_entries(home, "memory") == ["kept"]
+    assert (home / "MEMORY.md").read_text() == "older\n"
+
+
+HERMES_AGENT_READS = """
+import json, sys
+from tools.memory_tool import MemoryStore
+store = MemoryStore()
+store.load_from_disk()
+print(json.dumps([store.memory_entries, store.user_entries]))
+"""
+
+
+def test_hermes_agent_reads_the_memories_hermes_writes(
+    call: Callable[..., str], home: Path, hermes_agent_venv_python: Path
+) -> None:
+    call("memory", action="add", target="memory", content="Project uses uv.")
+    call("memory", action="add", target="memory", content="Tests: make test.")
+    call("memory", action="add", target="user", content="Name: Ada.")
+    done = subprocess.run(
+        [str(hermes_agent_venv_python), "-c", HERMES_AGENT_READS],
+        env={"HERMES_HOME": str(home), "PATH": "/usr/bin:/bin"},
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    memory, user = __import__("json").loads(done.stdout.strip().splitlines()[-1])
+    assert memory == ["Project uses uv.", "Tests: make test."] and user == ["Name: Ada."]
