@@ -2,35 +2,12 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.compat.hermes_agent import VERSION
-
 
 @pytest.fixture(scope="session")
-def hermes_agent_python() -> Path:
-    """The python of a throwaway venv holding hermes-agent 0.19.0 (cached under /tmp).
-
-    Skips only when pip cannot get it; HERMES_REQUIRE_HERMES_AGENT=1 (set by .ci/run)
-    turns that skip into a failure.
-    """
-    venv = Path(f"/tmp/hermes-agent-{VERSION}-venv")
-    python = venv / "bin" / "python"
-    if not (venv / ".ok").exists():
-        subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True)
-        pip = subprocess.run(
-            [str(python), "-m", "pip", "install", "-q", f"hermes-agent=={VERSION}"],
-            capture_output=True, text=True,
-        )  # fmt: skip
-        if pip.returncode != 0:
-            why = f"pip cannot install hermes-agent=={VERSION}: {pip.stderr[-500:]}"
-            if os.environ.get("HERMES_REQUIRE_HERMES_AGENT") == "1":
-                pytest.fail(why)
-            pytest.skip(why)
-        (venv / ".ok").touch()
-    return python
+def hermes_agent_python(hermes_agent_venv_python: Path) -> Path:
+    """The python of the shared Hermes Agent 0.19 venv (tests/hermes_agent_venv.py)."""
+    return hermes_agent_venv_python
