@@ -486,6 +486,11 @@ class SessionDB:
             )
             if marked and first and first["first"] is not None:
                 history.recompute(tx, conversation, segment["source"], int(first["first"]))
+            if marked:  # Hermes Agent's count of rewinds, on the segment they happened in
+                tx.run(
+                    "UPDATE sessions SET rewind_count = rewind_count + 1 WHERE id = ?",
+                    (segment["id"],),
+                )
             return marked
 
         return self._write(run)

@@ -87,9 +87,10 @@ def record(tx: Tx, session_id: str, usage: TokenUsage, now: float) -> None:
         f"{cost} WHERE id = ?",
         (*params, session_id),
     )
-    row = tx.one("SELECT model FROM sessions WHERE id = ?", (session_id,))
-    if row is None:
-        return
+    model = usage.model
+    if not model:
+        row = tx.one("SELECT model FROM sessions WHERE id = ?", (session_id,))
+        model = row["model"] if row else None
     tx.run(
         "INSERT INTO session_model_usage (session_id, model, input_tokens, output_tokens,"
         " cache_read_tokens, cache_write_tokens, reasoning_tokens, api_call_count,"
@@ -107,7 +108,7 @@ def record(tx: Tx, session_id: str, usage: TokenUsage, now: float) -> None:
         " last_seen = excluded.last_seen",
         (
             session_id,
-            usage.model or row["model"] or "unknown",
+            model or "unknown",
             *_figures(usage),
             usage.cost_usd or 0.0,
             now,

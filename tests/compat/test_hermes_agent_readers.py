@@ -234,6 +234,7 @@ def test_undone_rows_are_not_active(store, conversation) -> None:
     assert [c for role, c in walked if role == "user"] == QUESTIONS[:-1]
     inactive = run(store, "SELECT COUNT(*) FROM messages WHERE undone = 1 AND active = 1")
     assert inactive == [(0,)]
+    assert run(store, "SELECT rewind_count FROM sessions WHERE id = ?", (tip,)) == [(1,)]
 
 
 def test_tokens_and_cost_are_the_ones_the_provider_reported(store, conversation) -> None:
@@ -340,3 +341,16 @@ def test_sessions_list_workspace_lists_the_conversations_started_there(
     )  # fmt: skip
     titles = sorted(row["title"] for row in json.loads(done.stdout))
     assert titles == ["below it", "in it"]
+
+
+def test_hermes_agents_create_session_keeps_the_working_directory(tmp_path: Path) -> None:
+    from hermes_state import SessionDB as HermesAgentSessionDB
+
+    with HermesAgentSessionDB(db_path=tmp_path / "state.db") as db:
+        db.create_session("s", "cli", cwd="/srv/project")
+        db.create_session("s-2", "cli", parent_session_id="s", cwd="/srv/project/sub")
+    spec = StoreSpec("sqlite", path=str(tmp_path / "state.db"))
+    assert run(spec, "SELECT id, cwd FROM sessions ORDER BY id") == [
+        ("s", "/srv/project"),
+        ("s-2", "/srv/project/sub"),
+    ]
