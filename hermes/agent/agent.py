@@ -33,6 +33,7 @@ from hermes.config import (
 )
 from hermes.state import wellformed
 from hermes.state.lease import make_holder
+from hermes.state.usage import TokenUsage
 
 if TYPE_CHECKING:
     from hermes.state.store import SessionDB
@@ -350,6 +351,7 @@ class AIAgent:
             session_key=self.session_key,
             title=self.title,
             model=self.model,
+            cwd=str(self.cwd),
         )
         self.conversation_id = existing(db.get_session(self.session_id), self.session_id)[
             "conversation_id"
@@ -458,7 +460,7 @@ class AIAgent:
             return
         self._cache = (self.session_id, self._stamp, list(messages))
 
-    def persist(self, *messages: dict[str, Any], token_usage: tuple[int, int] = (0, 0)) -> None:
+    def persist(self, *messages: dict[str, Any], token_usage: TokenUsage | None = None) -> None:
         """Store messages now (invariant 7); adopt the tip if the write was forwarded."""
         if not self.writes_transcript or not messages:
             return

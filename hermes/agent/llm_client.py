@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from hermes.agent import provider_usage
 from hermes.agent.call_threads import run_in_thread
 from hermes.agent.chat_post import post_chat
 from hermes.agent.errors import (
@@ -39,6 +40,7 @@ from hermes.agent.errors import (
     ModelUnavailableError,
     TurnInterrupted,
 )
+from hermes.agent.provider_usage import UsageDetails
 from hermes.secrets import register
 
 __all__ = ["ModelClient", "ModelResponse", "ToolCall", "translate_openai_error"]
@@ -86,6 +88,7 @@ class ModelResponse:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     model: str | None = None
+    usage: UsageDetails = field(default_factory=UsageDetails)  # cache, reasoning, cost
 
 
 StreamCallback = Callable[[str], None]
@@ -562,6 +565,7 @@ def _response_from_json(body: bytes) -> ModelResponse:
         prompt_tokens=usage.get("prompt_tokens"),
         completion_tokens=usage.get("completion_tokens"),
         model=completion.get("model"),
+        usage=provider_usage.details(usage),
     )
 
 
@@ -597,6 +601,7 @@ class _StreamAssembler:
         self.finish_reason: str | None = None
         self.prompt_tokens: int | None = None
         self.completion_tokens: int | None = None
+        self.usage = UsageDetails()
         self.model: str | None = None
 
     @property
@@ -610,6 +615,7 @@ class _StreamAssembler:
         if usage is not None:
             self.prompt_tokens = getattr(usage, "prompt_tokens", None)
             self.completion_tokens = getattr(usage, "completion_tokens", None)
+            self.usage = provider_usage.details(usage)
         text = None
         for choice in getattr(chunk, "choices", None) or []:
             delta = choice.delta
@@ -659,6 +665,7 @@ class _StreamAssembler:
             finish_reason=self.finish_reason,
             prompt_tokens=self.prompt_tokens,
             completion_tokens=self.completion_tokens,
+            usage=self.usage,
             model=self.model or requested_model,
         )
 

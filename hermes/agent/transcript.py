@@ -63,4 +63,5 @@ def for_store(message: Mapping[str, Any]) -> dict[str, Any]:
         "reasoning": message.get("reasoning"),
         "message_uid": message.get("message_uid"),
         "token_count": message.get("token_count"),
+        "finish_reason": message.get("finish_reason"),
     }

@@ -18,10 +18,11 @@ import re
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
-from hermes.agent import review, transcript, turn_lock
+from hermes.agent import provider_usage, review, transcript, turn_lock
 from hermes.agent.errors import ContextLengthError, ToolResultsError, TurnInterrupted
 from hermes.agent.llm_client import ModelResponse, encode_message
 from hermes.state import wellformed
+from hermes.state.usage import TokenUsage
 
 if TYPE_CHECKING:
     from hermes.agent.agent import AIAgent
@@ -51,10 +52,10 @@ class TurnState:
     compressions: list[dict[str, Any]] = field(default_factory=list)
     client_calls: list[dict[str, Any]] = field(default_factory=list)  # for the caller to run
     answer_uid: str | None = None  # the final answer's message_uid, when chosen ahead
-    unsaved_usage: list[int] = field(default_factory=lambda: [0, 0])  # with the next write
+    unsaved_usage: TokenUsage = field(default_factory=TokenUsage)  # with the next write
 
-    def take_unsaved_usage(self) -> tuple[int, int]:
-        usage, self.unsaved_usage = (self.unsaved_usage[0], self.unsaved_usage[1]), [0, 0]
+    def take_unsaved_usage(self) -> TokenUsage:
+        usage, self.unsaved_usage = self.unsaved_usage, TokenUsage()
         return usage
 
 
@@ -169,9 +170,9 @@ def _run_locked(
     except TurnInterrupted:
         turn.interrupted = True
     usage = turn.take_unsaved_usage()
-    if agent.writes_transcript and any(usage):  # a call whose answer was not stored
+    if agent.writes_transcript and usage:  # a call whose answer was not stored
         db, segment = agent.bound()
-        db.add_token_usage(segment, *usage)
+        db.add_token_usage(segment, usage)
     agent.remember(turn.messages)
     if turn.interrupted:
         agent.emit("interrupted")
@@ -254,6 +255,7 @@ def _loop(agent: AIAgent, turn: TurnState) -> None:
                 step.response.content or "",
                 reasoning=step.response.reasoning,
                 message_uid=turn.answer_uid,
+                finish_reason=step.response.finish_reason,
             )
             turn.messages.append(answer)
             _save(agent, turn, answer)
@@ -373,10 +375,10 @@ def _record_usage(agent: AIAgent, turn: TurnState, response: Any) -> None:
     turn.completion_tokens += completion
     if prompt:
         agent.context_compressor.last_prompt_tokens = prompt
-    if agent.writes_transcript and (prompt or completion):
+    if agent.writes_transcript:
         # Stored with the next message write, in the same transaction.
-        turn.unsaved_usage[0] += prompt
-        turn.unsaved_usage[1] += completion
+        model = response.model or agent.model
+        turn.unsaved_usage += provider_usage.token_usage(prompt, completion, response.usage, model)
 
 
 def _run_tools(agent: AIAgent, turn: TurnState, response: Any) -> list[dict[str, Any]]:
@@ -387,7 +389,11 @@ def _run_tools(agent: AIAgent, turn: TurnState, response: Any) -> list[dict[str,
         for c in response.tool_calls
     ]
     assistant = transcript.new_message(
-        "assistant", response.content or None, tool_calls=calls, reasoning=response.reasoning
+        "assistant",
+        response.content or None,
+        tool_calls=calls,
+        reasoning=response.reasoning,
+        finish_reason=response.finish_reason,
     )
     turn.messages.append(assistant)
     _save(agent, turn, assistant)

@@ -50,8 +50,12 @@ def sessions(ctx: click.Context) -> None:
 )  # fmt: skip
 @click.option("--all", "show_all", is_flag=True,
               help="Also list conversations holding only one unanswered first message.")  # fmt: skip
+@click.option("--workspace", metavar="DIR", type=click.Path(file_okay=False, path_type=Path),
+              help="Only conversations started in DIR or a directory below it.")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
-def list_cmd(source: str | None, limit: int, show_all: bool, as_json: bool) -> None:
+def list_cmd(
+    source: str | None, limit: int, show_all: bool, as_json: bool, workspace: Path | None = None
+) -> None:
     """One row per conversation: title, messages, last activity, source, tip id.
 
     Undone messages are not counted (the NOTE column says how many there are), and a
@@ -61,7 +65,12 @@ def list_cmd(source: str | None, limit: int, show_all: bool, as_json: bool) -> N
     rows = []
     if _store_exists():  # a fresh home has no store yet: an empty listing, not an error
         with opened_store(read_only=True) as db:
-            rows = db.list_conversations(limit=limit, source=source, include_abandoned=show_all)
+            rows = db.list_conversations(
+                limit=limit,
+                source=source,
+                include_abandoned=show_all,
+                workspace=os.path.realpath(workspace) if workspace else None,
+            )
     if as_json:
         click.echo(json.dumps([_conversation_json(r) for r in rows], indent=2, ensure_ascii=False))
         return

@@ -23,9 +23,9 @@ from hermes.state.errors import SessionNotFoundError, StateError
 
 # create_session keywords of Hermes Agent that hermes has no column for (accepted, not kept).
 _UNKEPT_SESSION_FIELDS = frozenset(
-    {"model_config", "chat_id", "chat_type", "thread_id", "cwd", "profile_name"}
+    {"model_config", "chat_id", "chat_type", "thread_id", "profile_name"}
 )
-_SESSION_FIELDS = frozenset({"model", "system_prompt", "user_id", "session_key", "title"})
+_SESSION_FIELDS = frozenset({"model", "system_prompt", "user_id", "session_key", "title", "cwd"})
 
 
 class SessionDB(StoreSessionDB):

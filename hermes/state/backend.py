@@ -36,6 +36,13 @@ class MessageRow:
     compacted: int = 0
     origin_id: int | None = None
     content_parts: int = 0  # 1: content is a JSON list of parts
+    finish_reason: str | None = None  # why the model stopped (assistant rows)
+
+    @property
+    def active(self) -> int:
+        """Hermes Agent's ``active``: 0 for a compacted copy (its original stands in the
+        parent segment); a new row is never undone."""
+        return 0 if self.compacted else 1
 
 
 @dataclass(frozen=True)

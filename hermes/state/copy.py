@@ -74,6 +74,11 @@ TABLES = (
     _Table("history_digests", ("digest", "message_id")),
     _Table("gateway_routes", ("session_key",)),
     _Table("gateway_queue", ("id",)),
+    _Table(
+        "session_model_usage",
+        ("session_id", "model", "billing_provider", "billing_base_url", "billing_mode", "task"),
+    ),
+    _Table("state_meta", ("key",)),
 )
 # Tables whose integer ``id`` a PostgreSQL sequence hands out.
 _SEQUENCED = ("messages", "gateway_queue")

@@ -65,8 +65,9 @@ _DOWN_STATES = frozenset({"53300", "57P01", "57P02", "57P03"})
 
 _INSERT_MESSAGE = (
     "INSERT INTO messages (session_id, message_uid, role, content, tool_calls, tool_call_id,"
-    " tool_name, reasoning, created_at, token_count, compacted, origin_id, content_parts)"
-    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id"
+    " tool_name, reasoning, created_at, token_count, compacted, origin_id, content_parts,"
+    " timestamp, active, finish_reason)"
+    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id"
 )
 _FTS_DOCUMENT = fts_document("m.content")
 _PARTS_TEXT = "jsonb_path_query_array(m.content::jsonb, '$[*].text')::text"
@@ -243,6 +244,9 @@ def _message_params(row: MessageRow) -> tuple[Any, ...]:
             row.compacted,
             row.origin_id,
             row.content_parts,
+            row.created_at,  # Hermes Agent's ``timestamp``
+            row.active,
+            row.finish_reason,
         )
     )
 

@@ -57,6 +57,7 @@ def publish(
 
     child_id = child_id or segments.new_session_id(now)
     index = parent["segment_index"] + 1
+    started_in = tx.one("SELECT cwd FROM sessions WHERE id = ?", (parent_id,))
     # End the parent first: the conversation may have only one live segment.
     tx.run(
         "UPDATE sessions SET ended_at = ?, end_reason = ? WHERE id = ?",
@@ -75,6 +76,7 @@ def publish(
             "session_key": parent["session_key"],
             "title": segments.numbered_title(parent["title"], index),
             "model": parent["model"],
+            "cwd": started_in["cwd"] if started_in else None,
             "started_at": now,
             "last_active_at": now,
         },

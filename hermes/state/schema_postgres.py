@@ -29,6 +29,7 @@ indexes, so an insert maintains it in the same transaction and a delete removes 
 
 from __future__ import annotations
 
+from hermes.state import schema_hermes_agent
 from hermes.state.migrations import Migration
 
 FTS_TEXT_LIMIT = 200_000
@@ -213,4 +214,15 @@ MIGRATIONS = (
     # SQLite's deferred search index moves from a table to a watermark; PostgreSQL's
     # indexes follow the rows.
     Migration(9, "fts_watermark", ()),
+    Migration(
+        10,
+        "hermes_agent_surface",
+        # Hermes Agent 0.19's tables and columns, for the tools that read state.db.
+        schema_hermes_agent.statements(
+            real="DOUBLE PRECISION",
+            big="BIGINT",
+            gateway_routing=schema_hermes_agent.POSTGRES_GATEWAY_ROUTING,
+        ),
+        then=schema_hermes_agent.backfill,
+    ),
 )

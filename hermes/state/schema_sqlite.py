@@ -9,6 +9,7 @@ Rows are never deleted by compression; only deleting a whole conversation remove
 
 from __future__ import annotations
 
+from hermes.state import schema_hermes_agent
 from hermes.state.backend import Tx
 from hermes.state.migrations import Migration
 
@@ -195,5 +196,16 @@ MIGRATIONS = (
                 SELECT 1, COALESCE(MAX(id), 0) FROM messages""",
         ),
         then=_fold_pending_table,
+    ),
+    Migration(
+        10,
+        "hermes_agent_surface",
+        # Hermes Agent 0.19's tables and columns, for the tools that read state.db.
+        schema_hermes_agent.statements(
+            real="REAL",
+            big="INTEGER",
+            gateway_routing=schema_hermes_agent.SQLITE_GATEWAY_ROUTING,
+        ),
+        then=schema_hermes_agent.backfill,
     ),
 )

@@ -17,6 +17,7 @@ from typing import Any
 
 from hermes.state.backend import MessageRow, Row, Tx
 from hermes.state.errors import SegmentEndedError, SessionNotFoundError
+from hermes.state.usage import tool_calls_in
 
 SESSION_COLUMNS = (
     "id, conversation_id, parent_session_id, lineage, segment_index, source, user_id,"
@@ -147,6 +148,7 @@ def message_row(
         reasoning=message.get("reasoning"),
         created_at=message.get("created_at") or now,
         token_count=message.get("token_count"),
+        finish_reason=message.get("finish_reason"),
         **extra,
     )
 
@@ -167,8 +169,11 @@ def existing_uids(tx: Tx, uids: list[str]) -> set[str]:
 
 def add_messages(tx: Tx, session_id: str, rows: list[MessageRow], now: float) -> list[int]:
     ids = tx.insert_messages(rows)
+    # Hermes Agent's tool_call_count: the calls this segment's own messages made.
+    calls = sum(tool_calls_in(r.tool_calls) for r in rows if r.tool_calls and not r.compacted)
     tx.run(
-        "UPDATE sessions SET message_count = message_count + ?, last_active_at = ? WHERE id = ?",
-        (len(rows), now, session_id),
+        "UPDATE sessions SET message_count = message_count + ?, last_active_at = ?,"
+        " tool_call_count = tool_call_count + ? WHERE id = ?",
+        (len(rows), now, calls, session_id),
     )
     return ids

@@ -152,7 +152,8 @@ class SQLiteTx:
         self.conn.executemany(
             "INSERT INTO messages (id, session_id, message_uid, role, content, tool_calls,"
             " tool_call_id, tool_name, reasoning, created_at, token_count, compacted, origin_id,"
-            " content_parts) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " content_parts, timestamp, active, finish_reason)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 (
                     i,
@@ -169,6 +170,9 @@ class SQLiteTx:
                     r.compacted,
                     r.origin_id,
                     r.content_parts,
+                    r.created_at,  # Hermes Agent's ``timestamp``
+                    r.active,
+                    r.finish_reason,
                 )
                 for i, r in zip(ids, rows, strict=True)
             ],

@@ -21,6 +21,8 @@ from hermes.state.backend import Backend, MessageRow, Row, Tx
 from hermes.state.errors import MessageNotFoundError, ReadOnlyStoreError, SessionNotFoundError
 from hermes.state.gateway_store import GatewayStore
 from hermes.state.search import query_terms, snippet
+from hermes.state.usage import TokenUsage
+from hermes.state.usage import record as record_usage
 
 T = TypeVar("T")
 
@@ -140,8 +142,10 @@ class SessionDB:
         title: str | None = None,
         model: str | None = None,
         system_prompt: str | None = None,
+        cwd: str | None = None,
     ) -> str:
-        """Start a new conversation whose root segment is ``session_id``."""
+        """Start a new conversation whose root segment is ``session_id``; ``cwd`` is the
+        working directory it started in (``sessions list --workspace``)."""
         now = time.time()
         sid = session_id or segments.new_session_id(now)
         values = {
@@ -155,6 +159,7 @@ class SessionDB:
             "title": title,
             "model": model,
             "system_prompt": system_prompt,
+            "cwd": cwd,
             "started_at": now,
             "last_active_at": now,
         }
@@ -261,10 +266,26 @@ class SessionDB:
 
         self._write(run)
 
-    def add_token_usage(self, session_id: str, input_tokens: int, output_tokens: int) -> None:
+    def add_token_usage(
+        self,
+        session_id: str,
+        input_tokens: int | TokenUsage,
+        output_tokens: int = 0,
+    ) -> None:
+        """Add model calls' figures to the segment: a ``TokenUsage``, or input and output
+        tokens alone."""
+        usage = (
+            input_tokens
+            if isinstance(input_tokens, TokenUsage)
+            else TokenUsage.of((input_tokens, output_tokens))
+        )
+
+        now = time.time()
+
         def run(tx: Tx) -> None:
             segments.require(tx, session_id)
-            _add_usage(tx, session_id, input_tokens, output_tokens)
+            if usage:
+                record_usage(tx, session_id, usage, now)
 
         self._write(run)
 
@@ -336,14 +357,16 @@ class SessionDB:
         session_id: str,
         messages: Sequence[Mapping[str, Any]],
         *,
-        token_usage: tuple[int, int] | None = None,
+        token_usage: TokenUsage | tuple[int, int] | None = None,
     ) -> Appended:
         """Write a batch in one transaction, each ``message_uid`` at most once.
 
         Returns where it landed: a segment ended by compression forwards to the tip.
-        ``token_usage`` (input, output) is added to that segment in the same transaction.
+        ``token_usage`` (a ``TokenUsage``, or input and output tokens) is added to that
+        segment in the same transaction.
         """
         now = time.time()
+        usage = TokenUsage.of(token_usage)
 
         def run(tx: Tx) -> Appended:
             segment = segments.writable(tx, session_id)
@@ -367,8 +390,8 @@ class SessionDB:
                 ids.append(len(fresh) - 1)
             new_ids = segments.add_messages(tx, target, fresh, now) if fresh else []
             history.record(tx, segment["conversation_id"], segment["source"], new_ids, fresh)
-            if token_usage and any(token_usage):
-                _add_usage(tx, target, *token_usage)
+            if usage:
+                record_usage(tx, target, usage, now)
             return Appended(
                 session_id=target,
                 message_ids=tuple(None if i is None else new_ids[i] for i in ids),
@@ -452,7 +475,8 @@ class SessionDB:
             tx.lock_session(segment["id"])  # appends extend the digest chain under this lock
             conversation = segment["conversation_id"]
             marked = tx.run(
-                f"UPDATE messages SET undone = 1 WHERE (id IN ({marks}) OR origin_id IN ({marks}))"
+                "UPDATE messages SET undone = 1, active = 0"
+                f" WHERE (id IN ({marks}) OR origin_id IN ({marks}))"
                 " AND session_id IN (SELECT id FROM sessions WHERE conversation_id = ?)",
                 (*message_ids, *message_ids, conversation),
             )
@@ -462,6 +486,11 @@ class SessionDB:
             )
             if marked and first and first["first"] is not None:
                 history.recompute(tx, conversation, segment["source"], int(first["first"]))
+            if marked:  # Hermes Agent's count of rewinds, on the segment they happened in
+                tx.run(
+                    "UPDATE sessions SET rewind_count = rewind_count + 1 WHERE id = ?",
+                    (segment["id"],),
+                )
             return marked
 
         return self._write(run)
@@ -482,9 +511,11 @@ class SessionDB:
         source: str | None = None,
         include_abandoned: bool = True,
         exclude_sources: Sequence[str] = (),
+        workspace: str | None = None,
     ) -> list[Row]:
         """One entry per conversation, newest activity first (``source`` only, or none of
-        ``exclude_sources``).
+        ``exclude_sources``; with ``workspace``, an absolute directory, only those started
+        in it or below it).
 
         ``message_count`` counts the original messages that stand (``undone_count`` the
         undone ones, apart); ``last_role`` is the role of the conversation's newest
@@ -516,6 +547,10 @@ class SessionDB:
         if exclude_sources:
             sql += f" AND t.source NOT IN ({', '.join('?' for _ in exclude_sources)})"
             params.extend(exclude_sources)
+        if workspace:
+            below = workspace.rstrip("/") + "/"
+            sql += " AND (r.cwd = ? OR substr(r.cwd, 1, ?) = ?)"
+            params.extend((workspace, len(below), below))
         sql += ") AS c"
         if not include_abandoned:
             sql += (
@@ -584,6 +619,7 @@ class SessionDB:
                 removed += tx.run("DELETE FROM messages WHERE session_id = ?", (sid,))
                 tx.run("DELETE FROM compression_locks WHERE session_id = ?", (sid,))
                 tx.run("DELETE FROM segment_coverage WHERE session_id = ?", (sid,))
+                tx.run("DELETE FROM session_model_usage WHERE session_id = ?", (sid,))
                 tx.run("DELETE FROM gateway_routes WHERE session_id = ?", (sid,))
             tx.run(
                 "UPDATE sessions SET parent_session_id = NULL WHERE parent_session_id IN"
@@ -730,14 +766,6 @@ class SessionDB:
             f" {r['child']} nor in the summary that child holds"
             for r in self._read(lambda tx: tx.all(_UNCOVERED_ROWS))
         ]
-
-
-def _add_usage(tx: Tx, session_id: str, input_tokens: int, output_tokens: int) -> None:
-    tx.run(
-        "UPDATE sessions SET input_tokens = input_tokens + ?, output_tokens = output_tokens + ?"
-        " WHERE id = ?",
-        (int(input_tokens or 0), int(output_tokens or 0), session_id),
-    )
 
 
 _UNCOVERED_ROWS = (

@@ -99,7 +99,7 @@ class Reply:
     slept before anything is sent, ``drop`` closes the socket instead of answering
     (for streams, after ``drop_after_chunks`` chunks), and ``stall_after_chunks``
     pauses a stream for ``stall_seconds`` mid-way. The token fields override the
-    usage the server would otherwise estimate.
+    usage the server would otherwise estimate; ``usage_extra`` adds to the usage block.
     """
 
     content: str | None = None
@@ -116,6 +116,8 @@ class Reply:
     stall_seconds: float = 0.0
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    # Merged into the ``usage`` block: cache and reasoning details, OpenRouter's cost.
+    usage_extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def is_error(self) -> bool:
@@ -765,7 +767,7 @@ def _finish_reason(reply: Reply) -> str:
     return reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop")
 
 
-def _usage(reply: Reply, prompt_tokens: int) -> dict[str, int]:
+def _usage(reply: Reply, prompt_tokens: int) -> dict[str, Any]:
     produced = (reply.content or "") + (reply.reasoning or "")
     produced += "".join(c.name + c.arguments for c in reply.tool_calls)
     completion = reply.completion_tokens
@@ -775,6 +777,7 @@ def _usage(reply: Reply, prompt_tokens: int) -> dict[str, int]:
         "prompt_tokens": prompt_tokens,
         "completion_tokens": completion,
         "total_tokens": prompt_tokens + completion,
+        **reply.usage_extra,
     }
 
 

@@ -2,7 +2,8 @@
 
 The two schemas are written per dialect (schema_sqlite.py, schema_postgres.py), so a
 migration added to one and forgotten in the other would otherwise pass every test that
-happens not to read the new column. Search indexes are the one allowed difference: each
+happens not to read the new column. Views count, since readers query them like tables
+(PostgreSQL lists their columns too). Search indexes are the one allowed difference: each
 engine keeps its own (FTS5 tables on SQLite, a trigram index on PostgreSQL).
 """
 
@@ -20,7 +21,7 @@ def _sqlite_columns(path: Path) -> dict[str, set[str]]:
         tables = [
             row["name"]
             for row in conn.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table'"
+                "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')"
                 " AND sql NOT LIKE 'CREATE VIRTUAL TABLE%'"
                 " AND name NOT LIKE 'messages_fts%' AND name NOT LIKE 'sqlite_%'"
             )
