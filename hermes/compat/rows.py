@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 import sqlite3
 from typing import Any
@@ -82,3 +83,26 @@ class RowConnection:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._raw, name)
+
+
+class TransactionConnection(RowConnection):
+    """The connection of a store transaction in progress, for ``_execute_write``'s
+    function: ``sqlite3.Row`` rows, and no commit or rollback of its own (the store
+    commits after the function, or rolls back when it raises)."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        super().__init__(conn, contextlib.nullcontext())
+
+    def commit(self) -> None:
+        """The transaction commits when the function returns."""
+
+    def rollback(self) -> None:
+        raise RuntimeError("To roll back an _execute_write, raise from its function.")
+
+
+def transaction_connection(tx: Any) -> Any:
+    """What ``_execute_write`` hands its function: a SQLite transaction's connection
+    (``TransactionConnection``), or PostgreSQL's transaction itself (``execute`` with
+    ``?`` placeholders, dict rows)."""
+    conn = getattr(tx, "conn", None)
+    return TransactionConnection(conn) if isinstance(conn, sqlite3.Connection) else tx

@@ -11,8 +11,8 @@ conversation is a chain of segments, and deleting a session deletes its conversa
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeVar
 
 from hermes.compat import listing
 from hermes.compat import rows as shapes
@@ -25,6 +25,7 @@ from hermes.state.errors import SessionNotFoundError, StateError
 _UNKEPT_SESSION_FIELDS = frozenset(
     {"model_config", "chat_id", "chat_type", "thread_id", "cwd", "profile_name"}
 )
+T = TypeVar("T")
 _SESSION_FIELDS = frozenset({"model", "system_prompt", "user_id", "session_key", "title"})
 
 
@@ -33,12 +34,22 @@ class SessionDB(StoreSessionDB):
 
     @property
     def _conn(self) -> Any:
-        """SQLite: the store's connection yielding ``sqlite3.Row`` rows, as in Hermes Agent."""
+        """SQLite: the store's connection yielding ``sqlite3.Row`` rows, as in Hermes
+        Agent; None once closed (callers test ``db._conn is not None`` for "open")."""
+        if getattr(self.backend, "_closed", False):
+            return None
         conn = self.backend.conn  # type: ignore[attr-defined]
         shared = getattr(self.backend, "_shared", None)
         if shared is None:  # PostgreSQL: its own connection, as it is
             return conn
         return shapes.RowConnection(conn, shared.lock)
+
+    def _execute_write(self, fn: Callable[[Any], T]) -> T:
+        """Run ``fn(conn)`` in one write transaction, retried while the database is busy,
+        as Hermes Agent's ``_execute_write`` does. ``fn`` must not commit: the
+        transaction commits when it returns and rolls back if it raises. A closed store
+        refuses (``StateError``: "The state store ... is closed")."""
+        return self._write(lambda tx: fn(shapes.transaction_connection(tx)))
 
     # -- sessions -------------------------------------------------------------------
 
@@ -387,16 +398,12 @@ class SessionDB(StoreSessionDB):
     def try_acquire_compression_lock(
         self, session_id: str, holder: str, ttl_seconds: float = lease.DEFAULT_TTL
     ) -> bool:
-        """Take the lease; False for an empty or unknown session id, as in Hermes Agent."""
+        """Take the lease; False for an empty id or holder. An id the store does not know
+        yet can be leased, as in Hermes Agent (a compression may start before its
+        session's row is written)."""
         if not session_id or not holder:
             return False
-
-        def run(tx: Tx) -> bool:
-            if segments.get(tx, session_id) is None:
-                return False
-            return lease.acquire(tx, session_id, holder, ttl_seconds, tx.clock())
-
-        return self._write(run)
+        return super().try_acquire_compression_lock(session_id, holder, ttl_seconds)
 
     def refresh_compression_lock(
         self, session_id: str, holder: str, ttl_seconds: float = lease.DEFAULT_TTL
