@@ -26,6 +26,47 @@ def sanitize_title(title: str | None) -> str | None:
     return cleaned
 
 
+_NUMBERED = re.compile(r"^(.*?) #(\d+)$")
+_CJK = re.compile(
+    "[\u3040-\u30ff\u3100-\u312f\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff"
+    "\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f]"
+)
+# Recalled-memory blocks a provider may echo back into an answer (0.19 strips them
+# when it replays a conversation).
+_MEMORY_BLOCK = re.compile(r"<\s*memory-context\s*>[\s\S]*?</\s*memory-context\s*>", re.I)
+_MEMORY_NOTE = re.compile(
+    r"\[System note:\s*The following is recalled memory context,\s*NOT new user input\."
+    r"\s*Treat as (?:informational background data|authoritative reference data[^\]]*)\.\]\s*",
+    re.I,
+)
+_MEMORY_TAG = re.compile(r"</?\s*memory-context\s*>", re.I)
+
+
+def contains_cjk(text: str) -> bool:
+    """Whether ``text`` holds Chinese, Japanese or Korean characters."""
+    return bool(_CJK.search(text or ""))
+
+
+def title_base(title: str) -> str:
+    """A title without its ``#N`` lineage number."""
+    match = _NUMBERED.match(title)
+    return match.group(1) if match else title
+
+
+def next_title(base: str, taken: list[str]) -> str:
+    """The next title of ``base``'s lineage given the titles in use."""
+    if not taken:
+        return base
+    numbers = [int(m.group(2)) for t in taken if (m := _NUMBERED.match(t))]
+    return f"{base} #{max([1, *numbers]) + 1}"
+
+
+def without_memory_context(text: str) -> str:
+    """``text`` without recalled-memory blocks, notes and stray tags."""
+    text = _MEMORY_BLOCK.sub("", text)
+    return _MEMORY_TAG.sub("", _MEMORY_NOTE.sub("", text))
+
+
 def like_prefix(text: str) -> str:
     """A LIKE pattern matching ``text`` literally at the start (escape character ``\\``)."""
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
@@ -40,7 +81,10 @@ def message_row(row: dict[str, Any]) -> dict[str, Any]:
 
 def as_conversation(row: dict[str, Any]) -> dict[str, Any]:
     """An OpenAI-format message (role, content, tool fields) from a decoded store row."""
-    message: dict[str, Any] = {"role": row["role"], "content": row["content"]}
+    content = row["content"]
+    if row["role"] in ("user", "assistant") and isinstance(content, str):
+        content = without_memory_context(content).strip()
+    message: dict[str, Any] = {"role": row["role"], "content": content}
     for key in ("tool_calls", "tool_call_id", "tool_name"):
         if row.get(key):
             message[key] = row[key]
