@@ -201,3 +201,35 @@ def test_the_agents_session_db_is_the_store_given_and_can_be_replaced(
         fake_llm.script(fake.text("ok"))
         agent.run_conversation("hi")
         assert [r["content"] for r in other.get_messages("webui-5")] == ["hi", "ok"]
+
+
+def compressing_responder(body: dict[str, Any]) -> fake.Reply:
+    if "summar" in str(body.get("messages")).lower() and not body.get("tools"):
+        return fake.text("SUMMARY OF EARLIER TURNS")
+    return fake.text("x" * 400)
+
+
+def test_webui_turns_across_compressions_store_each_message_once(
+    fake_llm, db, hermes_home: Path
+) -> None:
+    (hermes_home / "config.yaml").write_text(
+        "model:\n  context_length: 1200\ncompression:\n  threshold: 0.5\n", encoding="utf-8"
+    )
+    fake_llm.responder = compressing_responder
+    agent = webui_agent(fake_llm, db, "webui-6")
+    context: list[dict[str, Any]] = []
+    questions = [f"question {i} " + "y" * 300 for i in range(8)]
+    for words in questions:
+        context = send(agent, words, context)["messages"]
+
+    chain = db.get_lineage(agent.session_id)
+    assert len(chain) >= 2, "the conversation never compressed"
+    originals = db.get_conversation_messages(agent.session_id)
+    assert [m["content"] for m in originals if m["role"] == "user"] == questions
+    assert len(originals) == 2 * len(questions)
+    # What the UI passed back after a rotation was the live segment's context: the next
+    # request started from it, summary first, not from the whole history again.
+    last = [m["content"] for m in fake_llm.requests[-1]["messages"][1:]]
+    assert sum("SUMMARY OF EARLIER TURNS" in (c or "") for c in last) == 1
+    assert sum("question" in (c or "") for c in last) < len(questions)
+    assert db.invariant_violations() == []
