@@ -166,6 +166,9 @@ def _tool_field_hits(db: SessionDB, part: str, wanted: SearchFilter, fetch: int)
     if wanted.conversation_id:
         clauses.append("s.conversation_id = ?")
         params.append(wanted.conversation_id)
+    if wanted.user_id:  # one user's search never shows another's messages
+        clauses.append("s.user_id = ?")
+        params.append(wanted.user_id)
     sql = (
         "SELECT m.id, m.session_id, s.conversation_id, m.role, m.tool_calls, m.tool_name,"
         " m.created_at FROM messages m JOIN sessions s ON s.id = m.session_id"

@@ -104,3 +104,11 @@ def test_replayed_messages_leave_out_recalled_memory_blocks(db: SessionDB) -> No
         "</memory-context>\n\nThe answer",
     )
     assert [m["content"] for m in db.get_messages_as_conversation("s1")] == ["The answer"]
+
+
+def test_a_users_search_of_tool_calls_shows_only_their_own(db: SessionDB) -> None:
+    for user in ("u1", "u2"):
+        db.create_session(f"s-{user}", "telegram", user_id=user)
+        db.append_message(f"s-{user}", "tool", "ok", tool_name="MARKERTOOL", tool_call_id="c1")
+    hits = db.search_messages("MARKERTOOL", user_id="u1")
+    assert [h["session_id"] for h in hits] == ["s-u1"]
