@@ -82,6 +82,16 @@ class AIAgent(HermesAIAgent):
     def _session_db(self, db: Any) -> None:
         self.session_db = db
 
+    def interrupt(self, message: str | None = None) -> None:
+        """Stop the running turn (0.19's ``message``, the input that interrupted, is
+        not kept: the caller sends it as the next turn)."""
+        super().interrupt()
+
+    def steer(self, text: str) -> bool:
+        """0.19 slips ``text`` into the running turn's next tool result; hermes does not,
+        so this says no (False) and the caller sends it as a message of its own."""
+        return False
+
     def run_conversation(
         self,
         user_message: Any,

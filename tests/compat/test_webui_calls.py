@@ -233,3 +233,10 @@ def test_webui_turns_across_compressions_store_each_message_once(
     assert sum("SUMMARY OF EARLIER TURNS" in (c or "") for c in last) == 1
     assert sum("question" in (c or "") for c in last) < len(questions)
     assert db.invariant_violations() == []
+
+
+def test_webui_cancels_with_a_message_and_is_told_steering_is_not_taken(fake_llm, db) -> None:
+    agent = webui_agent(fake_llm, db, "webui-7")
+    assert agent.steer("also check the tests") is False
+    agent.interrupt("Cancelled by user")
+    assert agent.interrupt_requested
