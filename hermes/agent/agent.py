@@ -148,6 +148,9 @@ class AIAgent:
         self._registry: Any = None
         self._interrupt = threading.Event()
         self.holds_turn_lock = False  # this agent (or its caller) holds the turn lock
+        # This turn's context is a caller's own history, not the segment's: compress it
+        # in memory only (see caller_history).
+        self.context_detached = False
         # (segment id, (last id, row count, undone rows), messages): see load_history.
         self._cache: tuple[str, tuple[int, int, int], list[dict[str, Any]]] | None = None
         self._stamp: tuple[int, int, int] | None = None
@@ -163,24 +166,38 @@ class AIAgent:
 
     def run_conversation(
         self,
-        user_message: str | None,
+        user_message: Any,
         *,
         conversation_history: list[dict[str, Any]] | None = None,
         tool_results: list[dict[str, Any]] | None = None,
         answer_uid: str | None = None,
+        system_message: str | None = None,
+        persist_user_message: Any = None,
+        persist_user_timestamp: float | None = None,
     ) -> dict[str, Any]:
         """Run one user turn to a final answer; see ``turn.run_turn``.
 
-        ``tool_results`` (``{"tool_call_id", "content"}`` each) answer the open calls of
-        ``client_tools`` the last turn handed back; the turn then goes on from them
-        instead of from a new user message. ``answer_uid`` is the ``message_uid`` the
-        final answer is stored under (a caller that named it ahead).
+        ``conversation_history`` is the history the caller holds: set against the store
+        (``caller_history``), so passing the stored conversation back stores nothing
+        twice. ``tool_results`` (``{"tool_call_id", "content"}`` each) answer the open
+        calls of ``client_tools`` the last turn handed back; the turn then goes on from
+        them instead of from a new user message. ``answer_uid`` is the ``message_uid``
+        the final answer is stored under (a caller that named it ahead).
+        ``system_message`` reaches the model after the segment's prompt for this turn,
+        never stored; ``persist_user_message`` is stored in place of ``user_message``
+        (which is what the model gets), dated ``persist_user_timestamp`` if given.
         """
-        from hermes.agent.turn import run_turn
+        from hermes.agent.turn import TurnInput, run_turn
 
-        return run_turn(
-            self, user_message, conversation_history, tool_results, answer_uid=answer_uid
-        ).as_dict()
+        given = TurnInput(
+            history=conversation_history,
+            tool_results=tool_results,
+            answer_uid=answer_uid,
+            system_message=system_message,
+            persist_user_message=persist_user_message,
+            user_timestamp=persist_user_timestamp,
+        )
+        return run_turn(self, user_message, given).as_dict()
 
     def chat(self, message: str) -> str:
         return self.run_conversation(message)["final_response"] or ""

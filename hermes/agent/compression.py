@@ -1,6 +1,7 @@
 """The compression path (DESIGN.md "The compression path"), step by step.
 
-1. no store, or an agent that must not write (a fork) -> compress in memory only;
+1. no store, an agent that must not write (a fork), or a turn whose context is a
+   caller's own history (``caller_history``) -> compress in memory only;
 2. take the lease on the current segment; if taken, return the input untouched;
 3. under the lease, re-check the segment is still the tip; if not, return untouched;
 4. note the watermark, call the compressor, refreshing the lease meanwhile;
@@ -84,7 +85,7 @@ def compress_context(
     db = agent.session_db
     outcome = Outcome(tokens_before=approx_tokens)
     agent.last_compression = outcome
-    if db is None or not agent.persist_session or agent.is_fork:
+    if db is None or not agent.persist_session or agent.is_fork or agent.context_detached:
         if agent.is_fork:
             outcome.reason = "a background review never compresses"
             return messages, system_message

@@ -24,8 +24,12 @@ def new_message(role: str, content: Any = None, **fields: Any) -> dict[str, Any]
 
 
 def api_form(message: Mapping[str, Any]) -> dict[str, Any]:
-    """One message as the model API wants it (no uid, no bookkeeping keys)."""
+    """One message as the model API wants it (no uid, no bookkeeping keys). A message
+    whose stored text differs from what the model was sent keeps the sent text in
+    ``api_content`` (a caller's ``persist_user_message``); the model gets that."""
     item = {k: message[k] for k in API_KEYS if message.get(k) not in (None, [], "")}
+    if message.get("api_content") is not None:
+        item["content"] = message["api_content"]
     if message.get("role") == "tool" and "name" not in item and message.get("tool_name"):
         item["name"] = message["tool_name"]
     if item.get("role") == "assistant" and "content" not in item:
@@ -64,4 +68,5 @@ def for_store(message: Mapping[str, Any]) -> dict[str, Any]:
         "message_uid": message.get("message_uid"),
         "token_count": message.get("token_count"),
         "finish_reason": message.get("finish_reason"),
+        "created_at": message.get("created_at"),
     }

@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
-from hermes.agent import provider_usage, review, transcript, turn_lock
+from hermes.agent import caller_history, provider_usage, review, transcript, turn_lock
 from hermes.agent.errors import ContextLengthError, ToolResultsError, TurnInterrupted
 from hermes.agent.llm_client import ModelResponse, encode_message
 from hermes.state import wellformed
@@ -52,6 +52,7 @@ class TurnState:
     compressions: list[dict[str, Any]] = field(default_factory=list)
     client_calls: list[dict[str, Any]] = field(default_factory=list)  # for the caller to run
     answer_uid: str | None = None  # the final answer's message_uid, when chosen ahead
+    instructions: str | None = None  # the caller's system message for this turn
     unsaved_usage: TokenUsage = field(default_factory=TokenUsage)  # with the next write
 
     def take_unsaved_usage(self) -> TokenUsage:
@@ -116,20 +117,25 @@ def _save(agent: AIAgent, turn: TurnState, *messages: dict[str, Any]) -> None:
     agent.persist(*messages, token_usage=turn.take_unsaved_usage())
 
 
-def run_turn(
-    agent: AIAgent,
-    user_message: str | None,
-    history: list[dict[str, Any]] | None,
-    tool_results: list[dict[str, Any]] | None = None,
-    *,
-    answer_uid: str | None = None,
-) -> TurnResult:
+@dataclass(frozen=True)
+class TurnInput:
+    """What a caller gives one turn besides its message (Hermes Agent's keywords)."""
+
+    history: list[dict[str, Any]] | None = None  # the caller's history (caller_history)
+    tool_results: list[dict[str, Any]] | None = None
+    answer_uid: str | None = None
+    system_message: str | None = None  # this turn's instructions, after the prompt
+    persist_user_message: Any = None  # stored in place of the message the model gets
+    user_timestamp: float | None = None  # when the user's message was sent
+
+
+def run_turn(agent: AIAgent, user_message: Any, given: TurnInput) -> TurnResult:
     agent.clear_interrupt()
     agent.locate_conversation()
     try:
         with turn_lock.holding_turn(agent):
             agent.ensure_session()  # another turn may have rotated it while we waited
-            return _run_locked(agent, user_message, history, tool_results, answer_uid)
+            return _run_locked(agent, user_message, given)
     except TurnInterrupted:  # while waiting for another turn: nothing was stored
         agent.emit("interrupted")
         return _result(
@@ -137,48 +143,61 @@ def run_turn(
         )
 
 
-def _run_locked(
-    agent: AIAgent,
-    user_message: str | None,
-    history: list[dict[str, Any]] | None,
-    tool_results: list[dict[str, Any]] | None = None,
-    answer_uid: str | None = None,
-) -> TurnResult:
+def _run_locked(agent: AIAgent, user_message: Any, given: TurnInput) -> TurnResult:
     read = agent.take_tip_stamp()  # by ensure_session, a moment ago, under the turn lock
-    if history is None:
+    detached = False
+    if given.history is None:
         history = agent.load_history(read)
     else:
-        history = [dict(m) for m in history]
-        for message in history:
-            message.setdefault("message_uid", transcript.new_message("x")["message_uid"])
-        agent.persist(*history)  # a caller's history is stored once, never twice
+        start = caller_history.reconcile(agent, given.history, read)
+        history, detached = start.context, start.detached
+        agent.persist(*start.to_store)  # what the store lacked, stored once
     turn = TurnState(
-        messages=history, system_prompt=agent.segment_system_prompt(), answer_uid=answer_uid
+        messages=history,
+        system_prompt=agent.segment_system_prompt(),
+        answer_uid=given.answer_uid,
+        instructions=given.system_message,
     )
-    if tool_results:
-        answers = _answers_to_open_calls(turn.messages, tool_results)
-        turn.messages.extend(answers)
-        _save(agent, turn, *answers)
-    else:
-        user = transcript.new_message("user", user_message or "")
-        turn.messages.append(user)
-        _save(agent, turn, user)
-        agent.user_turns += 1
-
+    agent.context_detached = detached
     try:
-        _loop(agent, turn)
-    except TurnInterrupted:
-        turn.interrupted = True
+        _open_turn(agent, turn, user_message, given)
+        try:
+            _loop(agent, turn)
+        except TurnInterrupted:
+            turn.interrupted = True
+    finally:
+        agent.context_detached = False
     usage = turn.take_unsaved_usage()
     if agent.writes_transcript and usage:  # a call whose answer was not stored
         db, segment = agent.bound()
         db.add_token_usage(segment, usage)
-    agent.remember(turn.messages)
+    if detached:
+        agent.forget_cache()  # the turn's context is the caller's, not the segment's
+    else:
+        agent.remember(turn.messages)
     if turn.interrupted:
         agent.emit("interrupted")
     elif review.due(agent):
         review.spawn(agent, turn.messages)
     return _result(agent, turn)
+
+
+def _open_turn(agent: AIAgent, turn: TurnState, user_message: Any, given: TurnInput) -> None:
+    """Add and store what starts the turn: the caller's tool results, or the user's
+    message (stored as ``persist_user_message`` when given, sent as given)."""
+    if given.tool_results:
+        answers = _answers_to_open_calls(turn.messages, given.tool_results)
+        turn.messages.extend(answers)
+        _save(agent, turn, *answers)
+        return
+    sent = user_message or ""
+    stored = sent if given.persist_user_message is None else given.persist_user_message
+    user = transcript.new_message("user", stored, created_at=given.user_timestamp)
+    if stored != sent:
+        user["api_content"] = sent
+    turn.messages.append(user)
+    _save(agent, turn, user)
+    agent.user_turns += 1
 
 
 def _answers_to_open_calls(
@@ -277,7 +296,7 @@ def _next_step(agent: AIAgent, turn: TurnState, tools: list[bytes]) -> Step:
     _ensure_well_formed(agent, turn)  # a no-op unless the compression changed it
     turn.iterations += 1
     agent.last_sent_count = len(turn.messages)
-    system = {"role": "system", "content": _request_system(agent, turn.system_prompt or "")}
+    system = {"role": "system", "content": _request_system(agent, turn)}
     try:
         response = agent.client.complete(
             encoded=[encode_message(system), *agent.wire.pieces],
@@ -297,11 +316,12 @@ def _next_step(agent: AIAgent, turn: TurnState, tools: list[bytes]) -> Step:
     return FinalAnswer(response)
 
 
-def _request_system(agent: AIAgent, system_prompt: str) -> str:
-    """The system message sent: the segment's prompt, then this run's own instructions
-    (one message, since some providers take only one)."""
-    extra = (agent.ephemeral_system_prompt or "").strip()
-    return f"{system_prompt}\n\n{extra}" if extra else system_prompt
+def _request_system(agent: AIAgent, turn: TurnState) -> str:
+    """The system message sent: the segment's prompt, then the caller's instructions
+    for this turn and this agent's own (one message, since some providers take only
+    one). Neither is stored with the segment, so a resume without them works."""
+    extras = (part.strip() for part in (turn.instructions, agent.ephemeral_system_prompt) if part)
+    return "\n\n".join([turn.system_prompt or "", *(e for e in extras if e)])
 
 
 def _maybe_compress(agent: AIAgent, turn: TurnState, *, force: bool = False) -> None:

@@ -1,40 +1,182 @@
-"""``run_agent.AIAgent``: hermes's agent taking Hermes Agent 0.19's constructor keywords.
+"""``run_agent.AIAgent``: hermes's agent taking Hermes Agent 0.19's calls.
 
-Keywords with a meaning here are renamed (``platform`` is hermes's ``source``,
-``gateway_session_key`` its ``session_key``, ``stream_delta_callback`` its
-``stream_callback``); the rest of Hermes Agent's keywords have none and are accepted
-with one warning line naming them, never a TypeError.
+The constructor takes 0.19's positional order and keywords. Keywords with a meaning
+here are renamed (``platform`` is hermes's ``source``, ``gateway_session_key`` its
+``session_key``, ``stream_delta_callback`` its ``stream_callback``) or applied
+(``enabled_toolsets`` / ``disabled_toolsets``: see ``toolsets``); the rest have none
+and are accepted with one warning line naming them, never a TypeError.
+``run_conversation`` takes 0.19's signature and returns 0.19's result keys beside
+hermes's own.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from hermes.agent import AIAgent as HermesAIAgent
+from hermes.compat import toolsets
 
 log = logging.getLogger("hermes.compat")
 
+# Hermes Agent 0.19's constructor parameters, in its positional order (as far as any
+# caller passes them positionally).
+POSITIONAL = (
+    "base_url",
+    "api_key",
+    "provider",
+    "api_mode",
+    "acp_command",
+    "acp_args",
+    "command",
+    "args",
+    "model",
+    "max_iterations",
+)
 RENAMED = {
     "platform": "source",
     "gateway_session_key": "session_key",
     "stream_delta_callback": "stream_callback",
 }
+_APPLIED = frozenset({"enabled_toolsets", "disabled_toolsets"})
 _init = HermesAIAgent.__init__.__code__  # not inspect.signature: `inspect` costs ~8 ms
 _OWN = frozenset(_init.co_varnames[: _init.co_argcount + _init.co_kwonlyargcount]) - {"self"}
 
 
 class AIAgent(HermesAIAgent):
-    """hermes's AIAgent; accepts the keywords Hermes Agent's callers pass."""
+    """hermes's AIAgent; accepts the calls Hermes Agent's callers make."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        own, ignored = translate_keywords(kwargs)
+        if len(args) > len(POSITIONAL):
+            raise TypeError(f"AIAgent() takes at most {len(POSITIONAL)} positional arguments")
+        clash = set(POSITIONAL[: len(args)]) & set(kwargs)
+        if clash:
+            raise TypeError(f"AIAgent() got multiple values for {', '.join(sorted(clash))}")
+        given = dict(zip(POSITIONAL, args, strict=False)) | kwargs
+        enabled, disabled = (
+            given.pop("enabled_toolsets", None),
+            given.pop("disabled_toolsets", None),
+        )
+        if not given.get("model"):
+            given.pop("model", None)  # 0.19's default is "": hermes's config decides
+        own, ignored = translate_keywords(given)
         if ignored:
             log.warning(
                 "AIAgent: ignoring Hermes Agent keywords with no meaning in hermes: %s",
                 ", ".join(sorted(ignored)),
             )
-        super().__init__(*args, **own)
+        super().__init__(**own)
+        if enabled is not None or disabled is not None:
+            base = None if enabled is not None else HermesAIAgent.tool_names(self)
+            self.tool_names_override = toolsets.chosen(enabled, disabled, base)
+        self.session_input_tokens = 0
+        self.session_output_tokens = 0
+
+    @property
+    def _session_db(self) -> Any:
+        """0.19's name for the store; callers (hermes-webui) read and replace it."""
+        return self.session_db
+
+    @_session_db.setter
+    def _session_db(self, db: Any) -> None:
+        self.session_db = db
+
+    def interrupt(self, message: str | None = None) -> None:
+        """Stop the running turn (0.19's ``message``, the input that interrupted, is
+        not kept: the caller sends it as the next turn)."""
+        super().interrupt()
+
+    def steer(self, text: str) -> bool:
+        """0.19 slips ``text`` into the running turn's next tool result; hermes does not,
+        so this says no (False) and the caller sends it as a message of its own."""
+        return False
+
+    def run_conversation(
+        self,
+        user_message: Any,
+        system_message: str | None = None,
+        conversation_history: list[dict[str, Any]] | None = None,
+        task_id: str | None = None,
+        stream_callback: Callable[[str], None] | None = None,
+        persist_user_message: Any = None,
+        persist_user_timestamp: float | None = None,
+        moa_config: dict[str, Any] | None = None,
+        *,
+        tool_results: list[dict[str, Any]] | None = None,
+        answer_uid: str | None = None,
+    ) -> dict[str, Any]:
+        """One turn, with Hermes Agent 0.19's arguments and meanings.
+
+        ``system_message`` reaches the model after hermes's prompt (never stored);
+        ``persist_user_message`` is stored in place of ``user_message``, which is what
+        the model gets; a ``conversation_history`` that is the stored conversation adds
+        nothing to the store. ``task_id`` (0.19's tool sandbox name) and ``moa_config``
+        (mixture of agents) have no meaning here and are accepted.
+        """
+        if moa_config:
+            log.info("run_conversation: moa_config has no meaning in hermes; answering alone")
+        kept = self.stream_callback
+        if stream_callback is not None:
+            self.stream_callback = stream_callback
+        try:
+            result = super().run_conversation(
+                user_message,
+                conversation_history=conversation_history,
+                tool_results=tool_results,
+                answer_uid=answer_uid,
+                system_message=system_message,
+                persist_user_message=persist_user_message,
+                persist_user_timestamp=persist_user_timestamp,
+            )
+        finally:
+            self.stream_callback = kept
+        return self._hermes_agent_result(result)
+
+    def _hermes_agent_result(self, result: dict[str, Any]) -> dict[str, Any]:
+        """``result`` with the keys 0.19's ``run_conversation`` returns added; token
+        figures are this agent's totals, as 0.19 counts them."""
+        self.session_input_tokens += int(result.get("prompt_tokens") or 0)
+        self.session_output_tokens += int(result.get("completion_tokens") or 0)
+        interrupted = bool(result.get("interrupted"))
+        total_in, total_out = self.session_input_tokens, self.session_output_tokens
+        return {
+            **result,
+            "last_reasoning": _last_reasoning(result.get("messages") or []),
+            "api_calls": result.get("iterations", 0),
+            "completed": not interrupted and result.get("final_response") is not None,
+            "turn_exit_reason": "interrupted_by_user" if interrupted else "text_response",
+            "failed": False,
+            "partial": False,
+            "response_transformed": False,
+            "response_previewed": False,
+            "model": self.model,
+            "provider": self.provider,
+            "base_url": self.base_url,
+            "input_tokens": total_in,
+            "output_tokens": total_out,
+            "cache_read_tokens": 0,
+            "cache_write_tokens": 0,
+            "reasoning_tokens": 0,
+            "prompt_tokens": total_in,
+            "completion_tokens": total_out,
+            "total_tokens": total_in + total_out,
+            "last_prompt_tokens": self.context_compressor.last_prompt_tokens or 0,
+            "estimated_cost_usd": None,
+            "cost_status": "unknown",
+            "cost_source": "none",
+            "service_tier": None,
+        }
+
+
+def _last_reasoning(messages: list[dict[str, Any]]) -> str | None:
+    """The newest reasoning of this turn's assistant messages (none before its user)."""
+    for message in reversed(messages):
+        if message.get("role") == "user":
+            return None
+        if message.get("role") == "assistant" and message.get("reasoning"):
+            return str(message["reasoning"])
+    return None
 
 
 def translate_keywords(kwargs: dict[str, Any]) -> tuple[dict[str, Any], set[str]]:
@@ -46,7 +188,7 @@ def translate_keywords(kwargs: dict[str, Any]) -> tuple[dict[str, Any], set[str]
         if target in _OWN:
             if value is not None or target not in own:
                 own[target] = value
-        else:
+        elif name not in _APPLIED and value is not None:
             ignored.add(name)
     if own.get("source") is None:
         own.pop("source", None)

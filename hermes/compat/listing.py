@@ -7,6 +7,7 @@ and its live segment the one with the highest ``segment_index``.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -79,21 +80,113 @@ def search(
     offset: int,
 ) -> list[Row]:
     """The store's search, filtered; fetches more hits until the page is full or the
-    index has no more, so ``limit`` and ``offset`` count filtered hits."""
+    index has no more, so ``limit`` and ``offset`` count filtered hits.
+
+    On top of the store's rules, as Hermes Agent 0.19 searches: ``a OR b`` finds either,
+    a CJK query without spaces is matched as the literal text it is (``100%完成``), and
+    the tool calls and tool names of messages are searched too (the index holds text)."""
     need = max(0, int(offset)) + max(1, int(limit))
     fetch = need
     while True:
-        hits = store_search(
-            query, limit=fetch, conversation_id=wanted.conversation_id, user_id=wanted.user_id
-        )
+        hits, exhausted = _hits(db, store_search, query, wanted, fetch)
         kept = [h for h in _with_sessions(db, hits) if wanted.admits(h)]
-        if len(kept) >= need or len(hits) < fetch:
+        if len(kept) >= need or exhausted:
             break
         fetch *= 4
     page = kept[offset : offset + max(1, int(limit))]
     for hit in page:
         hit["context"] = _context(db, hit)
     return page
+
+
+def _hits(
+    db: SessionDB,
+    store_search: Callable[..., list[Row]],
+    query: str,
+    wanted: SearchFilter,
+    fetch: int,
+) -> tuple[list[Row], bool]:
+    """Up to ``fetch`` hits per alternative of the query, newest first, each once; and
+    whether every source ran dry."""
+    found: dict[int, Row] = {}
+    exhausted = True
+    for part in _alternatives(query):
+        hits = store_search(
+            part, limit=fetch, conversation_id=wanted.conversation_id, user_id=wanted.user_id
+        )
+        exhausted = exhausted and len(hits) < fetch
+        literal = _literal_cjk(part)
+        for hit in [*hits, *_tool_field_hits(db, part, wanted, fetch)]:
+            if literal and not _holds_literally(db, hit, literal):
+                continue
+            found.setdefault(hit["message_id"], hit)
+    ordered = sorted(found.values(), key=lambda h: (h["created_at"], h["message_id"]), reverse=True)
+    return ordered, exhausted
+
+
+def _alternatives(query: str) -> list[str]:
+    """The parts of ``a OR b`` (a bare OR between terms), or the query itself."""
+    parts = [p.strip() for p in _OR.split(query or "")]
+    parts = [p for p in parts if p and p.upper() != "OR"]
+    return parts or [query]
+
+
+_OR = re.compile(r"\s+OR\s+")
+
+
+def _literal_cjk(part: str) -> str | None:
+    """A CJK query without spaces or quotes is matched as literal text, as 0.19 does."""
+    text = part.strip()
+    if not shapes.contains_cjk(text) or any(c.isspace() or c == '"' for c in text):
+        return None
+    return text
+
+
+def _holds_literally(db: SessionDB, hit: Row, text: str) -> bool:
+    row = db._read(
+        lambda tx: tx.one(
+            "SELECT content, tool_name FROM messages WHERE id = ?", (hit["message_id"],)
+        )
+    )
+    haystack = f"{(row or {}).get('content') or ''} {(row or {}).get('tool_name') or ''}"
+    return text.lower() in haystack.lower()
+
+
+def _tool_field_hits(db: SessionDB, part: str, wanted: SearchFilter, fetch: int) -> list[Row]:
+    """Original messages whose tool calls (names, arguments) or tool name hold every
+    word of ``part``, newest first, as search hits."""
+    words = [w.strip('"*') for w in part.split()]
+    words = [w for w in words if w]
+    if not words:
+        return []
+    field = "LOWER(COALESCE(m.tool_calls, '') || ' ' || COALESCE(m.tool_name, ''))"
+    clauses = ["m.compacted = 0", "(m.tool_calls IS NOT NULL OR m.tool_name IS NOT NULL)"]
+    clauses += [f"{field} LIKE ? ESCAPE '\\'" for _ in words]
+    params: list[Any] = [f"%{shapes.like_prefix(w.lower())[:-1]}%" for w in words]
+    if wanted.conversation_id:
+        clauses.append("s.conversation_id = ?")
+        params.append(wanted.conversation_id)
+    if wanted.user_id:  # one user's search never shows another's messages
+        clauses.append("s.user_id = ?")
+        params.append(wanted.user_id)
+    sql = (
+        "SELECT m.id, m.session_id, s.conversation_id, m.role, m.tool_calls, m.tool_name,"
+        " m.created_at FROM messages m JOIN sessions s ON s.id = m.session_id"
+        + where(clauses)
+        + " ORDER BY m.id DESC LIMIT ?"
+    )
+    rows = db._read(lambda tx: tx.all(sql, [*params, int(fetch)]))
+    return [
+        {
+            "message_id": r["id"],
+            "session_id": r["session_id"],
+            "conversation_id": r["conversation_id"],
+            "role": r["role"],
+            "snippet": " ".join(x for x in (r["tool_name"], r["tool_calls"]) if x)[:160],
+            "created_at": r["created_at"],
+        }
+        for r in rows
+    ]
 
 
 def _with_sessions(db: SessionDB, hits: list[Row]) -> list[Row]:
@@ -217,20 +310,33 @@ def _rich_row(found: Row, segment: Row, projected: bool) -> Row:
     return row
 
 
-def prunable(db: SessionDB, cutoff: float | None, source: str | None) -> list[tuple[str, int]]:
-    """(conversation id, segments) of conversations whose live segment has ended and
-    which were idle since before ``cutoff`` (None: any age), rooted in ``source``."""
+def prunable(
+    db: SessionDB, cutoff: float | None, source: str | None
+) -> list[tuple[str, list[str]]]:
+    """(conversation id, its segment ids) of conversations whose live segment has ended
+    and started before ``cutoff`` (None: any age), rooted in ``source``."""
     clauses = ["t.ended_at IS NOT NULL", "r.lineage != 'compression'"]
     params: list[Any] = []
     if cutoff is not None:
-        clauses.append("t.last_active_at < ?")
+        clauses.append("t.started_at < ?")
         params.append(cutoff)
     if source:
         clauses.append("r.source = ?")
         params.append(source)
     sql = (
-        f"SELECT r.conversation_id, t.segment_index AS n FROM sessions r JOIN sessions t ON {_TIP}"
+        f"SELECT r.conversation_id FROM sessions r JOIN sessions t ON {_TIP}"
         + where(clauses)
         + " AND r.id = r.conversation_id"
     )
-    return [(r["conversation_id"], int(r["n"])) for r in db._read(lambda tx: tx.all(sql, params))]
+
+    def run(tx: Tx) -> list[tuple[str, list[str]]]:
+        found = []
+        for row in tx.all(sql, params):
+            ids = tx.all(
+                "SELECT id FROM sessions WHERE conversation_id = ? ORDER BY segment_index",
+                (row["conversation_id"],),
+            )
+            found.append((row["conversation_id"], [r["id"] for r in ids]))
+        return found
+
+    return db._read(run)

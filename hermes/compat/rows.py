@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 import sqlite3
 from typing import Any
@@ -25,6 +26,47 @@ def sanitize_title(title: str | None) -> str | None:
     return cleaned
 
 
+_NUMBERED = re.compile(r"^(.*?) #(\d+)$")
+_CJK = re.compile(
+    "[\u3040-\u30ff\u3100-\u312f\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff"
+    "\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f]"
+)
+# Recalled-memory blocks a provider may echo back into an answer (0.19 strips them
+# when it replays a conversation).
+_MEMORY_BLOCK = re.compile(r"<\s*memory-context\s*>[\s\S]*?</\s*memory-context\s*>", re.I)
+_MEMORY_NOTE = re.compile(
+    r"\[System note:\s*The following is recalled memory context,\s*NOT new user input\."
+    r"\s*Treat as (?:informational background data|authoritative reference data[^\]]*)\.\]\s*",
+    re.I,
+)
+_MEMORY_TAG = re.compile(r"</?\s*memory-context\s*>", re.I)
+
+
+def contains_cjk(text: str) -> bool:
+    """Whether ``text`` holds Chinese, Japanese or Korean characters."""
+    return bool(_CJK.search(text or ""))
+
+
+def title_base(title: str) -> str:
+    """A title without its ``#N`` lineage number."""
+    match = _NUMBERED.match(title)
+    return match.group(1) if match else title
+
+
+def next_title(base: str, taken: list[str]) -> str:
+    """The next title of ``base``'s lineage given the titles in use."""
+    if not taken:
+        return base
+    numbers = [int(m.group(2)) for t in taken if (m := _NUMBERED.match(t))]
+    return f"{base} #{max([1, *numbers]) + 1}"
+
+
+def without_memory_context(text: str) -> str:
+    """``text`` without recalled-memory blocks, notes and stray tags."""
+    text = _MEMORY_BLOCK.sub("", text)
+    return _MEMORY_TAG.sub("", _MEMORY_NOTE.sub("", text))
+
+
 def like_prefix(text: str) -> str:
     """A LIKE pattern matching ``text`` literally at the start (escape character ``\\``)."""
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
@@ -39,7 +81,10 @@ def message_row(row: dict[str, Any]) -> dict[str, Any]:
 
 def as_conversation(row: dict[str, Any]) -> dict[str, Any]:
     """An OpenAI-format message (role, content, tool fields) from a decoded store row."""
-    message: dict[str, Any] = {"role": row["role"], "content": row["content"]}
+    content = row["content"]
+    if row["role"] in ("user", "assistant") and isinstance(content, str):
+        content = without_memory_context(content).strip()
+    message: dict[str, Any] = {"role": row["role"], "content": content}
     for key in ("tool_calls", "tool_call_id", "tool_name"):
         if row.get(key):
             message[key] = row[key]
@@ -82,3 +127,26 @@ class RowConnection:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._raw, name)
+
+
+class TransactionConnection(RowConnection):
+    """The connection of a store transaction in progress, for ``_execute_write``'s
+    function: ``sqlite3.Row`` rows, and no commit or rollback of its own (the store
+    commits after the function, or rolls back when it raises)."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        super().__init__(conn, contextlib.nullcontext())
+
+    def commit(self) -> None:
+        """The transaction commits when the function returns."""
+
+    def rollback(self) -> None:
+        raise RuntimeError("To roll back an _execute_write, raise from its function.")
+
+
+def transaction_connection(tx: Any) -> Any:
+    """What ``_execute_write`` hands its function: a SQLite transaction's connection
+    (``TransactionConnection``), or PostgreSQL's transaction itself (``execute`` with
+    ``?`` placeholders, dict rows)."""
+    conn = getattr(tx, "conn", None)
+    return TransactionConnection(conn) if isinstance(conn, sqlite3.Connection) else tx

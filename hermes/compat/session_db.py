@@ -11,10 +11,10 @@ conversation is a chain of segments, and deleting a session deletes its conversa
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeVar
 
-from hermes.compat import listing
+from hermes.compat import listing, upkeep
 from hermes.compat import rows as shapes
 from hermes.state import SessionDB as StoreSessionDB
 from hermes.state import lease, segments
@@ -25,20 +25,34 @@ from hermes.state.errors import SessionNotFoundError, StateError
 _UNKEPT_SESSION_FIELDS = frozenset(
     {"model_config", "chat_id", "chat_type", "thread_id", "profile_name"}
 )
+T = TypeVar("T")
 _SESSION_FIELDS = frozenset({"model", "system_prompt", "user_id", "session_key", "title", "cwd"})
 
 
 class SessionDB(StoreSessionDB):
     """The hermes store with Hermes Agent 0.19's SessionDB surface on top."""
 
+    sanitize_title = staticmethod(shapes.sanitize_title)
+    _contains_cjk = staticmethod(shapes.contains_cjk)
+
     @property
     def _conn(self) -> Any:
-        """SQLite: the store's connection yielding ``sqlite3.Row`` rows, as in Hermes Agent."""
+        """SQLite: the store's connection yielding ``sqlite3.Row`` rows, as in Hermes
+        Agent; None once closed (callers test ``db._conn is not None`` for "open")."""
+        if getattr(self.backend, "_closed", False):
+            return None
         conn = self.backend.conn  # type: ignore[attr-defined]
         shared = getattr(self.backend, "_shared", None)
         if shared is None:  # PostgreSQL: its own connection, as it is
             return conn
         return shapes.RowConnection(conn, shared.lock)
+
+    def _execute_write(self, fn: Callable[[Any], T]) -> T:
+        """Run ``fn(conn)`` in one write transaction, retried while the database is busy,
+        as Hermes Agent's ``_execute_write`` does. ``fn`` must not commit: the
+        transaction commits when it returns and rolls back if it raises. A closed store
+        refuses (``StateError``: "The state store ... is closed")."""
+        return self._write(lambda tx: fn(shapes.transaction_connection(tx)))
 
     # -- sessions -------------------------------------------------------------------
 
@@ -76,6 +90,12 @@ class SessionDB(StoreSessionDB):
         self, session_id: str, source: str = "unknown", model: str | None = None, **fields: Any
     ) -> str:
         return self.create_session(session_id, source, model=model, **fields)
+
+    def reopen_session(self, session_id: str) -> None:
+        """Clear a segment's end so it takes messages again (0.19's explicit way to
+        re-end a session). A segment whose conversation went on in a later segment
+        is refused: the conversation has one live segment, its last."""
+        self._write(lambda tx: _reopen(tx, session_id))
 
     def update_system_prompt(self, session_id: str, system_prompt: str) -> None:
         self.set_system_prompt(session_id, system_prompt)
@@ -231,6 +251,18 @@ class SessionDB(StoreSessionDB):
         clean = shapes.sanitize_title(title)
         return self._write(lambda tx: _set_title(tx, session_id, clean))
 
+    def get_next_title_in_lineage(self, base_title: str) -> str:
+        """``base_title`` (without a ``#N``) if no session holds it, else with the next
+        free number after the highest ``#N`` in use: "my project #3"."""
+        base = shapes.title_base(base_title)
+        found = self._read(
+            lambda tx: tx.all(
+                "SELECT title FROM sessions WHERE title = ? OR title LIKE ? ESCAPE '\\'",
+                (base, shapes.like_prefix(f"{base} #")),
+            )
+        )
+        return shapes.next_title(base, [r["title"] for r in found])
+
     def get_session_title(self, session_id: str) -> str | None:
         row = self.get_session(session_id)
         return row["title"] if row else None
@@ -375,28 +407,51 @@ class SessionDB(StoreSessionDB):
         sessions_dir: Any = None,
         **_filters: Any,
     ) -> int:
-        """Delete ended conversations idle for ``older_than_days``; returns segments deleted."""
-        cutoff = time.time() - older_than_days * 86400 if older_than_days is not None else None
-        stale = listing.prunable(self, cutoff, source)
-        for conversation_id, _ in stale:
-            self.delete_conversation(conversation_id)
-        return sum(n for _, n in stale)
+        """Delete ended conversations whose live segment started ``older_than_days``
+        ago (and their transcript files in ``sessions_dir``); returns segments deleted."""
+        return upkeep.prune(self, older_than_days, source, sessions_dir)
+
+    def vacuum(self) -> int:
+        return upkeep.vacuum(self)
+
+    def maybe_auto_prune_and_vacuum(
+        self,
+        retention_days: int = 90,
+        min_interval_hours: int = 24,
+        vacuum: bool = True,
+        sessions_dir: Any = None,
+    ) -> dict[str, Any]:
+        return upkeep.auto_prune_and_vacuum(
+            self, retention_days, min_interval_hours, vacuum, sessions_dir
+        )
+
+    # -- state_meta -----------------------------------------------------------------
+
+    def get_meta(self, key: str) -> str | None:
+        """A value of Hermes Agent's ``state_meta`` key/value table (None if unset)."""
+        row = self._read(lambda tx: tx.one("SELECT value FROM state_meta WHERE key = ?", (key,)))
+        return None if row is None else row["value"]
+
+    def set_meta(self, key: str, value: str) -> None:
+        self._write(
+            lambda tx: tx.run(
+                "INSERT INTO state_meta (key, value) VALUES (?, ?)"
+                " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (key, value),
+            )
+        )
 
     # -- the compression lease ------------------------------------------------------
 
     def try_acquire_compression_lock(
         self, session_id: str, holder: str, ttl_seconds: float = lease.DEFAULT_TTL
     ) -> bool:
-        """Take the lease; False for an empty or unknown session id, as in Hermes Agent."""
+        """Take the lease; False for an empty id or holder. An id the store does not know
+        yet can be leased, as in Hermes Agent (a compression may start before its
+        session's row is written)."""
         if not session_id or not holder:
             return False
-
-        def run(tx: Tx) -> bool:
-            if segments.get(tx, session_id) is None:
-                return False
-            return lease.acquire(tx, session_id, holder, ttl_seconds, tx.clock())
-
-        return self._write(run)
+        return super().try_acquire_compression_lock(session_id, holder, ttl_seconds)
 
     def refresh_compression_lock(
         self, session_id: str, holder: str, ttl_seconds: float = lease.DEFAULT_TTL
@@ -462,3 +517,17 @@ def _set_title(tx: Tx, session_id: str, title: str | None) -> bool:
             tx.run("UPDATE sessions SET title = NULL WHERE id = ?", (holder["id"],))
     tx.run("UPDATE sessions SET title = ? WHERE id = ?", (title, session_id))
     return True
+
+
+def _reopen(tx: Tx, session_id: str) -> None:
+    row = segments.require(tx, session_id)
+    later = tx.one(
+        "SELECT id FROM sessions WHERE conversation_id = ? AND segment_index > ?",
+        (row["conversation_id"], row["segment_index"]),
+    )
+    if later is not None:
+        raise ValueError(
+            f"Session {session_id} cannot be reopened: its conversation goes on in"
+            f" {later['id']}; resume that one instead."
+        )
+    tx.run("UPDATE sessions SET ended_at = NULL, end_reason = NULL WHERE id = ?", (session_id,))

@@ -60,7 +60,7 @@ def test_the_empty_retries_run_out_into_an_answer(fake_llm) -> None:
 def test_the_result_is_frozen_and_keeps_the_callers_keys(fake_llm) -> None:
     agent = fake_agent(fake_llm, tools=[], skip_memory=True)
     fake_llm.script(fake.text("done"))
-    result = turn.run_turn(agent, "hi", None)
+    result = turn.run_turn(agent, "hi", turn.TurnInput())
     with pytest.raises(dataclasses.FrozenInstanceError):
         result.final_response = "other"  # type: ignore[misc]
     assert set(result.as_dict()) == {
