@@ -120,12 +120,22 @@ PATHS: dict[str, dict[str, Any]] = {
     "/openapi.json": {"get": _op("This document.")},
 }
 
+# Hermes Agent 0.19's self-describing routes and its runs API (api_capabilities, api_runs).
+AGENT_PATHS: dict[str, dict[str, Any]] = {
+    "/v1/capabilities": {
+        "get": _op("What this server supports, in Hermes Agent 0.19's capabilities shape.")
+    },
+    "/health/detailed": {"get": _op("The gateway's state, platforms and running turns.")},
+    "/v1/toolsets": {"get": _op("The toolsets and the tools each expands to.")},
+    "/v1/skills": {"get": _op("The installed skills (none until hermes has skills).")},
+}
+
 
 def document() -> dict[str, Any]:
     return {
         "openapi": "3.1.0",
         "info": {"title": "hermes gateway API", "version": "1"},
-        "paths": PATHS,
+        "paths": {**PATHS, **AGENT_PATHS},
         "components": {
             "schemas": {
                 "Error": {

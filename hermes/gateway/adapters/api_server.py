@@ -34,6 +34,7 @@ from aiohttp import web
 
 from hermes.gateway import commands
 from hermes.gateway.adapters import api_openapi, api_responses, api_sessions
+from hermes.gateway.adapters.api_capabilities import Capabilities
 from hermes.gateway.adapters.api_common import (
     BRANCHED_HEADER,
     RESUME_HEADER,
@@ -109,6 +110,12 @@ class ApiServerAdapter(Adapter):
             chat=api_sessions.Chat(self.submit_turn, self._models, _error),
         )
         api_responses.add_routes(app, self.runner, self._models)
+        Capabilities(
+            model=lambda: self._models()[0],
+            key_required=lambda: bool(self.api.key),
+            status=self.runner.status,
+            config=self.runner.config,
+        ).add_routes(app)
         api_openapi.add_routes(app)
         # The keep-alive timer also closes a connection whose request never arrives whole.
         runner = web.AppRunner(
