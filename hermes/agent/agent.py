@@ -98,6 +98,9 @@ class AIAgent:
         self.cwd = Path(cwd) if cwd else Path.cwd()
         self.interactive = interactive
         self.approve = approve
+        # Guidance sent while a turn runs (an API run's steer): the texts not yet taken,
+        # read before each model call of the turn.
+        self.steering: Callable[[], list[str]] | None = None
         self.user_id = user_id
         self.session_key = session_key
         self.title = title

@@ -270,6 +270,7 @@ def _next_step(agent: AIAgent, turn: TurnState, tools: list[bytes]) -> Step:
     what its answer leads to."""
     if agent.interrupt_requested:
         return Interrupted()
+    _take_steering(agent, turn)
     _ensure_well_formed(agent, turn)
     _maybe_compress(agent, turn)
     _ensure_well_formed(agent, turn)  # a no-op unless the compression changed it
@@ -293,6 +294,17 @@ def _next_step(agent: AIAgent, turn: TurnState, tools: list[bytes]) -> Step:
         if turn.empty_responses <= MAX_EMPTY_RETRIES:
             return RetryEmpty()
     return FinalAnswer(response)
+
+
+def _take_steering(agent: AIAgent, turn: TurnState) -> None:
+    """Guidance sent while the turn runs joins it as user messages before the next
+    model call (after the tool results it follows, so the context stays well-formed)."""
+    if agent.steering is None:
+        return
+    for text in agent.steering():
+        note = transcript.new_message("user", text)
+        turn.messages.append(note)
+        _save(agent, turn, note)
 
 
 def _request_system(agent: AIAgent, system_prompt: str) -> str:

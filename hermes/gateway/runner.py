@@ -43,6 +43,7 @@ from hermes.gateway.errors import GatewayClosed, GatewayError, NotYourConversati
 from hermes.gateway.lanes import COMMAND, EVENT, MESSAGE, Lane, QueueStore, Scheduler, WorkItem
 from hermes.gateway.messages import IncomingMessage, Origin, TurnResult
 from hermes.gateway.routing import Router, SessionKey
+from hermes.gateway.runs import ActiveRun, Runs
 from hermes.gateway.settings import (
     API_SERVER,
     CHAT_PLATFORMS,
@@ -143,6 +144,16 @@ class GatewayRunner:
             on_agent_event=self._agent_event,
         )
         self.scheduler: Scheduler | None = None
+        from hermes.state.api_runs import RunStore
+
+        self.runs = Runs(
+            RunStore(db.gateway.backend, read_only=db.gateway.read_only),
+            self.holder,
+            interrupt=lambda conversation: bool(
+                self.scheduler and self.scheduler.interrupt(conversation)
+            ),
+            approval_timeout=float(self.config.get("gateway.api_approval_timeout")),
+        )
         self.adapters: dict[str, Adapter] = {}
         self.accepting = False
         self.closing = False
@@ -523,6 +534,22 @@ class GatewayRunner:
     # -- running items ------------------------------------------------------------------
 
     async def _execute(self, item: WorkItem, lane: Lane) -> None:
+        run = await self.runs.begin(item)
+        if run is True:
+            return  # an API run stopped before its turn began
+        if not isinstance(run, ActiveRun):
+            await self._execute_item(item, lane)
+            return
+        try:
+            result = await self._execute_item(item, lane)
+        except BaseException:
+            await run.end(None)
+            raise
+        await run.end(result, requeued=result is None)
+
+    async def _execute_item(self, item: WorkItem, lane: Lane) -> TurnResult | None:
+        """Run the item and deliver its result; None when a shutdown kept it for the
+        next start."""
         assert self._loop is not None and self._executor is not None
         origin = item.origin
         adapter = self.adapters.get(origin.platform) if origin is not None else None
@@ -545,11 +572,12 @@ class GatewayRunner:
                 item.sink.fail(GatewayClosed())  # a 503: answered after the restart
             elif chat is not None and origin is not None:
                 await self.send(origin, str(GatewayClosed()))
-            return
+            return None
         if item.sink is not None:
             item.sink.done(result)
         elif chat is not None and origin is not None and not result.dropped:
             await self.send(origin, result.reply_text)
+        return result
 
     async def _keep_for_restart(self, item: WorkItem, result: TurnResult) -> bool:
         """A message whose turn the shutdown interrupted goes back to gateway_queue (its

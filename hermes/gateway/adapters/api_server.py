@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from hermes.gateway import commands
-from hermes.gateway.adapters import api_openapi, api_responses, api_sessions
+from hermes.gateway.adapters import api_openapi, api_responses, api_runs, api_sessions
 from hermes.gateway.adapters.api_capabilities import Capabilities
 from hermes.gateway.adapters.api_common import (
     BRANCHED_HEADER,
@@ -110,6 +110,7 @@ class ApiServerAdapter(Adapter):
             chat=api_sessions.Chat(self.submit_turn, self._models, _error),
         )
         api_responses.add_routes(app, self.runner, self._models)
+        api_runs.add_routes(app, self.runner, self._models)
         Capabilities(
             model=lambda: self._models()[0],
             key_required=lambda: bool(self.api.key),
