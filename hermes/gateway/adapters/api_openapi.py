@@ -87,7 +87,8 @@ PATHS: dict[str, dict[str, Any]] = {
         "get": _op(
             "One row per conversation, newest first; ?q= searches message text.",
             params=[*_PAGE, {"name": "q", "in": "query", "schema": {"type": "string"}}],
-        )
+        ),
+        "post": _op("Create an empty conversation ({id?, title?, model?}).", body=True),
     },
     "/api/sessions/{id}": {
         "get": _op("A conversation with its lineage of segments.", params=[_SESSION_ID]),
