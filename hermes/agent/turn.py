@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
@@ -412,9 +413,16 @@ def _run_tools(agent: AIAgent, turn: TurnState, response: Any) -> list[dict[str,
         if agent.interrupt_requested:
             result = "Error: interrupted by the user before this tool ran."
         else:
-            agent.emit("tool_start", name=call.name, arguments=call.arguments)
+            agent.emit("tool_start", name=call.name, arguments=call.arguments, id=call.id)
+            began = time.monotonic()
             result = agent.registry.dispatch(call.name, call.arguments, context, allowed=names)
-            agent.emit("tool_end", name=call.name)
+            agent.emit(
+                "tool_end",
+                name=call.name,
+                id=call.id,
+                seconds=time.monotonic() - began,
+                error=result.startswith(("Error:", "Refused:")),
+            )
         message = transcript.new_message("tool", result, tool_call_id=call.id, tool_name=call.name)
         turn.messages.append(message)
         _save(agent, turn, message)

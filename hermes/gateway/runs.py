@@ -115,7 +115,12 @@ class RunSink(ResultSink):
         elif kind == "tool_end":
             self.recorder.add_threadsafe(
                 "tool.completed",
-                {"run_id": self.run_id, "tool": data.get("name"), "duration": 0, "error": False},
+                {
+                    "run_id": self.run_id,
+                    "tool": data.get("name"),
+                    "duration": round(float(data.get("seconds") or 0), 3),
+                    "error": bool(data.get("error")),
+                },
             )
 
     def _ask(self, command: str, reason: str) -> bool:

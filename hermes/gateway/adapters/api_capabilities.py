@@ -51,6 +51,7 @@ ENDPOINTS: dict[str, tuple[str, str]] = {
 _ROUTED_FEATURES = {
     "chat_completions": "chat_completions",
     "chat_completions_streaming": "chat_completions",
+    "tool_progress_events": "chat_completions",
     "responses_api": "responses",
     "responses_streaming": "responses",
     "run_submission": "runs",

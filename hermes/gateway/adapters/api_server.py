@@ -33,7 +33,13 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from hermes.gateway import commands
-from hermes.gateway.adapters import api_openapi, api_responses, api_runs, api_sessions
+from hermes.gateway.adapters import (
+    api_openapi,
+    api_responses,
+    api_runs,
+    api_sessions,
+    api_tool_progress,
+)
 from hermes.gateway.adapters.api_capabilities import Capabilities
 from hermes.gateway.adapters.api_common import (
     BRANCHED_HEADER,
@@ -258,6 +264,7 @@ class ApiServerAdapter(Adapter):
             options,
             resume=request.headers.get(RESUME_HEADER) == "1",
             stream=bool(body.get("stream")),
+            events=bool(body.get("stream")) and api_tool_progress.wanted(request.headers),
             command=command is not None,
             history=history if session is None else None,
             found=found,
@@ -387,6 +394,10 @@ class ApiServerAdapter(Adapter):
         try:
             await _send(response, chunk.make({"role": "assistant", "content": ""}, session_id=tip))
             while (piece := await sink.deltas.get()) is not ResultSink.DONE:
+                if not isinstance(piece, str):
+                    if progress := api_tool_progress.frame(*piece):
+                        await response.write(progress)
+                    continue
                 await _send(response, chunk.make({"content": piece}))
             await self._finish_stream(response, body, sink, chunk)
         except ConnectionResetError:
