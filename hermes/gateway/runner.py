@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from hermes.config import Config, hermes_home, load_config, register_secrets
 from hermes.gateway import adapters as adapter_registry
-from hermes.gateway import commands
+from hermes.gateway import caller, commands
 from hermes.gateway.access import AccessControl
 from hermes.gateway.adapters.base import Adapter, ChatAdapter
 from hermes.gateway.errors import GatewayClosed, GatewayError, NotYourConversation
@@ -510,11 +510,15 @@ class GatewayRunner:
         if session_id is None:  # a fresh id: no other request can race for its key
             fresh = new_session_id()
             key = f"{API_SERVER}:{fresh}"
-            self.db.create_session(fresh, source=API_SERVER, session_key=key)
+            self.db.create_session(
+                fresh, source=API_SERVER, session_key=key, user_id=caller.session_key()
+            )
             return key, self.router.route_new(key, fresh, platform=API_SERVER), True
         key = f"{API_SERVER}:{session_id}"
         try:
-            self.db.create_session(session_id, source=API_SERVER, session_key=key)
+            self.db.create_session(
+                session_id, source=API_SERVER, session_key=key, user_id=caller.session_key()
+            )
         except StateError:
             if self.db.get_session(session_id) is None:
                 raise

@@ -115,6 +115,7 @@ class Capabilities:
         features.update(dict.fromkeys(_UNSUPPORTED, False))
         features.update(self.extra_features())
         features["session_continuity_header"] = SESSION_HEADER
+        features["session_key_header"] = SESSION_KEY_HEADER
         features["cors"] = bool(self.config.get("gateway.api_allowed_origins"))
         return web.json_response(
             {

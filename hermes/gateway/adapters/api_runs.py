@@ -24,6 +24,7 @@ from typing import Any
 
 from aiohttp import web
 
+from hermes.gateway import caller
 from hermes.gateway.adapters.api_common import (
     SESSION_ID,
     bad_request,
@@ -114,7 +115,7 @@ class _RunsApi:
             text=text,
             key=route,
             conversation_id=conversation,
-            origin=Origin(platform=API_SERVER, chat_id=conversation),
+            origin=Origin(platform=API_SERVER, chat_id=conversation, user_id=caller.session_key()),
             history=history if created and history else None,
             options=options,
         )

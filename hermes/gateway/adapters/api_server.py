@@ -32,11 +32,12 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from hermes.gateway import commands
+from hermes.gateway import caller, commands
 from hermes.gateway.adapters import (
     api_openapi,
     api_responses,
     api_runs,
+    api_session_key,
     api_sessions,
     api_tool_progress,
 )
@@ -102,9 +103,15 @@ class ApiServerAdapter(Adapter):
         )
         read_timeout = float(self.runner.config.get("gateway.api_read_timeout"))
         app = web.Application(
-            middlewares=[guard, self._authorise, body_deadline(read_timeout, _error)],
+            middlewares=[
+                guard,
+                self._authorise,
+                body_deadline(read_timeout, _error),
+                api_session_key.session_key,
+            ],
             client_max_size=32 * 1024**2,
         )
+        app.on_response_prepare.append(api_session_key.echo)
         app.router.add_post("/v1/chat/completions", self.chat_completions)
         app.router.add_get("/v1/models", self.models)
         app.router.add_get("/health", self.health)
@@ -304,7 +311,7 @@ class ApiServerAdapter(Adapter):
             text=text,
             key=key,
             conversation_id=conversation,
-            origin=Origin(platform=API_SERVER, chat_id=conversation),
+            origin=Origin(platform=API_SERVER, chat_id=conversation, user_id=caller.session_key()),
             history=history if created and history else None,
             options=options,
             sink=sink,

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
+from hermes.gateway import caller
 from hermes.gateway.adapters.api_common import SESSION_ID, bad_request, caller_error, json_object
 from hermes.gateway.errors import GatewayClosed
 from hermes.gateway.lanes import ResultSink
@@ -147,6 +148,7 @@ class _SessionsApi:
                 fresh,
                 source=API_SERVER,
                 session_key=f"{API_SERVER}:{fresh}",
+                user_id=caller.session_key(),
                 title=title.strip()[:200] or None if title else None,
                 model=model,
             )
