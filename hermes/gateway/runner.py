@@ -190,6 +190,7 @@ class GatewayRunner:
             except Exception:  # only a head start; the first turn will say what is wrong
                 log.debug("warming up the agent failed", exc_info=True)
         restored = await asyncio.to_thread(self.queue.claim)
+        await self._sweep_runs()
         self._heartbeat = asyncio.create_task(self._beat(), name="gateway-heartbeat")
         for item in restored:
             self.scheduler.submit(item)
@@ -273,6 +274,13 @@ class GatewayRunner:
                 self.scheduler.submit(item)
             if taken:
                 log.info("took over %d queued message(s) of a gateway that is gone", len(taken))
+            await self._sweep_runs()
+
+    async def _sweep_runs(self) -> None:
+        try:
+            await asyncio.to_thread(self.runs.sweep, self.queue.takeover_after)
+        except Exception:
+            log.exception("could not look for the API runs of gateways that are gone")
 
     async def _release_queue(self) -> None:
         """Hand the input this run kept to whichever gateway starts next."""

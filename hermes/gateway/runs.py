@@ -31,7 +31,8 @@ log = logging.getLogger(__name__)
 
 LOOK_EVERY = 0.1  # seconds between looks for what callers sent a running run
 APPROVE_CHOICES = ("once", "session", "always")  # 0.19's names; each allows this command once
-CHOICES = ["once", "deny"]  # what hermes offers: no standing permission from an API call
+CHOICES = ["once", "deny"]
+ORPHANED = "The gateway running this turn stopped before it finished; start a new run to ask again."  # what hermes offers: no standing permission from an API call
 
 
 def now() -> float:
@@ -243,6 +244,13 @@ class Runs:
         self.holder = holder
         self.interrupt = interrupt
         self.approval_timeout = approval_timeout
+
+    def sweep(self, takeover_after: float) -> None:
+        """Fail the runs of gateways that died mid-turn (blocking: call from a thread), so
+        their followers hear it; their turn is not run again."""
+        failed = self.store.fail_orphans(self.holder, takeover_after, ORPHANED)
+        if failed:
+            log.warning("%d run(s) of a gateway that died were marked failed", len(failed))
 
     async def begin(self, item: WorkItem) -> ActiveRun | bool:
         """False: not a run. True: a run stopped before it started (recorded here).

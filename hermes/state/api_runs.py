@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, TypedDict, TypeVar
 
+from hermes.state import lease
 from hermes.state.backend import Backend, Row, Tx
 from hermes.state.errors import ReadOnlyStoreError
 
@@ -124,6 +125,37 @@ class RunStore:
 
         return self._write(stop)
 
+    def fail_orphans(self, holder: str, takeover_after: float, message: str) -> list[str]:
+        """End the unfinished runs whose gateway is gone (a dead process on this host, or
+        no heartbeat for ``takeover_after`` seconds) with a ``run.failed`` event saying
+        ``message``; returns their ids. A run kept at a graceful stop is queued, not
+        owned, so it is never one of them."""
+
+        def sweep(tx: Tx) -> list[str]:
+            rows = tx.all(
+                "SELECT id, owner FROM api_runs WHERE owner IS NOT NULL AND owner != ?"
+                " AND status IN ('running', 'waiting_for_approval', 'stopping')",
+                (holder,),
+            )
+            if not rows:
+                return []
+            seen = {
+                r["holder"]: float(r["seen_at"])
+                for r in tx.all("SELECT holder, seen_at FROM gateway_instances")
+            }
+            cutoff = tx.clock() - takeover_after
+            failed = []
+            for row in rows:
+                at = seen.get(row["owner"])
+                if at is None or at < cutoff or lease.holder_is_dead(row["owner"]):
+                    _append(tx, row["id"], [("run.failed", {"run_id": row["id"],
+                            "error": message, "timestamp": time.time()})],
+                            {"status": "failed", "error": message, "owner": None})  # fmt: skip
+                    failed.append(row["id"])
+            return failed
+
+        return self._write(sweep)
+
     # -- events -------------------------------------------------------------------------
 
     def append(
@@ -132,24 +164,7 @@ class RunStore:
         """Append events (name, data) in order, and set run columns in the same
         transaction; returns the last event's number."""
 
-        def append(tx: Tx) -> int:
-            row = tx.one("SELECT MAX(seq) AS last FROM api_run_events WHERE run_id = ?", (run_id,))
-            seq = int(row["last"] or 0) if row is not None else 0
-            now = time.time()
-            for name, data in events:
-                seq += 1
-                tx.run(
-                    "INSERT INTO api_run_events (run_id, seq, event, data, created_at)"
-                    " VALUES (?, ?, ?, ?, ?)",
-                    (run_id, seq, name, json.dumps(data, ensure_ascii=False), now),
-                )
-            if events:
-                fields.setdefault("last_event", events[-1][0])
-            if fields:
-                _update(tx, run_id, fields)
-            return seq
-
-        return self._write(append)
+        return self._write(lambda tx: _append(tx, run_id, events, fields))
 
     def events_after(self, run_id: str, seq: int, limit: int = 500) -> list[RunEvent]:
         rows = self._read(
@@ -216,6 +231,26 @@ class RunStore:
         if not waiting:
             return [], stop
         return self._write(take)
+
+
+def _append(
+    tx: Tx, run_id: str, events: Sequence[tuple[str, dict[str, Any]]], fields: dict[str, Any]
+) -> int:
+    row = tx.one("SELECT MAX(seq) AS last FROM api_run_events WHERE run_id = ?", (run_id,))
+    seq = int(row["last"] or 0) if row is not None else 0
+    now = time.time()
+    for name, data in events:
+        seq += 1
+        tx.run(
+            "INSERT INTO api_run_events (run_id, seq, event, data, created_at)"
+            " VALUES (?, ?, ?, ?, ?)",
+            (run_id, seq, name, json.dumps(data, ensure_ascii=False), now),
+        )
+    if events:
+        fields = {"last_event": events[-1][0], **fields}
+    if fields:
+        _update(tx, run_id, fields)
+    return seq
 
 
 def _update(tx: Tx, run_id: str, fields: dict[str, Any]) -> None:

@@ -32,7 +32,7 @@ def shared_store(
 
 def _serve(run_gateway, *options: str) -> tuple[Gateway, str]:
     port = free_port()
-    gateway = run_gateway("--api-server", f"127.0.0.1:{port}", *options)
+    gateway = run_gateway("--api-server", f"127.0.0.1:{port}", "--workers", "1", *options)
     return gateway, gateway.wait_ready(port)
 
 
@@ -48,7 +48,7 @@ def _standing(spec: StoreSpec, conversation: str) -> list[str]:
 def test_a_run_survives_a_sigterm_restart_and_its_key_names_it(
     shared_store: StoreSpec, run_gateway, fake_llm
 ) -> None:
-    fake_llm.script(hang(60))
+    fake_llm.script(hang(20))
     first, url = _serve(run_gateway, "--grace", "0.2")
     key = stored_api_key()
     body, idem = {"input": "survive the restart"}, {"Idempotency-Key": "restart-1"}
@@ -95,7 +95,7 @@ def test_a_second_gateway_serves_the_events_and_stop_of_a_run(
     assert first + events(url_a, key, run_id, last_id=first[-1][0]) == late
 
     # A stop sent to the other gateway reaches the turn where it runs.
-    fake_llm.script(hang(60))
+    fake_llm.script(hang(20))
     _, slow, _ = request(url_a, key, "POST", "/v1/runs", json={"input": "slowly"})
     wait_status(url_a, key, slow["run_id"], "running")
     wait_for(lambda: len(fake_llm.requests) == 2)
@@ -104,3 +104,22 @@ def test_a_second_gateway_serves_the_events_and_stop_of_a_run(
     assert wait_status(url_b, key, slow["run_id"], "cancelled")["status"] == "cancelled"
     runs_it.terminate()
     other.terminate()
+
+
+def test_a_run_whose_gateway_died_ends_failed_for_its_followers(
+    shared_store: StoreSpec, run_gateway, fake_llm
+) -> None:
+    fake_llm.script(hang(20))
+    doomed, url = _serve(run_gateway)
+    key = stored_api_key()
+    _, started, _ = request(url, key, "POST", "/v1/runs", json={"input": "lost in a crash"})
+    run_id = started["run_id"]
+    wait_status(url, key, run_id, "running")
+    doomed.proc.kill()
+    doomed.proc.wait(10)
+
+    survivor, url = _serve(run_gateway)
+    failed = wait_status(url, key, run_id, "failed")
+    assert "stopped before it finished" in failed["error"]
+    assert events(url, key, run_id)[-1][1]["event"] == "run.failed"
+    survivor.terminate()
