@@ -162,3 +162,18 @@ def test_runs_live_in_the_store(gateway, fake_llm) -> None:
             "SELECT status FROM api_runs WHERE id = ?", (started["run_id"],)
         ).fetchone()
     assert row["status"] == "completed"
+
+
+def test_a_run_goes_on_after_a_stored_response(gateway, client) -> None:
+    first = client.responses.create(model="fake-model", input="my name is Ada")
+    _, started, _ = _start(gateway, {"input": "my name?", "previous_response_id": first.id})
+    wait_status(gateway, gateway.api_key, started["run_id"], "completed")
+    rows = gateway.db.get_conversation_messages(started["session_id"])
+    assert [m["content"] for m in rows] == [
+        "my name is Ada",
+        "echo: my name is Ada",
+        "my name?",
+        "echo: my name?",
+    ]
+    status, body, _ = _start(gateway, {"input": "x", "previous_response_id": "resp_nope"})
+    assert status == 404 and body["error"]["code"] == "previous_response_not_found"

@@ -24,7 +24,7 @@ from typing import Any
 
 from aiohttp import web
 
-from hermes.gateway import caller
+from hermes.gateway import caller, stored_responses
 from hermes.gateway.adapters.api_common import (
     SESSION_ID,
     bad_request,
@@ -35,7 +35,8 @@ from hermes.gateway.errors import GatewayClosed, NotYourConversation
 from hermes.gateway.lanes import MESSAGE, WorkItem
 from hermes.gateway.messages import Origin
 from hermes.gateway.request_options import RequestProblem, turn_options
-from hermes.gateway.settings import API_SERVER
+from hermes.gateway.responses_request import RESPONSE_PREFIX, previous_not_found
+from hermes.gateway.settings import API_SERVER, api_hidden_sources
 from hermes.state.api_runs import TERMINAL, RunStore
 
 IDEMPOTENCY_HEADER = "Idempotency-Key"
@@ -93,6 +94,15 @@ class _RunsApi:
                 return _replay(found, fingerprint)
         if not self.runner.accepting:
             return error_response(503, str(GatewayClosed()), "server_error", "shutting_down")
+        previous = body.get("previous_response_id")
+        if session is None and previous is not None:
+            session = await self._conversation_of(previous)
+            if session is None:
+                missing = previous_not_found(str(previous))
+                return error_response(
+                    missing.status, missing.message, "invalid_request_error", missing.code,
+                    param=missing.param,
+                )  # fmt: skip
         try:
             route, conversation, created = await self.runner.api_conversation(session)
         except NotYourConversation as exc:
@@ -211,6 +221,18 @@ class _RunsApi:
                 "resolved": 1,
             }
         )
+
+    async def _conversation_of(self, response_id: Any) -> str | None:
+        """The conversation holding a Responses API answer (a run goes on after it)."""
+        if not isinstance(response_id, str) or not response_id.startswith(RESPONSE_PREFIX):
+            return None
+        found = await asyncio.to_thread(
+            stored_responses.find,
+            self.runner.db,
+            response_id.removeprefix(RESPONSE_PREFIX),
+            api_hidden_sources(self.runner.config),
+        )
+        return found.conversation_id if found else None
 
     async def _run(self, request: web.Request) -> dict[str, Any]:
         run_id = request.match_info["id"]
