@@ -97,7 +97,7 @@ class RunSink(ResultSink):
         self._steer_lock = threading.Lock()
         self._steer: list[str] = []
         self.approve = self._ask
-        self.steering = self._take_steering
+        self.steering = self.take_steering
 
     # -- from the turn's worker thread ----------------------------------------------------
 
@@ -155,7 +155,7 @@ class RunSink(ResultSink):
             return choice in APPROVE_CHOICES
         return False
 
-    def _take_steering(self) -> list[str]:
+    def take_steering(self) -> list[str]:
         with self._steer_lock:
             taken, self._steer = self._steer, []
         return taken
@@ -225,6 +225,9 @@ class ActiveRun:
             fields = {"status": "completed", "output": result.text, "usage": usage}
         if result is not None and result.session_id:
             data["session_id"] = result.session_id
+        unused = self.sink.take_steering()
+        if unused and not requeued:  # sent after the turn's last model call
+            recorder.add("run.steer_unused", {**run, "texts": unused})
         recorder.add(name, data, fields)
         await recorder.flush()
 

@@ -17,6 +17,11 @@ def test_capabilities_have_the_shape_hermes_agent_clients_check(gateway) -> None
     assert features["chat_completions"] is True
     assert features["chat_completions_streaming"] is True
     assert features["responses_api"] is True and features["session_fork"] is True
+    for run_feature in ("run_submission", "run_status", "run_events_sse", "run_stop"):
+        assert features[run_feature] is True
+    assert features["run_approval_response"] is True and features["approval_events"] is True
+    assert caps["endpoints"]["runs"] == {"method": "POST", "path": "/v1/runs"}
+    assert caps["endpoints"]["run_events"]["path"] == "/v1/runs/{run_id}/events"
     # Truthful: what hermes does not serve says false.
     assert features["jobs_admin"] is False and features["audio_api"] is False
     assert features["admin_config_rw"] is False

@@ -177,3 +177,15 @@ def test_a_run_goes_on_after_a_stored_response(gateway, client) -> None:
     ]
     status, body, _ = _start(gateway, {"input": "x", "previous_response_id": "resp_nope"})
     assert status == 404 and body["error"]["code"] == "previous_response_not_found"
+
+
+def test_steering_after_the_last_model_call_is_reported_unused(gateway, fake_llm) -> None:
+    fake_llm.script(hang(3, then=text("done already")))
+    _, started, _ = _start(gateway, {"input": "quick one"})
+    run_id = started["run_id"]
+    wait_for(lambda: fake_llm.requests)
+    request(gateway, gateway.api_key, "POST", f"/v1/runs/{run_id}/steer", json={"text": "late"})
+    wait_status(gateway, gateway.api_key, run_id, "completed")
+    seen = [e for _, e in events(gateway, gateway.api_key, run_id)]
+    assert seen[-2] == {**seen[-2], "event": "run.steer_unused", "texts": ["late"]}
+    assert seen[-1]["event"] == "run.completed"
