@@ -189,3 +189,23 @@ def test_steering_after_the_last_model_call_is_reported_unused(gateway, fake_llm
     seen = [e for _, e in events(gateway, gateway.api_key, run_id)]
     assert seen[-2] == {**seen[-2], "event": "run.steer_unused", "texts": ["late"]}
     assert seen[-1]["event"] == "run.completed"
+
+
+def test_an_unanswered_approval_expires_and_the_command_is_refused(
+    hermes_home: Path, fake_llm, model_key: str
+) -> None:
+    write_config(
+        hermes_home,
+        fake_llm.url,
+        terminal={"dangerous_patterns": [r"touch \S*canary"]},
+        gateway={"api_approval_timeout": 1},
+    )
+    fake_llm.script(tool_call("terminal", {"command": "touch late-canary"}), text("gave up"))
+    with GatewayThread(hermes_home) as gateway:
+        _, started, _ = _start(gateway, {"input": "make it"})
+        run_id = started["run_id"]
+        assert wait_status(gateway, gateway.api_key, run_id, "completed")["output"] == "gave up"
+        names = [e["event"] for _, e in events(gateway, gateway.api_key, run_id)]
+    assert names.index("approval.request") < names.index("approval.expired")
+    assert not (hermes_home / "late-canary").exists()
+    assert fake_llm.requests[1]["messages"][-1]["content"].startswith("Refused:")
