@@ -81,6 +81,9 @@ SCHEMA: dict[str, tuple[tuple[type | None, ...], Any]] = {
     # Seconds without a heartbeat after which a gateway counts as gone (its host
     # crashed) and a starting gateway takes over its queued input.
     "gateway.queue_takeover_after": ((int, float), 120),
+    # Seconds an API run's risky command waits for an answer (POST /v1/runs/{id}/approval)
+    # before it is refused.
+    "gateway.api_approval_timeout": ((int, float), 300),
 }
 
 # Environment variables that override a key.
@@ -389,6 +392,7 @@ _CHECKS: dict[str, Any] = {
     "terminal.mode": _one_of("approve", "allowlist"),
     "gateway.max_concurrent_turns": _more_than_zero,
     "gateway.queue_takeover_after": _more_than_zero,
+    "gateway.api_approval_timeout": _more_than_zero,
     "gateway.search_scope": _one_of("user", "all"),
     "gateway.api_read_timeout": _more_than_zero,
 }

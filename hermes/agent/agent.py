@@ -102,6 +102,9 @@ class AIAgent:
         self.interactive = interactive
         self.approve = approve
         self.yolo = False  # `hermes --yolo`: dangerous commands run without asking
+        # Guidance sent while a turn runs (an API run's steer): the texts not yet taken,
+        # read before each model call of the turn.
+        self.steering: Callable[[], list[str]] | None = None
         self.user_id = user_id
         self.session_key = session_key
         self.title = title

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
@@ -291,6 +292,7 @@ def _next_step(agent: AIAgent, turn: TurnState, tools: list[bytes]) -> Step:
     what its answer leads to."""
     if agent.interrupt_requested:
         return Interrupted()
+    _take_steering(agent, turn)
     _ensure_well_formed(agent, turn)
     _maybe_compress(agent, turn)
     _ensure_well_formed(agent, turn)  # a no-op unless the compression changed it
@@ -322,6 +324,17 @@ def _request_system(agent: AIAgent, turn: TurnState) -> str:
     one). Neither is stored with the segment, so a resume without them works."""
     extras = (part.strip() for part in (turn.instructions, agent.ephemeral_system_prompt) if part)
     return "\n\n".join([turn.system_prompt or "", *(e for e in extras if e)])
+
+
+def _take_steering(agent: AIAgent, turn: TurnState) -> None:
+    """Guidance sent while the turn runs joins it as user messages before the next
+    model call (after the tool results it follows, so the context stays well-formed)."""
+    if agent.steering is None:
+        return
+    for text in agent.steering():
+        note = transcript.new_message("user", text)
+        turn.messages.append(note)
+        _save(agent, turn, note)
 
 
 def _maybe_compress(agent: AIAgent, turn: TurnState, *, force: bool = False) -> None:
@@ -426,9 +439,16 @@ def _run_tools(agent: AIAgent, turn: TurnState, response: Any) -> list[dict[str,
         if agent.interrupt_requested:
             result = "Error: interrupted by the user before this tool ran."
         else:
-            agent.emit("tool_start", name=call.name, arguments=call.arguments)
+            agent.emit("tool_start", name=call.name, arguments=call.arguments, id=call.id)
+            began = time.monotonic()
             result = agent.registry.dispatch(call.name, call.arguments, context, allowed=names)
-            agent.emit("tool_end", name=call.name)
+            agent.emit(
+                "tool_end",
+                name=call.name,
+                id=call.id,
+                seconds=time.monotonic() - began,
+                error=result.startswith(("Error:", "Refused:")),
+            )
         message = transcript.new_message("tool", result, tool_call_id=call.id, tool_name=call.name)
         turn.messages.append(message)
         _save(agent, turn, message)

@@ -58,6 +58,9 @@ class ResultSink:
         self.future: asyncio.Future[TurnResult] = self.loop.create_future()
         self.deltas: asyncio.Queue[Any] = asyncio.Queue()
         self.streamed = False
+        # A sink whose caller can answer approvals and steer the turn sets these.
+        self.approve: Callable[[str, str], bool] | None = None
+        self.steering: Callable[[], list[str]] | None = None
 
     def on_delta(self, text: str) -> None:
         if text:

@@ -41,6 +41,11 @@ class RequestProblem(Exception):
     code: str | None = None
 
 
+# Names Hermes Agent's clients send for "the configured model" (hermes-webui sends
+# "default" when its user picked none).
+MODEL_ALIASES = ("hermes-agent", "default")
+
+
 def offered_models(configured: Sequence[str], default: str) -> list[str]:
     """The models callers may ask for: ``gateway.models``, else the configured one."""
     models = [str(m) for m in configured if str(m).strip()]
@@ -156,6 +161,8 @@ def _model(asked: Any, models: Sequence[str]) -> str:
         raise _bad("model", "'model' is required: one of " + ", ".join(models) + ".")
     if not isinstance(asked, str):
         raise _bad("model", "'model' must be a string.")
+    if asked in MODEL_ALIASES and asked not in models:
+        return models[0]
     if asked not in models:
         raise RequestProblem(
             404,

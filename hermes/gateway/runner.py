@@ -36,13 +36,14 @@ from typing import TYPE_CHECKING, Any
 
 from hermes.config import Config, hermes_home, load_config, register_secrets
 from hermes.gateway import adapters as adapter_registry
-from hermes.gateway import commands
+from hermes.gateway import caller, commands
 from hermes.gateway.access import AccessControl
 from hermes.gateway.adapters.base import Adapter, ChatAdapter
 from hermes.gateway.errors import GatewayClosed, GatewayError, NotYourConversation
 from hermes.gateway.lanes import COMMAND, EVENT, MESSAGE, Lane, QueueStore, Scheduler, WorkItem
 from hermes.gateway.messages import IncomingMessage, Origin, TurnResult
 from hermes.gateway.routing import Router, SessionKey
+from hermes.gateway.runs import ActiveRun, Runs
 from hermes.gateway.settings import (
     API_SERVER,
     CHAT_PLATFORMS,
@@ -143,6 +144,16 @@ class GatewayRunner:
             on_agent_event=self._agent_event,
         )
         self.scheduler: Scheduler | None = None
+        from hermes.state.api_runs import RunStore
+
+        self.runs = Runs(
+            RunStore(db.gateway.backend, read_only=db.gateway.read_only),
+            self.holder,
+            interrupt=lambda conversation: bool(
+                self.scheduler and self.scheduler.interrupt(conversation)
+            ),
+            approval_timeout=float(self.config.get("gateway.api_approval_timeout")),
+        )
         self.adapters: dict[str, Adapter] = {}
         self.accepting = False
         self.closing = False
@@ -179,6 +190,7 @@ class GatewayRunner:
             except Exception:  # only a head start; the first turn will say what is wrong
                 log.debug("warming up the agent failed", exc_info=True)
         restored = await asyncio.to_thread(self.queue.claim)
+        await self._sweep_runs()
         self._heartbeat = asyncio.create_task(self._beat(), name="gateway-heartbeat")
         for item in restored:
             self.scheduler.submit(item)
@@ -262,6 +274,13 @@ class GatewayRunner:
                 self.scheduler.submit(item)
             if taken:
                 log.info("took over %d queued message(s) of a gateway that is gone", len(taken))
+            await self._sweep_runs()
+
+    async def _sweep_runs(self) -> None:
+        try:
+            await asyncio.to_thread(self.runs.sweep, self.queue.takeover_after)
+        except Exception:
+            log.exception("could not look for the API runs of gateways that are gone")
 
     async def _release_queue(self) -> None:
         """Hand the input this run kept to whichever gateway starts next."""
@@ -499,11 +518,15 @@ class GatewayRunner:
         if session_id is None:  # a fresh id: no other request can race for its key
             fresh = new_session_id()
             key = f"{API_SERVER}:{fresh}"
-            self.db.create_session(fresh, source=API_SERVER, session_key=key)
+            self.db.create_session(
+                fresh, source=API_SERVER, session_key=key, user_id=caller.session_key()
+            )
             return key, self.router.route_new(key, fresh, platform=API_SERVER), True
         key = f"{API_SERVER}:{session_id}"
         try:
-            self.db.create_session(session_id, source=API_SERVER, session_key=key)
+            self.db.create_session(
+                session_id, source=API_SERVER, session_key=key, user_id=caller.session_key()
+            )
         except StateError:
             if self.db.get_session(session_id) is None:
                 raise
@@ -523,6 +546,22 @@ class GatewayRunner:
     # -- running items ------------------------------------------------------------------
 
     async def _execute(self, item: WorkItem, lane: Lane) -> None:
+        run = await self.runs.begin(item)
+        if run is True:
+            return  # an API run stopped before its turn began
+        if not isinstance(run, ActiveRun):
+            await self._execute_item(item, lane)
+            return
+        try:
+            result = await self._execute_item(item, lane)
+        except BaseException:
+            await run.end(None)
+            raise
+        await run.end(result, requeued=result is None)
+
+    async def _execute_item(self, item: WorkItem, lane: Lane) -> TurnResult | None:
+        """Run the item and deliver its result; None when a shutdown kept it for the
+        next start."""
         assert self._loop is not None and self._executor is not None
         origin = item.origin
         adapter = self.adapters.get(origin.platform) if origin is not None else None
@@ -545,11 +584,12 @@ class GatewayRunner:
                 item.sink.fail(GatewayClosed())  # a 503: answered after the restart
             elif chat is not None and origin is not None:
                 await self.send(origin, str(GatewayClosed()))
-            return
+            return None
         if item.sink is not None:
             item.sink.done(result)
         elif chat is not None and origin is not None and not result.dropped:
             await self.send(origin, result.reply_text)
+        return result
 
     async def _keep_for_restart(self, item: WorkItem, result: TurnResult) -> bool:
         """A message whose turn the shutdown interrupted goes back to gateway_queue (its

@@ -173,8 +173,12 @@ class TurnRunner:
         options = item.options or {}
         _apply_options(agent, options)
         kept_callback = agent.event_callback
+        kept_asking = agent.approve, agent.interactive, agent.steering
         if sink is not None and sink.events:
             agent.event_callback = _also_to(kept_callback, sink.on_event)
+        if sink is not None and sink.approve is not None:
+            # Someone follows this turn (an API run): risky commands wait for their answer.
+            agent.approve, agent.interactive, agent.steering = sink.approve, True, sink.steering
         try:
             out = agent.run_conversation(
                 words or None,
@@ -185,6 +189,7 @@ class TurnRunner:
             )
         finally:
             agent.event_callback = kept_callback
+            agent.approve, agent.interactive, agent.steering = kept_asking
         result.text = out.get("final_response") or ""
         result.interrupted = bool(out.get("interrupted"))
         result.user_message_uid = _user_message_uid(out.get("messages") or [], words)

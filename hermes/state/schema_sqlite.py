@@ -208,4 +208,52 @@ MIGRATIONS = (
         ),
         then=schema_hermes_agent.backfill,
     ),
+    Migration(
+        11,
+        "api_runs",
+        (
+            # Runs of the HTTP API (POST /v1/runs): one row per run, its state readable by
+            # every gateway on the store. ``idempotency_key`` makes a retried start return
+            # the same run, across restarts; ``fingerprint`` tells a retry from a conflict.
+            """CREATE TABLE api_runs (
+                id TEXT PRIMARY KEY,
+                conversation_id TEXT NOT NULL,
+                session_key TEXT NOT NULL,
+                status TEXT NOT NULL,
+                model TEXT,
+                idempotency_key TEXT,
+                fingerprint TEXT,
+                output TEXT,
+                error TEXT,
+                usage TEXT,
+                last_event TEXT,
+                stop_requested INTEGER NOT NULL DEFAULT 0,
+                owner TEXT,
+                created_at REAL NOT NULL,
+                updated_at REAL NOT NULL
+            )""",
+            "CREATE UNIQUE INDEX api_runs_idempotency ON api_runs (idempotency_key)",
+            # A run's events in order (``seq`` from 1): a client joining late or resuming
+            # with Last-Event-ID reads them from here, from any gateway.
+            """CREATE TABLE api_run_events (
+                run_id TEXT NOT NULL,
+                seq INTEGER NOT NULL,
+                event TEXT NOT NULL,
+                data TEXT NOT NULL,
+                created_at REAL NOT NULL,
+                PRIMARY KEY (run_id, seq)
+            )""",
+            # What callers send a running run (steering, approval answers), through any
+            # gateway; the gateway running it takes each once.
+            """CREATE TABLE api_run_inputs (
+                id INTEGER PRIMARY KEY,
+                run_id TEXT NOT NULL,
+                kind TEXT NOT NULL,
+                body TEXT NOT NULL,
+                created_at REAL NOT NULL,
+                taken_at REAL
+            )""",
+            "CREATE INDEX api_run_inputs_run ON api_run_inputs (run_id, id)",
+        ),
+    ),
 )

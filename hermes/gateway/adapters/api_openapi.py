@@ -26,6 +26,7 @@ def _path_id(description: str) -> dict[str, Any]:
 
 _SESSION_ID = _path_id("Any segment id of the conversation (an old one resolves to it).")
 _RESPONSE_ID = _path_id("A response id ('resp_...') as POST /v1/responses returned it.")
+_RUN_ID = _path_id("A run id ('run_...') as POST /v1/runs returned it.")
 _PAGE = [
     {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 200}},
     {"name": "offset", "in": "query", "schema": {"type": "integer", "minimum": 0}},
@@ -86,7 +87,8 @@ PATHS: dict[str, dict[str, Any]] = {
         "get": _op(
             "One row per conversation, newest first; ?q= searches message text.",
             params=[*_PAGE, {"name": "q", "in": "query", "schema": {"type": "string"}}],
-        )
+        ),
+        "post": _op("Create an empty conversation ({id?, title?, model?}).", body=True),
     },
     "/api/sessions/{id}": {
         "get": _op("A conversation with its lineage of segments.", params=[_SESSION_ID]),
@@ -120,12 +122,52 @@ PATHS: dict[str, dict[str, Any]] = {
     "/openapi.json": {"get": _op("This document.")},
 }
 
+# Hermes Agent 0.19's self-describing routes and its runs API (api_capabilities, api_runs).
+AGENT_PATHS: dict[str, dict[str, Any]] = {
+    "/v1/capabilities": {
+        "get": _op("What this server supports, in Hermes Agent 0.19's capabilities shape.")
+    },
+    "/health/detailed": {"get": _op("The gateway's state, platforms and running turns.")},
+    "/v1/toolsets": {"get": _op("The toolsets and the tools each expands to.")},
+    "/v1/skills": {"get": _op("The installed skills (none until hermes has skills).")},
+    "/v1/runs": {
+        "post": _op(
+            "Start a turn ({input, session_id?, instructions?, model?, conversation_history?});"
+            " 202 at once. An Idempotency-Key header makes a retry return the same run.",
+            body=True,
+        )
+    },
+    "/v1/runs/{id}": {"get": _op("The run's state.", params=[_RUN_ID])},
+    "/v1/runs/{id}/events": {
+        "get": _op(
+            "The run's events as server-sent events, each with its number as id; resume"
+            " with Last-Event-ID.",
+            params=[_RUN_ID],
+        )
+    },
+    "/v1/runs/{id}/stop": {"post": _op("Interrupt the run.", params=[_RUN_ID])},
+    "/v1/runs/{id}/steer": {
+        "post": _op(
+            "Guidance ({text}) the running turn takes before its next model call.",
+            params=[_RUN_ID],
+            body=True,
+        )
+    },
+    "/v1/runs/{id}/approval": {
+        "post": _op(
+            "Answer the run's pending approval ({choice: once | deny}).",
+            params=[_RUN_ID],
+            body=True,
+        )
+    },
+}
+
 
 def document() -> dict[str, Any]:
     return {
         "openapi": "3.1.0",
         "info": {"title": "hermes gateway API", "version": "1"},
-        "paths": PATHS,
+        "paths": {**PATHS, **AGENT_PATHS},
         "components": {
             "schemas": {
                 "Error": {

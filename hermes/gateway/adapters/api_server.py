@@ -32,8 +32,16 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from hermes.gateway import commands
-from hermes.gateway.adapters import api_openapi, api_responses, api_sessions
+from hermes.gateway import caller, commands
+from hermes.gateway.adapters import (
+    api_openapi,
+    api_responses,
+    api_runs,
+    api_session_key,
+    api_sessions,
+    api_tool_progress,
+)
+from hermes.gateway.adapters.api_capabilities import Capabilities
 from hermes.gateway.adapters.api_common import (
     BRANCHED_HEADER,
     RESUME_HEADER,
@@ -95,9 +103,15 @@ class ApiServerAdapter(Adapter):
         )
         read_timeout = float(self.runner.config.get("gateway.api_read_timeout"))
         app = web.Application(
-            middlewares=[guard, self._authorise, body_deadline(read_timeout, _error)],
+            middlewares=[
+                guard,
+                self._authorise,
+                body_deadline(read_timeout, _error),
+                api_session_key.session_key,
+            ],
             client_max_size=32 * 1024**2,
         )
+        app.on_response_prepare.append(api_session_key.echo)
         app.router.add_post("/v1/chat/completions", self.chat_completions)
         app.router.add_get("/v1/models", self.models)
         app.router.add_get("/health", self.health)
@@ -109,6 +123,13 @@ class ApiServerAdapter(Adapter):
             chat=api_sessions.Chat(self.submit_turn, self._models, _error),
         )
         api_responses.add_routes(app, self.runner, self._models)
+        api_runs.add_routes(app, self.runner, self._models)
+        Capabilities(
+            model=lambda: self._models()[0],
+            key_required=lambda: bool(self.api.key),
+            status=self.runner.status,
+            config=self.runner.config,
+        ).add_routes(app)
         api_openapi.add_routes(app)
         # The keep-alive timer also closes a connection whose request never arrives whole.
         runner = web.AppRunner(
@@ -250,6 +271,7 @@ class ApiServerAdapter(Adapter):
             options,
             resume=request.headers.get(RESUME_HEADER) == "1",
             stream=bool(body.get("stream")),
+            events=bool(body.get("stream")) and api_tool_progress.wanted(request.headers),
             command=command is not None,
             history=history if session is None else None,
             found=found,
@@ -289,7 +311,7 @@ class ApiServerAdapter(Adapter):
             text=text,
             key=key,
             conversation_id=conversation,
-            origin=Origin(platform=API_SERVER, chat_id=conversation),
+            origin=Origin(platform=API_SERVER, chat_id=conversation, user_id=caller.session_key()),
             history=history if created and history else None,
             options=options,
             sink=sink,
@@ -379,6 +401,10 @@ class ApiServerAdapter(Adapter):
         try:
             await _send(response, chunk.make({"role": "assistant", "content": ""}, session_id=tip))
             while (piece := await sink.deltas.get()) is not ResultSink.DONE:
+                if not isinstance(piece, str):
+                    if progress := api_tool_progress.frame(*piece):
+                        await response.write(progress)
+                    continue
                 await _send(response, chunk.make({"content": piece}))
             await self._finish_stream(response, body, sink, chunk)
         except ConnectionResetError:

@@ -23,12 +23,15 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from hermes.gateway.adapters.api_common import bad_request, caller_error, json_object
+from hermes.gateway import caller
+from hermes.gateway.adapters.api_common import SESSION_ID, bad_request, caller_error, json_object
 from hermes.gateway.errors import GatewayClosed
 from hermes.gateway.lanes import ResultSink
 from hermes.gateway.messages import TurnResult
 from hermes.gateway.request_options import RequestProblem, message_options
+from hermes.gateway.settings import API_SERVER
 from hermes.state.errors import SessionNotFoundError, StateError
+from hermes.state.segments import new_session_id
 
 if TYPE_CHECKING:
     from hermes.state.store import SessionDB
@@ -58,6 +61,7 @@ def add_routes(
     routes that run turns are left out."""
     api = _SessionsApi(db, tuple(hidden_sources), chat)
     app.router.add_get("/api/sessions", api.conversations)
+    app.router.add_post("/api/sessions", api.create)
     app.router.add_get("/api/sessions/{id}", api.get)
     app.router.add_patch("/api/sessions/{id}", api.rename)
     app.router.add_delete("/api/sessions/{id}", api.delete)
@@ -121,11 +125,60 @@ class _SessionsApi:
         root = self.db.get_session(conversation)
         return root["title"] if root else None
 
+    async def create(self, request: web.Request) -> web.Response:
+        """An empty conversation, to chat in later (by its id)."""
+        body = await json_object(request, code="invalid_request", allow_empty=True)
+        wanted = body.get("id") or body.get("session_id")
+        if wanted is not None and not (isinstance(wanted, str) and SESSION_ID.match(wanted)):
+            raise _bad_request("'id' must be 1-128 letters, digits, '.', '_' or '-'.")
+        if body.get("system_prompt") is not None:
+            raise _bad_request(
+                "'system_prompt' is not kept with a conversation here: send your instructions "
+                "with each turn ('instructions', or a system message)."
+            )
+        title, model = body.get("title"), body.get("model")
+        if not isinstance(title, str | None) or not isinstance(model, str | None):
+            raise _bad_request("'title' and 'model' must be strings.")
+
+        def create() -> dict[str, Any] | None:
+            if wanted is not None and self.db.get_session(wanted) is not None:
+                return None
+            fresh = new_session_id() if wanted is None else wanted
+            self.db.create_session(
+                fresh,
+                source=API_SERVER,
+                session_key=f"{API_SERVER}:{fresh}",
+                user_id=caller.session_key(),
+                title=title.strip()[:200] or None if title else None,
+                model=model,
+            )
+            return self.db.get_session(fresh)
+
+        try:
+            made = await asyncio.to_thread(create)
+        except StateError:
+            made = None  # the same id created by another request at the same moment
+        if made is None:
+            return web.Response(
+                status=409,
+                text=_error_body(f"Session already exists: {wanted}", "session_exists"),
+                content_type="application/json",
+            )
+        return web.json_response(
+            {"object": "hermes.session", "id": made["id"], "session": _session_019(made, [made])},
+            status=201,
+        )
+
     async def get(self, request: web.Request) -> web.Response:
         segments = await self._segments(request)
         root, tip = segments[0], segments[-1]
+        counts = await asyncio.to_thread(self.db.segment_message_counts, root["id"])
+        session = _session_019(root, segments)
+        session["message_count"] = sum(standing for standing, _ in counts.values())
         return web.json_response(
             {
+                "object": "hermes.session",
+                "session": session,
                 "id": root["id"],
                 "tip_id": tip["id"],
                 "title": root.get("title"),
@@ -164,6 +217,11 @@ class _SessionsApi:
                 "tool_calls": m.get("tool_calls"),
                 "tool_call_id": m.get("tool_call_id"),
                 "created_at": m.get("created_at"),
+                # Hermes Agent 0.19's names for what clients read.
+                "timestamp": m.get("created_at"),
+                "tool_name": m.get("tool_name"),
+                "reasoning": m.get("reasoning"),
+                "finish_reason": _finish_reason(m),
             }
             for m in rows[:limit]
         ]
@@ -309,6 +367,34 @@ class _SessionsApi:
 
 
 _TOOL_EVENTS = ("tool_start", "tool_end")
+
+
+def _session_019(root: dict[str, Any], segments: list[dict[str, Any]]) -> dict[str, Any]:
+    """The conversation as Hermes Agent 0.19's ``session`` object shows a session."""
+    tip = segments[-1]
+    return {
+        "id": root["id"],
+        "source": tip.get("source"),
+        "user_id": tip.get("user_id"),
+        "model": tip.get("model"),
+        "title": root.get("title"),
+        "started_at": root.get("started_at"),
+        "ended_at": tip.get("ended_at"),
+        "end_reason": tip.get("end_reason"),
+        "message_count": 0,  # the caller counts the originals that stand
+        "input_tokens": sum(int(s.get("input_tokens") or 0) for s in segments),
+        "output_tokens": sum(int(s.get("output_tokens") or 0) for s in segments),
+        "parent_session_id": root.get("parent_session_id"),
+        "last_active": tip.get("last_active_at") or tip.get("started_at"),
+        "has_system_prompt": bool(tip.get("system_prompt")),
+        "has_model_config": False,
+    }
+
+
+def _finish_reason(message: dict[str, Any]) -> str | None:
+    if message.get("role") != "assistant":
+        return None
+    return "tool_calls" if message.get("tool_calls") else "stop"
 
 
 def _tool_progress(kind: str, data: dict[str, Any]) -> dict[str, Any]:

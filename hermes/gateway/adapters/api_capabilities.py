@@ -1,0 +1,200 @@
+"""What the API server says about itself, in Hermes Agent 0.19's shapes.
+
+``GET /v1/capabilities`` (the contract clients probe before using runs, approvals or the
+sessions API), ``GET /health/detailed``, ``GET /v1/toolsets`` and ``GET /v1/skills``.
+Capabilities are read off the application's own router when asked, so a feature says
+true exactly when its route is served; what hermes does not do says false.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+from aiohttp import web
+
+from hermes import __version__
+from hermes.gateway.adapters.api_common import SESSION_HEADER
+
+PLATFORM = "hermes-agent"  # the API family clients check for; ``server`` names hermes
+SESSION_KEY_HEADER = "X-Hermes-Session-Key"
+
+# name -> (method, path) of each endpoint 0.19 advertises, plus hermes's steer.
+ENDPOINTS: dict[str, tuple[str, str]] = {
+    "health": ("GET", "/health"),
+    "health_detailed": ("GET", "/health/detailed"),
+    "models": ("GET", "/v1/models"),
+    "chat_completions": ("POST", "/v1/chat/completions"),
+    "responses": ("POST", "/v1/responses"),
+    "runs": ("POST", "/v1/runs"),
+    "run_status": ("GET", "/v1/runs/{run_id}"),
+    "run_events": ("GET", "/v1/runs/{run_id}/events"),
+    "run_approval": ("POST", "/v1/runs/{run_id}/approval"),
+    "run_stop": ("POST", "/v1/runs/{run_id}/stop"),
+    "run_steer": ("POST", "/v1/runs/{run_id}/steer"),
+    "skills": ("GET", "/v1/skills"),
+    "toolsets": ("GET", "/v1/toolsets"),
+    "sessions": ("GET", "/api/sessions"),
+    "session_create": ("POST", "/api/sessions"),
+    "session": ("GET", "/api/sessions/{session_id}"),
+    "session_update": ("PATCH", "/api/sessions/{session_id}"),
+    "session_delete": ("DELETE", "/api/sessions/{session_id}"),
+    "session_messages": ("GET", "/api/sessions/{session_id}/messages"),
+    "session_fork": ("POST", "/api/sessions/{session_id}/fork"),
+    "session_chat": ("POST", "/api/sessions/{session_id}/chat"),
+    "session_chat_stream": ("POST", "/api/sessions/{session_id}/chat/stream"),
+}
+
+# feature -> the endpoint whose route makes it true.
+_ROUTED_FEATURES = {
+    "chat_completions": "chat_completions",
+    "chat_completions_streaming": "chat_completions",
+    "tool_progress_events": "chat_completions",
+    "responses_api": "responses",
+    "responses_streaming": "responses",
+    "run_submission": "runs",
+    "run_status": "run_status",
+    "run_events_sse": "run_events",
+    "run_stop": "run_stop",
+    "run_steer": "run_steer",
+    "run_approval_response": "run_approval",
+    "approval_events": "run_approval",
+    "run_idempotency": "runs",
+    "session_resources": "session",
+    "session_chat": "session_chat",
+    "session_chat_streaming": "session_chat_stream",
+    "session_fork": "session_fork",
+    "skills_api": "skills",
+}
+
+# What hermes does not offer over HTTP (yet): always false.
+_UNSUPPORTED = ("admin_config_rw", "jobs_admin", "memory_write_api", "audio_api", "realtime_voice")
+
+
+class Capabilities:
+    """The four self-describing routes of one API server.
+
+    ``model`` names the configured model, ``key_required`` whether a bearer key is
+    asked for, ``status`` the gateway's ``GatewayRunner.status()``, ``config`` its Config.
+    """
+
+    def __init__(
+        self,
+        *,
+        model: Callable[[], str],
+        key_required: Callable[[], bool],
+        status: Callable[[], dict[str, Any]],
+        config: Any,
+        extra_features: Callable[[], dict[str, bool]] | None = None,
+    ) -> None:
+        self.model = model
+        self.key_required = key_required
+        self.status = status
+        self.config = config
+        self.extra_features = extra_features or dict
+        self.started = time.time()
+
+    def add_routes(self, app: web.Application) -> None:
+        app.router.add_get("/v1/capabilities", self.capabilities)
+        app.router.add_get("/health/detailed", self.health_detailed)
+        app.router.add_get("/v1/toolsets", self.toolsets)
+        app.router.add_get("/v1/skills", self.skills)
+
+    async def capabilities(self, request: web.Request) -> web.Response:
+        served = _served(request.app)
+        endpoints = {
+            name: {"method": method, "path": path}
+            for name, (method, path) in ENDPOINTS.items()
+            if (method, path) in served
+        }
+        features: dict[str, Any] = {
+            feature: endpoint in endpoints for feature, endpoint in _ROUTED_FEATURES.items()
+        }
+        features.update(dict.fromkeys(_UNSUPPORTED, False))
+        features.update(self.extra_features())
+        features["session_continuity_header"] = SESSION_HEADER
+        features["session_key_header"] = SESSION_KEY_HEADER
+        features["cors"] = bool(self.config.get("gateway.api_allowed_origins"))
+        return web.json_response(
+            {
+                "object": "hermes.api_server.capabilities",
+                "platform": PLATFORM,
+                "server": "hermes",
+                "version": __version__,
+                "model": self.model(),
+                "auth": {"type": "bearer", "required": self.key_required()},
+                "runtime": {
+                    "mode": "server_agent",
+                    "tool_execution": "server",
+                    "split_runtime": False,
+                    "description": (
+                        "Each conversation has a server-side hermes agent; its tools run on "
+                        "the gateway's host, in the sandbox. A client's own tools (the "
+                        "request's 'tools') are handed back to the client to run."
+                    ),
+                },
+                "features": features,
+                "endpoints": endpoints,
+            }
+        )
+
+    async def health_detailed(self, request: web.Request) -> web.Response:
+        status = self.status()
+        running = int(status.get("running_turns", 0))
+        return web.json_response(
+            {
+                "status": status.get("status", "ok"),
+                "platform": PLATFORM,
+                "server": "hermes",
+                "version": __version__,
+                "gateway_state": "stopping" if status.get("status") == "stopping" else "running",
+                "platforms": {name: {"state": "connected"} for name in status.get("platforms", [])},
+                "active_agents": running,
+                "waiting": int(status.get("waiting", 0)),
+                "gateway_busy": running > 0,
+                "gateway_drainable": True,
+                "exit_reason": None,
+                "updated_at": time.time(),
+                "started_at": self.started,
+                "pid": os.getpid(),
+            }
+        )
+
+    async def toolsets(self, request: web.Request) -> web.Response:
+        from hermes.tools.toolsets import resolve_toolset, toolsets
+
+        offered = set(resolve_toolset("gateway", self.config))
+        data = [
+            {
+                "name": name,
+                "label": name.replace("_", " ").title(),
+                "description": f"hermes's {name.replace('_', ' ')} tools",
+                "enabled": any(tool in offered for tool in tools),
+                "configured": True,
+                "tools": sorted(tools),
+            }
+            for name, tools in sorted(toolsets().items())
+        ]
+        return web.json_response({"object": "list", "platform": "api_server", "data": data})
+
+    async def skills(self, request: web.Request) -> web.Response:
+        # hermes has no skills yet: the list is honest and empty.
+        return web.json_response({"object": "list", "data": []})
+
+
+def _served(app: web.Application) -> set[tuple[str, str]]:
+    """(method, path) of every route ``app`` serves, with path parameters named as 0.19."""
+    served = set()
+    for route in app.router.routes():
+        info = route.resource.get_info() if route.resource is not None else {}
+        path = info.get("path") or info.get("formatter") or ""
+        served.add((route.method, _named_like_019(path)))
+    return served
+
+
+def _named_like_019(path: str) -> str:
+    if path.startswith("/api/sessions/"):
+        return path.replace("{id}", "{session_id}")
+    return path.replace("{id}", "{run_id}")

@@ -1,0 +1,269 @@
+"""Runs of the HTTP API in the store: their state, their events, what callers send them.
+
+A run (``POST /v1/runs``) is one turn of a conversation that a caller follows by id
+from any gateway on the store. ``api_runs`` holds its state, ``api_run_events`` its
+events numbered from 1 (a client resumes after the last number it saw), and
+``api_run_inputs`` the steering and approval answers sent to it through any gateway,
+taken once by the gateway running it. Only that gateway appends events, so their
+numbers never race. ``idempotency_key`` is unique: a start retried under the same key
+finds the run the first one made, whichever gateway or restart answers it.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, TypedDict, TypeVar
+
+from hermes.state import lease
+from hermes.state.backend import Backend, Row, Tx
+from hermes.state.errors import ReadOnlyStoreError
+
+T = TypeVar("T")
+
+TERMINAL = ("completed", "failed", "cancelled")
+_COLUMNS = (
+    "id, conversation_id, session_key, status, model, idempotency_key, fingerprint, output,"
+    " error, usage, last_event, stop_requested, owner, created_at, updated_at"
+)
+
+
+class RunEvent(TypedDict):
+    seq: int
+    event: str
+    data: dict[str, Any]
+
+
+class RunInput(TypedDict):
+    id: int
+    kind: str
+    body: dict[str, Any]
+
+
+class RunStore:
+    """The runs tables on a SessionDB's backend (blocking calls: use from threads)."""
+
+    def __init__(self, backend: Backend, *, read_only: bool = False) -> None:
+        self.backend = backend
+        self.read_only = read_only
+
+    def _write(self, fn: Callable[[Tx], T]) -> T:
+        if self.read_only:
+            raise ReadOnlyStoreError(self.backend.location)
+        return self.backend.transact(fn, write=True)
+
+    def _read(self, fn: Callable[[Tx], T]) -> T:
+        return self.backend.transact(fn, write=False)
+
+    # -- runs ---------------------------------------------------------------------------
+
+    def create(
+        self,
+        run_id: str,
+        *,
+        conversation_id: str,
+        session_key: str,
+        model: str | None,
+        idempotency_key: str | None = None,
+        fingerprint: str | None = None,
+    ) -> tuple[dict[str, Any], bool]:
+        """Insert a queued run; (the run, True). Under an idempotency key already used:
+        (the run that key made, False), whatever this call's fingerprint."""
+
+        def create(tx: Tx) -> tuple[dict[str, Any], bool]:
+            if idempotency_key is not None:
+                found = tx.one(
+                    f"SELECT {_COLUMNS} FROM api_runs WHERE idempotency_key = ?",
+                    (idempotency_key,),
+                )
+                if found is not None:
+                    return _run(found), False
+            now = time.time()
+            tx.run(
+                f"INSERT INTO api_runs ({_COLUMNS}) VALUES"
+                " (?, ?, ?, 'queued', ?, ?, ?, NULL, NULL, NULL, NULL, 0, NULL, ?, ?)",
+                (run_id, conversation_id, session_key, model, idempotency_key, fingerprint,
+                 now, now),
+            )  # fmt: skip
+            row = tx.one(f"SELECT {_COLUMNS} FROM api_runs WHERE id = ?", (run_id,))
+            assert row is not None
+            return _run(row), True
+
+        return self._write(create)
+
+    def by_key(self, idempotency_key: str) -> dict[str, Any] | None:
+        row = self._read(
+            lambda tx: tx.one(
+                f"SELECT {_COLUMNS} FROM api_runs WHERE idempotency_key = ?", (idempotency_key,)
+            )
+        )
+        return _run(row) if row is not None else None
+
+    def get(self, run_id: str) -> dict[str, Any] | None:
+        row = self._read(
+            lambda tx: tx.one(f"SELECT {_COLUMNS} FROM api_runs WHERE id = ?", (run_id,))
+        )
+        return _run(row) if row is not None else None
+
+    def update(self, run_id: str, **fields: Any) -> None:
+        """Set columns of the run (``usage`` as a dict) and its ``updated_at``."""
+        self._write(lambda tx: _update(tx, run_id, fields))
+
+    def request_stop(self, run_id: str) -> dict[str, Any] | None:
+        """Ask for the run to stop (a gateway running it sees the flag); None: no such run."""
+
+        def stop(tx: Tx) -> dict[str, Any] | None:
+            row = tx.one(f"SELECT {_COLUMNS} FROM api_runs WHERE id = ?", (run_id,))
+            if row is None:
+                return None
+            if row["status"] not in TERMINAL:
+                _update(tx, run_id, {"stop_requested": 1, "status": "stopping"})
+                row = tx.one(f"SELECT {_COLUMNS} FROM api_runs WHERE id = ?", (run_id,))
+                assert row is not None
+            return _run(row)
+
+        return self._write(stop)
+
+    def fail_orphans(self, holder: str, takeover_after: float, message: str) -> list[str]:
+        """End the unfinished runs whose gateway is gone (a dead process on this host, or
+        no heartbeat for ``takeover_after`` seconds) with a ``run.failed`` event saying
+        ``message``; returns their ids. A run kept at a graceful stop is queued, not
+        owned, so it is never one of them."""
+
+        def sweep(tx: Tx) -> list[str]:
+            rows = tx.all(
+                "SELECT id, owner FROM api_runs WHERE owner IS NOT NULL AND owner != ?"
+                " AND status IN ('running', 'waiting_for_approval', 'stopping')",
+                (holder,),
+            )
+            if not rows:
+                return []
+            seen = {
+                r["holder"]: float(r["seen_at"])
+                for r in tx.all("SELECT holder, seen_at FROM gateway_instances")
+            }
+            cutoff = tx.clock() - takeover_after
+            failed = []
+            for row in rows:
+                at = seen.get(row["owner"])
+                if at is None or at < cutoff or lease.holder_is_dead(row["owner"]):
+                    _append(tx, row["id"], [("run.failed", {"run_id": row["id"],
+                            "error": message, "timestamp": time.time()})],
+                            {"status": "failed", "error": message, "owner": None})  # fmt: skip
+                    failed.append(row["id"])
+            return failed
+
+        return self._write(sweep)
+
+    # -- events -------------------------------------------------------------------------
+
+    def append(
+        self, run_id: str, events: Sequence[tuple[str, dict[str, Any]]], **fields: Any
+    ) -> int:
+        """Append events (name, data) in order, and set run columns in the same
+        transaction; returns the last event's number."""
+
+        return self._write(lambda tx: _append(tx, run_id, events, fields))
+
+    def events_after(self, run_id: str, seq: int, limit: int = 500) -> list[RunEvent]:
+        rows = self._read(
+            lambda tx: tx.all(
+                "SELECT seq, event, data FROM api_run_events WHERE run_id = ? AND seq > ?"
+                " ORDER BY seq LIMIT ?",
+                (run_id, seq, limit),
+            )
+        )
+        return [
+            RunEvent(seq=int(r["seq"]), event=r["event"], data=json.loads(r["data"])) for r in rows
+        ]
+
+    # -- inputs (steering, approval answers) --------------------------------------------
+
+    def send(self, run_id: str, kind: str, body: dict[str, Any]) -> int:
+        text = json.dumps(body, ensure_ascii=False)
+        now = time.time()
+        row = self._write(
+            lambda tx: tx.one(
+                "INSERT INTO api_run_inputs (run_id, kind, body, created_at) VALUES (?, ?, ?, ?)"
+                " RETURNING id",
+                (run_id, kind, text, now),
+            )
+        )
+        assert row is not None
+        return int(row["id"])
+
+    def take_inputs(self, run_id: str) -> tuple[list[RunInput], bool]:
+        """The inputs not taken yet (now taken), and whether a stop was asked for."""
+
+        def take(tx: Tx) -> tuple[list[RunInput], bool]:
+            run = tx.one("SELECT stop_requested FROM api_runs WHERE id = ?", (run_id,))
+            stop = bool(run and run["stop_requested"])
+            rows = tx.all(
+                "SELECT id, kind, body FROM api_run_inputs WHERE run_id = ? AND taken_at IS NULL"
+                " ORDER BY id",
+                (run_id,),
+            )
+            if rows:
+                tx.run(
+                    "UPDATE api_run_inputs SET taken_at = ? WHERE run_id = ? AND taken_at IS NULL"
+                    " AND id <= ?",
+                    (time.time(), run_id, rows[-1]["id"]),
+                )
+            found = [
+                RunInput(id=int(r["id"]), kind=r["kind"], body=json.loads(r["body"])) for r in rows
+            ]
+            return found, stop
+
+        def peek(tx: Tx) -> tuple[bool, bool]:
+            row = tx.one(
+                "SELECT (SELECT stop_requested FROM api_runs WHERE id = ?) AS stop,"
+                " (SELECT COUNT(*) FROM api_run_inputs WHERE run_id = ? AND taken_at IS NULL)"
+                " AS waiting",
+                (run_id, run_id),
+            )
+            if row is None:
+                return False, False
+            return bool(row["stop"]), bool(row["waiting"])
+
+        # Most looks find nothing: read first, write only when there is something to take.
+        stop, waiting = self._read(peek)
+        if not waiting:
+            return [], stop
+        return self._write(take)
+
+
+def _append(
+    tx: Tx, run_id: str, events: Sequence[tuple[str, dict[str, Any]]], fields: dict[str, Any]
+) -> int:
+    row = tx.one("SELECT MAX(seq) AS last FROM api_run_events WHERE run_id = ?", (run_id,))
+    seq = int(row["last"] or 0) if row is not None else 0
+    now = time.time()
+    for name, data in events:
+        seq += 1
+        tx.run(
+            "INSERT INTO api_run_events (run_id, seq, event, data, created_at)"
+            " VALUES (?, ?, ?, ?, ?)",
+            (run_id, seq, name, json.dumps(data, ensure_ascii=False), now),
+        )
+    if events:
+        fields = {"last_event": events[-1][0], **fields}
+    if fields:
+        _update(tx, run_id, fields)
+    return seq
+
+
+def _update(tx: Tx, run_id: str, fields: dict[str, Any]) -> None:
+    fields = dict(fields)
+    if "usage" in fields and not isinstance(fields["usage"], str | None):
+        fields["usage"] = json.dumps(fields["usage"])
+    fields["updated_at"] = time.time()
+    columns = ", ".join(f"{name} = ?" for name in fields)
+    tx.run(f"UPDATE api_runs SET {columns} WHERE id = ?", (*fields.values(), run_id))
+
+
+def _run(row: Row) -> dict[str, Any]:
+    run = {name: row[name] for name in _COLUMNS.split(", ")}
+    run["usage"] = json.loads(run["usage"]) if run["usage"] else None
+    run["stop_requested"] = bool(run["stop_requested"])
+    return run
