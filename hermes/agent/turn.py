@@ -145,7 +145,8 @@ def _run_locked(
 ) -> TurnResult:
     read = agent.take_tip_stamp()  # by ensure_session, a moment ago, under the turn lock
     if history is None:
-        history = agent.load_history(read)
+        awaiting = [str(r.get("tool_call_id")) for r in tool_results or []]
+        history = agent.load_history(read, awaiting=awaiting)
     else:
         history = [dict(m) for m in history]
         for message in history:

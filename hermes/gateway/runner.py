@@ -449,6 +449,18 @@ class GatewayRunner:
             return StatelessConversation(key, conversation)
         return await asyncio.to_thread(self._start_stateless_conversation, history, match)
 
+    async def api_tool_loop_conversation(
+        self, history: list[dict[str, Any]]
+    ) -> StatelessConversation | None:
+        """The conversation whose open tool calls a request without X-Hermes-Session-Id
+        answers: the one its ``history`` (the messages before the calls) ends at, the
+        calls being the newest thing in it; None when no conversation does."""
+        match = await asyncio.to_thread(self.db.find_history, history) if history else None
+        if match is None or not match.latest or match.matched != len(history):
+            return None
+        key, conversation, _ = await self.api_conversation(match.conversation_id)
+        return StatelessConversation(key, conversation)
+
     def _start_stateless_conversation(
         self, history: list[dict[str, Any]], match: HistoryMatch | None
     ) -> StatelessConversation:

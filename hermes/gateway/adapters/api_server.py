@@ -181,15 +181,13 @@ class ApiServerAdapter(Adapter):
         body = await json_object(request)
         if shape := shape_problem(body):
             return _error(400, shape, "invalid_request_error")
-        results = _tool_results_of(body.get("messages"))
-        text, history = ("", []) if results else _input_of(body.get("messages"))
-        if results and not request.headers.get(SESSION_HEADER):
-            return _error(
-                400,
-                f"Tool results continue a conversation: send them with the {SESSION_HEADER} "
-                "of the answer whose tool_calls they answer.",
-                "invalid_request_error",
-            )
+        messages = body.get("messages")
+        results = _tool_results_of(messages)
+        text: str | None = ""
+        if results and isinstance(messages, list):  # a tool loop goes on from its results
+            history = _history_of(messages[: len(messages) - len(results)])
+        else:
+            text, history = _input_of(messages)
         if text is None:
             return _error(
                 400,
@@ -241,7 +239,12 @@ class ApiServerAdapter(Adapter):
             )
             return await self._answer(request, body, TurnResult(text=text, session_id=session))
         found = None
-        if session is None and history:  # a client that sends the whole history each time
+        results = options.get("tool_results")
+        if session is None and results:  # the calls' own conversation, found by its history
+            found = await self.runner.api_tool_loop_conversation(history)
+            if found is None:
+                return _unknown_call(results[0]["tool_call_id"])
+        elif session is None and history:  # a client that sends the whole history each time
             found = await self.runner.api_stateless_conversation(history)
         extra = {BRANCHED_HEADER: found.branched_from} if found and found.branched_from else {}
         sink, conversation = await self.submit_turn(
@@ -254,6 +257,13 @@ class ApiServerAdapter(Adapter):
             history=history if session is None else None,
             found=found,
         )
+        if sink.stream and results:
+            # Results for calls that are not open are a 400, not a failed stream.
+            first = await sink.deltas.get()
+            failed = first is ResultSink.DONE and sink.future.exception() is None
+            if failed and sink.future.result().caller_fault:
+                return await self._answer(request, body, sink.future.result(), extra)
+            return await self._stream(request, body, sink, conversation, extra, first=first)
         if sink.stream:
             return await self._stream(request, body, sink, conversation, extra)
         try:
@@ -361,7 +371,10 @@ class ApiServerAdapter(Adapter):
         sink: ResultSink,
         conversation: str | None,
         extra: dict[str, str] | None = None,
+        *,
+        first: Any = None,
     ) -> web.StreamResponse:
+        """Stream the sink's pieces; ``first`` is one already taken from it."""
         done = sink.future.done() and sink.future.exception() is None
         tip = sink.future.result().session_id if done else None
         if tip is None and conversation:
@@ -378,8 +391,10 @@ class ApiServerAdapter(Adapter):
         chunk = _Chunks(model=body.get("model") or self.runner.config.get("model.default"))
         try:
             await _send(response, chunk.make({"role": "assistant", "content": ""}, session_id=tip))
-            while (piece := await sink.deltas.get()) is not ResultSink.DONE:
+            piece = first if first is not None else await sink.deltas.get()
+            while piece is not ResultSink.DONE:
                 await _send(response, chunk.make({"content": piece}))
+                piece = await sink.deltas.get()
             await self._finish_stream(response, body, sink, chunk)
         except ConnectionResetError:
             # The client went away; the turn still finishes and is stored.
@@ -483,15 +498,32 @@ def _input_of(messages: Any) -> tuple[str | None, list[dict[str, Any]]]:
             text = _text_of(message.get("content"))
             if not text.strip():
                 return None, []
-            history = [
-                {"role": m["role"], "content": _text_of(m.get("content"))}
-                for m in messages[:index]
-                if isinstance(m, dict)
-                and m.get("role") in _HISTORY_ROLES
-                and _text_of(m.get("content"))
-            ]
-            return text, history
+            return text, _history_of(messages[:index])
     return None, []
+
+
+def _history_of(messages: list[Any]) -> list[dict[str, Any]]:
+    """The user messages and final answers with text: what the store's history digests
+    cover (a message asking for tools and the results are the turn's inner workings)."""
+    return [
+        {"role": m["role"], "content": _text_of(m.get("content"))}
+        for m in messages
+        if isinstance(m, dict)
+        and m.get("role") in _HISTORY_ROLES
+        and not m.get("tool_calls")
+        and _text_of(m.get("content"))
+    ]
+
+
+def _unknown_call(call_id: Any) -> web.Response:
+    return _error(
+        400,
+        f"The tool result for '{str(call_id)[:200]}' answers no open tool call: send results "
+        "only for the tool_calls of the last answer, after the history that led to them.",
+        "invalid_request_error",
+        "unknown_tool_call",
+        param="messages",
+    )
 
 
 def _text_of(content: Any) -> str:
