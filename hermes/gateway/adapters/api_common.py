@@ -18,6 +18,7 @@ from hermes.gateway.messages import TurnResult
 SESSION_HEADER = "X-Hermes-Session-Id"
 RESUME_HEADER = "X-Hermes-Resume"  # "1": a stale id goes back to its own conversation
 BRANCHED_HEADER = "X-Hermes-Branched-From"  # the conversation a new branch started from
+NO_RETRY_HEADER = "x-should-retry"  # "false": the OpenAI SDKs do not retry the request
 SESSION_ID = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
 UPSTREAM_FAILED = (
     "The model endpoint behind this gateway failed to answer; try again later, or ask the"

@@ -43,6 +43,7 @@ from aiohttp import web
 from hermes.gateway import stored_responses
 from hermes.gateway.adapters.api_common import (
     BRANCHED_HEADER,
+    NO_RETRY_HEADER,
     RESUME_HEADER,
     SESSION_HEADER,
     caller_error,
@@ -138,6 +139,7 @@ class _ResponsesApi:
         if result.session_id:
             headers[SESSION_HEADER] = result.session_id
         if result.error:
+            headers[NO_RETRY_HEADER] = "false"  # a retry would call the failing model again
             return error_response(
                 502, caller_error(result), "upstream_error", "model_error", headers=headers
             )

@@ -32,10 +32,11 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from hermes.gateway import commands
+from hermes.gateway import commands, retries
 from hermes.gateway.adapters import api_openapi, api_responses, api_sessions
 from hermes.gateway.adapters.api_common import (
     BRANCHED_HEADER,
+    NO_RETRY_HEADER,
     RESUME_HEADER,
     SESSION_HEADER,
     caller_error,
@@ -70,6 +71,7 @@ class ApiServerAdapter(Adapter):
         self.app_runner: web.AppRunner | None = None
         self.port: int | None = None
         self.url = ""
+        self.retries = retries.RetryMemory()
 
     # -- life -------------------------------------------------------------------------
 
@@ -209,10 +211,17 @@ class ApiServerAdapter(Adapter):
         session = session_of(request)
         if not self.runner.accepting:
             return _error(503, str(GatewayClosed()), "server_error", "shutting_down")
+        key = retries.request_key(request.path, request.headers, await request.read())
+        earlier = self.retries.earlier(key) if retries.is_retry(request.headers) else None
+        if earlier is not None and (answer := await asyncio.shield(earlier)) is not None:
+            return await self._answer(request, body, *answer)  # the first try's
+        pending = _Pending(self.retries, key)
         try:
-            return await self._turn(request, body, text, history, session, options)
+            return await self._turn(request, body, text, history, session, options, pending)
         except NotYourConversation as exc:
             return _error(404, str(exc), "invalid_request_error", "session_not_found")
+        finally:
+            pending.close()
 
     async def _turn(
         self,
@@ -222,6 +231,7 @@ class ApiServerAdapter(Adapter):
         history: list[dict[str, Any]],
         session: str | None,
         options: dict[str, Any],
+        pending: _Pending | None = None,
     ) -> web.StreamResponse:
         command = commands.parse(text)
         if command is not None and command.immediate:
@@ -257,6 +267,8 @@ class ApiServerAdapter(Adapter):
             history=history if session is None else None,
             found=found,
         )
+        if pending is not None:
+            pending.answer_with(sink, extra)
         if sink.stream and results:
             # Results for calls that are not open are a 400, not a failed stream.
             first = await sink.deltas.get()
@@ -342,6 +354,7 @@ class ApiServerAdapter(Adapter):
             return _error(400, result.error, "invalid_request_error", headers=headers)
         if result.error:
             message = caller_error(result)
+            headers[NO_RETRY_HEADER] = "false"  # a retry would call the failing model again
             return _error(502, message, "upstream_error", "model_error", headers=headers)
         if body.get("stream"):
             sink = ResultSink(stream=True)
@@ -424,6 +437,31 @@ class ApiServerAdapter(Adapter):
                 await _send(response, chunk.make(None, usage=_usage(result)))
         await response.write(b"data: [DONE]\n\n")
         await response.write_eof()
+
+
+class _Pending:
+    """A request's place in the retry memory: its retries wait for its turn's answer;
+    one that ends without a turn is forgotten, so its retry runs anew."""
+
+    def __init__(self, memory: retries.RetryMemory, key: str) -> None:
+        self.memory, self.key = memory, key
+        self.future = memory.expect(key)
+        self.linked = False
+
+    def answer_with(self, sink: ResultSink, extra: dict[str, str]) -> None:
+        self.linked = True
+
+        def settle(done: asyncio.Future[TurnResult]) -> None:
+            if done.cancelled() or done.exception() is not None:
+                self.memory.forget(self.key, self.future)
+            else:
+                self.memory.settle(self.key, self.future, (done.result(), extra))
+
+        sink.future.add_done_callback(settle)
+
+    def close(self) -> None:
+        if not self.linked:
+            self.memory.forget(self.key, self.future)
 
 
 class _Chunks:
