@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from hermes.config import Config, hermes_home, load_config, register_secrets
 from hermes.gateway import adapters as adapter_registry
-from hermes.gateway import commands
+from hermes.gateway import commands, side_requests
 from hermes.gateway.access import AccessControl
 from hermes.gateway.adapters.base import Adapter, ChatAdapter
 from hermes.gateway.errors import GatewayClosed, GatewayError, NotYourConversation
@@ -531,6 +531,17 @@ class GatewayRunner:
         if not self.accepting or self._loop is None:
             raise GatewayClosed()
         return await self._loop.run_in_executor(self._executor, self.turns.run_unstored, item)
+
+    def count_side_request(self, prompt: str, result: TurnResult) -> None:
+        """Add a side request's tokens to the conversation whose whole history its
+        prompt holds, if there is one (blocking: call from a thread)."""
+        history = side_requests.pasted_history(prompt)
+        match = self.db.find_history(history) if history else None
+        if match is None or match.matched != len(history):
+            log.info("a side request's tokens belong to no stored conversation")
+            return
+        tip = self.db.resolve_tip(match.conversation_id)
+        self.db.add_token_usage(tip, result.prompt_tokens, result.completion_tokens)
 
     # -- running items ------------------------------------------------------------------
 

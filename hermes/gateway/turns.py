@@ -98,8 +98,12 @@ class TurnRunner:
     def run_unstored(self, item: WorkItem) -> TurnResult:
         """A turn that keeps nothing (the Responses API's ``store: false``): a fresh agent
         without the store, its whole context in ``item.history``, no lane, no route."""
+        side = bool((item.options or {}).get("side_request"))  # a chat UI's title and such
         agent = self.make_agent(
-            session_db=None, persist_session=False, source=SessionKey.parse(item.key).platform
+            session_db=None,
+            persist_session=False,
+            source=SessionKey.parse(item.key).platform,
+            tools=[] if side else None,
         )
         result = TurnResult()
         try:

@@ -52,9 +52,7 @@ def test_a_retry_after_a_client_timeout_gets_the_first_answer(
     assert [m["content"] for m in stored] == ["what is slow?", "slowly"]
 
 
-def test_requests_with_one_idempotency_key_share_one_turn(
-    gateway: GatewayThread, fake_llm
-) -> None:
+def test_requests_with_one_idempotency_key_share_one_turn(gateway: GatewayThread, fake_llm) -> None:
     fake_llm.enqueue(text("once", delay=1.0))
     headers = {"Authorization": f"Bearer {gateway.api_key}", "Idempotency-Key": "order-17"}
     body = {"model": "fake-model", "messages": QUESTION}

@@ -53,6 +53,7 @@ from hermes.gateway.messages import Origin, TurnResult
 from hermes.gateway.request_options import RequestProblem, offered_models, turn_options
 from hermes.gateway.request_shape import shape_problem
 from hermes.gateway.settings import API_SERVER, ApiServerSettings, api_hidden_sources
+from hermes.gateway.side_requests import side_request_kind
 
 if TYPE_CHECKING:
     from hermes.gateway.runner import StatelessConversation
@@ -211,6 +212,9 @@ class ApiServerAdapter(Adapter):
         session = session_of(request)
         if not self.runner.accepting:
             return _error(503, str(GatewayClosed()), "server_error", "shutting_down")
+        kind = None if results else side_request_kind(request.headers, text)
+        if kind is not None:
+            return await self._side_request(request, body, text, history, options)
         key = retries.request_key(request.path, request.headers, await request.read())
         earlier = self.retries.earlier(key) if retries.is_retry(request.headers) else None
         if earlier is not None and (answer := await asyncio.shield(earlier)) is not None:
@@ -283,6 +287,34 @@ class ApiServerAdapter(Adapter):
         except GatewayClosed as exc:
             return _error(503, str(exc), "server_error", "shutting_down")
         return await self._answer(request, body, result, extra)
+
+    async def _side_request(
+        self,
+        request: web.Request,
+        body: dict[str, Any],
+        text: str,
+        history: list[dict[str, Any]],
+        options: dict[str, Any],
+    ) -> web.StreamResponse:
+        """A chat UI's title, tags or follow-ups request: answered by the model without
+        tools, stored nowhere; its tokens count on the conversation it is about."""
+        kept = {k: v for k, v in options.items() if k not in ("client_tools", "tool_choice")}
+        item = WorkItem(
+            kind=MESSAGE,
+            text=text,
+            key=f"{API_SERVER}:unstored",
+            conversation_id="",
+            history=history or None,
+            options={**kept, "side_request": True},
+            sink=ResultSink(),
+        )
+        try:
+            result = await self.runner.run_unstored(item)
+        except GatewayClosed as exc:
+            return _error(503, str(exc), "server_error", "shutting_down")
+        if result.prompt_tokens or result.completion_tokens:
+            await asyncio.to_thread(self.runner.count_side_request, text, result)
+        return await self._answer(request, body, result)
 
     async def submit_turn(
         self,
