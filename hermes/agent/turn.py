@@ -387,14 +387,20 @@ def _run_tools(agent: AIAgent, turn: TurnState, response: Any) -> list[dict[str,
         {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
         for c in response.tool_calls
     ]
+    theirs = {tool["function"]["name"] for tool in agent.client_tools}
+    # A message that hands calls to the caller ends the turn: it is the turn's answer.
+    ends_turn = any(c.name in theirs for c in response.tool_calls)
     assistant = transcript.new_message(
-        "assistant", response.content or None, tool_calls=calls, reasoning=response.reasoning
+        "assistant",
+        response.content or None,
+        tool_calls=calls,
+        reasoning=response.reasoning,
+        message_uid=turn.answer_uid if ends_turn else None,
     )
     turn.messages.append(assistant)
     _save(agent, turn, assistant)
     context = _tool_context(agent)
     names = agent.tool_names()
-    theirs = {tool["function"]["name"] for tool in agent.client_tools}
     for call in response.tool_calls:
         if call.name in theirs:
             continue

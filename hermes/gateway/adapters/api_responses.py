@@ -93,6 +93,14 @@ class _PreviousNotFound(Exception):
     pass
 
 
+class _UnknownCall(Exception):
+    """Function call outputs for calls no conversation has open."""
+
+    def __init__(self, call_id: str) -> None:
+        super().__init__(call_id)
+        self.call_id = call_id
+
+
 class _ResponsesApi:
     def __init__(self, runner: Any, models: Callable[[], list[str]]) -> None:
         self.runner = runner
@@ -117,6 +125,15 @@ class _ResponsesApi:
             return await self._respond(request, asked, session)
         except _PreviousNotFound:
             return _problem(previous_not_found(asked.previous_response_id or ""))
+        except _UnknownCall as exc:
+            return error_response(
+                400,
+                f"The function call output for '{exc.call_id[:200]}' answers no open function "
+                "call: send outputs only for the calls of the last response.",
+                "invalid_request_error",
+                "unknown_function_call",
+                param="input",
+            )
         except NotYourConversation as exc:
             return error_response(404, str(exc), "invalid_request_error", "session_not_found")
 
@@ -138,6 +155,8 @@ class _ResponsesApi:
             return error_response(503, str(exc), "server_error", "shutting_down", headers=headers)
         if result.session_id:
             headers[SESSION_HEADER] = result.session_id
+        if result.error and result.caller_fault:
+            return error_response(400, result.error, "invalid_request_error", headers=headers)
         if result.error:
             headers[NO_RETRY_HEADER] = "false"  # a retry would call the failing model again
             return error_response(
@@ -180,6 +199,16 @@ class _ResponsesApi:
     async def _target(
         self, request: web.Request, asked: ResponseRequest, session: str | None
     ) -> _Target:
+        results = asked.options.get("tool_results")
+        if asked.previous_uid is None and session is None and results:
+            found = await self.runner.api_tool_loop_conversation(asked.history)
+            if found is None:
+                raise _UnknownCall(results[0]["tool_call_id"])
+            return _Target(found.key, found.conversation_id)
+        if asked.previous_uid is None and session is None and asked.history:
+            # The whole conversation resent, as chat UIs do: found by its digests.
+            found = await self.runner.api_stateless_conversation(asked.history)
+            return _Target(found.key, found.conversation_id, found.seed, found.branched_from)
         if asked.previous_uid is None:
             resume = request.headers.get(RESUME_HEADER) == "1"
             key, conversation, created = await self.runner.api_conversation(session, resume=resume)
@@ -316,14 +345,18 @@ class _Draft:
             **fields,
         )
 
-    def finished(self, result: TurnResult) -> dict[str, Any]:
+    def finished(self, result: TurnResult, *, streamed: bool = False) -> dict[str, Any]:
         status = "incomplete" if result.interrupted else "completed"
-        return self.body(
-            status,
-            model=result.model,
-            output=[_message(self.item_id, result.text, "completed")],
-            usage=_usage(result),
-        )
+        output = self.output(result, streamed=streamed)
+        return self.body(status, model=result.model, output=output, usage=_usage(result))
+
+    def output(self, result: TurnResult, *, streamed: bool = False) -> list[dict[str, Any]]:
+        """The answer's message (when it says something, calls nothing, or a stream
+        announced it already), then the function calls the client is to run."""
+        calls = [_function_call(call) for call in result.tool_calls]
+        if calls and not result.text and not streamed:
+            return calls
+        return [_message(self.item_id, result.text, "completed"), *calls]
 
 
 def _response_body(
@@ -379,7 +412,10 @@ def _stored_body(
         status="completed",
         model=found.segment.get("model") or default_model,
         previous_response_id=RESPONSE_PREFIX + previous if previous else None,
-        output=[_message(MESSAGE_PREFIX + uid, found.row["content"] or "", "completed")],
+        output=[
+            _message(MESSAGE_PREFIX + uid, found.row["content"] or "", "completed"),
+            *(_function_call(call) for call in found.row.get("tool_calls") or []),
+        ],
     )
 
 
@@ -391,6 +427,18 @@ def _message(item_id: str, text: str | None, status: str) -> dict[str, Any]:
         "status": status,
         "role": "assistant",
         "content": content,
+    }
+
+
+def _function_call(call: dict[str, Any]) -> dict[str, Any]:
+    function = call.get("function") or {}
+    return {
+        "type": "function_call",
+        "id": f"fc_{call['id']}",
+        "call_id": call["id"],
+        "name": function.get("name", ""),
+        "arguments": function.get("arguments") or "{}",
+        "status": "completed",
     }
 
 
@@ -478,9 +526,25 @@ async def _finish(events: _Events, draft: _Draft, sink: ResultSink) -> None:
     await events.part("response.content_part.done", part=_text_part(result.text))
     item = _message(draft.item_id, result.text, "completed")
     await events.send("response.output_item.done", output_index=0, item=item)
-    finished = draft.finished(result)
+    for index, call in enumerate(draft.output(result, streamed=True)[1:], start=1):
+        await _send_function_call(events, index, call)
+    finished = draft.finished(result, streamed=True)
     kind = "response.incomplete" if finished["status"] == "incomplete" else "response.completed"
     await events.send(kind, response=finished)
+
+
+async def _send_function_call(events: _Events, index: int, call: dict[str, Any]) -> None:
+    added = {**call, "arguments": "", "status": "in_progress"}
+    await events.send("response.output_item.added", output_index=index, item=added)
+    await events.send(
+        "response.function_call_arguments.delta",
+        item_id=call["id"], output_index=index, delta=call["arguments"],
+    )  # fmt: skip
+    await events.send(
+        "response.function_call_arguments.done",
+        item_id=call["id"], output_index=index, arguments=call["arguments"],
+    )  # fmt: skip
+    await events.send("response.output_item.done", output_index=index, item=call)
 
 
 # -- errors ---------------------------------------------------------------------------
