@@ -103,6 +103,7 @@ class ApiServerAdapter(Adapter):
         )
         app.router.add_post("/v1/chat/completions", self.chat_completions)
         app.router.add_get("/v1/models", self.models)
+        app.router.add_get("/v1/models/{model}", self.model)
         app.router.add_get("/health", self.health)
         app.router.add_get("/v1/health", self.health)
         api_sessions.add_routes(
@@ -170,11 +171,21 @@ class ApiServerAdapter(Adapter):
         return web.json_response({"status": "stopping" if self.runner.closing else "ok"})
 
     async def models(self, request: web.Request) -> web.Response:
-        data = [
-            {"id": model, "object": "model", "created": 0, "owned_by": "hermes"}
-            for model in self._models()
-        ]
+        data = [_model_object(model) for model in self._models()]
         return web.json_response({"object": "list", "data": data})
+
+    async def model(self, request: web.Request) -> web.Response:
+        """``GET /v1/models/{id}``: one offered model, or OpenAI's 404 body."""
+        name = request.match_info["model"]
+        if name not in self._models():
+            return _error(
+                404,
+                f"The model '{name[:200]}' does not exist or you do not have access to it.",
+                "invalid_request_error",
+                "model_not_found",
+                param="model",
+            )
+        return web.json_response(_model_object(name))
 
     def _models(self) -> list[str]:
         config = self.runner.config
@@ -238,6 +249,15 @@ class ApiServerAdapter(Adapter):
         pending: _Pending | None = None,
     ) -> web.StreamResponse:
         command = commands.parse(text)
+        if command is not None and command.name == "help" and session is None:
+            # A chat UI shows /help and its answer as messages and resends them: they
+            # go into the conversation its history names, which the answer names too.
+            found = await self.runner.api_stateless_conversation(history) if history else None
+            options = {**options, "keep_exchange": True}
+            sink, _ = await self.submit_turn(
+                None, text, options, command=True, history=history, found=found
+            )
+            return await self._answer(request, body, await sink.future)
         if command is not None and command.immediate:
             result = await self._immediate(command, session)
             return await self._answer(request, body, result)
@@ -609,6 +629,10 @@ def _text_of(content: Any) -> str:
                 parts.append(f"[image: {url[:200]}]")
         return "\n".join(parts)
     return ""
+
+
+def _model_object(model: str) -> dict[str, Any]:
+    return {"id": model, "object": "model", "created": 0, "owned_by": "hermes"}
 
 
 def _usage(result: TurnResult) -> dict[str, int]:
