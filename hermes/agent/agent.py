@@ -109,6 +109,9 @@ class AIAgent:
         # A caller's own tools (OpenAI function schemas): offered to the model, and a
         # call to one ends the turn with that call for the caller to run.
         self.client_tools: list[dict[str, Any]] = []
+        # Keep what an interrupted stream had sent as a partial answer (a client that
+        # went away was shown it, and resends it as the conversation so far).
+        self.keep_partial_answer = False
         # Who hears the completion events of background processes its tools start (the
         # owner's bus, e.g. a gateway's); None: they are spooled for drain_events.
         self.event_bus: EventBus | None = None

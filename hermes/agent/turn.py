@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MAX_EMPTY_RETRIES = 2
+# The uid suffix of an answer cut off when its stream was stopped: what was sent so far.
+PARTIAL_ANSWER = ":partial"
 EMPTY_RESPONSE_NOTE = (
     "Error: your last response was empty. Answer the user, or call a tool if you need one."
 )
@@ -51,6 +53,7 @@ class TurnState:
     compressions: list[dict[str, Any]] = field(default_factory=list)
     client_calls: list[dict[str, Any]] = field(default_factory=list)  # for the caller to run
     answer_uid: str | None = None  # the final answer's message_uid, when chosen ahead
+    streamed: list[str] = field(default_factory=list)  # the current model call's text so far
     unsaved_usage: list[int] = field(default_factory=lambda: [0, 0])  # with the next write
 
     def take_unsaved_usage(self) -> tuple[int, int]:
@@ -169,6 +172,7 @@ def _run_locked(
         _loop(agent, turn)
     except TurnInterrupted:
         turn.interrupted = True
+        _keep_partial_answer(agent, turn)
     usage = turn.take_unsaved_usage()
     if agent.writes_transcript and any(usage):  # a call whose answer was not stored
         db, segment = agent.bound()
@@ -277,11 +281,12 @@ def _next_step(agent: AIAgent, turn: TurnState, tools: list[bytes]) -> Step:
     turn.iterations += 1
     agent.last_sent_count = len(turn.messages)
     system = {"role": "system", "content": _request_system(agent, turn.system_prompt or "")}
+    turn.streamed = []
     try:
         response = agent.client.complete(
             encoded=[encode_message(system), *agent.wire.pieces],
             encoded_tools=tools,
-            stream_callback=agent.stream_callback,
+            stream_callback=_kept_stream(agent, turn),
             options=agent.request_options,
         )
     except ContextLengthError as exc:
@@ -294,6 +299,31 @@ def _next_step(agent: AIAgent, turn: TurnState, tools: list[bytes]) -> Step:
         if turn.empty_responses <= MAX_EMPTY_RETRIES:
             return RetryEmpty()
     return FinalAnswer(response)
+
+
+def _kept_stream(agent: AIAgent, turn: TurnState) -> Any:
+    """The stream callback, also keeping the pieces when a partial answer is to be kept."""
+    callback = agent.stream_callback
+    if callback is None or not agent.keep_partial_answer:
+        return callback
+
+    def keep(text: str) -> None:
+        turn.streamed.append(text)
+        callback(text)
+
+    return keep
+
+
+def _keep_partial_answer(agent: AIAgent, turn: TurnState) -> None:
+    """Store what the interrupted model call had streamed, marked partial (its uid)."""
+    text = "".join(turn.streamed)
+    if not (agent.keep_partial_answer and text.strip() and agent.writes_transcript):
+        return
+    uid = (turn.answer_uid or transcript.new_message("x")["message_uid"]) + PARTIAL_ANSWER
+    answer = transcript.new_message("assistant", text, message_uid=uid)
+    turn.messages.append(answer)
+    _save(agent, turn, answer)
+    turn.final_response = text
 
 
 def _request_system(agent: AIAgent, system_prompt: str) -> str:

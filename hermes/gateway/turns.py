@@ -267,6 +267,7 @@ def _apply_options(agent: Any, options: dict[str, Any]) -> None:
     agent.ephemeral_system_prompt = options.get("instructions")
     agent.request_options = {k: options[k] for k in SAMPLING_KEYS if k in options}
     agent.client_tools = list(options.get("client_tools") or [])
+    agent.keep_partial_answer = bool(options.get("keep_partial_answer"))
 
 
 def _keep_exchange(agent: Any, item: WorkItem, answer: str) -> None:

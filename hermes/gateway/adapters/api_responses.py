@@ -49,6 +49,7 @@ from hermes.gateway.adapters.api_common import (
     caller_error,
     error_response,
     json_object,
+    next_piece,
     session_of,
 )
 from hermes.gateway.errors import GatewayClosed, NotYourConversation
@@ -148,7 +149,7 @@ class _ResponsesApi:
             headers = {}
             await self._start_unstored(asked, draft, sink)
         if asked.stream:
-            return await _stream(request, draft, sink, headers)
+            return await _stream(request, draft, sink, headers, lambda: self._abandon(draft, sink))
         try:
             result = await sink.future
         except GatewayClosed as exc:
@@ -178,6 +179,7 @@ class _ResponsesApi:
         async with self._continuing if asked.previous_uid else contextlib.nullcontext():
             target = await self._target(request, asked, session)
             item = self._item(asked, draft, sink, target.key, target.conversation, target.history)
+            draft.conversation = target.conversation
             await self.runner.submit(item)
         headers = {
             SESSION_HEADER: await asyncio.to_thread(self.db.resolve_tip, target.conversation)
@@ -185,6 +187,12 @@ class _ResponsesApi:
         if target.branched_from:
             headers[BRANCHED_HEADER] = target.branched_from
         return headers
+
+    def _abandon(self, draft: _Draft, sink: ResultSink) -> None:
+        """The streaming client went away: its turn stops as /stop would."""
+        scheduler = self.runner.scheduler
+        if draft.conversation and scheduler is not None:
+            scheduler.abandon(draft.conversation, sink)
 
     async def _start_unstored(
         self, asked: ResponseRequest, draft: _Draft, sink: ResultSink
@@ -265,7 +273,11 @@ class _ResponsesApi:
             conversation_id=conversation,
             origin=Origin(platform=API_SERVER, chat_id=conversation) if conversation else None,
             history=history,
-            options={**asked.options, "answer_uid": draft.answer_uid},
+            options={
+                **asked.options,
+                "answer_uid": draft.answer_uid,
+                "keep_partial_answer": asked.stream,  # if the client stops reading
+            },
             sink=sink,
         )
 
@@ -329,6 +341,7 @@ class _Draft:
         self.answer_uid = answer_uid
         self.id = RESPONSE_PREFIX + answer_uid
         self.item_id = MESSAGE_PREFIX + answer_uid
+        self.conversation = ""  # where its turn runs, once queued
         self.created_at = int(time.time())
 
     def body(self, status: str, **fields: Any) -> dict[str, Any]:
@@ -479,7 +492,11 @@ class _Events:
 
 
 async def _stream(
-    request: web.Request, draft: _Draft, sink: ResultSink, headers: dict[str, str]
+    request: web.Request,
+    draft: _Draft,
+    sink: ResultSink,
+    headers: dict[str, str],
+    abandon: Callable[[], None],
 ) -> web.StreamResponse:
     response = web.StreamResponse(
         headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache", **headers}
@@ -498,13 +515,14 @@ async def _stream(
             content_index=0,
             part=_text_part(""),
         )
-        while (piece := await sink.deltas.get()) is not ResultSink.DONE:
+        while (piece := await next_piece(request, sink)) is not ResultSink.DONE:
             await events.part("response.output_text.delta", delta=piece, logprobs=[])
         await _finish(events, draft, sink)
         await response.write_eof()
     except ConnectionResetError:
-        # The client went away; a stored turn still finishes and is stored.
-        log.debug("a streaming client of response %s disconnected", draft.id)
+        # The client went away: its turn stops as /stop would, keeping what it sent.
+        log.info("a streaming client of response %s disconnected; stopping its turn", draft.id)
+        abandon()
     return response
 
 

@@ -41,6 +41,7 @@ from hermes.gateway.adapters.api_common import (
     SESSION_HEADER,
     caller_error,
     json_object,
+    next_piece,
     session_of,
 )
 from hermes.gateway.adapters.api_common import error_response as _error
@@ -220,6 +221,8 @@ class ApiServerAdapter(Adapter):
             )
         if results:
             options["tool_results"] = results
+        if body.get("stream") is True:
+            options["keep_partial_answer"] = True  # if the client stops reading
         session = session_of(request)
         if not self.runner.accepting:
             return _error(503, str(GatewayClosed()), "server_error", "shutting_down")
@@ -456,14 +459,16 @@ class ApiServerAdapter(Adapter):
         chunk = _Chunks(model=body.get("model") or self.runner.config.get("model.default"))
         try:
             await _send(response, chunk.make({"role": "assistant", "content": ""}, session_id=tip))
-            piece = first if first is not None else await sink.deltas.get()
+            piece = first if first is not None else await next_piece(request, sink)
             while piece is not ResultSink.DONE:
                 await _send(response, chunk.make({"content": piece}))
-                piece = await sink.deltas.get()
+                piece = await next_piece(request, sink)
             await self._finish_stream(response, body, sink, chunk)
         except ConnectionResetError:
-            # The client went away; the turn still finishes and is stored.
-            log.debug("a streaming client of %s disconnected", conversation)
+            # The client went away: its turn stops as /stop would, keeping what it sent.
+            log.info("a streaming client of %s disconnected; stopping its turn", conversation)
+            if conversation and self.runner.scheduler is not None:
+                self.runner.scheduler.abandon(conversation, sink)
         return response
 
     async def _finish_stream(
