@@ -179,6 +179,8 @@ class TurnRunner:
         sink = item.sink
         agent.stream_callback = sink.on_delta if sink is not None and sink.stream else None
         options = item.options or {}
+        if item.kind != COMMAND and options.get("content_parts"):
+            words = options["content_parts"]  # text with images: sent and stored as parts
         _apply_options(agent, options)
         kept_callback = agent.event_callback
         if sink is not None and sink.events:

@@ -221,6 +221,8 @@ class ApiServerAdapter(Adapter):
             )
         if results:
             options["tool_results"] = results
+        elif (parts := _parts_of(_last_user_content(messages))) is not None:
+            options["content_parts"] = parts  # the model sees the image, the store keeps it
         if body.get("stream") is True:
             options["keep_partial_answer"] = True  # if the client stops reading
         session = session_of(request)
@@ -598,16 +600,41 @@ def _input_of(messages: Any) -> tuple[str | None, list[dict[str, Any]]]:
 
 
 def _history_of(messages: list[Any]) -> list[dict[str, Any]]:
-    """The user messages and final answers with text: what the store's history digests
-    cover (a message asking for tools and the results are the turn's inner workings)."""
+    """The user messages and final answers: what the store's history digests cover (a
+    message asking for tools and the results are the turn's inner workings). Content
+    with images stays a list of parts, as it is stored."""
     return [
-        {"role": m["role"], "content": _text_of(m.get("content"))}
+        {"role": m["role"], "content": _content_of(m.get("content"))}
         for m in messages
         if isinstance(m, dict)
         and m.get("role") in _HISTORY_ROLES
         and not m.get("tool_calls")
-        and _text_of(m.get("content"))
+        and _content_of(m.get("content"))
     ]
+
+
+def _content_of(content: Any) -> Any:
+    """A message's content as hermes keeps it: its text, or, when it holds more than
+    text (an image), its parts (text and ``image_url``) as given."""
+    parts = _parts_of(content)
+    return parts if parts is not None else _text_of(content)
+
+
+def _parts_of(content: Any) -> list[dict[str, Any]] | None:
+    """The content's text and image parts when it has an image; None for text only."""
+    if not isinstance(content, list):
+        return None
+    kept = [
+        part
+        for part in content
+        if isinstance(part, dict) and part.get("type") in ("text", "image_url")
+    ]
+    return kept if any(part.get("type") == "image_url" for part in kept) else None
+
+
+def _last_user_content(messages: Any) -> Any:
+    users = [m for m in messages or [] if isinstance(m, dict) and m.get("role") == "user"]
+    return users[-1].get("content") if users else None
 
 
 def _unknown_call(call_id: Any) -> web.Response:
