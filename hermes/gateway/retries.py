@@ -16,7 +16,7 @@ import asyncio
 import hashlib
 import time
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 WINDOW = 600.0  # seconds a finished request's answer is kept for its retries
@@ -93,3 +93,29 @@ class RetryMemory:
             del self._answers[key]
         if not future.done():
             future.set_result(None)
+
+
+class Pending:
+    """A request's place in the memory: its retries wait for its turn's answer; one
+    that ends without a turn is forgotten, so its retry runs anew."""
+
+    def __init__(self, memory: RetryMemory, key: str) -> None:
+        self.memory, self.key = memory, key
+        self.future = memory.expect(key)
+        self.linked = False
+
+    def follow(self, turn: asyncio.Future[Any], answer: Callable[[Any], Any]) -> None:
+        """Answer retries with ``answer(result)`` once ``turn`` has its result."""
+        self.linked = True
+
+        def settle(done: asyncio.Future[Any]) -> None:
+            if done.cancelled() or done.exception() is not None:
+                self.memory.forget(self.key, self.future)
+            else:
+                self.memory.settle(self.key, self.future, answer(done.result()))
+
+        turn.add_done_callback(settle)
+
+    def close(self) -> None:
+        if not self.linked:
+            self.memory.forget(self.key, self.future)

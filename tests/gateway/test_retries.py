@@ -85,3 +85,26 @@ def test_the_same_body_without_a_retry_mark_is_a_new_request(
         client.chat.completions.create(model="fake-model", messages=QUESTION) for _ in range(2)
     ]
     assert [a.choices[0].message.content for a in answers] == ["first", "second"]
+
+
+def test_responses_requests_with_one_idempotency_key_share_one_turn(
+    gateway: GatewayThread, fake_llm
+) -> None:
+    fake_llm.enqueue(text("once", delay=1.0))
+    headers = {"Authorization": f"Bearer {gateway.api_key}", "Idempotency-Key": "resp-17"}
+
+    def send(stream: bool) -> str:
+        response = httpx.post(
+            f"{gateway.url}/responses",
+            json={"model": "fake-model", "input": "what is slow?", "stream": stream},
+            headers=headers,
+            timeout=30,
+        )
+        assert response.status_code == 200, response.text
+        return response.text
+
+    with ThreadPoolExecutor(3) as pool:
+        answers = list(pool.map(send, [False, False, True]))
+    assert all('"once"' in body for body in answers)
+    assert len(fake_llm.requests) == 1
+    assert len(gateway.db.list_conversations()) == 1

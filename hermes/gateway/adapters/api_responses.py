@@ -40,7 +40,7 @@ from typing import Any
 
 from aiohttp import web
 
-from hermes.gateway import stored_responses
+from hermes.gateway import retries, stored_responses
 from hermes.gateway.adapters.api_common import (
     BRANCHED_HEADER,
     NO_RETRY_HEADER,
@@ -110,6 +110,7 @@ class _ResponsesApi:
         self.hidden = api_hidden_sources(runner.config)
         self._unstored: set[asyncio.Task[None]] = set()
         self._continuing = asyncio.Lock()
+        self.retries = retries.RetryMemory()
 
     # -- POST /v1/responses ---------------------------------------------------------
 
@@ -122,8 +123,13 @@ class _ResponsesApi:
             return _problem(problem)
         if not self.runner.accepting:
             return error_response(503, str(GatewayClosed()), "server_error", "shutting_down")
+        key = retries.request_key(request.path, request.headers, await request.read())
+        earlier = self.retries.earlier(key) if retries.is_retry(request.headers) else None
+        if earlier is not None and (answer := await asyncio.shield(earlier)) is not None:
+            return await _replay(request, asked.stream, *answer)  # the first try's
+        pending = retries.Pending(self.retries, key)
         try:
-            return await self._respond(request, asked, session)
+            return await self._respond(request, asked, session, pending)
         except _PreviousNotFound:
             return _problem(previous_not_found(asked.previous_response_id or ""))
         except _UnknownCall as exc:
@@ -137,9 +143,15 @@ class _ResponsesApi:
             )
         except NotYourConversation as exc:
             return error_response(404, str(exc), "invalid_request_error", "session_not_found")
+        finally:
+            pending.close()
 
     async def _respond(
-        self, request: web.Request, asked: ResponseRequest, session: str | None
+        self,
+        request: web.Request,
+        asked: ResponseRequest,
+        session: str | None,
+        pending: retries.Pending | None = None,
     ) -> web.StreamResponse:
         draft = _Draft(asked, answer_uid=new_message_uid())
         sink = ResultSink(stream=asked.stream)
@@ -148,6 +160,8 @@ class _ResponsesApi:
         else:
             headers = {}
             await self._start_unstored(asked, draft, sink)
+        if pending is not None:
+            pending.follow(sink.future, lambda result: (draft, result, dict(headers)))
         if asked.stream:
             return await _stream(request, draft, sink, headers, lambda: self._abandon(draft, sink))
         try:
@@ -563,6 +577,26 @@ async def _send_function_call(events: _Events, index: int, call: dict[str, Any])
         item_id=call["id"], output_index=index, arguments=call["arguments"],
     )  # fmt: skip
     await events.send("response.output_item.done", output_index=index, item=call)
+
+
+async def _replay(
+    request: web.Request,
+    stream: bool,
+    draft: _Draft,
+    result: TurnResult,
+    headers: dict[str, str],
+) -> web.StreamResponse:
+    """A retried request's answer: the first try's response, as JSON or as a stream."""
+    headers = {**headers, SESSION_HEADER: result.session_id} if result.session_id else headers
+    if not stream:
+        if result.error:
+            headers[NO_RETRY_HEADER] = "false"
+            status = 400 if result.caller_fault else 502
+            return error_response(status, caller_error(result), "upstream_error", headers=headers)
+        return web.json_response(draft.finished(result), headers=headers)
+    sink = ResultSink(stream=True)
+    sink.done(result)
+    return await _stream(request, draft, sink, headers, lambda: None)
 
 
 # -- errors ---------------------------------------------------------------------------

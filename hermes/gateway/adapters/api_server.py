@@ -235,7 +235,7 @@ class ApiServerAdapter(Adapter):
         earlier = self.retries.earlier(key) if retries.is_retry(request.headers) else None
         if earlier is not None and (answer := await asyncio.shield(earlier)) is not None:
             return await self._answer(request, body, *answer)  # the first try's
-        pending = _Pending(self.retries, key)
+        pending = retries.Pending(self.retries, key)
         try:
             return await self._turn(request, body, text, history, session, options, pending)
         except NotYourConversation as exc:
@@ -251,7 +251,7 @@ class ApiServerAdapter(Adapter):
         history: list[dict[str, Any]],
         session: str | None,
         options: dict[str, Any],
-        pending: _Pending | None = None,
+        pending: retries.Pending | None = None,
     ) -> web.StreamResponse:
         command = commands.parse(text)
         if command is not None and command.name == "help" and session is None:
@@ -297,7 +297,7 @@ class ApiServerAdapter(Adapter):
             found=found,
         )
         if pending is not None:
-            pending.answer_with(sink, extra)
+            pending.follow(sink.future, lambda result: (result, extra))
         if sink.stream and results:
             # Results for calls that are not open are a 400, not a failed stream.
             first = await sink.deltas.get()
@@ -496,31 +496,6 @@ class ApiServerAdapter(Adapter):
                 await _send(response, chunk.make(None, usage=_usage(result)))
         await response.write(b"data: [DONE]\n\n")
         await response.write_eof()
-
-
-class _Pending:
-    """A request's place in the retry memory: its retries wait for its turn's answer;
-    one that ends without a turn is forgotten, so its retry runs anew."""
-
-    def __init__(self, memory: retries.RetryMemory, key: str) -> None:
-        self.memory, self.key = memory, key
-        self.future = memory.expect(key)
-        self.linked = False
-
-    def answer_with(self, sink: ResultSink, extra: dict[str, str]) -> None:
-        self.linked = True
-
-        def settle(done: asyncio.Future[TurnResult]) -> None:
-            if done.cancelled() or done.exception() is not None:
-                self.memory.forget(self.key, self.future)
-            else:
-                self.memory.settle(self.key, self.future, (done.result(), extra))
-
-        sink.future.add_done_callback(settle)
-
-    def close(self) -> None:
-        if not self.linked:
-            self.memory.forget(self.key, self.future)
 
 
 class _Chunks:
