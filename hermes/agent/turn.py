@@ -22,6 +22,7 @@ from hermes.agent import review, transcript, turn_lock
 from hermes.agent.errors import ContextLengthError, ToolResultsError, TurnInterrupted
 from hermes.agent.llm_client import ModelResponse, encode_message
 from hermes.state import wellformed
+from hermes.state.segments import PARTIAL_UID_SUFFIX
 
 if TYPE_CHECKING:
     from hermes.agent.agent import AIAgent
@@ -29,8 +30,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MAX_EMPTY_RETRIES = 2
-# The uid suffix of an answer cut off when its stream was stopped: what was sent so far.
-PARTIAL_ANSWER = ":partial"
+PARTIAL_ANSWER = PARTIAL_UID_SUFFIX
 EMPTY_RESPONSE_NOTE = (
     "Error: your last response was empty. Answer the user, or call a tool if you need one."
 )
