@@ -85,6 +85,8 @@ def read_request(body: dict[str, Any], models: Sequence[str]) -> ResponseRequest
     options = turn_options(chat_like, models, lambda content: content)
     if outputs:
         options["tool_results"] = outputs
+    elif items[-1].get("parts"):
+        options["content_parts"] = items[-1]["parts"]  # the model sees the image
     return ResponseRequest(
         text=text,
         history=history,
@@ -142,7 +144,27 @@ def _message(item: dict[str, Any], where: str) -> dict[str, Any]:
     role = item.get("role")
     if role not in (*_HISTORY_ROLES, *INSTRUCTION_ROLES):
         raise _bad(where, f"'{where}.role' must be user, assistant, system or developer.")
-    return {"role": role, "content": _text_of(item.get("content"), where)}
+    content = item.get("content")
+    return {"role": role, "content": _text_of(content, where), "parts": _image_parts(content)}
+
+
+def _image_parts(content: Any) -> list[dict[str, Any]] | None:
+    """Content holding an image by URL as chat-completions parts (text and
+    ``image_url``), the form hermes sends and stores; None for text only."""
+    if not isinstance(content, list):
+        return None
+    parts: list[dict[str, Any]] = []
+    for part in content:
+        if part.get("type") in _TEXT_PARTS:
+            parts.append({"type": "text", "text": part["text"]})
+        elif part.get("type") == "input_image" and part.get("image_url"):
+            image = {"url": part["image_url"]}
+            if part.get("detail"):
+                image["detail"] = part["detail"]
+            parts.append({"type": "image_url", "image_url": image})
+        else:
+            return None  # an image by file id: only its reference line can be kept
+    return parts if any(p["type"] == "image_url" for p in parts) else None
 
 
 def _trailing_outputs(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -165,7 +187,7 @@ def _history(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
             continue
         if item["role"] == "assistant" and following.get("type") == "function_call":
             continue
-        history.append({"role": item["role"], "content": item["content"]})
+        history.append({"role": item["role"], "content": item.get("parts") or item["content"]})
     return history
 
 

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 WINDOW = 600.0  # seconds a finished request's answer is kept for its retries
-LIMIT = 10_000  # requests remembered at most (the oldest are forgotten first)
+LIMIT = 2_000  # requests remembered at most (the oldest are forgotten first)
 KEY_HEADERS = ("Idempotency-Key", "X-Request-Id")
 RETRY_COUNT_HEADER = "X-Stainless-Retry-Count"
 

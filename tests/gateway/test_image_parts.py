@@ -62,3 +62,21 @@ def test_an_image_is_stored_as_a_part_on_postgres(
         assert {h["role"] for h in db.search_messages("picture")} >= {"user"}
     finally:
         db.close()
+
+
+def test_an_input_image_of_the_responses_api_reaches_the_model_as_a_part(
+    client: openai.OpenAI, gateway: GatewayThread, fake_llm
+) -> None:
+    items: list = [
+        {"role": "user", "content": [{"type": "input_text", "text": "what is in this picture?"},
+                                     {"type": "input_image", "image_url": PIXELS}]}
+    ]  # fmt: skip
+    first = client.responses.create(model="fake-model", input=items)
+    assert fake_llm.requests[-1]["messages"][-1]["content"] == PICTURE
+    items += [o.model_dump(exclude_none=True) for o in first.output]
+    items.append({"role": "user", "content": "and the colours?"})
+    raw = client.responses.with_raw_response.create(model="fake-model", input=items)
+    assert "X-Hermes-Branched-From" not in raw.headers
+    [conversation] = gateway.db.list_conversations()
+    rows = gateway.db.get_conversation_messages(conversation["conversation_id"])
+    assert rows[0]["content"] == PICTURE and len(rows) == 4
