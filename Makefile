@@ -10,10 +10,12 @@ SOAK_MINUTES ?= 30
 help:           ## list the targets
 	@grep -E '^[a-z]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*##/\t/'
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml tests/node_clients/package.json
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev]'
+	@# The Node clients the gateway tests run, where npm is present (else those skip).
+	if command -v npm >/dev/null; then npm ci --prefix tests/node_clients --no-audit --no-fund; fi
 	touch $(STAMP)
 
 install: $(STAMP) ## create .venv and install hermes with its dev tools

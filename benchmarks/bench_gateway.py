@@ -36,6 +36,11 @@ does the same work. It alternates with a client that sends the same body with th
 header (the history then goes unread), so the difference is the history lookup; the
 lookup itself (digests of the 1,000 messages + the store's one indexed read) is timed
 in-process on the same store afterwards, wall and CPU time. Target (issue 13): the lookup adds <= 1 ms p50.
+Then client tool loops on the same conversation (the model calls the client's tool, the
+client sends the result back): with the header, and as standard clients send them, the
+whole history with the assistant's ``tool_calls`` and the ``role: "tool"`` result and no
+header (found by the same lookup). Target: the whole-history loop costs no more than the
+header case plus the lookup.
 
 Open loop (``open_loop``): requests arrive on a fixed schedule, whatever the answers do:
 at each rate (10, 25, 50, 100 per second) for ``--gateway-open-seconds`` (10), request k
@@ -91,6 +96,15 @@ UNLOADED_TURNS = 20
 TARGET_MS = 20.0
 STATELESS_HISTORY = 1000  # messages the stateless client's conversation holds
 STATELESS_REQUESTS = 30  # of each kind, alternating
+BENCH_TOOL = "bench_lookup"  # the client's tool the fake model calls in a tool loop
+_BENCH_TOOL_SCHEMA = {
+    "type": "function",
+    "function": {
+        "name": BENCH_TOOL,
+        "description": "Look something up (the benchmark client answers it).",
+        "parameters": {"type": "object", "properties": {"query": {"type": "string"}}},
+    },
+}
 LOOKUP_TARGET_MS = 1.0
 SWEEP_STEPS = (1, 2, 5, 10, 20, 50, 100, 200)
 SWEEP_MIN_TURNS = 100  # per step: fresh conversations one after another until this many
@@ -186,13 +200,19 @@ class Stateless:
     stateless_ms: list[float] = field(default_factory=list)
     lookup_ms: list[float] = field(default_factory=list)
     lookup_cpu_ms: list[float] = field(default_factory=list)  # its CPU time (thread_time)
-    messages: list[dict[str, str]] = field(default_factory=list)  # the client's history
+    messages: list[dict[str, Any]] = field(default_factory=list)  # the client's history
     conversations: int = 0  # in the store afterwards: 1 unless something forked
+    loop_header_ms: list[float] = field(default_factory=list)  # whole tool loops (2 requests)
+    loop_stateless_ms: list[float] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
     @property
     def added_ms(self) -> float:
         return _pct(self.stateless_ms, 0.5) - _pct(self.header_ms, 0.5)
+
+    @property
+    def loop_added_ms(self) -> float:
+        return _pct(self.loop_stateless_ms, 0.5) - _pct(self.loop_header_ms, 0.5)
 
 
 @dataclass
@@ -561,6 +581,7 @@ class _Rig:
 
 def _start_model(home: Path, latency_ms: float) -> tuple[subprocess.Popen[str], str]:
     command = [sys.executable, "-m", "tests.fakes.llm_server", "--port", "0"]
+    command += ["--call-tool", BENCH_TOOL]  # only where a client offers that tool
     with open(home / "model.log", "wb") as log:
         model = subprocess.Popen(
             [*command, "--latency-ms", str(latency_ms)],
@@ -904,6 +925,36 @@ async def _stateless_load(found: Stateless, port: int, home: Path, requests: int
             for with_header, times in kinds if n % 2 else reversed(kinds):
                 header = conversation if with_header else None
                 await _stateless_turn(session, url, found, f"turn {n}", header, times)
+        for n in range(requests):
+            kinds = ((True, found.loop_header_ms), (False, found.loop_stateless_ms))
+            for with_header, times in kinds if n % 2 else reversed(kinds):
+                header = conversation if with_header else None
+                await _tool_loop(session, url, found, f"look up {n}", header, times)
+
+
+async def _tool_loop(
+    session: Any, url: str, found: Stateless, words: str, header: str | None, times: list[float]
+) -> None:
+    """A client tool loop: the question (the model calls the client's tool), then the
+    whole history with the call and its result; timed from the first request to the
+    final answer."""
+    found.messages.append({"role": "user", "content": words})
+    headers = {HEADER: header} if header else {}
+    started = time.perf_counter()
+    for leg in range(2):
+        body = {"model": "fake-model", "messages": found.messages, "tools": [_BENCH_TOOL_SCHEMA]}
+        async with session.post(url, json=body, headers=headers) as answer:
+            payload = await answer.json()
+        if answer.status != 200:
+            found.errors.append(f"HTTP {answer.status}: {payload}")
+            return
+        message = payload["choices"][0]["message"]
+        found.messages.append({k: v for k, v in message.items() if v is not None})
+        if leg == 0:
+            for call in message.get("tool_calls") or []:
+                result = {"role": "tool", "tool_call_id": call["id"], "content": "found it"}
+                found.messages.append(result)
+    times.append((time.perf_counter() - started) * 1000)
 
 
 async def _stateless_turn(
@@ -1141,6 +1192,9 @@ def stateless_report(found: Stateless) -> str:
         ("response p50 with the header / without",
          f"{header:.1f} / {bare:.1f} ms",
          f"ratio {bare / header:.2f}x, difference {found.added_ms:+.1f} ms"),
+        ("tool loop p50 with the header / whole history",
+         f"{_pct(found.loop_header_ms, 0.5):.1f} / {_pct(found.loop_stateless_ms, 0.5):.1f} ms",
+         f"difference {found.loop_added_ms:+.1f} ms; target <= the header case + the lookup"),
         ("conversations in the store", str(found.conversations), "1"),
         ("errors", str(len(found.errors)), "0"),
     ]  # fmt: skip

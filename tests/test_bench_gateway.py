@@ -149,11 +149,15 @@ def test_the_stateless_case_keeps_one_conversation_and_times_the_lookup() -> Non
 
     assert found.errors == [] and found.conversations == 1
     assert len(found.header_ms) == len(found.stateless_ms) == 2
+    assert len(found.loop_header_ms) == len(found.loop_stateless_ms) == 2
+    calls = [m for m in found.messages if m.get("tool_calls")]
+    assert len(calls) == 4 and sum(m["role"] == "tool" for m in found.messages) == 4
     assert len(found.lookup_ms) == 100
     text = bench.stateless_report(found)
     for row in (
         "history lookup p50 / p99",
         "response p50 with the header / without",
+        "tool loop p50 with the header / whole history",
         "conversations in the store",
     ):
         assert row in text, row

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -116,6 +116,9 @@ class AIAgent:
         # A caller's own tools (OpenAI function schemas): offered to the model, and a
         # call to one ends the turn with that call for the caller to run.
         self.client_tools: list[dict[str, Any]] = []
+        # Keep what an interrupted stream had sent as a partial answer (a client that
+        # went away was shown it, and resends it as the conversation so far).
+        self.keep_partial_answer = False
         # Who hears the completion events of background processes its tools start (the
         # owner's bus, e.g. a gateway's); None: they are spooled for drain_events.
         self.event_bus: EventBus | None = None
@@ -436,13 +439,18 @@ class AIAgent:
         return found
 
     def load_history(
-        self, read: tuple[str, tuple[int, int, int]] | None = None
+        self,
+        read: tuple[str, tuple[int, int, int]] | None = None,
+        *,
+        awaiting: Collection[str] = (),
     ) -> list[dict[str, Any]]:
         """The tip's messages, from a cache that is valid while nobody else wrote.
 
         The cache carries the segment's (last id, row count, undone rows) as this agent
         knows it; any write or undo by another path changes the store's figures and
         forces a reload. ``read`` is (segment id, its stamp) just read by the caller.
+        ``awaiting`` names open calls whose results the caller brings now: the trailing
+        group that asked for them stays open instead of being closed as dead.
         """
         db, sid = self.session_db, self.session_id
         if db is None or sid is None:
@@ -454,7 +462,9 @@ class AIAgent:
         # than what was read, so the next turn reloads rather than trusting a stale list.
         rows = db.get_messages(sid, include_undone=True)
         self._stamp = stamp
-        history = self._well_formed(transcript.from_store(r for r in rows if not r["undone"]))
+        history = transcript.from_store(r for r in rows if not r["undone"])
+        cut = _awaited_group(history, awaiting)
+        history = self._well_formed(history[:cut]) + history[cut:]
         # A repair may have stored synthetic answers (new stamp) or followed the tip.
         sid, stamp_now = self.session_id, self._stamp
         self._cache = (sid, stamp_now, history) if sid and stamp_now else None
@@ -500,6 +510,17 @@ class AIAgent:
             self.session_id = landed.session_id
             self._cache = None
             self.emit("moved", session_id=landed.session_id)
+
+
+def _awaited_group(history: list[dict[str, Any]], awaiting: Collection[str]) -> int:
+    """Where the trailing tool-call group starts when it asks for an ``awaiting`` call
+    (its results are arriving, so it is not a dead turn's); else the end."""
+    index = len(history)
+    while index > 0 and history[index - 1].get("role") == "tool":
+        index -= 1
+    if awaiting and index > 0 and set(wellformed.call_ids(history[index - 1])) & set(awaiting):
+        return index - 1
+    return len(history)
 
 
 def existing(row: dict[str, Any] | None, session_id: str) -> dict[str, Any]:

@@ -49,7 +49,29 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 # Request parameters a caller may set per request (the HTTP API passes them through).
-SAMPLING_KEYS = ("temperature", "max_tokens", "stop", "user", "tool_choice")
+SAMPLING_KEYS = (
+    "temperature",
+    "max_tokens",
+    "stop",
+    "user",
+    "tool_choice",
+    # The other parameters an API caller may choose, sent as given.
+    "top_p",
+    "frequency_penalty",
+    "presence_penalty",
+    "seed",
+    "logit_bias",
+    "response_format",
+    "parallel_tool_calls",
+    "reasoning_effort",
+    "verbosity",
+    "service_tier",
+    "prompt_cache_key",
+    "safety_identifier",
+    "metadata",
+    "prediction",
+    "web_search_options",
+)
 
 # The keys an OpenAI-compatible endpoint accepts on a chat message. hermes keeps its
 # own bookkeeping on message dicts (``message_uid``, ``reasoning``...), and strict

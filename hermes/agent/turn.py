@@ -23,6 +23,7 @@ from hermes.agent import caller_history, provider_usage, review, transcript, tur
 from hermes.agent.errors import ContextLengthError, ToolResultsError, TurnInterrupted
 from hermes.agent.llm_client import ModelResponse, encode_message
 from hermes.state import wellformed
+from hermes.state.segments import PARTIAL_UID_SUFFIX
 from hermes.state.usage import TokenUsage
 
 if TYPE_CHECKING:
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MAX_EMPTY_RETRIES = 2
+PARTIAL_ANSWER = PARTIAL_UID_SUFFIX
 EMPTY_RESPONSE_NOTE = (
     "Error: your last response was empty. Answer the user, or call a tool if you need one."
 )
@@ -54,6 +56,7 @@ class TurnState:
     client_calls: list[dict[str, Any]] = field(default_factory=list)  # for the caller to run
     answer_uid: str | None = None  # the final answer's message_uid, when chosen ahead
     instructions: str | None = None  # the caller's system message for this turn
+    streamed: list[str] = field(default_factory=list)  # the current model call's text so far
     unsaved_usage: TokenUsage = field(default_factory=TokenUsage)  # with the next write
 
     def take_unsaved_usage(self) -> TokenUsage:
@@ -148,7 +151,8 @@ def _run_locked(agent: AIAgent, user_message: Any, given: TurnInput) -> TurnResu
     read = agent.take_tip_stamp()  # by ensure_session, a moment ago, under the turn lock
     detached = False
     if given.history is None:
-        history = agent.load_history(read)
+        awaiting = [str(r.get("tool_call_id")) for r in given.tool_results or []]
+        history = agent.load_history(read, awaiting=awaiting)
     else:
         start = caller_history.reconcile(agent, given.history, read)
         history, detached = start.context, start.detached
@@ -166,6 +170,7 @@ def _run_locked(agent: AIAgent, user_message: Any, given: TurnInput) -> TurnResu
             _loop(agent, turn)
         except TurnInterrupted:
             turn.interrupted = True
+            _keep_partial_answer(agent, turn)
     finally:
         agent.context_detached = False
     usage = turn.take_unsaved_usage()
@@ -299,11 +304,12 @@ def _next_step(agent: AIAgent, turn: TurnState, tools: list[bytes]) -> Step:
     turn.iterations += 1
     agent.last_sent_count = len(turn.messages)
     system = {"role": "system", "content": _request_system(agent, turn)}
+    turn.streamed = []
     try:
         response = agent.client.complete(
             encoded=[encode_message(system), *agent.wire.pieces],
             encoded_tools=tools,
-            stream_callback=agent.stream_callback,
+            stream_callback=_kept_stream(agent, turn),
             options=agent.request_options,
         )
     except ContextLengthError as exc:
@@ -335,6 +341,31 @@ def _take_steering(agent: AIAgent, turn: TurnState) -> None:
         note = transcript.new_message("user", text)
         turn.messages.append(note)
         _save(agent, turn, note)
+
+
+def _kept_stream(agent: AIAgent, turn: TurnState) -> Any:
+    """The stream callback, also keeping the pieces when a partial answer is to be kept."""
+    callback = agent.stream_callback
+    if callback is None or not agent.keep_partial_answer:
+        return callback
+
+    def keep(text: str) -> None:
+        turn.streamed.append(text)
+        callback(text)
+
+    return keep
+
+
+def _keep_partial_answer(agent: AIAgent, turn: TurnState) -> None:
+    """Store what the interrupted model call had streamed, marked partial (its uid)."""
+    text = "".join(turn.streamed)
+    if not (agent.keep_partial_answer and text.strip() and agent.writes_transcript):
+        return
+    uid = (turn.answer_uid or transcript.new_message("x")["message_uid"]) + PARTIAL_ANSWER
+    answer = transcript.new_message("assistant", text, message_uid=uid)
+    turn.messages.append(answer)
+    _save(agent, turn, answer)
+    turn.final_response = text
 
 
 def _maybe_compress(agent: AIAgent, turn: TurnState, *, force: bool = False) -> None:
@@ -421,18 +452,21 @@ def _run_tools(agent: AIAgent, turn: TurnState, response: Any) -> list[dict[str,
         {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
         for c in response.tool_calls
     ]
+    theirs = {tool["function"]["name"] for tool in agent.client_tools}
+    # A message that hands calls to the caller ends the turn: it is the turn's answer.
+    ends_turn = any(c.name in theirs for c in response.tool_calls)
     assistant = transcript.new_message(
         "assistant",
         response.content or None,
         tool_calls=calls,
         reasoning=response.reasoning,
         finish_reason=response.finish_reason,
+        message_uid=turn.answer_uid if ends_turn else None,
     )
     turn.messages.append(assistant)
     _save(agent, turn, assistant)
     context = _tool_context(agent)
     names = agent.tool_names()
-    theirs = {tool["function"]["name"] for tool in agent.client_tools}
     for call in response.tool_calls:
         if call.name in theirs:
             continue

@@ -2,7 +2,9 @@
 
 A key comes from the environment (``HERMES_API_KEY``, ``OPENROUTER_API_KEY``,
 ``OPENAI_API_KEY``, in that order), from ``$HERMES_HOME/.env``, which `hermes setup`
-writes with mode 0600, or from ``model.api_key`` in config.yaml. Endpoints on this machine (Ollama, llama.cpp, vLLM) need none.
+writes with mode 0600, or from ``model.api_key`` in config.yaml. Endpoints on this machine
+(Ollama, llama.cpp, vLLM) need none, and neither does any endpoint but the default hosted
+one until it says otherwise.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import os
 from pathlib import Path
 from urllib.parse import urlparse
 
-from hermes.config import API_KEY_ENV, dotenv_values, ensure_home, hermes_home
+from hermes.config import API_KEY_ENV, DEFAULT_BASE_URL, dotenv_values, ensure_home, hermes_home
 
 ENV_FILE = ".env"
 KEY_NAME = API_KEY_ENV[0]
@@ -46,6 +48,13 @@ def is_loopback(base_url: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def needs_key(base_url: str) -> bool:
+    """True for the default hosted endpoint, which always wants a key. Any other one is
+    tried without: an Ollama or vLLM on another machine needs none, and one that does
+    answers 401, which hermes reports with what to do."""
+    return not is_loopback(base_url) and base_url.rstrip("/") == DEFAULT_BASE_URL.rstrip("/")
 
 
 def missing_key_message(base_url: str) -> str:

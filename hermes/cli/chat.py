@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from hermes.cli._env import find_api_key, is_loopback, missing_key_message
+from hermes.cli._env import find_api_key, missing_key_message, needs_key
 from hermes.cli._store import opened_store, resolve_conversation
 from hermes.config import Config, ensure_home, load_config
 from hermes.errors import HermesError
@@ -177,16 +177,17 @@ def _latest(db: SessionDB) -> str:
 
 
 def _require_key(base_url: str) -> str | None:
-    """The API key; without one, a remote endpoint is refused before any request."""
+    """The API key; without one, the default hosted endpoint is refused before any
+    request (any other is tried keyless, as `hermes models` does)."""
     key, _ = find_api_key()
-    if key is None and not is_loopback(base_url):
+    if key is None and needs_key(base_url):
         raise HermesError(missing_key_message(base_url))
     return key
 
 
 def _no_model_yet(base_url: str) -> bool:
     """No key, and an endpoint that needs one: the person has not set hermes up."""
-    return find_api_key()[0] is None and not is_loopback(base_url)
+    return find_api_key()[0] is None and needs_key(base_url)
 
 
 def _first_run_setup() -> Config:

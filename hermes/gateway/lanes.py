@@ -290,6 +290,14 @@ class Scheduler:
             lane.stopping = asyncio.create_task(self._keep_interrupting(lane, lane.running))
         return True
 
+    def abandon(self, conversation_id: str, sink: ResultSink) -> bool:
+        """The caller waiting on ``sink`` went away: stop its running turn as ``/stop``
+        would (only that item's turn); False when it is not running."""
+        lane = self.lanes.get(conversation_id)
+        if lane is None or lane.running is None or lane.running.sink is not sink:
+            return False
+        return self.interrupt(conversation_id)
+
     async def _keep_interrupting(self, lane: Lane, item: WorkItem) -> None:
         # The agent clears its interrupt flag when a turn starts, so one interrupt
         # sent just before that would be lost: repeat it until this item is over.

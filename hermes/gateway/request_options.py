@@ -25,6 +25,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from hermes.gateway.model_parameters import ParameterProblem, model_parameters
+
 INSTRUCTION_ROLES = ("system", "developer")
 MAX_STOP_SEQUENCES = 4
 _TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -64,6 +66,10 @@ def turn_options(body: dict[str, Any], models: Sequence[str], text_of: Any) -> d
         options["instructions"] = "\n\n".join(part for part in instructions if part.strip())
     options.update(sampling(body))
     options.update(client_tools(body))
+    passed = model_parameters(body)
+    if isinstance(passed, ParameterProblem):
+        raise RequestProblem(400, passed.message, passed.param, passed.code)
+    options.update(passed)
     return options
 
 

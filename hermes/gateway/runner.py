@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from hermes.config import Config, hermes_home, load_config, register_secrets
 from hermes.gateway import adapters as adapter_registry
-from hermes.gateway import caller, commands
+from hermes.gateway import caller, commands, side_requests
 from hermes.gateway.access import AccessControl
 from hermes.gateway.adapters.base import Adapter, ChatAdapter
 from hermes.gateway.errors import GatewayClosed, GatewayError, NotYourConversation
@@ -468,6 +468,18 @@ class GatewayRunner:
             return StatelessConversation(key, conversation)
         return await asyncio.to_thread(self._start_stateless_conversation, history, match)
 
+    async def api_tool_loop_conversation(
+        self, history: list[dict[str, Any]]
+    ) -> StatelessConversation | None:
+        """The conversation whose open tool calls a request without X-Hermes-Session-Id
+        answers: the one its ``history`` (the messages before the calls) ends at, the
+        calls being the newest thing in it; None when no conversation does."""
+        match = await asyncio.to_thread(self.db.find_history, history) if history else None
+        if match is None or not match.latest or match.matched != len(history):
+            return None
+        key, conversation, _ = await self.api_conversation(match.conversation_id)
+        return StatelessConversation(key, conversation)
+
     def _start_stateless_conversation(
         self, history: list[dict[str, Any]], match: HistoryMatch | None
     ) -> StatelessConversation:
@@ -542,6 +554,17 @@ class GatewayRunner:
         if not self.accepting or self._loop is None:
             raise GatewayClosed()
         return await self._loop.run_in_executor(self._executor, self.turns.run_unstored, item)
+
+    def count_side_request(self, prompt: str, result: TurnResult) -> None:
+        """Add a side request's tokens to the conversation whose whole history its
+        prompt holds, if there is one (blocking: call from a thread)."""
+        history = side_requests.pasted_history(prompt)
+        match = self.db.find_history(history) if history else None
+        if match is None or match.matched != len(history):
+            log.info("a side request's tokens belong to no stored conversation")
+            return
+        tip = self.db.resolve_tip(match.conversation_id)
+        self.db.add_token_usage(tip, result.prompt_tokens, result.completion_tokens)
 
     # -- running items ------------------------------------------------------------------
 

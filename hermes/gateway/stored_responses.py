@@ -41,12 +41,13 @@ class StoredResponse:
 
 
 def find(db: SessionDB, uid: str, hidden_sources: Sequence[str]) -> StoredResponse | None:
-    """The live final answer stored under ``uid``; None if there is none, it was undone,
-    or its conversation belongs to a chat platform's user (``hidden_sources``)."""
+    """The live answer stored under ``uid`` (a final answer, or the message that handed
+    function calls to the client); None if there is none, it was undone, or its
+    conversation belongs to a chat platform's user (``hidden_sources``)."""
     row = db.find_message(uid)
     if row is None or row["undone"] or row["compacted"]:
         return None
-    if row["role"] != "assistant" or row.get("tool_calls"):
+    if row["role"] != "assistant":  # an answer, or the calls a turn handed the client
         return None
     segment = db.get_session(row["session_id"])
     if segment is None or segment.get("source") in hidden_sources:

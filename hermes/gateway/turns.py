@@ -23,6 +23,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from hermes.agent import transcript
 from hermes.agent.errors import AgentError, ContextLengthError, ModelError, ToolResultsError
 from hermes.agent.llm_client import SAMPLING_KEYS
 from hermes.agent.turn_lock import held_by_caller
@@ -98,8 +99,12 @@ class TurnRunner:
     def run_unstored(self, item: WorkItem) -> TurnResult:
         """A turn that keeps nothing (the Responses API's ``store: false``): a fresh agent
         without the store, its whole context in ``item.history``, no lane, no route."""
+        side = bool((item.options or {}).get("side_request"))  # a chat UI's title and such
         agent = self.make_agent(
-            session_db=None, persist_session=False, source=SessionKey.parse(item.key).platform
+            session_db=None,
+            persist_session=False,
+            source=SessionKey.parse(item.key).platform,
+            tools=[] if side else None,
         )
         result = TurnResult()
         try:
@@ -161,16 +166,21 @@ class TurnRunner:
         words = item.text
         if item.kind == COMMAND:
             command = commands.parse(item.text)
-            outcome = (
-                commands.run(command, agent) if command else commands.Outcome(commands.help_text())
-            )
+            if command is None or command.name == "help":
+                outcome = commands.Outcome(commands.help_text())
+            else:
+                outcome = commands.run(command, agent)
             if outcome.rerun is None:
                 result.text = outcome.text
+                if (item.options or {}).get("keep_exchange"):
+                    _keep_exchange(agent, item, outcome.text)
                 return
             words = outcome.rerun  # /retry: the undone message, answered again
         sink = item.sink
         agent.stream_callback = sink.on_delta if sink is not None and sink.stream else None
         options = item.options or {}
+        if item.kind != COMMAND and options.get("content_parts"):
+            words = options["content_parts"]  # text with images: sent and stored as parts
         _apply_options(agent, options)
         kept_callback = agent.event_callback
         kept_asking = agent.approve, agent.interactive, agent.steering
@@ -264,6 +274,15 @@ def _apply_options(agent: Any, options: dict[str, Any]) -> None:
     agent.ephemeral_system_prompt = options.get("instructions")
     agent.request_options = {k: options[k] for k in SAMPLING_KEYS if k in options}
     agent.client_tools = list(options.get("client_tools") or [])
+    agent.keep_partial_answer = bool(options.get("keep_partial_answer"))
+
+
+def _keep_exchange(agent: Any, item: WorkItem, answer: str) -> None:
+    """Store a command and its answer as chat: a client that sends the whole history
+    shows them as messages, and its next request must find them in the conversation."""
+    agent.ensure_session()
+    user = transcript.new_message("user", item.text)
+    agent.persist(*(item.history or []), user, transcript.new_message("assistant", answer))
 
 
 def _user_message_uid(messages: list[dict[str, Any]], words: str) -> str | None:

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from hermes.state.backend import Row
+from hermes.state.segments import PARTIAL_UID_SUFFIX
 
 if TYPE_CHECKING:
     from hermes.state.store import SessionDB
@@ -96,6 +97,28 @@ def _jsonl(db: SessionDB, chain: list[Row]) -> Iterator[str]:
             )
 
 
+def _readable(content: Any) -> str:
+    """A message's content for people: its text, each other part said for what it is
+    (an inline image by its type and size, not its bytes)."""
+    if not isinstance(content, list):
+        return str(content)
+    lines = []
+    for part in content:
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind == "text":
+            lines.append(str(part.get("text", "")))
+        elif kind == "image_url":
+            url = str((part.get("image_url") or {}).get("url", ""))
+            if url.startswith("data:"):
+                media = url[5:].split(";", 1)[0] or "image"
+                lines.append(f"[image: {media}, {len(url) * 3 // 4 // 1024} KB inline]")
+            else:
+                lines.append(f"[image: {url}]")
+        else:
+            lines.append(f"[{kind or 'part'}]")
+    return "\n".join(lines)
+
+
 def _line(obj: dict[str, Any]) -> str:
     return json.dumps(obj, ensure_ascii=False) + "\n"
 
@@ -115,7 +138,9 @@ def _markdown(db: SessionDB, chain: list[Row]) -> Iterator[str]:
             name = f" `{item['tool_name']}`" if item.get("tool_name") else ""
             yield f"### {item['role']}{name} · {stamp}{undone}\n\n"
             if item["content"]:
-                yield f"{item['content']}\n\n"
+                yield f"{_readable(item['content'])}\n\n"
+            if str(item.get("message_uid") or "").endswith(PARTIAL_UID_SUFFIX):
+                yield "_(partial: the client stopped reading here)_\n\n"
             for call in item.get("tool_calls") or []:
                 fn = call.get("function", {}) if isinstance(call, dict) else {}
                 yield f"- tool call `{fn.get('name')}`: `{fn.get('arguments')}`\n"

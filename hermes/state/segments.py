@@ -33,6 +33,10 @@ def new_session_id(now: float | None = None) -> str:
     return f"{stamp}_{os.urandom(3).hex()}"
 
 
+# The uid suffix of an answer cut off when its stream was stopped (what was sent so far).
+PARTIAL_UID_SUFFIX = ":partial"
+
+
 def new_message_uid() -> str:
     """A unique id that sorts by time (like UUIDv7), so consecutive messages land on
     neighbouring pages of the uid index instead of random ones: fewer pages per commit."""

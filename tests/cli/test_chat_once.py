@@ -35,8 +35,8 @@ def test_reads_the_question_from_stdin(hermes):
     assert hermes("chat", "-q", "-", input="").returncode == 2
 
 
-def test_no_key_for_a_remote_endpoint_is_refused_before_any_request(hermes, cli_env):
-    cli_env.vars["HERMES_BASE_URL"] = "https://llm.invalid/v1"
+def test_no_key_for_the_default_hosted_endpoint_is_refused_before_any_request(hermes, cli_env):
+    cli_env.vars.pop("HERMES_BASE_URL")  # the default: a hosted endpoint that wants a key
     result = hermes("chat", "-q", "hi")
     assert_one_line_error(result, "HERMES_API_KEY", "hermes setup", ".env")
     assert not (cli_env.home / "state.db").exists()

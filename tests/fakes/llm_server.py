@@ -57,6 +57,7 @@ __all__ = [
     "Reply",
     "Responder",
     "auth_error",
+    "calling_offered_tool",
     "context_problems",
     "context_length_exceeded",
     "dropped_connection",
@@ -849,6 +850,20 @@ def _stream_events(
 # --------------------------------------------------------------------------- CLI
 
 
+def calling_offered_tool(name: str) -> Responder:
+    """A responder that calls the client's tool ``name`` when a request offers it and
+    ends with a user message (the first leg of a tool loop)."""
+
+    def respond(body: dict[str, Any]) -> Reply | None:
+        offered = {(t.get("function") or {}).get("name") for t in body.get("tools") or []}
+        messages = body.get("messages") or [{}]
+        if name in offered and messages[-1].get("role") == "user":
+            return tool_call(name, {"query": last_user_text(body)})
+        return None
+
+    return respond
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m tests.fakes.llm_server",
@@ -865,6 +880,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--strict-context", action="store_true", help="400 for messages a provider refuses"
     )
+    parser.add_argument(
+        "--call-tool",
+        default=None,
+        help="when a request offers a tool of this name and ends with a user message, "
+        "call it (a client's tool loop); otherwise answer as usual",
+    )
     args = parser.parse_args(argv)
     server = FakeLLMServer(
         host=args.host,
@@ -874,6 +895,7 @@ def main(argv: list[str] | None = None) -> int:
         api_key=args.api_key,
         latency=args.latency_ms / 1000.0,
         strict_context=args.strict_context,
+        responder=calling_offered_tool(args.call_tool) if args.call_tool else None,
     )
     done = threading.Event()
     # SIGTERM (from a benchmark runner) stops as cleanly as Ctrl-C does.

@@ -184,7 +184,7 @@ def test_tool_results_must_answer_an_open_call_of_a_named_conversation(
     client, gateway, fake_llm
 ) -> None:
     result = {"role": "tool", "tool_call_id": "call_nope", "content": "x"}
-    with pytest.raises(openai.BadRequestError, match=HEADER):
+    with pytest.raises(openai.BadRequestError, match="call_nope"):
         client.chat.completions.create(model="fake-model", messages=[result])
     session = client.chat.completions.with_raw_response.create(
         model="fake-model", messages=[{"role": "user", "content": "hi"}]

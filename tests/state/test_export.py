@@ -122,3 +122,22 @@ def test_multipart_content_exports_and_branches_as_parts(db: SessionDB) -> None:
     assert db.get_messages(branch)[0]["content"] == parts
     child = rotate(db, "s", messages=[SUMMARY, db.get_messages("s")[0]])
     assert db.get_messages(child)[1]["content"] == parts
+
+
+def test_markdown_export_says_what_each_part_was(db: SessionDB) -> None:
+    image = "data:image/png;base64," + "A" * 4096
+    db.create_session("s", source="api_server")
+    db.append_messages(
+        "s",
+        [
+            {"role": "user", "content": [{"type": "text", "text": "what is this?"},
+                                         {"type": "image_url", "image_url": {"url": image}}]},
+            {"role": "assistant", "content": "a cat, sort", "message_uid": "u1:partial"},
+        ],
+    )  # fmt: skip
+    text = "".join(db.export_conversation("s", "md"))
+    assert "what is this?" in text and "[image: image/png, 3 KB inline]" in text
+    assert "AAAA" not in text
+    assert "(partial: the client stopped reading here)" in text
+    [user, _] = [json.loads(x) for x in db.export_conversation("s", "jsonl")][1:]
+    assert user["content"][1] == {"type": "image_url", "image_url": {"url": image}}

@@ -7,18 +7,22 @@ answer errors the same way, so both take them from here.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from typing import Any
 
 from aiohttp import web
 
+from hermes.gateway.lanes import ResultSink
 from hermes.gateway.messages import TurnResult
 
 SESSION_HEADER = "X-Hermes-Session-Id"
 RESUME_HEADER = "X-Hermes-Resume"  # "1": a stale id goes back to its own conversation
 BRANCHED_HEADER = "X-Hermes-Branched-From"  # the conversation a new branch started from
+NO_RETRY_HEADER = "x-should-retry"  # "false": the OpenAI SDKs do not retry the request
 SESSION_ID = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
+DISCONNECT_CHECK = 0.5  # seconds between looks at a streaming client's connection
 UPSTREAM_FAILED = (
     "The model endpoint behind this gateway failed to answer; try again later, or ask the"
     " gateway's operator if it keeps failing."
@@ -74,3 +78,15 @@ def session_of(request: web.Request) -> str | None:
     if session is not None and not SESSION_ID.match(session):
         raise bad_request(f"{SESSION_HEADER} must be 1-128 letters, digits, '.', '_' or '-'.")
     return session
+
+
+async def next_piece(request: web.Request, sink: ResultSink) -> Any:
+    """The sink's next streamed piece; raises ``ConnectionResetError`` as soon as the
+    client has gone, even while the model is silent (a write would only tell later)."""
+    while True:
+        try:
+            return await asyncio.wait_for(sink.deltas.get(), DISCONNECT_CHECK)
+        except TimeoutError:
+            transport = request.transport
+            if transport is None or transport.is_closing():
+                raise ConnectionResetError("the client disconnected") from None

@@ -65,6 +65,14 @@ PATHS: dict[str, dict[str, Any]] = {
     "/health": {"get": _op("Whether the gateway is up (no key needed).")},
     "/v1/health": {"get": _op("Whether the gateway is up (no key needed).")},
     "/v1/models": {"get": _op("The models that may be asked for.")},
+    "/v1/models/{model}": {
+        "get": _op(
+            "One model that may be asked for (404 model_not_found otherwise).",
+            params=[
+                {"name": "model", "in": "path", "required": True, "schema": {"type": "string"}}
+            ],  # fmt: skip
+        )
+    },
     "/v1/chat/completions": {
         "post": _op("OpenAI chat completion, JSON or server-sent events.", body=True)
     },

@@ -40,14 +40,16 @@ from typing import Any
 
 from aiohttp import web
 
-from hermes.gateway import stored_responses
+from hermes.gateway import retries, stored_responses
 from hermes.gateway.adapters.api_common import (
     BRANCHED_HEADER,
+    NO_RETRY_HEADER,
     RESUME_HEADER,
     SESSION_HEADER,
     caller_error,
     error_response,
     json_object,
+    next_piece,
     session_of,
 )
 from hermes.gateway.errors import GatewayClosed, NotYourConversation
@@ -92,6 +94,14 @@ class _PreviousNotFound(Exception):
     pass
 
 
+class _UnknownCall(Exception):
+    """Function call outputs for calls no conversation has open."""
+
+    def __init__(self, call_id: str) -> None:
+        super().__init__(call_id)
+        self.call_id = call_id
+
+
 class _ResponsesApi:
     def __init__(self, runner: Any, models: Callable[[], list[str]]) -> None:
         self.runner = runner
@@ -100,6 +110,7 @@ class _ResponsesApi:
         self.hidden = api_hidden_sources(runner.config)
         self._unstored: set[asyncio.Task[None]] = set()
         self._continuing = asyncio.Lock()
+        self.retries = retries.RetryMemory()
 
     # -- POST /v1/responses ---------------------------------------------------------
 
@@ -112,15 +123,35 @@ class _ResponsesApi:
             return _problem(problem)
         if not self.runner.accepting:
             return error_response(503, str(GatewayClosed()), "server_error", "shutting_down")
+        key = retries.request_key(request.path, request.headers, await request.read())
+        earlier = self.retries.earlier(key) if retries.is_retry(request.headers) else None
+        if earlier is not None and (answer := await asyncio.shield(earlier)) is not None:
+            return await _replay(request, asked.stream, *answer)  # the first try's
+        pending = retries.Pending(self.retries, key)
         try:
-            return await self._respond(request, asked, session)
+            return await self._respond(request, asked, session, pending)
         except _PreviousNotFound:
             return _problem(previous_not_found(asked.previous_response_id or ""))
+        except _UnknownCall as exc:
+            return error_response(
+                400,
+                f"The function call output for '{exc.call_id[:200]}' answers no open function "
+                "call: send outputs only for the calls of the last response.",
+                "invalid_request_error",
+                "unknown_function_call",
+                param="input",
+            )
         except NotYourConversation as exc:
             return error_response(404, str(exc), "invalid_request_error", "session_not_found")
+        finally:
+            pending.close()
 
     async def _respond(
-        self, request: web.Request, asked: ResponseRequest, session: str | None
+        self,
+        request: web.Request,
+        asked: ResponseRequest,
+        session: str | None,
+        pending: retries.Pending | None = None,
     ) -> web.StreamResponse:
         draft = _Draft(asked, answer_uid=new_message_uid())
         sink = ResultSink(stream=asked.stream)
@@ -129,15 +160,20 @@ class _ResponsesApi:
         else:
             headers = {}
             await self._start_unstored(asked, draft, sink)
+        if pending is not None:
+            pending.follow(sink.future, lambda result: (draft, result, dict(headers)))
         if asked.stream:
-            return await _stream(request, draft, sink, headers)
+            return await _stream(request, draft, sink, headers, lambda: self._abandon(draft, sink))
         try:
             result = await sink.future
         except GatewayClosed as exc:
             return error_response(503, str(exc), "server_error", "shutting_down", headers=headers)
         if result.session_id:
             headers[SESSION_HEADER] = result.session_id
+        if result.error and result.caller_fault:
+            return error_response(400, result.error, "invalid_request_error", headers=headers)
         if result.error:
+            headers[NO_RETRY_HEADER] = "false"  # a retry would call the failing model again
             return error_response(
                 502, caller_error(result), "upstream_error", "model_error", headers=headers
             )
@@ -157,6 +193,7 @@ class _ResponsesApi:
         async with self._continuing if asked.previous_uid else contextlib.nullcontext():
             target = await self._target(request, asked, session)
             item = self._item(asked, draft, sink, target.key, target.conversation, target.history)
+            draft.conversation = target.conversation
             await self.runner.submit(item)
         headers = {
             SESSION_HEADER: await asyncio.to_thread(self.db.resolve_tip, target.conversation)
@@ -164,6 +201,12 @@ class _ResponsesApi:
         if target.branched_from:
             headers[BRANCHED_HEADER] = target.branched_from
         return headers
+
+    def _abandon(self, draft: _Draft, sink: ResultSink) -> None:
+        """The streaming client went away: its turn stops as /stop would."""
+        scheduler = self.runner.scheduler
+        if draft.conversation and scheduler is not None:
+            scheduler.abandon(draft.conversation, sink)
 
     async def _start_unstored(
         self, asked: ResponseRequest, draft: _Draft, sink: ResultSink
@@ -178,6 +221,16 @@ class _ResponsesApi:
     async def _target(
         self, request: web.Request, asked: ResponseRequest, session: str | None
     ) -> _Target:
+        results = asked.options.get("tool_results")
+        if asked.previous_uid is None and session is None and results:
+            found = await self.runner.api_tool_loop_conversation(asked.history)
+            if found is None:
+                raise _UnknownCall(results[0]["tool_call_id"])
+            return _Target(found.key, found.conversation_id)
+        if asked.previous_uid is None and session is None and asked.history:
+            # The whole conversation resent, as chat UIs do: found by its digests.
+            found = await self.runner.api_stateless_conversation(asked.history)
+            return _Target(found.key, found.conversation_id, found.seed, found.branched_from)
         if asked.previous_uid is None:
             resume = request.headers.get(RESUME_HEADER) == "1"
             key, conversation, created = await self.runner.api_conversation(session, resume=resume)
@@ -234,7 +287,11 @@ class _ResponsesApi:
             conversation_id=conversation,
             origin=Origin(platform=API_SERVER, chat_id=conversation) if conversation else None,
             history=history,
-            options={**asked.options, "answer_uid": draft.answer_uid},
+            options={
+                **asked.options,
+                "answer_uid": draft.answer_uid,
+                "keep_partial_answer": asked.stream,  # if the client stops reading
+            },
             sink=sink,
         )
 
@@ -298,6 +355,7 @@ class _Draft:
         self.answer_uid = answer_uid
         self.id = RESPONSE_PREFIX + answer_uid
         self.item_id = MESSAGE_PREFIX + answer_uid
+        self.conversation = ""  # where its turn runs, once queued
         self.created_at = int(time.time())
 
     def body(self, status: str, **fields: Any) -> dict[str, Any]:
@@ -314,14 +372,18 @@ class _Draft:
             **fields,
         )
 
-    def finished(self, result: TurnResult) -> dict[str, Any]:
+    def finished(self, result: TurnResult, *, streamed: bool = False) -> dict[str, Any]:
         status = "incomplete" if result.interrupted else "completed"
-        return self.body(
-            status,
-            model=result.model,
-            output=[_message(self.item_id, result.text, "completed")],
-            usage=_usage(result),
-        )
+        output = self.output(result, streamed=streamed)
+        return self.body(status, model=result.model, output=output, usage=_usage(result))
+
+    def output(self, result: TurnResult, *, streamed: bool = False) -> list[dict[str, Any]]:
+        """The answer's message (when it says something, calls nothing, or a stream
+        announced it already), then the function calls the client is to run."""
+        calls = [_function_call(call) for call in result.tool_calls]
+        if calls and not result.text and not streamed:
+            return calls
+        return [_message(self.item_id, result.text, "completed"), *calls]
 
 
 def _response_body(
@@ -377,7 +439,10 @@ def _stored_body(
         status="completed",
         model=found.segment.get("model") or default_model,
         previous_response_id=RESPONSE_PREFIX + previous if previous else None,
-        output=[_message(MESSAGE_PREFIX + uid, found.row["content"] or "", "completed")],
+        output=[
+            _message(MESSAGE_PREFIX + uid, found.row["content"] or "", "completed"),
+            *(_function_call(call) for call in found.row.get("tool_calls") or []),
+        ],
     )
 
 
@@ -389,6 +454,18 @@ def _message(item_id: str, text: str | None, status: str) -> dict[str, Any]:
         "status": status,
         "role": "assistant",
         "content": content,
+    }
+
+
+def _function_call(call: dict[str, Any]) -> dict[str, Any]:
+    function = call.get("function") or {}
+    return {
+        "type": "function_call",
+        "id": f"fc_{call['id']}",
+        "call_id": call["id"],
+        "name": function.get("name", ""),
+        "arguments": function.get("arguments") or "{}",
+        "status": "completed",
     }
 
 
@@ -429,7 +506,11 @@ class _Events:
 
 
 async def _stream(
-    request: web.Request, draft: _Draft, sink: ResultSink, headers: dict[str, str]
+    request: web.Request,
+    draft: _Draft,
+    sink: ResultSink,
+    headers: dict[str, str],
+    abandon: Callable[[], None],
 ) -> web.StreamResponse:
     response = web.StreamResponse(
         headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache", **headers}
@@ -448,13 +529,14 @@ async def _stream(
             content_index=0,
             part=_text_part(""),
         )
-        while (piece := await sink.deltas.get()) is not ResultSink.DONE:
+        while (piece := await next_piece(request, sink)) is not ResultSink.DONE:
             await events.part("response.output_text.delta", delta=piece, logprobs=[])
         await _finish(events, draft, sink)
         await response.write_eof()
     except ConnectionResetError:
-        # The client went away; a stored turn still finishes and is stored.
-        log.debug("a streaming client of response %s disconnected", draft.id)
+        # The client went away: its turn stops as /stop would, keeping what it sent.
+        log.info("a streaming client of response %s disconnected; stopping its turn", draft.id)
+        abandon()
     return response
 
 
@@ -476,9 +558,45 @@ async def _finish(events: _Events, draft: _Draft, sink: ResultSink) -> None:
     await events.part("response.content_part.done", part=_text_part(result.text))
     item = _message(draft.item_id, result.text, "completed")
     await events.send("response.output_item.done", output_index=0, item=item)
-    finished = draft.finished(result)
+    for index, call in enumerate(draft.output(result, streamed=True)[1:], start=1):
+        await _send_function_call(events, index, call)
+    finished = draft.finished(result, streamed=True)
     kind = "response.incomplete" if finished["status"] == "incomplete" else "response.completed"
     await events.send(kind, response=finished)
+
+
+async def _send_function_call(events: _Events, index: int, call: dict[str, Any]) -> None:
+    added = {**call, "arguments": "", "status": "in_progress"}
+    await events.send("response.output_item.added", output_index=index, item=added)
+    await events.send(
+        "response.function_call_arguments.delta",
+        item_id=call["id"], output_index=index, delta=call["arguments"],
+    )  # fmt: skip
+    await events.send(
+        "response.function_call_arguments.done",
+        item_id=call["id"], output_index=index, arguments=call["arguments"],
+    )  # fmt: skip
+    await events.send("response.output_item.done", output_index=index, item=call)
+
+
+async def _replay(
+    request: web.Request,
+    stream: bool,
+    draft: _Draft,
+    result: TurnResult,
+    headers: dict[str, str],
+) -> web.StreamResponse:
+    """A retried request's answer: the first try's response, as JSON or as a stream."""
+    headers = {**headers, SESSION_HEADER: result.session_id} if result.session_id else headers
+    if not stream:
+        if result.error:
+            headers[NO_RETRY_HEADER] = "false"
+            status = 400 if result.caller_fault else 502
+            return error_response(status, caller_error(result), "upstream_error", headers=headers)
+        return web.json_response(draft.finished(result), headers=headers)
+    sink = ResultSink(stream=True)
+    sink.done(result)
+    return await _stream(request, draft, sink, headers, lambda: None)
 
 
 # -- errors ---------------------------------------------------------------------------

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from hermes.gateway import caller, commands
+from hermes.gateway import caller, commands, retries
 from hermes.gateway.adapters import (
     api_openapi,
     api_responses,
@@ -44,10 +44,12 @@ from hermes.gateway.adapters import (
 from hermes.gateway.adapters.api_capabilities import Capabilities
 from hermes.gateway.adapters.api_common import (
     BRANCHED_HEADER,
+    NO_RETRY_HEADER,
     RESUME_HEADER,
     SESSION_HEADER,
     caller_error,
     json_object,
+    next_piece,
     session_of,
 )
 from hermes.gateway.adapters.api_common import error_response as _error
@@ -60,6 +62,7 @@ from hermes.gateway.messages import Origin, TurnResult
 from hermes.gateway.request_options import RequestProblem, offered_models, turn_options
 from hermes.gateway.request_shape import shape_problem
 from hermes.gateway.settings import API_SERVER, ApiServerSettings, api_hidden_sources
+from hermes.gateway.side_requests import side_request_kind
 
 if TYPE_CHECKING:
     from hermes.gateway.runner import StatelessConversation
@@ -78,6 +81,7 @@ class ApiServerAdapter(Adapter):
         self.app_runner: web.AppRunner | None = None
         self.port: int | None = None
         self.url = ""
+        self.retries = retries.RetryMemory()
 
     # -- life -------------------------------------------------------------------------
 
@@ -114,6 +118,7 @@ class ApiServerAdapter(Adapter):
         app.on_response_prepare.append(api_session_key.echo)
         app.router.add_post("/v1/chat/completions", self.chat_completions)
         app.router.add_get("/v1/models", self.models)
+        app.router.add_get("/v1/models/{model}", self.model)
         app.router.add_get("/health", self.health)
         app.router.add_get("/v1/health", self.health)
         api_sessions.add_routes(
@@ -188,11 +193,21 @@ class ApiServerAdapter(Adapter):
         return web.json_response({"status": "stopping" if self.runner.closing else "ok"})
 
     async def models(self, request: web.Request) -> web.Response:
-        data = [
-            {"id": model, "object": "model", "created": 0, "owned_by": "hermes"}
-            for model in self._models()
-        ]
+        data = [_model_object(model) for model in self._models()]
         return web.json_response({"object": "list", "data": data})
+
+    async def model(self, request: web.Request) -> web.Response:
+        """``GET /v1/models/{id}``: one offered model, or OpenAI's 404 body."""
+        name = request.match_info["model"]
+        if name not in self._models():
+            return _error(
+                404,
+                f"The model '{name[:200]}' does not exist or you do not have access to it.",
+                "invalid_request_error",
+                "model_not_found",
+                param="model",
+            )
+        return web.json_response(_model_object(name))
 
     def _models(self) -> list[str]:
         config = self.runner.config
@@ -202,15 +217,13 @@ class ApiServerAdapter(Adapter):
         body = await json_object(request)
         if shape := shape_problem(body):
             return _error(400, shape, "invalid_request_error")
-        results = _tool_results_of(body.get("messages"))
-        text, history = ("", []) if results else _input_of(body.get("messages"))
-        if results and not request.headers.get(SESSION_HEADER):
-            return _error(
-                400,
-                f"Tool results continue a conversation: send them with the {SESSION_HEADER} "
-                "of the answer whose tool_calls they answer.",
-                "invalid_request_error",
-            )
+        messages = body.get("messages")
+        results = _tool_results_of(messages)
+        text: str | None = ""
+        if results and isinstance(messages, list):  # a tool loop goes on from its results
+            history = _history_of(messages[: len(messages) - len(results)])
+        else:
+            text, history = _input_of(messages)
         if text is None:
             return _error(
                 400,
@@ -229,13 +242,27 @@ class ApiServerAdapter(Adapter):
             )
         if results:
             options["tool_results"] = results
+        elif (parts := _parts_of(_last_user_content(messages))) is not None:
+            options["content_parts"] = parts  # the model sees the image, the store keeps it
+        if body.get("stream") is True:
+            options["keep_partial_answer"] = True  # if the client stops reading
         session = session_of(request)
         if not self.runner.accepting:
             return _error(503, str(GatewayClosed()), "server_error", "shutting_down")
+        kind = None if results else side_request_kind(request.headers, text)
+        if kind is not None:
+            return await self._side_request(request, body, text, history, options)
+        key = retries.request_key(request.path, request.headers, await request.read())
+        earlier = self.retries.earlier(key) if retries.is_retry(request.headers) else None
+        if earlier is not None and (answer := await asyncio.shield(earlier)) is not None:
+            return await self._answer(request, body, *answer)  # the first try's
+        pending = retries.Pending(self.retries, key)
         try:
-            return await self._turn(request, body, text, history, session, options)
+            return await self._turn(request, body, text, history, session, options, pending)
         except NotYourConversation as exc:
             return _error(404, str(exc), "invalid_request_error", "session_not_found")
+        finally:
+            pending.close()
 
     async def _turn(
         self,
@@ -245,8 +272,18 @@ class ApiServerAdapter(Adapter):
         history: list[dict[str, Any]],
         session: str | None,
         options: dict[str, Any],
+        pending: retries.Pending | None = None,
     ) -> web.StreamResponse:
         command = commands.parse(text)
+        if command is not None and command.name == "help" and session is None:
+            # A chat UI shows /help and its answer as messages and resends them: they
+            # go into the conversation its history names, which the answer names too.
+            found = await self.runner.api_stateless_conversation(history) if history else None
+            options = {**options, "keep_exchange": True}
+            sink, _ = await self.submit_turn(
+                None, text, options, command=True, history=history, found=found
+            )
+            return await self._answer(request, body, await sink.future)
         if command is not None and command.immediate:
             result = await self._immediate(command, session)
             return await self._answer(request, body, result)
@@ -262,7 +299,12 @@ class ApiServerAdapter(Adapter):
             )
             return await self._answer(request, body, TurnResult(text=text, session_id=session))
         found = None
-        if session is None and history:  # a client that sends the whole history each time
+        results = options.get("tool_results")
+        if session is None and results:  # the calls' own conversation, found by its history
+            found = await self.runner.api_tool_loop_conversation(history)
+            if found is None:
+                return _unknown_call(results[0]["tool_call_id"])
+        elif session is None and history:  # a client that sends the whole history each time
             found = await self.runner.api_stateless_conversation(history)
         extra = {BRANCHED_HEADER: found.branched_from} if found and found.branched_from else {}
         sink, conversation = await self.submit_turn(
@@ -276,6 +318,15 @@ class ApiServerAdapter(Adapter):
             history=history if session is None else None,
             found=found,
         )
+        if pending is not None:
+            pending.follow(sink.future, lambda result: (result, extra))
+        if sink.stream and results:
+            # Results for calls that are not open are a 400, not a failed stream.
+            first = await sink.deltas.get()
+            failed = first is ResultSink.DONE and sink.future.exception() is None
+            if failed and sink.future.result().caller_fault:
+                return await self._answer(request, body, sink.future.result(), extra)
+            return await self._stream(request, body, sink, conversation, extra, first=first)
         if sink.stream:
             return await self._stream(request, body, sink, conversation, extra)
         try:
@@ -283,6 +334,34 @@ class ApiServerAdapter(Adapter):
         except GatewayClosed as exc:
             return _error(503, str(exc), "server_error", "shutting_down")
         return await self._answer(request, body, result, extra)
+
+    async def _side_request(
+        self,
+        request: web.Request,
+        body: dict[str, Any],
+        text: str,
+        history: list[dict[str, Any]],
+        options: dict[str, Any],
+    ) -> web.StreamResponse:
+        """A chat UI's title, tags or follow-ups request: answered by the model without
+        tools, stored nowhere; its tokens count on the conversation it is about."""
+        kept = {k: v for k, v in options.items() if k not in ("client_tools", "tool_choice")}
+        item = WorkItem(
+            kind=MESSAGE,
+            text=text,
+            key=f"{API_SERVER}:unstored",
+            conversation_id="",
+            history=history or None,
+            options={**kept, "side_request": True},
+            sink=ResultSink(),
+        )
+        try:
+            result = await self.runner.run_unstored(item)
+        except GatewayClosed as exc:
+            return _error(503, str(exc), "server_error", "shutting_down")
+        if result.prompt_tokens or result.completion_tokens:
+            await asyncio.to_thread(self.runner.count_side_request, text, result)
+        return await self._answer(request, body, result)
 
     async def submit_turn(
         self,
@@ -354,6 +433,7 @@ class ApiServerAdapter(Adapter):
             return _error(400, result.error, "invalid_request_error", headers=headers)
         if result.error:
             message = caller_error(result)
+            headers[NO_RETRY_HEADER] = "false"  # a retry would call the failing model again
             return _error(502, message, "upstream_error", "model_error", headers=headers)
         if body.get("stream"):
             sink = ResultSink(stream=True)
@@ -383,7 +463,10 @@ class ApiServerAdapter(Adapter):
         sink: ResultSink,
         conversation: str | None,
         extra: dict[str, str] | None = None,
+        *,
+        first: Any = None,
     ) -> web.StreamResponse:
+        """Stream the sink's pieces; ``first`` is one already taken from it."""
         done = sink.future.done() and sink.future.exception() is None
         tip = sink.future.result().session_id if done else None
         if tip is None and conversation:
@@ -400,16 +483,20 @@ class ApiServerAdapter(Adapter):
         chunk = _Chunks(model=body.get("model") or self.runner.config.get("model.default"))
         try:
             await _send(response, chunk.make({"role": "assistant", "content": ""}, session_id=tip))
-            while (piece := await sink.deltas.get()) is not ResultSink.DONE:
-                if not isinstance(piece, str):
+            piece = first if first is not None else await next_piece(request, sink)
+            while piece is not ResultSink.DONE:
+                if not isinstance(piece, str):  # a tool's progress, not text
                     if progress := api_tool_progress.frame(*piece):
                         await response.write(progress)
-                    continue
-                await _send(response, chunk.make({"content": piece}))
+                else:
+                    await _send(response, chunk.make({"content": piece}))
+                piece = await next_piece(request, sink)
             await self._finish_stream(response, body, sink, chunk)
         except ConnectionResetError:
-            # The client went away; the turn still finishes and is stored.
-            log.debug("a streaming client of %s disconnected", conversation)
+            # The client went away: its turn stops as /stop would, keeping what it sent.
+            log.info("a streaming client of %s disconnected; stopping its turn", conversation)
+            if conversation and self.runner.scheduler is not None:
+                self.runner.scheduler.abandon(conversation, sink)
         return response
 
     async def _finish_stream(
@@ -509,15 +596,57 @@ def _input_of(messages: Any) -> tuple[str | None, list[dict[str, Any]]]:
             text = _text_of(message.get("content"))
             if not text.strip():
                 return None, []
-            history = [
-                {"role": m["role"], "content": _text_of(m.get("content"))}
-                for m in messages[:index]
-                if isinstance(m, dict)
-                and m.get("role") in _HISTORY_ROLES
-                and _text_of(m.get("content"))
-            ]
-            return text, history
+            return text, _history_of(messages[:index])
     return None, []
+
+
+def _history_of(messages: list[Any]) -> list[dict[str, Any]]:
+    """The user messages and final answers: what the store's history digests cover (a
+    message asking for tools and the results are the turn's inner workings). Content
+    with images stays a list of parts, as it is stored."""
+    return [
+        {"role": m["role"], "content": _content_of(m.get("content"))}
+        for m in messages
+        if isinstance(m, dict)
+        and m.get("role") in _HISTORY_ROLES
+        and not m.get("tool_calls")
+        and _content_of(m.get("content"))
+    ]
+
+
+def _content_of(content: Any) -> Any:
+    """A message's content as hermes keeps it: its text, or, when it holds more than
+    text (an image), its parts (text and ``image_url``) as given."""
+    parts = _parts_of(content)
+    return parts if parts is not None else _text_of(content)
+
+
+def _parts_of(content: Any) -> list[dict[str, Any]] | None:
+    """The content's text and image parts when it has an image; None for text only."""
+    if not isinstance(content, list):
+        return None
+    kept = [
+        part
+        for part in content
+        if isinstance(part, dict) and part.get("type") in ("text", "image_url")
+    ]
+    return kept if any(part.get("type") == "image_url" for part in kept) else None
+
+
+def _last_user_content(messages: Any) -> Any:
+    users = [m for m in messages or [] if isinstance(m, dict) and m.get("role") == "user"]
+    return users[-1].get("content") if users else None
+
+
+def _unknown_call(call_id: Any) -> web.Response:
+    return _error(
+        400,
+        f"The tool result for '{str(call_id)[:200]}' answers no open tool call: send results "
+        "only for the tool_calls of the last answer, after the history that led to them.",
+        "invalid_request_error",
+        "unknown_tool_call",
+        param="messages",
+    )
 
 
 def _text_of(content: Any) -> str:
@@ -533,6 +662,10 @@ def _text_of(content: Any) -> str:
                 parts.append(f"[image: {url[:200]}]")
         return "\n".join(parts)
     return ""
+
+
+def _model_object(model: str) -> dict[str, Any]:
+    return {"id": model, "object": "model", "created": 0, "owned_by": "hermes"}
 
 
 def _usage(result: TurnResult) -> dict[str, int]:
