@@ -209,3 +209,17 @@ def test_first_accounted_call_names_the_route_that_answered(db: SessionDB) -> No
     session = db.get_session("s1")
     assert session is not None
     assert (session["model"], session["billing_provider"]) == ("fallback", "nous")
+
+
+def test_provider_fields_of_a_foreign_shape_are_text_or_dropped(
+    db: SessionDB, store: StoreSpec
+) -> None:
+    db.create_session("s1", "telegram")
+    db.append_message("s1", "user", "hi", platform_message_id=12345)  # type: ignore[arg-type]
+    # A client's message may carry any value under these names; the store keeps text.
+    db.append_messages("s1", [{"role": "assistant", "content": "ok", "api_content": 7,
+                               "reasoning_content": {"not": "text"}}])  # fmt: skip
+    assert store.execute(
+        "SELECT platform_message_id, api_content, reasoning_content FROM messages ORDER BY id"
+    ) == [("12345", None, None), (None, None, None)]
+    assert db.get_messages_as_conversation("s1")[0]["message_id"] == "12345"
