@@ -5,6 +5,7 @@ back with plain SQL too, as third-party readers of state.db do."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -223,3 +224,54 @@ def test_provider_fields_of_a_foreign_shape_are_text_or_dropped(
         "SELECT platform_message_id, api_content, reasoning_content FROM messages ORDER BY id"
     ) == [("12345", None, None), (None, None, None)]
     assert db.get_messages_as_conversation("s1")[0]["message_id"] == "12345"
+
+
+# -- state_meta and the start-up upkeep -------------------------------------------------
+
+
+def old_and_ended(db: SessionDB, store: StoreSpec, sid: str, days: int = 100) -> None:
+    db.create_session(sid, "cli")
+    db.end_session(sid, "done")
+    store.execute(
+        "UPDATE sessions SET started_at = ? WHERE id = ?", (time.time() - days * 86400, sid)
+    )
+
+
+def test_state_meta_keeps_a_value_per_key(db: SessionDB, store: StoreSpec) -> None:
+    assert db.get_meta("nothing") is None
+    db.set_meta("k", "v1")
+    db.set_meta("k", "v2")
+    db.set_meta("other", "x")
+    assert (db.get_meta("k"), db.get_meta("other")) == ("v2", "x")
+    assert store.execute("SELECT key, value FROM state_meta ORDER BY key") == [
+        ("k", "v2"),
+        ("other", "x"),
+    ]
+
+
+def test_auto_maintenance_runs_once_per_interval(db: SessionDB, store: StoreSpec) -> None:
+    old_and_ended(db, store, "old")
+    db.create_session("open", "cli")
+    first = db.maybe_auto_prune_and_vacuum(retention_days=90, min_interval_hours=24)
+    assert (first["skipped"], first["pruned"], first.get("error")) == (False, 1, None)
+    assert first["vacuumed"] is True
+    assert db.get_session("old") is None and db.get_session("open") is not None
+    recorded = db.get_meta("last_auto_prune")
+    assert recorded is not None and abs(float(recorded) - time.time()) < 3600
+
+    old_and_ended(db, store, "old2")
+    second = db.maybe_auto_prune_and_vacuum(retention_days=90, min_interval_hours=24)
+    assert (second["skipped"], second["pruned"]) == (True, 0)
+    assert db.get_session("old2") is not None
+
+    db.set_meta("last_auto_prune", str(time.time() - 48 * 3600))
+    third = db.maybe_auto_prune_and_vacuum(retention_days=90, min_interval_hours=24)
+    assert (third["skipped"], third["pruned"]) == (False, 1)
+    assert db.get_session("old2") is None
+
+
+def test_auto_maintenance_with_nothing_to_prune_does_not_vacuum(db: SessionDB) -> None:
+    db.create_session("fresh", "cli")
+    result = db.maybe_auto_prune_and_vacuum(retention_days=90)
+    assert (result["pruned"], result["vacuumed"]) == (0, False)
+    assert db.get_meta("last_auto_prune") is not None
