@@ -275,3 +275,27 @@ def test_auto_maintenance_with_nothing_to_prune_does_not_vacuum(db: SessionDB) -
     result = db.maybe_auto_prune_and_vacuum(retention_days=90)
     assert (result["pruned"], result["vacuumed"]) == (0, False)
     assert db.get_meta("last_auto_prune") is not None
+
+
+@pytest.mark.parametrize("carried_by", ["watermark", "coverage"])
+def test_a_rotations_copies_replay_as_their_originals(db: SessionDB, carried_by: str) -> None:
+    db.create_session("p", "cli")
+    first = db.append_message("p", "user", "why?")
+    db.append_message(
+        "p", "assistant", "because", finish_reason="length", reasoning_content="scratch",
+        reasoning_details=DETAILS, api_content="because (as sent)",
+    )  # fmt: skip
+    uids = [m["message_uid"] for m in db.get_messages("p")]
+    holder = "h:pid=1:agent=a"
+    assert db.try_acquire_compression_lock("p", holder)
+    kept = {"watermark": {"watermark": first}, "coverage": {"covered_uids": uids[:1]}}
+    child = db.publish_compression_child(
+        "p", holder=holder, messages=[{"role": "user", "content": "[summary]"}],
+        **kept[carried_by],  # type: ignore[arg-type]
+    )  # fmt: skip
+    db.release_compression_lock("p", holder)
+    summary, copy = db.get_messages_as_conversation(child)
+    assert copy["content"] == "because"
+    assert (copy["finish_reason"], copy["reasoning_content"]) == ("length", "scratch")
+    assert copy["reasoning_details"] == DETAILS
+    assert copy["api_content"] == "because (as sent)"
