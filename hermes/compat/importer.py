@@ -46,7 +46,52 @@ _NEEDED = {
 }
 # The columns both sides must agree on, per message.
 _CHECKED = ("role", "content", "tool_calls", "tool_call_id", "tool_name", "reasoning")
-_SESSION_FIELDS = ("model", "system_prompt", "user_id", "session_key", "title")
+_SESSION_FIELDS = ("model", "system_prompt", "user_id", "session_key", "title", "cwd")
+# A session's usage and cost figures, kept as the source holds them (on the segment that
+# carries the session's id, so a compacted-in-place session counts them once).
+_USAGE_FIELDS = (
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "reasoning_tokens",
+    "api_call_count",
+    "estimated_cost_usd",
+    "actual_cost_usd",
+    "cost_status",
+    "cost_source",
+    "pricing_version",
+    "billing_provider",
+    "billing_base_url",
+    "billing_mode",
+)
+_MODEL_USAGE_KEY = ("model", "billing_provider", "billing_base_url", "billing_mode", "task")
+_MODEL_USAGE_FIGURES = (
+    "api_call_count",
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "reasoning_tokens",
+    "estimated_cost_usd",
+    "actual_cost_usd",
+    "cost_status",
+    "cost_source",
+    "first_seen",
+    "last_seen",
+)
+# 0.19's provider fields of a message, stored in the columns of the same name.
+_PROVIDER_FIELDS = (
+    "finish_reason",
+    "reasoning_content",
+    "reasoning_details",
+    "codex_reasoning_items",
+    "codex_message_items",
+    "platform_message_id",
+    "observed",
+    "effect_disposition",
+    "api_content",
+)
 
 Progress = Callable[[str, int, int], None]
 Record = dict[str, Any]  # a row of either store, by column name
@@ -222,9 +267,10 @@ def _as_message(session_id: str, row: Record) -> Record:
         "tool_calls": row.get("tool_calls"),
         "tool_call_id": row.get("tool_call_id"),
         "tool_name": row.get("tool_name"),
-        "reasoning": row.get("reasoning") or row.get("reasoning_content"),
+        "reasoning": row.get("reasoning"),
         "created_at": row["timestamp"],
         "token_count": row.get("token_count"),
+        **{k: row[k] for k in _PROVIDER_FIELDS if row.get(k) is not None},
     }
 
 
@@ -257,6 +303,7 @@ def import_store(
         else:
             new_sessions += db.get_session(row["id"]) is None
             new_messages += _import_session(db, row, rows)
+            _keep_usage(db, row, _model_usage_of(conn, row["id"]))
         done += len(rows)
         show("messages", done, total)
     checksum = _source_checksum(conn, sessions)
@@ -310,9 +357,6 @@ def _import_segment(
     db.create_session(segment_id, str(source), parent_session_id=parent, **fields)
     if parent is not None:
         _record_coverage(db, segment_id)
-    if row.get("input_tokens") or row.get("output_tokens"):
-        db.update_token_counts(segment_id, row.get("input_tokens") or 0,
-                               row.get("output_tokens") or 0, absolute=True)  # fmt: skip
     stored = 0
     if rows:
         messages = [_as_message(row["id"], r) for r in rows]
@@ -329,6 +373,53 @@ def _import_segment(
     if fresh:
         _keep_times(db, segment_id, row, rows)
     return stored
+
+
+def _model_usage_of(conn: sqlite3.Connection, session_id: str) -> list[Record]:
+    """The session's ``session_model_usage`` rows (none in a store older than the table)."""
+    try:
+        found = conn.execute(
+            "SELECT * FROM session_model_usage WHERE session_id = ?", (session_id,)
+        )
+        return [dict(r) for r in found]
+    except sqlite3.OperationalError:
+        return []
+
+
+def _keep_usage(db: SessionDB, row: Record, per_model: list[Record]) -> None:
+    """The session's usage and cost figures and its per-model rows, as the source has
+    them, on the segment holding the session's id (a session compacted in place counts
+    them once); set, not added, so a second import changes nothing."""
+    segment_id = row["id"]
+    figures = {k: row[k] for k in _USAGE_FIELDS if row.get(k) is not None}
+    if not figures and not per_model:
+        return
+    assignments = ", ".join(f"{k} = ?" for k in figures)
+
+    def run(tx: Any) -> None:
+        if figures:
+            tx.run(
+                f"UPDATE sessions SET {assignments} WHERE id = ?",
+                (*figures.values(), segment_id),
+            )
+        for usage in per_model:
+            _keep_model_usage(tx, segment_id, usage)
+
+    db._write(run)
+
+
+def _keep_model_usage(tx: Any, segment_id: str, usage: Record) -> None:
+    key = {k: usage.get(k) or "" for k in _MODEL_USAGE_KEY}
+    key["model"] = key["model"] or "unknown"
+    figures = {k: usage[k] for k in _MODEL_USAGE_FIGURES if usage.get(k) is not None}
+    columns = ["session_id", *key, *figures]
+    updates = ", ".join(f"{k} = excluded.{k}" for k in figures) or "model = excluded.model"
+    tx.run(
+        f"INSERT INTO session_model_usage ({', '.join(columns)})"
+        f" VALUES ({', '.join('?' for _ in columns)})"
+        f" ON CONFLICT (session_id, {', '.join(_MODEL_USAGE_KEY)}) DO UPDATE SET {updates}",
+        (segment_id, *key.values(), *figures.values()),
+    )
 
 
 def _record_coverage(db: SessionDB, child_id: str) -> None:

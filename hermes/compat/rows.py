@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import re
 import sqlite3
 from typing import Any
@@ -79,20 +80,51 @@ def message_row(row: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
+# 0.19's message columns the store's own reads leave out (hermes's turns do not use them).
+PROVIDER_COLUMNS = (
+    "finish_reason, reasoning_content, reasoning_details, codex_reasoning_items,"
+    " codex_message_items, platform_message_id, observed, effect_disposition, api_content"
+)
+_STRUCTURED = ("reasoning_details", "codex_reasoning_items", "codex_message_items")
+
+
 def as_conversation(row: dict[str, Any]) -> dict[str, Any]:
-    """An OpenAI-format message (role, content, tool fields) from a decoded store row."""
+    """An OpenAI-format message from a decoded store row, with the fields 0.19 replays:
+    ``api_content`` verbatim, platform ids as ``message_id``, and an assistant's
+    finish reason and reasoning fields (structured ones decoded)."""
     content = row["content"]
     if row["role"] in ("user", "assistant") and isinstance(content, str):
         content = without_memory_context(content).strip()
     message: dict[str, Any] = {"role": row["role"], "content": content}
-    for key in ("tool_calls", "tool_call_id", "tool_name"):
+    if row.get("api_content"):
+        message["api_content"] = row["api_content"]
+    for key in ("tool_calls", "tool_call_id", "tool_name", "effect_disposition"):
         if row.get(key):
             message[key] = row[key]
-    if row["role"] == "assistant" and row.get("reasoning"):
-        message["reasoning"] = row["reasoning"]
+    if row.get("platform_message_id"):
+        message["message_id"] = row["platform_message_id"]
+    if row.get("observed"):
+        message["observed"] = True
+    if row["role"] == "assistant":
+        for key in ("finish_reason", "reasoning"):
+            if row.get(key):
+                message[key] = row[key]
+        if row.get("reasoning_content") is not None:
+            message["reasoning_content"] = row["reasoning_content"]
+        for key in _STRUCTURED:
+            if row.get(key):
+                message[key] = _decoded(row[key])
     if row.get("created_at"):
         message["timestamp"] = row["created_at"]
     return message
+
+
+def _decoded(text: str) -> Any:
+    """A stored JSON field; None where it is not JSON (as 0.19 falls back)."""
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError):
+        return None
 
 
 def preview(content: Any, width: int = 200) -> str:

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Sequence
+from functools import partial
 from typing import Any, TypeVar
 
-from hermes.compat import listing, upkeep
+from hermes.compat import listing, upkeep, usage
 from hermes.compat import rows as shapes
 from hermes.state import SessionDB as StoreSessionDB
 from hermes.state import lease, segments
@@ -86,6 +87,10 @@ class SessionDB(StoreSessionDB):
                 return session_id
             raise
 
+    def get_session(self, session_id: str) -> Row | None:
+        """The session's row with every column, 0.19's (usage, cost, ``cwd``) too."""
+        return self._read(lambda tx: tx.one("SELECT * FROM sessions WHERE id = ?", (session_id,)))
+
     def ensure_session(
         self, session_id: str, source: str = "unknown", model: str | None = None, **fields: Any
     ) -> str:
@@ -109,26 +114,41 @@ class SessionDB(StoreSessionDB):
         input_tokens: int = 0,
         output_tokens: int = 0,
         model: str | None = None,
-        *,
+        cache_read_tokens: int = 0,
+        cache_write_tokens: int = 0,
+        reasoning_tokens: int = 0,
+        estimated_cost_usd: float | None = None,
+        actual_cost_usd: float | None = None,
+        cost_status: str | None = None,
+        cost_source: str | None = None,
+        pricing_version: str | None = None,
+        billing_provider: str | None = None,
+        billing_base_url: str | None = None,
+        billing_mode: str | None = None,
+        api_call_count: int = 0,
         absolute: bool = False,
-        **_billing: Any,
     ) -> None:
-        """Add (or with ``absolute`` set) the session's token totals; ``model`` fills an
-        empty model. Cache, cost and billing figures have no column here and are dropped."""
+        """Add a call's usage to the session (or with ``absolute`` set its running
+        totals), with 0.19's meanings: see ``hermes.compat.usage``."""
         self.ensure_session(session_id, "unknown", model=model)
-        used = bool(input_tokens or output_tokens)
-        sql = (
-            "UPDATE sessions SET input_tokens = ?, output_tokens = ?"
-            if absolute
-            else "UPDATE sessions SET input_tokens = input_tokens + ?,"
-            " output_tokens = output_tokens + ?"
+        update = usage.TokenUpdate(
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            cache_read_tokens=cache_read_tokens,
+            cache_write_tokens=cache_write_tokens,
+            reasoning_tokens=reasoning_tokens,
+            api_call_count=api_call_count,
+            estimated_cost_usd=estimated_cost_usd,
+            actual_cost_usd=actual_cost_usd,
+            cost_status=cost_status,
+            cost_source=cost_source,
+            pricing_version=pricing_version,
+            billing_provider=billing_provider,
+            billing_base_url=billing_base_url,
+            billing_mode=billing_mode,
+            model=model,
         )
-        params = (int(input_tokens or 0), int(output_tokens or 0), model if used else None)
-        self._write(
-            lambda tx: tx.run(
-                sql + ", model = COALESCE(model, ?) WHERE id = ?", (*params, session_id)
-            )
-        )
+        self._write(lambda tx: usage.apply(tx, session_id, update, absolute=absolute))
 
     # -- messages -------------------------------------------------------------------
 
@@ -144,24 +164,37 @@ class SessionDB(StoreSessionDB):
         finish_reason: str | None = None,
         reasoning: str | None = None,
         reasoning_content: str | None = None,
+        reasoning_details: Any = None,
+        codex_reasoning_items: Any = None,
+        codex_message_items: Any = None,
+        platform_message_id: str | None = None,
+        observed: bool = False,
+        effect_disposition: str | None = None,
+        timestamp: Any = None,
+        api_content: str | None = None,
         *,
         message_uid: str | None = None,
-        timestamp: Any = None,
-        **_provider_fields: Any,
     ) -> int | None:
-        """Store one message (where the store routes it) and return its id.
-
-        Provider-specific fields (reasoning details, codex items, platform ids) have no
-        column here and are ignored; ``reasoning_content`` is kept as the reasoning."""
+        """Store one message (where the store routes it) and return its id; every
+        field goes to 0.19's column of that name (structured ones as JSON)."""
         message = {
             "role": role,
             "content": content,
-            "tool_calls": tool_calls,
+            "tool_calls": tool_calls or None,
             "tool_call_id": tool_call_id,
             "tool_name": tool_name,
-            "reasoning": reasoning if reasoning is not None else reasoning_content,
+            "reasoning": reasoning,
             "message_uid": message_uid,
             "token_count": token_count,
+            "finish_reason": finish_reason,
+            "reasoning_content": reasoning_content,
+            "reasoning_details": reasoning_details,
+            "codex_reasoning_items": codex_reasoning_items,
+            "codex_message_items": codex_message_items,
+            "platform_message_id": platform_message_id,
+            "observed": observed,
+            "effect_disposition": effect_disposition,
+            "api_content": api_content if isinstance(api_content, str) else None,
         }
         if timestamp is not None:
             message["created_at"] = float(getattr(timestamp, "timestamp", lambda: timestamp)())
@@ -176,8 +209,9 @@ class SessionDB(StoreSessionDB):
         *,
         include_undone: bool = False,
     ) -> list[Row]:
-        """The segment's rows in order, with Hermes Agent's ``timestamp`` and ``active``;
-        undone rows (Hermes Agent's rewound, inactive ones) only with ``include_inactive``."""
+        """The segment's rows in order, with Hermes Agent's columns (``timestamp``,
+        ``active``, ``finish_reason``, ``reasoning_content``, ...); undone rows (Hermes
+        Agent's rewound, inactive ones) only with ``include_inactive``."""
         try:
             found = super().get_messages(
                 session_id, include_undone=include_inactive or include_undone
@@ -185,7 +219,7 @@ class SessionDB(StoreSessionDB):
         except SessionNotFoundError:
             return []
         end = None if limit is None else offset + max(0, int(limit))
-        return [shapes.message_row(r) for r in found[offset:end]]
+        return [shapes.message_row(r) for r in self._with_provider_fields(found[offset:end])]
 
     def get_messages_as_conversation(
         self,
@@ -203,7 +237,19 @@ class SessionDB(StoreSessionDB):
             rows = list(self._history_up_to(session_id))
             if not include_inactive:
                 rows = [r for r in rows if not r["undone"]]
+            rows = self._with_provider_fields(rows)
         return [shapes.as_conversation(r) for r in rows]
+
+    def _with_provider_fields(self, rows: list[Row]) -> list[Row]:
+        """``rows`` with 0.19's provider columns, which the store's reads leave out."""
+        ids = [r["id"] for r in rows]
+        found: dict[int, Row] = {}
+        for start in range(0, len(ids), 500):
+            found.update(
+                (r["id"], r)
+                for r in self._read(partial(_provider_fields, ids=ids[start : start + 500]))
+            )
+        return [{**found.get(r["id"], {}), **r} for r in rows]
 
     def _history_up_to(self, session_id: str) -> Iterable[Row]:
         chain = self.get_lineage(session_id) if self.get_session(session_id) else []
@@ -465,6 +511,12 @@ class SessionDB(StoreSessionDB):
 
     def get_compression_lock_holder(self, session_id: str) -> str | None:
         return super().get_compression_lock_holder(session_id) if session_id else None
+
+
+def _provider_fields(tx: Tx, ids: list[int]) -> list[Row]:
+    marks = ", ".join("?" for _ in ids)
+    sql = f"SELECT id, {shapes.PROVIDER_COLUMNS} FROM messages WHERE id IN ({marks})"
+    return tx.all(sql, ids)
 
 
 def _create_child(

@@ -37,6 +37,29 @@ class MessageRow:
     origin_id: int | None = None
     content_parts: int = 0  # 1: content is a JSON list of parts
     finish_reason: str | None = None  # why the model stopped (assistant rows)
+    # Hermes Agent's provider fields, kept for its readers and replays (JSON texts
+    # where the value is structured); hermes's own turns do not read them.
+    reasoning_content: str | None = None
+    reasoning_details: str | None = None
+    codex_reasoning_items: str | None = None
+    codex_message_items: str | None = None
+    platform_message_id: str | None = None
+    observed: int = 0
+    effect_disposition: str | None = None
+    api_content: str | None = None
+
+    def hermes_agent_fields(self) -> tuple[Any, ...]:
+        """The provider fields in the order both engines insert them."""
+        return (
+            self.reasoning_content,
+            self.reasoning_details,
+            self.codex_reasoning_items,
+            self.codex_message_items,
+            self.platform_message_id,
+            self.observed,
+            self.effect_disposition,
+            self.api_content,
+        )
 
     @property
     def active(self) -> int:

@@ -66,8 +66,11 @@ _DOWN_STATES = frozenset({"53300", "57P01", "57P02", "57P03"})
 _INSERT_MESSAGE = (
     "INSERT INTO messages (session_id, message_uid, role, content, tool_calls, tool_call_id,"
     " tool_name, reasoning, created_at, token_count, compacted, origin_id, content_parts,"
-    " timestamp, active, finish_reason)"
-    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id"
+    " timestamp, active, finish_reason, reasoning_content, reasoning_details,"
+    " codex_reasoning_items, codex_message_items, platform_message_id, observed,"
+    " effect_disposition, api_content)"
+    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s,"
+    " %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id"
 )
 _FTS_DOCUMENT = fts_document("m.content")
 _PARTS_TEXT = "jsonb_path_query_array(m.content::jsonb, '$[*].text')::text"
@@ -247,6 +250,7 @@ def _message_params(row: MessageRow) -> tuple[Any, ...]:
             row.created_at,  # Hermes Agent's ``timestamp``
             row.active,
             row.finish_reason,
+            *row.hermes_agent_fields(),
         )
     )
 

@@ -30,7 +30,9 @@ from hermes.state.errors import InvalidContextError, LeaseNotHeldError, NotTipEr
 
 _ROW_COLUMNS = (
     "id, message_uid, role, content, tool_calls, tool_call_id, tool_name, reasoning,"
-    " created_at, token_count, compacted, origin_id, content_parts"
+    " created_at, token_count, compacted, origin_id, content_parts, finish_reason,"
+    " reasoning_content, reasoning_details, codex_reasoning_items, codex_message_items,"
+    " platform_message_id, observed, effect_disposition, api_content"
 )
 
 
@@ -162,8 +164,7 @@ def _carried_over(
     present = {row.origin_id for row in already if row.origin_id is not None}
     floor = watermark if seen_uids is None else 0
     late = tx.all(
-        "SELECT id, message_uid, role, content, tool_calls, tool_call_id, tool_name, reasoning,"
-        " created_at, token_count, compacted, origin_id, content_parts FROM messages"
+        f"SELECT {_ROW_COLUMNS} FROM messages"
         " WHERE session_id = ? AND id > ? AND undone = 0 ORDER BY id",
         (parent_id, floor or 0),
     )
@@ -243,6 +244,16 @@ def _copy(row: Mapping[str, Any], child_id: str) -> MessageRow:
         compacted=1,
         origin_id=_origin(row),
         content_parts=row["content_parts"],
+        # A copy replays as its original does (Hermes Agent's provider fields too).
+        finish_reason=row["finish_reason"],
+        reasoning_content=row["reasoning_content"],
+        reasoning_details=row["reasoning_details"],
+        codex_reasoning_items=row["codex_reasoning_items"],
+        codex_message_items=row["codex_message_items"],
+        platform_message_id=row["platform_message_id"],
+        observed=row["observed"] or 0,
+        effect_disposition=row["effect_disposition"],
+        api_content=row["api_content"],
     )
 
 

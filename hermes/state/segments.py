@@ -153,8 +153,33 @@ def message_row(
         created_at=message.get("created_at") or now,
         token_count=message.get("token_count"),
         finish_reason=message.get("finish_reason"),
+        reasoning_content=_text(message.get("reasoning_content")),
+        reasoning_details=_json_text(message.get("reasoning_details")),
+        codex_reasoning_items=_json_text(message.get("codex_reasoning_items")),
+        codex_message_items=_json_text(message.get("codex_message_items")),
+        platform_message_id=_text(message.get("platform_message_id"), numbers=True),
+        observed=1 if message.get("observed") else 0,
+        effect_disposition=_text(message.get("effect_disposition")),
+        api_content=_text(message.get("api_content")),
         **extra,
     )
+
+
+def _text(value: Any, *, numbers: bool = False) -> str | None:
+    """A text field from a caller's message: text as it is (a platform's numeric id as
+    text); anything else is not kept (a client's message may carry any value)."""
+    if isinstance(value, str):
+        return value
+    if numbers and isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return None
+
+
+def _json_text(value: Any) -> str | None:
+    """A structured provider field as stored: JSON text, None when empty (as 0.19)."""
+    if not value:
+        return None
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
 def existing_uids(tx: Tx, uids: list[str]) -> set[str]:

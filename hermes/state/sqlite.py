@@ -152,8 +152,11 @@ class SQLiteTx:
         self.conn.executemany(
             "INSERT INTO messages (id, session_id, message_uid, role, content, tool_calls,"
             " tool_call_id, tool_name, reasoning, created_at, token_count, compacted, origin_id,"
-            " content_parts, timestamp, active, finish_reason)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " content_parts, timestamp, active, finish_reason, reasoning_content,"
+            " reasoning_details, codex_reasoning_items, codex_message_items,"
+            " platform_message_id, observed, effect_disposition, api_content)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
+            " ?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 (
                     i,
@@ -173,6 +176,7 @@ class SQLiteTx:
                     r.created_at,  # Hermes Agent's ``timestamp``
                     r.active,
                     r.finish_reason,
+                    *r.hermes_agent_fields(),
                 )
                 for i, r in zip(ids, rows, strict=True)
             ],

@@ -123,21 +123,6 @@ def test_append_message_takes_hermes_agent_positional_order_and_returns_the_id(
     assert (rows[1]["tool_name"], rows[1]["tool_call_id"]) == ("ls", "call_1")
 
 
-def test_append_message_accepts_provider_specific_keywords(db: SessionDB, store) -> None:
-    db.create_session("s1", "cli")
-    db.append_message(
-        "s1",
-        "assistant",
-        "hi",
-        reasoning_content="thought",
-        reasoning_details=[{"type": "reasoning.text"}],
-        codex_reasoning_items=None,
-        platform_message_id="42",
-        observed=False,
-    )
-    assert store.get_messages("s1")[0]["reasoning"] == "thought"
-
-
 def test_append_message_to_a_rotated_session_lands_in_the_tip(db: SessionDB, store) -> None:
     db.create_session("p", "cli")
     rotate(db, "p", "c")

@@ -1,0 +1,163 @@
+"""Hermes Agent 0.19's ``update_token_counts``: a session's usage, cost and route figures.
+
+The figures go where 0.19 keeps them: the ``sessions`` row (added to, or with
+``absolute`` set to the caller's running totals) and, for an added delta,
+``session_model_usage`` under the model and billing route of that call. A session's
+model and billing route are filled in by the first call that reports usage, and never
+overwritten after (one row cannot hold a mixed-provider session).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from hermes.state.backend import Tx
+
+_COUNTERS = (
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "reasoning_tokens",
+    "api_call_count",
+)
+_ROUTE = ("billing_provider", "billing_base_url", "billing_mode")
+
+
+@dataclass(frozen=True)
+class TokenUpdate:
+    """One ``update_token_counts`` call's figures, by 0.19's keyword names."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
+    api_call_count: int = 0
+    estimated_cost_usd: float | None = None
+    actual_cost_usd: float | None = None
+    cost_status: str | None = None
+    cost_source: str | None = None
+    pricing_version: str | None = None
+    billing_provider: str | None = None
+    billing_base_url: str | None = None
+    billing_mode: str | None = None
+    model: str | None = None
+
+    def counters(self) -> tuple[int, ...]:
+        return tuple(int(getattr(self, name) or 0) for name in _COUNTERS)
+
+    @property
+    def accounted(self) -> bool:
+        """Whether the call reports any usage (only then does it name the route)."""
+        return any(self.counters()) or bool(self.estimated_cost_usd or self.actual_cost_usd)
+
+
+def apply(tx: Tx, session_id: str, update: TokenUpdate, *, absolute: bool) -> None:
+    """Write ``update`` into the session's row (and per-model row), as 0.19 does."""
+    row = tx.one(
+        "SELECT model, billing_provider, api_call_count FROM sessions WHERE id = ?",
+        (session_id,),
+    )
+    if row is None:
+        return
+    if (
+        update.accounted
+        and update.model
+        and update.billing_provider
+        and not row["api_call_count"]
+        and (row["model"], row["billing_provider"]) != (update.model, update.billing_provider)
+    ):
+        # The first call that reports usage names the route that actually answered
+        # (a fallback may have replaced the one the session was created with).
+        tx.run(
+            "UPDATE sessions SET model = ?, billing_provider = ?, billing_base_url = ?,"
+            " billing_mode = ? WHERE id = ?",
+            (update.model, *(getattr(update, k) for k in _ROUTE), session_id),
+        )
+    sql, params = _session_update(update, absolute=absolute)
+    tx.run(sql, (*params, session_id))
+    if not absolute and (any(update.counters()) or update.estimated_cost_usd):
+        _add_model_usage(tx, session_id, update)
+
+
+def _session_update(update: TokenUpdate, *, absolute: bool) -> tuple[str, tuple[Any, ...]]:
+    sets: list[str] = []
+    params: list[Any] = []
+    for name, value in zip(_COUNTERS, update.counters(), strict=True):
+        sets.append(f"{name} = ?" if absolute else f"{name} = COALESCE({name}, 0) + ?")
+        params.append(value)
+    estimated = float(update.estimated_cost_usd or 0.0)
+    sets.append(
+        "estimated_cost_usd = ?"
+        if absolute
+        else "estimated_cost_usd = COALESCE(estimated_cost_usd, 0) + ?"
+    )
+    params.append(estimated)
+    if update.actual_cost_usd is not None:
+        sets.append(
+            "actual_cost_usd = ?"
+            if absolute
+            else "actual_cost_usd = COALESCE(actual_cost_usd, 0) + ?"
+        )
+        params.append(float(update.actual_cost_usd))
+    for name in ("cost_status", "cost_source", "pricing_version"):
+        if getattr(update, name) is not None:
+            sets.append(f"{name} = ?")
+            params.append(getattr(update, name))
+    if update.accounted:
+        for name in (*_ROUTE, "model"):
+            if getattr(update, name):
+                sets.append(f"{name} = COALESCE({name}, ?)")
+                params.append(getattr(update, name))
+    return f"UPDATE sessions SET {', '.join(sets)} WHERE id = ?", tuple(params)
+
+
+def _add_model_usage(tx: Tx, session_id: str, update: TokenUpdate) -> None:
+    """Add the delta to ``session_model_usage`` under its model and route (the
+    session's where the call names none)."""
+    row = tx.one(
+        "SELECT model, billing_provider, billing_base_url, billing_mode FROM sessions WHERE id = ?",
+        (session_id,),
+    )
+    session = row or {}
+    key = (
+        update.model or session.get("model") or "unknown",
+        *(getattr(update, k) or session.get(k) or "" for k in _ROUTE),
+    )
+    now = time.time()
+    tx.run(
+        "INSERT INTO session_model_usage (session_id, model, billing_provider,"
+        " billing_base_url, billing_mode, task, input_tokens, output_tokens,"
+        " cache_read_tokens, cache_write_tokens, reasoning_tokens, api_call_count,"
+        " estimated_cost_usd, actual_cost_usd, cost_status, cost_source, first_seen, last_seen)"
+        " VALUES (?, ?, ?, ?, ?, '', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        " ON CONFLICT (session_id, model, billing_provider, billing_base_url, billing_mode, task)"
+        " DO UPDATE SET input_tokens = session_model_usage.input_tokens + excluded.input_tokens,"
+        " output_tokens = session_model_usage.output_tokens + excluded.output_tokens,"
+        " cache_read_tokens = session_model_usage.cache_read_tokens"
+        "   + excluded.cache_read_tokens,"
+        " cache_write_tokens = session_model_usage.cache_write_tokens"
+        "   + excluded.cache_write_tokens,"
+        " reasoning_tokens = session_model_usage.reasoning_tokens + excluded.reasoning_tokens,"
+        " api_call_count = session_model_usage.api_call_count + excluded.api_call_count,"
+        " estimated_cost_usd = session_model_usage.estimated_cost_usd"
+        "   + excluded.estimated_cost_usd,"
+        " actual_cost_usd = session_model_usage.actual_cost_usd + excluded.actual_cost_usd,"
+        " cost_status = COALESCE(excluded.cost_status, session_model_usage.cost_status),"
+        " cost_source = COALESCE(excluded.cost_source, session_model_usage.cost_source),"
+        " last_seen = excluded.last_seen",
+        (
+            session_id,
+            *key,
+            *update.counters(),
+            float(update.estimated_cost_usd or 0.0),
+            float(update.actual_cost_usd or 0.0),
+            update.cost_status,
+            update.cost_source,
+            now,
+            now,
+        ),
+    )
