@@ -146,6 +146,9 @@ def _run_locked(
     read = agent.take_tip_stamp()  # by ensure_session, a moment ago, under the turn lock
     if history is None:
         history = agent.load_history(read)
+        if agent.context_stale:  # invariant 16: made again before any model sees it
+            agent.rebuild_if_stale()
+            history = agent.load_history()
     else:
         history = [dict(m) for m in history]
         for message in history:

@@ -3,11 +3,15 @@
 The stock ``openai`` client against a real gateway: the history alone must find the
 conversation it continues (across compressions, through any gateway on the store), a
 history that diverges from the stored one (an edited or a regenerated message) starts
-exactly one branch there, and the conversation it diverged from stays as it was.
+exactly one branch there, and the conversation it diverged from stays as it was. The
+branch is built from the stored rows, never from a summary: an edited secret reaches no
+later request (invariant 16).
 """
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +19,7 @@ from typing import Any
 import openai
 import pytest
 
+from tests.fakes import llm_server as fake
 from tests.fakes.llm_server import text
 from tests.gateway.compaction import PADDING, SUMMARY, is_summary_request
 from tests.gateway.harness import GatewayThread, stored_api_key, write_config
@@ -192,3 +197,43 @@ def test_two_gateways_on_one_postgres_store_agree_on_a_stateless_conversation(
         assert len(db.list_conversations()) == 2
     finally:
         db.close()
+
+
+SECRET = "4711"
+
+
+def quoting_summaries(body: dict[str, Any]) -> fake.Reply | None:
+    """Summaries that quote every PIN they read (in a message or an earlier summary)."""
+    if not is_summary_request(body):
+        return None
+    pins = sorted(set(re.findall(r"my PIN is \d+", fake.last_user_text(body))))
+    return fake.text("Summary: the user talked; " + "; ".join(pins))
+
+
+def test_an_edited_secret_is_in_no_later_request_after_compression(
+    store: StoreSpec, hermes_home: Path, fake_llm: fake.FakeLLMServer, model_key: str
+) -> None:
+    write_config(hermes_home, fake_llm.url, model={"context_length": 2000})
+    fake_llm.responder = quoting_summaries
+    with (
+        GatewayThread(hermes_home, db=store.open()) as gateway,
+        openai.OpenAI(base_url=gateway.url, api_key=gateway.api_key, max_retries=0) as client,
+    ):
+        chat = StatelessChat(client)
+        chat.say("hello")
+        chat.say(f"my PIN is {SECRET}")
+        for n in range(6):
+            chat.say(f"note {n}: {PADDING}")
+        summaries = [b for b in fake_llm.requests if is_summary_request(b)]
+        assert summaries and SECRET in json.dumps(fake_llm.requests[-1]), "no summary quoted it"
+        start = len(fake_llm.requests)
+
+        edited = StatelessChat(client, chat.history[:2])
+        edited.say("I have no PIN")
+        for n in range(6):
+            edited.say(f"more {n}: {PADDING}")
+
+        assert (
+            edited.headers[0][BRANCHED] == gateway.db.get_session(chat.session)["conversation_id"]
+        )
+        assert SECRET not in json.dumps(fake_llm.requests[start:])
