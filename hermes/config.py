@@ -71,6 +71,9 @@ SCHEMA: dict[str, tuple[tuple[type | None, ...], Any]] = {
     # Seconds without a heartbeat after which a gateway counts as gone (its host
     # crashed) and a starting gateway takes over its queued input.
     "gateway.queue_takeover_after": ((int, float), 120),
+    # A turn a crash cut off (the gateway died mid-turn) is answered at the next start;
+    # off, its user is told it was interrupted and to ask again.
+    "gateway.resume_interrupted": ((bool,), True),
 }
 
 # Environment variables that override a key.

@@ -151,6 +151,7 @@ class AIAgent:
         self._tip_stamp: tuple[str, tuple[int, int, int]] | None = None
         self.user_turns = 0
         self._context_stale = False  # the tip's context lost a summary to an undo
+        self.turn_user_uid: str | None = None  # the user message the last turn stored
         self.last_sent_count = 0  # messages in the last request, for token accounting
         self.wire = WireContext()  # the context's encoded messages, kept between calls
         self.tool_wire = ToolWire()  # and the tool schemas, likewise
@@ -165,18 +166,25 @@ class AIAgent:
         conversation_history: list[dict[str, Any]] | None = None,
         tool_results: list[dict[str, Any]] | None = None,
         answer_uid: str | None = None,
+        resume: bool = False,
     ) -> dict[str, Any]:
         """Run one user turn to a final answer; see ``turn.run_turn``.
 
         ``tool_results`` (``{"tool_call_id", "content"}`` each) answer the open calls of
         ``client_tools`` the last turn handed back; the turn then goes on from them
         instead of from a new user message. ``answer_uid`` is the ``message_uid`` the
-        final answer is stored under (a caller that named it ahead).
+        final answer is stored under (a caller that named it ahead). ``resume`` answers
+        the stored history as it is, without a new message (a turn a crash cut off).
         """
         from hermes.agent.turn import run_turn
 
         return run_turn(
-            self, user_message, conversation_history, tool_results, answer_uid=answer_uid
+            self,
+            user_message,
+            conversation_history,
+            tool_results,
+            answer_uid=answer_uid,
+            resume=resume,
         ).as_dict()
 
     def chat(self, message: str) -> str:

@@ -122,13 +122,15 @@ def run_turn(
     tool_results: list[dict[str, Any]] | None = None,
     *,
     answer_uid: str | None = None,
+    resume: bool = False,
 ) -> TurnResult:
     agent.clear_interrupt()
+    agent.turn_user_uid = None
     agent.locate_conversation()
     try:
         with turn_lock.holding_turn(agent):
             agent.ensure_session()  # another turn may have rotated it while we waited
-            return _run_locked(agent, user_message, history, tool_results, answer_uid)
+            return _run_locked(agent, user_message, history, tool_results, answer_uid, resume)
     except TurnInterrupted:  # while waiting for another turn: nothing was stored
         agent.emit("interrupted")
         return _result(
@@ -142,6 +144,7 @@ def _run_locked(
     history: list[dict[str, Any]] | None,
     tool_results: list[dict[str, Any]] | None = None,
     answer_uid: str | None = None,
+    resume: bool = False,
 ) -> TurnResult:
     read = agent.take_tip_stamp()  # by ensure_session, a moment ago, under the turn lock
     if history is None:
@@ -161,11 +164,12 @@ def _run_locked(
         answers = _answers_to_open_calls(turn.messages, tool_results)
         turn.messages.extend(answers)
         _save(agent, turn, *answers)
-    else:
+    elif not resume:  # resume: the question is stored already (a turn a crash cut off)
         user = transcript.new_message("user", user_message or "")
         turn.messages.append(user)
         _save(agent, turn, user)
         agent.user_turns += 1
+        agent.turn_user_uid = user["message_uid"]
 
     try:
         _loop(agent, turn)

@@ -258,6 +258,62 @@ def kill(
     return finish(store, process_id, -signal.SIGKILL, KILLED, event_bus=event_bus)
 
 
+def record_foreground(
+    hermes_home: Path, pid: int, command: str, conversation_id: str | None
+) -> str:
+    """Note a foreground command while it runs (``forget_foreground`` when it ends), so
+    that if this process dies with it, a later start can end it (``end_orphaned``)."""
+    me = psutil.Process()
+    record = ProcessRecord(
+        id=new_process_id(),
+        command=command,
+        pid=pid,
+        pid_create_time=_create_time(pid),
+        host=socket.gethostname(),
+        owner_pid=me.pid,
+        owner_create_time=me.create_time(),
+        started_at=time.time(),
+        conversation_id=conversation_id,
+    )
+    ProcessStore(hermes_home).save_foreground(record)
+    return record.id
+
+
+def forget_foreground(hermes_home: Path, process_id: str) -> None:
+    ProcessStore(hermes_home).drop_foreground(process_id)
+
+
+def end_orphaned(hermes_home: Path) -> list[ProcessRecord]:
+    """End the foreground commands of this host whose hermes process died while they
+    ran (their turn is gone, nobody will read their result): their whole process group,
+    SIGTERM then SIGKILL. Returns the records of those still running until now."""
+    store = ProcessStore(hermes_home)
+    ended = []
+    for record in store.all_foreground():
+        if record.host not in (None, socket.gethostname()) or _owner_alive(record):
+            continue
+        if record.owner_pid == os.getpid():
+            continue  # our own command, still running in another thread
+        if pid_alive(record.pid, record.pid_create_time):
+            for sig in (signal.SIGTERM, signal.SIGKILL):
+                _signal_group(record.pid, sig)
+                if _gone_within(record, 2.0):
+                    break
+            ended.append(record)
+            log.info("ended %s (pid %d) of a turn whose process died", record.command, record.pid)
+        store.drop_foreground(record.id)
+    return ended
+
+
+def _gone_within(record: ProcessRecord, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while pid_alive(record.pid, record.pid_create_time):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(_POLL_INTERVAL)
+    return True
+
+
 def pid_alive(pid: int, create_time: float | None) -> bool:
     """Whether ``pid`` is the same live process (not a zombie, not a reused pid)."""
     try:

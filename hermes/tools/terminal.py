@@ -69,16 +69,31 @@ def handle(args: dict[str, Any], ctx: ToolContext) -> str:
         return _start_background(command, cwd, bool(args.get("notify_on_complete")), ctx)
     timeout = float(args.get("timeout") or ctx.setting("terminal.timeout"))
     limit = int(ctx.setting("terminal.output_limit"))
-    result = run_command(command, cwd, timeout, limit, env=command_environment(ctx))
+    result = run_command(
+        command,
+        cwd,
+        timeout,
+        limit,
+        env=command_environment(ctx),
+        record=(ctx.hermes_home, _conversation_of(ctx)),
+    )
     if args.get("notify_on_complete"):
         result += "\n(notify_on_complete only applies with background=true; this command already finished.)"
     return result
 
 
 def run_command(
-    command: str, cwd: Path, timeout: float, output_limit: int, env: dict[str, str] | None = None
+    command: str,
+    cwd: Path,
+    timeout: float,
+    output_limit: int,
+    env: dict[str, str] | None = None,
+    record: tuple[Path, str | None] | None = None,
 ) -> str:
-    """Run ``command`` in the foreground (in ``env``, else ours); its exit code and output."""
+    """Run ``command`` in the foreground (in ``env``, else ours); its exit code and output.
+
+    With ``record`` (HERMES_HOME, conversation id) it is noted in the process store while
+    it runs, so a later start ends it if this process dies first (``end_orphaned``)."""
     # Output goes to a file, not a pipe: a command that leaves a child running in the
     # background (`server &`) would hold a pipe open and hang us until that child ends.
     with tempfile.TemporaryFile() as out:
@@ -91,6 +106,7 @@ def run_command(
             stderr=subprocess.STDOUT,
             start_new_session=True,  # its own process group, so a timeout kills all of it
         )
+        noted = _note(proc.pid, command, record) if record else None
         timed_out = False
         try:
             code = proc.wait(timeout=timeout)
@@ -100,9 +116,20 @@ def run_command(
         except BaseException:
             _kill_group(proc)  # Ctrl-C in the REPL must not leave the command running
             raise
+        finally:
+            if record and noted:
+                background.forget_foreground(record[0], noted)
         out.seek(0)
         output = read_capped(out, output_limit)
     return _format(code, output, timed_out, timeout)
+
+
+def _note(pid: int, command: str, record: tuple[Path, str | None]) -> str | None:
+    try:
+        return background.record_foreground(record[0], pid, command, record[1])
+    except OSError as exc:  # the command still runs; only a crash would leave it behind
+        log.warning("could not record the running command %r: %s", command, exc)
+        return None
 
 
 def _format(code: int, output: str, timed_out: bool, timeout: float) -> str:
