@@ -22,6 +22,7 @@ from hermes.agent import review, transcript, turn_lock
 from hermes.agent.errors import ContextLengthError, ToolResultsError, TurnInterrupted
 from hermes.agent.llm_client import ModelResponse, encode_message
 from hermes.state import wellformed
+from hermes.state.history import EMPTY_RESPONSE_NOTE
 
 if TYPE_CHECKING:
     from hermes.agent.agent import AIAgent
@@ -29,9 +30,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MAX_EMPTY_RETRIES = 2
-EMPTY_RESPONSE_NOTE = (
-    "Error: your last response was empty. Answer the user, or call a tool if you need one."
-)
 
 
 @dataclass
@@ -266,10 +264,16 @@ def _loop(agent: AIAgent, turn: TurnState) -> None:
             _save(agent, turn, answer)
             turn.final_response = answer["content"]
             return
-    turn.final_response = (
+    # What the user is shown is what is stored: the notice ends the turn as its answer.
+    notice = transcript.new_message(
+        "assistant",
         f"I stopped after {agent.max_iterations} steps without a final answer; "
-        "ask me to continue if you want me to go on."
+        "ask me to continue if you want me to go on.",
+        message_uid=turn.answer_uid,
     )
+    turn.messages.append(notice)
+    _save(agent, turn, notice)
+    turn.final_response = notice["content"]
 
 
 def _next_step(agent: AIAgent, turn: TurnState, tools: list[bytes]) -> Step:

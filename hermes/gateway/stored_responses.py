@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from hermes.agent import transcript
-from hermes.agent.turn import EMPTY_RESPONSE_NOTE
+from hermes.state.history import EMPTY_RESPONSE_NOTE
 
 if TYPE_CHECKING:
     from hermes.state.store import SessionDB

@@ -237,3 +237,33 @@ def test_an_edited_secret_is_in_no_later_request_after_compression(
             edited.headers[0][BRANCHED] == gateway.db.get_session(chat.session)["conversation_id"]
         )
         assert SECRET not in json.dumps(fake_llm.requests[start:])
+
+
+def test_a_stateless_client_goes_on_without_a_branch_after_failed_empty_and_stopped_turns(
+    hermes_home: Path, fake_llm: fake.FakeLLMServer, model_key: str
+) -> None:
+    """What the client was shown is what is stored: a failed turn (an error, no answer)
+    is marked undone, an empty answer's retry notes are never part of the history a
+    client is matched by, the step limit's notice is stored as the turn's answer; so the
+    client's next request, its history as it saw it, continues the same conversation."""
+    write_config(hermes_home, fake_llm.url, agent={"max_iterations": 3})
+    with (
+        GatewayThread(hermes_home) as gateway,
+        openai.OpenAI(base_url=gateway.url, api_key=gateway.api_key, max_retries=0) as client,
+    ):
+        chat = StatelessChat(client)
+        chat.say("hello")
+        fake_llm.enqueue(fake.server_error(500))
+        with pytest.raises(openai.APIStatusError):
+            send(client, [*chat.history, {"role": "user", "content": "this one fails"}])
+        chat.say("and this one works")
+        fake_llm.enqueue(fake.empty(), fake.empty(), fake.empty())  # retried, then given up
+        assert chat.say("say nothing") == ""
+        fake_llm.enqueue(*[fake.tool_call("terminal", {"command": "echo hi"})] * 3)
+        notice = chat.say("take many steps")
+        chat.say("go on")
+        rows = gateway.db.get_conversation_messages(conversation_of(gateway, chat.session))
+
+    assert notice.startswith("I stopped after 3 steps")
+    assert not any(BRANCHED in h for h in chat.headers)
+    assert [m["content"] for m in rows if m["undone"]] == ["this one fails"]
