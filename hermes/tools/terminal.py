@@ -96,6 +96,25 @@ def run_command(
     it runs, so a later start ends it if this process dies first (``end_orphaned``)."""
     # Output goes to a file, not a pipe: a command that leaves a child running in the
     # background (`server &`) would hold a pipe open and hang us until that child ends.
+    noted = _note(command, record) if record else None
+    if noted and record:
+        env = {**(os.environ if env is None else env), background.RUN_MARKER: noted}
+    try:
+        return _run(command, cwd, timeout, output_limit, env, record, noted)
+    finally:
+        if record and noted:
+            background.forget_foreground(record[0], noted)
+
+
+def _run(
+    command: str,
+    cwd: Path,
+    timeout: float,
+    output_limit: int,
+    env: dict[str, str] | None,
+    record: tuple[Path, str | None] | None,
+    noted: str | None,
+) -> str:
     with tempfile.TemporaryFile() as out:
         proc = subprocess.Popen(
             [background.shell_path(), "-c", command],
@@ -106,9 +125,10 @@ def run_command(
             stderr=subprocess.STDOUT,
             start_new_session=True,  # its own process group, so a timeout kills all of it
         )
-        noted = _note(proc.pid, command, record) if record else None
         timed_out = False
         try:
+            if noted and record:
+                background.started(record[0], noted, proc.pid)
             code = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             timed_out = True
@@ -116,17 +136,14 @@ def run_command(
         except BaseException:
             _kill_group(proc)  # Ctrl-C in the REPL must not leave the command running
             raise
-        finally:
-            if record and noted:
-                background.forget_foreground(record[0], noted)
         out.seek(0)
         output = read_capped(out, output_limit)
     return _format(code, output, timed_out, timeout)
 
 
-def _note(pid: int, command: str, record: tuple[Path, str | None]) -> str | None:
+def _note(command: str, record: tuple[Path, str | None]) -> str | None:
     try:
-        return background.record_foreground(record[0], pid, command, record[1])
+        return background.record_foreground(record[0], command, record[1])
     except OSError as exc:  # the command still runs; only a crash would leave it behind
         log.warning("could not record the running command %r: %s", command, exc)
         return None
