@@ -31,15 +31,16 @@ class CutTurn:
 
 
 # Per route on a served platform: the route's conversation's tip and its newest
-# standing row.
+# standing row, in one read.
 _TIPS = (
     "SELECT r.session_key, r.platform, s.conversation_id, s.id AS tip,"
-    " (SELECT MAX(m.id) FROM messages m WHERE m.session_id = s.id AND m.undone = 0) AS last"
+    " m.role, m.content, m.tool_calls, m.compacted, m.origin_id"
     " FROM gateway_routes r JOIN sessions c ON c.id = r.session_id"
     " JOIN sessions s ON s.conversation_id = c.conversation_id AND s.ended_at IS NULL"
+    " JOIN messages m ON m.id = (SELECT MAX(x.id) FROM messages x"
+    "   WHERE x.session_id = s.id AND x.undone = 0)"
     " WHERE r.platform IN ({platforms})"
 )
-_ROW = "SELECT id, role, content, tool_calls, compacted, origin_id FROM messages WHERE id = ?"
 _TURN = (
     "SELECT id, role, content, tool_calls, compacted, origin_id FROM messages"
     " WHERE session_id = ? AND undone = 0 ORDER BY id DESC LIMIT 200"
@@ -53,16 +54,14 @@ def find(tx: Tx, platforms: Sequence[str], own_tools: Collection[str]) -> list[C
     marks = ", ".join("?" for _ in platforms)
     found: dict[str, CutTurn] = {}
     for tip in tx.all(_TIPS.format(platforms=marks), tuple(platforms)):
-        if tip["last"] is None or tip["conversation_id"] in found:
+        if tip["conversation_id"] in found or not unanswered(tip, own_tools):
             continue
-        last = tx.one(_ROW, (tip["last"],))
-        if last is not None and unanswered(last, own_tools):
-            found[tip["conversation_id"]] = CutTurn(
-                session_key=tip["session_key"],
-                conversation_id=tip["conversation_id"],
-                platform=tip["platform"],
-                question=_question(tx, tip["tip"]),
-            )
+        found[tip["conversation_id"]] = CutTurn(
+            session_key=tip["session_key"],
+            conversation_id=tip["conversation_id"],
+            platform=tip["platform"],
+            question=_question(tx, tip["tip"]),
+        )
     return list(found.values())
 
 
