@@ -84,6 +84,9 @@ SCHEMA: dict[str, tuple[tuple[type | None, ...], Any]] = {
     # Seconds an API run's risky command waits for an answer (POST /v1/runs/{id}/approval)
     # before it is refused.
     "gateway.api_approval_timeout": ((int, float), 300),
+    # A turn a crash cut off (the gateway died mid-turn) is answered at the next start;
+    # off, its user is told it was interrupted and to ask again.
+    "gateway.resume_interrupted": ((bool,), True),
 }
 
 # Environment variables that override a key.

@@ -49,7 +49,9 @@ def test_short_soak_finds_no_violation_and_really_injected_faults(
     assert int(got["acked_appends"]) > 0 and int(got["acked_turns"]) > 0, report
     assert int(got["summary_faults"]) > 0, report
     assert got["coverage"] != "not", report  # the store can check coverage
-    for name in ("lost", "duplicated", "forks", "bad_tips", "orphan_writes", "invalid_contexts"):
+    names = ("lost", "duplicated", "forks", "bad_tips", "orphan_writes", "invalid_contexts",
+             "undone_resent", "unanswered", "doubled", "orphan_tools")  # fmt: skip
+    for name in names:
         assert got[name] == "0", f"{name}={got[name]}\n{report}"
     assert got["violations"] == "0", report
     assert done.returncode == 0, report

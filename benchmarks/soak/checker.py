@@ -5,6 +5,11 @@ user row stored twice in its conversation. Forks: a parent with more than one co
 child. Bad tips: a conversation without exactly one live segment. Orphan writes:
 non-compacted rows in a segment ended by compression with an id above its child's first
 row. Coverage: ``SessionDB.coverage_violations()`` (invariant 14) where the store has it.
+Undone resent: a model request (not a background review's) received after an undo was
+acknowledged that still carries one of its turns (invariant 16). Gateway turns: in the
+gateways' conversations, every standing question has exactly one answer (an answer, or
+the sentence saying it was interrupted) after the last gateway start; ``unanswered`` and
+``doubled`` count the others (invariant 16). Orphan tools are counted by the runner.
 """
 
 from __future__ import annotations
@@ -20,6 +25,10 @@ class Acks:
     turns: set[str] = field(default_factory=set)
     appends: set[str] = field(default_factory=set)
     errors: int = 0
+    undos: list[tuple[float, frozenset[str]]] = field(default_factory=list)
+    refused_undos: int = 0
+    asked: int = 0
+    answered: int = 0
 
 
 def read_acks(logs: Path) -> Acks:
@@ -33,7 +42,44 @@ def read_acks(logs: Path) -> Acks:
                 acks.appends.add(rest.strip())
             elif kind == "error":
                 acks.errors += 1
+            elif kind == "undo":
+                when, *tags = rest.split()
+                acks.undos.append((float(when), frozenset(tags)))
+            elif kind == "refused":
+                acks.refused_undos += 1
+            elif kind in ("asked", "answered"):
+                setattr(acks, kind, getattr(acks, kind) + 1)
     return acks
+
+
+def undone_resent(
+    undos: list[tuple[float, frozenset[str]]], seen: list[tuple[float, frozenset[str]]]
+) -> int:
+    """Requests received after an undo was acknowledged that carry one of its turns."""
+    return sum(1 for at, tags in seen if any(at > when and tags & undone for when, undone in undos))
+
+
+def gateway_turns(location: str, conversations: list[str]) -> tuple[int, int]:
+    """(unanswered, doubled) questions of the gateways' conversations."""
+    db = open_db(location)
+    unanswered = doubled = 0
+    try:
+        for conversation in conversations:
+            if db.get_session(conversation) is None:
+                continue
+            answers: list[int] = []
+            for row in db.get_conversation_messages(conversation):
+                if row["undone"]:
+                    continue
+                if row["role"] == "user" and str(row["content"]).startswith("gw "):
+                    answers.append(0)
+                elif row["role"] == "assistant" and not row.get("tool_calls") and answers:
+                    answers[-1] += 1
+            unanswered += answers.count(0)
+            doubled += sum(1 for n in answers if n > 1)
+    finally:
+        db.close()
+    return unanswered, doubled
 
 
 _DUPLICATES = (
@@ -58,9 +104,16 @@ _ORPHANS = (
 )
 
 
-def check(location: str, logs: Path) -> dict[str, object]:
-    """Every figure of the final line except the fault counts and invalid contexts."""
+def check(
+    location: str,
+    logs: Path,
+    seen: list[tuple[float, frozenset[str]]] | None = None,
+    gateways: list[str] | None = None,
+) -> dict[str, object]:
+    """Every figure of the final line except the fault counts, invalid contexts and
+    orphaned tools; ``seen`` is the model's (time, turn tags) per request."""
     acks = read_acks(logs)
+    unanswered, doubled = gateway_turns(location, gateways or [])
     stored = {uid for (uid,) in query(location, "SELECT message_uid FROM messages")}
     figures: dict[str, object] = {
         "rotations": query(location, "SELECT COUNT(*) FROM sessions WHERE lineage = 'compression'")[
@@ -74,6 +127,13 @@ def check(location: str, logs: Path) -> dict[str, object]:
         "forks": len(query(location, _FORKS)),
         "bad_tips": len(query(location, _BAD_TIPS)),
         "orphan_writes": query(location, _ORPHANS)[0][0],
+        "undos": len(acks.undos),
+        "undos_refused": acks.refused_undos,
+        "undone_resent": undone_resent(acks.undos, seen or []),
+        "gateway_asked": acks.asked,
+        "gateway_answered": acks.answered,
+        "unanswered": unanswered,
+        "doubled": doubled,
     }
     db = open_db(location)
     try:
@@ -85,10 +145,12 @@ def check(location: str, logs: Path) -> dict[str, object]:
     return figures
 
 
-def violations(figures: dict[str, object], invalid_contexts: int) -> int:
+def violations(figures: dict[str, object], invalid_contexts: int, orphan_tools: int = 0) -> int:
     coverage = figures["coverage"]
     return (
         int(figures["lost"]) + int(figures["duplicated"]) + int(figures["forks"])
         + int(figures["bad_tips"]) + int(figures["orphan_writes"])
         + (len(coverage) if isinstance(coverage, list) else 0) + invalid_contexts
+        + int(figures["undone_resent"]) + int(figures["unanswered"]) + int(figures["doubled"])
+        + orphan_tools
     )  # fmt: skip

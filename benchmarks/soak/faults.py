@@ -2,7 +2,8 @@
 
 ``Killer`` SIGKILLs workers: at random, and on purpose while one holds the compression
 lease (its pid is in ``compression_locks.holder``) or runs a tool (its status file says
-``tool``). ``WriteLockHolder`` holds the store's write lock for seconds now and then (a
+``tool``), and every gateway whose turn runs a tool command only a crash ends (a child
+``sleep 600.<n>``): the turn is cut off, the command orphaned. ``WriteLockHolder`` holds the store's write lock for seconds now and then (a
 raw SQLite ``BEGIN IMMEDIATE``, or a PostgreSQL ``LOCK TABLE messages IN EXCLUSIVE
 MODE``), then rolls back.
 """
@@ -17,6 +18,9 @@ import threading
 import time
 from pathlib import Path
 
+import psutil
+
+from benchmarks.soak.model import LONG_TOOL
 from benchmarks.soak.store import is_postgres, query, raw
 
 _PID = re.compile(r":pid=(\d+)(?::|$)")
@@ -26,6 +30,20 @@ def lease_holder_pids(location: str) -> set[int]:
     """The pids named by the compression leases held now."""
     rows = query(location, "SELECT holder FROM compression_locks")
     return {int(m[1]) for (holder,) in rows if (m := _PID.search(str(holder)))}
+
+
+def long_tools(parent: int | None = None) -> list[psutil.Process]:
+    """The live ``sleep 600.<n>`` tool commands (of ``parent`` only, when given)."""
+    procs = psutil.Process(parent).children(recursive=True) if parent else psutil.process_iter()
+    found = []
+    for proc in procs:
+        try:
+            args = proc.cmdline()
+            if proc.status() != psutil.STATUS_ZOMBIE and " ".join(args[-2:]).startswith(LONG_TOOL):
+                found.append(proc)
+        except psutil.Error:
+            continue
+    return found
 
 
 def running_tool(logs: Path, pid: int) -> bool:
@@ -43,20 +61,30 @@ class Killer:
         self.location, self.logs, self.mean_gap = location, logs, mean_gap
         self.next_random = time.time() + self.random.expovariate(1 / mean_gap)
         self.next_aimed = time.time() + 1.0
-        self.kills = {"total": 0, "lease": 0, "tool": 0}
+        self.kills = {"total": 0, "lease": 0, "tool": 0, "gateway_tool": 0}
 
-    def tick(self, agent_pids: list[int], writer_pids: list[int]) -> int | None:
+    def tick(
+        self, agent_pids: list[int], writer_pids: list[int], gateway_pids: list[int] | None = None
+    ) -> int | None:
         """The pid killed now, if any."""
         now = time.time()
+        gateway_pids = gateway_pids or []
+        for pid in gateway_pids:
+            try:
+                stuck = bool(long_tools(pid))
+            except psutil.Error:
+                continue
+            if stuck:
+                return self._kill(pid, "gateway_tool")
         if now >= self.next_aimed:
             victim, why = self._aimed(agent_pids)
             # After an aimed kill, let the restarted fleet work a while; else look again soon.
             self.next_aimed = now + (self.random.uniform(0.5, 2.0) if victim else 0.2)
             if victim is not None:
                 return self._kill(victim, why)
-        if now >= self.next_random and (agent_pids or writer_pids):
+        if now >= self.next_random and (agent_pids or writer_pids or gateway_pids):
             self.next_random = now + self.random.expovariate(1 / self.mean_gap)
-            return self._kill(self.random.choice(agent_pids + writer_pids), None)
+            return self._kill(self.random.choice(agent_pids + writer_pids + gateway_pids), None)
         return None
 
     def _aimed(self, agent_pids: list[int]) -> tuple[int | None, str | None]:

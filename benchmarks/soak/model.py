@@ -1,7 +1,11 @@
 """The fake model's part in the soak: what it answers, and the summary fault windows.
 
 Turns get a short text answer or, now and then, a terminal tool call (``sleep`` then
-``echo``) so tools run and tool pairs exist; summary requests (the compressor's system
+``echo``) so tools run and tool pairs exist; a gateway's turn (its message starts with
+``gw``) sometimes gets a ``sleep 600.<n>`` instead, a tool only a crash ends (the killer
+SIGKILLs its gateway, whose next start must end it and answer the turn). Every request
+is remembered by the turn tags it carries (``seen``), so the checker can tell whether an
+undone turn reached the model again; summary requests (the compressor's system
 prompt) get a summary, except inside a fault window, where they get HTTP 500 or hang
 past the agent's request timeout. The server is strict: a message list a provider would
 refuse is answered 400 and counted.
@@ -9,7 +13,9 @@ refuse is answered 400 and counted.
 
 from __future__ import annotations
 
+import json
 import random
+import re
 import threading
 import time
 from typing import Any
@@ -19,6 +25,9 @@ from tests.fakes import llm_server as fake
 
 SUMMARY_MARKER = _SUMMARY_INSTRUCTIONS[:60]
 PADDING = "The quick brown fox considers the lazy dog at some length. " * 3
+LONG_TOOL = "sleep 600."  # the prefix of a gateway tool command only a crash ends
+TAG = re.compile(r"\b(?:user|gw) ([0-9a-f]{8}-\d+)\.")
+REVIEW_MARKER = "[Background review]"
 
 
 def is_summary_request(body: dict[str, Any]) -> bool:
@@ -36,26 +45,45 @@ class SoakModel:
         self.tool_share = tool_share
         self.mode: str | None = None  # None, "fail" or "hang": applies to summaries only
         self.lock = threading.Lock()
-        self.counts = {"turns": 0, "tool_calls": 0, "summaries": 0, "summary_faults": 0}
+        self.counts = {"turns": 0, "tool_calls": 0, "summaries": 0, "summary_faults": 0,
+                       "long_tools": 0}  # fmt: skip
+        # (time received, the turn tags in the body) of every request but the background
+        # review's (a read-only fork of a turn that may be undone after it started).
+        self.seen: list[tuple[float, frozenset[str]]] = []
 
     def _count(self, name: str) -> None:
         with self.lock:
             self.counts[name] += 1
 
     def __call__(self, body: dict[str, Any]) -> fake.Reply:
+        self._remember(body)
         if is_summary_request(body):
             return self._summary()
         messages = body.get("messages") or []
         last = messages[-1] if messages else {}
+        asked = last.get("role") == "user"
         with self.lock:
-            calls_tool = last.get("role") == "user" and self.random.random() < self.tool_share
+            calls_tool = asked and self.random.random() < self.tool_share
+            long_tool = asked and str(last.get("content")).startswith("gw ")
+            long_tool = long_tool and self.random.random() < 0.3
             token = self.random.randrange(10**6)
+        if long_tool:
+            self._count("long_tools")
+            return fake.tool_call("terminal", {"command": f"{LONG_TOOL}{token:06d}"})
         if calls_tool:
             self._count("tool_calls")
             command = f"sleep 0.{self.random.randrange(2, 6)} && echo tool-{token}"
             return fake.tool_call("terminal", {"command": command})
         self._count("turns")
         return fake.text(f"answer {token}. {PADDING}")
+
+    def _remember(self, body: dict[str, Any]) -> None:
+        text = json.dumps(body.get("messages") or [])
+        if REVIEW_MARKER in text:
+            return
+        tags = frozenset(TAG.findall(text))
+        with self.lock:
+            self.seen.append((time.time(), tags))
 
     def _summary(self) -> fake.Reply:
         mode = self.mode

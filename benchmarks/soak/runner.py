@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchmarks.soak import checker
-from benchmarks.soak.faults import Killer, WriteLockHolder
+from benchmarks.soak.faults import Killer, WriteLockHolder, long_tools
 from benchmarks.soak.model import FaultWindows, SoakModel
 from benchmarks.soak.store import PG_ENV, fresh_store, open_db, query
 from tests.fakes.llm_server import FakeLLMServer
@@ -48,7 +48,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
             "a tool), a process holds the store's write lock for seconds and the summary "
             "model fails or hangs. Then a checker prints one line of figures; the exit code "
             "is 1 when it found a violation (lost, duplicated, forks, bad tips, orphan "
-            "writes, coverage, invalid contexts sent)."
+            "writes, coverage, invalid contexts sent, undone turns sent again, gateway "
+            "questions unanswered or answered twice, tool commands outliving their turn)."
         ),
     )
     parser.add_argument(
@@ -61,6 +62,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--workers", type=int, default=4, help="agent worker processes")
     parser.add_argument("--writers", type=int, default=2, help="direct store writer processes")
     parser.add_argument("--conversations", type=int, default=2, help="shared conversations")
+    parser.add_argument(
+        "--gateways",
+        type=int,
+        default=1,
+        help="gateway processes (each asks its own conversation over HTTP; killed while a "
+        "tool only a crash ends runs, and at random)",
+    )
     parser.add_argument(
         "--kill-every",
         type=float,
@@ -97,10 +105,13 @@ class Fleet:
         self.restarts = 0
         self.stderr = (self.logs / "stderr.txt").open("ab")  # every worker's, for a post-mortem
 
+    def command(self, role: str, conversation: str, seed: int, until: float) -> list[str]:
+        return [sys.executable, "-m", "benchmarks.soak.worker", role, "--store",
+                self.location, "--conversation", conversation, "--logs", str(self.logs),
+                "--until", str(until), "--base-url", self.url, "--seed", str(seed)]  # fmt: skip
+
     def spawn(self, role: str, conversation: str, seed: int) -> None:
-        command = [sys.executable, "-m", "benchmarks.soak.worker", role, "--store",
-                   self.location, "--conversation", conversation, "--logs", str(self.logs),
-                   "--until", str(self.deadline), "--base-url", self.url, "--seed", str(seed)]  # fmt: skip
+        command = self.command(role, conversation, seed, self.deadline)
         process = subprocess.Popen(command, env=self.env, cwd=ROOT, stdout=subprocess.DEVNULL,
                                    stderr=self.stderr)  # fmt: skip
         self.workers.append(Worker(role, conversation, process))
@@ -118,6 +129,14 @@ class Fleet:
                 self.spawn(worker.role, worker.conversation, seed.randrange(10**6))
                 self.restarts += 1
 
+    def drain_gateways(self, conversations: list[str]) -> None:
+        """A last start of each gateway: it answers what the last kill cut off and ends
+        the orphaned tool commands, then stops once idle."""
+        for conversation in conversations:
+            command = [*self.command("gateway", conversation, 0, time.time() + 40), "--no-ask"]
+            subprocess.run(command, env=self.env, cwd=ROOT, stdout=subprocess.DEVNULL,
+                           stderr=self.stderr, timeout=120, check=False)  # fmt: skip
+
     def reap(self, grace: float) -> None:
         """Wait for every worker to stop by itself; SIGKILL what is left after ``grace``."""
         end = time.time() + grace
@@ -127,7 +146,6 @@ class Fleet:
             except subprocess.TimeoutExpired:
                 worker.process.kill()
                 worker.process.wait()
-        self.stderr.close()
 
 
 def _progress(started: float, model: SoakModel, killer: Killer, location: str) -> str:
@@ -158,6 +176,9 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
             fleet.spawn("agent", conversations[i % len(conversations)], rng.randrange(10**6))
         for i in range(args.writers):
             fleet.spawn("writer", conversations[i % len(conversations)], rng.randrange(10**6))
+        gateways = [f"soak-gw-{i}" for i in range(args.gateways)]
+        for conversation in gateways:
+            fleet.spawn("gateway", conversation, rng.randrange(10**6))
         killer = Killer(rng.randrange(10**6), location, fleet.logs, mean_gap=args.kill_every)
         windows = FaultWindows(model, rng.randrange(10**6), fleet.deadline)
         locker = WriteLockHolder(location, rng.randrange(10**6), fleet.deadline)
@@ -166,7 +187,7 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
         started = last_report = time.time()
         try:
             while time.time() < fleet.deadline:
-                killer.tick(fleet.pids("agent"), fleet.pids("writer"))
+                killer.tick(fleet.pids("agent"), fleet.pids("writer"), fleet.pids("gateway"))
                 fleet.restart_dead(rng)
                 if time.time() - last_report >= 10:
                     last_report = time.time()
@@ -179,11 +200,17 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
             fleet.reap(grace=30)
             windows.join(10)
             locker.join(10)
+            fleet.drain_gateways(gateways)
+            fleet.stderr.close()
+        orphans = long_tools()
+        for proc in orphans:  # counted, then cleaned up
+            proc.kill()
         stats = server.stats()
-        figures = checker.check(location, fleet.logs)
+        figures = checker.check(location, fleet.logs, model.seen, gateways)
     invalid = int(stats["invalid_contexts"])
-    total = checker.violations(figures, invalid)
-    print(_figures_line(args, killer, model, locker, figures, invalid, total), flush=True)
+    total = checker.violations(figures, invalid, len(orphans))
+    print(_figures_line(args, killer, model, locker, figures, invalid, total, len(orphans)),
+          flush=True)  # fmt: skip
     for line in figures["store_invariants"] + (figures["coverage"] or [])[:5]:
         print(f"  store: {line}")
     for reason in stats["context_reasons"][:5]:
@@ -191,19 +218,27 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
     return 1 if total else 0
 
 
-def _figures_line(args, killer, model, locker, figures, invalid: int, total: int) -> str:  # noqa: ANN001
+def _figures_line(
+    args, killer, model, locker, figures, invalid: int, total: int, orphans: int
+) -> str:  # noqa: ANN001
     coverage = figures["coverage"]
     covered = "not checkable on this store" if coverage is None else str(len(coverage))
     kills = killer.kills
     return (
         f"soak {args.backend} seed={args.seed} minutes={args.minutes:g} workers={args.workers}:"
-        f" kills={kills['total']} (lease={kills['lease']} tool={kills['tool']})"
+        f" kills={kills['total']} (lease={kills['lease']} tool={kills['tool']}"
+        f" gateway_tool={kills['gateway_tool']})"
         f" rotations={figures['rotations']} turns={model.counts['turns']}"
         f" acked_turns={figures['acked_turns']} acked_appends={figures['acked_appends']}"
         f" summary_faults={model.counts['summary_faults']} lock_holds={locker.holds}"
         f" lost={figures['lost']} duplicated={figures['duplicated']} forks={figures['forks']}"
         f" bad_tips={figures['bad_tips']} orphan_writes={figures['orphan_writes']}"
-        f" coverage={covered} invalid_contexts={invalid} violations={total}"
+        f" coverage={covered} invalid_contexts={invalid}"
+        f" undos={figures['undos']} undos_refused={figures['undos_refused']}"
+        f" undone_resent={figures['undone_resent']} gateway_asked={figures['gateway_asked']}"
+        f" gateway_answered={figures['gateway_answered']} long_tools={model.counts['long_tools']}"
+        f" unanswered={figures['unanswered']} doubled={figures['doubled']}"
+        f" orphan_tools={orphans} violations={total}"
     )
 
 

@@ -1,13 +1,22 @@
 """One soak process: an agent running real turns, or a direct store writer.
 
-    python -m benchmarks.soak.worker agent|writer --store LOC --conversation ID
-        --logs DIR --until EPOCH [--base-url URL] [--seed N]
+    python -m benchmarks.soak.worker agent|writer|gateway --store LOC --conversation ID
+        --logs DIR --until EPOCH [--base-url URL] [--seed N] [--no-ask]
 
 Each acknowledged write is logged to ``DIR/<role>-<pid>.log`` (flushed and fsynced after
 the call returned): ``turn <uid> <text>`` for a user message whose ``run_conversation``
-returned, ``append <uid>`` for an append the store acknowledged. An agent writes
-``DIR/status-<pid>`` = ``tool`` while a tool runs, so the killer can aim. The process
-may be SIGKILLed at any moment; that is the point.
+returned, ``append <uid>`` for an append the store acknowledged, ``undo <epoch> <tags>``
+for turns an agent undid (none of them may reach the model after that moment), ``refused
+<reason>`` for an undo refused because its summary could not be made again. An agent
+writes ``DIR/status-<pid>`` = ``tool`` while a tool runs, so the killer can aim.
+
+A ``gateway`` runs a real ``GatewayRunner`` (the HTTP API on a free port) and asks it,
+over HTTP, one message after another in the conversation ``ID`` (``asked <tag>`` before,
+``answered <tag>`` after); killed, the next one started in its place must answer the
+turn the kill cut off and end its tool command. ``--no-ask`` only starts it (answering
+what the last one left), waits until it is idle, and stops.
+
+The process may be SIGKILLed at any moment; that is the point.
 """
 
 from __future__ import annotations
@@ -20,8 +29,10 @@ import uuid
 from pathlib import Path
 from typing import Any, TextIO
 
+from benchmarks.soak.model import TAG
 from benchmarks.soak.store import open_db
 from hermes.agent import AIAgent
+from hermes.agent.errors import AgentError
 from hermes.config import load_config
 from hermes.state import SessionDB
 
@@ -50,6 +61,7 @@ def _set_status(logs: Path, value: str) -> None:
 
 def run_agent(args: argparse.Namespace, db: SessionDB, log: AckLog) -> None:
     logs = Path(args.logs)
+    rng = random.Random(args.seed)
 
     def on_event(kind: str, data: dict[str, Any]) -> None:
         if kind in ("tool_start", "tool_end"):
@@ -75,6 +87,23 @@ def run_agent(args: argparse.Namespace, db: SessionDB, log: AckLog) -> None:
             "",
         )
         log.write(f"turn {uid} {text.split('.')[0]}")
+        if rng.random() < UNDO_SHARE:
+            take_back(agent, rng.randint(1, 5), log)
+
+
+UNDO_SHARE = 0.1  # of an agent's turns, followed by an /undo of the last 1-5 turns
+
+
+def take_back(agent: AIAgent, turns: int, log: AckLog) -> None:
+    """Undo the last ``turns`` turns; log their tags and the moment it was done."""
+    try:
+        undone = agent.undo(turns)
+    except AgentError as error:  # the summary could not be made again: nothing changed
+        log.write(f"refused {str(error)[:120]!r}")
+        return
+    tags = sorted({tag for m in undone for tag in TAG.findall(f"{m.get('content')}.")})
+    if tags:
+        log.write(f"undo {time.time()} {' '.join(tags)}")
 
 
 def run_writer(args: argparse.Namespace, db: SessionDB, log: AckLog) -> None:
@@ -93,9 +122,61 @@ def run_writer(args: argparse.Namespace, db: SessionDB, log: AckLog) -> None:
         time.sleep(rng.uniform(0.2, 1.0))
 
 
+def run_gateway(args: argparse.Namespace, db: SessionDB, log: AckLog) -> None:
+    import asyncio
+
+    asyncio.run(_gateway(args, db, log))
+
+
+async def _gateway(args: argparse.Namespace, db: SessionDB, log: AckLog) -> None:
+    import asyncio
+
+    import httpx
+
+    from hermes.gateway.runner import GatewayRunner
+    from hermes.gateway.settings import ApiServerSettings
+
+    runner = GatewayRunner(
+        load_config(), db=db, api=ApiServerSettings(host="127.0.0.1", port=0),
+        agent_options={"api_key": "k", "base_url": args.base_url, "model": "fake-model",
+                       "tools": ["terminal"], "skip_context_files": True, "skip_memory": True,
+                       "cwd": args.logs},
+    )  # fmt: skip
+    await runner.start()
+    api = runner.adapters["api_server"]
+    headers = {"Authorization": f"Bearer {api.api.key}", "X-Hermes-Session-Id": args.conversation}
+    model = str(runner.config.get("model.default"))  # the one model the gateway offers
+    try:
+        async with httpx.AsyncClient(base_url=api.url + "/v1", headers=headers, timeout=60) as http:
+            for n in range(0 if args.no_ask else args.max_turns):
+                if time.time() >= args.until:
+                    break
+                tag = f"{NONCE}-{n}"
+                log.write(f"asked {tag}")
+                body = {"model": model,
+                        "messages": [{"role": "user", "content": f"gw {tag}. {PADDING}"}]}  # fmt: skip
+                try:
+                    reply = await http.post("/chat/completions", json=body)
+                except httpx.HTTPError as error:
+                    log.write(f"error {tag} {type(error).__name__}")
+                    await asyncio.sleep(0.5)
+                    continue
+                if reply.status_code == 200:
+                    log.write(f"answered {tag}")
+                else:  # a refusal (the summary model failing, a 503 at shutdown): said once
+                    log.write(f"error {tag} {reply.status_code} {reply.text[:160]!r}")
+                    await asyncio.sleep(0.5)
+        while args.no_ask and runner.scheduler and runner.scheduler.lanes:
+            if time.time() >= args.until:
+                break
+            await asyncio.sleep(0.2)
+    finally:
+        await runner.stop(grace=2)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.soak.worker")
-    parser.add_argument("role", choices=("agent", "writer"))
+    parser.add_argument("role", choices=("agent", "writer", "gateway"))
     parser.add_argument("--store", required=True)
     parser.add_argument("--conversation", required=True)
     parser.add_argument("--logs", required=True)
@@ -103,11 +184,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--base-url", default="")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--max-turns", type=int, default=10_000, help="a bound on the loop")
+    parser.add_argument("--no-ask", action="store_true", help="gateway: only start and drain")
     args = parser.parse_args(argv)
     log = AckLog(Path(args.logs) / f"{args.role}-{os.getpid()}.log")
     db = open_db(args.store)
     try:
-        (run_agent if args.role == "agent" else run_writer)(args, db, log)
+        roles = {"agent": run_agent, "writer": run_writer, "gateway": run_gateway}
+        roles[args.role](args, db, log)
     finally:
         db.close()
     return 0

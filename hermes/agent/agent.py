@@ -15,7 +15,7 @@ from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hermes.agent import compression, transcript
+from hermes.agent import compression, recontext, transcript
 from hermes.agent.context_compressor import NOTHING_TO_COMPRESS, ContextCompressor
 from hermes.agent.errors import AgentError
 from hermes.agent.llm_client import ModelClient
@@ -163,6 +163,8 @@ class AIAgent:
         # (tip id, its stamp) as ensure_session last read them: see take_tip_stamp.
         self._tip_stamp: tuple[str, tuple[int, int, int]] | None = None
         self.user_turns = 0
+        self._context_stale = False  # the tip's context lost a summary to an undo
+        self.turn_user_uid: str | None = None  # the user message the last turn stored
         self.last_sent_count = 0  # messages in the last request, for token accounting
         self.wire = WireContext()  # the context's encoded messages, kept between calls
         self.tool_wire = ToolWire()  # and the tool schemas, likewise
@@ -180,6 +182,7 @@ class AIAgent:
         system_message: str | None = None,
         persist_user_message: Any = None,
         persist_user_timestamp: float | None = None,
+        resume: bool = False,
     ) -> dict[str, Any]:
         """Run one user turn to a final answer; see ``turn.run_turn``.
 
@@ -192,6 +195,8 @@ class AIAgent:
         ``system_message`` reaches the model after the segment's prompt for this turn,
         never stored; ``persist_user_message`` is stored in place of ``user_message``
         (which is what the model gets), dated ``persist_user_timestamp`` if given.
+        ``resume`` answers the stored history as it is, without a new message (a turn a
+        crash cut off).
         """
         from hermes.agent.turn import TurnInput, run_turn
 
@@ -202,6 +207,7 @@ class AIAgent:
             system_message=system_message,
             persist_user_message=persist_user_message,
             user_timestamp=persist_user_timestamp,
+            resume=resume,
         )
         return run_turn(self, user_message, given).as_dict()
 
@@ -256,6 +262,8 @@ class AIAgent:
     def _compress_now(self, focus_topic: str | None) -> compression.Outcome:
         self.ensure_session()
         history = self.load_history()
+        if self._context_stale and self.writes_transcript:
+            return recontext.rebuild(self)  # a compression that reads every standing row
         system = self.segment_system_prompt() if self.session_db is not None else None
         before = self.estimate_tokens(history)
         compressed, _ = self._compress_context(
@@ -275,22 +283,47 @@ class AIAgent:
         return outcome
 
     def undo(self, turns: int = 1) -> list[dict[str, Any]]:
-        """Mark the last ``turns`` user turns undone (durably); returns what was undone."""
+        """Mark the last ``turns`` user turns undone (durably); returns what was undone.
+
+        When a summary the context holds read them, the context is made again without
+        them in the same step (``recontext``); if that fails, ``ContextNotRebuiltError``
+        says why and nothing was undone."""
         self.ensure_session()
         if self.session_db is None or self.session_id is None:
             return []
+        from hermes.agent.turn_lock import holding_turn
+
+        with holding_turn(self):
+            self.ensure_session()
+            return self._undo(turns)
+
+    def _undo(self, turns: int) -> list[dict[str, Any]]:
+        db, tip = self.bound()
         # The logical conversation, so a turn compressed into the child is found too.
-        rows = [
-            m for m in self.session_db.get_conversation_messages(self.session_id) if not m["undone"]
-        ]
+        rows = [m for m in db.get_conversation_messages(tip) if not m["undone"]]
         starts = [i for i, r in enumerate(rows) if r["role"] == "user"]
         if not starts:
             return []
-        cut = starts[-min(turns, len(starts))]
-        undone = rows[cut:]
-        self.session_db.mark_undone(self.session_id, [r["id"] for r in undone])
+        undone = rows[starts[-min(turns, len(starts))] :]
+        ids = [r["id"] for r in undone]
+        if db.undo_reaches_summary(tip, ids):
+            recontext.rebuild(self, undo_ids=ids)
+        else:
+            db.mark_undone(tip, ids)
         self._cache = None
         return undone
+
+    @property
+    def context_stale(self) -> bool:
+        """The loaded context lost a summary to an undo (see ``rebuild_if_stale``)."""
+        return self._context_stale
+
+    def rebuild_if_stale(self) -> None:
+        """Make the context again if an undo elsewhere retired a summary it held (so a
+        model never sees it, nor a context missing what it summarised); raises
+        ``ContextNotRebuiltError`` when that fails. Call with the turn lock held."""
+        if self._context_stale and self.writes_transcript:
+            recontext.rebuild(self)
 
     def set_model(self, model: str) -> None:
         """Switch the model for the next calls; recorded on the segment."""
@@ -462,6 +495,9 @@ class AIAgent:
         # than what was read, so the next turn reloads rather than trusting a stale list.
         rows = db.get_messages(sid, include_undone=True)
         self._stamp = stamp
+        self._context_stale = any(r["undone"] and r["compacted"] for r in rows) and (
+            db.context_needs_rebuild(sid)
+        )
         history = transcript.from_store(r for r in rows if not r["undone"])
         cut = _awaited_group(history, awaiting)
         history = self._well_formed(history[:cut]) + history[cut:]

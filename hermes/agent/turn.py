@@ -23,6 +23,7 @@ from hermes.agent import caller_history, provider_usage, review, transcript, tur
 from hermes.agent.errors import ContextLengthError, ToolResultsError, TurnInterrupted
 from hermes.agent.llm_client import ModelResponse, encode_message
 from hermes.state import wellformed
+from hermes.state.history import EMPTY_RESPONSE_NOTE
 from hermes.state.segments import PARTIAL_UID_SUFFIX
 from hermes.state.usage import TokenUsage
 
@@ -33,9 +34,6 @@ log = logging.getLogger(__name__)
 
 MAX_EMPTY_RETRIES = 2
 PARTIAL_ANSWER = PARTIAL_UID_SUFFIX
-EMPTY_RESPONSE_NOTE = (
-    "Error: your last response was empty. Answer the user, or call a tool if you need one."
-)
 
 
 @dataclass
@@ -131,10 +129,12 @@ class TurnInput:
     system_message: str | None = None  # this turn's instructions, after the prompt
     persist_user_message: Any = None  # stored in place of the message the model gets
     user_timestamp: float | None = None  # when the user's message was sent
+    resume: bool = False  # answer the stored question (a turn a crash cut off)
 
 
 def run_turn(agent: AIAgent, user_message: Any, given: TurnInput) -> TurnResult:
     agent.clear_interrupt()
+    agent.turn_user_uid = None
     agent.locate_conversation()
     try:
         with turn_lock.holding_turn(agent):
@@ -153,6 +153,9 @@ def _run_locked(agent: AIAgent, user_message: Any, given: TurnInput) -> TurnResu
     if given.history is None:
         awaiting = [str(r.get("tool_call_id")) for r in given.tool_results or []]
         history = agent.load_history(read, awaiting=awaiting)
+        if agent.context_stale:  # made again before any model sees it
+            agent.rebuild_if_stale()
+            history = agent.load_history(awaiting=awaiting)
     else:
         start = caller_history.reconcile(agent, given.history, read)
         history, detached = start.context, start.detached
@@ -196,6 +199,8 @@ def _open_turn(agent: AIAgent, turn: TurnState, user_message: Any, given: TurnIn
         turn.messages.extend(answers)
         _save(agent, turn, *answers)
         return
+    if given.resume:  # the question is stored already (a turn a crash cut off)
+        return
     sent = user_message or ""
     stored = sent if given.persist_user_message is None else given.persist_user_message
     user = transcript.new_message("user", stored, created_at=given.user_timestamp)
@@ -204,6 +209,7 @@ def _open_turn(agent: AIAgent, turn: TurnState, user_message: Any, given: TurnIn
     turn.messages.append(user)
     _save(agent, turn, user)
     agent.user_turns += 1
+    agent.turn_user_uid = user["message_uid"]
 
 
 def _answers_to_open_calls(
@@ -286,10 +292,16 @@ def _loop(agent: AIAgent, turn: TurnState) -> None:
             _save(agent, turn, answer)
             turn.final_response = answer["content"]
             return
-    turn.final_response = (
+    # What the user is shown is what is stored: the notice ends the turn as its answer.
+    notice = transcript.new_message(
+        "assistant",
         f"I stopped after {agent.max_iterations} steps without a final answer; "
-        "ask me to continue if you want me to go on."
+        "ask me to continue if you want me to go on.",
+        message_uid=turn.answer_uid,
     )
+    turn.messages.append(notice)
+    _save(agent, turn, notice)
+    turn.final_response = notice["content"]
 
 
 def _next_step(agent: AIAgent, turn: TurnState, tools: list[bytes]) -> Step:

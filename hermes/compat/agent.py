@@ -105,6 +105,7 @@ class AIAgent(HermesAIAgent):
         *,
         tool_results: list[dict[str, Any]] | None = None,
         answer_uid: str | None = None,
+        resume: bool = False,
     ) -> dict[str, Any]:
         """One turn, with Hermes Agent 0.19's arguments and meanings.
 
@@ -128,6 +129,7 @@ class AIAgent(HermesAIAgent):
                 system_message=system_message,
                 persist_user_message=persist_user_message,
                 persist_user_timestamp=persist_user_timestamp,
+                resume=resume,
             )
         finally:
             self.stream_callback = kept

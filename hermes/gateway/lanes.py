@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MESSAGE, COMMAND, EVENT = "message", "command", "event"
+RESUME = "resume"  # a turn a crash cut off, answered (or its user told) at the next start
 INTERRUPT_EVERY = 0.1  # seconds between repeated interrupts of a turn asked to stop
 
 _sequence = itertools.count()
@@ -88,7 +89,7 @@ class ResultSink:
 class WorkItem:
     """One thing to do in a conversation, in arrival order."""
 
-    kind: str  # MESSAGE, COMMAND or EVENT
+    kind: str  # MESSAGE, COMMAND, EVENT or RESUME
     text: str
     key: str  # the session key whose route this conversation is on
     conversation_id: str

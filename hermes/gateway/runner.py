@@ -5,7 +5,8 @@ runner, and starts the enabled platform adapters. Its life:
 
 ``start``
     claim the queued input no live gateway owns (a previous run's, released at its
-    stop or left by a crashed gateway), keep a heartbeat so that nobody claims this
+    stop or left by a crashed gateway), answer first the turns a crash cut off in its
+    platforms' conversations (or tell their users; their tool commands are ended), keep a heartbeat so that nobody claims this
     run's own queued input while it lives (each beat also claims what gateways that
     stopped or died meanwhile left), start each adapter (one log line each; a
     failure stops the others and raises ``PlatformStartError``), subscribe to
@@ -40,7 +41,16 @@ from hermes.gateway import caller, commands, side_requests
 from hermes.gateway.access import AccessControl
 from hermes.gateway.adapters.base import Adapter, ChatAdapter
 from hermes.gateway.errors import GatewayClosed, GatewayError, NotYourConversation
-from hermes.gateway.lanes import COMMAND, EVENT, MESSAGE, Lane, QueueStore, Scheduler, WorkItem
+from hermes.gateway.lanes import (
+    COMMAND,
+    EVENT,
+    MESSAGE,
+    RESUME,
+    Lane,
+    QueueStore,
+    Scheduler,
+    WorkItem,
+)
 from hermes.gateway.messages import IncomingMessage, Origin, TurnResult
 from hermes.gateway.routing import Router, SessionKey
 from hermes.gateway.runs import ActiveRun, Runs
@@ -142,6 +152,7 @@ class GatewayRunner:
             make_agent or self._make_agent,
             max_agents=max(256, 4 * self.limit),
             on_agent_event=self._agent_event,
+            resume_interrupted=bool(self.config.get("gateway.resume_interrupted")),
         )
         self.scheduler: Scheduler | None = None
         from hermes.state.api_runs import RunStore
@@ -192,7 +203,8 @@ class GatewayRunner:
         restored = await asyncio.to_thread(self.queue.claim)
         await self._sweep_runs()
         self._heartbeat = asyncio.create_task(self._beat(), name="gateway-heartbeat")
-        for item in restored:
+        cut = await asyncio.to_thread(self._turns_cut_off)
+        for item in [*cut, *restored]:  # a cut turn first: it came before what waited
             self.scheduler.submit(item)
         if restored:
             log.info("picked up %d queued message(s) from the last run", len(restored))
@@ -205,6 +217,26 @@ class GatewayRunner:
         self.event_bus.subscribe(self._completion_arrived)
         self._spawn(self._drain_spooled_events())
         self.scheduler.resume()
+
+    def _turns_cut_off(self) -> list[WorkItem]:
+        """Turns a crash cut off in conversations of this gateway's platforms (their
+        tool commands ended first), as items that answer them or tell their users."""
+        from hermes.tools.toolsets import default_registry
+
+        _end_orphaned_commands(self.home)
+        found = self.db.gateway.cut_turns(list(self.platforms), default_registry().names())
+        if found:
+            log.info("found %d turn(s) a crash cut off; answering them first", len(found))
+        return [
+            WorkItem(
+                kind=RESUME,
+                text=cut.question or "",
+                key=cut.session_key,
+                conversation_id=cut.conversation_id,
+                origin=SessionKey.parse(cut.session_key).origin(),
+            )
+            for cut in found
+        ]
 
     async def _start_adapters(self) -> None:
         for name in PLATFORMS:
@@ -264,6 +296,7 @@ class GatewayRunner:
                 if self.closing:
                     await asyncio.to_thread(self.queue.heartbeat)
                     continue
+                await asyncio.to_thread(_end_orphaned_commands, self.home)
                 taken = await asyncio.to_thread(self.queue.claim)  # writes the heartbeat too
             except Exception:
                 log.exception("could not write the gateway heartbeat")
@@ -734,6 +767,14 @@ class _KeyOrder:
             entry[1] -= 1
             if entry[1] == 0:
                 del self._locks[key]
+
+
+def _end_orphaned_commands(home: Path) -> None:
+    """End the tool commands whose hermes process died while they ran (its turn is
+    gone): at start, and at every heartbeat for owners that died since."""
+    from hermes.tools import background
+
+    background.end_orphaned(home)  # it logs what it ended
 
 
 def _respool(home: Path, event: Any) -> None:

@@ -10,8 +10,9 @@ the request's ``instructions`` and token usage are not stored, so they read as n
 
 A deleted response is its turn (the user message, any tool calls and results, the
 answer) marked undone: it leaves the conversation's context and ``GET`` no longer finds
-it, but no row is removed (invariant 9); a turn already folded into a compression
-summary stays in that summary's words.
+it, but no row is removed (invariant 9); a compression summary that read it is retired
+with it, and the conversation's next turn makes its context again from what remains
+(invariant 16).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from hermes.agent import transcript
-from hermes.agent.turn import EMPTY_RESPONSE_NOTE
+from hermes.state.history import EMPTY_RESPONSE_NOTE
 
 if TYPE_CHECKING:
     from hermes.state.store import SessionDB

@@ -28,7 +28,7 @@ from hermes.agent.errors import AgentError, ContextLengthError, ModelError, Tool
 from hermes.agent.llm_client import SAMPLING_KEYS
 from hermes.agent.turn_lock import held_by_caller
 from hermes.gateway import commands
-from hermes.gateway.lanes import COMMAND, EVENT, Lane, WorkItem
+from hermes.gateway.lanes import COMMAND, EVENT, RESUME, Lane, WorkItem
 from hermes.gateway.messages import TurnResult
 from hermes.gateway.routing import Router, SessionKey
 from hermes.secrets import redact
@@ -45,6 +45,12 @@ EventSink = Callable[[str, str, str, dict[str, Any]], None]
 # (event kind, event data): an agent's ``event_callback``.
 EventCallback = Callable[[str, dict[str, Any]], None]
 
+INTERRUPTED_NOTICE = (
+    "Your last message was interrupted before I could answer it (hermes stopped "
+    "unexpectedly); please send it again."
+)
+STOPPED_NOTE = "(stopped)"
+
 
 class TurnRunner:
     """Runs work items (in worker threads) with one cached agent per conversation."""
@@ -57,8 +63,10 @@ class TurnRunner:
         *,
         max_agents: int = 256,
         on_agent_event: EventSink | None = None,
+        resume_interrupted: bool = True,
     ) -> None:
         self.db = db
+        self.resume_interrupted = resume_interrupted
         self.router = router
         self.make_agent = make_agent
         self.max_agents = max_agents
@@ -89,6 +97,7 @@ class TurnRunner:
             if item.turn is not None:  # this gateway holds the turn lock for the item
                 with held_by_caller(agent):
                     self._answer(item, agent, result)
+                    self._close_unanswered(item, agent, result)
             else:
                 self._answer(item, agent, result)
         finally:
@@ -146,6 +155,7 @@ class TurnRunner:
 
     def _answer(self, item: WorkItem, agent: Any, result: TurnResult) -> None:
         """Run the item; a failure becomes the result's sentence for the user."""
+        agent.turn_user_uid = None  # set by this item's turn, if it stores a question
         try:
             self._run_item(item, agent, result)
         except ToolResultsError as exc:
@@ -162,7 +172,44 @@ class TurnRunner:
             result.error = "hermes failed while answering (the gateway log has the details)"
             log.exception("turn in %s failed", item.conversation_id)
 
+    def _close_unanswered(self, item: WorkItem, agent: Any, result: TurnResult) -> None:
+        """Leave no question without an answer in the store: a failed turn's rows are
+        marked undone (its user saw an error, not an answer), a stopped turn stores the
+        note its user saw, a cut turn that could not be answered says so."""
+        try:
+            uid = agent.turn_user_uid
+            if result.error and uid:
+                undo_turn(self.db, item.conversation_id, uid)
+            elif result.error and item.kind == RESUME:
+                agent.persist(transcript.new_message("assistant", INTERRUPTED_NOTICE))
+            elif result.interrupted and uid and not result.text:
+                agent.persist(transcript.new_message("assistant", STOPPED_NOTE))
+        except (AgentError, StateError) as exc:
+            log.error("could not close the unanswered turn of %s: %s", item.conversation_id, exc)
+
+    def _resume(self, item: WorkItem, agent: Any, result: TurnResult) -> None:
+        """A turn a crash cut off: answered once from the stored history (its tools'
+        results say they were interrupted), or its user told to ask again."""
+        own_tools = agent.registry.names()
+        question = self.db.gateway.cut_turn(item.conversation_id, own_tools)
+        if question is None:  # answered meanwhile (another gateway got there first)
+            result.dropped = True
+            return
+        if self.resume_interrupted and question:
+            log.info("answering the turn a crash cut off in %s", item.conversation_id)
+            out = agent.run_conversation(None, resume=True)
+            result.text = out.get("final_response") or ""
+            result.interrupted = bool(out.get("interrupted"))
+            return
+        log.info("telling the user of %s that a crash cut their turn off", item.conversation_id)
+        agent.load_history()  # closes the dead turn's open tool calls, once
+        agent.persist(transcript.new_message("assistant", INTERRUPTED_NOTICE))
+        result.text = INTERRUPTED_NOTICE
+
     def _run_item(self, item: WorkItem, agent: Any, result: TurnResult) -> None:
+        if item.kind == RESUME:
+            self._resume(item, agent, result)
+            return
         words = item.text
         if item.kind == COMMAND:
             command = commands.parse(item.text)

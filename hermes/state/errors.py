@@ -7,6 +7,7 @@ StateError
 ├── LeaseNotHeldError       publishing a rotation without holding the compression lease
 ├── NotTipError             rotating a segment that is no longer its conversation's tip
 ├── InvalidContextError     a compression child whose context a provider would refuse
+├── UndoneInSummaryError    a compression child whose summary read a row undone meanwhile
 ├── StoreBusyError          another writer held the store past our patience
 ├── StoreUnavailableError   the store cannot be opened or reached (path, permissions, server)
 ├── CorruptStoreError       the file is not a hermes database or is damaged
@@ -82,6 +83,15 @@ class InvalidContextError(StateError):
         )
         self.session_id = session_id
         self.problem = problem
+
+
+class UndoneInSummaryError(StateError):
+    def __init__(self, session_id: str) -> None:
+        super().__init__(
+            f"Cannot rotate session '{session_id}': its summary read messages that were undone "
+            "meanwhile; nothing was changed, and the next compression reads what remains."
+        )
+        self.session_id = session_id
 
 
 class StoreBusyError(StateError):

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, TypedDict, TypeVar
 
-from hermes.state import gateway_queue, routes
+from hermes.state import cut_turns, gateway_queue, routes
 from hermes.state.backend import Backend, Row, Tx
 from hermes.state.errors import ReadOnlyStoreError
 
@@ -180,6 +180,19 @@ class GatewayStore:
         """Give ``holder``'s queued inputs to whichever gateway starts next (a graceful
         stop) and forget its heartbeat; returns how many were released."""
         return self._write(lambda tx: gateway_queue.release(tx, holder))
+
+    # -- turns a crash cut off (see ``cut_turns``) --------------------------------------
+
+    def cut_turns(
+        self, platforms: Sequence[str], own_tools: Collection[str]
+    ) -> list[cut_turns.CutTurn]:
+        """The conversations routed from ``platforms`` whose last turn has no answer."""
+        return self._read(lambda tx: cut_turns.find(tx, platforms, own_tools))
+
+    def cut_turn(self, conversation_id: str, own_tools: Collection[str]) -> str | None:
+        """The question of the conversation's unanswered last turn ("" without text), or
+        None when it was answered; ask it holding the conversation's turn lock."""
+        return self._read(lambda tx: cut_turns.of_conversation(tx, conversation_id, own_tools))
 
 
 def _queued(row: Row) -> QueuedInput:

@@ -14,8 +14,8 @@ history finds the conversation (and the message) it ends at in one indexed read.
   digested, so after any number of compressions the full original history still maps
   to its conversation, whose tip the gateway then follows.
 - Tool calls and tool results are left out (a client never sees them), as are
-  assistant messages that asked for tools; what a client is shown is the user's words
-  and the final answers.
+  assistant messages that asked for tools and the notes the agent adds for the model
+  (``AGENT_NOTES``); what a client is shown is the user's words and the final answers.
 - Content is normalised the same way on both sides: the text of a string, or of the
   text parts of a list, joined by newlines, with the whitespace around it stripped
   (a UI that trims an answer still matches); inner whitespace counts as given.
@@ -35,6 +35,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from hermes.state.backend import MessageRow, Row, Tx
+
+# What the agent tells the model after an empty answer: stored as a user message, never
+# shown to a client, so never digested.
+EMPTY_RESPONSE_NOTE = (
+    "Error: your last response was empty. Answer the user, or call a tool if you need one."
+)
+AGENT_NOTES = frozenset({EMPTY_RESPONSE_NOTE})
 
 # The conversations a stateless HTTP client can continue: those the HTTP API started.
 DIGESTED_SOURCES = frozenset({"api_server"})
@@ -90,7 +97,7 @@ def prefix_digests(messages: Sequence[Mapping[str, Any]]) -> list[tuple[bytes, i
             continue
         content = message.get("content")
         text = content.strip() if isinstance(content, str) else normalised(content)
-        if not text:
+        if not text or text in AGENT_NOTES:
             continue
         step = sha256(previous + role)
         step.update(text.encode("utf-8", "surrogatepass"))
@@ -231,7 +238,7 @@ def _digestible_text(role: Any, content: Any, tool_calls: Any) -> str | None:
     if role not in ROLES or tool_calls:
         return None
     text = normalised(content)
-    return text or None
+    return text if text and text not in AGENT_NOTES else None
 
 
 def _stored_content(row: MessageRow) -> Any:

@@ -17,6 +17,10 @@ is not in ``seen_uids``, are carried over and no coverage is claimed.
 
 Well-formedness (invariant 15): the child's context is put in order (results after
 their calls) and refused with ``InvalidContextError`` if a provider would refuse it.
+
+What the user took back (invariant 16): a child whose summary read a row that is undone
+(an undo that ran while the summary was written) is refused with
+``UndoneInSummaryError``; the caller's next compression reads what remains.
 """
 
 from __future__ import annotations
@@ -24,9 +28,14 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-from hermes.state import lease, segments, wellformed
+from hermes.state import lease, segments, undo, wellformed
 from hermes.state.backend import MessageRow, Tx
-from hermes.state.errors import InvalidContextError, LeaseNotHeldError, NotTipError
+from hermes.state.errors import (
+    InvalidContextError,
+    LeaseNotHeldError,
+    NotTipError,
+    UndoneInSummaryError,
+)
 
 _ROW_COLUMNS = (
     "id, message_uid, role, content, tool_calls, tool_call_id, tool_name, reasoning,"
@@ -93,6 +102,8 @@ def publish(
     rows = _in_order(parent_id, rows)
     segments.add_messages(tx, child_id, rows, now)
     _record_coverage(tx, child_id, covered)
+    if covered_uids and undo.any_undone(tx, list(covered_uids)):
+        raise UndoneInSummaryError(parent_id)  # invariant 16: an undo raced the summary
     tx.run(
         "UPDATE gateway_routes SET session_id = ?, updated_at = ? WHERE session_id = ?",
         (child_id, now, parent_id),

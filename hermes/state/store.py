@@ -16,7 +16,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Self, TypeVar
 
-from hermes.state import export, history, lease, rotation, segments
+from hermes.state import export, history, lease, rotation, segments, undo
 from hermes.state.backend import Backend, MessageRow, Row, Tx
 from hermes.state.errors import MessageNotFoundError, ReadOnlyStoreError, SessionNotFoundError
 from hermes.state.gateway_store import GatewayStore
@@ -465,35 +465,25 @@ class SessionDB:
 
     def mark_undone(self, session_id: str, message_ids: Sequence[int]) -> int:
         """Mark messages of ``session_id``'s conversation undone, with every copy a
-        rotation made of them: never reloaded on resume, still in the history."""
-        if not message_ids:
-            return 0
-        marks = ", ".join("?" for _ in message_ids)
+        rotation made of them: never reloaded on resume, still in the history. A summary
+        of the tip's context that read one of them is retired with them (``undo``): the
+        agent makes that context anew before its next model call."""
+        return self._write(lambda tx: undo.mark(tx, session_id, message_ids))
 
-        def run(tx: Tx) -> int:
-            segment = segments.tip(tx, session_id)
-            tx.lock_session(segment["id"])  # appends extend the digest chain under this lock
-            conversation = segment["conversation_id"]
-            marked = tx.run(
-                "UPDATE messages SET undone = 1, active = 0"
-                f" WHERE (id IN ({marks}) OR origin_id IN ({marks}))"
-                " AND session_id IN (SELECT id FROM sessions WHERE conversation_id = ?)",
-                (*message_ids, *message_ids, conversation),
-            )
-            first = tx.one(
-                f"SELECT MIN(COALESCE(origin_id, id)) AS first FROM messages WHERE id IN ({marks})",
-                tuple(message_ids),
-            )
-            if marked and first and first["first"] is not None:
-                history.recompute(tx, conversation, segment["source"], int(first["first"]))
-            if marked:  # Hermes Agent's count of rewinds, on the segment they happened in
-                tx.run(
-                    "UPDATE sessions SET rewind_count = rewind_count + 1 WHERE id = ?",
-                    (segment["id"],),
-                )
-            return marked
+    def undo_reaches_summary(self, session_id: str, message_ids: Sequence[int]) -> bool:
+        """Whether undoing these messages would retire a summary of the tip's context:
+        one that read them (an undo that must then make a new context, or change nothing)."""
 
-        return self._write(run)
+        def run(tx: Tx) -> bool:
+            tip = segments.tip(tx, session_id)
+            return bool(undo.summaries_reaching(tx, tip["id"], undo.origins_of(tx, message_ids)))
+
+        return self._read(run) if message_ids else False
+
+    def context_needs_rebuild(self, session_id: str) -> bool:
+        """The segment's context lost a summary to an undo: it must be made again from
+        the rows that remain before a model sees it."""
+        return self._read(lambda tx: undo.holds_retired_summary(tx, session_id))
 
     def find_history(self, messages: Sequence[Mapping[str, Any]]) -> history.HistoryMatch | None:
         """The stored conversation a client's history (``role``/``content`` dicts, oldest
@@ -727,6 +717,7 @@ class SessionDB:
         child_session_id: str | None = None,
         seen_uids: Collection[str] | None = None,
         covered_uids: Collection[str] | None = None,
+        undo_ids: Sequence[int] = (),
     ) -> str:
         """Rotate: end the parent and open its child with ``messages`` (invariant 2).
 
@@ -736,10 +727,17 @@ class SessionDB:
         ``watermark``, or original rows whose uid is not in ``seen_uids``, are carried.
         A child whose context a provider would refuse is not published
         (``InvalidContextError``, invariant 15).
+
+        ``undo_ids`` are marked undone first, in the same transaction (``mark_undone``): an
+        undo whose rows a summary read lands together with the context made without
+        them, or not at all (invariant 16).
         """
         now = time.time()
-        return self._write(
-            lambda tx: rotation.publish(
+
+        def run(tx: Tx) -> str:
+            if undo_ids:
+                undo.mark(tx, parent_session_id, undo_ids)
+            return rotation.publish(
                 tx,
                 parent_session_id,
                 holder=holder,
@@ -750,7 +748,8 @@ class SessionDB:
                 seen_uids=seen_uids,
                 covered_uids=covered_uids,
             )
-        )
+
+        return self._write(run)
 
     # -- health ---------------------------------------------------------------------
 

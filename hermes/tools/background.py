@@ -258,6 +258,100 @@ def kill(
     return finish(store, process_id, -signal.SIGKILL, KILLED, event_bus=event_bus)
 
 
+# Set in a foreground command's environment (inherited by all it starts) to its record's
+# id: a command whose hermes process died before its pid was recorded is still found.
+RUN_MARKER = "HERMES_TOOL_RUN"
+
+
+def record_foreground(hermes_home: Path, command: str, conversation_id: str | None) -> str:
+    """Note a foreground command about to start (``started`` once it has a pid,
+    ``forget_foreground`` when it ends), so that if this process dies with it, a later
+    start ends it (``end_orphaned``); start it with ``RUN_MARKER`` = the returned id."""
+    me = psutil.Process()
+    record = ProcessRecord(
+        id=new_process_id(),
+        command=command,
+        pid=0,
+        host=socket.gethostname(),
+        owner_pid=me.pid,
+        owner_create_time=me.create_time(),
+        started_at=time.time(),
+        conversation_id=conversation_id,
+    )
+    ProcessStore(hermes_home).save_foreground(record)
+    return record.id
+
+
+def started(hermes_home: Path, process_id: str, pid: int) -> None:
+    store = ProcessStore(hermes_home)
+    record = next((r for r in store.all_foreground() if r.id == process_id), None)
+    if record is not None:
+        record.pid, record.pid_create_time = pid, _create_time(pid)
+        store.save_foreground(record)
+
+
+def forget_foreground(hermes_home: Path, process_id: str) -> None:
+    ProcessStore(hermes_home).drop_foreground(process_id)
+
+
+def end_orphaned(hermes_home: Path) -> list[ProcessRecord]:
+    """End the foreground commands of this host whose hermes process died while they
+    ran (their turn is gone, nobody will read their result): their whole process group,
+    and anything else carrying their ``RUN_MARKER``, SIGTERM then SIGKILL. Returns the
+    records of those that were still running."""
+    store = ProcessStore(hermes_home)
+    dead = [
+        r
+        for r in store.all_foreground()
+        if r.host in (None, socket.gethostname())
+        and r.owner_pid != os.getpid()  # ours: still running in another thread
+        and not _owner_alive(r)
+    ]
+    if not dead:
+        return []
+    marked = _marked_processes({r.id for r in dead})
+    ended = []
+    for record in dead:
+        procs = marked.get(record.id, [])
+        if record.pid and pid_alive(record.pid, record.pid_create_time):
+            _signal_group(record.pid, signal.SIGTERM)
+            procs = [*procs, psutil.Process(record.pid)]
+        if procs:
+            _end(procs)
+            ended.append(record)
+            log.info("ended %s of a turn whose process died", record.command)
+        store.drop_foreground(record.id)
+    return ended
+
+
+def _marked_processes(ids: set[str]) -> dict[str, list[psutil.Process]]:
+    """The live processes whose environment carries one of ``ids`` as ``RUN_MARKER``."""
+    found: dict[str, list[psutil.Process]] = {}
+    for proc in psutil.process_iter():
+        try:
+            mark = proc.environ().get(RUN_MARKER)
+        except psutil.Error:
+            continue
+        if mark in ids:
+            found.setdefault(mark, []).append(proc)
+    return found
+
+
+def _end(procs: list[psutil.Process]) -> None:
+    for proc in procs:
+        try:
+            proc.terminate()
+        except psutil.Error:
+            pass
+    _, alive = psutil.wait_procs(procs, timeout=2.0)
+    for proc in alive:
+        try:
+            proc.kill()
+        except psutil.Error:
+            pass
+    psutil.wait_procs(alive, timeout=2.0)
+
+
 def pid_alive(pid: int, create_time: float | None) -> bool:
     """Whether ``pid`` is the same live process (not a zombie, not a reused pid)."""
     try:

@@ -7,6 +7,8 @@ Layout of ``$HERMES_HOME/processes/`` (0700, files 0600):
     <id>.exit       the exit code, written by the supervisor when the command ends
     <id>.notified   the claim that its completion event was produced (see events.py)
     events/         completion events waiting for ``drain_events``
+    foreground/     <id>.json: a foreground command while it runs (``terminal``), so a
+                    command whose hermes process died is found and ended later
     .lock           serialises read-modify-write of records across processes
 
 Records outlive the agent object and the host process, so any later hermes process
@@ -94,6 +96,29 @@ class ProcessStore:
 
     def events_dir(self) -> Path:
         return self.dir / "events"
+
+    def foreground_dir(self) -> Path:
+        return self.dir / "foreground"
+
+    def save_foreground(self, record: ProcessRecord) -> None:
+        private_dir(self.ensure().foreground_dir())
+        write_json(self.foreground_dir() / f"{record.id}.json", record.to_dict())
+
+    def drop_foreground(self, process_id: str) -> None:
+        if _valid_id(process_id):
+            (self.foreground_dir() / f"{process_id}.json").unlink(missing_ok=True)
+
+    def all_foreground(self) -> list[ProcessRecord]:
+        """The foreground commands recorded as running, oldest first."""
+        folder = self.foreground_dir()
+        if not folder.is_dir():
+            return []
+        records = [
+            ProcessRecord.from_dict(data)
+            for path in folder.glob("*.json")
+            if (data := read_json(path)) and "id" in data and "pid" in data
+        ]
+        return sorted(records, key=lambda r: (r.started_at, r.id))
 
     def lock(self) -> FileLock:
         self.ensure()

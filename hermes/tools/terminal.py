@@ -69,18 +69,52 @@ def handle(args: dict[str, Any], ctx: ToolContext) -> str:
         return _start_background(command, cwd, bool(args.get("notify_on_complete")), ctx)
     timeout = float(args.get("timeout") or ctx.setting("terminal.timeout"))
     limit = int(ctx.setting("terminal.output_limit"))
-    result = run_command(command, cwd, timeout, limit, env=command_environment(ctx))
+    result = run_command(
+        command,
+        cwd,
+        timeout,
+        limit,
+        env=command_environment(ctx),
+        record=(ctx.hermes_home, _conversation_of(ctx)),
+    )
     if args.get("notify_on_complete"):
         result += "\n(notify_on_complete only applies with background=true; this command already finished.)"
     return result
 
 
 def run_command(
-    command: str, cwd: Path, timeout: float, output_limit: int, env: dict[str, str] | None = None
+    command: str,
+    cwd: Path,
+    timeout: float,
+    output_limit: int,
+    env: dict[str, str] | None = None,
+    record: tuple[Path, str | None] | None = None,
 ) -> str:
-    """Run ``command`` in the foreground (in ``env``, else ours); its exit code and output."""
+    """Run ``command`` in the foreground (in ``env``, else ours); its exit code and output.
+
+    With ``record`` (HERMES_HOME, conversation id) it is noted in the process store while
+    it runs, so a later start ends it if this process dies first (``end_orphaned``)."""
     # Output goes to a file, not a pipe: a command that leaves a child running in the
     # background (`server &`) would hold a pipe open and hang us until that child ends.
+    noted = _note(command, record) if record else None
+    if noted and record:
+        env = {**(os.environ if env is None else env), background.RUN_MARKER: noted}
+    try:
+        return _run(command, cwd, timeout, output_limit, env, record, noted)
+    finally:
+        if record and noted:
+            background.forget_foreground(record[0], noted)
+
+
+def _run(
+    command: str,
+    cwd: Path,
+    timeout: float,
+    output_limit: int,
+    env: dict[str, str] | None,
+    record: tuple[Path, str | None] | None,
+    noted: str | None,
+) -> str:
     with tempfile.TemporaryFile() as out:
         proc = subprocess.Popen(
             [background.shell_path(), "-c", command],
@@ -93,6 +127,8 @@ def run_command(
         )
         timed_out = False
         try:
+            if noted and record:
+                background.started(record[0], noted, proc.pid)
             code = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             timed_out = True
@@ -103,6 +139,14 @@ def run_command(
         out.seek(0)
         output = read_capped(out, output_limit)
     return _format(code, output, timed_out, timeout)
+
+
+def _note(command: str, record: tuple[Path, str | None]) -> str | None:
+    try:
+        return background.record_foreground(record[0], command, record[1])
+    except OSError as exc:  # the command still runs; only a crash would leave it behind
+        log.warning("could not record the running command %r: %s", command, exc)
+        return None
 
 
 def _format(code: int, output: str, timed_out: bool, timeout: float) -> str:

@@ -48,10 +48,11 @@ class GatewayThread:
         platforms: Mapping[str, Mapping[str, Any]] | None = None,
         make_agent: Any = None,
         adapters: Mapping[str, Any] | None = None,
+        db: SessionDB | None = None,
     ) -> None:
         self.home = home
         self.config = load_config(home / "config.yaml")
-        self.db = SessionDB(db_path=home / "state.db")
+        self.db = db or SessionDB(db_path=home / "state.db")  # closed by ``stop``
         settings = {
             name: platform_settings(name, options) for name, options in (platforms or {}).items()
         }

@@ -110,7 +110,8 @@ def test_stop_interrupts_the_running_turn_and_queued_messages_still_run(
     assert texts == [QUEUED_ACK, "Stopping the current reply.", "(stopped)", "echo: next one"]
     session = chat_gateway.db.gateway.get_route("telegram:100")
     stored = [m["content"] for m in chat_gateway.db.get_conversation_messages(session)]
-    assert stored == ["slow one", "next one", "echo: next one"]
+    # What the chat was shown is what is stored: the stopped turn's note answers it.
+    assert stored == ["slow one", "(stopped)", "next one", "echo: next one"]
 
 
 def test_new_starts_a_fresh_conversation(chat_gateway, fake_llm) -> None:

@@ -3,11 +3,15 @@
 The stock ``openai`` client against a real gateway: the history alone must find the
 conversation it continues (across compressions, through any gateway on the store), a
 history that diverges from the stored one (an edited or a regenerated message) starts
-exactly one branch there, and the conversation it diverged from stays as it was.
+exactly one branch there, and the conversation it diverged from stays as it was. The
+branch is built from the stored rows, never from a summary: an edited secret reaches no
+later request (invariant 16).
 """
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +19,7 @@ from typing import Any
 import openai
 import pytest
 
+from tests.fakes import llm_server as fake
 from tests.fakes.llm_server import text
 from tests.gateway.compaction import PADDING, SUMMARY, is_summary_request
 from tests.gateway.harness import GatewayThread, stored_api_key, write_config
@@ -192,3 +197,73 @@ def test_two_gateways_on_one_postgres_store_agree_on_a_stateless_conversation(
         assert len(db.list_conversations()) == 2
     finally:
         db.close()
+
+
+SECRET = "4711"
+
+
+def quoting_summaries(body: dict[str, Any]) -> fake.Reply | None:
+    """Summaries that quote every PIN they read (in a message or an earlier summary)."""
+    if not is_summary_request(body):
+        return None
+    pins = sorted(set(re.findall(r"my PIN is \d+", fake.last_user_text(body))))
+    return fake.text("Summary: the user talked; " + "; ".join(pins))
+
+
+def test_an_edited_secret_is_in_no_later_request_after_compression(
+    store: StoreSpec, hermes_home: Path, fake_llm: fake.FakeLLMServer, model_key: str
+) -> None:
+    write_config(hermes_home, fake_llm.url, model={"context_length": 2000})
+    fake_llm.responder = quoting_summaries
+    with (
+        GatewayThread(hermes_home, db=store.open()) as gateway,
+        openai.OpenAI(base_url=gateway.url, api_key=gateway.api_key, max_retries=0) as client,
+    ):
+        chat = StatelessChat(client)
+        chat.say("hello")
+        chat.say(f"my PIN is {SECRET}")
+        for n in range(6):
+            chat.say(f"note {n}: {PADDING}")
+        summaries = [b for b in fake_llm.requests if is_summary_request(b)]
+        assert summaries and SECRET in json.dumps(fake_llm.requests[-1]), "no summary quoted it"
+        start = len(fake_llm.requests)
+
+        edited = StatelessChat(client, chat.history[:2])
+        edited.say("I have no PIN")
+        for n in range(6):
+            edited.say(f"more {n}: {PADDING}")
+
+        assert (
+            edited.headers[0][BRANCHED] == gateway.db.get_session(chat.session)["conversation_id"]
+        )
+        assert SECRET not in json.dumps(fake_llm.requests[start:])
+
+
+def test_a_stateless_client_goes_on_without_a_branch_after_failed_empty_and_stopped_turns(
+    hermes_home: Path, fake_llm: fake.FakeLLMServer, model_key: str
+) -> None:
+    """What the client was shown is what is stored: a failed turn (an error, no answer)
+    is marked undone, an empty answer's retry notes are never part of the history a
+    client is matched by, the step limit's notice is stored as the turn's answer; so the
+    client's next request, its history as it saw it, continues the same conversation."""
+    write_config(hermes_home, fake_llm.url, agent={"max_iterations": 3})
+    with (
+        GatewayThread(hermes_home) as gateway,
+        openai.OpenAI(base_url=gateway.url, api_key=gateway.api_key, max_retries=0) as client,
+    ):
+        chat = StatelessChat(client)
+        chat.say("hello")
+        fake_llm.enqueue(fake.server_error(500))
+        with pytest.raises(openai.APIStatusError):
+            send(client, [*chat.history, {"role": "user", "content": "this one fails"}])
+        chat.say("and this one works")
+        fake_llm.enqueue(fake.empty(), fake.empty(), fake.empty())  # retried, then given up
+        assert chat.say("say nothing") == ""
+        fake_llm.enqueue(*[fake.tool_call("terminal", {"command": "echo hi"})] * 3)
+        notice = chat.say("take many steps")
+        chat.say("go on")
+        rows = gateway.db.get_conversation_messages(conversation_of(gateway, chat.session))
+
+    assert notice.startswith("I stopped after 3 steps")
+    assert not any(BRANCHED in h for h in chat.headers)
+    assert [m["content"] for m in rows if m["undone"]] == ["this one fails"]

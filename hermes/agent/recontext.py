@@ -1,0 +1,117 @@
+"""A new context without what the user took back (DESIGN invariant 16).
+
+When rows that an undo takes back (``/undo``, ``/retry``, a deleted response, a turn a
+shutdown gives back) were read by a summary the tip's context holds, that summary's
+words still carry them. The conversation then gets a new segment whose context is made
+again from the rows that remain (the store is lossless, so this is always possible): the
+standing original messages, compressed as any long history is (a new summary of their
+middle, or all of them verbatim when they are few). It is published through the
+rotation path, under the compression lease, with the same coverage check; the rows
+being undone are marked in the same transaction, so an undo lands with its new
+context or not at all. If the summary model fails, nothing changes and the caller
+refuses the undo (or the turn) in one sentence: the old summary never reaches a model.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from hermes.agent import transcript
+from hermes.agent.compression import LeaseKeeper, Outcome, describe_failure, failed
+from hermes.agent.context_compressor import NOTHING_TO_COMPRESS
+from hermes.agent.errors import AgentError
+from hermes.state import wellformed
+from hermes.state.errors import LeaseNotHeldError, NotTipError, StateError
+
+if TYPE_CHECKING:
+    from hermes.agent.agent import AIAgent
+
+Messages = list[dict[str, Any]]
+
+
+class ContextNotRebuiltError(AgentError):
+    """The context could not be made again without the undone rows; nothing changed."""
+
+
+def rebuild(agent: AIAgent, *, undo_ids: Sequence[int] = ()) -> Outcome:
+    """Make the tip's context again from the conversation's standing rows, without
+    ``undo_ids`` (marked undone in the same transaction); raises
+    ``ContextNotRebuiltError`` (one sentence) when nothing could change."""
+    db, tip = agent.bound()
+    holder, ttl = agent.lease_holder, agent.lease_ttl
+    outcome = Outcome()
+    try:
+        if not db.try_acquire_compression_lock(tip, holder, ttl):
+            other = db.get_compression_lock_holder(tip)
+            raise ContextNotRebuiltError(
+                f"Another process is compressing this conversation ({other}); nothing was "
+                "changed, try again when it has finished."
+            )
+        try:
+            _rebuild_under_lease(agent, tip, undo_ids, outcome)
+        finally:
+            try:
+                db.release_compression_lock(tip, holder)
+            except StateError:  # the TTL frees it
+                pass
+    except (LeaseNotHeldError, NotTipError) as exc:
+        raise ContextNotRebuiltError(f"{exc} Nothing was changed; try again.") from exc
+    return outcome
+
+
+def _rebuild_under_lease(
+    agent: AIAgent, tip: str, undo_ids: Sequence[int], outcome: Outcome
+) -> None:
+    db = agent.bound()[0]
+    segment = db.get_session(tip)
+    if segment is None or segment["ended_at"] is not None:
+        raise ContextNotRebuiltError(
+            "The conversation moved on while this ran; nothing was changed, try again."
+        )
+    watermark = db.last_message_id(tip)
+    messages = remaining(agent, undo_ids)
+    compressor = agent.context_compressor
+    outcome.tokens_before = agent.estimate_tokens(messages)
+    with LeaseKeeper(db, tip, agent.lease_holder, agent.lease_ttl):
+        compressed = compressor.compress(messages, current_tokens=outcome.tokens_before)
+    covered: frozenset[str] = frozenset()
+    if failed(compressor, messages, compressed):
+        if getattr(compressor, "_last_summary_error", None) != NOTHING_TO_COMPRESS:
+            raise ContextNotRebuiltError(
+                "What was undone is in the summary of this conversation, and making that "
+                f"summary again without it failed ({describe_failure(compressor)}); nothing "
+                "was changed, try again later."
+            )
+        compressed = messages  # few enough to keep verbatim: no summary at all
+    else:
+        covered = compressor.last_covered_uids
+    compressed = [
+        m if m.get("message_uid") else {**m, "message_uid": uuid.uuid4().hex} for m in compressed
+    ]
+    child = db.publish_compression_child(
+        tip,
+        holder=agent.lease_holder,
+        messages=compressed,
+        watermark=watermark,
+        covered_uids=set(covered),
+        undo_ids=list(undo_ids),
+    )
+    agent.adopt_segment(child, rotated_from=tip)
+    outcome.rotated, outcome.parent_id, outcome.child_id = True, tip, child
+    outcome.tokens_after = agent.estimate_tokens(compressed)
+    agent.emit("compressed", parent=tip, child=child, tokens_before=outcome.tokens_before,
+               tokens_after=outcome.tokens_after)  # fmt: skip
+
+
+def remaining(agent: AIAgent, undo_ids: Sequence[int]) -> Messages:
+    """The conversation's standing original messages but ``undo_ids``, well-formed."""
+    db, tip = agent.bound()
+    dropped = set(undo_ids)
+    rows = [
+        row
+        for row in db.iter_conversation_messages(tip)
+        if not row["undone"] and row["id"] not in dropped
+    ]
+    return list(wellformed.repair(transcript.from_store(rows)).messages)
