@@ -52,6 +52,16 @@ SCHEMA: dict[str, tuple[tuple[type | None, ...], Any]] = {
     # allowlist: only commands each of whose simple commands matches terminal.allow run.
     "terminal.mode": ((str,), "approve"),
     "terminal.allow": ((list,), []),
+    # The OS sandbox of tool commands (hermes/tools/sandbox.py): auto, bwrap (required), off.
+    "terminal.sandbox": ((str,), "auto"),
+    "terminal.network": ((bool,), True),
+    # More folders commands may write besides the workspace, and more they may not see.
+    "terminal.writable_paths": ((list,), []),
+    "terminal.hidden_paths": ((list,), []),
+    # Limits of one command's process tree (hermes/tools/_limits.py).
+    "terminal.max_file_mb": ((int,), 1024),
+    "terminal.max_output_mb": ((int,), 64),
+    "terminal.max_processes": ((int,), 512),
     # A root outside which the file tools refuse to read or write (None: no boundary).
     "tools.workspace": ((str, None), None),
     "gateway.platforms": ((dict,), {}),
@@ -299,6 +309,10 @@ _CHECKS: dict[str, Any] = {
     "terminal.output_limit": _more_than_zero,
     "terminal.pass_env": _variable_names,
     "terminal.mode": _one_of("approve", "allowlist"),
+    "terminal.sandbox": _one_of("auto", "bwrap", "off"),
+    "terminal.max_file_mb": _more_than_zero,
+    "terminal.max_output_mb": _more_than_zero,
+    "terminal.max_processes": _more_than_zero,
     "gateway.max_concurrent_turns": _more_than_zero,
     "gateway.queue_takeover_after": _more_than_zero,
     "gateway.search_scope": _one_of("user", "all"),

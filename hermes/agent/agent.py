@@ -192,6 +192,11 @@ class AIAgent:
         self.client.clear_interrupt()
 
     @property
+    def interrupt_event(self) -> threading.Event:
+        """Set while an interrupt is pending: a running tool command watches it."""
+        return self._interrupt
+
+    @property
     def interrupt_requested(self) -> bool:
         return self._interrupt.is_set()
 

@@ -426,6 +426,7 @@ def _tool_context(agent: AIAgent) -> Any:
         source=agent.source,
         user_id=agent.user_id,
         event_bus=agent.event_bus,
+        cancel=agent.interrupt_event,
     )
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,6 +51,7 @@ class ToolContext:
     on a gateway): tools that read other conversations keep to that person's.
     ``event_bus`` hears the completion events of the background processes these tools
     start or look at (the owner's, a gateway's); without one they are spooled.
+    ``cancel`` is set when the user stops the turn: a running command is killed then.
     """
 
     session_db: SessionDB | None = None
@@ -64,6 +66,7 @@ class ToolContext:
     source: str = "cli"
     user_id: str | None = None
     event_bus: EventBus | None = None
+    cancel: threading.Event | None = None
 
     def __post_init__(self) -> None:
         self.hermes_home = Path(self.hermes_home)

@@ -16,6 +16,7 @@ import psutil
 
 from hermes.tools import CompletionEvent, EventBus, ToolContext, background, drain_events, events
 from hermes.tools.process_store import ProcessRecord, ProcessStore
+from tests.tools.helpers import running_with
 
 
 def _started_id(result: str) -> str:
@@ -49,9 +50,7 @@ def test_background_start_poll_log_wait(call: Callable[..., str], home: Path) ->
 
 
 def test_wait_times_out_and_kill_stops_the_group(call: Callable[..., str], home: Path) -> None:
-    pid = _started_id(
-        call("terminal", command="sleep 60 & echo $! > child.pid; wait", background=True)
-    )
+    pid = _started_id(call("terminal", command="sleep 60.0314 & wait", background=True))
     assert call("process", action="wait", id=pid, timeout=0.2).startswith(
         "Still running after waiting 0.2s"
     )
@@ -59,12 +58,7 @@ def test_wait_times_out_and_kill_stops_the_group(call: Callable[..., str], home:
     killed = call("process", action="kill", id=pid)
     assert f"Process {pid}: killed" in killed
     assert not background.pid_alive(record.pid, record.pid_create_time)
-    child = int((Path(record.cwd) / "child.pid").read_text())
-    _wait_until(
-        lambda: (
-            not psutil.pid_exists(child) or psutil.Process(child).status() == psutil.STATUS_ZOMBIE
-        )
-    )
+    _wait_until(lambda: not running_with("sleep 60.0314"))
 
 
 def test_process_errors_are_clear(call: Callable[..., str]) -> None:
@@ -327,7 +321,7 @@ HOST_SCRIPT = """
 import json, sys
 from pathlib import Path
 from hermes.tools import ToolContext, default_registry
-ctx = ToolContext(hermes_home=Path(sys.argv[1]), cwd=Path(sys.argv[1]), conversation_id="conv-host", session_id="seg-host")
+ctx = ToolContext(hermes_home=Path(sys.argv[1]), cwd=Path(sys.argv[1]).parent, conversation_id="conv-host", session_id="seg-host")
 args = {"command": "sleep 0.5; echo survived; exit 7", "background": True, "notify_on_complete": True}
 print(default_registry().dispatch("terminal", json.dumps(args), ctx))
 """
