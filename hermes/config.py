@@ -53,7 +53,8 @@ SCHEMA: dict[str, tuple[tuple[type | None, ...], Any]] = {
     "terminal.mode": ((str,), "approve"),
     "terminal.allow": ((list,), []),
     # The OS sandbox of tool commands (hermes/tools/sandbox.py): auto, bwrap (required), off.
-    "terminal.sandbox": ((str,), "auto"),
+    # (YAML reads a bare `off` as false, which means off too.)
+    "terminal.sandbox": ((str, bool), "auto"),
     "terminal.network": ((bool,), True),
     # More folders commands may write besides the workspace, and more they may not see.
     "terminal.writable_paths": ((list,), []),
@@ -309,7 +310,9 @@ _CHECKS: dict[str, Any] = {
     "terminal.output_limit": _more_than_zero,
     "terminal.pass_env": _variable_names,
     "terminal.mode": _one_of("approve", "allowlist"),
-    "terminal.sandbox": _one_of("auto", "bwrap", "off"),
+    "terminal.sandbox": lambda v: (
+        None if v in ("auto", "bwrap", "off", False) else "must be 'auto', 'bwrap' or 'off'"
+    ),
     "terminal.max_file_mb": _more_than_zero,
     "terminal.max_output_mb": _more_than_zero,
     "terminal.max_processes": _more_than_zero,

@@ -118,6 +118,7 @@ def _pids(path: Path) -> list[int]:
 def _make_cgroup(max_processes: int) -> Path | None:
     name = f"hermes-{os.getpid()}-{next(_counter)}"
     for root in _pids_roots():
+        _sweep(root)
         path = root / name
         try:
             path.mkdir()
@@ -130,6 +131,29 @@ def _make_cgroup(max_processes: int) -> Path | None:
             with contextlib.suppress(OSError):
                 path.rmdir()
     return None
+
+
+def _sweep(root: Path) -> None:
+    """Remove the empty cgroups of hermes processes that died before removing them."""
+    try:
+        names = [p for p in root.iterdir() if p.name.startswith("hermes-")]
+    except OSError:
+        return
+    for path in names:
+        owner = path.name.split("-")[1]
+        if owner.isdigit() and int(owner) != os.getpid() and not _alive(int(owner)):
+            with contextlib.suppress(OSError):
+                path.rmdir()  # fails while a process is still in it, as it should
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
 
 
 def _pids_roots() -> list[Path]:

@@ -85,9 +85,14 @@ class SandboxMode:
         return f"no sandbox ({self.detail})"
 
 
-def mode_for(setting: str) -> SandboxMode:
+def setting_of(value: object) -> str:
+    """``terminal.sandbox`` as one word (YAML's bare ``off`` arrives as False)."""
+    return "off" if value is False else str(value)
+
+
+def mode_for(setting: object) -> SandboxMode:
     """The sandbox in force for a ``terminal.sandbox`` setting (``auto``, ``bwrap``, ``off``)."""
-    if setting == "off":
+    if setting_of(setting) == "off":
         return SandboxMode(NONE, "terminal.sandbox is off")
     problem = _probe()
     if problem is None:
@@ -96,12 +101,12 @@ def mode_for(setting: str) -> SandboxMode:
 
 
 def mode_of(ctx: ToolContext) -> SandboxMode:
-    return mode_for(str(ctx.setting("terminal.sandbox")))
+    return mode_for(ctx.setting("terminal.sandbox"))
 
 
 def required(ctx: ToolContext) -> bool:
     """Whether the config demands the sandbox (``bwrap``): then no sandbox means no command."""
-    return str(ctx.setting("terminal.sandbox")) == "bwrap"
+    return setting_of(ctx.setting("terminal.sandbox")) == "bwrap"
 
 
 @functools.cache
@@ -140,10 +145,10 @@ _ISOLATION = (
 )
 
 
-def say_once(setting: str) -> SandboxMode:
-    """The mode in force; when there is no sandbox (and it is not switched off), say so."""
+def say_once(setting: object) -> SandboxMode:
+    """The mode in force; when there is no sandbox, say so on stderr (once per process)."""
     mode = mode_for(setting)
-    if not mode.sandboxed and setting != "off":
+    if not mode.sandboxed:
         _warn_once(mode.detail)
     return mode
 
