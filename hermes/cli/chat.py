@@ -71,6 +71,9 @@ def chat(
     config = load_config()
     _refuse_a_read_only_store(config)
     _log_to_file()
+    from hermes.tools.sandbox import say_once
+
+    say_once(config.get("terminal.sandbox"))  # no sandbox: said once, at start
     if base_url is None and query is None and _no_model_yet(config.get("model.base_url")):
         config = _first_run_setup()
     base_url = base_url or config.get("model.base_url")
