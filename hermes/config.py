@@ -170,6 +170,9 @@ def register_secrets(config: Config, home: Path | None = None) -> None:
     url = config.get("state.url")
     if url:
         secrets.register(secrets.url_password(url))
+    for key, value in config.values.items():  # any `token:`, `api_key:` ... in config.yaml
+        if key.rsplit(".", 1)[-1] in secrets.SECRET_FIELDS and isinstance(value, str):
+            secrets.register(value)
     for options in (config.get("gateway.platforms") or {}).values():
         for option, value in (options if isinstance(options, Mapping) else {}).items():
             if option in secrets.SECRET_FIELDS and isinstance(value, str):

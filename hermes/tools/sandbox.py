@@ -55,7 +55,7 @@ SANDBOXED = "bwrap"
 NONE = "none"
 
 # Files and folders of the user's home that hold credentials: hidden in the sandbox.
-_CREDENTIALS = (
+CREDENTIALS = (
     ".ssh", ".gnupg", ".aws", ".azure", ".kube", ".docker", ".netrc", ".pgpass",
     ".git-credentials", ".config/gh", ".config/gcloud", ".pypirc",
 )  # fmt: skip
@@ -206,7 +206,7 @@ def _read_only_paths(home: Path) -> list[Path]:
 
 
 def _hidden_paths(ctx: ToolContext, home: Path) -> list[Path]:
-    paths = [ctx.hermes_home, *(home / name for name in _CREDENTIALS)]
+    paths = [ctx.hermes_home, *(home / name for name in CREDENTIALS)]
     paths += [Path(p) for p in _SOCKETS]
     paths += _store_files(ctx)
     paths += _configured(ctx, "terminal.hidden_paths")
