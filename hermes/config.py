@@ -43,6 +43,8 @@ SCHEMA: dict[str, tuple[tuple[type | None, ...], Any]] = {
     "agent.toolsets": ((list, None), None),
     "memory.memory_char_limit": ((int,), 2200),
     "memory.user_char_limit": ((int,), 1375),
+    # One memory for every gateway user (true), or one each (hermes/tools/memory.py).
+    "memory.shared": ((bool,), False),
     "terminal.timeout": ((int, float), 180),
     "terminal.output_limit": ((int,), 20000),
     "terminal.dangerous_allow": ((list,), []),

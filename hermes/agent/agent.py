@@ -395,9 +395,16 @@ class AIAgent:
             prompt = stored["system_prompt"]
         else:
             from hermes.agent.prompt import build_system_prompt
+            from hermes.tools.memory import memory_home
 
             prompt = build_system_prompt(
                 hermes_home=self.hermes_home,
+                memory_dir=memory_home(
+                    self.hermes_home,
+                    self.source,
+                    self.user_id,
+                    bool(self.config.get("memory.shared")),
+                ),
                 cwd=self.cwd,
                 tool_names=self.tool_names(),
                 skip_memory=self.skip_memory,

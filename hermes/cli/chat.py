@@ -20,7 +20,7 @@ from hermes.cli._store import opened_store, resolve_conversation
 from hermes.config import Config, ensure_home, load_config
 from hermes.errors import HermesError
 from hermes.secrets import install_log_scrubber
-from hermes.text import retry_note
+from hermes.text import retry_note, visible
 
 if TYPE_CHECKING:
     from hermes.agent import AIAgent
@@ -278,7 +278,7 @@ def _stream_to_terminal(agent: AIAgent) -> dict[str, bool] | None:
 
     def write(chunk: str) -> None:
         state["any"] = True
-        sys.stdout.write(chunk)
+        sys.stdout.write(visible(chunk))
         sys.stdout.flush()
 
     agent.stream_callback = write

@@ -1,6 +1,7 @@
 """The ``memory`` tool: the agent's lasting notes (MEMORY.md) and facts about the user (USER.md).
 
-Both files live in HERMES_HOME (0600) and hold entries separated by a line holding only
+Both files live in HERMES_HOME (0600), or on a gateway in a folder of the user's own
+(``memory_home``), and hold entries separated by a line holding only
 ``§``. Every change is read-merge-write under a cross-process file lock: the file is
 re-read after the lock is taken and the one change applied to what is there now, so
 two hermes processes (a chat and a background review, say) never lose each other's
@@ -14,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from filelock import FileLock
 
@@ -26,6 +28,22 @@ FILES = {"memory": "MEMORY.md", "user": "USER.md"}
 LIMIT_KEYS = {"memory": "memory.memory_char_limit", "user": "memory.user_char_limit"}
 LOCK_NAME = ".memory.lock"
 PREVIEW_CHARS = 80
+
+
+def memory_home(hermes_home: Path, source: str, user_id: str | None, shared: bool) -> Path:
+    """The folder holding the memory files of whoever is talking.
+
+    The terminal chat (its user owns the machine) and an operator who opted into one
+    shared memory (``memory.shared``) use HERMES_HOME itself; every gateway user has a
+    folder of their own, so one user's facts never reach another's prompt."""
+    if source == "cli" or shared:
+        return Path(hermes_home)
+    user = "u-" + quote(user_id or "anonymous", safe="")
+    return Path(hermes_home) / "memories" / "users" / quote(source, safe="") / user
+
+
+def memory_home_of(ctx: ToolContext) -> Path:
+    return memory_home(ctx.hermes_home, ctx.source, ctx.user_id, bool(ctx.setting("memory.shared")))
 
 
 def memory_path(hermes_home: Path, target: str) -> Path:
@@ -182,7 +200,7 @@ def handle(args: dict[str, Any], ctx: ToolContext) -> str:
     target = args["target"]
     limit = int(ctx.setting(LIMIT_KEYS[target]))
     return apply(
-        ctx.hermes_home,
+        memory_home_of(ctx),
         target,
         args["action"],
         limit,

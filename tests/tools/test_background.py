@@ -344,3 +344,19 @@ def test_a_process_outlives_the_hermes_process_that_started_it(home: Path) -> No
         (pid, 7, "conv-host")
     ]
     assert "survived" in events[0].output_tail
+
+
+def test_a_gateway_conversation_sees_only_its_own_processes(
+    make_ctx: Callable[..., ToolContext], call: Callable[..., str]
+) -> None:
+    alice = make_ctx(source="telegram", user_id="42", conversation_id="conv-42", session_id="s-42")
+    bob = make_ctx(source="telegram", user_id="7", conversation_id="conv-7", session_id="s-7")
+    pid = _started_id(call("terminal", alice, command="sleep 30.8181", background=True))
+    assert pid in call("process", alice, action="list")
+    assert pid not in call("process", bob, action="list")
+    for action in ("poll", "log", "kill"):
+        assert call("process", bob, action=action, id=pid).startswith(
+            f"Error: no background process with id '{pid}'"
+        )
+    assert "running" in call("process", alice, action="poll", id=pid)
+    assert "killed" in call("process", alice, action="kill", id=pid)
