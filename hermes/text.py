@@ -21,6 +21,16 @@ def visible(text: str) -> str:
     return _CONTROL.sub(_escape, text)
 
 
+def well_formed(text: str) -> str:
+    """``text`` as valid UTF-8: a lone surrogate (a JSON ``"\\ud800"``, a file name that
+    is not UTF-8) is shown as ``\\udc..`` instead of failing the turn when stored or sent."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
+
+
 def _escape(match: re.Match[str]) -> str:
     code = ord(match.group())
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"

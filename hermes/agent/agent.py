@@ -173,7 +173,10 @@ class AIAgent:
         final answer is stored under (a caller that named it ahead).
         """
         from hermes.agent.turn import run_turn
+        from hermes.text import well_formed
 
+        if user_message is not None:  # a lone surrogate must not fail the turn when stored
+            user_message = well_formed(user_message)
         return run_turn(
             self, user_message, conversation_history, tool_results, answer_uid=answer_uid
         ).as_dict()

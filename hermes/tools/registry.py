@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from hermes.config import Config, defaults, hermes_home
 from hermes.errors import HermesError
 from hermes.secrets import redact
+from hermes.text import well_formed
 from hermes.tools._schema import ArgumentError, check_arguments, usage
 
 if TYPE_CHECKING:
@@ -196,7 +197,7 @@ def _parse_arguments(
 def _run(tool: Tool, args: dict[str, Any], ctx: ToolContext) -> str:
     """The handler's result, with every known secret scrubbed before the model or the
     store sees it (DESIGN invariant 13)."""
-    return redact(_result(tool, args, ctx))
+    return redact(well_formed(_result(tool, args, ctx)))
 
 
 def _result(tool: Tool, args: dict[str, Any], ctx: ToolContext) -> str:
