@@ -179,7 +179,8 @@ def command_prefix(ctx: ToolContext, cwd: Path) -> list[str]:
         args.append("--share-net")
     args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
     for path in _existing([workspace(ctx), *_configured(ctx, "terminal.writable_paths")]):
-        args += ["--bind", str(path), str(path)]
+        if path != Path("/"):  # a workspace of / would make the whole system writable
+            args += ["--bind", str(path), str(path)]
     for path in _existing(_read_only_paths(home)):
         args += ["--ro-bind", str(path), str(path)]
     for path in _existing(_hidden_paths(ctx, home)):
@@ -190,7 +191,8 @@ def command_prefix(ctx: ToolContext, cwd: Path) -> list[str]:
 
 def _hide(path: Path) -> list[str]:
     if path.is_dir() and not path.is_symlink():
-        return ["--tmpfs", str(path)]
+        # Empty and read-only: a write there fails loudly instead of vanishing with the command.
+        return ["--perms", "0555", "--tmpfs", str(path), "--remount-ro", str(path)]
     return ["--ro-bind", "/dev/null", str(path)]
 
 

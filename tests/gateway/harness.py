@@ -50,6 +50,8 @@ class GatewayThread:
         adapters: Mapping[str, Any] | None = None,
     ) -> None:
         self.home = home
+        workspace = home.parent / "workspace"
+        workspace.mkdir(exist_ok=True)
         self.config = load_config(home / "config.yaml")
         self.db = SessionDB(db_path=home / "state.db")
         settings = {
@@ -61,7 +63,8 @@ class GatewayThread:
             platforms=settings,
             api=api,
             make_agent=make_agent,
-            agent_options={"skip_context_files": True, "skip_memory": True, "cwd": home},
+            # The agents work beside HERMES_HOME, never in it: the sandbox hides the home.
+            agent_options={"skip_context_files": True, "skip_memory": True, "cwd": workspace},
             home=home,
             adapters=adapters,
         )
