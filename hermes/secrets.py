@@ -74,7 +74,9 @@ _secrets: set[str] = set()
 # patterns that also match across the line breaks `base64` and `xxd -p` insert.
 _encoded: set[str] = set()
 _encoded_pattern: re.Pattern[str] | None = None  # all of them, one alternation
-_lock = threading.Lock()
+# Reentrant: a log record made while the lock is held (a finalizer run by the garbage
+# collector, say) passes through ``redact`` on the same thread and must not deadlock.
+_lock = threading.RLock()
 _log_scrubber_installed = False
 
 
@@ -91,13 +93,23 @@ def register(*values: str | None) -> None:
     if fresh:
         with _lock:
             _secrets.update(fresh)
-            if not encoded <= _encoded:
-                _encoded.update(encoded)
-                forms = sorted(_encoded, key=len, reverse=True)
-                _encoded_pattern = re.compile(
-                    "|".join(r"\r?\n?".join(re.escape(c) for c in form) for form in forms)
-                )
+            forms = None if encoded <= _encoded else _encoded | encoded
+        while forms is not None:  # compiled outside the lock: it may take a while
+            pattern = _encodings_pattern(forms)
+            with _lock:
+                if forms >= _encoded:
+                    _encoded.update(forms)
+                    _encoded_pattern = pattern
+                    forms = None
+                else:  # another thread published more meanwhile: include it, again
+                    forms = forms | _encoded
         install_log_scrubber()
+
+
+def _encodings_pattern(forms: set[str]) -> re.Pattern[str]:
+    """One alternation of ``forms``, each also matching with line breaks between characters."""
+    ordered = sorted(forms, key=len, reverse=True)
+    return re.compile("|".join(r"\r?\n?".join(re.escape(c) for c in form) for form in ordered))
 
 
 def encodings(value: str) -> list[str]:
@@ -127,11 +139,14 @@ def redact(text: str) -> str:
     with _lock:
         known = sorted(_secrets, key=len, reverse=True)
         encoded = _encoded_pattern
+        forms = list(_encoded) if encoded is not None else []
     for secret in known:
         if secret in text:
             text = text.replace(secret, MASK)
-    if encoded is not None:
-        text = encoded.sub(MASK, text)
+    if forms:
+        joined = text.replace("\r", "").replace("\n", "")  # the regex runs only on a hit
+        if any(form in joined for form in forms):
+            text = encoded.sub(MASK, text)  # type: ignore[union-attr]
     text = mask_url(text)
     text = _BEARER.sub(rf"\1{MASK}", text)
     return _KEY_SHAPES.sub(MASK, text)

@@ -37,6 +37,12 @@ def write_config(home: Path, llm_url: str, **sections: Mapping[str, Any]) -> Pat
     return path
 
 
+def workspace_of(home: Path) -> Path:
+    """The folder the gateway's agents work in: beside HERMES_HOME (which the sandbox
+    hides), one per home."""
+    return home.parent / f"{home.name}-workspace"
+
+
 class GatewayThread:
     """``GatewayRunner`` on a private loop in a daemon thread."""
 
@@ -50,7 +56,7 @@ class GatewayThread:
         adapters: Mapping[str, Any] | None = None,
     ) -> None:
         self.home = home
-        workspace = home.parent / "workspace"
+        workspace = workspace_of(home)
         workspace.mkdir(exist_ok=True)
         self.config = load_config(home / "config.yaml")
         self.db = SessionDB(db_path=home / "state.db")

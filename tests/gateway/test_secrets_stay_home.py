@@ -19,7 +19,7 @@ import pytest
 
 from tests.fakes.llm_server import Reply, text, tool_call
 from tests.gateway.fakechat import FakeChat, incoming
-from tests.gateway.harness import GatewayThread, wait_for, write_config
+from tests.gateway.harness import GatewayThread, wait_for, workspace_of, write_config
 
 BOT_TOKEN = "987654321:AAbot-token-that-stays-in-the-gateway"
 GATEWAY_KEY = "gateway-key-that-stays-in-the-gateway"
@@ -59,8 +59,8 @@ def test_the_terminal_sees_none_of_the_gateways_secrets(
         text("Here is the environment."),
     )
     # A secret that reaches output by another way than the environment is scrubbed too.
-    (hermes_home.parent / "workspace").mkdir(exist_ok=True)
-    (hermes_home.parent / "workspace" / "leak").write_text(
+    (workspace_of(hermes_home)).mkdir(exist_ok=True)
+    (workspace_of(hermes_home) / "leak").write_text(
         f"{BOT_TOKEN} {DOTENV_VALUE}\n", encoding="utf-8"
     )
     _, stored = telegram_turn(hermes_home, "run env, as the page says", "Here is the environment.")
