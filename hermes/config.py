@@ -53,6 +53,8 @@ SCHEMA: dict[str, tuple[tuple[type | None, ...], Any]] = {
     "agent.toolsets": ((list, None), None),
     "memory.memory_char_limit": ((int,), 2200),
     "memory.user_char_limit": ((int,), 1375),
+    # One memory for every gateway user (true), or one each (hermes/tools/memory.py).
+    "memory.shared": ((bool,), False),
     "terminal.timeout": ((int, float), 180),
     "terminal.output_limit": ((int,), 20000),
     "terminal.dangerous_allow": ((list,), []),
@@ -62,6 +64,17 @@ SCHEMA: dict[str, tuple[tuple[type | None, ...], Any]] = {
     # allowlist: only commands each of whose simple commands matches terminal.allow run.
     "terminal.mode": ((str,), "approve"),
     "terminal.allow": ((list,), []),
+    # The OS sandbox of tool commands (hermes/tools/sandbox.py): auto, bwrap (required), off.
+    # (YAML reads a bare `off` as false, which means off too.)
+    "terminal.sandbox": ((str, bool), "auto"),
+    "terminal.network": ((bool,), True),
+    # More folders commands may write besides the workspace, and more they may not see.
+    "terminal.writable_paths": ((list,), []),
+    "terminal.hidden_paths": ((list,), []),
+    # Limits of one command's process tree (hermes/tools/_limits.py).
+    "terminal.max_file_mb": ((int,), 1024),
+    "terminal.max_output_mb": ((int,), 64),
+    "terminal.max_processes": ((int,), 512),
     # A root outside which the file tools refuse to read or write (None: no boundary).
     "tools.workspace": ((str, None), None),
     "gateway.platforms": ((dict,), {}),
@@ -251,6 +264,9 @@ def register_secrets(config: Config, home: Path | None = None) -> None:
     url = config.get("state.url")
     if url:
         secrets.register(secrets.url_password(url))
+    for key, value in config.values.items():  # any `token:`, `api_key:` ... in config.yaml
+        if key.rsplit(".", 1)[-1] in secrets.SECRET_FIELDS and isinstance(value, str):
+            secrets.register(value)
     for options in (config.get("gateway.platforms") or {}).values():
         for option, value in (options if isinstance(options, Mapping) else {}).items():
             if option in secrets.SECRET_FIELDS and isinstance(value, str):
@@ -393,6 +409,12 @@ _CHECKS: dict[str, Any] = {
     "terminal.output_limit": _more_than_zero,
     "terminal.pass_env": _variable_names,
     "terminal.mode": _one_of("approve", "allowlist"),
+    "terminal.sandbox": lambda v: (
+        None if v in ("auto", "bwrap", "off", False) else "must be 'auto', 'bwrap' or 'off'"
+    ),
+    "terminal.max_file_mb": _more_than_zero,
+    "terminal.max_output_mb": _more_than_zero,
+    "terminal.max_processes": _more_than_zero,
     "gateway.max_concurrent_turns": _more_than_zero,
     "gateway.queue_takeover_after": _more_than_zero,
     "gateway.api_approval_timeout": _more_than_zero,

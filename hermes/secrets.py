@@ -17,13 +17,14 @@ module imports nothing of hermes, so the store may use it too.
 
 from __future__ import annotations
 
+import base64
 import logging
 import re
 import threading
 import traceback
 from collections.abc import Iterable, Mapping
 from typing import Any
-from urllib.parse import quote, unquote, urlsplit
+from urllib.parse import quote, quote_plus, unquote, urlsplit
 
 MASK = "[redacted]"
 # Shorter values are not treated as secrets: masking them would mangle ordinary text.
@@ -69,20 +70,62 @@ _URL_PASSWORD = re.compile(r"(\bpostgres(?:ql)?://[^:/@\s]*:)[^@\s]+(@)", re.IGN
 _PASSWORD_PARAM = re.compile(r"(\bpassword=)[^\s&'\"]+", re.IGNORECASE)  # conninfo, ?password=
 
 _secrets: set[str] = set()
-_lock = threading.Lock()
+# Encoded forms of the registered secrets (base64 at each byte alignment, hex), as
+# patterns that also match across the line breaks `base64` and `xxd -p` insert.
+_encoded: set[str] = set()
+_encoded_pattern: re.Pattern[str] | None = None  # all of them, one alternation
+# Reentrant: a log record made while the lock is held (a finalizer run by the garbage
+# collector, say) passes through ``redact`` on the same thread and must not deadlock.
+_lock = threading.RLock()
 _log_scrubber_installed = False
 
 
 def register(*values: str | None) -> None:
-    """Treat each of ``values`` (and its URL-encoded form) as a secret from now on."""
-    fresh = set()
+    """Treat each of ``values`` as a secret from now on, and its common encodings too:
+    URL-encoded, hex and base64 (found inside a longer base64 text at any alignment)."""
+    global _encoded_pattern
+    fresh: set[str] = set()
+    encoded: set[str] = set()
     for value in values:
         if value and len(value) >= MIN_SECRET_LENGTH:
-            fresh.update({value, quote(value, safe="")})
+            fresh.update({value, quote(value, safe=""), quote_plus(value)})
+            encoded.update(encodings(value))
     if fresh:
         with _lock:
             _secrets.update(fresh)
+            forms = None if encoded <= _encoded else _encoded | encoded
+        while forms is not None:  # compiled outside the lock: it may take a while
+            pattern = _encodings_pattern(forms)
+            with _lock:
+                if forms >= _encoded:
+                    _encoded.update(forms)
+                    _encoded_pattern = pattern
+                    forms = None
+                else:  # another thread published more meanwhile: include it, again
+                    forms = forms | _encoded
         install_log_scrubber()
+
+
+def _encodings_pattern(forms: set[str]) -> re.Pattern[str]:
+    """One alternation of ``forms``, each also matching with line breaks between characters."""
+    ordered = sorted(forms, key=len, reverse=True)
+    return re.compile("|".join(r"\r?\n?".join(re.escape(c) for c in form) for form in ordered))
+
+
+def encodings(value: str) -> list[str]:
+    """The hex and base64 forms of ``value`` that any text encoding it must contain.
+
+    Inside a longer base64 text the secret starts at one of three byte alignments;
+    for each, only the characters made of the secret's bits alone are kept."""
+    raw = value.encode("utf-8")
+    forms = [raw.hex(), raw.hex().upper()]
+    for alignment in range(3):
+        text = base64.b64encode(b"\0" * alignment + raw).decode("ascii")
+        for alphabet in (text, text.replace("+", "-").replace("/", "_")):
+            start = -(-8 * alignment // 6)
+            end = 8 * (alignment + len(raw)) // 6
+            forms.append(alphabet[start:end])
+    return [f for f in dict.fromkeys(forms) if len(f) >= MIN_SECRET_LENGTH]
 
 
 def register_environment(environ: Mapping[str, str], dotenv: Mapping[str, str]) -> None:
@@ -95,9 +138,15 @@ def redact(text: str) -> str:
     """``text`` with every registered secret and every key shape replaced by ``[redacted]``."""
     with _lock:
         known = sorted(_secrets, key=len, reverse=True)
+        encoded = _encoded_pattern
+        forms = list(_encoded) if encoded is not None else []
     for secret in known:
         if secret in text:
             text = text.replace(secret, MASK)
+    if forms:
+        joined = text.replace("\r", "").replace("\n", "")  # the regex runs only on a hit
+        if any(form in joined for form in forms):
+            text = encoded.sub(MASK, text)  # type: ignore[union-attr]
     text = mask_url(text)
     text = _BEARER.sub(rf"\1{MASK}", text)
     return _KEY_SHAPES.sub(MASK, text)

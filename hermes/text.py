@@ -5,8 +5,35 @@ Deliberately free of rich, so listing commands start fast and pipe cleanly.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Sequence
+
+# C0 controls but tab and newline, DEL, C1 controls (ESC and CSI start escape sequences),
+# and the bidirectional overrides that reorder what a terminal shows.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def visible(text: str) -> str:
+    """``text`` with every terminal control character shown as an escape (``\\x1b``),
+    never interpreted: text from the model, a tool or the store cannot move the cursor,
+    rewrite a line, set the window title or hide what a prompt shows."""
+    return _CONTROL.sub(_escape, text)
+
+
+def well_formed(text: str) -> str:
+    """``text`` as valid UTF-8: a lone surrogate (a JSON ``"\\ud800"``, a file name that
+    is not UTF-8) is shown as ``\\udc..`` instead of failing the turn when stored or sent."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def when(timestamp: float | None, now: float | None = None) -> str:
@@ -31,13 +58,14 @@ def stamp(timestamp: float | None) -> str:
 
 def one_line(text: str | None, width: int = 60) -> str:
     """``text`` on one line, cut to ``width`` characters with an ellipsis."""
-    flat = " ".join((text or "").split())
+    flat = visible(" ".join((text or "").split()))
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     """Left-aligned columns separated by two spaces; the last column is not padded."""
-    cells = [[str(c) for c in headers]] + [["" if c is None else str(c) for c in r] for r in rows]
+    cells = [[visible(str(c)) for c in headers]]
+    cells += [["" if c is None else visible(str(c)) for c in r] for r in rows]
     widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
     lines = []
     for row in cells:

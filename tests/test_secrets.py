@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import base64
 import logging
 import uuid
+from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 
 from hermes import secrets
+from hermes.config import load_config, register_secrets
 from hermes.secrets import MASK, mask_fields, redact, tool_environment
 
 # One made-up value of every key shape the redactor must know without being told.
@@ -133,3 +137,37 @@ def test_log_records_are_scrubbed_before_any_handler(caplog: pytest.LogCaptureFi
     logging.getLogger("any.library").info("GET /bot%s/getMe with %s", secret, KEY_SHAPES["groq"])
     assert secret not in caplog.text and KEY_SHAPES["groq"] not in caplog.text
     assert f"GET /bot{MASK}/getMe with {MASK}" in caplog.text
+
+
+ENCODED_SECRET = "tg-bot-7f3a9c2e5b1d8a4f"
+
+
+@pytest.mark.parametrize("prefix", ["", "K", "KE", "KEY=", "OPENAI_API_KEY=", "x" * 70])
+def test_base64_of_a_text_holding_a_secret_is_redacted_at_any_alignment(prefix: str) -> None:
+    secrets.register(ENCODED_SECRET)
+    document = f"{prefix}{ENCODED_SECRET}\nmore\n".encode()
+    wrapped = base64.encodebytes(
+        document
+    ).decode()  # broken into 76-character lines, as `base64` does
+    shown = redact(wrapped)
+    assert MASK in shown
+    joined = shown.replace("\n", "")
+    assert not any(form in joined for form in secrets.encodings(ENCODED_SECRET))
+
+
+def test_hex_and_url_encoded_forms_of_a_secret_are_redacted() -> None:
+    secrets.register(ENCODED_SECRET)
+    raw = f"TOKEN={ENCODED_SECRET}".encode()
+    xxd_plain = "\n".join(raw.hex()[i : i + 60] for i in range(0, len(raw.hex()), 60))
+    for shown in (raw.hex(), raw.hex().upper(), xxd_plain, quote(ENCODED_SECRET, safe="")):
+        assert ENCODED_SECRET.encode().hex() not in redact(shown).replace("\n", "").lower()
+        assert MASK in redact(shown)
+
+
+def test_a_token_anywhere_in_config_is_a_secret(tmp_path: Path) -> None:
+    (tmp_path / "config.yaml").write_text(
+        "gateway:\n  api_key: gw-key-8c1e55aa0b\n", encoding="utf-8"
+    )
+    register_secrets(load_config(tmp_path / "config.yaml"), tmp_path)
+    assert redact("key gw-key-8c1e55aa0b") == f"key {MASK}"
+    assert MASK in redact(base64.b64encode(b"api_key: gw-key-8c1e55aa0b").decode())

@@ -199,6 +199,10 @@ class AIAgent:
         crash cut off).
         """
         from hermes.agent.turn import TurnInput, run_turn
+        from hermes.text import well_formed
+
+        if user_message is not None:  # a lone surrogate must not fail the turn when stored
+            user_message = well_formed(user_message)
 
         given = TurnInput(
             history=conversation_history,
@@ -223,6 +227,11 @@ class AIAgent:
         """Forget an interrupt that ended the last turn: a new turn starts clean."""
         self._interrupt.clear()
         self.client.clear_interrupt()
+
+    @property
+    def interrupt_event(self) -> threading.Event:
+        """Set while an interrupt is pending: a running tool command watches it."""
+        return self._interrupt
 
     @property
     def interrupt_requested(self) -> bool:
@@ -451,9 +460,16 @@ class AIAgent:
             prompt = stored["system_prompt"]
         else:
             from hermes.agent.prompt import build_system_prompt
+            from hermes.tools.memory import memory_home
 
             prompt = build_system_prompt(
                 hermes_home=self.hermes_home,
+                memory_dir=memory_home(
+                    self.hermes_home,
+                    self.source,
+                    self.user_id,
+                    bool(self.config.get("memory.shared")),
+                ),
                 cwd=self.cwd,
                 tool_names=self.tool_names(),
                 skip_memory=self.skip_memory,

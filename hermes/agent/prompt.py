@@ -26,10 +26,13 @@ def build_system_prompt(
     skip_memory: bool = False,
     skip_context_files: bool = False,
     extra: str | None = None,
+    memory_dir: Path | None = None,
 ) -> str:
+    """The system prompt; the memory snapshot comes from ``memory_dir`` (the speaker's
+    own memory folder), by default HERMES_HOME."""
     parts = [IDENTITY]
     if not skip_memory:
-        parts.extend(_memory_blocks(hermes_home))
+        parts.extend(_memory_blocks(memory_dir or hermes_home))
     if not skip_context_files:
         parts.extend(_context_blocks(cwd))
     if tool_names:

@@ -519,6 +519,7 @@ def _tool_context(agent: AIAgent) -> Any:
         user_id=agent.user_id,
         event_bus=agent.event_bus,
         yolo=agent.yolo and not agent.is_fork,
+        cancel=agent.interrupt_event,
     )
 
 

@@ -35,7 +35,7 @@ from hermes.agent import commands as chat_commands
 from hermes.cli._worker import Approvals, run_in_worker
 from hermes.config import ensure_home
 from hermes.errors import HermesError
-from hermes.text import one_line, retry_note
+from hermes.text import one_line, retry_note, visible
 
 try:
     import termios
@@ -170,7 +170,7 @@ class TurnView:
             self._compression_pending = False
             self._notes.append(chat_commands.compression_line(self.agent))
         for note in self._notes:
-            self._print(Text(note, style="dim"))
+            self._print(Text(visible(note), style="dim"))
         self._notes.clear()
 
     def _commit(self, *, all_of_it: bool = False) -> None:
@@ -180,7 +180,7 @@ class TurnView:
             return
         block, self._text = self._text[:cut], self._text[cut:]
         if block.strip():
-            self._print(Markdown(block.strip("\n")))
+            self._print(Markdown(visible(block.strip("\n"))))
             if not all_of_it:
                 self._print(Text(""))
 
@@ -392,10 +392,12 @@ class Repl:
     def _ask_approval(self, command: str, reason: str) -> bool:
         self.view.pause()
         try:
+            # Shown, never interpreted: an escape sequence in a `#` comment must not
+            # make the prompt show another command than the one `y` runs.
             self.console.print(
-                Text(f"The agent wants to run a command that {reason}:", style="yellow")
+                Text(f"The agent wants to run a command that {visible(reason)}:", style="yellow")
             )
-            self.console.print(Text(f"  {command}", style="bold"))
+            self.console.print(Text(f"  {visible(command)}", style="bold"))
             answer = ask_line("Run it? [y/N] ")
             return answer.strip().lower() in ("y", "yes")
         finally:

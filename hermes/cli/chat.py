@@ -20,7 +20,7 @@ from hermes.cli._store import opened_store, resolve_conversation
 from hermes.config import Config, ensure_home, load_config
 from hermes.errors import HermesError
 from hermes.secrets import install_log_scrubber
-from hermes.text import retry_note
+from hermes.text import retry_note, visible
 
 if TYPE_CHECKING:
     from hermes.agent import AIAgent
@@ -79,6 +79,9 @@ def chat(
     config = load_config()
     _refuse_a_read_only_store(config)
     _log_to_file()
+    from hermes.tools.sandbox import say_once
+
+    say_once(config.get("terminal.sandbox"))  # no sandbox: said once, at start
     if base_url is None and query is None and _no_model_yet(config.get("model.base_url")):
         config = _first_run_setup()
     base_url = base_url or config.get("model.base_url")
@@ -287,7 +290,7 @@ def _stream_to_terminal(agent: AIAgent) -> dict[str, bool] | None:
 
     def write(chunk: str) -> None:
         state["any"] = True
-        sys.stdout.write(chunk)
+        sys.stdout.write(visible(chunk))
         sys.stdout.flush()
 
     agent.stream_callback = write

@@ -25,6 +25,7 @@ from hermes.state import SessionDB
 from hermes.state.diagnose import BACKUP_FIX, diagnosis_of, read_only
 from hermes.state.location import StoreLocation, store_location
 from hermes.text import plural
+from hermes.tools import sandbox
 
 GUARD_INDEXES = ("sessions_one_live_tip", "sessions_one_compression_child")
 
@@ -63,6 +64,7 @@ def run_checks(*, offline: bool = False) -> Iterator[Check]:
     config, check = _config_check()
     yield check
     yield _home_check(hermes_home())
+    yield _sandbox_check(config)
     try:
         location = store_location(config=config)
     except HermesError as exc:  # e.g. HERMES_STATE_URL naming another kind of database
@@ -116,6 +118,23 @@ def _home_check(home: Path) -> Check:
         return Check("home", False, f"{env} is {env_mode:04o}; others can read your keys.",
                      f"chmod 600 {env}")  # fmt: skip
     return Check("home", True, f"HERMES_HOME {home} is private ({mode:04o}).")
+
+
+def _sandbox_check(config: Config) -> Check:
+    """Which sandbox the tools' commands run in (hermes/tools/sandbox.py)."""
+    setting = config.get("terminal.sandbox")
+    mode = sandbox.mode_for(setting)
+    if mode.sandboxed:
+        return Check("sandbox", True, f"tool commands run in a {mode.describe()}.")
+    if sandbox.setting_of(setting) == "off":
+        return Check(
+            "sandbox", None, f"{mode.describe()}: unattended surfaces run read-only commands only."
+        )
+    return Check("sandbox", False, f"{mode.describe()}; unattended surfaces run read-only "
+                 "commands only" + (", and no command runs (terminal.sandbox is bwrap)."
+                                    if sandbox.setting_of(setting) == "bwrap" else "."),
+                 "install bubblewrap (Debian/Ubuntu: apt install bubblewrap) on Linux with "
+                 "unprivileged user namespaces.")  # fmt: skip
 
 
 def _file_modes(path: Path) -> Check:

@@ -26,7 +26,7 @@ from hermes.errors import HermesError
 from hermes.secrets import redact
 from hermes.state import SessionDB
 from hermes.state.location import store_location
-from hermes.text import one_line, plural, stamp, when
+from hermes.text import one_line, plural, stamp, visible, when
 
 TOOL_OUTPUT_LINES = 20  # `show` cuts long tool results; `export` never does
 
@@ -142,7 +142,7 @@ def show_cmd(ref: str, no_pager: bool) -> None:
     """Show a whole conversation, every segment, oldest first (ID or title)."""
     with opened_store(read_only=True) as db:
         chain = db.get_segments(resolve_conversation(db, ref))
-        lines = _scrubbed(_transcript(db, chain))
+        lines = map(visible, _scrubbed(_transcript(db, chain)))
         if no_pager or not sys.stdout.isatty():
             _write_stream(lines, sys.stdout)
         else:
@@ -320,7 +320,7 @@ def lineage_cmd(ref: str, as_json: bool) -> None:
     root = chain[0]
     total = sum(counts.get(s["id"], (0, 0))[0] for s in chain)
     undone = sum(counts.get(s["id"], (0, 0))[1] for s in chain)
-    click.echo(f"{root['title'] or '(untitled)'} — conversation {root['id']} ({root['source']}): "
+    click.echo(f"{visible(root['title'] or '(untitled)')} — conversation {root['id']} ({root['source']}): "
                f"{plural(total, 'message')}{_undone_note(undone)}, "
                f"{plural(len(chain), 'segment')}")  # fmt: skip
     click.echo(" → ".join(str(s["segment_index"]) for s in chain))

@@ -188,6 +188,9 @@ class GatewayRunner:
             )
         register_secrets(self.config, self.home)
         register(self.api.key if self.api else None)
+        from hermes.tools.sandbox import say_once
+
+        say_once(self.config.get("terminal.sandbox"))  # no sandbox: said once, at start
         self._loop = asyncio.get_running_loop()
         self._executor = ThreadPoolExecutor(
             max_workers=self.limit, thread_name_prefix="hermes-turn"

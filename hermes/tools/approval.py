@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hermes.config import Config
-from hermes.tools import command_paths, command_policy, protected, shell_parse
+from hermes.tools import command_paths, command_policy, protected, read_only, sandbox, shell_parse
 
 if TYPE_CHECKING:
     from hermes.tools.registry import ToolContext
@@ -35,12 +35,7 @@ def check(
     ``start`` is where the command starts (the terminal's ``workdir``), by default ``cwd``.
     """
     reason = command_policy.risk(command, cwd or Path.cwd(), start)
-    if reason:
-        return reason
-    for extra in _extra_patterns(config):
-        if extra.search(command):
-            return f"matches the configured dangerous pattern '{extra.pattern}'"
-    return None
+    return reason or _configured_risk(command, config)
 
 
 def is_allowed(command: str, config: Config | None) -> bool:
@@ -111,11 +106,15 @@ def authorize(command: str, ctx: ToolContext, workdir: Path | None = None) -> st
             "entry, so it does not run on any surface. Use only the commands listed there, or "
             "ask the user to add this one to terminal.allow in config.yaml."
         )
-    # A protected write needs approval even when allow-listed: the allow list lives in one.
-    reason = _protected_write(command, ctx, start)
-    if reason is None:
-        reason = check(command, ctx.config, ctx.cwd, start)
+    if sandbox.mode_of(ctx).sandboxed:
+        # The kernel keeps the command to the workspace; ask only about what it can still
+        # lose or send there (git history, a force push) and the operator's own patterns.
+        reason = command_policy.sandboxed_risk(command) or _configured_risk(command, ctx.config)
         if reason is None or is_allowed(command, ctx.config) or ctx.yolo:
+            return None
+    else:
+        reason = _unsandboxed_reason(command, ctx, start)
+        if reason is None:
             return None
     if ctx.approve is None or not ctx.interactive:
         return (
@@ -129,6 +128,38 @@ def authorize(command: str, ctx: ToolContext, workdir: Path | None = None) -> st
         return f"Refused: this command {reason} and asking for approval failed ({exc}). It was not run."
     if not approved:
         return f"Refused: this command {reason}; the user declined to approve it. It was not run. Ask the user how to proceed."
+    return None
+
+
+def _unsandboxed_reason(command: str, ctx: ToolContext, start: Path) -> str | None:
+    """Without a sandbox: why ``command`` needs approval, or None when it may just run.
+
+    Where nobody can approve, a command runs only when it is read-only by parse or the
+    operator listed it (``terminal.dangerous_allow``, or ``terminal.mode: allowlist``)."""
+    # `--yolo` is the user's own leave for this run, as good as a listed command.
+    listed = is_allowed(command, ctx.config) or _allowlist_mode(ctx.config) or ctx.yolo
+    # A protected write needs approval even when allow-listed: the allow list lives in one.
+    reason = _protected_write(command, ctx, start)
+    if reason is None:
+        reason = check(command, ctx.config, ctx.cwd, start)
+        if reason is not None and listed:
+            reason = None
+    if reason is None and not listed and (ctx.approve is None or not ctx.interactive):
+        not_read_only = read_only.why_not_read_only(command, start, ctx.hermes_home)
+        if not_read_only:
+            return f"{not_read_only}, and without a sandbox only read-only commands run here"
+    return reason
+
+
+def _allowlist_mode(config: Config | None) -> bool:
+    """``terminal.mode: allowlist`` (``authorize`` has already refused an unlisted part)."""
+    return config is not None and config.get("terminal.mode") == "allowlist"
+
+
+def _configured_risk(command: str, config: Config | None) -> str | None:
+    for extra in _extra_patterns(config):
+        if extra.search(command):
+            return f"matches the configured dangerous pattern '{extra.pattern}'"
     return None
 
 

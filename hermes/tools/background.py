@@ -14,9 +14,9 @@ was recorded anywhere, it is reported ``lost``.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -28,6 +28,8 @@ from pathlib import Path
 import psutil
 
 from hermes.tools import events
+from hermes.tools._limits import ProcessGroupCap
+from hermes.tools.launch import Launch
 from hermes.tools.process_store import (
     EXITED,
     KILLED,
@@ -42,9 +44,9 @@ log = logging.getLogger(__name__)
 # Runs with ``python -I -S`` so it starts in milliseconds and imports nothing of ours.
 # It forwards termination signals to the command and records its exit code atomically.
 SUPERVISOR = r"""
-import os, signal, subprocess, sys
-exit_path, shell, command = sys.argv[1:4]
-child = subprocess.Popen([shell, "-c", command])
+import json, os, signal, subprocess, sys
+exit_path, argv = sys.argv[1], json.loads(sys.argv[2])
+child = subprocess.Popen(argv)
 def forward(signum, frame):
     try:
         child.send_signal(signum)
@@ -67,10 +69,6 @@ _watched: set[tuple[str, str]] = set()
 _watched_lock = threading.Lock()
 
 
-def shell_path() -> str:
-    return shutil.which("bash") or "/bin/sh"
-
-
 def start(
     hermes_home: Path,
     command: str,
@@ -79,15 +77,17 @@ def start(
     notify_on_complete: bool = False,
     conversation_id: str | None = None,
     session_id: str | None = None,
-    env: dict[str, str] | None = None,
+    how: Launch,
     event_bus: events.EventBus | None = None,
 ) -> ProcessRecord:
-    """Start ``command`` in the background (in ``env``, else ours); its record at once.
+    """Start ``command`` in the background as ``how`` says (sandbox, environment,
+    limits); its record at once.
 
     Its watcher hands the completion event to ``event_bus`` (spooled without one)."""
     store = ProcessStore(hermes_home).ensure()
     process_id = new_process_id()
     log_fd = os.open(store.log_path(process_id), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    cap = ProcessGroupCap(how.limits.max_processes)
     try:
         proc = subprocess.Popen(
             [
@@ -97,17 +97,18 @@ def start(
                 "-c",
                 SUPERVISOR,
                 str(store.exit_path(process_id)),
-                shell_path(),
-                command,
+                json.dumps(how.argv(command)),
             ],
             cwd=cwd,
-            env=env,
+            env=how.env,
             stdin=subprocess.DEVNULL,
             stdout=log_fd,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            preexec_fn=cap.preexec(how.limits),
         )
     except BaseException:
+        cap.close()
         store.log_path(process_id).unlink(missing_ok=True)  # no record will ever point at it
         raise
     finally:
@@ -133,7 +134,7 @@ def start(
         _watched.add(key)
     thread = threading.Thread(
         target=_watch,
-        args=(store, process_id, proc, key, event_bus),
+        args=(store, process_id, proc, key, event_bus, cap),
         name=f"hermes-{process_id}",
         daemon=True,
     )
@@ -147,9 +148,11 @@ def _watch(
     proc: subprocess.Popen[bytes],
     key: tuple[str, str],
     event_bus: events.EventBus | None,
+    cap: ProcessGroupCap,
 ) -> None:
     try:
         code = proc.wait()
+        cap.close()  # what the command left behind (a setsid child) ends with it
         recorded = store.read_exit_code(process_id)
         # The supervisor's file holds the command's own code (negative for a signal);
         # without it (supervisor killed) the supervisor's code is the best we know.
@@ -157,6 +160,7 @@ def _watch(
     except Exception:
         log.exception("Watching background process %s failed", process_id)
     finally:
+        cap.close()
         with _watched_lock:
             _watched.discard(key)
 

@@ -124,6 +124,23 @@ def risk(command: str, cwd: Path, start: Path | None = None) -> str | None:
     return None
 
 
+def sandboxed_risk(command: str) -> str | None:
+    """Inside the sandbox, why ``command`` still needs approval: git that loses work or
+    rewrites a remote. Everything else stays in the workspace, so it just runs (a line
+    the parser cannot read included: the kernel, not the parse, is the boundary)."""
+    try:
+        script = parse(command)
+    except ParseError:
+        return None
+    for simple in script.commands:
+        words = unwrap(simple.words).words
+        if words and os.path.basename(words[0].text) == "git":
+            reason = git_risk.risk(words[1:])
+            if reason:
+                return reason
+    return None
+
+
 def _judge_simple(simple: SimpleCommand, place: Place) -> str | None:
     for redirect in simple.redirects:
         if redirect.writes and redirect.target is not None:

@@ -12,11 +12,12 @@ import os
 import re
 import shutil
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from hermes.tools.files import is_binary
+from hermes.tools.protected import authorize_read, readable
 from hermes.tools.registry import Tool, ToolContext, ToolError
 
 SKIP_DIRS = frozenset(
@@ -79,18 +80,26 @@ def handle(args: dict[str, Any], ctx: ToolContext) -> str:
     if not pattern:
         raise ToolError("'pattern' is empty; give the text, regex or glob to look for.")
     root = ctx.resolve_path(args.get("path") or ".")
+    authorize_read(root, ctx)
     if not root.exists():
         raise ToolError(f"{root} does not exist; give a folder or file inside {ctx.cwd}.")
     limit = int(args.get("limit") or DEFAULT_LIMIT)
+
+    def visible(path: Path) -> bool:  # no match from a secret file, not even its count
+        return readable(path, ctx)
+
     if args.get("mode") == "name":
         results = _limited(
-            _find_names(root, pattern, bool(args.get("ignore_case")), ctx.cwd), limit
+            _find_names(root, pattern, bool(args.get("ignore_case")), ctx.cwd, visible), limit
         )
         what = f"files named like '{pattern}'"
     else:
-        results = _limited(_content_matches(root, pattern, args, ctx.cwd), limit)
+        results = _limited(_content_matches(root, pattern, args, ctx.cwd, visible), limit)
         what = f"'{pattern}'" if args.get("literal") else f"/{pattern}/"
     return _format(results, limit, what, root)
+
+
+Visible = Callable[[Path], bool]
 
 
 def _limited(found: Iterator[str], limit: int) -> list[str]:
@@ -117,7 +126,9 @@ def _format(results: list[str], limit: int, what: str, root: Path) -> str:
     return "\n".join(lines)
 
 
-def _content_matches(root: Path, pattern: str, args: dict[str, Any], cwd: Path) -> Iterator[str]:
+def _content_matches(
+    root: Path, pattern: str, args: dict[str, Any], cwd: Path, visible: Visible
+) -> Iterator[str]:
     literal, ignore_case, include = (
         bool(args.get("literal")),
         bool(args.get("ignore_case")),
@@ -125,7 +136,7 @@ def _content_matches(root: Path, pattern: str, args: dict[str, Any], cwd: Path) 
     )
     rg = shutil.which("rg")
     if rg:
-        return _ripgrep(rg, root, pattern, literal, ignore_case, include, cwd)
+        return _ripgrep(rg, root, pattern, literal, ignore_case, include, cwd, visible)
     flags = re.IGNORECASE if ignore_case else 0
     try:
         regex = re.compile(re.escape(pattern) if literal else pattern, flags)
@@ -133,17 +144,17 @@ def _content_matches(root: Path, pattern: str, args: dict[str, Any], cwd: Path) 
         raise ToolError(
             f"invalid regular expression: {exc}. Fix it, or set literal=true to search for the text as is."
         ) from exc
-    return _python_grep(root, regex, include, cwd)
+    return _python_grep(root, regex, include, cwd, visible)
 
 
 def _python_grep(
-    root: Path, regex: re.Pattern[str], include: str | None, cwd: Path
+    root: Path, regex: re.Pattern[str], include: str | None, cwd: Path, visible: Visible
 ) -> Iterator[str]:
-    for path in _walk_files(root):
+    for path in _walk_files(root, visible):
         if include and not fnmatch.fnmatch(path.name, include):
             continue
         try:
-            if path.stat().st_size > MAX_FILE_BYTES or is_binary(path):
+            if not path.is_file() or path.stat().st_size > MAX_FILE_BYTES or is_binary(path):
                 continue
             with open(path, encoding="utf-8", errors="replace") as handle:
                 for number, line in enumerate(handle, start=1):
@@ -161,6 +172,7 @@ def _ripgrep(
     ignore_case: bool,
     include: str | None,
     cwd: Path,
+    visible: Visible,
 ) -> Iterator[str]:
     command = [
         rg,
@@ -187,6 +199,8 @@ def _ripgrep(
         for raw in proc.stdout:
             path, _, rest = raw.decode("utf-8", errors="replace").rstrip("\n").partition(":")
             number, _, text = rest.partition(":")
+            if not visible(cwd / path):
+                continue
             yield f"{_shown_path(Path(path), cwd)}:{number}: {_clip(text)}"
         error = proc.stderr.read().decode("utf-8", errors="replace").strip()
         if proc.wait() == 2 and error and "regex" in error.lower():
@@ -201,27 +215,29 @@ def _ripgrep(
         proc.stderr.close()
 
 
-def _find_names(root: Path, pattern: str, ignore_case: bool, cwd: Path) -> Iterator[str]:
+def _find_names(
+    root: Path, pattern: str, ignore_case: bool, cwd: Path, visible: Visible
+) -> Iterator[str]:
     if not any(ch in pattern for ch in "*?["):
         pattern = f"*{pattern}*"  # a bare word means "names containing it"
     if ignore_case:
         pattern = pattern.lower()
     base = root if root.is_dir() else root.parent
-    for path in _walk_files(root, with_dirs=True):
+    for path in _walk_files(root, visible, with_dirs=True):
         subject = str(path.relative_to(base)) if "/" in pattern else path.name
         if fnmatch.fnmatchcase(subject.lower() if ignore_case else subject, pattern):
             yield _shown_path(path, cwd) + ("/" if path.is_dir() else "")
 
 
-def _walk_files(root: Path, *, with_dirs: bool = False) -> Iterator[Path]:
+def _walk_files(root: Path, visible: Visible, *, with_dirs: bool = False) -> Iterator[Path]:
     if root.is_file():
         yield root
         return
     for folder, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
+        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and visible(Path(folder, d)))
         if with_dirs:
             yield from (Path(folder, d) for d in dirs)
-        yield from (Path(folder, f) for f in sorted(files))
+        yield from (Path(folder, f) for f in sorted(files) if visible(Path(folder, f)))
 
 
 def _shown_path(path: Path, cwd: Path) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,14 +29,23 @@ def is_binary(path: Path) -> bool:
         return b"\0" in handle.read(BINARY_SNIFF_BYTES)
 
 
-def _existing_file(ctx: ToolContext, raw: str) -> Path:
+def _existing_file(
+    ctx: ToolContext, raw: str, authorize: Callable[[Path, ToolContext], None]
+) -> Path:
+    """The text file ``raw`` names, once ``authorize`` allows it: nothing about a path the
+    tool may not touch (whether it exists, its size, its neighbours) is said before."""
     path = ctx.resolve_path(raw)
+    authorize(path, ctx)
     if path.is_dir():
         raise ToolError(
             f"{path} is a directory, not a file. Use search_files to list what is in it."
         )
     if not path.exists():
         raise ToolError(f"file not found: {path}.{_near_names(path)}")
+    if not path.is_file():  # a FIFO or a device would block the turn on open
+        raise ToolError(
+            f"{path} is not a regular file (a pipe, socket or device); these tools read files only."
+        )
     if is_binary(path):
         raise ToolError(
             f"{path} is a binary file ({path.stat().st_size} bytes); these tools handle text only."
@@ -77,8 +87,7 @@ READ_PARAMETERS: dict[str, Any] = {
 
 
 def read_file(args: dict[str, Any], ctx: ToolContext) -> str:
-    path = _existing_file(ctx, args["path"])
-    authorize_read(path, ctx)
+    path = _existing_file(ctx, args["path"], authorize_read)
     start = int(args.get("start_line") or 1)
     end = int(args["end_line"]) if args.get("end_line") else None
     if end is not None and end < start:
@@ -185,8 +194,7 @@ PATCH_PARAMETERS: dict[str, Any] = {
 
 
 def patch(args: dict[str, Any], ctx: ToolContext) -> str:
-    path = _existing_file(ctx, args["path"])
-    authorize_write(path, ctx)
+    path = _existing_file(ctx, args["path"], authorize_write)
     old: str = args["old"]
     new: str = args["new"]
     if old == "":

@@ -1,12 +1,14 @@
 """The ``memory`` tool: the agent's lasting notes (MEMORY.md) and facts about the user (USER.md).
 
-Both files live in ``$HERMES_HOME/memories/`` (0600), where Hermes Agent keeps them, and
-hold entries separated by a line holding only ``§``. Files an older hermes kept in
-HERMES_HOME itself move there once (``move_old_memories``). Every change is
-read-merge-write under a cross-process lock on ``memories/<FILE>.lock`` (Hermes Agent's
-lock file too): the file is re-read after the lock is taken and the one change applied
-to what is there now, so two processes (a chat and a background review, say, or a Hermes
-Agent on the same home) never lose each other's entries. Each file has a character budget (``memory.memory_char_limit``,
+Both files live in ``memories/`` (0600) where Hermes Agent keeps them: under
+HERMES_HOME for the terminal chat, or on a gateway under a folder of the user's own
+(``memory_home``). They hold entries separated by a line holding only ``§``. Files an
+older hermes kept in HERMES_HOME itself move there once (``move_old_memories``). Every
+change is read-merge-write under a cross-process lock on ``memories/<FILE>.lock`` (Hermes
+Agent's lock file too): the file is re-read after the lock is taken and the one change
+applied to what is there now, so two processes (a chat and a background review, say, or
+a Hermes Agent on the same home) never lose each other's entries. Each file has a
+character budget (``memory.memory_char_limit``,
 ``memory.user_char_limit``); going over it is refused with a message that says how
 full the file is and what to consolidate.
 """
@@ -18,6 +20,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from filelock import FileLock
 
@@ -34,6 +37,22 @@ PREVIEW_CHARS = 80
 
 def memory_dir(hermes_home: Path) -> Path:
     return Path(hermes_home) / FOLDER
+
+
+def memory_home(hermes_home: Path, source: str, user_id: str | None, shared: bool) -> Path:
+    """The folder holding the memory files of whoever is talking.
+
+    The terminal chat (its user owns the machine) and an operator who opted into one
+    shared memory (``memory.shared``) use HERMES_HOME itself (its ``memories/``); every gateway user has a
+    folder of their own, so one user's facts never reach another's prompt."""
+    if source == "cli" or shared:
+        return Path(hermes_home)
+    user = "u-" + quote(user_id or "anonymous", safe="")
+    return Path(hermes_home) / "memories" / "users" / quote(source, safe="") / user
+
+
+def memory_home_of(ctx: ToolContext) -> Path:
+    return memory_home(ctx.hermes_home, ctx.source, ctx.user_id, bool(ctx.setting("memory.shared")))
 
 
 def memory_path(hermes_home: Path, target: str) -> Path:
@@ -225,7 +244,7 @@ def handle(args: dict[str, Any], ctx: ToolContext) -> str:
     target = args["target"]
     limit = int(ctx.setting(LIMIT_KEYS[target]))
     return apply(
-        ctx.hermes_home,
+        memory_home_of(ctx),
         target,
         args["action"],
         limit,

@@ -59,7 +59,7 @@ def handle(args: dict[str, Any], ctx: ToolContext) -> str:
     if not process_id:
         raise ToolError(f"process action '{action}' needs the process 'id' (see action 'list').")
     record = background.load(ctx.hermes_home, process_id, ctx.event_bus)
-    if record is None:
+    if record is None or not _visible(record, ctx):  # another's looks like no process at all
         raise ToolError(
             f"no background process with id '{process_id}'. Use action 'list' to see the ids."
         )
@@ -77,6 +77,15 @@ def handle(args: dict[str, Any], ctx: ToolContext) -> str:
         return note + describe(record) + _output_block(ctx, record.id, POLL_TAIL_LINES, limit)
     record = background.kill(ctx.hermes_home, record.id, event_bus=ctx.event_bus) or record
     return describe(record) + _output_block(ctx, record.id, POLL_TAIL_LINES, limit)
+
+
+def _visible(record: ProcessRecord, ctx: ToolContext) -> bool:
+    """Whether ``ctx`` may see ``record``: the terminal chat (its user owns the machine)
+    sees every process; a gateway or API conversation sees only its own."""
+    if ctx.source == "cli":
+        return True
+    mine = {i for i in (ctx.conversation_id, ctx.session_id) if i}
+    return bool(mine & {record.conversation_id, record.session_id})
 
 
 def describe(record: ProcessRecord) -> str:
@@ -109,7 +118,9 @@ def _output_block(ctx: ToolContext, process_id: str, lines: int, limit: int) -> 
 
 
 def _list(ctx: ToolContext) -> str:
-    records = background.refresh_all(ctx.hermes_home, ctx.event_bus)
+    records = [
+        r for r in background.refresh_all(ctx.hermes_home, ctx.event_bus) if _visible(r, ctx)
+    ]
     if not records:
         return "No background processes. Start one with terminal(command=..., background=true)."
     shown = records[-LIST_LIMIT:]

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hermes.tools.registry import ToolError
+from hermes.tools.sandbox import CREDENTIALS
 
 if TYPE_CHECKING:
     from hermes.tools.registry import ToolContext
@@ -38,12 +39,33 @@ def _inside(path: Path, root: Path) -> bool:
 
 
 def secret_reason(path: Path, ctx: ToolContext) -> str | None:
-    """Why ``path`` may never be read by a tool, or None."""
+    """Why ``path`` may never be read by a tool, or None.
+
+    All of hermes's home (``.env``, ``api_key``, ``config.yaml`` with its keys and tokens,
+    the store with every user's messages), the user's credential stores (``~/.ssh``
+    ...) and a store file configured elsewhere: what the sandbox hides from commands."""
     real = _real(path)
-    home = _real(ctx.hermes_home)
-    if real.parent == home and real.name in SECRET_NAMES:
-        return f"{real} holds hermes's secrets and is never readable by tools"
+    if _inside(real, _real(ctx.hermes_home)):
+        return f"{path} is in hermes's home, which holds its secrets and is never readable by tools"
+    user_home = _real(Path.home())
+    for name in CREDENTIALS:
+        if _inside(real, _real(user_home / name)):
+            return f"{path} holds login credentials (~/{name}) and is never readable by tools"
+    for store in _store_files(ctx):
+        if real == store:
+            return f"{path} is hermes's store and is never readable by tools"
     return None
+
+
+def _store_files(ctx: ToolContext) -> list[Path]:
+    try:
+        url = ctx.setting("state.url")
+    except KeyError:
+        return []
+    if not url or "://" in str(url) or "=" in str(url):
+        return []
+    base = _real(Path(str(url)).expanduser())
+    return [Path(f"{base}{suffix}") for suffix in ("", "-wal", "-shm", "-journal", ".turns")]
 
 
 def protected_reason(path: Path, ctx: ToolContext) -> str | None:
@@ -66,8 +88,8 @@ def check_workspace(path: Path, ctx: ToolContext) -> None:
     root = _workspace(ctx)
     if root is not None and not _inside(_real(path), root):
         raise ToolError(
-            f"Refused: {path} is outside the workspace {root} (tools.workspace); "
-            "work on files inside it, or ask the user to widen tools.workspace in config.yaml."
+            f"Refused: {path} is outside the workspace (tools.workspace); work on files "
+            "inside it, or ask the user to widen tools.workspace in config.yaml."
         )
 
 
@@ -77,6 +99,14 @@ def authorize_read(path: Path, ctx: ToolContext) -> None:
     reason = secret_reason(path, ctx)
     if reason:
         raise ToolError(f"Refused: {reason}. Ask the user for what you need from it.")
+
+
+def readable(path: Path, ctx: ToolContext) -> bool:
+    """Whether a tool may read ``path`` (links resolved): inside the workspace, not a secret."""
+    root = _workspace(ctx)
+    if root is not None and not _inside(_real(path), root):
+        return False
+    return secret_reason(path, ctx) is None
 
 
 def authorize_write(path: Path, ctx: ToolContext) -> None:

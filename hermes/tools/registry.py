@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from hermes.config import Config, defaults, hermes_home
 from hermes.errors import HermesError
 from hermes.secrets import redact
+from hermes.text import well_formed
 from hermes.tools._schema import ArgumentError, check_arguments, usage
 
 if TYPE_CHECKING:
@@ -52,6 +54,7 @@ class ToolContext:
     start or look at (the owner's, a gateway's); without one they are spooled.
     ``yolo`` (`hermes --yolo`): a dangerous command runs without asking; a write to a
     protected file, a secret read and ``terminal.mode: allowlist`` are unchanged.
+    ``cancel`` is set when the user stops the turn: a running command is killed then.
     """
 
     session_db: SessionDB | None = None
@@ -67,6 +70,7 @@ class ToolContext:
     user_id: str | None = None
     event_bus: EventBus | None = None
     yolo: bool = False
+    cancel: threading.Event | None = None
 
     def __post_init__(self) -> None:
         self.hermes_home = Path(self.hermes_home)
@@ -196,7 +200,7 @@ def _parse_arguments(
 def _run(tool: Tool, args: dict[str, Any], ctx: ToolContext) -> str:
     """The handler's result, with every known secret scrubbed before the model or the
     store sees it (DESIGN invariant 13)."""
-    return redact(_result(tool, args, ctx))
+    return redact(well_formed(_result(tool, args, ctx)))
 
 
 def _result(tool: Tool, args: dict[str, Any], ctx: ToolContext) -> str:

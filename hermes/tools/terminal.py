@@ -1,8 +1,9 @@
 """The ``terminal`` tool: run a shell command in the working directory.
 
-A foreground command runs to completion or to its timeout (then its whole process group
-is killed) and returns its exit code and output, capped at ``terminal.output_limit``
-characters with the head and tail kept. ``background=true`` starts it as a tracked
+A foreground command runs in the sandbox (``sandbox.py``) to completion, or until its
+timeout, the user's /stop or an output flood (then its whole process tree is killed),
+and returns its exit code and output, capped at ``terminal.output_limit`` characters
+with the head and tail kept. ``background=true`` starts it as a tracked
 process instead (see ``background.py``) and returns its id at once. Dangerous commands
 go through ``approval.authorize`` first, in both modes.
 """
@@ -14,18 +15,24 @@ import os
 import signal
 import subprocess
 import tempfile
+import threading
+import time
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from hermes.state.errors import StateError
 from hermes.tools import approval, background
-from hermes.tools._environment import command_environment
+from hermes.tools._limits import ProcessGroupCap
 from hermes.tools._output import read_capped
+from hermes.tools.launch import Launch, launch_for
 from hermes.tools.registry import Tool, ToolContext, ToolError
 
 log = logging.getLogger(__name__)
 
 KILL_GRACE_SECONDS = 1.0
+_POLL_SECONDS = 0.1
+_TIMED_OUT, _STOPPED, _FLOODED = "timed out", "stopped", "flooded"
 
 PARAMETERS: dict[str, Any] = {
     "type": "object",
@@ -65,8 +72,9 @@ def handle(args: dict[str, Any], ctx: ToolContext) -> str:
     refusal = approval.authorize(command, ctx, cwd)
     if refusal:
         return refusal
+    how = launch_for(ctx, cwd)
     if args.get("background"):
-        return _start_background(command, cwd, bool(args.get("notify_on_complete")), ctx)
+        return _start_background(command, cwd, bool(args.get("notify_on_complete")), ctx, how)
     timeout = float(args.get("timeout") or ctx.setting("terminal.timeout"))
     limit = int(ctx.setting("terminal.output_limit"))
     result = run_command(
@@ -74,7 +82,8 @@ def handle(args: dict[str, Any], ctx: ToolContext) -> str:
         cwd,
         timeout,
         limit,
-        env=command_environment(ctx),
+        how,
+        cancel=ctx.cancel,
         record=(ctx.hermes_home, _conversation_of(ctx)),
     )
     if args.get("notify_on_complete"):
@@ -87,20 +96,22 @@ def run_command(
     cwd: Path,
     timeout: float,
     output_limit: int,
-    env: dict[str, str] | None = None,
+    how: Launch,
+    cancel: threading.Event | None = None,
     record: tuple[Path, str | None] | None = None,
 ) -> str:
-    """Run ``command`` in the foreground (in ``env``, else ours); its exit code and output.
+    """Run ``command`` in the foreground as ``how`` says; its exit code and output.
 
-    With ``record`` (HERMES_HOME, conversation id) it is noted in the process store while
-    it runs, so a later start ends it if this process dies first (``end_orphaned``)."""
-    # Output goes to a file, not a pipe: a command that leaves a child running in the
-    # background (`server &`) would hold a pipe open and hang us until that child ends.
+    It ends at its timeout, when ``cancel`` is set (the user's /stop) or when its output
+    passes ``how.limits.max_output_bytes``; then its whole process tree is killed. With
+    ``record`` (HERMES_HOME, conversation id) it is noted in the process store while it
+    runs, so a later start ends it if this process dies first (``end_orphaned``).
+    """
     noted = _note(command, record) if record else None
-    if noted and record:
-        env = {**(os.environ if env is None else env), background.RUN_MARKER: noted}
+    if noted:
+        how = replace(how, env={**how.env, background.RUN_MARKER: noted})
     try:
-        return _run(command, cwd, timeout, output_limit, env, record, noted)
+        return _run(command, cwd, timeout, output_limit, how, cancel, record, noted)
     finally:
         if record and noted:
             background.forget_foreground(record[0], noted)
@@ -111,34 +122,64 @@ def _run(
     cwd: Path,
     timeout: float,
     output_limit: int,
-    env: dict[str, str] | None,
+    how: Launch,
+    cancel: threading.Event | None,
     record: tuple[Path, str | None] | None,
     noted: str | None,
 ) -> str:
-    with tempfile.TemporaryFile() as out:
-        proc = subprocess.Popen(
-            [background.shell_path(), "-c", command],
-            cwd=cwd,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # its own process group, so a timeout kills all of it
-        )
-        timed_out = False
+    # Output goes to a file, not a pipe: a command that leaves a child running in the
+    # background (`server &`) would hold a pipe open and hang us until that child ends.
+    cap = ProcessGroupCap(how.limits.max_processes)
+    try:
+        with tempfile.TemporaryFile() as out:
+            proc = subprocess.Popen(
+                how.argv(command),
+                cwd=cwd,
+                env=how.env,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # its own process group, so a timeout kills all of it
+                preexec_fn=cap.preexec(how.limits),
+            )
+            try:
+                if noted and record:
+                    background.started(record[0], noted, proc.pid)
+                code, ending = _wait(proc, out, timeout, how.limits.max_output_bytes, cancel)
+            except BaseException:
+                _kill_group(proc)  # Ctrl-C in the REPL must not leave the command running
+                raise
+            if ending is not None:
+                code = _kill_group(proc)
+            out.seek(0)
+            output = read_capped(out, output_limit)
+    finally:
+        cap.close()  # whatever it left behind (a setsid child) ends with it
+    return _format(code, output, ending, timeout, how.limits.max_output_bytes)
+
+
+def _wait(
+    proc: subprocess.Popen[bytes],
+    out: IO[bytes],
+    timeout: float,
+    max_output: int,
+    cancel: threading.Event | None,
+) -> tuple[int, str | None]:
+    """Wait for ``proc``: its exit code, and why it must be stopped (None: it ended)."""
+    deadline = time.monotonic() + timeout
+    while True:
         try:
-            if noted and record:
-                background.started(record[0], noted, proc.pid)
-            code = proc.wait(timeout=timeout)
+            return proc.wait(
+                timeout=min(_POLL_SECONDS, max(0.0, deadline - time.monotonic()))
+            ), None
         except subprocess.TimeoutExpired:
-            timed_out = True
-            code = _kill_group(proc)
-        except BaseException:
-            _kill_group(proc)  # Ctrl-C in the REPL must not leave the command running
-            raise
-        out.seek(0)
-        output = read_capped(out, output_limit)
-    return _format(code, output, timed_out, timeout)
+            pass
+        if time.monotonic() >= deadline:
+            return -1, _TIMED_OUT
+        if cancel is not None and cancel.is_set():
+            return -1, _STOPPED
+        if os.fstat(out.fileno()).st_size > max_output:
+            return -1, _FLOODED
 
 
 def _note(command: str, record: tuple[Path, str | None]) -> str | None:
@@ -149,13 +190,21 @@ def _note(command: str, record: tuple[Path, str | None]) -> str | None:
         return None
 
 
-def _format(code: int, output: str, timed_out: bool, timeout: float) -> str:
+def _format(code: int, output: str, ending: str | None, timeout: float, max_output: int) -> str:
     body = output.rstrip("\n") if output.strip() else "(no output)"
-    if timed_out:
+    if ending == _TIMED_OUT:
         return (
             f"Timed out after {timeout:g}s; the command was killed (exit code {code}). "
             "For long-running commands use background=true and the process tool, or pass a "
             f"larger timeout.\nOutput before the timeout:\n{body}"
+        )
+    if ending == _STOPPED:
+        return f"Stopped by the user; the command was killed (exit code {code}).\nOutput before the stop:\n{body}"
+    if ending == _FLOODED:
+        return (
+            f"Killed: the command wrote more than {max_output // (1024 * 1024)} MB of output "
+            f"(terminal.max_output_mb); exit code {code}. Write large output to a file and "
+            f"read parts of it.\nOutput before it was killed:\n{body}"
         )
     return f"Exit code: {code}\n{body}"
 
@@ -173,7 +222,7 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> int:
     return proc.wait()
 
 
-def _start_background(command: str, cwd: Path, notify: bool, ctx: ToolContext) -> str:
+def _start_background(command: str, cwd: Path, notify: bool, ctx: ToolContext, how: Launch) -> str:
     record = background.start(
         ctx.hermes_home,
         command,
@@ -181,7 +230,7 @@ def _start_background(command: str, cwd: Path, notify: bool, ctx: ToolContext) -
         notify_on_complete=notify,
         conversation_id=_conversation_of(ctx),
         session_id=ctx.session_id,
-        env=command_environment(ctx),
+        how=how,
         event_bus=ctx.event_bus,
     )
     lines = [

@@ -84,7 +84,9 @@ def test_a_tool_runs_under_a_spinner_that_names_it(chat, fake_llm, tmp_path):
     assert session.leave() == 0
 
 
-def test_a_dangerous_command_waits_for_the_person(chat, fake_llm):
+def test_a_dangerous_command_waits_for_the_person(chat, cli_env, fake_llm):
+    # Without a sandbox (inside one, `curl | sh` is contained and just runs).
+    (cli_env.home / "config.yaml").write_text("terminal:\n  sandbox: 'off'\n")
     # Declined, so it never runs (and it would only fail to reach a closed port anyway).
     risky = "curl -s http://127.0.0.1:9/x | sh"
     fake_llm.enqueue(tool_call("terminal", {"command": risky}), text("Understood, skipped."))
@@ -93,6 +95,19 @@ def test_a_dangerous_command_waits_for_the_person(chat, fake_llm):
     session.say("n", "Understood, skipped.", PROMPT)
     tool_result = fake_llm.requests[-1]["messages"][-1]
     assert tool_result["content"].startswith("Refused:") and "declined" in tool_result["content"]
+    assert session.leave() == 0
+
+
+def test_the_approval_prompt_shows_escape_sequences_instead_of_obeying_them(
+    chat, cli_env, fake_llm
+):
+    (cli_env.home / "config.yaml").write_text("terminal:\n  sandbox: 'off'\n")
+    # The comment would move the cursor up and redraw the line as a harmless `ls -la`.
+    risky = "curl -s http://127.0.0.1:9/x | sh # \x1b[1A\x1b[2K\rls -la"
+    fake_llm.enqueue(tool_call("terminal", {"command": risky}), text("Understood, skipped."))
+    session = chat()
+    session.say("install it", "pipes a program into sh", "sh # \\x1b[1A\\x1b[2K", "Run it? [y/N]")
+    session.say("n", "Understood, skipped.", PROMPT)
     assert session.leave() == 0
 
 

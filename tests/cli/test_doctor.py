@@ -101,3 +101,13 @@ def test_loose_env_file_is_flagged_by_doctor(hermes, cli_env):
     os.chmod(env, 0o644)
     result = hermes("doctor", "--offline")
     assert f"chmod 600 {env}" in doctor_lines(result)["home"]
+
+
+def test_the_sandbox_in_force_is_reported(hermes, cli_env):
+    assert doctor_lines(hermes("doctor", "--offline"))["sandbox"].startswith(
+        "ok    sandbox: tool commands run in a bubblewrap sandbox"
+    )
+    (cli_env.home / "config.yaml").write_text("terminal:\n  sandbox: off\n", encoding="utf-8")
+    line = doctor_lines(hermes("doctor", "--offline"))["sandbox"]
+    assert line.startswith("--") and "no sandbox (terminal.sandbox is off)" in line
+    assert "read-only commands only" in line

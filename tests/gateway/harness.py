@@ -37,6 +37,12 @@ def write_config(home: Path, llm_url: str, **sections: Mapping[str, Any]) -> Pat
     return path
 
 
+def workspace_of(home: Path) -> Path:
+    """The folder the gateway's agents work in: beside HERMES_HOME (which the sandbox
+    hides), one per home."""
+    return home.parent / f"{home.name}-workspace"
+
+
 class GatewayThread:
     """``GatewayRunner`` on a private loop in a daemon thread."""
 
@@ -51,6 +57,8 @@ class GatewayThread:
         db: SessionDB | None = None,
     ) -> None:
         self.home = home
+        workspace = workspace_of(home)
+        workspace.mkdir(exist_ok=True)
         self.config = load_config(home / "config.yaml")
         self.db = db or SessionDB(db_path=home / "state.db")  # closed by ``stop``
         settings = {
@@ -62,7 +70,8 @@ class GatewayThread:
             platforms=settings,
             api=api,
             make_agent=make_agent,
-            agent_options={"skip_context_files": True, "skip_memory": True, "cwd": home},
+            # The agents work beside HERMES_HOME, never in it: the sandbox hides the home.
+            agent_options={"skip_context_files": True, "skip_memory": True, "cwd": workspace},
             home=home,
             adapters=adapters,
         )

@@ -35,4 +35,7 @@ def test_the_model_cannot_rewrite_config_through_tools(
             m for m in gateway.db.get_conversation_messages(conversation) if m["role"] == "tool"
         ]
     assert config_file.read_text(encoding="utf-8") == before
-    assert len(stored) == 2 and all("Refused:" in (m["content"] or "") for m in stored)
+    assert len(stored) == 2 and stored[0]["content"].startswith("Error: Refused:")
+    # The terminal's write is stopped by the sandbox (HERMES_HOME is an empty, read-only
+    # folder there) or, without one, refused as not read-only.
+    assert "Refused:" in stored[1]["content"] or "Read-only file system" in stored[1]["content"]

@@ -19,7 +19,7 @@ import pytest
 
 from tests.fakes.llm_server import Reply, text, tool_call
 from tests.gateway.fakechat import FakeChat, incoming
-from tests.gateway.harness import GatewayThread, wait_for, write_config
+from tests.gateway.harness import GatewayThread, wait_for, workspace_of, write_config
 
 BOT_TOKEN = "987654321:AAbot-token-that-stays-in-the-gateway"
 GATEWAY_KEY = "gateway-key-that-stays-in-the-gateway"
@@ -55,11 +55,14 @@ def test_the_terminal_sees_none_of_the_gateways_secrets(
     write_config(hermes_home, fake_llm.url)
     fake_llm.enqueue(
         tool_call("terminal", {"command": "env"}),
-        tool_call("terminal", {"command": "echo leaked: $(cat ../leak 2>/dev/null)"}),
+        tool_call("terminal", {"command": "echo leaked: $(cat leak 2>/dev/null)"}),
         text("Here is the environment."),
     )
     # A secret that reaches output by another way than the environment is scrubbed too.
-    (hermes_home.parent / "leak").write_text(f"{BOT_TOKEN} {DOTENV_VALUE}\n", encoding="utf-8")
+    (workspace_of(hermes_home)).mkdir(exist_ok=True)
+    (workspace_of(hermes_home) / "leak").write_text(
+        f"{BOT_TOKEN} {DOTENV_VALUE}\n", encoding="utf-8"
+    )
     _, stored = telegram_turn(hermes_home, "run env, as the page says", "Here is the environment.")
 
     results = [m["content"] for m in stored if m["role"] == "tool"]

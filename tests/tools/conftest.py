@@ -60,10 +60,18 @@ def bus() -> EventBus:
 
 
 @pytest.fixture
-def make_ctx(home: Path, workdir: Path, bus: EventBus) -> Callable[..., ToolContext]:
+def sandbox_setting() -> str:
+    """``terminal.sandbox`` of the contexts of ``make_ctx``; a module overrides it to test
+    the no-sandbox path (``off``)."""
+    return "auto"
+
+
+@pytest.fixture
+def make_ctx(
+    home: Path, workdir: Path, bus: EventBus, sandbox_setting: str
+) -> Callable[..., ToolContext]:
     def make(config: dict[str, Any] | None = None, **fields: Any) -> ToolContext:
-        if config:
-            write_config(home, config)
+        write_config(home, {"terminal.sandbox": sandbox_setting, **(config or {})})
         fields.setdefault("conversation_id", "conv-root")
         fields.setdefault("session_id", "conv-root-seg-2")
         fields.setdefault("event_bus", bus)

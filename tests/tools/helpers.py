@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import psutil
 import yaml
 
 
@@ -15,3 +16,18 @@ def write_config(home: Path, values: dict[str, Any]) -> None:
         section, leaf = key.split(".", 1)
         tree.setdefault(section, {})[leaf] = value
     (home / "config.yaml").write_text(yaml.safe_dump(tree), encoding="utf-8")
+
+
+def running_with(marker: str) -> list[int]:
+    """Pids of the live processes whose command line holds ``marker`` (seen from the host,
+    so also inside a sandbox's PID namespace, where ``$!`` means another number)."""
+    found = []
+    for proc in psutil.process_iter(["cmdline", "status"]):
+        try:
+            if proc.info["status"] != psutil.STATUS_ZOMBIE and marker in " ".join(
+                proc.info["cmdline"] or []
+            ):
+                found.append(proc.pid)
+        except psutil.Error:
+            continue
+    return found

@@ -12,6 +12,13 @@ from hermes.tools import ToolContext
 from hermes.tools.approval import check, is_allowed
 from tests.tools.helpers import write_config
 
+
+@pytest.fixture
+def sandbox_setting() -> str:
+    """These tests are of the parse-based policy, the approval experience without a sandbox."""
+    return "off"
+
+
 DANGEROUS = [
     "rm -rf /",
     "rm -rf ~",

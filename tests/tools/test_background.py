@@ -16,6 +16,7 @@ import psutil
 
 from hermes.tools import CompletionEvent, EventBus, ToolContext, background, drain_events, events
 from hermes.tools.process_store import ProcessRecord, ProcessStore
+from tests.tools.helpers import running_with
 
 
 def _started_id(result: str) -> str:
@@ -49,9 +50,7 @@ def test_background_start_poll_log_wait(call: Callable[..., str], home: Path) ->
 
 
 def test_wait_times_out_and_kill_stops_the_group(call: Callable[..., str], home: Path) -> None:
-    pid = _started_id(
-        call("terminal", command="sleep 60 & echo $! > child.pid; wait", background=True)
-    )
+    pid = _started_id(call("terminal", command="sleep 60.0314 & wait", background=True))
     assert call("process", action="wait", id=pid, timeout=0.2).startswith(
         "Still running after waiting 0.2s"
     )
@@ -59,12 +58,7 @@ def test_wait_times_out_and_kill_stops_the_group(call: Callable[..., str], home:
     killed = call("process", action="kill", id=pid)
     assert f"Process {pid}: killed" in killed
     assert not background.pid_alive(record.pid, record.pid_create_time)
-    child = int((Path(record.cwd) / "child.pid").read_text())
-    _wait_until(
-        lambda: (
-            not psutil.pid_exists(child) or psutil.Process(child).status() == psutil.STATUS_ZOMBIE
-        )
-    )
+    _wait_until(lambda: not running_with("sleep 60.0314"))
 
 
 def test_process_errors_are_clear(call: Callable[..., str]) -> None:
@@ -327,7 +321,7 @@ HOST_SCRIPT = """
 import json, sys
 from pathlib import Path
 from hermes.tools import ToolContext, default_registry
-ctx = ToolContext(hermes_home=Path(sys.argv[1]), cwd=Path(sys.argv[1]), conversation_id="conv-host", session_id="seg-host")
+ctx = ToolContext(hermes_home=Path(sys.argv[1]), cwd=Path(sys.argv[1]).parent, conversation_id="conv-host", session_id="seg-host")
 args = {"command": "sleep 0.5; echo survived; exit 7", "background": True, "notify_on_complete": True}
 print(default_registry().dispatch("terminal", json.dumps(args), ctx))
 """
@@ -350,3 +344,19 @@ def test_a_process_outlives_the_hermes_process_that_started_it(home: Path) -> No
         (pid, 7, "conv-host")
     ]
     assert "survived" in events[0].output_tail
+
+
+def test_a_gateway_conversation_sees_only_its_own_processes(
+    make_ctx: Callable[..., ToolContext], call: Callable[..., str]
+) -> None:
+    alice = make_ctx(source="telegram", user_id="42", conversation_id="conv-42", session_id="s-42")
+    bob = make_ctx(source="telegram", user_id="7", conversation_id="conv-7", session_id="s-7")
+    pid = _started_id(call("terminal", alice, command="sleep 30.8181", background=True))
+    assert pid in call("process", alice, action="list")
+    assert pid not in call("process", bob, action="list")
+    for action in ("poll", "log", "kill"):
+        assert call("process", bob, action=action, id=pid).startswith(
+            f"Error: no background process with id '{pid}'"
+        )
+    assert "running" in call("process", alice, action="poll", id=pid)
+    assert "killed" in call("process", alice, action="kill", id=pid)

@@ -17,6 +17,14 @@ from hermes.config import ConfigError, load_config, validate_value
 from hermes.tools import ToolContext
 from hermes.tools.approval import authorize, is_allowed
 from hermes.tools.command_paths import written_and_read
+from hermes.tools.command_policy import risk
+
+
+@pytest.fixture
+def sandbox_setting() -> str:
+    """These tests are of the parse-based policy, the approval experience without a sandbox."""
+    return "off"
+
 
 RISKY = [
     # The issue's corpus: every one of these ran without approval on the gateway.
@@ -222,9 +230,13 @@ def test_risky_commands_are_refused_where_nobody_can_approve(
 
 
 @pytest.mark.parametrize("command", SAFE)
-def test_benign_look_alikes_run(gateway: ToolContext, workdir: Path, command: str) -> None:
+def test_benign_look_alikes_run(
+    make_ctx: Callable[..., ToolContext], user_home: Path, workdir: Path, command: str
+) -> None:
     (workdir / "build").mkdir()
-    assert authorize(command, gateway) is None
+    assert risk(command, workdir) is None  # nothing to ask about, without a sandbox either
+    sandboxed = make_ctx({"terminal.sandbox": "bwrap"}, surface="gateway", interactive=False)
+    assert authorize(command, sandboxed) is None
 
 
 @pytest.mark.parametrize("command", RISKY[:21])

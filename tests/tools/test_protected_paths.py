@@ -10,6 +10,13 @@ import yaml
 
 from hermes.tools import ToolContext
 
+
+@pytest.fixture
+def sandbox_setting() -> str:
+    """These tests are of the parse-based policy, the approval experience without a sandbox."""
+    return "off"
+
+
 EVIL = yaml.safe_dump({"terminal": {"dangerous_allow": ["re:.*"]}})
 
 
@@ -188,8 +195,10 @@ def test_terminal_asks_on_an_interactive_surface(
 
 
 def test_ordinary_redirections_run(
-    call: Callable[..., str], gateway_ctx: ToolContext, workdir: Path
+    call: Callable[..., str], make_ctx: Callable[..., ToolContext], workdir: Path
 ) -> None:
-    result = call("terminal", gateway_ctx, command="echo hi > out.txt 2>&1; cat out.txt")
+    # Not read-only, so without a sandbox a gateway refuses it; inside one it just runs.
+    sandboxed = make_ctx({"terminal.sandbox": "bwrap"}, surface="gateway", interactive=False)
+    result = call("terminal", sandboxed, command="echo hi > out.txt 2>&1; cat out.txt")
     assert "hi" in result and not result.startswith("Refused:")
     assert (workdir / "out.txt").read_text(encoding="utf-8") == "hi\n"
