@@ -201,8 +201,11 @@ class AIAgent:
         from hermes.agent.turn import TurnInput, run_turn
         from hermes.text import well_formed
 
-        if user_message is not None:  # a lone surrogate must not fail the turn when stored
+        # A lone surrogate must not fail the turn when stored (in text, or a text part).
+        if isinstance(user_message, str):
             user_message = well_formed(user_message)
+        elif isinstance(user_message, list):
+            user_message = [_well_formed_part(part, well_formed) for part in user_message]
 
         given = TurnInput(
             history=conversation_history,
@@ -586,3 +589,10 @@ def _key_from_dotenv() -> str | None:
     """A key saved by `hermes setup` in $HERMES_HOME/.env."""
     saved = dotenv_values()
     return next((saved[name] for name in API_KEY_ENV if saved.get(name)), None)
+
+
+def _well_formed_part(part: Any, well_formed: Callable[[str], str]) -> Any:
+    """A content part with its text made valid UTF-8 (other parts as they are)."""
+    if isinstance(part, dict) and isinstance(part.get("text"), str):
+        return {**part, "text": well_formed(part["text"])}
+    return part

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from hermes.agent import AIAgent, review
 from hermes.state import SessionDB
-from hermes.tools.memory import memory_home
+from hermes.tools.memory import memory_home, memory_path
 from tests.agent.helpers import fake_agent
 from tests.fakes import llm_server as fake
 
@@ -43,8 +43,8 @@ def test_a_users_memory_stays_theirs(fake_llm, tmp_path: Path, hermes_home: Path
     with SessionDB(db_path=tmp_path / "state.db") as db:
         _talk(fake_agent(fake_llm, db, source="telegram", user_id="42"), PIN)
         own = memory_home(hermes_home, "telegram", "42", shared=False)
-        assert PIN in (own / "USER.md").read_text(encoding="utf-8")
-        assert not (hermes_home / "USER.md").exists()
+        assert PIN in memory_path(own, "user").read_text(encoding="utf-8")
+        assert not memory_path(hermes_home, "user").exists()
 
         fake_llm.responder = lambda body: fake.text("hello")
         fake_agent(fake_llm, db, source="telegram", user_id="7").run_conversation("hi")
@@ -62,7 +62,7 @@ def test_an_operator_may_opt_into_one_shared_memory(
     fake_llm.responder = _review_saves_the_pin
     with SessionDB(db_path=tmp_path / "state.db") as db:
         _talk(fake_agent(fake_llm, db, source="telegram", user_id="42"), PIN)
-        assert PIN in (hermes_home / "USER.md").read_text(encoding="utf-8")
+        assert PIN in memory_path(hermes_home, "user").read_text(encoding="utf-8")
 
 
 def test_a_user_id_cannot_climb_out_of_the_memory_folder(hermes_home: Path) -> None:

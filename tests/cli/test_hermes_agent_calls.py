@@ -109,7 +109,13 @@ def test_the_chat_options_go_without_a_command(hermes):
 RISKY = "curl -s http://127.0.0.1:9/x | sh"
 
 
-def test_without_yolo_nobody_can_approve_a_oneshot(hermes, fake_llm):
+def _without_sandbox(cli_env) -> None:
+    """The approval policy itself: inside the sandbox such commands need no approval."""
+    (cli_env.home / "config.yaml").write_text("terminal:\n  sandbox: 'off'\n")
+
+
+def test_without_yolo_nobody_can_approve_a_oneshot(hermes, cli_env, fake_llm):
+    _without_sandbox(cli_env)
     fake_llm.enqueue(tool_call("terminal", {"command": RISKY}), text("done"))
     assert hermes("-z", "install it").returncode == 0
     result = fake_llm.requests[-1]["messages"][-1]
@@ -126,11 +132,13 @@ def test_yolo_runs_a_dangerous_command_unasked_and_says_so_once(hermes, fake_llm
 
 
 def test_yolo_still_keeps_hermes_own_files(hermes, cli_env, fake_llm):
+    _without_sandbox(cli_env)
+    before = (cli_env.home / "config.yaml").read_text()
     write = f"echo 'terminal: {{mode: approve}}' >> {cli_env.home / 'config.yaml'}"
     fake_llm.enqueue(tool_call("terminal", {"command": write}), text("done"))
     assert hermes("--yolo", "-z", "change your config").returncode == 0
     assert fake_llm.requests[-1]["messages"][-1]["content"].startswith("Refused:")
-    assert not (cli_env.home / "config.yaml").exists()
+    assert (cli_env.home / "config.yaml").read_text() == before
 
 
 @pytest.mark.parametrize("args", [("--resume", "{id}", "--yolo"), ("-c",)])

@@ -34,10 +34,13 @@ class Gateway:
         self.home = home
         self.log = home / f"gateway-{time.monotonic_ns()}.log"
         env = {**os.environ, "HERMES_HOME": str(home), "HERMES_API_KEY": MODEL_KEY}
+        # Its tools work beside the home: the sandbox hides HERMES_HOME from commands.
+        workspace = home.parent / f"{home.name}-workspace"
+        workspace.mkdir(exist_ok=True)
         with open(self.log, "wb") as log:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "hermes", "gateway", "run", *args],
-                cwd=home,
+                cwd=workspace,
                 env=env,
                 stdout=log,
                 stderr=subprocess.STDOUT,

@@ -9,7 +9,7 @@ import pytest
 
 from hermes.state import SessionDB
 from tests.fakes.llm_server import hang, stall, text, tool_call
-from tests.gateway.harness import GatewayThread, wait_for, write_config
+from tests.gateway.harness import GatewayThread, wait_for, workspace_of, write_config
 from tests.gateway.run_calls import events, request, wait_status
 
 
@@ -119,7 +119,7 @@ def test_a_risky_command_waits_for_approval_over_the_api(
     )
     assert status == 200 and answered["choice"] == choice and answered["resolved"] == 1
     assert wait_status(gateway, gateway.api_key, run_id, "completed")["output"] == "finished"
-    assert (hermes_home / "yes-canary").exists() is (choice == "once")
+    assert (workspace_of(hermes_home) / "yes-canary").exists() is (choice == "once")
     result = fake_llm.requests[1]["messages"][-1]
     assert result["role"] == "tool"
     assert result["content"].startswith("Refused:") is (choice == "deny")

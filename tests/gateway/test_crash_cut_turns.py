@@ -68,7 +68,14 @@ def test_a_turn_cut_off_by_sigkill_is_answered_once_or_told_and_its_tool_ends(
     run_gateway,
 ) -> None:
     seconds = f"{300 + random.random():.6f}"
-    write_config(hermes_home, fake_llm.url, gateway={"resume_interrupted": resume})
+    # Without the sandbox: inside it the kernel ends the command with its gateway
+    # (--die-with-parent), so only the fallback leaves one for the next start to end.
+    write_config(
+        hermes_home,
+        fake_llm.url,
+        gateway={"resume_interrupted": resume},
+        terminal={"sandbox": "off"},
+    )
     if store.kind == "postgres":
         monkeypatch.setenv("HERMES_STATE_URL", store.url)  # read by the gateways' config
     else:
