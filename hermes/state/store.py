@@ -495,12 +495,17 @@ class SessionDB:
 
         return self._write(run)
 
-    def find_history(self, messages: Sequence[Mapping[str, Any]]) -> history.HistoryMatch | None:
+    def find_history(
+        self, messages: Sequence[Mapping[str, Any]], *, user_id: str | None = None
+    ) -> history.HistoryMatch | None:
         """The stored conversation a client's history (``role``/``content`` dicts, oldest
         first) continues: where its longest stored prefix ends (``history``); None if
-        no conversation the HTTP API started holds even its first message."""
+        no conversation the HTTP API started for the caller ``user_id`` (None: a caller
+        that names none) holds even its first message."""
         prefixes = history.prefix_digests(messages)
-        return self._read(lambda tx: history.find(tx, prefixes)) if prefixes else None
+        if not prefixes:
+            return None
+        return self._read(lambda tx: history.find(tx, prefixes, user_id))
 
     # -- conversations --------------------------------------------------------------
 
