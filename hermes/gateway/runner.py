@@ -496,9 +496,10 @@ class GatewayRunner:
         conversation (its key's route decides, as for a stale id). A stored prefix only,
         or a conversation that went on after it (an edited or regenerated message): a
         branch of it at the last message in common, holding the rest of the history.
-        Nothing stored: a new conversation seeded with the history.
+        Nothing stored: a new conversation seeded with the history. Only the caller's
+        own conversations count (its X-Hermes-Session-Key, or none for callers without).
         """
-        match = await asyncio.to_thread(self.db.find_history, history)
+        match = await asyncio.to_thread(self.db.find_history, history, user_id=caller.session_key())
         if match is not None and match.latest and match.matched == len(history):
             key, conversation, _ = await self.api_conversation(match.conversation_id)
             return StatelessConversation(key, conversation)
@@ -510,7 +511,11 @@ class GatewayRunner:
         """The conversation whose open tool calls a request without X-Hermes-Session-Id
         answers: the one its ``history`` (the messages before the calls) ends at, the
         calls being the newest thing in it; None when no conversation does."""
-        match = await asyncio.to_thread(self.db.find_history, history) if history else None
+        match = (
+            await asyncio.to_thread(self.db.find_history, history, user_id=caller.session_key())
+            if history
+            else None
+        )
         if match is None or not match.latest or match.matched != len(history):
             return None
         key, conversation, _ = await self.api_conversation(match.conversation_id)
@@ -593,9 +598,10 @@ class GatewayRunner:
 
     def count_side_request(self, prompt: str, result: TurnResult) -> None:
         """Add a side request's tokens to the conversation whose whole history its
-        prompt holds, if there is one (blocking: call from a thread)."""
+        prompt holds, if there is one of the same caller (blocking: call from a thread
+        that carries the request's context)."""
         history = side_requests.pasted_history(prompt)
-        match = self.db.find_history(history) if history else None
+        match = self.db.find_history(history, user_id=caller.session_key()) if history else None
         if match is None or match.matched != len(history):
             log.info("a side request's tokens belong to no stored conversation")
             return

@@ -69,6 +69,7 @@ class _Table:
 TABLES = (
     _Table("sessions", ("conversation_id", "segment_index")),
     _Table("messages", ("id",)),
+    _Table("blobs", ("sha256",)),
     _Table("compression_locks", ("session_id",)),
     _Table("segment_coverage", ("session_id", "origin_id")),
     _Table("history_digests", ("digest", "message_id")),

@@ -192,21 +192,30 @@ def _latest_digest(tx: Tx, conversation_id: str) -> bytes:
 # -- looking up ---------------------------------------------------------------------------
 
 # The longest of the given prefixes stored: (digest, messages covered) pairs in ``p``;
-# among conversations holding it (a branch shares its origin's prefix) one where it is
-# the latest message first, then the newest.
+# among the caller's conversations holding it (a branch shares its origin's prefix) one
+# where it is the latest message first, then the newest. A conversation belongs to the
+# caller whose ``user_id`` its root carries ('' for none: those of callers without one).
 _LONGEST = (
     "WITH p (digest, n) AS (VALUES {pairs})"
     " SELECT * FROM (SELECT h.conversation_id, h.message_id, p.n,"
     "   (SELECT MAX(x.message_id) FROM history_digests x"
     "     WHERE x.conversation_id = h.conversation_id) AS latest"
-    "   FROM p JOIN history_digests h ON h.digest = p.digest) AS m"
+    "   FROM p JOIN history_digests h ON h.digest = p.digest"
+    "   JOIN sessions r ON r.id = h.conversation_id"
+    "   WHERE COALESCE(r.user_id, '') = ?) AS m"
     " ORDER BY m.n DESC, CASE WHEN m.message_id = m.latest THEN 1 ELSE 0 END DESC,"
     " m.message_id DESC LIMIT 1"
 )
 
 
-def find(tx: Tx, prefixes: Sequence[tuple[bytes, int]]) -> HistoryMatch | None:
-    """The longest stored prefix of a history given by its ``prefix_digests``.
+def find(
+    tx: Tx, prefixes: Sequence[tuple[bytes, int]], user_id: str | None = None
+) -> HistoryMatch | None:
+    """The longest stored prefix of a history given by its ``prefix_digests``, among the
+    conversations of the caller ``user_id`` (None: of callers that name none).
+
+    Two callers sending the same history hold two conversations: the lookup never
+    lands one caller in another's.
 
     The whole history is looked up first (one indexed row in the usual case, a client
     going on where it left off); only when it is not stored are its shorter prefixes,
@@ -219,7 +228,8 @@ def find(tx: Tx, prefixes: Sequence[tuple[bytes, int]]) -> HistoryMatch | None:
         if not batch:
             continue
         pairs = ", ".join("(?, ?)" for _ in batch)
-        params = [value for digest, n in batch for value in (digest.hex(), n)]
+        params: list[Any] = [value for digest, n in batch for value in (digest.hex(), n)]
+        params.append(user_id or "")
         row = tx.one(_LONGEST.format(pairs=pairs), params)
         if row is not None:
             return HistoryMatch(

@@ -273,4 +273,20 @@ MIGRATIONS = (
             "CREATE INDEX api_run_inputs_run ON api_run_inputs (run_id, id)",
         ),
     ),
+    Migration(
+        13,
+        "blobs",
+        (
+            # Large inline data of content parts (an image sent as a data URL), once per
+            # sha256 of the data URL: messages and their rotated copies keep a reference
+            # (hermes/state/blobs.py). ``size``: characters of the data URL.
+            """CREATE TABLE blobs (
+                sha256 TEXT PRIMARY KEY,
+                media_type TEXT NOT NULL,
+                size BIGINT NOT NULL,
+                data TEXT NOT NULL,
+                created_at DOUBLE PRECISION NOT NULL
+            )""",
+        ),
+    ),
 )

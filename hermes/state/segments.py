@@ -15,6 +15,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from hermes.state import blobs
 from hermes.state.backend import MessageRow, Row, Tx
 from hermes.state.errors import SegmentEndedError, SessionNotFoundError
 from hermes.state.usage import tool_calls_in
@@ -197,7 +198,7 @@ def existing_uids(tx: Tx, uids: list[str]) -> set[str]:
 
 
 def add_messages(tx: Tx, session_id: str, rows: list[MessageRow], now: float) -> list[int]:
-    ids = tx.insert_messages(rows)
+    ids = tx.insert_messages(blobs.stash(tx, rows, now))  # large inline data stored once
     # Hermes Agent's tool_call_count: the calls this segment's own messages made.
     calls = sum(tool_calls_in(r.tool_calls) for r in rows if r.tool_calls and not r.compacted)
     tx.run(

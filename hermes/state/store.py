@@ -16,7 +16,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Self, TypeVar
 
-from hermes.state import export, history, lease, rotation, segments, undo
+from hermes.state import blobs, export, history, lease, rotation, segments, undo
 from hermes.state.backend import Backend, MessageRow, Row, Tx
 from hermes.state.errors import MessageNotFoundError, ReadOnlyStoreError, SessionNotFoundError
 from hermes.state.gateway_store import GatewayStore
@@ -408,7 +408,7 @@ class SessionDB:
 
         def run(tx: Tx) -> list[Row]:
             segments.require(tx, session_id)
-            return [_decode(r) for r in tx.all(sql + " ORDER BY id", (session_id,))]
+            return [_decode(r) for r in _inlined(tx, tx.all(sql + " ORDER BY id", (session_id,)))]
 
         return self._read(run)
 
@@ -456,12 +456,15 @@ class SessionDB:
     def find_message(self, message_uid: str) -> Row | None:
         """The stored message with that ``message_uid`` (its segment in ``session_id``),
         or None: one indexed read, for ids handed out as the message's public name."""
-        row = self._read(
-            lambda tx: tx.one(
-                f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE message_uid = ?", (message_uid,)
+        rows = self._read(
+            lambda tx: _inlined(
+                tx,
+                tx.all(
+                    f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE message_uid = ?", (message_uid,)
+                ),
             )
         )
-        return _decode(row) if row else None
+        return _decode(rows[0]) if rows else None
 
     def mark_undone(self, session_id: str, message_ids: Sequence[int]) -> int:
         """Mark messages of ``session_id``'s conversation undone, with every copy a
@@ -485,12 +488,17 @@ class SessionDB:
         the rows that remain before a model sees it."""
         return self._read(lambda tx: undo.holds_retired_summary(tx, session_id))
 
-    def find_history(self, messages: Sequence[Mapping[str, Any]]) -> history.HistoryMatch | None:
+    def find_history(
+        self, messages: Sequence[Mapping[str, Any]], *, user_id: str | None = None
+    ) -> history.HistoryMatch | None:
         """The stored conversation a client's history (``role``/``content`` dicts, oldest
         first) continues: where its longest stored prefix ends (``history``); None if
-        no conversation the HTTP API started holds even its first message."""
+        no conversation the HTTP API started for the caller ``user_id`` (None: a caller
+        that names none) holds even its first message."""
         prefixes = history.prefix_digests(messages)
-        return self._read(lambda tx: history.find(tx, prefixes)) if prefixes else None
+        if not prefixes:
+            return None
+        return self._read(lambda tx: history.find(tx, prefixes, user_id))
 
     # -- conversations --------------------------------------------------------------
 
@@ -599,6 +607,7 @@ class SessionDB:
                 )
             ]
             removed = 0
+            held: set[str] = set()  # the blobs its messages refer to
             history.forget(tx, conversation)
             for sid in ids:
                 rows = tx.all(
@@ -606,6 +615,7 @@ class SessionDB:
                     (sid,),
                 )
                 tx.unindex_messages(rows)
+                held |= blobs.references_in(rows)
                 removed += tx.run("DELETE FROM messages WHERE session_id = ?", (sid,))
                 tx.run("DELETE FROM compression_locks WHERE session_id = ?", (sid,))
                 tx.run("DELETE FROM segment_coverage WHERE session_id = ?", (sid,))
@@ -618,6 +628,7 @@ class SessionDB:
             )
             for sid in reversed(ids):
                 tx.run("DELETE FROM sessions WHERE id = ?", (sid,))
+            blobs.forget_unreferenced(tx, held)  # another conversation may share one
             return removed
 
         return self._write(run)
@@ -809,11 +820,18 @@ def _violations(tx: Tx) -> list[str]:
 
 def _page_of(tx: Tx, *, session_id: str, after: int, page: int) -> list[Row]:
     """Up to ``page`` rows of a segment after the row ``after``, in order."""
-    return tx.all(
+    rows = tx.all(
         f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND id > ?"
         " ORDER BY id LIMIT ?",
         (session_id, after, page),
     )
+    return _inlined(tx, rows)
+
+
+def _inlined(tx: Tx, rows: list[Row]) -> list[Row]:
+    """Rows with the inline data their parts refer to put back (``blobs``)."""
+    blobs.inline(tx, rows)
+    return rows
 
 
 def _decode(row: Row) -> Row:

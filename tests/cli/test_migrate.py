@@ -55,7 +55,7 @@ def test_sqlite_to_postgres_and_back(
     assert there.returncode == 0, there.stderr
     assert reported_checksum(there.stdout) == checksum
     assert reported_counts(there.stdout) == {
-        "sessions": 3, "messages": 9, "compression_locks": 0, "segment_coverage": 0,
+        "sessions": 3, "messages": 9, "blobs": 0, "compression_locks": 0, "segment_coverage": 0,
         "history_digests": 0, "gateway_routes": 0,
         "gateway_queue": 0, "session_model_usage": 0, "state_meta": 0,
     }  # fmt: skip

@@ -41,6 +41,18 @@ def test_a_diverging_history_finds_its_longest_stored_prefix(db: SessionDB) -> N
     assert db.find_history(said("something else")) is None
 
 
+def test_a_history_finds_only_conversations_of_the_same_caller(db: SessionDB) -> None:
+    for sid, user in (("a", "webui:alice"), ("b", "webui:bob"), ("n", None)):
+        db.create_session(sid, source=API, user_id=user)
+        for message in said("one", "echo: one"):
+            db.append_message(sid, message["role"], message["content"])
+    history = said("one", "echo: one")
+    assert db.find_history(history, user_id="webui:alice").conversation_id == "a"
+    assert db.find_history(history, user_id="webui:bob").conversation_id == "b"
+    assert db.find_history(history).conversation_id == "n"
+    assert db.find_history(history, user_id="webui:carol") is None
+
+
 def test_only_conversations_of_the_http_api_are_digested(db: SessionDB) -> None:
     conversation(db, "chat", "one", "echo: one", source="telegram")
     assert db.find_history(said("one", "echo: one")) is None
