@@ -84,6 +84,11 @@ SCHEMA: dict[str, tuple[tuple[type | None, ...], Any]] = {
     # Seconds an API run's risky command waits for an answer (POST /v1/runs/{id}/approval)
     # before it is refused.
     "gateway.api_approval_timeout": ((int, float), 300),
+    # Scheduled jobs: every gateway looks for due runs this often (seconds); a run a
+    # gateway missed while down runs once late (run_once) or is skipped with a log line.
+    "cron.tick_seconds": ((int, float), 1.0),
+    "cron.missed": ((str,), "run_once"),
+    "cron.lease_ttl": ((int, float), 120),
 }
 
 # Environment variables that override a key.
@@ -395,6 +400,9 @@ _CHECKS: dict[str, Any] = {
     "gateway.api_approval_timeout": _more_than_zero,
     "gateway.search_scope": _one_of("user", "all"),
     "gateway.api_read_timeout": _more_than_zero,
+    "cron.tick_seconds": _more_than_zero,
+    "cron.missed": _one_of("run_once", "skip"),
+    "cron.lease_ttl": _more_than_zero,
 }
 
 

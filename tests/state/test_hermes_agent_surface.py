@@ -49,6 +49,8 @@ def forget_the_surface(store: StoreSpec) -> None:
         store.execute(f"ALTER TABLE sessions DROP COLUMN {name}")
     for name, _ in _MESSAGE_COLUMNS:
         store.execute(f"ALTER TABLE messages DROP COLUMN {name}")
+    for table in ("cron_outbox", "cron_runs", "cron_jobs"):  # migration 12's
+        store.execute(f"DROP TABLE {table}")
     for table in ("api_run_inputs", "api_run_events", "api_runs"):  # migration 11's
         store.execute(f"DROP TABLE {table}")
     store.execute("DELETE FROM schema_version WHERE version >= 10")
@@ -70,7 +72,7 @@ def test_the_migration_fills_the_columns_from_what_is_stored(store: StoreSpec) -
     written = surface(store)
     forget_the_surface(store)
     with store.open() as db:  # migration 10 (and what follows) runs again, over the rows
-        assert db.backend.schema_version() == 11
+        assert db.backend.schema_version() == 12
     assert surface(store) == written
     rows = {(sid, content): active for sid, content, _, _, active in written["active"]}  # type: ignore[union-attr]
     assert rows[(parent, "look twice")] == 1
