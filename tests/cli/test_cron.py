@@ -56,3 +56,32 @@ def test_a_bad_schedule_or_target_is_one_sentence(hermes) -> None:
     assert hermes("cron", "list", "--json").stdout.strip() == "[]"
     missing = hermes("cron", "pause", "nope")
     assert missing.returncode == 1 and "No job 'nope'" in missing.stderr
+
+
+def test_a_failed_delivery_shows_in_runs_and_in_doctor(hermes, cli_env) -> None:
+    from hermes.cron import CronStore, parse
+    from hermes.cron.store import MAX_ATTEMPTS
+    from hermes.state import SessionDB
+
+    with SessionDB(db_path=cli_env.home / "state.db") as db:
+        cron = CronStore(db.backend)
+        job = cron.create_job(name="j", schedule=parse("every 1h"), prompt="p",
+                              deliver="telegram:42")  # fmt: skip
+        cron.run_now(job["id"])
+        run = cron.take_run("h", ttl=30)
+        assert run is not None
+        cron.finish(run["id"], "h", output="answer", error=None, deliver="telegram:42")
+        for _ in range(MAX_ATTEMPTS):
+            row = cron.take_delivery("h", ["telegram"], ttl=30, now=4e9)
+            assert row is not None
+            cron.retry_later(row["run_id"], "h", "Forbidden: bot was blocked by the user")
+        assert (
+            "cron deliveries: no scheduled answer failed"
+            not in hermes("doctor", "--offline").stdout
+        )
+    listed = hermes("cron", "runs").stdout
+    assert f"failed to telegram:42 after {MAX_ATTEMPTS} attempt(s)" in listed
+    doctor = hermes("doctor", "--offline")
+    assert doctor.returncode == 1
+    assert "FAIL  cron deliveries: 1 scheduled answer could not be delivered" in doctor.stdout
+    assert "bot was blocked" in doctor.stdout
