@@ -83,13 +83,14 @@ class CronStore:
         model: str | None = None,
         toolsets: Sequence[str] = (),
         now: float | None = None,
+        job_id: str | None = None,
     ) -> dict[str, Any]:
         now = time.time() if now is None else now
         if schedule.run_at is not None and schedule.run_at < now - MISSED_AFTER:
             raise ScheduleError(
                 f"The time {schedule.text} is in the past: give a later one, or 'in 30m'."
             )
-        job_id = uuid.uuid4().hex[:12]
+        job_id = job_id or uuid.uuid4().hex[:12]
         first = schedule.next_after(now - 1, anchor=now, timezone=timezone)
         if schedule.kind == "interval":
             first = now + (schedule.seconds or 0)
