@@ -193,14 +193,19 @@ class CronStore:
         """Lease the oldest run that is due or whose holder is gone; None: none is."""
         now = time.time() if now is None else now
 
-        def take(tx: Tx) -> dict[str, Any] | None:
+        def candidates(tx: Tx) -> list[Row]:
             rows = tx.all(
                 f"SELECT {_RUN_COLUMNS} FROM cron_runs WHERE status IN ('due', 'running')"
                 " ORDER BY due_at LIMIT 50"
             )
-            for row in rows:
-                if row["status"] == "running" and not _lapsed(row, now):
-                    continue
+            return [r for r in rows if r["status"] == "due" or _lapsed(r, now)]
+
+        # A read first: the scheduler asks every tick, and nothing to take writes nothing.
+        if not self._read(candidates):
+            return None
+
+        def take(tx: Tx) -> dict[str, Any] | None:
+            for row in candidates(tx):
                 taken = tx.run(
                     "UPDATE cron_runs SET status = 'running', holder = ?, lease_expires_at = ?,"
                     " attempts = attempts + 1 WHERE id = ? AND attempts = ? AND status = ?",
@@ -304,17 +309,23 @@ class CronStore:
         """Lease the oldest pending delivery to one of ``platforms`` that is due."""
         now = time.time() if now is None else now
 
-        def take(tx: Tx) -> dict[str, Any] | None:
+        def candidates(tx: Tx) -> list[Row]:
             rows = tx.all(
                 f"SELECT {_OUTBOX_COLUMNS} FROM cron_outbox WHERE status = 'pending'"
                 " AND next_attempt_at <= ? ORDER BY created_at LIMIT 50",
                 (now,),
             )
-            for row in rows:
-                if row["target"].split(":", 1)[0] not in platforms:
-                    continue
-                if row["holder"] is not None and not _lapsed(row, now):
-                    continue
+            return [
+                r for r in rows
+                if r["target"].split(":", 1)[0] in platforms
+                and (r["holder"] is None or _lapsed(r, now))
+            ]  # fmt: skip
+
+        if not self._read(candidates):
+            return None
+
+        def take(tx: Tx) -> dict[str, Any] | None:
+            for row in candidates(tx):
                 taken = tx.run(
                     "UPDATE cron_outbox SET holder = ?, lease_expires_at = ?, attempts = attempts + 1"
                     " WHERE run_id = ? AND attempts = ? AND status = 'pending'",
