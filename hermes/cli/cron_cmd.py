@@ -17,14 +17,21 @@ import click
 
 from hermes.cli._store import opened_store
 from hermes.cli._table import echo_table
+from hermes.config import load_config
 from hermes.cron import CronStore, check_target, parse
 from hermes.errors import HermesError
+from hermes.state.location import store_location
 
 
 @contextmanager
 def _jobs(*, read_only: bool = False) -> Iterator[CronStore]:
     with opened_store(read_only=read_only, create=not read_only) as db:
         yield CronStore(db.backend, read_only=db.read_only)
+
+
+def _no_store_yet() -> bool:
+    """No store yet means no jobs yet: a listing says so instead of creating one."""
+    return not store_location(config=load_config()).exists
 
 
 def _find(store: CronStore, ref: str) -> dict[str, Any]:
@@ -51,8 +58,10 @@ def cron(ctx: click.Context) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 def list_cmd(show_all: bool, as_json: bool) -> None:
     """One row per job: id, name, schedule, state, next run, delivery."""
-    with _jobs(read_only=True) as store:
-        jobs = store.jobs(include_disabled=show_all)
+    jobs: list[dict[str, Any]] = []
+    if not _no_store_yet():
+        with _jobs(read_only=True) as store:
+            jobs = store.jobs(include_disabled=show_all)
     if as_json:
         click.echo(json.dumps(jobs, indent=2))
         return

@@ -7,7 +7,9 @@ import json
 import re
 
 
-def test_the_cron_commands_as_a_user_runs_them(hermes) -> None:
+def test_the_cron_commands_as_a_user_runs_them(hermes, cli_env) -> None:
+    assert "No scheduled jobs" in hermes("cron").stdout
+    assert not (cli_env.home / "state.db").exists()  # a listing creates no store
     made = hermes("cron", "create", "--name", "briefing", "--schedule", "every 2h",
                   "--prompt", "the news", "--deliver", "telegram:42")  # fmt: skip
     assert made.returncode == 0, made.stderr
