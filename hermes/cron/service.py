@@ -124,6 +124,9 @@ class CronService:
             self.store.finish(run["id"], self.holder, output=None, error="the job was removed",
                               deliver="local")  # fmt: skip
             return
+        if run["session_id"]:  # a holder that died started this one: end it, start again
+            with contextlib.suppress(Exception):
+                self.db.end_session(run["session_id"], "cron_taken_over")
         session_id = self.db.create_session(
             source="cron", title=job["name"], session_key=f"cron:{job['id']}", model=job["model"]
         )

@@ -124,6 +124,10 @@ def test_each_due_time_runs_and_is_delivered_once_through_kills(
     assert all(r["status"] == "completed" and r["delivery"] == "sent" for r in runs)
     assert any(r["attempts"] > 1 for r in runs)  # a killed holder's run was taken over
     assert len(telegram.accepted) == len(runs)  # one delivery each, none twice
+    with shared_store.open() as db:
+        cron_sessions = db.list_conversations(limit=500, source="cron")
+    # A conversation per attempt; the taken-over ones ended, one answer per run.
+    assert len(cron_sessions) >= len(runs)
     for gateway in gateways:
         assert gateway.terminate() == 0
 
