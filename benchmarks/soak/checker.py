@@ -20,6 +20,7 @@ class Acks:
     turns: set[str] = field(default_factory=set)
     appends: set[str] = field(default_factory=set)
     errors: int = 0
+    deliveries: dict[str, int] = field(default_factory=dict)  # run id -> times delivered
 
 
 def read_acks(logs: Path) -> Acks:
@@ -33,6 +34,8 @@ def read_acks(logs: Path) -> Acks:
                 acks.appends.add(rest.strip())
             elif kind == "error":
                 acks.errors += 1
+            elif kind == "delivered":
+                acks.deliveries[rest.strip()] = acks.deliveries.get(rest.strip(), 0) + 1
     return acks
 
 
@@ -74,6 +77,16 @@ def check(location: str, logs: Path) -> dict[str, object]:
         "forks": len(query(location, _FORKS)),
         "bad_tips": len(query(location, _BAD_TIPS)),
         "orphan_writes": query(location, _ORPHANS)[0][0],
+        # Each due run: one run (unique per job and due time in the store), one delivery.
+        "cron_runs": query(location, "SELECT COUNT(*) FROM cron_runs")[0][0],
+        "cron_delivered": len(acks.deliveries),
+        # Sent again after a kill between the platform's accept and the mark: the one
+        # window the outbox leaves (README, Cron). Reported, not a violation.
+        "cron_redelivered": sum(1 for n in acks.deliveries.values() if n > 1),
+        "cron_undelivered_sent": len(
+            {r for (r,) in query(location, "SELECT run_id FROM cron_outbox WHERE status = 'sent'")}
+            - set(acks.deliveries)
+        ),
     }
     db = open_db(location)
     try:
@@ -91,4 +104,5 @@ def violations(figures: dict[str, object], invalid_contexts: int) -> int:
         int(figures["lost"]) + int(figures["duplicated"]) + int(figures["forks"])
         + int(figures["bad_tips"]) + int(figures["orphan_writes"])
         + (len(coverage) if isinstance(coverage, list) else 0) + invalid_contexts
+        + int(figures["cron_undelivered_sent"])
     )  # fmt: skip

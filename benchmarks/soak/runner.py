@@ -62,6 +62,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--writers", type=int, default=2, help="direct store writer processes")
     parser.add_argument("--conversations", type=int, default=2, help="shared conversations")
     parser.add_argument(
+        "--cron-workers",
+        type=int,
+        default=2,
+        help="scheduler processes running a job due every 2 s",
+    )
+    parser.add_argument(
         "--kill-every",
         type=float,
         default=4.0,
@@ -152,12 +158,16 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
         db = open_db(location)
         conversations = [db.create_session(source="cli", title=f"soak {i}")
                          for i in range(args.conversations)]  # fmt: skip
+        if args.cron_workers:
+            _add_job(db)
         db.close()
         fleet = Fleet(args, location, server.url, workdir)
         for i in range(args.workers):
             fleet.spawn("agent", conversations[i % len(conversations)], rng.randrange(10**6))
         for i in range(args.writers):
             fleet.spawn("writer", conversations[i % len(conversations)], rng.randrange(10**6))
+        for _ in range(args.cron_workers):
+            fleet.spawn("cron", conversations[0], rng.randrange(10**6))
         killer = Killer(rng.randrange(10**6), location, fleet.logs, mean_gap=args.kill_every)
         windows = FaultWindows(model, rng.randrange(10**6), fleet.deadline)
         locker = WriteLockHolder(location, rng.randrange(10**6), fleet.deadline)
@@ -166,7 +176,7 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
         started = last_report = time.time()
         try:
             while time.time() < fleet.deadline:
-                killer.tick(fleet.pids("agent"), fleet.pids("writer"))
+                killer.tick(fleet.pids("agent") + fleet.pids("cron"), fleet.pids("writer"))
                 fleet.restart_dead(rng)
                 if time.time() - last_report >= 10:
                     last_report = time.time()
@@ -191,6 +201,14 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
     return 1 if total else 0
 
 
+def _add_job(db) -> None:  # noqa: ANN001
+    """The scheduler's share of the soak: one job due every 2 s, delivered to a chat."""
+    from hermes.cron import CronStore, parse
+
+    CronStore(db.backend).create_job(name="soak job", schedule=parse("every 2s"),
+                                     prompt="scheduled question", deliver="telegram:1")  # fmt: skip
+
+
 def _figures_line(args, killer, model, locker, figures, invalid: int, total: int) -> str:  # noqa: ANN001
     coverage = figures["coverage"]
     covered = "not checkable on this store" if coverage is None else str(len(coverage))
@@ -203,7 +221,10 @@ def _figures_line(args, killer, model, locker, figures, invalid: int, total: int
         f" summary_faults={model.counts['summary_faults']} lock_holds={locker.holds}"
         f" lost={figures['lost']} duplicated={figures['duplicated']} forks={figures['forks']}"
         f" bad_tips={figures['bad_tips']} orphan_writes={figures['orphan_writes']}"
-        f" coverage={covered} invalid_contexts={invalid} violations={total}"
+        f" coverage={covered} invalid_contexts={invalid} cron_runs={figures['cron_runs']}"
+        f" cron_delivered={figures['cron_delivered']}"
+        f" cron_redelivered={figures['cron_redelivered']}"
+        f" cron_undelivered_sent={figures['cron_undelivered_sent']} violations={total}"
     )
 
 

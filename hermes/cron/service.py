@@ -26,8 +26,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-# (platform, chat id, text) -> sent; raises when the platform did not accept it.
-Send = Callable[[str, str, str], Awaitable[None]]
+# (platform, chat id, text, delivery id) -> sent; raises when the platform did not
+# accept it. The delivery id (the run's) is the same on every retry, for a platform
+# that can use it to drop a repeat.
+Send = Callable[[str, str, str, str], Awaitable[None]]
 
 
 class CronService:
@@ -124,9 +126,6 @@ class CronService:
             self.store.finish(run["id"], self.holder, output=None, error="the job was removed",
                               deliver="local")  # fmt: skip
             return
-        if run["session_id"]:  # a holder that died started this one: end it, start again
-            with contextlib.suppress(Exception):
-                self.db.end_session(run["session_id"], "cron_taken_over")
         session_id = self.db.create_session(
             source="cron", title=job["name"], session_key=f"cron:{job['id']}", model=job["model"]
         )
@@ -140,7 +139,6 @@ class CronService:
             self._agents[run["id"]] = agent
             result = agent.run_conversation(job["prompt"])
             if result.get("interrupted") and self.closing:
-                self.db.end_session(session_id, "cron_interrupted")
                 self.store.release(run["id"], self.holder)
                 return
             output = result.get("final_response")
@@ -173,7 +171,7 @@ class CronService:
     async def _deliver(self, row: dict[str, Any]) -> None:
         platform, chat = split_target(row["target"])
         try:
-            await self.send(platform, chat, row["body"])
+            await self.send(platform, chat, row["body"], row["run_id"])
         except Exception as exc:
             status = await asyncio.to_thread(
                 self.store.retry_later, row["run_id"], self.holder, str(exc) or type(exc).__name__

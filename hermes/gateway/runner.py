@@ -227,8 +227,9 @@ class GatewayRunner:
         )
         self._spawn(self.cron.serve())
 
-    async def _send_scheduled(self, platform: str, chat_id: str, text: str) -> None:
-        """A scheduled job's answer to a chat; raises when the platform refused it."""
+    async def _send_scheduled(self, platform: str, chat_id: str, text: str, _: str) -> None:
+        """A scheduled job's answer to a chat; raises when the platform refused it.
+        (Telegram, Discord and Slack take no idempotency key for a send.)"""
         adapter = self.adapters.get(platform)
         if not isinstance(adapter, ChatAdapter):
             raise GatewayError(f"{platform} is not connected on this gateway")
