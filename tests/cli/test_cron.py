@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import re
 
+import pexpect
+
 
 def test_the_cron_commands_as_a_user_runs_them(hermes, cli_env) -> None:
     assert "No scheduled jobs" in hermes("cron").stdout
@@ -87,3 +89,13 @@ def test_a_failed_delivery_shows_in_runs_and_in_doctor(hermes, cli_env) -> None:
     assert doctor.returncode == 1
     assert "FAIL  cron deliveries: 1 scheduled answer could not be delivered" in doctor.stdout
     assert "bot was blocked" in doctor.stdout
+
+
+def test_cron_in_the_terminal_chat(chat, hermes) -> None:
+    session = chat()
+    session.command("/cron add every 2h | the news", "Created job ")
+    session.command("/cron", "every 2h")
+    session.child.sendeof()
+    session.child.expect(pexpect.EOF)
+    listed = json.loads(hermes("cron", "list", "--json").stdout)
+    assert [(j["schedule"], j["prompt"]) for j in listed] == [("every 2h", "the news")]
