@@ -100,6 +100,11 @@ SCHEMA: dict[str, tuple[tuple[type | None, ...], Any]] = {
     # A turn a crash cut off (the gateway died mid-turn) is answered at the next start;
     # off, its user is told it was interrupted and to ask again.
     "gateway.resume_interrupted": ((bool,), True),
+    # Scheduled jobs: every gateway looks for due runs this often (seconds); a run a
+    # gateway missed while down runs once late (run_once) or is skipped with a log line.
+    "cron.tick_seconds": ((int, float), 1.0),
+    "cron.missed": ((str,), "run_once"),
+    "cron.lease_ttl": ((int, float), 120),
 }
 
 # Environment variables that override a key.
@@ -420,6 +425,9 @@ _CHECKS: dict[str, Any] = {
     "gateway.api_approval_timeout": _more_than_zero,
     "gateway.search_scope": _one_of("user", "all"),
     "gateway.api_read_timeout": _more_than_zero,
+    "cron.tick_seconds": _more_than_zero,
+    "cron.missed": _one_of("run_once", "skip"),
+    "cron.lease_ttl": _more_than_zero,
 }
 
 

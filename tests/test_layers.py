@@ -1,4 +1,4 @@
-"""Dependencies point one way (DESIGN.md): cli, gateway -> agent -> tools, state.
+"""Dependencies point one way (DESIGN.md): cli, gateway -> cron -> agent -> tools, state.
 
 ``state`` imports nothing of the others and nothing imports ``cli``. Checked on the
 source, so a stray import fails here before it tangles the rooms.
@@ -12,12 +12,13 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "hermes"
-ROOMS = ("state", "agent", "tools", "gateway", "compat", "cli")
+ROOMS = ("state", "agent", "tools", "cron", "gateway", "compat", "cli")
 # room -> rooms it must not import
 FORBIDDEN = {
-    "state": {"agent", "tools", "gateway", "compat", "cli"},
-    "tools": {"agent", "gateway", "compat", "cli"},
-    "agent": {"gateway", "compat", "cli"},
+    "state": {"agent", "tools", "cron", "gateway", "compat", "cli"},
+    "tools": {"agent", "cron", "gateway", "compat", "cli"},
+    "agent": {"cron", "gateway", "compat", "cli"},
+    "cron": {"gateway", "compat", "cli"},
     "gateway": {"compat", "cli"},
     "compat": {"gateway", "cli"},
     "cli": set(),

@@ -29,6 +29,7 @@ class Acks:
     refused_undos: int = 0
     asked: int = 0
     answered: int = 0
+    deliveries: dict[str, int] = field(default_factory=dict)  # run id -> times delivered
 
 
 def read_acks(logs: Path) -> Acks:
@@ -49,6 +50,8 @@ def read_acks(logs: Path) -> Acks:
                 acks.refused_undos += 1
             elif kind in ("asked", "answered"):
                 setattr(acks, kind, getattr(acks, kind) + 1)
+            elif kind == "delivered":
+                acks.deliveries[rest.strip()] = acks.deliveries.get(rest.strip(), 0) + 1
     return acks
 
 
@@ -134,6 +137,16 @@ def check(
         "gateway_answered": acks.answered,
         "unanswered": unanswered,
         "doubled": doubled,
+        # Each due run: one run (unique per job and due time in the store), one delivery.
+        "cron_runs": query(location, "SELECT COUNT(*) FROM cron_runs")[0][0],
+        "cron_delivered": len(acks.deliveries),
+        # Sent again after a kill between the platform's accept and the mark: the one
+        # window the outbox leaves (README, Cron). Reported, not a violation.
+        "cron_redelivered": sum(1 for n in acks.deliveries.values() if n > 1),
+        "cron_undelivered_sent": len(
+            {r for (r,) in query(location, "SELECT run_id FROM cron_outbox WHERE status = 'sent'")}
+            - set(acks.deliveries)
+        ),
     }
     db = open_db(location)
     try:
@@ -153,4 +166,5 @@ def violations(figures: dict[str, object], invalid_contexts: int, orphan_tools: 
         + (len(coverage) if isinstance(coverage, list) else 0) + invalid_contexts
         + int(figures["undone_resent"]) + int(figures["unanswered"]) + int(figures["doubled"])
         + orphan_tools
+        + int(figures["cron_undelivered_sent"])
     )  # fmt: skip

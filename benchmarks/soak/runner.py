@@ -70,6 +70,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "tool only a crash ends runs, and at random)",
     )
     parser.add_argument(
+        "--cron-workers",
+        type=int,
+        default=2,
+        help="scheduler processes running a job due every 2 s",
+    )
+    parser.add_argument(
         "--kill-every",
         type=float,
         default=4.0,
@@ -170,6 +176,8 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
         db = open_db(location)
         conversations = [db.create_session(source="cli", title=f"soak {i}")
                          for i in range(args.conversations)]  # fmt: skip
+        if args.cron_workers:
+            _add_job(db)
         db.close()
         fleet = Fleet(args, location, server.url, workdir)
         for i in range(args.workers):
@@ -179,6 +187,8 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
         gateways = [f"soak-gw-{i}" for i in range(args.gateways)]
         for conversation in gateways:
             fleet.spawn("gateway", conversation, rng.randrange(10**6))
+        for _ in range(args.cron_workers):
+            fleet.spawn("cron", conversations[0], rng.randrange(10**6))
         killer = Killer(rng.randrange(10**6), location, fleet.logs, mean_gap=args.kill_every)
         windows = FaultWindows(model, rng.randrange(10**6), fleet.deadline)
         locker = WriteLockHolder(location, rng.randrange(10**6), fleet.deadline)
@@ -187,7 +197,11 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
         started = last_report = time.time()
         try:
             while time.time() < fleet.deadline:
-                killer.tick(fleet.pids("agent"), fleet.pids("writer"), fleet.pids("gateway"))
+                killer.tick(
+                    fleet.pids("agent") + fleet.pids("cron"),
+                    fleet.pids("writer"),
+                    fleet.pids("gateway"),
+                )
                 fleet.restart_dead(rng)
                 if time.time() - last_report >= 10:
                     last_report = time.time()
@@ -218,6 +232,14 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
     return 1 if total else 0
 
 
+def _add_job(db) -> None:  # noqa: ANN001
+    """The scheduler's share of the soak: one job due every 2 s, delivered to a chat."""
+    from hermes.cron import CronStore, parse
+
+    CronStore(db.backend).create_job(name="soak job", schedule=parse("every 2s"),
+                                     prompt="scheduled question", deliver="telegram:1")  # fmt: skip
+
+
 def _figures_line(
     args, killer, model, locker, figures, invalid: int, total: int, orphans: int
 ) -> str:  # noqa: ANN001
@@ -238,7 +260,10 @@ def _figures_line(
         f" undone_resent={figures['undone_resent']} gateway_asked={figures['gateway_asked']}"
         f" gateway_answered={figures['gateway_answered']} long_tools={model.counts['long_tools']}"
         f" unanswered={figures['unanswered']} doubled={figures['doubled']}"
-        f" orphan_tools={orphans} violations={total}"
+        f" orphan_tools={orphans}"
+        f" cron_runs={figures['cron_runs']} cron_delivered={figures['cron_delivered']}"
+        f" cron_redelivered={figures['cron_redelivered']}"
+        f" cron_undelivered_sent={figures['cron_undelivered_sent']} violations={total}"
     )
 
 

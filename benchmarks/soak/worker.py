@@ -174,9 +174,37 @@ async def _gateway(args: argparse.Namespace, db: SessionDB, log: AckLog) -> None
         await runner.stop(grace=2)
 
 
+def run_cron(args: argparse.Namespace, db: SessionDB, log: AckLog) -> None:
+    """A gateway's scheduler alone: it runs the due runs of the store's jobs and
+    "delivers" each answer by logging ``delivered <run id>`` (the platform's accept)."""
+    import asyncio
+
+    from hermes.cron.service import CronService
+    from hermes.state import make_holder
+
+    def make_agent(**options: Any) -> AIAgent:
+        return AIAgent(api_key="k", base_url=args.base_url, model="fake-model",
+                       quiet_mode=True, session_db=db, skip_context_files=True,
+                       skip_memory=True, config=load_config(), cwd=Path(args.logs),
+                       tools=["terminal"], **options)  # fmt: skip
+
+    async def send(platform: str, chat: str, text: str, delivery: str) -> None:
+        log.write(f"delivered {delivery}")
+
+    async def serve() -> None:
+        service = CronService(db, holder=make_holder(), make_agent=make_agent, send=send,
+                              platforms=lambda: ["telegram"], tick=0.2, ttl=30)  # fmt: skip
+        task = asyncio.create_task(service.serve())
+        await asyncio.sleep(max(0.0, args.until - time.time()))
+        await service.close()
+        task.cancel()
+
+    asyncio.run(serve())
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.soak.worker")
-    parser.add_argument("role", choices=("agent", "writer", "gateway"))
+    parser.add_argument("role", choices=("agent", "writer", "gateway", "cron"))
     parser.add_argument("--store", required=True)
     parser.add_argument("--conversation", required=True)
     parser.add_argument("--logs", required=True)
@@ -189,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
     log = AckLog(Path(args.logs) / f"{args.role}-{os.getpid()}.log")
     db = open_db(args.store)
     try:
-        roles = {"agent": run_agent, "writer": run_writer, "gateway": run_gateway}
+        roles = {"agent": run_agent, "writer": run_writer, "gateway": run_gateway, "cron": run_cron}
         roles[args.role](args, db, log)
     finally:
         db.close()

@@ -31,6 +31,7 @@ from rich.segment import Segment, Segments
 from rich.spinner import Spinner
 from rich.text import Text
 
+import hermes.cron.chat_command  # noqa: F401 - registers /cron with the chat's commands
 from hermes.agent import commands as chat_commands
 from hermes.cli._worker import Approvals, run_in_worker
 from hermes.config import ensure_home

@@ -174,6 +174,7 @@ def _store_checks(location: StoreLocation, synchronous: str) -> Iterator[Check]:
             yield _guarded(lambda: _integrity(db), "integrity", location)
             yield _guarded(lambda: _guards(db), "schema", location)
         yield _guarded(lambda: _invariants(db, location), "invariants", location)
+        yield _guarded(lambda: _deliveries(db), "cron deliveries", location)
     finally:
         db.close()
 
@@ -230,6 +231,22 @@ def _invariants(db: SessionDB, location: StoreLocation) -> Check:
     return Check("invariants", False, f"{shown}.",
                  f"stop every hermes process, back up {location.label}, and end all but the "
                  "newest live segment of each conversation named (or restore a backup).")  # fmt: skip
+
+
+def _deliveries(db: SessionDB) -> Check:
+    """Scheduled answers no platform accepted after every retry: never silent."""
+    from hermes.cron import CronStore
+
+    if db.backend.schema_version() < 12:
+        return Check("cron deliveries", None, "no scheduled jobs in this store yet.")
+    failed = CronStore(db.backend, read_only=True).failed_deliveries()
+    if not failed:
+        return Check("cron deliveries", True, "no scheduled answer failed to deliver.")
+    last = failed[-1]
+    return Check("cron deliveries", False,
+                 f"{plural(len(failed), 'scheduled answer')} could not be delivered (last: "
+                 f"{last['target']}, {last['last_error']}).",
+                 "check the platform's token and the chat id, then see `hermes cron runs`.")  # fmt: skip
 
 
 def _sentence(exc: BaseException) -> str:

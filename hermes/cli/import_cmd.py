@@ -18,7 +18,7 @@ from hermes.cli._ask import confirm_or_refuse
 from hermes.cli._hermes_agent_store import run_upgrade
 from hermes.cli._store import database_errors
 from hermes.cli.migrate import progress_display
-from hermes.compat import importer, upgrade
+from hermes.compat import cron_jobs, importer, upgrade
 from hermes.compat.session_db import SessionDB
 from hermes.config import Config, load_config
 from hermes.state.location import StoreLocation, store_location
@@ -67,6 +67,7 @@ def hermes_agent(ctx: click.Context, path: Path | None, dry_run: bool, yes: bool
     except importer.NotHermesAgentStoreError as exc:
         click.echo(f"Error: {exc}", err=True)
         ctx.exit(2)
+    only_looking = dry_run  # "nothing to import" below turns the import into a dry run
     try:
         if dry_run and not location.exists:  # nothing there yet: everything would be new
             report = importer.import_store(conn, None, dry_run=True)
@@ -87,6 +88,21 @@ def hermes_agent(ctx: click.Context, path: Path | None, dry_run: bool, yes: bool
     finally:
         conn.close()
     click.echo(importer.describe(report, dry_run=dry_run))
+    _import_jobs(source, location, config, dry_run=only_looking)
+
+
+def _import_jobs(source: Path, location: StoreLocation, config: Config, *, dry_run: bool) -> None:
+    """The scheduled jobs of the Hermes Agent home the store came from (cron/jobs.json)."""
+    path = cron_jobs.jobs_file(source.parent)
+    found = cron_jobs.read_jobs(path)
+    if not found:
+        return
+    if dry_run:
+        click.echo(f"Would import up to {len(found)} scheduled jobs from {path}.")
+        return
+    with database_errors(location), _open(location, config, read_only=False) as db:
+        added = cron_jobs.import_jobs(path, db.backend)
+    click.echo(f"Imported {added} scheduled jobs from {path} ({len(found) - added} held already).")
 
 
 def _import(

@@ -36,6 +36,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "Import a Hermes Agent state.db, or upgrade one in place.",
     ),
     "models": ("hermes.cli.models", "models", "List the models the endpoint offers."),
+    "cron": ("hermes.cli.cron_cmd", "cron", "Scheduled jobs: create, list, runs, pause..."),
 }
 
 

@@ -40,7 +40,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from hermes.compat import importer
+from hermes.compat import cron_jobs, importer
 from hermes.compat.session_db import SessionDB
 from hermes.state.errors import StateError
 from hermes.state.sqlite import is_hermes_agent_store
@@ -141,7 +141,10 @@ def _build(
     try:
         db = SessionDB(db_path=target, synchronous="normal")
         try:
-            return importer.import_store(conn, db, progress=progress)
+            report = importer.import_store(conn, db, progress=progress)
+            # The home's scheduled jobs move in with the store they now live in.
+            cron_jobs.import_jobs(cron_jobs.jobs_file((name or source).parent), db.backend)
+            return report
         finally:
             db.close()
     except _BAD_SOURCE as exc:

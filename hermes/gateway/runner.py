@@ -71,6 +71,7 @@ from hermes.state.errors import StateError
 from hermes.state.history import HistoryMatch
 
 if TYPE_CHECKING:
+    from hermes.cron.service import CronService
     from hermes.state.store import SessionDB
 
 log = logging.getLogger(__name__)
@@ -155,6 +156,7 @@ class GatewayRunner:
             resume_interrupted=bool(self.config.get("gateway.resume_interrupted")),
         )
         self.scheduler: Scheduler | None = None
+        self.cron: CronService | None = None
         from hermes.state.api_runs import RunStore
 
         self.runs = Runs(
@@ -220,6 +222,33 @@ class GatewayRunner:
         self.event_bus.subscribe(self._completion_arrived)
         self._spawn(self._drain_spooled_events())
         self.scheduler.resume()
+        self._start_cron()
+
+    def _start_cron(self) -> None:
+        """Every gateway runs the scheduled jobs' scheduler; the store makes each run once."""
+        if self.db.read_only:
+            return
+        from hermes.cron.service import CronService
+
+        self.cron = CronService(
+            self.db,
+            holder=self.holder,
+            make_agent=self._make_agent,
+            send=self._send_scheduled,
+            platforms=lambda: [n for n, a in self.adapters.items() if isinstance(a, ChatAdapter)],
+            missed=str(self.config.get("cron.missed")),
+            tick=float(self.config.get("cron.tick_seconds")),
+            ttl=float(self.config.get("cron.lease_ttl")),
+        )
+        self._spawn(self.cron.serve())
+
+    async def _send_scheduled(self, platform: str, chat_id: str, text: str, _: str) -> None:
+        """A scheduled job's answer to a chat; raises when the platform refused it.
+        (Telegram, Discord and Slack take no idempotency key for a send.)"""
+        adapter = self.adapters.get(platform)
+        if not isinstance(adapter, ChatAdapter):
+            raise GatewayError(f"{platform} is not connected on this gateway")
+        await adapter.send(Origin(platform=platform, chat_id=chat_id), text)
 
     def _turns_cut_off(self) -> list[WorkItem]:
         """Turns a crash cut off in conversations of this gateway's platforms (their
@@ -266,6 +295,8 @@ class GatewayRunner:
             return
         self.closing, self.accepting = True, False
         try:
+            if self.cron is not None:
+                await self.cron.close()
             self.event_bus.unsubscribe(self._completion_arrived)
             for adapter in list(self.adapters.values()):
                 await _quietly(adapter.stop_receiving(), f"{adapter.name}: stopping")

@@ -80,6 +80,9 @@ TABLES = (
         ("session_id", "model", "billing_provider", "billing_base_url", "billing_mode", "task"),
     ),
     _Table("state_meta", ("key",)),
+    _Table("cron_jobs", ("id",)),
+    _Table("cron_runs", ("id",)),
+    _Table("cron_outbox", ("run_id",)),
 )
 # Tables whose integer ``id`` a PostgreSQL sequence hands out.
 _SEQUENCED = ("messages", "gateway_queue")

@@ -257,6 +257,67 @@ MIGRATIONS = (
         ),
     ),
     Migration(
+        12,
+        "cron",
+        (
+            # Scheduled jobs (DESIGN invariant "Scheduled work happens once"). A job's
+            # ``next_run_at`` moves on by compare-and-swap as its due run is written, so
+            # two gateways never both make the run of one due time.
+            """CREATE TABLE cron_jobs (
+                id TEXT PRIMARY KEY,
+                name TEXT NOT NULL,
+                schedule TEXT NOT NULL,
+                timezone TEXT,
+                prompt TEXT NOT NULL,
+                skills TEXT,
+                model TEXT,
+                toolsets TEXT,
+                deliver TEXT NOT NULL,
+                enabled INTEGER NOT NULL DEFAULT 1,
+                paused_reason TEXT,
+                next_run_at REAL,
+                last_run_at REAL,
+                created_at REAL NOT NULL,
+                updated_at REAL NOT NULL
+            )""",
+            "CREATE INDEX cron_jobs_due ON cron_jobs (next_run_at)",
+            # One row per due time of a job (unique), claimed under a lease: ``holder``
+            # runs it until ``lease_expires_at``; a dead holder's run is taken over.
+            """CREATE TABLE cron_runs (
+                id TEXT PRIMARY KEY,
+                job_id TEXT NOT NULL,
+                due_at REAL NOT NULL,
+                status TEXT NOT NULL,
+                holder TEXT,
+                lease_expires_at REAL,
+                attempts INTEGER NOT NULL DEFAULT 0,
+                session_id TEXT,
+                output TEXT,
+                error TEXT,
+                created_at REAL NOT NULL,
+                finished_at REAL
+            )""",
+            "CREATE UNIQUE INDEX cron_runs_due ON cron_runs (job_id, due_at)",
+            "CREATE INDEX cron_runs_status ON cron_runs (status)",
+            # What a finished run must deliver, written in the transaction that finishes
+            # it; a sender marks it sent once the platform accepted it.
+            """CREATE TABLE cron_outbox (
+                run_id TEXT PRIMARY KEY,
+                target TEXT NOT NULL,
+                body TEXT NOT NULL,
+                status TEXT NOT NULL,
+                attempts INTEGER NOT NULL DEFAULT 0,
+                next_attempt_at REAL NOT NULL,
+                holder TEXT,
+                lease_expires_at REAL,
+                last_error TEXT,
+                created_at REAL NOT NULL,
+                sent_at REAL
+            )""",
+            "CREATE INDEX cron_outbox_pending ON cron_outbox (status, next_attempt_at)",
+        ),
+    ),
+    Migration(
         13,
         "blobs",
         (

@@ -78,6 +78,8 @@ class FakeTelegram(_ServerThread):
         self.token = token
         self.calls: list[tuple[str, dict[str, Any]]] = []
         self._updates: asyncio.Queue[dict[str, Any]] | None = None
+        self.failing_sends = 0  # this many sendMessage calls fail with a 500 first
+        self.accepted: list[dict[str, Any]] = []  # the sendMessage calls that succeeded
         self._update_ids = itertools.count(1)
         self._message_ids = itertools.count(1000)
 
@@ -130,6 +132,11 @@ class FakeTelegram(_ServerThread):
             )
         if method == "getUpdates":
             return _ok(await self._poll(params))
+        if method == "sendMessage" and self._fail_this_send():
+            return web.json_response(
+                {"ok": False, "error_code": 500, "description": "Internal Server Error"},
+                status=500,
+            )
         if method == "sendMessage":
             chat = {"id": int(params["chat_id"]), "type": "private"}
             sent = {
@@ -139,8 +146,17 @@ class FakeTelegram(_ServerThread):
                 "from": BOT_USER,
                 "text": params["text"],
             }
+            with self.lock:
+                self.accepted.append(params)
             return _ok(sent)
         return _ok(True)  # deleteWebhook, sendChatAction, ...
+
+    def _fail_this_send(self) -> bool:
+        with self.lock:
+            if self.failing_sends <= 0:
+                return False
+            self.failing_sends -= 1
+            return True
 
     async def _poll(self, params: dict[str, Any]) -> list[dict[str, Any]]:
         timeout = float(params.get("timeout") or 0)

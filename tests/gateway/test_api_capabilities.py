@@ -23,12 +23,15 @@ def test_capabilities_have_the_shape_hermes_agent_clients_check(gateway) -> None
     assert caps["endpoints"]["runs"] == {"method": "POST", "path": "/v1/runs"}
     assert caps["endpoints"]["run_events"]["path"] == "/v1/runs/{run_id}/events"
     # Truthful: what hermes does not serve says false.
-    assert features["jobs_admin"] is False and features["audio_api"] is False
+    assert features["jobs_admin"] is True  # the store's scheduled jobs (api_jobs)
+    assert caps["endpoints"]["job_run"] == {"method": "POST", "path": "/api/jobs/{job_id}/run"}
+    assert features["audio_api"] is False
     assert features["admin_config_rw"] is False
     assert features["session_continuity_header"] == "X-Hermes-Session-Id"
     # Every advertised endpoint is served.
     for name, endpoint in caps["endpoints"].items():
         path = endpoint["path"].replace("{session_id}", "nope").replace("{run_id}", "nope")
+        path = path.replace("{job_id}", "0123456789ab")
         if endpoint["method"] == "GET":
             status, _ = call(gateway, "GET", path)
             assert status in (200, 404), name

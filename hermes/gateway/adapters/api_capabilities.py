@@ -45,6 +45,14 @@ ENDPOINTS: dict[str, tuple[str, str]] = {
     "session_fork": ("POST", "/api/sessions/{session_id}/fork"),
     "session_chat": ("POST", "/api/sessions/{session_id}/chat"),
     "session_chat_stream": ("POST", "/api/sessions/{session_id}/chat/stream"),
+    "jobs": ("GET", "/api/jobs"),
+    "job_create": ("POST", "/api/jobs"),
+    "job": ("GET", "/api/jobs/{job_id}"),
+    "job_update": ("PATCH", "/api/jobs/{job_id}"),
+    "job_delete": ("DELETE", "/api/jobs/{job_id}"),
+    "job_pause": ("POST", "/api/jobs/{job_id}/pause"),
+    "job_resume": ("POST", "/api/jobs/{job_id}/resume"),
+    "job_run": ("POST", "/api/jobs/{job_id}/run"),
 }
 
 # feature -> the endpoint whose route makes it true.
@@ -67,10 +75,11 @@ _ROUTED_FEATURES = {
     "session_chat_streaming": "session_chat_stream",
     "session_fork": "session_fork",
     "skills_api": "skills",
+    "jobs_admin": "jobs",
 }
 
 # What hermes does not offer over HTTP (yet): always false.
-_UNSUPPORTED = ("admin_config_rw", "jobs_admin", "memory_write_api", "audio_api", "realtime_voice")
+_UNSUPPORTED = ("admin_config_rw", "memory_write_api", "audio_api", "realtime_voice")
 
 
 class Capabilities:

@@ -171,11 +171,44 @@ AGENT_PATHS: dict[str, dict[str, Any]] = {
 }
 
 
+_JOB_ID = {
+    "name": "job_id",
+    "in": "path",
+    "required": True,
+    "description": "A job id (12 hex digits) as POST /api/jobs returned it.",
+    "schema": {"type": "string"},
+}
+
+# Hermes Agent 0.19's jobs API over the scheduled jobs (api_jobs).
+JOB_PATHS: dict[str, dict[str, Any]] = {
+    "/api/jobs": {
+        "get": _op("The scheduled jobs ({jobs}); include_disabled=true adds paused ones."),
+        "post": _op(
+            "Create a job ({name, schedule, prompt, deliver?, skills?}); {job}.", body=True
+        ),
+    },
+    "/api/jobs/{job_id}": {
+        "get": _op("One job ({job}).", params=[_JOB_ID]),
+        "patch": _op(
+            "Change a job's name, schedule, prompt, deliver, skills or enabled; {job}.",
+            params=[_JOB_ID],
+            body=True,
+        ),
+        "delete": _op("Remove a job; {ok: true}.", params=[_JOB_ID]),
+    },
+    "/api/jobs/{job_id}/pause": {"post": _op("Pause a job; {job}.", params=[_JOB_ID])},
+    "/api/jobs/{job_id}/resume": {"post": _op("Resume a paused job; {job}.", params=[_JOB_ID])},
+    "/api/jobs/{job_id}/run": {
+        "post": _op("Run a job now, once, on whichever gateway takes it; {job}.", params=[_JOB_ID])
+    },
+}
+
+
 def document() -> dict[str, Any]:
     return {
         "openapi": "3.1.0",
         "info": {"title": "hermes gateway API", "version": "1"},
-        "paths": {**PATHS, **AGENT_PATHS},
+        "paths": {**PATHS, **AGENT_PATHS, **JOB_PATHS},
         "components": {
             "schemas": {
                 "Error": {

@@ -32,8 +32,10 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
+from hermes.cron import CronStore
 from hermes.gateway import caller, commands, retries
 from hermes.gateway.adapters import (
+    api_jobs,
     api_openapi,
     api_responses,
     api_runs,
@@ -129,6 +131,9 @@ class ApiServerAdapter(Adapter):
         )
         api_responses.add_routes(app, self.runner, self._models)
         api_runs.add_routes(app, self.runner, self._models)
+        api_jobs.add_routes(
+            app, CronStore(self.runner.db.backend, read_only=self.runner.db.read_only)
+        )
         Capabilities(
             model=lambda: self._models()[0],
             key_required=lambda: bool(self.api.key),

@@ -1,0 +1,217 @@
+"""`hermes cron`: scheduled jobs, as Hermes Agent 0.19's command has them.
+
+``list``, ``create`` (alias ``add``), ``edit``, ``pause``, ``resume``, ``run``, ``runs``
+and ``remove``. The jobs live in the state store; every running gateway runs them (each
+due time once), and ``run`` asks the next gateway tick for a run now.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import click
+
+from hermes.cli._store import opened_store
+from hermes.cli._table import echo_table
+from hermes.config import load_config
+from hermes.cron import CronStore, check_target, parse
+from hermes.errors import HermesError
+from hermes.state.location import store_location
+
+
+@contextmanager
+def _jobs(*, read_only: bool = False) -> Iterator[CronStore]:
+    with opened_store(read_only=read_only, create=not read_only) as db:
+        yield CronStore(db.backend, read_only=db.read_only)
+
+
+def _no_store_yet() -> bool:
+    """No store yet means no jobs yet: a listing says so instead of creating one."""
+    return not store_location(config=load_config()).exists
+
+
+def _find(store: CronStore, ref: str) -> dict[str, Any]:
+    job = store.job(ref)
+    if job is None:
+        raise HermesError(f"No job {ref!r}: see `hermes cron list` for the ids.")
+    return job
+
+
+def _when(stamp: float | None) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(stamp)) if stamp else "-"
+
+
+@click.group(invoke_without_command=True)
+@click.pass_context
+def cron(ctx: click.Context) -> None:
+    """Scheduled jobs: list, create, edit, pause, resume, run, runs, remove (default: list)."""
+    if ctx.invoked_subcommand is None:
+        ctx.invoke(list_cmd)
+
+
+@cron.command("list")
+@click.option("--all", "show_all", is_flag=True, help="Include paused jobs.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+def list_cmd(show_all: bool, as_json: bool) -> None:
+    """One row per job: id, name, schedule, state, next run, delivery."""
+    jobs: list[dict[str, Any]] = []
+    if not _no_store_yet():
+        with _jobs(read_only=True) as store:
+            jobs = store.jobs(include_disabled=show_all)
+    if as_json:
+        click.echo(json.dumps(jobs, indent=2))
+        return
+    if not jobs:
+        click.echo("No scheduled jobs. Add one with `hermes cron create`.")
+        return
+    echo_table(
+        ["id", "name", "schedule", "state", "next run", "deliver"],
+        [[j["id"], j["name"], j["schedule"], j["state"], _when(j["next_run_at"]), j["deliver"]]
+         for j in jobs],
+    )  # fmt: skip
+
+
+@cron.command("create")
+@click.argument("schedule_arg", metavar="[SCHEDULE]", required=False)
+@click.argument("prompt_arg", metavar="[PROMPT]", required=False)
+@click.option("--schedule", help="'0 9 * * *', 'every 2h', '2026-02-03T14:00' or 'in 30m'.")
+@click.option("--prompt", help="What the agent is asked at each run.")
+@click.option("--name", help="A name for the job (default: the prompt's start).")
+@click.option("--deliver", help="local (default), telegram:CHAT, discord:CHANNEL, slack:CHANNEL.")
+@click.option("--timezone", help="IANA time zone of the schedule (default: this machine's).")
+@click.option("--skill", "skills", multiple=True, help="A skill for the job; repeat for more.")
+@click.option("--model", help="The model for this job's runs.")
+def create(
+    schedule_arg: str | None,
+    prompt_arg: str | None,
+    schedule: str | None,
+    prompt: str | None,
+    name: str | None,
+    deliver: str | None,
+    timezone: str | None,
+    skills: tuple[str, ...],
+    model: str | None,
+) -> None:
+    """Create a scheduled job."""
+    when, ask = schedule or schedule_arg, prompt or prompt_arg
+    if not when or not ask:
+        raise HermesError(
+            "A job needs a schedule and a prompt: --schedule 'every 1h' --prompt '...'."
+        )
+    parsed = parse(when, timezone=timezone)
+    target = check_target(deliver)
+    with _jobs() as store:
+        job = store.create_job(name=name or ask[:50].strip(), schedule=parsed, prompt=ask,
+                               deliver=target, timezone=timezone, skills=skills, model=model)  # fmt: skip
+    click.echo(
+        f"Created job {job['id']} ({job['name']}): {parsed.display}, next run {_when(job['next_run_at'])}."
+    )
+
+
+cron.add_command(create, "add")
+
+
+@cron.command("edit")
+@click.argument("job_ref")
+@click.option("--schedule", help="A new schedule.")
+@click.option("--prompt", help="A new prompt.")
+@click.option("--name", help="A new name.")
+@click.option("--deliver", help="A new delivery target.")
+@click.option("--model", help="A new model.")
+def edit(job_ref: str, schedule: str | None, prompt: str | None, name: str | None,
+         deliver: str | None, model: str | None) -> None:  # fmt: skip
+    """Change a job."""
+    fields: dict[str, Any] = {}
+    if schedule is not None:
+        fields["schedule"] = parse(schedule).text
+    if deliver is not None:
+        fields["deliver"] = check_target(deliver)
+    fields.update(
+        {k: v for k, v in (("prompt", prompt), ("name", name), ("model", model)) if v is not None}
+    )
+    if not fields:
+        raise HermesError(
+            "Nothing to change: give --schedule, --prompt, --name, --deliver or --model."
+        )
+    with _jobs() as store:
+        job = store.update_job(_find(store, job_ref)["id"], **fields)
+    assert job is not None
+    click.echo(f"Updated job {job['id']} ({job['name']}); next run {_when(job['next_run_at'])}.")
+
+
+@cron.command("pause")
+@click.argument("job_ref")
+def pause(job_ref: str) -> None:
+    """Pause a job: it does not run until resumed."""
+    with _jobs() as store:
+        job = store.update_job(_find(store, job_ref)["id"], enabled=0, next_run_at=None)
+    assert job is not None
+    click.echo(f"Paused job {job['id']} ({job['name']}).")
+
+
+@cron.command("resume")
+@click.argument("job_ref")
+def resume(job_ref: str) -> None:
+    """Resume a paused job from its next due time."""
+    with _jobs() as store:
+        job = store.update_job(_find(store, job_ref)["id"], enabled=1)
+    assert job is not None
+    click.echo(f"Resumed job {job['id']} ({job['name']}); next run {_when(job['next_run_at'])}.")
+
+
+@cron.command("run")
+@click.argument("job_ref")
+def run(job_ref: str) -> None:
+    """Run a job now (a running gateway picks it up at its next tick)."""
+    with _jobs() as store:
+        job = _find(store, job_ref)
+        store.run_now(job["id"])
+    click.echo(f"Job {job['id']} ({job['name']}) will run at the next gateway tick.")
+
+
+@cron.command("runs")
+@click.argument("job_ref", required=False)
+@click.option("--limit", type=click.IntRange(1, 500), default=20, show_default=True,
+              help="How many runs to show, newest first.")  # fmt: skip
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+def runs(job_ref: str | None, limit: int, as_json: bool) -> None:
+    """Recent runs: when due, status, conversation, and whether the answer was delivered."""
+    with _jobs(read_only=True) as store:
+        job_id = _find(store, job_ref)["id"] if job_ref else None
+        rows = store.runs(job_id, limit)
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    if not rows:
+        click.echo("No runs yet.")
+        return
+    echo_table(
+        ["run", "job", "due", "status", "session", "delivery"],
+        [[r["id"][:12], r["job_id"], _when(r["due_at"]), r["error"] and f"{r['status']}: {r['error']}" or r["status"],
+          r["session_id"] or "-", _delivery(r)] for r in rows],
+    )  # fmt: skip
+
+
+def _delivery(run: dict[str, Any]) -> str:
+    if run["delivery"] is None:
+        return "-"
+    if run["delivery"] == "sent":
+        return f"sent to {run['target']}"
+    error = f": {run['delivery_error']}" if run["delivery_error"] else ""
+    return (
+        f"{run['delivery']} to {run['target']} after {run['delivery_attempts']} attempt(s){error}"
+    )
+
+
+@cron.command("remove")
+@click.argument("job_ref")
+def remove(job_ref: str) -> None:
+    """Remove a job (its past runs stay listed)."""
+    with _jobs() as store:
+        job = _find(store, job_ref)
+        store.remove_job(job["id"])
+    click.echo(f"Removed job {job['id']} ({job['name']}).")

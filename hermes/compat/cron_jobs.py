@@ -1,0 +1,89 @@
+"""Hermes Agent 0.19's ``cron/jobs.json`` brought into the store's scheduled jobs.
+
+Each job keeps its id, name, prompt, skills, model, toolsets, schedule and whether it
+is paused; a delivery to a chat (``telegram:123``, or ``origin`` with the chat it was
+made in) keeps its chat, one naming only a platform's home channel becomes ``local``
+(hermes has no home channels; the log says so). Running it again adds nothing twice.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+from hermes.cron import CronStore, ScheduleError, TargetError, check_target, parse
+from hermes.cron.shape import schedule_text
+from hermes.state.backend import Backend
+
+log = logging.getLogger(__name__)
+
+
+def jobs_file(home: Path) -> Path:
+    return home / "cron" / "jobs.json"
+
+
+def read_jobs(path: Path) -> list[dict[str, Any]]:
+    """The jobs of a jobs.json (``{"jobs": [...]}`` or a bare list); [] when absent."""
+    if not path.is_file():
+        return []
+    data = json.loads(path.read_text(encoding="utf-8-sig"), strict=False)
+    jobs = data.get("jobs", []) if isinstance(data, dict) else data
+    return [job for job in jobs if isinstance(job, dict)] if isinstance(jobs, list) else []
+
+
+def import_jobs(path: Path, backend: Backend) -> int:
+    """Add the jobs of ``path`` the store does not hold yet; how many were added."""
+    store = CronStore(backend)
+    held = {job["id"] for job in store.jobs()}
+    added = 0
+    for job in read_jobs(path):
+        if str(job.get("id")) in held:
+            continue
+        try:
+            _add(store, job)
+        except (ScheduleError, TargetError) as exc:
+            log.warning("skipped Hermes Agent job %s (%s): %s", job.get("id"), job.get("name"), exc)
+            continue
+        added += 1
+    return added
+
+
+def _add(store: CronStore, job: dict[str, Any]) -> None:
+    now = time.time()
+    schedule = parse(schedule_text(job.get("schedule")), now=now)
+    skills = job.get("skills") or ([job["skill"]] if job.get("skill") else [])
+    made = store.create_job(
+        name=str(job.get("name") or job.get("prompt", "")[:50] or "job"),
+        schedule=schedule,
+        prompt=str(job.get("prompt") or ""),
+        deliver=_target(job),
+        skills=[str(s) for s in skills],
+        model=job.get("model") or None,
+        toolsets=[str(t) for t in job.get("enabled_toolsets") or []],
+        # A one-shot whose time passed while nothing ran it is due now (run once late).
+        now=now if schedule.run_at is None or schedule.run_at >= now else schedule.run_at,
+        job_id=str(job["id"]) if job.get("id") else None,
+    )
+    if job.get("enabled") is False or job.get("state") in ("paused", "completed"):
+        store.update_job(made["id"], enabled=0, next_run_at=None)
+
+
+def _target(job: dict[str, Any]) -> str:
+    deliver = str(job.get("deliver") or "local")
+    if deliver == "origin":
+        origin = job.get("origin") or {}
+        if origin.get("platform") and origin.get("chat_id"):
+            deliver = f"{origin['platform']}:{origin['chat_id']}"
+        else:
+            deliver = "local"
+    if ":" not in deliver and deliver != "local":
+        log.warning("job %s delivered to %s's home channel; it is stored only (local) here",
+                    job.get("id"), deliver)  # fmt: skip
+        deliver = "local"
+    try:
+        return check_target(deliver.split(",")[0])
+    except TargetError:
+        return "local"

@@ -1,0 +1,65 @@
+"""A job as Hermes Agent 0.19 writes it (``cron/jobs.json``, ``/api/jobs``), and back."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from hermes.cron.schedule import Schedule, parse, zone
+
+
+def as_019(job: dict[str, Any]) -> dict[str, Any]:
+    """0.19's job record of one of ours."""
+    schedule = parse(job["schedule"], timezone=job["timezone"], now=job["created_at"])
+    return {
+        "id": job["id"],
+        "name": job["name"],
+        "prompt": job["prompt"],
+        "skills": job["skills"],
+        "skill": job["skills"][0] if job["skills"] else None,
+        "model": job["model"],
+        "schedule": schedule_019(schedule),
+        "schedule_display": schedule.display,
+        "repeat": {"times": None, "completed": 0},
+        "enabled": job["enabled"],
+        "state": job["state"],
+        "paused_at": None,
+        "paused_reason": job["paused_reason"],
+        "created_at": _iso(job["created_at"], job["timezone"]),
+        "next_run_at": _iso(job["next_run_at"], job["timezone"]),
+        "last_run_at": _iso(job["last_run_at"], job["timezone"]),
+        "deliver": job["deliver"],
+        "enabled_toolsets": job["toolsets"] or None,
+    }
+
+
+def schedule_019(schedule: Schedule) -> dict[str, Any]:
+    if schedule.kind == "interval":
+        minutes = (schedule.seconds or 0) / 60
+        return {"kind": "interval", "minutes": int(minutes) if minutes.is_integer() else minutes,
+                "display": schedule.display}  # fmt: skip
+    if schedule.kind == "cron":
+        return {"kind": "cron", "expr": schedule.text, "display": schedule.display}
+    return {"kind": "once", "run_at": schedule.text, "display": schedule.display}
+
+
+def schedule_text(value: Any) -> str:
+    """Our schedule text for 0.19's schedule (its dict, or the string it was given)."""
+    if isinstance(value, str):
+        return value
+    if not isinstance(value, dict):
+        return ""
+    kind = value.get("kind")
+    if kind == "interval":
+        return f"every {value.get('minutes')}m"
+    if kind == "cron":
+        return str(value.get("expr") or "")
+    if kind == "once":
+        return str(value.get("run_at") or "")
+    return str(value.get("display") or "")
+
+
+def _iso(stamp: float | None, timezone: str | None) -> str | None:
+    if stamp is None:
+        return None
+    return datetime.fromtimestamp(stamp, zone(timezone)).isoformat()

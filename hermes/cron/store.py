@@ -1,0 +1,441 @@
+"""Jobs, their runs and the delivery outbox in the store (SQLite or PostgreSQL).
+
+Exactly once, step by step, each a single write transaction:
+
+``make_due_runs``
+    a due job's ``next_run_at`` moves on by compare-and-swap and the run of that due
+    time is inserted (unique per job and due time), so however many gateways look at
+    once, one run exists per due time; the times a stopped store missed become one run.
+``take_run``
+    a run nobody holds, or whose holder is dead (a process gone on this host) or past
+    its lease, is taken by compare-and-swap on its ``attempts``.
+``finish``
+    only the holder can finish a run; the answer and its outbox row are written in the
+    same transaction.
+``take_delivery`` / ``sent`` / ``retry_later``
+    the outbox row is leased the same way, marked sent after the platform accepted it,
+    or put back with a backoff; after ``MAX_ATTEMPTS`` it is ``failed``, for people to see.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from functools import partial
+from typing import Any, TypeVar
+
+from hermes.cron.schedule import Schedule, ScheduleError, parse
+from hermes.state import lease
+from hermes.state.backend import Backend, Row, Tx
+from hermes.state.errors import ReadOnlyStoreError
+
+T = TypeVar("T")
+
+MAX_ATTEMPTS = 8
+MISSED_AFTER = 60.0  # a run this late (seconds) was missed, not merely picked up late
+_JOB_COLUMNS = (
+    "id, name, schedule, timezone, prompt, skills, model, toolsets, deliver, enabled,"
+    " paused_reason, next_run_at, last_run_at, created_at, updated_at"
+)
+_RUN_COLUMNS = (
+    "id, job_id, due_at, status, holder, lease_expires_at, attempts, session_id, output,"
+    " error, created_at, finished_at"
+)
+_OUTBOX_COLUMNS = (
+    "run_id, target, body, status, attempts, next_attempt_at, holder, lease_expires_at,"
+    " last_error, created_at, sent_at"
+)
+
+
+def backoff(attempts: int) -> float:
+    """Seconds before the next try after ``attempts`` failed ones: 1, 2, 4 ... 300."""
+    return float(min(300, 2 ** max(0, attempts - 1)))
+
+
+class CronStore:
+    """The cron tables on a backend (blocking calls: use from threads)."""
+
+    def __init__(self, backend: Backend, *, read_only: bool = False) -> None:
+        self.backend = backend
+        self.read_only = read_only
+
+    def _write(self, fn: Callable[[Tx], T]) -> T:
+        if self.read_only:
+            raise ReadOnlyStoreError(self.backend.location)
+        return self.backend.transact(fn, write=True)
+
+    def _read(self, fn: Callable[[Tx], T]) -> T:
+        return self.backend.transact(fn, write=False)
+
+    # -- jobs ---------------------------------------------------------------------------
+
+    def create_job(
+        self,
+        *,
+        name: str,
+        schedule: Schedule,
+        prompt: str,
+        deliver: str = "local",
+        timezone: str | None = None,
+        skills: Sequence[str] = (),
+        model: str | None = None,
+        toolsets: Sequence[str] = (),
+        now: float | None = None,
+        job_id: str | None = None,
+    ) -> dict[str, Any]:
+        now = time.time() if now is None else now
+        if schedule.run_at is not None and schedule.run_at < now - MISSED_AFTER:
+            raise ScheduleError(
+                f"The time {schedule.text} is in the past: give a later one, or 'in 30m'."
+            )
+        job_id = job_id or uuid.uuid4().hex[:12]
+        first = schedule.next_after(now - 1, anchor=now, timezone=timezone)
+        if schedule.kind == "interval":
+            first = now + (schedule.seconds or 0)
+
+        def create(tx: Tx) -> dict[str, Any]:
+            tx.run(
+                f"INSERT INTO cron_jobs ({_JOB_COLUMNS}) VALUES"
+                " (?, ?, ?, ?, ?, ?, ?, ?, ?, 1, NULL, ?, NULL, ?, ?)",
+                (job_id, name, schedule.text, timezone, prompt, json.dumps(list(skills)),
+                 model, json.dumps(list(toolsets)), deliver, first, now, now),
+            )  # fmt: skip
+            return _job(_one_job(tx, job_id))
+
+        return self._write(create)
+
+    def jobs(self, *, include_disabled: bool = True) -> list[dict[str, Any]]:
+        where = "" if include_disabled else " WHERE enabled = 1"
+        rows = self._read(
+            lambda tx: tx.all(
+                f"SELECT {_JOB_COLUMNS} FROM cron_jobs{where} ORDER BY created_at, id"
+            )
+        )
+        return [_job(row) for row in rows]
+
+    def job(self, ref: str) -> dict[str, Any] | None:
+        """The job whose id, id prefix (unique) or name is ``ref``."""
+        jobs = self.jobs()
+        for match in (
+            [j for j in jobs if j["id"] == ref],
+            [j for j in jobs if j["name"] == ref],
+            [j for j in jobs if j["id"].startswith(ref)],
+        ):
+            if len(match) == 1:
+                return match[0]
+        return None
+
+    def update_job(
+        self, job_id: str, now: float | None = None, **fields: Any
+    ) -> dict[str, Any] | None:
+        """Set columns of a job; a new schedule or a resume computes the next run again."""
+        now = time.time() if now is None else now
+
+        def update(tx: Tx) -> dict[str, Any] | None:
+            row = tx.one(f"SELECT {_JOB_COLUMNS} FROM cron_jobs WHERE id = ?", (job_id,))
+            if row is None:
+                return None
+            values = dict(fields)
+            for key in ("skills", "toolsets"):
+                if key in values:
+                    values[key] = json.dumps(list(values[key] or []))
+            if "schedule" in values or values.get("enabled") == 1:
+                text = str(values.get("schedule", row["schedule"]))
+                schedule = parse(text, timezone=row["timezone"], now=now)
+                anchor = now
+                due = schedule.next_after(now - 1, anchor=anchor, timezone=row["timezone"])
+                values["next_run_at"] = now + schedule.seconds if schedule.seconds else due
+            values["updated_at"] = now
+            assignments = ", ".join(f"{column} = ?" for column in values)
+            tx.run(f"UPDATE cron_jobs SET {assignments} WHERE id = ?", (*values.values(), job_id))
+            return _job(_one_job(tx, job_id))
+
+        return self._write(update)
+
+    def remove_job(self, job_id: str) -> bool:
+        def remove(tx: Tx) -> bool:
+            return tx.run("DELETE FROM cron_jobs WHERE id = ?", (job_id,)) > 0
+
+        return self._write(remove)
+
+    def run_now(self, job_id: str, now: float | None = None) -> str | None:
+        """A run of the job due now, outside its schedule; None: no such job."""
+        now = time.time() if now is None else now
+
+        def add(tx: Tx) -> str | None:
+            if tx.one("SELECT id FROM cron_jobs WHERE id = ?", (job_id,)) is None:
+                return None
+            return _insert_run(tx, job_id, now, "due", now)
+
+        return self._write(add)
+
+    # -- runs ---------------------------------------------------------------------------
+
+    def make_due_runs(self, now: float, *, missed: str = "run_once") -> list[dict[str, Any]]:
+        """Write the run of every job due by ``now``; the runs made (``status`` is
+        ``skipped`` for a missed one under ``missed='skip'``)."""
+        due = self._read(
+            lambda tx: tx.all(
+                f"SELECT {_JOB_COLUMNS} FROM cron_jobs WHERE enabled = 1 AND next_run_at <= ?",
+                (now,),
+            )
+        )
+        made = []
+        for row in due:
+            run = self._write(partial(_advance, job=row, now=now, missed=missed))
+            if run is not None:
+                made.append(run)
+        return made
+
+    def take_run(self, holder: str, ttl: float, now: float | None = None) -> dict[str, Any] | None:
+        """Lease the oldest run that is due or whose holder is gone; None: none is."""
+        now = time.time() if now is None else now
+
+        def candidates(tx: Tx) -> list[Row]:
+            rows = tx.all(
+                f"SELECT {_RUN_COLUMNS} FROM cron_runs WHERE status IN ('due', 'running')"
+                " ORDER BY due_at LIMIT 50"
+            )
+            return [r for r in rows if r["status"] == "due" or _lapsed(r, now)]
+
+        # A read first: the scheduler asks every tick, and nothing to take writes nothing.
+        if not self._read(candidates):
+            return None
+
+        def take(tx: Tx) -> dict[str, Any] | None:
+            for row in candidates(tx):
+                taken = tx.run(
+                    "UPDATE cron_runs SET status = 'running', holder = ?, lease_expires_at = ?,"
+                    " attempts = attempts + 1 WHERE id = ? AND attempts = ? AND status = ?",
+                    (holder, now + ttl, row["id"], row["attempts"], row["status"]),
+                )
+                if taken:
+                    return _one_run(tx, row["id"])
+            return None
+
+        return self._write(take)
+
+    def refresh_run(self, run_id: str, holder: str, ttl: float) -> bool:
+        def refresh(tx: Tx) -> bool:
+            return (
+                tx.run(
+                    "UPDATE cron_runs SET lease_expires_at = ? WHERE id = ? AND holder = ?"
+                    " AND status = 'running'",
+                    (time.time() + ttl, run_id, holder),
+                )
+                > 0
+            )
+
+        return self._write(refresh)
+
+    def set_run_session(self, run_id: str, holder: str, session_id: str) -> bool:
+        def record(tx: Tx) -> bool:
+            return (
+                tx.run(
+                    "UPDATE cron_runs SET session_id = ? WHERE id = ? AND holder = ?"
+                    " AND status = 'running'",
+                    (session_id, run_id, holder),
+                )
+                > 0
+            )
+
+        return self._write(record)
+
+    def finish(
+        self, run_id: str, holder: str, *, output: str | None, error: str | None, deliver: str
+    ) -> bool:
+        """Store the run's answer and, in the same transaction, its outbox row. False:
+        the run is no longer this holder's (it was taken over), and nothing is written."""
+        now = time.time()
+
+        def finish(tx: Tx) -> bool:
+            status = "failed" if error else "completed"
+            changed = tx.run(
+                "UPDATE cron_runs SET status = ?, output = ?, error = ?, finished_at = ?,"
+                " lease_expires_at = NULL WHERE id = ? AND holder = ? AND status = 'running'",
+                (status, output, error, now, run_id, holder),
+            )
+            if not changed:
+                return False
+            run = _one_run(tx, run_id)
+            tx.run("UPDATE cron_jobs SET last_run_at = ? WHERE id = ?", (now, run["job_id"]))
+            if deliver != "local" and not error and output:
+                tx.run(
+                    f"INSERT INTO cron_outbox ({_OUTBOX_COLUMNS}) VALUES"
+                    " (?, ?, ?, 'pending', 0, ?, NULL, NULL, NULL, ?, NULL)",
+                    (run_id, deliver, output, now, now),
+                )
+            return True
+
+        return self._write(finish)
+
+    def release(self, run_id: str, holder: str) -> bool:
+        """Give a run this holder will not finish back to the others (a shutdown)."""
+
+        def release(tx: Tx) -> bool:
+            return (
+                tx.run(
+                    "UPDATE cron_runs SET status = 'due', holder = NULL, lease_expires_at = NULL"
+                    " WHERE id = ? AND holder = ? AND status = 'running'",
+                    (run_id, holder),
+                )
+                > 0
+            )
+
+        return self._write(release)
+
+    def runs(self, job_id: str | None = None, limit: int = 20) -> list[dict[str, Any]]:
+        """Newest first, each with its delivery (``delivery``: None when there is none)."""
+        where, params = ("WHERE r.job_id = ?", (job_id,)) if job_id else ("", ())
+        columns = ", ".join(f"r.{c.strip()}" for c in _RUN_COLUMNS.split(","))
+        rows = self._read(
+            lambda tx: tx.all(
+                f"SELECT {columns}, o.status AS delivery, o.attempts AS delivery_attempts,"
+                " o.last_error AS delivery_error, o.target AS target"
+                f" FROM cron_runs r LEFT JOIN cron_outbox o ON o.run_id = r.id {where}"
+                f" ORDER BY r.due_at DESC, r.created_at DESC LIMIT {int(limit)}",
+                params,
+            )
+        )
+        return [dict(row) for row in rows]
+
+    # -- the outbox ---------------------------------------------------------------------
+
+    def take_delivery(
+        self, holder: str, platforms: Sequence[str], ttl: float, now: float | None = None
+    ) -> dict[str, Any] | None:
+        """Lease the oldest pending delivery to one of ``platforms`` that is due."""
+        now = time.time() if now is None else now
+
+        def candidates(tx: Tx) -> list[Row]:
+            rows = tx.all(
+                f"SELECT {_OUTBOX_COLUMNS} FROM cron_outbox WHERE status = 'pending'"
+                " AND next_attempt_at <= ? ORDER BY created_at LIMIT 50",
+                (now,),
+            )
+            return [
+                r for r in rows
+                if r["target"].split(":", 1)[0] in platforms
+                and (r["holder"] is None or _lapsed(r, now))
+            ]  # fmt: skip
+
+        if not self._read(candidates):
+            return None
+
+        def take(tx: Tx) -> dict[str, Any] | None:
+            for row in candidates(tx):
+                taken = tx.run(
+                    "UPDATE cron_outbox SET holder = ?, lease_expires_at = ?, attempts = attempts + 1"
+                    " WHERE run_id = ? AND attempts = ? AND status = 'pending'",
+                    (holder, now + ttl, row["run_id"], row["attempts"]),
+                )
+                if taken:
+                    found = tx.one(
+                        f"SELECT {_OUTBOX_COLUMNS} FROM cron_outbox WHERE run_id = ?",
+                        (row["run_id"],),
+                    )
+                    return dict(found) if found else None
+            return None
+
+        return self._write(take)
+
+    def sent(self, run_id: str, holder: str) -> bool:
+        def mark(tx: Tx) -> bool:
+            return (
+                tx.run(
+                    "UPDATE cron_outbox SET status = 'sent', sent_at = ?, holder = NULL,"
+                    " lease_expires_at = NULL, last_error = NULL WHERE run_id = ? AND holder = ?",
+                    (time.time(), run_id, holder),
+                )
+                > 0
+            )
+
+        return self._write(mark)
+
+    def retry_later(self, run_id: str, holder: str, error: str) -> str | None:
+        """Put a failed delivery back with a backoff; its new status, or None if it was
+        not this holder's."""
+        now = time.time()
+
+        def put_back(tx: Tx) -> str | None:
+            row = tx.one(
+                "SELECT attempts FROM cron_outbox WHERE run_id = ? AND holder = ?", (run_id, holder)
+            )
+            if row is None:
+                return None
+            status = "failed" if row["attempts"] >= MAX_ATTEMPTS else "pending"
+            tx.run(
+                "UPDATE cron_outbox SET status = ?, holder = NULL, lease_expires_at = NULL,"
+                " last_error = ?, next_attempt_at = ? WHERE run_id = ? AND holder = ?",
+                (status, error[:2000], now + backoff(row["attempts"]), run_id, holder),
+            )
+            return status
+
+        return self._write(put_back)
+
+    def failed_deliveries(self) -> list[dict[str, Any]]:
+        rows = self._read(
+            lambda tx: tx.all(
+                f"SELECT {_OUTBOX_COLUMNS} FROM cron_outbox WHERE status = 'failed' ORDER BY created_at"
+            )
+        )
+        return [dict(row) for row in rows]
+
+
+def _advance(tx: Tx, *, job: Row, now: float, missed: str) -> dict[str, Any] | None:
+    """Move the job past ``now`` and write the run of its due time, if this call wins."""
+    due = job["next_run_at"]
+    schedule = parse(job["schedule"], timezone=job["timezone"], now=job["created_at"])
+    following = schedule.next_after(now, anchor=job["created_at"], timezone=job["timezone"])
+    moved = tx.run(
+        "UPDATE cron_jobs SET next_run_at = ? WHERE id = ? AND next_run_at = ?",
+        (following, job["id"], due),
+    )
+    if not moved:
+        return None  # another gateway wrote this due time's run
+    status = "skipped" if missed == "skip" and now - due > MISSED_AFTER else "due"
+    run_id = _insert_run(tx, job["id"], due, status, now)
+    if run_id is None:
+        return None
+    return _one_run(tx, run_id)
+
+
+def _insert_run(tx: Tx, job_id: str, due: float, status: str, now: float) -> str | None:
+    run_id = uuid.uuid4().hex
+    inserted = tx.run(
+        f"INSERT INTO cron_runs ({_RUN_COLUMNS}) VALUES"
+        " (?, ?, ?, ?, NULL, NULL, 0, NULL, NULL, NULL, ?, ?) ON CONFLICT (job_id, due_at) DO NOTHING",
+        (run_id, job_id, due, status, now, now if status == "skipped" else None),
+    )
+    return run_id if inserted else None
+
+
+def _lapsed(row: Row, now: float) -> bool:
+    """The lease of a run or delivery is free: expired, or its holder died."""
+    expires = row["lease_expires_at"]
+    return expires is None or expires <= now or lease.holder_is_dead(row["holder"] or "")
+
+
+def _one_job(tx: Tx, job_id: str) -> Row:
+    row = tx.one(f"SELECT {_JOB_COLUMNS} FROM cron_jobs WHERE id = ?", (job_id,))
+    assert row is not None
+    return row
+
+
+def _one_run(tx: Tx, run_id: str) -> dict[str, Any]:
+    row = tx.one(f"SELECT {_RUN_COLUMNS} FROM cron_runs WHERE id = ?", (run_id,))
+    assert row is not None
+    return dict(row)
+
+
+def _job(row: Row) -> dict[str, Any]:
+    job = dict(row)
+    job["skills"] = json.loads(job["skills"] or "[]")
+    job["toolsets"] = json.loads(job["toolsets"] or "[]")
+    job["enabled"] = bool(job["enabled"])
+    job["state"] = "scheduled" if job["enabled"] else "paused"
+    if job["enabled"] and job["next_run_at"] is None:
+        job["state"] = "completed"
+    return job

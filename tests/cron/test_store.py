@@ -1,0 +1,124 @@
+"""The cron tables on both backends: one run per due time however many gateways look, a
+run leased to one holder, the answer and its outbox row stored together, deliveries
+retried and then marked failed where people see them."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from hermes.cron import CronStore, parse
+from hermes.cron.store import MAX_ATTEMPTS, MISSED_AFTER
+from tests.state.helpers import StoreSpec
+
+T0 = 1_800_000_000.0
+
+
+@pytest.fixture
+def cron(store: StoreSpec, make_db) -> CronStore:
+    return CronStore(make_db().backend)
+
+
+def _job(cron: CronStore, schedule: str = "every 10s", deliver: str = "telegram:42") -> str:
+    made = cron.create_job(name="j", schedule=parse(schedule, now=T0), prompt="p",
+                           deliver=deliver, now=T0)  # fmt: skip
+    return str(made["id"])
+
+
+def test_racing_schedulers_make_one_run_per_due_time(store: StoreSpec, make_db) -> None:
+    cron = CronStore(make_db().backend)
+    job = _job(cron)
+    others = [CronStore(make_db().backend) for _ in range(4)]
+    for due in (T0 + 10, T0 + 20, T0 + 30):
+        barrier = threading.Barrier(len(others))
+        made: list[dict] = []
+
+        threads = [
+            threading.Thread(target=_look, args=(s, barrier, made, due + 0.5)) for s in others
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert [r["due_at"] for r in made] == [due]
+    assert sorted(r["due_at"] for r in cron.runs(job)) == [T0 + 10, T0 + 20, T0 + 30]
+
+
+def _look(store: CronStore, barrier: threading.Barrier, made: list, now: float) -> None:
+    barrier.wait()
+    made.extend(store.make_due_runs(now))
+
+
+def test_missed_due_times_become_one_run_or_one_skip(cron: CronStore) -> None:
+    job = _job(cron)
+    late = T0 + 10 + MISSED_AFTER + 100  # eleven due times passed meanwhile
+    assert [r["status"] for r in cron.make_due_runs(late)] == ["due"]
+    assert cron.make_due_runs(late) == []
+    assert cron.job(job)["next_run_at"] > late  # type: ignore[index]
+    later = late + MISSED_AFTER + 100
+    assert [r["status"] for r in cron.make_due_runs(later, missed="skip")] == ["skipped"]
+
+
+def test_a_run_is_one_holders_until_its_lease_lapses(cron: CronStore) -> None:
+    _job(cron)
+    cron.make_due_runs(T0 + 10)
+    first = cron.take_run("elsewhere:pid=1:agent=a", ttl=30, now=T0 + 10)
+    assert first is not None and first["attempts"] == 1
+    assert cron.take_run("elsewhere:pid=2:agent=b", ttl=30, now=T0 + 20) is None
+    second = cron.take_run("elsewhere:pid=2:agent=b", ttl=30, now=T0 + 41)  # lease lapsed
+    assert second is not None and second["id"] == first["id"] and second["attempts"] == 2
+    assert not cron.finish(first["id"], "elsewhere:pid=1:agent=a", output="late", error=None,
+                           deliver="telegram:42")  # fmt: skip
+    assert cron.finish(second["id"], "elsewhere:pid=2:agent=b", output="answer", error=None,
+                       deliver="telegram:42")  # fmt: skip
+    [run] = cron.runs()
+    assert (run["status"], run["output"], run["delivery"]) == ("completed", "answer", "pending")
+
+
+def test_a_dead_holder_on_this_host_is_taken_over_at_once(cron: CronStore) -> None:
+    import platform
+
+    _job(cron)
+    cron.make_due_runs(T0 + 10)
+    dead = f"{platform.node()}:pid=999999999:agent=gone"
+    assert cron.take_run(dead, ttl=3600, now=T0 + 10) is not None
+    assert cron.take_run("elsewhere:pid=2:agent=b", ttl=30, now=T0 + 11) is not None
+
+
+def test_a_delivery_retries_then_fails_visibly(cron: CronStore) -> None:
+    _job(cron)
+    cron.make_due_runs(T0 + 10)
+    run = cron.take_run("h", ttl=30, now=T0 + 10)
+    assert run is not None
+    cron.finish(run["id"], "h", output="answer", error=None, deliver="telegram:42")
+    assert cron.take_delivery("h", ["slack"], ttl=30) is None  # not a platform this gateway has
+    statuses = []
+    for _ in range(MAX_ATTEMPTS):
+        row = cron.take_delivery("h", ["telegram"], ttl=30, now=2 * T0)
+        assert row is not None and row["body"] == "answer"
+        statuses.append(cron.retry_later(row["run_id"], "h", "Internal Server Error"))
+    assert statuses == ["pending"] * (MAX_ATTEMPTS - 1) + ["failed"]
+    assert cron.take_delivery("h", ["telegram"], ttl=30, now=3 * T0) is None
+    [failed] = cron.failed_deliveries()
+    assert (failed["attempts"], failed["last_error"]) == (MAX_ATTEMPTS, "Internal Server Error")
+    assert cron.runs()[0]["delivery"] == "failed"
+
+
+def test_a_local_job_stores_its_answer_and_delivers_nothing(cron: CronStore) -> None:
+    _job(cron, deliver="local")
+    cron.make_due_runs(T0 + 10)
+    run = cron.take_run("h", ttl=30, now=T0 + 10)
+    assert run is not None
+    assert cron.finish(run["id"], "h", output="kept", error=None, deliver="local")
+    assert cron.take_delivery("h", ["telegram", "slack", "discord"], ttl=30) is None
+    assert cron.runs()[0]["output"] == "kept" and cron.runs()[0]["delivery"] is None
+
+
+def test_a_cron_expression_keeps_its_wall_clock_across_a_dst_change() -> None:
+    schedule = parse("0 9 * * *", timezone="Europe/Berlin")
+    before = 1_774_656_000.0  # 2026-03-28 00:00 UTC, the day before the change
+    first = schedule.next_after(before, anchor=before, timezone="Europe/Berlin")
+    second = schedule.next_after(first or 0, anchor=before, timezone="Europe/Berlin")
+    assert first is not None and second is not None
+    assert second - first == 23 * 3600  # 09:00 CET, then 09:00 CEST

@@ -1,0 +1,47 @@
+"""Hermes Agent 0.19's jobs API (/api/jobs) over real HTTP, on the store's jobs."""
+
+from __future__ import annotations
+
+from hermes.cron import CronStore
+from tests.gateway.api_calls import call
+
+
+def test_the_jobs_api_in_hermes_agent_shapes(gateway, fake_llm) -> None:
+    status, made = call(gateway, "POST", "/api/jobs", json={
+        "name": "briefing", "schedule": "every 2h", "prompt": "the news", "deliver": "local"})  # fmt: skip
+    assert status == 200
+    job = made["job"]
+    job_id = job["id"]
+    assert job["schedule"] == {"kind": "interval", "minutes": 120, "display": "every 2h"}
+    assert (job["name"], job["enabled"], job["state"], job["deliver"]) == (
+        "briefing", True, "scheduled", "local")  # fmt: skip
+    assert call(gateway, "GET", "/api/jobs")[1]["jobs"][0]["id"] == job_id
+    assert call(gateway, "GET", f"/api/jobs/{job_id}")[1]["job"]["prompt"] == "the news"
+    status, changed = call(gateway, "PATCH", f"/api/jobs/{job_id}",
+                           json={"schedule": "0 9 * * *", "id": "forged"})  # fmt: skip
+    assert status == 200 and changed["job"]["schedule"]["expr"] == "0 9 * * *"
+    assert changed["job"]["id"] == job_id
+    status, paused = call(gateway, "POST", f"/api/jobs/{job_id}/pause", json={})
+    assert status == 200 and paused["job"]["state"] == "paused"
+    assert call(gateway, "GET", "/api/jobs")[1] == {"jobs": []}
+    assert len(call(gateway, "GET", "/api/jobs?include_disabled=true")[1]["jobs"]) == 1
+    status, resumed = call(gateway, "POST", f"/api/jobs/{job_id}/resume", json={})
+    assert status == 200 and resumed["job"]["enabled"] is True
+    assert call(gateway, "POST", f"/api/jobs/{job_id}/run", json={})[0] == 200
+    runs = CronStore(gateway.db.backend).runs(job_id)
+    assert len(runs) == 1  # the gateway's scheduler runs it once
+    assert call(gateway, "DELETE", f"/api/jobs/{job_id}") == (200, {"ok": True})
+    assert call(gateway, "GET", f"/api/jobs/{job_id}") == (404, {"error": "Job not found"})
+    assert call(gateway, "GET", "/api/jobs/nope")[0] == 400
+
+
+def test_bad_job_requests_get_one_sentence(gateway) -> None:
+    for body, expected in (
+        ({"schedule": "every 2h", "prompt": "x"}, "Name is required"),
+        ({"name": "n", "prompt": "x"}, "Schedule is required"),
+        ({"name": "n", "schedule": "whenever", "prompt": "x"}, "Invalid schedule 'whenever'"),
+        ({"name": "n", "schedule": "every 1h", "deliver": "fax:1"}, "Invalid delivery target"),
+    ):
+        status, answer = call(gateway, "POST", "/api/jobs", json=body)
+        assert status == 400 and answer["error"].startswith(expected), answer
+    assert call(gateway, "GET", "/api/jobs")[1] == {"jobs": []}

@@ -1,0 +1,68 @@
+"""A scheduled run in a gateway: a conversation of its own (source 'cron', titled by
+the job, searchable), its answer delivered once through a platform that refuses the
+first two sends, and a dangerous command refused since nobody can approve it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hermes.cron import CronStore, parse
+from tests.fakes.llm_server import text, tool_call
+from tests.gateway.fake_platforms import FakeTelegram
+from tests.gateway.harness import GatewayThread, wait_for, write_config
+
+TOKEN = "424242:AAE-fake-telegram-token-do-not-log"
+
+
+def _gateway(home: Path, telegram: FakeTelegram) -> GatewayThread:
+    platforms = {"telegram": {"token": TOKEN, "allowed_users": [42],
+                              "base_url": telegram.base_url, "poll_timeout": 1}}  # fmt: skip
+    return GatewayThread(home, api=None, platforms=platforms).start()
+
+
+def _run_once(gateway: GatewayThread, prompt: str) -> dict:
+    cron = CronStore(gateway.db.backend)
+    job = cron.create_job(name="nightly report", schedule=parse("every 1d"), prompt=prompt,
+                          deliver="telegram:42")  # fmt: skip
+    cron.run_now(job["id"])
+    wait_for(lambda: cron.runs(job["id"])[0]["delivery"] == "sent", timeout=30, interval=0.1)
+    return cron.runs(job["id"])[0]
+
+
+def test_a_delivery_the_platform_refuses_twice_arrives_once(
+    hermes_home: Path, fake_llm, model_key: str
+) -> None:
+    write_config(hermes_home, fake_llm.url, cron={"tick_seconds": 0.1})
+    with FakeTelegram(TOKEN) as telegram:
+        telegram.failing_sends = 2
+        gateway = _gateway(hermes_home, telegram)
+        try:
+            run = _run_once(gateway, "summarise the night")
+            assert run["delivery_attempts"] == 3 and run["delivery_error"] is None
+            assert [m["text"] for m in telegram.accepted] == ["echo: summarise the night"]
+            assert len(telegram.called("sendMessage")) == 3
+            session = gateway.db.get_session(run["session_id"])
+            assert session is not None
+            assert (session["source"], session["title"]) == ("cron", "nightly report")
+            assert gateway.db.search_messages("night")
+        finally:
+            gateway.stop()
+
+
+def test_a_dangerous_command_in_a_scheduled_run_is_refused(
+    hermes_home: Path, fake_llm, model_key: str
+) -> None:
+    write_config(hermes_home, fake_llm.url, cron={"tick_seconds": 0.1})
+    marker = hermes_home / "still-here"
+    marker.write_text("x")
+    fake_llm.enqueue(tool_call("terminal", {"command": f"rm -rf {marker}"}), text("done"))
+    with FakeTelegram(TOKEN) as telegram:
+        gateway = _gateway(hermes_home, telegram)
+        try:
+            run = _run_once(gateway, "clean up")
+            assert marker.exists()
+            tool_results = [m for m in gateway.db.get_conversation_messages(run["session_id"])
+                            if m["role"] == "tool"]  # fmt: skip
+            assert tool_results and tool_results[0]["content"].startswith("Refused")
+        finally:
+            gateway.stop()
