@@ -53,6 +53,10 @@ SCHEMA: dict[str, tuple[tuple[type | None, ...], Any]] = {
     "agent.toolsets": ((list, None), None),
     "memory.memory_char_limit": ((int,), 2200),
     "memory.user_char_limit": ((int,), 1375),
+    # Folders of skills besides $HERMES_HOME/skills and a project's .hermes/skills.
+    "skills.external_dirs": ((list,), []),
+    # The background review may create and patch skills (the user's standing approval).
+    "skills.review_may_edit": ((bool,), False),
     "terminal.timeout": ((int, float), 180),
     "terminal.output_limit": ((int,), 20000),
     "terminal.dangerous_allow": ((list,), []),
@@ -150,6 +154,9 @@ _HERMES_AGENT_ONLY = frozenset(
             "codex_app_server_auto in_place"
         ),
         "memory": ("memory_enabled user_profile_enabled write_approval provider"),
+        "skills": (
+            "template_vars inline_shell inline_shell_timeout guard_agent_created write_approval"
+        ),
         "tools": (
             "tool_search.enabled tool_search.threshold_pct tool_search.search_default_limit "
             "tool_search.max_search_limit"

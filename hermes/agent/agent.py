@@ -425,6 +425,7 @@ class AIAgent:
                 tool_names=self.tool_names(),
                 skip_memory=self.skip_memory,
                 skip_context_files=self.skip_context_files,
+                config=self.config,
             )
             if stored is not None and self.writes_transcript:
                 store, segment = self.bound()

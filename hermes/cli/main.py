@@ -36,6 +36,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "Import a Hermes Agent state.db, or upgrade one in place.",
     ),
     "models": ("hermes.cli.models", "models", "List the models the endpoint offers."),
+    "skills": ("hermes.cli.skills_cmd", "skills", "List, show, install and remove skills."),
 }
 
 

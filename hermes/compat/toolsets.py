@@ -19,6 +19,7 @@ THEIR_TOOLSETS: dict[str, tuple[str, ...]] = {
     "file": _FILES,
     "memory": ("memory",),
     "session_search": ("session_search",),
+    "skills": ("skill_view", "skill_manage"),
     "debugging": (*_TERMINAL, *_FILES),
 }
 # Names meaning every tool: 0.19's full per-platform sets and its coding posture.

@@ -16,6 +16,8 @@
     file_search.py     search_files
     memory.py          the memory tool and read_memory_snapshot
     session_search.py  the session_search tool
+    skills.py          skills on disk (SKILL.md folders): scan, prompt listing
+    skill_tools.py     skill_view and skill_manage
 
 This package depends only on ``hermes.config``, ``hermes.errors`` and (through the
 context it is handed) ``hermes.state``; never on agent, gateway or cli.

@@ -5,18 +5,28 @@ declared by each tool. ``agent.toolsets`` in config (tool names and/or toolset n
 chooses what the cli and gateway offer; without it they offer everything. The
 gateway's dangerous-command policy is not a toolset matter: it lives in
 ``approval.authorize`` (nobody to ask, so refused unless allow-listed). A background
-review only ever gets ``memory``: it must not run commands or touch files (it is a fork
-that reads the conversation, never acts on the machine).
+review gets ``memory`` (and the skill tools when ``skills.review_may_edit`` is on): it
+must not run commands or touch files (it is a fork that reads the conversation, never
+acts on the machine).
 """
 
 from __future__ import annotations
 
 from hermes.config import Config
 from hermes.errors import ConfigError
-from hermes.tools import file_search, files, memory, processes, session_search, terminal
+from hermes.tools import (
+    file_search,
+    files,
+    memory,
+    processes,
+    session_search,
+    skill_tools,
+    terminal,
+)
 from hermes.tools.registry import Tool, ToolRegistry
 
 REVIEW_TOOLS = ("memory",)
+REVIEW_SKILL_TOOLS = ("skill_view", "skill_manage")  # when skills.review_may_edit is on
 
 
 def builtin_tools() -> list[Tool]:
@@ -29,6 +39,8 @@ def builtin_tools() -> list[Tool]:
         file_search.TOOL,
         memory.TOOL,
         session_search.TOOL,
+        skill_tools.VIEW_TOOL,
+        skill_tools.MANAGE_TOOL,
     ]
 
 
@@ -52,8 +64,14 @@ def resolve_toolset(surface: str, config: Config | None) -> list[str]:
     chosen = _configured(config, all_tools)
     if surface == "review":
         base = chosen if chosen is not None else all_tools
-        return [name for name in base if name in REVIEW_TOOLS]
+        return [name for name in base if name in review_tools(config)]
     return chosen if chosen is not None else all_tools
+
+
+def review_tools(config: Config | None) -> tuple[str, ...]:
+    """What a background review may use: memory, and skills when the user allowed it."""
+    allowed = config is not None and bool(config.get("skills.review_may_edit"))
+    return REVIEW_TOOLS + REVIEW_SKILL_TOOLS if allowed else REVIEW_TOOLS
 
 
 def _configured(config: Config | None, all_tools: list[str]) -> list[str] | None:

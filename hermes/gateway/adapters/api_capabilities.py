@@ -180,8 +180,17 @@ class Capabilities:
         return web.json_response({"object": "list", "platform": "api_server", "data": data})
 
     async def skills(self, request: web.Request) -> web.Response:
-        # hermes has no skills yet: the list is honest and empty.
-        return web.json_response({"object": "list", "data": []})
+        """The skills the gateway's agents see, as 0.19 lists them (name, description,
+        category; sorted by category, then name)."""
+        from pathlib import Path
+
+        from hermes.tools.skills import load_skills
+
+        found = load_skills(Path(self.config.path).parent, Path.cwd(), self.config).skills
+        data = sorted(
+            (s.as_listing() for s in found), key=lambda s: (s["category"] or "", s["name"])
+        )
+        return web.json_response({"object": "list", "data": data})
 
 
 def _served(app: web.Application) -> set[tuple[str, str]]:
