@@ -57,6 +57,8 @@ SCHEMA: dict[str, tuple[tuple[type | None, ...], Any]] = {
     "skills.external_dirs": ((list,), []),
     # The background review may create and patch skills (the user's standing approval).
     "skills.review_may_edit": ((bool,), False),
+    # MCP servers by name, as Hermes Agent writes them (hermes/tools/mcp_config.py).
+    "mcp_servers": ((dict, None), {}),
     "terminal.timeout": ((int, float), 180),
     "terminal.output_limit": ((int,), 20000),
     "terminal.dangerous_allow": ((list,), []),
@@ -123,9 +125,8 @@ PROVIDER_BASE_URLS = {
     "ollama": "http://localhost:11434/v1",
 }
 
-# Sections accepted without a word: Hermes Agent's MCP servers and shell hooks (read by
-# the parts that use them), and its file-format version.
-QUIET_SECTIONS = frozenset({"mcp_servers", "hooks", "_config_version"})
+# Sections accepted without a word: Hermes Agent's shell hooks and its file-format version.
+QUIET_SECTIONS = frozenset({"hooks", "_config_version"})
 
 # Hermes Agent 0.19's keys in the sections hermes shares with it, which hermes does not
 # use: ignored like any other, but never answered with a "did you mean" (they are no typo).

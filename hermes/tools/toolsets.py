@@ -12,6 +12,8 @@ acts on the machine).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from hermes.config import Config
 from hermes.errors import ConfigError
 from hermes.tools import (
@@ -44,9 +46,21 @@ def builtin_tools() -> list[Tool]:
     ]
 
 
-def default_registry() -> ToolRegistry:
-    """A registry holding every built-in tool."""
-    return ToolRegistry(builtin_tools())
+def default_registry(config: Config | None = None, home: Path | None = None) -> ToolRegistry:
+    """A registry holding every built-in tool, and the tools of the MCP servers
+    ``config`` names (``mcp_servers``; each starts on this first use)."""
+    return ToolRegistry(all_tools(config, home))
+
+
+def all_tools(config: Config | None = None, home: Path | None = None) -> list[Tool]:
+    """The built-in tools, then those of the configured MCP servers that answer."""
+    from hermes.tools.mcp_config import server_specs
+
+    if config is None or not server_specs(config, home):
+        return builtin_tools()
+    from hermes.tools.mcp_tools import mcp_tools
+
+    return builtin_tools() + mcp_tools(config, home)
 
 
 def toolsets(tools: list[Tool] | None = None) -> dict[str, list[str]]:
@@ -58,10 +72,14 @@ def toolsets(tools: list[Tool] | None = None) -> dict[str, list[str]]:
     return groups
 
 
-def resolve_toolset(surface: str, config: Config | None) -> list[str]:
-    """The names of the tools offered on ``surface`` ("cli", "gateway", "review", ...)."""
-    all_tools = [tool.name for tool in builtin_tools()]
-    chosen = _configured(config, all_tools)
+def resolve_toolset(
+    surface: str, config: Config | None, tools: list[Tool] | None = None
+) -> list[str]:
+    """The names of the tools offered on ``surface`` ("cli", "gateway", "review", ...),
+    out of ``tools`` (the built-in ones when None)."""
+    tools = tools if tools is not None else builtin_tools()
+    all_tools = [tool.name for tool in tools]
+    chosen = _configured(config, all_tools, toolsets(tools))
     if surface == "review":
         base = chosen if chosen is not None else all_tools
         return [name for name in base if name in review_tools(config)]
@@ -74,14 +92,15 @@ def review_tools(config: Config | None) -> tuple[str, ...]:
     return REVIEW_TOOLS + REVIEW_SKILL_TOOLS if allowed else REVIEW_TOOLS
 
 
-def _configured(config: Config | None, all_tools: list[str]) -> list[str] | None:
+def _configured(
+    config: Config | None, all_tools: list[str], groups: dict[str, list[str]]
+) -> list[str] | None:
     try:
         entries = config.get("agent.toolsets") if config is not None else None
     except KeyError:
         entries = None
     if entries is None:
         return None
-    groups = toolsets()
     wanted: set[str] = set()
     for entry in entries:
         if entry in groups:
