@@ -19,8 +19,9 @@ from hermes.cli._hermes_agent_store import run_upgrade
 from hermes.cli._store import database_errors
 from hermes.cli.migrate import progress_display
 from hermes.compat import importer, upgrade
+from hermes.compat.home_extras import bring_extras
 from hermes.compat.session_db import SessionDB
-from hermes.config import Config, load_config
+from hermes.config import Config, hermes_home, load_config
 from hermes.state.location import StoreLocation, store_location
 from hermes.state.sqlite import is_hermes_agent_store
 
@@ -55,10 +56,15 @@ def hermes_agent(ctx: click.Context, path: Path | None, dry_run: bool, yes: bool
     first (state.db.hermes-agent-<date>.bak), the new store is built next to it, every
     message verified, and only then renamed over it; running it again does nothing.
     Other commands ask for this on a terminal; without one, --yes here is the way.
+
+    From another home it also brings that home's skills (folders under skills/) and
+    its mcp_servers: (added to config.yaml), each unless one of that name is here
+    already; a home used in place needs neither.
     """
     config = load_config()
     location = store_location(config=config)
     source = (path or _default_source(location)).expanduser()
+    bring_dry_run = dry_run  # the store's "nothing new" below must not stop the extras
     if location.path is not None and _same_file(source, location.path):
         _upgrade_in_place(location.path, dry_run=dry_run, yes=yes)
         return
@@ -87,6 +93,9 @@ def hermes_agent(ctx: click.Context, path: Path | None, dry_run: bool, yes: bool
     finally:
         conn.close()
     click.echo(importer.describe(report, dry_run=dry_run))
+    extras = bring_extras(source.parent, hermes_home(), config, dry_run=bring_dry_run)
+    for line in extras.describe(dry_run=dry_run):
+        click.echo(line)
 
 
 def _import(

@@ -116,6 +116,17 @@ def _interpolate(value: Any, environ: Mapping[str, str]) -> Any:
     return value
 
 
+def placeholder_names(value: Any) -> list[str]:
+    """The variables ``${VAR}`` placeholders in ``value`` name."""
+    if isinstance(value, str):
+        return _PLACEHOLDER.findall(value)
+    if isinstance(value, Mapping):
+        value = list(value.values())
+    if isinstance(value, list):
+        return [name for item in value for name in placeholder_names(item)]
+    return []
+
+
 def parse_server(name: str, entry: Any, home: Path | None = None) -> ServerSpec:
     if not isinstance(entry, Mapping):
         raise McpConfigError("it must be a mapping with 'command' (stdio) or 'url' (HTTP)")

@@ -26,6 +26,9 @@ def test_install_list_show_remove(hermes, hermes_home: Path, tmp_path: Path) -> 
     assert json.loads(listed.stdout) == [
         {"name": "deploy", "description": "Ship the app.", "category": None}
     ]
+    # hermes-agent-mcp's skills_list runs `hermes skills list` and hands its output on.
+    table = hermes("skills", "list")
+    assert table.returncode == 0 and "deploy" in table.stdout and "Ship the app." in table.stdout
     shown = hermes("skills", "show", "deploy")
     assert "Do the deploy steps." in shown.stdout and "scripts/ship.sh" in shown.stdout
     assert hermes("skills", "install", str(source)).returncode == 1
