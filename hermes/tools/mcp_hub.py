@@ -31,7 +31,9 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 STOP_GRACE = 5.0  # seconds a dropped connection gets to close before it is cancelled
-LIST_RETRY_AFTER = 30.0  # seconds a server that failed to start is not asked again for tools
+# Seconds a server that failed to start is not asked again for its tools list, so a
+# broken server costs one connect_timeout now and then, not one per conversation.
+LIST_RETRY_AFTER = 300.0
 
 
 class McpError(HermesError):
@@ -222,7 +224,7 @@ class McpHub:
             if self._loop is None or self._loop.is_closed():
                 self._loop = asyncio.new_event_loop()
                 thread = threading.Thread(
-                    target=self._loop.run_forever, name="mcp-servers", daemon=True
+                    target=_serve, args=(self._loop,), name="mcp-servers", daemon=True
                 )
                 thread.start()
             return self._loop
@@ -265,6 +267,14 @@ class McpHub:
             except Exception:  # closing at exit: a stuck server must not block it
                 log.debug("MCP server %s did not stop cleanly", conn.spec.name)
         loop.call_soon_threadsafe(loop.stop)
+
+
+def _serve(loop: asyncio.AbstractEventLoop) -> None:
+    asyncio.set_event_loop(loop)
+    try:
+        loop.run_forever()
+    finally:
+        loop.close()
 
 
 _hub: McpHub | None = None
