@@ -174,3 +174,18 @@ def test_a_streamable_http_tool_call_round_trips_with_headers(
         fake_llm, tmp_path, fake.tool_call("mcp__remote__add", {"a": 20, "b": 22}, id="c1")
     )
     assert results["c1"] == "42"
+
+
+def test_hermes_agents_enabled_toolsets_can_name_a_server(
+    fake_llm: fake.FakeLLMServer, hermes_home: Path, tmp_path: Path
+) -> None:
+    from run_agent import AIAgent
+
+    configure(hermes_home, {"fake": stdio_server(tmp_path / "starts")})
+    agent = AIAgent(
+        base_url=fake_llm.url, api_key="k", model=fake.DEFAULT_MODEL, enabled_toolsets=["mcp-fake"]
+    )
+    assert agent.tool_names() == [
+        "mcp__fake__echo", "mcp__fake__add", "mcp__fake__die",
+        "mcp__fake__hang", "mcp__fake__env", "mcp__fake__fail",
+    ]  # fmt: skip
