@@ -78,6 +78,10 @@ def install(path: Path) -> None:
     except (SkillFormatError, FileNotFoundError) as exc:
         reason = exc if isinstance(exc, SkillFormatError) else "it has no SKILL.md"
         raise click.ClickException(f"{path} is not a skill: {reason}.") from exc
+    if Path(skill.name).name != skill.name or skill.name.startswith("."):
+        raise click.ClickException(
+            f"{path} is not a skill: its name '{skill.name}' cannot be a folder name."
+        )
     target = home_skills_dir(ensure_home()) / skill.name
     if target.exists():
         raise click.ClickException(

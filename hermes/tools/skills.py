@@ -152,7 +152,13 @@ def _indexes(root: Path) -> list[Path]:
     if not root.is_dir():
         return []
     found = []
+    seen: set[str] = set()  # linked-in skill folders are followed, a link loop is not
     for folder, dirs, files in os.walk(root, followlinks=True):
+        real = os.path.realpath(folder)
+        if real in seen:
+            dirs[:] = []
+            continue
+        seen.add(real)
         dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS)
         if INDEX in files:
             found.append(Path(folder) / INDEX)

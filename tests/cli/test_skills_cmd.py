@@ -47,5 +47,10 @@ def test_a_malformed_skill_is_one_line_on_stderr(hermes, hermes_home: Path) -> N
         "between '---' lines; fix it or remove it."
     ]
     assert "No skills yet" in listed.stdout
+    sneaky = hermes_home.parent / "sneaky"
+    sneaky.mkdir()
+    (sneaky / "SKILL.md").write_text("---\nname: ../../escape\ndescription: x\n---\n")
+    refused = hermes("skills", "install", str(sneaky))
+    assert refused.returncode == 1 and "cannot be a folder name" in refused.stderr
     not_a_skill = hermes("skills", "install", str(bad.parent.parent / "nope"))
     assert not_a_skill.returncode != 0 and "Traceback" not in not_a_skill.stderr

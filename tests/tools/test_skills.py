@@ -120,3 +120,12 @@ def test_a_malformed_skill_is_not_written(
     )
     assert result.startswith("Error: that SKILL.md is malformed")
     assert not (home / "skills" / "tidy").exists()
+
+
+def test_linked_skills_are_found_and_a_link_loop_ends(home: Path, tmp_path: Path) -> None:
+    write_skill(tmp_path / "elsewhere", "linked", "linked", "Lives elsewhere.")
+    (home / "skills").mkdir()
+    (home / "skills" / "linked").symlink_to(tmp_path / "elsewhere" / "linked")
+    (home / "skills" / "loop").mkdir()
+    (home / "skills" / "loop" / "back").symlink_to(home / "skills")
+    assert [s.name for s in load_skills(home, None).skills] == ["linked"]
