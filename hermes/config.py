@@ -57,6 +57,8 @@ SCHEMA: dict[str, tuple[tuple[type | None, ...], Any]] = {
     "skills.external_dirs": ((list,), []),
     # The background review may create and patch skills (the user's standing approval).
     "skills.review_may_edit": ((bool,), False),
+    # Skills the agent is not shown (Hermes Agent's list, kept where it wrote it).
+    "skills.disabled": ((list,), []),
     # MCP servers by name, as Hermes Agent writes them (hermes/tools/mcp_config.py).
     "mcp_servers": ((dict, None), {}),
     "terminal.timeout": ((int, float), 180),
@@ -156,7 +158,8 @@ _HERMES_AGENT_ONLY = frozenset(
         ),
         "memory": ("memory_enabled user_profile_enabled write_approval provider"),
         "skills": (
-            "template_vars inline_shell inline_shell_timeout guard_agent_created write_approval"
+            "template_vars inline_shell inline_shell_timeout guard_agent_created write_approval "
+            "platform_disabled"
         ),
         "tools": (
             "tool_search.enabled tool_search.threshold_pct tool_search.search_default_limit "

@@ -23,10 +23,12 @@ from hermes.tools.skills import (
 
 
 def _scan() -> SkillScan:
-    scan = scan_skills(skill_roots(hermes_home(), Path.cwd(), load_config()))
+    config = load_config()
+    scan = scan_skills(skill_roots(hermes_home(), Path.cwd(), config))
     for problem in scan.problems:
         click.echo(problem, err=True)
-    return scan
+    disabled = set(config.get("skills.disabled"))
+    return SkillScan([s for s in scan.skills if s.name not in disabled], scan.problems)
 
 
 @click.group(invoke_without_command=True)

@@ -82,12 +82,16 @@ def skill_roots(hermes_home: Path, cwd: Path | None, config: Config | None = Non
 
 
 def _external_dirs(config: Config | None) -> list[Any]:
+    return list(_setting(config, "skills.external_dirs") or [])
+
+
+def _setting(config: Config | None, key: str) -> Any:
     if config is None:
-        return []
+        return None
     try:
-        return list(config.get("skills.external_dirs") or [])
+        return config.get(key)
     except KeyError:
-        return []
+        return None
 
 
 def split_front_matter(text: str) -> tuple[dict[str, Any], str]:
@@ -167,10 +171,15 @@ def _indexes(root: Path) -> list[Path]:
 
 
 def load_skills(hermes_home: Path, cwd: Path | None, config: Config | None = None) -> SkillScan:
+    """The skills the agent is shown here (``skills.disabled`` left out); each malformed
+    SKILL.md is logged in one sentence."""
     scan = scan_skills(skill_roots(hermes_home, cwd, config))
     for problem in scan.problems:
         log.warning("%s", problem)
-    return scan
+    disabled = set(_setting(config, "skills.disabled") or ())
+    if not disabled:
+        return scan
+    return SkillScan([s for s in scan.skills if s.name not in disabled], scan.problems)
 
 
 def prompt_block(skills: list[Skill]) -> str:

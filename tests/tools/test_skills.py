@@ -32,6 +32,13 @@ def test_home_category_and_project_skills_are_found_sorted(home: Path, workdir: 
     ]
 
 
+def test_disabled_skills_are_not_shown(home: Path, make_ctx: Callable[..., ToolContext]) -> None:
+    write_skill(home / "skills", "a", "a", "A.")
+    write_skill(home / "skills", "b", "b", "B.")
+    ctx = make_ctx({"skills.disabled": ["b"]})
+    assert [s.name for s in load_skills(home, None, ctx.config).skills] == ["a"]
+
+
 def test_a_malformed_skill_is_reported_in_one_sentence_and_skipped(home: Path) -> None:
     write_skill(home / "skills", "good", "good", "Fine.")
     bad = home / "skills" / "bad"
