@@ -55,6 +55,14 @@ SCHEMA: dict[str, tuple[tuple[type | None, ...], Any]] = {
     "memory.user_char_limit": ((int,), 1375),
     # One memory for every gateway user (true), or one each (hermes/tools/memory.py).
     "memory.shared": ((bool,), False),
+    # Folders of skills besides $HERMES_HOME/skills and a project's .hermes/skills.
+    "skills.external_dirs": ((list,), []),
+    # The background review may create and patch skills (the user's standing approval).
+    "skills.review_may_edit": ((bool,), False),
+    # Skills the agent is not shown (Hermes Agent's list, kept where it wrote it).
+    "skills.disabled": ((list,), []),
+    # MCP servers by name, as Hermes Agent writes them (hermes/tools/mcp_config.py).
+    "mcp_servers": ((dict, None), {}),
     "terminal.timeout": ((int, float), 180),
     "terminal.output_limit": ((int,), 20000),
     "terminal.dangerous_allow": ((list,), []),
@@ -140,9 +148,8 @@ PROVIDER_BASE_URLS = {
     "ollama": "http://localhost:11434/v1",
 }
 
-# Sections accepted without a word: Hermes Agent's MCP servers and shell hooks (read by
-# the parts that use them), and its file-format version.
-QUIET_SECTIONS = frozenset({"mcp_servers", "hooks", "_config_version"})
+# Sections accepted without a word: Hermes Agent's shell hooks and its file-format version.
+QUIET_SECTIONS = frozenset({"hooks", "_config_version"})
 
 # Hermes Agent 0.19's keys in the sections hermes shares with it, which hermes does not
 # use: ignored like any other, but never answered with a "did you mean" (they are no typo).
@@ -171,6 +178,10 @@ _HERMES_AGENT_ONLY = frozenset(
             "codex_app_server_auto in_place"
         ),
         "memory": ("memory_enabled user_profile_enabled write_approval provider"),
+        "skills": (
+            "template_vars inline_shell inline_shell_timeout guard_agent_created write_approval "
+            "platform_disabled"
+        ),
         "tools": (
             "tool_search.enabled tool_search.threshold_pct tool_search.search_default_limit "
             "tool_search.max_search_limit"

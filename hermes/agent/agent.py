@@ -373,7 +373,7 @@ class AIAgent:
         if self._registry is None:
             from hermes.tools.toolsets import default_registry
 
-            self._registry = default_registry()
+            self._registry = default_registry(self.config, self.hermes_home)
         return self._registry
 
     def tool_names(self) -> list[str]:
@@ -382,7 +382,8 @@ class AIAgent:
         from hermes.tools.toolsets import resolve_toolset
 
         surface = "review" if self.is_fork else self.source
-        return [n for n in resolve_toolset(surface, self.config) if self.registry.get(n)]
+        offered = resolve_toolset(surface, self.config, self.registry.tools())
+        return [n for n in offered if self.registry.get(n)]
 
     def estimate_tokens(self, messages: list[dict[str, Any]]) -> int:
         return estimate_tokens(messages)
@@ -477,6 +478,7 @@ class AIAgent:
                 tool_names=self.tool_names(),
                 skip_memory=self.skip_memory,
                 skip_context_files=self.skip_context_files,
+                config=self.config,
             )
             if stored is not None and self.writes_transcript:
                 store, segment = self.bound()

@@ -320,6 +320,18 @@ def _tools(agent: AIAgent, arg: str) -> Reply:
     return Reply(table(("TOOL", "WHAT IT DOES"), rows), data={"tools": names})
 
 
+@command("skills", "/skills", "List the skills the agent can load.")
+def _skills(agent: AIAgent, arg: str) -> Reply:
+    from hermes.tools.skills import load_skills
+
+    found = load_skills(agent.hermes_home, agent.cwd, agent.config).skills
+    if not found:
+        return Reply("No skills yet (see `hermes skills install PATH`).", data={"skills": []})
+    rows = [(s.name, s.category or "", one_line(s.description, 80)) for s in found]
+    listing = [s.as_listing() for s in found]
+    return Reply(table(("SKILL", "CATEGORY", "WHAT IT IS FOR"), rows), data={"skills": listing})
+
+
 @command("help", "/help", "Show this list.")
 def _help(agent: AIAgent, arg: str) -> Reply:
     rows = [(c.usage, c.help) for c in COMMANDS.values()]

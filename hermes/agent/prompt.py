@@ -9,6 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from hermes.config import Config
 
 IDENTITY = (
     "You are hermes, a capable assistant running on the user's own machine. You can use "
@@ -27,6 +31,7 @@ def build_system_prompt(
     skip_context_files: bool = False,
     extra: str | None = None,
     memory_dir: Path | None = None,
+    config: Config | None = None,
 ) -> str:
     """The system prompt; the memory snapshot comes from ``memory_dir`` (the speaker's
     own memory folder), by default HERMES_HOME."""
@@ -35,6 +40,8 @@ def build_system_prompt(
         parts.extend(_memory_blocks(memory_dir or hermes_home))
     if not skip_context_files:
         parts.extend(_context_blocks(cwd))
+    if "skill_view" in tool_names:
+        parts.append(_skills_block(hermes_home, cwd, config))
     if tool_names:
         parts.append(
             "Tools available: " + ", ".join(sorted(tool_names)) + ". Call a tool when it helps; "
@@ -42,7 +49,13 @@ def build_system_prompt(
         )
     if extra:
         parts.append(extra)
-    return "\n\n".join(parts)
+    return "\n\n".join(p for p in parts if p)
+
+
+def _skills_block(hermes_home: Path, cwd: Path, config: Config | None) -> str:
+    from hermes.tools.skills import load_skills, prompt_block
+
+    return prompt_block(load_skills(hermes_home, cwd, config).skills)
 
 
 def _memory_blocks(hermes_home: Path) -> list[str]:

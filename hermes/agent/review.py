@@ -27,6 +27,11 @@ HARNESS_PROMPT = (
     "conversations (target 'memory'). Save only what is new, lasting and useful; skip "
     "what is already in memory. When done, reply with one short line saying what you saved."
 )
+SKILLS_HINT = (
+    " The user lets you keep skills too: when this conversation worked out a reusable "
+    "procedure, create a skill with skill_manage, or patch the skill that was used if it "
+    "was wrong or missed a step."
+)
 REVIEW_MAX_ITERATIONS = 6
 REVIEW_TIMEOUT = 120.0
 
@@ -69,6 +74,7 @@ def _run_and_report(agent: AIAgent, messages: list[dict[str, Any]]) -> None:
 
 def make_fork(agent: AIAgent) -> AIAgent:
     from hermes.agent.agent import AIAgent
+    from hermes.tools.toolsets import review_tools
 
     fork = AIAgent(
         api_key=agent.api_key,
@@ -84,7 +90,7 @@ def make_fork(agent: AIAgent) -> AIAgent:
         max_iterations=REVIEW_MAX_ITERATIONS,
         persist_session=False,
         config=agent.config,
-        tools=["memory"],
+        tools=list(review_tools(agent.config)),
         cwd=agent.cwd,
         is_fork=True,
     )
@@ -95,6 +101,10 @@ def make_fork(agent: AIAgent) -> AIAgent:
     return fork
 
 
+def _harness(fork: AIAgent) -> str:
+    return HARNESS_PROMPT + (SKILLS_HINT if "skill_manage" in fork.tool_names() else "")
+
+
 def run(agent: AIAgent, messages: list[dict[str, Any]]) -> ReviewResult:
     try:
         fork = make_fork(agent)
@@ -102,7 +112,7 @@ def run(agent: AIAgent, messages: list[dict[str, Any]]) -> ReviewResult:
         watchdog.daemon = True
         watchdog.start()
         try:
-            outcome = fork.run_conversation(HARNESS_PROMPT, conversation_history=messages)
+            outcome = fork.run_conversation(_harness(fork), conversation_history=messages)
         finally:
             watchdog.cancel()
             fork.client.close()  # the fork's own client, never the parent's

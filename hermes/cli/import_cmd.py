@@ -19,8 +19,9 @@ from hermes.cli._hermes_agent_store import run_upgrade
 from hermes.cli._store import database_errors
 from hermes.cli.migrate import progress_display
 from hermes.compat import cron_jobs, importer, upgrade
+from hermes.compat.home_extras import bring_extras
 from hermes.compat.session_db import SessionDB
-from hermes.config import Config, load_config
+from hermes.config import Config, hermes_home, load_config
 from hermes.state.location import StoreLocation, store_location
 from hermes.state.sqlite import is_hermes_agent_store
 
@@ -55,6 +56,10 @@ def hermes_agent(ctx: click.Context, path: Path | None, dry_run: bool, yes: bool
     first (state.db.hermes-agent-<date>.bak), the new store is built next to it, every
     message verified, and only then renamed over it; running it again does nothing.
     Other commands ask for this on a terminal; without one, --yes here is the way.
+
+    From another home it also brings that home's skills (folders under skills/) and
+    its mcp_servers: (added to config.yaml), each unless one of that name is here
+    already; a home used in place needs neither.
     """
     config = load_config()
     location = store_location(config=config)
@@ -67,7 +72,9 @@ def hermes_agent(ctx: click.Context, path: Path | None, dry_run: bool, yes: bool
     except importer.NotHermesAgentStoreError as exc:
         click.echo(f"Error: {exc}", err=True)
         ctx.exit(2)
-    only_looking = dry_run  # "nothing to import" below turns the import into a dry run
+    # "Nothing to import" below turns the store's import into a dry run; the jobs, skills
+    # and MCP servers of the home are brought over all the same.
+    only_looking = dry_run
     try:
         if dry_run and not location.exists:  # nothing there yet: everything would be new
             report = importer.import_store(conn, None, dry_run=True)
@@ -89,6 +96,9 @@ def hermes_agent(ctx: click.Context, path: Path | None, dry_run: bool, yes: bool
         conn.close()
     click.echo(importer.describe(report, dry_run=dry_run))
     _import_jobs(source, location, config, dry_run=only_looking)
+    extras = bring_extras(source.parent, hermes_home(), config, dry_run=only_looking)
+    for line in extras.describe(dry_run=dry_run):
+        click.echo(line)
 
 
 def _import_jobs(source: Path, location: StoreLocation, config: Config, *, dry_run: bool) -> None:

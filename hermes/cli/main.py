@@ -37,6 +37,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     ),
     "models": ("hermes.cli.models", "models", "List the models the endpoint offers."),
     "cron": ("hermes.cli.cron_cmd", "cron", "Scheduled jobs: create, list, runs, pause..."),
+    "skills": ("hermes.cli.skills_cmd", "skills", "List, show, install and remove skills."),
+    "mcp": ("hermes.cli.mcp_cmd", "mcp", "List the MCP servers of config.yaml; test one."),
 }
 
 

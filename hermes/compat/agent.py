@@ -69,7 +69,9 @@ class AIAgent(HermesAIAgent):
         super().__init__(**own)
         if enabled is not None or disabled is not None:
             base = None if enabled is not None else HermesAIAgent.tool_names(self)
-            self.tool_names_override = toolsets.chosen(enabled, disabled, base)
+            self.tool_names_override = toolsets.chosen(
+                enabled, disabled, base, self.registry.tools()
+            )
         self.session_input_tokens = 0
         self.session_output_tokens = 0
 

@@ -10,6 +10,10 @@ only those offers no tool, disabling them changes nothing.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from hermes.tools.registry import Tool
 
 _FILES = ("read_file", "write_file", "patch", "search_files")
 _TERMINAL = ("terminal", "process")
@@ -19,6 +23,7 @@ THEIR_TOOLSETS: dict[str, tuple[str, ...]] = {
     "file": _FILES,
     "memory": ("memory",),
     "session_search": ("session_search",),
+    "skills": ("skill_view", "skill_manage"),
     "debugging": (*_TERMINAL, *_FILES),
 }
 # Names meaning every tool: 0.19's full per-platform sets and its coding posture.
@@ -26,19 +31,24 @@ _EVERYTHING = ("all", "*", "coding")
 
 
 def chosen(
-    enabled: Iterable[str] | None, disabled: Iterable[str] | None, base: Sequence[str] | None
+    enabled: Iterable[str] | None,
+    disabled: Iterable[str] | None,
+    base: Sequence[str] | None,
+    tools: Sequence[Tool] | None = None,
 ) -> list[str]:
-    """The tools offered: ``base`` (None: every built-in tool) narrowed to ``enabled``
-    when given, without those of ``disabled``."""
+    """The tools offered: ``base`` (None: every tool of ``tools``, the built-in ones by
+    default, MCP servers' included when given) narrowed to ``enabled`` when given,
+    without those of ``disabled``."""
     from hermes.tools.toolsets import builtin_tools
 
-    everything = [tool.name for tool in builtin_tools()]
+    tools = list(tools) if tools is not None else builtin_tools()
+    everything = [tool.name for tool in tools]
     offered = list(base) if base is not None else everything
     if enabled is not None:
-        wanted = _tools_of(_names(enabled), everything)
+        wanted = _tools_of(_names(enabled), everything, tools)
         offered = [name for name in offered if name in wanted]
     if disabled is not None:
-        unwanted = _tools_of(_names(disabled), everything)
+        unwanted = _tools_of(_names(disabled), everything, tools)
         offered = [name for name in offered if name not in unwanted]
     return offered
 
@@ -50,10 +60,10 @@ def _names(value: Iterable[str] | str) -> list[str]:
     return [name.strip() for name in value if name and name.strip()]
 
 
-def _tools_of(names: list[str], everything: list[str]) -> set[str]:
+def _tools_of(names: list[str], everything: list[str], tools: list[Tool]) -> set[str]:
     from hermes.tools.toolsets import toolsets
 
-    ours = toolsets()
+    ours = toolsets(tools)
     found: set[str] = set()
     for name in names:
         if name in _EVERYTHING or name.startswith("hermes-"):

@@ -16,6 +16,11 @@
     file_search.py     search_files
     memory.py          the memory tool and read_memory_snapshot
     session_search.py  the session_search tool
+    skills.py          skills on disk (SKILL.md folders): scan, prompt listing
+    skill_tools.py     skill_view and skill_manage
+    mcp_config.py      mcp_servers in config.yaml, read as Hermes Agent writes it
+    mcp_hub.py         the process's MCP connections (the mcp SDK), bounded waits
+    mcp_tools.py       MCP servers' tools as hermes tools (mcp__server__tool)
 
 This package depends only on ``hermes.config``, ``hermes.errors`` and (through the
 context it is handed) ``hermes.state``; never on agent, gateway or cli.

@@ -5,18 +5,30 @@ declared by each tool. ``agent.toolsets`` in config (tool names and/or toolset n
 chooses what the cli and gateway offer; without it they offer everything. The
 gateway's dangerous-command policy is not a toolset matter: it lives in
 ``approval.authorize`` (nobody to ask, so refused unless allow-listed). A background
-review only ever gets ``memory``: it must not run commands or touch files (it is a fork
-that reads the conversation, never acts on the machine).
+review gets ``memory`` (and the skill tools when ``skills.review_may_edit`` is on): it
+must not run commands or touch files (it is a fork that reads the conversation, never
+acts on the machine).
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from hermes.config import Config
 from hermes.errors import ConfigError
-from hermes.tools import file_search, files, memory, processes, session_search, terminal
+from hermes.tools import (
+    file_search,
+    files,
+    memory,
+    processes,
+    session_search,
+    skill_tools,
+    terminal,
+)
 from hermes.tools.registry import Tool, ToolRegistry
 
 REVIEW_TOOLS = ("memory",)
+REVIEW_SKILL_TOOLS = ("skill_view", "skill_manage")  # when skills.review_may_edit is on
 
 
 def builtin_tools() -> list[Tool]:
@@ -29,12 +41,26 @@ def builtin_tools() -> list[Tool]:
         file_search.TOOL,
         memory.TOOL,
         session_search.TOOL,
+        skill_tools.VIEW_TOOL,
+        skill_tools.MANAGE_TOOL,
     ]
 
 
-def default_registry() -> ToolRegistry:
-    """A registry holding every built-in tool."""
-    return ToolRegistry(builtin_tools())
+def default_registry(config: Config | None = None, home: Path | None = None) -> ToolRegistry:
+    """A registry holding every built-in tool, and the tools of the MCP servers
+    ``config`` names (``mcp_servers``; each starts on this first use)."""
+    return ToolRegistry(all_tools(config, home))
+
+
+def all_tools(config: Config | None = None, home: Path | None = None) -> list[Tool]:
+    """The built-in tools, then those of the configured MCP servers that answer."""
+    from hermes.tools.mcp_config import server_specs
+
+    if config is None or not server_specs(config, home):
+        return builtin_tools()
+    from hermes.tools.mcp_tools import mcp_tools
+
+    return builtin_tools() + mcp_tools(config, home)
 
 
 def toolsets(tools: list[Tool] | None = None) -> dict[str, list[str]]:
@@ -46,24 +72,35 @@ def toolsets(tools: list[Tool] | None = None) -> dict[str, list[str]]:
     return groups
 
 
-def resolve_toolset(surface: str, config: Config | None) -> list[str]:
-    """The names of the tools offered on ``surface`` ("cli", "gateway", "review", ...)."""
-    all_tools = [tool.name for tool in builtin_tools()]
-    chosen = _configured(config, all_tools)
+def resolve_toolset(
+    surface: str, config: Config | None, tools: list[Tool] | None = None
+) -> list[str]:
+    """The names of the tools offered on ``surface`` ("cli", "gateway", "review", ...),
+    out of ``tools`` (the built-in ones when None)."""
+    tools = tools if tools is not None else builtin_tools()
+    all_tools = [tool.name for tool in tools]
+    chosen = _configured(config, all_tools, toolsets(tools))
     if surface == "review":
         base = chosen if chosen is not None else all_tools
-        return [name for name in base if name in REVIEW_TOOLS]
+        return [name for name in base if name in review_tools(config)]
     return chosen if chosen is not None else all_tools
 
 
-def _configured(config: Config | None, all_tools: list[str]) -> list[str] | None:
+def review_tools(config: Config | None) -> tuple[str, ...]:
+    """What a background review may use: memory, and skills when the user allowed it."""
+    allowed = config is not None and bool(config.get("skills.review_may_edit"))
+    return REVIEW_TOOLS + REVIEW_SKILL_TOOLS if allowed else REVIEW_TOOLS
+
+
+def _configured(
+    config: Config | None, all_tools: list[str], groups: dict[str, list[str]]
+) -> list[str] | None:
     try:
         entries = config.get("agent.toolsets") if config is not None else None
     except KeyError:
         entries = None
     if entries is None:
         return None
-    groups = toolsets()
     wanted: set[str] = set()
     for entry in entries:
         if entry in groups:

@@ -132,3 +132,39 @@ def test_review_concurrent_with_the_main_agents_compression(fake_llm, tmp_path, 
     # The route moved with the rotation, to the main agent's segment, and nowhere else.
     assert db.gateway.get_route("discord:channel-1") == agent.session_id
     db.close()
+
+
+def skill_reviewing_responder(body: dict):
+    last = fake.last_user_text(body)
+    if review.HARNESS_PROMPT in last:
+        if body["messages"][-1]["role"] == "tool":
+            return fake.text("saved a skill")
+        content = "---\nname: brew-tea\ndescription: Brew tea the user's way.\n---\nSteep 3 min.\n"
+        return fake.tool_call(
+            "skill_manage", {"action": "create", "name": "brew-tea", "content": content}
+        )
+    return fake.text("ok " + last[:20])
+
+
+def test_the_review_changes_skills_only_when_the_user_allowed_it(
+    fake_llm, tmp_path: Path, hermes_home: Path
+) -> None:
+    fake_llm.responder = skill_reviewing_responder
+    created = hermes_home / "skills" / "brew-tea" / "SKILL.md"
+    for allowed in (False, True):
+        (hermes_home / "config.yaml").write_text(
+            f"agent:\n  review_interval: 1\nskills:\n  review_may_edit: {str(allowed).lower()}\n"
+        )
+        with SessionDB(db_path=tmp_path / f"state-{allowed}.db") as db:
+            agent = fake_agent(fake_llm, db)
+            agent.run_conversation("I brew tea for 3 minutes")
+            wait_for_reviews(agent)
+        request = next(
+            r
+            for r in reversed(fake_llm.requests)
+            if review.HARNESS_PROMPT in fake.last_user_text(r)
+        )
+        offered = [t["function"]["name"] for t in request["tools"]]
+        assert ("skill_manage" in offered) is allowed
+        assert (review.SKILLS_HINT in fake.last_user_text(request)) is allowed
+        assert created.exists() is allowed

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from tests.gateway.api_calls import call
 
 
@@ -42,7 +44,7 @@ def test_capabilities_need_the_key(gateway) -> None:
     assert status == 401 and body["error"]["code"] == "invalid_api_key"
 
 
-def test_health_detailed_toolsets_and_skills(gateway) -> None:
+def test_health_detailed_toolsets_and_skills(gateway, hermes_home: Path) -> None:
     status, health = call(gateway, "GET", "/health/detailed")
     assert status == 200 and health["status"] == "ok" and health["platform"] == "hermes-agent"
     assert health["platforms"] == {"api_server": {"state": "connected"}}
@@ -53,6 +55,16 @@ def test_health_detailed_toolsets_and_skills(gateway) -> None:
     assert "terminal" in by_name["terminal"]["tools"] and by_name["terminal"]["enabled"] is True
     status, skills = call(gateway, "GET", "/v1/skills")
     assert status == 200 and skills == {"object": "list", "data": []}
+    for rel, name in (("zeta", "zeta"), ("devops/alpha", "alpha"), ("devops/beta", "beta")):
+        folder = hermes_home / "skills" / rel
+        folder.mkdir(parents=True)
+        (folder / "SKILL.md").write_text(f"---\nname: {name}\ndescription: {name} work\n---\nx\n")
+    status, skills = call(gateway, "GET", "/v1/skills")
+    assert status == 200 and skills["data"] == [
+        {"name": "zeta", "description": "zeta work", "category": None},
+        {"name": "alpha", "description": "alpha work", "category": "devops"},
+        {"name": "beta", "description": "beta work", "category": "devops"},
+    ]
 
 
 def test_model_aliases_mean_the_configured_model(client, fake_llm) -> None:

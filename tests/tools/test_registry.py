@@ -48,6 +48,8 @@ def test_builtin_schemas_are_openai_function_tools(registry: ToolRegistry) -> No
         "search_files",
         "memory",
         "session_search",
+        "skill_view",
+        "skill_manage",
     }
     assert set(registry.names()) == expected
     for schema in registry.schemas():
@@ -148,10 +150,15 @@ def test_default_toolsets_per_surface(home) -> None:
         "search_files",
         "memory",
         "session_search",
+        "skill_view",
+        "skill_manage",
     ]
     assert resolve_toolset("cli", config) == everything
     assert resolve_toolset("gateway", config) == everything
     assert resolve_toolset("review", config) == ["memory"]
+    write_config(home, {"skills.review_may_edit": True})
+    allowed = load_config(home / "config.yaml")
+    assert resolve_toolset("review", allowed) == ["memory", "skill_view", "skill_manage"]
 
 
 def test_configured_toolsets_mix_tool_and_toolset_names(home) -> None:

@@ -172,25 +172,47 @@ class Capabilities:
         )
 
     async def toolsets(self, request: web.Request) -> web.Response:
-        from hermes.tools.toolsets import resolve_toolset, toolsets
+        """hermes's toolsets and one ``mcp-<server>`` per MCP server that answers (each
+        starts on this first use, off the event loop)."""
+        import asyncio
+        from pathlib import Path
 
-        offered = set(resolve_toolset("gateway", self.config))
+        from hermes.tools.toolsets import all_tools, resolve_toolset, toolsets
+
+        home = Path(self.config.path).parent
+        tools = await asyncio.to_thread(all_tools, self.config, home)
+        offered = set(resolve_toolset("gateway", self.config, tools))
         data = [
             {
                 "name": name,
                 "label": name.replace("_", " ").title(),
-                "description": f"hermes's {name.replace('_', ' ')} tools",
-                "enabled": any(tool in offered for tool in tools),
+                "description": _toolset_description(name),
+                "enabled": any(tool in offered for tool in names),
                 "configured": True,
-                "tools": sorted(tools),
+                "tools": sorted(names),
             }
-            for name, tools in sorted(toolsets().items())
+            for name, names in sorted(toolsets(tools).items())
         ]
         return web.json_response({"object": "list", "platform": "api_server", "data": data})
 
     async def skills(self, request: web.Request) -> web.Response:
-        # hermes has no skills yet: the list is honest and empty.
-        return web.json_response({"object": "list", "data": []})
+        """The skills the gateway's agents see, as 0.19 lists them (name, description,
+        category; sorted by category, then name)."""
+        from pathlib import Path
+
+        from hermes.tools.skills import load_skills
+
+        found = load_skills(Path(self.config.path).parent, Path.cwd(), self.config).skills
+        data = sorted(
+            (s.as_listing() for s in found), key=lambda s: (s["category"] or "", s["name"])
+        )
+        return web.json_response({"object": "list", "data": data})
+
+
+def _toolset_description(name: str) -> str:
+    if name.startswith("mcp-"):
+        return f"the tools of the MCP server '{name[4:]}'"
+    return f"hermes's {name.replace('_', ' ')} tools"
 
 
 def _served(app: web.Application) -> set[tuple[str, str]]:

@@ -1,0 +1,66 @@
+"""`hermes mcp`: the MCP servers of config.yaml (``mcp_servers``), and a check of one."""
+
+from __future__ import annotations
+
+import click
+
+from hermes.cli._table import echo_table
+from hermes.config import hermes_home, load_config
+from hermes.tools.mcp_config import ServerSpec, read_servers
+
+
+def _servers() -> list[ServerSpec]:
+    specs, problems = read_servers(load_config(), hermes_home())
+    for problem in problems:
+        click.echo(problem, err=True)
+    return specs
+
+
+@click.group(invoke_without_command=True)
+@click.pass_context
+def mcp(ctx: click.Context) -> None:
+    """List the MCP servers of config.yaml, or test one."""
+    if ctx.invoked_subcommand is None:
+        ctx.invoke(list_servers)
+
+
+@mcp.command("list")
+def list_servers() -> None:
+    """The configured servers: name, transport, what starts or where it is."""
+    specs = _servers()
+    if not specs:
+        click.echo("No MCP servers. Add them under `mcp_servers:` in config.yaml.")
+        return
+    echo_table(
+        ["name", "transport", "server"], [(s.name, s.transport, s.describe()) for s in specs]
+    )
+
+
+@mcp.command("test")
+@click.argument("name")
+def test(name: str) -> None:
+    """Start the server NAME, list its tools as the model sees them, and stop it."""
+    from hermes.tools.mcp_hub import McpError, hub
+    from hermes.tools.mcp_tools import tool_name
+
+    specs = _servers()
+    spec = next((s for s in specs if s.name == name), None)
+    if spec is None:
+        known = ", ".join(s.name for s in specs) or "none"
+        raise click.ClickException(
+            f"No MCP server named '{name}' in config.yaml (servers: {known})."
+        )
+    try:
+        tools = hub().list_tools(spec)
+    except McpError as exc:
+        message = str(exc)
+        raise click.ClickException(message[0].upper() + message[1:] + ".") from exc
+    finally:
+        hub().close()
+    click.echo(f"'{name}' answered with {len(tools)} tool(s):")
+    for tool in tools:
+        shown = tool_name(spec.name, tool.name)
+        mark = "" if spec.offers(tool.name) else "  (left out by tools.include/exclude)"
+        click.echo(
+            f"  {shown}: {tool.description.splitlines()[0] if tool.description else ''}{mark}"
+        )

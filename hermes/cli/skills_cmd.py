@@ -1,0 +1,105 @@
+"""`hermes skills`: list, show, install and remove skills (hermes/tools/skills.py)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import click
+
+from hermes.cli._table import echo_table
+from hermes.config import ensure_home, hermes_home, load_config
+from hermes.tools.skills import (
+    INDEX,
+    SkillFormatError,
+    SkillScan,
+    home_skills_dir,
+    read_skill,
+    scan_skills,
+    skill_files,
+    skill_roots,
+)
+
+
+def _scan() -> SkillScan:
+    config = load_config()
+    scan = scan_skills(skill_roots(hermes_home(), Path.cwd(), config))
+    for problem in scan.problems:
+        click.echo(problem, err=True)
+    disabled = set(config.get("skills.disabled"))
+    return SkillScan([s for s in scan.skills if s.name not in disabled], scan.problems)
+
+
+@click.group(invoke_without_command=True)
+@click.pass_context
+def skills(ctx: click.Context) -> None:
+    """List, show, install and remove skills (folders holding a SKILL.md)."""
+    if ctx.invoked_subcommand is None:
+        ctx.invoke(list_skills)
+
+
+@skills.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print Hermes Agent's JSON listing.")
+def list_skills(as_json: bool) -> None:
+    """The skills the agent sees here: name, category, description."""
+    found = _scan().skills
+    if as_json:
+        click.echo(json.dumps([s.as_listing() for s in found], indent=2, ensure_ascii=False))
+        return
+    if not found:
+        click.echo(
+            f"No skills yet. Add one with `hermes skills install PATH` or in {home_skills_dir(hermes_home())}."
+        )
+        return
+    echo_table(["name", "category", "description"],
+               [(s.name, s.category or "", s.description) for s in found])  # fmt: skip
+
+
+@skills.command("show")
+@click.argument("name")
+def show(name: str) -> None:
+    """Print a skill's SKILL.md and list its files."""
+    skill = _scan().find(name)
+    if skill is None:
+        raise click.ClickException(f"No skill named '{name}'; `hermes skills list` shows them.")
+    click.echo(skill.index.read_text(encoding="utf-8", errors="replace").rstrip())
+    files = skill_files(skill)
+    if files:
+        click.echo(f"\nFiles in {skill.folder}:")
+        for file in files:
+            click.echo(f"  {file}")
+
+
+@skills.command("install")
+@click.argument("path", type=click.Path(exists=True, file_okay=False, path_type=Path))
+def install(path: Path) -> None:
+    """Copy the skill folder PATH (holding a SKILL.md) into $HERMES_HOME/skills."""
+    try:
+        skill = read_skill(path / INDEX, path.parent)
+    except (SkillFormatError, FileNotFoundError) as exc:
+        reason = exc if isinstance(exc, SkillFormatError) else "it has no SKILL.md"
+        raise click.ClickException(f"{path} is not a skill: {reason}.") from exc
+    if Path(skill.name).name != skill.name or skill.name.startswith("."):
+        raise click.ClickException(
+            f"{path} is not a skill: its name '{skill.name}' cannot be a folder name."
+        )
+    target = home_skills_dir(ensure_home()) / skill.name
+    if target.exists():
+        raise click.ClickException(
+            f"A skill named '{skill.name}' is installed at {target}; remove it first."
+        )
+    shutil.copytree(path, target, symlinks=True)
+    click.echo(f"Installed the skill '{skill.name}' at {target}.")
+
+
+@skills.command("remove")
+@click.argument("name")
+def remove(name: str) -> None:
+    """Delete the skill NAME from $HERMES_HOME/skills."""
+    home = home_skills_dir(hermes_home())
+    skill = scan_skills([home]).find(name)
+    if skill is None:
+        raise click.ClickException(f"No skill named '{name}' in {home}.")
+    shutil.rmtree(skill.folder)
+    click.echo(f"Removed the skill '{name}' ({skill.folder}).")

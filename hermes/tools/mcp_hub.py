@@ -1,0 +1,291 @@
+"""The MCP servers of this process, through the official ``mcp`` SDK.
+
+One event loop on one daemon thread holds one connection per configured server, shared
+by every conversation of the process. A server starts the first time its tools are
+wanted; a call to a server that died starts it again. Every wait is bounded: starting
+and listing by the server's ``connect_timeout``, a call by its ``timeout``. A call that
+fails or times out drops the connection (a hanging server is stopped, not kept), so the
+next call starts afresh. Failures come back as ``McpError`` with one sentence; nothing
+here raises anything else to the tools, so a broken server can never stall a turn or
+bring a gateway down.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import logging
+import os
+import threading
+import time
+from collections.abc import AsyncIterator, Coroutine, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO, TypeVar
+
+from hermes.errors import HermesError
+from hermes.tools.mcp_config import ServerSpec
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+STOP_GRACE = 5.0  # seconds a dropped connection gets to close before it is cancelled
+# Seconds a server that failed to start is not asked again for its tools list, so a
+# broken server costs one connect_timeout now and then, not one per conversation.
+LIST_RETRY_AFTER = 300.0
+
+
+class McpError(HermesError):
+    """An MCP server could not start, answer or finish in time; one sentence."""
+
+
+@dataclass(frozen=True)
+class RemoteTool:
+    """A tool as the server lists it."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+
+
+class Connection:
+    """One server's live client, owned by one task on the hub's loop (the SDK's
+    contexts are entered and left in the same task)."""
+
+    def __init__(self, spec: ServerSpec) -> None:
+        self.spec = spec
+        self.tools: list[RemoteTool] | None = None
+        self.failed_at: float | None = None
+        self.failure = ""
+        self._client: Any = None
+        self._owner: asyncio.Task[None] | None = None
+        self._closing: asyncio.Event | None = None
+        self._lock: asyncio.Lock | None = None
+
+    async def start(self) -> Any:
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            if self._client is not None and self._owner is not None and not self._owner.done():
+                return self._client
+            await self._drop()
+            ready: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+            self._closing = asyncio.Event()
+            self._owner = asyncio.create_task(self._own(ready, self._closing))
+            try:
+                self._client = await asyncio.wait_for(
+                    asyncio.shield(ready), self.spec.connect_timeout
+                )
+            except BaseException as exc:
+                await self._drop()
+                self.failed_at, self.failure = time.monotonic(), _reason(exc, self.spec, "start")
+                raise McpError(self.failure) from None
+            self.failed_at = None
+            return self._client
+
+    async def _own(self, ready: asyncio.Future[Any], closing: asyncio.Event) -> None:
+        try:
+            async with _open_client(self.spec) as client:
+                self.tools = await _list_tools(client)
+                if not ready.done():
+                    ready.set_result(client)
+                await closing.wait()
+        except BaseException as exc:
+            if not ready.done():
+                ready.set_exception(exc)
+            if not isinstance(exc, Exception | asyncio.CancelledError):
+                raise
+        finally:
+            self._client = None
+
+    async def call(self, tool: str, arguments: dict[str, Any]) -> Any:
+        client = await self.start()
+        try:
+            return await asyncio.wait_for(client.call_tool(tool, arguments), self.spec.timeout)
+        except BaseException as exc:
+            await self.drop()
+            raise McpError(_reason(exc, self.spec, f"run '{tool}'")) from None
+
+    async def drop(self) -> None:
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            await self._drop()
+
+    async def _drop(self) -> None:
+        owner, self._owner, self._client = self._owner, None, None
+        if owner is None or owner.done():
+            return
+        if self._closing is not None:
+            self._closing.set()
+        try:
+            await asyncio.wait_for(asyncio.shield(owner), STOP_GRACE)
+        except BaseException:
+            owner.cancel()
+            await asyncio.gather(owner, return_exceptions=True)
+
+
+def _reason(exc: BaseException, spec: ServerSpec, what: str) -> str:
+    if isinstance(exc, TimeoutError | asyncio.TimeoutError):
+        limit = spec.connect_timeout if what == "start" else spec.timeout
+        return (
+            f"the MCP server '{spec.name}' did not {what} within {limit:g} seconds; "
+            "it was stopped and will be started again on the next call"
+        )
+    detail = _first_error(exc)
+    return (
+        f"the MCP server '{spec.name}' failed to {what} ({detail}); "
+        "it will be started again on the next call"
+    )
+
+
+def _first_error(exc: BaseException) -> str:
+    """The innermost plain error of an exception group (anyio wraps transport errors)."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+@asynccontextmanager
+async def _open_client(spec: ServerSpec) -> AsyncIterator[Any]:
+    from mcp import Client
+
+    if spec.command:
+        from mcp.client.stdio import StdioServerParameters, stdio_client
+
+        params = StdioServerParameters(
+            command=spec.command, args=list(spec.args), env=dict(spec.env) or None, cwd=spec.cwd
+        )
+        with _stderr_log(spec) as errlog:
+            async with Client(stdio_client(params, errlog=errlog), mode="legacy") as client:
+                yield client
+        return
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    async with create_mcp_http_client(headers=dict(spec.headers)) as http:
+        transport = streamable_http_client(str(spec.url), http_client=http)
+        async with Client(transport, mode="legacy") as client:
+            yield client
+
+
+@contextmanager
+def _stderr_log(spec: ServerSpec) -> Iterator[TextIO]:
+    """The server's stderr file: its log under HERMES_HOME, else /dev/null."""
+    path = Path(spec.stderr_log) if spec.stderr_log else None
+    if path is not None:
+        try:
+            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        except OSError:
+            path = None
+    if path is None:
+        with open(os.devnull, "a", encoding="utf-8") as handle:
+            yield handle
+        return
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    with open(fd, "a", encoding="utf-8") as handle:
+        yield handle
+
+
+async def _list_tools(client: Any) -> list[RemoteTool]:
+    tools: list[RemoteTool] = []
+    cursor = None
+    while True:
+        page = await client.list_tools(cursor=cursor)
+        for tool in page.tools:
+            schema = dict(tool.input_schema or {"type": "object"})
+            tools.append(RemoteTool(tool.name, tool.description or "", schema))
+        cursor = page.next_cursor
+        if not cursor:
+            return tools
+
+
+class McpHub:
+    """The process's MCP connections and the loop they live on."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._connections: dict[ServerSpec, Connection] = {}
+
+    def _run(self, coro: Coroutine[Any, Any, T], limit: float) -> T:
+        loop = self._ensure_loop()
+        future = asyncio.run_coroutine_threadsafe(coro, loop)
+        try:
+            return future.result(timeout=limit)
+        except TimeoutError:
+            future.cancel()
+            raise McpError(f"the MCP call did not finish within {limit:g} seconds") from None
+
+    def _ensure_loop(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._loop is None or self._loop.is_closed():
+                self._loop = asyncio.new_event_loop()
+                thread = threading.Thread(
+                    target=_serve, args=(self._loop,), name="mcp-servers", daemon=True
+                )
+                thread.start()
+            return self._loop
+
+    def connection(self, spec: ServerSpec) -> Connection:
+        with self._lock:
+            return self._connections.setdefault(spec, Connection(spec))
+
+    def list_tools(self, spec: ServerSpec) -> list[RemoteTool]:
+        """The server's tools, starting it if needed (cached once listed)."""
+        conn = self.connection(spec)
+        if conn.tools is not None:
+            return conn.tools
+        if conn.failed_at is not None and time.monotonic() - conn.failed_at < LIST_RETRY_AFTER:
+            raise McpError(conn.failure)
+        self._run(conn.start(), spec.connect_timeout + STOP_GRACE * 2)
+        return conn.tools or []
+
+    def call(self, spec: ServerSpec, tool: str, arguments: dict[str, Any]) -> Any:
+        conn = self.connection(spec)
+        limit = spec.connect_timeout + spec.timeout + STOP_GRACE * 2
+        return self._run(conn.call(tool, arguments), limit)
+
+    def stop(self, spec: ServerSpec) -> None:
+        conn = self._connections.get(spec)
+        if conn is not None and self._loop is not None:
+            self._run(conn.drop(), STOP_GRACE * 2)
+
+    def close(self) -> None:
+        """Stop every server (at exit: stdio servers are child processes)."""
+        with self._lock:
+            loop, connections = self._loop, list(self._connections.values())
+            self._connections.clear()
+            self._loop = None  # a later use starts a fresh loop
+        if loop is None or loop.is_closed():
+            return
+        for conn in connections:
+            try:
+                asyncio.run_coroutine_threadsafe(conn.drop(), loop).result(STOP_GRACE * 2)
+            except Exception:  # closing at exit: a stuck server must not block it
+                log.debug("MCP server %s did not stop cleanly", conn.spec.name)
+        loop.call_soon_threadsafe(loop.stop)
+
+
+def _serve(loop: asyncio.AbstractEventLoop) -> None:
+    asyncio.set_event_loop(loop)
+    try:
+        loop.run_forever()
+    finally:
+        loop.close()
+
+
+_hub: McpHub | None = None
+_hub_lock = threading.Lock()
+
+
+def hub() -> McpHub:
+    """The process's hub, created on first use and closed at exit."""
+    global _hub
+    with _hub_lock:
+        if _hub is None:
+            _hub = McpHub()
+            atexit.register(_hub.close)
+        return _hub

@@ -1,0 +1,101 @@
+"""MCP servers' tools as hermes tools.
+
+Each tool is offered as ``mcp__<server>__<tool>`` (Hermes Agent 0.19's names, shared with
+Claude Code and Codex; characters outside ``[A-Za-z0-9_]`` become ``_``) with the
+server's own description and input schema, in the toolset ``mcp-<server>``. A result is
+the text of its content blocks (structured content as JSON when there is no text); an
+error the tool reports, or a server that fails, is an ``Error:`` tool result. Like every
+tool result it is scrubbed of hermes's secrets by the registry.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from hermes.tools.mcp_config import ServerSpec, server_specs
+from hermes.tools.mcp_hub import McpError, RemoteTool, hub
+from hermes.tools.registry import Tool, ToolContext, ToolError
+
+if TYPE_CHECKING:
+    from hermes.config import Config
+
+log = logging.getLogger(__name__)
+
+PREFIX = "mcp__"
+
+
+def tool_name(server: str, tool: str) -> str:
+    return f"{PREFIX}{_safe(server)}__{_safe(tool)}"
+
+
+def toolset_name(server: str) -> str:
+    return f"mcp-{server}"
+
+
+def _safe(value: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_]", "_", value)
+
+
+def mcp_tools(config: Config | None, home: Path | None = None) -> list[Tool]:
+    """The tools of every configured server that answers; a server that does not is
+    logged in one sentence and offers nothing this time."""
+    tools: list[Tool] = []
+    for spec in server_specs(config, home):
+        try:
+            listed = hub().list_tools(spec)
+        except McpError as exc:
+            log.warning("MCP tools left out: %s.", exc)
+            continue
+        tools.extend(make_tool(spec, remote) for remote in listed if spec.offers(remote.name))
+    return tools
+
+
+def make_tool(spec: ServerSpec, remote: RemoteTool) -> Tool:
+    def handler(args: dict[str, Any], ctx: ToolContext) -> str:
+        try:
+            result = hub().call(spec, remote.name, args)
+        except McpError as exc:
+            raise ToolError(str(exc)) from None
+        return result_text(spec, remote.name, result)
+
+    return Tool(
+        name=tool_name(spec.name, remote.name),
+        description=remote.description or f"The tool {remote.name} of the MCP server {spec.name}.",
+        parameters=_object_schema(remote.input_schema),
+        handler=handler,
+        toolsets=(toolset_name(spec.name),),
+    )
+
+
+def _object_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """Providers want an object schema with properties, even for a tool without arguments."""
+    schema = dict(schema) if schema.get("type") == "object" else {"type": "object"}
+    schema.setdefault("properties", {})
+    return schema
+
+
+def result_text(spec: ServerSpec, tool: str, result: Any) -> str:
+    text = "\n".join(_block_text(block) for block in result.content or [])
+    structured = getattr(result, "structured_content", None)
+    if not text.strip() and structured is not None:
+        text = json.dumps(structured, ensure_ascii=False)
+    if result.is_error:
+        raise ToolError(f"the MCP tool '{tool}' of '{spec.name}' reported: {text or 'an error'}")
+    return text
+
+
+def _block_text(block: Any) -> str:
+    kind = getattr(block, "type", "")
+    if kind == "text":
+        return str(block.text)
+    resource = getattr(block, "resource", None)
+    if resource is not None and getattr(resource, "text", None):
+        return str(resource.text)
+    if kind == "resource_link":
+        return f"[resource: {getattr(block, 'uri', '')}]"
+    mime = getattr(block, "mime_type", "") or ""
+    return f"[{kind or 'content'} {mime}]".replace(" ]", "]")

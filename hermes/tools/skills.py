@@ -1,0 +1,212 @@
+"""Skills: folders holding a ``SKILL.md`` (YAML front matter ``name`` and ``description``,
+then instructions) and any scripts or references beside it — the format Hermes Agent,
+Claude Code and Codex share.
+
+They are found in a project's ``.hermes/skills/``, then ``$HERMES_HOME/skills/`` (category
+subfolders included, as Hermes Agent lays them out), then ``skills.external_dirs``; the
+first skill of a name wins. Disclosure is progressive: the system prompt lists names and
+descriptions only (sorted, nothing that changes between turns or processes, so the
+provider's prompt cache holds), ``skill_view`` loads a skill's text and lists its files,
+and ``skill_view(name, file_path)`` reads one of them. A malformed SKILL.md is skipped and
+reported in one sentence.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+if TYPE_CHECKING:
+    from hermes.config import Config
+
+log = logging.getLogger(__name__)
+
+INDEX = "SKILL.md"
+FOLDER = "skills"
+PROJECT_FOLDER = Path(".hermes") / "skills"
+DESCRIPTION_LIMIT = 1024  # characters in the prompt listing, as Hermes Agent cuts them
+FILE_CHAR_LIMIT = 100_000
+SKIPPED_DIRS = frozenset({".git", ".github", ".hub", "node_modules", "__pycache__"})
+NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
+
+
+class SkillFormatError(ValueError):
+    """A SKILL.md that cannot be read as a skill; the message is one sentence."""
+
+
+@dataclass(frozen=True)
+class Skill:
+    name: str
+    description: str
+    category: str | None
+    folder: Path
+
+    @property
+    def index(self) -> Path:
+        return self.folder / INDEX
+
+    def as_listing(self) -> dict[str, Any]:
+        """Hermes Agent's listing shape (``/v1/skills``, ``hermes skills list``)."""
+        return {"name": self.name, "description": self.description, "category": self.category}
+
+
+@dataclass(frozen=True)
+class SkillScan:
+    skills: list[Skill]
+    problems: list[str]
+
+    def find(self, name: str) -> Skill | None:
+        return next((s for s in self.skills if s.name == name), None)
+
+
+def home_skills_dir(hermes_home: Path) -> Path:
+    return Path(hermes_home) / FOLDER
+
+
+def skill_roots(hermes_home: Path, cwd: Path | None, config: Config | None = None) -> list[Path]:
+    """Where skills are looked for, most specific first."""
+    roots = []
+    if cwd is not None:
+        roots.append(Path(cwd) / PROJECT_FOLDER)
+    roots.append(home_skills_dir(hermes_home))
+    for extra in _external_dirs(config):
+        roots.append(Path(str(extra)).expanduser())
+    return roots
+
+
+def _external_dirs(config: Config | None) -> list[Any]:
+    return list(_setting(config, "skills.external_dirs") or [])
+
+
+def _setting(config: Config | None, key: str) -> Any:
+    if config is None:
+        return None
+    try:
+        return config.get(key)
+    except KeyError:
+        return None
+
+
+def split_front_matter(text: str) -> tuple[dict[str, Any], str]:
+    """The front matter as a mapping and the body after it; raises SkillFormatError."""
+    if not text.startswith("---"):
+        raise SkillFormatError("it does not start with YAML front matter between '---' lines")
+    end = re.search(r"^---\s*$", text[3:], flags=re.MULTILINE)
+    if end is None:
+        raise SkillFormatError("its front matter has no closing '---' line")
+    try:
+        data = yaml.safe_load(text[3 : 3 + end.start()])
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 2})" if mark is not None else ""
+        raise SkillFormatError(f"its front matter is not valid YAML{where}") from exc
+    if not isinstance(data, dict):
+        raise SkillFormatError("its front matter is not a mapping of keys to values")
+    return data, text[3 + end.end() :].lstrip("\n")
+
+
+def read_skill(index: Path, root: Path) -> Skill:
+    """The skill ``index`` (a SKILL.md under ``root``) describes; raises SkillFormatError."""
+    try:
+        text = index.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SkillFormatError(f"it cannot be read ({exc.__class__.__name__})") from exc
+    data, body = split_front_matter(text)
+    name = data.get("name", index.parent.name)
+    if not isinstance(name, str) or not name.strip():
+        raise SkillFormatError("its 'name' is not a non-empty string")
+    description = data.get("description") or _first_line(body)
+    if not isinstance(description, str) or not description.strip():
+        raise SkillFormatError("it has no 'description' in its front matter")
+    parts = index.parent.relative_to(root).parts
+    category = parts[0] if len(parts) > 1 else None
+    return Skill(name.strip(), " ".join(description.split()), category, index.parent)
+
+
+def _first_line(body: str) -> str:
+    return next(
+        (ln.strip() for ln in body.splitlines() if ln.strip() and not ln.startswith("#")), ""
+    )
+
+
+def scan_skills(roots: Iterable[Path]) -> SkillScan:
+    """Every readable skill under ``roots`` (first of a name wins), sorted by name, and
+    one sentence per malformed SKILL.md skipped."""
+    found: dict[str, Skill] = {}
+    problems: list[str] = []
+    for root in roots:
+        for index in _indexes(root):
+            try:
+                skill = read_skill(index, root)
+            except SkillFormatError as exc:
+                problems.append(f"Skipped the skill at {index}: {exc}; fix it or remove it.")
+                continue
+            found.setdefault(skill.name, skill)
+    return SkillScan(sorted(found.values(), key=lambda s: s.name), problems)
+
+
+def _indexes(root: Path) -> list[Path]:
+    if not root.is_dir():
+        return []
+    found = []
+    seen: set[str] = set()  # linked-in skill folders are followed, a link loop is not
+    for folder, dirs, files in os.walk(root, followlinks=True):
+        real = os.path.realpath(folder)
+        if real in seen:
+            dirs[:] = []
+            continue
+        seen.add(real)
+        dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS)
+        if INDEX in files:
+            found.append(Path(folder) / INDEX)
+            dirs[:] = []  # a skill's own folders are its files, not more skills
+    return found
+
+
+def load_skills(hermes_home: Path, cwd: Path | None, config: Config | None = None) -> SkillScan:
+    """The skills the agent is shown here (``skills.disabled`` left out); each malformed
+    SKILL.md is logged in one sentence."""
+    scan = scan_skills(skill_roots(hermes_home, cwd, config))
+    for problem in scan.problems:
+        log.warning("%s", problem)
+    disabled = set(_setting(config, "skills.disabled") or ())
+    if not disabled:
+        return scan
+    return SkillScan([s for s in scan.skills if s.name not in disabled], scan.problems)
+
+
+def prompt_block(skills: list[Skill]) -> str:
+    """The system prompt's skills section: names and descriptions only, byte-stable."""
+    if not skills:
+        return ""
+    lines = [
+        "## Skills",
+        "Skills hold instructions for particular tasks. When one matches the task, load it "
+        "with skill_view(name) first and follow it; its files load with "
+        "skill_view(name, file_path).",
+    ]
+    for skill in skills:
+        description = skill.description
+        if len(description) > DESCRIPTION_LIMIT:
+            description = description[: DESCRIPTION_LIMIT - 3] + "..."
+        lines.append(f"- {skill.name}: {description}")
+    return "\n".join(lines)
+
+
+def skill_files(skill: Skill) -> list[str]:
+    """The skill's files other than SKILL.md, relative to its folder, sorted."""
+    names = []
+    for folder, dirs, files in os.walk(skill.folder):
+        dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS)
+        for name in files:
+            path = Path(folder) / name
+            if path != skill.index:
+                names.append(path.relative_to(skill.folder).as_posix())
+    return sorted(names)

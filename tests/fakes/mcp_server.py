@@ -1,0 +1,95 @@
+"""A real MCP server written with the official ``mcp`` SDK, for the MCP tests.
+
+Run ``python -m tests.fakes.mcp_server stdio`` or ``... http PORT [TOKEN]`` (streamable
+HTTP on 127.0.0.1:PORT/mcp; with TOKEN every request must carry
+``Authorization: Bearer TOKEN``). Its tools:
+
+- ``echo(text)``: the text back, prefixed with this process's pid;
+- ``add(a, b)``: the sum, as text;
+- ``die()``: the process exits in the middle of the call;
+- ``hang(seconds)``: sleeps, standing for a server that stops answering;
+- ``env(name)``: the value of an environment variable of the server;
+- ``fail()``: the tool reports an error (``isError``).
+
+Each start is appended to the file named by ``FAKE_MCP_STARTS`` (if set), so a test can
+count restarts.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+from mcp.server.mcpserver import MCPServer
+
+server = MCPServer("fake")
+
+
+@server.tool()
+def echo(text: str) -> str:
+    """Say the text back."""
+    return f"{os.getpid()}: {text}"
+
+
+@server.tool()
+def add(a: int, b: int) -> str:
+    """Add two whole numbers."""
+    return str(a + b)
+
+
+@server.tool()
+def die() -> str:
+    """Exit the server process in the middle of the call."""
+    os._exit(3)
+
+
+@server.tool()
+def hang(seconds: float) -> str:
+    """Sleep for a while before answering."""
+    time.sleep(seconds)
+    return "woke up"
+
+
+@server.tool()
+def env(name: str) -> str:
+    """An environment variable of the server."""
+    return os.environ.get(name, "(unset)")
+
+
+@server.tool()
+def fail() -> str:
+    """Always fails."""
+    raise ValueError("the fake tool failed on purpose")
+
+
+def _record_start() -> None:
+    path = os.environ.get("FAKE_MCP_STARTS")
+    if path:
+        with open(path, "a", encoding="utf-8") as handle:
+            handle.write(f"{os.getpid()}\n")
+
+
+def _serve_http(port: int, token: str | None) -> None:
+    import uvicorn
+
+    app = server.streamable_http_app()
+
+    async def guarded(scope, receive, send):  # type: ignore[no-untyped-def]
+        if scope["type"] == "http" and token is not None:
+            headers = dict(scope.get("headers") or [])
+            if headers.get(b"authorization") != f"Bearer {token}".encode():
+                await send({"type": "http.response.start", "status": 401, "headers": []})
+                await send({"type": "http.response.body", "body": b"no token"})
+                return
+        await app(scope, receive, send)
+
+    uvicorn.run(guarded, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+
+
+if __name__ == "__main__":
+    _record_start()
+    if sys.argv[1] == "stdio":
+        server.run("stdio")
+    else:
+        _serve_http(int(sys.argv[2]), sys.argv[3] if len(sys.argv) > 3 else None)

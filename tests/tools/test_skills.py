@@ -1,0 +1,138 @@
+"""Skills on disk: found where Hermes Agent keeps them, listed by description, read on
+demand, changed through skill_manage under the file-write approval rules."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from hermes.tools import ToolContext
+from hermes.tools.skills import load_skills, prompt_block
+
+
+def write_skill(root: Path, rel: str, name: str, description: str, body: str = "Steps.") -> Path:
+    folder = root / rel
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "SKILL.md").write_text(
+        f"---\nname: {name}\ndescription: {description}\n---\n\n# {name}\n\n{body}\n",
+        encoding="utf-8",
+    )
+    return folder
+
+
+def test_home_category_and_project_skills_are_found_sorted(home: Path, workdir: Path) -> None:
+    write_skill(home / "skills", "devops/deploy", "deploy", "Ship the app.")
+    write_skill(home / "skills", "arxiv", "arxiv", "Search papers.")
+    write_skill(workdir / ".hermes" / "skills", "local", "local", "This project's build.")
+    found = load_skills(home, workdir).skills
+    assert [(s.name, s.category) for s in found] == [
+        ("arxiv", None),
+        ("deploy", "devops"),
+        ("local", None),
+    ]
+
+
+def test_disabled_skills_are_not_shown(home: Path, make_ctx: Callable[..., ToolContext]) -> None:
+    write_skill(home / "skills", "a", "a", "A.")
+    write_skill(home / "skills", "b", "b", "B.")
+    ctx = make_ctx({"skills.disabled": ["b"]})
+    assert [s.name for s in load_skills(home, None, ctx.config).skills] == ["a"]
+
+
+def test_a_malformed_skill_is_reported_in_one_sentence_and_skipped(home: Path) -> None:
+    write_skill(home / "skills", "good", "good", "Fine.")
+    bad = home / "skills" / "bad"
+    bad.mkdir()
+    (bad / "SKILL.md").write_text("---\nname: [unclosed\n---\nbody\n", encoding="utf-8")
+    scan = load_skills(home, None)
+    assert [s.name for s in scan.skills] == ["good"]
+    assert len(scan.problems) == 1
+    assert "front matter is not valid YAML" in scan.problems[0]
+    assert str(bad / "SKILL.md") in scan.problems[0]
+
+
+def test_the_prompt_block_holds_descriptions_never_bodies(home: Path) -> None:
+    write_skill(home / "skills", "deploy", "deploy", "Ship the app.", body="SECRET-STEP-42")
+    block = prompt_block(load_skills(home, None).skills)
+    assert "- deploy: Ship the app." in block
+    assert "SECRET-STEP-42" not in block
+
+
+def test_skill_view_loads_the_text_lists_files_and_reads_one(
+    home: Path, registry, ctx: ToolContext
+) -> None:
+    def call(**args: str) -> str:
+        return registry.dispatch("skill_view", args, ctx)
+
+    folder = write_skill(home / "skills", "deploy", "deploy", "Ship.", body="Run make ship.")
+    (folder / "references").mkdir()
+    (folder / "references" / "api.md").write_text("the API notes", encoding="utf-8")
+    shown = call(name="deploy")
+    assert "Run make ship." in shown
+    assert "- references/api.md" in shown
+    assert call(name="deploy", file_path="references/api.md") == "the API notes"
+    escaped = call(name="deploy", file_path="../../config.yaml")
+    assert escaped.startswith("Error: '../../config.yaml' is not inside the skill")
+
+
+NEW_SKILL = "---\nname: tidy\ndescription: Tidy a repo.\n---\nRemove build output.\n"
+
+
+def test_skill_manage_asks_like_a_protected_write(
+    home: Path, registry, make_ctx: Callable[..., ToolContext]
+) -> None:
+    asked: list[str] = []
+    ctx = make_ctx(interactive=True, approve=lambda what, why: asked.append(what) or True)
+    result = registry.dispatch(
+        "skill_manage", {"action": "create", "name": "tidy", "content": NEW_SKILL}, ctx
+    )
+    assert result.startswith("Created the skill 'tidy'")
+    assert asked == [f"write {home / 'skills' / 'tidy' / 'SKILL.md'}"]
+    patched = registry.dispatch(
+        "skill_manage",
+        {"action": "patch", "name": "tidy", "old_string": "build output", "new_string": "dist/"},
+        ctx,
+    )
+    assert patched.startswith("Updated the skill 'tidy'")
+    assert "Remove dist/." in (home / "skills" / "tidy" / "SKILL.md").read_text()
+
+
+def test_skill_manage_is_refused_where_nobody_can_approve(
+    home: Path, registry, make_ctx: Callable[..., ToolContext]
+) -> None:
+    ctx = make_ctx(surface="api")
+    result = registry.dispatch(
+        "skill_manage", {"action": "create", "name": "tidy", "content": NEW_SKILL}, ctx
+    )
+    assert result.startswith("Error: Refused:")
+    assert not (home / "skills" / "tidy").exists()
+
+
+def test_the_review_changes_skills_only_when_the_user_allowed_it(
+    home: Path, registry, make_ctx: Callable[..., ToolContext]
+) -> None:
+    args = {"action": "create", "name": "tidy", "content": NEW_SKILL}
+    refused = registry.dispatch("skill_manage", args, make_ctx(surface="review"))
+    assert refused == "Error: Refused: the background review may not change skills here."
+    allowed = make_ctx({"skills.review_may_edit": True}, surface="review")
+    assert registry.dispatch("skill_manage", args, allowed).startswith("Created the skill")
+
+
+def test_a_malformed_skill_is_not_written(
+    home: Path, registry, make_ctx: Callable[..., ToolContext]
+) -> None:
+    ctx = make_ctx(interactive=True, approve=lambda what, why: True)
+    result = registry.dispatch(
+        "skill_manage", {"action": "create", "name": "tidy", "content": "no front matter"}, ctx
+    )
+    assert result.startswith("Error: that SKILL.md is malformed")
+    assert not (home / "skills" / "tidy").exists()
+
+
+def test_linked_skills_are_found_and_a_link_loop_ends(home: Path, tmp_path: Path) -> None:
+    write_skill(tmp_path / "elsewhere", "linked", "linked", "Lives elsewhere.")
+    (home / "skills").mkdir()
+    (home / "skills" / "linked").symlink_to(tmp_path / "elsewhere" / "linked")
+    (home / "skills" / "loop").mkdir()
+    (home / "skills" / "loop" / "back").symlink_to(home / "skills")
+    assert [s.name for s in load_skills(home, None).skills] == ["linked"]
