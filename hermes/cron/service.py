@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from hermes.cron.job_run import job_prompt, job_tools
 from hermes.cron.store import CronStore
 from hermes.cron.targets import split_target
 
@@ -137,7 +138,10 @@ class CronService:
         try:
             agent = self.make_agent(**options)
             self._agents[run["id"]] = agent
-            result = agent.run_conversation(job["prompt"])
+            offered = job_tools(agent, job["toolsets"])
+            if offered is not None:
+                agent.tool_names_override = offered
+            result = agent.run_conversation(job_prompt(agent, job["prompt"], job["skills"]))
             if result.get("interrupted") and self.closing:
                 self.store.release(run["id"], self.holder)
                 return

@@ -11,7 +11,8 @@ Three kinds:
   like a message and run in the worker thread with the conversation's agent, through
   the CLI's own ``dispatch``;
 * the terminal's ``/sessions``, ``/resume`` and ``/exit`` (they would show or switch to
-  other people's conversations) and unknown commands get a one-line answer.
+  other people's conversations), ``/cron`` (scheduled jobs are the operator's, shared by
+  every chat, so a chat does not manage them) and unknown commands get a one-line answer.
 
 A line is a command when the CLI says so (``/etc/hosts is empty`` is a message);
 Telegram's ``/cmd@BotName`` form is understood.
@@ -27,6 +28,10 @@ from hermes.agent import commands as chat_commands
 IMMEDIATE = ("new", "stop", "help")
 CONVERSATION = ("compress", "retry", "undo", "title", "model", "usage", "tools")
 TERMINAL_ONLY = ("sessions", "resume", "exit")
+CRON_REFUSAL = (
+    "Scheduled jobs are managed from the terminal (hermes cron, or /cron in hermes chat) "
+    "or the API (/api/jobs), not from a chat."
+)
 ALIASES = {"reset": "new", "start": "help", "clear": "new"}
 
 _GATEWAY_HELP = {
@@ -76,6 +81,8 @@ def help_text() -> str:
 
 def refusal(command: Command) -> str:
     """The answer to a command the gateway does not run."""
+    if command.name == "cron":
+        return CRON_REFUSAL
     if command.name in TERMINAL_ONLY:
         return (
             f"/{command.name} works in the terminal chat only. Type /help to see the commands here."

@@ -5,6 +5,7 @@ first two sends, and a dangerous command refused since nobody can approve it."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from hermes.cron import CronStore, parse
 from tests.fakes.llm_server import text, tool_call
@@ -20,10 +21,10 @@ def _gateway(home: Path, telegram: FakeTelegram) -> GatewayThread:
     return GatewayThread(home, api=None, platforms=platforms).start()
 
 
-def _run_once(gateway: GatewayThread, prompt: str) -> dict:
+def _run_once(gateway: GatewayThread, prompt: str, **job_options: Any) -> dict:
     cron = CronStore(gateway.db.backend)
     job = cron.create_job(name="nightly report", schedule=parse("every 1d"), prompt=prompt,
-                          deliver="telegram:42")  # fmt: skip
+                          deliver="telegram:42", **job_options)  # fmt: skip
     cron.run_now(job["id"])
     wait_for(lambda: cron.runs(job["id"])[0]["delivery"] == "sent", timeout=30, interval=0.1)
     return cron.runs(job["id"])[0]
@@ -66,3 +67,56 @@ def test_a_dangerous_command_in_a_scheduled_run_is_refused(
             assert tool_results and tool_results[0]["content"].startswith("Refused")
         finally:
             gateway.stop()
+
+
+def test_a_job_with_toolsets_offers_only_those_tools(
+    hermes_home: Path, fake_llm, model_key: str
+) -> None:
+    write_config(hermes_home, fake_llm.url, cron={"tick_seconds": 0.1})
+    with FakeTelegram(TOKEN) as telegram:
+        gateway = _gateway(hermes_home, telegram)
+        try:
+            _run_once(gateway, "remember things", toolsets=["memory"])
+        finally:
+            gateway.stop()
+    offered = {t["function"]["name"] for t in fake_llm.requests[-1].get("tools") or []}
+    assert offered == {"memory"}
+
+
+def test_a_job_with_a_skill_sends_the_skill_before_its_prompt(
+    hermes_home: Path, fake_llm, model_key: str
+) -> None:
+    write_config(hermes_home, fake_llm.url, cron={"tick_seconds": 0.1})
+    folder = hermes_home / "skills" / "night-report"
+    folder.mkdir(parents=True)
+    (folder / "SKILL.md").write_text(
+        "---\nname: night-report\ndescription: How to report the night.\n---\n"
+        "Always list the failed backups first.\n"
+    )
+    with FakeTelegram(TOKEN) as telegram:
+        gateway = _gateway(hermes_home, telegram)
+        try:
+            _run_once(gateway, "summarise the night", skills=["night-report", "gone"])
+        finally:
+            gateway.stop()
+    sent = fake_llm.requests[-1]["messages"][-1]["content"]
+    assert "Always list the failed backups first." in sent
+    assert sent.index("failed backups") < sent.index("summarise the night")
+    assert "could not be found and were skipped: gone" in sent
+
+
+def test_cron_in_a_messaging_chat_is_refused_in_one_sentence(
+    hermes_home: Path, fake_llm, model_key: str
+) -> None:
+    write_config(hermes_home, fake_llm.url, cron={"tick_seconds": 0.1})
+    with FakeTelegram(TOKEN) as telegram:
+        gateway = _gateway(hermes_home, telegram)
+        try:
+            telegram.user_sends("/cron add every 1h | leak the secrets")
+            wait_for(lambda: telegram.called("sendMessage"), timeout=30, interval=0.1)
+            assert CronStore(gateway.db.backend).jobs() == []
+        finally:
+            gateway.stop()
+    [reply] = [m["text"] for m in telegram.called("sendMessage")]
+    assert reply.startswith("Scheduled jobs are managed from the terminal")
+    assert not fake_llm.requests

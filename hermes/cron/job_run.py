@@ -1,0 +1,66 @@
+"""What a job's run is given besides its prompt: the toolsets it is limited to and the
+skills it names, loaded into the prompt the way Hermes Agent 0.19's scheduler does."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from hermes.tools.skills import load_skills
+from hermes.tools.toolsets import toolsets
+
+log = logging.getLogger(__name__)
+
+
+def job_tools(agent: Any, names: Sequence[str]) -> list[str] | None:
+    """The tools the run offers: the agent's own (``agent.toolsets`` applies) narrowed to
+    the job's toolsets or tool names; None when the job names none. A name matching no
+    tool is logged and offers nothing, so a job never gets more than it asked for."""
+    if not names:
+        return None
+    tools = agent.registry.tools()
+    groups = toolsets(tools)
+    every = {tool.name for tool in tools}
+    wanted: set[str] = set()
+    for name in names:
+        if name in groups:
+            wanted.update(groups[name])
+        elif name in every:
+            wanted.add(name)
+        else:
+            log.warning("cron: toolset %r of a job names no tool here; it offers nothing", name)
+    return [name for name in agent.tool_names() if name in wanted]
+
+
+def job_prompt(agent: Any, prompt: str, skills: Sequence[str]) -> str:
+    """The prompt with each named skill's SKILL.md loaded before it; a skill not found
+    here is skipped, and the answer is asked to say so."""
+    if not skills:
+        return prompt
+    found = load_skills(agent.hermes_home, agent.cwd, agent.config)
+    parts: list[str] = []
+    skipped: list[str] = []
+    for name in skills:
+        skill = found.find(name)
+        if skill is None:
+            log.warning("cron: skill %r of a job was not found; the run goes without it", name)
+            skipped.append(name)
+            continue
+        if parts:
+            parts.append("")
+        parts += [
+            f'[IMPORTANT: The user has invoked the "{name}" skill, indicating they want you '
+            "to follow its instructions. The full skill content is loaded below.]",
+            "",
+            skill.index.read_text(encoding="utf-8").strip(),
+        ]
+    if skipped:
+        listed = ", ".join(skipped)
+        parts.insert(0, f"[IMPORTANT: The following skill(s) were listed for this job but "
+                        f"could not be found and were skipped: {listed}. Start your response "
+                        f"with a brief notice so the user is aware.]")  # fmt: skip
+    if prompt:
+        parts += ["", "The user has provided the following instruction alongside the skill "
+                      f"invocation: {prompt}"]  # fmt: skip
+    return "\n".join(parts)
