@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from hermes.compat import toolsets
 from hermes.cron import CronStore, ScheduleError, TargetError, check_target, parse
 from hermes.cron.shape import schedule_text
 from hermes.state.backend import Backend
@@ -62,13 +63,23 @@ def _add(store: CronStore, job: dict[str, Any]) -> None:
         deliver=_target(job),
         skills=[str(s) for s in skills],
         model=job.get("model") or None,
-        toolsets=[str(t) for t in job.get("enabled_toolsets") or []],
+        toolsets=_toolsets(job.get("enabled_toolsets") or []),
         # A one-shot whose time passed while nothing ran it is due now (run once late).
         now=now if schedule.run_at is None or schedule.run_at >= now else schedule.run_at,
         job_id=str(job["id"]) if job.get("id") else None,
     )
     if job.get("enabled") is False or job.get("state") in ("paused", "completed"):
         store.update_job(made["id"], enabled=0, next_run_at=None)
+
+
+def _toolsets(names: list[Any]) -> list[str]:
+    """0.19's toolset names as the tools hermes has (a job runs with those); names for
+    every tool become none (no limit), and names of tools hermes lacks stay as they are
+    (they offer nothing, as in 0.19 without those tools)."""
+    names = [str(name) for name in names]
+    if not names or any(n in ("all", "*", "coding") or n.startswith("hermes-") for n in names):
+        return []
+    return toolsets.chosen(names, None, None) or names
 
 
 def _target(job: dict[str, Any]) -> str:

@@ -20,7 +20,8 @@ MAKE_JOBS = """
 from cron.jobs import create_job, pause_job
 create_job("the morning news", "every 2h", name="briefing", deliver="telegram:42",
            skills=["news"])
-weekly = create_job("weekly report", "0 9 * * 1", name="weekly", deliver="local")
+weekly = create_job("weekly report", "0 9 * * 1", name="weekly", deliver="local",
+                    enabled_toolsets=["file", "web"])
 pause_job(weekly["id"])
 create_job("ping", "30m", name="later", deliver="origin",
            origin={"platform": "slack", "chat_id": "C42"})
@@ -50,6 +51,8 @@ def check(jobs: dict[str, dict], made: list[dict]) -> None:
     assert (briefing["schedule"], briefing["deliver"], briefing["skills"]) == (
         "every 120m", "telegram:42", ["news"])  # fmt: skip
     assert (weekly["schedule"], weekly["state"]) == ("0 9 * * 1", "paused")
+    assert weekly["toolsets"] == ["read_file", "write_file", "patch", "search_files"]
+    assert briefing["toolsets"] == []
     assert later["deliver"] == "slack:C42" and later["state"] == "scheduled"
 
 
