@@ -3,7 +3,9 @@
 Each entry is a stdio server (``command``, ``args``, ``env``, ``cwd``) or a streamable
 HTTP one (``url``, ``headers``), with ``timeout`` (seconds per tool call, 300),
 ``connect_timeout`` (seconds to start and list tools, 60), ``enabled`` and
-``tools: {include: [...], exclude: [...]}``. ``${VAR}`` (and ``${env:VAR}``) in a string is
+``tools: {include: [...], exclude: [...]}``, and for stdio ``sandbox`` (true: the server
+runs in the OS sandbox of tool commands, see ``mcp_launch.py``; ``sandbox: false`` starts
+it outside, able to read everything the user can). ``${VAR}`` (and ``${env:VAR}``) in a string is
 read from the environment or ``$HERMES_HOME/.env``. An entry that cannot work is
 reported in one sentence and left out; the others still start.
 """
@@ -20,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from hermes import secrets
 from hermes.config import dotenv_values
+from hermes.tools.mcp_launch import McpLaunchError, launched
 
 if TYPE_CHECKING:
     from hermes.config import Config
@@ -52,6 +55,9 @@ class ServerSpec:
     exclude: tuple[str, ...] = field(default=())
     # Where a stdio server's stderr goes ($HERMES_HOME/logs/mcp-NAME.log), not the terminal.
     stderr_log: str | None = None
+    sandbox: bool = True
+    # The argv put before ``command`` (bwrap's, when the server runs in the sandbox).
+    launch_prefix: tuple[str, ...] = ()
 
     @property
     def transport(self) -> str:
@@ -90,8 +96,9 @@ def read_servers(
         if isinstance(entry, Mapping) and entry.get("enabled", True) is False:
             continue
         try:
-            specs.append(parse_server(str(name), _interpolate(entry, environ), home))
-        except McpConfigError as exc:
+            spec = parse_server(str(name), _interpolate(entry, environ), home)
+            specs.append(launched(spec, config, home))
+        except (McpConfigError, McpLaunchError) as exc:
             problems.append(f"MCP server '{name}' in config.yaml is left out: {exc}.")
     return specs, problems
 
@@ -151,6 +158,7 @@ def parse_server(name: str, entry: Any, home: Path | None = None) -> ServerSpec:
         include=tuple(str(t) for t in include) if isinstance(include, list) else None,
         exclude=tuple(str(t) for t in tools.get("exclude") or ()),
         stderr_log=str(Path(home) / "logs" / f"mcp-{name}.log") if home is not None else None,
+        sandbox=_flag(entry, "sandbox"),
     )
 
 
@@ -165,6 +173,13 @@ def _list(entry: Mapping[str, Any], key: str) -> list[Any]:
     value = entry.get(key) or []
     if not isinstance(value, list):
         raise McpConfigError(f"'{key}' must be a list")
+    return value
+
+
+def _flag(entry: Mapping[str, Any], key: str) -> bool:
+    value = entry.get(key, True)
+    if not isinstance(value, bool):
+        raise McpConfigError(f"'{key}' must be true or false, not {value!r}")
     return value
 
 

@@ -155,8 +155,9 @@ async def _open_client(spec: ServerSpec) -> AsyncIterator[Any]:
     if spec.command:
         from mcp.client.stdio import StdioServerParameters, stdio_client
 
+        argv = [*spec.launch_prefix, spec.command, *spec.args]
         params = StdioServerParameters(
-            command=spec.command, args=list(spec.args), env=dict(spec.env) or None, cwd=spec.cwd
+            command=argv[0], args=argv[1:], env=dict(spec.env) or None, cwd=spec.cwd
         )
         with _stderr_log(spec) as errlog:
             async with Client(stdio_client(params, errlog=errlog), mode="legacy") as client:

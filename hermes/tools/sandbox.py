@@ -156,7 +156,7 @@ def say_once(setting: object) -> SandboxMode:
 @functools.cache
 def _warn_once(detail: str) -> None:
     print(
-        f"hermes: tool commands run WITHOUT a sandbox: {detail}. On surfaces where nobody "
+        f"hermes: tool commands and MCP servers run WITHOUT a sandbox: {detail}. On surfaces where nobody "
         "can approve, only read-only commands run.",
         file=sys.stderr,
     )

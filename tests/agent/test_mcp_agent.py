@@ -41,10 +41,16 @@ def stdio_server(starts: Path, **extra: Any) -> dict[str, Any]:
     }
 
 
-def configure(hermes_home: Path, servers: dict[str, Any]) -> None:
+def configure(hermes_home: Path, servers: dict[str, Any], **settings: Any) -> None:
+    """``servers`` as ``mcp_servers``; stdio servers run in the sandbox, so a test names
+    its ``tmp_path`` as the workspace (``tools={"workspace": ...}``) where they may write."""
     (hermes_home / "config.yaml").write_text(
-        yaml.safe_dump({"mcp_servers": servers}), encoding="utf-8"
+        yaml.safe_dump({"mcp_servers": servers, **settings}), encoding="utf-8"
     )
+
+
+def workspace(path: Path) -> dict[str, str]:
+    return {"workspace": str(path)}
 
 
 def run_turn(fake_llm: fake.FakeLLMServer, tmp_path: Path, *calls: fake.Reply) -> dict[str, str]:
@@ -65,7 +71,7 @@ def run_turn(fake_llm: fake.FakeLLMServer, tmp_path: Path, *calls: fake.Reply) -
 def test_a_stdio_tool_call_round_trips_with_its_schema(
     fake_llm: fake.FakeLLMServer, hermes_home: Path, tmp_path: Path
 ) -> None:
-    configure(hermes_home, {"fake": stdio_server(tmp_path / "starts")})
+    configure(hermes_home, {"fake": stdio_server(tmp_path / "starts")}, tools=workspace(tmp_path))
     results = run_turn(
         fake_llm,
         tmp_path,
@@ -86,7 +92,7 @@ def test_a_server_killed_mid_call_is_an_error_and_the_next_call_restarts_it(
     fake_llm: fake.FakeLLMServer, hermes_home: Path, tmp_path: Path
 ) -> None:
     starts = tmp_path / "starts"
-    configure(hermes_home, {"fake": stdio_server(starts)})
+    configure(hermes_home, {"fake": stdio_server(starts)}, tools=workspace(tmp_path))
     results = run_turn(
         fake_llm,
         tmp_path,
@@ -101,7 +107,11 @@ def test_a_server_killed_mid_call_is_an_error_and_the_next_call_restarts_it(
 def test_a_hanging_server_times_out_and_the_turn_goes_on(
     fake_llm: fake.FakeLLMServer, hermes_home: Path, tmp_path: Path
 ) -> None:
-    configure(hermes_home, {"fake": stdio_server(tmp_path / "starts", timeout=1)})
+    configure(
+        hermes_home,
+        {"fake": stdio_server(tmp_path / "starts", timeout=1)},
+        tools=workspace(tmp_path),
+    )
     results = run_turn(
         fake_llm,
         tmp_path,
@@ -124,6 +134,7 @@ def test_a_server_that_cannot_start_offers_nothing_and_others_work(
             "broken": {"command": str(tmp_path / "no-such-server"), "connect_timeout": 5},
             "fake": stdio_server(tmp_path / "starts"),
         },
+        tools=workspace(tmp_path),
     )
     results = run_turn(
         fake_llm, tmp_path, fake.tool_call("mcp__fake__add", {"a": 1, "b": 1}, id="c1")
@@ -181,11 +192,35 @@ def test_hermes_agents_enabled_toolsets_can_name_a_server(
 ) -> None:
     from run_agent import AIAgent
 
-    configure(hermes_home, {"fake": stdio_server(tmp_path / "starts")})
+    configure(hermes_home, {"fake": stdio_server(tmp_path / "starts")}, tools=workspace(tmp_path))
     agent = AIAgent(
         base_url=fake_llm.url, api_key="k", model=fake.DEFAULT_MODEL, enabled_toolsets=["mcp-fake"]
     )
     assert agent.tool_names() == [
         "mcp__fake__echo", "mcp__fake__add", "mcp__fake__die",
-        "mcp__fake__hang", "mcp__fake__env", "mcp__fake__fail",
+        "mcp__fake__hang", "mcp__fake__env", "mcp__fake__read", "mcp__fake__fail",
     ]  # fmt: skip
+
+
+def test_a_stdio_server_runs_in_the_sandbox_unless_its_entry_says_not(
+    fake_llm: fake.FakeLLMServer, hermes_home: Path, tmp_path: Path
+) -> None:
+    configure(
+        hermes_home,
+        {
+            "boxed": stdio_server(tmp_path / "starts"),
+            "trusted": stdio_server(tmp_path / "starts", sandbox=False),
+        },
+        tools=workspace(tmp_path),
+    )
+    config_file = str(hermes_home / "config.yaml")
+    results = run_turn(
+        fake_llm,
+        tmp_path,
+        fake.tool_call("mcp__boxed__read", {"path": config_file}, id="c_boxed"),
+        fake.tool_call("mcp__trusted__read", {"path": config_file}, id="c_trusted"),
+    )
+    # HERMES_HOME is hidden from a sandboxed server (its config.yaml is not there) ...
+    assert results["c_boxed"] == "cannot read: FileNotFoundError"
+    # ... and visible to one whose entry says ``sandbox: false``.
+    assert "mcp_servers" in results["c_trusted"]

@@ -4,12 +4,14 @@ Run ``python -m tests.fakes.mcp_server stdio`` or ``... http PORT [TOKEN]`` (str
 HTTP on 127.0.0.1:PORT/mcp; with TOKEN every request must carry
 ``Authorization: Bearer TOKEN``). Its tools:
 
-- ``echo(text)``: the text back, prefixed with this process's pid;
+- ``echo(text)``: the text back, prefixed with this start's id (a pid repeats
+  in the sandbox's own PID namespace);
 - ``add(a, b)``: the sum, as text;
 - ``die()``: the process exits in the middle of the call;
 - ``hang(seconds)``: sleeps, standing for a server that stops answering;
 - ``env(name)``: the value of an environment variable of the server;
-- ``fail()``: the tool reports an error (``isError``).
+- ``fail()``: the tool reports an error (``isError``);
+- ``read(path)``: the file's text, or the error reading it (the sandbox tests).
 
 Each start is appended to the file named by ``FAKE_MCP_STARTS`` (if set), so a test can
 count restarts.
@@ -20,16 +22,18 @@ from __future__ import annotations
 import os
 import sys
 import time
+import uuid
 
 from mcp.server.mcpserver import MCPServer
 
 server = MCPServer("fake")
+START_ID = uuid.uuid4().hex[:12]
 
 
 @server.tool()
 def echo(text: str) -> str:
     """Say the text back."""
-    return f"{os.getpid()}: {text}"
+    return f"{START_ID}: {text}"
 
 
 @server.tool()
@@ -58,6 +62,16 @@ def env(name: str) -> str:
 
 
 @server.tool()
+def read(path: str) -> str:
+    """The text of a file, or why it cannot be read."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read()
+    except OSError as exc:
+        return f"cannot read: {type(exc).__name__}"
+
+
+@server.tool()
 def fail() -> str:
     """Always fails."""
     raise ValueError("the fake tool failed on purpose")
@@ -67,7 +81,7 @@ def _record_start() -> None:
     path = os.environ.get("FAKE_MCP_STARTS")
     if path:
         with open(path, "a", encoding="utf-8") as handle:
-            handle.write(f"{os.getpid()}\n")
+            handle.write(f"{START_ID}\n")
 
 
 def _serve_http(port: int, token: str | None) -> None:

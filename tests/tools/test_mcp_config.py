@@ -51,11 +51,14 @@ def test_a_bad_entry_is_one_sentence_and_the_rest_still_work(home: Path) -> None
     specs, problems = servers(
         home,
         {"both": {"command": "x", "url": "http://y"}, "slow": {"command": "x", "timeout": 0},
+         "boxed": {"command": "x", "sandbox": "no"}, "inside": {"command": "x", "cwd": str(home)},
          "ok": {"command": "x"}},
     )  # fmt: skip
     assert [s.name for s in specs] == ["ok"]
     assert problems == [
         "MCP server 'both' in config.yaml is left out: give exactly one of 'command' (stdio) or 'url' (HTTP).",
+        "MCP server 'boxed' in config.yaml is left out: 'sandbox' must be true or false, not 'no'.",
+        f"MCP server 'inside' in config.yaml is left out: its cwd {home} is inside hermes's home, which sandboxed servers cannot see; choose another cwd, or give the server 'sandbox: false'.",
         "MCP server 'slow' in config.yaml is left out: 'timeout' must be a number of seconds above 0, not 0.",
     ]  # fmt: skip
 
