@@ -44,7 +44,10 @@ from hermes.state.backend import MessageRow, Row, Tx
 EMPTY_RESPONSE_NOTE = (
     "Error: your last response was empty. Answer the user, or call a tool if you need one."
 )
-AGENT_NOTES = frozenset({EMPTY_RESPONSE_NOTE})
+# What is stored for an answer the model left empty (the client was shown nothing): a
+# context with an empty assistant message is one providers refuse, a rotation too.
+EMPTY_ANSWER_NOTE = "(The model gave no answer.)"
+AGENT_NOTES = frozenset({EMPTY_RESPONSE_NOTE, EMPTY_ANSWER_NOTE})
 
 # The conversations a stateless HTTP client can continue: those the HTTP API started.
 DIGESTED_SOURCES = frozenset({"api_server"})
@@ -122,7 +125,8 @@ def prefix_digests(messages: Sequence[Mapping[str, Any]]) -> list[tuple[bytes, i
 def shown_answer(before: Sequence[Any], final: Any) -> str:
     """What a client is shown of a turn's answer: the text the model wrote beside its
     tool calls (``before``, each as streamed), then the final answer."""
-    return "".join(_raw_text(text) for text in [*before, final])
+    texts = (_raw_text(text) for text in [*before, final])
+    return "".join(text for text in texts if text.strip() not in AGENT_NOTES)
 
 
 def _raw_text(content: Any) -> str:

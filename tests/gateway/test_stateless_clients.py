@@ -305,3 +305,30 @@ def test_text_before_a_tool_call_is_part_of_the_answer_and_continues_without_a_b
         "and again",
         "echo: and again",
     ]
+
+
+def test_an_empty_answer_neither_stops_a_compression_nor_branches_the_client(
+    store: StoreSpec, hermes_home: Path, fake_llm: fake.FakeLLMServer, model_key: str
+) -> None:
+    """An answer the model left empty is stored as the client saw it; the context
+    made of it is still one a provider takes, so later compressions go on."""
+    write_config(hermes_home, fake_llm.url, model={"context_length": 2000})
+    fake_llm.responder = lambda body: text(SUMMARY) if is_summary_request(body) else None
+    fake_llm.strict_context = True
+    with (
+        GatewayThread(hermes_home, db=store.open()) as gateway,
+        openai.OpenAI(base_url=gateway.url, api_key=gateway.api_key, max_retries=0) as client,
+    ):
+        chat = StatelessChat(client)
+        chat.say("hello")
+        fake_llm.enqueue(fake.empty(), fake.empty(), fake.empty())
+        assert chat.say("say nothing", stream=True) == ""
+        for n in range(6):
+            chat.say(f"note {n}: {PADDING}", stream=n % 2 == 0)
+        conversations = gateway.db.list_conversations()
+        violations = gateway.db.invariant_violations()
+
+    assert not any(BRANCHED in h for h in chat.headers)
+    assert len(conversations) == 1 and conversations[0]["segments"] > 1
+    assert fake_llm.stats()["invalid_contexts"] == 0
+    assert violations == []
