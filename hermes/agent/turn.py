@@ -23,7 +23,7 @@ from hermes.agent import caller_history, provider_usage, review, transcript, tur
 from hermes.agent.errors import ContextLengthError, ToolResultsError, TurnInterrupted
 from hermes.agent.llm_client import ModelResponse, encode_message
 from hermes.state import wellformed
-from hermes.state.history import EMPTY_RESPONSE_NOTE
+from hermes.state.history import EMPTY_ANSWER_NOTE, EMPTY_RESPONSE_NOTE
 from hermes.state.segments import PARTIAL_UID_SUFFIX
 from hermes.state.usage import TokenUsage
 
@@ -281,16 +281,17 @@ def _loop(agent: AIAgent, turn: TurnState) -> None:
             turn.messages.append(note)
             _save(agent, turn, note)
         else:
+            said = step.response.content or ""
             answer = transcript.new_message(
                 "assistant",
-                step.response.content or "",
+                said if said.strip() else EMPTY_ANSWER_NOTE,  # stored marked, shown empty
                 reasoning=step.response.reasoning,
                 message_uid=turn.answer_uid,
                 finish_reason=step.response.finish_reason,
             )
             turn.messages.append(answer)
             _save(agent, turn, answer)
-            turn.final_response = answer["content"]
+            turn.final_response = said
             return
     # What the user is shown is what is stored: the notice ends the turn as its answer.
     notice = transcript.new_message(

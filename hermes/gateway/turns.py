@@ -33,6 +33,7 @@ from hermes.gateway.messages import TurnResult
 from hermes.gateway.routing import Router, SessionKey
 from hermes.secrets import redact
 from hermes.state.errors import StateError
+from hermes.state.history import shown_answer
 
 if TYPE_CHECKING:
     from hermes.state.store import SessionDB
@@ -247,7 +248,7 @@ class TurnRunner:
         finally:
             agent.event_callback = kept_callback
             agent.approve, agent.interactive, agent.steering = kept_asking
-        result.text = out.get("final_response") or ""
+        result.text = _shown_answer(out, words)
         result.interrupted = bool(out.get("interrupted"))
         result.user_message_uid = _user_message_uid(out.get("messages") or [], words)
         result.tool_calls = list(out.get("tool_calls") or [])
@@ -330,6 +331,29 @@ def _keep_exchange(agent: Any, item: WorkItem, answer: str) -> None:
     agent.ensure_session()
     user = transcript.new_message("user", item.text)
     agent.persist(*(item.history or []), user, transcript.new_message("assistant", answer))
+
+
+def _shown_answer(out: dict[str, Any], words: str) -> str:
+    """The turn's answer as a streaming client sees it: the text the model wrote beside
+    its tool calls, then the final answer (every client is sent the same)."""
+    final = out.get("final_response") or ""
+    messages = out.get("messages") or []
+    start = next(
+        (
+            i
+            for i in range(len(messages) - 1, -1, -1)
+            if messages[i].get("role") == "user" and messages[i].get("content") == words
+        ),
+        None,
+    )
+    if start is None or out.get("tool_calls"):
+        return final
+    before = [
+        m.get("content") or ""
+        for m in messages[start + 1 :]
+        if m.get("role") == "assistant" and m.get("tool_calls")
+    ]
+    return shown_answer(before, final) if any(before) else final
 
 
 def _user_message_uid(messages: list[dict[str, Any]], words: str) -> str | None:

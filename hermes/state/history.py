@@ -16,6 +16,9 @@ history finds the conversation (and the message) it ends at in one indexed read.
 - Tool calls and tool results are left out (a client never sees them), as are
   assistant messages that asked for tools and the notes the agent adds for the model
   (``AGENT_NOTES``); what a client is shown is the user's words and the final answers.
+  The text the model wrote beside its tool calls is shown too (streamed as it came):
+  it is part of the turn's answer, so a final answer is digested as ``shown_answer``
+  of the turn's texts, the way the client holds it.
 - Content is normalised the same way on both sides: the text of a string, or of the
   text parts of a list, joined by newlines, with the whitespace around it stripped
   (a UI that trims an answer still matches); inner whitespace counts as given.
@@ -41,7 +44,10 @@ from hermes.state.backend import MessageRow, Row, Tx
 EMPTY_RESPONSE_NOTE = (
     "Error: your last response was empty. Answer the user, or call a tool if you need one."
 )
-AGENT_NOTES = frozenset({EMPTY_RESPONSE_NOTE})
+# What is stored for an answer the model left empty (the client was shown nothing): a
+# context with an empty assistant message is one providers refuse, a rotation too.
+EMPTY_ANSWER_NOTE = "(The model gave no answer.)"
+AGENT_NOTES = frozenset({EMPTY_RESPONSE_NOTE, EMPTY_ANSWER_NOTE})
 
 # The conversations a stateless HTTP client can continue: those the HTTP API started.
 DIGESTED_SOURCES = frozenset({"api_server"})
@@ -91,11 +97,17 @@ def prefix_digests(messages: Sequence[Mapping[str, Any]]) -> list[tuple[bytes, i
     """
     digests, starts = [], []  # starts: the index of each digested message
     previous, sha256 = b"", hashlib.sha256
+    before: list[Any] = []  # texts beside tool calls, shown before the next answer
     for index, message in enumerate(messages):
         role = _ROLE_BYTES.get(message.get("role", ""))
         if role is None:
             continue
         content = message.get("content")
+        if message.get("tool_calls") and role is _ROLE_BYTES["assistant"]:
+            before.append(content or "")
+            continue
+        if before and role is _ROLE_BYTES["assistant"]:
+            content = shown_answer(before, content)
         text = content.strip() if isinstance(content, str) else normalised(content)
         if not text or text in AGENT_NOTES:
             continue
@@ -104,9 +116,21 @@ def prefix_digests(messages: Sequence[Mapping[str, Any]]) -> list[tuple[bytes, i
         previous = step.digest()
         digests.append(previous)
         starts.append(index)
+        before = []
     if not digests:
         return []
     return list(zip(digests, [*starts[1:], len(messages)], strict=True))
+
+
+def shown_answer(before: Sequence[Any], final: Any) -> str:
+    """What a client is shown of a turn's answer: the text the model wrote beside its
+    tool calls (``before``, each as streamed), then the final answer."""
+    texts = (_raw_text(text) for text in [*before, final])
+    return "".join(text for text in texts if text.strip() not in AGENT_NOTES)
+
+
+def _raw_text(content: Any) -> str:
+    return content if isinstance(content, str) else normalised(content)
 
 
 # -- writing ------------------------------------------------------------------------------
@@ -127,12 +151,14 @@ def record(
     if not previous:
         recompute(tx, conversation_id, source, 0)
         return
-    entries = [
-        (message_id, row.role, text)
-        for message_id, row in zip(ids, rows, strict=True)
-        if not row.compacted
-        and (text := _digestible_text(row.role, _stored_content(row), row.tool_calls)) is not None
-    ]
+    entries = _entries(
+        [
+            (message_id, row.role, _stored_content(row), row.tool_calls)
+            for message_id, row in zip(ids, rows, strict=True)
+            if not row.compacted
+        ],
+        _texts_since_last_digest(tx, conversation_id, min(ids, default=0)),
+    )
     if entries:
         _insert(tx, conversation_id, previous, entries)
 
@@ -151,11 +177,10 @@ def recompute(tx: Tx, conversation_id: str, source: str | None, from_id: int) ->
         " AND m.id >= ? AND m.compacted = 0 AND m.undone = 0 ORDER BY m.id",
         (conversation_id, from_id),
     )
-    entries = [
-        (row["id"], row["role"], text)
-        for row in rows
-        if (text := _digestible_text(row["role"], _row_content(row), row["tool_calls"])) is not None
-    ]
+    entries = _entries(
+        [(row["id"], row["role"], _row_content(row), row["tool_calls"]) for row in rows],
+        _texts_since_last_digest(tx, conversation_id, from_id),
+    )
     if entries:
         _insert(tx, conversation_id, _latest_digest(tx, conversation_id), entries)
 
@@ -242,6 +267,40 @@ def find(
 
 
 # -- what is digested ---------------------------------------------------------------------
+
+
+def _entries(
+    rows: Sequence[tuple[int, Any, Any, Any]], before: list[Any]
+) -> list[tuple[int, str, str]]:
+    """(id, role, digested text) of the digested ones of ``rows`` (id, role, content,
+    tool calls), in order; ``before`` holds the texts beside tool calls since the last
+    digested message, which the next final answer is shown after."""
+    entries = []
+    for message_id, role, content, tool_calls in rows:
+        if role == "assistant" and tool_calls:
+            before.append(content or "")
+            continue
+        shown = shown_answer(before, content) if role == "assistant" else content
+        text = _digestible_text(role, shown, tool_calls)
+        if text is not None:
+            entries.append((message_id, role, text))
+            before = []
+    return entries
+
+
+def _texts_since_last_digest(tx: Tx, conversation_id: str, below_id: int) -> list[Any]:
+    """The texts beside tool calls stored after the conversation's last digested
+    message (and before message ``below_id``): the start of the turn's answer."""
+    rows = tx.all(
+        "SELECT m.content, m.content_parts, m.tool_calls FROM messages m"
+        " JOIN sessions s ON s.id = m.session_id WHERE s.conversation_id = ?"
+        " AND m.id > COALESCE((SELECT MAX(h.message_id) FROM history_digests h"
+        "   WHERE h.conversation_id = ?), 0)"
+        " AND m.id < ? AND m.role = 'assistant'"
+        " AND m.compacted = 0 AND m.undone = 0 ORDER BY m.id",
+        (conversation_id, conversation_id, below_id),
+    )
+    return [_row_content(row) for row in rows if row["tool_calls"]]
 
 
 def _digestible_text(role: Any, content: Any, tool_calls: Any) -> str | None:

@@ -267,3 +267,68 @@ def test_a_stateless_client_goes_on_without_a_branch_after_failed_empty_and_stop
     assert notice.startswith("I stopped after 3 steps")
     assert not any(BRANCHED in h for h in chat.headers)
     assert [m["content"] for m in rows if m["undone"]] == ["this one fails"]
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["streamed", "whole"])
+def test_text_before_a_tool_call_is_part_of_the_answer_and_continues_without_a_branch(
+    stream: bool, store: StoreSpec, hermes_home: Path, fake_llm: fake.FakeLLMServer, model_key: str
+) -> None:
+    """A client is shown the text the model wrote before calling a tool and then the
+    answer, as one reply (streamed as it came, or whole); the store keeps that text on
+    the tool-call message. The client's next request, its history as it saw it,
+    continues the same conversation."""
+    write_config(hermes_home, fake_llm.url)
+    with (
+        GatewayThread(hermes_home, db=store.open()) as gateway,
+        openai.OpenAI(base_url=gateway.url, api_key=gateway.api_key, max_retries=0) as client,
+    ):
+        chat = StatelessChat(client)
+        chat.say("hello", stream=stream)
+        fake_llm.enqueue(
+            fake.tool_call("terminal", {"command": "echo hi"}, content="Let me look. "),
+            fake.text("It says hi."),
+        )
+        assert chat.say("what does echo say?", stream=stream) == "Let me look. It says hi."
+        chat.say("thanks", stream=stream)
+        chat.say("and again")
+        conversations = {conversation_of(gateway, h[HEADER]) for h in chat.headers}
+        rows = gateway.db.get_conversation_messages(conversations.pop())
+        assert not conversations, "the next request started another conversation"
+        assert len(gateway.db.list_conversations()) == 1
+
+    assert not any(BRANCHED in h for h in chat.headers)
+    asked = next(m for m in rows if m.get("tool_calls"))
+    assert asked["content"] == "Let me look. "
+    assert [m["content"] for m in rows][-4:] == [
+        "thanks",
+        "echo: thanks",
+        "and again",
+        "echo: and again",
+    ]
+
+
+def test_an_empty_answer_neither_stops_a_compression_nor_branches_the_client(
+    store: StoreSpec, hermes_home: Path, fake_llm: fake.FakeLLMServer, model_key: str
+) -> None:
+    """An answer the model left empty is stored as the client saw it; the context
+    made of it is still one a provider takes, so later compressions go on."""
+    write_config(hermes_home, fake_llm.url, model={"context_length": 2000})
+    fake_llm.responder = lambda body: text(SUMMARY) if is_summary_request(body) else None
+    fake_llm.strict_context = True
+    with (
+        GatewayThread(hermes_home, db=store.open()) as gateway,
+        openai.OpenAI(base_url=gateway.url, api_key=gateway.api_key, max_retries=0) as client,
+    ):
+        chat = StatelessChat(client)
+        chat.say("hello")
+        fake_llm.enqueue(fake.empty(), fake.empty(), fake.empty())
+        assert chat.say("say nothing", stream=True) == ""
+        for n in range(6):
+            chat.say(f"note {n}: {PADDING}", stream=n % 2 == 0)
+        conversations = gateway.db.list_conversations()
+        violations = gateway.db.invariant_violations()
+
+    assert not any(BRANCHED in h for h in chat.headers)
+    assert len(conversations) == 1 and conversations[0]["segments"] > 1
+    assert fake_llm.stats()["invalid_contexts"] == 0
+    assert violations == []

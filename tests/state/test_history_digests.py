@@ -60,6 +60,7 @@ def test_only_conversations_of_the_http_api_are_digested(db: SessionDB) -> None:
 
 
 def test_tools_are_left_out_and_whitespace_around_text_does_not_count(db: SessionDB) -> None:
+    """The text beside a tool call is shown before the answer: digested as one."""
     db.create_session("c", source=API)
     db.append_message("c", "user", "list the files")
     call = [{"id": "c1", "type": "function", "function": {"name": "terminal", "arguments": "{}"}}]
@@ -68,11 +69,22 @@ def test_tools_are_left_out_and_whitespace_around_text_does_not_count(db: Sessio
     answer = db.append_message("c", "assistant", "  There is a.txt.\n").message_id
     parts = [{"type": "text", "text": "list the files"}]
     match = db.find_history(
-        [{"role": "user", "content": parts}, {"role": "assistant", "content": "There is a.txt."}]
+        [{"role": "user", "content": parts}, {"role": "assistant", "content": SHOWN}]
     )
     assert (match.message_id, match.latest) == (answer, True)
-    assert db.find_history(said("list the files", "There is a.txt. ")).latest
-    assert db.find_history(said("list  the files", "There is a.txt.")) is None
+    assert db.find_history(said("list the files", SHOWN + " ")).latest
+    assert db.find_history(said("list  the files", SHOWN)) is None
+    # A client holding the call itself (its own tools) folds its text the same way.
+    held = [
+        {"role": "user", "content": "list the files"},
+        {"role": "assistant", "content": "let me look", "tool_calls": call},
+        {"role": "tool", "tool_call_id": "c1", "content": "a.txt"},
+        {"role": "assistant", "content": "  There is a.txt.\n"},
+    ]
+    assert db.find_history(held).message_id == answer
+
+
+SHOWN = "let me look  There is a.txt."
 
 
 def test_after_a_rotation_the_whole_original_history_ends_at_the_tip(db: SessionDB) -> None:

@@ -63,6 +63,7 @@ from hermes.gateway.responses_request import (
     read_request,
 )
 from hermes.gateway.settings import API_SERVER, api_hidden_sources
+from hermes.state.history import EMPTY_ANSWER_NOTE
 from hermes.state.segments import new_message_uid
 
 log = logging.getLogger(__name__)
@@ -440,10 +441,15 @@ def _stored_body(
         model=found.segment.get("model") or default_model,
         previous_response_id=RESPONSE_PREFIX + previous if previous else None,
         output=[
-            _message(MESSAGE_PREFIX + uid, found.row["content"] or "", "completed"),
+            _message(MESSAGE_PREFIX + uid, _as_shown(found.row["content"]), "completed"),
             *(_function_call(call) for call in found.row.get("tool_calls") or []),
         ],
     )
+
+
+def _as_shown(content: str | None) -> str:
+    """A stored answer as its client was shown it (an empty one is stored marked)."""
+    return "" if content == EMPTY_ANSWER_NOTE else content or ""
 
 
 def _message(item_id: str, text: str | None, status: str) -> dict[str, Any]:

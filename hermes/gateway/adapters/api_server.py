@@ -65,6 +65,7 @@ from hermes.gateway.request_options import RequestProblem, offered_models, turn_
 from hermes.gateway.request_shape import shape_problem
 from hermes.gateway.settings import API_SERVER, ApiServerSettings, api_hidden_sources
 from hermes.gateway.side_requests import side_request_kind
+from hermes.state.history import shown_answer
 
 if TYPE_CHECKING:
     from hermes.gateway.runner import StatelessConversation
@@ -607,16 +608,23 @@ def _input_of(messages: Any) -> tuple[str | None, list[dict[str, Any]]]:
 
 def _history_of(messages: list[Any]) -> list[dict[str, Any]]:
     """The user messages and final answers: what the store's history digests cover (a
-    message asking for tools and the results are the turn's inner workings). Content
-    with images stays a list of parts, as it is stored."""
-    return [
-        {"role": m["role"], "content": _content_of(m.get("content"))}
-        for m in messages
-        if isinstance(m, dict)
-        and m.get("role") in _HISTORY_ROLES
-        and not m.get("tool_calls")
-        and _content_of(m.get("content"))
-    ]
+    message asking for tools and the results are the turn's inner workings, but the
+    text beside the calls was shown: it goes before the answer that follows, as a
+    streaming client holds it). Content with images stays a list of parts, as stored."""
+    history: list[dict[str, Any]] = []
+    before: list[Any] = []
+    for m in messages:
+        if not isinstance(m, dict) or m.get("role") not in _HISTORY_ROLES:
+            continue
+        content = _content_of(m.get("content"))
+        if m.get("tool_calls"):
+            before.append(content or "")
+            continue
+        if before and m.get("role") == "assistant":
+            content, before = shown_answer(before, content), []
+        if content:
+            history.append({"role": m["role"], "content": content})
+    return history
 
 
 def _content_of(content: Any) -> Any:
