@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 
-FIRST = ("store", "agent", "gateway", "cli")  # the order of the README's tables
+FIRST = ("store", "agent", "gateway", "cli")  # the order of the tables in docs/benchmarks.md
 SCENARIOS = tuple(
     sorted(
         (p.stem.removeprefix("bench_") for p in Path(__file__).parent.glob("bench_*.py")),

@@ -2,10 +2,10 @@
 turn on a 10k-message conversation (the turn's time outside the model call: history,
 prompt, persistence, accounting), next to the raw HTTP round-trip to the fake model.
 
-Targets (issue 3, import tightened by issue 17): ``import run_agent`` < 100 ms, ``AIAgent()`` < 20 ms, overhead per
+Targets (docs/benchmarks.md): ``import run_agent`` < 100 ms, ``AIAgent()`` < 20 ms, overhead per
 turn < 5 ms at 10k messages.
 
-Then the agent's CPU per turn (issue 17) at 100, 1,000 and 10,000 messages of history:
+Then the agent's CPU per turn at 100, 1,000 and 10,000 messages of history:
 the process's CPU time (user + system) for one turn, with the fake model in its own
 process so none of its work is counted; beside it, the CPU ``json.dumps`` of the same
 request body takes, the cost a turn would have if it encoded the history on every
@@ -105,7 +105,7 @@ def _turn_ms(agent, turns: int) -> tuple[float, float, float]:
     return statistics.median(totals), statistics.median(overheads), max(overheads)
 
 
-CPU_TARGETS = {100: 2.0, 10_000: 10.0}  # ms of CPU per turn, issue 17
+CPU_TARGETS = {100: 2.0, 10_000: 10.0}  # ms of CPU per turn (docs/benchmarks.md, Agent)
 
 
 def _cpu_per_turn(home: Path, url: str, count: int, turns: int) -> tuple[float, float]:

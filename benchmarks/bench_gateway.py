@@ -15,7 +15,7 @@ same for one conversation alone, after a warm-up; CPU per turn of the gateway, o
 client and of the fake model, how long the gateway's threads waited for a CPU (Linux
 schedstat), and how busy the whole machine was (other processes included); the
 client's event-loop lag; a disk fsync probe; the gateway's memory (RSS); errors; and
-lost turns (answers missing from the store afterwards). Target (issue 6): overhead p99
+lost turns (answers missing from the store afterwards). Target: overhead p99
 < 20 ms, no error, no lost turn. A closed-loop note gives the arithmetic: N
 conversations waiting L for the model need N / (L + 20 ms) turns per second for the
 overhead to stay under 20 ms, i.e. at most cores / that rate of CPU per turn, gateway
@@ -35,7 +35,7 @@ characters each), the model answering at once and compression off so that every 
 does the same work. It alternates with a client that sends the same body with the
 header (the history then goes unread), so the difference is the history lookup; the
 lookup itself (digests of the 1,000 messages + the store's one indexed read) is timed
-in-process on the same store afterwards, wall and CPU time. Target (issue 13): the lookup adds <= 1 ms p50.
+in-process on the same store afterwards, wall and CPU time. Target: the lookup adds <= 1 ms p50.
 Then client tool loops on the same conversation (the model calls the client's tool, the
 client sends the result back): with the header, and as standard clients send them, the
 whole history with the assistant's ``tool_calls`` and the ``role: "tool"`` result and no
@@ -53,7 +53,7 @@ per rate: completed, errors, held, overhead p50/p99 (response time minus the fak
 model's own measured time for that turn), the gateway's CPU per turn (the supervisor and
 every worker process together), their RSS together, and the machine's load average.
 It runs with ``--workers 1`` and with one worker per core (``--gateway-workers``).
-Targets (issue 17): at 100 requests/s no error and overhead p99 < 50 ms; at 10/s p99 < 20 ms;
+Targets: at 100 requests/s no error and overhead p99 < 50 ms; at 10/s p99 < 20 ms;
 gateway CPU per turn <= 3 ms. Before each rate the client measures this machine's pause
 penalty (``benchmarks.pause_penalty``): the CPU of the same small piece of Python work
 after a pause of 1 / (2 x rate) s (the gateway wakes twice per turn: the request, the
@@ -114,7 +114,7 @@ SWEEP_ATTEMPTS = 2
 OPEN_RATES = (10.0, 25.0, 50.0, 100.0)  # requests per second
 OPEN_CONVERSATIONS = 50
 OPEN_SECONDS = 10.0
-# Open-loop targets (issue 17): overhead p99 at a rate of at least / at most this.
+# Open-loop targets (docs/benchmarks.md, Gateway): overhead p99 at a rate of at least / at most this.
 OPEN_TARGETS = ((100.0, 50.0), (10.0, 20.0))
 OPEN_CPU_TARGET_MS = 3.0  # gateway CPU per turn, at every rate
 ROOT = Path(__file__).resolve().parents[1]

@@ -2,10 +2,10 @@
 
 Every figure is measured on ~500-character messages and printed next to the raw
 ``sqlite3`` figure for the same durability (WAL, same ``synchronous``), measured in the
-same run, then compared with the targets of issue 2:
+same run, then compared with the targets (docs/benchmarks.md):
 
 - one message per transaction, FULL: >= 0.6x raw sqlite3 (a plain table, no index),
-  and (issue 17) >= 0.9x a bare table carrying the same FTS5 index, same durability;
+  and >= 0.9x a bare table carrying the same FTS5 index, same durability;
 - a turn's batch in one transaction: >= 20,000 msgs/s;
 - a 10k-message segment read in < 40 ms; a rare word among 100k messages in < 10 ms;
 - 4 writers together no slower than one writer, nothing lost; the database <= 3x the text.
@@ -949,7 +949,7 @@ def _pages(target: Target, sizes: Sizes, out: Results, batch: int) -> None:
 
 
 def run_append_only(sizes: Sizes, prof: Profiler, repeat: int, log: Callable[[str], None]) -> None:
-    """Only the fsync-bound append (issue 17): one message per FULL commit and its WAL
+    """Only the fsync-bound append: one message per FULL commit and its WAL
     pages, ``repeat`` times, each run's figures and then their medians."""
     runs: list[Results] = []
     for n in range(repeat):

@@ -1,6 +1,6 @@
 """hermes's secrets: which they are, and keeping them out of everything shown or stored.
 
-One redactor for every room (DESIGN invariant 13). Secrets are known two ways:
+One redactor for every room (docs/design.md, invariant 13). Secrets are known two ways:
 
 - registered values: the model key, the gateway key, platform tokens, the state URL's
   password, every value of ``$HERMES_HOME/.env`` and of secret-named environment

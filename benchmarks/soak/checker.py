@@ -141,7 +141,7 @@ def check(
         "cron_runs": query(location, "SELECT COUNT(*) FROM cron_runs")[0][0],
         "cron_delivered": len(acks.deliveries),
         # Sent again after a kill between the platform's accept and the mark: the one
-        # window the outbox leaves (README, Cron). Reported, not a violation.
+        # window the outbox leaves (docs/operations.md, Cron). Reported, not a violation.
         "cron_redelivered": sum(1 for n in acks.deliveries.values() if n > 1),
         "cron_undelivered_sent": len(
             {r for (r,) in query(location, "SELECT run_id FROM cron_outbox WHERE status = 'sent'")}

@@ -1,4 +1,4 @@
-"""The compression path (DESIGN.md "The compression path"), step by step.
+"""The compression path (docs/design.md, "The compression path"), step by step.
 
 1. no store, an agent that must not write (a fork), or a turn whose context is a
    caller's own history (``caller_history``) -> compress in memory only;
@@ -79,7 +79,7 @@ def compress_context(
     focus_topic: str | None = None,
     whole: bool = False,
 ) -> tuple[Messages, str | None]:
-    """Compress ``messages`` (step 1-5 of DESIGN's compression path); ``whole`` asks the
+    """Compress ``messages`` (step 1-5 of the compression path in docs/design.md); ``whole`` asks the
     compressor to summarise even a short conversation (``/compress``)."""
     ask = _compress_call(approx_tokens, focus_topic, whole)
     db = agent.session_db

@@ -2,7 +2,7 @@
 
 What belongs here: deciding when a transcript is long enough to compress, choosing
 the cut (head | middle | tail) so that no tool call is separated from its results
-(DESIGN invariant 6), asking the summary model for a summary of the middle, framing
+(docs/design.md, invariant 6), asking the summary model for a summary of the middle, framing
 it as reference-only history with the newest user message kept verbatim after it
 (invariant 12), and backing off when that fails (invariant 5). Leases, rotation and
 persistence live in ``hermes.agent.compression``; this module touches no store.
@@ -254,7 +254,7 @@ class ContextCompressor:
     ) -> tuple[str, tuple[int, int]]:
         """One summary of ``middle``, in as many requests as it takes for each to fit
         the summary model's budget (each request sees the summary so far): every
-        message is read, none is clipped (issue 11, failure 4)."""
+        message is read, none is clipped (docs/design.md, invariant 14)."""
         if self.client is None:
             raise SummaryError(model, "has no client configured")
         budget = self._budget(model)

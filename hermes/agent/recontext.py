@@ -1,4 +1,4 @@
-"""A new context without what the user took back (DESIGN invariant 16).
+"""A new context without what the user took back (docs/design.md, invariant 16).
 
 When rows that an undo takes back (``/undo``, ``/retry``, a deleted response, a turn a
 shutdown gives back) were read by a summary the tip's context holds, that summary's

@@ -1,4 +1,4 @@
-"""One turn at a time per conversation, for every surface (DESIGN invariant 11).
+"""One turn at a time per conversation, for every surface (docs/design.md, invariant 11).
 
 Every ``AIAgent`` turn that writes the transcript holds the store's per-conversation
 turn lock (``db.gateway.try_lock_turn``): a CLI, a library caller, the gateway and a

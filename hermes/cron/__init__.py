@@ -1,5 +1,5 @@
 """Scheduled jobs: their schedules, the runs every gateway claims under a lease, and the
-delivery outbox (DESIGN invariant "Scheduled work happens once")."""
+delivery outbox (docs/design.md, invariant "Scheduled work happens once")."""
 
 from hermes.cron.schedule import Schedule, ScheduleError, parse
 from hermes.cron.store import CronStore

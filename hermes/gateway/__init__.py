@@ -4,7 +4,7 @@ The runner (``runner.py``) takes messages from platform adapters (``adapters/``)
 maps each chat to a conversation through the store's routes (``routing.py``), runs one
 turn at a time per conversation on its lane (``lanes.py``) with the conversation's
 agent in a worker thread (``turns.py``), and sends the answers back split to each
-platform's limit (``split.py``). See DESIGN.md, invariants 4, 8, 11 and 13.
+platform's limit (``split.py``). See docs/design.md, invariants 4, 8, 11 and 13.
 """
 
 from hermes.gateway.errors import GatewayClosed, GatewayError, MissingExtraError, PlatformStartError

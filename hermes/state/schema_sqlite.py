@@ -260,7 +260,7 @@ MIGRATIONS = (
         12,
         "cron",
         (
-            # Scheduled jobs (DESIGN invariant "Scheduled work happens once"). A job's
+            # Scheduled jobs (docs/design.md, invariant "Scheduled work happens once"). A job's
             # ``next_run_at`` moves on by compare-and-swap as its due run is written, so
             # two gateways never both make the run of one due time.
             """CREATE TABLE cron_jobs (

@@ -1,4 +1,4 @@
-"""Undone rows, and the summaries that read them (DESIGN invariant 16).
+"""Undone rows, and the summaries that read them (docs/design.md, invariant 16).
 
 Marking rows undone (an ``/undo``, a ``/retry``, a deleted response, a turn a shutdown
 gives back) keeps them in the history and out of every later context. Rows the tip

@@ -1,4 +1,4 @@
-"""Well-formed contexts (DESIGN invariant 15): message lists a provider accepts.
+"""Well-formed contexts (docs/design.md, invariant 15): message lists a provider accepts.
 
 One set of rules, as strict as the providers, for every place that needs them: the
 agent before each model call and when it loads a conversation, the compressor when it

@@ -199,7 +199,7 @@ def _parse_arguments(
 
 def _run(tool: Tool, args: dict[str, Any], ctx: ToolContext) -> str:
     """The handler's result, with every known secret scrubbed before the model or the
-    store sees it (DESIGN invariant 13)."""
+    store sees it (docs/design.md, invariant 13)."""
     return redact(well_formed(_result(tool, args, ctx)))
 
 

@@ -1,4 +1,4 @@
-"""The operating-system sandbox every tool process runs in (DESIGN invariant 13).
+"""The operating-system sandbox every tool process runs in (docs/design.md, invariant 13).
 
 The boundary is the kernel, not a parser: a command line can always say more than a
 parser reads (``cd``, links, options, scripts, interpreters), so the terminal's commands
