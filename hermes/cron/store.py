@@ -22,14 +22,14 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from functools import partial
 from typing import Any, TypeVar
 
 from hermes.cron.schedule import Schedule, ScheduleError, parse
 from hermes.state import lease
-from hermes.state.backend import Backend, Row, Tx
-from hermes.state.errors import ReadOnlyStoreError
+from hermes.state.backend import Row, Tx
+from hermes.state.tables import Tables
 
 T = TypeVar("T")
 
@@ -54,20 +54,8 @@ def backoff(attempts: int) -> float:
     return float(min(300, 2 ** max(0, attempts - 1)))
 
 
-class CronStore:
+class CronStore(Tables):
     """The cron tables on a backend (blocking calls: use from threads)."""
-
-    def __init__(self, backend: Backend, *, read_only: bool = False) -> None:
-        self.backend = backend
-        self.read_only = read_only
-
-    def _write(self, fn: Callable[[Tx], T]) -> T:
-        if self.read_only:
-            raise ReadOnlyStoreError(self.backend.location)
-        return self.backend.transact(fn, write=True)
-
-    def _read(self, fn: Callable[[Tx], T]) -> T:
-        return self.backend.transact(fn, write=False)
 
     # -- jobs ---------------------------------------------------------------------------
 

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, TypedDict, TypeVar
 
 from hermes.state import lease
-from hermes.state.backend import Backend, Row, Tx
-from hermes.state.errors import ReadOnlyStoreError
+from hermes.state.backend import Row, Tx
+from hermes.state.tables import Tables
 
 T = TypeVar("T")
 
@@ -41,20 +41,8 @@ class RunInput(TypedDict):
     body: dict[str, Any]
 
 
-class RunStore:
+class RunStore(Tables):
     """The runs tables on a SessionDB's backend (blocking calls: use from threads)."""
-
-    def __init__(self, backend: Backend, *, read_only: bool = False) -> None:
-        self.backend = backend
-        self.read_only = read_only
-
-    def _write(self, fn: Callable[[Tx], T]) -> T:
-        if self.read_only:
-            raise ReadOnlyStoreError(self.backend.location)
-        return self.backend.transact(fn, write=True)
-
-    def _read(self, fn: Callable[[Tx], T]) -> T:
-        return self.backend.transact(fn, write=False)
 
     # -- runs ---------------------------------------------------------------------------
 

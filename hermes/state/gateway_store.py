@@ -15,8 +15,9 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, TypedDict, TypeVar
 
 from hermes.state import cut_turns, gateway_queue, routes
-from hermes.state.backend import Backend, Row, Tx
+from hermes.state.backend import Row
 from hermes.state.errors import ReadOnlyStoreError
+from hermes.state.tables import Tables
 
 T = TypeVar("T")
 
@@ -37,20 +38,8 @@ class QueuedInput(TypedDict):
     owner: str | None  # the gateway that answers it; None: released, anyone may
 
 
-class GatewayStore:
+class GatewayStore(Tables):
     """Routes, the gateway queue, heartbeats and turn locks, on a SessionDB's backend."""
-
-    def __init__(self, backend: Backend, *, read_only: bool) -> None:
-        self.backend = backend
-        self.read_only = read_only
-
-    def _write(self, fn: Callable[[Tx], T]) -> T:
-        if self.read_only:
-            raise ReadOnlyStoreError(self.backend.location)
-        return self.backend.transact(fn, write=True)
-
-    def _read(self, fn: Callable[[Tx], T]) -> T:
-        return self.backend.transact(fn, write=False)
 
     # -- turn locks (see ``turn_locks``) -------------------------------------------
 
