@@ -6,9 +6,11 @@ text, stable for tools. rich is imported only when a terminal will show its tabl
 
 from __future__ import annotations
 
+import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import click
 
@@ -30,6 +32,24 @@ def echo_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> None
     for row in rows:
         shown.add_row(*("" if cell is None else str(cell) for cell in row))
     Console(highlight=False).print(shown)
+
+
+def echo_listing(
+    items: Sequence[Any],
+    *,
+    as_json: bool,
+    empty: str,
+    headers: Sequence[str],
+    row: Callable[[Any], Sequence[object]],
+) -> None:
+    """A listing command's output: the items as JSON, one sentence when there are
+    none, or a table of ``row(item)`` under ``headers``."""
+    if as_json:
+        click.echo(json.dumps(list(items), indent=2, ensure_ascii=False))
+    elif not items:
+        click.echo(empty)
+    else:
+        echo_table(headers, [row(item) for item in items])
 
 
 def _colour_terminal() -> bool:

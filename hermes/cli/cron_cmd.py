@@ -7,7 +7,6 @@ due time once), and ``run`` asks the next gateway tick for a run now.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -16,7 +15,7 @@ from typing import Any
 import click
 
 from hermes.cli._store import opened_store
-from hermes.cli._table import echo_table
+from hermes.cli._table import echo_listing
 from hermes.config import load_config
 from hermes.cron import CronStore, check_target, parse
 from hermes.errors import HermesError
@@ -41,6 +40,14 @@ def _find(store: CronStore, ref: str) -> dict[str, Any]:
     return job
 
 
+def _change(ref: str, **fields: Any) -> dict[str, Any]:
+    """Update the job ``ref`` names and return it as it now is."""
+    with _jobs() as store:
+        job = store.update_job(_find(store, ref)["id"], **fields)
+    assert job is not None  # it was just found, in the same store
+    return job
+
+
 def _when(stamp: float | None) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(stamp)) if stamp else "-"
 
@@ -62,16 +69,13 @@ def list_cmd(show_all: bool, as_json: bool) -> None:
     if not _no_store_yet():
         with _jobs(read_only=True) as store:
             jobs = store.jobs(include_disabled=show_all)
-    if as_json:
-        click.echo(json.dumps(jobs, indent=2))
-        return
-    if not jobs:
-        click.echo("No scheduled jobs. Add one with `hermes cron create`.")
-        return
-    echo_table(
-        ["id", "name", "schedule", "state", "next run", "deliver"],
-        [[j["id"], j["name"], j["schedule"], j["state"], _when(j["next_run_at"]), j["deliver"]]
-         for j in jobs],
+    echo_listing(
+        jobs,
+        as_json=as_json,
+        empty="No scheduled jobs. Add one with `hermes cron create`.",
+        headers=["id", "name", "schedule", "state", "next run", "deliver"],
+        row=lambda j: [j["id"], j["name"], j["schedule"], j["state"], _when(j["next_run_at"]),
+                       j["deliver"]],
     )  # fmt: skip
 
 
@@ -137,9 +141,7 @@ def edit(job_ref: str, schedule: str | None, prompt: str | None, name: str | Non
         raise HermesError(
             "Nothing to change: give --schedule, --prompt, --name, --deliver or --model."
         )
-    with _jobs() as store:
-        job = store.update_job(_find(store, job_ref)["id"], **fields)
-    assert job is not None
+    job = _change(job_ref, **fields)
     click.echo(f"Updated job {job['id']} ({job['name']}); next run {_when(job['next_run_at'])}.")
 
 
@@ -147,9 +149,7 @@ def edit(job_ref: str, schedule: str | None, prompt: str | None, name: str | Non
 @click.argument("job_ref")
 def pause(job_ref: str) -> None:
     """Pause a job: it does not run until resumed."""
-    with _jobs() as store:
-        job = store.update_job(_find(store, job_ref)["id"], enabled=0, next_run_at=None)
-    assert job is not None
+    job = _change(job_ref, enabled=0, next_run_at=None)
     click.echo(f"Paused job {job['id']} ({job['name']}).")
 
 
@@ -157,9 +157,7 @@ def pause(job_ref: str) -> None:
 @click.argument("job_ref")
 def resume(job_ref: str) -> None:
     """Resume a paused job from its next due time."""
-    with _jobs() as store:
-        job = store.update_job(_find(store, job_ref)["id"], enabled=1)
-    assert job is not None
+    job = _change(job_ref, enabled=1)
     click.echo(f"Resumed job {job['id']} ({job['name']}); next run {_when(job['next_run_at'])}.")
 
 
@@ -183,16 +181,14 @@ def runs(job_ref: str | None, limit: int, as_json: bool) -> None:
     with _jobs(read_only=True) as store:
         job_id = _find(store, job_ref)["id"] if job_ref else None
         rows = store.runs(job_id, limit)
-    if as_json:
-        click.echo(json.dumps(rows, indent=2))
-        return
-    if not rows:
-        click.echo("No runs yet.")
-        return
-    echo_table(
-        ["run", "job", "due", "status", "session", "delivery"],
-        [[r["id"][:12], r["job_id"], _when(r["due_at"]), r["error"] and f"{r['status']}: {r['error']}" or r["status"],
-          r["session_id"] or "-", _delivery(r)] for r in rows],
+    echo_listing(
+        rows,
+        as_json=as_json,
+        empty="No runs yet.",
+        headers=["run", "job", "due", "status", "session", "delivery"],
+        row=lambda r: [r["id"][:12], r["job_id"], _when(r["due_at"]),
+                       r["error"] and f"{r['status']}: {r['error']}" or r["status"],
+                       r["session_id"] or "-", _delivery(r)],
     )  # fmt: skip
 
 

@@ -20,7 +20,7 @@ import click
 
 from hermes.cli._ask import Duration, confirm_or_refuse, describe_duration
 from hermes.cli._store import opened_store, rename_conversation, resolve_conversation
-from hermes.cli._table import echo_table
+from hermes.cli._table import echo_listing, echo_table
 from hermes.config import load_config, register_secrets
 from hermes.errors import HermesError
 from hermes.secrets import redact
@@ -230,18 +230,14 @@ def search_cmd(query: tuple[str, ...], limit: int, source: str | None, as_json: 
             titles = _titles(db, {h["conversation_id"] for h in hits})
     for hit in hits:
         hit["title"] = titles.get(hit["conversation_id"])
-    if as_json:
-        click.echo(json.dumps(hits, indent=2, ensure_ascii=False))
-        return
-    if not hits:
-        click.echo(f"No messages match '{text}'.")
-        return
-    body = [
-        (h["conversation_id"], one_line(h["title"] or "(untitled)", 24), when(h["created_at"]),
-         h["role"], one_line(h["snippet"], 80))
-        for h in hits
-    ]  # fmt: skip
-    echo_table(("CONVERSATION", "TITLE", "WHEN", "ROLE", "MATCH"), body)
+    echo_listing(
+        hits,
+        as_json=as_json,
+        empty=f"No messages match '{text}'.",
+        headers=("CONVERSATION", "TITLE", "WHEN", "ROLE", "MATCH"),
+        row=lambda h: (h["conversation_id"], one_line(h["title"] or "(untitled)", 24),
+                       when(h["created_at"]), h["role"], one_line(h["snippet"], 80)),
+    )  # fmt: skip
 
 
 def _titles(db: SessionDB, conversation_ids: set[str]) -> dict[str, str | None]:

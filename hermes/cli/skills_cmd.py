@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
 import click
 
-from hermes.cli._table import echo_table
+from hermes.cli._table import echo_listing
 from hermes.config import ensure_home, hermes_home, load_config
 from hermes.tools.skills import (
     INDEX,
@@ -43,17 +42,14 @@ def skills(ctx: click.Context) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print Hermes Agent's JSON listing.")
 def list_skills(as_json: bool) -> None:
     """The skills the agent sees here: name, category, description."""
-    found = _scan().skills
-    if as_json:
-        click.echo(json.dumps([s.as_listing() for s in found], indent=2, ensure_ascii=False))
-        return
-    if not found:
-        click.echo(
-            f"No skills yet. Add one with `hermes skills install PATH` or in {home_skills_dir(hermes_home())}."
-        )
-        return
-    echo_table(["name", "category", "description"],
-               [(s.name, s.category or "", s.description) for s in found])  # fmt: skip
+    echo_listing(
+        [s.as_listing() for s in _scan().skills],
+        as_json=as_json,
+        empty="No skills yet. Add one with `hermes skills install PATH` or in "
+        f"{home_skills_dir(hermes_home())}.",
+        headers=["name", "category", "description"],
+        row=lambda s: (s["name"], s.get("category") or "", s["description"]),
+    )
 
 
 @skills.command("show")

@@ -21,6 +21,7 @@ from hermes.state import SessionDB as StoreSessionDB
 from hermes.state import lease, segments
 from hermes.state.backend import Row, Tx
 from hermes.state.errors import SessionNotFoundError, StateError
+from hermes.state.usage import TokenUsage
 
 # create_session keywords of Hermes Agent that hermes has no column for (accepted, not kept).
 _UNKEPT_SESSION_FIELDS = frozenset(
@@ -132,12 +133,15 @@ class SessionDB(StoreSessionDB):
         totals), with 0.19's meanings: see ``hermes.compat.usage``."""
         self.ensure_session(session_id, "unknown", model=model)
         update = usage.TokenUpdate(
-            input_tokens=input_tokens,
-            output_tokens=output_tokens,
-            cache_read_tokens=cache_read_tokens,
-            cache_write_tokens=cache_write_tokens,
-            reasoning_tokens=reasoning_tokens,
-            api_call_count=api_call_count,
+            TokenUsage(
+                input_tokens=input_tokens,
+                output_tokens=output_tokens,
+                cache_read_tokens=cache_read_tokens,
+                cache_write_tokens=cache_write_tokens,
+                reasoning_tokens=reasoning_tokens,
+                api_calls=api_call_count,
+                model=model,
+            ),
             estimated_cost_usd=estimated_cost_usd,
             actual_cost_usd=actual_cost_usd,
             cost_status=cost_status,
@@ -146,7 +150,6 @@ class SessionDB(StoreSessionDB):
             billing_provider=billing_provider,
             billing_base_url=billing_base_url,
             billing_mode=billing_mode,
-            model=model,
         )
         self._write(lambda tx: usage.apply(tx, session_id, update, absolute=absolute))
 

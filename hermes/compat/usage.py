@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hermes.state.backend import Tx
+from hermes.state.usage import TokenUsage, figures
 
 _COUNTERS = (
     "input_tokens",
@@ -28,14 +29,10 @@ _ROUTE = ("billing_provider", "billing_base_url", "billing_mode")
 
 @dataclass(frozen=True)
 class TokenUpdate:
-    """One ``update_token_counts`` call's figures, by 0.19's keyword names."""
+    """One ``update_token_counts`` call: hermes's own figures of the call, plus the
+    cost and billing-route fields only 0.19's callers report."""
 
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_read_tokens: int = 0
-    cache_write_tokens: int = 0
-    reasoning_tokens: int = 0
-    api_call_count: int = 0
+    usage: TokenUsage
     estimated_cost_usd: float | None = None
     actual_cost_usd: float | None = None
     cost_status: str | None = None
@@ -44,10 +41,14 @@ class TokenUpdate:
     billing_provider: str | None = None
     billing_base_url: str | None = None
     billing_mode: str | None = None
-    model: str | None = None
+
+    @property
+    def model(self) -> str | None:
+        return self.usage.model
 
     def counters(self) -> tuple[int, ...]:
-        return tuple(int(getattr(self, name) or 0) for name in _COUNTERS)
+        """The figures in the order of ``_COUNTERS`` (0.19's column names)."""
+        return figures(self.usage)
 
     @property
     def accounted(self) -> bool:

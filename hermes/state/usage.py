@@ -19,7 +19,7 @@ from typing import Any
 
 from hermes.state.backend import Tx
 
-__all__ = ["TokenUsage", "backfill_tool_call_counts", "record", "tool_calls_in"]
+__all__ = ["TokenUsage", "backfill_tool_call_counts", "figures", "record", "tool_calls_in"]
 
 
 @dataclass(frozen=True)
@@ -73,7 +73,7 @@ class TokenUsage:
 def record(tx: Tx, session_id: str, usage: TokenUsage, now: float) -> None:
     """Add ``usage`` to the segment and to its per-model row, in the caller's transaction."""
     cost = ""
-    params: tuple[Any, ...] = _figures(usage)
+    params: tuple[Any, ...] = figures(usage)
     if usage.cost_usd is not None:
         cost = (
             ", actual_cost_usd = COALESCE(actual_cost_usd, 0) + ?,"
@@ -109,7 +109,7 @@ def record(tx: Tx, session_id: str, usage: TokenUsage, now: float) -> None:
         (
             session_id,
             model or "unknown",
-            *_figures(usage),
+            *figures(usage),
             usage.cost_usd or 0.0,
             now,
             now,
@@ -117,7 +117,8 @@ def record(tx: Tx, session_id: str, usage: TokenUsage, now: float) -> None:
     )
 
 
-def _figures(usage: TokenUsage) -> tuple[int, ...]:
+def figures(usage: TokenUsage) -> tuple[int, ...]:
+    """The counters in the order of the ``sessions`` columns, ``input_tokens`` first."""
     return (
         int(usage.input_tokens or 0),
         int(usage.output_tokens or 0),
