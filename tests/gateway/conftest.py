@@ -10,6 +10,7 @@ import pytest
 
 from tests.gateway.harness import MODEL_KEY, GatewayThread, write_config
 from tests.gateway.processes import Gateway
+from tests.state.helpers import StoreSpec
 
 
 @pytest.fixture
@@ -38,6 +39,18 @@ def client(gateway: GatewayThread):
         base_url=gateway.url, api_key=gateway.api_key, max_retries=0, timeout=30
     ) as api:
         yield api
+
+
+@pytest.fixture
+def gateways_store(
+    store: StoreSpec, hermes_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> StoreSpec:
+    """The store subprocess gateways use: their own default, HERMES_HOME/state.db, or
+    the test's PostgreSQL schema (through the environment their config reads)."""
+    if store.kind == "postgres":
+        monkeypatch.setenv("HERMES_STATE_URL", str(store.url))
+        return store
+    return StoreSpec("sqlite", path=str(hermes_home / "state.db"))
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ Idempotency-Key still names it; a second gateway serves a run the first one runs
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,15 +18,11 @@ from tests.state.helpers import StoreSpec
 
 @pytest.fixture
 def shared_store(
-    store: StoreSpec, hermes_home: Path, fake_llm, model_key: str, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[StoreSpec]:
-    """The gateways' store: HERMES_HOME/state.db, or the test's PostgreSQL schema."""
+    gateways_store: StoreSpec, hermes_home: Path, fake_llm, model_key: str
+) -> StoreSpec:
+    """The gateways' store, and their config."""
     write_config(hermes_home, fake_llm.url)
-    if store.kind == "postgres":
-        monkeypatch.setenv("HERMES_STATE_URL", str(store.url))
-        yield store
-    else:
-        yield StoreSpec("sqlite", path=str(hermes_home / "state.db"))
+    return gateways_store
 
 
 def _serve(run_gateway, *options: str) -> tuple[Gateway, str]:

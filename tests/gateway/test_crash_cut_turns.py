@@ -61,10 +61,9 @@ def answers(db, session: str) -> list[str]:
 @pytest.mark.parametrize("resume", [True, False], ids=["answered", "told"])
 def test_a_turn_cut_off_by_sigkill_is_answered_once_or_told_and_its_tool_ends(
     resume: bool,
-    store: StoreSpec,
+    gateways_store: StoreSpec,
     hermes_home: Path,
     fake_llm: fake.FakeLLMServer,
-    monkeypatch: pytest.MonkeyPatch,
     run_gateway,
 ) -> None:
     seconds = f"{300 + random.random():.6f}"
@@ -76,10 +75,7 @@ def test_a_turn_cut_off_by_sigkill_is_answered_once_or_told_and_its_tool_ends(
         gateway={"resume_interrupted": resume},
         terminal={"sandbox": "off"},
     )
-    if store.kind == "postgres":
-        monkeypatch.setenv("HERMES_STATE_URL", store.url)  # read by the gateways' config
-    else:
-        store = StoreSpec("sqlite", path=str(hermes_home / "state.db"))  # the gateway's own
+    store = gateways_store
     fake_llm.strict_context = True
 
     def model(body: dict) -> fake.Reply:

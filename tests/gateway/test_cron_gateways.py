@@ -30,13 +30,12 @@ def telegram() -> Iterator[FakeTelegram]:
 
 @pytest.fixture
 def shared_store(
-    store: StoreSpec,
+    gateways_store: StoreSpec,
     hermes_home: Path,
     fake_llm,
     model_key: str,
     telegram: FakeTelegram,
-    monkeypatch: pytest.MonkeyPatch,
-) -> Iterator[StoreSpec]:
+) -> StoreSpec:
     """The gateways' store (HERMES_HOME/state.db, or the test's PostgreSQL schema) and a
     config whose gateways poll the fake Telegram and tick every 0.2 s."""
     platforms = {
@@ -50,11 +49,7 @@ def shared_store(
     write_config(
         hermes_home, fake_llm.url, gateway={"platforms": platforms}, cron={"tick_seconds": 0.2}
     )
-    if store.kind == "postgres":
-        monkeypatch.setenv("HERMES_STATE_URL", str(store.url))
-        yield store
-    else:
-        yield StoreSpec("sqlite", path=str(hermes_home / "state.db"))
+    return gateways_store
 
 
 def _serve(run_gateway) -> Gateway:

@@ -37,19 +37,15 @@ def _count(store: StoreSpec, sql: str, *params: object) -> tuple:
 
 @pytest.mark.parametrize("store", ["sqlite", "postgres"], indirect=True)
 def test_an_inline_image_is_stored_once_across_two_compressions(
-    store: StoreSpec,
+    gateways_store: StoreSpec,
     hermes_home: Path,
     fake_llm,
     model_key: str,
-    monkeypatch: pytest.MonkeyPatch,
     run_gateway,
 ) -> None:
     write_config(hermes_home, fake_llm.url, model={"context_length": 8000})
     fake_llm.responder = lambda body: text(SUMMARY) if is_summary_request(body) else None
-    if store.kind == "postgres":
-        monkeypatch.setenv("HERMES_STATE_URL", store.url)
-    else:  # the gateway's own default, $HERMES_HOME/state.db
-        store = StoreSpec("sqlite", path=str(hermes_home / "state.db"))
+    store = gateways_store
     port = free_port()
     url = run_gateway("--api-server", f"127.0.0.1:{port}").wait_ready(port)
     db = store.open()

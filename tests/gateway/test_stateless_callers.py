@@ -36,18 +36,14 @@ def say(api: openai.OpenAI, history: list[dict[str, str]], words: str, key: str 
 
 @pytest.mark.parametrize("store", ["sqlite", "postgres"], indirect=True)
 def test_the_same_history_from_two_session_keys_makes_two_conversations(
-    store: StoreSpec,
+    gateways_store: StoreSpec,
     hermes_home: Path,
     fake_llm,
     model_key: str,
-    monkeypatch: pytest.MonkeyPatch,
     run_gateway,
 ) -> None:
     write_config(hermes_home, fake_llm.url)
-    if store.kind == "postgres":
-        monkeypatch.setenv("HERMES_STATE_URL", store.url)
-    else:  # the gateway's own default, $HERMES_HOME/state.db
-        store = StoreSpec("sqlite", path=str(hermes_home / "state.db"))
+    store = gateways_store
     port = free_port()
     url = run_gateway("--api-server", f"127.0.0.1:{port}").wait_ready(port)
     alice: list[dict[str, str]] = []

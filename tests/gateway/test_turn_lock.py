@@ -24,19 +24,10 @@ ROUNDS = 3
 
 
 @pytest.fixture
-def shared(
-    store: StoreSpec,
-    hermes_home: Path,
-    fake_llm,
-    model_key: str,
-    monkeypatch: pytest.MonkeyPatch,
-) -> StoreSpec:
-    """The store both gateways use: HERMES_HOME's state.db, or the test's PG schema."""
+def shared(gateways_store: StoreSpec, hermes_home: Path, fake_llm, model_key: str) -> StoreSpec:
+    """The store both gateways use, and their config."""
     write_config(hermes_home, fake_llm.url)
-    if store.kind == "postgres":
-        monkeypatch.setenv("HERMES_STATE_URL", store.url)  # read by the gateways' config
-        return store
-    return StoreSpec("sqlite", path=str(hermes_home / "state.db"))
+    return gateways_store
 
 
 class Calls:

@@ -36,19 +36,11 @@ TURNS = 4
 
 @pytest.fixture
 def workers_store(
-    store: StoreSpec,
-    hermes_home: Path,
-    fake_llm,
-    model_key: str,
-    monkeypatch: pytest.MonkeyPatch,
-) -> Iterator[StoreSpec]:
-    """The gateway's store: HERMES_HOME/state.db, or the test's PostgreSQL schema."""
+    gateways_store: StoreSpec, hermes_home: Path, fake_llm, model_key: str
+) -> StoreSpec:
+    """The gateway's store, and its config."""
     write_config(hermes_home, fake_llm.url)
-    if store.kind == "postgres":
-        monkeypatch.setenv("HERMES_STATE_URL", str(store.url))  # read by the gateways
-        yield store
-    else:
-        yield StoreSpec("sqlite", path=str(hermes_home / "state.db"))
+    return gateways_store
 
 
 @pytest.fixture
