@@ -90,7 +90,10 @@ class Review(threading.Thread):
             result = self.review()
         finally:
             with _running_lock:
-                _running.get(self.conversation_id, set()).discard(self)
+                running = _running.get(self.conversation_id, set())
+                running.discard(self)
+                if not running:
+                    _running.pop(self.conversation_id, None)
         if result.error:
             log.warning("background review failed: %s", result.error)
         elif result.withdrawn:
