@@ -54,7 +54,8 @@ def test_short_soak_finds_no_violation_and_really_injected_faults(
     assert int(got["cron_runs"]) > 0 and int(got["cron_delivered"]) > 0, report
     assert got["cron_undelivered_sent"] == "0", report
     names = ("lost", "duplicated", "forks", "bad_tips", "orphan_writes", "invalid_contexts",
-             "undone_resent", "unanswered", "doubled", "orphan_tools")  # fmt: skip
+             "undone_resent", "unchecked_reviews", "unanswered", "doubled",
+             "orphan_tools")  # fmt: skip
     for name in names:
         assert got[name] == "0", f"{name}={got[name]}\n{report}"
     assert got["violations"] == "0", report

@@ -5,8 +5,13 @@ user row stored twice in its conversation. Forks: a parent with more than one co
 child. Bad tips: a conversation without exactly one live segment. Orphan writes:
 non-compacted rows in a segment ended by compression with an id above its child's first
 row. Coverage: ``SessionDB.coverage_violations()`` (invariant 14) where the store has it.
-Undone resent: a model request (not a background review's) received after an undo was
-acknowledged that still carries one of its turns (invariant 16). Gateway turns: in the
+Undone resent: a model request received after an undo was acknowledged that still
+carries one of its turns (invariant 16). A background review's request is judged by the
+moment its check of the store began (the worker's ``review`` line), not by when it
+arrived: a request that had left, or was leaving, when the undo committed cannot be
+called back (``reviews_in_flight`` counts those, not a violation); the acknowledgement
+stands for the undo's commit, a moment later. ``unchecked_reviews``: review requests the
+model received beyond the checks logged, each one a request sent without a check. Gateway turns: in the
 gateways' conversations, every standing question has exactly one answer (an answer, or
 the sentence saying it was interrupted) after the last gateway start; ``unanswered`` and
 ``doubled`` count the others (invariant 16). Orphan tools are counted by the runner.
@@ -27,6 +32,7 @@ class Acks:
     errors: int = 0
     undos: list[tuple[float, frozenset[str]]] = field(default_factory=list)
     refused_undos: int = 0
+    reviews: list[tuple[float, frozenset[str]]] = field(default_factory=list)  # checks
     asked: int = 0
     answered: int = 0
     deliveries: dict[str, int] = field(default_factory=dict)  # run id -> times delivered
@@ -46,6 +52,9 @@ def read_acks(logs: Path) -> Acks:
             elif kind == "undo":
                 when, *tags = rest.split()
                 acks.undos.append((float(when), frozenset(tags)))
+            elif kind == "review":
+                when, *tags = rest.split()
+                acks.reviews.append((float(when), frozenset(tags)))
             elif kind == "refused":
                 acks.refused_undos += 1
             elif kind in ("asked", "answered"):
@@ -58,7 +67,8 @@ def read_acks(logs: Path) -> Acks:
 def undone_resent(
     undos: list[tuple[float, frozenset[str]]], seen: list[tuple[float, frozenset[str]]]
 ) -> int:
-    """Requests received after an undo was acknowledged that carry one of its turns."""
+    """Requests (or review checks) after an undo was acknowledged that carry one of
+    its turns."""
     return sum(1 for at, tags in seen if any(at > when and tags & undone for when, undone in undos))
 
 
@@ -112,9 +122,11 @@ def check(
     logs: Path,
     seen: list[tuple[float, frozenset[str]]] | None = None,
     gateways: list[str] | None = None,
+    reviews: list[tuple[float, frozenset[str]]] | None = None,
 ) -> dict[str, object]:
     """Every figure of the final line except the fault counts, invalid contexts and
-    orphaned tools; ``seen`` is the model's (time, turn tags) per request."""
+    orphaned tools; ``seen`` is the model's (time, turn tags) per request, ``reviews``
+    the same for the agent workers' review requests."""
     acks = read_acks(logs)
     unanswered, doubled = gateway_turns(location, gateways or [])
     stored = {uid for (uid,) in query(location, "SELECT message_uid FROM messages")}
@@ -132,7 +144,10 @@ def check(
         "orphan_writes": query(location, _ORPHANS)[0][0],
         "undos": len(acks.undos),
         "undos_refused": acks.refused_undos,
-        "undone_resent": undone_resent(acks.undos, seen or []),
+        "undone_resent": undone_resent(acks.undos, [*(seen or []), *acks.reviews]),
+        "review_requests": len(reviews or []),
+        "reviews_in_flight": undone_resent(acks.undos, reviews or []),
+        "unchecked_reviews": max(0, len(reviews or []) - len(acks.reviews)),
         "gateway_asked": acks.asked,
         "gateway_answered": acks.answered,
         "unanswered": unanswered,
@@ -164,7 +179,8 @@ def violations(figures: dict[str, object], invalid_contexts: int, orphan_tools: 
         int(figures["lost"]) + int(figures["duplicated"]) + int(figures["forks"])
         + int(figures["bad_tips"]) + int(figures["orphan_writes"])
         + (len(coverage) if isinstance(coverage, list) else 0) + invalid_contexts
-        + int(figures["undone_resent"]) + int(figures["unanswered"]) + int(figures["doubled"])
+        + int(figures["undone_resent"]) + int(figures["unchecked_reviews"])
+        + int(figures["unanswered"]) + int(figures["doubled"])
         + orphan_tools
         + int(figures["cron_undelivered_sent"])
     )  # fmt: skip

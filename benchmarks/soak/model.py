@@ -5,7 +5,9 @@ Turns get a short text answer or, now and then, a terminal tool call (``sleep`` 
 ``gw``) sometimes gets a ``sleep 600.<n>`` instead, a tool only a crash ends (the killer
 SIGKILLs its gateway, whose next start must end it and answer the turn). Every request
 is remembered by the turn tags it carries (``seen``), so the checker can tell whether an
-undone turn reached the model again; summary requests (the compressor's system
+undone turn reached the model again; a background review's request of an agent worker's
+conversation is remembered apart (``reviews``: it may have left before an undo, see the
+checker); summary requests (the compressor's system
 prompt) get a summary, except inside a fault window, where they get HTTP 500 or hang
 past the agent's request timeout. The server is strict: a message list a provider would
 refuse is answered 400 and counted.
@@ -28,6 +30,7 @@ PADDING = "The quick brown fox considers the lazy dog at some length. " * 3
 LONG_TOOL = "sleep 600."  # the prefix of a gateway tool command only a crash ends
 TAG = re.compile(r"\b(?:user|gw) ([0-9a-f]{8}-\d+)\.")
 REVIEW_MARKER = "[Background review]"
+AGENT_TURN = re.compile(r"\buser [0-9a-f]{8}-\d+\.")  # an agent worker's message
 
 
 def is_summary_request(body: dict[str, Any]) -> bool:
@@ -48,8 +51,9 @@ class SoakModel:
         self.counts = {"turns": 0, "tool_calls": 0, "summaries": 0, "summary_faults": 0,
                        "long_tools": 0}  # fmt: skip
         # (time received, the turn tags in the body) of every request but the background
-        # review's (a read-only fork of a turn that may be undone after it started).
+        # review's, and of the reviews of agent workers' conversations.
         self.seen: list[tuple[float, frozenset[str]]] = []
+        self.reviews: list[tuple[float, frozenset[str]]] = []
 
     def _count(self, name: str) -> None:
         with self.lock:
@@ -79,11 +83,12 @@ class SoakModel:
 
     def _remember(self, body: dict[str, Any]) -> None:
         text = json.dumps(body.get("messages") or [])
-        if REVIEW_MARKER in text:
-            return
+        review = REVIEW_MARKER in text
+        if review and not AGENT_TURN.search(text):
+            return  # a gateway's or a cron run's review: their workers log no checks
         tags = frozenset(TAG.findall(text))
         with self.lock:
-            self.seen.append((time.time(), tags))
+            (self.reviews if review else self.seen).append((time.time(), tags))
 
     def _summary(self) -> fake.Reply:
         mode = self.mode

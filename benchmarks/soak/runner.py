@@ -220,7 +220,7 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
         for proc in orphans:  # counted, then cleaned up
             proc.kill()
         stats = server.stats()
-        figures = checker.check(location, fleet.logs, model.seen, gateways)
+        figures = checker.check(location, fleet.logs, model.seen, gateways, model.reviews)
     invalid = int(stats["invalid_contexts"])
     total = checker.violations(figures, invalid, len(orphans))
     print(_figures_line(args, killer, model, locker, figures, invalid, total, len(orphans)),
@@ -257,7 +257,9 @@ def _figures_line(
         f" bad_tips={figures['bad_tips']} orphan_writes={figures['orphan_writes']}"
         f" coverage={covered} invalid_contexts={invalid}"
         f" undos={figures['undos']} undos_refused={figures['undos_refused']}"
-        f" undone_resent={figures['undone_resent']} gateway_asked={figures['gateway_asked']}"
+        f" undone_resent={figures['undone_resent']} review_requests={figures['review_requests']}"
+        f" reviews_in_flight={figures['reviews_in_flight']}"
+        f" unchecked_reviews={figures['unchecked_reviews']} gateway_asked={figures['gateway_asked']}"
         f" gateway_answered={figures['gateway_answered']} long_tools={model.counts['long_tools']}"
         f" unanswered={figures['unanswered']} doubled={figures['doubled']}"
         f" orphan_tools={orphans}"

@@ -7,7 +7,9 @@ Each acknowledged write is logged to ``DIR/<role>-<pid>.log`` (flushed and fsync
 the call returned): ``turn <uid> <text>`` for a user message whose ``run_conversation``
 returned, ``append <uid>`` for an append the store acknowledged, ``undo <epoch> <tags>``
 for turns an agent undid (none of them may reach the model after that moment), ``refused
-<reason>`` for an undo refused because its summary could not be made again. An agent
+<reason>`` for an undo refused because its summary could not be made again, ``review
+<epoch> <tags>`` for a background review's request about to go out: the moment its check
+of the store began, and the turns it carries. An agent
 writes ``DIR/status-<pid>`` = ``tool`` while a tool runs, so the killer can aim.
 
 A ``gateway`` runs a real ``GatewayRunner`` (the HTTP API on a free port) and asks it,
@@ -24,6 +26,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -45,11 +48,13 @@ class AckLog:
 
     def __init__(self, path: Path) -> None:
         self.file: TextIO = path.open("a", encoding="utf-8")
+        self.lock = threading.Lock()  # the review writes from its own thread
 
     def write(self, line: str) -> None:
-        self.file.write(line + "\n")
-        self.file.flush()
-        os.fsync(self.file.fileno())
+        with self.lock:
+            self.file.write(line + "\n")
+            self.file.flush()
+            os.fsync(self.file.fileno())
 
 
 def _set_status(logs: Path, value: str) -> None:
@@ -66,6 +71,11 @@ def run_agent(args: argparse.Namespace, db: SessionDB, log: AckLog) -> None:
     def on_event(kind: str, data: dict[str, Any]) -> None:
         if kind in ("tool_start", "tool_end"):
             _set_status(logs, "tool" if kind == "tool_start" else "idle")
+        elif kind == "review_request":  # logged (on disk) before the request goes out
+            tags = sorted(
+                {t for m in data["messages"] for t in TAG.findall(f"{m.get('content')}.")}
+            )
+            log.write(f"review {data['checked_at']} {' '.join(tags)}")
 
     agent = AIAgent(
         api_key="k", base_url=args.base_url, model="fake-model", quiet_mode=True,

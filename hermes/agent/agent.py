@@ -15,7 +15,7 @@ from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hermes.agent import compression, recontext, transcript
+from hermes.agent import compression, recontext, review, transcript
 from hermes.agent.context_compressor import NOTHING_TO_COMPRESS, ContextCompressor
 from hermes.agent.errors import AgentError
 from hermes.agent.llm_client import ModelClient
@@ -318,6 +318,7 @@ class AIAgent:
             return []
         undone = rows[starts[-min(turns, len(starts))] :]
         ids = [r["id"] for r in undone]
+        review.withdraw(self.conversation_id)  # a running review may hold these rows
         if db.undo_reaches_summary(tip, ids):
             recontext.rebuild(self, undo_ids=ids)
         else:

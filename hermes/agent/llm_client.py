@@ -156,6 +156,10 @@ class ModelClient:
         # attempts, so a surface can say the endpoint is not answering (the agent
         # room itself prints nothing).
         self.on_retry: Callable[[int, int, float, str], None] | None = None
+        # guard(stage): called with "send" just before each request goes out and with
+        # "answer" when its answer came, before the caller acts on it; raising stops the
+        # call (the background review so drops a context the user took back meanwhile).
+        self.guard: Callable[[str], None] | None = None
 
     def __repr__(self) -> str:
         return f"ModelClient(base_url={self.base_url!r}, model={self.model!r})"
@@ -270,8 +274,10 @@ class ModelClient:
         attempts = self.max_retries + 1
         for number in range(1, attempts + 1):
             self._raise_if_interrupted()
+            if self.guard is not None:
+                self.guard("send")
             try:
-                return attempt()
+                answer = attempt()
             except (openai.OpenAIError, _MalformedResponse) as exc:
                 self._raise_if_interrupted(exc)
                 if not _is_retryable(exc, openai):
@@ -293,6 +299,10 @@ class ModelClient:
                 if self.on_retry is not None:
                     self.on_retry(number, self.max_retries, delay, _describe(exc))
                 self._pause(delay)
+                continue
+            if self.guard is not None:
+                self.guard("answer")
+            return answer
         raise AssertionError("unreachable: the last attempt returns or raises")
 
     def _backoff(self, number: int, exc: BaseException) -> float:

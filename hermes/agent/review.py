@@ -7,12 +7,23 @@ durable facts with the ``memory`` tool. Invariant 8: the fork never writes the
 transcript, never compresses or rotates, never moves a gateway route and never closes
 its parent's resources; its only tool is ``memory``. It is bounded in iterations and
 time, and a failure only logs.
+
+The user may take part of the snapshot back (``/undo``, ``/retry``, a regenerated or
+deleted response) while the review runs (invariant 16). So just before each request goes
+out, and again when its answer comes (before the answer's tools act), the fork asks the
+store whether a message of its snapshot is now marked undone; if one is, the review is
+withdrawn: nothing more is sent or saved. An undo in this process also withdraws the
+conversation's running reviews at once (``withdraw``), which aborts a request in flight.
+What no check can do is call back a request that had left, or was leaving (between the
+store's answer and its bytes on the wire), when the undo committed: the promise is that
+no request whose check began after the undo committed carries what it took back.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -41,6 +52,11 @@ class ReviewResult:
     saved: int = 0
     summary: str = ""
     error: str | None = None
+    withdrawn: bool = False  # part of its snapshot was taken back: it stopped
+
+
+class Withdrawn(Exception):
+    """Part of the review's snapshot was taken back; it sends nothing more."""
 
 
 def due(agent: AIAgent) -> bool:
@@ -54,22 +70,77 @@ def due(agent: AIAgent) -> bool:
     )
 
 
-def spawn(agent: AIAgent, messages: list[dict[str, Any]]) -> threading.Thread:
+class Review(threading.Thread):
+    """One background review: its snapshot, the fork that reads it, and the check
+    that withdraws it once the user takes part of the snapshot back."""
+
+    def __init__(self, agent: AIAgent, messages: list[dict[str, Any]]) -> None:
+        super().__init__(name="background-review", daemon=True)
+        self.agent = agent
+        self.conversation_id = agent.conversation_id
+        self.messages = messages
+        self.uids = [str(m["message_uid"]) for m in messages if m.get("message_uid")]
+        self.withdrawn = threading.Event()
+        self.fork: AIAgent | None = None
+
+    def run(self) -> None:
+        with _running_lock:
+            _running.setdefault(self.conversation_id, set()).add(self)
+        try:
+            result = self.review()
+        finally:
+            with _running_lock:
+                running = _running.get(self.conversation_id, set())
+                running.discard(self)
+                if not running:
+                    _running.pop(self.conversation_id, None)
+        if result.error:
+            log.warning("background review failed: %s", result.error)
+        elif result.withdrawn:
+            log.info("background review withdrawn: %s", result.summary)
+        self.agent.emit("review", saved=result.saved, summary=result.summary, error=result.error)
+
+    def review(self) -> ReviewResult:
+        return run(self.agent, self.messages, self)
+
+    def withdraw(self) -> None:
+        """Send nothing more, and abort the request in flight."""
+        self.withdrawn.set()
+        fork = self.fork
+        if fork is not None:
+            fork.interrupt()
+
+    def guard(self, stage: str) -> None:
+        """The fork's client calls this before each request ("send") and on each answer
+        ("answer"): raises ``Withdrawn`` once a message of the snapshot is undone."""
+        checked_at = time.time()  # before the store is read: an undo committed by now shows
+        db = self.agent.session_db
+        if self.withdrawn.is_set() or (db is not None and db.any_undone(self.uids)):
+            self.withdrawn.set()
+            raise Withdrawn("part of the conversation it read was taken back")
+        if stage == "send":
+            self.agent.emit("review_request", checked_at=checked_at, messages=self.messages)
+
+
+_running: dict[str | None, set[Review]] = {}  # conversation id -> its running reviews
+_running_lock = threading.Lock()
+
+
+def spawn(agent: AIAgent, messages: list[dict[str, Any]]) -> Review:
     """Start the review on a daemon thread and return it (callers need not wait)."""
-    snapshot = [dict(m) for m in messages]
-    thread = threading.Thread(
-        target=_run_and_report, args=(agent, snapshot), name="background-review", daemon=True
-    )
-    thread.start()
-    agent.review_threads.append(thread)
-    return thread
+    review = Review(agent, [dict(m) for m in messages])
+    review.start()
+    agent.review_threads.append(review)
+    return review
 
 
-def _run_and_report(agent: AIAgent, messages: list[dict[str, Any]]) -> None:
-    result = run(agent, messages)
-    if result.error:
-        log.warning("background review failed: %s", result.error)
-    agent.emit("review", saved=result.saved, summary=result.summary, error=result.error)
+def withdraw(conversation_id: str | None) -> None:
+    """Withdraw this process's running reviews of the conversation: part of what they
+    read is being taken back (their store check catches it too; this is at once)."""
+    with _running_lock:
+        reviews = list(_running.get(conversation_id, ()))
+    for review in reviews:
+        review.withdraw()
 
 
 def make_fork(agent: AIAgent) -> AIAgent:
@@ -105,9 +176,13 @@ def _harness(fork: AIAgent) -> str:
     return HARNESS_PROMPT + (SKILLS_HINT if "skill_manage" in fork.tool_names() else "")
 
 
-def run(agent: AIAgent, messages: list[dict[str, Any]]) -> ReviewResult:
+def run(
+    agent: AIAgent, messages: list[dict[str, Any]], review: Review | None = None
+) -> ReviewResult:
+    review = review or Review(agent, messages)
     try:
-        fork = make_fork(agent)
+        fork = review.fork = make_fork(agent)
+        fork.client.guard = review.guard
         watchdog = threading.Timer(REVIEW_TIMEOUT, fork.interrupt)
         watchdog.daemon = True
         watchdog.start()
@@ -116,8 +191,14 @@ def run(agent: AIAgent, messages: list[dict[str, Any]]) -> ReviewResult:
         finally:
             watchdog.cancel()
             fork.client.close()  # the fork's own client, never the parent's
+    except Withdrawn as why:
+        return ReviewResult(summary=f"withdrawn: {why}", withdrawn=True)
     except Exception as exc:  # a review must never hurt the conversation
         return ReviewResult(error=f"{type(exc).__name__}: {exc}")
+    if review.withdrawn.is_set():  # an undo here interrupted its request
+        return ReviewResult(
+            summary="withdrawn: part of the conversation it read was taken back", withdrawn=True
+        )
     saved = sum(
         1
         for m in outcome["messages"][len(messages) :]

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from hermes.agent import transcript
+from hermes.agent import review, transcript
 from hermes.state.history import EMPTY_RESPONSE_NOTE
 
 if TYPE_CHECKING:
@@ -85,6 +85,7 @@ def undo(db: SessionDB, found: StoredResponse) -> int:
     """Mark the response's turn undone; returns how many messages that was."""
     rows, at = _live_rows(db, found)
     turn = rows[_turn_start(rows, at) : at + 1]
+    review.withdraw(found.conversation_id)  # a running review may hold this turn
     return db.mark_undone(found.conversation_id, [row["id"] for row in turn])
 
 

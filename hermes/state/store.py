@@ -483,6 +483,11 @@ class SessionDB:
 
         return self._read(run) if message_ids else False
 
+    def any_undone(self, message_uids: Sequence[str]) -> bool:
+        """Whether a message with one of these uids (an original, a copy a rotation made,
+        a summary) is marked undone: taken back since whoever holds them read them."""
+        return self._read(lambda tx: undo.any_undone(tx, message_uids)) if message_uids else False
+
     def context_needs_rebuild(self, session_id: str) -> bool:
         """The segment's context lost a summary to an undo: it must be made again from
         the rows that remain before a model sees it."""
