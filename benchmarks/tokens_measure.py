@@ -73,6 +73,7 @@ class Recall:
     verbatim: int
     by_lookup: int
     lookups: int
+    missed: dict[str, int] = field(default_factory=dict)  # facts out of reach, by kind
 
     @property
     def share(self) -> float:
@@ -97,8 +98,14 @@ class Figures:
     recall: list[Recall] = field(default_factory=list)
     lookups_available: bool = False
 
+    @property
+    def billed_tokens(self) -> int:
+        """Main-model tokens with a prompt cache that bills cached tokens at 10 %."""
+        return self.uncached_tokens + (self.main_tokens - self.uncached_tokens) // 10
+
     def as_dict(self) -> dict[str, Any]:
         data = {k: v for k, v in self.__dict__.items() if k != "recall"}
+        data["billed_tokens"] = self.billed_tokens
         data["recall"] = [{**r.__dict__, "share": round(r.share, 1)} for r in self.recall]
         data["recall_mean"] = self.recall_mean
         data["recall_min"] = self.recall_min
@@ -182,19 +189,21 @@ def _recall(
     request = "".join(pieces(point.after))
     planted = [f for f in facts if f.text in point.seen]
     verbatim = by_lookup = lookups = 0
+    missed: dict[str, int] = {}
     for fact in planted:
         if fact.text in request:
             verbatim += 1
             continue
-        if lookup is None:
-            continue
-        anchor = next((a for a in fact.anchors if len(a) >= 4 and a in request), None)
-        if anchor is None:
-            continue
-        lookups += 1
-        if fact.text in lookup(anchor):
-            by_lookup += 1
-    return Recall(number, len(planted), verbatim, by_lookup, lookups)
+        anchor = None
+        if lookup is not None:
+            anchor = next((a for a in fact.anchors if len(a) >= 4 and a in request), None)
+        if anchor is not None:
+            lookups += 1
+            if fact.text in lookup(anchor):
+                by_lookup += 1
+                continue
+        missed[fact.kind] = missed.get(fact.kind, 0) + 1
+    return Recall(number, len(planted), verbatim, by_lookup, lookups, missed)
 
 
 def _piece(message: dict[str, Any]) -> str:

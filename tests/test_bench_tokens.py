@@ -55,3 +55,45 @@ def test_hermes_agent_column_beside_hermes(hermes_agent_venv_python: Path) -> No
         assert label in table, label
     assert "hermes/0.19" in table
     assert "recall % after each compression, hermes-agent 0.19 (verbatim only)" in table
+
+
+def test_measure_counts_uncached_tokens_compressions_and_recall() -> None:
+    from benchmarks.tokens_measure import measure, pieces, tokens
+    from benchmarks.tokens_script import Fact
+
+    path = "/work/src/module_000.py"
+    said = Fact("4918273300", "number", 0, "user", ("4918273300",))
+    read = Fact("deadbeefcafe0123", "commit hash", 0, path, ("deadbeefcafe0123", path))
+    tools = [{"type": "function", "function": {"name": "read_file", "parameters": {}}}]
+    system = {"role": "system", "content": "You are an agent."}
+    user = {"role": "user", "content": f"[turn 0] read {path}, and note {said.text}"}
+    call = {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "call_t0_s0", "type": "function",
+         "function": {"name": "read_file", "arguments": f'{{"path": "{path}"}}'}}]}  # fmt: skip
+    result = {"role": "tool", "tool_call_id": "call_t0_s0", "content": f"x = 1  # {read.text}"}
+    first = {"tools": tools, "messages": [system, user]}
+    second = {"tools": tools, "messages": [system, user, call, result]}
+    summary = {"messages": [{"role": "system", "content": "Summarise this."}, user]}
+    after = {"tools": tools, "messages": [system, {"role": "user", "content": f"Earlier: {path}"}]}
+    requests = [first, second, summary, summary, after]
+    lookups: list[str] = []
+
+    def lookup(anchor: str) -> str:
+        lookups.append(anchor)
+        return f"x = 1  # {read.text}" if anchor == path else ""
+
+    figures = measure(requests, [said, read], lookup)
+
+    size = [sum(len(p) for p in pieces(body)) for body in (first, second, after)]
+    # The tools, the system prompt, and the role of the next message.
+    shared = len(pieces(first)[0]) + len(pieces(first)[1]) + len("user\n")
+    assert figures.main_requests == 3 and figures.summary_requests == 2
+    assert figures.main_tokens == sum(tokens(s) for s in size)
+    assert figures.uncached_tokens == tokens(size[0]) + tokens(size[1] - size[0]) + tokens(
+        size[2] - shared
+    )
+    assert figures.largest == tokens(size[1]) and figures.compressions == 1
+    (point,) = figures.recall
+    assert (point.planted, point.verbatim, point.by_lookup, point.lookups) == (2, 0, 1, 1)
+    assert point.missed == {"number": 1} and point.share == 50.0 and lookups == [path]
+    assert measure(requests, [said, read], None).recall[0].share == 0.0
