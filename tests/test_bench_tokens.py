@@ -97,3 +97,45 @@ def test_measure_counts_uncached_tokens_compressions_and_recall() -> None:
     assert (point.planted, point.verbatim, point.by_lookup, point.lookups) == (2, 0, 1, 1)
     assert point.missed == {"number": 1} and point.share == 50.0 and lookups == [path]
     assert measure(requests, [said, read], None).recall[0].share == 0.0
+
+
+def test_a_real_model_answers_the_hermes_side_through_the_recording_server() -> None:
+    from tests.fakes.llm_server import FakeLLMServer
+
+    with FakeLLMServer(models=["real-model"]) as real:
+        comparison = bench_tokens.compare(
+            3, base_url=real.url, model="real-model", api_key="real-key"
+        )
+        forwarded = real.requests
+
+    # Every request hermes made went on to the real model, whose answers it got.
+    ours = comparison.columns[bench_tokens.HERMES]
+    assert len(forwarded) == ours.main_requests == 3
+    assert {body["model"] for body in forwarded} == {"real-model"}
+    assert forwarded[0]["messages"][-1]["content"].startswith("[turn 0]")
+    assert ours.failed_turns == 0 and ours.main_tokens > 0
+    assert "real model" in comparison.skipped[bench_tokens.HERMES_AGENT]
+
+
+def test_a_recall_tool_in_hermes_registry_is_what_the_measure_calls(tmp_path: Path) -> None:
+    from hermes.state import SessionDB
+    from hermes.tools.registry import Tool
+    from run_agent import AIAgent
+
+    def recall(args: dict, ctx) -> str:
+        rows = ctx.session_db.search_messages(
+            f'"{args["query"]}"', conversation_id=ctx.conversation_id
+        )
+        return "\n".join(row["snippet"] for row in rows)
+
+    db = SessionDB(db_path=tmp_path / "state.db")
+    agent = AIAgent(api_key="k", base_url="http://127.0.0.1:9/v1", model="m", session_db=db)
+    agent.ensure_session()
+    db.append_messages(agent.session_id, [{"role": "user", "content": "the shard is E7731 now"}])
+    assert bench_tokens._recall_lookup(agent, db, tmp_path) is None  # no such tool: no lookups
+
+    agent.registry.register(Tool("recall", "Find stored rows.", {"type": "object"}, recall))
+    lookup = bench_tokens._recall_lookup(agent, db, tmp_path)
+
+    assert lookup is not None and "the shard is E7731 now" in lookup("E7731")
+    db.close()
