@@ -22,7 +22,8 @@ Figures per runtime, and hermes/0.19 ratios: prompt tokens sent to the main mode
 the summary model (characters / 4 of each request: tool schemas and messages, one
 estimate for both), uncached tokens (per main-model request, the tokens past its longest
 common prefix with the previous one, summed), the main tokens billed when cached ones
-cost 10 %, the largest request, compressions (runs of summary requests), and recall:
+cost 10 %, the largest request, compressions (runs of summary requests), requests a
+provider would refuse (``context_problems`` of the fake server), and recall:
 facts planted in the early turns' user messages and tool outputs (paths, commit hashes,
 URLs, numbers, error lines, identifiers); after each compression, the share of the facts
 sent so far that is verbatim in the next main-model request, or returned verbatim by one
@@ -360,6 +361,7 @@ ROWS = (
     ("compressions", "compressions"),
     ("main-model requests", "main_requests"),
     ("failed turns", "failed_turns"),
+    ("requests a provider would refuse", "invalid_requests"),
 )
 
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benchmarks.tokens_script import CHARS_PER_TOKEN, Fact, current_turn
+from tests.fakes.llm_server import context_problems
 
 # A summary request: no tools offered, and it asks for a summary or a compaction.
 _SUMMARY_ASK = re.compile(r"summar|compact|checkpoint", re.IGNORECASE)
@@ -95,6 +96,7 @@ class Figures:
     compressions: int = 0
     runtime_compressions: int | None = None
     failed_turns: int = 0
+    invalid_requests: int = 0  # main-model requests a provider would refuse
     recall: list[Recall] = field(default_factory=list)
     lookups_available: bool = False
 
@@ -160,6 +162,7 @@ def measure(
         figures.main_tokens += size
         figures.uncached_tokens += tokens(sum(len(p) for p in current) - shared)
         figures.largest = max(figures.largest, size)
+        figures.invalid_requests += bool(context_problems(body.get("messages")))
         if waiting:
             compressions.append(_Compression(after=body, seen=set(seen)))
             waiting = False

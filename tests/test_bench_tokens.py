@@ -23,6 +23,7 @@ def _sane(figures: dict) -> None:
     assert 0 < figures["largest"] <= 65_536
     assert figures["compressions"] >= 1 and figures["summary_tokens"] > 0
     assert figures["failed_turns"] == 0
+    assert figures["invalid_requests"] >= 0
     assert len(figures["recall"]) == figures["compressions"]
     for point in figures["recall"]:
         assert point["planted"] > 0 and 0 <= point["share"] <= 100
@@ -34,6 +35,7 @@ def test_hermes_column_has_every_figure(capsys: pytest.CaptureFixture[str]) -> N
     result = json.loads(capsys.readouterr().out)
     assert result["turns"] == 12 and result["window"] == 65_536
     _sane(result["runtimes"]["hermes"])
+    assert result["runtimes"]["hermes"]["invalid_requests"] == 0  # provider-valid context
     # The conversation's own rotations, as the runtime counts them.
     assert result["runtimes"]["hermes"]["runtime_compressions"] >= 1
     assert "hermes-agent 0.19" not in result["runtimes"]
@@ -97,6 +99,9 @@ def test_measure_counts_uncached_tokens_compressions_and_recall() -> None:
     assert (point.planted, point.verbatim, point.by_lookup, point.lookups) == (2, 0, 1, 1)
     assert point.missed == {"number": 1} and point.share == 50.0 and lookups == [path]
     assert measure(requests, [said, read], None).recall[0].share == 0.0
+    assert figures.invalid_requests == 0
+    orphan = {"tools": tools, "messages": [system, result]}  # a result without its call
+    assert measure([orphan], [], None).invalid_requests == 1
 
 
 def test_a_real_model_answers_the_hermes_side_through_the_recording_server() -> None:
