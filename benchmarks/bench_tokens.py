@@ -423,6 +423,13 @@ def report(comparison: Comparison) -> str:
             how = "verbatim only"
         shares = " ".join(f"{r.share:.0f}" for r in figures.recall) or "-"
         lines.append(f"  recall % after each compression, {name} ({how}): {shares}")
+    for name in names:
+        figures = comparison.columns[name]
+        if figures.other_requests:
+            lines.append(
+                f"  {name} also sent {figures.other_requests} requests neither main nor summary"
+                f" ({figures.other_tokens:,} tokens, not counted above)"
+            )
     for name, why in comparison.skipped.items():
         lines.append(f"  {name}: skipped, {why}")
     return "\n".join(lines)

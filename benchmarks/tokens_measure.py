@@ -22,7 +22,7 @@ from benchmarks.tokens_script import CHARS_PER_TOKEN, Fact, current_turn
 from tests.fakes.llm_server import context_problems
 
 # A summary request: no tools offered, and it asks for a summary or a compaction.
-_SUMMARY_ASK = re.compile(r"summar|compact|checkpoint", re.IGNORECASE)
+_SUMMARY_ASK = re.compile(r"summar|compact|checkpoint|condense", re.IGNORECASE)
 
 Lookup = Callable[[str], str]
 
