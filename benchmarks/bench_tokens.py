@@ -331,9 +331,12 @@ def compare(
                 assert hermes_agent_python is not None
                 server.reset()
                 server.responder = models
-                comparison.columns[HERMES_AGENT] = run_hermes_agent(
-                    script, server, root / "hermes-agent-home", window, hermes_agent_python
-                )
+                try:
+                    comparison.columns[HERMES_AGENT] = run_hermes_agent(
+                        script, server, root / "hermes-agent-home", window, hermes_agent_python
+                    )
+                except RuntimeError as exc:
+                    comparison.skipped[HERMES_AGENT] = str(exc)
     return comparison
 
 

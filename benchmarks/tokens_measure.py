@@ -31,11 +31,8 @@ def kind_of(body: dict[str, Any]) -> str:
     """``main`` (tools offered: the agent's turn), ``summary`` or ``other``."""
     if body.get("tools"):
         return "main"
-    first = next(iter(body.get("messages") or []), {})
     texts = [_text(m.get("content")) for m in (body.get("messages") or [])[:2]]
-    if first and any(_SUMMARY_ASK.search(t) for t in texts):
-        return "summary"
-    return "other"
+    return "summary" if any(_SUMMARY_ASK.search(t) for t in texts) else "other"
 
 
 def pieces(body: dict[str, Any]) -> list[str]:
