@@ -110,11 +110,17 @@ class Models:
         return text("OK.")
 
     def _forward(self, body: dict[str, Any]) -> Any:
-        from tests.fakes.llm_server import FakeToolCall, Reply
+        import openai
+
+        from tests.fakes.llm_server import FakeToolCall, Reply, server_error
 
         wanted = ("messages", "tools", "tool_choice", "temperature", "max_tokens")
         sent = {k: body[k] for k in wanted if k in body}
-        response = self.real.chat.completions.create(model=self.real_model, **sent)
+        try:
+            response = self.real.chat.completions.create(model=self.real_model, **sent)
+        except openai.OpenAIError as exc:  # the runtime sees a provider error, as it would
+            print(f"bench_tokens: the real model failed: {exc}", file=sys.stderr)
+            return server_error(502)
         message = response.choices[0].message
         calls = tuple(
             FakeToolCall(c.function.name, c.function.arguments or "{}", c.id)
