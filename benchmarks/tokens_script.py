@@ -351,9 +351,10 @@ _FACT_MAKERS = {
 }
 
 # Anchor-like pieces of a fact a model might look it up by (what a mechanical anchor
-# index extracts): paths, hex, URLs, long numbers, error codes, identifiers.
+# index extracts): URLs, paths, hex, long numbers, error codes, snake_case and dotted names.
 _ANCHOR_PIECES = re.compile(
-    r"https?://\S+|[\w.-]+/[\w./-]+|\b[0-9a-f]{7,40}\b|\b\d{4,}\b|\bE\d{4,}\b|\b\w+_\w+\b"
+    r"https?://\S+|[\w.-]+/[\w./-]+|\b[0-9a-f]{7,40}\b|\b\d{4,}\b|\bE\d{4,}\b"
+    r"|\b\w+_\w+\b|\b[A-Za-z_]\w*\.[A-Za-z_]\w*\b"
 )
 
 
