@@ -29,75 +29,16 @@ TURN_MARK = re.compile(r"^\[turn (\d+)\]")
 # Tool call ids the fake model gives: turn and step, so a step is known from the results.
 CALL_ID = re.compile(r"^call_t(\d+)_s(\d+)$")
 
-_WORDS = [
-    "ledger",
-    "shard",
-    "batch",
-    "replica",
-    "cursor",
-    "window",
-    "budget",
-    "quota",
-    "merge",
-    "branch",
-    "review",
-    "patch",
-    "release",
-    "deploy",
-    "rollback",
-    "cache",
-    "index",
-    "schema",
-    "column",
-    "migration",
-    "worker",
-    "queue",
-    "retry",
-    "timeout",
-    "handshake",
-    "socket",
-    "buffer",
-    "stream",
-    "parser",
-    "config",
-    "secret",
-    "token",
-    "session",
-    "segment",
-    "summary",
-    "archive",
-    "export",
-    "import",
-    "filter",
-    "report",
-    "metric",
-    "latency",
-    "throughput",
-    "backlog",
-    "owner",
-    "holder",
-    "lease",
-    "clock",
-    "drift",
-    "offset",
-    "partition",
-    "checksum",
-    "manifest",
-    "bundle",
-    "artifact",
-    "pipeline",
-    "runner",
-    "stage",
-    "job",
-    "trigger",
-    "cron",
-    "tenant",
-    "region",
-    "cluster",
-    "node",
-    "pod",
-    "volume",
-]
+_VOCABULARY = (
+    "ledger shard batch replica cursor window budget quota merge branch review patch "
+    "release deploy rollback cache index schema column migration worker queue retry "
+    "timeout handshake socket buffer stream parser config secret token session "
+    "segment summary archive export import filter report metric latency throughput "
+    "backlog owner holder lease clock drift offset partition checksum manifest bundle "
+    "artifact pipeline runner stage job trigger cron tenant region cluster node pod "
+    "volume"
+)
+_WORDS = tuple(_VOCABULARY.split())
 
 
 @dataclass(frozen=True)
