@@ -14,7 +14,9 @@ from __future__ import annotations
 import logging
 import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from hermes.state.message import Message
 
 if TYPE_CHECKING:
     from hermes.agent.agent import AIAgent
@@ -54,7 +56,7 @@ def due(agent: AIAgent) -> bool:
     )
 
 
-def spawn(agent: AIAgent, messages: list[dict[str, Any]]) -> threading.Thread:
+def spawn(agent: AIAgent, messages: list[Message]) -> threading.Thread:
     """Start the review on a daemon thread and return it (callers need not wait)."""
     snapshot = [dict(m) for m in messages]
     thread = threading.Thread(
@@ -65,7 +67,7 @@ def spawn(agent: AIAgent, messages: list[dict[str, Any]]) -> threading.Thread:
     return thread
 
 
-def _run_and_report(agent: AIAgent, messages: list[dict[str, Any]]) -> None:
+def _run_and_report(agent: AIAgent, messages: list[Message]) -> None:
     result = run(agent, messages)
     if result.error:
         log.warning("background review failed: %s", result.error)
@@ -94,9 +96,8 @@ def make_fork(agent: AIAgent) -> AIAgent:
         cwd=agent.cwd,
         is_fork=True,
     )
-    fork.client.timeout = min(fork.client.timeout, REVIEW_TIMEOUT)
+    fork.cap_request_timeout(REVIEW_TIMEOUT)
     # Byte-identical system prompt: the provider's prompt cache keeps hitting.
-    fork.system_prompt = agent.system_prompt
     fork.adopt_prompt_of(agent)
     return fork
 
@@ -105,7 +106,7 @@ def _harness(fork: AIAgent) -> str:
     return HARNESS_PROMPT + (SKILLS_HINT if "skill_manage" in fork.tool_names() else "")
 
 
-def run(agent: AIAgent, messages: list[dict[str, Any]]) -> ReviewResult:
+def run(agent: AIAgent, messages: list[Message]) -> ReviewResult:
     try:
         fork = make_fork(agent)
         watchdog = threading.Timer(REVIEW_TIMEOUT, fork.interrupt)
