@@ -117,3 +117,108 @@ def test_no_module_writes_another_objects_private_state() -> None:
 def test_the_private_write_check_sees_a_planted_violation(line: str) -> None:
     assert private_writes(line)
     assert not private_writes(line.replace("agent", "self"))
+
+
+# The agent holds configuration; its own module is the only one that changes it. Other
+# modules call a method that says what it does, and pass a turn's choices as TurnOptions.
+AGENT_MODULE = PACKAGE / "agent" / "agent.py"
+AGENT_NAMES = {"agent", "fork"}  # and any name ending in "_agent", or annotated AIAgent
+
+
+def _annotated_agents(tree: ast.AST) -> set[str]:
+    """Names given an ``AIAgent`` annotation (parameters and annotated assignments)."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.arg) and node.annotation is not None:
+            annotation, name = node.annotation, node.arg
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            annotation, name = node.annotation, node.target.id
+        else:
+            continue
+        if "AIAgent" in ast.unparse(annotation):
+            names.add(name)
+    return names
+
+
+def _is_agent(node: ast.expr, agents: set[str]) -> bool:
+    """``agent``, ``fork``, ``x_agent``, an ``AIAgent``-annotated name, or ``x.agent``."""
+    name = node.id if isinstance(node, ast.Name) else getattr(node, "attr", None)
+    if name is None:
+        return False
+    return name in AGENT_NAMES or name.endswith("_agent") or name in agents
+
+
+def _reaches_into_agent(target: ast.expr, agents: set[str]) -> bool:
+    """``agent.x = ...`` and ``agent.client.x = ...``: an attribute of the agent or of
+    something it holds (``lane.agent = agent`` only stores a reference)."""
+    if not isinstance(target, ast.Attribute):
+        return False
+    node = target.value
+    while True:
+        if _is_agent(node, agents):
+            return True
+        if not isinstance(node, ast.Attribute):
+            return False
+        node = node.value
+
+
+def agent_writes(source: str) -> list[str]:
+    """Assignments to an agent's attributes (``agent.x = ...``, ``self.agent.x += ...``,
+    ``setattr(agent, ...)``) in ``source``."""
+    tree = ast.parse(source)
+    agents = _annotated_agents(tree)
+    found = []
+    for node in ast.walk(tree):
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign):
+            targets = [t for target in node.targets for t in _unpacked(target)]
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            targets = [node.target]
+        found += [f"{node.lineno}: {ast.unparse(t)}" for t in targets
+                  if _reaches_into_agent(t, agents)]  # fmt: skip
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in ("setattr", "delattr")
+            and node.args
+            and (_is_agent(node.args[0], agents) or _reaches_into_agent(node.args[0], agents))
+        ):
+            found.append(f"{node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def _unpacked(target: ast.expr) -> list[ast.expr]:
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [t for element in target.elts for t in _unpacked(element)]
+    return [target]
+
+
+def test_only_the_agent_module_assigns_an_agents_attributes() -> None:
+    offenders = {
+        str(path.relative_to(PACKAGE)): hits
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if path != AGENT_MODULE and (hits := agent_writes(path.read_text(encoding="utf-8")))
+    }
+    assert offenders == {}
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "agent.model = 'x'",
+        "self.agent.stream_callback = None",
+        "agent.client.on_retry = f",
+        "agent.user_turns += 1",
+        "agent.approve, agent.interactive = f, True",
+        "kept_agent.title = 't'",
+        "setattr(agent, 'model', 'x')",
+        "def f(a: AIAgent) -> None:\n    a.session_id = None",
+    ],
+)
+def test_the_agent_write_check_sees_a_planted_violation(line: str) -> None:
+    assert agent_writes(line)
+
+
+@pytest.mark.parametrize("line", ["lane.agent = agent", "agent = make()", "self.model = 'x'"])
+def test_the_agent_write_check_lets_other_writes_be(line: str) -> None:
+    assert not agent_writes(line)

@@ -5,5 +5,6 @@ the CLI.
 """
 
 from hermes.agent.agent import AIAgent
+from hermes.agent.turn_options import TurnOptions
 
-__all__ = ["AIAgent"]
+__all__ = ["AIAgent", "TurnOptions"]

@@ -8,10 +8,12 @@ the state they share and the rules for following a conversation to its tip.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import uuid
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +23,7 @@ from hermes.agent.errors import AgentError
 from hermes.agent.llm_client import ModelClient
 from hermes.agent.settings import AgentOptions
 from hermes.agent.tokens import context_window, estimate_tokens
+from hermes.agent.turn_options import TurnOptions
 from hermes.agent.wire import ToolWire, WireContext
 from hermes.config import (
     API_KEY_ENV,
@@ -33,6 +36,7 @@ from hermes.config import (
 )
 from hermes.state import wellformed
 from hermes.state.lease import make_holder
+from hermes.state.message import Message
 from hermes.state.usage import TokenUsage
 
 if TYPE_CHECKING:
@@ -74,6 +78,8 @@ class AIAgent:
         title: str | None = None,
         is_fork: bool = False,
         ephemeral_system_prompt: str | None = None,
+        yolo: bool = False,
+        event_bus: EventBus | None = None,
     ) -> None:
         self.config = config or load_config()
         self.settings = AgentOptions.from_config(
@@ -101,27 +107,16 @@ class AIAgent:
         self.cwd = Path(cwd) if cwd else Path.cwd()
         self.interactive = interactive
         self.approve = approve
-        self.yolo = False  # `hermes --yolo`: dangerous commands run without asking
-        # Guidance sent while a turn runs (an API run's steer): the texts not yet taken,
-        # read before each model call of the turn.
-        self.steering: Callable[[], list[str]] | None = None
+        self.yolo = yolo  # `hermes --yolo`: dangerous commands run without asking
         self.user_id = user_id
         self.session_key = session_key
         self.title = title
         # Instructions for this agent's requests only (`hermes chat -s`): sent after the
         # segment's system prompt, never stored with it, so resuming without them works.
         self.ephemeral_system_prompt = ephemeral_system_prompt
-        # Sampling parameters for the turn's model calls (an API caller's temperature...).
-        self.request_options: dict[str, Any] = {}
-        # A caller's own tools (OpenAI function schemas): offered to the model, and a
-        # call to one ends the turn with that call for the caller to run.
-        self.client_tools: list[dict[str, Any]] = []
-        # Keep what an interrupted stream had sent as a partial answer (a client that
-        # went away was shown it, and resends it as the conversation so far).
-        self.keep_partial_answer = False
         # Who hears the completion events of background processes its tools start (the
         # owner's bus, e.g. a gateway's); None: they are spooled for drain_events.
-        self.event_bus: EventBus | None = None
+        self.event_bus = event_bus
         self.hermes_home = hermes_home()
 
         self.agent_id = uuid.uuid4().hex
@@ -154,11 +149,8 @@ class AIAgent:
         self._registry: Any = None
         self._interrupt = threading.Event()
         self.holds_turn_lock = False  # this agent (or its caller) holds the turn lock
-        # This turn's context is a caller's own history, not the segment's: compress it
-        # in memory only (see caller_history).
-        self.context_detached = False
         # (segment id, (last id, row count, undone rows), messages): see load_history.
-        self._cache: tuple[str, tuple[int, int, int], list[dict[str, Any]]] | None = None
+        self._cache: tuple[str, tuple[int, int, int], list[Message]] | None = None
         self._stamp: tuple[int, int, int] | None = None
         # (tip id, its stamp) as ensure_session last read them: see take_tip_stamp.
         self._tip_stamp: tuple[str, tuple[int, int, int]] | None = None
@@ -176,13 +168,14 @@ class AIAgent:
         self,
         user_message: Any,
         *,
-        conversation_history: list[dict[str, Any]] | None = None,
+        conversation_history: Sequence[Mapping[str, Any]] | None = None,
         tool_results: list[dict[str, Any]] | None = None,
         answer_uid: str | None = None,
         system_message: str | None = None,
         persist_user_message: Any = None,
         persist_user_timestamp: float | None = None,
         resume: bool = False,
+        options: TurnOptions | None = None,
     ) -> dict[str, Any]:
         """Run one user turn to a final answer; see ``turn.run_turn``.
 
@@ -196,7 +189,8 @@ class AIAgent:
         never stored; ``persist_user_message`` is stored in place of ``user_message``
         (which is what the model gets), dated ``persist_user_timestamp`` if given.
         ``resume`` answers the stored history as it is, without a new message (a turn a
-        crash cut off).
+        crash cut off). ``options`` are this turn's own choices (model, instructions,
+        tools, sampling, callbacks): they apply to this turn only.
         """
         from hermes.agent.turn import TurnInput, run_turn
         from hermes.text import well_formed
@@ -216,10 +210,19 @@ class AIAgent:
             user_timestamp=persist_user_timestamp,
             resume=resume,
         )
-        return run_turn(self, user_message, given).as_dict()
+        return run_turn(self, user_message, given, options).as_dict()
 
-    def chat(self, message: str) -> str:
-        return self.run_conversation(message)["final_response"] or ""
+    def chat(
+        self,
+        message: str,
+        stream_callback: Callable[[str], None] | None = None,
+        *,
+        options: TurnOptions | None = None,
+    ) -> str:
+        """One turn's answer; ``stream_callback`` hears its text as it comes."""
+        if stream_callback is not None:
+            options = replace(options or TurnOptions(), stream_callback=stream_callback)
+        return self.run_conversation(message, options=options)["final_response"] or ""
 
     def interrupt(self) -> None:
         """Stop the running turn at the next safe point (a stream stops at once)."""
@@ -246,13 +249,16 @@ class AIAgent:
 
     def _compress_context(
         self,
-        messages: list[dict[str, Any]],
+        messages: list[Message],
         system_message: str | None,
         *,
         approx_tokens: int | None = None,
         focus_topic: str | None = None,
         whole: bool = False,
-    ) -> tuple[list[dict[str, Any]], str | None]:
+        detached: bool = False,
+    ) -> tuple[list[Message], str | None]:
+        """Compress ``messages``; ``detached``: they are a caller's own history, not the
+        segment's, so the compression stays in memory (see caller_history)."""
         return compression.compress_context(
             self,
             messages,
@@ -260,6 +266,7 @@ class AIAgent:
             approx_tokens=approx_tokens,
             focus_topic=focus_topic,
             whole=whole,
+            detached=detached,
         )
 
     def compress_now(self, focus_topic: str | None = None) -> compression.Outcome:
@@ -356,6 +363,95 @@ class AIAgent:
         """Reload the history from the store on the next turn."""
         self._cache = None
 
+    # -- what other modules may change, each by its name -----------------------------
+
+    def start_new_conversation(self, title: str | None = None) -> None:
+        """Point the agent at a conversation that starts with its next message."""
+        self.session_id = self.conversation_id = None
+        self.title = title or None
+        self.last_compression = None
+        self.user_turns = 0
+        self.forget_prompt_size()  # that figure was the old context's
+        self.forget_cache()
+
+    def continue_conversation(self, tip: str, conversation_id: str, title: str | None) -> None:
+        """Point the agent at the stored conversation whose tip is ``tip``."""
+        self.session_id, self.conversation_id = tip, conversation_id
+        self.title = title
+        self.last_compression = None
+        self.forget_prompt_size()
+        self.forget_cache()
+
+    def set_title(self, title: str) -> None:
+        """The title a conversation this agent creates gets (the store has the rest)."""
+        self.title = title
+
+    def connect(
+        self,
+        *,
+        stream_callback: Callable[[str], None] | None = None,
+        event_callback: EventCallback | None = None,
+        approve: Callable[[str, str], bool] | None = None,
+        on_retry: Callable[..., None] | None = None,
+    ) -> None:
+        """Connect the surface that shows this agent's turns (a terminal): it hears the
+        streamed text, the events and the retries; with ``approve`` it answers the
+        questions risky commands ask, so the agent is interactive."""
+        self.stream_callback = stream_callback
+        self.event_callback = event_callback
+        if approve is not None:
+            self.approve, self.interactive = approve, True
+        if on_retry is not None:
+            self.client.on_retry = on_retry
+
+    def cap_request_timeout(self, seconds: float) -> None:
+        """Give each model request at most ``seconds`` (a background review's budget)."""
+        self.client.timeout = min(self.client.timeout, seconds)
+
+    def guard_model_calls(self, guard: Callable[[str], None]) -> None:
+        """Have ``guard`` checked before each model request and on each answer (a
+        background review's store check: it raises to withdraw the review)."""
+        self.client.guard = guard
+
+    @contextlib.contextmanager
+    def turn_lock_held(self) -> Iterator[None]:
+        """Mark the conversation's turn lock as held (by this agent or its caller) for
+        the body: stored repairs of dead turns are made only then."""
+        before, self.holds_turn_lock = self.holds_turn_lock, True
+        try:
+            yield
+        finally:
+            self.holds_turn_lock = before
+
+    def forget_turn_user_message(self) -> None:
+        """No turn has stored a user message yet (one is about to run, or a command)."""
+        self.turn_user_uid = None
+
+    def count_user_message(self, message_uid: str) -> None:
+        """A turn stored the user's message ``message_uid`` (reviews count them)."""
+        self.user_turns += 1
+        self.turn_user_uid = message_uid
+
+    def note_compression(self, outcome: compression.Outcome) -> None:
+        """What the last compression did (``/compress`` and the turn report it)."""
+        self.last_compression = outcome
+
+    def record_prompt_size(self, prompt_tokens: int, sent_messages: int) -> None:
+        """The provider's prompt size for a request of the context's first
+        ``sent_messages`` messages: the next threshold check starts from it."""
+        self.last_sent_count = sent_messages
+        if prompt_tokens:
+            self.context_compressor.last_prompt_tokens = prompt_tokens
+
+    def forget_prompt_size(self) -> None:
+        """The provider's last figure was for another context (compressed, or left)."""
+        self.context_compressor.last_prompt_tokens = 0
+
+    def learn_context_window(self, window: int) -> None:
+        """Believe a provider that says the model's window is smaller than our table."""
+        if 0 < window < self.context_compressor.context_length:
+            self.context_compressor.context_length = window
+
     # -- state shared with turn.py and compression.py -------------------------------
 
     @property
@@ -386,7 +482,7 @@ class AIAgent:
         offered = resolve_toolset(surface, self.config, self.registry.tools())
         return [n for n in offered if self.registry.get(n)]
 
-    def estimate_tokens(self, messages: list[dict[str, Any]]) -> int:
+    def estimate_tokens(self, messages: list[Message]) -> int:
         return estimate_tokens(messages)
 
     def emit(self, kind: str, **data: Any) -> None:
@@ -498,7 +594,7 @@ class AIAgent:
         read: tuple[str, tuple[int, int, int]] | None = None,
         *,
         awaiting: Collection[str] = (),
-    ) -> list[dict[str, Any]]:
+    ) -> list[Message]:
         """The tip's messages, from a cache that is valid while nobody else wrote.
 
         The cache carries the segment's (last id, row count, undone rows) as this agent
@@ -528,7 +624,7 @@ class AIAgent:
         self._cache = (sid, stamp_now, history) if sid and stamp_now else None
         return list(history)
 
-    def _well_formed(self, history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def _well_formed(self, history: list[Message]) -> list[Message]:
         """The history as a provider accepts it (invariant 15). A call nobody answered
         belongs to a dead turn when this agent holds the turn lock: its "interrupted"
         result is stored (once: its uid comes from the call). Otherwise the repair is
@@ -541,14 +637,14 @@ class AIAgent:
             self.persist(*fixed.synthetic)
         return fixed.messages
 
-    def remember(self, messages: list[dict[str, Any]]) -> None:
+    def remember(self, messages: list[Message]) -> None:
         """Keep the turn's messages as the cache of the segment's history."""
         if self.session_db is None or self.session_id is None or self._stamp is None:
             self._cache = None
             return
         self._cache = (self.session_id, self._stamp, list(messages))
 
-    def persist(self, *messages: dict[str, Any], token_usage: TokenUsage | None = None) -> None:
+    def persist(self, *messages: Message, token_usage: TokenUsage | None = None) -> None:
         """Store messages now (invariant 7); adopt the tip if the write was forwarded."""
         if not self.writes_transcript or not messages:
             return
@@ -570,7 +666,7 @@ class AIAgent:
             self.emit("moved", session_id=landed.session_id)
 
 
-def _awaited_group(history: list[dict[str, Any]], awaiting: Collection[str]) -> int:
+def _awaited_group(history: list[Message], awaiting: Collection[str]) -> int:
     """Where the trailing tool-call group starts when it asks for an ``awaiting`` call
     (its results are arriving, so it is not a dead turn's); else the end."""
     index = len(history)

@@ -20,10 +20,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from hermes.agent import transcript
 from hermes.state.history import normalised
+from hermes.state.message import Message
 from hermes.state.segments import new_message_uid
 
 if TYPE_CHECKING:
@@ -38,8 +39,8 @@ Key = tuple[str, str, str, tuple[str, ...]]
 class Reconciled:
     """The context a turn starts from, and which of the caller's messages to store."""
 
-    context: list[dict[str, Any]]
-    to_store: list[dict[str, Any]]
+    context: list[Message]
+    to_store: list[Message]
     detached: bool = False  # the context is the caller's own, not the store's
 
 
@@ -68,8 +69,8 @@ def reconcile(
 
 
 def _after_prefix(
-    stored: Sequence[Mapping[str, Any]], given: list[dict[str, Any]]
-) -> list[dict[str, Any]] | None:
+    stored: Sequence[Mapping[str, Any]], given: list[Message]
+) -> list[Message] | None:
     """The given messages after ``stored``, when ``stored`` is how they begin."""
     if len(given) < len(stored) or _keys(given[: len(stored)]) != _keys(stored):
         return None
@@ -90,9 +91,9 @@ def _key(message: Mapping[str, Any]) -> Key:
     )
 
 
-def _own_copy(message: Mapping[str, Any]) -> dict[str, Any]:
+def _own_copy(message: Mapping[str, Any]) -> Message:
     """A copy the turn may keep, with a uid (its identity once stored)."""
     copy = dict(message)
     if not copy.get("message_uid"):
         copy["message_uid"] = new_message_uid()
-    return copy
+    return cast(Message, copy)

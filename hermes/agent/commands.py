@@ -104,13 +104,7 @@ def unknown_message(name: str) -> str:
 
 def start_new(agent: AIAgent, title: str | None = None) -> None:
     """Point the agent at a conversation that starts with its next message."""
-    agent.session_id = None
-    agent.conversation_id = None
-    agent.title = title or None
-    agent.last_compression = None
-    agent.user_turns = 0
-    agent.context_compressor.last_prompt_tokens = 0  # that figure was the old context's
-    agent.forget_cache()
+    agent.start_new_conversation(title)
 
 
 def bind_conversation(agent: AIAgent, tip: str, *, model: str | None = None) -> dict[str, Any]:
@@ -126,13 +120,8 @@ def bind_conversation(agent: AIAgent, tip: str, *, model: str | None = None) -> 
             f"Conversation {segment['conversation_id']} was ended ({segment['end_reason']}) "
             "and takes no more messages; start a new one."
         )
-    agent.session_id = tip
-    agent.conversation_id = segment["conversation_id"]
     root = segment["conversation_id"]
-    agent.title = existing(db.get_session(root), root)["title"]
-    agent.last_compression = None
-    agent.context_compressor.last_prompt_tokens = 0
-    agent.forget_cache()
+    agent.continue_conversation(tip, root, existing(db.get_session(root), root)["title"])
     wanted = model or segment["model"]
     if wanted and (wanted != agent.model or wanted != segment["model"]):
         agent.set_model(wanted)
@@ -239,10 +228,10 @@ def _title(agent: AIAgent, arg: str) -> Reply:
             else "This conversation has no title yet; set one with /title TEXT."
         )
     if agent.session_id is None:
-        agent.title = arg
+        agent.set_title(arg)
         return Reply(f"The new conversation will be titled '{arg}'.")
     rename_conversation(_store(agent), agent.session_id, arg)
-    agent.title = arg
+    agent.set_title(arg)
     return Reply(f"Title set to '{arg}'.")
 
 

@@ -21,13 +21,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from hermes.state.errors import LeaseNotHeldError, NotTipError, StateError
+from hermes.state.message import Message
 
 if TYPE_CHECKING:
     from hermes.agent.agent import AIAgent
 
 log = logging.getLogger(__name__)
-
-Messages = list[dict[str, Any]]
 
 
 @dataclass
@@ -72,20 +71,22 @@ class LeaseKeeper:
 
 def compress_context(
     agent: AIAgent,
-    messages: Messages,
+    messages: list[Message],
     system_message: str | None,
     *,
     approx_tokens: int | None = None,
     focus_topic: str | None = None,
     whole: bool = False,
-) -> tuple[Messages, str | None]:
+    detached: bool = False,
+) -> tuple[list[Message], str | None]:
     """Compress ``messages`` (step 1-5 of the compression path in docs/design.md); ``whole`` asks the
-    compressor to summarise even a short conversation (``/compress``)."""
+    compressor to summarise even a short conversation (``/compress``); ``detached``
+    messages are a caller's own history, compressed in memory only."""
     ask = _compress_call(approx_tokens, focus_topic, whole)
     db = agent.session_db
     outcome = Outcome(tokens_before=approx_tokens)
-    agent.last_compression = outcome
-    if db is None or not agent.persist_session or agent.is_fork or agent.context_detached:
+    agent.note_compression(outcome)
+    if db is None or not agent.persist_session or agent.is_fork or detached:
         if agent.is_fork:
             outcome.reason = "a background review never compresses"
             return messages, system_message
@@ -118,9 +119,9 @@ def _store_failed(
     agent: AIAgent,
     outcome: Outcome,
     exc: StateError,
-    messages: Messages,
+    messages: list[Message],
     system_message: str | None,
-) -> tuple[Messages, str | None]:
+) -> tuple[list[Message], str | None]:
     """Step 5 for the store: like a failed summary, nothing changes and a cooldown starts."""
     outcome.reason = f"the compression could not be saved, so nothing changed: {exc}"
     log.warning("compression of %s failed in the store: %s", agent.session_id, exc)
@@ -132,11 +133,11 @@ def _store_failed(
 
 def _compress_under_lease(
     agent: AIAgent,
-    messages: Messages,
+    messages: list[Message],
     system_message: str | None,
     outcome: Outcome,
     ask: dict[str, Any],
-) -> tuple[Messages, str | None]:
+) -> tuple[list[Message], str | None]:
     db, session_id = agent.bound()
     holder, ttl = agent.lease_holder, agent.lease_ttl
     segment = db.get_session(session_id)
@@ -182,11 +183,11 @@ def _compress_under_lease(
 
 def _in_memory(
     agent: AIAgent,
-    messages: Messages,
+    messages: list[Message],
     system_message: str | None,
     ask: dict[str, Any],
     outcome: Outcome,
-) -> tuple[Messages, str | None]:
+) -> tuple[list[Message], str | None]:
     compressed = agent.context_compressor.compress(messages, **ask)
     if failed(agent.context_compressor, messages, compressed):
         outcome.reason = describe_failure(agent.context_compressor)
@@ -207,7 +208,7 @@ def _compress_call(
     return ask
 
 
-def failed(compressor: Any, before: Messages, after: Messages) -> bool:
+def failed(compressor: Any, before: list[Message], after: list[Message]) -> bool:
     """The compressor made no progress: same list, an error, or nothing smaller."""
     return (
         after is before

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from hermes.agent.errors import AgentError, ModelError, SummaryError, TurnInterrupted
 from hermes.agent.tokens import context_window, estimate_tokens
 from hermes.state import wellformed
+from hermes.state.message import Message
 
 if TYPE_CHECKING:
     from hermes.agent.llm_client import ModelClient
@@ -36,7 +37,6 @@ __all__ = ["SUMMARY_PREFIX", "ContextCompressor", "is_summary_message"]
 
 log = logging.getLogger(__name__)
 
-Message = dict[str, Any]
 
 SUMMARY_PREFIX = "[CONTEXT COMPACTION]"
 NOTHING_TO_COMPRESS = "nothing to compress"
@@ -293,13 +293,13 @@ class ContextCompressor:
         """Head, summary, then in stored order every later message not summarised: the
         pinned newest user message, any unread rest of the middle, the tail."""
         read = {id(m) for m in summarised}
-        after = [dict(m) for m in messages[cut.head_end :] if id(m) not in read]
+        after = [m.copy() for m in messages[cut.head_end :] if id(m) not in read]
         has_user = any(m.get("role") == "user" for m in after)
-        summary_message = {
+        summary_message: Message = {
             "role": "user",
             "content": frame_summary(summary, len(summarised), focus_topic, user_follows=has_user),
         }
-        return [*(dict(m) for m in messages[: cut.head_end]), summary_message, *after]
+        return [*(m.copy() for m in messages[: cut.head_end]), summary_message, *after]
 
     # -- outcome bookkeeping
 

@@ -41,7 +41,9 @@ from hermes.agent.errors import (
     TurnInterrupted,
 )
 from hermes.agent.provider_usage import UsageDetails
+from hermes.agent.transcript import wire_form
 from hermes.secrets import register
+from hermes.state.message import WireMessage
 
 __all__ = ["ModelClient", "ModelResponse", "ToolCall", "translate_openai_error"]
 
@@ -76,8 +78,6 @@ SAMPLING_KEYS = (
 # The keys an OpenAI-compatible endpoint accepts on a chat message. hermes keeps its
 # own bookkeeping on message dicts (``message_uid``, ``reasoning``...), and strict
 # endpoints reject unknown keys, so only these cross the wire.
-_WIRE_KEYS = frozenset({"role", "content", "name", "tool_calls", "tool_call_id"})
-
 # Statuses worth another attempt: rate limits, timeouts, conflicts, server errors.
 _RETRY_STATUSES = frozenset({408, 409, 429})
 
@@ -502,17 +502,9 @@ def _shared_openai_client(openai: Any, api_key: str | None, base_url: str, timeo
 # --------------------------------------------------------------------------- requests
 
 
-def wire_messages(messages: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Messages as the endpoint accepts them: only wire keys, no null/empty extras."""
-    # An empty ``tool_calls`` list is rejected by OpenAI itself, hence the filter.
-    return [
-        {
-            key: value
-            for key, value in message.items()
-            if key in _WIRE_KEYS and (key == "content" or value not in (None, [], ""))
-        }
-        for message in messages
-    ]
+def wire_messages(messages: Iterable[Mapping[str, Any]]) -> list[WireMessage]:
+    """Messages as the endpoint accepts them (``transcript.wire_form``)."""
+    return [wire_form(message) for message in messages]
 
 
 def encode_message(message: Mapping[str, Any]) -> bytes:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from hermes.agent import transcript
 from hermes.agent.compression import LeaseKeeper, Outcome, describe_failure, failed
@@ -24,11 +24,10 @@ from hermes.agent.context_compressor import NOTHING_TO_COMPRESS
 from hermes.agent.errors import AgentError
 from hermes.state import wellformed
 from hermes.state.errors import LeaseNotHeldError, NotTipError, StateError
+from hermes.state.message import Message
 
 if TYPE_CHECKING:
     from hermes.agent.agent import AIAgent
-
-Messages = list[dict[str, Any]]
 
 
 class ContextNotRebuiltError(AgentError):
@@ -105,7 +104,7 @@ def _rebuild_under_lease(
                tokens_after=outcome.tokens_after)  # fmt: skip
 
 
-def remaining(agent: AIAgent, undo_ids: Sequence[int]) -> Messages:
+def remaining(agent: AIAgent, undo_ids: Sequence[int]) -> list[Message]:
     """The conversation's standing original messages but ``undo_ids``, well-formed."""
     db, tip = agent.bound()
     dropped = set(undo_ids)

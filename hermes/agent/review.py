@@ -25,7 +25,9 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from hermes.state.message import Message
 
 if TYPE_CHECKING:
     from hermes.agent.agent import AIAgent
@@ -74,7 +76,7 @@ class Review(threading.Thread):
     """One background review: its snapshot, the fork that reads it, and the check
     that withdraws it once the user takes part of the snapshot back."""
 
-    def __init__(self, agent: AIAgent, messages: list[dict[str, Any]]) -> None:
+    def __init__(self, agent: AIAgent, messages: list[Message]) -> None:
         super().__init__(name="background-review", daemon=True)
         self.agent = agent
         self.conversation_id = agent.conversation_id
@@ -126,7 +128,7 @@ _running: dict[str | None, set[Review]] = {}  # conversation id -> its running r
 _running_lock = threading.Lock()
 
 
-def spawn(agent: AIAgent, messages: list[dict[str, Any]]) -> Review:
+def spawn(agent: AIAgent, messages: list[Message]) -> Review:
     """Start the review on a daemon thread and return it (callers need not wait)."""
     review = Review(agent, [dict(m) for m in messages])
     review.start()
@@ -165,9 +167,8 @@ def make_fork(agent: AIAgent) -> AIAgent:
         cwd=agent.cwd,
         is_fork=True,
     )
-    fork.client.timeout = min(fork.client.timeout, REVIEW_TIMEOUT)
+    fork.cap_request_timeout(REVIEW_TIMEOUT)
     # Byte-identical system prompt: the provider's prompt cache keeps hitting.
-    fork.system_prompt = agent.system_prompt
     fork.adopt_prompt_of(agent)
     return fork
 
@@ -177,12 +178,12 @@ def _harness(fork: AIAgent) -> str:
 
 
 def run(
-    agent: AIAgent, messages: list[dict[str, Any]], review: Review | None = None
+    agent: AIAgent, messages: list[Message], review: Review | None = None
 ) -> ReviewResult:
     review = review or Review(agent, messages)
     try:
         fork = review.fork = make_fork(agent)
-        fork.client.guard = review.guard
+        fork.guard_model_calls(review.guard)
         watchdog = threading.Timer(REVIEW_TIMEOUT, fork.interrupt)
         watchdog.daemon = True
         watchdog.start()

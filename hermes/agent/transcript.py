@@ -1,33 +1,39 @@
-"""The transcript: messages as the agent holds them, and their persistence.
+"""The transcript: messages as the agent holds them, and their forms for the store
+and for the wire.
 
-The agent's messages are OpenAI-style dicts that also carry a ``message_uid``. The
-uid is the message's identity in the store, so persisting the same dict twice, after
-a resume or a rotation, writes nothing twice (invariant 7).
+The agent's messages are ``Message`` dicts (OpenAI's shape) that also carry a
+``message_uid``. The uid is the message's identity in the store, so persisting the
+same dict twice, after a resume or a rotation, writes nothing twice (invariant 7).
+``wire_form`` is the one function that makes what a model endpoint is sent.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, cast
 
+from hermes.state.message import Message, WireMessage
 from hermes.state.segments import new_message_uid
 
 # Keys the model API understands; everything else stays on our side.
-API_KEYS = ("role", "content", "tool_calls", "tool_call_id", "name")
+WIRE_KEYS = ("role", "content", "tool_calls", "tool_call_id", "name")
 
 
-def new_message(role: str, content: Any = None, **fields: Any) -> dict[str, Any]:
+def new_message(role: str, content: Any = None, **fields: Any) -> Message:
     message: dict[str, Any] = {"role": role, "content": content}
     message.update({k: v for k, v in fields.items() if v is not None})
     message.setdefault("message_uid", new_message_uid())
-    return message
+    return cast(Message, message)
 
 
-def api_form(message: Mapping[str, Any]) -> dict[str, Any]:
-    """One message as the model API wants it (no uid, no bookkeeping keys). A message
+def wire_form(message: Mapping[str, Any]) -> WireMessage:
+    """One message as a model endpoint is sent it: only the wire's keys (no uid, no
+    bookkeeping), no empty extras (OpenAI refuses an empty ``tool_calls``). A message
     whose stored text differs from what the model was sent keeps the sent text in
-    ``api_content`` (a caller's ``persist_user_message``); the model gets that."""
-    item = {k: message[k] for k in API_KEYS if message.get(k) not in (None, [], "")}
+    ``api_content`` (a caller's ``persist_user_message``); the model gets that. A tool
+    result names its tool; a message always has a ``content`` (None only beside an
+    assistant's tool calls)."""
+    item = {k: message[k] for k in WIRE_KEYS if message.get(k) not in (None, [], "")}
     if message.get("api_content") is not None:
         item["content"] = message["api_content"]
     if message.get("role") == "tool" and "name" not in item and message.get("tool_name"):
@@ -35,19 +41,14 @@ def api_form(message: Mapping[str, Any]) -> dict[str, Any]:
     if item.get("role") == "assistant" and "content" not in item:
         item["content"] = None if item.get("tool_calls") else ""
     item.setdefault("content", "")
-    return item
+    return cast(WireMessage, item)
 
 
-def to_api(messages: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The messages in API form (the agent itself keeps them encoded: ``wire.py``)."""
-    return [api_form(m) for m in messages]
-
-
-def from_store(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Store rows (``SessionDB.get_messages``) back into the agent's message dicts."""
+def from_store(rows: Iterable[Mapping[str, Any]]) -> list[Message]:
+    """Store rows (``SessionDB.get_messages``) back into the agent's messages."""
     messages = []
     for row in rows:
-        message: dict[str, Any] = {"role": row["role"], "content": row["content"]}
+        message: Message = {"role": row["role"], "content": row["content"]}
         for key in ("tool_calls", "tool_call_id", "tool_name", "reasoning"):
             if row.get(key):
                 message[key] = row[key]

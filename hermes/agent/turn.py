@@ -5,7 +5,9 @@ assistant's tool-call message and each tool result as it finishes, the answer wh
 comes. Before each model call the context is compressed when over the threshold; a
 no-op (same length back) stops further attempts for this turn.
 
-The turn is data: a ``TurnState`` owns its messages, usage and system prompt;
+The turn is data: a caller's choices for it come as ``TurnOptions`` (resolved against
+the agent's configuration once, at the start); a ``TurnState`` owns its messages,
+usage, system prompt and options;
 ``_next_step`` prepares the context, asks the model and says what happens next
 (``FinalAnswer | RunTools | RetryEmpty | CompressAndRetry | Interrupted``); one small
 loop (``_loop``) acts on it; the caller gets a frozen ``TurnResult``.
@@ -16,14 +18,17 @@ from __future__ import annotations
 import logging
 import re
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from hermes.agent import caller_history, provider_usage, review, transcript, turn_lock
 from hermes.agent.errors import ContextLengthError, ToolResultsError, TurnInterrupted
 from hermes.agent.llm_client import ModelResponse, encode_message
+from hermes.agent.turn_options import ResolvedOptions, TurnOptions
 from hermes.state import wellformed
 from hermes.state.history import EMPTY_ANSWER_NOTE, EMPTY_RESPONSE_NOTE
+from hermes.state.message import Message
 from hermes.state.segments import PARTIAL_UID_SUFFIX
 from hermes.state.usage import TokenUsage
 
@@ -40,8 +45,12 @@ PARTIAL_ANSWER = PARTIAL_UID_SUFFIX
 class TurnState:
     """The state of one turn as it runs: owned by this module, nobody else writes it."""
 
-    messages: list[dict[str, Any]]
+    messages: list[Message]
+    options: ResolvedOptions
     system_prompt: str | None = None
+    # The context is a caller's own history, not the segment's: compressed in memory
+    # only (see caller_history).
+    detached: bool = False
     iterations: int = 0
     empty_responses: int = 0
     compress_again: bool = True  # False after a no-op compression in this turn
@@ -68,7 +77,7 @@ class TurnResult:
 
     final_response: str | None
     tool_calls: list[dict[str, Any]]
-    messages: list[dict[str, Any]]
+    messages: list[Message]
     session_id: str | None
     iterations: int
     interrupted: bool
@@ -114,7 +123,7 @@ class Interrupted:
 Step = FinalAnswer | RunTools | RetryEmpty | CompressAndRetry | Interrupted
 
 
-def _save(agent: AIAgent, turn: TurnState, *messages: dict[str, Any]) -> None:
+def _save(agent: AIAgent, turn: TurnState, *messages: Message) -> None:
     """Store messages now (invariant 7), with the provider's token figures so far."""
     agent.persist(*messages, token_usage=turn.take_unsaved_usage())
 
@@ -123,7 +132,7 @@ def _save(agent: AIAgent, turn: TurnState, *messages: dict[str, Any]) -> None:
 class TurnInput:
     """What a caller gives one turn besides its message (Hermes Agent's keywords)."""
 
-    history: list[dict[str, Any]] | None = None  # the caller's history (caller_history)
+    history: Sequence[Mapping[str, Any]] | None = None  # the caller's (caller_history)
     tool_results: list[dict[str, Any]] | None = None
     answer_uid: str | None = None
     system_message: str | None = None  # this turn's instructions, after the prompt
@@ -132,22 +141,61 @@ class TurnInput:
     resume: bool = False  # answer the stored question (a turn a crash cut off)
 
 
-def run_turn(agent: AIAgent, user_message: Any, given: TurnInput) -> TurnResult:
+def resolve(agent: AIAgent, options: TurnOptions) -> ResolvedOptions:
+    """The turn's options with the agent's configuration where the caller chose none."""
+    return ResolvedOptions(
+        model=options.model or agent.model,
+        instructions=_joined(options.instructions, agent.ephemeral_system_prompt),
+        tools=options.tools,
+        client_tools=options.client_tools,
+        sampling=options.sampling,
+        stream_callback=options.stream_callback or agent.stream_callback,
+        event_callback=options.event_callback,
+        approve=options.approve or agent.approve,
+        interactive=options.approve is not None or agent.interactive,
+        steering=options.steering,
+        keep_partial_answer=options.keep_partial_answer,
+    )
+
+
+def _joined(*texts: str | None) -> str | None:
+    parts = [text.strip() for text in texts if text and text.strip()]
+    return "\n\n".join(parts) if parts else None
+
+
+def run_turn(
+    agent: AIAgent, user_message: Any, given: TurnInput, options: TurnOptions | None = None
+) -> TurnResult:
+    resolved = resolve(agent, options or TurnOptions())
     agent.clear_interrupt()
-    agent.turn_user_uid = None
+    agent.forget_turn_user_message()
     agent.locate_conversation()
     try:
         with turn_lock.holding_turn(agent):
             agent.ensure_session()  # another turn may have rotated it while we waited
-            return _run_locked(agent, user_message, given)
+            return _run_locked(agent, user_message, given, resolved)
     except TurnInterrupted:  # while waiting for another turn: nothing was stored
-        agent.emit("interrupted")
-        return _result(
-            agent, TurnState(messages=[], interrupted=True, system_prompt=agent.system_prompt)
+        turn = TurnState(
+            messages=[], options=resolved, interrupted=True, system_prompt=agent.system_prompt
         )
+        _emit(agent, turn, "interrupted")
+        return _result(agent, turn)
 
 
-def _run_locked(agent: AIAgent, user_message: Any, given: TurnInput) -> TurnResult:
+def _emit(agent: AIAgent, turn: TurnState, kind: str, **data: Any) -> None:
+    """Tell the agent's owner, then whoever follows this turn (its options)."""
+    agent.emit(kind, **data)
+    follower = turn.options.event_callback
+    if follower is not None:
+        try:
+            follower(kind, data)
+        except Exception:  # a follower's display bug must not break the turn
+            log.exception("the turn's event callback failed for %s", kind)
+
+
+def _run_locked(
+    agent: AIAgent, user_message: Any, given: TurnInput, options: ResolvedOptions
+) -> TurnResult:
     read = agent.take_tip_stamp()  # by ensure_session, a moment ago, under the turn lock
     detached = False
     if given.history is None:
@@ -162,20 +210,18 @@ def _run_locked(agent: AIAgent, user_message: Any, given: TurnInput) -> TurnResu
         agent.persist(*start.to_store)  # what the store lacked, stored once
     turn = TurnState(
         messages=history,
+        options=options,
         system_prompt=agent.segment_system_prompt(),
+        detached=detached,
         answer_uid=given.answer_uid,
         instructions=given.system_message,
     )
-    agent.context_detached = detached
+    _open_turn(agent, turn, user_message, given)
     try:
-        _open_turn(agent, turn, user_message, given)
-        try:
-            _loop(agent, turn)
-        except TurnInterrupted:
-            turn.interrupted = True
-            _keep_partial_answer(agent, turn)
-    finally:
-        agent.context_detached = False
+        _loop(agent, turn)
+    except TurnInterrupted:
+        turn.interrupted = True
+        _keep_partial_answer(agent, turn)
     usage = turn.take_unsaved_usage()
     if agent.writes_transcript and usage:  # a call whose answer was not stored
         db, segment = agent.bound()
@@ -185,7 +231,7 @@ def _run_locked(agent: AIAgent, user_message: Any, given: TurnInput) -> TurnResu
     else:
         agent.remember(turn.messages)
     if turn.interrupted:
-        agent.emit("interrupted")
+        _emit(agent, turn, "interrupted")
     elif review.due(agent):
         review.spawn(agent, turn.messages)
     return _result(agent, turn)
@@ -208,13 +254,10 @@ def _open_turn(agent: AIAgent, turn: TurnState, user_message: Any, given: TurnIn
         user["api_content"] = sent
     turn.messages.append(user)
     _save(agent, turn, user)
-    agent.user_turns += 1
-    agent.turn_user_uid = user["message_uid"]
+    agent.count_user_message(user["message_uid"])
 
 
-def _answers_to_open_calls(
-    messages: list[dict[str, Any]], results: list[dict[str, Any]]
-) -> list[dict[str, Any]]:
+def _answers_to_open_calls(messages: list[Message], results: list[dict[str, Any]]) -> list[Message]:
     """Tool messages for a caller's ``results``, each answering an open call."""
     answered = {m.get("tool_call_id") for m in messages if m.get("role") == "tool"}
     open_calls = {
@@ -260,7 +303,9 @@ def _result(agent: AIAgent, turn: TurnState) -> TurnResult:
 
 def _loop(agent: AIAgent, turn: TurnState) -> None:
     """Ask for the next step and act on it, until an answer or the step limit."""
-    tools = agent.tool_wire.pieces(agent.registry, agent.tool_names(), agent.client_tools)
+    tools = agent.tool_wire.pieces(
+        agent.registry, _tool_names(agent, turn), turn.options.client_tools
+    )
     while turn.iterations < agent.max_iterations:
         step = _next_step(agent, turn, tools)
         if isinstance(step, Interrupted):
@@ -315,19 +360,20 @@ def _next_step(agent: AIAgent, turn: TurnState, tools: list[bytes]) -> Step:
     _maybe_compress(agent, turn)
     _ensure_well_formed(agent, turn)  # a no-op unless the compression changed it
     turn.iterations += 1
-    agent.last_sent_count = len(turn.messages)
-    system = {"role": "system", "content": _request_system(agent, turn)}
+    sent = len(turn.messages)
+    system = {"role": "system", "content": _request_system(turn)}
     turn.streamed = []
     try:
         response = agent.client.complete(
             encoded=[encode_message(system), *agent.wire.pieces],
             encoded_tools=tools,
-            stream_callback=_kept_stream(agent, turn),
-            options=agent.request_options,
+            model=turn.options.model,
+            stream_callback=_kept_stream(turn),
+            options=turn.options.sampling,
         )
     except ContextLengthError as exc:
         return CompressAndRetry(exc)
-    _record_usage(agent, turn, response)
+    _record_usage(agent, turn, response, sent)
     if response.tool_calls:
         return RunTools(response)
     if not (response.content or "").strip():
@@ -337,29 +383,39 @@ def _next_step(agent: AIAgent, turn: TurnState, tools: list[bytes]) -> Step:
     return FinalAnswer(response)
 
 
-def _request_system(agent: AIAgent, turn: TurnState) -> str:
+def _request_system(turn: TurnState) -> str:
     """The system message sent: the segment's prompt, then the caller's instructions
     for this turn and this agent's own (one message, since some providers take only
     one). Neither is stored with the segment, so a resume without them works."""
-    extras = (part.strip() for part in (turn.instructions, agent.ephemeral_system_prompt) if part)
-    return "\n\n".join([turn.system_prompt or "", *(e for e in extras if e)])
+    extras = _joined(turn.instructions, turn.options.instructions)
+    return "\n\n".join([turn.system_prompt or "", *([extras] if extras else [])])
+
+
+def _tool_names(agent: AIAgent, turn: TurnState) -> list[str]:
+    """The tools offered this turn: the caller's choice (known tools only), else the
+    agent's toolset."""
+    chosen = turn.options.tools
+    if chosen is None:
+        return agent.tool_names()
+    return [name for name in chosen if agent.registry.get(name)]
 
 
 def _take_steering(agent: AIAgent, turn: TurnState) -> None:
     """Guidance sent while the turn runs joins it as user messages before the next
     model call (after the tool results it follows, so the context stays well-formed)."""
-    if agent.steering is None:
+    steering = turn.options.steering
+    if steering is None:
         return
-    for text in agent.steering():
+    for text in steering():
         note = transcript.new_message("user", text)
         turn.messages.append(note)
         _save(agent, turn, note)
 
 
-def _kept_stream(agent: AIAgent, turn: TurnState) -> Any:
+def _kept_stream(turn: TurnState) -> Any:
     """The stream callback, also keeping the pieces when a partial answer is to be kept."""
-    callback = agent.stream_callback
-    if callback is None or not agent.keep_partial_answer:
+    callback = turn.options.stream_callback
+    if callback is None or not turn.options.keep_partial_answer:
         return callback
 
     def keep(text: str) -> None:
@@ -372,7 +428,7 @@ def _kept_stream(agent: AIAgent, turn: TurnState) -> Any:
 def _keep_partial_answer(agent: AIAgent, turn: TurnState) -> None:
     """Store what the interrupted model call had streamed, marked partial (its uid)."""
     text = "".join(turn.streamed)
-    if not (agent.keep_partial_answer and text.strip() and agent.writes_transcript):
+    if not (turn.options.keep_partial_answer and text.strip() and agent.writes_transcript):
         return
     uid = (turn.answer_uid or transcript.new_message("x")["message_uid"]) + PARTIAL_ANSWER
     answer = transcript.new_message("assistant", text, message_uid=uid)
@@ -391,18 +447,18 @@ def _maybe_compress(agent: AIAgent, turn: TurnState, *, force: bool = False) -> 
         return  # invariant 6: never while a tool call awaits its results
     before = len(turn.messages)
     approx = agent.estimate_tokens(turn.messages)
-    agent.emit("compressing", tokens=approx)
+    _emit(agent, turn, "compressing", tokens=approx)
     messages, system_prompt = agent._compress_context(
-        turn.messages, turn.system_prompt, approx_tokens=approx
+        turn.messages, turn.system_prompt, approx_tokens=approx, detached=turn.detached
     )
     outcome = agent.last_compression
     turn.system_prompt = system_prompt
     if len(messages) == before:
         turn.compress_again = False
-        agent.emit("compression_skipped", reason=outcome.reason if outcome else "")
+        _emit(agent, turn, "compression_skipped", reason=outcome.reason if outcome else "")
         return
     turn.messages = messages
-    compressor.last_prompt_tokens = 0  # the provider's figure was for the old context
+    agent.forget_prompt_size()  # the provider's figure was for the old context
     if outcome is not None:
         turn.compressions.append(
             {
@@ -441,20 +497,18 @@ def _learn_window(agent: AIAgent, error: str) -> None:
     """Believe the provider's stated context window over our table."""
     match = re.search(r"maximum context length is (\d[\d,]*)", error)
     if match:
-        window = int(match.group(1).replace(",", ""))
-        if 0 < window < agent.context_compressor.context_length:
-            agent.context_compressor.context_length = window
+        agent.learn_context_window(int(match.group(1).replace(",", "")))
 
 
-def _record_usage(agent: AIAgent, turn: TurnState, response: Any) -> None:
+def _record_usage(agent: AIAgent, turn: TurnState, response: Any, sent: int) -> None:
+    """Count the call's tokens (``sent``: the context's messages it carried)."""
     prompt, completion = response.prompt_tokens or 0, response.completion_tokens or 0
     turn.prompt_tokens += prompt
     turn.completion_tokens += completion
-    if prompt:
-        agent.context_compressor.last_prompt_tokens = prompt
+    agent.record_prompt_size(prompt, sent)
     if agent.writes_transcript:
         # Stored with the next message write, in the same transaction.
-        model = response.model or agent.model
+        model = response.model or turn.options.model
         turn.unsaved_usage += provider_usage.token_usage(prompt, completion, response.usage, model)
 
 
@@ -465,7 +519,7 @@ def _run_tools(agent: AIAgent, turn: TurnState, response: Any) -> list[dict[str,
         {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
         for c in response.tool_calls
     ]
-    theirs = {tool["function"]["name"] for tool in agent.client_tools}
+    theirs = {tool["function"]["name"] for tool in turn.options.client_tools}
     # A message that hands calls to the caller ends the turn: it is the turn's answer.
     ends_turn = any(c.name in theirs for c in response.tool_calls)
     assistant = transcript.new_message(
@@ -478,18 +532,20 @@ def _run_tools(agent: AIAgent, turn: TurnState, response: Any) -> list[dict[str,
     )
     turn.messages.append(assistant)
     _save(agent, turn, assistant)
-    context = _tool_context(agent)
-    names = agent.tool_names()
+    context = _tool_context(agent, turn.options)
+    names = _tool_names(agent, turn)
     for call in response.tool_calls:
         if call.name in theirs:
             continue
         if agent.interrupt_requested:
             result = "Error: interrupted by the user before this tool ran."
         else:
-            agent.emit("tool_start", name=call.name, arguments=call.arguments, id=call.id)
+            _emit(agent, turn, "tool_start", name=call.name, arguments=call.arguments, id=call.id)
             began = time.monotonic()
             result = agent.registry.dispatch(call.name, call.arguments, context, allowed=names)
-            agent.emit(
+            _emit(
+                agent,
+                turn,
                 "tool_end",
                 name=call.name,
                 id=call.id,
@@ -503,7 +559,7 @@ def _run_tools(agent: AIAgent, turn: TurnState, response: Any) -> list[dict[str,
     return [c for c in calls if c["function"]["name"] in theirs]
 
 
-def _tool_context(agent: AIAgent) -> Any:
+def _tool_context(agent: AIAgent, options: ResolvedOptions) -> Any:
     from hermes.tools.registry import ToolContext
 
     return ToolContext(
@@ -513,8 +569,8 @@ def _tool_context(agent: AIAgent) -> Any:
         hermes_home=agent.hermes_home,
         config=agent.config,
         cwd=agent.cwd,
-        interactive=agent.interactive,
-        approve=agent.approve,
+        interactive=options.interactive,
+        approve=options.approve,
         surface="review" if agent.is_fork else agent.source,
         source=agent.source,
         user_id=agent.user_id,

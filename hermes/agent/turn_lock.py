@@ -44,11 +44,10 @@ def holding_turn(agent: AIAgent) -> Iterator[None]:
         if agent.wait_for_interrupt(delay):
             raise TurnInterrupted("Interrupted while waiting for another turn to finish.")
         delay = min(delay * 2, LAST_POLL)
-    agent.holds_turn_lock = True
     try:
-        yield
+        with agent.turn_lock_held():
+            yield
     finally:
-        agent.holds_turn_lock = False
         try:
             db.gateway.unlock_turn(conversation)
         except Exception:  # at worst the lock goes with the process
@@ -58,8 +57,5 @@ def holding_turn(agent: AIAgent) -> Iterator[None]:
 @contextlib.contextmanager
 def held_by_caller(agent: AIAgent) -> Iterator[None]:
     """The caller holds this conversation's turn lock around the agent's work."""
-    before, agent.holds_turn_lock = agent.holds_turn_lock, True
-    try:
+    with agent.turn_lock_held():
         yield
-    finally:
-        agent.holds_turn_lock = before

@@ -43,7 +43,7 @@ class WireContext:
             known = 0
         for message in messages[known:]:
             self._messages.append(message)
-            self._pieces.append(encode_message(transcript.api_form(message)))
+            self._pieces.append(encode_message(transcript.wire_form(message)))
             self._checker.add(message)
 
     @property

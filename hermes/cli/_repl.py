@@ -302,11 +302,12 @@ class Repl:
         self.console = console or Console(highlight=False)
         self.view = TurnView(self.console, agent)
         self.approvals = Approvals(self._ask_approval)
-        agent.stream_callback = self.view.on_text
-        agent.event_callback = self.view.on_event
-        agent.approve = self.approvals.approve
-        agent.client.on_retry = self._on_retry
-        agent.interactive = True
+        agent.connect(
+            stream_callback=self.view.on_text,
+            event_callback=self.view.on_event,
+            approve=self.approvals.approve,
+            on_retry=self._on_retry,
+        )
         self.session: PromptSession[str] = PromptSession(
             history=FileHistory(str(_history_path())),
             completer=SlashCompleter(),

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -92,9 +93,8 @@ def chat(
     with opened_store(read_only=False, create=True) as db:
         tip = _pick_conversation(db, continue_, resume)
         agent = _make_agent(config, db, api_key=api_key, base_url=base_url, model=model,
-                            interactive=text is None, system=system)  # fmt: skip
+                            interactive=text is None, system=system, yolo=yolo)  # fmt: skip
         if yolo:
-            agent.yolo = True
             click.echo(YOLO_NOTE, err=True)
         try:
             if tip is not None:
@@ -235,6 +235,7 @@ def _make_agent(
     model: str | None,
     interactive: bool,
     system: str | None = None,
+    yolo: bool = False,
 ) -> AIAgent:
     from hermes.agent import AIAgent
 
@@ -248,6 +249,7 @@ def _make_agent(
         quiet_mode=not interactive,
         interactive=interactive,
         ephemeral_system_prompt=system,
+        yolo=yolo,
     )
 
 
@@ -258,9 +260,12 @@ def _ask_once(agent: AIAgent, text: str, as_json: bool) -> None:
     """Run one turn; stdout gets only the answer (or the JSON result)."""
     from hermes.cli._worker import run_in_worker
 
-    streamed = _stream_to_terminal(agent) if not as_json else None
-    agent.client.on_retry = _retry_to_stderr
-    agent.event_callback = _progress_to_stderr if sys.stderr.isatty() else _waiting_to_stderr
+    streamed, write = _stream_to_terminal() if not as_json else (None, None)
+    agent.connect(
+        stream_callback=write,
+        event_callback=_progress_to_stderr if sys.stderr.isatty() else _waiting_to_stderr,
+        on_retry=_retry_to_stderr,
+    )
     outcome = run_in_worker(
         lambda: agent.run_conversation(text),
         interrupt=agent.interrupt,
@@ -282,10 +287,11 @@ def _ask_once(agent: AIAgent, text: str, as_json: bool) -> None:
         raise SystemExit(INTERRUPTED_EXIT)
 
 
-def _stream_to_terminal(agent: AIAgent) -> dict[str, bool] | None:
-    """On a terminal the answer streams as it comes; into a pipe it is written once."""
+def _stream_to_terminal() -> tuple[dict[str, bool] | None, Callable[[str], None] | None]:
+    """On a terminal the answer streams as it comes (the state says whether any did,
+    the callback writes it); into a pipe it is written once."""
     if not sys.stdout.isatty():
-        return None
+        return None, None
     state = {"any": False}
 
     def write(chunk: str) -> None:
@@ -293,8 +299,7 @@ def _stream_to_terminal(agent: AIAgent) -> dict[str, bool] | None:
         sys.stdout.write(visible(chunk))
         sys.stdout.flush()
 
-    agent.stream_callback = write
-    return state
+    return state, write
 
 
 def _progress_to_stderr(kind: str, data: dict[str, Any]) -> None:

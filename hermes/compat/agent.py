@@ -12,10 +12,12 @@ hermes's own.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from hermes.agent import AIAgent as HermesAIAgent
+from hermes.agent.turn_options import TurnOptions
 from hermes.compat import toolsets
 
 log = logging.getLogger("hermes.compat")
@@ -98,7 +100,7 @@ class AIAgent(HermesAIAgent):
         self,
         user_message: Any,
         system_message: str | None = None,
-        conversation_history: list[dict[str, Any]] | None = None,
+        conversation_history: Sequence[Mapping[str, Any]] | None = None,
         task_id: str | None = None,
         stream_callback: Callable[[str], None] | None = None,
         persist_user_message: Any = None,
@@ -108,6 +110,7 @@ class AIAgent(HermesAIAgent):
         tool_results: list[dict[str, Any]] | None = None,
         answer_uid: str | None = None,
         resume: bool = False,
+        options: TurnOptions | None = None,
     ) -> dict[str, Any]:
         """One turn, with Hermes Agent 0.19's arguments and meanings.
 
@@ -119,22 +122,19 @@ class AIAgent(HermesAIAgent):
         """
         if moa_config:
             log.info("run_conversation: moa_config has no meaning in hermes; answering alone")
-        kept = self.stream_callback
         if stream_callback is not None:
-            self.stream_callback = stream_callback
-        try:
-            result = super().run_conversation(
-                user_message,
-                conversation_history=conversation_history,
-                tool_results=tool_results,
-                answer_uid=answer_uid,
-                system_message=system_message,
-                persist_user_message=persist_user_message,
-                persist_user_timestamp=persist_user_timestamp,
-                resume=resume,
-            )
-        finally:
-            self.stream_callback = kept
+            options = replace(options or TurnOptions(), stream_callback=stream_callback)
+        result = super().run_conversation(
+            user_message,
+            conversation_history=conversation_history,
+            tool_results=tool_results,
+            answer_uid=answer_uid,
+            system_message=system_message,
+            persist_user_message=persist_user_message,
+            persist_user_timestamp=persist_user_timestamp,
+            resume=resume,
+            options=options,
+        )
         return self._hermes_agent_result(result)
 
     def _hermes_agent_result(self, result: dict[str, Any]) -> dict[str, Any]:

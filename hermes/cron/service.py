@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from hermes.agent.turn_options import TurnOptions
 from hermes.cron.job_run import job_prompt, job_tools
 from hermes.cron.store import CronStore
 from hermes.cron.targets import split_target
@@ -139,9 +140,9 @@ class CronService:
             agent = self.make_agent(**options)
             self._agents[run["id"]] = agent
             offered = job_tools(agent, job["toolsets"])
-            if offered is not None:
-                agent.tool_names_override = offered
-            result = agent.run_conversation(job_prompt(agent, job["prompt"], job["skills"]))
+            chosen = TurnOptions(tools=None if offered is None else tuple(offered))
+            prompt = job_prompt(agent, job["prompt"], job["skills"])
+            result = agent.run_conversation(prompt, options=chosen)
             if result.get("interrupted") and self.closing:
                 self.store.release(run["id"], self.holder)
                 return

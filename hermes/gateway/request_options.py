@@ -13,7 +13,7 @@ client's next request brings the results (``role: "tool"`` messages) the turn go
 from, as the OpenAI API documents.
 
 The instructions are the text of the client's ``system`` and ``developer`` messages. They
-reach the model after hermes's own system prompt (the agent's ``ephemeral_system_prompt``),
+reach the model after hermes's own system prompt (the turn's ``TurnOptions.instructions``),
 unchanged from turn to turn while the client sends the same, so a provider's prompt
 cache keeps hitting.
 """

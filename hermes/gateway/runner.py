@@ -762,9 +762,7 @@ class GatewayRunner:
         from hermes.agent import AIAgent
 
         options = {"quiet_mode": True, "session_db": self.db, **self.agent_options, **kwargs}
-        agent = AIAgent(config=self.config, **options)
-        agent.event_bus = self.event_bus
-        return agent
+        return AIAgent(config=self.config, event_bus=self.event_bus, **options)
 
     def _agent_event(self, key: str, conversation: str, kind: str, data: dict[str, Any]) -> None:
         """Events of an agent (any thread): compressions are logged, reviews reported."""

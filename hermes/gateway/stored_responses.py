@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from hermes.agent import review, transcript
 from hermes.state.history import EMPTY_RESPONSE_NOTE
+from hermes.state.message import Message
 
 if TYPE_CHECKING:
     from hermes.state.store import SessionDB
@@ -64,7 +65,7 @@ def is_latest(db: SessionDB, found: StoredResponse) -> bool:
     return bool(rows) and (rows[-1].get("origin_id") or rows[-1]["id"]) == found.row["id"]
 
 
-def context_until(db: SessionDB, found: StoredResponse) -> list[dict[str, Any]]:
+def context_until(db: SessionDB, found: StoredResponse) -> list[Message]:
     """The conversation's live messages up to and including the answer, as the agent
     holds messages (the history of a turn that continues it without storing)."""
     rows, at = _live_rows(db, found)

@@ -27,6 +27,7 @@ from hermes.agent import transcript
 from hermes.agent.errors import AgentError, ContextLengthError, ModelError, ToolResultsError
 from hermes.agent.llm_client import SAMPLING_KEYS
 from hermes.agent.turn_lock import held_by_caller
+from hermes.agent.turn_options import TurnOptions
 from hermes.gateway import commands
 from hermes.gateway.lanes import COMMAND, EVENT, RESUME, Lane, WorkItem
 from hermes.gateway.messages import TurnResult
@@ -43,8 +44,6 @@ log = logging.getLogger(__name__)
 AgentFactory = Callable[..., Any]
 # (session key, conversation id, event kind, event data), from any thread.
 EventSink = Callable[[str, str, str, dict[str, Any]], None]
-# (event kind, event data): an agent's ``event_callback``.
-EventCallback = Callable[[str, dict[str, Any]], None]
 
 INTERRUPTED_NOTICE = (
     "Your last message was interrupted before I could answer it (hermes stopped "
@@ -102,7 +101,6 @@ class TurnRunner:
             else:
                 self._answer(item, agent, result)
         finally:
-            agent.stream_callback = None
             self._settle_route(item, agent, platform, result)
         return result
 
@@ -120,9 +118,8 @@ class TurnRunner:
         try:
             self._answer(item, agent, result)
         finally:
-            agent.stream_callback = None
             _close(agent)
-        result.model = agent.model
+        result.model = (item.options or {}).get("model") or agent.model
         return result
 
     def forget_history(self, conversation_id: str) -> None:
@@ -156,7 +153,7 @@ class TurnRunner:
 
     def _answer(self, item: WorkItem, agent: Any, result: TurnResult) -> None:
         """Run the item; a failure becomes the result's sentence for the user."""
-        agent.turn_user_uid = None  # set by this item's turn, if it stores a question
+        agent.forget_turn_user_message()  # set by this item's turn, if it stores a question
         try:
             self._run_item(item, agent, result)
         except ToolResultsError as exc:
@@ -224,30 +221,17 @@ class TurnRunner:
                     _keep_exchange(agent, item, outcome.text)
                 return
             words = outcome.rerun  # /retry: the undone message, answered again
-        sink = item.sink
-        agent.stream_callback = sink.on_delta if sink is not None and sink.stream else None
         options = item.options or {}
         if item.kind != COMMAND and options.get("content_parts"):
             words = options["content_parts"]  # text with images: sent and stored as parts
-        _apply_options(agent, options)
-        kept_callback = agent.event_callback
-        kept_asking = agent.approve, agent.interactive, agent.steering
-        if sink is not None and sink.events:
-            agent.event_callback = _also_to(kept_callback, sink.on_event)
-        if sink is not None and sink.approve is not None:
-            # Someone follows this turn (an API run): risky commands wait for their answer.
-            agent.approve, agent.interactive, agent.steering = sink.approve, True, sink.steering
-        try:
-            out = agent.run_conversation(
-                words or None,
-                conversation_history=item.history,
-                tool_results=options.get("tool_results"),
-                # The Responses API names the answer ahead: its id is known before it exists.
-                answer_uid=options.get("answer_uid"),
-            )
-        finally:
-            agent.event_callback = kept_callback
-            agent.approve, agent.interactive, agent.steering = kept_asking
+        out = agent.run_conversation(
+            words or None,
+            conversation_history=item.history,
+            tool_results=options.get("tool_results"),
+            # The Responses API names the answer ahead: its id is known before it exists.
+            answer_uid=options.get("answer_uid"),
+            options=turn_options(item),
+        )
         result.text = _shown_answer(out, words)
         result.interrupted = bool(out.get("interrupted"))
         result.user_message_uid = _user_message_uid(out.get("messages") or [], words)
@@ -264,7 +248,7 @@ class TurnRunner:
         except StateError as exc:
             log.error("could not update the route of %s: %s", item.key, exc)
         result.session_id = agent.session_id
-        result.model = agent.model
+        result.model = (item.options or {}).get("model") or agent.model
 
     def _agent(self, item: WorkItem, platform: str) -> Any:
         """The conversation's agent, on its tip (a kept agent follows the tip itself when
@@ -280,17 +264,19 @@ class TurnRunner:
     def _new_agent(self, item: WorkItem, platform: str, tip: str) -> Any:
         segment = self.db.get_session(tip) or {}
         origin = item.origin
+        key, conversation = item.key, item.conversation_id
+        extra: dict[str, Any] = {}
+        if self.on_agent_event is not None:
+            sink = self.on_agent_event
+            extra["event_callback"] = lambda kind, data: sink(key, conversation, kind, data)
         agent = self.make_agent(
             session_id=tip,
             source=platform,
             session_key=item.key,
             user_id=origin.user_id if origin else None,
             model=segment.get("model") or None,
+            **extra,
         )
-        key, conversation = item.key, item.conversation_id
-        if self.on_agent_event is not None:
-            sink = self.on_agent_event
-            agent.event_callback = lambda kind, data: sink(key, conversation, kind, data)
         with self._agents_lock:
             self._agents[conversation] = agent
             while len(self._agents) > self.max_agents:
@@ -313,16 +299,25 @@ def _endpoint_failed(exc: AgentError) -> bool:
     return isinstance(exc, ModelError) and not isinstance(exc, ContextLengthError)
 
 
-def _apply_options(agent: Any, options: dict[str, Any]) -> None:
-    """An API caller's choices for this turn (``request_options``); none for other input,
-    so what one caller asked never carries over to the next turn of a kept agent."""
-    model = options.get("model")
-    if model and model != agent.model:
-        agent.set_model(model)
-    agent.ephemeral_system_prompt = options.get("instructions")
-    agent.request_options = {k: options[k] for k in SAMPLING_KEYS if k in options}
-    agent.client_tools = list(options.get("client_tools") or [])
-    agent.keep_partial_answer = bool(options.get("keep_partial_answer"))
+def turn_options(item: WorkItem) -> TurnOptions:
+    """The item's choices for its turn: an API caller's (``request_options``), and the
+    sink that follows it (streamed text, tool events, a run's approvals and steering).
+    They travel with the turn, never set on the kept agent, so what one caller asked
+    never reaches another's turn."""
+    options = item.options or {}
+    sink = item.sink
+    return TurnOptions(
+        model=options.get("model") or None,
+        instructions=options.get("instructions"),
+        client_tools=tuple(options.get("client_tools") or ()),
+        sampling={k: options[k] for k in SAMPLING_KEYS if k in options},
+        stream_callback=sink.on_delta if sink is not None and sink.stream else None,
+        event_callback=sink.on_event if sink is not None and sink.events else None,
+        # Someone follows this turn (an API run): risky commands wait for their answer.
+        approve=sink.approve if sink is not None else None,
+        steering=sink.steering if sink is not None and sink.approve is not None else None,
+        keep_partial_answer=bool(options.get("keep_partial_answer")),
+    )
 
 
 def _keep_exchange(agent: Any, item: WorkItem, answer: str) -> None:
@@ -374,14 +369,3 @@ def undo_turn(db: SessionDB, conversation_id: str, user_message_uid: str) -> int
         return 0
     db.mark_undone(conversation_id, [m["id"] for m in rows[start:]])
     return len(rows) - start
-
-
-def _also_to(first: EventCallback | None, second: EventCallback) -> EventCallback:
-    """An event callback calling ``first`` (the gateway's own) and then ``second``."""
-
-    def both(kind: str, data: dict[str, Any]) -> None:
-        if first is not None:
-            first(kind, data)
-        second(kind, data)
-
-    return both

@@ -270,7 +270,7 @@ def _copy(row: Mapping[str, Any], child_id: str) -> MessageRow:
 
 def _in_order(parent_id: str, rows: list[MessageRow]) -> list[MessageRow]:
     """The child's rows with results after their calls; refused if still invalid."""
-    views = [
+    views: list[dict[str, Any]] = [
         {"role": r.role, "content": r.content, "tool_calls": r.tool_calls,
          "tool_call_id": r.tool_call_id, "row": r}
         for r in rows

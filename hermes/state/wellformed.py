@@ -19,7 +19,9 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar, cast
+
+from hermes.state.message import Message
 
 INTERRUPTED_RESULT = (
     "Error: interrupted: the process running this tool ended before it finished, so "
@@ -27,10 +29,11 @@ INTERRUPTED_RESULT = (
 )
 ORPHAN_RESULT_NOTE = "[A tool result whose call is no longer in the context]"
 
-Message = Mapping[str, Any]
+# Any message-shaped mapping, typed by the caller (a ``Mapping[str, Any]``, or a store row).
+M = TypeVar("M", bound=Mapping[str, Any])
 
 
-def call_ids(message: Message) -> list[str]:
+def call_ids(message: Mapping[str, Any]) -> list[str]:
     """The ids of an assistant message's tool calls (none for any other message)."""
     if message.get("role") != "assistant":
         return []
@@ -45,7 +48,7 @@ def call_ids(message: Message) -> list[str]:
     return [str(c.get("id")) for c in calls if isinstance(c, Mapping) and c.get("id")]
 
 
-def _call_names(message: Message) -> dict[str, str]:
+def _call_names(message: Mapping[str, Any]) -> dict[str, str]:
     calls = message.get("tool_calls")
     if isinstance(calls, str):
         calls = json.loads(calls)
@@ -75,7 +78,7 @@ class Checker:
         self.found: list[str] = []
         self.waiting: dict[str, int] = {}  # call id -> index of the assistant message asking
 
-    def add(self, message: Message) -> None:
+    def add(self, message: Mapping[str, Any]) -> None:
         index, self.count = self.count, self.count + 1
         role = message.get("role")
         if role == "tool":
@@ -98,7 +101,7 @@ class Checker:
         elif role == "assistant" and _is_empty(message.get("content")):
             self.found.append(f"message {index}: an empty assistant message without tool calls")
 
-    def extend(self, messages: Iterable[Message]) -> Checker:
+    def extend(self, messages: Iterable[Mapping[str, Any]]) -> Checker:
         for message in messages:
             self.add(message)
         return self
@@ -124,16 +127,16 @@ class Checker:
         return twin
 
 
-def problems(messages: Sequence[Message]) -> list[str]:
+def problems(messages: Sequence[Mapping[str, Any]]) -> list[str]:
     """What a provider would refuse in ``messages``, one sentence each (empty: valid)."""
     return Checker().extend(messages).problems()
 
 
-def is_well_formed(messages: Sequence[Message]) -> bool:
+def is_well_formed(messages: Sequence[Mapping[str, Any]]) -> bool:
     return not problems(messages)
 
 
-def normalise(messages: Sequence[Message]) -> list[Any]:
+def normalise(messages: Sequence[M]) -> list[M]:
     """The same messages with each call's results moved to just after it.
 
     Another writer may store a message between a tool call and its results (a
@@ -146,7 +149,7 @@ def normalise(messages: Sequence[Message]) -> list[Any]:
             first_result.setdefault(str(message.get("tool_call_id")), index)
     if not first_result:
         return list(messages)
-    out: list[Any] = []
+    out: list[M] = []
     placed: set[int] = set()
     for index, message in enumerate(messages):
         if index in placed:
@@ -170,8 +173,8 @@ class Repair:
     uids are derived from the call). ``notes`` say what else was changed in memory only.
     """
 
-    messages: list[Any]
-    synthetic: list[dict[str, Any]] = field(default_factory=list)
+    messages: list[Message]
+    synthetic: list[Message] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -179,9 +182,9 @@ class Repair:
         return bool(self.synthetic or self.notes)
 
 
-def interrupted_result(call_message: Message, call_id: str, tool_name: str) -> dict[str, Any]:
+def interrupted_result(call_message: Message, call_id: str, tool_name: str) -> Message:
     """The synthetic result of a call whose turn ended without answering it."""
-    message: dict[str, Any] = {
+    message: Message = {
         "role": "tool",
         "content": INTERRUPTED_RESULT,
         "tool_call_id": call_id,
@@ -239,9 +242,9 @@ def repair(messages: Sequence[Message]) -> Repair:
     return fixed
 
 
-def _as_note(message: Message) -> dict[str, Any]:
+def _as_note(message: Message) -> Message:
     """A tool result no call asks for, shown as a note so its text stays in the context."""
     content = message.get("content")
     text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
     note = {k: v for k, v in message.items() if k not in ("tool_call_id", "tool_name", "name")}
-    return {**note, "role": "user", "content": f"{ORPHAN_RESULT_NOTE}\n{text or ''}"}
+    return cast(Message, {**note, "role": "user", "content": f"{ORPHAN_RESULT_NOTE}\n{text or ''}"})

@@ -22,7 +22,7 @@ def _sent(wire: WireContext) -> list[dict]:
 
 
 def _expected(messages: list[dict]) -> list[dict]:
-    return [transcript.api_form(m) for m in messages]
+    return [transcript.wire_form(m) for m in messages]
 
 
 def _message(rng: random.Random, n: int) -> dict:

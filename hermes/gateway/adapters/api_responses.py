@@ -264,7 +264,8 @@ class _ResponsesApi:
         if asked.previous_uid is None:
             return list(asked.history)
         found = await self._find(asked.previous_uid)
-        return await asyncio.to_thread(stored_responses.context_until, self.db, found)
+        context = await asyncio.to_thread(stored_responses.context_until, self.db, found)
+        return [dict(message) for message in context]
 
     async def _find(self, uid: str) -> stored_responses.StoredResponse:
         found = await asyncio.to_thread(stored_responses.find, self.db, uid, self.hidden)

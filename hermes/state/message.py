@@ -1,0 +1,43 @@
+"""A conversation's message as hermes holds it, and the form a model endpoint is sent.
+
+``Message`` is OpenAI's chat message (``role``, ``content``, ``tool_calls``,
+``tool_call_id``, ``name``) plus hermes's own keys: the ``message_uid`` that is its
+identity in the store, the ``tool_name`` a result is stored under, the model's
+``reasoning``, and bookkeeping the store keeps. ``WireMessage`` is what crosses the
+wire; ``hermes.agent.transcript.wire_form`` makes one from a ``Message`` (the only
+place that does). Both live in ``state``, the lowest room, so the store, the agent and
+the gateway all name the same type.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Required, TypedDict
+
+
+class Message(TypedDict, total=False):
+    """One message of a conversation, as the agent and the store exchange it."""
+
+    role: Required[str]  # "system", "user", "assistant" or "tool"
+    content: Any  # text, a list of content parts, or None beside tool calls
+    # OpenAI's ``[{"id", "type": "function", "function": {"name", "arguments"}}]``.
+    tool_calls: list[dict[str, Any]]
+    tool_call_id: str  # the call a tool result answers
+    name: str
+    # hermes's own: never sent as such.
+    message_uid: str  # the message's identity in the store (a rewrite writes nothing twice)
+    tool_name: str  # the tool a result came from (sent as ``name``)
+    reasoning: str  # the model's thinking, kept beside its answer
+    api_content: Any  # what the model was sent when the stored content differs
+    finish_reason: str
+    created_at: float
+    token_count: int
+
+
+class WireMessage(TypedDict, total=False):
+    """One message as a chat-completions request carries it."""
+
+    role: Required[str]
+    content: Required[Any]
+    tool_calls: list[dict[str, Any]]
+    tool_call_id: str
+    name: str
