@@ -130,7 +130,7 @@ _running_lock = threading.Lock()
 
 def spawn(agent: AIAgent, messages: list[Message]) -> Review:
     """Start the review on a daemon thread and return it (callers need not wait)."""
-    review = Review(agent, [dict(m) for m in messages])
+    review = Review(agent, [m.copy() for m in messages])
     review.start()
     agent.review_threads.append(review)
     return review
@@ -177,9 +177,7 @@ def _harness(fork: AIAgent) -> str:
     return HARNESS_PROMPT + (SKILLS_HINT if "skill_manage" in fork.tool_names() else "")
 
 
-def run(
-    agent: AIAgent, messages: list[Message], review: Review | None = None
-) -> ReviewResult:
+def run(agent: AIAgent, messages: list[Message], review: Review | None = None) -> ReviewResult:
     review = review or Review(agent, messages)
     try:
         fork = review.fork = make_fork(agent)
