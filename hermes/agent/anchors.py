@@ -21,11 +21,22 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["INDEX_HEADER", "MAX_INDEX_CHARS", "Anchor", "extract", "index_block", "render"]
+__all__ = [
+    "INDEX_HEADER",
+    "MAX_INDEX_CHARS",
+    "MIN_INDEX_CHARS",
+    "Anchor",
+    "extract",
+    "index_block",
+    "render",
+]
 
 INDEX_HEADER = "[ANCHORS]"
-# About 400 tokens: a small share of a summary, enough for a few dozen anchors.
+# At most about 400 tokens, enough for a few dozen anchors; an eighth of the covered
+# text below that, so the index of a short middle stays a small share of its summary.
 MAX_INDEX_CHARS = 1600
+MIN_INDEX_CHARS = 480
+COVERED_SHARE = 8
 MAX_ANCHOR_CHARS = 160
 MAX_ERROR_LINES = 8
 SEPARATOR = " · "
@@ -102,7 +113,9 @@ class Anchor:
 def index_block(messages: Sequence[dict[str, Any]], *, recall: bool) -> str:
     """The index for a summary of ``messages`` ('' when they hold no anchor); ``recall``
     says whether the model has the ``recall`` tool to bring an anchor's messages back."""
-    return render(extract(messages), recall=recall)
+    covered = sum(len(_text(m.get("content"))) for m in messages)
+    cap = min(MAX_INDEX_CHARS, max(MIN_INDEX_CHARS, covered // COVERED_SHARE))
+    return render(extract(messages), recall=recall, cap=cap)
 
 
 def extract(messages: Sequence[dict[str, Any]]) -> list[Anchor]:
@@ -124,9 +137,9 @@ def extract(messages: Sequence[dict[str, Any]]) -> list[Anchor]:
     return list(found.values())
 
 
-def render(anchors: Sequence[Anchor], *, recall: bool) -> str:
-    """The index as the summary message carries it, within ``MAX_INDEX_CHARS``."""
-    kept = _within_cap(anchors)
+def render(anchors: Sequence[Anchor], *, recall: bool, cap: int = MAX_INDEX_CHARS) -> str:
+    """The index as the summary message carries it, its anchors within ``cap`` characters."""
+    kept = _within_cap(anchors, cap)
     if not kept:
         return _RECALL_ONLY if recall else ""
     lines = [_header(recall)]
@@ -158,7 +171,7 @@ _RECALL_ONLY = (
 )
 
 
-def _within_cap(anchors: Sequence[Anchor]) -> list[Anchor]:
+def _within_cap(anchors: Sequence[Anchor], cap: int) -> list[Anchor]:
     """The most distinctive anchors that fit the cap, back in order of appearance.
 
     Kinds rank by ``PRIORITY``; within a kind, an anchor seen in more messages, then a
@@ -177,7 +190,7 @@ def _within_cap(anchors: Sequence[Anchor]) -> list[Anchor]:
             cost = len(anchor.text) + 3
         else:
             cost = len(anchor.text) + len(SEPARATOR)
-        if used + cost > MAX_INDEX_CHARS:
+        if used + cost > cap:
             continue
         used += cost
         errors += anchor.kind == ERROR

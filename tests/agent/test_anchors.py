@@ -103,6 +103,10 @@ def test_a_long_transcript_keeps_the_most_distinctive_anchors_within_the_cap() -
     for kept in ("src/core/ledger_sync.py", "a1b2c3d4e5", "- KeyError: 'ledger_id'"):
         assert kept in body
     assert 0 < body.count("helper_function_") < 400
+    # A short middle gets a short index.
+    short = {"role": "tool", "tool_call_id": "c", "content": noise[:1500]}
+    small = anchors.index_block([short], recall=True).split("\n", 1)[1]
+    assert len(small) <= anchors.MIN_INDEX_CHARS + 20 < len(body)
 
 
 def test_an_earlier_summary_gives_its_anchors_not_its_paraphrase() -> None:
