@@ -15,6 +15,7 @@ gives the stored id that brings it back.
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
 from collections.abc import Iterable, Iterator, Sequence
@@ -89,7 +90,9 @@ _NUMBERS = re.compile(
 )
 _YEAR = re.compile(r"(?:19|20)\d\d")
 _DOTTED = re.compile(r"(?<![\w.])[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?![\w])")
-_WORD = re.compile(r"(?<![\w])[A-Za-z_][A-Za-z0-9_]*(?![\w])")
+# A word with an inner underscore or a capital after its first letter (checked further
+# by _is_identifier): plain words never reach Python, which keeps long outputs quick.
+_WORD = re.compile(r"(?<![\w])_*[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9_]*|[A-Z][A-Za-z0-9_]*)(?![\w])")
 _ERROR = re.compile(
     r"\w*(?:Error|Exception)\b|\bTraceback\b|\bFAIL(?:ED)?\b|\bERROR\b|\bfailed\b|\bfatal:"
     r"|\bpanic:|Permission denied|No such file|command not found|Segmentation fault"
@@ -250,13 +253,16 @@ def _error_lines(text: str) -> Iterator[tuple[str, str]]:
 def _tokens(text: str) -> Iterator[tuple[str, str]]:
     """The single-token anchors of ``text`` in order of position; a string inside a
     longer anchor (a name inside a path) is not listed again on its own."""
-    claimed: list[tuple[int, int]] = []
+    starts: list[int] = []  # the claimed spans, disjoint, sorted by start
+    ends: list[int] = []
     found: list[tuple[int, int, str, str]] = []
     for rank, (kind, matches) in enumerate(_passes(text)):
         for start, end, token in matches:
-            if any(start < b and a < end for a, b in claimed):
+            at = bisect.bisect_right(starts, start)
+            if (at and ends[at - 1] > start) or (at < len(starts) and starts[at] < end):
                 continue
-            claimed.append((start, end))
+            starts.insert(at, start)
+            ends.insert(at, end)
             found.append((start, rank, kind, token))
     for _, _, kind, token in sorted(found):
         yield kind, token

@@ -22,7 +22,6 @@ NAME = "recall"
 MAX_ROWS = 8  # messages shown whole (or as an excerpt) per query
 SCAN = 200  # matches counted and listed by id
 MAX_REPLY_CHARS = 16_000
-EXCERPT_CHARS = 1_500  # each side of the match, for a message too long to show whole
 MIN_EXCERPT_ROOM = 600
 MIN_QUERY_CHARS = 2
 
@@ -91,12 +90,14 @@ def _matching(ctx: ToolContext, conversation: str, query: str) -> str:
     room = MAX_REPLY_CHARS
     blocks: list[str] = []
     shown: set[int] = set()
-    for row in found.rows:
+    for number, row in enumerate(found.rows):
         body = _body(row)
         if len(body) > room:
             if room < MIN_EXCERPT_ROOM:
                 break
-            body = _excerpt(body, query, int(row["id"]), room)
+            # The room left is shared by the messages still to show.
+            share = max(room // (len(found.rows) - number), MIN_EXCERPT_ROOM)
+            body = _excerpt(body, query, int(row["id"]), share)
         room -= len(body)
         blocks.append(f"{_heading(row)}\n{body}")
         shown.add(int(row["id"]))
@@ -174,9 +175,10 @@ def _body(row: dict[str, Any]) -> str:
 
 
 def _excerpt(body: str, query: str, message_id: int, room: int) -> str:
-    """The part of a long message around the first match, saying where it sits."""
+    """The part of a long message around the first match, about ``room`` characters,
+    saying where it sits."""
     found = max(body.lower().find(query.lower()), 0)
-    side = min(EXCERPT_CHARS, (room - 200) // 2)
+    side = (room - 200 - len(query)) // 2
     start = max(0, found - side)
     end = min(len(body), found + len(query) + side)
     return (

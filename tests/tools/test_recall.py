@@ -4,6 +4,7 @@ stores; never another conversation's, never what the user took back."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -196,3 +197,32 @@ def test_bad_calls_get_one_sentence(
     assert registry.dispatch("recall", '{"query": "abc"}', no_store) == (
         "Error: recall is not available here: this conversation is not in a store."
     )
+
+
+def test_a_long_message_is_shown_around_the_match_and_whole_by_id(
+    make_db: DBFactory, registry: ToolRegistry, make_ctx: Callable[..., ToolContext]
+) -> None:
+    db = make_db()
+    sid = db.create_session("long-1", source="cli")
+    fact = "the replica lag alarm threshold is 42 seconds"
+    output = "." * 20_000 + "see deploy/alarms.yaml: " + "," * 5_000 + fact + ";" * 20_000
+    db.append_messages(sid, [{"role": "tool", "tool_call_id": "c", "content": output}])
+    message = db.get_messages(sid)[0]["id"]
+    recall = tool(registry, make_ctx, db, sid, sid)
+
+    text = recall(query="deploy/alarms.yaml")
+
+    assert fact in text and len(text) < 17_000
+    assert f"of {len(output)}; recall(message_id={message}) returns all of it]" in text
+    pages = []
+    offset = 0
+    while True:
+        page = recall(message_id=message, offset=offset)
+        body = page.split("\n", 1)[1]
+        more = re.search(r"\n\[characters \d+-(\d+) of \d+(; recall.*continues)?\]$", body)
+        assert more is not None
+        pages.append(body[: more.start()])
+        if not more.group(2):
+            break
+        offset = int(more.group(1))
+    assert "".join(pages) == output
