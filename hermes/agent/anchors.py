@@ -177,28 +177,45 @@ _RECALL_ONLY = (
 def _within_cap(anchors: Sequence[Anchor], cap: int) -> list[Anchor]:
     """The most distinctive anchors that fit the cap, back in order of appearance.
 
-    Kinds rank by ``PRIORITY``; within a kind, an anchor seen in more messages, then a
-    longer one, then an earlier one goes first."""
-    ranked = sorted(
-        anchors,
-        key=lambda a: (PRIORITY.index(a.kind), -a.messages, -len(a.text), a.first),
-    )
+    The kinds take turns, in ``PRIORITY`` order, so no kind crowds out the others (a
+    directory listing's paths, the URL a user gave); within a kind, the more specific
+    shapes go first (``_shape``), then an anchor seen in more messages, then a shorter
+    one (more of them fit), then an earlier one. At most ``MAX_ERROR_LINES`` error
+    lines."""
+    queues = [
+        sorted(
+            (a for a in anchors if a.kind == kind),
+            key=lambda a: (_shape(a), -a.messages, len(a.text), a.first),
+        )[: MAX_ERROR_LINES if kind == ERROR else None]
+        for kind in PRIORITY
+    ]
     kept: list[Anchor] = []
     used = 0
-    errors = 0
-    for anchor in ranked:
-        if anchor.kind == ERROR:
-            if errors == MAX_ERROR_LINES:
-                continue
-            cost = len(anchor.text) + 3
-        else:
-            cost = len(anchor.text) + len(SEPARATOR)
-        if used + cost > cap:
-            continue
-        used += cost
-        errors += anchor.kind == ERROR
-        kept.append(anchor)
+    while any(queues):
+        for queue in queues:
+            while queue:
+                anchor = queue.pop(0)
+                cost = len(anchor.text) + (3 if anchor.kind == ERROR else len(SEPARATOR))
+                if used + cost <= cap:
+                    used += cost
+                    kept.append(anchor)
+                    break
     return sorted(kept, key=lambda a: a.first)
+
+
+def _shape(anchor: Anchor) -> int:
+    """How specific an anchor's shape is, 0 the most: a path with a directory before a
+    bare file name; a name mixing cases (``InvoiceWriter``) before a snake_case one or
+    a dotted name of three parts, before a dotted pair (``os.path``, often just two
+    words of prose)."""
+    text = anchor.text
+    if anchor.kind == PATH:
+        return 0 if "/" in text else 1
+    if anchor.kind == NAME:
+        if any(c.isupper() for c in text) and any(c.islower() for c in text):
+            return 0
+        return 1 if "_" in text or text.count(".") > 1 else 2
+    return 0
 
 
 # --------------------------------------------------------------------------- finding
@@ -244,10 +261,20 @@ def parse(summary: str) -> Iterator[tuple[str, str]]:
 
 
 def _error_lines(text: str) -> Iterator[tuple[str, str]]:
+    """Lines that report an error; of a long one, the part from the word holding the
+    first error word on (a message's prose before it is not the error)."""
     for raw in text.splitlines():
         line = raw.strip()
-        if len(line) >= 8 and line not in _GENERIC_ERRORS and _ERROR.search(line):
-            yield ERROR, line
+        found = _ERROR.search(line)
+        if found is None or len(line) < 8 or line in _GENERIC_ERRORS:
+            continue
+        if len(line) > MAX_ANCHOR_CHARS:
+            start = max(line.rfind(" ", 0, found.start()) + 1, 0)
+            line = line[start : start + MAX_ANCHOR_CHARS]
+            cut = line.rfind(" ")
+            if len(line) == MAX_ANCHOR_CHARS and cut > MAX_ANCHOR_CHARS // 2:
+                line = line[:cut]  # end on a whole word
+        yield ERROR, line
 
 
 def _tokens(text: str) -> Iterator[tuple[str, str]]:

@@ -136,3 +136,24 @@ def test_a_masked_tool_output_keeps_the_id_that_brings_it_back() -> None:
     assert list(anchors.parse(f"{SUMMARY_PREFIX} x\n\n{block}")) == [
         ("masked", "recall(message_id=812)")
     ]
+
+
+def test_no_kind_crowds_out_the_others_and_specific_shapes_go_first() -> None:
+    listing = "\n".join(f"/srv/data/shard_{n:04d}/part.parquet" for n in range(300))
+    prose = " ".join(f"job.pod pod.job cron.node{n}" for n in range(200))
+    messages = [
+        {"role": "tool", "tool_call_id": "c", "content": listing},
+        {"role": "tool", "tool_call_id": "d", "content": prose + " QueueDrainHandler_v7"},
+        {
+            "role": "user",
+            "content": "The build is https://ci.example.org/b/7781 and ticket 88123456; "
+            "it failed with: ERROR shard.sync: checksum mismatch on shard 3 (code E4411) . "
+            "and then a lot more prose that is not part of the error at all, " * 2,
+        },
+    ]
+    body = anchors.index_block(messages, recall=True)
+
+    assert "urls: https://ci.example.org/b/7781" in body
+    assert "88123456" in body and "QueueDrainHandler_v7" in body
+    assert "ERROR shard.sync: checksum mismatch on shard 3 (code E4411)" in body
+    assert body.count("/srv/data/shard_") > 3
