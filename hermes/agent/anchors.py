@@ -242,22 +242,24 @@ def _anchors_of(message: dict[str, Any]) -> Iterator[tuple[str, str]]:
 
 
 def parse(summary: str) -> Iterator[tuple[str, str]]:
-    """The anchors of the index a summary message carries (none if it has no index)."""
-    start = summary.rfind(f"\n{INDEX_HEADER} ")
-    if start < 0:
-        return
+    """The anchors of the indexes a summary message carries (one per summary segment),
+    in order; each index ends at the first line that is not one of its own."""
     kinds = {label: kind for kind, label in LABELS.items()}
-    in_errors = False
-    for line in summary[start + 1 :].splitlines()[1:]:
-        if in_errors and line.startswith("- "):
-            yield ERROR, line[2:]
-            continue
-        label, _, rest = line.partition(": ")
-        in_errors = line == f"{LABELS[ERROR]}:"
-        if label in kinds and rest:
-            for text in rest.split(SEPARATOR):
-                if kinds[label] != MASKED or _MASKED_ANCHOR.fullmatch(text):
-                    yield kinds[label], text
+    for block in summary.split(f"\n{INDEX_HEADER} ")[1:]:
+        in_errors = False
+        for line in block.splitlines()[1:]:
+            label, _, rest = line.partition(": ")
+            if in_errors and line.startswith("- "):
+                yield ERROR, line[2:]
+            elif line == f"{LABELS[ERROR]}:":
+                in_errors = True
+            elif label in kinds and rest:
+                in_errors = False
+                for text in rest.split(SEPARATOR):
+                    if kinds[label] != MASKED or _MASKED_ANCHOR.fullmatch(text):
+                        yield kinds[label], text
+            else:
+                break
 
 
 def _error_lines(text: str) -> Iterator[tuple[str, str]]:

@@ -300,9 +300,13 @@ class ContextCompressor:
         read = {id(m) for m in summarised}
         after = [dict(m) for m in messages[cut.head_end :] if id(m) not in read]
         has_user = any(m.get("role") == "user" for m in after)
-        content = frame_summary(summary, len(summarised), focus_topic, user_follows=has_user)
+        # The anchor index of what this summary read goes with the summary's own words.
         index = anchors.index_block(summarised, recall=self.offers_recall)
-        summary_message = {"role": "user", "content": f"{content}\n\n{index}" if index else content}
+        summary = f"{summary}\n\n{index}" if index else summary
+        summary_message = {
+            "role": "user",
+            "content": frame_summary(summary, len(summarised), focus_topic, user_follows=has_user),
+        }
         return [*(dict(m) for m in messages[: cut.head_end]), summary_message, *after]
 
     # -- outcome bookkeeping

@@ -157,3 +157,19 @@ def test_no_kind_crowds_out_the_others_and_specific_shapes_go_first() -> None:
     assert "88123456" in body and "QueueDrainHandler_v7" in body
     assert "ERROR shard.sync: checksum mismatch on shard 3 (code E4411)" in body
     assert body.count("/srv/data/shard_") > 3
+
+
+def test_every_index_of_a_summary_in_segments_is_read_and_nothing_after_it() -> None:
+    first = anchors.index_block(TRANSCRIPT[:1], recall=True)
+    second = anchors.index_block(
+        [{"role": "user", "content": "then web/cart_view.py broke"}], recall=True
+    )
+    content = (
+        f"{SUMMARY_PREFIX} framing\n\nThe first part.\n\n{first}\n\n"
+        f"Continued: the next part.\n\n{second}\n\nfiles: made_up/by_the_model.py"
+    )
+
+    texts = [text for _, text in anchors.parse(content)]
+
+    assert texts[0] == "services/billing/invoice_writer.py" and texts[-1] == "web/cart_view.py"
+    assert "made_up/by_the_model.py" not in texts
