@@ -39,6 +39,7 @@ MAX_INDEX_CHARS = 1600
 MIN_INDEX_CHARS = 480
 COVERED_SHARE = 8
 MAX_ANCHOR_CHARS = 160
+LONG_ERROR_CHARS = 100  # an error line longer than this is cut to its error's sentence
 MAX_ERROR_LINES = 8
 SEPARATOR = " · "
 
@@ -179,13 +180,14 @@ def _within_cap(anchors: Sequence[Anchor], cap: int) -> list[Anchor]:
 
     The kinds take turns, in ``PRIORITY`` order, so no kind crowds out the others (a
     directory listing's paths, the URL a user gave); within a kind, the more specific
-    shapes go first (``_shape``), then an anchor seen in more messages, then a shorter
-    one (more of them fit), then an earlier one. At most ``MAX_ERROR_LINES`` error
-    lines."""
+    shapes go first (``_shape``), then a shorter anchor (more of them fit), then an
+    earlier one. How often an anchor was mentioned does not count: what the work kept
+    coming back to is what the summary's words keep, the rest is what they drop. At
+    most ``MAX_ERROR_LINES`` error lines."""
     queues = [
         sorted(
             (a for a in anchors if a.kind == kind),
-            key=lambda a: (_shape(a), -a.messages, len(a.text), a.first),
+            key=lambda a: (_shape(a), len(a.text), a.first),
         )[: MAX_ERROR_LINES if kind == ERROR else None]
         for kind in PRIORITY
     ]
@@ -263,16 +265,17 @@ def parse(summary: str) -> Iterator[tuple[str, str]]:
 
 
 def _error_lines(text: str) -> Iterator[tuple[str, str]]:
-    """Lines that report an error; of a long one, the part from the word holding the
-    first error word on (a message's prose before it is not the error)."""
+    """Lines that report an error; of a long one, the sentence from the word holding
+    the first error word on (a message's prose around it is not the error)."""
     for raw in text.splitlines():
         line = raw.strip()
         found = _ERROR.search(line)
         if found is None or len(line) < 8 or line in _GENERIC_ERRORS:
             continue
-        if len(line) > MAX_ANCHOR_CHARS:
+        if len(line) > LONG_ERROR_CHARS:
             start = max(line.rfind(" ", 0, found.start()) + 1, 0)
-            line = line[start : start + MAX_ANCHOR_CHARS]
+            end = line.find(". ", found.end())  # the sentence the error is in
+            line = line[start : end + 1 if end > 0 else None][:MAX_ANCHOR_CHARS]
             cut = line.rfind(" ")
             if len(line) == MAX_ANCHOR_CHARS and cut > MAX_ANCHOR_CHARS // 2:
                 line = line[:cut]  # end on a whole word
