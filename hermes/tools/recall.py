@@ -68,6 +68,8 @@ def handle(args: dict[str, Any], ctx: ToolContext) -> str:
         raise ToolError("recall is not available here: this conversation is not in a store.")
     if message_id is not None:
         return _one(ctx, conversation, int(message_id), int(args.get("offset") or 0))
+    if args.get("offset"):
+        raise ToolError("'offset' goes with 'message_id' (a page of one long message); drop it.")
     text = str(query).strip()
     if len(text) < MIN_QUERY_CHARS:
         raise ToolError(

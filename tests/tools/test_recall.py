@@ -191,6 +191,7 @@ def test_bad_calls_get_one_sentence(
 
     assert recall() == "Error: give either 'query' (exact text) or 'message_id', one of the two."
     assert recall(query="x").startswith("Error: 'query' needs at least 2 characters")
+    assert recall(query="billing", offset=5).startswith("Error: 'offset' goes with 'message_id'")
     assert recall(message_id=10**9).startswith("Error: there is no message 1000000000")
     assert recall(query="50% off_sale").startswith("No stored message")  # LIKE syntax is text
     no_store = make_ctx()
