@@ -140,6 +140,7 @@ class AIAgent:
             tail_share=compressing.tail_share,
             cooldown_seconds=compressing.cooldown_seconds,
             max_summary_requests=compressing.max_summary_requests,
+            offers_recall=session_db is not None,
         )
         self.last_compression: compression.Outcome | None = None
         self.system_prompt: str | None = None
@@ -480,7 +481,9 @@ class AIAgent:
 
         surface = "review" if self.is_fork else self.source
         offered = resolve_toolset(surface, self.config, self.registry.tools())
-        return [n for n in offered if self.registry.get(n)]
+        # recall reads the store; without one there is nothing to get back.
+        unusable = set() if self.session_db is not None else {"recall"}
+        return [n for n in offered if self.registry.get(n) and n not in unusable]
 
     def estimate_tokens(self, messages: list[Message]) -> int:
         return estimate_tokens(messages)

@@ -10,7 +10,8 @@ persistence live in ``hermes.agent.compression``; this module touches no store.
 The shape of a result::
 
     [system] [first user, first answer + its tool results]    head, kept
-    {"role": "user", "content": "[CONTEXT COMPACTION] ..."}    one summary of the middle
+    {"role": "user", "content": "[CONTEXT COMPACTION] ..."}    one summary of the middle,
+                                                              its anchor index after it
     [newest user message]                                     moved here if the tail
                                                               budget did not reach it
     [... last messages within the tail budget ...]            tail, kept
@@ -25,6 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from hermes.agent import anchors
 from hermes.agent.errors import AgentError, ModelError, SummaryError, TurnInterrupted
 from hermes.agent.tokens import context_window, estimate_tokens
 from hermes.state import wellformed
@@ -98,6 +100,7 @@ class ContextCompressor:
         cooldown_seconds: float = 60.0,
         max_summary_requests: int = 8,
         clock: Callable[[], float] = time.monotonic,
+        offers_recall: bool = False,
     ) -> None:
         self.client = client
         self.model = model
@@ -107,6 +110,8 @@ class ContextCompressor:
         self.tail_share = tail_share
         self.cooldown_seconds = cooldown_seconds
         self.max_summary_requests = max_summary_requests
+        # The model has the recall tool (the agent has a store): the anchor index says so.
+        self.offers_recall = offers_recall
         self._clock = clock
         self._cooldown_until: float | None = None
         self._last_summary_error: str | None = None
@@ -295,6 +300,9 @@ class ContextCompressor:
         read = {id(m) for m in summarised}
         after = [m.copy() for m in messages[cut.head_end :] if id(m) not in read]
         has_user = any(m.get("role") == "user" for m in after)
+        # The anchor index of what this summary read goes with the summary's own words.
+        index = anchors.index_block(summarised, recall=self.offers_recall)
+        summary = f"{summary}\n\n{index}" if index else summary
         summary_message: Message = {
             "role": "user",
             "content": frame_summary(summary, len(summarised), focus_topic, user_follows=has_user),

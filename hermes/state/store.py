@@ -16,7 +16,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Self, TypeVar
 
-from hermes.state import blobs, export, history, lease, rotation, segments, undo
+from hermes.state import blobs, export, history, lease, recall, rotation, segments, undo
 from hermes.state.backend import Backend, MessageRow, Row, Tx
 from hermes.state.errors import MessageNotFoundError, ReadOnlyStoreError, SessionNotFoundError
 from hermes.state.gateway_store import GatewayStore
@@ -695,6 +695,37 @@ class SessionDB:
             }
             for h in hits
         ]
+
+    def recall_messages(
+        self,
+        session_id: str,
+        text: str,
+        *,
+        rows: int = 8,
+        scan: int = 200,
+        skip_tool: str | None = None,
+    ) -> recall.Matches:
+        """The standing original messages of ``session_id``'s whole conversation (every
+        segment) that contain ``text`` (case-insensitive), oldest first: the first
+        ``rows`` whole (a matching tool call followed by its results), the ids of up to
+        ``scan``; not ``skip_tool``'s calls and results. Never another conversation's."""
+
+        def run(tx: Tx) -> recall.Matches:
+            found = recall.matching(tx, session_id, text, rows=rows, scan=scan, skip_tool=skip_tool)
+            decoded = [_decode(r) for r in _inlined(tx, found.rows)]
+            return recall.Matches(rows=decoded, ids=found.ids, capped=found.capped)
+
+        return self._read(run)
+
+    def recall_message(self, session_id: str, message_id: int) -> Row | None:
+        """Stored message ``message_id`` (a compacted copy's original in its place) if it
+        belongs to ``session_id``'s conversation, else None; an undone one is marked."""
+
+        def run(tx: Tx) -> Row | None:
+            row = recall.one(tx, session_id, int(message_id))
+            return None if row is None else _decode(_inlined(tx, [row])[0])
+
+        return self._read(run)
 
     def export_conversation(self, session_id: str, fmt: str = "jsonl") -> Iterator[str]:
         """Stream the whole logical conversation as ``jsonl`` or ``markdown`` text chunks."""

@@ -16,6 +16,7 @@
     file_search.py     search_files
     memory.py          the memory tool and read_memory_snapshot
     session_search.py  the session_search tool
+    recall.py          recall: this conversation's exact stored messages, by text or id
     skills.py          skills on disk (SKILL.md folders): scan, prompt listing
     skill_tools.py     skill_view and skill_manage
     mcp_config.py      mcp_servers in config.yaml, read as Hermes Agent writes it

@@ -1,7 +1,7 @@
 """Which tools exist and which of them each surface offers.
 
-A toolset is a named group (``terminal``, ``files``, ``memory``, ``session_search``) as
-declared by each tool. ``agent.toolsets`` in config (tool names and/or toolset names)
+A toolset is a named group (``terminal``, ``files``, ``memory``, ``session_search``,
+which holds ``recall`` too) as declared by each tool. ``agent.toolsets`` in config (tool names and/or toolset names)
 chooses what the cli and gateway offer; without it they offer everything. The
 gateway's dangerous-command policy is not a toolset matter: it lives in
 ``approval.authorize`` (nobody to ask, so refused unless allow-listed). A background
@@ -21,6 +21,7 @@ from hermes.tools import (
     files,
     memory,
     processes,
+    recall,
     session_search,
     skill_tools,
     terminal,
@@ -41,6 +42,7 @@ def builtin_tools() -> list[Tool]:
         file_search.TOOL,
         memory.TOOL,
         session_search.TOOL,
+        recall.TOOL,
         skill_tools.VIEW_TOOL,
         skill_tools.MANAGE_TOOL,
     ]

@@ -178,11 +178,18 @@ def test_disabled_toolsets_are_not_offered(fake_llm, db) -> None:
         disabled_toolsets=["terminal", "file"],
     )
     assert "terminal" in agent.tool_names()
-    assert agent_off.tool_names() == ["memory", "session_search", "skill_view", "skill_manage"]
+    assert agent_off.tool_names() == [
+        "memory",
+        "session_search",
+        "recall",
+        "skill_view",
+        "skill_manage",
+    ]
     agent_off.run_conversation("hi")
     assert {t["function"]["name"] for t in fake_llm.requests[-1]["tools"]} == {
         "memory",
         "session_search",
+        "recall",
         "skill_view",
         "skill_manage",
     }

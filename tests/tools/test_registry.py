@@ -48,6 +48,7 @@ def test_builtin_schemas_are_openai_function_tools(registry: ToolRegistry) -> No
         "search_files",
         "memory",
         "session_search",
+        "recall",
         "skill_view",
         "skill_manage",
     }
@@ -150,6 +151,7 @@ def test_default_toolsets_per_surface(home) -> None:
         "search_files",
         "memory",
         "session_search",
+        "recall",
         "skill_view",
         "skill_manage",
     ]
