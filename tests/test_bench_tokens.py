@@ -122,25 +122,17 @@ def test_a_real_model_answers_the_hermes_side_through_the_recording_server() -> 
     assert "real model" in comparison.skipped[bench_tokens.HERMES_AGENT]
 
 
-def test_a_recall_tool_in_hermes_registry_is_what_the_measure_calls(tmp_path: Path) -> None:
+def test_the_measure_calls_hermes_own_recall_tool(tmp_path: Path) -> None:
     from hermes.state import SessionDB
-    from hermes.tools.registry import Tool
     from run_agent import AIAgent
-
-    def recall(args: dict, ctx) -> str:
-        rows = ctx.session_db.search_messages(
-            f'"{args["query"]}"', conversation_id=ctx.conversation_id
-        )
-        return "\n".join(row["snippet"] for row in rows)
 
     db = SessionDB(db_path=tmp_path / "state.db")
     agent = AIAgent(api_key="k", base_url="http://127.0.0.1:9/v1", model="m", session_db=db)
     agent.ensure_session()
     db.append_messages(agent.session_id, [{"role": "user", "content": "the shard is E7731 now"}])
-    assert bench_tokens._recall_lookup(agent, db, tmp_path) is None  # no such tool: no lookups
 
-    agent.registry.register(Tool("recall", "Find stored rows.", {"type": "object"}, recall))
     lookup = bench_tokens._recall_lookup(agent, db, tmp_path)
 
     assert lookup is not None and "the shard is E7731 now" in lookup("E7731")
+    assert "the shard is" not in lookup("F0000")  # the tool's answer, not the whole store
     db.close()
