@@ -46,6 +46,11 @@ SCHEMA: dict[str, tuple[tuple[type | None, ...], Any]] = {
     "compression.cooldown_seconds": ((int, float), 60),
     "compression.max_summary_requests": ((int,), 8),
     "compression.lease_ttl_seconds": ((int, float), 300),
+    # Old tool results are sent to the model as one-line stubs naming their stored row
+    # (hermes/agent/masking.py); the store keeps them whole either way.
+    "compression.mask_tool_outputs": ((bool,), True),
+    # Tokens of completed turns' tool results sent whole before they are masked at once.
+    "compression.mask_keep_tokens": ((int,), 4000),
     "state.url": ((str, None), None),
     "state.synchronous": ((str,), "full"),
     "agent.max_iterations": ((int,), 30),
@@ -415,6 +420,7 @@ _CHECKS: dict[str, Any] = {
     "compression.cooldown_seconds": _zero_or_more,
     "compression.max_summary_requests": _more_than_zero,
     "compression.lease_ttl_seconds": _more_than_zero,
+    "compression.mask_keep_tokens": _zero_or_more,
     "state.url": _state_url,
     "state.synchronous": _one_of("full", "normal"),
     "agent.max_iterations": _more_than_zero,

@@ -2,7 +2,10 @@
 
 The agent's messages are OpenAI-style dicts that also carry a ``message_uid``. The
 uid is the message's identity in the store, so persisting the same dict twice, after
-a resume or a rotation, writes nothing twice (invariant 7).
+a resume or a rotation, writes nothing twice (invariant 7). A message read from the
+store, or once stored, also carries ``stored_id``: the id of its row (of the original
+row, for a copy carried into a later segment), which a masked tool result names so
+the model can get it back.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from hermes.agent.masking import STORED_ID
 from hermes.state.segments import new_message_uid
 
 # Keys the model API understands; everything else stays on our side.
@@ -52,6 +56,8 @@ def from_store(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
             if row.get(key):
                 message[key] = row[key]
         message["message_uid"] = row["message_uid"]
+        if row.get("id") is not None:
+            message[STORED_ID] = row.get("origin_id") or row["id"]
         messages.append(message)
     return messages
 
