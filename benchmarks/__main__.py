@@ -28,7 +28,11 @@ SCENARIOS = tuple(
     )
 )
 # What --quick means for scenarios that have no flag of their own for it.
-QUICK_DEFAULTS = {"agent": {"messages": 2_000, "turns": 5}, "cli": {"runs": 5}}
+QUICK_DEFAULTS = {
+    "agent": {"messages": 2_000, "turns": 5},
+    "cli": {"runs": 5},
+    "tokens": {"tokens_turns": 40},
+}
 
 
 def _load(name: str) -> ModuleType:

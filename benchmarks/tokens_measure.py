@@ -1,0 +1,216 @@
+"""What the token benchmark reads off the requests a runtime sent: tokens to the main and
+the summary model, uncached tokens, the largest request, compressions, and the share of
+planted facts still within reach after each compression.
+
+One estimate serves both runtimes: characters / 4 of each request's text (the tool
+schemas, then each message's role, content, tool calls and tool call id), the figure
+hermes's own ``hermes.agent.tokens`` uses. A request's *uncached* tokens are those past
+its longest common prefix with the previous main-model request (the part a provider's
+prompt cache could not have served).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from benchmarks.tokens_script import CHARS_PER_TOKEN, Fact, current_turn
+
+# A summary request: no tools offered, and it asks for a summary or a compaction.
+_SUMMARY_ASK = re.compile(r"summar|compact|checkpoint", re.IGNORECASE)
+
+Lookup = Callable[[str], str]
+
+
+def kind_of(body: dict[str, Any]) -> str:
+    """``main`` (tools offered: the agent's turn), ``summary`` or ``other``."""
+    if body.get("tools"):
+        return "main"
+    first = next(iter(body.get("messages") or []), {})
+    texts = [_text(m.get("content")) for m in (body.get("messages") or [])[:2]]
+    if first and any(_SUMMARY_ASK.search(t) for t in texts):
+        return "summary"
+    return "other"
+
+
+def pieces(body: dict[str, Any]) -> list[str]:
+    """The request as the text a prompt cache sees, one piece for the tool schemas and
+    one per message, in order."""
+    tools = body.get("tools")
+    head = json.dumps(tools, separators=(",", ":"), ensure_ascii=False) if tools else ""
+    return [head, *(_piece(m) for m in body.get("messages") or [])]
+
+
+def tokens(chars: int) -> int:
+    return (chars + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN
+
+
+def request_tokens(body: dict[str, Any]) -> int:
+    return tokens(sum(len(p) for p in pieces(body)))
+
+
+def common_prefix(a: Sequence[str], b: Sequence[str]) -> int:
+    """Characters of the longest common prefix of two requests' pieces, joined."""
+    shared = 0
+    for left, right in zip(a, b, strict=False):
+        if left == right:
+            shared += len(left)
+            continue
+        return shared + len(os.path.commonprefix([left, right]))
+    return shared
+
+
+@dataclass
+class Recall:
+    """Planted facts within reach right after one compression."""
+
+    compression: int
+    planted: int
+    verbatim: int
+    by_lookup: int
+    lookups: int
+
+    @property
+    def share(self) -> float:
+        return 100.0 * (self.verbatim + self.by_lookup) / self.planted if self.planted else 100.0
+
+
+@dataclass
+class Figures:
+    """One runtime's figures for the whole conversation."""
+
+    main_requests: int = 0
+    main_tokens: int = 0
+    summary_requests: int = 0
+    summary_tokens: int = 0
+    other_requests: int = 0
+    other_tokens: int = 0
+    uncached_tokens: int = 0
+    largest: int = 0
+    compressions: int = 0
+    runtime_compressions: int | None = None
+    failed_turns: int = 0
+    recall: list[Recall] = field(default_factory=list)
+    lookups_available: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        data = {k: v for k, v in self.__dict__.items() if k != "recall"}
+        data["recall"] = [{**r.__dict__, "share": round(r.share, 1)} for r in self.recall]
+        data["recall_mean"] = self.recall_mean
+        data["recall_min"] = self.recall_min
+        return data
+
+    @property
+    def recall_mean(self) -> float | None:
+        return (
+            round(sum(r.share for r in self.recall) / len(self.recall), 1) if self.recall else None
+        )
+
+    @property
+    def recall_min(self) -> float | None:
+        return round(min(r.share for r in self.recall), 1) if self.recall else None
+
+
+@dataclass
+class _Compression:
+    after: dict[str, Any]  # the first main-model request after the summary call(s)
+    seen: set[str]  # the facts some earlier main-model request held
+
+
+def measure(
+    requests: Sequence[dict[str, Any]], facts: Sequence[Fact], lookup: Lookup | None = None
+) -> Figures:
+    """The figures of one runtime from the request bodies it sent, in order. ``lookup``
+    is one ``recall`` call (anchor -> its result), or None when the runtime has none."""
+    figures = Figures(lookups_available=lookup is not None)
+    previous: list[str] | None = None
+    seen: set[str] = set()
+    summarising = False
+    compressions: list[_Compression] = []
+    waiting = False
+    for body in requests:
+        kind = kind_of(body)
+        size = request_tokens(body)
+        if kind == "summary":
+            figures.summary_requests += 1
+            figures.summary_tokens += size
+            if not summarising:
+                figures.compressions += 1
+                summarising = waiting = True
+            continue
+        if kind == "other":
+            figures.other_requests += 1
+            figures.other_tokens += size
+            continue
+        summarising = False
+        current = pieces(body)
+        shared = common_prefix(previous, current) if previous is not None else 0
+        figures.main_requests += 1
+        figures.main_tokens += size
+        figures.uncached_tokens += tokens(sum(len(p) for p in current) - shared)
+        figures.largest = max(figures.largest, size)
+        if waiting:
+            compressions.append(_Compression(after=body, seen=set(seen)))
+            waiting = False
+        _note_facts(body, current, shared, facts, seen)
+        previous = current
+    for number, point in enumerate(compressions, 1):
+        figures.recall.append(_recall(number, point, facts, lookup))
+    return figures
+
+
+def _note_facts(
+    body: dict[str, Any], current: list[str], shared: int, facts: Sequence[Fact], seen: set[str]
+) -> None:
+    """Add to ``seen`` the facts this request holds: only its new part can hold one not
+    seen before, and only facts of turns up to the request's own."""
+    turn = current_turn(body.get("messages") or [])
+    waiting = [f for f in facts if f.text not in seen and (turn is None or f.turn <= turn)]
+    if not waiting:
+        return
+    new = "".join(current)[shared:]
+    seen.update(f.text for f in waiting if f.text in new)
+
+
+def _recall(
+    number: int, point: _Compression, facts: Sequence[Fact], lookup: Lookup | None
+) -> Recall:
+    request = "".join(pieces(point.after))
+    planted = [f for f in facts if f.text in point.seen]
+    verbatim = by_lookup = lookups = 0
+    for fact in planted:
+        if fact.text in request:
+            verbatim += 1
+            continue
+        if lookup is None:
+            continue
+        anchor = next((a for a in fact.anchors if len(a) >= 4 and a in request), None)
+        if anchor is None:
+            continue
+        lookups += 1
+        if fact.text in lookup(anchor):
+            by_lookup += 1
+    return Recall(number, len(planted), verbatim, by_lookup, lookups)
+
+
+def _piece(message: dict[str, Any]) -> str:
+    parts = [str(message.get("role") or ""), _text(message.get("content"))]
+    for call in message.get("tool_calls") or []:
+        function = call.get("function") or {}
+        parts += [str(call.get("id") or ""), str(function.get("name") or "")]
+        parts.append(str(function.get("arguments") or ""))
+    if message.get("tool_call_id"):
+        parts.append(str(message["tool_call_id"]))
+    return "\n".join(parts) + "\n"
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return ""

@@ -1,0 +1,366 @@
+"""The token benchmark's scripted conversation: the workspace files its tools read, the
+user turns, the planted facts, and the fake models' answers.
+
+Everything here is a pure function of the conversation's size, so two runtimes driven
+through it get the same user turns, the same tool calls and the same answers: the
+scripted main model reads only the turn marker of the newest user message and the ids of
+that turn's tool results already present, never anything a runtime adds or rewrites.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tests.fakes.llm_server import Reply, text, tool_call
+
+CHARS_PER_TOKEN = 4
+USER_TOKENS = 300
+ANSWER_TOKENS = 200
+FILE_BYTES = 6_000  # a workspace file, ~1,500 tokens: tool output dominates, as in agent work
+SUMMARY_TOKENS = 500  # the fake summary model's answer, whatever it is asked
+SEED = 39
+
+# The newest user message of a turn starts with this; the fake model keys on it.
+TURN_MARK = re.compile(r"^\[turn (\d+)\]")
+# Tool call ids the fake model gives: turn and step, so a step is known from the results.
+CALL_ID = re.compile(r"^call_t(\d+)_s(\d+)$")
+
+_WORDS = [
+    "ledger",
+    "shard",
+    "batch",
+    "replica",
+    "cursor",
+    "window",
+    "budget",
+    "quota",
+    "merge",
+    "branch",
+    "review",
+    "patch",
+    "release",
+    "deploy",
+    "rollback",
+    "cache",
+    "index",
+    "schema",
+    "column",
+    "migration",
+    "worker",
+    "queue",
+    "retry",
+    "timeout",
+    "handshake",
+    "socket",
+    "buffer",
+    "stream",
+    "parser",
+    "config",
+    "secret",
+    "token",
+    "session",
+    "segment",
+    "summary",
+    "archive",
+    "export",
+    "import",
+    "filter",
+    "report",
+    "metric",
+    "latency",
+    "throughput",
+    "backlog",
+    "owner",
+    "holder",
+    "lease",
+    "clock",
+    "drift",
+    "offset",
+    "partition",
+    "checksum",
+    "manifest",
+    "bundle",
+    "artifact",
+    "pipeline",
+    "runner",
+    "stage",
+    "job",
+    "trigger",
+    "cron",
+    "tenant",
+    "region",
+    "cluster",
+    "node",
+    "pod",
+    "volume",
+]
+
+
+@dataclass(frozen=True)
+class Fact:
+    """One planted fact: its exact text, its kind, where it was planted, and the anchors
+    a model could look it up by (the fact's own tokens, then its container's handles)."""
+
+    text: str
+    kind: str
+    turn: int
+    where: str  # "user" or the path of the file whose tool output carries it
+    anchors: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Step:
+    """One tool call of a turn."""
+
+    tool: str
+    arguments: dict[str, Any]
+
+
+@dataclass
+class Turn:
+    number: int
+    user: str
+    steps: list[Step]
+    answer: str
+
+
+@dataclass
+class Script:
+    """The whole conversation: the turns, the files written, and the facts planted."""
+
+    workspace: Path
+    turns: list[Turn]
+    facts: list[Fact] = field(default_factory=list)
+
+    def reply(self, body: dict[str, Any]) -> Reply:
+        """The scripted main model's answer to a request of any runtime."""
+        messages = body.get("messages") or []
+        number = current_turn(messages)
+        if number is None or number >= len(self.turns):
+            return text("Noted.")
+        turn = self.turns[number]
+        step = next_step(messages, number)
+        if step < len(turn.steps):
+            call = turn.steps[step]
+            return tool_call(call.tool, call.arguments, id=f"call_t{number}_s{step}")
+        return text(turn.answer)
+
+
+def current_turn(messages: list[dict[str, Any]]) -> int | None:
+    """The turn number of the newest user message that carries a turn mark."""
+    for message in reversed(messages):
+        if message.get("role") == "user":
+            match = TURN_MARK.match(_text(message.get("content")))
+            if match:
+                return int(match.group(1))
+    return None
+
+
+def next_step(messages: list[dict[str, Any]], number: int) -> int:
+    """One past the newest step of turn ``number`` whose tool result is present."""
+    done = -1
+    for message in messages:
+        if message.get("role") != "tool":
+            continue
+        match = CALL_ID.match(str(message.get("tool_call_id") or ""))
+        if match and int(match.group(1)) == number:
+            done = max(done, int(match.group(2)))
+    return done + 1
+
+
+def summary_text() -> str:
+    """The fake summary model's answer: the same for every request, quoting nothing."""
+    rng = random.Random(SEED * 7)
+    body = _prose(rng, SUMMARY_TOKENS * CHARS_PER_TOKEN - 80)
+    return "Summary of the earlier conversation (the user and the assistant worked on: " + body
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return ""
+
+
+# --------------------------------------------------------------------------- building
+
+
+def build(workspace: Path, turns: int, *, file_bytes: int = FILE_BYTES) -> Script:
+    """Write the workspace's files (``file_bytes`` each) and return the script of
+    ``turns`` user turns."""
+    rng = random.Random(SEED)
+    workspace.mkdir(parents=True, exist_ok=True)
+    planting = max(3, turns // 10)  # the early turns, where facts are planted
+    facts: list[Fact] = []
+    script = Script(workspace=workspace, turns=[], facts=facts)
+    kinds = list(_FACT_MAKERS)
+    for number in range(turns):
+        plant = number < planting
+        steps: list[Step] = []
+        for index, (tool, path) in enumerate(_plan(workspace, number)):
+            fact = None
+            if plant:
+                kind = kinds[(2 * number + 1 + index) % len(kinds)]
+                handles = (str(path), f"call_t{number}_s{index}")
+                fact = _make_fact(rng, kind, number, len(facts), str(path), handles)
+                facts.append(fact)
+            _write_file(rng, path, number, fact, file_bytes)
+            arguments = {"path": str(path)} if tool == "read_file" else {"command": f"cat {path}"}
+            steps.append(Step(tool, arguments))
+        user_fact = None
+        if plant:
+            kind = kinds[(2 * number) % len(kinds)]
+            user_fact = _make_fact(rng, kind, number, len(facts), "user", ())
+            facts.append(user_fact)
+        user = _user_turn(rng, number, steps, user_fact)
+        answer = _answer(rng, number)
+        script.turns.append(Turn(number, user, steps, answer))
+    return script
+
+
+def _plan(workspace: Path, number: int) -> list[tuple[str, Path]]:
+    """The tool calls of turn ``number``: a rotation of reads, commands and plain chat."""
+    kind = number % 5
+    if kind == 0:
+        return [("read_file", workspace / "src" / f"module_{number:03d}.py")]
+    if kind == 1:
+        return [("terminal", workspace / "logs" / f"run_{number:03d}.log")]
+    if kind == 2:
+        return [
+            ("read_file", workspace / "src" / f"module_{number:03d}.py"),
+            ("terminal", workspace / "logs" / f"run_{number:03d}.log"),
+        ]
+    if kind == 3:
+        return []
+    return [("read_file", workspace / "docs" / f"notes_{number:03d}.md")]
+
+
+def _user_turn(rng: random.Random, number: int, steps: list[Step], fact: Fact | None) -> str:
+    asks = []
+    for step in steps:
+        if step.tool == "read_file":
+            asks.append(f"Please read {step.arguments['path']} and tell me what it does.")
+        else:
+            asks.append(f"Run `{step.arguments['command']}` and look at the failures.")
+    if not asks:
+        asks.append("No tools this time: just think it through with me.")
+    head = f"[turn {number}] " + " ".join(asks)
+    if fact is not None:
+        head += f" Keep this for later, we will need it exactly: {fact.text} ."
+    return head + " " + _prose(rng, USER_TOKENS * CHARS_PER_TOKEN - len(head))
+
+
+def _answer(rng: random.Random, number: int) -> str:
+    head = f"Done with turn {number}. "
+    return head + _prose(rng, ANSWER_TOKENS * CHARS_PER_TOKEN - len(head))
+
+
+def _write_file(
+    rng: random.Random, path: Path, number: int, fact: Fact | None, file_bytes: int
+) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines: list[str] = []
+    size = 0
+    at = rng.randrange(5, 30)  # the line the fact goes on
+    while size < file_bytes:
+        if fact is not None and len(lines) == at:
+            line = _fact_line(path, fact)
+        elif path.suffix == ".log":
+            line = (
+                f"2026-03-{1 + number % 28:02d} 12:{len(lines) % 60:02d}:{rng.randrange(60):02d}"
+                f" INFO {rng.choice(_WORDS)}.{rng.choice(_WORDS)}: {_prose(rng, 60)}"
+            )
+        elif path.suffix == ".py":
+            line = f"    {rng.choice(_WORDS)}_{rng.choice(_WORDS)} = {rng.choice(_WORDS)}({rng.randrange(100)})  # {_prose(rng, 30)}"
+        else:
+            line = _prose(rng, 70)
+        lines.append(line)
+        size += len(line) + 1
+    if fact is not None and len(lines) <= at:
+        lines.append(_fact_line(path, fact))
+    path.write_text("\n".join(lines) + "\n")
+
+
+def _fact_line(path: Path, fact: Fact) -> str:
+    if path.suffix == ".log":
+        return (
+            fact.text
+            if fact.kind == "error line"
+            else f"2026-03-01 12:00:00 INFO note: {fact.text}"
+        )
+    if path.suffix == ".py":
+        return f"    # see: {fact.text}"
+    return f"Remember: {fact.text}"
+
+
+def _prose(rng: random.Random, chars: int) -> str:
+    words: list[str] = []
+    size = 0
+    while size < chars:
+        word = rng.choice(_WORDS)
+        words.append(word)
+        size += len(word) + 1
+    return " ".join(words)[: max(chars, 0)].rstrip() + "."
+
+
+# --------------------------------------------------------------------------- facts
+
+
+def _path_fact(rng: random.Random, index: int) -> str:
+    return f"services/{rng.choice(_WORDS)}/{rng.choice(_WORDS)}_{rng.choice(_WORDS)}_{index}.py"
+
+
+def _hash_fact(rng: random.Random, index: int) -> str:
+    return f"{rng.getrandbits(160):040x}"
+
+
+def _url_fact(rng: random.Random, index: int) -> str:
+    return (
+        f"https://ci.example.org/{rng.choice(_WORDS)}/builds/{rng.randrange(10_000, 99_999)}{index}"
+    )
+
+
+def _number_fact(rng: random.Random, index: int) -> str:
+    return str(rng.randrange(1_000_000, 9_999_999) * 100 + index)
+
+
+def _error_fact(rng: random.Random, index: int) -> str:
+    return (
+        f"ERROR {rng.choice(_WORDS)}.{rng.choice(_WORDS)}: checksum mismatch on shard"
+        f" {rng.randrange(100, 999)} (code E{rng.randrange(1000, 9999)}{index})"
+    )
+
+
+def _identifier_fact(rng: random.Random, index: int) -> str:
+    a, b = rng.choice(_WORDS), rng.choice(_WORDS)
+    return f"{a}{b.capitalize()}Handler_v{index}"
+
+
+_FACT_MAKERS = {
+    "path": _path_fact,
+    "commit hash": _hash_fact,
+    "url": _url_fact,
+    "number": _number_fact,
+    "error line": _error_fact,
+    "identifier": _identifier_fact,
+}
+
+# Anchor-like pieces of a fact a model might look it up by (what a mechanical anchor
+# index extracts): paths, hex, URLs, long numbers, error codes, identifiers.
+_ANCHOR_PIECES = re.compile(
+    r"https?://\S+|[\w.-]+/[\w./-]+|\b[0-9a-f]{7,40}\b|\b\d{4,}\b|\bE\d{4,}\b|\b\w+_\w+\b"
+)
+
+
+def _make_fact(
+    rng: random.Random, kind: str, turn: int, index: int, where: str, handles: tuple[str, ...]
+) -> Fact:
+    value = _FACT_MAKERS[kind](rng, index)
+    pieces = [p for p in _ANCHOR_PIECES.findall(value) if p != value]
+    anchors = tuple(dict.fromkeys([value, *pieces, *handles]))
+    return Fact(text=value, kind=kind, turn=turn, where=where, anchors=anchors)
