@@ -108,7 +108,7 @@ class ContextCompressor:
         context_length: int,
         threshold: float = 0.5,
         summary_model: str | None = None,
-        tail_share: float = 0.25,
+        tail_share: float = 0.1,
         cooldown_seconds: float = 60.0,
         max_summary_requests: int = 8,
         clock: Callable[[], float] = time.monotonic,
@@ -202,8 +202,7 @@ class ContextCompressor:
         if whole:
             cut = whole_cut(messages)
         else:
-            costs = [estimate_tokens((m,)) for m in self.sent_as(messages)]
-            cut = find_cut(messages, self.tail_budget, costs, self.summary_limit)
+            cut = self._cut(messages)
         earlier = messages[cut.earlier] if cut.earlier is not None else None
         middle = cut.middle(messages)
         # Replacing fewer than two messages by one summary would not shorten the list.
@@ -258,6 +257,29 @@ class ContextCompressor:
             len(middle), current_tokens or before, after, model,
         )  # fmt: skip
         return result
+
+    def _cut(self, messages: list[Message]) -> Cut:
+        """The cut within the tail budget, as measured on what is sent; but a result
+        sent masked (a stub, not the message itself) is never kept in the tail if the
+        child's masking, which starts again after its summary, would send it whole:
+        the tail is then cut after it, so a stub stays a stub and the context shrinks."""
+        sent = self.sent_as(messages)
+        costs = [estimate_tokens((m,)) for m in sent]
+        cut = find_cut(messages, self.tail_budget, costs, self.summary_limit)
+        kept = [
+            i for i in range(cut.head_end, len(messages)) if i == cut.pinned or i >= cut.tail_start
+        ]
+        child = [{"role": "user", "content": SUMMARY_PREFIX}, *(messages[i] for i in kept)]
+        child_sent = self.sent_as(child)
+        unmasked = [
+            i
+            for i, again in zip(kept, child_sent[1:], strict=True)
+            if sent[i] is not messages[i] and again is messages[i]
+        ]
+        if not unmasked:
+            return cut
+        masked = [i for i, (s, m) in enumerate(zip(sent, messages, strict=True)) if s is not m]
+        return find_cut(messages, self.tail_budget, costs, self.summary_limit, masked[-1] + 1)
 
     def _budget(self, model: str) -> int:
         """The characters (~4 per token) one summary request may hold."""
@@ -401,6 +423,7 @@ def find_cut(
     tail_budget: int,
     costs: Sequence[int] | None = None,
     summary_limit: int | None = None,
+    tail_from: int = 0,
 ) -> Cut:
     """Choose head, tail and the pinned newest user message for ``messages``.
 
@@ -408,7 +431,8 @@ def find_cut(
     and its results are always kept, or summarised, together. ``costs`` are the
     messages' sizes in tokens as sent (estimated from the messages when not given).
     A summary right after the head is extended (``Cut.earlier``) while it is within
-    ``summary_limit`` tokens (None: always), and summarised again past it.
+    ``summary_limit`` tokens (None: always), and summarised again past it. The tail
+    starts at ``tail_from`` or later.
     """
     if costs is None:
         costs = [estimate_tokens((m,)) for m in messages]
@@ -422,7 +446,9 @@ def find_cut(
     short = summarised and (summary_limit is None or costs[head_end] <= summary_limit)
     earlier = head_end if short else None
     floor = head_end if earlier is None else head_end + 1
-    tail_start = _tail_start(messages, floor, tail_budget, costs)
+    tail_start = _past_results(
+        messages, max(_tail_start(messages, floor, tail_budget, costs), tail_from)
+    )
     pinned = last_user if last_user is not None and last_user < tail_start else None
     return Cut(head_end=head_end, tail_start=tail_start, pinned=pinned, earlier=earlier)
 
@@ -472,8 +498,7 @@ def _first_exchange_end(messages: Sequence[Message], start: int) -> int:
 def _tail_start(
     messages: Sequence[Message], head_end: int, budget: int, costs: Sequence[int]
 ) -> int:
-    """The first index of the longest suffix within ``budget`` tokens, moved forward
-    off any tool results (their call, being before it, is summarised with them)."""
+    """The first index of the longest suffix within ``budget`` tokens."""
     tail_start = len(messages)
     used = 0
     while tail_start > head_end:
@@ -482,9 +507,15 @@ def _tail_start(
             break
         used += cost
         tail_start -= 1
-    while tail_start < len(messages) and messages[tail_start].get("role") == "tool":
-        tail_start += 1
     return tail_start
+
+
+def _past_results(messages: Sequence[Message], index: int) -> int:
+    """``index``, moved forward off any tool results (their call, being before it, is
+    summarised with them)."""
+    while index < len(messages) and messages[index].get("role") == "tool":
+        index += 1
+    return index
 
 
 # --------------------------------------------------------------------------- texts

@@ -206,6 +206,31 @@ def test_a_second_compression_extends_the_summary_verbatim_with_full_coverage(
     assert llm.stats()["invalid_contexts"] == 0
 
 
+def test_a_compression_keeps_every_stub_a_stub(
+    hermes_home: Path, workspace: Path, llm: fake.FakeLLMServer, make_db: DBFactory
+) -> None:
+    # Results are masked three turns at a time; the tail budget reaches one masked result
+    # back, which the child's masking (counting again after its summary) would unmask.
+    configure(hermes_home, mask_keep_tokens=1_500, tail_share=0.019)
+    db = make_db()
+    agent = fake_agent(llm, db, cwd=workspace, tools=["read_file"], skip_memory=True)
+    chat_turns(agent, range(8))
+    before = llm.requests[-1]
+
+    assert agent.compress_now().rotated
+    chat_turns(agent, range(8, 9))
+    after = llm.requests[-2]  # the first request of the next turn
+
+    stubs = {
+        m["tool_call_id"]: m["content"] for m in tool_messages(before) if STUB.match(m["content"])
+    }
+    assert len(stubs) >= 3
+    for message in tool_messages(after):
+        assert stubs.get(message["tool_call_id"], message["content"]) == message["content"]
+    assert db.coverage_violations() == []
+    assert llm.stats()["invalid_contexts"] == 0
+
+
 def summary_of(agent: Any) -> str:
     found = [m["content"] for m in agent.load_history() if is_summary_message(m)]
     assert len(found) == 1
