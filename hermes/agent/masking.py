@@ -32,7 +32,7 @@ from typing import Any
 from hermes.agent.context_compressor import is_summary_message
 from hermes.agent.tokens import CHARS_PER_TOKEN
 
-__all__ = ["STORED_ID", "MaskPolicy", "masked_view", "stub"]
+__all__ = ["STORED_ID", "MaskPolicy", "Planner", "masked_view", "stub"]
 
 # The key of an agent message that holds the id of the stored row it is (for a copy
 # carried into a later segment: the original's id). Not an API key, so the wire form
@@ -58,31 +58,12 @@ class MaskPolicy:
 
     def plan(self, messages: Sequence[Message]) -> list[str | None]:
         """Each message's stub when it is sent masked, else None."""
-        stubs: list[str | None] = [None] * len(messages)
-        summary = _last_summary(messages)
-        newest_user = _newest_user(messages)
-        for index in range(summary if summary is not None else 0):
-            stubs[index] = self._stub_for(messages[index])
-        start = 0 if summary is None else summary + 1
-        end = start if newest_user is None else max(newest_user, start)
-        budget = self.keep_tokens * CHARS_PER_TOKEN
-        held = 0  # characters of whole results since the last step
-        since = start  # where the results not yet masked begin
-        for index in range(start, end):
-            message = messages[index]
-            if message.get("role") == "tool":
-                held += self._maskable_chars(message)
-            ends_turn = _is_user(messages[index + 1]) if index + 1 < len(messages) else False
-            if ends_turn and held > budget:
-                for earlier in range(since, index + 1):
-                    stubs[earlier] = self._stub_for(messages[earlier])
-                held, since = 0, index + 1
-        return stubs
+        planner = Planner(self)
+        planner.update(messages)
+        return planner.stubs
 
-    def _maskable_chars(self, message: Message) -> int:
-        return len(_text(message.get("content"))) if self._stub_for(message) else 0
-
-    def _stub_for(self, message: Message) -> str | None:
+    def stub_for(self, message: Message) -> str | None:
+        """The stub ``message`` is sent as once masked; None if it is never masked."""
         if message.get("role") != "tool":
             return None
         row_id = message.get(STORED_ID)
@@ -91,6 +72,62 @@ class MaskPolicy:
             return None  # no way back to it, or not worth it
         name = message.get("tool_name") or message.get("name") or "tool"
         return stub(str(name), len(text), int(row_id))
+
+
+class Planner:
+    """The plan of a message list that grows, kept up to date from the messages added
+    since the last ``update`` (so a long conversation is not walked again per request).
+    ``stubs`` is the same as ``MaskPolicy.plan`` of the whole list, which is this."""
+
+    def __init__(self, policy: MaskPolicy) -> None:
+        self.policy = policy
+        self.stubs: list[str | None] = []
+        self._budget = policy.keep_tokens * CHARS_PER_TOKEN
+        self._newest_user: int | None = None
+        self._walked = 0  # the completed turns before this index are planned
+        self._held = 0  # characters of whole results since the last step
+        self._since = 0  # where the results not yet masked begin
+
+    def update(self, messages: Sequence[Message]) -> list[int]:
+        """Plan the messages added since the last call (``messages`` must begin with the
+        ones it saw); returns the indices whose stub changed."""
+        changed: list[int] = []
+        seen = len(self.stubs)
+        self.stubs.extend([None] * (len(messages) - seen))
+        for index in range(seen, len(messages)):
+            if is_summary_message(messages[index]):
+                # Everything before a summary is older than what it covers.
+                changed += self._mask(messages, 0, index)
+                self._walked = self._since = index + 1
+                self._held = 0
+            elif _is_user(messages[index]):
+                self._newest_user = index
+        if self._newest_user is not None:
+            changed += self._walk(messages, self._newest_user)
+        return changed
+
+    def _walk(self, messages: Sequence[Message], end: int) -> list[int]:
+        """Count the results of the completed turns before ``end``; mask them all at the
+        end of a turn that takes them past the budget."""
+        changed: list[int] = []
+        for index in range(self._walked, end):
+            message = messages[index]
+            if message.get("role") == "tool" and self.policy.stub_for(message):
+                self._held += len(_text(message.get("content")))
+            if self._held > self._budget and _is_user(messages[index + 1]):
+                changed += self._mask(messages, self._since, index + 1)
+                self._held, self._since = 0, index + 1
+        self._walked = max(self._walked, end)
+        return changed
+
+    def _mask(self, messages: Sequence[Message], start: int, end: int) -> list[int]:
+        changed = []
+        for index in range(start, end):
+            text = self.stubs[index] or self.policy.stub_for(messages[index])
+            if text != self.stubs[index]:
+                self.stubs[index] = text
+                changed.append(index)
+        return changed
 
 
 def masked_view(messages: Sequence[Message], policy: MaskPolicy | None) -> list[Message]:
@@ -108,20 +145,6 @@ def masked(message: Message, text: str) -> dict[str, Any]:
     copy = {key: value for key, value in message.items() if key != "api_content"}
     copy["content"] = text
     return copy
-
-
-def _last_summary(messages: Sequence[Message]) -> int | None:
-    for index in range(len(messages) - 1, -1, -1):
-        if is_summary_message(messages[index]):
-            return index
-    return None
-
-
-def _newest_user(messages: Sequence[Message]) -> int | None:
-    for index in range(len(messages) - 1, -1, -1):
-        if _is_user(messages[index]):
-            return index
-    return None
 
 
 def _is_user(message: Message) -> bool:

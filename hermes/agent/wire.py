@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from hermes.agent import transcript
 from hermes.agent.llm_client import encode_message
-from hermes.agent.masking import MaskPolicy, masked
+from hermes.agent.masking import MaskPolicy, Planner, masked
 from hermes.state.wellformed import Checker
 
 if TYPE_CHECKING:  # `import run_agent` leaves the tools (and sockets) for later
@@ -37,7 +37,7 @@ class WireContext:
     def _reset(self) -> None:
         self._messages: list[Mapping[str, Any]] = []
         self._pieces: list[bytes] = []
-        self._stubs: list[str | None] = []
+        self._planner = Planner(self.masking) if self.masking is not None else None
         self._checker = Checker()
 
     def sync(self, messages: Sequence[Mapping[str, Any]]) -> None:
@@ -50,21 +50,14 @@ class WireContext:
         for message in messages[known:]:
             self._messages.append(message)
             self._pieces.append(encode_message(transcript.api_form(message)))
-            self._stubs.append(None)
             self._checker.add(message)
-        if self.masking is not None:
-            self._mask(self.masking.plan(self._messages))
-
-    def _mask(self, stubs: list[str | None]) -> None:
-        """Encode again the messages whose stub changed (the plan only adds stubs while
-        the list grows; a shorter list was encoded from nothing above)."""
-        for index, text in enumerate(stubs):
-            if text == self._stubs[index]:
-                continue
-            message = self._messages[index]
-            sent = message if text is None else masked(message, text)
-            self._pieces[index] = encode_message(transcript.api_form(sent))
-            self._stubs[index] = text
+        if self._planner is not None:
+            # The plan only adds stubs while the list grows: encode those messages again.
+            for index in self._planner.update(self._messages):
+                text = self._planner.stubs[index]
+                assert text is not None
+                sent = masked(self._messages[index], text)
+                self._pieces[index] = encode_message(transcript.api_form(sent))
 
     @property
     def pieces(self) -> list[bytes]:

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hermes.agent.context_compressor import FOLLOWS, is_summary_message
-from hermes.agent.masking import STORED_ID, MaskPolicy, stub
+from hermes.agent.masking import STORED_ID, MaskPolicy, Planner, stub
 from tests.agent.helpers import fake_agent
 from tests.fakes import llm_server as fake
 from tests.stores import DBFactory
@@ -272,8 +272,15 @@ def test_a_plan_only_adds_stubs_as_the_conversation_grows(
 ) -> None:
     policy = MaskPolicy(keep_tokens=keep)
     final = policy.plan(messages)
-    for end in range(len(messages)):
-        for earlier, later in zip(policy.plan(messages[:end]), final, strict=False):
+    planner = Planner(policy)  # what the wire keeps: the plan, updated as messages come
+    for end in range(len(messages) + 1):
+        before = list(planner.stubs)
+        changed = planner.update(messages[:end])
+        assert planner.stubs == policy.plan(messages[:end])
+        grown = [i for i in range(len(before), end) if planner.stubs[i] is not None]
+        newly = [i for i, text in enumerate(before) if planner.stubs[i] != text]
+        assert sorted(changed) == newly + grown
+        for earlier, later in zip(planner.stubs, final, strict=False):
             assert earlier is None or earlier == later
     newest_user = max(i for i, m in enumerate(messages) if str(m["content"]).startswith("turn"))
     assert all(stub is None for stub in final[newest_user:])  # the running turn's outputs
