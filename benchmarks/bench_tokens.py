@@ -21,17 +21,23 @@ asking for a summary are the summary model's (it always answers the same ~500 to
 Figures per runtime, and hermes/0.19 ratios: prompt tokens sent to the main model and to
 the summary model (characters / 4 of each request: tool schemas and messages, one
 estimate for both), uncached tokens (per main-model request, the tokens past its longest
-common prefix with the previous one, summed), the largest request, compressions (runs
-of summary requests), and recall: facts planted in the early turns' user messages and
-tool outputs (paths, commit hashes, URLs, numbers, error lines, identifiers); after each
-compression, the share of the facts sent so far that is verbatim in the next main-model
-request, or returned verbatim by one call of hermes's ``recall`` tool (through its tool
-registry) on an anchor of the fact present in that request. Without a ``recall`` tool
-only verbatim presence counts; 0.19 gets the verbatim share only.
+common prefix with the previous one, summed), the main tokens billed when cached ones
+cost 10 %, the largest request, compressions (runs of summary requests), requests a
+provider would refuse (``context_problems`` of the fake server), and recall:
+facts planted in the early turns' user messages and tool outputs (paths, commit hashes,
+URLs, numbers, error lines, identifiers); after each compression, the share of the facts
+sent so far that is verbatim in the next main-model request, or returned verbatim by one
+call of hermes's ``recall`` tool (through its tool registry) on an anchor of the fact
+present in that request. Without a ``recall`` tool only verbatim presence counts; 0.19
+gets the verbatim share only.
 
     python -m benchmarks.bench_tokens                    # 200 turns, both runtimes
     python -m benchmarks.bench_tokens --turns 40 --json
     python -m benchmarks --only tokens --tokens-turns 40 # the same, from the runner
+    python -m benchmarks.bench_tokens --hermes-set compression.threshold=0.85
+
+``--hermes-set KEY=VALUE`` (repeatable) adds a setting to hermes's config.yaml for the
+run, to tune compression against 0.19 at its defaults; ``--file-kb`` sizes the files.
 
 Summary *quality* needs a real model: ``--base-url URL --model NAME`` (key from
 ``--api-key`` or $HERMES_API_KEY / $OPENAI_API_KEY) runs the hermes side against it,
@@ -74,6 +80,7 @@ class Comparison:
     columns: dict[str, Figures] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)  # runtime -> why not run
     model: str = FAKE_MODEL
+    settings: dict[str, Any] = field(default_factory=dict)  # hermes's --hermes-set
 
 
 # --------------------------------------------------------------------------- the models
@@ -103,11 +110,17 @@ class Models:
         return text("OK.")
 
     def _forward(self, body: dict[str, Any]) -> Any:
-        from tests.fakes.llm_server import FakeToolCall, Reply
+        import openai
+
+        from tests.fakes.llm_server import FakeToolCall, Reply, server_error
 
         wanted = ("messages", "tools", "tool_choice", "temperature", "max_tokens")
         sent = {k: body[k] for k in wanted if k in body}
-        response = self.real.chat.completions.create(model=self.real_model, **sent)
+        try:
+            response = self.real.chat.completions.create(model=self.real_model, **sent)
+        except openai.OpenAIError as exc:  # the runtime sees a provider error, as it would
+            print(f"bench_tokens: the real model failed: {exc}", file=sys.stderr)
+            return server_error(502)
         message = response.choices[0].message
         calls = tuple(
             FakeToolCall(c.function.name, c.function.arguments or "{}", c.id)
@@ -138,17 +151,38 @@ def _hermes_home(home: Path) -> Iterator[None]:
             os.environ["HERMES_HOME"] = before
 
 
+def hermes_config(window: int, settings: dict[str, Any] | None = None) -> str:
+    """hermes's config.yaml for the run: the window, no background review (its forks are
+    other conversations), then ``settings`` (dotted keys, ``--hermes-set``)."""
+    import yaml
+
+    values: dict[str, Any] = {"model.context_length": window, "agent.review_interval": 0}
+    values.update(settings or {})
+    nested: dict[str, Any] = {}
+    for key, value in values.items():
+        *parents, last = key.split(".")
+        node = nested
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[last] = value
+    return str(yaml.safe_dump(nested, sort_keys=True))
+
+
 def run_hermes(
-    script: Script, server: Any, home: Path, window: int, model: str, api_key: str
+    script: Script,
+    server: Any,
+    home: Path,
+    window: int,
+    model: str,
+    api_key: str,
+    settings: dict[str, Any] | None = None,
 ) -> Figures:
     """Drive hermes's ``AIAgent`` through the script; its figures, recall included."""
     from hermes.errors import HermesError
     from run_agent import AIAgent
 
     home.mkdir(parents=True, exist_ok=True)
-    (home / "config.yaml").write_text(
-        f"model:\n  context_length: {window}\nagent:\n  review_interval: 0\n"
-    )
+    (home / "config.yaml").write_text(hermes_config(window, settings))
     with _hermes_home(home):
         from hermes.config import load_config
         from hermes_state import SessionDB
@@ -268,6 +302,7 @@ def compare(
     base_url: str | None = None,
     model: str | None = None,
     api_key: str | None = None,
+    hermes_settings: dict[str, Any] | None = None,
 ) -> Comparison:
     """Run the scripted conversation through each runtime and collect their figures."""
     from tests.fakes.llm_server import FakeLLMServer
@@ -277,7 +312,9 @@ def compare(
         import openai
 
         real = openai.OpenAI(base_url=base_url, api_key=api_key or "none", max_retries=2)
-    comparison = Comparison(turns, window, file_bytes, model=model or FAKE_MODEL)
+    comparison = Comparison(
+        turns, window, file_bytes, model=model or FAKE_MODEL, settings=dict(hermes_settings or {})
+    )
     with tempfile.TemporaryDirectory(prefix="hermes-bench-tokens-") as tmp:
         root = Path(tmp)
         script = tokens_script.build(root / "workspace", turns, file_bytes=file_bytes)
@@ -285,7 +322,13 @@ def compare(
         with FakeLLMServer(models=[comparison.model]) as server:
             server.responder = models
             comparison.columns[HERMES] = run_hermes(
-                script, server, root / "hermes-home", window, comparison.model, "bench-key"
+                script,
+                server,
+                root / "hermes-home",
+                window,
+                comparison.model,
+                api_key or "bench-key",
+                hermes_settings,
             )
             why = _why_not_hermes_agent(hermes_agent_python, real is not None)
             if why:
@@ -294,9 +337,12 @@ def compare(
                 assert hermes_agent_python is not None
                 server.reset()
                 server.responder = models
-                comparison.columns[HERMES_AGENT] = run_hermes_agent(
-                    script, server, root / "hermes-agent-home", window, hermes_agent_python
-                )
+                try:
+                    comparison.columns[HERMES_AGENT] = run_hermes_agent(
+                        script, server, root / "hermes-agent-home", window, hermes_agent_python
+                    )
+                except RuntimeError as exc:
+                    comparison.skipped[HERMES_AGENT] = str(exc)
     return comparison
 
 
@@ -319,10 +365,12 @@ ROWS = (
     ("prompt tokens, main model", "main_tokens"),
     ("prompt tokens, summary model", "summary_tokens"),
     ("uncached tokens, main model", "uncached_tokens"),
+    ("main tokens billed, cached at 10 %", "billed_tokens"),
     ("largest request", "largest"),
     ("compressions", "compressions"),
     ("main-model requests", "main_requests"),
     ("failed turns", "failed_turns"),
+    ("requests a provider would refuse", "invalid_requests"),
 )
 
 
@@ -346,6 +394,9 @@ def report(comparison: Comparison) -> str:
         f" answers, {comparison.file_bytes / 1000:g} KB tool outputs; model {comparison.model};"
         " tokens = characters / 4)",
     ]
+    if comparison.settings:
+        shown = ", ".join(f"{k}={v}" for k, v in comparison.settings.items())
+        lines.append(f"  hermes run with: {shown}")
     width = max(len(label) for label, _ in ROWS) + 2
     header = f"  {'':<{width}}" + "".join(f"{n:>20}" for n in names)
     if len(names) == 2:
@@ -381,6 +432,13 @@ def report(comparison: Comparison) -> str:
             how = "verbatim only"
         shares = " ".join(f"{r.share:.0f}" for r in figures.recall) or "-"
         lines.append(f"  recall % after each compression, {name} ({how}): {shares}")
+    for name in names:
+        figures = comparison.columns[name]
+        if figures.other_requests:
+            lines.append(
+                f"  {name} also sent {figures.other_requests} requests neither main nor summary"
+                f" ({figures.other_tokens:,} tokens, not counted above)"
+            )
     for name, why in comparison.skipped.items():
         lines.append(f"  {name}: skipped, {why}")
     return "\n".join(lines)
@@ -393,6 +451,7 @@ def as_json(comparison: Comparison) -> str:
             "window": comparison.window,
             "file_bytes": comparison.file_bytes,
             "model": comparison.model,
+            "hermes_settings": comparison.settings,
             "runtimes": {n: f.as_dict() for n, f in comparison.columns.items()},
             "ratios": ratios(comparison) if len(comparison.columns) == 2 else None,
             "skipped": comparison.skipped,
@@ -415,8 +474,21 @@ def run(args: argparse.Namespace) -> None:
         base_url=args.tokens_base_url,
         model=args.tokens_model,
         api_key=api_key,
+        hermes_settings=_settings(args.hermes_set or []),
     )
     print(as_json(comparison) if args.tokens_json else report(comparison), flush=True)
+
+
+def _settings(pairs: list[str]) -> dict[str, Any]:
+    import yaml
+
+    settings = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise SystemExit(f"bench_tokens: --hermes-set takes KEY=VALUE, not {pair!r}.")
+        settings[key.strip()] = yaml.safe_load(value)
+    return settings
 
 
 def add_arguments(parser: argparse.ArgumentParser, *, short: bool = False) -> None:
@@ -434,6 +506,13 @@ def add_arguments(parser: argparse.ArgumentParser, *, short: bool = False) -> No
     flag("base-url", default=None, help="tokens: run hermes against this real model endpoint")
     flag("model", default=None, help="tokens: the real model's name (with --base-url)")
     flag("api-key", default=None, help="tokens: the real endpoint's key (or $HERMES_API_KEY)")
+    parser.add_argument(
+        "--hermes-set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="tokens: a hermes config setting for the run (repeatable), e.g."
+        " compression.threshold=0.85",
+    )
     parser.add_argument(
         "--hermes-agent-python",
         default=str(HERMES_AGENT_PYTHON),

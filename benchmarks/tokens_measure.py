@@ -19,9 +19,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benchmarks.tokens_script import CHARS_PER_TOKEN, Fact, current_turn
+from tests.fakes.llm_server import context_problems
 
 # A summary request: no tools offered, and it asks for a summary or a compaction.
-_SUMMARY_ASK = re.compile(r"summar|compact|checkpoint", re.IGNORECASE)
+_SUMMARY_ASK = re.compile(r"summar|compact|checkpoint|condense", re.IGNORECASE)
 
 Lookup = Callable[[str], str]
 
@@ -30,11 +31,8 @@ def kind_of(body: dict[str, Any]) -> str:
     """``main`` (tools offered: the agent's turn), ``summary`` or ``other``."""
     if body.get("tools"):
         return "main"
-    first = next(iter(body.get("messages") or []), {})
     texts = [_text(m.get("content")) for m in (body.get("messages") or [])[:2]]
-    if first and any(_SUMMARY_ASK.search(t) for t in texts):
-        return "summary"
-    return "other"
+    return "summary" if any(_SUMMARY_ASK.search(t) for t in texts) else "other"
 
 
 def pieces(body: dict[str, Any]) -> list[str]:
@@ -73,6 +71,7 @@ class Recall:
     verbatim: int
     by_lookup: int
     lookups: int
+    missed: dict[str, int] = field(default_factory=dict)  # facts out of reach, by kind
 
     @property
     def share(self) -> float:
@@ -94,11 +93,18 @@ class Figures:
     compressions: int = 0
     runtime_compressions: int | None = None
     failed_turns: int = 0
+    invalid_requests: int = 0  # main-model requests a provider would refuse
     recall: list[Recall] = field(default_factory=list)
     lookups_available: bool = False
 
+    @property
+    def billed_tokens(self) -> int:
+        """Main-model tokens with a prompt cache that bills cached tokens at 10 %."""
+        return self.uncached_tokens + (self.main_tokens - self.uncached_tokens) // 10
+
     def as_dict(self) -> dict[str, Any]:
         data = {k: v for k, v in self.__dict__.items() if k != "recall"}
+        data["billed_tokens"] = self.billed_tokens
         data["recall"] = [{**r.__dict__, "share": round(r.share, 1)} for r in self.recall]
         data["recall_mean"] = self.recall_mean
         data["recall_min"] = self.recall_min
@@ -153,6 +159,7 @@ def measure(
         figures.main_tokens += size
         figures.uncached_tokens += tokens(sum(len(p) for p in current) - shared)
         figures.largest = max(figures.largest, size)
+        figures.invalid_requests += bool(context_problems(body.get("messages")))
         if waiting:
             compressions.append(_Compression(after=body, seen=set(seen)))
             waiting = False
@@ -182,19 +189,21 @@ def _recall(
     request = "".join(pieces(point.after))
     planted = [f for f in facts if f.text in point.seen]
     verbatim = by_lookup = lookups = 0
+    missed: dict[str, int] = {}
     for fact in planted:
         if fact.text in request:
             verbatim += 1
             continue
-        if lookup is None:
-            continue
-        anchor = next((a for a in fact.anchors if len(a) >= 4 and a in request), None)
-        if anchor is None:
-            continue
-        lookups += 1
-        if fact.text in lookup(anchor):
-            by_lookup += 1
-    return Recall(number, len(planted), verbatim, by_lookup, lookups)
+        anchor = None
+        if lookup is not None:
+            anchor = next((a for a in fact.anchors if len(a) >= 4 and a in request), None)
+        if anchor is not None:
+            lookups += 1
+            if fact.text in lookup(anchor):
+                by_lookup += 1
+                continue
+        missed[fact.kind] = missed.get(fact.kind, 0) + 1
+    return Recall(number, len(planted), verbatim, by_lookup, lookups, missed)
 
 
 def _piece(message: dict[str, Any]) -> str:

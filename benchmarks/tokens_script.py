@@ -29,75 +29,16 @@ TURN_MARK = re.compile(r"^\[turn (\d+)\]")
 # Tool call ids the fake model gives: turn and step, so a step is known from the results.
 CALL_ID = re.compile(r"^call_t(\d+)_s(\d+)$")
 
-_WORDS = [
-    "ledger",
-    "shard",
-    "batch",
-    "replica",
-    "cursor",
-    "window",
-    "budget",
-    "quota",
-    "merge",
-    "branch",
-    "review",
-    "patch",
-    "release",
-    "deploy",
-    "rollback",
-    "cache",
-    "index",
-    "schema",
-    "column",
-    "migration",
-    "worker",
-    "queue",
-    "retry",
-    "timeout",
-    "handshake",
-    "socket",
-    "buffer",
-    "stream",
-    "parser",
-    "config",
-    "secret",
-    "token",
-    "session",
-    "segment",
-    "summary",
-    "archive",
-    "export",
-    "import",
-    "filter",
-    "report",
-    "metric",
-    "latency",
-    "throughput",
-    "backlog",
-    "owner",
-    "holder",
-    "lease",
-    "clock",
-    "drift",
-    "offset",
-    "partition",
-    "checksum",
-    "manifest",
-    "bundle",
-    "artifact",
-    "pipeline",
-    "runner",
-    "stage",
-    "job",
-    "trigger",
-    "cron",
-    "tenant",
-    "region",
-    "cluster",
-    "node",
-    "pod",
-    "volume",
-]
+_VOCABULARY = (
+    "ledger shard batch replica cursor window budget quota merge branch review patch "
+    "release deploy rollback cache index schema column migration worker queue retry "
+    "timeout handshake socket buffer stream parser config secret token session "
+    "segment summary archive export import filter report metric latency throughput "
+    "backlog owner holder lease clock drift offset partition checksum manifest bundle "
+    "artifact pipeline runner stage job trigger cron tenant region cluster node pod "
+    "volume"
+)
+_WORDS = tuple(_VOCABULARY.split())
 
 
 @dataclass(frozen=True)
@@ -351,9 +292,10 @@ _FACT_MAKERS = {
 }
 
 # Anchor-like pieces of a fact a model might look it up by (what a mechanical anchor
-# index extracts): paths, hex, URLs, long numbers, error codes, identifiers.
+# index extracts): URLs, paths, hex, long numbers, error codes, snake_case and dotted names.
 _ANCHOR_PIECES = re.compile(
-    r"https?://\S+|[\w.-]+/[\w./-]+|\b[0-9a-f]{7,40}\b|\b\d{4,}\b|\bE\d{4,}\b|\b\w+_\w+\b"
+    r"https?://\S+|[\w.-]+/[\w./-]+|\b[0-9a-f]{7,40}\b|\b\d{4,}\b|\bE\d{4,}\b"
+    r"|\b\w+_\w+\b|\b[A-Za-z_]\w*\.[A-Za-z_]\w*\b"
 )
 
 

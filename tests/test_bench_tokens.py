@@ -23,6 +23,7 @@ def _sane(figures: dict) -> None:
     assert 0 < figures["largest"] <= 65_536
     assert figures["compressions"] >= 1 and figures["summary_tokens"] > 0
     assert figures["failed_turns"] == 0
+    assert figures["invalid_requests"] >= 0
     assert len(figures["recall"]) == figures["compressions"]
     for point in figures["recall"]:
         assert point["planted"] > 0 and 0 <= point["share"] <= 100
@@ -34,6 +35,7 @@ def test_hermes_column_has_every_figure(capsys: pytest.CaptureFixture[str]) -> N
     result = json.loads(capsys.readouterr().out)
     assert result["turns"] == 12 and result["window"] == 65_536
     _sane(result["runtimes"]["hermes"])
+    assert result["runtimes"]["hermes"]["invalid_requests"] == 0  # provider-valid context
     # The conversation's own rotations, as the runtime counts them.
     assert result["runtimes"]["hermes"]["runtime_compressions"] >= 1
     assert "hermes-agent 0.19" not in result["runtimes"]
@@ -55,3 +57,90 @@ def test_hermes_agent_column_beside_hermes(hermes_agent_venv_python: Path) -> No
         assert label in table, label
     assert "hermes/0.19" in table
     assert "recall % after each compression, hermes-agent 0.19 (verbatim only)" in table
+
+
+def test_measure_counts_uncached_tokens_compressions_and_recall() -> None:
+    from benchmarks.tokens_measure import measure, pieces, tokens
+    from benchmarks.tokens_script import Fact
+
+    path = "/work/src/module_000.py"
+    said = Fact("4918273300", "number", 0, "user", ("4918273300",))
+    read = Fact("deadbeefcafe0123", "commit hash", 0, path, ("deadbeefcafe0123", path))
+    tools = [{"type": "function", "function": {"name": "read_file", "parameters": {}}}]
+    system = {"role": "system", "content": "You are an agent."}
+    user = {"role": "user", "content": f"[turn 0] read {path}, and note {said.text}"}
+    call = {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "call_t0_s0", "type": "function",
+         "function": {"name": "read_file", "arguments": f'{{"path": "{path}"}}'}}]}  # fmt: skip
+    result = {"role": "tool", "tool_call_id": "call_t0_s0", "content": f"x = 1  # {read.text}"}
+    first = {"tools": tools, "messages": [system, user]}
+    second = {"tools": tools, "messages": [system, user, call, result]}
+    summary = {"messages": [{"role": "system", "content": "Summarise this."}, user]}
+    after = {"tools": tools, "messages": [system, {"role": "user", "content": f"Earlier: {path}"}]}
+    requests = [first, second, summary, summary, after]
+    lookups: list[str] = []
+
+    def lookup(anchor: str) -> str:
+        lookups.append(anchor)
+        return f"x = 1  # {read.text}" if anchor == path else ""
+
+    figures = measure(requests, [said, read], lookup)
+
+    size = [sum(len(p) for p in pieces(body)) for body in (first, second, after)]
+    # The tools, the system prompt, and the role of the next message.
+    shared = len(pieces(first)[0]) + len(pieces(first)[1]) + len("user\n")
+    assert figures.main_requests == 3 and figures.summary_requests == 2
+    assert figures.main_tokens == sum(tokens(s) for s in size)
+    assert figures.uncached_tokens == tokens(size[0]) + tokens(size[1] - size[0]) + tokens(
+        size[2] - shared
+    )
+    assert figures.largest == tokens(size[1]) and figures.compressions == 1
+    (point,) = figures.recall
+    assert (point.planted, point.verbatim, point.by_lookup, point.lookups) == (2, 0, 1, 1)
+    assert point.missed == {"number": 1} and point.share == 50.0 and lookups == [path]
+    assert measure(requests, [said, read], None).recall[0].share == 0.0
+    assert figures.invalid_requests == 0
+    orphan = {"tools": tools, "messages": [system, result]}  # a result without its call
+    assert measure([orphan], [], None).invalid_requests == 1
+
+
+def test_a_real_model_answers_the_hermes_side_through_the_recording_server() -> None:
+    from tests.fakes.llm_server import FakeLLMServer
+
+    with FakeLLMServer(models=["real-model"]) as real:
+        comparison = bench_tokens.compare(
+            3, base_url=real.url, model="real-model", api_key="real-key"
+        )
+        forwarded = real.requests
+
+    # Every request hermes made went on to the real model, whose answers it got.
+    ours = comparison.columns[bench_tokens.HERMES]
+    assert len(forwarded) == ours.main_requests == 3
+    assert {body["model"] for body in forwarded} == {"real-model"}
+    assert forwarded[0]["messages"][-1]["content"].startswith("[turn 0]")
+    assert ours.failed_turns == 0 and ours.main_tokens > 0
+    assert "real model" in comparison.skipped[bench_tokens.HERMES_AGENT]
+
+
+def test_a_recall_tool_in_hermes_registry_is_what_the_measure_calls(tmp_path: Path) -> None:
+    from hermes.state import SessionDB
+    from hermes.tools.registry import Tool
+    from run_agent import AIAgent
+
+    def recall(args: dict, ctx) -> str:
+        rows = ctx.session_db.search_messages(
+            f'"{args["query"]}"', conversation_id=ctx.conversation_id
+        )
+        return "\n".join(row["snippet"] for row in rows)
+
+    db = SessionDB(db_path=tmp_path / "state.db")
+    agent = AIAgent(api_key="k", base_url="http://127.0.0.1:9/v1", model="m", session_db=db)
+    agent.ensure_session()
+    db.append_messages(agent.session_id, [{"role": "user", "content": "the shard is E7731 now"}])
+    assert bench_tokens._recall_lookup(agent, db, tmp_path) is None  # no such tool: no lookups
+
+    agent.registry.register(Tool("recall", "Find stored rows.", {"type": "object"}, recall))
+    lookup = bench_tokens._recall_lookup(agent, db, tmp_path)
+
+    assert lookup is not None and "the shard is E7731 now" in lookup("E7731")
+    db.close()
