@@ -199,10 +199,7 @@ class ContextCompressor:
         # Results back with their calls, so the cut sees whole tool call groups.
         messages = wellformed.normalise(messages)
         self.last_covered_uids = frozenset()
-        if whole:
-            cut = whole_cut(messages)
-        else:
-            cut = self._cut(messages)
+        cut = whole_cut(messages) if whole else self._cut(messages)
         earlier = messages[cut.earlier] if cut.earlier is not None else None
         middle = cut.middle(messages)
         # Replacing fewer than two messages by one summary would not shorten the list.
