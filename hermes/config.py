@@ -42,10 +42,19 @@ SCHEMA: dict[str, tuple[tuple[type | None, ...], Any]] = {
     "compression.enabled": ((bool,), True),
     "compression.threshold": ((float, int), 0.5),
     "compression.summary_model": ((str, None), None),
-    "compression.tail_share": ((float, int), 0.25),
+    # Tuned on benchmarks/bench_tokens.py with masking on: a short verbatim tail (each
+    # compression sends it again uncached) and a trigger at half the window.
+    "compression.tail_share": ((float, int), 0.1),
     "compression.cooldown_seconds": ((int, float), 60),
     "compression.max_summary_requests": ((int,), 8),
     "compression.lease_ttl_seconds": ((int, float), 300),
+    # Old tool results are sent to the model as one-line stubs naming their stored row
+    # (hermes/agent/masking.py); the store keeps them whole either way.
+    "compression.mask_tool_outputs": ((bool,), True),
+    # Tokens of completed turns' tool results sent whole before they are masked, all at
+    # once. 0: each turn's results are masked when the next user message comes, which
+    # costs the prompt cache nothing (only new messages follow the stub).
+    "compression.mask_keep_tokens": ((int,), 0),
     "state.url": ((str, None), None),
     "state.synchronous": ((str,), "full"),
     "agent.max_iterations": ((int,), 30),
@@ -415,6 +424,7 @@ _CHECKS: dict[str, Any] = {
     "compression.cooldown_seconds": _zero_or_more,
     "compression.max_summary_requests": _more_than_zero,
     "compression.lease_ttl_seconds": _more_than_zero,
+    "compression.mask_keep_tokens": _zero_or_more,
     "state.url": _state_url,
     "state.synchronous": _one_of("full", "normal"),
     "agent.max_iterations": _more_than_zero,

@@ -49,6 +49,7 @@ def test_short_soak_finds_no_violation_and_really_injected_faults(
     assert int(got["acked_appends"]) > 0 and int(got["acked_turns"]) > 0, report
     assert int(got["summary_faults"]) > 0, report
     assert got["coverage"] != "not", report  # the store can check coverage
+    assert int(got["masked_requests"]) > 0, report  # the invariants held with masking on
     # The scheduler ran under the kills: each due run one run (the store's unique key) and
     # every run marked sent was delivered.
     assert int(got["cron_runs"]) > 0 and int(got["cron_delivered"]) > 0, report

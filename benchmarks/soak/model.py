@@ -1,9 +1,10 @@
 """The fake model's part in the soak: what it answers, and the summary fault windows.
 
-Turns get a short text answer or, now and then, a terminal tool call (``sleep`` then
-``echo``) so tools run and tool pairs exist; a gateway's turn (its message starts with
-``gw``) sometimes gets a ``sleep 600.<n>`` instead, a tool only a crash ends (the killer
-SIGKILLs its gateway, whose next start must end it and answer the turn). Every request
+Turns get a short text answer or, now and then, a terminal tool call (``sleep``, then
+``echo`` and ``seq``) so tools run, tool pairs exist and old outputs are masked; a
+gateway's turn (its message starts with ``gw``) sometimes gets a ``sleep 600.<n>``
+instead, a tool only a crash ends (the killer SIGKILLs its gateway, whose next start
+must end it and answer the turn). Every request
 is remembered by the turn tags it carries (``seen``), so the checker can tell whether an
 undone turn reached the model again; a background review's request of an agent worker's
 conversation is remembered apart (``reviews``: it may have left before an undo, see the
@@ -27,6 +28,7 @@ from tests.fakes import llm_server as fake
 
 SUMMARY_MARKER = _SUMMARY_INSTRUCTIONS[:60]
 PADDING = "The quick brown fox considers the lazy dog at some length. " * 3
+MASKED = "[tool output masked: "  # how a masked tool output reaches the model
 LONG_TOOL = "sleep 600."  # the prefix of a gateway tool command only a crash ends
 TAG = re.compile(r"\b(?:user|gw) ([0-9a-f]{8}-\d+)\.")
 REVIEW_MARKER = "[Background review]"
@@ -49,7 +51,7 @@ class SoakModel:
         self.mode: str | None = None  # None, "fail" or "hang": applies to summaries only
         self.lock = threading.Lock()
         self.counts = {"turns": 0, "tool_calls": 0, "summaries": 0, "summary_faults": 0,
-                       "long_tools": 0}  # fmt: skip
+                       "long_tools": 0, "masked": 0}  # fmt: skip
         # (time received, the turn tags in the body) of every request but the background
         # review's, and of the reviews of agent workers' conversations.
         self.seen: list[tuple[float, frozenset[str]]] = []
@@ -61,6 +63,8 @@ class SoakModel:
 
     def __call__(self, body: dict[str, Any]) -> fake.Reply:
         self._remember(body)
+        if any(str(m.get("content")).startswith(MASKED) for m in body.get("messages") or []):
+            self._count("masked")  # requests that carry a masked tool output
         if is_summary_request(body):
             return self._summary()
         messages = body.get("messages") or []
@@ -76,7 +80,8 @@ class SoakModel:
             return fake.tool_call("terminal", {"command": f"{LONG_TOOL}{token:06d}"})
         if calls_tool:
             self._count("tool_calls")
-            command = f"sleep 0.{self.random.randrange(2, 6)} && echo tool-{token}"
+            # Long enough an output (~700 characters) that later requests mask it.
+            command = f"sleep 0.{self.random.randrange(2, 6)} && echo tool-{token} && seq 1000 1150"
             return fake.tool_call("terminal", {"command": command})
         self._count("turns")
         return fake.text(f"answer {token}. {PADDING}")

@@ -261,6 +261,7 @@ def _figures_line(
         f" reviews_in_flight={figures['reviews_in_flight']}"
         f" unchecked_reviews={figures['unchecked_reviews']} gateway_asked={figures['gateway_asked']}"
         f" gateway_answered={figures['gateway_answered']} long_tools={model.counts['long_tools']}"
+        f" masked_requests={model.counts['masked']}"
         f" unanswered={figures['unanswered']} doubled={figures['doubled']}"
         f" orphan_tools={orphans}"
         f" cron_runs={figures['cron_runs']} cron_delivered={figures['cron_delivered']}"

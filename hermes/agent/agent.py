@@ -21,6 +21,7 @@ from hermes.agent import compression, recontext, review, transcript
 from hermes.agent.context_compressor import NOTHING_TO_COMPRESS, ContextCompressor
 from hermes.agent.errors import AgentError
 from hermes.agent.llm_client import ModelClient
+from hermes.agent.masking import MaskPolicy, masked_view
 from hermes.agent.settings import AgentOptions
 from hermes.agent.tokens import context_window, estimate_tokens
 from hermes.agent.turn_options import TurnOptions
@@ -131,6 +132,12 @@ class AIAgent:
             timeout=self.settings.model.request_timeout,
             max_retries=self.settings.model.max_retries,
         )
+        # Old tool results reach the model as stubs (None: always whole).
+        self.masking = (
+            MaskPolicy(keep_tokens=compressing.mask_keep_tokens)
+            if compressing.mask_tool_outputs
+            else None
+        )
         self.context_compressor = ContextCompressor(
             self.client,
             model=self.model,
@@ -141,6 +148,7 @@ class AIAgent:
             cooldown_seconds=compressing.cooldown_seconds,
             max_summary_requests=compressing.max_summary_requests,
             offers_recall=session_db is not None,
+            sent_as=self.sent_as,
         )
         self.last_compression: compression.Outcome | None = None
         self.system_prompt: str | None = None
@@ -159,7 +167,7 @@ class AIAgent:
         self._context_stale = False  # the tip's context lost a summary to an undo
         self.turn_user_uid: str | None = None  # the user message the last turn stored
         self.last_sent_count = 0  # messages in the last request, for token accounting
-        self.wire = WireContext()  # the context's encoded messages, kept between calls
+        self.wire = WireContext(self.masking)  # the context's encoded messages, kept
         self.tool_wire = ToolWire()  # and the tool schemas, likewise
         self.review_threads: list[threading.Thread] = []
 
@@ -486,7 +494,12 @@ class AIAgent:
         return [n for n in offered if self.registry.get(n) and n not in unusable]
 
     def estimate_tokens(self, messages: list[Message]) -> int:
-        return estimate_tokens(messages)
+        """The size of ``messages`` as the model is sent them (masked results as stubs)."""
+        return estimate_tokens(self.sent_as(messages))
+
+    def sent_as(self, messages: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+        """``messages`` as the model is sent them: masked tool results as their stubs."""
+        return masked_view(messages, self.masking)
 
     def emit(self, kind: str, **data: Any) -> None:
         if self.event_callback is not None:
@@ -655,6 +668,9 @@ class AIAgent:
         landed = db.append_messages(
             sid, [transcript.for_store(m) for m in messages], token_usage=token_usage
         )
+        for message, row_id in zip(messages, landed.message_ids, strict=True):
+            if row_id is not None:
+                message.setdefault("stored_id", row_id)  # the row a masked result names
         if self._stamp is not None and landed.session_id == self.session_id and landed.stored:
             newest = max(i for i in landed.message_ids if i is not None)
             last, count, undone = self._stamp

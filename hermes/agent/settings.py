@@ -42,6 +42,8 @@ class CompressionSettings:
     cooldown_seconds: float
     max_summary_requests: int
     lease_ttl_seconds: float
+    mask_tool_outputs: bool  # old tool results sent as stubs (hermes.agent.masking)
+    mask_keep_tokens: int
 
     @classmethod
     def from_config(cls, config: Config) -> CompressionSettings:
@@ -53,6 +55,8 @@ class CompressionSettings:
             cooldown_seconds=float(config.get("compression.cooldown_seconds")),
             max_summary_requests=int(config.get("compression.max_summary_requests")),
             lease_ttl_seconds=float(config.get("compression.lease_ttl_seconds")),
+            mask_tool_outputs=bool(config.get("compression.mask_tool_outputs")),
+            mask_keep_tokens=int(config.get("compression.mask_keep_tokens")),
         )
 
 

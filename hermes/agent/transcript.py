@@ -4,7 +4,10 @@ and for the wire.
 The agent's messages are ``Message`` dicts (OpenAI's shape) that also carry a
 ``message_uid``. The uid is the message's identity in the store, so persisting the
 same dict twice, after a resume or a rotation, writes nothing twice (invariant 7).
-``wire_form`` is the one function that makes what a model endpoint is sent.
+A message read from the store, or once stored, also carries ``stored_id``: the id of
+its row (of the original row, for a copy carried into a later segment), which a
+masked tool result names so the model can get it back. ``wire_form`` is the one
+function that makes what a model endpoint is sent.
 """
 
 from __future__ import annotations
@@ -53,6 +56,8 @@ def from_store(rows: Iterable[Mapping[str, Any]]) -> list[Message]:
             if row.get(key):
                 message[key] = row[key]
         message["message_uid"] = row["message_uid"]
+        if row.get("id") is not None:
+            message["stored_id"] = row.get("origin_id") or row["id"]
         messages.append(message)
     return messages
 

@@ -6,8 +6,10 @@ turn's cost grew with the conversation. ``WireContext`` keeps each message's enc
 JSON and the well-formedness checker's state for the messages it has seen; ``sync``
 then encodes and checks only what was added since. A list that is not the old one
 plus new messages at its end (a compression, a repair, another conversation) is
-encoded again from the start, once. ``ToolWire`` does the same for the tool schemas
-offered with every call (~7 KB of JSON for the built-in tools).
+encoded again from the start, once. With a ``MaskPolicy`` the old tool results are
+encoded as their stubs (``masking.py``); a message whose stub the plan adds is encoded
+again, alone. ``ToolWire`` does the same for the tool schemas offered with every call
+(~7 KB of JSON for the built-in tools).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from hermes.agent import transcript
 from hermes.agent.llm_client import encode_message
+from hermes.agent.masking import MaskPolicy, Planner, masked
 from hermes.state.wellformed import Checker
 
 if TYPE_CHECKING:  # `import run_agent` leaves the tools (and sockets) for later
@@ -24,14 +27,17 @@ if TYPE_CHECKING:  # `import run_agent` leaves the tools (and sockets) for later
 
 
 class WireContext:
-    """The wire form of the messages last ``sync``-ed, and whether they are well-formed."""
+    """The wire form of the messages last ``sync``-ed, and whether they are well-formed;
+    ``masking`` (None: off) says which old tool results are sent as stubs."""
 
-    def __init__(self) -> None:
+    def __init__(self, masking: MaskPolicy | None = None) -> None:
+        self.masking = masking
         self._reset()
 
     def _reset(self) -> None:
         self._messages: list[Mapping[str, Any]] = []
         self._pieces: list[bytes] = []
+        self._planner = Planner(self.masking) if self.masking is not None else None
         self._checker = Checker()
 
     def sync(self, messages: Sequence[Mapping[str, Any]]) -> None:
@@ -45,6 +51,13 @@ class WireContext:
             self._messages.append(message)
             self._pieces.append(encode_message(transcript.wire_form(message)))
             self._checker.add(message)
+        if self._planner is not None:
+            # The plan only adds stubs while the list grows: encode those messages again.
+            for index in self._planner.update(self._messages):
+                text = self._planner.stubs[index]
+                assert text is not None
+                sent = masked(self._messages[index], text)
+                self._pieces[index] = encode_message(transcript.wire_form(sent))
 
     @property
     def pieces(self) -> list[bytes]:

@@ -31,6 +31,7 @@ class Message(TypedDict, total=False):
     finish_reason: str
     created_at: float
     token_count: int
+    stored_id: int  # the row (the original row, for a carried copy) a masked stub names
 
 
 class WireMessage(TypedDict, total=False):

@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from hermes.agent.context_compressor import (
+    FOLLOWS,
     SUMMARY_PREFIX,
     ContextCompressor,
     is_summary_message,
@@ -255,18 +256,43 @@ def test_newest_user_message_moves_after_the_summary(
     assert_tool_groups_whole(messages, result)
 
 
-def test_an_earlier_summary_is_summarised_again(
+def test_an_earlier_summary_is_extended_verbatim(
     client: ModelClient, summarising: FakeLLMServer, clock: Clock
 ) -> None:
     compressor = make(client, clock)
     once = compressor.compress(long_transcript())
+    # The agent gives each message of the child an identity (hermes.agent.compression).
+    once = [m if m.get("message_uid") else {**m, "message_uid": "the-summary"} for m in once]
     grown = once + long_transcript(exchanges=10)[1:]
+    earlier = next(m for m in grown if is_summary_message(m))
 
     twice = compressor.compress(grown)
 
     assert twice is not grown
-    assert sum(is_summary_message(m) for m in twice) == 1
+    [summary] = [m for m in twice if is_summary_message(m)]
+    assert summary["content"].startswith(earlier["content"].removesuffix(FOLLOWS))
+    assert summary["content"].count(SUMMARY) == 2
+    assert earlier["message_uid"] in compressor.last_covered_uids  # it was read
+    assert "<earlier_summary>" in fake.last_user_text(summarising.requests[-1])
     assert compressor.compression_count == 2
+
+
+def test_a_summary_past_its_limit_is_summarised_again(
+    client: ModelClient, summarising: FakeLLMServer, clock: Clock
+) -> None:
+    compressor = make(client, clock)
+    once = compressor.compress(long_transcript())
+    index = next(i for i, m in enumerate(once) if is_summary_message(m))
+    once[index] = {**once[index], "content": once[index]["content"] + "x" * 4_400}
+    grown = once + long_transcript(exchanges=10)[1:]
+    asked = len(summarising.requests)
+
+    twice = compressor.compress(grown)
+
+    [summary] = [m for m in twice if is_summary_message(m)]
+    assert "x" * 100 not in summary["content"] and summary["content"].count(SUMMARY) == 1
+    read = "".join(fake.last_user_text(body) for body in summarising.requests[asked:])
+    assert "x" * 4_400 in read  # the long summary was read again, with the middle
 
 
 # --------------------------------------------------------------------------- failure
