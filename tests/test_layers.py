@@ -51,13 +51,13 @@ def test_a_room_imports_only_downstream(room: str) -> None:
 
 
 def test_shared_top_level_modules_import_no_room() -> None:
-    for name in ("config.py", "errors.py", "text.py", "secrets.py"):
+    for name in ("config.py", "errors.py", "text.py", "redaction.py"):
         assert imported_rooms(PACKAGE / name) == set(), name
 
 
 def test_the_redactor_is_a_leaf_the_store_may_use() -> None:
-    """hermes.secrets imports nothing of hermes, so ``state`` can import it."""
-    tree = ast.parse((PACKAGE / "secrets.py").read_text(encoding="utf-8"))
+    """hermes.redaction imports nothing of hermes, so ``state`` can import it."""
+    tree = ast.parse((PACKAGE / "redaction.py").read_text(encoding="utf-8"))
     modules = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import)
                for alias in node.names}  # fmt: skip
     modules |= {node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}

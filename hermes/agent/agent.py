@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hermes.agent import compression, recontext, transcript
-from hermes.agent.context_compressor import NOTHING_TO_COMPRESS, ContextCompressor
 from hermes.agent.errors import AgentError
-from hermes.agent.llm_client import ModelClient
+from hermes.agent.model.client import ModelClient
 from hermes.agent.settings import AgentOptions
+from hermes.agent.summariser import NOTHING_TO_COMPRESS, ContextCompressor
 from hermes.agent.tokens import context_window, estimate_tokens
 from hermes.agent.wire import ToolWire, WireContext
 from hermes.config import (
@@ -266,7 +266,7 @@ class AIAgent:
         """Force a compression of the current segment (``/compress``); says what happened."""
         self.clear_interrupt()  # a Ctrl-C that ended the last turn must not stop this
         self.ensure_session()
-        from hermes.agent.turn_lock import holding_turn
+        from hermes.agent.turn_holding import holding_turn
 
         with holding_turn(self):
             return self._compress_now(focus_topic)
@@ -303,7 +303,7 @@ class AIAgent:
         self.ensure_session()
         if self.session_db is None or self.session_id is None:
             return []
-        from hermes.agent.turn_lock import holding_turn
+        from hermes.agent.turn_holding import holding_turn
 
         with holding_turn(self):
             self.ensure_session()

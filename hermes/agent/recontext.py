@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 from hermes.agent import transcript
 from hermes.agent.compression import LeaseKeeper, Outcome, describe_failure, failed
-from hermes.agent.context_compressor import NOTHING_TO_COMPRESS
 from hermes.agent.errors import AgentError
+from hermes.agent.summariser import NOTHING_TO_COMPRESS
 from hermes.state import wellformed
 from hermes.state.errors import LeaseNotHeldError, NotTipError, StateError
 

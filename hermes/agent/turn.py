@@ -19,9 +19,10 @@ import time
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
-from hermes.agent import caller_history, provider_usage, review, transcript, turn_lock
+from hermes.agent import caller_history, review, transcript, turn_holding
 from hermes.agent.errors import ContextLengthError, ToolResultsError, TurnInterrupted
-from hermes.agent.llm_client import ModelResponse, encode_message
+from hermes.agent.model import provider_usage
+from hermes.agent.model.client import ModelResponse, encode_message
 from hermes.state import wellformed
 from hermes.state.history import EMPTY_ANSWER_NOTE, EMPTY_RESPONSE_NOTE
 from hermes.state.segments import PARTIAL_UID_SUFFIX
@@ -137,7 +138,7 @@ def run_turn(agent: AIAgent, user_message: Any, given: TurnInput) -> TurnResult:
     agent.turn_user_uid = None
     agent.locate_conversation()
     try:
-        with turn_lock.holding_turn(agent):
+        with turn_holding.holding_turn(agent):
             agent.ensure_session()  # another turn may have rotated it while we waited
             return _run_locked(agent, user_message, given)
     except TurnInterrupted:  # while waiting for another turn: nothing was stored

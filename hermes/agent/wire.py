@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from hermes.agent import transcript
-from hermes.agent.llm_client import encode_message
+from hermes.agent.model.client import encode_message
 from hermes.state.wellformed import Checker
 
 if TYPE_CHECKING:  # `import run_agent` leaves the tools (and sockets) for later

@@ -37,10 +37,12 @@ from typing import TYPE_CHECKING, Any
 
 from hermes.config import Config, hermes_home, load_config, register_secrets
 from hermes.gateway import adapters as adapter_registry
-from hermes.gateway import caller, commands, side_requests
+from hermes.gateway import commands
 from hermes.gateway.access import AccessControl
 from hermes.gateway.adapters.base import Adapter, ChatAdapter
 from hermes.gateway.errors import GatewayClosed, GatewayError, NotYourConversation
+from hermes.gateway.http import caller, side_requests
+from hermes.gateway.http.live_runs import ActiveRun, Runs
 from hermes.gateway.lanes import (
     COMMAND,
     EVENT,
@@ -53,7 +55,6 @@ from hermes.gateway.lanes import (
 )
 from hermes.gateway.messages import IncomingMessage, Origin, TurnResult
 from hermes.gateway.routing import Router, SessionKey
-from hermes.gateway.runs import ActiveRun, Runs
 from hermes.gateway.settings import (
     API_SERVER,
     CHAT_PLATFORMS,
@@ -66,7 +67,7 @@ from hermes.gateway.settings import (
 )
 from hermes.gateway.turn_gate import TurnGate
 from hermes.gateway.turns import AgentFactory, TurnRunner, undo_turn
-from hermes.secrets import register
+from hermes.redaction import register
 from hermes.state.errors import StateError
 from hermes.state.history import HistoryMatch
 

@@ -25,13 +25,13 @@ from typing import TYPE_CHECKING, Any
 
 from hermes.agent import transcript
 from hermes.agent.errors import AgentError, ContextLengthError, ModelError, ToolResultsError
-from hermes.agent.llm_client import SAMPLING_KEYS
-from hermes.agent.turn_lock import held_by_caller
+from hermes.agent.model.client import SAMPLING_KEYS
+from hermes.agent.turn_holding import held_by_caller
 from hermes.gateway import commands
 from hermes.gateway.lanes import COMMAND, EVENT, RESUME, Lane, WorkItem
 from hermes.gateway.messages import TurnResult
 from hermes.gateway.routing import Router, SessionKey
-from hermes.secrets import redact
+from hermes.redaction import redact
 from hermes.state.errors import StateError
 from hermes.state.history import shown_answer
 

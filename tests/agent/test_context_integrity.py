@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from hermes.agent.context_compressor import ContextCompressor, is_summary_message
+from hermes.agent.summariser import ContextCompressor, is_summary_message
 from hermes.state import SessionDB, wellformed
 from hermes.state.wellformed import INTERRUPTED_RESULT
 from tests.agent.helpers import fake_agent

@@ -10,7 +10,7 @@ import random
 import pytest
 
 from hermes.agent import transcript
-from hermes.agent.llm_client import encode_message, request_body
+from hermes.agent.model.client import encode_message, request_body
 from hermes.agent.wire import ToolWire, WireContext
 from hermes.state import wellformed
 from hermes.tools.registry import Tool, ToolRegistry

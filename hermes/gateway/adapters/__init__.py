@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 # platform -> (module, class, extra, the library's import name)
 ADAPTERS: dict[str, tuple[str, str, str | None, str | None]] = {
-    "api_server": ("hermes.gateway.adapters.api_server", "ApiServerAdapter", None, None),
+    "api_server": ("hermes.gateway.http.server", "ApiServerAdapter", None, None),
     "telegram": ("hermes.gateway.adapters.telegram", "TelegramAdapter", "telegram", "telegram"),
     "discord": ("hermes.gateway.adapters.discord", "DiscordAdapter", "discord", "discord"),
     "slack": ("hermes.gateway.adapters.slack", "SlackAdapter", "slack", "slack_bolt"),

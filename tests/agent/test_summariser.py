@@ -12,12 +12,12 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from hermes.agent.context_compressor import (
+from hermes.agent.model.client import ModelClient
+from hermes.agent.summariser import (
     SUMMARY_PREFIX,
     ContextCompressor,
     is_summary_message,
 )
-from hermes.agent.llm_client import ModelClient
 from tests.fakes import llm_server as fake
 from tests.fakes.llm_server import FakeLLMServer
 

@@ -49,7 +49,7 @@ def post_chat(base_url: str, api_key: str, timeout: float, body: bytes, abort: A
                 raise _status_error(_openai(), _as_response(url, answer))
             return cast(bytes, answer.content)
     if abort is not None:  # httpx2's post cannot be aborted: the caller uses a thread
-        from hermes.agent import kept_http
+        from hermes.agent.model import kept_http
 
         raise kept_http.NoKeptConnection()
     return _post_httpx2(base_url, url, body, headers, timeout)
@@ -60,7 +60,7 @@ def _post_kept(
 ) -> Any:
     """The POST on a kept ``http.client`` connection (a ``kept_http.Answer``), its
     failures as the SDK's."""
-    from hermes.agent import kept_http  # http.client and ssl: not at `import run_agent`
+    from hermes.agent.model import kept_http  # http.client and ssl: not at `import run_agent`
 
     try:
         return kept_http.post(url, body, headers, timeout, abort)
@@ -106,7 +106,7 @@ _proxied: dict[str, bool] = {}
 def _through_proxy(base_url: str) -> bool:
     known = _proxied.get(base_url)
     if known is None:
-        from hermes.agent import kept_http
+        from hermes.agent.model import kept_http
 
         known = _proxied[base_url] = kept_http.proxied(base_url)
     return known

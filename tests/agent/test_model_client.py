@@ -24,7 +24,7 @@ from hermes.agent.errors import (
     ModelUnavailableError,
     TurnInterrupted,
 )
-from hermes.agent.llm_client import ModelClient, ModelResponse, ToolCall, translate_openai_error
+from hermes.agent.model.client import ModelClient, ModelResponse, ToolCall, translate_openai_error
 from tests.fakes import llm_server as fake
 from tests.fakes.llm_server import FakeLLMServer
 
@@ -691,7 +691,7 @@ def test_shared_cancel_event(fake_llm: FakeLLMServer) -> None:
 def test_constructing_a_client_imports_no_openai_and_calls_nothing() -> None:
     code = (
         "import sys\n"
-        "from hermes.agent.llm_client import ModelClient\n"
+        "from hermes.agent.model.client import ModelClient\n"
         "ModelClient('k', 'http://127.0.0.1:9/v1', 'm')\n"
         "assert 'openai' not in sys.modules, 'openai imported too early'\n"
     )

@@ -24,7 +24,7 @@ from typing import Any
 
 from hermes.gateway.lanes import ResultSink, WorkItem
 from hermes.gateway.messages import TurnResult
-from hermes.secrets import redact
+from hermes.redaction import redact
 from hermes.state.api_runs import TERMINAL, RunStore
 
 log = logging.getLogger(__name__)

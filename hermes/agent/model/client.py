@@ -29,9 +29,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from hermes.agent import provider_usage
-from hermes.agent.call_threads import run_in_thread
-from hermes.agent.chat_post import post_chat
 from hermes.agent.errors import (
     ContextLengthError,
     ModelAuthError,
@@ -40,8 +37,11 @@ from hermes.agent.errors import (
     ModelUnavailableError,
     TurnInterrupted,
 )
-from hermes.agent.provider_usage import UsageDetails
-from hermes.secrets import register
+from hermes.agent.model import provider_usage
+from hermes.agent.model.call_threads import run_in_thread
+from hermes.agent.model.chat_post import post_chat
+from hermes.agent.model.provider_usage import UsageDetails
+from hermes.redaction import register
 
 __all__ = ["ModelClient", "ModelResponse", "ToolCall", "translate_openai_error"]
 
@@ -335,7 +335,7 @@ class ModelClient:
         """The POST in this thread on a kept connection, which ``interrupt()`` aborts;
         None where it cannot be (see ``kept_http``). This spares the call two thread
         switches, about a tenth of a millisecond of CPU."""
-        from hermes.agent import kept_http  # http.client and ssl: not at `import run_agent`
+        from hermes.agent.model import kept_http  # http.client and ssl: not at `import run_agent`
 
         abort = kept_http.Abort()
         # Registering under the lock pairs with interrupt(), as for streams.

@@ -40,8 +40,9 @@ from typing import Any
 
 from aiohttp import web
 
-from hermes.gateway import retries, stored_responses
-from hermes.gateway.adapters.api_common import (
+from hermes.gateway.errors import GatewayClosed, NotYourConversation
+from hermes.gateway.http import retries, stored_responses
+from hermes.gateway.http.common import (
     BRANCHED_HEADER,
     NO_RETRY_HEADER,
     RESUME_HEADER,
@@ -52,16 +53,15 @@ from hermes.gateway.adapters.api_common import (
     next_piece,
     session_of,
 )
-from hermes.gateway.errors import GatewayClosed, NotYourConversation
-from hermes.gateway.lanes import MESSAGE, ResultSink, WorkItem
-from hermes.gateway.messages import Origin, TurnResult
-from hermes.gateway.request_options import RequestProblem
-from hermes.gateway.responses_request import (
+from hermes.gateway.http.request_options import RequestProblem
+from hermes.gateway.http.responses_request import (
     RESPONSE_PREFIX,
     ResponseRequest,
     previous_not_found,
     read_request,
 )
+from hermes.gateway.lanes import MESSAGE, ResultSink, WorkItem
+from hermes.gateway.messages import Origin, TurnResult
 from hermes.gateway.settings import API_SERVER, api_hidden_sources
 from hermes.state.history import EMPTY_ANSWER_NOTE
 from hermes.state.segments import new_message_uid

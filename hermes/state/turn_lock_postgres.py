@@ -30,7 +30,7 @@ import psycopg
 from psycopg.rows import DictRow
 
 from hermes.state.errors import StateError
-from hermes.state.turn_locks import conversation_key
+from hermes.state.turn_lock_sqlite import conversation_key
 
 log = logging.getLogger(__name__)
 

@@ -30,7 +30,7 @@ from hermes.agent.tokens import context_window, estimate_tokens
 from hermes.state import wellformed
 
 if TYPE_CHECKING:
-    from hermes.agent.llm_client import ModelClient
+    from hermes.agent.model.client import ModelClient
 
 __all__ = ["SUMMARY_PREFIX", "ContextCompressor", "is_summary_message"]
 
