@@ -1,6 +1,7 @@
 """hermes.gateway: the messaging gateway (HTTP API, Telegram, Discord, Slack).
 
-The runner (``runner.py``) takes messages from platform adapters (``adapters/``),
+The runner (``runner.py``) takes messages from platform adapters (the messaging
+platforms in ``adapters/``, the HTTP API in ``http/``),
 maps each chat to a conversation through the store's routes (``routing.py``), runs one
 turn at a time per conversation on its lane (``lanes.py``) with the conversation's
 agent in a worker thread (``turns.py``), and sends the answers back split to each

@@ -5,7 +5,7 @@ The ``openai`` SDK's low-level ``post`` costs about half a millisecond of CPU pe
 above its HTTP library's own (a request-options model, header building, response
 processing), and that library's own request path (httpx2) another ~0.6 ms in a gateway
 whose model answers after 100 ms; a non-streamed chat call needs none of it, since
-``llm_client`` builds the body and parses the answer itself. So the POST goes on a kept
+``client`` builds the body and parses the answer itself. So the POST goes on a kept
 ``http.client`` connection (``kept_http``); an endpoint the environment sends through a
 proxy, and an answer that redirects, go through a kept client of the SDK's own HTTP
 library (httpx2), which handles those as the SDK would. Failures are raised as the SDK's

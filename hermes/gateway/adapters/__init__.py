@@ -1,4 +1,5 @@
-"""Platform adapters: ``api_server`` (aiohttp), ``telegram``, ``discord``, ``slack``.
+"""Platform adapters: ``telegram``, ``discord``, ``slack`` here, and ``api_server`` (the
+HTTP API, in ``hermes.gateway.http``).
 
 ``load`` imports an adapter's module only when its platform is enabled, and turns a
 missing platform library into ``MissingExtraError`` ("install hermes-agent-runtime[x]").

@@ -1,7 +1,7 @@
 """What the API server's routes share: OpenAI-shaped error answers, the caller's sentence
 for a failed model endpoint, and the conversation headers.
 
-The chat-completions route (``api_server``) and the Responses API (``api_responses``)
+The chat-completions route (``server``) and the Responses API (``responses``)
 answer errors the same way, so both take them from here.
 """
 

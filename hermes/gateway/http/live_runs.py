@@ -1,6 +1,6 @@
 """API runs while they run: their sink, their events in the store, stop, steer, approval.
 
-A run is a work item whose options name a ``run_id`` (``api_runs`` made it). When its
+A run is a work item whose options name a ``run_id`` (``runs`` made it). When its
 turn starts on a gateway (the one that took the request, or, after a restart, whichever
 claimed it from the queue), ``Runs.begin`` attaches a ``RunSink``: the agent's deltas
 and tool events become the run's events in the store (batched: one write carries every
