@@ -19,7 +19,7 @@ from hermes.agent import compression, recontext, transcript
 from hermes.agent.errors import AgentError
 from hermes.agent.model.client import ModelClient
 from hermes.agent.settings import AgentOptions
-from hermes.agent.summariser import NOTHING_TO_COMPRESS, ContextCompressor
+from hermes.agent.summariser import NOTHING_TO_COMPRESS, Summariser
 from hermes.agent.tokens import context_window, estimate_tokens
 from hermes.agent.wire import ToolWire, WireContext
 from hermes.config import (
@@ -36,7 +36,7 @@ from hermes.state.lease import make_holder
 from hermes.state.usage import TokenUsage
 
 if TYPE_CHECKING:
-    from hermes.state.store import SessionDB
+    from hermes.state.store import SegmentStamp, SessionDB
     from hermes.tools.events import EventBus
 
 log = logging.getLogger(__name__)
@@ -136,7 +136,7 @@ class AIAgent:
             timeout=self.settings.model.request_timeout,
             max_retries=self.settings.model.max_retries,
         )
-        self.context_compressor = ContextCompressor(
+        self.context_compressor = Summariser(
             self.client,
             model=self.model,
             context_length=context_window(self.model, self.settings.model.context_length),
@@ -146,7 +146,7 @@ class AIAgent:
             cooldown_seconds=compressing.cooldown_seconds,
             max_summary_requests=compressing.max_summary_requests,
         )
-        self.last_compression: compression.Outcome | None = None
+        self.last_compression: compression.CompressionOutcome | None = None
         self.system_prompt: str | None = None
         self.conversation_id: str | None = None
         self._conversation_of: dict[str, str] = {}  # segment id -> its conversation
@@ -158,10 +158,10 @@ class AIAgent:
         # in memory only (see caller_history).
         self.context_detached = False
         # (segment id, (last id, row count, undone rows), messages): see load_history.
-        self._cache: tuple[str, tuple[int, int, int], list[dict[str, Any]]] | None = None
-        self._stamp: tuple[int, int, int] | None = None
+        self._cache: tuple[str, SegmentStamp, list[dict[str, Any]]] | None = None
+        self._stamp: SegmentStamp | None = None
         # (tip id, its stamp) as ensure_session last read them: see take_tip_stamp.
-        self._tip_stamp: tuple[str, tuple[int, int, int]] | None = None
+        self._tip_stamp: tuple[str, SegmentStamp] | None = None
         self.user_turns = 0
         self._context_stale = False  # the tip's context lost a summary to an undo
         self.turn_user_uid: str | None = None  # the user message the last turn stored
@@ -262,7 +262,7 @@ class AIAgent:
             whole=whole,
         )
 
-    def compress_now(self, focus_topic: str | None = None) -> compression.Outcome:
+    def compress_now(self, focus_topic: str | None = None) -> compression.CompressionOutcome:
         """Force a compression of the current segment (``/compress``); says what happened."""
         self.clear_interrupt()  # a Ctrl-C that ended the last turn must not stop this
         self.ensure_session()
@@ -271,7 +271,7 @@ class AIAgent:
         with holding_turn(self):
             return self._compress_now(focus_topic)
 
-    def _compress_now(self, focus_topic: str | None) -> compression.Outcome:
+    def _compress_now(self, focus_topic: str | None) -> compression.CompressionOutcome:
         self.ensure_session()
         history = self.load_history()
         if self._context_stale and self.writes_transcript:
@@ -281,14 +281,14 @@ class AIAgent:
         compressed, _ = self._compress_context(
             history, system, approx_tokens=before, focus_topic=focus_topic
         )
-        outcome = self.last_compression or compression.Outcome()
+        outcome = self.last_compression or compression.CompressionOutcome()
         if compressed is history and (outcome.reason or "").startswith(NOTHING_TO_COMPRESS):
             # Asked for, a compression of a short conversation summarises all of it
             # (but an unanswered last message), as /compact does elsewhere.
             compressed, _ = self._compress_context(
                 history, system, approx_tokens=before, focus_topic=focus_topic, whole=True
             )
-            outcome = self.last_compression or compression.Outcome()
+            outcome = self.last_compression or compression.CompressionOutcome()
         outcome.tokens_before = before
         if compressed is not history and not outcome.rotated:
             self._cache = None
@@ -486,7 +486,7 @@ class AIAgent:
         self.system_prompt, self._prompt_segment = prompt, sid
         return prompt
 
-    def take_tip_stamp(self) -> tuple[str, tuple[int, int, int]] | None:
+    def take_tip_stamp(self) -> tuple[str, SegmentStamp] | None:
         """The (tip id, stamp) ``ensure_session`` read, once: a turn hands it to
         ``load_history`` right after, under the turn lock, instead of reading it again."""
         found, self._tip_stamp = self._tip_stamp, None
@@ -494,14 +494,13 @@ class AIAgent:
 
     def load_history(
         self,
-        read: tuple[str, tuple[int, int, int]] | None = None,
+        read: tuple[str, SegmentStamp] | None = None,
         *,
         awaiting: Collection[str] = (),
     ) -> list[dict[str, Any]]:
         """The tip's messages, from a cache that is valid while nobody else wrote.
 
-        The cache carries the segment's (last id, row count, undone rows) as this agent
-        knows it; any write or undo by another path changes the store's figures and
+        The cache carries the segment's ``SegmentStamp`` as this agent knows it; any write or undo by another path changes the store's figures and
         forces a reload. ``read`` is (segment id, its stamp) just read by the caller.
         ``awaiting`` names open calls whose results the caller brings now: the trailing
         group that asked for them stays open instead of being closed as dead.
@@ -557,8 +556,10 @@ class AIAgent:
         )
         if self._stamp is not None and landed.session_id == self.session_id and landed.stored:
             newest = max(i for i in landed.message_ids if i is not None)
-            last, count, undone = self._stamp
-            self._stamp = (max(last, newest), count + landed.stored, undone)
+            self._stamp = self._stamp._replace(
+                newest_id=max(self._stamp.newest_id, newest),
+                rows=self._stamp.rows + landed.stored,
+            )
         if landed.session_id != self.session_id:
             self._stamp = None
             log.info(

@@ -31,7 +31,7 @@ Messages = list[dict[str, Any]]
 
 
 @dataclass
-class Outcome:
+class CompressionOutcome:
     """What one compression attempt did, for the surfaces to report."""
 
     rotated: bool = False
@@ -83,7 +83,7 @@ def compress_context(
     compressor to summarise even a short conversation (``/compress``)."""
     ask = _compress_call(approx_tokens, focus_topic, whole)
     db = agent.session_db
-    outcome = Outcome(tokens_before=approx_tokens)
+    outcome = CompressionOutcome(tokens_before=approx_tokens)
     agent.last_compression = outcome
     if db is None or not agent.persist_session or agent.is_fork or agent.context_detached:
         if agent.is_fork:
@@ -116,7 +116,7 @@ def compress_context(
 
 def _store_failed(
     agent: AIAgent,
-    outcome: Outcome,
+    outcome: CompressionOutcome,
     exc: StateError,
     messages: Messages,
     system_message: str | None,
@@ -134,7 +134,7 @@ def _compress_under_lease(
     agent: AIAgent,
     messages: Messages,
     system_message: str | None,
-    outcome: Outcome,
+    outcome: CompressionOutcome,
     ask: dict[str, Any],
 ) -> tuple[Messages, str | None]:
     db, session_id = agent.bound()
@@ -185,7 +185,7 @@ def _in_memory(
     messages: Messages,
     system_message: str | None,
     ask: dict[str, Any],
-    outcome: Outcome,
+    outcome: CompressionOutcome,
 ) -> tuple[Messages, str | None]:
     compressed = agent.context_compressor.compress(messages, **ask)
     if failed(agent.context_compressor, messages, compressed):

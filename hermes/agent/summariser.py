@@ -1,4 +1,5 @@
-"""The ContextCompressor: replace the middle of a long transcript with one summary.
+"""The Summariser: replace the middle of a long transcript with one summary (the
+agent keeps it as ``context_compressor``, Hermes Agent's name).
 
 What belongs here: deciding when a transcript is long enough to compress, choosing
 the cut (head | middle | tail) so that no tool call is separated from its results
@@ -32,7 +33,7 @@ from hermes.state import wellformed
 if TYPE_CHECKING:
     from hermes.agent.model.client import ModelClient
 
-__all__ = ["SUMMARY_PREFIX", "ContextCompressor", "is_summary_message"]
+__all__ = ["SUMMARY_PREFIX", "Summariser", "is_summary_message"]
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +84,7 @@ class Cut:
         return [messages[i] for i in span if i != self.pinned]
 
 
-class ContextCompressor:
+class Summariser:
     """Summarises the middle of a transcript with a (possibly cheaper) summary model."""
 
     def __init__(

@@ -9,7 +9,7 @@ platform's limit (``split.py``). See docs/design.md, invariants 4, 8, 11 and 13.
 """
 
 from hermes.gateway.errors import GatewayClosed, GatewayError, MissingExtraError, PlatformStartError
-from hermes.gateway.messages import IncomingMessage, Origin, TurnResult
+from hermes.gateway.messages import IncomingMessage, Origin, WorkResult
 from hermes.gateway.routing import SessionKey
 from hermes.gateway.runner import GatewayRunner
 from hermes.gateway.split import split_message
@@ -23,6 +23,6 @@ __all__ = [
     "Origin",
     "PlatformStartError",
     "SessionKey",
-    "TurnResult",
+    "WorkResult",
     "split_message",
 ]

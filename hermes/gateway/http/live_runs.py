@@ -23,7 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from hermes.gateway.lanes import ResultSink, WorkItem
-from hermes.gateway.messages import TurnResult
+from hermes.gateway.messages import WorkResult
 from hermes.redaction import redact
 from hermes.state.api_runs import TERMINAL, RunStore
 
@@ -202,7 +202,7 @@ class ActiveRun:
                 sink.stopped.set()
                 self.runs.interrupt(self.conversation_id)
 
-    async def end(self, result: TurnResult | None, *, requeued: bool = False) -> None:
+    async def end(self, result: WorkResult | None, *, requeued: bool = False) -> None:
         """Record the outcome (``result`` None: the turn failed inside the gateway)."""
         self.watcher.cancel()
         recorder = self.sink.recorder
@@ -275,7 +275,7 @@ class Runs:
         return ActiveRun(self, str(run_id), sink, item.conversation_id)
 
 
-def _usage(result: TurnResult) -> dict[str, int]:
+def _usage(result: WorkResult) -> dict[str, int]:
     return {
         "input_tokens": result.prompt_tokens,
         "output_tokens": result.completion_tokens,

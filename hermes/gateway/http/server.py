@@ -65,7 +65,7 @@ from hermes.gateway.http.request_options import RequestProblem, offered_models, 
 from hermes.gateway.http.request_shape import shape_problem
 from hermes.gateway.http.side_requests import side_request_kind
 from hermes.gateway.lanes import COMMAND, MESSAGE, ResultSink, WorkItem
-from hermes.gateway.messages import Origin, TurnResult
+from hermes.gateway.messages import Origin, WorkResult
 from hermes.gateway.settings import API_SERVER, ApiServerSettings, api_hidden_sources
 from hermes.state.history import shown_answer
 
@@ -295,7 +295,7 @@ class ApiServerAdapter(Adapter):
             return await self._answer(request, body, result)
         if command is not None and not command.conversational:
             return await self._answer(
-                request, body, TurnResult(text=commands.refusal(command), session_id=session)
+                request, body, WorkResult(text=commands.refusal(command), session_id=session)
             )
         if command is not None and command.name == "model":
             # Every request names its model here; a /model would last one turn at most.
@@ -303,7 +303,7 @@ class ApiServerAdapter(Adapter):
                 "Over the HTTP API each request's 'model' chooses the model; "
                 f"this gateway offers {', '.join(self._models())} (GET /v1/models)."
             )
-            return await self._answer(request, body, TurnResult(text=text, session_id=session))
+            return await self._answer(request, body, WorkResult(text=text, session_id=session))
         found = None
         results = options.get("tool_results")
         if session is None and results:  # the calls' own conversation, found by its history
@@ -404,16 +404,16 @@ class ApiServerAdapter(Adapter):
         await self.runner.submit(item)
         return sink, conversation
 
-    async def _immediate(self, command: commands.Command, session: str | None) -> TurnResult:
+    async def _immediate(self, command: commands.Command, session: str | None) -> WorkResult:
         if command.name == "new":
             conversation = await self.runner.api_new_conversation(session)
-            return TurnResult(
+            return WorkResult(
                 text="Started a new conversation.",
                 session_id=conversation,
                 conversation_id=conversation,
             )
         if session is None:
-            return TurnResult(
+            return WorkResult(
                 text=commands.help_text()
                 if command.name == "help"
                 else "Nothing is running right now."
@@ -430,7 +430,7 @@ class ApiServerAdapter(Adapter):
         self,
         request: web.Request,
         body: dict[str, Any],
-        result: TurnResult,
+        result: WorkResult,
         extra: dict[str, str] | None = None,
     ) -> web.StreamResponse:
         headers = {SESSION_HEADER: result.session_id} if result.session_id else {}
@@ -511,7 +511,7 @@ class ApiServerAdapter(Adapter):
         try:
             result = sink.future.result()
         except GatewayClosed as exc:
-            result = TurnResult(error=str(exc))
+            result = WorkResult(error=str(exc))
         if result.error:
             message = caller_error(result)
             error = {"message": message, "type": "upstream_error", "code": "model_error"}
@@ -566,7 +566,7 @@ async def _send(response: web.StreamResponse, data: str) -> None:
     await response.write(f"data: {data}\n\n".encode())
 
 
-def _message(result: TurnResult) -> dict[str, Any]:
+def _message(result: WorkResult) -> dict[str, Any]:
     """The answer's message: text, or the caller's tool calls (content then may be None)."""
     if result.tool_calls:
         return {
@@ -681,7 +681,7 @@ def _model_object(model: str) -> dict[str, Any]:
     return {"id": model, "object": "model", "created": 0, "owned_by": "hermes"}
 
 
-def _usage(result: TurnResult) -> dict[str, int]:
+def _usage(result: WorkResult) -> dict[str, int]:
     return {
         "prompt_tokens": result.prompt_tokens,
         "completion_tokens": result.completion_tokens,
