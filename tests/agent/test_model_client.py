@@ -708,3 +708,19 @@ def _tool_schema(name: str) -> dict[str, object]:
         "type": "function",
         "function": {"name": name, "parameters": {"type": "object", "properties": {}}},
     }
+
+
+def test_a_plain_answer_behind_a_proxy_goes_the_sdks_way(
+    fake_llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The kept connection speaks to the endpoint itself, so an endpoint the environment
+    # sends through a proxy is left to the SDK (its own headers show it made the call).
+    for name in ("NO_PROXY", "no_proxy", "http_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", fake_llm.url.removesuffix("/v1"))
+    fake_llm.enqueue(fake.text("through the proxy"))
+    client = ModelClient("k", "http://models.invalid/v1", "fake-model", max_retries=0)
+
+    assert client.complete(USER).content == "through the proxy"
+    assert "x-stainless-lang" in fake_llm.request_headers[-1]
+    client.close()

@@ -1,5 +1,5 @@
 """The one door to a model endpoint: ``ModelClient`` over the ``openai`` package (and,
-for a plain answer, one POST of its own: ``chat_post``).
+for a plain answer, one POST of its own on a kept connection: ``chat_post``).
 
 What belongs here: building the request, streaming and assembling the answer into a
 ``ModelResponse``, our own retry policy (exponential backoff with full jitter,
@@ -39,7 +39,7 @@ from hermes.agent.errors import (
 )
 from hermes.agent.model import provider_usage
 from hermes.agent.model.call_threads import run_in_thread
-from hermes.agent.model.chat_post import post_chat
+from hermes.agent.model.chat_post import LeftToTheSDK, post_chat
 from hermes.agent.model.provider_usage import UsageDetails
 from hermes.redaction import register
 
@@ -318,16 +318,23 @@ class ModelClient:
 
     # Requests carry the body as built here: ``chat.completions.create`` walks every
     # message through its type transform and parses the answer into pydantic models,
-    # ~4 ms of CPU per call with a 20-message history and more as it grows. A plain
-    # answer is one POST (``chat_post``); a stream goes through the SDK's low-level
-    # ``post`` (its SSE reading and error events).
+    # ~4 ms of CPU per call with a 20-message history and more as it grows. Two ways
+    # reach the model (docs/benchmarks.md, "Model transport"): a plain answer is one
+    # POST on a kept connection (``chat_post``), ~0.6 ms of CPU less than the SDK's
+    # low-level ``post``, the other way, which takes streams (its SSE reading and error
+    # events), the model list, and plain answers behind a proxy or a redirect.
 
     def _complete_once(self, body: bytes) -> ModelResponse:
         key = self.api_key or _NO_KEY
-        answer = self._post_in_place(key, body)
-        if answer is None:  # no kept connection to abort: a model-call thread waits instead
+        try:
+            answer = self._post_in_place(key, body)
+            if answer is None:  # no idle kept connection: connect in a model-call thread
+                answer = self._run_interruptibly(
+                    lambda: post_chat(self.base_url, key, self.timeout, body)
+                )
+        except LeftToTheSDK:
             answer = self._run_interruptibly(
-                lambda: post_chat(self.base_url, key, self.timeout, body)
+                lambda: self._openai_client().post(_CHAT_PATH, content=body, cast_to=bytes)
             )
         return _response_from_json(answer)
 
