@@ -1,6 +1,6 @@
 """``GET /openapi.json``: an OpenAPI 3.1 document describing every route of the API server.
 
-The document is written by hand (one entry per route); ``tests/gateway/test_api_sessions.py``
+The document is written by hand (one entry per route); ``tests/gateway/http/test_sessions.py``
 walks the application's router and fails when a route is missing here.
 """
 
