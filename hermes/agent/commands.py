@@ -43,6 +43,8 @@ Handler = Callable[["AIAgent", str], Reply]
 
 @dataclass(frozen=True)
 class CommandSpec:
+    """A slash command the chat knows: its name, usage line, help and handler."""
+
     name: str
     usage: str
     help: str
