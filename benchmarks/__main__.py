@@ -20,7 +20,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 
-FIRST = ("store", "agent", "gateway", "cli")  # the order of the tables in docs/benchmarks.md
+FIRST = (
+    "store",
+    "agent",
+    "transport",
+    "gateway",
+    "cli",
+)  # the order of the tables in docs/benchmarks.md
 SCENARIOS = tuple(
     sorted(
         (p.stem.removeprefix("bench_") for p in Path(__file__).parent.glob("bench_*.py")),

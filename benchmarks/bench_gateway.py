@@ -778,7 +778,7 @@ async def _load(results: Results, port: int, pids: tuple[int, int], home: Path) 
     disk = threading.Thread(
         target=_fsync_probe, args=(home / "fsync.probe", stopped, results.fsync_ms, 0.2)
     )
-    from hermes.gateway.api_key import read_api_key
+    from hermes.gateway.http.key import read_api_key
 
     auth = {"Authorization": f"Bearer {read_api_key(home)}"}  # the key the gateway generated
     async with aiohttp.ClientSession(connector=connector, timeout=timeout, headers=auth) as session:
@@ -848,7 +848,7 @@ async def _open_load(
     """Request k due at k * gap, to conversation k mod len(talks); wait for them all."""
     import aiohttp
 
-    from hermes.gateway.api_key import read_api_key
+    from hermes.gateway.http.key import read_api_key
 
     gateway = _Gateway(pid)
     url = f"http://127.0.0.1:{port}/v1/chat/completions"
@@ -908,7 +908,7 @@ async def _stateless_load(found: Stateless, port: int, home: Path, requests: int
     without the session header, each sending the whole history."""
     import aiohttp
 
-    from hermes.gateway.api_key import read_api_key
+    from hermes.gateway.http.key import read_api_key
 
     url = f"http://127.0.0.1:{port}/v1/chat/completions"
     auth = {"Authorization": f"Bearer {read_api_key(home)}"}

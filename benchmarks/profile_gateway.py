@@ -219,7 +219,7 @@ class _Client:
     """One conversation, a turn at a time, over one kept HTTP connection."""
 
     def __init__(self, home: Path, port: int) -> None:
-        from hermes.gateway.api_key import read_api_key
+        from hermes.gateway.http.key import read_api_key
 
         self.connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
         self.auth = f"Bearer {read_api_key(home)}"

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hermes import secrets
+from hermes import redaction
 from hermes.errors import ConfigError
 
 DEFAULT_BASE_URL = "https://openrouter.ai/api/v1"
@@ -103,7 +103,7 @@ SCHEMA: dict[str, tuple[tuple[type | None, ...], Any]] = {
     "gateway.search_scope": ((str,), "user"),
     # The models HTTP API callers may ask for by name (empty: model.default only).
     "gateway.models": ((list,), []),
-    # Web origins and extra Host names the HTTP API answers (hermes/gateway/http_guard.py).
+    # Web origins and extra Host names the HTTP API answers (hermes/gateway/http/guard.py).
     "gateway.api_allowed_origins": ((list,), []),
     "gateway.api_allowed_hosts": ((list,), []),
     # Seconds a client has to send a request's headers, and then its body (slowloris).
@@ -283,19 +283,19 @@ def dotenv_values(home: Path | None = None) -> dict[str, str]:
 
 def register_secrets(config: Config, home: Path | None = None) -> None:
     """Make every secret this configuration and environment hold known to the redactor."""
-    secrets.register_environment(os.environ, dotenv_values(home))
-    secrets.register(config.get("gateway.api_key"), config.get("model.api_key"))
-    secrets.register(api_key_from_env())
+    redaction.register_environment(os.environ, dotenv_values(home))
+    redaction.register(config.get("gateway.api_key"), config.get("model.api_key"))
+    redaction.register(api_key_from_env())
     url = config.get("state.url")
     if url:
-        secrets.register(secrets.url_password(url))
+        redaction.register(redaction.url_password(url))
     for key, value in config.values.items():  # any `token:`, `api_key:` ... in config.yaml
-        if key.rsplit(".", 1)[-1] in secrets.SECRET_FIELDS and isinstance(value, str):
-            secrets.register(value)
+        if key.rsplit(".", 1)[-1] in redaction.SECRET_FIELDS and isinstance(value, str):
+            redaction.register(value)
     for options in (config.get("gateway.platforms") or {}).values():
         for option, value in (options if isinstance(options, Mapping) else {}).items():
-            if option in secrets.SECRET_FIELDS and isinstance(value, str):
-                secrets.register(value)
+            if option in redaction.SECRET_FIELDS and isinstance(value, str):
+                redaction.register(value)
 
 
 @dataclass

@@ -1,7 +1,10 @@
-"""Dependencies point one way (DESIGN.md): cli, gateway -> cron -> agent -> tools, state.
+"""Dependencies point one way (docs/design.md): cli, gateway -> cron -> agent -> tools, state.
 
-``state`` imports nothing of the others and nothing imports ``cli``. Checked on the
-source, so a stray import fails here before it tangles the rooms.
+``state`` imports nothing of the others and nothing imports ``cli``. Inside a room, two
+sub-rooms keep to themselves: the model transport (``agent/model``) imports nothing of
+the agent but its error tree, and the messaging adapters (``gateway/adapters``) nothing
+of the HTTP API (``gateway/http``). Checked on the source, so a stray import fails here
+before it tangles the rooms.
 """
 
 from __future__ import annotations
@@ -25,18 +28,24 @@ FORBIDDEN = {
 }
 
 
+def imported_modules(path: Path) -> set[str]:
+    """Every ``hermes`` module ``path`` imports (``from a import b``: both ``a`` and ``a.b``)."""
+    modules = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            modules |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            modules.add(node.module)
+            modules |= {f"{node.module}.{alias.name}" for alias in node.names}
+    return {m for m in modules if m == "hermes" or m.startswith("hermes.")}
+
+
 def imported_rooms(path: Path) -> set[str]:
     rooms = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        names = []
-        if isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names = [node.module]
-        for name in names:
-            parts = name.split(".")
-            if parts[0] == "hermes" and len(parts) > 1 and parts[1] in ROOMS:
-                rooms.add(parts[1])
+    for name in imported_modules(path):
+        parts = name.split(".")
+        if len(parts) > 1 and parts[1] in ROOMS:
+            rooms.add(parts[1])
     return rooms
 
 
@@ -50,14 +59,56 @@ def test_a_room_imports_only_downstream(room: str) -> None:
     assert offenders == {}
 
 
+MODEL_TRANSPORT = "hermes.agent.model"
+# What the model transport may import of the rest of the agent: the one error tree.
+MODEL_TRANSPORT_MAY_IMPORT = ("hermes.agent.errors",)
+
+
+def agent_imports_of_the_transport(path: Path) -> set[str]:
+    """What ``path`` (in ``agent/model``) imports of the agent that it must not."""
+    return {
+        module
+        for module in imported_modules(path)
+        if (module == "hermes.agent" or module.startswith("hermes.agent."))
+        and not module.startswith(MODEL_TRANSPORT)
+        and not module.startswith(MODEL_TRANSPORT_MAY_IMPORT)
+    }
+
+
+def test_the_model_transport_imports_nothing_of_the_agent_but_its_errors() -> None:
+    offenders = {
+        str(path.relative_to(PACKAGE)): sorted(found)
+        for path in (PACKAGE / "agent" / "model").rglob("*.py")
+        if (found := agent_imports_of_the_transport(path))
+    }
+    assert offenders == {}
+
+
+def test_the_messaging_adapters_import_nothing_of_the_http_api() -> None:
+    offenders = {
+        str(path.relative_to(PACKAGE)): sorted(found)
+        for path in (PACKAGE / "gateway" / "adapters").rglob("*.py")
+        if (found := {m for m in imported_modules(path) if m.startswith("hermes.gateway.http")})
+    }
+    assert offenders == {}
+
+
+def test_the_sub_room_check_sees_a_planted_violation(tmp_path: Path) -> None:
+    planted = tmp_path / "planted.py"
+    planted.write_text(
+        "from hermes.agent import turn\nfrom hermes.agent.errors import AgentError\n"
+    )
+    assert agent_imports_of_the_transport(planted) == {"hermes.agent", "hermes.agent.turn"}
+
+
 def test_shared_top_level_modules_import_no_room() -> None:
-    for name in ("config.py", "errors.py", "text.py", "secrets.py"):
+    for name in ("config.py", "errors.py", "text.py", "redaction.py"):
         assert imported_rooms(PACKAGE / name) == set(), name
 
 
 def test_the_redactor_is_a_leaf_the_store_may_use() -> None:
-    """hermes.secrets imports nothing of hermes, so ``state`` can import it."""
-    tree = ast.parse((PACKAGE / "secrets.py").read_text(encoding="utf-8"))
+    """hermes.redaction imports nothing of hermes, so ``state`` can import it."""
+    tree = ast.parse((PACKAGE / "redaction.py").read_text(encoding="utf-8"))
     modules = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import)
                for alias in node.names}  # fmt: skip
     modules |= {node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}

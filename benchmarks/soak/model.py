@@ -23,7 +23,7 @@ import threading
 import time
 from typing import Any
 
-from hermes.agent.context_compressor import _SUMMARY_INSTRUCTIONS
+from hermes.agent.summariser import _SUMMARY_INSTRUCTIONS
 from tests.fakes import llm_server as fake
 
 SUMMARY_MARKER = _SUMMARY_INSTRUCTIONS[:60]

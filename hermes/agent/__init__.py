@@ -1,4 +1,5 @@
-"""The agent: AIAgent, the turn loop, the model client, the context compressor.
+"""The agent: AIAgent, the turn loop, the compression path and its summariser; the model
+transport in ``model/``.
 
 Depends on ``hermes.tools`` and ``hermes.state``; nothing here imports the gateway or
 the CLI.

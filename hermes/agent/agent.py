@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hermes.agent import compression, recontext, review, transcript
-from hermes.agent.context_compressor import NOTHING_TO_COMPRESS, ContextCompressor
 from hermes.agent.errors import AgentError
-from hermes.agent.llm_client import ModelClient
 from hermes.agent.masking import MaskPolicy, masked_view
+from hermes.agent.model.client import ModelClient
 from hermes.agent.settings import AgentOptions
+from hermes.agent.summariser import NOTHING_TO_COMPRESS, Summariser
 from hermes.agent.tokens import context_window, estimate_tokens
 from hermes.agent.turn_options import TurnOptions
 from hermes.agent.wire import ToolWire, WireContext
@@ -41,7 +41,7 @@ from hermes.state.message import Message
 from hermes.state.usage import TokenUsage
 
 if TYPE_CHECKING:
-    from hermes.state.store import SessionDB
+    from hermes.state.store import SegmentStamp, SessionDB
     from hermes.tools.events import EventBus
 
 log = logging.getLogger(__name__)
@@ -138,7 +138,7 @@ class AIAgent:
             if compressing.mask_tool_outputs
             else None
         )
-        self.context_compressor = ContextCompressor(
+        self.context_compressor = Summariser(
             self.client,
             model=self.model,
             context_length=context_window(self.model, self.settings.model.context_length),
@@ -150,7 +150,7 @@ class AIAgent:
             offers_recall=session_db is not None,
             sent_as=self.sent_as,
         )
-        self.last_compression: compression.Outcome | None = None
+        self.last_compression: compression.CompressionOutcome | None = None
         self.system_prompt: str | None = None
         self.conversation_id: str | None = None
         self._conversation_of: dict[str, str] = {}  # segment id -> its conversation
@@ -159,10 +159,10 @@ class AIAgent:
         self._interrupt = threading.Event()
         self.holds_turn_lock = False  # this agent (or its caller) holds the turn lock
         # (segment id, (last id, row count, undone rows), messages): see load_history.
-        self._cache: tuple[str, tuple[int, int, int], list[Message]] | None = None
-        self._stamp: tuple[int, int, int] | None = None
+        self._cache: tuple[str, SegmentStamp, list[Message]] | None = None
+        self._stamp: SegmentStamp | None = None
         # (tip id, its stamp) as ensure_session last read them: see take_tip_stamp.
-        self._tip_stamp: tuple[str, tuple[int, int, int]] | None = None
+        self._tip_stamp: tuple[str, SegmentStamp] | None = None
         self.user_turns = 0
         self._context_stale = False  # the tip's context lost a summary to an undo
         self.turn_user_uid: str | None = None  # the user message the last turn stored
@@ -278,16 +278,16 @@ class AIAgent:
             detached=detached,
         )
 
-    def compress_now(self, focus_topic: str | None = None) -> compression.Outcome:
+    def compress_now(self, focus_topic: str | None = None) -> compression.CompressionOutcome:
         """Force a compression of the current segment (``/compress``); says what happened."""
         self.clear_interrupt()  # a Ctrl-C that ended the last turn must not stop this
         self.ensure_session()
-        from hermes.agent.turn_lock import holding_turn
+        from hermes.agent.turn_holding import holding_turn
 
         with holding_turn(self):
             return self._compress_now(focus_topic)
 
-    def _compress_now(self, focus_topic: str | None) -> compression.Outcome:
+    def _compress_now(self, focus_topic: str | None) -> compression.CompressionOutcome:
         self.ensure_session()
         history = self.load_history()
         if self._context_stale and self.writes_transcript:
@@ -297,14 +297,14 @@ class AIAgent:
         compressed, _ = self._compress_context(
             history, system, approx_tokens=before, focus_topic=focus_topic
         )
-        outcome = self.last_compression or compression.Outcome()
+        outcome = self.last_compression or compression.CompressionOutcome()
         if compressed is history and (outcome.reason or "").startswith(NOTHING_TO_COMPRESS):
             # Asked for, a compression of a short conversation summarises all of it
             # (but an unanswered last message), as /compact does elsewhere.
             compressed, _ = self._compress_context(
                 history, system, approx_tokens=before, focus_topic=focus_topic, whole=True
             )
-            outcome = self.last_compression or compression.Outcome()
+            outcome = self.last_compression or compression.CompressionOutcome()
         outcome.tokens_before = before
         if compressed is not history and not outcome.rotated:
             self._cache = None
@@ -319,7 +319,7 @@ class AIAgent:
         self.ensure_session()
         if self.session_db is None or self.session_id is None:
             return []
-        from hermes.agent.turn_lock import holding_turn
+        from hermes.agent.turn_holding import holding_turn
 
         with holding_turn(self):
             self.ensure_session()
@@ -441,7 +441,7 @@ class AIAgent:
         self.user_turns += 1
         self.turn_user_uid = message_uid
 
-    def note_compression(self, outcome: compression.Outcome) -> None:
+    def note_compression(self, outcome: compression.CompressionOutcome) -> None:
         """What the last compression did (``/compress`` and the turn report it)."""
         self.last_compression = outcome
 
@@ -599,7 +599,7 @@ class AIAgent:
         self.system_prompt, self._prompt_segment = prompt, sid
         return prompt
 
-    def take_tip_stamp(self) -> tuple[str, tuple[int, int, int]] | None:
+    def take_tip_stamp(self) -> tuple[str, SegmentStamp] | None:
         """The (tip id, stamp) ``ensure_session`` read, once: a turn hands it to
         ``load_history`` right after, under the turn lock, instead of reading it again."""
         found, self._tip_stamp = self._tip_stamp, None
@@ -607,14 +607,13 @@ class AIAgent:
 
     def load_history(
         self,
-        read: tuple[str, tuple[int, int, int]] | None = None,
+        read: tuple[str, SegmentStamp] | None = None,
         *,
         awaiting: Collection[str] = (),
     ) -> list[Message]:
         """The tip's messages, from a cache that is valid while nobody else wrote.
 
-        The cache carries the segment's (last id, row count, undone rows) as this agent
-        knows it; any write or undo by another path changes the store's figures and
+        The cache carries the segment's ``SegmentStamp`` as this agent knows it; any write or undo by another path changes the store's figures and
         forces a reload. ``read`` is (segment id, its stamp) just read by the caller.
         ``awaiting`` names open calls whose results the caller brings now: the trailing
         group that asked for them stays open instead of being closed as dead.
@@ -673,8 +672,10 @@ class AIAgent:
                 message.setdefault("stored_id", row_id)  # the row a masked result names
         if self._stamp is not None and landed.session_id == self.session_id and landed.stored:
             newest = max(i for i in landed.message_ids if i is not None)
-            last, count, undone = self._stamp
-            self._stamp = (max(last, newest), count + landed.stored, undone)
+            self._stamp = self._stamp._replace(
+                newest_id=max(self._stamp.newest_id, newest),
+                rows=self._stamp.rows + landed.stored,
+            )
         if landed.session_id != self.session_id:
             self._stamp = None
             log.info(

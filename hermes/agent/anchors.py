@@ -226,7 +226,7 @@ def _shape(anchor: Anchor) -> int:
 
 
 def _anchors_of(message: Message) -> Iterator[tuple[str, str]]:
-    from hermes.agent.context_compressor import is_summary_message  # it imports this module
+    from hermes.agent.summariser import is_summary_message  # it imports this module
 
     content = _text(message.get("content"))
     if is_summary_message(message):

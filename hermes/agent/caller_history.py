@@ -29,6 +29,7 @@ from hermes.state.segments import new_message_uid
 
 if TYPE_CHECKING:
     from hermes.agent.agent import AIAgent
+    from hermes.state.store import SegmentStamp
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +48,7 @@ class Reconciled:
 def reconcile(
     agent: AIAgent,
     history: Sequence[Mapping[str, Any]],
-    read: tuple[str, tuple[int, int, int]] | None = None,
+    read: tuple[str, SegmentStamp] | None = None,
 ) -> Reconciled:
     """Set ``history`` against the agent's stored conversation (see the module doc)."""
     given = [_own_copy(m) for m in history if m.get("role") != "system"]

@@ -42,14 +42,16 @@ Handler = Callable[["AIAgent", str], Reply]
 
 
 @dataclass(frozen=True)
-class Command:
+class CommandSpec:
+    """A slash command the chat knows: its name, usage line, help and handler."""
+
     name: str
     usage: str
     help: str
     handler: Handler
 
 
-COMMANDS: dict[str, Command] = {}
+COMMANDS: dict[str, CommandSpec] = {}
 
 # Words people type out of habit elsewhere, for the suggestion only.
 _HABITS = {"quit": "exit", "q": "exit", "bye": "exit", "clear": "new", "reset": "new",
@@ -59,7 +61,7 @@ _HABITS = {"quit": "exit", "q": "exit", "bye": "exit", "clear": "new", "reset": 
 
 def command(name: str, usage: str, help: str) -> Callable[[Handler], Handler]:
     def register(handler: Handler) -> Handler:
-        COMMANDS[name] = Command(name, usage, help, handler)
+        COMMANDS[name] = CommandSpec(name, usage, help, handler)
         return handler
 
     return register

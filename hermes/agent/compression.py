@@ -30,7 +30,7 @@ log = logging.getLogger(__name__)
 
 
 @dataclass
-class Outcome:
+class CompressionOutcome:
     """What one compression attempt did, for the surfaces to report."""
 
     rotated: bool = False
@@ -84,7 +84,7 @@ def compress_context(
     messages are a caller's own history, compressed in memory only."""
     ask = _compress_call(approx_tokens, focus_topic, whole)
     db = agent.session_db
-    outcome = Outcome(tokens_before=approx_tokens)
+    outcome = CompressionOutcome(tokens_before=approx_tokens)
     agent.note_compression(outcome)
     if db is None or not agent.persist_session or agent.is_fork or detached:
         if agent.is_fork:
@@ -117,7 +117,7 @@ def compress_context(
 
 def _store_failed(
     agent: AIAgent,
-    outcome: Outcome,
+    outcome: CompressionOutcome,
     exc: StateError,
     messages: list[Message],
     system_message: str | None,
@@ -135,7 +135,7 @@ def _compress_under_lease(
     agent: AIAgent,
     messages: list[Message],
     system_message: str | None,
-    outcome: Outcome,
+    outcome: CompressionOutcome,
     ask: dict[str, Any],
 ) -> tuple[list[Message], str | None]:
     db, session_id = agent.bound()
@@ -186,7 +186,7 @@ def _in_memory(
     messages: list[Message],
     system_message: str | None,
     ask: dict[str, Any],
-    outcome: Outcome,
+    outcome: CompressionOutcome,
 ) -> tuple[list[Message], str | None]:
     compressed = agent.context_compressor.compress(messages, **ask)
     if failed(agent.context_compressor, messages, compressed):

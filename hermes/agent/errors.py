@@ -10,13 +10,13 @@
     └── TurnInterrupted          the user (or the gateway) interrupted the running call
 
 Every ``openai`` exception is translated into one of these at the client boundary
-(``hermes.agent.llm_client``), so nothing above it ever sees an ``openai`` class.
+(``hermes.agent.model.client``), so nothing above it ever sees an ``openai`` class.
 """
 
 from __future__ import annotations
 
 from hermes.errors import HermesError
-from hermes.secrets import redact
+from hermes.redaction import redact
 
 __all__ = [
     "AgentError",

@@ -29,14 +29,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from hermes.agent.context_compressor import is_summary_message
+from hermes.agent.summariser import is_summary_message
 from hermes.agent.tokens import CHARS_PER_TOKEN
 
 __all__ = ["STORED_ID", "MaskPolicy", "Planner", "masked_view", "stub"]
 
 # The key of an agent message that holds the id of the stored row it is (for a copy
 # carried into a later segment: the original's id). Not an API key, so the wire form
-# never carries it (``transcript.api_form``).
+# never carries it (``hermes.state.message.wire_form``).
 STORED_ID = "stored_id"
 
 Message = Mapping[str, Any]

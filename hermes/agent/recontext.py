@@ -19,9 +19,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from hermes.agent import transcript
-from hermes.agent.compression import LeaseKeeper, Outcome, describe_failure, failed
-from hermes.agent.context_compressor import NOTHING_TO_COMPRESS
+from hermes.agent.compression import CompressionOutcome, LeaseKeeper, describe_failure, failed
 from hermes.agent.errors import AgentError
+from hermes.agent.summariser import NOTHING_TO_COMPRESS
 from hermes.state import wellformed
 from hermes.state.errors import LeaseNotHeldError, NotTipError, StateError
 from hermes.state.message import Message
@@ -34,13 +34,13 @@ class ContextNotRebuiltError(AgentError):
     """The context could not be made again without the undone rows; nothing changed."""
 
 
-def rebuild(agent: AIAgent, *, undo_ids: Sequence[int] = ()) -> Outcome:
+def rebuild(agent: AIAgent, *, undo_ids: Sequence[int] = ()) -> CompressionOutcome:
     """Make the tip's context again from the conversation's standing rows, without
     ``undo_ids`` (marked undone in the same transaction); raises
     ``ContextNotRebuiltError`` (one sentence) when nothing could change."""
     db, tip = agent.bound()
     holder, ttl = agent.lease_holder, agent.lease_ttl
-    outcome = Outcome()
+    outcome = CompressionOutcome()
     try:
         if not db.try_acquire_compression_lock(tip, holder, ttl):
             other = db.get_compression_lock_holder(tip)
@@ -61,7 +61,7 @@ def rebuild(agent: AIAgent, *, undo_ids: Sequence[int] = ()) -> Outcome:
 
 
 def _rebuild_under_lease(
-    agent: AIAgent, tip: str, undo_ids: Sequence[int], outcome: Outcome
+    agent: AIAgent, tip: str, undo_ids: Sequence[int], outcome: CompressionOutcome
 ) -> None:
     db = agent.bound()[0]
     segment = db.get_session(tip)

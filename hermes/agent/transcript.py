@@ -6,8 +6,8 @@ The agent's messages are ``Message`` dicts (OpenAI's shape) that also carry a
 same dict twice, after a resume or a rotation, writes nothing twice (invariant 7).
 A message read from the store, or once stored, also carries ``stored_id``: the id of
 its row (of the original row, for a copy carried into a later segment), which a
-masked tool result names so the model can get it back. ``wire_form`` is the one
-function that makes what a model endpoint is sent.
+masked tool result names so the model can get it back. What a model endpoint is
+sent is ``hermes.state.message.wire_form``.
 """
 
 from __future__ import annotations
@@ -15,11 +15,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, cast
 
-from hermes.state.message import Message, WireMessage
+from hermes.state.message import Message
 from hermes.state.segments import new_message_uid
-
-# Keys the model API understands; everything else stays on our side.
-WIRE_KEYS = ("role", "content", "tool_calls", "tool_call_id", "name")
 
 
 def new_message(role: str, content: Any = None, **fields: Any) -> Message:
@@ -27,24 +24,6 @@ def new_message(role: str, content: Any = None, **fields: Any) -> Message:
     message.update({k: v for k, v in fields.items() if v is not None})
     message.setdefault("message_uid", new_message_uid())
     return cast(Message, message)
-
-
-def wire_form(message: Mapping[str, Any]) -> WireMessage:
-    """One message as a model endpoint is sent it: only the wire's keys (no uid, no
-    bookkeeping), no empty extras (OpenAI refuses an empty ``tool_calls``). A message
-    whose stored text differs from what the model was sent keeps the sent text in
-    ``api_content`` (a caller's ``persist_user_message``); the model gets that. A tool
-    result names its tool; a message always has a ``content`` (None only beside an
-    assistant's tool calls)."""
-    item = {k: message[k] for k in WIRE_KEYS if message.get(k) not in (None, [], "")}
-    if message.get("api_content") is not None:
-        item["content"] = message["api_content"]
-    if message.get("role") == "tool" and "name" not in item and message.get("tool_name"):
-        item["name"] = message["tool_name"]
-    if item.get("role") == "assistant" and "content" not in item:
-        item["content"] = None if item.get("tool_calls") else ""
-    item.setdefault("content", "")
-    return cast(WireMessage, item)
 
 
 def from_store(rows: Iterable[Mapping[str, Any]]) -> list[Message]:

@@ -22,9 +22,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
-from hermes.agent import caller_history, provider_usage, review, transcript, turn_lock
+from hermes.agent import caller_history, review, transcript, turn_holding
 from hermes.agent.errors import ContextLengthError, ToolResultsError, TurnInterrupted
-from hermes.agent.llm_client import ModelResponse, encode_message
+from hermes.agent.model import provider_usage
+from hermes.agent.model.client import ModelResponse, encode_message
 from hermes.agent.turn_options import ResolvedOptions, TurnOptions
 from hermes.state import wellformed
 from hermes.state.history import EMPTY_ANSWER_NOTE, EMPTY_RESPONSE_NOTE
@@ -171,7 +172,7 @@ def run_turn(
     agent.forget_turn_user_message()
     agent.locate_conversation()
     try:
-        with turn_lock.holding_turn(agent):
+        with turn_holding.holding_turn(agent):
             agent.ensure_session()  # another turn may have rotated it while we waited
             return _run_locked(agent, user_message, given, resolved)
     except TurnInterrupted:  # while waiting for another turn: nothing was stored

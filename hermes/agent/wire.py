@@ -17,9 +17,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from hermes.agent import transcript
-from hermes.agent.llm_client import encode_message
 from hermes.agent.masking import MaskPolicy, Planner, masked
+from hermes.agent.model.client import encode_message
+from hermes.state.message import wire_form
 from hermes.state.wellformed import Checker
 
 if TYPE_CHECKING:  # `import run_agent` leaves the tools (and sockets) for later
@@ -49,7 +49,7 @@ class WireContext:
             known = 0
         for message in messages[known:]:
             self._messages.append(message)
-            self._pieces.append(encode_message(transcript.wire_form(message)))
+            self._pieces.append(encode_message(wire_form(message)))
             self._checker.add(message)
         if self._planner is not None:
             # The plan only adds stubs while the list grows: encode those messages again.
@@ -57,7 +57,7 @@ class WireContext:
                 text = self._planner.stubs[index]
                 assert text is not None
                 sent = masked(self._messages[index], text)
-                self._pieces[index] = encode_message(transcript.wire_form(sent))
+                self._pieces[index] = encode_message(wire_form(sent))
 
     @property
     def pieces(self) -> list[bytes]:

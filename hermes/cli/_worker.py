@@ -21,7 +21,7 @@ POLL_SECONDS = 0.05
 
 
 @dataclass
-class Outcome(Generic[T]):
+class WorkerOutcome(Generic[T]):
     value: T | None = None
     interrupted: bool = False  # Ctrl-C was pressed while it ran
 
@@ -32,7 +32,7 @@ def run_in_worker(
     interrupt: Callable[[], None],
     on_interrupt: Callable[[], None] | None = None,
     service: Callable[[bool], None] | None = None,
-) -> Outcome[T]:
+) -> WorkerOutcome[T]:
     """Run ``work`` in a thread and wait for it; re-raise what it raised.
 
     ``service(interrupted)`` runs in the main thread between waits (to answer the
@@ -50,7 +50,7 @@ def run_in_worker(
             done.set()
 
     threading.Thread(target=run, name="hermes-turn", daemon=True).start()
-    outcome: Outcome[T] = Outcome()
+    outcome: WorkerOutcome[T] = WorkerOutcome()
     while not done.is_set():
         try:
             if service is not None:

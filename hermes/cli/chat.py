@@ -20,7 +20,7 @@ from hermes.cli._env import find_api_key, missing_key_message, needs_key
 from hermes.cli._store import opened_store, resolve_conversation
 from hermes.config import Config, ensure_home, load_config
 from hermes.errors import HermesError
-from hermes.secrets import install_log_scrubber
+from hermes.redaction import install_log_scrubber
 from hermes.text import retry_note, visible
 
 if TYPE_CHECKING:

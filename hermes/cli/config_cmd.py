@@ -34,7 +34,7 @@ from hermes.config import (
     typo_of,
 )
 from hermes.errors import ConfigError
-from hermes.secrets import mask_fields
+from hermes.redaction import mask_fields
 
 
 def check_key(key: str) -> str:

@@ -267,7 +267,7 @@ def _endpoint_checks(config: Config) -> Iterator[Check]:
         return
     if key is not None:
         yield Check("api key", True, f"found in {where}.")
-    from hermes.agent.llm_client import ModelClient
+    from hermes.agent.model.client import ModelClient
 
     client = ModelClient(key, base_url, model, timeout=15, max_retries=0)
     try:

@@ -29,7 +29,7 @@ import click
 
 from hermes.gateway.runner import DEFAULT_GRACE
 from hermes.gateway.state_file import GatewayStateFile
-from hermes.secrets import install_log_scrubber
+from hermes.redaction import install_log_scrubber
 
 log = logging.getLogger("hermes.gateway")
 

@@ -15,7 +15,7 @@ from hermes.config import load_config
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list of model ids.")
 def models(base_url: str | None, as_json: bool) -> None:
     """List the models the endpoint offers; the configured one is marked with *."""
-    from hermes.agent.llm_client import ModelClient
+    from hermes.agent.model.client import ModelClient
 
     config = load_config()
     base_url = base_url or config.get("model.base_url")

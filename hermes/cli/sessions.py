@@ -23,7 +23,7 @@ from hermes.cli._store import opened_store, rename_conversation, resolve_convers
 from hermes.cli._table import echo_listing, echo_table
 from hermes.config import load_config, register_secrets
 from hermes.errors import HermesError
-from hermes.secrets import redact
+from hermes.redaction import redact
 from hermes.state import SessionDB
 from hermes.state.location import store_location
 from hermes.text import one_line, plural, stamp, visible, when

@@ -93,16 +93,16 @@ def refusal(command: Command) -> str:
 
 
 @dataclass(frozen=True)
-class Outcome:
+class CommandOutcome:
     """What a conversation command did: its text, or a message to run as a turn."""
 
     text: str
     rerun: str | None = None
 
 
-def run(command: Command, agent: Any) -> Outcome:
+def run(command: Command, agent: Any) -> CommandOutcome:
     """Run a conversation command with the conversation's agent (worker thread)."""
     if not command.conversational:
-        return Outcome(refusal(command))
+        return CommandOutcome(refusal(command))
     reply = chat_commands.dispatch(agent, command.line)
-    return Outcome(reply.text, rerun=reply.rerun)
+    return CommandOutcome(reply.text, rerun=reply.rerun)

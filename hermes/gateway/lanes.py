@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from hermes.gateway.errors import GatewayClosed
-from hermes.gateway.messages import Origin, TurnResult
+from hermes.gateway.messages import Origin, WorkResult
 from hermes.gateway.turn_gate import TurnGate, TurnHold
 
 if TYPE_CHECKING:
@@ -56,7 +56,7 @@ class ResultSink:
         self.loop = asyncio.get_running_loop()
         self.stream = stream
         self.events = events  # also hand on the agent's tool events (``on_event``)
-        self.future: asyncio.Future[TurnResult] = self.loop.create_future()
+        self.future: asyncio.Future[WorkResult] = self.loop.create_future()
         self.deltas: asyncio.Queue[Any] = asyncio.Queue()
         self.streamed = False
         # A sink whose caller can answer approvals and steer the turn sets these.
@@ -73,7 +73,7 @@ class ResultSink:
         if self.events:
             self.loop.call_soon_threadsafe(self.deltas.put_nowait, (kind, dict(data)))
 
-    def done(self, result: TurnResult) -> None:
+    def done(self, result: WorkResult) -> None:
         if not self.future.done():
             self.future.set_result(result)
         self.deltas.put_nowait(self.DONE)
@@ -335,7 +335,7 @@ class Scheduler:
                                 "work item %s of %s failed", item.kind, lane.conversation_id
                             )
                             if item.sink is not None:
-                                item.sink.done(TurnResult(error="hermes failed inside the gateway"))
+                                item.sink.done(WorkResult(error="hermes failed inside the gateway"))
                         finally:
                             lane.running, lane.agent = None, None
                 finally:
@@ -362,7 +362,7 @@ class Scheduler:
                 if not await asyncio.to_thread(self._store.delete, queue_id):
                     log.warning("queued input %s was taken over by another gateway", queue_id)
                     if item.sink is not None:
-                        item.sink.done(TurnResult(error="another gateway took this input over"))
+                        item.sink.done(WorkResult(error="another gateway took this input over"))
                     return False
             except Exception:  # answer it anyway; a restart may then answer it twice
                 log.exception("could not take queued input %s off gateway_queue", queue_id)

@@ -1,7 +1,7 @@
-"""What crosses the adapter boundary: incoming messages, reply addresses, turn results.
+"""What crosses the adapter boundary: incoming messages, reply addresses, work results.
 
 An adapter turns a platform's message into an ``IncomingMessage`` (who wrote what,
-where) and later gets back a ``TurnResult`` to send to the ``Origin`` it came from.
+where) and later gets back a ``WorkResult`` to send to the ``Origin`` it came from.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ class IncomingMessage:
 
 
 @dataclass
-class TurnResult:
+class WorkResult:
     """What one work item produced: an answer, a command's reply, an error or nothing."""
 
     text: str = ""

@@ -37,10 +37,12 @@ from typing import TYPE_CHECKING, Any
 
 from hermes.config import Config, hermes_home, load_config, register_secrets
 from hermes.gateway import adapters as adapter_registry
-from hermes.gateway import caller, commands, side_requests
+from hermes.gateway import commands
 from hermes.gateway.access import AccessControl
 from hermes.gateway.adapters.base import Adapter, ChatAdapter
 from hermes.gateway.errors import GatewayClosed, GatewayError, NotYourConversation
+from hermes.gateway.http import caller, side_requests
+from hermes.gateway.http.live_runs import ActiveRun, Runs
 from hermes.gateway.lanes import (
     COMMAND,
     EVENT,
@@ -51,9 +53,8 @@ from hermes.gateway.lanes import (
     Scheduler,
     WorkItem,
 )
-from hermes.gateway.messages import IncomingMessage, Origin, TurnResult
+from hermes.gateway.messages import IncomingMessage, Origin, WorkResult
 from hermes.gateway.routing import Router, SessionKey
-from hermes.gateway.runs import ActiveRun, Runs
 from hermes.gateway.settings import (
     API_SERVER,
     CHAT_PLATFORMS,
@@ -66,7 +67,7 @@ from hermes.gateway.settings import (
 )
 from hermes.gateway.turn_gate import TurnGate
 from hermes.gateway.turns import AgentFactory, TurnRunner, undo_turn
-from hermes.secrets import register
+from hermes.redaction import register
 from hermes.state.errors import StateError
 from hermes.state.history import HistoryMatch
 
@@ -454,10 +455,10 @@ class GatewayRunner:
 
     async def immediate_command(
         self, command: commands.Command, key: str, origin: Origin
-    ) -> TurnResult:
+    ) -> WorkResult:
         """``/stop``, ``/new`` and ``/help``: they act at once, never wait in a lane."""
         if command.name == "help":
-            return TurnResult(text=commands.help_text())
+            return WorkResult(text=commands.help_text())
         if command.name == "stop":
             conversation = await asyncio.to_thread(self.router.current_conversation, key)
             scheduler = self.scheduler  # None before start(): nothing runs yet
@@ -470,7 +471,7 @@ class GatewayRunner:
                     text = (
                         "Another gateway is writing the current reply; it cannot be stopped here."
                     )
-            return TurnResult(text=text, conversation_id=conversation, session_id=None)
+            return WorkResult(text=text, conversation_id=conversation, session_id=None)
         # /new: a fresh conversation; items already queued finish in the old one.
         platform = origin.platform
 
@@ -479,7 +480,7 @@ class GatewayRunner:
 
         fresh = await asyncio.to_thread(self.router.reset, key, create, platform=platform)
         log.info("%s: started a new conversation %s", key, fresh)
-        return TurnResult(
+        return WorkResult(
             text="Started a new conversation.", conversation_id=fresh, session_id=fresh
         )
 
@@ -621,13 +622,13 @@ class GatewayRunner:
         self.router.adopt(key, session_id, platform=API_SERVER)
         return key, session_id, True
 
-    async def run_unstored(self, item: WorkItem) -> TurnResult:
+    async def run_unstored(self, item: WorkItem) -> WorkResult:
         """A turn that stores nothing (``store: false``), on the turn workers, no lane."""
         if not self.accepting or self._loop is None:
             raise GatewayClosed()
         return await self._loop.run_in_executor(self._executor, self.turns.run_unstored, item)
 
-    def count_side_request(self, prompt: str, result: TurnResult) -> None:
+    def count_side_request(self, prompt: str, result: WorkResult) -> None:
         """Add a side request's tokens to the conversation whose whole history its
         prompt holds, if there is one of the same caller (blocking: call from a thread
         that carries the request's context)."""
@@ -655,7 +656,7 @@ class GatewayRunner:
             raise
         await run.end(result, requeued=result is None)
 
-    async def _execute_item(self, item: WorkItem, lane: Lane) -> TurnResult | None:
+    async def _execute_item(self, item: WorkItem, lane: Lane) -> WorkResult | None:
         """Run the item and deliver its result; None when a shutdown kept it for the
         next start."""
         assert self._loop is not None and self._executor is not None
@@ -687,7 +688,7 @@ class GatewayRunner:
             await self.send(origin, result.reply_text)
         return result
 
-    async def _keep_for_restart(self, item: WorkItem, result: TurnResult) -> bool:
+    async def _keep_for_restart(self, item: WorkItem, result: WorkResult) -> bool:
         """A message whose turn the shutdown interrupted goes back to gateway_queue (its
         place kept by its arrival order) and what the turn stored is undone, so the next
         start answers it once, from the beginning, before what came after it."""

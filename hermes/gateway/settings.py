@@ -25,7 +25,7 @@ from typing import Any
 
 from hermes.config import Config
 from hermes.errors import ConfigError
-from hermes.secrets import register
+from hermes.redaction import register
 
 API_SERVER = "api_server"
 CHAT_PLATFORMS = ("telegram", "discord", "slack")

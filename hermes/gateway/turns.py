@@ -25,14 +25,14 @@ from typing import TYPE_CHECKING, Any
 
 from hermes.agent import transcript
 from hermes.agent.errors import AgentError, ContextLengthError, ModelError, ToolResultsError
-from hermes.agent.llm_client import SAMPLING_KEYS
-from hermes.agent.turn_lock import held_by_caller
+from hermes.agent.model.client import SAMPLING_KEYS
+from hermes.agent.turn_holding import held_by_caller
 from hermes.agent.turn_options import TurnOptions
 from hermes.gateway import commands
 from hermes.gateway.lanes import COMMAND, EVENT, RESUME, Lane, WorkItem
-from hermes.gateway.messages import TurnResult
+from hermes.gateway.messages import WorkResult
 from hermes.gateway.routing import Router, SessionKey
-from hermes.secrets import redact
+from hermes.redaction import redact
 from hermes.state.errors import StateError
 from hermes.state.history import shown_answer
 
@@ -74,25 +74,25 @@ class TurnRunner:
         self._agents: OrderedDict[str, Any] = OrderedDict()
         self._agents_lock = threading.Lock()
 
-    def run(self, item: WorkItem, lane: Lane) -> TurnResult:
+    def run(self, item: WorkItem, lane: Lane) -> WorkResult:
         hold = item.turn
         if hold is not None and (hold.error or not hold.claim()):
             error = hold.error or "the turn lock was given back before the turn started"
             log.error("turn in %s did not start: %s", item.conversation_id, error)
-            return TurnResult(error=error, conversation_id=item.conversation_id)
+            return WorkResult(error=error, conversation_id=item.conversation_id)
         try:
             return self._run(item, lane)
         finally:
             if hold is not None:
                 hold.release()  # after the route is settled
 
-    def _run(self, item: WorkItem, lane: Lane) -> TurnResult:
+    def _run(self, item: WorkItem, lane: Lane) -> WorkResult:
         platform = SessionKey.parse(item.key).platform
         if item.kind == EVENT and self._was_reset(item):
-            return TurnResult(dropped=True, conversation_id=item.conversation_id)
+            return WorkResult(dropped=True, conversation_id=item.conversation_id)
         agent = self._agent(item, platform)
         lane.agent = agent
-        result = TurnResult(conversation_id=item.conversation_id)
+        result = WorkResult(conversation_id=item.conversation_id)
         try:
             if item.turn is not None:  # this gateway holds the turn lock for the item
                 with held_by_caller(agent):
@@ -104,7 +104,7 @@ class TurnRunner:
             self._settle_route(item, agent, platform, result)
         return result
 
-    def run_unstored(self, item: WorkItem) -> TurnResult:
+    def run_unstored(self, item: WorkItem) -> WorkResult:
         """A turn that keeps nothing (the Responses API's ``store: false``): a fresh agent
         without the store, its whole context in ``item.history``, no lane, no route."""
         side = bool((item.options or {}).get("side_request"))  # a chat UI's title and such
@@ -114,7 +114,7 @@ class TurnRunner:
             source=SessionKey.parse(item.key).platform,
             tools=[] if side else None,
         )
-        result = TurnResult()
+        result = WorkResult()
         try:
             self._answer(item, agent, result)
         finally:
@@ -151,7 +151,7 @@ class TurnRunner:
             return True
         return False
 
-    def _answer(self, item: WorkItem, agent: Any, result: TurnResult) -> None:
+    def _answer(self, item: WorkItem, agent: Any, result: WorkResult) -> None:
         """Run the item; a failure becomes the result's sentence for the user."""
         agent.forget_turn_user_message()  # set by this item's turn, if it stores a question
         try:
@@ -170,7 +170,7 @@ class TurnRunner:
             result.error = "hermes failed while answering (the gateway log has the details)"
             log.exception("turn in %s failed", item.conversation_id)
 
-    def _close_unanswered(self, item: WorkItem, agent: Any, result: TurnResult) -> None:
+    def _close_unanswered(self, item: WorkItem, agent: Any, result: WorkResult) -> None:
         """Leave no question without an answer in the store: a failed turn's rows are
         marked undone (its user saw an error, not an answer), a stopped turn stores the
         note its user saw, a cut turn that could not be answered says so."""
@@ -185,7 +185,7 @@ class TurnRunner:
         except (AgentError, StateError) as exc:
             log.error("could not close the unanswered turn of %s: %s", item.conversation_id, exc)
 
-    def _resume(self, item: WorkItem, agent: Any, result: TurnResult) -> None:
+    def _resume(self, item: WorkItem, agent: Any, result: WorkResult) -> None:
         """A turn a crash cut off: answered once from the stored history (its tools'
         results say they were interrupted), or its user told to ask again."""
         own_tools = agent.registry.names()
@@ -204,7 +204,7 @@ class TurnRunner:
         agent.persist(transcript.new_message("assistant", INTERRUPTED_NOTICE))
         result.text = INTERRUPTED_NOTICE
 
-    def _run_item(self, item: WorkItem, agent: Any, result: TurnResult) -> None:
+    def _run_item(self, item: WorkItem, agent: Any, result: WorkResult) -> None:
         if item.kind == RESUME:
             self._resume(item, agent, result)
             return
@@ -212,7 +212,7 @@ class TurnRunner:
         if item.kind == COMMAND:
             command = commands.parse(item.text)
             if command is None or command.name == "help":
-                outcome = commands.Outcome(commands.help_text())
+                outcome = commands.CommandOutcome(commands.help_text())
             else:
                 outcome = commands.run(command, agent)
             if outcome.rerun is None:
@@ -239,7 +239,7 @@ class TurnRunner:
         result.prompt_tokens = int(out.get("prompt_tokens") or 0)
         result.completion_tokens = int(out.get("completion_tokens") or 0)
 
-    def _settle_route(self, item: WorkItem, agent: Any, platform: str, result: TurnResult) -> None:
+    def _settle_route(self, item: WorkItem, agent: Any, platform: str, result: WorkResult) -> None:
         """Move the key's route to where the agent now writes, before anything else runs."""
         try:
             self.router.after_turn(

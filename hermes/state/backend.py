@@ -10,6 +10,7 @@ subset both engines accept; a backend translates placeholders if it must.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
@@ -149,8 +150,16 @@ class Tx(Protocol):
         ...
 
 
+def conversation_key(conversation_id: str, namespace: str = "") -> int:
+    """A stable 62-bit number for a conversation (the same in every process and host;
+    ``hash()`` is salted per process)."""
+    data = f"{namespace}\0{conversation_id}".encode()
+    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "big") >> 2
+
+
 class TurnLocks(Protocol):
-    """Per-conversation locks a gateway holds while it runs a turn (``turn_locks``).
+    """Per-conversation locks a turn holds while it runs (``turn_lock_sqlite``,
+    ``turn_lock_postgres``; each hashes a conversation to ``conversation_key``).
 
     Exclusive across processes, hosts and handles; freed when the holder's process dies;
     no durable write.

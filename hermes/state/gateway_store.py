@@ -1,10 +1,11 @@
 """GatewayStore: the gateway's part of the store, reached as ``db.gateway``.
 
 Routes (``routes``), the queue and its owners' heartbeats (``gateway_queue``) and the
-per-conversation turn locks (``turn_locks``) are what gateways share through the store;
-``SessionDB`` keeps segments, messages, the lease, search and export. A GatewayStore is
-built once by its SessionDB on the same backend, so its writes take the same writer
-connection and a rotation still moves a route in its own transaction.
+per-conversation turn locks (``turn_lock_sqlite``, ``turn_lock_postgres``) are what
+gateways share through the store; ``SessionDB`` keeps segments, messages, the lease,
+search and export. A GatewayStore is built once by its SessionDB on the same backend, so
+its writes take the same writer connection and a rotation still moves a route in its
+own transaction.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ class QueuedInput(TypedDict):
 class GatewayStore(Tables):
     """Routes, the gateway queue, heartbeats and turn locks, on a SessionDB's backend."""
 
-    # -- turn locks (see ``turn_locks``) -------------------------------------------
+    # -- turn locks (see ``turn_lock_sqlite``, ``turn_lock_postgres``) -------------
 
     @property
     def turn_locks_instant(self) -> bool:

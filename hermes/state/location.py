@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hermes.config import Config, hermes_home, load_config
-from hermes.secrets import mask_url
+from hermes.redaction import mask_url
 from hermes.state.errors import StoreUnavailableError
 
 STATE_FILE = "state.db"

@@ -4,14 +4,18 @@
 ``tool_call_id``, ``name``) plus hermes's own keys: the ``message_uid`` that is its
 identity in the store, the ``tool_name`` a result is stored under, the model's
 ``reasoning``, and bookkeeping the store keeps. ``WireMessage`` is what crosses the
-wire; ``hermes.agent.transcript.wire_form`` makes one from a ``Message`` (the only
+wire; ``wire_form`` makes one from a ``Message`` (the only
 place that does). Both live in ``state``, the lowest room, so the store, the agent and
 the gateway all name the same type.
 """
 
 from __future__ import annotations
 
-from typing import Any, Required, TypedDict
+from collections.abc import Mapping
+from typing import Any, Required, TypedDict, cast
+
+# Keys the model API understands; everything else stays on our side.
+WIRE_KEYS = ("role", "content", "tool_calls", "tool_call_id", "name")
 
 
 class Message(TypedDict, total=False):
@@ -42,3 +46,21 @@ class WireMessage(TypedDict, total=False):
     tool_calls: list[dict[str, Any]]
     tool_call_id: str
     name: str
+
+
+def wire_form(message: Mapping[str, Any]) -> WireMessage:
+    """One message as a model endpoint is sent it: only the wire's keys (no uid, no
+    bookkeeping), no empty extras (OpenAI refuses an empty ``tool_calls``). A message
+    whose stored text differs from what the model was sent keeps the sent text in
+    ``api_content`` (a caller's ``persist_user_message``); the model gets that. A tool
+    result names its tool; a message always has a ``content`` (None only beside an
+    assistant's tool calls)."""
+    item = {k: message[k] for k in WIRE_KEYS if message.get(k) not in (None, [], "")}
+    if message.get("api_content") is not None:
+        item["content"] = message["api_content"]
+    if message.get("role") == "tool" and "name" not in item and message.get("tool_name"):
+        item["name"] = message["tool_name"]
+    if item.get("role") == "assistant" and "content" not in item:
+        item["content"] = None if item.get("tool_calls") else ""
+    item.setdefault("content", "")
+    return cast(WireMessage, item)

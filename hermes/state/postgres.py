@@ -26,7 +26,7 @@ from itertools import groupby
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
 
-from hermes.secrets import redact, register
+from hermes.redaction import redact, register
 from hermes.state import diagnose, migrations
 from hermes.state.backend import Backend, MessageRow, Row, SearchHit
 from hermes.state.errors import (
@@ -45,7 +45,7 @@ try:
     from psycopg.rows import DictRow, dict_row
     from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
-    from hermes.state.turn_locks_postgres import AdvisoryTurnLocks, Connection
+    from hermes.state.turn_lock_postgres import AdvisoryTurnLocks, Connection
 except ImportError:  # the optional extra is not installed
     psycopg = None  # type: ignore[assignment]
 

@@ -32,7 +32,7 @@ from hermes.state.group_commit import WriteQueue
 from hermes.state.patience import Backoff, retry_until
 from hermes.state.schema_sqlite import MIGRATIONS
 from hermes.state.search import fts5_match, phrase_match, searchable_text, spaced_cjk
-from hermes.state.turn_locks import FileTurnLocks
+from hermes.state.turn_lock_sqlite import FileTurnLocks
 
 T = TypeVar("T")
 

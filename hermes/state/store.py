@@ -14,7 +14,7 @@ from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, Self, TypeVar
+from typing import Any, NamedTuple, Self, TypeVar
 
 from hermes.state import blobs, export, history, lease, recall, rotation, segments, undo
 from hermes.state.backend import Backend, MessageRow, Row, Tx
@@ -305,11 +305,11 @@ class SessionDB:
 
         return self._read(run)
 
-    def find_tip_stamped(self, session_id: str) -> tuple[Row, tuple[int, int, int]] | None:
+    def find_tip_stamped(self, session_id: str) -> tuple[Row, SegmentStamp] | None:
         """``find_tip`` and the tip's ``segment_stamp`` in one read transaction: what a
         turn reads before it loads its history (one transaction where there were two)."""
 
-        def run(tx: Tx) -> tuple[Row, tuple[int, int, int]] | None:
+        def run(tx: Tx) -> tuple[Row, SegmentStamp] | None:
             try:
                 row = segments.tip(tx, session_id)
             except SessionNotFoundError:
@@ -434,8 +434,8 @@ class SessionDB:
                     break
                 after = rows[-1]["id"]
 
-    def segment_stamp(self, session_id: str) -> tuple[int, int, int]:
-        """(newest row id, row count, undone rows) of a segment: changes whenever anyone
+    def segment_stamp(self, session_id: str) -> SegmentStamp:
+        """A segment's newest row id, row count and undone rows: changes whenever anyone
         writes to it or undoes part of it (an /undo or a deleted response elsewhere).
 
         Three indexed reads, not a scan: the count is the segment's ``message_count``,
@@ -900,7 +900,16 @@ def _as_message(row: Mapping[str, Any]) -> Row:
     return {k: row.get(k) for k in keys}
 
 
-def _segment_stamp(tx: Tx, session_id: str) -> tuple[int, int, int]:
+class SegmentStamp(NamedTuple):
+    """What a segment's history looked like when read: any write or undo changes it, so
+    the agent's cached history is valid while the store's stamp equals its own."""
+
+    newest_id: int
+    rows: int
+    undone: int
+
+
+def _segment_stamp(tx: Tx, session_id: str) -> SegmentStamp:
     """``SessionDB.segment_stamp`` inside a transaction."""
     row = tx.one(
         "SELECT s.message_count AS n,"
@@ -909,4 +918,6 @@ def _segment_stamp(tx: Tx, session_id: str) -> tuple[int, int, int]:
         " AS undone FROM sessions s WHERE s.id = ?",
         (session_id,),
     )
-    return (int(row["last"]), int(row["n"]), int(row["undone"])) if row else (0, 0, 0)
+    if row is None:
+        return SegmentStamp(0, 0, 0)
+    return SegmentStamp(int(row["last"]), int(row["n"]), int(row["undone"]))

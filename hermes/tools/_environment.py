@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 
 from hermes.config import dotenv_values
-from hermes.secrets import tool_environment
+from hermes.redaction import tool_environment
 from hermes.tools.registry import ToolContext
 
 

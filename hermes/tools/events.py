@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hermes.secrets import redact
+from hermes.redaction import redact
 from hermes.tools._fs import private_dir, read_json, write_json
 from hermes.tools._output import tail_lines
 from hermes.tools.process_store import ProcessRecord, ProcessStore

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hermes import secrets
+from hermes import redaction
 from hermes.config import dotenv_values
 from hermes.tools.mcp_launch import McpLaunchError, launched
 
@@ -195,7 +195,7 @@ _SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie"})
 
 def _register_secrets(env: Mapping[str, str], headers: Mapping[str, str]) -> None:
     """A server's keys never reach the model, the store or the logs (safe by default)."""
-    secrets.register(*(v for k, v in env.items() if secrets.is_secret_name(k)))
+    redaction.register(*(v for k, v in env.items() if redaction.is_secret_name(k)))
     for name, value in headers.items():
-        if name.lower() in _SECRET_HEADERS or secrets.is_secret_name(name.replace("-", "_")):
-            secrets.register(value, value.split(" ", 1)[-1])
+        if name.lower() in _SECRET_HEADERS or redaction.is_secret_name(name.replace("-", "_")):
+            redaction.register(value, value.split(" ", 1)[-1])

@@ -4,7 +4,7 @@
 model's mistake (unknown tool, bad JSON, wrong or missing arguments, a handler that
 blew up): each comes back as a tool result starting with ``Error:`` that says what to
 fix, so the model can correct itself on the next turn. Every result is scrubbed of
-hermes's secrets (``hermes.secrets.redact``) on its way out.
+hermes's secrets (``hermes.redaction.redact``) on its way out.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from hermes.config import Config, defaults, hermes_home
 from hermes.errors import HermesError
-from hermes.secrets import redact
+from hermes.redaction import redact
 from hermes.text import well_formed
 from hermes.tools._schema import ArgumentError, check_arguments, usage
 

@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 from hermes.agent import anchors
-from hermes.agent.context_compressor import SUMMARY_PREFIX
+from hermes.agent.summariser import SUMMARY_PREFIX
 
 TRANSCRIPT: list[dict[str, Any]] = [
     {

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from hermes.agent.context_compressor import ContextCompressor, is_summary_message
+from hermes.agent.summariser import Summariser, is_summary_message
 from hermes.state import SessionDB, wellformed
 from hermes.state.wellformed import INTERRUPTED_RESULT
 from tests.agent.helpers import fake_agent
@@ -131,7 +131,7 @@ def test_a_long_middle_is_summarised_in_pieces_that_each_read_everything(
     """Failure 4: nothing is clipped silently; every message reaches the summary model."""
     fake_llm.responder = lambda body: "summary so far"
     agent = fake_agent(fake_llm, None)
-    compressor = ContextCompressor(agent.client, model=fake.DEFAULT_MODEL, context_length=2_000)
+    compressor = Summariser(agent.client, model=fake.DEFAULT_MODEL, context_length=2_000)
     messages = [{"role": "user", "content": "first"}, {"role": "assistant", "content": "ok"}]
     for n in range(16):
         messages.append({"role": "user", "content": f"marker{n:02d} " + "w" * 700})
@@ -156,7 +156,7 @@ def test_a_middle_too_long_for_the_configured_requests_is_summarised_oldest_firs
     for a while) must still shrink: it once failed every compression for ever."""
     fake_llm.responder = lambda body: "summary"
     agent = fake_agent(fake_llm, None)
-    compressor = ContextCompressor(
+    compressor = Summariser(
         agent.client, model=fake.DEFAULT_MODEL, context_length=2_000, max_summary_requests=2
     )
     messages = [{"role": "user", "content": f"m{n:02d} " + "w" * 700} for n in range(40)]
@@ -189,7 +189,7 @@ def test_a_first_message_too_long_for_the_configured_requests_changes_nothing(
 ) -> None:
     fake_llm.responder = lambda body: "summary"
     agent = fake_agent(fake_llm, None)
-    compressor = ContextCompressor(
+    compressor = Summariser(
         agent.client, model=fake.DEFAULT_MODEL, context_length=2_000, max_summary_requests=1
     )
     messages = [{"role": "user", "content": f"m{n} " + "w" * 7_000} for n in range(4)]
@@ -206,7 +206,7 @@ def test_a_failed_publish_leaves_the_segment_and_the_turn_goes_on(
     sid = db.create_session("PUBLISH", source="cli")
     agent = fake_agent(fake_llm, db, session_id=sid, tools=[])
 
-    class InvalidChild(ContextCompressor):
+    class InvalidChild(Summariser):
         def compress(self, messages, **_kw):  # a child the store must refuse
             self.last_covered_uids = frozenset()
             return [_result("nobody-called", "orphan")]

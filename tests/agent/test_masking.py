@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hermes.agent.context_compressor import FOLLOWS, is_summary_message
 from hermes.agent.masking import STORED_ID, MaskPolicy, Planner, stub
+from hermes.agent.summariser import FOLLOWS, is_summary_message
 from tests.agent.helpers import fake_agent
 from tests.fakes import llm_server as fake
 from tests.stores import DBFactory

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from hermes.agent.anchors import INDEX_HEADER
-from hermes.agent.context_compressor import is_summary_message
+from hermes.agent.summariser import is_summary_message
 from hermes.tools.recall import PROMPT_LINE
 from tests.agent.helpers import fake_agent
 from tests.fakes import llm_server as fake

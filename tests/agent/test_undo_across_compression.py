@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from hermes.agent.commands import dispatch
-from hermes.agent.context_compressor import SUMMARY_PREFIX
+from hermes.agent.summariser import SUMMARY_PREFIX
 from tests.agent.helpers import fake_agent
 from tests.fakes import llm_server as fake
 from tests.stores import DBFactory

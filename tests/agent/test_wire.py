@@ -10,9 +10,10 @@ import random
 import pytest
 
 from hermes.agent import transcript
-from hermes.agent.llm_client import encode_message, request_body
+from hermes.agent.model.client import encode_message, request_body
 from hermes.agent.wire import ToolWire, WireContext
 from hermes.state import wellformed
+from hermes.state.message import wire_form
 from hermes.tools.registry import Tool, ToolRegistry
 from hermes.tools.toolsets import default_registry
 
@@ -22,7 +23,7 @@ def _sent(wire: WireContext) -> list[dict]:
 
 
 def _expected(messages: list[dict]) -> list[dict]:
-    return [transcript.wire_form(m) for m in messages]
+    return [wire_form(m) for m in messages]
 
 
 def _message(rng: random.Random, n: int) -> dict:

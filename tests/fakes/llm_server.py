@@ -49,6 +49,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import urlsplit
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -651,7 +652,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         started = time.perf_counter()
-        path = self.path.split("?", 1)[0].rstrip("/")
+        # A request sent through a proxy names the whole URL: the fake serves it as one.
+        path = urlsplit(self.path).path.rstrip("/")
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
         if len(raw) < length:

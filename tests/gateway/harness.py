@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 
 from hermes.config import hermes_home, load_config
-from hermes.gateway.api_key import read_api_key
+from hermes.gateway.http.key import read_api_key
 from hermes.gateway.runner import GatewayRunner
 from hermes.gateway.settings import ApiServerSettings, platform_settings
 from hermes.state import SessionDB

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from hermes.config import load_config
-from hermes.secrets import redact
+from hermes.redaction import redact
 from hermes.tools.mcp_config import read_servers
 from hermes.tools.mcp_tools import tool_name
 

@@ -1,4 +1,5 @@
-"""Platform adapters: ``api_server`` (aiohttp), ``telegram``, ``discord``, ``slack``.
+"""Platform adapters: ``telegram``, ``discord``, ``slack`` here, and ``api_server`` (the
+HTTP API, in ``hermes.gateway.http``).
 
 ``load`` imports an adapter's module only when its platform is enabled, and turns a
 missing platform library into ``MissingExtraError`` ("install hermes-agent-runtime[x]").
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
 
 # platform -> (module, class, extra, the library's import name)
 ADAPTERS: dict[str, tuple[str, str, str | None, str | None]] = {
-    "api_server": ("hermes.gateway.adapters.api_server", "ApiServerAdapter", None, None),
+    "api_server": ("hermes.gateway.http.server", "ApiServerAdapter", None, None),
     "telegram": ("hermes.gateway.adapters.telegram", "TelegramAdapter", "telegram", "telegram"),
     "discord": ("hermes.gateway.adapters.discord", "DiscordAdapter", "discord", "discord"),
     "slack": ("hermes.gateway.adapters.slack", "SlackAdapter", "slack", "slack_bolt"),

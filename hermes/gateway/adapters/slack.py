@@ -22,7 +22,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from hermes.gateway.adapters.base import ChatAdapter
 from hermes.gateway.errors import NotConnected, PlatformStartError
 from hermes.gateway.messages import IncomingMessage, Origin
-from hermes.secrets import redact
+from hermes.redaction import redact
 
 log = logging.getLogger(__name__)
 

@@ -21,7 +21,7 @@ from hermes.gateway.adapters.base import ChatAdapter
 from hermes.gateway.errors import NotConnected, PlatformStartError
 from hermes.gateway.messages import IncomingMessage, Origin
 from hermes.gateway.split import utf16_length
-from hermes.secrets import redact
+from hermes.redaction import redact
 
 log = logging.getLogger(__name__)
 

@@ -10,9 +10,9 @@ from urllib.parse import quote
 
 import pytest
 
-from hermes import secrets
+from hermes import redaction
 from hermes.config import load_config, register_secrets
-from hermes.secrets import MASK, mask_fields, redact, tool_environment
+from hermes.redaction import MASK, mask_fields, redact, tool_environment
 
 # One made-up value of every key shape the redactor must know without being told.
 KEY_SHAPES = {
@@ -62,13 +62,13 @@ def test_ordinary_text_is_left_alone() -> None:
 
 def test_a_registered_value_is_redacted_plain_and_url_encoded() -> None:
     secret = f"opaque/{uuid.uuid4().hex}+value"
-    secrets.register(secret)
+    redaction.register(secret)
     encoded = secret.replace("/", "%2F").replace("+", "%2B")
     assert redact(f"a={secret} b={encoded}") == f"a={MASK} b={MASK}"
 
 
 def test_short_values_are_never_registered() -> None:
-    secrets.register("1234567", "", None)
+    redaction.register("1234567", "", None)
     assert redact("call 1234567 now") == "call 1234567 now"
 
 
@@ -76,7 +76,7 @@ def test_the_environment_and_dotenv_values_are_registered() -> None:
     from_env, from_dotenv = f"env-{uuid.uuid4().hex}", f"dotenv-{uuid.uuid4().hex}"
     plain = f"plain-{uuid.uuid4().hex}"
     environ = {"DEPLOY_TOKEN": from_env, "EDITOR_THEME": plain}
-    secrets.register_environment(environ, {"SERVICE_CREDENTIAL": from_dotenv})
+    redaction.register_environment(environ, {"SERVICE_CREDENTIAL": from_dotenv})
     assert redact(f"{from_env} {from_dotenv} {plain}") == f"{MASK} {MASK} {plain}"
 
 
@@ -132,7 +132,7 @@ def test_config_values_are_masked_by_field() -> None:
 
 def test_log_records_are_scrubbed_before_any_handler(caplog: pytest.LogCaptureFixture) -> None:
     secret = f"logged-{uuid.uuid4().hex}"
-    secrets.register(secret)
+    redaction.register(secret)
     caplog.set_level(logging.INFO)
     logging.getLogger("any.library").info("GET /bot%s/getMe with %s", secret, KEY_SHAPES["groq"])
     assert secret not in caplog.text and KEY_SHAPES["groq"] not in caplog.text
@@ -144,7 +144,7 @@ ENCODED_SECRET = "tg-bot-7f3a9c2e5b1d8a4f"
 
 @pytest.mark.parametrize("prefix", ["", "K", "KE", "KEY=", "OPENAI_API_KEY=", "x" * 70])
 def test_base64_of_a_text_holding_a_secret_is_redacted_at_any_alignment(prefix: str) -> None:
-    secrets.register(ENCODED_SECRET)
+    redaction.register(ENCODED_SECRET)
     document = f"{prefix}{ENCODED_SECRET}\nmore\n".encode()
     wrapped = base64.encodebytes(
         document
@@ -152,11 +152,11 @@ def test_base64_of_a_text_holding_a_secret_is_redacted_at_any_alignment(prefix: 
     shown = redact(wrapped)
     assert MASK in shown
     joined = shown.replace("\n", "")
-    assert not any(form in joined for form in secrets.encodings(ENCODED_SECRET))
+    assert not any(form in joined for form in redaction.encodings(ENCODED_SECRET))
 
 
 def test_hex_and_url_encoded_forms_of_a_secret_are_redacted() -> None:
-    secrets.register(ENCODED_SECRET)
+    redaction.register(ENCODED_SECRET)
     raw = f"TOKEN={ENCODED_SECRET}".encode()
     xxd_plain = "\n".join(raw.hex()[i : i + 60] for i in range(0, len(raw.hex()), 60))
     for shown in (raw.hex(), raw.hex().upper(), xxd_plain, quote(ENCODED_SECRET, safe="")):

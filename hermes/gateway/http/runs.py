@@ -7,7 +7,7 @@ number), so a client that joins late reads them from the first and one that reco
 with ``Last-Event-ID`` goes on after the last it saw; ``stop``, ``steer`` and
 ``approval`` reach the turn through the store, whichever gateway runs it. The run's
 state and events are in the store (``hermes.state.api_runs``); the turn is an ordinary
-work item on its conversation's lane (``hermes.gateway.runs`` records it), kept over a
+work item on its conversation's lane (``hermes.gateway.http.live_runs`` records it), kept over a
 restart like any queued input. An ``Idempotency-Key`` is stored with the run: an
 identical retry gets the same run (202, ``Idempotency-Replayed: true``), a different
 body under the same key a 409 ``idempotency_key_conflict``.
@@ -24,18 +24,18 @@ from typing import Any
 
 from aiohttp import web
 
-from hermes.gateway import caller, stored_responses
-from hermes.gateway.adapters.api_common import (
+from hermes.gateway.errors import GatewayClosed, NotYourConversation
+from hermes.gateway.http import caller, stored_responses
+from hermes.gateway.http.common import (
     SESSION_ID,
     bad_request,
     error_response,
     json_object,
 )
-from hermes.gateway.errors import GatewayClosed, NotYourConversation
+from hermes.gateway.http.request_options import RequestProblem, turn_options
+from hermes.gateway.http.responses_request import RESPONSE_PREFIX, previous_not_found
 from hermes.gateway.lanes import MESSAGE, WorkItem
 from hermes.gateway.messages import Origin
-from hermes.gateway.request_options import RequestProblem, turn_options
-from hermes.gateway.responses_request import RESPONSE_PREFIX, previous_not_found
 from hermes.gateway.settings import API_SERVER, api_hidden_sources
 from hermes.state.api_runs import TERMINAL, RunStore
 

@@ -5,7 +5,7 @@ A turn lock is held while a turn runs and is freed by the operating system (SQLi
 the server (PostgreSQL) when its process dies, so it costs no durable write and needs
 no TTL or reclaim. The SQLite kind is here: a POSIX byte-range lock on
 ``<database>.turns``, one byte per conversation at an offset from a stable hash of its
-id. The PostgreSQL kind is in ``turn_locks_postgres``.
+id. The PostgreSQL kind is in ``turn_lock_postgres``.
 
 Both are exclusive within a process too: a second ``try_lock`` of a held conversation
 is refused, whichever SessionDB (handle) asks. ``unlock`` of a conversation this handle
@@ -15,25 +15,18 @@ does not hold does nothing; closing a handle gives back what it holds.
 from __future__ import annotations
 
 import errno
-import hashlib
 import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hermes.state.backend import conversation_key
 from hermes.state.errors import StateError, StoreUnavailableError
 
 try:
     import fcntl
 except ImportError:  # Windows: no POSIX locks, so turns are serialised in-process only
     fcntl = None  # type: ignore[assignment]
-
-
-def conversation_key(conversation_id: str, namespace: str = "") -> int:
-    """A stable 62-bit number for a conversation (the same in every process and host;
-    ``hash()`` is salted per process)."""
-    data = f"{namespace}\0{conversation_id}".encode()
-    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "big") >> 2
 
 
 @dataclass

@@ -40,8 +40,9 @@ from typing import Any
 
 from aiohttp import web
 
-from hermes.gateway import retries, stored_responses
-from hermes.gateway.adapters.api_common import (
+from hermes.gateway.errors import GatewayClosed, NotYourConversation
+from hermes.gateway.http import retries, stored_responses
+from hermes.gateway.http.common import (
     BRANCHED_HEADER,
     NO_RETRY_HEADER,
     RESUME_HEADER,
@@ -52,16 +53,15 @@ from hermes.gateway.adapters.api_common import (
     next_piece,
     session_of,
 )
-from hermes.gateway.errors import GatewayClosed, NotYourConversation
-from hermes.gateway.lanes import MESSAGE, ResultSink, WorkItem
-from hermes.gateway.messages import Origin, TurnResult
-from hermes.gateway.request_options import RequestProblem
-from hermes.gateway.responses_request import (
+from hermes.gateway.http.request_options import RequestProblem
+from hermes.gateway.http.responses_request import (
     RESPONSE_PREFIX,
     ResponseRequest,
     previous_not_found,
     read_request,
 )
+from hermes.gateway.lanes import MESSAGE, ResultSink, WorkItem
+from hermes.gateway.messages import Origin, WorkResult
 from hermes.gateway.settings import API_SERVER, api_hidden_sources
 from hermes.state.history import EMPTY_ANSWER_NOTE
 from hermes.state.segments import new_message_uid
@@ -309,7 +309,7 @@ class _ResponsesApi:
             raise
         except Exception:
             log.exception("a store:false turn failed")
-            result = TurnResult(
+            result = WorkResult(
                 error="hermes failed while answering (the gateway log has the details)"
             )
         item.sink.done(result)
@@ -374,12 +374,12 @@ class _Draft:
             **fields,
         )
 
-    def finished(self, result: TurnResult, *, streamed: bool = False) -> dict[str, Any]:
+    def finished(self, result: WorkResult, *, streamed: bool = False) -> dict[str, Any]:
         status = "incomplete" if result.interrupted else "completed"
         output = self.output(result, streamed=streamed)
         return self.body(status, model=result.model, output=output, usage=_usage(result))
 
-    def output(self, result: TurnResult, *, streamed: bool = False) -> list[dict[str, Any]]:
+    def output(self, result: WorkResult, *, streamed: bool = False) -> list[dict[str, Any]]:
         """The answer's message (when it says something, calls nothing, or a stream
         announced it already), then the function calls the client is to run."""
         calls = [_function_call(call) for call in result.tool_calls]
@@ -480,7 +480,7 @@ def _text_part(text: str) -> dict[str, Any]:
     return {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
 
 
-def _usage(result: TurnResult) -> dict[str, Any]:
+def _usage(result: WorkResult) -> dict[str, Any]:
     return {
         "input_tokens": result.prompt_tokens,
         "input_tokens_details": {"cached_tokens": 0},
@@ -551,7 +551,7 @@ async def _finish(events: _Events, draft: _Draft, sink: ResultSink) -> None:
     try:
         result = sink.future.result()
     except GatewayClosed as exc:
-        result = TurnResult(error=str(exc))
+        result = WorkResult(error=str(exc))
         code = "shutting_down"
     else:
         code = "model_error"
@@ -590,7 +590,7 @@ async def _replay(
     request: web.Request,
     stream: bool,
     draft: _Draft,
-    result: TurnResult,
+    result: WorkResult,
     headers: dict[str, str],
 ) -> web.StreamResponse:
     """A retried request's answer: the first try's response, as JSON or as a stream."""

@@ -28,8 +28,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from hermes.gateway.request_options import INSTRUCTION_ROLES, RequestProblem, turn_options
-from hermes.gateway.responses_parameters import responses_parameters
+from hermes.gateway.http.request_options import INSTRUCTION_ROLES, RequestProblem, turn_options
+from hermes.gateway.http.responses_parameters import responses_parameters
 
 RESPONSE_PREFIX = "resp_"
 _HISTORY_ROLES = ("user", "assistant")

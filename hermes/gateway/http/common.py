@@ -1,7 +1,7 @@
 """What the API server's routes share: OpenAI-shaped error answers, the caller's sentence
 for a failed model endpoint, and the conversation headers.
 
-The chat-completions route (``api_server``) and the Responses API (``api_responses``)
+The chat-completions route (``server``) and the Responses API (``responses``)
 answer errors the same way, so both take them from here.
 """
 
@@ -15,7 +15,7 @@ from typing import Any
 from aiohttp import web
 
 from hermes.gateway.lanes import ResultSink
-from hermes.gateway.messages import TurnResult
+from hermes.gateway.messages import WorkResult
 
 SESSION_HEADER = "X-Hermes-Session-Id"
 RESUME_HEADER = "X-Hermes-Resume"  # "1": a stale id goes back to its own conversation
@@ -29,7 +29,7 @@ UPSTREAM_FAILED = (
 )
 
 
-def caller_error(result: TurnResult) -> str:
+def caller_error(result: WorkResult) -> str:
     """What the HTTP caller is told; the operator's advice is in the gateway log."""
     if result.upstream_failed:
         return UPSTREAM_FAILED

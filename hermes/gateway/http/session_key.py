@@ -1,6 +1,6 @@
 """``X-Hermes-Session-Key``: checked on arrival, remembered for the request, echoed back.
 
-The key names the caller a request speaks for (``hermes.gateway.caller``). As in Hermes
+The key names the caller a request speaks for (``hermes.gateway.http.caller``). As in Hermes
 Agent 0.19 it is at most 256 characters without control characters (else a 400), and
 every answer to a request that sent one carries it back, streams included.
 """
@@ -11,9 +11,9 @@ import re
 
 from aiohttp import web
 
-from hermes.gateway import caller
-from hermes.gateway.adapters.api_common import error_response
-from hermes.gateway.http_guard import Handler
+from hermes.gateway.http import caller
+from hermes.gateway.http.common import error_response
+from hermes.gateway.http.guard import Handler
 
 HEADER = "X-Hermes-Session-Key"
 MAX_LENGTH = 256

@@ -29,8 +29,8 @@ from typing import TypeGuard
 import psycopg
 from psycopg.rows import DictRow
 
+from hermes.state.backend import conversation_key
 from hermes.state.errors import StateError
-from hermes.state.turn_locks import conversation_key
 
 log = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from hermes.agent import kept_http
+from hermes.agent.model import kept_http
 
 ANSWER = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"
 

@@ -1,6 +1,6 @@
 """``GET /openapi.json``: an OpenAPI 3.1 document describing every route of the API server.
 
-The document is written by hand (one entry per route); ``tests/gateway/test_api_sessions.py``
+The document is written by hand (one entry per route); ``tests/gateway/http/test_sessions.py``
 walks the application's router and fails when a route is missing here.
 """
 
@@ -130,7 +130,7 @@ PATHS: dict[str, dict[str, Any]] = {
     "/openapi.json": {"get": _op("This document.")},
 }
 
-# Hermes Agent 0.19's self-describing routes and its runs API (api_capabilities, api_runs).
+# Hermes Agent 0.19's self-describing routes and its runs API (capabilities, runs).
 AGENT_PATHS: dict[str, dict[str, Any]] = {
     "/v1/capabilities": {
         "get": _op("What this server supports, in Hermes Agent 0.19's capabilities shape.")
@@ -179,7 +179,7 @@ _JOB_ID = {
     "schema": {"type": "string"},
 }
 
-# Hermes Agent 0.19's jobs API over the scheduled jobs (api_jobs).
+# Hermes Agent 0.19's jobs API over the scheduled jobs (jobs).
 JOB_PATHS: dict[str, dict[str, Any]] = {
     "/api/jobs": {
         "get": _op("The scheduled jobs ({jobs}); include_disabled=true adds paused ones."),

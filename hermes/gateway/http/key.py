@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 
 from hermes.errors import ConfigError
-from hermes.secrets import register
+from hermes.redaction import register
 
 KEY_FILE = "api_key"
 

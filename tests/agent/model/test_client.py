@@ -24,7 +24,7 @@ from hermes.agent.errors import (
     ModelUnavailableError,
     TurnInterrupted,
 )
-from hermes.agent.llm_client import ModelClient, ModelResponse, ToolCall, translate_openai_error
+from hermes.agent.model.client import ModelClient, ModelResponse, ToolCall, translate_openai_error
 from tests.fakes import llm_server as fake
 from tests.fakes.llm_server import FakeLLMServer
 
@@ -691,7 +691,7 @@ def test_shared_cancel_event(fake_llm: FakeLLMServer) -> None:
 def test_constructing_a_client_imports_no_openai_and_calls_nothing() -> None:
     code = (
         "import sys\n"
-        "from hermes.agent.llm_client import ModelClient\n"
+        "from hermes.agent.model.client import ModelClient\n"
         "ModelClient('k', 'http://127.0.0.1:9/v1', 'm')\n"
         "assert 'openai' not in sys.modules, 'openai imported too early'\n"
     )
@@ -708,3 +708,19 @@ def _tool_schema(name: str) -> dict[str, object]:
         "type": "function",
         "function": {"name": name, "parameters": {"type": "object", "properties": {}}},
     }
+
+
+def test_a_plain_answer_behind_a_proxy_goes_the_sdks_way(
+    fake_llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The kept connection speaks to the endpoint itself, so an endpoint the environment
+    # sends through a proxy is left to the SDK (its own headers show it made the call).
+    for name in ("NO_PROXY", "no_proxy", "http_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", fake_llm.url.removesuffix("/v1"))
+    fake_llm.enqueue(fake.text("through the proxy"))
+    client = ModelClient("k", "http://models.invalid/v1", "fake-model", max_retries=0)
+
+    assert client.complete(USER).content == "through the proxy"
+    assert "x-stainless-lang" in fake_llm.request_headers[-1]
+    client.close()

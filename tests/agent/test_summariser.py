@@ -1,4 +1,4 @@
-"""ContextCompressor over real HTTP to the fake server: the cut, the framing, the
+"""Summariser over real HTTP to the fake server: the cut, the framing, the
 back-off on failure, and a property test over random transcripts."""
 
 from __future__ import annotations
@@ -12,13 +12,13 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from hermes.agent.context_compressor import (
+from hermes.agent.model.client import ModelClient
+from hermes.agent.summariser import (
     FOLLOWS,
     SUMMARY_PREFIX,
-    ContextCompressor,
+    Summariser,
     is_summary_message,
 )
-from hermes.agent.llm_client import ModelClient
 from tests.fakes import llm_server as fake
 from tests.fakes.llm_server import FakeLLMServer
 
@@ -80,7 +80,7 @@ def summarising(fake_llm: FakeLLMServer) -> FakeLLMServer:
     return fake_llm
 
 
-def make(client: ModelClient | None, clock: Clock, **overrides: Any) -> ContextCompressor:
+def make(client: ModelClient | None, clock: Clock, **overrides: Any) -> Summariser:
     options: dict[str, Any] = {
         "model": "main-model",
         "context_length": 8_000,
@@ -89,7 +89,7 @@ def make(client: ModelClient | None, clock: Clock, **overrides: Any) -> ContextC
         "clock": clock,
     }
     options.update(overrides)
-    return ContextCompressor(client, **options)
+    return Summariser(client, **options)
 
 
 # --------------------------------------------------------------------------- success
@@ -480,7 +480,7 @@ def test_compression_keeps_tool_groups_and_the_newest_user_message(
     context_length: int,
     tail_share: float,
 ) -> None:
-    compressor = ContextCompressor(
+    compressor = Summariser(
         client, model="main-model", context_length=context_length, tail_share=tail_share
     )
     snapshot = copy.deepcopy(messages)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hermes.gateway.request_options import RequestProblem
+from hermes.gateway.http.request_options import RequestProblem
 
 # Parameters both APIs name the same way: sent on as given (checked by request_options).
 _SHARED = (

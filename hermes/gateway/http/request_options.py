@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from hermes.gateway.model_parameters import ParameterProblem, model_parameters
+from hermes.gateway.http.model_parameters import ParameterProblem, model_parameters
 
 INSTRUCTION_ROLES = ("system", "developer")
 MAX_STOP_SEQUENCES = 4

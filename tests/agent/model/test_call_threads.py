@@ -8,8 +8,8 @@ import subprocess
 import sys
 import threading
 
-from hermes.agent import call_threads
-from hermes.agent.call_threads import run_in_thread
+from hermes.agent.model import call_threads
+from hermes.agent.model.call_threads import run_in_thread
 
 
 def _run(work) -> int:
@@ -76,7 +76,7 @@ def test_no_more_than_keep_threads_wait_idle() -> None:
 def test_a_process_exits_while_a_call_still_runs() -> None:
     script = (
         "import threading\n"
-        "from hermes.agent.call_threads import run_in_thread\n"
+        "from hermes.agent.model.call_threads import run_in_thread\n"
         "started = threading.Event()\n"
         "run_in_thread(lambda: (started.set(), threading.Event().wait(600)))\n"
         "started.wait(10)\n"

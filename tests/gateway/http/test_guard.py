@@ -61,7 +61,7 @@ def test_listed_origin_and_host_are_answered(hermes_home: Path, fake_llm, model_
     [("127.0.0.1:8642", "127.0.0.1"), ("[::1]:80", "::1"), ("Evil.Example.", "evil.example")],
 )
 def test_host_name_of_header(header: str, name: str) -> None:
-    from hermes.gateway.http_guard import host_name
+    from hermes.gateway.http.guard import host_name
 
     assert host_name(header) == name
 
@@ -89,7 +89,7 @@ def test_loopback_without_a_configured_key_generates_one(
 def test_gateways_starting_at_once_agree_on_one_key(hermes_home: Path) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
-    from hermes.gateway.api_key import ensure_api_key
+    from hermes.gateway.http.key import ensure_api_key
 
     with ThreadPoolExecutor(8) as pool:
         keys = {key for key, _ in pool.map(lambda _: ensure_api_key(hermes_home), range(16))}

@@ -1,4 +1,5 @@
-"""The ContextCompressor: replace the middle of a long transcript with one summary.
+"""The Summariser: replace the middle of a long transcript with one summary (the
+agent keeps it as ``context_compressor``, Hermes Agent's name).
 
 What belongs here: deciding when a transcript is long enough to compress, choosing
 the cut (head | middle | tail) so that no tool call is separated from its results
@@ -41,9 +42,9 @@ from hermes.state import wellformed
 from hermes.state.message import Message
 
 if TYPE_CHECKING:
-    from hermes.agent.llm_client import ModelClient
+    from hermes.agent.model.client import ModelClient
 
-__all__ = ["SUMMARY_PREFIX", "ContextCompressor", "is_summary_message"]
+__all__ = ["SUMMARY_PREFIX", "Summariser", "is_summary_message"]
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +100,7 @@ class Cut:
         return [messages[i] for i in span if i not in (self.pinned, self.earlier)]
 
 
-class ContextCompressor:
+class Summariser:
     """Summarises the middle of a transcript with a (possibly cheaper) summary model."""
 
     def __init__(

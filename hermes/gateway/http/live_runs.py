@@ -1,6 +1,6 @@
 """API runs while they run: their sink, their events in the store, stop, steer, approval.
 
-A run is a work item whose options name a ``run_id`` (``api_runs`` made it). When its
+A run is a work item whose options name a ``run_id`` (``runs`` made it). When its
 turn starts on a gateway (the one that took the request, or, after a restart, whichever
 claimed it from the queue), ``Runs.begin`` attaches a ``RunSink``: the agent's deltas
 and tool events become the run's events in the store (batched: one write carries every
@@ -23,8 +23,8 @@ from collections.abc import Callable
 from typing import Any
 
 from hermes.gateway.lanes import ResultSink, WorkItem
-from hermes.gateway.messages import TurnResult
-from hermes.secrets import redact
+from hermes.gateway.messages import WorkResult
+from hermes.redaction import redact
 from hermes.state.api_runs import TERMINAL, RunStore
 
 log = logging.getLogger(__name__)
@@ -202,7 +202,7 @@ class ActiveRun:
                 sink.stopped.set()
                 self.runs.interrupt(self.conversation_id)
 
-    async def end(self, result: TurnResult | None, *, requeued: bool = False) -> None:
+    async def end(self, result: WorkResult | None, *, requeued: bool = False) -> None:
         """Record the outcome (``result`` None: the turn failed inside the gateway)."""
         self.watcher.cancel()
         recorder = self.sink.recorder
@@ -275,7 +275,7 @@ class Runs:
         return ActiveRun(self, str(run_id), sink, item.conversation_id)
 
 
-def _usage(result: TurnResult) -> dict[str, int]:
+def _usage(result: WorkResult) -> dict[str, int]:
     return {
         "input_tokens": result.prompt_tokens,
         "output_tokens": result.completion_tokens,

@@ -16,7 +16,7 @@ from typing import Any
 from aiohttp import web
 
 from hermes import __version__
-from hermes.gateway.adapters.api_common import SESSION_HEADER
+from hermes.gateway.http.common import SESSION_HEADER
 
 PLATFORM = "hermes-agent"  # the API family clients check for; ``server`` names hermes
 SESSION_KEY_HEADER = "X-Hermes-Session-Key"

@@ -1,7 +1,7 @@
 """The HTTP API: an OpenAI-compatible server on aiohttp.
 
 ``POST /v1/chat/completions`` (JSON or SSE streaming), ``GET /v1/models``, ``GET /health``;
-the Responses API (``api_responses``) and the sessions API (``api_sessions``) share it.
+the Responses API (``responses``) and the sessions API (``sessions``) share it.
 The conversation lives on the server: the last user message of a request is the new
 input, and the ``X-Hermes-Session-Id`` request header chooses the conversation (any of
 its segment ids, old ones included). Without it the request's earlier user and
@@ -14,9 +14,9 @@ after the headers went out.
 
 A bearer key is always required: beyond loopback the server refuses to start without a
 configured one; on loopback without one it generates a key into ``$HERMES_HOME/api_key``
-(hermes/gateway/api_key.py). ``/health`` needs no key and
+(hermes/gateway/http/key.py). ``/health`` needs no key and
 tells nothing but whether the gateway is up. Content-Type, Origin and Host checks hold
-with or without a key (hermes/gateway/http_guard.py).
+with or without a key (hermes/gateway/http/guard.py).
 """
 
 from __future__ import annotations
@@ -33,18 +33,22 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from hermes.cron import CronStore
-from hermes.gateway import caller, commands, retries
-from hermes.gateway.adapters import (
-    api_jobs,
-    api_openapi,
-    api_responses,
-    api_runs,
-    api_session_key,
-    api_sessions,
-    api_tool_progress,
+from hermes.gateway import commands
+from hermes.gateway.adapters.base import Adapter
+from hermes.gateway.errors import GatewayClosed, NotYourConversation, PlatformStartError
+from hermes.gateway.http import (
+    caller,
+    jobs,
+    openapi,
+    responses,
+    retries,
+    runs,
+    session_key,
+    sessions,
+    tool_progress,
 )
-from hermes.gateway.adapters.api_capabilities import Capabilities
-from hermes.gateway.adapters.api_common import (
+from hermes.gateway.http.capabilities import Capabilities
+from hermes.gateway.http.common import (
     BRANCHED_HEADER,
     NO_RETRY_HEADER,
     RESUME_HEADER,
@@ -54,17 +58,15 @@ from hermes.gateway.adapters.api_common import (
     next_piece,
     session_of,
 )
-from hermes.gateway.adapters.api_common import error_response as _error
-from hermes.gateway.adapters.base import Adapter
-from hermes.gateway.api_key import ensure_api_key
-from hermes.gateway.errors import GatewayClosed, NotYourConversation, PlatformStartError
-from hermes.gateway.http_guard import Handler, body_deadline, request_guard
+from hermes.gateway.http.common import error_response as _error
+from hermes.gateway.http.guard import Handler, body_deadline, request_guard
+from hermes.gateway.http.key import ensure_api_key
+from hermes.gateway.http.request_options import RequestProblem, offered_models, turn_options
+from hermes.gateway.http.request_shape import shape_problem
+from hermes.gateway.http.side_requests import side_request_kind
 from hermes.gateway.lanes import COMMAND, MESSAGE, ResultSink, WorkItem
-from hermes.gateway.messages import Origin, TurnResult
-from hermes.gateway.request_options import RequestProblem, offered_models, turn_options
-from hermes.gateway.request_shape import shape_problem
+from hermes.gateway.messages import Origin, WorkResult
 from hermes.gateway.settings import API_SERVER, ApiServerSettings, api_hidden_sources
-from hermes.gateway.side_requests import side_request_kind
 from hermes.state.history import shown_answer
 
 if TYPE_CHECKING:
@@ -114,34 +116,32 @@ class ApiServerAdapter(Adapter):
                 guard,
                 self._authorise,
                 body_deadline(read_timeout, _error),
-                api_session_key.session_key,
+                session_key.session_key,
             ],
             client_max_size=32 * 1024**2,
         )
-        app.on_response_prepare.append(api_session_key.echo)
+        app.on_response_prepare.append(session_key.echo)
         app.router.add_post("/v1/chat/completions", self.chat_completions)
         app.router.add_get("/v1/models", self.models)
         app.router.add_get("/v1/models/{model}", self.model)
         app.router.add_get("/health", self.health)
         app.router.add_get("/v1/health", self.health)
-        api_sessions.add_routes(
+        sessions.add_routes(
             app,
             self.runner.db,
             api_hidden_sources(self.runner.config),
-            chat=api_sessions.Chat(self.submit_turn, self._models, _error),
+            chat=sessions.Chat(self.submit_turn, self._models, _error),
         )
-        api_responses.add_routes(app, self.runner, self._models)
-        api_runs.add_routes(app, self.runner, self._models)
-        api_jobs.add_routes(
-            app, CronStore(self.runner.db.backend, read_only=self.runner.db.read_only)
-        )
+        responses.add_routes(app, self.runner, self._models)
+        runs.add_routes(app, self.runner, self._models)
+        jobs.add_routes(app, CronStore(self.runner.db.backend, read_only=self.runner.db.read_only))
         Capabilities(
             model=lambda: self._models()[0],
             key_required=lambda: bool(self.api.key),
             status=self.runner.status,
             config=self.runner.config,
         ).add_routes(app)
-        api_openapi.add_routes(app)
+        openapi.add_routes(app)
         # The keep-alive timer also closes a connection whose request never arrives whole.
         runner = web.AppRunner(
             app, access_log=None, handle_signals=False, keepalive_timeout=read_timeout
@@ -295,7 +295,7 @@ class ApiServerAdapter(Adapter):
             return await self._answer(request, body, result)
         if command is not None and not command.conversational:
             return await self._answer(
-                request, body, TurnResult(text=commands.refusal(command), session_id=session)
+                request, body, WorkResult(text=commands.refusal(command), session_id=session)
             )
         if command is not None and command.name == "model":
             # Every request names its model here; a /model would last one turn at most.
@@ -303,7 +303,7 @@ class ApiServerAdapter(Adapter):
                 "Over the HTTP API each request's 'model' chooses the model; "
                 f"this gateway offers {', '.join(self._models())} (GET /v1/models)."
             )
-            return await self._answer(request, body, TurnResult(text=text, session_id=session))
+            return await self._answer(request, body, WorkResult(text=text, session_id=session))
         found = None
         results = options.get("tool_results")
         if session is None and results:  # the calls' own conversation, found by its history
@@ -319,7 +319,7 @@ class ApiServerAdapter(Adapter):
             options,
             resume=request.headers.get(RESUME_HEADER) == "1",
             stream=bool(body.get("stream")),
-            events=bool(body.get("stream")) and api_tool_progress.wanted(request.headers),
+            events=bool(body.get("stream")) and tool_progress.wanted(request.headers),
             command=command is not None,
             history=history if session is None else None,
             found=found,
@@ -404,16 +404,16 @@ class ApiServerAdapter(Adapter):
         await self.runner.submit(item)
         return sink, conversation
 
-    async def _immediate(self, command: commands.Command, session: str | None) -> TurnResult:
+    async def _immediate(self, command: commands.Command, session: str | None) -> WorkResult:
         if command.name == "new":
             conversation = await self.runner.api_new_conversation(session)
-            return TurnResult(
+            return WorkResult(
                 text="Started a new conversation.",
                 session_id=conversation,
                 conversation_id=conversation,
             )
         if session is None:
-            return TurnResult(
+            return WorkResult(
                 text=commands.help_text()
                 if command.name == "help"
                 else "Nothing is running right now."
@@ -430,7 +430,7 @@ class ApiServerAdapter(Adapter):
         self,
         request: web.Request,
         body: dict[str, Any],
-        result: TurnResult,
+        result: WorkResult,
         extra: dict[str, str] | None = None,
     ) -> web.StreamResponse:
         headers = {SESSION_HEADER: result.session_id} if result.session_id else {}
@@ -492,7 +492,7 @@ class ApiServerAdapter(Adapter):
             piece = first if first is not None else await next_piece(request, sink)
             while piece is not ResultSink.DONE:
                 if not isinstance(piece, str):  # a tool's progress, not text
-                    if progress := api_tool_progress.frame(*piece):
+                    if progress := tool_progress.frame(*piece):
                         await response.write(progress)
                 else:
                     await _send(response, chunk.make({"content": piece}))
@@ -511,7 +511,7 @@ class ApiServerAdapter(Adapter):
         try:
             result = sink.future.result()
         except GatewayClosed as exc:
-            result = TurnResult(error=str(exc))
+            result = WorkResult(error=str(exc))
         if result.error:
             message = caller_error(result)
             error = {"message": message, "type": "upstream_error", "code": "model_error"}
@@ -566,7 +566,7 @@ async def _send(response: web.StreamResponse, data: str) -> None:
     await response.write(f"data: {data}\n\n".encode())
 
 
-def _message(result: TurnResult) -> dict[str, Any]:
+def _message(result: WorkResult) -> dict[str, Any]:
     """The answer's message: text, or the caller's tool calls (content then may be None)."""
     if result.tool_calls:
         return {
@@ -681,7 +681,7 @@ def _model_object(model: str) -> dict[str, Any]:
     return {"id": model, "object": "model", "created": 0, "owned_by": "hermes"}
 
 
-def _usage(result: TurnResult) -> dict[str, int]:
+def _usage(result: WorkResult) -> dict[str, int]:
     return {
         "prompt_tokens": result.prompt_tokens,
         "completion_tokens": result.completion_tokens,

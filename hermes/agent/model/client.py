@@ -1,5 +1,5 @@
 """The one door to a model endpoint: ``ModelClient`` over the ``openai`` package (and,
-for a plain answer, one POST of its own: ``chat_post``).
+for a plain answer, one POST of its own on a kept connection: ``chat_post``).
 
 What belongs here: building the request, streaming and assembling the answer into a
 ``ModelResponse``, our own retry policy (exponential backoff with full jitter,
@@ -29,9 +29,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from hermes.agent import provider_usage
-from hermes.agent.call_threads import run_in_thread
-from hermes.agent.chat_post import post_chat
 from hermes.agent.errors import (
     ContextLengthError,
     ModelAuthError,
@@ -40,10 +37,12 @@ from hermes.agent.errors import (
     ModelUnavailableError,
     TurnInterrupted,
 )
-from hermes.agent.provider_usage import UsageDetails
-from hermes.agent.transcript import wire_form
-from hermes.secrets import register
-from hermes.state.message import WireMessage
+from hermes.agent.model import provider_usage
+from hermes.agent.model.call_threads import run_in_thread
+from hermes.agent.model.chat_post import LeftToTheSDK, post_chat
+from hermes.agent.model.provider_usage import UsageDetails
+from hermes.redaction import register
+from hermes.state.message import WireMessage, wire_form
 
 __all__ = ["ModelClient", "ModelResponse", "ToolCall", "translate_openai_error"]
 
@@ -328,16 +327,23 @@ class ModelClient:
 
     # Requests carry the body as built here: ``chat.completions.create`` walks every
     # message through its type transform and parses the answer into pydantic models,
-    # ~4 ms of CPU per call with a 20-message history and more as it grows. A plain
-    # answer is one POST (``chat_post``); a stream goes through the SDK's low-level
-    # ``post`` (its SSE reading and error events).
+    # ~4 ms of CPU per call with a 20-message history and more as it grows. Two ways
+    # reach the model (docs/benchmarks.md, "Model transport"): a plain answer is one
+    # POST on a kept connection (``chat_post``), ~0.6 ms of CPU less than the SDK's
+    # low-level ``post``, the other way, which takes streams (its SSE reading and error
+    # events), the model list, and plain answers behind a proxy or a redirect.
 
     def _complete_once(self, body: bytes) -> ModelResponse:
         key = self.api_key or _NO_KEY
-        answer = self._post_in_place(key, body)
-        if answer is None:  # no kept connection to abort: a model-call thread waits instead
+        try:
+            answer = self._post_in_place(key, body)
+            if answer is None:  # no idle kept connection: connect in a model-call thread
+                answer = self._run_interruptibly(
+                    lambda: post_chat(self.base_url, key, self.timeout, body)
+                )
+        except LeftToTheSDK:
             answer = self._run_interruptibly(
-                lambda: post_chat(self.base_url, key, self.timeout, body)
+                lambda: self._openai_client().post(_CHAT_PATH, content=body, cast_to=bytes)
             )
         return _response_from_json(answer)
 
@@ -345,7 +351,7 @@ class ModelClient:
         """The POST in this thread on a kept connection, which ``interrupt()`` aborts;
         None where it cannot be (see ``kept_http``). This spares the call two thread
         switches, about a tenth of a millisecond of CPU."""
-        from hermes.agent import kept_http  # http.client and ssl: not at `import run_agent`
+        from hermes.agent.model import kept_http  # http.client and ssl: not at `import run_agent`
 
         abort = kept_http.Abort()
         # Registering under the lock pairs with interrupt(), as for streams.
@@ -503,7 +509,7 @@ def _shared_openai_client(openai: Any, api_key: str | None, base_url: str, timeo
 
 
 def wire_messages(messages: Iterable[Mapping[str, Any]]) -> list[WireMessage]:
-    """Messages as the endpoint accepts them (``transcript.wire_form``)."""
+    """Messages as the endpoint accepts them (``hermes.state.message.wire_form``)."""
     return [wire_form(message) for message in messages]
 
 

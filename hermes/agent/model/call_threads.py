@@ -1,7 +1,7 @@
 """Threads for model calls, kept between calls instead of started for each.
 
 A model call runs in a thread of its own so that ``interrupt()`` hands control back at
-once (``llm_client``). Starting a thread costs about a tenth of a millisecond of CPU, a
+once (``client``). Starting a thread costs about a tenth of a millisecond of CPU, a
 visible share of a small turn, so a thread whose call is over waits for the next one.
 
 The threads are daemons: a call abandoned by an interrupt never holds up the exit of

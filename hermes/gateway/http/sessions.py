@@ -23,12 +23,12 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from hermes.gateway import caller
-from hermes.gateway.adapters.api_common import SESSION_ID, bad_request, caller_error, json_object
 from hermes.gateway.errors import GatewayClosed
+from hermes.gateway.http import caller
+from hermes.gateway.http.common import SESSION_ID, bad_request, caller_error, json_object
+from hermes.gateway.http.request_options import RequestProblem, message_options
 from hermes.gateway.lanes import ResultSink
-from hermes.gateway.messages import TurnResult
-from hermes.gateway.request_options import RequestProblem, message_options
+from hermes.gateway.messages import WorkResult
 from hermes.gateway.settings import API_SERVER
 from hermes.state.errors import SessionNotFoundError, StateError
 from hermes.state.segments import new_session_id
@@ -401,7 +401,7 @@ def _tool_progress(kind: str, data: dict[str, Any]) -> dict[str, Any]:
     return {"phase": "start" if kind == "tool_start" else "end", "name": data.get("name")}
 
 
-def _answer(conversation: str, result: TurnResult) -> dict[str, Any]:
+def _answer(conversation: str, result: WorkResult) -> dict[str, Any]:
     return {
         "session_id": conversation,
         "tip_id": result.session_id,
