@@ -364,6 +364,7 @@ def _why_not_hermes_agent(python: Path | None, real_model: bool) -> str | None:
 ROWS = (
     ("prompt tokens, main model", "main_tokens"),
     ("prompt tokens, summary model", "summary_tokens"),
+    ("prompt tokens, both models", "total_tokens"),
     ("uncached tokens, main model", "uncached_tokens"),
     ("main tokens billed, cached at 10 %", "billed_tokens"),
     ("largest request", "largest"),

@@ -98,6 +98,11 @@ class Figures:
     lookups_available: bool = False
 
     @property
+    def total_tokens(self) -> int:
+        """Prompt tokens to every model: the main one and the summary model."""
+        return self.main_tokens + self.summary_tokens
+
+    @property
     def billed_tokens(self) -> int:
         """Main-model tokens with a prompt cache that bills cached tokens at 10 %."""
         return self.uncached_tokens + (self.main_tokens - self.uncached_tokens) // 10
@@ -105,6 +110,7 @@ class Figures:
     def as_dict(self) -> dict[str, Any]:
         data = {k: v for k, v in self.__dict__.items() if k != "recall"}
         data["billed_tokens"] = self.billed_tokens
+        data["total_tokens"] = self.total_tokens
         data["recall"] = [{**r.__dict__, "share": round(r.share, 1)} for r in self.recall]
         data["recall_mean"] = self.recall_mean
         data["recall_min"] = self.recall_min
