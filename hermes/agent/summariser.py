@@ -237,13 +237,17 @@ class Summariser:
             self._fail(model, _failure_reason(exc))
             return given
         result = self._assemble(messages, cut, middle, summary, focus_topic)
+        before = self.sent_tokens(messages)
+        if self.sent_tokens(result) >= before and not whole:
+            # A short middle: its anchor index would outweigh what the summary saves.
+            result = self._assemble(messages, cut, middle, summary, focus_topic, with_index=False)
         if earlier is not None:
             middle = [earlier, *middle]  # read, and kept verbatim: covered too
         problems = wellformed.problems(result)
         if problems:
             self._fail(model, f"would have left a context a provider refuses ({problems[0]})")
             return given
-        before, after = self.sent_tokens(messages), self.sent_tokens(result)
+        after = self.sent_tokens(result)
         # Asked for (``whole``), a summary is kept even when a short conversation's
         # framing makes it no smaller; automatically, it would only rotate again.
         if after >= before and not whole:
@@ -355,6 +359,8 @@ class Summariser:
         summarised: list[Message],
         summary: str,
         focus_topic: str | None,
+        *,
+        with_index: bool = True,
     ) -> list[Message]:
         """Head, summary, then in stored order every later message not summarised: the
         pinned newest user message, any unread rest of the middle, the tail."""
@@ -364,7 +370,7 @@ class Summariser:
         after = [m.copy() for m in messages[cut.head_end :] if id(m) not in read]
         has_user = any(m.get("role") == "user" for m in after)
         # The anchor index of what this summary read goes with the summary's own words.
-        index = anchors.index_block(summarised, recall=self.offers_recall)
+        index = anchors.index_block(summarised, recall=self.offers_recall) if with_index else ""
         summary = f"{summary}\n\n{index}" if index else summary
         if cut.earlier is None:
             text = frame_summary(summary, len(summarised), focus_topic, user_follows=has_user)
