@@ -27,10 +27,10 @@ run: install    ## install, then start hermes (interactive chat)
 	$(VENV)/bin/hermes
 
 test: install   ## the whole suite on SQLite and a throwaway PostgreSQL, in parallel (serially: PYTEST_ARGS=-n0)
-	bash scripts/with-postgres $(PY) -m pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
+	PG_FSYNC=off bash scripts/with-postgres $(PY) -m pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
 test-fast: install ## the suite without the tests marked slow (the short soak, long process and fault tests)
-	bash scripts/with-postgres $(PY) -m pytest -n $(TEST_WORKERS) -m "not slow" $(PYTEST_ARGS)
+	PG_FSYNC=off bash scripts/with-postgres $(PY) -m pytest -n $(TEST_WORKERS) -m "not slow" $(PYTEST_ARGS)
 
 seed: install   ## the user's acceptance test, verbatim from ../shared/seed/
 	$(PY) -m pytest -q ../shared/seed/test_compression_lock_regression.py

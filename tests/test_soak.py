@@ -16,6 +16,8 @@ import pytest
 
 from tests.stores import pg_url
 
+pytestmark = pytest.mark.slow  # ~45 s of faults per backend
+
 ROOT = Path(__file__).resolve().parents[1]
 MINUTES = "0.75"  # ~45 s of faults per backend, then reaping and the checker
 

@@ -19,6 +19,10 @@ import pytest
 from hermes.tools import ToolContext
 from tests.tools.helpers import running_with
 
+# Both sandbox settings run the same command lines, which running_with() looks for among
+# all the host's processes: under -n the two must not run at once.
+pytestmark = pytest.mark.xdist_group("host-wide-process-markers")
+
 
 @pytest.fixture(params=["bwrap", "off"])
 def sandbox_setting(request: pytest.FixtureRequest) -> str:
