@@ -16,7 +16,9 @@ import pytest
 
 from tests.stores import pg_url
 
-pytestmark = pytest.mark.slow  # ~45 s of faults per backend
+# ~45 s of faults per backend, each with six processes flat out: under -n the two run one
+# after the other, or they starve each other of turns and too few faults happen to prove any.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("soak")]
 
 ROOT = Path(__file__).resolve().parents[1]
 MINUTES = "0.75"  # ~45 s of faults per backend, then reaping and the checker
