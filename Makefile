@@ -3,12 +3,15 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: help install run test seed lint fmt bench soak clean
+.PHONY: help install run test test-fast seed lint fmt bench soak clean
 
 SOAK_MINUTES ?= 30
+# Test processes: most of the suite's time is spent waiting on subprocesses, servers and
+# fsync, not on the CPU, so more workers than cores pays. Serially: PYTEST_ARGS=-n0.
+TEST_WORKERS ?= 4
 
 help:           ## list the targets
-	@grep -E '^[a-z]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*##/\t/'
+	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*##/\t/'
 
 $(STAMP): pyproject.toml tests/node_clients/package.json
 	python3 -m venv $(VENV)
@@ -23,8 +26,11 @@ install: $(STAMP) ## create .venv and install hermes with its dev tools
 run: install    ## install, then start hermes (interactive chat)
 	$(VENV)/bin/hermes
 
-test: install   ## the whole test suite, against SQLite and a throwaway PostgreSQL
-	bash scripts/with-postgres $(PY) -m pytest $(PYTEST_ARGS)
+test: install   ## the whole suite on SQLite and a throwaway PostgreSQL, in parallel (serially: PYTEST_ARGS=-n0)
+	PG_FSYNC=off bash scripts/with-postgres $(PY) -m pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
+
+test-fast: install ## the suite without the tests marked slow (the short soak, long process and fault tests)
+	PG_FSYNC=off bash scripts/with-postgres $(PY) -m pytest -n $(TEST_WORKERS) -m "not slow" $(PYTEST_ARGS)
 
 seed: install   ## the user's acceptance test, verbatim from ../shared/seed/
 	$(PY) -m pytest -q ../shared/seed/test_compression_lock_regression.py

@@ -28,3 +28,20 @@ def hermes_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Mo
     for name in _LEAKY_ENV:
         monkeypatch.delenv(name, raising=False)
     return home
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Spread the tests marked slow over the first three quarters of the run: under ``-n``
+    none is left to end the suite on one busy worker, and they do not all start gateway
+    processes at the same moment (which starves the machine). The order is the same in
+    every worker, as xdist requires."""
+    slow = [item for item in items if item.get_closest_marker("slow")]
+    if not slow:
+        return
+    fast = [item for item in items if not item.get_closest_marker("slow")]
+    step = max(1, len(fast) * 3 // 4 // len(slow))
+    spread: list[pytest.Item] = []
+    for k, item in enumerate(slow):
+        spread += [item, *fast[k * step : (k + 1) * step]]
+    spread += fast[len(slow) * step :]
+    items[:] = spread

@@ -17,6 +17,8 @@ from benchmarks import bench_gateway as bench
 from benchmarks import pause_penalty
 from tests.fakes.llm_server import FakeLLMServer
 
+pytestmark = pytest.mark.slow  # the benchmarks run end to end, on gateway processes
+
 ROWS = (
     "turns answered",
     "throughput",

@@ -1,8 +1,8 @@
 """`hermes migrate` run as a person would: SQLite -> PostgreSQL -> SQLite, and its errors.
 
 The PostgreSQL store is a fresh schema from the shared ``store`` fixture (``tests/stores.py``,
-pinned to PostgreSQL); without ``HERMES_TEST_PG_URL`` those tests fail, never
-skip: run them with ``bash scripts/with-postgres .venv/bin/pytest tests/cli``.
+pinned to PostgreSQL); without ``HERMES_TEST_PG_URL`` those tests skip (fail under CI):
+run them with ``make test`` or ``bash scripts/with-postgres .venv/bin/pytest tests/cli``.
 """
 
 from __future__ import annotations

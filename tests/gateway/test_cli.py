@@ -8,6 +8,7 @@ import threading
 from pathlib import Path
 
 import openai
+import pytest
 
 from hermes.state import SessionDB
 from tests.fakes.llm_server import text
@@ -16,6 +17,7 @@ from tests.gateway.harness import stored_api_key, wait_for, write_config
 from tests.gateway.processes import HEADER, free_port
 
 
+@pytest.mark.slow  # a gateway process through compression
 def test_continuity_and_compression_through_the_subprocess(
     hermes_home: Path, fake_llm, run_gateway
 ) -> None:
@@ -86,6 +88,7 @@ def test_the_gateway_runs_on_uvloop_where_it_is_installed(
     assert f"gateway ready (event loop: {expected})" in gateway.output()
 
 
+@pytest.mark.slow  # a gateway process stopped and restarted
 def test_sigterm_with_queued_input_then_restart(hermes_home: Path, fake_llm, run_gateway) -> None:
     write_config(hermes_home, fake_llm.url)
     fake_llm.responder = lambda body: (
@@ -153,6 +156,7 @@ def test_sigterm_with_queued_input_then_restart(hermes_home: Path, fake_llm, run
     assert again.terminate() == 0
 
 
+@pytest.mark.slow  # a gateway process stopped and restarted
 def test_sigterm_mid_turn_keeps_it_and_the_restart_answers_all_four_once_in_order(
     hermes_home: Path, fake_llm, run_gateway
 ) -> None:

@@ -26,6 +26,8 @@ from tests.gateway.harness import wait_for, write_config
 from tests.gateway.processes import HEADER, free_port
 from tests.state.helpers import StoreSpec
 
+pytestmark = pytest.mark.slow  # gateway processes killed mid-turn and restarted
+
 SESSION = "crash-cut-1"
 
 

@@ -19,6 +19,8 @@ from tests.gateway.harness import wait_for, write_config
 from tests.gateway.processes import Gateway, free_port
 from tests.state.helpers import StoreSpec
 
+pytestmark = pytest.mark.slow  # gateway processes started, killed and restarted
+
 TOKEN = "424242:AAE-fake-telegram-token-do-not-log"
 
 

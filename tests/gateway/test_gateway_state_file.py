@@ -10,8 +10,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.gateway.harness import wait_for
 from tests.gateway.processes import free_port
+
+pytestmark = pytest.mark.slow  # gateway processes started, killed and restarted
 
 HERMES = str(Path(sys.executable).with_name("hermes"))
 

@@ -159,6 +159,7 @@ def test_a_history_nothing_stored_holds_starts_a_conversation_seeded_with_it(
     assert len(gateway.db.list_conversations()) == 1
 
 
+@pytest.mark.slow  # two gateway processes
 @pytest.mark.parametrize("store", ["postgres"], indirect=True)
 def test_two_gateways_on_one_postgres_store_agree_on_a_stateless_conversation(
     store: StoreSpec,

@@ -19,6 +19,8 @@ from tests.gateway.harness import stored_api_key, wait_for, write_config
 from tests.gateway.processes import HEADER, free_port
 from tests.state.helpers import StoreSpec
 
+pytestmark = pytest.mark.slow  # two gateway processes on one store
+
 ANSWER_TIME = 0.4  # seconds each model call takes: long enough for the two to overlap
 ROUNDS = 3
 

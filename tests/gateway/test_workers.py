@@ -30,6 +30,8 @@ from tests.gateway.one_chat import KEY, chat_gateway, conversation, say, stored
 from tests.gateway.processes import Gateway, free_port
 from tests.state.helpers import StoreSpec
 
+pytestmark = pytest.mark.slow  # gateway processes started, killed and restarted
+
 CONVERSATIONS = 6
 TURNS = 4
 

@@ -37,6 +37,7 @@ from hermes.state import (
 )
 from hermes.state.postgres import PostgresBackend
 from hermes.state.schema_postgres import MIGRATIONS
+from tests.stores import pg_url
 
 PG_URL = os.environ.get("HERMES_TEST_PG_URL", "")
 WORKERS = 6
@@ -124,16 +125,6 @@ def _hold_lease_and_lock(url: str, session_id: str, holder: str | None, ttl: flo
 # -- fixtures ----------------------------------------------------------------------
 
 
-def _server_url() -> str:
-    if not PG_URL:
-        pytest.fail(
-            "HERMES_TEST_PG_URL is not set, so the PostgreSQL backend cannot be tested. Run: "
-            "bash scripts/with-postgres .venv/bin/pytest tests/state/test_postgres_backend.py",
-            pytrace=False,
-        )
-    return PG_URL
-
-
 def _with_params(url: str, **params: str) -> str:
     query = "&".join(f"{k}={v}" for k, v in params.items())
     return url + ("&" if "?" in url else "?") + query
@@ -141,7 +132,7 @@ def _with_params(url: str, **params: str) -> str:
 
 @pytest.fixture(scope="module")
 def admin() -> Iterator[psycopg.Connection]:
-    with psycopg.connect(_server_url(), autocommit=True) as conn:
+    with psycopg.connect(pg_url(), autocommit=True) as conn:
         try:
             conn.execute("CREATE EXTENSION IF NOT EXISTS pg_trgm SCHEMA public")
         except psycopg.errors.UniqueViolation:
@@ -170,7 +161,7 @@ def db(url: str) -> Iterator[SessionDB]:
 
 @pytest.fixture(scope="module")
 def workers() -> Iterator[multiprocessing.pool.Pool]:
-    _server_url()
+    pg_url()
     pool = multiprocessing.get_context("spawn").Pool(WORKERS)
     yield pool
     pool.close()

@@ -87,6 +87,7 @@ def test_threads_racing_to_rotate_one_parent_make_exactly_one_child(make_db, sha
     _assert_one_child_each(db, parents, outcomes)
 
 
+@pytest.mark.slow  # worker processes racing
 def test_appends_from_other_processes_during_rotations_are_kept_exactly_once(
     db: SessionDB, store: StoreSpec
 ) -> None:
@@ -249,6 +250,7 @@ def test_processes_opening_a_new_store_at_once_migrate_it_once(store: StoreSpec)
         assert {r["conversation_id"] for r in db.list_conversations()} == set(created)
 
 
+@pytest.mark.slow  # a holder process killed, then the lease expires
 def test_a_holder_killed_with_sigkill_is_replaced_well_before_the_ttl(
     db: SessionDB, store: StoreSpec
 ) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -30,4 +31,13 @@ def running_with(marker: str) -> list[int]:
                 found.append(proc.pid)
         except psutil.Error:
             continue
+    return found
+
+
+def still_running_with(marker: str, within: float = 10.0) -> list[int]:
+    """``running_with(marker)`` once it is empty, or after ``within`` seconds: the kernel
+    tears a killed sandbox's processes down one by one, slower on a busy machine."""
+    deadline = time.monotonic() + within
+    while (found := running_with(marker)) and time.monotonic() < deadline:
+        time.sleep(0.05)
     return found

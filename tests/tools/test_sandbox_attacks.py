@@ -140,6 +140,9 @@ def test_an_injected_command_cannot_reach_home_keys_code_or_store(
     assert not _leaked(sent), sent
 
 
+# Its bwrap and off runs start the same command line, which running_with() looks for among
+# all the host's processes: under -n the two must not run at once.
+@pytest.mark.xdist_group("host-wide-process-markers")
 def test_a_setsid_child_does_not_outlive_its_command(
     call: Callable[..., str], make_ctx: Callable[..., ToolContext], sandbox_setting: str
 ) -> None:

@@ -17,7 +17,11 @@ from pathlib import Path
 import pytest
 
 from hermes.tools import ToolContext
-from tests.tools.helpers import running_with
+from tests.tools.helpers import still_running_with
+
+# Both sandbox settings run the same command lines, which running_with() looks for among
+# all the host's processes: under -n the two must not run at once.
+pytestmark = pytest.mark.xdist_group("host-wide-process-markers")
 
 
 @pytest.fixture(params=["bwrap", "off"])
@@ -41,7 +45,7 @@ def test_an_output_flood_is_killed(
     ctx = cli({"terminal.max_output_mb": 1, "terminal.timeout": 60})
     result = call("terminal", ctx, command="yes flood-8812")
     assert result.startswith("Killed: the command wrote more than 1 MB of output")
-    assert running_with("yes flood-8812") == []
+    assert still_running_with("yes flood-8812") == []
 
 
 def test_a_file_stops_growing_at_the_disk_cap(
@@ -77,7 +81,7 @@ def test_a_fork_storm_meets_the_process_cap(
     result = call("terminal", ctx, command="python3 storm.py")
     forked = int(result.split("forked ")[1].split()[0])
     assert 0 < forked < 20, result
-    assert running_with("sleep 30.5151") == [] and running_with("storm.py") == []
+    assert still_running_with("sleep 30.5151") == [] and still_running_with("storm.py") == []
 
 
 def test_a_blocking_read_cannot_hold_the_turn(
@@ -101,7 +105,7 @@ def test_stop_kills_a_running_command(
         timer.cancel()
     assert result.startswith("Stopped by the user; the command was killed")
     assert "before" in result
-    assert running_with("sleep 100.7171") == []
+    assert still_running_with("sleep 100.7171") == []
 
 
 @pytest.fixture

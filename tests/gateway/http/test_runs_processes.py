@@ -15,6 +15,8 @@ from tests.gateway.processes import Gateway, free_port
 from tests.gateway.run_calls import events, request, wait_status
 from tests.state.helpers import StoreSpec
 
+pytestmark = pytest.mark.slow  # gateway processes started, killed and restarted
+
 
 @pytest.fixture
 def shared_store(
