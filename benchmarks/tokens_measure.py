@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benchmarks.tokens_script import CHARS_PER_TOKEN, Fact, current_turn
-from tests.fakes.llm_server import context_problems
+from tests.fakes.llm_server import content_text, context_problems
 
 # A summary request: no tools offered, and it asks for a summary or a compaction.
 _SUMMARY_ASK = re.compile(r"summar|compact|checkpoint|condense", re.IGNORECASE)
@@ -31,7 +31,7 @@ def kind_of(body: dict[str, Any]) -> str:
     """``main`` (tools offered: the agent's turn), ``summary`` or ``other``."""
     if body.get("tools"):
         return "main"
-    texts = [_text(m.get("content")) for m in (body.get("messages") or [])[:2]]
+    texts = [content_text(m.get("content")) for m in (body.get("messages") or [])[:2]]
     return "summary" if any(_SUMMARY_ASK.search(t) for t in texts) else "other"
 
 
@@ -213,7 +213,7 @@ def _recall(
 
 
 def _piece(message: dict[str, Any]) -> str:
-    parts = [str(message.get("role") or ""), _text(message.get("content"))]
+    parts = [str(message.get("role") or ""), content_text(message.get("content"))]
     for call in message.get("tool_calls") or []:
         function = call.get("function") or {}
         parts += [str(call.get("id") or ""), str(function.get("name") or "")]
@@ -221,11 +221,3 @@ def _piece(message: dict[str, Any]) -> str:
     if message.get("tool_call_id"):
         parts.append(str(message["tool_call_id"]))
     return "\n".join(parts) + "\n"
-
-
-def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
-    return ""

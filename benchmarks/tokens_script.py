@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.fakes.llm_server import Reply, text, tool_call
+from tests.fakes.llm_server import Reply, content_text, text, tool_call
 
 CHARS_PER_TOKEN = 4
 USER_TOKENS = 300
@@ -95,7 +95,7 @@ def current_turn(messages: list[dict[str, Any]]) -> int | None:
     """The turn number of the newest user message that carries a turn mark."""
     for message in reversed(messages):
         if message.get("role") == "user":
-            match = TURN_MARK.match(_text(message.get("content")))
+            match = TURN_MARK.match(content_text(message.get("content")))
             if match:
                 return int(match.group(1))
     return None
@@ -118,14 +118,6 @@ def summary_text() -> str:
     rng = random.Random(SEED * 7)
     body = _prose(rng, SUMMARY_TOKENS * CHARS_PER_TOKEN - 80)
     return "Summary of the earlier conversation (the user and the assistant worked on: " + body
-
-
-def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
-    return ""
 
 
 # --------------------------------------------------------------------------- building

@@ -258,7 +258,7 @@ def _format_seconds(seconds: float) -> str:
 # --------------------------------------------------------------------------- helpers
 
 
-def _content_text(content: Any) -> str:
+def content_text(content: Any) -> str:
     """The text of a message's content, whether a string or a list of parts."""
     if isinstance(content, str):
         return content
@@ -271,7 +271,7 @@ def last_user_text(body: dict[str, Any]) -> str:
     """The text of the last user message of a chat request body ('' if none)."""
     for message in reversed(body.get("messages") or []):
         if isinstance(message, dict) and message.get("role") == "user":
-            return _content_text(message.get("content"))
+            return content_text(message.get("content"))
     return ""
 
 
@@ -281,7 +281,7 @@ def estimate_prompt_tokens(body: dict[str, Any]) -> int:
     for message in body.get("messages") or []:
         if not isinstance(message, dict):
             continue
-        chars += len(_content_text(message.get("content"))) + 16
+        chars += len(content_text(message.get("content"))) + 16
         for call in message.get("tool_calls") or []:
             function = call.get("function") or {}
             chars += len(function.get("name") or "") + len(function.get("arguments") or "")
@@ -304,7 +304,7 @@ KEPT_CONTEXT_REASONS = 20
 
 
 def _has_content(message: dict[str, Any]) -> bool:
-    return bool(_content_text(message.get("content")).strip())
+    return bool(content_text(message.get("content")).strip())
 
 
 def context_problems(messages: Any) -> list[str]:
