@@ -5,7 +5,6 @@ segment in one call."""
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ from hermes.tools.recall import PROMPT_LINE
 from tests.agent.helpers import fake_agent
 from tests.fakes import llm_server as fake
 from tests.stores import DBFactory
+from tests.transcripts import tool_exchange
 
 LOG = (
     "deploy 9f3b2c4d1e to https://staging.example.net/api\n"
@@ -65,21 +65,7 @@ def conversation_with_a_log(make_db: DBFactory, llm: fake.FakeLLMServer) -> Any:
             {"role": "user", "content": "hello" + PADDING},
             {"role": "assistant", "content": "Hello." + PADDING},
             {"role": "user", "content": "why does billing fail?" + PADDING},
-            {
-                "role": "assistant",
-                "content": None,
-                "tool_calls": [
-                    {
-                        "id": "c1",
-                        "type": "function",
-                        "function": {
-                            "name": "terminal",
-                            "arguments": json.dumps({"command": "tail /var/log/billing.log"}),
-                        },
-                    }
-                ],
-            },
-            {"role": "tool", "tool_call_id": "c1", "tool_name": "terminal", "content": LOG},
+            *tool_exchange("tail /var/log/billing.log", LOG),
             {"role": "assistant", "content": "The database refused the connection." + PADDING},
         ],
     )

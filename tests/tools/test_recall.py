@@ -11,6 +11,7 @@ from typing import Any
 from hermes.state import SessionDB
 from hermes.tools import ToolContext, ToolRegistry
 from tests.stores import DBFactory
+from tests.transcripts import tool_exchange
 
 LOG = (
     "Traceback (most recent call last):\n"
@@ -28,21 +29,7 @@ def rotated_conversation(db: SessionDB) -> tuple[str, str, dict[str, Any]]:
         root,
         [
             {"role": "user", "content": "why does billing fail?"},
-            {
-                "role": "assistant",
-                "content": None,
-                "tool_calls": [
-                    {
-                        "id": "c1",
-                        "type": "function",
-                        "function": {
-                            "name": "terminal",
-                            "arguments": json.dumps({"command": "tail /var/log/billing.log"}),
-                        },
-                    }
-                ],
-            },
-            {"role": "tool", "tool_call_id": "c1", "tool_name": "terminal", "content": LOG},
+            *tool_exchange("tail /var/log/billing.log", LOG),
             {"role": "assistant", "content": "The database refused the connection."},
             {"role": "user", "content": "fix it"},
         ],
