@@ -23,7 +23,7 @@ import pytest
 
 import hermes
 from hermes.tools import ToolContext
-from tests.tools.helpers import running_with
+from tests.tools.helpers import still_running_with
 
 SECRET = "sk-canary-0123456789abcdefABCDEF"
 STORE_CANARY = "user-42-pin-7391"
@@ -150,4 +150,4 @@ def test_a_setsid_child_does_not_outlive_its_command(
     ctx.interactive, ctx.approve = True, lambda command, reason: True
     result = call("terminal", ctx, command="setsid sleep 61.4242 > /dev/null 2>&1 & echo left")
     assert result == "Exit code: 0\nleft"
-    assert running_with("sleep 61.4242") == []
+    assert still_running_with("sleep 61.4242") == []
