@@ -54,6 +54,15 @@ def gateways_store(
 
 
 @pytest.fixture
+def configured_store(
+    gateways_store: StoreSpec, hermes_home: Path, fake_llm, model_key: str
+) -> StoreSpec:
+    """``gateways_store``, with a config that points the gateways at the fake model."""
+    write_config(hermes_home, fake_llm.url)
+    return gateways_store
+
+
+@pytest.fixture
 def run_gateway(hermes_home: Path, model_key: str):
     """``run_gateway("--api-server", "127.0.0.1:PORT")`` -> a started subprocess ``Gateway``;
     the ones still running are killed after the test."""

@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import threading
 import time
-from pathlib import Path
 from typing import Any
 
 import openai
 import pytest
 
 from tests.fakes.llm_server import last_user_text, text
-from tests.gateway.harness import stored_api_key, wait_for, write_config
+from tests.gateway.harness import stored_api_key, wait_for
 from tests.gateway.processes import HEADER, free_port
 from tests.state.helpers import StoreSpec
 
@@ -23,13 +22,6 @@ pytestmark = pytest.mark.slow  # two gateway processes on one store
 
 ANSWER_TIME = 0.4  # seconds each model call takes: long enough for the two to overlap
 ROUNDS = 3
-
-
-@pytest.fixture
-def shared(gateways_store: StoreSpec, hermes_home: Path, fake_llm, model_key: str) -> StoreSpec:
-    """The store both gateways use, and their config."""
-    write_config(hermes_home, fake_llm.url)
-    return gateways_store
 
 
 class Calls:
@@ -81,7 +73,7 @@ def start_two(run_gateway) -> tuple[list[str], list[Any]]:
 
 
 def test_two_gateways_answer_one_conversation_one_turn_at_a_time(
-    shared: StoreSpec,
+    configured_store: StoreSpec,
     fake_llm,
     run_gateway,
 ) -> None:
@@ -109,7 +101,7 @@ def test_two_gateways_answer_one_conversation_one_turn_at_a_time(
 
     made = calls.in_order()
     assert calls.most_at_once == 1  # no call started before the one before it ended
-    with shared.open(read_only=True) as db:
+    with configured_store.open(read_only=True) as db:
         stored = [m["content"] for m in db.get_conversation_messages(session)]
     questions, replies = stored[0::2], stored[1::2]
     assert replies == [f"answer to {q}" for q in questions]  # each followed by its own
@@ -123,7 +115,7 @@ def test_two_gateways_answer_one_conversation_one_turn_at_a_time(
 
 
 def test_a_gateway_waiting_for_the_other_keeps_the_message_through_stop_and_shutdown(
-    shared: StoreSpec,
+    configured_store: StoreSpec,
     fake_llm,
     run_gateway,
 ) -> None:
@@ -151,7 +143,7 @@ def test_a_gateway_waiting_for_the_other_keeps_the_message_through_stop_and_shut
     assert slow.is_alive()  # it stopped without waiting for a's turn to end
     queued.join(10)
     assert outcomes["asked while a answers"] == 503  # kept: "answered when it is back"
-    with shared.open(read_only=True) as db:
+    with configured_store.open(read_only=True) as db:
         [kept] = db.gateway.pending_gateway_inputs()
         assert kept["payload"]["text"] == "asked while a answers"
     calls.seconds = 0.05
@@ -161,7 +153,7 @@ def test_a_gateway_waiting_for_the_other_keeps_the_message_through_stop_and_shut
     port = free_port()
     again = run_gateway("--api-server", f"127.0.0.1:{port}")
     again.wait_ready(port)
-    with shared.open(read_only=True) as db:
+    with configured_store.open(read_only=True) as db:
         wait_for(lambda: len(db.get_conversation_messages(session)) == 6)
         stored = [m["content"] for m in db.get_conversation_messages(session)]
         assert db.gateway.pending_gateway_inputs() == []

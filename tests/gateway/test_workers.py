@@ -37,15 +37,6 @@ TURNS = 4
 
 
 @pytest.fixture
-def workers_store(
-    gateways_store: StoreSpec, hermes_home: Path, fake_llm, model_key: str
-) -> StoreSpec:
-    """The gateway's store, and its config."""
-    write_config(hermes_home, fake_llm.url)
-    return gateways_store
-
-
-@pytest.fixture
 def start_workers(run_gateway: Any) -> Iterator[Any]:
     """Start ``hermes gateway run --workers N``; no worker outlives the test."""
     workers: list[psutil.Process] = []
@@ -146,7 +137,7 @@ def check_store(spec: StoreSpec, load: Load) -> dict[str, list[str]]:
 
 
 def test_two_workers_answer_the_same_conversations_at_once(
-    workers_store: StoreSpec, fake_llm, start_workers
+    configured_store: StoreSpec, fake_llm, start_workers
 ) -> None:
     fake_llm.responder = lambda body: text(f"echo: {body['messages'][-1]['content']}", delay=0.05)
     gateway, url = start_workers()
@@ -169,9 +160,9 @@ def test_two_workers_answer_the_same_conversations_at_once(
     assert [load.failures for load in (first, *both)] == [[], [], []]
     assert [load.count for load in (first, *both)] == [CONVERSATIONS * TURNS, 12, 12]
     for load in both:
-        check_store(workers_store, load)
+        check_store(configured_store, load)
     for number, session in first.sessions.items():
-        contents = check_store(workers_store, first)[session]
+        contents = check_store(configured_store, first)[session]
         assert len(contents) == 2 * (TURNS + 4), contents
         # Each question right before its own answer: the turns never interleaved.
         for question, answer in zip(contents[::2], contents[1::2], strict=True):
@@ -181,7 +172,7 @@ def test_two_workers_answer_the_same_conversations_at_once(
 
 
 def test_a_killed_worker_is_started_again_and_the_other_keeps_serving(
-    workers_store: StoreSpec, fake_llm, start_workers
+    configured_store: StoreSpec, fake_llm, start_workers
 ) -> None:
     fake_llm.responder = lambda body: text(f"echo: {body['messages'][-1]['content']}", delay=0.1)
     gateway, url = start_workers()
@@ -201,11 +192,11 @@ def test_a_killed_worker_is_started_again_and_the_other_keeps_serving(
     # either way the conversation stays one well-formed line.
     assert ask(url, "after the crash", load.sessions[0]).status_code == 200
     assert gateway.terminate() == 0
-    check_store(workers_store, load)
+    check_store(configured_store, load)
 
 
 def test_sigterm_keeps_what_waits_in_every_worker_and_the_restart_answers_it_once(
-    workers_store: StoreSpec, fake_llm, start_workers
+    configured_store: StoreSpec, fake_llm, start_workers
 ) -> None:
     hung: list[int] = []
 
@@ -244,7 +235,7 @@ def test_sigterm_keeps_what_waits_in_every_worker_and_the_restart_answers_it_onc
         assert "will be answered" in outcomes[words].json()["error"]["message"]
 
     again, _ = start_workers(2)
-    db = workers_store.open()
+    db = configured_store.open()
     try:
         wait_for(
             lambda: (

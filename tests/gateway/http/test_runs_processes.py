@@ -4,27 +4,16 @@ Idempotency-Key still names it; a second gateway serves a run the first one runs
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from hermes.state import SessionDB
 from tests.fakes.llm_server import hang, stall
-from tests.gateway.harness import stored_api_key, wait_for, write_config
+from tests.gateway.harness import stored_api_key, wait_for
 from tests.gateway.processes import Gateway, free_port
 from tests.gateway.run_calls import events, request, wait_status
 from tests.state.helpers import StoreSpec
 
 pytestmark = pytest.mark.slow  # gateway processes started, killed and restarted
-
-
-@pytest.fixture
-def shared_store(
-    gateways_store: StoreSpec, hermes_home: Path, fake_llm, model_key: str
-) -> StoreSpec:
-    """The gateways' store, and their config."""
-    write_config(hermes_home, fake_llm.url)
-    return gateways_store
 
 
 def _serve(run_gateway, *options: str) -> tuple[Gateway, str]:
@@ -43,7 +32,7 @@ def _standing(spec: StoreSpec, conversation: str) -> list[str]:
 
 
 def test_a_run_survives_a_sigterm_restart_and_its_key_names_it(
-    shared_store: StoreSpec, run_gateway, fake_llm
+    configured_store: StoreSpec, run_gateway, fake_llm
 ) -> None:
     fake_llm.script(hang(20))
     first, url = _serve(run_gateway, "--grace", "0.2")
@@ -61,7 +50,7 @@ def test_a_run_survives_a_sigterm_restart_and_its_key_names_it(
     assert headers["Idempotency-Replayed"] == "true"
     done = wait_status(url, key, run_id, "completed")
     assert done["output"] == "echo: survive the restart"
-    assert _standing(shared_store, started["session_id"]) == [
+    assert _standing(configured_store, started["session_id"]) == [
         "survive the restart",
         "echo: survive the restart",
     ]
@@ -74,7 +63,7 @@ def test_a_run_survives_a_sigterm_restart_and_its_key_names_it(
 
 
 def test_a_second_gateway_serves_the_events_and_stop_of_a_run(
-    shared_store: StoreSpec, run_gateway, fake_llm
+    configured_store: StoreSpec, run_gateway, fake_llm
 ) -> None:
     fake_llm.script(stall("one two three four", after_chunks=1, seconds=1.0))
     runs_it, url_a = _serve(run_gateway)
@@ -104,7 +93,7 @@ def test_a_second_gateway_serves_the_events_and_stop_of_a_run(
 
 
 def test_a_run_whose_gateway_died_ends_failed_for_its_followers(
-    shared_store: StoreSpec, run_gateway, fake_llm
+    configured_store: StoreSpec, run_gateway, fake_llm
 ) -> None:
     fake_llm.script(hang(20))
     doomed, url = _serve(run_gateway)
