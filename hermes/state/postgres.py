@@ -279,18 +279,19 @@ def _search_sql(
     patterns = {text: "%" + _escape_like(text) + "%" for text, _ in pieces}
     others = [patterns[text] for text, _ in pieces if not _is_word(text)]
     word_params = [_word_query(text, prefix) for text, prefix in words]
-    matched = ["m.compacted = 0", "m.content_parts = 0"]
+    matched = ["m.compacted = 0", "m.undone = 0", "m.content_parts = 0"]
     matched += [f"{_FTS_DOCUMENT} @@ {_word_operator(p)}('simple', ?)" for _, p in words]
     matched += ["m.content ILIKE ?" for _ in others]
     params: list[Any] = [*word_params, *others]
     arms = [f"SELECT m.id, m.session_id FROM messages m WHERE {' AND '.join(matched)}"]
     if words:
-        long = ["m.compacted = 0", "m.content_parts = 0", f"length(m.content) > {FTS_TEXT_LIMIT}"]
+        long = ["m.compacted = 0", "m.undone = 0", "m.content_parts = 0"]
+        long.append(f"length(m.content) > {FTS_TEXT_LIMIT}")
         long += ["m.content ILIKE ?" for _ in patterns]
         arms.append(f"SELECT m.id, m.session_id FROM messages m WHERE {' AND '.join(long)}")
         params += patterns.values()
     # Multi-part content (rare): only the text parts count, never the JSON around them.
-    parts = ["m.compacted = 0", "m.content_parts = 1"]
+    parts = ["m.compacted = 0", "m.undone = 0", "m.content_parts = 1"]
     parts += [
         f"to_tsvector('simple', {_PARTS_TEXT}) @@ {_word_operator(p)}('simple', ?)"
         for _, p in words

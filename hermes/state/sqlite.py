@@ -262,7 +262,7 @@ class SQLiteTx:
         indexed = self.all(
             f"SELECT {columns} FROM messages_fts f JOIN messages m ON m.id = f.rowid"
             " JOIN sessions s ON s.id = m.session_id"
-            f" WHERE messages_fts MATCH ?{scope} ORDER BY f.rowid DESC LIMIT ?",
+            f" WHERE messages_fts MATCH ? AND m.undone = 0{scope} ORDER BY f.rowid DESC LIMIT ?",
             [fts5_match(list(terms)), *params, limit],
         )
         # Rows whose index entry is still deferred (fewer than PENDING_LIMIT, above
@@ -274,7 +274,7 @@ class SQLiteTx:
                 f"SELECT {columns}, m.content_parts FROM messages m"
                 " CROSS JOIN sessions s ON s.id = m.session_id"
                 " WHERE m.id > (SELECT indexed_through FROM messages_fts_watermark)"
-                f" AND m.compacted = 0 AND m.content IS NOT NULL{scope}",
+                f" AND m.compacted = 0 AND m.undone = 0 AND m.content IS NOT NULL{scope}",
                 params,
             )
             if phrase_match(_index_text(r), terms)

@@ -666,7 +666,8 @@ class SessionDB:
         conversation_id: str | None = None,
         user_id: str | None = None,
     ) -> list[Row]:
-        """Full-text search over every original message of every segment.
+        """Full-text search over every original message of every segment, but those the
+        user took back (undone rows stay stored, out of every answer: invariant 16).
 
         The query's words must all match; ``"a phrase"`` matches adjacent words and
         ``word*`` any word starting so. ``source``, ``conversation_id`` and ``user_id``

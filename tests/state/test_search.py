@@ -205,3 +205,19 @@ def test_search_can_be_narrowed_to_one_user(db: SessionDB) -> None:
     db.append_message("b", "user", "hunter2xyz is what I heard")
     assert {h["session_id"] for h in db.search_messages("hunter2xyz", user_id="7")} == {"b"}
     assert len(db.search_messages("hunter2xyz")) == 2
+
+
+def test_what_the_user_took_back_is_not_found(db: SessionDB) -> None:
+    db.create_session("s", source="cli")
+    early = db.append_message("s", "user", "my PIN is 4711, keep it secret").message_id
+    # Enough rows after it that it is in the full-text index, and the last one waits to be.
+    for n in range(40):
+        db.append_message("s", "assistant", f"noted, item {n}")
+    late = db.append_message("s", "user", "again: the PIN 4711").message_id
+    kept = db.append_message("s", "user", "the door code is 4711 too").message_id
+    assert len(db.search_messages("4711")) == 3
+
+    assert early is not None and late is not None
+    db.mark_undone("s", [early, late])
+
+    assert [h["message_id"] for h in db.search_messages("4711")] == [kept]
