@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from hermes.tools.skills import load_skills
-from hermes.tools.toolsets import toolsets
+from hermes.tools.toolsets import expand, toolsets
 
 log = logging.getLogger(__name__)
 
@@ -20,16 +20,9 @@ def job_tools(agent: Any, names: Sequence[str]) -> list[str] | None:
     if not names:
         return None
     tools = agent.registry.tools()
-    groups = toolsets(tools)
-    every = {tool.name for tool in tools}
-    wanted: set[str] = set()
-    for name in names:
-        if name in groups:
-            wanted.update(groups[name])
-        elif name in every:
-            wanted.add(name)
-        else:
-            log.warning("cron: toolset %r of a job names no tool here; it offers nothing", name)
+    wanted, unknown = expand(names, {tool.name for tool in tools}, toolsets(tools))
+    for name in unknown:
+        log.warning("cron: toolset %r of a job names no tool here; it offers nothing", name)
     return [name for name in agent.tool_names() if name in wanted]
 
 

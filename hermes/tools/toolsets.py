@@ -12,6 +12,7 @@ acts on the machine).
 
 from __future__ import annotations
 
+from collections.abc import Collection, Iterable
 from pathlib import Path
 
 from hermes.config import Config
@@ -103,15 +104,27 @@ def _configured(
         entries = None
     if entries is None:
         return None
-    wanted: set[str] = set()
-    for entry in entries:
-        if entry in groups:
-            wanted.update(groups[entry])
-        elif entry in all_tools:
-            wanted.add(entry)
-        else:
-            known = ", ".join(sorted({*groups, *all_tools}))
-            raise ConfigError(
-                f"Config key 'agent.toolsets' names '{entry}', which is neither a tool nor a toolset. Known: {known}."
-            )
+    wanted, unknown = expand(entries, all_tools, groups)
+    if unknown:
+        known = ", ".join(sorted({*groups, *all_tools}))
+        raise ConfigError(
+            f"Config key 'agent.toolsets' names '{unknown[0]}', which is neither a tool nor a toolset. Known: {known}."
+        )
     return [name for name in all_tools if name in wanted]
+
+
+def expand(
+    names: Iterable[str], all_tools: Collection[str], groups: dict[str, list[str]]
+) -> tuple[set[str], list[str]]:
+    """The tools ``names`` stand for (a toolset's name for its tools, a tool's for
+    itself), and the names that are neither."""
+    wanted: set[str] = set()
+    unknown: list[str] = []
+    for name in names:
+        if name in groups:
+            wanted.update(groups[name])
+        elif name in all_tools:
+            wanted.add(name)
+        else:
+            unknown.append(name)
+    return wanted, unknown
