@@ -18,7 +18,7 @@ TOKEN = "424242:AAE-fake-telegram-token-do-not-log"
 def _gateway(home: Path, telegram: FakeTelegram) -> GatewayThread:
     platforms = {"telegram": {"token": TOKEN, "allowed_users": [42],
                               "base_url": telegram.base_url, "poll_timeout": 1}}  # fmt: skip
-    return GatewayThread(home, api=None, platforms=platforms).start()
+    return GatewayThread(home, api=None, platforms=platforms)  # `with` starts and stops it
 
 
 def _run_once(gateway: GatewayThread, prompt: str, **job_options: Any) -> dict:
@@ -36,8 +36,7 @@ def test_a_delivery_the_platform_refuses_twice_arrives_once(
     write_config(hermes_home, fake_llm.url, cron={"tick_seconds": 0.1})
     with FakeTelegram(TOKEN) as telegram:
         telegram.failing_sends = 2
-        gateway = _gateway(hermes_home, telegram)
-        try:
+        with _gateway(hermes_home, telegram) as gateway:
             run = _run_once(gateway, "summarise the night")
             assert run["delivery_attempts"] == 3 and run["delivery_error"] is None
             assert [m["text"] for m in telegram.accepted] == ["echo: summarise the night"]
@@ -46,8 +45,6 @@ def test_a_delivery_the_platform_refuses_twice_arrives_once(
             assert session is not None
             assert (session["source"], session["title"]) == ("cron", "nightly report")
             assert gateway.db.search_messages("night")
-        finally:
-            gateway.stop()
 
 
 def test_a_dangerous_command_in_a_scheduled_run_is_refused(
@@ -57,28 +54,20 @@ def test_a_dangerous_command_in_a_scheduled_run_is_refused(
     marker = hermes_home / "still-here"
     marker.write_text("x")
     fake_llm.enqueue(tool_call("terminal", {"command": f"rm -rf {marker}"}), text("done"))
-    with FakeTelegram(TOKEN) as telegram:
-        gateway = _gateway(hermes_home, telegram)
-        try:
-            run = _run_once(gateway, "clean up")
-            assert marker.exists()
-            tool_results = [m for m in gateway.db.get_conversation_messages(run["session_id"])
-                            if m["role"] == "tool"]  # fmt: skip
-            assert tool_results and tool_results[0]["content"].startswith("Refused")
-        finally:
-            gateway.stop()
+    with FakeTelegram(TOKEN) as telegram, _gateway(hermes_home, telegram) as gateway:
+        run = _run_once(gateway, "clean up")
+        assert marker.exists()
+        tool_results = [m for m in gateway.db.get_conversation_messages(run["session_id"])
+                        if m["role"] == "tool"]  # fmt: skip
+        assert tool_results and tool_results[0]["content"].startswith("Refused")
 
 
 def test_a_job_with_toolsets_offers_only_those_tools(
     hermes_home: Path, fake_llm, model_key: str
 ) -> None:
     write_config(hermes_home, fake_llm.url, cron={"tick_seconds": 0.1})
-    with FakeTelegram(TOKEN) as telegram:
-        gateway = _gateway(hermes_home, telegram)
-        try:
-            _run_once(gateway, "remember things", toolsets=["memory"])
-        finally:
-            gateway.stop()
+    with FakeTelegram(TOKEN) as telegram, _gateway(hermes_home, telegram) as gateway:
+        _run_once(gateway, "remember things", toolsets=["memory"])
     offered = {t["function"]["name"] for t in fake_llm.requests[-1].get("tools") or []}
     assert offered == {"memory"}
 
@@ -93,12 +82,8 @@ def test_a_job_with_a_skill_sends_the_skill_before_its_prompt(
         "---\nname: night-report\ndescription: How to report the night.\n---\n"
         "Always list the failed backups first.\n"
     )
-    with FakeTelegram(TOKEN) as telegram:
-        gateway = _gateway(hermes_home, telegram)
-        try:
-            _run_once(gateway, "summarise the night", skills=["night-report", "gone"])
-        finally:
-            gateway.stop()
+    with FakeTelegram(TOKEN) as telegram, _gateway(hermes_home, telegram) as gateway:
+        _run_once(gateway, "summarise the night", skills=["night-report", "gone"])
     sent = fake_llm.requests[-1]["messages"][-1]["content"]
     assert "Always list the failed backups first." in sent
     assert sent.index("failed backups") < sent.index("summarise the night")
@@ -109,14 +94,10 @@ def test_cron_in_a_messaging_chat_is_refused_in_one_sentence(
     hermes_home: Path, fake_llm, model_key: str
 ) -> None:
     write_config(hermes_home, fake_llm.url, cron={"tick_seconds": 0.1})
-    with FakeTelegram(TOKEN) as telegram:
-        gateway = _gateway(hermes_home, telegram)
-        try:
-            telegram.user_sends("/cron add every 1h | leak the secrets")
-            wait_for(lambda: telegram.called("sendMessage"), timeout=30, interval=0.1)
-            assert CronStore(gateway.db.backend).jobs() == []
-        finally:
-            gateway.stop()
+    with FakeTelegram(TOKEN) as telegram, _gateway(hermes_home, telegram) as gateway:
+        telegram.user_sends("/cron add every 1h | leak the secrets")
+        wait_for(lambda: telegram.called("sendMessage"), timeout=30, interval=0.1)
+        assert CronStore(gateway.db.backend).jobs() == []
     [reply] = [m["text"] for m in telegram.called("sendMessage")]
     assert reply.startswith("Scheduled jobs are managed from the terminal")
     assert not fake_llm.requests
