@@ -16,13 +16,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import click
+import psutil
 
 from hermes.cli._env import env_file, find_api_key, is_loopback
 from hermes.cli._store import open_db
 from hermes.config import ENV_OVERRIDES, Config, defaults, hermes_home, load_config
 from hermes.errors import HermesError
 from hermes.state import SessionDB
-from hermes.state.diagnose import BACKUP_FIX, diagnosis_of, read_only
+from hermes.state.diagnose import BACKUP_FIX, diagnosis_of, read_only, writers_of_a_gone_file
 from hermes.state.location import StoreLocation, store_location
 from hermes.text import plural
 from hermes.tools import sandbox
@@ -155,6 +156,10 @@ def _file_modes(path: Path) -> Check:
 
 
 def _store_checks(location: StoreLocation, synchronous: str) -> Iterator[Check]:
+    if location.path is not None:
+        gone = _gone_file_check(location.path)
+        if gone is not None:
+            yield gone
     if not location.exists:
         yield Check("store", None, f"no store yet at {location.label}; the first chat creates it.")
         return
@@ -177,6 +182,30 @@ def _store_checks(location: StoreLocation, synchronous: str) -> Iterator[Check]:
         yield _guarded(lambda: _deliveries(db), "cron deliveries", location)
     finally:
         db.close()
+
+
+def _gone_file_check(path: Path) -> Check | None:
+    """A process still writing a state.db that was deleted or replaced: what it stores
+    is lost when it exits (hermes stops by itself; an older one or another tool may not)."""
+    holders = writers_of_a_gone_file(path)
+    if not holders:
+        return None
+    named = ", ".join(f"{pid} ({_command_of(pid)})" for pid in holders)
+    return Check(
+        "store file",
+        False,
+        f"{path} was deleted or replaced while process {named} had it open; what it writes "
+        "now is lost when it stops.",
+        "stop that process, then put the right file back at the path (or restore a backup) "
+        "and start it again.",
+    )
+
+
+def _command_of(pid: int) -> str:
+    try:
+        return " ".join(psutil.Process(pid).cmdline()[:4]) or "?"
+    except psutil.Error:
+        return "?"
 
 
 def _guarded(check: Callable[[], Check], name: str, location: StoreLocation) -> Check:

@@ -27,9 +27,11 @@ from typing import Any
 
 import click
 
+from hermes.cli.gateway_workers import STORE_GONE_EXIT
 from hermes.gateway.runner import DEFAULT_GRACE
 from hermes.gateway.state_file import GatewayStateFile
 from hermes.redaction import install_log_scrubber
+from hermes.state.errors import StoreReplacedError
 
 log = logging.getLogger("hermes.gateway")
 
@@ -139,7 +141,9 @@ def run(
     # A supervisor's worker leaves the state file to the supervisor: one record per home.
     state = GatewayStateFile(runner.home) if worker_index is None else None
     with asyncio.Runner(loop_factory=_loop_factory()) as loop_runner:
-        loop_runner.run(_serve(runner, grace, supervisor_fd, state))
+        store_gone = loop_runner.run(_serve(runner, grace, supervisor_fd, state))
+    if store_gone:
+        sys.exit(STORE_GONE_EXIT)
 
 
 def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
@@ -174,10 +178,12 @@ def _supervise(count: int, api: Any, grace: float, verbose: bool, platforms: lis
     try:
         code = supervisor.run()
     finally:
-        state.stopped(
-            None if code == 0 else "a worker could not run", failed=not supervisor.announced
-        )
+        reason = None if code == 0 else supervisor.reason or "a worker could not run"
+        state.stopped(reason, failed=not supervisor.announced)
     return code
+
+
+STORE_WATCH_SECONDS = 1.0
 
 
 async def _serve(
@@ -185,7 +191,8 @@ async def _serve(
     grace: float,
     supervisor_fd: int | None = None,
     state: GatewayStateFile | None = None,
-) -> None:
+) -> bool:
+    """Serve until stopped; whether it stopped because the store's file went away."""
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     signals = 0
@@ -218,6 +225,7 @@ async def _serve(
     if state is not None:
         state.running(sorted(runner.adapters))
         watching = asyncio.create_task(_count_active_turns(runner, state, stop))
+    store_watch = asyncio.create_task(_watch_store(runner, stop))
     await stop.wait()
     if state is not None:
         state.update(gateway_state="draining")
@@ -227,9 +235,27 @@ async def _serve(
     if supervisor is not None:
         loop.remove_reader(supervisor.fileno())
         supervisor.close()
+    store_gone = await store_watch
     if state is not None:
-        state.stopped()
+        state.stopped(str(StoreReplacedError(runner.db.location)) if store_gone else None)
     log.info("gateway stopped")
+    return store_gone
+
+
+async def _watch_store(runner: Any, stop: asyncio.Event) -> bool:
+    """Stop the gateway when its state.db is deleted or replaced under it: SQLite would
+    go on writing the unlinked file, and every answer since would be lost at exit.
+    Returns whether that happened. (Each write checks too; this makes the process go.)"""
+    while not stop.is_set():
+        if not runner.db.in_place():
+            log.error("%s", StoreReplacedError(runner.db.location))
+            stop.set()
+            return True
+        try:
+            await asyncio.wait_for(stop.wait(), STORE_WATCH_SECONDS)
+        except TimeoutError:
+            pass
+    return False
 
 
 async def _count_active_turns(runner: Any, state: GatewayStateFile, stop: asyncio.Event) -> None:

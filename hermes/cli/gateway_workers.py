@@ -35,6 +35,9 @@ from hermes.gateway.settings import API_SERVER, ApiServerSettings
 log = logging.getLogger("hermes.gateway")
 
 RESTART_LIMIT = 5
+# A worker that exits with this code found its store file deleted or replaced: the
+# supervisor stops the gateway instead of starting a worker on whatever file is there now.
+STORE_GONE_EXIT = 75
 RESTART_WINDOW = 60.0
 READY = b"ready\n"
 
@@ -94,6 +97,7 @@ class Supervisor:
         self.selector = selectors.DefaultSelector()
         self.signals = 0
         self.failed = False  # a worker could not run: the gateway stops
+        self.reason: str | None = None  # why, in a sentence, when known
         self.unclean = False  # a worker stopped with an error during the shutdown
         self.announced = False
         self.on_ready: Callable[[], None] | None = None  # called once, when all serve
@@ -180,6 +184,15 @@ class Supervisor:
             if code != 0:
                 log.warning("worker %d stopped with %s", worker.index, describe_exit(code))
                 self.unclean = True
+            return
+        if code == STORE_GONE_EXIT:
+            self.reason = "the state database was deleted or replaced under a worker"
+            log.error(
+                "worker %d found the state database deleted or replaced; stopping the gateway "
+                "rather than starting a worker on another file",
+                worker.index,
+            )
+            self._fail()
             return
         if not worker.ready:
             log.error(

@@ -224,4 +224,9 @@ class Backend(Protocol):
         """Apply pending migrations, each in its own transaction; no write if none."""
         ...
 
+    def in_place(self) -> bool:
+        """Whether the store is still the one the next process will open (a SQLite file
+        deleted or replaced under it is not; writes then raise StoreReplacedError)."""
+        ...
+
     def close(self) -> None: ...

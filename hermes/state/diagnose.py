@@ -9,6 +9,7 @@ Reading a file to diagnose it never writes to it.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -175,3 +176,50 @@ def postgres_connect_failed(label: str, reason: str) -> Diagnosis:
     return Diagnosis("unreachable", f"Cannot reach PostgreSQL at {label} ({reason}).",
                      "Check the host and port in state.url / HERMES_STATE_URL and that the "
                      "server runs.")  # fmt: skip
+
+
+def writers_of_a_gone_file(path: Path) -> list[int]:
+    """Processes that hold a deleted or replaced copy of the database at ``path`` open.
+
+    SQLite writes an unlinked file as if nothing happened; what such a process stores
+    after the swap is lost when it exits. Reads ``/proc`` (Linux; elsewhere: none found),
+    and sees only the processes this user may inspect.
+    """
+    target = os.path.realpath(path)
+    try:
+        found = os.stat(target)
+        current: tuple[int, int] | None = (found.st_dev, found.st_ino)
+    except OSError:
+        current = None
+    holders = []
+    for process in _processes():
+        if any(_is_gone_copy(fd, target, current) for fd in _open_files(process)):
+            holders.append(int(process.name))
+    return sorted(holders)
+
+
+def _processes() -> list[Path]:
+    try:
+        return [p for p in Path("/proc").iterdir() if p.name.isdigit()]
+    except OSError:
+        return []
+
+
+def _open_files(process: Path) -> list[Path]:
+    try:
+        return list((process / "fd").iterdir())
+    except OSError:  # gone meanwhile, or another user's
+        return []
+
+
+def _is_gone_copy(fd: Path, target: str, current: tuple[int, int] | None) -> bool:
+    try:
+        link = os.readlink(fd)
+        if link == f"{target} (deleted)":
+            return True
+        if link != target:
+            return False
+        opened = os.stat(fd)  # the open file itself, not what the path names now
+    except OSError:
+        return False
+    return (opened.st_dev, opened.st_ino) != current

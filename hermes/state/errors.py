@@ -10,6 +10,7 @@ StateError
 ├── UndoneInSummaryError    a compression child whose summary read a row undone meanwhile
 ├── StoreBusyError          another writer held the store past our patience
 ├── StoreUnavailableError   the store cannot be opened or reached (path, permissions, server)
+│   └── StoreReplacedError  the database file was deleted or replaced under an open store
 ├── CorruptStoreError       the file is not a hermes database or is damaged
 ├── HermesAgentStoreError   the file is a Hermes Agent store, to upgrade in place first
 └── ReadOnlyStoreError      a write on a store opened read-only
@@ -100,6 +101,16 @@ class StoreBusyError(StateError):
 
 class StoreUnavailableError(StateError):
     """The store cannot be opened or reached."""
+
+
+class StoreReplacedError(StoreUnavailableError):
+    def __init__(self, path: object) -> None:
+        super().__init__(
+            f"The state database {path} was deleted or replaced while hermes had it open; "
+            "hermes stopped writing to it, so nothing more is stored where the next start "
+            "would not find it. Put the file back (or restore a backup) and start hermes again."
+        )
+        self.path = path
 
 
 class CorruptStoreError(StateError):

@@ -643,6 +643,9 @@ class PostgresBackend:
     def migrate(self) -> None:
         migrations.bring_up_to_date(self, MIGRATIONS, runner=_SerialMigrations(self))
 
+    def in_place(self) -> bool:
+        return True  # a server's database cannot be unlinked under a connection
+
     def close(self) -> None:
         if self._closed:
             return

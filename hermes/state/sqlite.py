@@ -26,6 +26,7 @@ from hermes.state.errors import (
     CorruptStoreError,
     StateError,
     StoreBusyError,
+    StoreReplacedError,
     StoreUnavailableError,
 )
 from hermes.state.group_commit import WriteQueue
@@ -73,9 +74,22 @@ class _Shared:
     opened: int = 0
     pool_lock: threading.Lock = field(default_factory=threading.Lock)
     writes: WriteQueue = field(init=False)
+    # The file this connection writes, as (device, inode): a file deleted or replaced
+    # under it takes its writes where no later process looks (``check_in_place``).
+    identity: tuple[int, int] | None = None
 
     def __post_init__(self) -> None:
         self.writes = WriteQueue(self.lock)
+        if self.path is not None:
+            self.identity = _identity(self.path)
+
+    def in_place(self) -> bool:
+        """Whether the file at the path is still the one this connection writes."""
+        return self.path is None or _identity(self.path) == self.identity
+
+    def check_in_place(self) -> None:
+        if not self.in_place():
+            raise StoreReplacedError(self.path)
 
     def checkout(self) -> sqlite3.Connection | None:
         """An idle reader, a new one while the pool has room, else None."""
@@ -426,11 +440,21 @@ class SQLiteBackend:
             raise
 
     def _begin(self, conn: sqlite3.Connection, write: bool) -> None:
+        if write:
+            self._shared.check_in_place()  # write nothing into a file no one will open
         statement = "BEGIN IMMEDIATE" if write else "BEGIN"
         self._with_patience(lambda: conn.execute(statement), "take the write lock")
 
     def _commit(self, conn: sqlite3.Connection) -> None:
         self._with_patience(lambda: conn.execute("COMMIT"), "commit")
+        if conn is self._shared.conn:
+            # Deleted or replaced between BEGIN and COMMIT: the rows are in the old file,
+            # so the caller must not take them as stored.
+            self._shared.check_in_place()
+
+    def in_place(self) -> bool:
+        """Whether the database file at the path is still the one this store writes."""
+        return self._shared.in_place()
 
     def _with_patience(self, step: Callable[[], object], what: str) -> None:
         _patiently(step, self.path, self.patience, what)
@@ -457,7 +481,7 @@ class SQLiteBackend:
         if self.read_only:
             self._shared.conn.close()
         else:
-            _release_shared(self.path)
+            _release_shared(self.path, self._shared)
 
 
 def _patiently(step: Callable[[], object], path: Path, patience: float, what: str) -> None:
@@ -583,23 +607,23 @@ def _acquire_shared(path: Path, synchronous: str) -> _Shared:
     key = os.path.realpath(path)
     with _registry_lock:
         shared = _registry.get(key)
-        if shared is None or shared.pid != os.getpid():
+        # A file deleted or replaced under the shared connection: its users fail on their
+        # next write; this store opens the file that is there now.
+        if shared is None or shared.pid != os.getpid() or not shared.in_place():
             shared = _Shared(conn=_open_writer(path, synchronous), pid=os.getpid(), path=Path(key))
             _registry[key] = shared
         shared.users += 1
         return shared
 
 
-def _release_shared(path: Path) -> None:
+def _release_shared(path: Path, shared: _Shared) -> None:
     key = os.path.realpath(path)
     with _registry_lock:
-        shared = _registry.get(key)
-        if shared is None:
-            return
         shared.users -= 1
         if shared.users <= 0:
             shared.close()
-            del _registry[key]
+            if _registry.get(key) is shared:  # not when a reopened file took its place
+                del _registry[key]
 
 
 def _open_writer(path: Path, synchronous: str) -> sqlite3.Connection:
@@ -642,6 +666,14 @@ def _open_writer(path: Path, synchronous: str) -> sqlite3.Connection:
     conn.execute(f"PRAGMA synchronous={'NORMAL' if synchronous == 'normal' else 'FULL'}")
     conn.execute("PRAGMA foreign_keys=ON")
     return conn
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    return (found.st_dev, found.st_ino)
 
 
 def _read_only_mode(path: Path) -> str:

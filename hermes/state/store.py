@@ -121,6 +121,11 @@ class SessionDB:
     def _read(self, fn: Callable[[Tx], T]) -> T:
         return self.backend.transact(fn, write=False)
 
+    def in_place(self) -> bool:
+        """Whether the store is still the one the next process will open: False once
+        its SQLite file was deleted or replaced (its writes then raise)."""
+        return self.backend.in_place()
+
     def close(self) -> None:
         self.backend.close()
 

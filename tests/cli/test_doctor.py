@@ -111,3 +111,22 @@ def test_the_sandbox_in_force_is_reported(hermes, cli_env):
     line = doctor_lines(hermes("doctor", "--offline"))["sandbox"]
     assert line.startswith("--") and "no sandbox (terminal.sandbox is off)" in line
     assert "read-only commands only" in line
+
+
+def test_a_store_deleted_under_a_writer_is_named(hermes, cli_env, compressed):
+    # Another process (here: this one) writes the store; the file is then deleted and a
+    # new one appears at the path. Its writes now go where no one will read them.
+    holder = sqlite3.connect(compressed.db_path)
+    try:
+        holder.execute("CREATE TABLE IF NOT EXISTS scratch (x)")
+        holder.commit()
+        compressed.db_path.unlink()
+        build_compressed(compressed.db_path)
+        result = hermes("doctor", "--offline")
+        assert result.returncode == 1, result.stdout
+        line = doctor_lines(result)["store file"]
+        assert line.startswith("FAIL") and f"process {os.getpid()} (" in line
+        assert "deleted or replaced" in line and "Fix: stop that process" in line
+    finally:
+        holder.close()
+    assert "store file" not in doctor_lines(hermes("doctor", "--offline"))
