@@ -266,6 +266,8 @@ async def _count_active_turns(runner: Any, state: GatewayStateFile, stop: asynci
         if running != written:
             state.update(active_agents=running)
             written = running
+        else:
+            state.refresh()
         try:
             await asyncio.wait_for(stop.wait(), ACTIVE_TURNS_EVERY)
         except TimeoutError:
@@ -308,26 +310,29 @@ def _setup_logging(verbose: bool, worker_index: int | None = None) -> None:
         logging.getLogger(name).setLevel(logging.INFO if verbose else logging.WARNING)
 
 
-NOT_RUNNING_EXIT = 3  # what `systemctl status` and LSB init scripts say for "not running"
-
-
 @gateway.command("status")
-@click.option("--json", "as_json", is_flag=True, help="Print the state file's record as JSON.")
+@click.option("--json", "as_json", is_flag=True, help="Print the gateways' records as JSON.")
 def status(as_json: bool) -> None:
-    """Say whether a gateway runs on this HERMES_HOME: its pid, state and platforms.
+    """Say which gateways run on this HERMES_HOME: pid, state and platforms of each.
 
-    Exit code 0 when one runs, 3 when none does.
+    Exits 0 whether or not one runs, as Hermes Agent does; the first word of the answer
+    (or "running" in --json) says which.
     """
     from hermes.config import hermes_home
-    from hermes.gateway.state_file import read_status
+    from hermes.gateway.state_file import read_status, running_gateways
 
-    found = read_status(hermes_home())
+    home = hermes_home()
+    found = read_status(home)
+    # A gateway of an older hermes keeps no record in gateways/: its state file says.
+    live = running_gateways(home) or ([found.state] if found.running and found.state else [])
     if as_json:
-        click.echo(json.dumps({"running": found.running, **(found.state or {})}, indent=2))
+        record = live[0] if live else found.state or {}
+        click.echo(json.dumps({"running": bool(live), **record, "gateways": live}, indent=2))
+    elif live:
+        for state in live:
+            click.echo(_describe(True, state))
     else:
-        click.echo(_describe(found.running, found.state or {}))
-    if not found.running:
-        sys.exit(NOT_RUNNING_EXIT)
+        click.echo(_describe(False, found.state or {}))
 
 
 def _describe(running: bool, state: dict[str, Any]) -> str:

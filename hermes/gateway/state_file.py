@@ -8,20 +8,28 @@ plus ``gateway_state`` (``starting`` -> ``running`` -> ``draining`` -> ``stopped
 ``platforms`` (``{name: {state, updated_at}}``) and ``updated_at`` (ISO 8601, UTC). At
 exit the state file stays, marked ``stopped``; the pid file goes. ``read_status`` tells a
 live gateway from a stale file by the pid and its start time.
+
+Only one gateway of a home writes those two files (the one holding ``gateway.lock``);
+every gateway also keeps its own record in ``gateways/``, so several on one home are
+each reported (``running_gateways``) and a second one that fails never clears the
+first one's state.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import sys
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 STATE_FILE = "gateway_state.json"
 PID_FILE = "gateway.pid"
+LOCK_FILE = "gateway.lock"  # 0.19's runtime lock: held by the gateway that writes the two above
+GATEWAYS_DIR = "gateways"  # one record per running gateway: gateways/<pid>.json and .lock
 KIND = "hermes-gateway"
 
 
@@ -61,7 +69,17 @@ def _read_json(path: Path) -> dict[str, Any] | None:
 
 
 class GatewayStateFile:
-    """This process's record in HERMES_HOME; every write is atomic and never raises."""
+    """This process's records in HERMES_HOME; every write is atomic and never raises.
+
+    Several gateways may serve one home (other ports, another PostgreSQL host's peers),
+    and a second one may fail to start beside a running one. So each keeps its own
+    record, ``gateways/<pid>.json``, under a lock it holds while it lives
+    (``gateways/<pid>.lock``: the kernel drops it when the process dies, so a reader
+    tells a live record from a stale one without trusting pids). Only the gateway that
+    holds ``gateway.lock`` (0.19's runtime lock, which 0.19's readers probe) writes
+    ``gateway.pid`` and ``gateway_state.json``; a second gateway never touches them, and
+    takes them over only when the holder is gone.
+    """
 
     def __init__(self, home: Path) -> None:
         self.home = Path(home)
@@ -81,37 +99,131 @@ class GatewayStateFile:
             "platforms": {},
             "updated_at": _now(),
         }
+        self._alive: IO[str] | None = None  # our lock on gateways/<pid>.lock
+        self._primary: IO[str] | None = None  # our lock on gateway.lock, when we hold it
+
+    @property
+    def primary(self) -> bool:
+        """Whether this gateway writes 0.19's files (``gateway.pid``, the state file)."""
+        return self._primary is not None
 
     def starting(self) -> None:
-        self._save(self.home / PID_FILE, self.record)
+        _prune_stale(self.home)
+        self._alive = _hold(self.home / GATEWAYS_DIR / f"{self.pid}.lock", self.record)
         self.update(gateway_state="starting")
 
     def running(self, platforms: list[str]) -> None:
         stamp = _now()
-        self.state["platforms"] = {name: {"state": "connected", "updated_at": stamp}
-                                   for name in platforms}  # fmt: skip
+        self.state["platforms"] = {
+            name: {"state": "connected", "updated_at": stamp} for name in platforms
+        }
         self.update(gateway_state="running")
 
     def update(self, **fields: Any) -> None:
         self.state.update(fields, updated_at=_now())
-        self._save(self.home / STATE_FILE, self.state)
+        self._save(self.home / GATEWAYS_DIR / f"{self.pid}.json", self.state)
+        if self._primary is None and self.state["gateway_state"] not in ENDED:
+            self._take_primary()
+        if self._primary is not None:
+            self._save(self.home / STATE_FILE, self.state)
 
     def stopped(self, exit_reason: str | None = None, *, failed: bool = False) -> None:
         stamp = _now()
         for platform in self.state["platforms"].values():
             platform.update(state="disconnected", updated_at=stamp)
-        self.update(gateway_state="startup_failed" if failed else "stopped",
-                    exit_reason=exit_reason, active_agents=0)  # fmt: skip
-        pid_path = self.home / PID_FILE
-        found = _read_json(pid_path)
-        if found is not None and found.get("pid") == self.pid:  # never another gateway's
-            pid_path.unlink(missing_ok=True)
+        ended = "startup_failed" if failed else "stopped"
+        self.update(gateway_state=ended, exit_reason=exit_reason, active_agents=0)
+        if self._primary is not None:
+            pid_path = self.home / PID_FILE
+            found = _read_json(pid_path)
+            if found is not None and found.get("pid") == self.pid:  # never another's
+                pid_path.unlink(missing_ok=True)
+            _release(self._primary)
+            self._primary = None
+        _release(self._alive)
+        self._alive = None
+
+    def refresh(self) -> None:
+        """Take over 0.19's files when the gateway that wrote them is gone."""
+        if self._primary is None and self.state["gateway_state"] not in ENDED:
+            self.update()
+
+    def _take_primary(self) -> None:
+        self._primary = _hold(self.home / LOCK_FILE, self.record)
+        if self._primary is not None:
+            self._save(self.home / PID_FILE, self.record)
 
     def _save(self, path: Path, payload: dict[str, Any]) -> None:
         try:
+            path.parent.mkdir(mode=0o700, exist_ok=True)
             _write_json(path, payload)
         except OSError:
             pass  # a read-only home: the gateway serves all the same
+
+
+ENDED = ("stopped", "startup_failed")
+
+
+def _hold(path: Path, record: dict[str, Any]) -> IO[str] | None:
+    """Take ``path``'s lock for this process's lifetime, with ``record`` in it; None
+    when another process holds it (or the home is read-only)."""
+    try:
+        path.parent.mkdir(mode=0o700, exist_ok=True)
+        handle = open(path, "a+", encoding="utf-8")  # noqa: SIM115 - held until stopped
+    except OSError:
+        return None
+    try:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.close()
+        return None
+    handle.seek(0)
+    handle.truncate()
+    json.dump(record, handle)
+    handle.flush()
+    return handle
+
+
+def _release(handle: IO[str] | None) -> None:
+    if handle is not None:
+        handle.close()  # closing drops the lock
+    return None
+
+
+def _held(path: Path) -> bool:
+    """Whether a live process holds ``path``'s lock."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            try:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except OSError:
+                return True
+            return False
+    except OSError:
+        return False
+
+
+def _prune_stale(home: Path) -> None:
+    """Drop the records of gateways that are gone (their lock is free)."""
+    folder = home / GATEWAYS_DIR
+    for lock in folder.glob("*.lock") if folder.is_dir() else ():
+        if not _held(lock):
+            for path in (lock, lock.with_suffix(".json")):
+                try:
+                    path.unlink(missing_ok=True)
+                except OSError:
+                    pass
+
+
+def running_gateways(home: Path) -> list[dict[str, Any]]:
+    """The records of every gateway alive on ``home``, oldest first."""
+    folder = Path(home) / GATEWAYS_DIR
+    found = []
+    for lock in sorted(folder.glob("*.lock")) if folder.is_dir() else ():
+        record = _read_json(lock.with_suffix(".json"))
+        if record is not None and record.get("gateway_state") not in ENDED and _held(lock):
+            found.append(record)
+    return sorted(found, key=lambda r: (r.get("start_time") or 0, r.get("pid") or 0))
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,8 @@
 """A running gateway keeps $HERMES_HOME/gateway_state.json and gateway.pid as Hermes
 Agent 0.19 does (checked with 0.19's own reader), and `hermes gateway status` answers
-from them: running or not, pid, platforms, with a meaningful exit code."""
+from them: running or not, pid, platforms, exit code 0 either way (as 0.19). Several
+gateways on one home are each reported, and one that fails to start beside a running one
+leaves the running one's record alone."""
 
 from __future__ import annotations
 
@@ -48,7 +50,7 @@ def test_state_file_and_status_follow_the_gateway_from_start_to_stop(
     hermes_home: Path, config_file: Path, run_gateway, hermes_agent_venv_python
 ) -> None:
     never = status(hermes_home)
-    assert never.returncode == 3 and "not running" in never.stdout
+    assert never.returncode == 0 and never.stdout.startswith("Gateway is not running")
     port = free_port()
     gateway = run_gateway("--api-server", f"127.0.0.1:{port}", "--workers", "1")
     gateway.wait_ready(port)
@@ -75,7 +77,7 @@ def test_state_file_and_status_follow_the_gateway_from_start_to_stop(
     assert not (hermes_home / "gateway.pid").exists()
     assert as_hermes_agent(hermes_agent_venv_python, hermes_home)["pid"] is None
     after = status(hermes_home)
-    assert after.returncode == 3 and after.stdout.startswith("Gateway is not running (stopped")
+    assert after.returncode == 0 and after.stdout.startswith("Gateway is not running (stopped")
 
 
 def test_a_gateway_that_died_is_not_running(hermes_home: Path, config_file: Path, run_gateway):
@@ -87,7 +89,7 @@ def test_a_gateway_that_died_is_not_running(hermes_home: Path, config_file: Path
     gateway.proc.kill()
     gateway.proc.wait(10)
     dead = status(hermes_home)
-    assert dead.returncode == 3
+    assert dead.returncode == 0
     assert f"pid {gateway.proc.pid} is gone without stopping" in dead.stdout
 
 
@@ -103,4 +105,67 @@ def test_a_supervisor_keeps_one_record_for_its_workers(
     assert status(hermes_home).returncode == 0
     assert gateway.terminate() == 0
     assert json.loads(path.read_text())["gateway_state"] == "stopped"
-    assert status(hermes_home).returncode == 3
+    assert status(hermes_home).stdout.startswith("Gateway is not running (stopped")
+
+
+READ_PID_AS_HERMES_AGENT = """
+from gateway.status import get_running_pid
+print(get_running_pid(cleanup_stale=False))
+"""
+
+
+def pid_as_hermes_agent(python: Path, home: Path) -> str:
+    done = subprocess.run(
+        [str(python), "-c", READ_PID_AS_HERMES_AGENT],
+        env={**os.environ, "HERMES_HOME": str(home)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout.strip().splitlines()[-1]
+
+
+def test_a_failed_second_gateway_leaves_the_running_one_reported(
+    hermes_home: Path, config_file: Path, run_gateway, hermes_agent_venv_python
+) -> None:
+    port = free_port()
+    first = run_gateway("--api-server", f"127.0.0.1:{port}", "--workers", "1")
+    first.wait_ready(port)
+    path = hermes_home / "gateway_state.json"
+    wait_for(lambda: path.exists() and json.loads(path.read_text())["gateway_state"] == "running")
+    # The same port: this one cannot start, and says so in its own record only.
+    second = run_gateway("--api-server", f"127.0.0.1:{port}", "--workers", "1")
+    assert second.proc.wait(60) != 0
+    assert json.loads(path.read_text())["pid"] == first.proc.pid
+    assert json.loads(path.read_text())["gateway_state"] == "running"
+    assert json.loads((hermes_home / "gateway.pid").read_text())["pid"] == first.proc.pid
+    said = status(hermes_home)
+    assert said.returncode == 0 and said.stdout.startswith(
+        f"Gateway is running (pid {first.proc.pid}"
+    )
+    assert pid_as_hermes_agent(hermes_agent_venv_python, hermes_home) == str(first.proc.pid)
+    assert first.terminate() == 0
+
+
+def test_two_gateways_on_one_home_are_each_reported(
+    hermes_home: Path, config_file: Path, run_gateway
+) -> None:
+    ports = [free_port(), free_port()]
+    gateways = []
+    for port in ports:
+        gateways.append(run_gateway("--api-server", f"127.0.0.1:{port}", "--workers", "1"))
+        gateways[-1].wait_ready(port)
+    pids = [g.proc.pid for g in gateways]
+    wait_for(lambda: len(json.loads(status(hermes_home, "--json").stdout)["gateways"]) == 2)
+    lines = status(hermes_home).stdout.strip().splitlines()
+    assert [line.split("pid ")[1].split(",")[0] for line in lines] == [str(p) for p in pids]
+    # The first stops: the second takes over 0.19's files (a reader sees it running).
+    assert gateways[0].terminate() == 0
+    state = hermes_home / "gateway_state.json"
+    wait_for(lambda: json.loads(state.read_text()).get("pid") == pids[1], timeout=30)
+    assert json.loads(state.read_text())["gateway_state"] == "running"
+    assert json.loads((hermes_home / "gateway.pid").read_text())["pid"] == pids[1]
+    assert status(hermes_home).stdout.startswith(f"Gateway is running (pid {pids[1]}")
+    assert gateways[1].terminate() == 0
+    assert status(hermes_home).stdout.startswith("Gateway is not running (stopped")
