@@ -36,6 +36,7 @@ from hermes.agent import commands as chat_commands
 from hermes.cli._worker import Approvals, run_in_worker
 from hermes.config import ensure_home
 from hermes.errors import HermesError
+from hermes.state.message import is_summary_row
 from hermes.text import one_line, retry_note, visible
 
 try:
@@ -424,10 +425,12 @@ class Repl:
         db, session_id = self.agent.session_db, self.agent.session_id
         if db is None or session_id is None:  # an agent without a store has no past
             return
-        messages = [
-            m for m in db.get_messages(session_id)
-            if m["role"] in ("user", "assistant") and m.get("content")
-        ]  # fmt: skip
+        # The live segment's rows, but a compaction summary (role 'user', asking nothing);
+        # a segment holding only the summary shows the conversation's last exchange.
+        rows = [m for m in db.get_messages(session_id) if not is_summary_row(m)]
+        if not rows:
+            rows = db.get_conversation_messages(session_id)
+        messages = [m for m in rows if m["role"] in ("user", "assistant") and m.get("content")]
         if not messages:
             return
         last = messages[-1]

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hermes.state.backend import Row, Tx
+from hermes.state.message import is_summary_row
 
 
 @dataclass(frozen=True)
@@ -89,7 +90,7 @@ def unanswered(row: Row, own_tools: Collection[str]) -> bool:
     if role == "tool":
         return True
     if role == "user":
-        return not (row["compacted"] and row["origin_id"] is None)  # a summary asks nothing
+        return not is_summary_row(row)
     if role == "assistant" and row["tool_calls"]:
         return any(name in own_tools for name in _called(row["tool_calls"]))
     return False
@@ -100,7 +101,7 @@ def _question(tx: Tx, tip_id: str) -> str | None:
     for row in tx.all(_TURN, (tip_id,)):
         if row["role"] == "assistant" and not row["tool_calls"]:
             return None
-        if row["role"] == "user" and not (row["compacted"] and row["origin_id"] is None):
+        if row["role"] == "user" and not is_summary_row(row):
             content = row["content"]
             return content if isinstance(content, str) and content.strip() else None
     return None

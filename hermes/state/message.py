@@ -64,3 +64,9 @@ def wire_form(message: Mapping[str, Any]) -> WireMessage:
         item["content"] = None if item.get("tool_calls") else ""
     item.setdefault("content", "")
     return cast(WireMessage, item)
+
+
+def is_summary_row(row: Mapping[str, Any]) -> bool:
+    """A stored compaction summary: a compacted row that copies no message. It has the
+    role ``user`` (providers want one there) but asks nothing."""
+    return bool(row.get("compacted")) and row.get("origin_id") is None

@@ -527,7 +527,8 @@ class SessionDB:
 
         ``message_count`` counts the original messages that stand (``undone_count`` the
         undone ones, apart); ``last_role`` is the role of the conversation's newest
-        standing row, so 'user' means its last message was never answered. Without
+        standing row other than a compaction summary, so 'user' means its last message
+        was never answered. Without
         ``include_abandoned``, a conversation that holds nothing but one unanswered
         first message (a failed first turn) is left out.
         """
@@ -542,7 +543,10 @@ class SessionDB:
             " t.ended_at, t.end_reason, t.segment_index AS segments,"
             f" {counted.format(flag=0)} AS message_count,"
             f" {counted.format(flag=1)} AS undone_count,"
+            # A compaction summary (a compacted row that copies no message) is stored as
+            # 'user' but asks nothing: it is not the conversation's last message.
             " (SELECT m.role FROM messages m WHERE m.session_id = t.id AND m.undone = 0"
+            "   AND NOT (m.compacted = 1 AND m.origin_id IS NULL)"
             "   ORDER BY m.id DESC LIMIT 1) AS last_role"
             " FROM sessions t JOIN sessions r ON r.id = t.conversation_id"
             " WHERE t.segment_index = (SELECT MAX(segment_index) FROM sessions x"

@@ -152,3 +152,20 @@ def test_model_and_tools(agent, db, fake_llm):
     assert db.get_session(agent.session_id)["model"] == "other-model"
     tools = chat_commands.dispatch(agent, "/tools")
     assert "terminal" in tools.data["tools"] and "terminal" in tools.text
+
+
+def test_a_compressed_conversation_is_not_left_unanswered(agent, db, hermes, chat):
+    """The summary of /compress is stored with the role 'user' but asks nothing: the
+    conversation's last message is still the answer, so no 'unanswered' note and no
+    offer to /retry an answered question."""
+    agent.run_conversation("remember the zebra named Otto")
+    assert chat_commands.dispatch(agent, "/compress").data["outcome"].rotated
+    listed = hermes("sessions", "list", "--json")
+    [row] = json.loads(listed.stdout)
+    assert row["unanswered"] is False and row["segments"] == 2
+    assert "unanswered" not in hermes("sessions", "list").stdout
+    resumed = chat("-c")
+    shown = resumed.child.before or ""
+    assert "not answered" not in shown and "/retry" not in shown
+    assert "hermes: echo: remember the zebra named Otto" in shown
+    assert resumed.leave() == 0
