@@ -18,6 +18,7 @@ from hermes.cli._store import opened_store
 from hermes.cli._table import echo_listing
 from hermes.config import load_config
 from hermes.cron import CronStore, check_target, parse
+from hermes.cron.targets import WAITING_AFTER, configured_platforms, why_undelivered
 from hermes.errors import HermesError
 from hermes.state.location import store_location
 
@@ -114,6 +115,19 @@ def create(
     click.echo(
         f"Created job {job['id']} ({job['name']}): {parsed.display}, next run {_when(job['next_run_at'])}."
     )
+    _warn_if_undeliverable(target)
+
+
+def _warn_if_undeliverable(target: str) -> None:
+    """Say at once when no gateway of this home would deliver the job's answers."""
+    from hermes.config import hermes_home
+    from hermes.gateway.state_file import served_platforms
+
+    why = why_undelivered(
+        target, configured_platforms(load_config()), served_platforms(hermes_home())
+    )
+    if why:
+        click.echo(f"Warning: {why}.", err=True)
 
 
 cron.add_command(create, "add")
@@ -143,6 +157,8 @@ def edit(job_ref: str, schedule: str | None, prompt: str | None, name: str | Non
         )
     job = _change(job_ref, **fields)
     click.echo(f"Updated job {job['id']} ({job['name']}); next run {_when(job['next_run_at'])}.")
+    if deliver is not None:
+        _warn_if_undeliverable(job["deliver"])
 
 
 @cron.command("pause")
@@ -197,6 +213,15 @@ def _delivery(run: dict[str, Any]) -> str:
         return "-"
     if run["delivery"] == "sent":
         return f"sent to {run['target']}"
+    waited = time.time() - (run["delivery_created_at"] or time.time())
+    if run["delivery"] == "pending" and waited >= WAITING_AFTER:
+        why = run["delivery_error"] or why_undelivered(
+            run["target"], configured_platforms(load_config())
+        )
+        return (
+            f"pending to {run['target']} for {waited / 60:.0f} min: "
+            f"{why or 'no gateway has taken it yet'}"
+        )
     error = f": {run['delivery_error']}" if run["delivery_error"] else ""
     return (
         f"{run['delivery']} to {run['target']} after {run['delivery_attempts']} attempt(s){error}"

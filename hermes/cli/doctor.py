@@ -71,7 +71,7 @@ def run_checks(*, offline: bool = False) -> Iterator[Check]:
     except HermesError as exc:  # e.g. HERMES_STATE_URL naming another kind of database
         yield Check("store", False, str(exc))
     else:
-        yield from _store_checks(location, config.get("state.synchronous"))
+        yield from _store_checks(location, config)
     if offline:
         yield Check("endpoint", None, "skipped (--offline).")
         return
@@ -155,7 +155,7 @@ def _file_modes(path: Path) -> Check:
 # -- the store --------------------------------------------------------------------------
 
 
-def _store_checks(location: StoreLocation, synchronous: str) -> Iterator[Check]:
+def _store_checks(location: StoreLocation, config: Config) -> Iterator[Check]:
     if location.path is not None:
         gone = _gone_file_check(location.path)
         if gone is not None:
@@ -169,7 +169,7 @@ def _store_checks(location: StoreLocation, synchronous: str) -> Iterator[Check]:
         if found is not None:  # not a failure: reading works; say what does not
             yield Check("writable", None, f"{found.problem} {found.fix}")
     try:
-        db = open_db(location, read_only=True, synchronous=synchronous)
+        db = open_db(location, read_only=True, synchronous=config.get("state.synchronous"))
     except (HermesError, sqlite3.Error) as exc:
         yield _failed("store", exc, location)
         return
@@ -179,7 +179,7 @@ def _store_checks(location: StoreLocation, synchronous: str) -> Iterator[Check]:
             yield _guarded(lambda: _integrity(db), "integrity", location)
             yield _guarded(lambda: _guards(db), "schema", location)
         yield _guarded(lambda: _invariants(db, location), "invariants", location)
-        yield _guarded(lambda: _deliveries(db), "cron deliveries", location)
+        yield _guarded(lambda: _deliveries(db, config), "cron deliveries", location)
     finally:
         db.close()
 
@@ -262,20 +262,41 @@ def _invariants(db: SessionDB, location: StoreLocation) -> Check:
                  "newest live segment of each conversation named (or restore a backup).")  # fmt: skip
 
 
-def _deliveries(db: SessionDB) -> Check:
-    """Scheduled answers no platform accepted after every retry: never silent."""
+def _deliveries(db: SessionDB, config: Config) -> Check:
+    """Scheduled answers no platform accepted after every retry, or that wait in the
+    outbox past ``WAITING_AFTER``: never silent, and with the reason."""
     from hermes.cron import CronStore
+    from hermes.cron.targets import WAITING_AFTER, configured_platforms, why_undelivered
 
     if db.backend.schema_version() < 12:
         return Check("cron deliveries", None, "no scheduled jobs in this store yet.")
-    failed = CronStore(db.backend, read_only=True).failed_deliveries()
-    if not failed:
-        return Check("cron deliveries", True, "no scheduled answer failed to deliver.")
-    last = failed[-1]
-    return Check("cron deliveries", False,
-                 f"{plural(len(failed), 'scheduled answer')} could not be delivered (last: "
-                 f"{last['target']}, {last['last_error']}).",
-                 "check the platform's token and the chat id, then see `hermes cron runs`.")  # fmt: skip
+    store = CronStore(db.backend, read_only=True)
+    failed = store.failed_deliveries()
+    if failed:
+        last = failed[-1]
+        return Check(
+            "cron deliveries",
+            False,
+            f"{plural(len(failed), 'scheduled answer')} could not be delivered (last: "
+            f"{last['target']}, {last['last_error']}).",
+            "check the platform's token and the chat id, then see `hermes cron runs`.",
+        )
+    waiting = store.waiting_deliveries(WAITING_AFTER)
+    if waiting:
+        oldest = waiting[0]
+        why = oldest["last_error"] or why_undelivered(
+            oldest["target"], configured_platforms(config)
+        )
+        return Check(
+            "cron deliveries",
+            False,
+            f"{plural(len(waiting), 'scheduled answer')} waiting over "
+            f"{WAITING_AFTER / 60:.0f} min to be delivered (oldest: {oldest['target']}: "
+            f"{why or 'no gateway has taken it'}).",
+            "run a gateway serving that platform (`hermes gateway run`), or point the job "
+            "elsewhere with `hermes cron edit JOB --deliver ...`.",
+        )
+    return Check("cron deliveries", True, "no scheduled answer failed or waits to be delivered.")
 
 
 def _sentence(exc: BaseException) -> str:

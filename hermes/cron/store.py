@@ -281,7 +281,8 @@ class CronStore(Tables):
         rows = self._read(
             lambda tx: tx.all(
                 f"SELECT {columns}, o.status AS delivery, o.attempts AS delivery_attempts,"
-                " o.last_error AS delivery_error, o.target AS target"
+                " o.last_error AS delivery_error, o.target AS target,"
+                " o.created_at AS delivery_created_at"
                 f" FROM cron_runs r LEFT JOIN cron_outbox o ON o.run_id = r.id {where}"
                 f" ORDER BY r.due_at DESC, r.created_at DESC LIMIT {int(limit)}",
                 params,
@@ -362,6 +363,21 @@ class CronStore(Tables):
             return status
 
         return self._write(put_back)
+
+    def waiting_deliveries(
+        self, older_than: float, now: float | None = None
+    ) -> list[dict[str, Any]]:
+        """Deliveries still pending ``older_than`` seconds after their answer was made,
+        oldest first: a platform no gateway serves, or one that keeps refusing."""
+        since = (time.time() if now is None else now) - older_than
+        rows = self._read(
+            lambda tx: tx.all(
+                f"SELECT {_OUTBOX_COLUMNS} FROM cron_outbox WHERE status = 'pending'"
+                " AND created_at <= ? ORDER BY created_at",
+                (since,),
+            )
+        )
+        return [dict(row) for row in rows]
 
     def failed_deliveries(self) -> list[dict[str, Any]]:
         rows = self._read(

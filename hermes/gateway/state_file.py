@@ -261,3 +261,8 @@ def _alive(pid: int, start_time: Any) -> bool:
     except PermissionError:
         pass  # someone else's process: it exists
     return start_time is None or process_start_time(pid) == start_time
+
+
+def served_platforms(home: Path) -> set[str]:
+    """The platforms the gateways running on ``home`` serve now."""
+    return {name for gateway in running_gateways(home) for name in gateway.get("platforms") or {}}

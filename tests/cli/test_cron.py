@@ -99,3 +99,47 @@ def test_cron_in_the_terminal_chat(chat, hermes) -> None:
     session.child.expect(pexpect.EOF)
     listed = json.loads(hermes("cron", "list", "--json").stdout)
     assert [(j["schedule"], j["prompt"]) for j in listed] == [("every 2h", "the news")]
+
+
+def test_a_delivery_no_gateway_can_make_is_said(hermes, cli_env) -> None:
+    """No gateway here serves telegram: `cron create` warns at once, and an answer that
+    waits in the outbox is reported with the reason by `cron runs` and `doctor`."""
+    made = hermes("cron", "create", "--name", "news", "--schedule", "every 2h",
+                  "--prompt", "the news", "--deliver", "telegram:42")  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    assert made.stderr.strip() == (
+        "Warning: no gateway serves telegram: config.yaml has no gateway.platforms.telegram, "
+        "so its answers wait in the outbox until a gateway with it runs."
+    )
+    assert hermes("cron", "create", "every 1h", "kept here").stderr == ""  # local: nothing
+    job_id = re.search(r"Created job (\w+)", made.stdout)[1]  # type: ignore[index]
+    _answer_waiting_since(cli_env.home / "state.db", job_id, minutes_ago=12)
+    runs = hermes("cron", "runs", job_id).stdout
+    assert "pending to telegram:42 for 12 min: no gateway serves telegram" in runs, runs
+    line = next(x for x in hermes("doctor", "--offline").stdout.splitlines() if "cron" in x)
+    assert line.startswith("FAIL") and "1 scheduled answer waiting over 5 min" in line, line
+    assert "no gateway serves telegram" in line and "Fix: run a gateway" in line
+
+
+def _answer_waiting_since(path, job_id: str, *, minutes_ago: float) -> None:
+    """A run of the job answered, its delivery left pending as if made minutes ago (the
+    gateway that ran it served no telegram)."""
+    import time
+
+    from hermes.cron import CronStore
+    from hermes.state import SessionDB
+
+    with SessionDB(db_path=path) as db:
+        cron = CronStore(db.backend)
+        cron.run_now(job_id)
+        run = cron.take_run("test-holder", ttl=60)
+        assert run is not None
+        assert cron.finish(run["id"], "test-holder", output="the news", error=None,
+                           deliver="telegram:42")  # fmt: skip
+        db.backend.transact(
+            lambda tx: tx.run(
+                "UPDATE cron_outbox SET created_at = ? WHERE run_id = ?",
+                (time.time() - minutes_ago * 60, run["id"]),
+            ),
+            write=True,
+        )
