@@ -218,34 +218,45 @@ def _write_stream(chunks: Iterable[str], out: TextIO) -> None:
 def search_cmd(query: tuple[str, ...], limit: int, source: str | None, as_json: bool) -> None:
     """Full-text search over every message of every conversation.
 
-    Every word must match. Quote a phrase to find its words adjacent (`'"red apples"'`)
-    and end a word with * to match every word it starts (`'zebr*'`).
+    Every word must match (`zebra giraffe` finds messages holding both). Quote a phrase
+    to find its words adjacent (`'"red apples"'`) and end a word with * to match every
+    word it starts (`'zebr*'`). The ID column is the conversation's live segment, as in
+    `sessions list`.
     """
     text = " ".join(query)
     hits: list[dict[str, Any]] = []
-    titles: dict[str, str | None] = {}
+    found: dict[str, tuple[str | None, str]] = {}
     if _store_exists():
         with opened_store(read_only=True) as db:
             hits = db.search_messages(text, limit=limit, source=source)
-            titles = _titles(db, {h["conversation_id"] for h in hits})
+            found = _titles_and_tips(db, {h["conversation_id"] for h in hits})
     for hit in hits:
-        hit["title"] = titles.get(hit["conversation_id"])
+        hit["title"], hit["tip_id"] = found.get(hit["conversation_id"], (None, hit["session_id"]))
     echo_listing(
         hits,
         as_json=as_json,
         empty=f"No messages match '{text}'.",
-        headers=("CONVERSATION", "TITLE", "WHEN", "ROLE", "MATCH"),
-        row=lambda h: (h["conversation_id"], one_line(h["title"] or "(untitled)", 24),
-                       when(h["created_at"]), h["role"], one_line(h["snippet"], 80)),
-    )  # fmt: skip
+        # ID last, the live segment's, as `sessions list` shows it: what --resume takes.
+        headers=("TITLE", "WHEN", "ROLE", "MATCH", "ID"),
+        row=lambda h: (
+            one_line(h["title"] or "(untitled)", 24),
+            when(h["created_at"]),
+            h["role"],
+            one_line(h["snippet"], 80),
+            h["tip_id"],
+        ),
+    )
 
 
-def _titles(db: SessionDB, conversation_ids: set[str]) -> dict[str, str | None]:
-    titles = {}
+def _titles_and_tips(
+    db: SessionDB, conversation_ids: set[str]
+) -> dict[str, tuple[str | None, str]]:
+    """Each conversation's title (its root's) and live segment id."""
+    found = {}
     for cid in conversation_ids:
         root = db.get_session(cid)
-        titles[cid] = root["title"] if root else None
-    return titles
+        found[cid] = (root["title"] if root else None, db.resolve_tip(cid))
+    return found
 
 
 # -- export -----------------------------------------------------------------------------

@@ -58,7 +58,10 @@ def test_search_finds_messages_of_every_segment(hermes, compressed):
     assert hits[0]["conversation_id"] == compressed.root
     giraffes = hermes("sessions", "search", "giraffes")
     assert giraffes.returncode == 0
-    assert compressed.root in giraffes.stdout and "Safari notes" in giraffes.stdout
+    assert "Safari notes" in giraffes.stdout
+    # The live segment's id, as `sessions list` shows it (not the root's).
+    assert giraffes.stdout.strip().splitlines()[-1].split()[-1] == compressed.tip
+    assert hits[0]["tip_id"] == compressed.tip
     assert "No messages match" in hermes("sessions", "search", "platypus").stdout
 
 
