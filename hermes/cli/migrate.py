@@ -9,6 +9,7 @@ created removes that file, so a retry starts clean.
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -135,9 +136,9 @@ def render_report(report: CopyReport) -> str:
 
 @contextmanager
 def progress_display() -> Iterator[Callable[[str, int, int], None]]:
-    """A progress bar on a terminal; else one line per batch on stderr."""
+    """A progress bar on a terminal; else a few lines per step on stderr (a log)."""
     if not sys.stderr.isatty():
-        yield _progress_line
+        yield ProgressLines()
         return
     from rich.console import Console
     from rich.progress import (
@@ -167,10 +168,23 @@ def progress_display() -> Iterator[Callable[[str, int, int], None]]:
         yield show
 
 
-def _progress_line(step: str, done: int, total: int) -> None:
-    if step == "verify":
+class ProgressLines:
+    """Progress for a log, not a screen: each step's first batch, then a line at most
+    every ``every`` seconds, and its last (a 300-batch import is a handful of lines)."""
+
+    def __init__(self, every: float = 10.0) -> None:
+        self.every = every
+        self.last: dict[str, float] = {}
+
+    def __call__(self, step: str, done: int, total: int) -> None:
+        if step == "verify":
+            if not done:
+                click.echo("verifying: counting rows and hashing every message", err=True)
+            return
         if not done:
-            click.echo("verifying: counting rows and hashing every message", err=True)
-        return
-    if done:
+            return
+        now = time.monotonic()
+        if done < total and now - self.last.get(step, -self.every) < self.every:
+            return
+        self.last[step] = now
         click.echo(f"{step}: {done}/{total}", err=True)

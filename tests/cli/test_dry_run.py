@@ -46,3 +46,23 @@ def test_migrate_dry_run_into_a_non_empty_target_says_it_would_refuse(
     assert result.returncode == 1
     assert "not empty" in result.stderr
     assert _digest(target) == before
+
+
+def test_progress_off_a_terminal_is_a_few_lines_per_step(capsys):
+    """Piped or logged, an import of 300 batches says so in a handful of lines (it once
+    wrote one per batch), and still gives each step's last count."""
+    from hermes.cli.migrate import ProgressLines
+
+    show = ProgressLines()
+    show("verify", 0, 1)
+    for step in ("messages", "sessions"):
+        for done in range(1, 301):
+            show(step, done, 300)
+    lines = capsys.readouterr().err.splitlines()
+    assert lines == [
+        "verifying: counting rows and hashing every message",
+        "messages: 1/300",
+        "messages: 300/300",
+        "sessions: 1/300",
+        "sessions: 300/300",
+    ]
