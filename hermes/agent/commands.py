@@ -241,8 +241,26 @@ def _title(agent: AIAgent, arg: str) -> Reply:
 def _model(agent: AIAgent, arg: str) -> Reply:
     if not arg:
         return Reply(f"Model: {agent.model} at {agent.base_url}")
+    offered = _offered_models(agent)
+    if offered and arg not in offered:
+        close = difflib.get_close_matches(arg, offered, n=3)
+        hint = f" Did you mean {' or '.join(close)}?" if close else ""
+        return Reply(
+            f"The endpoint {agent.base_url} does not offer '{arg}'; the model stays "
+            f"{agent.model}.{hint} (`hermes models` lists what it offers.)",
+            ok=False,
+        )
     agent.set_model(arg)
-    return Reply(f"Model set to {arg}; a resume of this conversation will use it too.")
+    unchecked = "" if offered else " (the endpoint lists no models, so it was not checked)"
+    return Reply(f"Model set to {arg}; a resume of this conversation will use it too.{unchecked}")
+
+
+def _offered_models(agent: AIAgent) -> list[str]:
+    """What the endpoint lists; empty when it cannot say (then nothing is refused)."""
+    try:
+        return agent.client.list_models()
+    except Exception:  # an endpoint without a listing, or unreachable: do not block
+        return []
 
 
 @command("sessions", "/sessions", "List recent conversations.")

@@ -11,6 +11,7 @@ and the API key to ``$HERMES_HOME/.env`` (0600), never to config.yaml.
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 import sys
@@ -188,16 +189,48 @@ def setup(base_url: str | None, model: str | None, api_key: str | None, no_input
     if base_url is None and ask:
         base_url = click.prompt("Endpoint (OpenAI-compatible base URL)",
                                 default=current.get("model.base_url"))  # fmt: skip
-    if model is None and ask:
-        model = click.prompt("Model", default=current.get("model.default"))
     endpoint = base_url or current.get("model.base_url")
     if api_key is None and ask:
         api_key = _ask_key(endpoint)
+    # Asked in a terminal, the model is checked against what the endpoint offers; with
+    # options only (scripts, CI), setup stays offline.
+    offered = _offered(endpoint, api_key) if ask else []
+    if model is None and ask:
+        model = click.prompt("Model", default=_proposed(current.get("model.default"), offered))
+    if model and offered and model.strip() not in offered:
+        close = difflib.get_close_matches(model.strip(), offered, n=3)
+        hint = f" (did you mean {' or '.join(close)}?)" if close else ""
+        click.echo(
+            f"Warning: {endpoint} does not offer {model.strip()}{hint}; `hermes models` "
+            "lists what it does.",
+            err=True,
+        )
     if not _apply(base_url, model, api_key):
         click.echo("Nothing changed: give --base-url, --model or --api-key, or run "
                    "`hermes setup` in a terminal to be asked.")  # fmt: skip
         return
     _summary(endpoint)
+
+
+def _offered(endpoint: str, api_key: str | None) -> list[str]:
+    """The endpoint's models, or none when it cannot say (quickly: no retries)."""
+    from hermes.agent.model.client import ModelClient
+
+    client = ModelClient(api_key or find_api_key()[0], endpoint, "", timeout=10, max_retries=0)
+    try:
+        return sorted(client.list_models())
+    except Exception:  # unreachable, no listing, no key yet: propose what is configured
+        return []
+    finally:
+        client.close()
+
+
+def _proposed(configured: str, offered: list[str]) -> str:
+    """The model to propose: the configured one if the endpoint offers it (or cannot
+    say), else the first the endpoint offers."""
+    if not offered or configured in offered:
+        return configured
+    return offered[0]
 
 
 def _ask_key(endpoint: str) -> str | None:

@@ -182,6 +182,7 @@ def test_new_sessions_resume_and_model(chat, cli_env, fake_llm):
     session.expect(PROMPT)
     assert fake_llm.requests[-1]["model"] == "safari-model"
     session.command("/new Second chat", "Started a new conversation 'Second chat'")
+    fake_llm.models.append("other-model")
     session.command("/model other-model", "Model set to other-model")
     session.say("fresh", "echo: fresh")
     session.expect(PROMPT)

@@ -7,7 +7,7 @@ import json
 import pexpect
 import yaml
 
-from tests.cli.helpers import assert_one_line_error, hermes_command, mode_of
+from tests.cli.helpers import FAKE_MODEL, assert_one_line_error, hermes_command, mode_of
 
 
 def test_show_get_path(hermes, cli_env):
@@ -88,21 +88,41 @@ def test_setup_without_a_terminal_or_options_changes_nothing(hermes, cli_env):
     assert not (cli_env.home / "config.yaml").exists()
 
 
-def test_setup_asks_in_a_terminal(cli_env):
+def test_setup_asks_in_a_terminal(cli_env, fake_llm):
+    fake_llm.models[:] = ["big-model", "my-model"]
     child = pexpect.spawn(hermes_command()[0], [*hermes_command()[1:], "setup"],
                           env=cli_env.vars, encoding="utf-8", timeout=20)  # fmt: skip
     try:
         child.expect("Endpoint")
-        child.sendline("https://llm.example.com/v1")
-        child.expect("Model")
-        child.sendline("my-model")
+        child.sendline(fake_llm.url)
         child.expect("API key")
         child.sendline("sk-typed-999999")
+        # The configured model is not offered there: the first one that is, is proposed.
+        child.expect_exact("Model [big-model]")
+        child.sendline("my-model")
         child.expect(pexpect.EOF)
     finally:
         child.close()
     assert child.exitstatus == 0
     assert "sk-typed" not in (child.before or "")  # typed hidden
+    assert "does not offer" not in (child.before or "")
     config = yaml.safe_load((cli_env.home / "config.yaml").read_text())
     assert config["model"]["default"] == "my-model"
     assert (cli_env.home / ".env").read_text() == "HERMES_API_KEY=sk-typed-999999\n"
+
+
+def test_setup_warns_of_a_model_the_endpoint_does_not_offer(cli_env, fake_llm):
+    child = pexpect.spawn(hermes_command()[0], [*hermes_command()[1:], "setup"],
+                          env=cli_env.vars, encoding="utf-8", timeout=20)  # fmt: skip
+    try:
+        child.expect("Endpoint")
+        child.sendline(fake_llm.url)
+        child.expect("API key")
+        child.sendline("")
+        child.expect_exact(f"Model [{FAKE_MODEL}]")  # offered: proposed as it is
+        child.sendline("fake-modle")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+    said = child.before or ""
+    assert f"does not offer fake-modle (did you mean {FAKE_MODEL}?)" in said, said

@@ -34,10 +34,10 @@ def test_first_hermes_on_a_terminal_runs_setup_then_chats(cli_env, fake_llm):
         child.expect_exact("no model to talk to yet")
         child.expect_exact("Endpoint (OpenAI-compatible base URL)")
         child.sendline(fake_llm.url)
-        child.expect_exact("Model")
-        child.sendline(FAKE_MODEL)
         child.expect_exact("API key")
         child.sendline("")  # a local endpoint needs none
+        child.expect_exact("Model")
+        child.sendline(FAKE_MODEL)
         child.expect_exact("›")
         child.sendline("hello after setup")
         child.expect_exact("echo: hello after setup")

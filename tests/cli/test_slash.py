@@ -146,12 +146,24 @@ def test_compress_summarises_even_a_short_conversation(agent, db, fake_llm):
 
 def test_model_and_tools(agent, db, fake_llm):
     assert chat_commands.dispatch(agent, "/model").text.startswith(f"Model: {FAKE_MODEL}")
+    fake_llm.models.append("other-model")
     assert chat_commands.dispatch(agent, "/model other-model").ok
     agent.run_conversation("which model?")
     assert fake_llm.requests[-1]["model"] == "other-model"
     assert db.get_session(agent.session_id)["model"] == "other-model"
     tools = chat_commands.dispatch(agent, "/tools")
     assert "terminal" in tools.data["tools"] and "terminal" in tools.text
+
+
+def test_a_model_the_endpoint_does_not_offer_is_refused(agent, db, fake_llm):
+    fake_llm.models.append("other-model")
+    reply = chat_commands.dispatch(agent, "/model other-modle")
+    assert not reply.ok and "does not offer 'other-modle'" in reply.text
+    assert "Did you mean other-model?" in reply.text and agent.model == FAKE_MODEL
+    agent.run_conversation("still here?")
+    assert fake_llm.requests[-1]["model"] == FAKE_MODEL
+    fake_llm.models.clear()  # an endpoint that lists nothing: nothing to check against
+    assert "not checked" in chat_commands.dispatch(agent, "/model anything").text
 
 
 def test_a_compressed_conversation_is_not_left_unanswered(agent, db, hermes, chat):
