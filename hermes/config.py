@@ -209,6 +209,8 @@ _HERMES_AGENT_ONLY = frozenset(
 
 # How many ignored keys the start-up warning names before it says "and N more".
 _WARN_NAMES = 6
+# Set by a gateway's supervisor for its workers: it warned about the config already.
+CONFIG_WARNED_ENV = "HERMES_CONFIG_WARNED"
 # Files whose ignored keys this process has warned about: the warning is said once.
 _warned: set[tuple[str, tuple[str, ...]]] = set()
 
@@ -602,8 +604,9 @@ def first_key_in(section: str) -> str:
 
 
 def warn_ignored(path: Path, ignored: Mapping[str, Any], lines: Mapping[str, int]) -> None:
-    """Say once per process, on stderr, which keys of ``path`` hermes does not use."""
-    if not ignored:
+    """Say once per process, on stderr, which keys of ``path`` hermes does not use (not
+    in a gateway's worker process: its supervisor said it)."""
+    if not ignored or os.environ.get(CONFIG_WARNED_ENV):
         return
     token = (str(path), tuple(sorted(ignored)))
     if token in _warned:

@@ -29,6 +29,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from hermes.config import CONFIG_WARNED_ENV
 from hermes.gateway.errors import PlatformStartError
 from hermes.gateway.settings import API_SERVER, ApiServerSettings
 
@@ -142,6 +143,9 @@ class Supervisor:
                 self.command(index, theirs.fileno()),
                 pass_fds=(theirs.fileno(),),
                 process_group=0,  # the terminal's Ctrl-C reaches the supervisor only
+                # The supervisor said what is wrong with the config once; its workers
+                # read the same file and keep quiet about it.
+                env={**os.environ, CONFIG_WARNED_ENV: "1"},
             )
         finally:
             theirs.close()

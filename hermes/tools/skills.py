@@ -170,12 +170,17 @@ def _indexes(root: Path) -> list[Path]:
     return found
 
 
+_reported: set[str] = set()  # the malformed SKILL.md sentences this process logged
+
+
 def load_skills(hermes_home: Path, cwd: Path | None, config: Config | None = None) -> SkillScan:
     """The skills the agent is shown here (``skills.disabled`` left out); each malformed
     SKILL.md is logged in one sentence."""
     scan = scan_skills(skill_roots(hermes_home, cwd, config))
     for problem in scan.problems:
-        log.warning("%s", problem)
+        if problem not in _reported:  # once per process, not at every turn or cron tick
+            _reported.add(problem)
+            log.warning("%s", problem)
     disabled = set(_setting(config, "skills.disabled") or ())
     if not disabled:
         return scan

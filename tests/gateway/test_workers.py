@@ -350,3 +350,13 @@ def test_a_gateway_without_the_chat_leaves_its_queued_input_to_one_that_runs_it(
             again.stop()
     finally:
         api_only.stop()
+
+
+def test_a_config_warning_is_said_once_not_once_per_worker(
+    hermes_home: Path, fake_llm, start_workers
+) -> None:
+    write_config(hermes_home, fake_llm.url, agent={"not_a_key": 1})
+    gateway, _ = start_workers()
+    said = [line for line in gateway.output().splitlines() if "does not use" in line]
+    assert len(said) == 1 and "agent.not_a_key" in said[0], gateway.output()
+    assert gateway.terminate() == 0

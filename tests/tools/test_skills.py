@@ -51,6 +51,18 @@ def test_a_malformed_skill_is_reported_in_one_sentence_and_skipped(home: Path) -
     assert str(bad / "SKILL.md") in scan.problems[0]
 
 
+def test_a_malformed_skill_is_logged_once_not_at_every_load(home: Path, caplog) -> None:
+    """Every turn and every cron tick loads the skills: the warning is said once."""
+    bad = home / "skills" / "broken"
+    bad.mkdir(parents=True)
+    (bad / "SKILL.md").write_text("---\nname: [unclosed\n---\n", encoding="utf-8")
+    with caplog.at_level("WARNING", logger="hermes.tools.skills"):
+        for _ in range(5):
+            assert len(load_skills(home, None).problems) == 1  # still reported to callers
+    logged = [r for r in caplog.records if str(bad / "SKILL.md") in r.getMessage()]
+    assert len(logged) == 1
+
+
 def test_the_prompt_block_holds_descriptions_never_bodies(home: Path) -> None:
     write_skill(home / "skills", "deploy", "deploy", "Ship the app.", body="SECRET-STEP-42")
     block = prompt_block(load_skills(home, None).skills)
