@@ -89,7 +89,7 @@ def show(as_json: bool) -> None:
             click.echo(f"#   {key}: {_as_text(mask_fields(key, value))}{where}")
 
 
-@config.command()
+@config.command(short_help="Print one value (secrets masked).")
 @click.argument("key")
 def get(key: str) -> None:
     """Print one value, e.g. `hermes config get model.default` (secrets masked)."""
@@ -114,7 +114,11 @@ def _lookup(current: Config, key: str) -> Any:
 
 
 # A value such as -3 is a value, not an option: click would otherwise refuse it.
-@config.command("set", context_settings={"ignore_unknown_options": True})
+@config.command(
+    "set",
+    short_help="Set one value in config.yaml.",
+    context_settings={"ignore_unknown_options": True},
+)
 @click.argument("key")
 @click.argument("value")
 def set_(key: str, value: str) -> None:

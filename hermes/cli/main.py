@@ -10,6 +10,7 @@ that call it that way.
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import os
 import sys
@@ -54,6 +55,20 @@ class HermesGroup(click.Group):
             command: click.Command = getattr(importlib.import_module(module_name), attribute)
             return command
         return super().get_command(ctx, name)
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        try:
+            return super().resolve_command(ctx, args)
+        except click.UsageError as exc:
+            name = args[0] if args else ""
+            close = difflib.get_close_matches(name, self.list_commands(ctx), n=1)
+            if not close or name.startswith("-"):
+                raise
+            raise click.UsageError(
+                f"No such command '{name}'. Did you mean '{close[0]}'?", ctx
+            ) from exc
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(name, COMMANDS[name][2]) for name in sorted(COMMANDS)]

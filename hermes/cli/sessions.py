@@ -66,11 +66,13 @@ def list_cmd(
     if _store_exists():  # a fresh home has no store yet: an empty listing, not an error
         with opened_store(read_only=True) as db:
             rows = db.list_conversations(
-                limit=limit,
+                limit=limit + 1,  # one more, to know whether to say there are more
                 source=source,
                 include_abandoned=show_all,
                 workspace=os.path.realpath(workspace) if workspace else None,
             )
+    more = len(rows) > limit
+    rows = rows[:limit]
     if as_json:
         click.echo(json.dumps([_conversation_json(r) for r in rows], indent=2, ensure_ascii=False))
         return
@@ -95,6 +97,12 @@ def list_cmd(
         for r in rows
     ]
     echo_table(("TITLE", "MESSAGES", "LAST ACTIVE", "SOURCE", "NOTE", "ID"), body)
+    if more:  # on stderr: tools that read the table's rows see only rows
+        click.echo(
+            f"The {limit} most recently active shown; there are more: "
+            f"`hermes sessions list -n {limit * 5}` shows up to {limit * 5}.",
+            err=True,
+        )
 
 
 def _store_exists() -> bool:

@@ -24,7 +24,8 @@ USAGE = (
 )
 
 
-@command("cron", USAGE, "Scheduled jobs: list, add, pause, resume, run, runs, remove.")
+# The /help row stays as narrow as the others; `/cron help` gives the whole syntax.
+@command("cron", "/cron [ACTION]", "Scheduled jobs: list, add, pause, resume, run, runs, remove.")
 def cron_command(agent: AIAgent, arg: str) -> Reply:
     if agent.session_db is None:
         raise HermesError("This command needs the state store, and this agent has none.")
@@ -33,6 +34,8 @@ def cron_command(agent: AIAgent, arg: str) -> Reply:
     verb, rest = verb.lower() or "list", rest.strip()
     if verb == "list":
         return Reply(_listing(store))
+    if verb == "help":
+        return Reply(f"Usage: {USAGE}.")
     if verb == "add":
         return Reply(_add(store, rest))
     if verb == "runs":

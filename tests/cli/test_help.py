@@ -39,7 +39,10 @@ def test_every_command_and_subcommand_has_help():
             "doctor"} <= names  # fmt: skip
     for path, command in found:
         assert (command.help or "").strip(), f"`hermes {' '.join(path)}` has no help text"
-        assert command.get_short_help_str().strip()
+        short = command.get_short_help_str().strip()
+        assert short, f"`hermes {' '.join(path)}` has no summary"
+        # click ends a summary at the first '. ': an "e.g." in the first line cuts it there.
+        assert not short.endswith(("e.g.", "i.e.")), f"`hermes {' '.join(path)}`: {short!r}"
         for param in command.params:
             if isinstance(param, click.Option) and param.name != "help":
                 assert (param.help or "").strip(), f"`hermes {' '.join(path)}` {param.opts}"
@@ -52,6 +55,12 @@ def test_help_runs_as_a_user_would(hermes, path):
     result = hermes(*path, "--help")
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith(f"Usage: hermes {' '.join(path)}")
+
+
+def test_a_mistyped_command_gets_a_did_you_mean(hermes):
+    result = hermes("confg")
+    assert result.returncode == 2
+    assert "No such command 'confg'. Did you mean 'config'?" in result.stderr
 
 
 def test_top_level_help_lists_the_commands(hermes):

@@ -33,6 +33,13 @@ def test_list_json_source_and_limit(hermes, compressed):
     assert len(json.loads(hermes("sessions", "list", "--json", "-n", "1").stdout)) == 1
 
 
+def test_list_says_when_there_are_more_than_it_shows(hermes, compressed):
+    cut = hermes("sessions", "list", "-n", "1")
+    assert len(cut.stdout.strip().splitlines()) == 2  # the header and one row: rows only
+    assert "The 1 most recently active shown; there are more" in cut.stderr
+    assert hermes("sessions", "list").stderr == ""  # all of them fit: nothing to add
+
+
 def test_sessions_alone_lists(hermes, compressed):
     assert "Safari notes" in hermes("sessions").stdout
 

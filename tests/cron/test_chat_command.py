@@ -40,3 +40,13 @@ def test_cron_in_the_chat(agent) -> None:
     assert not chat_commands.dispatch(agent, "/cron pause nope").ok
     assert chat_commands.dispatch(agent, f"/cron remove {job_id}").ok
     assert "No scheduled jobs" in chat_commands.dispatch(agent, "/cron").text
+    assert "/cron add SCHEDULE | PROMPT" in chat_commands.dispatch(agent, "/cron help").text
+
+
+def test_the_help_table_is_not_widened_by_cron(agent) -> None:
+    """/help is a table: one long usage (the whole /cron syntax once) widened every row."""
+    rows = chat_commands.dispatch(agent, "/help").text.splitlines()
+    widest = max(len(line) for line in rows)
+    cron = next(line for line in rows if line.startswith("/cron"))
+    assert widest <= 100, cron
+    assert max(len(c.usage) for c in chat_commands.COMMANDS.values()) <= 20
