@@ -3,7 +3,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: help install run test test-fast seed lint fmt bench soak clean
+.PHONY: help install run test test-fast lint fmt bench soak clean
 
 SOAK_MINUTES ?= 30
 # Test processes: most of the suite's time is spent waiting on subprocesses, servers and
@@ -31,9 +31,6 @@ test: install   ## the whole suite on SQLite and a throwaway PostgreSQL, in para
 
 test-fast: install ## the suite without the tests marked slow (the short soak, long process and fault tests)
 	PG_FSYNC=off bash scripts/with-postgres $(PY) -m pytest -n $(TEST_WORKERS) -m "not slow" $(PYTEST_ARGS)
-
-seed: install   ## the user's acceptance test, verbatim from ../shared/seed/
-	$(PY) -m pytest -q ../shared/seed/test_compression_lock_regression.py
 
 lint: install   ## ruff lint, format check and mypy (config in pyproject.toml)
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(VENV)/bin/mypy hermes
