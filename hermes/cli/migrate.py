@@ -20,6 +20,8 @@ from hermes.cli._store import open_db
 from hermes.errors import HermesError
 from hermes.state import SessionDB
 from hermes.state.copy import CopyReport, TargetNotEmptyError, copy_store, table_counts
+from hermes.state.diagnose import url_given_by
+from hermes.state.errors import StateError
 from hermes.state.location import StoreLocation, location_of
 
 
@@ -65,23 +67,34 @@ def migrate(source: str, target: str, batch: int, dry_run: bool) -> None:
         _dry_run(src, dst)
         return
     created = dst.path is not None and not dst.path.exists()
-    with open_db(src, read_only=True, synchronous="full") as from_db:
-        to_db = open_db(dst, read_only=False, synchronous="full")
+    with _open(src, "--from", read_only=True) as from_db:
+        to_db = _open(dst, "--to", read_only=False)
         report = _copy(from_db, to_db, batch, created=dst.path if created else None)
     click.echo(render_report(report))
 
 
 def _dry_run(src: StoreLocation, dst: StoreLocation) -> None:
     """Count the source's rows and check the target, opening both read-only."""
-    with open_db(src, read_only=True, synchronous="full") as from_db:
+    with _open(src, "--from", read_only=True) as from_db:
         counts = table_counts(from_db)
     if dst.exists:
-        with open_db(dst, read_only=True, synchronous="full") as to_db:
+        with _open(dst, "--to", read_only=True) as to_db:
             held = table_counts(to_db)
         if any(held.values()):
             raise TargetNotEmptyError(dst.label, held)
     rows = ", ".join(f"{n} {table}" for table, n in counts.items() if n) or "no rows"
     click.echo(f"Would copy {rows} from {src.label} into {dst.label}; nothing was changed.")
+
+
+def _open(location: StoreLocation, option: str, *, read_only: bool) -> SessionDB:
+    """Open a store named on the command line; a failed connection blames that option."""
+    try:
+        return open_db(location, read_only=read_only, synchronous="full")
+    except StateError as exc:
+        better = url_given_by(exc, f"the {option} URL")
+        if better is exc:
+            raise
+        raise better from exc
 
 
 def _refuse_same_store(src: StoreLocation, dst: StoreLocation) -> None:

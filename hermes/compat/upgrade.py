@@ -9,7 +9,8 @@ run inside one outer transaction. Building beside it keeps both properties: what
 happens, ``state.db`` is either the untouched Hermes Agent store or the complete,
 verified hermes store, never a mix.
 
-Step by step, under an exclusive lock file so two hermes processes never race:
+Step by step, under an exclusive lock on the store's folder so two hermes processes
+never race:
 
 1. the write-ahead log is checkpointed into the file (refused if another program
    holds it open, i.e. Hermes Agent still runs), so the file alone holds everything;
@@ -46,7 +47,7 @@ from hermes.state.errors import StateError
 from hermes.state.sqlite import is_hermes_agent_store
 
 WORK_SUFFIX = ".upgrading"
-LOCK_SUFFIX = ".upgrade-lock"
+LOCK_SUFFIX = ".upgrade-lock"  # where earlier versions locked; removed when seen
 _SIDE_FILES = ("-wal", "-shm", "-journal")
 # What a damaged or crafted source raises while it is read and mapped.
 _BAD_SOURCE = (sqlite3.Error, ValueError, TypeError, KeyError, OverflowError, RecursionError)
@@ -166,14 +167,24 @@ def _short(exc: BaseException) -> str:
 
 @contextlib.contextmanager
 def _exclusive(path: Path) -> Iterator[None]:
-    # The lock file stays: removing it would let a waiting process and a new one each
-    # lock a different file.
-    fd = os.open(path.with_name(path.name + LOCK_SUFFIX), os.O_RDWR | os.O_CREAT, 0o600)
+    # The lock is on the store's folder, which the upgrade never replaces: a lock file
+    # would have to stay behind (removing it lets a waiting process and a new one each
+    # lock a different file), and the store file itself is renamed over.
+    _forget_old_lock_file(path)
+    fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
     finally:
         os.close(fd)
+
+
+def _forget_old_lock_file(path: Path) -> None:
+    """The lock file an earlier hermes left beside the store: unused now."""
+    try:
+        path.with_name(path.name + LOCK_SUFFIX).unlink(missing_ok=True)
+    except OSError:
+        pass
 
 
 def _settle(path: Path) -> None:

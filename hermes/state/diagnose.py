@@ -31,6 +31,7 @@ class Diagnosis:
     kind: str
     problem: str
     fix: str
+    detail: str = ""  # what the driver said, when the problem sentence quotes it
 
     def __str__(self) -> str:
         return f"{self.problem} {self.fix}"
@@ -159,23 +160,44 @@ _AUTH_WORDS = ("password authentication failed", "no password supplied", "pg_hba
                "role \"", "authentication failed")  # fmt: skip
 
 
-def postgres_connect_failed(label: str, reason: str) -> Diagnosis:
-    """Why connecting failed: no such database, the login refused, or no server."""
+CONFIGURED_URL = "state.url / HERMES_STATE_URL"
+CONNECT_FAILURES = ("no_database", "auth", "unreachable")
+
+
+def postgres_connect_failed(label: str, reason: str, where: str = CONFIGURED_URL) -> Diagnosis:
+    """Why connecting failed: no such database, the login refused, or no server.
+    ``where``: where the URL came from (the configuration, or a command's option)."""
     if 'database "' in reason and "does not exist" in reason:
         database = label.rsplit("/", 1)[-1]
         return Diagnosis(
             "no_database",
             f"PostgreSQL at {label} answers but has no database {database} ({reason}).",
-            f"Create it (createdb {database}) or fix the database name in state.url / "
-            "HERMES_STATE_URL.",
+            f"Create it (createdb {database}) or fix the database name in {where}.",
+            reason,
         )
     if any(word in reason for word in _AUTH_WORDS):
-        return Diagnosis("auth", f"PostgreSQL at {label} refused the login ({reason}).",
-                         "Check the user and password in state.url / HERMES_STATE_URL "
-                         "(or ~/.pgpass).")  # fmt: skip
-    return Diagnosis("unreachable", f"Cannot reach PostgreSQL at {label} ({reason}).",
-                     "Check the host and port in state.url / HERMES_STATE_URL and that the "
-                     "server runs.")  # fmt: skip
+        return Diagnosis(
+            "auth",
+            f"PostgreSQL at {label} refused the login ({reason}).",
+            f"Check the user and password in {where} (or ~/.pgpass).",
+            reason,
+        )
+    return Diagnosis(
+        "unreachable",
+        f"Cannot reach PostgreSQL at {label} ({reason}).",
+        f"Check the host and port in {where} and that the server runs.",
+        reason,
+    )
+
+
+def url_given_by(exc: StateError, where: str) -> StateError:
+    """``exc`` again, its fix naming ``where`` the URL came from when it was a failed
+    connection (the backend cannot know: it assumes the configuration)."""
+    found = diagnosis_of(exc)
+    if found is None or found.kind not in CONNECT_FAILURES:
+        return exc
+    fix = found.fix.replace(CONFIGURED_URL, where)
+    return Diagnosis(found.kind, found.problem, fix, found.detail).error()
 
 
 def writers_of_a_gone_file(path: Path) -> list[int]:

@@ -130,10 +130,14 @@ def test_an_unreachable_server_is_one_sentence(
     url = f"postgresql://hermes:s3cret@127.0.0.1:{port}/nowhere"
     result = hermes("migrate", "--from", str(compressed.db_path), "--to", url)
     assert_one_line_error(result, f"Cannot reach PostgreSQL at 127.0.0.1:{port}/nowhere")
+    # The URL came from --to, not from the configuration: the fix says so.
+    assert "Check the host and port in the --to URL" in result.stderr
+    assert "state.url" not in result.stderr
     assert "s3cret" not in result.stderr
     assert digest(compressed.db_path) == before
     back = hermes("migrate", "--from", url, "--to", str(cli_env.home / "b.db"))
     assert_one_line_error(back, f"127.0.0.1:{port}/nowhere")
+    assert "in the --from URL" in back.stderr
     assert not (cli_env.home / "b.db").exists()
 
 

@@ -89,6 +89,7 @@ def test_asked_on_a_terminal_the_store_is_upgraded_in_place_once(ha_home) -> Non
     assert backup.read_bytes() == original and mode_of(backup) == 0o600
     assert mode_of(store) == 0o600 and is_hermes_store(store)
     assert not store.with_name("state.db.upgrading").exists()
+    assert not store.with_name("state.db.upgrade-lock").exists()  # nothing left behind
     check_store(store, rows)
     assert (store.parent / "memories" / "MEMORY.md").read_bytes() == memories
 
@@ -260,3 +261,24 @@ def test_the_library_names_the_upgrade_and_leaves_the_file_alone(ha_home, versio
         assert "`hermes import hermes-agent`" in str(refused.value)
         assert "newer hermes" not in str(refused.value)
     assert store.read_bytes() == before
+
+
+def _upgrade_in_child(path: str) -> bool:
+    from hermes.compat import upgrade
+
+    return upgrade.upgrade_in_place(Path(path)) is not None
+
+
+def test_processes_upgrading_at_once_make_one_store_and_leave_no_lock_file(ha_home) -> None:
+    """The lock is the store's folder: four processes at once, one upgrade, one backup,
+    and no lock file beside the store afterwards."""
+    import multiprocessing
+
+    store, rows = ha_home
+    with multiprocessing.get_context("spawn").Pool(4) as pool:
+        upgraded = pool.map(_upgrade_in_child, [str(store)] * 4)
+    assert sorted(upgraded) == [False, False, False, True]
+    assert len(backups(store)) == 1 and is_hermes_store(store)
+    check_store(store, rows)
+    leftovers = [p.name for p in store.parent.iterdir() if p.name.startswith("state.db.")]
+    assert [n for n in leftovers if not n.endswith(".bak")] == []
