@@ -17,16 +17,15 @@ from typing import Any
 from hermes.tools._fs import atomic_write_text
 from hermes.tools.protected import authorize_read, authorize_write
 from hermes.tools.registry import Tool, ToolContext, ToolError
+from hermes.tools.text_encoding import sniff
 
 READ_CHAR_LIMIT = 50_000
 LINE_CHAR_LIMIT = 2_000
 COUNT_LINES_UP_TO_BYTES = 20 * 1024 * 1024  # past this, do not read to the end just to count
-BINARY_SNIFF_BYTES = 8192
 
 
 def is_binary(path: Path) -> bool:
-    with open(path, "rb") as handle:
-        return b"\0" in handle.read(BINARY_SNIFF_BYTES)
+    return sniff(path).binary
 
 
 def _existing_file(
@@ -97,7 +96,8 @@ def read_file(args: dict[str, Any], ctx: ToolContext) -> str:
     used = 0
     stopped_at: int | None = None  # the last line shown when the size cap stopped us
     total = 0  # -1: not counted, the file is too big to read to the end for that
-    with open(path, encoding="utf-8", errors="replace") as handle:
+    encoding = sniff(path)
+    with open(path, encoding=encoding.codec, errors="replace") as handle:
         for number, line in enumerate(handle, start=1):
             total = number
             if number >= start and (end is None or number <= end) and stopped_at is None:
@@ -110,7 +110,8 @@ def read_file(args: dict[str, Any], ctx: ToolContext) -> str:
             if not count_all and (stopped_at is not None or (end is not None and number > end)):
                 total = -1
                 break
-    return _read_result(path, start, shown, stopped_at, total)
+    result = _read_result(path, start, shown, stopped_at, total)
+    return f"{result}\n{encoding.note()}" if encoding.note() else result
 
 
 def _numbered(number: int, text: str) -> str:

@@ -70,6 +70,24 @@ def test_read_refuses_missing_binary_and_folders(
 # write_file ------------------------------------------------------------------------
 
 
+def test_read_a_latin1_file_with_its_letters_and_a_note(
+    call: Callable[..., str], workdir: Path
+) -> None:
+    (workdir / "notes.txt").write_bytes("café crème à Noël\nsecond\n".encode("cp1252"))
+    shown = call("read_file", path="notes.txt")
+    assert "café crème à Noël" in shown and "\ufffd" not in shown
+    assert "Read as Windows-1252 (Latin-1): the file is not UTF-8" in shown
+    refused = call("patch", path="notes.txt", old="second", new="2nd")
+    assert "is not UTF-8 text" in refused  # patch still edits UTF-8 only
+
+
+def test_read_a_utf16_file_as_text(call: Callable[..., str], workdir: Path) -> None:
+    (workdir / "win.txt").write_bytes("Grüße\r\nzwei\r\n".encode("utf-16"))  # with its BOM
+    shown = call("read_file", path="win.txt")
+    assert "is a binary file" not in shown
+    assert "Grüße" in shown and "zwei" in shown and "Read as UTF-16" in shown
+
+
 def test_write_creates_parents_atomically(call: Callable[..., str], workdir: Path) -> None:
     result = call("write_file", path="deep/er/notes.md", content="a\nb\n")
     assert result.startswith(f"Created {workdir / 'deep/er/notes.md'}: 4 characters, 2 lines")
