@@ -24,7 +24,7 @@ def test_install_list_show_remove(hermes, hermes_home: Path, tmp_path: Path) -> 
     assert (hermes_home / "skills" / "deploy" / "scripts" / "ship.sh").is_file()
     listed = hermes("skills", "list", "--json")
     assert json.loads(listed.stdout) == [
-        {"name": "deploy", "description": "Ship the app.", "category": None}
+        {"name": "deploy", "description": "Ship the app.", "category": None, "owner": "operator"}
     ]
     # hermes-agent-mcp's skills_list runs `hermes skills list` and hands its output on.
     table = hermes("skills", "list")

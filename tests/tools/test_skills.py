@@ -108,13 +108,14 @@ def test_skill_manage_is_refused_where_nobody_can_approve(
     assert not (home / "skills" / "tidy").exists()
 
 
-def test_the_review_changes_skills_only_when_the_user_allowed_it(
+def test_the_review_changes_skills_unless_the_user_turned_it_off(
     home: Path, registry, make_ctx: Callable[..., ToolContext]
 ) -> None:
     args = {"action": "create", "name": "tidy", "content": NEW_SKILL}
-    refused = registry.dispatch("skill_manage", args, make_ctx(surface="review"))
+    off = make_ctx({"skills.review_may_edit": False}, surface="review")
+    refused = registry.dispatch("skill_manage", args, off)
     assert refused == "Error: Refused: the background review may not change skills here."
-    allowed = make_ctx({"skills.review_may_edit": True}, surface="review")
+    allowed = make_ctx(surface="review")  # on by default, as Hermes Agent's review
     assert registry.dispatch("skill_manage", args, allowed).startswith("Created the skill")
 
 

@@ -97,8 +97,10 @@ class Capabilities:
         status: Callable[[], dict[str, Any]],
         config: Any,
         extra_features: Callable[[], dict[str, bool]] | None = None,
+        skills_of: Callable[[str, str | None], list[dict[str, Any]]] | None = None,
     ) -> None:
         self.model = model
+        self.skills_of = skills_of or _operator_skills(config)
         self.key_required = key_required
         self.status = status
         self.config = config
@@ -196,17 +198,40 @@ class Capabilities:
         return web.json_response({"object": "list", "platform": "api_server", "data": data})
 
     async def skills(self, request: web.Request) -> web.Response:
-        """The skills the gateway's agents see, as 0.19 lists them (name, description,
-        category; sorted by category, then name)."""
+        """The skills the caller's agent sees, as 0.19 lists them (name, description,
+        category; sorted by category, then name), each with its owner."""
+        import asyncio
+
+        found = await asyncio.to_thread(self.skills_of, *_speaker(request))
+        data = sorted(found, key=lambda s: (s["category"] or "", s["name"]))
+        return web.json_response({"object": "list", "data": data})
+
+
+def _speaker(request: web.Request) -> tuple[str, str | None]:
+    """Whose agent answers this request, as (platform, user id): an API principal is a
+    user on the platform ``api``; the operator's key speaks for its session key."""
+    from hermes.gateway.http import caller
+    from hermes.gateway.settings import API_SERVER
+
+    principal = request.get("hermes.principal")
+    if principal:
+        return "api", str(principal)
+    return API_SERVER, caller.session_key()
+
+
+def _operator_skills(config: Any) -> Callable[[str, str | None], list[dict[str, Any]]]:
+    """Without a gateway to ask: the skills of an agent working here for that user."""
+
+    def skills_of(source: str, user_id: str | None) -> list[dict[str, Any]]:
         from pathlib import Path
 
         from hermes.tools.skills import load_skills
 
-        found = load_skills(Path(self.config.path).parent, Path.cwd(), self.config).skills
-        data = sorted(
-            (s.as_listing() for s in found), key=lambda s: (s["category"] or "", s["name"])
-        )
-        return web.json_response({"object": "list", "data": data})
+        home = Path(config.path).parent
+        found = load_skills(home, Path.cwd(), config, source=source, user_id=user_id)
+        return [s.as_listing() for s in found.skills]
+
+    return skills_of
 
 
 def _toolset_description(name: str) -> str:
