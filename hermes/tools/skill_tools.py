@@ -137,6 +137,7 @@ def skill_manage(args: dict[str, Any], ctx: ToolContext) -> str:
     if action == "create":
         return _create(ctx, name, _content(args), args.get("category"))
     skill = _find(ctx, name)
+    _check_owner(skill.index, ctx)  # before anything else is said about its text
     if action == "delete":
         _authorize(skill.index, ctx)
         shutil.rmtree(skill.folder)
@@ -215,23 +216,30 @@ def _others(path: Path, ctx: ToolContext) -> bool:
     return any(_inside(path, root) for root in roots)
 
 
-def _authorize(path: Path, ctx: ToolContext) -> None:
-    """Allow a write to the speaker's own skills; leave the operator's to the operator."""
-    own = _inside(path, _own_dir(ctx))
+def _check_owner(path: Path, ctx: ToolContext) -> None:
+    """Refuse a change the speaker may never make, whoever approves: the review outside
+    the user's own skills, a gateway or API user to the operator's."""
     if ctx.surface == "review":
         if not ctx.setting("skills.review_may_edit"):
             raise ToolError("Refused: the background review may not change skills here.")
-        if not own:
+        if not _inside(path, _own_dir(ctx)):
             raise ToolError("Refused: the background review changes only the user's own skills.")
-        return
-    if own and user_skills_dir(ctx.hermes_home, ctx.source, ctx.user_id) is not None:
-        return  # the user's own folder: their skills reach only their own prompt
-    if _others(path, ctx):
+    elif _others(path, ctx):
         raise ToolError(
             f"Refused: {path.parent.name} is one of the operator's skills, which only the "
             "operator changes (in `hermes chat` or by editing its SKILL.md); create a skill "
             "of your own under another name instead."
         )
+
+
+def _authorize(path: Path, ctx: ToolContext) -> None:
+    """Allow a write to the speaker's own skills; leave the operator's to the operator."""
+    _check_owner(path, ctx)
+    if ctx.surface == "review":
+        return  # the user's standing approval (skills.review_may_edit)
+    own = user_skills_dir(ctx.hermes_home, ctx.source, ctx.user_id)
+    if own is not None and _inside(path, own):
+        return  # the user's own folder: their skills reach only their own prompt
     authorize_write(path, ctx)
 
 
