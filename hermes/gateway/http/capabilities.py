@@ -8,6 +8,7 @@ true exactly when its route is served; what hermes does not do says false.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 from collections.abc import Callable
@@ -16,7 +17,9 @@ from typing import Any
 from aiohttp import web
 
 from hermes import __version__
+from hermes.gateway.http import caller
 from hermes.gateway.http.common import SESSION_HEADER
+from hermes.gateway.settings import API_SERVER
 
 PLATFORM = "hermes-agent"  # the API family clients check for; ``server`` names hermes
 SESSION_KEY_HEADER = "X-Hermes-Session-Key"
@@ -96,11 +99,11 @@ class Capabilities:
         key_required: Callable[[], bool],
         status: Callable[[], dict[str, Any]],
         config: Any,
+        skills_of: Callable[[str, str | None], list[dict[str, Any]]],
         extra_features: Callable[[], dict[str, bool]] | None = None,
-        skills_of: Callable[[str, str | None], list[dict[str, Any]]] | None = None,
     ) -> None:
         self.model = model
-        self.skills_of = skills_of or _operator_skills(config)
+        self.skills_of = skills_of  # (platform, user id) -> that user's agent's skills
         self.key_required = key_required
         self.status = status
         self.config = config
@@ -200,8 +203,6 @@ class Capabilities:
     async def skills(self, request: web.Request) -> web.Response:
         """The skills the caller's agent sees, as 0.19 lists them (name, description,
         category; sorted by category, then name), each with its owner."""
-        import asyncio
-
         found = await asyncio.to_thread(self.skills_of, *_speaker(request))
         data = sorted(found, key=lambda s: (s["category"] or "", s["name"]))
         return web.json_response({"object": "list", "data": data})
@@ -210,28 +211,10 @@ class Capabilities:
 def _speaker(request: web.Request) -> tuple[str, str | None]:
     """Whose agent answers this request, as (platform, user id): an API principal is a
     user on the platform ``api``; the operator's key speaks for its session key."""
-    from hermes.gateway.http import caller
-    from hermes.gateway.settings import API_SERVER
-
     principal = request.get("hermes.principal")
     if principal:
         return "api", str(principal)
     return API_SERVER, caller.session_key()
-
-
-def _operator_skills(config: Any) -> Callable[[str, str | None], list[dict[str, Any]]]:
-    """Without a gateway to ask: the skills of an agent working here for that user."""
-
-    def skills_of(source: str, user_id: str | None) -> list[dict[str, Any]]:
-        from pathlib import Path
-
-        from hermes.tools.skills import load_skills
-
-        home = Path(config.path).parent
-        found = load_skills(home, Path.cwd(), config, source=source, user_id=user_id)
-        return [s.as_listing() for s in found.skills]
-
-    return skills_of
 
 
 def _toolset_description(name: str) -> str:
