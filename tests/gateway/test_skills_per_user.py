@@ -129,6 +129,8 @@ def test_a_telegram_users_skill_reaches_only_their_next_conversation(
     assert prompt_for(fake_llm, "thanks") == prompt_for(fake_llm, "remember how I brew tea")
     assert "brew-tea" not in prompt_for(fake_llm, "thanks")
     assert "brew-tea" not in prompt_for(fake_llm, "hi")  # user 7's
+    owned = {"name": "brew-tea", "description": TEA, "category": None, "owner": "user telegram/42"}
+    assert owned in skills_listed(hermes_home)
 
 
 def test_an_api_users_skill_is_listed_for_them_alone(
