@@ -26,6 +26,7 @@ from hermes.tools.skills import (
     FILE_CHAR_LIMIT,
     INDEX,
     NAME_PATTERN,
+    OPERATOR,
     Skill,
     SkillFormatError,
     SkillScan,
@@ -137,7 +138,7 @@ def skill_manage(args: dict[str, Any], ctx: ToolContext) -> str:
     if action == "create":
         return _create(ctx, name, _content(args), args.get("category"))
     skill = _find(ctx, name)
-    _check_owner(skill.index, ctx)  # before anything else is said about its text
+    _check_owner(skill, ctx)  # before anything else is said about its text
     if action == "delete":
         _authorize(skill.index, ctx)
         shutil.rmtree(skill.folder)
@@ -159,7 +160,7 @@ def _create(ctx: ToolContext, name: str, content: str, category: str | None) -> 
         raise ToolError(f"'{category}' is not a category name: use the same letters as names.")
     existing = _visible(ctx).find(name)
     if existing is not None:
-        if _others(existing.folder, ctx):
+        if existing.owner == OPERATOR and _is_user(ctx):
             raise ToolError(f"the operator has a skill named '{name}'; choose another name.")
         raise ToolError(f"a skill named '{name}' exists; patch or edit it instead.")
     _check(content, name)
@@ -206,37 +207,32 @@ def _inside(path: Path, root: Path) -> bool:
     return real == top or top in real.parents
 
 
-def _others(path: Path, ctx: ToolContext) -> bool:
-    """Whether ``path`` is one of the operator's skills while a gateway or API user
-    speaks (the operator's skills change every user's prompt)."""
-    if user_skills_dir(ctx.hermes_home, ctx.source, ctx.user_id) is None:
-        return False
-    roots = [home_skills_dir(ctx.hermes_home)]
-    roots += [Path(str(d)).expanduser() for d in ctx.setting("skills.external_dirs") or ()]
-    return any(_inside(path, root) for root in roots)
+def _is_user(ctx: ToolContext) -> bool:
+    """A gateway or API user speaks (not the terminal chat's operator)."""
+    return user_skills_dir(ctx.hermes_home, ctx.source, ctx.user_id) is not None
 
 
-def _check_owner(path: Path, ctx: ToolContext) -> None:
-    """Refuse a change the speaker may never make, whoever approves: the review outside
-    the user's own skills, a gateway or API user to the operator's."""
+def _check_owner(skill: Skill, ctx: ToolContext) -> None:
+    """Refuse a change the speaker may never make, whoever approves: the review's
+    outside the user's own skills, a gateway or API user's to the operator's (which
+    change every user's prompt)."""
     if ctx.surface == "review":
-        if not ctx.setting("skills.review_may_edit"):
-            raise ToolError("Refused: the background review may not change skills here.")
-        if not _inside(path, _own_dir(ctx)):
+        if not _inside(skill.folder, _own_dir(ctx)):
             raise ToolError("Refused: the background review changes only the user's own skills.")
-    elif _others(path, ctx):
+    elif skill.owner == OPERATOR and _is_user(ctx):
         raise ToolError(
-            f"Refused: {path.parent.name} is one of the operator's skills, which only the "
-            "operator changes (in `hermes chat` or by editing its SKILL.md); create a skill "
-            "of your own under another name instead."
+            f"Refused: {skill.name} is one of the operator's skills, which only the operator "
+            "changes (in `hermes chat` or by editing its SKILL.md); create a skill of your "
+            "own under another name instead."
         )
 
 
 def _authorize(path: Path, ctx: ToolContext) -> None:
-    """Allow a write to the speaker's own skills; leave the operator's to the operator."""
-    _check_owner(path, ctx)
+    """Allow a write to the speaker's own skills; anything else is a file write."""
     if ctx.surface == "review":
-        return  # the user's standing approval (skills.review_may_edit)
+        if not ctx.setting("skills.review_may_edit"):
+            raise ToolError("Refused: the background review may not change skills here.")
+        return  # the user's standing approval, for their own skills (_check_owner)
     own = user_skills_dir(ctx.hermes_home, ctx.source, ctx.user_id)
     if own is not None and _inside(path, own):
         return  # the user's own folder: their skills reach only their own prompt
