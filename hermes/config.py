@@ -66,8 +66,9 @@ SCHEMA: dict[str, tuple[tuple[type | None, ...], Any]] = {
     "memory.shared": ((bool,), False),
     # Folders of skills besides $HERMES_HOME/skills and a project's .hermes/skills.
     "skills.external_dirs": ((list,), []),
-    # The background review may create and patch skills (the user's standing approval).
-    "skills.review_may_edit": ((bool,), False),
+    # The background review may create and patch the user's own skills (on the terminal
+    # chat: $HERMES_HOME/skills), as Hermes Agent's does; false keeps it to memory.
+    "skills.review_may_edit": ((bool,), True),
     # Skills the agent is not shown (Hermes Agent's list, kept where it wrote it).
     "skills.disabled": ((list,), []),
     # MCP servers by name, as Hermes Agent writes them (hermes/tools/mcp_config.py).

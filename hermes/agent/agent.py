@@ -592,6 +592,8 @@ class AIAgent:
                 skip_memory=self.skip_memory,
                 skip_context_files=self.skip_context_files,
                 config=self.config,
+                source=self.source,
+                user_id=self.user_id,
             )
             if stored is not None and self.writes_transcript:
                 store, segment = self.bound()

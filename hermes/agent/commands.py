@@ -333,7 +333,9 @@ def _tools(agent: AIAgent, arg: str) -> Reply:
 def _skills(agent: AIAgent, arg: str) -> Reply:
     from hermes.tools.skills import load_skills
 
-    found = load_skills(agent.hermes_home, agent.cwd, agent.config).skills
+    found = load_skills(
+        agent.hermes_home, agent.cwd, agent.config, source=agent.source, user_id=agent.user_id
+    ).skills
     if not found:
         return Reply("No skills yet (see `hermes skills install PATH`).", data={"skills": []})
     rows = [(s.name, s.category or "", one_line(s.description, 80)) for s in found]

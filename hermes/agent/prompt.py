@@ -32,16 +32,19 @@ def build_system_prompt(
     extra: str | None = None,
     memory_dir: Path | None = None,
     config: Config | None = None,
+    source: str = "cli",
+    user_id: str | None = None,
 ) -> str:
     """The system prompt; the memory snapshot comes from ``memory_dir`` (the speaker's
-    own memory folder), by default HERMES_HOME."""
+    own memory folder), by default HERMES_HOME, and the skills listed are those of
+    ``source``/``user_id`` (the operator's, the speaker's own, the project's)."""
     parts = [IDENTITY]
     if not skip_memory:
         parts.extend(_memory_blocks(memory_dir or hermes_home))
     if not skip_context_files:
         parts.extend(_context_blocks(cwd))
     if "skill_view" in tool_names:
-        parts.append(_skills_block(hermes_home, cwd, config))
+        parts.append(_skills_block(hermes_home, cwd, config, source, user_id))
     if tool_names:
         parts.append(
             "Tools available: " + ", ".join(sorted(tool_names)) + ". Call a tool when it helps; "
@@ -56,10 +59,13 @@ def build_system_prompt(
     return "\n\n".join(p for p in parts if p)
 
 
-def _skills_block(hermes_home: Path, cwd: Path, config: Config | None) -> str:
+def _skills_block(
+    hermes_home: Path, cwd: Path, config: Config | None, source: str, user_id: str | None
+) -> str:
     from hermes.tools.skills import load_skills, prompt_block
 
-    return prompt_block(load_skills(hermes_home, cwd, config).skills)
+    scan = load_skills(hermes_home, cwd, config, source=source, user_id=user_id)
+    return prompt_block(scan.skills)
 
 
 def _memory_blocks(hermes_home: Path) -> list[str]:

@@ -1,4 +1,8 @@
-"""`hermes skills`: list, show, install and remove skills (hermes/tools/skills.py)."""
+"""`hermes skills`: list, show, install and remove skills (hermes/tools/skills.py).
+
+The operator's view: ``list`` shows every skill on this home with its owner (the
+operator, a gateway or API user, the project here); ``show``, ``install`` and ``remove``
+work on the skills the terminal chat sees and on the operator's own folder."""
 
 from __future__ import annotations
 
@@ -13,6 +17,7 @@ from hermes.tools.skills import (
     INDEX,
     SkillFormatError,
     SkillScan,
+    all_skill_roots,
     home_skills_dir,
     read_skill,
     scan_skills,
@@ -21,9 +26,12 @@ from hermes.tools.skills import (
 )
 
 
-def _scan() -> SkillScan:
+def _scan(*, every: bool = False) -> SkillScan:
+    """The skills the terminal chat sees here, or with ``every`` each skill of every
+    owner on this home (a name several owners use is listed once for each)."""
     config = load_config()
-    scan = scan_skills(skill_roots(hermes_home(), Path.cwd(), config))
+    roots = (all_skill_roots if every else skill_roots)(hermes_home(), Path.cwd(), config)
+    scan = scan_skills(roots, every=every)
     for problem in scan.problems:
         click.echo(problem, err=True)
     disabled = set(config.get("skills.disabled"))
@@ -41,14 +49,14 @@ def skills(ctx: click.Context) -> None:
 @skills.command("list")
 @click.option("--json", "as_json", is_flag=True, help="Print Hermes Agent's JSON listing.")
 def list_skills(as_json: bool) -> None:
-    """The skills the agent sees here: name, category, description."""
+    """Every skill on this home and its owner: the operator, a user, the project."""
     echo_listing(
-        [s.as_listing() for s in _scan().skills],
+        [s.as_listing() for s in _scan(every=True).skills],
         as_json=as_json,
         empty="No skills yet. Add one with `hermes skills install PATH` or in "
         f"{home_skills_dir(hermes_home())}.",
-        headers=["name", "category", "description"],
-        row=lambda s: (s["name"], s.get("category") or "", s["description"]),
+        headers=["name", "owner", "category", "description"],
+        row=lambda s: (s["name"], s["owner"], s.get("category") or "", s["description"]),
     )
 
 

@@ -31,7 +31,9 @@ def job_prompt(agent: Any, prompt: str, skills: Sequence[str]) -> str:
     here is skipped, and the answer is asked to say so."""
     if not skills:
         return prompt
-    found = load_skills(agent.hermes_home, agent.cwd, agent.config)
+    found = load_skills(
+        agent.hermes_home, agent.cwd, agent.config, source=agent.source, user_id=agent.user_id
+    )
     parts: list[str] = []
     skipped: list[str] = []
     for name in skills:

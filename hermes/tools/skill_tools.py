@@ -1,12 +1,15 @@
 """The ``skill_view`` and ``skill_manage`` tools.
 
 ``skill_view`` loads a skill's SKILL.md and lists its files, or reads one of them; it
-never leaves the skill's folder. ``skill_manage`` creates, patches, rewrites or deletes a
-skill under the same approval rules as a file write (``protected.authorize_write``): a
-skill in ``$HERMES_HOME/skills/`` changes every later prompt, so it is asked for on an
-interactive surface and refused where nobody can approve. A background review may
-change skills only when ``skills.review_may_edit`` is on; that setting is the user's
-standing approval.
+never leaves the skill's folder. ``skill_manage`` creates, patches, rewrites or deletes
+the speaker's own skills, like memory: on a gateway or the API a user's skills live in
+their own folder (``skills.user_skills_dir``) and change without approval, since they
+reach no one else's prompt. The operator's skills (``$HERMES_HOME/skills/``,
+``skills.external_dirs``) change every user's prompt, so only the operator changes
+them: the terminal chat asks (``protected.authorize_write``), anywhere else refuses and
+says how. A project skill is a workspace file, under the file-write rules. A background
+review may change the speaker's own skills (on the terminal chat: the operator's)
+unless ``skills.review_may_edit`` is off, and never anyone else's.
 """
 
 from __future__ import annotations
@@ -23,17 +26,32 @@ from hermes.tools.skills import (
     FILE_CHAR_LIMIT,
     INDEX,
     NAME_PATTERN,
+    OPERATOR,
     Skill,
     SkillFormatError,
+    SkillScan,
     home_skills_dir,
     load_skills,
     skill_files,
     split_front_matter,
+    user_skills_dir,
 )
 
 
+def _visible(ctx: ToolContext) -> SkillScan:
+    """The skills the speaker's agent is shown."""
+    return load_skills(ctx.hermes_home, ctx.cwd, ctx.config, source=ctx.source, user_id=ctx.user_id)
+
+
+def _own_dir(ctx: ToolContext) -> Path:
+    """Where the speaker's new skills go: their own folder, or on the terminal chat
+    (whose user is the operator) ``$HERMES_HOME/skills``."""
+    own = user_skills_dir(ctx.hermes_home, ctx.source, ctx.user_id)
+    return own if own is not None else home_skills_dir(ctx.hermes_home)
+
+
 def _find(ctx: ToolContext, name: str) -> Skill:
-    scan = load_skills(ctx.hermes_home, ctx.cwd, ctx.config)
+    scan = _visible(ctx)
     skill = scan.find(name)
     if skill is None:
         known = ", ".join(s.name for s in scan.skills) or "none"
@@ -120,6 +138,7 @@ def skill_manage(args: dict[str, Any], ctx: ToolContext) -> str:
     if action == "create":
         return _create(ctx, name, _content(args), args.get("category"))
     skill = _find(ctx, name)
+    _check_owner(skill, ctx)  # before anything else is said about its text
     if action == "delete":
         _authorize(skill.index, ctx)
         shutil.rmtree(skill.folder)
@@ -139,10 +158,13 @@ def _create(ctx: ToolContext, name: str, content: str, category: str | None) -> 
         )
     if category is not None and not NAME_PATTERN.match(category):
         raise ToolError(f"'{category}' is not a category name: use the same letters as names.")
-    if load_skills(ctx.hermes_home, ctx.cwd, ctx.config).find(name) is not None:
+    existing = _visible(ctx).find(name)
+    if existing is not None:
+        if existing.owner == OPERATOR and _is_user(ctx):
+            raise ToolError(f"the operator has a skill named '{name}'; choose another name.")
         raise ToolError(f"a skill named '{name}' exists; patch or edit it instead.")
     _check(content, name)
-    folder = home_skills_dir(ctx.hermes_home) / (category or "") / name
+    folder = _own_dir(ctx) / (category or "") / name
     _authorize(folder / INDEX, ctx)
     folder.mkdir(parents=True, exist_ok=True)
     atomic_write_text(folder / INDEX, content)
@@ -180,11 +202,40 @@ def _check(content: str, name: str) -> None:
         raise ToolError("the front matter needs a 'description' saying when to use the skill.")
 
 
+def _inside(path: Path, root: Path) -> bool:
+    real, top = Path(os.path.realpath(path)), Path(os.path.realpath(root))
+    return real == top or top in real.parents
+
+
+def _is_user(ctx: ToolContext) -> bool:
+    """A gateway or API user speaks (not the terminal chat's operator)."""
+    return user_skills_dir(ctx.hermes_home, ctx.source, ctx.user_id) is not None
+
+
+def _check_owner(skill: Skill, ctx: ToolContext) -> None:
+    """Refuse a change the speaker may never make, whoever approves: the review's
+    outside the user's own skills, a gateway or API user's to the operator's (which
+    change every user's prompt)."""
+    if ctx.surface == "review":
+        if not _inside(skill.folder, _own_dir(ctx)):
+            raise ToolError("Refused: the background review changes only the user's own skills.")
+    elif skill.owner == OPERATOR and _is_user(ctx):
+        raise ToolError(
+            f"Refused: {skill.name} is one of the operator's skills, which only the operator "
+            "changes (in `hermes chat` or by editing its SKILL.md); create a skill of your "
+            "own under another name instead."
+        )
+
+
 def _authorize(path: Path, ctx: ToolContext) -> None:
+    """Allow a write to the speaker's own skills; anything else is a file write."""
     if ctx.surface == "review":
         if not ctx.setting("skills.review_may_edit"):
             raise ToolError("Refused: the background review may not change skills here.")
-        return
+        return  # the user's standing approval, for their own skills (_check_owner)
+    own = user_skills_dir(ctx.hermes_home, ctx.source, ctx.user_id)
+    if own is not None and _inside(path, own):
+        return  # the user's own folder: their skills reach only their own prompt
     authorize_write(path, ctx)
 
 
@@ -206,7 +257,7 @@ MANAGE_TOOL = Tool(
         "of task. Create one after a non-trivial task succeeded or the user taught you a "
         "procedure; patch one when it was wrong or missed a step. SKILL.md starts with "
         "front matter '---\\nname: NAME\\ndescription: WHEN TO USE IT\\n---' and then the "
-        "steps. Writes need the same approval as a write to hermes's home."
+        "steps. Your skills are your own; the operator's skills need the operator."
     ),
     parameters=MANAGE_PARAMETERS,
     handler=skill_manage,

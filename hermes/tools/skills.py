@@ -2,9 +2,14 @@
 then instructions) and any scripts or references beside it — the format Hermes Agent,
 Claude Code and Codex share.
 
-They are found in a project's ``.hermes/skills/``, then ``$HERMES_HOME/skills/`` (category
-subfolders included, as Hermes Agent lays them out), then ``skills.external_dirs``; the
-first skill of a name wins. Disclosure is progressive: the system prompt lists names and
+Each skill has an owner, and the operator's come first, so theirs win a name clash: the
+operator's ``$HERMES_HOME/skills/`` (category subfolders included, as Hermes Agent lays
+them out) and ``skills.external_dirs``, then the speaker's own folder (a gateway or API
+user's, next to their memory: ``$HERMES_HOME/memories/users/<platform>/u-<id>/skills/``,
+where ``skill_manage`` writes for them), then the project's ``.hermes/skills/`` in the
+agent's workspace. A user's folder is read only by that user's agents, so a skill one
+user writes never reaches another's prompt, and neither a user nor a planted project
+skill can take over the name of a skill the operator wrote. Disclosure is progressive: the system prompt lists names and
 descriptions only (sorted, nothing that changes between turns or processes, so the
 provider's prompt cache holds), ``skill_view`` loads a skill's text and lists its files,
 and ``skill_view(name, file_path)`` reads one of them. A malformed SKILL.md is skipped and
@@ -20,6 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
 
 import yaml
 
@@ -41,20 +47,39 @@ class SkillFormatError(ValueError):
     """A SKILL.md that cannot be read as a skill; the message is one sentence."""
 
 
+OPERATOR = "operator"
+PROJECT = "project"
+
+
 @dataclass(frozen=True)
 class Skill:
     name: str
     description: str
     category: str | None
     folder: Path
+    owner: str = OPERATOR  # "operator", "project" or "user <platform>/<id>"
 
     @property
     def index(self) -> Path:
         return self.folder / INDEX
 
     def as_listing(self) -> dict[str, Any]:
-        """Hermes Agent's listing shape (``/v1/skills``, ``hermes skills list``)."""
-        return {"name": self.name, "description": self.description, "category": self.category}
+        """Hermes Agent's listing shape (``/v1/skills``, ``hermes skills list``), and
+        whose skill it is."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "category": self.category,
+            "owner": self.owner,
+        }
+
+
+@dataclass(frozen=True)
+class SkillRoot:
+    """A folder of skills and whose they are."""
+
+    path: Path
+    owner: str = OPERATOR
 
 
 @dataclass(frozen=True)
@@ -70,14 +95,55 @@ def home_skills_dir(hermes_home: Path) -> Path:
     return Path(hermes_home) / FOLDER
 
 
-def skill_roots(hermes_home: Path, cwd: Path | None, config: Config | None = None) -> list[Path]:
-    """Where skills are looked for, most specific first."""
-    roots = []
+def user_skills_dir(hermes_home: Path, source: str, user_id: str | None) -> Path | None:
+    """The folder of the skills a gateway or API user keeps (beside their memory), or
+    None for the terminal chat, whose user is the operator. Keyed like memory, by
+    platform and user id, whatever ``memory.shared`` says: sharing notes is not sharing
+    instructions."""
+    if source == "cli":
+        return None
+    from hermes.tools.memory import memory_home
+
+    return memory_home(hermes_home, source, user_id, shared=False) / FOLDER
+
+
+def user_owner(source: str, user_id: str | None) -> str:
+    return f"user {source}/{user_id or 'anonymous'}"
+
+
+def skill_roots(
+    hermes_home: Path,
+    cwd: Path | None,
+    config: Config | None = None,
+    *,
+    source: str = "cli",
+    user_id: str | None = None,
+) -> list[SkillRoot]:
+    """Where the skills of ``source``/``user_id``'s agent are looked for: the operator's
+    first (they win a name clash), then the user's own, then the project's."""
+    roots = [SkillRoot(home_skills_dir(hermes_home))]
+    roots += [SkillRoot(Path(str(extra)).expanduser()) for extra in _external_dirs(config)]
+    own = user_skills_dir(hermes_home, source, user_id)
+    if own is not None:
+        roots.append(SkillRoot(own, user_owner(source, user_id)))
     if cwd is not None:
-        roots.append(Path(cwd) / PROJECT_FOLDER)
-    roots.append(home_skills_dir(hermes_home))
-    for extra in _external_dirs(config):
-        roots.append(Path(str(extra)).expanduser())
+        roots.append(SkillRoot(Path(cwd) / PROJECT_FOLDER, PROJECT))
+    return roots
+
+
+def all_skill_roots(
+    hermes_home: Path, cwd: Path | None, config: Config | None = None
+) -> list[SkillRoot]:
+    """Every folder of skills on this home, for the operator's listing: the operator's,
+    each gateway or API user's (``memories/users/<platform>/u-<id>/skills``), the
+    project's."""
+    roots = skill_roots(hermes_home, None, config)
+    users = Path(hermes_home) / "memories" / "users"
+    for folder in sorted(users.glob(f"*/u-*/{FOLDER}")):
+        platform, user = unquote(folder.parent.parent.name), unquote(folder.parent.name[2:])
+        roots.append(SkillRoot(folder, user_owner(platform, user)))
+    if cwd is not None:
+        roots.append(SkillRoot(Path(cwd) / PROJECT_FOLDER, PROJECT))
     return roots
 
 
@@ -112,7 +178,7 @@ def split_front_matter(text: str) -> tuple[dict[str, Any], str]:
     return data, text[3 + end.end() :].lstrip("\n")
 
 
-def read_skill(index: Path, root: Path) -> Skill:
+def read_skill(index: Path, root: Path, owner: str = OPERATOR) -> Skill:
     """The skill ``index`` (a SKILL.md under ``root``) describes; raises SkillFormatError."""
     try:
         text = index.read_text(encoding="utf-8")
@@ -127,7 +193,7 @@ def read_skill(index: Path, root: Path) -> Skill:
         raise SkillFormatError("it has no 'description' in its front matter")
     parts = index.parent.relative_to(root).parts
     category = parts[0] if len(parts) > 1 else None
-    return Skill(name.strip(), " ".join(description.split()), category, index.parent)
+    return Skill(name.strip(), " ".join(description.split()), category, index.parent, owner)
 
 
 def _first_line(body: str) -> str:
@@ -136,20 +202,24 @@ def _first_line(body: str) -> str:
     )
 
 
-def scan_skills(roots: Iterable[Path]) -> SkillScan:
-    """Every readable skill under ``roots`` (first of a name wins), sorted by name, and
-    one sentence per malformed SKILL.md skipped."""
-    found: dict[str, Skill] = {}
+def scan_skills(roots: Iterable[Path | SkillRoot], *, every: bool = False) -> SkillScan:
+    """Every readable skill under ``roots`` (first of a name wins, unless ``every``),
+    sorted by name, and one sentence per malformed SKILL.md skipped."""
+    found: list[Skill] = []
+    names: set[str] = set()
     problems: list[str] = []
-    for root in roots:
-        for index in _indexes(root):
+    for given in roots:
+        root = given if isinstance(given, SkillRoot) else SkillRoot(Path(given))
+        for index in _indexes(root.path):
             try:
-                skill = read_skill(index, root)
+                skill = read_skill(index, root.path, root.owner)
             except SkillFormatError as exc:
                 problems.append(f"Skipped the skill at {index}: {exc}; fix it or remove it.")
                 continue
-            found.setdefault(skill.name, skill)
-    return SkillScan(sorted(found.values(), key=lambda s: s.name), problems)
+            if every or skill.name not in names:
+                found.append(skill)
+                names.add(skill.name)
+    return SkillScan(sorted(found, key=lambda s: s.name), problems)
 
 
 def _indexes(root: Path) -> list[Path]:
@@ -173,10 +243,17 @@ def _indexes(root: Path) -> list[Path]:
 _reported: set[str] = set()  # the malformed SKILL.md sentences this process logged
 
 
-def load_skills(hermes_home: Path, cwd: Path | None, config: Config | None = None) -> SkillScan:
-    """The skills the agent is shown here (``skills.disabled`` left out); each malformed
-    SKILL.md is logged in one sentence."""
-    scan = scan_skills(skill_roots(hermes_home, cwd, config))
+def load_skills(
+    hermes_home: Path,
+    cwd: Path | None,
+    config: Config | None = None,
+    *,
+    source: str = "cli",
+    user_id: str | None = None,
+) -> SkillScan:
+    """The skills the agent of ``source``/``user_id`` is shown (``skills.disabled`` left
+    out); each malformed SKILL.md is logged in one sentence."""
+    scan = scan_skills(skill_roots(hermes_home, cwd, config, source=source, user_id=user_id))
     for problem in scan.problems:
         if problem not in _reported:  # once per process, not at every turn or cron tick
             _reported.add(problem)

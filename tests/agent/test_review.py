@@ -68,7 +68,8 @@ def test_the_fork_uses_the_same_session_and_byte_identical_system_prompt(setup, 
     review_request = next(
         r for r in fake_llm.requests if review.HARNESS_PROMPT in fake.last_user_text(r)
     )
-    assert [t["function"]["name"] for t in review_request["tools"]] == ["memory"]
+    offered = [t["function"]["name"] for t in review_request["tools"]]
+    assert offered == ["memory", "skill_view", "skill_manage"]
 
 
 def test_a_fork_never_compresses_or_rotates(setup) -> None:

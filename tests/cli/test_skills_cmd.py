@@ -24,7 +24,7 @@ def test_install_list_show_remove(hermes, hermes_home: Path, tmp_path: Path) -> 
     assert (hermes_home / "skills" / "deploy" / "scripts" / "ship.sh").is_file()
     listed = hermes("skills", "list", "--json")
     assert json.loads(listed.stdout) == [
-        {"name": "deploy", "description": "Ship the app.", "category": None}
+        {"name": "deploy", "description": "Ship the app.", "category": None, "owner": "operator"}
     ]
     # hermes-agent-mcp's skills_list runs `hermes skills list` and hands its output on.
     table = hermes("skills", "list")
@@ -54,3 +54,18 @@ def test_a_malformed_skill_is_one_line_on_stderr(hermes, hermes_home: Path) -> N
     assert refused.returncode == 1 and "cannot be a folder name" in refused.stderr
     not_a_skill = hermes("skills", "install", str(bad.parent.parent / "nope"))
     assert not_a_skill.returncode != 0 and "Traceback" not in not_a_skill.stderr
+
+
+def test_list_shows_every_skill_with_its_owner(hermes, hermes_home: Path) -> None:
+    _skill(hermes_home / "skills" / "deploy", "deploy", "Ship the app.")
+    users = hermes_home / "memories" / "users"
+    _skill(users / "telegram" / "u-42" / "skills" / "deploy", "deploy", "42's own deploy.")
+    _skill(users / "api_server" / "u-alice" / "skills" / "tea", "tea", "Brew tea.")
+    listed = json.loads(hermes("skills", "list", "--json").stdout)
+    assert [(s["name"], s["owner"], s["description"]) for s in listed] == [
+        ("deploy", "operator", "Ship the app."),
+        ("deploy", "user telegram/42", "42's own deploy."),
+        ("tea", "user api_server/alice", "Brew tea."),
+    ]
+    table = hermes("skills", "list").stdout
+    assert "user telegram/42" in table and "user api_server/alice" in table

@@ -63,8 +63,7 @@ def test_skills_and_mcp_servers_come_over(hermes_agent_python, tmp_path, hermes_
     assert ours == {"mine": {"url": "http://ours.example/mcp"}, "github": servers["github"]}
 
     listed = hermes("skills", "list", "--json")
-    assert {"name": "arxiv", "description": "Search papers.", "category": "research"} in (
-        yaml.safe_load(listed.stdout)
-    )
+    arxiv = {"name": "arxiv", "description": "Search papers.", "category": "research"}
+    assert arxiv | {"owner": "operator"} in yaml.safe_load(listed.stdout)
     again = hermes("import", "hermes-agent", str(their / "state.db"))
     assert "Brought" not in again.stdout, again.stdout

@@ -157,10 +157,10 @@ def test_default_toolsets_per_surface(home) -> None:
     ]
     assert resolve_toolset("cli", config) == everything
     assert resolve_toolset("gateway", config) == everything
-    assert resolve_toolset("review", config) == ["memory"]
-    write_config(home, {"skills.review_may_edit": True})
-    allowed = load_config(home / "config.yaml")
-    assert resolve_toolset("review", allowed) == ["memory", "skill_view", "skill_manage"]
+    assert resolve_toolset("review", config) == ["memory", "skill_view", "skill_manage"]
+    write_config(home, {"skills.review_may_edit": False})
+    memory_only = load_config(home / "config.yaml")
+    assert resolve_toolset("review", memory_only) == ["memory"]
 
 
 def test_configured_toolsets_mix_tool_and_toolset_names(home) -> None:

@@ -120,13 +120,14 @@ def test_skill_manage_is_refused_where_nobody_can_approve(
     assert not (home / "skills" / "tidy").exists()
 
 
-def test_the_review_changes_skills_only_when_the_user_allowed_it(
+def test_the_review_changes_skills_unless_the_user_turned_it_off(
     home: Path, registry, make_ctx: Callable[..., ToolContext]
 ) -> None:
     args = {"action": "create", "name": "tidy", "content": NEW_SKILL}
-    refused = registry.dispatch("skill_manage", args, make_ctx(surface="review"))
+    off = make_ctx({"skills.review_may_edit": False}, surface="review")
+    refused = registry.dispatch("skill_manage", args, off)
     assert refused == "Error: Refused: the background review may not change skills here."
-    allowed = make_ctx({"skills.review_may_edit": True}, surface="review")
+    allowed = make_ctx(surface="review")  # on by default, as Hermes Agent's review
     assert registry.dispatch("skill_manage", args, allowed).startswith("Created the skill")
 
 
@@ -148,3 +149,50 @@ def test_linked_skills_are_found_and_a_link_loop_ends(home: Path, tmp_path: Path
     (home / "skills" / "loop").mkdir()
     (home / "skills" / "loop" / "back").symlink_to(home / "skills")
     assert [s.name for s in load_skills(home, None).skills] == ["linked"]
+
+
+def test_the_operators_skill_wins_a_name_clash(home: Path, workdir: Path) -> None:
+    write_skill(home / "skills", "deploy", "deploy", "The operator's.")
+    write_skill(workdir / ".hermes" / "skills", "deploy", "deploy", "A planted one.")
+    own = home / "memories" / "users" / "telegram" / "u-7" / "skills"
+    write_skill(own, "deploy", "deploy", "User 7's.")
+    for source, user in (("cli", None), ("telegram", "7"), ("telegram", "42")):
+        [found] = load_skills(home, workdir, source=source, user_id=user).skills
+        assert (found.description, found.owner) == ("The operator's.", "operator")
+
+
+def test_a_users_skills_are_theirs_alone(home: Path) -> None:
+    own = home / "memories" / "users" / "telegram" / "u-7" / "skills"
+    write_skill(own, "mine", "mine", "User 7's.")
+    [found] = load_skills(home, None, source="telegram", user_id="7").skills
+    assert found.owner == "user telegram/7"
+    assert load_skills(home, None, source="telegram", user_id="42").skills == []
+    assert load_skills(home, None, source="api_server", user_id="7").skills == []
+    assert load_skills(home, None).skills == []  # the terminal chat: the operator's only
+
+
+def test_a_gateway_user_keeps_skills_without_approval(
+    home: Path, registry, make_ctx: Callable[..., ToolContext]
+) -> None:
+    ctx = make_ctx(surface="telegram", source="telegram", user_id="7")
+    created = registry.dispatch(
+        "skill_manage", {"action": "create", "name": "tidy", "content": NEW_SKILL}, ctx
+    )
+    index = home / "memories" / "users" / "telegram" / "u-7" / "skills" / "tidy" / "SKILL.md"
+    assert created.startswith(f"Created the skill 'tidy' ({index})")
+    patch = {"action": "patch", "name": "tidy", "old_string": "build output", "new_string": "dist/"}
+    assert registry.dispatch("skill_manage", patch, ctx).startswith("Updated the skill")
+    assert "Remove dist/." in index.read_text()
+    deleted = registry.dispatch("skill_manage", {"action": "delete", "name": "tidy"}, ctx)
+    assert deleted.startswith("Deleted the skill 'tidy'") and not index.exists()
+
+
+def test_the_review_never_changes_the_operators_skill_for_a_gateway_user(
+    home: Path, registry, make_ctx: Callable[..., ToolContext]
+) -> None:
+    write_skill(home / "skills", "deploy", "deploy", "Ship.", body="Run make ship.")
+    ctx = make_ctx(surface="review", source="telegram", user_id="7")
+    args = {"action": "edit", "name": "deploy", "content": NEW_SKILL.replace("tidy", "deploy")}
+    refused = registry.dispatch("skill_manage", args, ctx)
+    assert refused == "Error: Refused: the background review changes only the user's own skills."
+    assert "Run make ship." in (home / "skills" / "deploy" / "SKILL.md").read_text()

@@ -8,6 +8,7 @@ true exactly when its route is served; what hermes does not do says false.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 from collections.abc import Callable
@@ -16,7 +17,9 @@ from typing import Any
 from aiohttp import web
 
 from hermes import __version__
+from hermes.gateway.http import caller
 from hermes.gateway.http.common import SESSION_HEADER
+from hermes.gateway.settings import API_SERVER
 
 PLATFORM = "hermes-agent"  # the API family clients check for; ``server`` names hermes
 SESSION_KEY_HEADER = "X-Hermes-Session-Key"
@@ -96,9 +99,11 @@ class Capabilities:
         key_required: Callable[[], bool],
         status: Callable[[], dict[str, Any]],
         config: Any,
+        skills_of: Callable[[str, str | None], list[dict[str, Any]]],
         extra_features: Callable[[], dict[str, bool]] | None = None,
     ) -> None:
         self.model = model
+        self.skills_of = skills_of  # (platform, user id) -> that user's agent's skills
         self.key_required = key_required
         self.status = status
         self.config = config
@@ -196,17 +201,20 @@ class Capabilities:
         return web.json_response({"object": "list", "platform": "api_server", "data": data})
 
     async def skills(self, request: web.Request) -> web.Response:
-        """The skills the gateway's agents see, as 0.19 lists them (name, description,
-        category; sorted by category, then name)."""
-        from pathlib import Path
-
-        from hermes.tools.skills import load_skills
-
-        found = load_skills(Path(self.config.path).parent, Path.cwd(), self.config).skills
-        data = sorted(
-            (s.as_listing() for s in found), key=lambda s: (s["category"] or "", s["name"])
-        )
+        """The skills the caller's agent sees, as 0.19 lists them (name, description,
+        category; sorted by category, then name), each with its owner."""
+        found = await asyncio.to_thread(self.skills_of, *_speaker(request))
+        data = sorted(found, key=lambda s: (s["category"] or "", s["name"]))
         return web.json_response({"object": "list", "data": data})
+
+
+def _speaker(request: web.Request) -> tuple[str, str | None]:
+    """Whose agent answers this request, as (platform, user id): an API principal is a
+    user on the platform ``api``; the operator's key speaks for its session key."""
+    principal = request.get("hermes.principal")
+    if principal:
+        return "api", str(principal)
+    return API_SERVER, caller.session_key()
 
 
 def _toolset_description(name: str) -> str:

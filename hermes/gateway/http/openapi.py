@@ -137,7 +137,7 @@ AGENT_PATHS: dict[str, dict[str, Any]] = {
     },
     "/health/detailed": {"get": _op("The gateway's state, platforms and running turns.")},
     "/v1/toolsets": {"get": _op("The toolsets and the tools each expands to.")},
-    "/v1/skills": {"get": _op("The installed skills (none until hermes has skills).")},
+    "/v1/skills": {"get": _op("The skills the caller's agent sees, each with its owner.")},
     "/v1/runs": {
         "post": _op(
             "Start a turn ({input, session_id?, instructions?, model?, conversation_history?});"

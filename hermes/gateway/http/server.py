@@ -117,6 +117,7 @@ class ApiServerAdapter(ChatCompletions, Adapter):
             key_required=lambda: bool(self.api.key),
             status=self.runner.status,
             config=self.runner.config,
+            skills_of=self._skills_of,
         ).add_routes(app)
         openapi.add_routes(app)
         # The keep-alive timer also closes a connection whose request never arrives whole.
@@ -191,6 +192,17 @@ class ApiServerAdapter(ChatCompletions, Adapter):
                 param="model",
             )
         return web.json_response(_model_object(name))
+
+    def _skills_of(self, source: str, user_id: str | None) -> list[dict[str, Any]]:
+        """The skills an agent of this gateway working for ``user_id`` sees (its own
+        workspace and folder included), as ``/v1/skills`` lists them."""
+        from hermes.tools.skills import load_skills
+
+        agent = self.runner._make_agent(source=source, user_id=user_id)
+        found = load_skills(
+            agent.hermes_home, agent.cwd, agent.config, source=source, user_id=user_id
+        )
+        return [s.as_listing() for s in found.skills]
 
     def _models(self) -> list[str]:
         config = self.runner.config

@@ -61,9 +61,9 @@ def test_health_detailed_toolsets_and_skills(gateway, hermes_home: Path) -> None
         (folder / "SKILL.md").write_text(f"---\nname: {name}\ndescription: {name} work\n---\nx\n")
     status, skills = call(gateway, "GET", "/v1/skills")
     assert status == 200 and skills["data"] == [
-        {"name": "zeta", "description": "zeta work", "category": None},
-        {"name": "alpha", "description": "alpha work", "category": "devops"},
-        {"name": "beta", "description": "beta work", "category": "devops"},
+        {"name": "zeta", "description": "zeta work", "category": None, "owner": "operator"},
+        {"name": "alpha", "description": "alpha work", "category": "devops", "owner": "operator"},
+        {"name": "beta", "description": "beta work", "category": "devops", "owner": "operator"},
     ]
 
 
