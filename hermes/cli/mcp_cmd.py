@@ -53,7 +53,7 @@ def test(name: str) -> None:
     try:
         tools = hub().list_tools(spec)
     except McpError as exc:
-        message = str(exc)
+        message = hub().connection(spec).failure or str(exc)  # why, without the retry note
         raise click.ClickException(message[0].upper() + message[1:] + ".") from exc
     finally:
         hub().close()

@@ -172,26 +172,31 @@ class Capabilities:
         )
 
     async def toolsets(self, request: web.Request) -> web.Response:
-        """hermes's toolsets and one ``mcp-<server>`` per MCP server that answers (each
-        starts on this first use, off the event loop)."""
+        """hermes's toolsets and one ``mcp-<server>`` per configured MCP server with the
+        tools it lists (each starts on this first use, off the event loop); a server that
+        does not answer is listed with no tools and says why."""
         import asyncio
         from pathlib import Path
 
+        from hermes.tools.mcp_config import server_names
         from hermes.tools.toolsets import all_tools, resolve_toolset, toolsets
 
         home = Path(self.config.path).parent
         tools = await asyncio.to_thread(all_tools, self.config, home)
         offered = set(resolve_toolset("gateway", self.config, tools))
+        groups = toolsets(tools)
+        for server in server_names(self.config):
+            groups.setdefault(f"mcp-{server}", [])
         data = [
             {
                 "name": name,
                 "label": name.replace("_", " ").title(),
-                "description": _toolset_description(name),
-                "enabled": any(tool in offered for tool in names),
+                "description": _toolset_description(name, bool(names)),
+                "enabled": any(tool in offered for tool in names) if names else True,
                 "configured": True,
                 "tools": sorted(names),
             }
-            for name, names in sorted(toolsets(tools).items())
+            for name, names in sorted(groups.items())
         ]
         return web.json_response({"object": "list", "platform": "api_server", "data": data})
 
@@ -209,9 +214,10 @@ class Capabilities:
         return web.json_response({"object": "list", "data": data})
 
 
-def _toolset_description(name: str) -> str:
+def _toolset_description(name: str, answers: bool) -> str:
     if name.startswith("mcp-"):
-        return f"the tools of the MCP server '{name[4:]}'"
+        down = "" if answers else " (not answering now: `hermes mcp test` says why)"
+        return f"the tools of the MCP server '{name[4:]}'{down}"
     return f"hermes's {name.replace('_', ' ')} tools"
 
 
