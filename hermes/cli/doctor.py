@@ -301,10 +301,12 @@ def _model_check(model: str, models: list[str]) -> Check:
 
 def _mcp_checks(config: Config) -> Iterator[Check]:
     """Each configured MCP server started, listed and stopped, as `hermes mcp test` does."""
+    from hermes.cli.mcp_cmd import quiet_hub_log
     from hermes.tools.mcp_config import read_servers
     from hermes.tools.mcp_hub import McpError, hub
 
     specs, problems = read_servers(config, hermes_home())
+    quiet_hub_log()
     for problem in problems:
         yield Check("mcp", False, problem, "correct the entry under mcp_servers in config.yaml.")
     try:

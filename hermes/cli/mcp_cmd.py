@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import logging
+
 import click
 
 from hermes.cli._table import echo_table
 from hermes.config import hermes_home, load_config
 from hermes.tools.mcp_config import ServerSpec, read_servers
+
+
+def quiet_hub_log() -> None:
+    """A failed start is this command's own output; without a log handler of hermes's,
+    Python would print the hub's warning of it on stderr too."""
+    logging.getLogger("hermes.tools.mcp_hub").addHandler(logging.NullHandler())
 
 
 def _servers() -> list[ServerSpec]:
@@ -50,6 +58,7 @@ def test(name: str) -> None:
         raise click.ClickException(
             f"No MCP server named '{name}' in config.yaml (servers: {known})."
         )
+    quiet_hub_log()
     try:
         tools = hub().list_tools(spec)
     except McpError as exc:

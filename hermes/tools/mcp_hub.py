@@ -6,7 +6,7 @@ wanted; a call to a server that died starts it again. Every wait is bounded: sta
 and listing by the server's ``connect_timeout``, a call by its ``timeout``. A call that
 fails or times out drops the connection (a hanging server is stopped, not kept), so the
 next call starts afresh. A server that failed to start is tried again on a later call
-after a back-off (1, 2, 4 ... 60 seconds). Failures come back as ``McpError`` with one
+after a back-off (2, 4, 8 ... 60 seconds). Failures come back as ``McpError`` with one
 sentence (for a stdio server that ended: its exit code and the last lines of its stderr,
 kept in ``$HERMES_HOME/logs/mcp-NAME.log``); nothing here raises anything else to the
 tools, so a broken server can never stall a turn or bring a gateway down.
@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 STOP_GRACE = 5.0  # seconds a dropped connection gets to close before it is cancelled
 # A server that failed to start is started again on the next call, but not before
-# 1, 2, 4, ... (at most MAX_BACKOFF) seconds after its last failed start, so a server
+# 2, 4, 8, ... (at most MAX_BACKOFF) seconds after its last failed start, so a server
 # that is down costs one quick tool error per call, not one connect_timeout.
 MAX_BACKOFF = 60.0
 # Seconds a new conversation waits for a server that failed before (it goes on starting
@@ -79,7 +79,7 @@ class Connection:
         """Seconds before this server, which failed to start, may be started again."""
         if not self.failures or self.failed_at is None:
             return 0.0
-        backoff = min(MAX_BACKOFF, 2.0 ** (self.failures - 1))
+        backoff = min(MAX_BACKOFF, 2.0**self.failures)
         return max(0.0, backoff - (time.monotonic() - self.failed_at))
 
     def down(self) -> str:

@@ -129,7 +129,7 @@ def test_a_server_down_at_the_start_joins_the_conversation_once_it_is_up(
         assert not any(name.startswith("mcp__late__") for name in before)
         server = _serve_http(mcp_venv, free_port)
         try:
-            time.sleep(1.2)  # past the back-off of its one failed start
+            time.sleep(2.2)  # past the back-off of its one failed start
             fake_llm.script(
                 fake.tool_call("mcp__late__add", {"a": 40, "b": 2}, id="c1"), fake.text("ok")
             )
@@ -142,3 +142,60 @@ def test_a_server_down_at_the_start_joins_the_conversation_once_it_is_up(
     # The tools offered before come first, byte for byte; the server's follow them.
     assert after[: len(before)] == fake_llm.requests[0]["tools"]
     assert "mcp__late__add" in [t["function"]["name"] for t in after[len(before) :]]
+
+
+def test_a_crash_costs_one_error_and_a_failed_restart_says_why_then_backs_off(
+    fake_llm: fake.FakeLLMServer,
+    hermes_home: Path,
+    tmp_path: Path,
+    mcp_venv: McpVenv,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    starts, refuse = tmp_path / "starts", tmp_path / "refuse"
+    env = {"FAKE_MCP_STARTS": str(starts), "FAKE_MCP_REFUSE": str(refuse)}
+    configure(
+        hermes_home,
+        {
+            "tiny": {
+                "command": str(mcp_venv.python),
+                "args": [str(mcp_venv.server), "stdio"],
+                "env": env,
+            }
+        },
+    )
+    with SessionDB(db_path=tmp_path / "state.db") as db:
+        agent = fake_agent(fake_llm, db, cwd=tmp_path, skip_memory=True)
+
+        def turn(*calls: fake.Reply) -> dict[str, str]:
+            fake_llm.script(*calls, fake.text("ok"))
+            agent.run_conversation("Go.")
+            return tool_results(db, agent.session_id)
+
+        first = turn(
+            fake.tool_call("mcp__tiny__die", {}, id="c_die"),
+            fake.tool_call("mcp__tiny__echo", {"text": "again"}, id="c_echo"),
+        )
+        assert first["c_die"].startswith(
+            "Error: the MCP server 'tiny' failed to run 'die': it exited with code 3"
+        )
+        assert first["c_echo"].endswith(": again")  # one crash, one tool error
+        refuse.touch()  # from now on the server cannot start
+        second = turn(
+            fake.tool_call("mcp__tiny__die", {}, id="c_die2"),
+            fake.tool_call("mcp__tiny__add", {"a": 1, "b": 1}, id="c_add"),
+            fake.tool_call("mcp__tiny__add", {"a": 1, "b": 1}, id="c_add2"),
+        )
+        log = hermes_home / "logs" / "mcp-tiny.log"
+        assert second["c_add"] == (
+            "Error: the MCP server 'tiny' failed to start: it exited with code 4, its stderr "
+            "ending: fake: reading settings | fake: DATABASE_URL is not set; cannot start "
+            f"(full log: {log}); it will be started again on the next call after 2 seconds"
+        )
+        # Within the back-off the next call is the same sentence, without a start.
+        assert second["c_add2"] == second["c_add"]
+        assert len(starts.read_text().split()) == 3
+        assert any("exited with code 4" in r.getMessage() for r in caplog.records)
+        refuse.unlink()
+        time.sleep(2.2)  # past the back-off
+        third = turn(fake.tool_call("mcp__tiny__add", {"a": 2, "b": 2}, id="c_add3"))
+        assert third["c_add3"] == "4"

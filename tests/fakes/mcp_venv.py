@@ -57,14 +57,11 @@ def mcp_venv() -> McpVenv:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not _works(venv):
             _build(venv, sdk)
+        _copy_programs(venv)
     return venv
 
 
 def _works(venv: McpVenv) -> bool:
-    if not venv.server.exists() or venv.server.read_bytes() != SERVER.read_bytes():
-        return False
-    if not venv.launcher.exists() or venv.launcher.read_text() != LAUNCHER:
-        return False
     probe = [str(venv.python), "-c", "import mcp.server.mcpserver, uvicorn"]
     return subprocess.run(probe, capture_output=True, check=False).returncode == 0
 
@@ -75,6 +72,12 @@ def _build(venv: McpVenv, sdk: str) -> None:
     subprocess.run([base, "-m", "venv", str(venv.root)], check=True)
     pip = [str(venv.python), "-m", "pip", "install", "-q", f"mcp=={sdk}"]
     subprocess.run(pip, check=True, capture_output=True)
-    shutil.copyfile(SERVER, venv.server)
-    venv.launcher.write_text(LAUNCHER, encoding="utf-8")
-    venv.launcher.chmod(0o755)
+
+
+def _copy_programs(venv: McpVenv) -> None:
+    """This checkout's server and launcher (the venv may be older than them)."""
+    if not venv.server.exists() or venv.server.read_bytes() != SERVER.read_bytes():
+        shutil.copyfile(SERVER, venv.server)
+    if not venv.launcher.exists() or venv.launcher.read_text() != LAUNCHER:
+        venv.launcher.write_text(LAUNCHER, encoding="utf-8")
+        venv.launcher.chmod(0o755)
