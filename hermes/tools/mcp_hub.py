@@ -98,6 +98,7 @@ class Connection:
                 raise McpError(self.down())
             await self._drop()
             ready: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+            ready.add_done_callback(_retrieved)  # a start that timed out is said once, here
             self._closing = asyncio.Event()
             self._owner = asyncio.create_task(self._own(ready, self._closing))
             try:
@@ -158,6 +159,11 @@ class Connection:
             await asyncio.gather(owner, return_exceptions=True)
 
 
+def _retrieved(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled():
+        future.exception()
+
+
 def _reason(exc: BaseException, spec: ServerSpec, what: str) -> str:
     """Why ``what`` failed, in one clause: for a stdio server that ended, its exit code
     and the last lines of its stderr (the process has ended when this is called)."""
@@ -172,7 +178,8 @@ def _reason(exc: BaseException, spec: ServerSpec, what: str) -> str:
             f"the MCP server '{spec.name}' failed to {what}: it exited with code {code}{said} "
             f"(full log: {spec.stderr_log})"
         )
-    return f"the MCP server '{spec.name}' failed to {what} ({_first_error(exc)})"
+    said = f", its stderr ending: {tail}" if tail else ""
+    return f"the MCP server '{spec.name}' failed to {what} ({_first_error(exc)}){said}"
 
 
 def _stderr_tail(spec: ServerSpec) -> tuple[int | None, str]:

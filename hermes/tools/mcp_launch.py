@@ -68,7 +68,8 @@ def launched(spec: ServerSpec, config: Config | None, home: Path | None) -> Serv
             "choose another cwd, or give the server 'sandbox: false'"
         )
     prefix = _with_paths(sandbox.command_prefix(ctx, cwd), spec, cwd)
-    return dataclasses.replace(spec, launch_prefix=(*exit_reporter(), *prefix))
+    # The reporter inside bwrap, so bwrap's --die-with-parent still ties it to hermes.
+    return dataclasses.replace(spec, launch_prefix=(*prefix, *exit_reporter()))
 
 
 def exit_reporter() -> tuple[str, ...]:
