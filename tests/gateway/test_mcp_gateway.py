@@ -98,7 +98,8 @@ def test_a_killed_server_costs_one_error_and_a_late_one_joins_the_conversation(
     by_name = {row["name"]: row for row in toolsets["data"]}
     assert "mcp__tiny__add" in by_name["mcp-tiny"]["tools"]
     # A configured server that does not answer is listed, with no tools, saying so.
-    assert by_name["mcp-late"]["tools"] == []
+    assert (by_name["mcp-tiny"]["label"], by_name["mcp-tiny"]["enabled"]) == ("MCP: tiny", True)
+    assert (by_name["mcp-late"]["tools"], by_name["mcp-late"]["enabled"]) == ([], True)
     assert "not answering" in by_name["mcp-late"]["description"]
     fake_llm.script(
         fake.tool_call("mcp__tiny__die", {}, id="c_die"),

@@ -187,12 +187,16 @@ class Capabilities:
         groups = toolsets(tools)
         for server in server_names(self.config):
             groups.setdefault(f"mcp-{server}", [])
+        chosen = self.config.get("agent.toolsets")
         data = [
             {
                 "name": name,
-                "label": name.replace("_", " ").title(),
+                "label": _toolset_label(name),
                 "description": _toolset_description(name, bool(names)),
-                "enabled": any(tool in offered for tool in names) if names else True,
+                # A server not answering has no tools to check: is it chosen at all?
+                "enabled": any(tool in offered for tool in names)
+                if names
+                else chosen is None or bool({name, name[4:]} & set(chosen)),
                 "configured": True,
                 "tools": sorted(names),
             }
@@ -212,6 +216,12 @@ class Capabilities:
             (s.as_listing() for s in found), key=lambda s: (s["category"] or "", s["name"])
         )
         return web.json_response({"object": "list", "data": data})
+
+
+def _toolset_label(name: str) -> str:
+    if name.startswith("mcp-"):
+        return f"MCP: {name[4:]}"
+    return name.replace("_", " ").title()
 
 
 def _toolset_description(name: str, answers: bool) -> str:
