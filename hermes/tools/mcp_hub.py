@@ -299,9 +299,10 @@ class McpHub:
 
     def list_tools(self, spec: ServerSpec, wait: float | None = None) -> list[RemoteTool]:
         """The server's tools, starting it if needed (cached once listed). A server that
-        failed before is waited for ``LATE_WAIT`` seconds at most (its start goes on in
-        the background); one never tried, up to its ``connect_timeout``. Raises
-        ``McpError`` saying why when there are no tools (yet)."""
+        failed before is waited for ``LATE_WAIT`` seconds at most, and not at all while
+        another caller's start of it goes on (in the background); one never tried, up to
+        its ``connect_timeout``. Raises ``McpError`` saying why when there are no tools
+        (yet)."""
         conn = self.connection(spec)
         if conn.tools is not None:
             return conn.tools
@@ -309,21 +310,24 @@ class McpHub:
             raise McpError(conn.down())
         if wait is None:
             wait = LATE_WAIT if conn.failures else spec.connect_timeout + STOP_GRACE * 2
+        start, mine = self._start_once(conn)
         try:
-            self._start_once(conn).result(timeout=wait)
+            start.result(timeout=wait if mine or not conn.failures else 0)
         except TimeoutError:
             raise McpError(f"the MCP server '{spec.name}' is still starting") from None
         return conn.tools or []
 
-    def _start_once(self, conn: Connection) -> concurrent.futures.Future[Any]:
-        """The server's start in progress, or a new one (one at a time per server)."""
+    def _start_once(self, conn: Connection) -> tuple[concurrent.futures.Future[Any], bool]:
+        """The server's start in progress (and False), or a new one (and True): one at a
+        time per server."""
         loop = self._ensure_loop()
         with self._lock:
             pending = self._starting.get(conn.spec)
-            if pending is None or pending.done():
-                pending = asyncio.run_coroutine_threadsafe(conn.start(), loop)
-                self._starting[conn.spec] = pending
-            return pending
+            if pending is not None and not pending.done():
+                return pending, False
+            pending = asyncio.run_coroutine_threadsafe(conn.start(), loop)
+            self._starting[conn.spec] = pending
+            return pending, True
 
     def call(self, spec: ServerSpec, tool: str, arguments: dict[str, Any]) -> Any:
         conn = self.connection(spec)

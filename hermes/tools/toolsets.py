@@ -2,7 +2,10 @@
 
 A toolset is a named group (``terminal``, ``files``, ``memory``, ``session_search``,
 which holds ``recall`` too) as declared by each tool. ``agent.toolsets`` in config (tool names and/or toolset names)
-chooses what the cli and gateway offer; without it they offer everything. The
+chooses what the cli and gateway offer; without it they offer everything.
+Each configured MCP server is the toolset ``mcp-<server>`` (also named by the
+server's own name, as in Hermes Agent 0.19), known even while the server is down, so a
+name in config or a cron job (``check_names``) stays valid then. The
 gateway's dangerous-command policy is not a toolset matter: it lives in
 ``approval.authorize`` (nobody to ask, so refused unless allow-listed). A background
 review gets ``memory`` (and the skill tools when ``skills.review_may_edit`` is on): it

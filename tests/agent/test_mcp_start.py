@@ -199,3 +199,18 @@ def test_a_crash_costs_one_error_and_a_failed_restart_says_why_then_backs_off(
         time.sleep(2.2)  # past the back-off
         third = turn(fake.tool_call("mcp__tiny__add", {"a": 2, "b": 2}, id="c_add3"))
         assert third["c_add3"] == "4"
+
+
+def test_a_down_server_named_in_agent_toolsets_is_no_config_error(
+    fake_llm: fake.FakeLLMServer, hermes_home: Path, tmp_path: Path, free_port: int
+) -> None:
+    config = {
+        "mcp_servers": {"late": {"url": f"http://127.0.0.1:{free_port}/mcp"}},
+        "agent": {"toolsets": ["mcp-late", "memory"]},
+    }
+    (hermes_home / "config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    fake_llm.script(fake.text("fine"))
+    with SessionDB(db_path=tmp_path / "state.db") as db:
+        agent = fake_agent(fake_llm, db, cwd=tmp_path, skip_memory=True)
+        assert agent.run_conversation("Hello.")["final_response"] == "fine"
+    assert [t["function"]["name"] for t in fake_llm.requests[-1]["tools"]] == ["memory"]
