@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 import click
 
@@ -40,8 +41,19 @@ def list_servers() -> None:
         click.echo("No MCP servers. Add them under `mcp_servers:` in config.yaml.")
         return
     echo_table(
-        ["name", "transport", "server"], [(s.name, s.transport, s.describe()) for s in specs]
+        ["name", "transport", "sandbox", "server"],
+        [(s.name, s.transport, _sandboxed(s), s.describe()) for s in specs],
     )
+
+
+def _sandboxed(spec: ServerSpec) -> str:
+    """yes / no / what the entry asked for but cannot have here."""
+    if not spec.command:
+        return "-"
+    if not spec.sandbox:
+        return "no"
+    boxed = bool(spec.launch_prefix) and Path(spec.launch_prefix[0]).name == "bwrap"
+    return "yes" if boxed else "no (no sandbox here)"
 
 
 @mcp.command("test")

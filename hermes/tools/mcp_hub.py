@@ -20,6 +20,7 @@ import concurrent.futures
 import logging
 import math
 import os
+import shutil
 import threading
 import time
 from collections.abc import AsyncIterator, Coroutine, Iterator
@@ -167,6 +168,8 @@ def _retrieved(future: asyncio.Future[Any]) -> None:
 def _reason(exc: BaseException, spec: ServerSpec, what: str) -> str:
     """Why ``what`` failed, in one clause: for a stdio server that ended, its exit code
     and the last lines of its stderr (the process has ended when this is called)."""
+    if isinstance(exc, CommandNotFound):
+        return f"the MCP server '{spec.name}' failed to {what}: {exc}"
     code, tail = _stderr_tail(spec)
     if isinstance(exc, TimeoutError):  # asyncio's is the builtin since 3.11
         limit = spec.connect_timeout if what == "start" else spec.timeout
@@ -215,6 +218,7 @@ async def _open_client(spec: ServerSpec) -> AsyncIterator[Any]:
     if spec.command:
         from mcp.client.stdio import StdioServerParameters, stdio_client
 
+        _check_command(spec)
         argv = [*spec.launch_prefix, spec.command, *spec.args]
         params = StdioServerParameters(
             command=argv[0], args=argv[1:], env=dict(spec.env) or None, cwd=spec.cwd
@@ -230,6 +234,19 @@ async def _open_client(spec: ServerSpec) -> AsyncIterator[Any]:
         transport = streamable_http_client(str(spec.url), http_client=http)
         async with Client(transport, mode="legacy") as client:
             yield client
+
+
+class CommandNotFound(Exception):
+    """A stdio server's command is not there: said before anything is started."""
+
+
+def _check_command(spec: ServerSpec) -> None:
+    path = dict(spec.env).get("PATH", os.environ.get("PATH", ""))
+    if shutil.which(str(spec.command), path=path) is None:
+        raise CommandNotFound(
+            f"its command {spec.command} was not found; install it, or correct 'command' "
+            "in config.yaml"
+        )
 
 
 @contextmanager

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -28,7 +29,7 @@ def test_list_and_test(hermes, hermes_home: Path) -> None:
     _configure(hermes_home)
     listed = hermes("mcp", "list")
     assert listed.returncode == 0
-    assert "fake" in listed.stdout and "stdio" in listed.stdout
+    assert re.search(r"\bfake\s+stdio\s+no\s", listed.stdout)  # started as configured
     assert listed.stderr.strip() == (
         "MCP server 'wrong' in config.yaml is left out: give exactly one of 'command' "
         "(stdio) or 'url' (HTTP)."
@@ -42,7 +43,10 @@ def test_list_and_test(hermes, hermes_home: Path) -> None:
     )
     broken = hermes("mcp", "test", "broken")
     assert broken.returncode == 1 and "Traceback" not in broken.stderr
-    assert "The MCP server 'broken' failed to start" in broken.stderr
+    assert (
+        f"The MCP server 'broken' failed to start: its command {hermes_home / 'missing'} was "
+        "not found; install it, or correct 'command' in config.yaml."
+    ) in broken.stderr
     assert hermes("mcp", "test", "nope").returncode == 1
 
 
