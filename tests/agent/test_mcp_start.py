@@ -130,6 +130,12 @@ def test_a_server_down_at_the_start_joins_the_conversation_once_it_is_up(
         server = _serve_http(mcp_venv, free_port)
         try:
             time.sleep(2.2)  # past the back-off of its one failed start
+            for _ in range(5):  # it joins at the first turn after it answers (a busy
+                # machine may take more than one turn's short wait to start it)
+                fake_llm.script(fake.text("checking"))
+                agent.run_conversation("Anything new?")
+                if "mcp__late__add" in _offered(fake_llm.requests[-1]):
+                    break
             fake_llm.script(
                 fake.tool_call("mcp__late__add", {"a": 40, "b": 2}, id="c1"), fake.text("ok")
             )
@@ -142,6 +148,10 @@ def test_a_server_down_at_the_start_joins_the_conversation_once_it_is_up(
     # The tools offered before come first, byte for byte; the server's follow them.
     assert after[: len(before)] == fake_llm.requests[0]["tools"]
     assert "mcp__late__add" in [t["function"]["name"] for t in after[len(before) :]]
+
+
+def _offered(request: dict[str, Any]) -> list[str]:
+    return [t["function"]["name"] for t in request.get("tools") or []]
 
 
 def test_a_crash_costs_one_error_and_a_failed_restart_says_why_then_backs_off(

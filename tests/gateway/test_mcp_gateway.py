@@ -122,6 +122,12 @@ def test_a_killed_server_costs_one_error_and_a_late_one_joins_the_conversation(
         try:
             _wait_for_port(free_port)
             time.sleep(2.2)  # past the back-off of its failed start
+            for _ in range(5):  # it joins at the first turn after it answers (a busy
+                # machine may take more than one turn's short wait to start it)
+                fake_llm.script(fake.text("checking"))
+                ask(client, "anything new?", session)
+                if "mcp__late__add" in _offered(fake_llm.requests[-1]):
+                    break
             fake_llm.script(
                 fake.tool_call("mcp__late__add", {"a": 40, "b": 2}, id="c_late"),
                 fake.text("second"),
