@@ -7,7 +7,8 @@ under ``~/.cache/uv``). What the model sends it are only the arguments of the to
 server chose to offer; the server gets no hermes secrets (only the SDK's safe environment
 and its own ``env``). ``sandbox: true`` on an entry runs it under the bubblewrap view of
 tool commands (``sandbox.py``), with what it needs to start made visible: its program's
-folder and the paths in its arguments read-only, the package managers' caches writable.
+folder and the paths in its arguments read-only, and in place of the package managers'
+caches writable ones of its own.
 The choice and its reason are in docs/security.md.
 
 Every stdio server runs under a one-line ``sh`` that writes its exit code to its stderr
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -34,8 +36,9 @@ if TYPE_CHECKING:
 # The line the launcher writes to the server's stderr log when the server ends.
 EXIT_MARK = "[hermes] the MCP server exited with code "
 _REPORT_EXIT = f'"$@"; code=$?; echo "{EXIT_MARK}$code" >&2; exit $code'
-# Where npx, uvx, uv and pip keep their caches: writable for a sandboxed server.
+# Where npx, uvx, uv and pip keep their caches: a sandboxed server gets its own, writable.
 CACHES = (".npm", ".cache/uv", ".local/share/uv", ".cache/pip", ".cache/npm")
+PRIVATE_CACHES = ".cache/hermes-mcp"
 
 
 class McpLaunchError(ValueError):
@@ -84,8 +87,8 @@ def _with_paths(prefix: list[str], spec: ServerSpec, cwd: Path) -> list[str]:
     mounts: list[str] = []
     for path in _existing(_program_paths(spec, cwd)):
         mounts += ["--ro-bind", str(path), str(path)]
-    for path in _caches():
-        mounts += ["--bind", str(path), str(path)]
+    for private, shown in _caches(spec.name):
+        mounts += ["--bind", str(private), str(shown)]
     at = _after_tmp(prefix)
     return [*prefix[:at], *mounts, *prefix[at:]]
 
@@ -116,18 +119,26 @@ def _holds(path: Path, home: Path) -> bool:
     return real == home or real in home.parents
 
 
-def _caches() -> list[Path]:
-    """The package managers' caches in the user's home, created if missing (a mount
-    needs an existing folder)."""
+def _caches(server: str) -> list[tuple[Path, Path]]:
+    """(a private folder, the cache it stands for): each package manager's cache in the
+    home, as a writable folder of this server's own under ``~/.cache/hermes-mcp/NAME/``,
+    so a sandboxed server cannot plant code in the caches the user's own ``npx``/``uvx``
+    run on the host. Both are created if missing (a mount needs existing folders)."""
+    home = Path.home()
     found = []
     for name in CACHES:
-        path = Path.home() / name
+        private = home / PRIVATE_CACHES / _safe(server) / name
         try:
-            path.mkdir(mode=0o700, parents=True, exist_ok=True)
+            private.mkdir(mode=0o700, parents=True, exist_ok=True)
+            (home / name).mkdir(mode=0o700, parents=True, exist_ok=True)
         except OSError:
             continue
-        found.append(path.resolve())
+        found.append((private.resolve(), (home / name).resolve()))
     return found
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", name) or "_"
 
 
 def _existing(paths: list[Path]) -> list[Path]:

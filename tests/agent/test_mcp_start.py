@@ -83,8 +83,12 @@ def test_an_npx_style_launcher_writes_its_cache_with_and_without_the_sandbox(
         agent.run_conversation("Add.")
         results = tool_results(db, agent.session_id)
     assert (results["c_plain"], results["c_boxed"]) == ("3", "7")
-    cache = tmp_path / "user" / ".npm" / "_npx" / "tiny"
-    assert sorted(p.name for p in cache.iterdir()) == ["boxed", "plain", "server.py"]
+    home = tmp_path / "user"
+    cache = home / ".npm" / "_npx" / "tiny"
+    assert sorted(p.name for p in cache.iterdir()) == ["plain", "server.py"]
+    # The sandboxed one wrote a cache of its own, not the one the user's npx runs from.
+    own = home / ".cache" / "hermes-mcp" / "boxed" / ".npm" / "_npx" / "tiny"
+    assert sorted(p.name for p in own.iterdir()) == ["boxed", "server.py"]
     # The sandboxed one still does not see hermes's home.
     assert results["c_hid"] == "cannot read: FileNotFoundError"
 
