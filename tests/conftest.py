@@ -5,7 +5,12 @@ from __future__ import annotations
 import pytest
 
 # Fixtures every suite uses without importing them: the fake LLM server, the stores.
-pytest_plugins = ("tests.fakes.fixtures", "tests.stores", "tests.hermes_agent_venv")
+pytest_plugins = (
+    "tests.fakes.fixtures",
+    "tests.fakes.mcp_venv",
+    "tests.stores",
+    "tests.hermes_agent_venv",
+)
 
 
 _LEAKY_ENV = (

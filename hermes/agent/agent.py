@@ -156,6 +156,7 @@ class AIAgent:
         self._conversation_of: dict[str, str] = {}  # segment id -> its conversation
         self._prompt_segment: str | None = None
         self._registry: Any = None
+        self._joins_late_servers = False
         self._interrupt = threading.Event()
         self.holds_turn_lock = False  # this agent (or its caller) holds the turn lock
         # (segment id, (last id, row count, undone rows), messages): see load_history.
@@ -480,12 +481,16 @@ class AIAgent:
             from hermes.tools.toolsets import default_registry
 
             self._registry = default_registry(self.config, self.hermes_home)
+            self._joins_late_servers = True
         return self._registry
 
     def tool_names(self) -> list[str]:
         if self.tool_names_override is not None:
             return [n for n in self.tool_names_override if self.registry.get(n)]
-        from hermes.tools.toolsets import resolve_toolset
+        from hermes.tools.toolsets import add_late_tools, resolve_toolset
+
+        if self._joins_late_servers:  # an MCP server down at the start joins once it is up
+            add_late_tools(self.registry, self.config, self.hermes_home)
 
         surface = "review" if self.is_fork else self.source
         offered = resolve_toolset(surface, self.config, self.registry.tools())

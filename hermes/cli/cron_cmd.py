@@ -21,6 +21,7 @@ from hermes.cron import CronStore, check_target, parse
 from hermes.cron.targets import WAITING_AFTER, configured_platforms, why_undelivered
 from hermes.errors import HermesError
 from hermes.state.location import store_location
+from hermes.tools.toolsets import check_names
 
 
 @contextmanager
@@ -90,6 +91,12 @@ def list_cmd(show_all: bool, as_json: bool) -> None:
 @click.option("--timezone", help="IANA time zone of the schedule (default: this machine's).")
 @click.option("--skill", "skills", multiple=True, help="A skill for the job; repeat for more.")
 @click.option("--model", help="The model for this job's runs.")
+@click.option(
+    "--toolset",
+    "toolsets",
+    multiple=True,
+    help="Limit the job to a toolset, tool or MCP server; repeat for more.",
+)
 def create(
     schedule_arg: str | None,
     prompt_arg: str | None,
@@ -100,6 +107,7 @@ def create(
     timezone: str | None,
     skills: tuple[str, ...],
     model: str | None,
+    toolsets: tuple[str, ...],
 ) -> None:
     """Create a scheduled job."""
     when, ask = schedule or schedule_arg, prompt or prompt_arg
@@ -109,9 +117,11 @@ def create(
         )
     parsed = parse(when, timezone=timezone)
     target = check_target(deliver)
+    limited = check_names(toolsets, load_config())
     with _jobs() as store:
         job = store.create_job(name=name or ask[:50].strip(), schedule=parsed, prompt=ask,
-                               deliver=target, timezone=timezone, skills=skills, model=model)  # fmt: skip
+                               deliver=target, timezone=timezone, skills=skills, model=model,
+                               toolsets=limited)  # fmt: skip
     click.echo(
         f"Created job {job['id']} ({job['name']}): {parsed.display}, next run {_when(job['next_run_at'])}."
     )
@@ -140,10 +150,20 @@ cron.add_command(create, "add")
 @click.option("--name", help="A new name.")
 @click.option("--deliver", help="A new delivery target.")
 @click.option("--model", help="A new model.")
+@click.option(
+    "--toolset",
+    "toolsets",
+    multiple=True,
+    help="The job's toolsets (replacing them); repeat for more.",
+)
+@click.option("--all-toolsets", is_flag=True, help="Let the job use every tool again.")
 def edit(job_ref: str, schedule: str | None, prompt: str | None, name: str | None,
-         deliver: str | None, model: str | None) -> None:  # fmt: skip
+         deliver: str | None, model: str | None, toolsets: tuple[str, ...],
+         all_toolsets: bool) -> None:  # fmt: skip
     """Change a job."""
     fields: dict[str, Any] = {}
+    if toolsets or all_toolsets:
+        fields["toolsets"] = [] if all_toolsets else check_names(toolsets, load_config())
     if schedule is not None:
         fields["schedule"] = parse(schedule).text
     if deliver is not None:
@@ -153,7 +173,7 @@ def edit(job_ref: str, schedule: str | None, prompt: str | None, name: str | Non
     )
     if not fields:
         raise HermesError(
-            "Nothing to change: give --schedule, --prompt, --name, --deliver or --model."
+            "Nothing to change: give --schedule, --prompt, --name, --deliver, --model or --toolset."
         )
     job = _change(job_ref, **fields)
     click.echo(f"Updated job {job['id']} ({job['name']}); next run {_when(job['next_run_at'])}.")

@@ -72,6 +72,7 @@ def run_checks(*, offline: bool = False) -> Iterator[Check]:
         yield Check("store", False, str(exc))
     else:
         yield from _store_checks(location, config)
+    yield from _mcp_checks(config)
     if offline:
         yield Check("endpoint", None, "skipped (--offline).")
         return
@@ -343,3 +344,30 @@ def _model_check(model: str, models: list[str]) -> Check:
     hint = f" (e.g. {', '.join(close)})" if close else ""
     return Check("model", False, f"the endpoint does not offer {model}.",
                  f"`hermes config set model.default NAME` with one it lists{hint}.")  # fmt: skip
+
+
+# -- MCP servers ------------------------------------------------------------------------
+
+
+def _mcp_checks(config: Config) -> Iterator[Check]:
+    """Each configured MCP server started, listed and stopped, as `hermes mcp test` does."""
+    from hermes.cli.mcp_cmd import quiet_hub_log
+    from hermes.tools.mcp_config import read_servers
+    from hermes.tools.mcp_hub import McpError, hub
+
+    specs, problems = read_servers(config, hermes_home())
+    quiet_hub_log()
+    for problem in problems:
+        yield Check("mcp", False, problem, "correct the entry under mcp_servers in config.yaml.")
+    try:
+        for spec in specs:
+            name = f"mcp {spec.name}"
+            try:
+                tools = hub().list_tools(spec)
+            except McpError as exc:
+                why = hub().connection(spec).failure or str(exc)
+                yield Check(name, False, why[0].upper() + why[1:] + ".", "see `hermes mcp test`.")
+                continue
+            yield Check(name, True, f"answered with {plural(len(tools), 'tool')}.")
+    finally:
+        hub().close()

@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import logging
+from pathlib import Path
+
 import click
 
 from hermes.cli._table import echo_table
 from hermes.config import hermes_home, load_config
 from hermes.tools.mcp_config import ServerSpec, read_servers
+
+
+def quiet_hub_log() -> None:
+    """A failed start is this command's own output; without a log handler of hermes's,
+    Python would print the hub's warning of it on stderr too."""
+    logging.getLogger("hermes.tools.mcp_hub").addHandler(logging.NullHandler())
 
 
 def _servers() -> list[ServerSpec]:
@@ -32,8 +41,19 @@ def list_servers() -> None:
         click.echo("No MCP servers. Add them under `mcp_servers:` in config.yaml.")
         return
     echo_table(
-        ["name", "transport", "server"], [(s.name, s.transport, s.describe()) for s in specs]
+        ["name", "transport", "sandbox", "server"],
+        [(s.name, s.transport, _sandboxed(s), s.describe()) for s in specs],
     )
+
+
+def _sandboxed(spec: ServerSpec) -> str:
+    """yes / no / what the entry asked for but cannot have here."""
+    if not spec.command:
+        return "-"
+    if not spec.sandbox:
+        return "no"
+    boxed = bool(spec.launch_prefix) and Path(spec.launch_prefix[0]).name == "bwrap"
+    return "yes" if boxed else "no (no sandbox here)"
 
 
 @mcp.command("test")
@@ -50,10 +70,11 @@ def test(name: str) -> None:
         raise click.ClickException(
             f"No MCP server named '{name}' in config.yaml (servers: {known})."
         )
+    quiet_hub_log()
     try:
         tools = hub().list_tools(spec)
     except McpError as exc:
-        message = str(exc)
+        message = hub().connection(spec).failure or str(exc)  # why, without the retry note
         raise click.ClickException(message[0].upper() + message[1:] + ".") from exc
     finally:
         hub().close()

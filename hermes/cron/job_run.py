@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from hermes.tools.skills import load_skills
-from hermes.tools.toolsets import expand, toolsets
+from hermes.tools.toolsets import expand, known_toolsets
 
 log = logging.getLogger(__name__)
 
@@ -19,11 +19,13 @@ def job_tools(agent: Any, names: Sequence[str]) -> list[str] | None:
     tool is logged and offers nothing, so a job never gets more than it asked for."""
     if not names:
         return None
+    offered = agent.tool_names()  # first: an MCP server that is up again joins here
     tools = agent.registry.tools()
-    wanted, unknown = expand(names, {tool.name for tool in tools}, toolsets(tools))
+    groups = known_toolsets(agent.config, tools)
+    wanted, unknown = expand(names, {tool.name for tool in tools}, groups)
     for name in unknown:
         log.warning("cron: toolset %r of a job names no tool here; it offers nothing", name)
-    return [name for name in agent.tool_names() if name in wanted]
+    return [name for name in offered if name in wanted]
 
 
 def job_prompt(agent: Any, prompt: str, skills: Sequence[str]) -> str:

@@ -20,7 +20,7 @@
     skills.py          skills on disk (SKILL.md folders): scan, prompt listing
     skill_tools.py     skill_view and skill_manage
     mcp_config.py      mcp_servers in config.yaml, read as Hermes Agent writes it
-    mcp_launch.py      a stdio MCP server's start: in the OS sandbox unless told not
+    mcp_launch.py      a stdio MCP server's start: as configured, or sandboxed if asked
     mcp_hub.py         the process's MCP connections (the mcp SDK), bounded waits
     mcp_tools.py       MCP servers' tools as hermes tools (mcp__server__tool)
 

@@ -3,9 +3,10 @@
 Each entry is a stdio server (``command``, ``args``, ``env``, ``cwd``) or a streamable
 HTTP one (``url``, ``headers``), with ``timeout`` (seconds per tool call, 300),
 ``connect_timeout`` (seconds to start and list tools, 60), ``enabled`` and
-``tools: {include: [...], exclude: [...]}``, and for stdio ``sandbox`` (true: the server
-runs in the OS sandbox of tool commands, see ``mcp_launch.py``; ``sandbox: false`` starts
-it outside, able to read everything the user can). ``${VAR}`` (and ``${env:VAR}``) in a string is
+``tools: {include: [...], exclude: [...]}``, and for stdio ``sandbox`` (false by default:
+the server starts as configured, as the user, like Hermes Agent's; ``sandbox: true`` runs
+it in the OS sandbox of tool commands with its program's paths visible, see
+``mcp_launch.py``). ``${VAR}`` (and ``${env:VAR}``) in a string is
 read from the environment or ``$HERMES_HOME/.env``. An entry that cannot work is
 reported in one sentence and left out; the others still start.
 """
@@ -21,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hermes import redaction
-from hermes.config import dotenv_values
+from hermes.config import dotenv_values, hermes_home
 from hermes.tools.mcp_launch import McpLaunchError, launched
 
 if TYPE_CHECKING:
@@ -55,8 +56,8 @@ class ServerSpec:
     exclude: tuple[str, ...] = field(default=())
     # Where a stdio server's stderr goes ($HERMES_HOME/logs/mcp-NAME.log), not the terminal.
     stderr_log: str | None = None
-    sandbox: bool = True
-    # The argv put before ``command`` (bwrap's, when the server runs in the sandbox).
+    sandbox: bool = False
+    # The argv put before ``command``: the exit-code reporter, then bwrap's when sandboxed.
     launch_prefix: tuple[str, ...] = ()
 
     @property
@@ -101,6 +102,16 @@ def read_servers(
         except (McpConfigError, McpLaunchError) as exc:
             problems.append(f"MCP server '{name}' in config.yaml is left out: {exc}.")
     return specs, problems
+
+
+def server_names(config: Config | None) -> list[str]:
+    """The names of the enabled servers of ``config`` (well-formed or not), sorted."""
+    raw = _raw_servers(config)
+    return sorted(
+        str(name)
+        for name, entry in raw.items()
+        if not (isinstance(entry, Mapping) and entry.get("enabled", True) is False)
+    )
 
 
 def _raw_servers(config: Config | None) -> Mapping[str, Any]:
@@ -157,8 +168,8 @@ def parse_server(name: str, entry: Any, home: Path | None = None) -> ServerSpec:
         connect_timeout=_seconds(entry, "connect_timeout", DEFAULT_CONNECT_TIMEOUT),
         include=tuple(str(t) for t in include) if isinstance(include, list) else None,
         exclude=tuple(str(t) for t in tools.get("exclude") or ()),
-        stderr_log=str(Path(home) / "logs" / f"mcp-{name}.log") if home is not None else None,
-        sandbox=_flag(entry, "sandbox"),
+        stderr_log=str((home or hermes_home()) / "logs" / f"mcp-{name}.log"),
+        sandbox=_flag(entry, "sandbox", default=False),
     )
 
 
@@ -176,8 +187,8 @@ def _list(entry: Mapping[str, Any], key: str) -> list[Any]:
     return value
 
 
-def _flag(entry: Mapping[str, Any], key: str) -> bool:
-    value = entry.get(key, True)
+def _flag(entry: Mapping[str, Any], key: str, default: bool) -> bool:
+    value = entry.get(key, default)
     if not isinstance(value, bool):
         raise McpConfigError(f"'{key}' must be true or false, not {value!r}")
     return value

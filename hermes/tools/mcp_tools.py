@@ -13,11 +13,12 @@ from __future__ import annotations
 import json
 import logging
 import re
+from collections.abc import Collection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hermes.tools.mcp_config import ServerSpec, server_specs
-from hermes.tools.mcp_hub import McpError, RemoteTool, hub
+from hermes.tools.mcp_config import ServerSpec, read_servers, server_specs
+from hermes.tools.mcp_hub import LATE_WAIT, McpError, RemoteTool, hub
 from hermes.tools.registry import Tool, ToolContext, ToolError
 
 if TYPE_CHECKING:
@@ -41,17 +42,41 @@ def _safe(value: str) -> str:
 
 
 def mcp_tools(config: Config | None, home: Path | None = None) -> list[Tool]:
-    """The tools of every configured server that answers; a server that does not is
-    logged in one sentence and offers nothing this time."""
+    """The tools of every configured server that answers; a server that does not offers
+    nothing this time (its start logged why) and may join later (``late_tools``)."""
     tools: list[Tool] = []
     for spec in server_specs(config, home):
         try:
-            listed = hub().list_tools(spec)
+            tools += server_tools(spec)
         except McpError as exc:
-            log.warning("MCP tools left out: %s.", exc)
-            continue
-        tools.extend(make_tool(spec, remote) for remote in listed if spec.offers(remote.name))
+            log.debug("MCP tools left out: %s.", exc)
     return tools
+
+
+def late_tools(config: Config | None, home: Path | None, present: Collection[str]) -> list[Tool]:
+    """The tools of the configured servers whose toolset is not in ``present`` and that
+    answer now (each waited for ``LATE_WAIT`` seconds at most, after its back-off): how a
+    server that was down when a conversation started joins it later."""
+    specs, _ = read_servers(config, home)  # the problems were logged at the start
+    tools: list[Tool] = []
+    for spec in specs:
+        if toolset_name(spec.name) in present:
+            continue
+        try:
+            tools += server_tools(spec, wait=LATE_WAIT)
+        except McpError:
+            continue
+    return tools
+
+
+def server_tools(spec: ServerSpec, wait: float | None = None) -> list[Tool]:
+    """The server's tools as hermes tools (its include/exclude applied); ``McpError``
+    when it does not answer."""
+    return [
+        make_tool(spec, remote)
+        for remote in hub().list_tools(spec, wait)
+        if spec.offers(remote.name)
+    ]
 
 
 def make_tool(spec: ServerSpec, remote: RemoteTool) -> Tool:

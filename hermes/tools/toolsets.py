@@ -2,7 +2,10 @@
 
 A toolset is a named group (``terminal``, ``files``, ``memory``, ``session_search``,
 which holds ``recall`` too) as declared by each tool. ``agent.toolsets`` in config (tool names and/or toolset names)
-chooses what the cli and gateway offer; without it they offer everything. The
+chooses what the cli and gateway offer; without it they offer everything.
+Each configured MCP server is the toolset ``mcp-<server>`` (also named by the
+server's own name, as in Hermes Agent 0.19), known even while the server is down, so a
+name in config or a cron job (``check_names``) stays valid then. The
 gateway's dangerous-command policy is not a toolset matter: it lives in
 ``approval.authorize`` (nobody to ask, so refused unless allow-listed). A background
 review gets ``memory`` (and the skill tools when ``skills.review_may_edit`` is on): it
@@ -66,6 +69,19 @@ def all_tools(config: Config | None = None, home: Path | None = None) -> list[To
     return builtin_tools() + mcp_tools(config, home)
 
 
+def add_late_tools(registry: ToolRegistry, config: Config | None, home: Path | None) -> None:
+    """Add to ``registry`` the tools of configured MCP servers that were down when it
+    was made and answer now. They go at the end, so the tools already offered keep
+    their order and bytes (a provider's cached prefix breaks once, when a server joins)."""
+    if config is None or not config.get("mcp_servers"):
+        return
+    from hermes.tools.mcp_tools import late_tools
+
+    for tool in late_tools(config, home, toolsets(registry.tools())):
+        if registry.get(tool.name) is None:
+            registry.register(tool)
+
+
 def toolsets(tools: list[Tool] | None = None) -> dict[str, list[str]]:
     """Toolset name -> tool names, from the tools' own declarations."""
     groups: dict[str, list[str]] = {}
@@ -75,6 +91,41 @@ def toolsets(tools: list[Tool] | None = None) -> dict[str, list[str]]:
     return groups
 
 
+def known_toolsets(config: Config | None, tools: list[Tool]) -> dict[str, list[str]]:
+    """``toolsets(tools)`` and one ``mcp-<server>`` per configured MCP server, empty
+    while it is down (so a name in config or a cron job stays valid then), also known by
+    the server's own name as in Hermes Agent 0.19 (unless a toolset has that name)."""
+    from hermes.tools.mcp_config import server_names
+
+    groups = toolsets(tools)
+    for server in server_names(config):
+        group = groups.setdefault(f"mcp-{server}", [])
+        groups.setdefault(server, group)
+    return groups
+
+
+def check_names(names: Iterable[str], config: Config | None) -> list[str]:
+    """``names`` (toolsets or tool names, as a cron job gives them) if each is known here
+    (an MCP server's toolset or tools count without starting it); ``ConfigError`` naming
+    the first unknown one, and the known toolsets, otherwise."""
+    from hermes.tools.mcp_config import server_names
+    from hermes.tools.mcp_tools import tool_name
+
+    tools = builtin_tools()
+    groups = known_toolsets(config, tools)
+    prefixes = tuple(tool_name(server, "") for server in server_names(config))
+    given = [str(name).strip() for name in names if str(name).strip()]
+    for name in given:
+        if name in groups or any(t.name == name for t in tools) or name.startswith(prefixes):
+            continue
+        known = ", ".join(sorted(n for n in groups if n not in server_names(config)))
+        raise ConfigError(
+            f"'{name}' is neither a toolset nor a tool here; the toolsets are {known} "
+            "(an MCP server's name counts too)."
+        )
+    return given
+
+
 def resolve_toolset(
     surface: str, config: Config | None, tools: list[Tool] | None = None
 ) -> list[str]:
@@ -82,7 +133,7 @@ def resolve_toolset(
     out of ``tools`` (the built-in ones when None)."""
     tools = tools if tools is not None else builtin_tools()
     all_tools = [tool.name for tool in tools]
-    chosen = _configured(config, all_tools, toolsets(tools))
+    chosen = _configured(config, all_tools, known_toolsets(config, tools))
     if surface == "review":
         base = chosen if chosen is not None else all_tools
         return [name for name in base if name in review_tools(config)]

@@ -202,14 +202,14 @@ def test_hermes_agents_enabled_toolsets_can_name_a_server(
     ]  # fmt: skip
 
 
-def test_a_stdio_server_runs_in_the_sandbox_unless_its_entry_says_not(
+def test_a_stdio_server_runs_as_configured_unless_its_entry_asks_for_the_sandbox(
     fake_llm: fake.FakeLLMServer, hermes_home: Path, tmp_path: Path
 ) -> None:
     configure(
         hermes_home,
         {
-            "boxed": stdio_server(tmp_path / "starts"),
-            "trusted": stdio_server(tmp_path / "starts", sandbox=False),
+            "boxed": stdio_server(tmp_path / "starts", sandbox=True),
+            "trusted": stdio_server(tmp_path / "starts"),
         },
         tools=workspace(tmp_path),
     )
@@ -222,5 +222,5 @@ def test_a_stdio_server_runs_in_the_sandbox_unless_its_entry_says_not(
     )
     # HERMES_HOME is hidden from a sandboxed server (its config.yaml is not there) ...
     assert results["c_boxed"] == "cannot read: FileNotFoundError"
-    # ... and visible to one whose entry says ``sandbox: false``.
+    # ... and visible to one started as configured (the default).
     assert "mcp_servers" in results["c_trusted"]

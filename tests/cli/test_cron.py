@@ -143,3 +143,40 @@ def _answer_waiting_since(path, job_id: str, *, minutes_ago: float) -> None:
             ),
             write=True,
         )
+
+
+def test_a_job_names_its_toolsets_mcp_servers_included(hermes, cli_env) -> None:
+    # The server is named, not started: it may well be down while the job is made.
+    servers = {"docs": {"url": "http://127.0.0.1:9/mcp"}}
+    (cli_env.home / "config.yaml").write_text(json.dumps({"mcp_servers": servers}))
+    made = hermes(
+        "cron",
+        "create",
+        "every 1h",
+        "digest",
+        "--toolset",
+        "mcp-docs",
+        "--toolset",
+        "files",
+        "--toolset",
+        "mcp__docs__search",
+    )
+    assert made.returncode == 0, made.stderr
+    job_id = re.search(r"Created job (\w+)", made.stdout)[1]  # type: ignore[index]
+
+    def toolsets() -> list[str]:
+        return json.loads(hermes("cron", "list", "--json").stdout)[0]["toolsets"]
+
+    assert toolsets() == ["mcp-docs", "files", "mcp__docs__search"]
+    assert hermes("cron", "edit", job_id, "--toolset", "docs").returncode == 0
+    assert toolsets() == ["docs"]
+    assert hermes("cron", "edit", job_id, "--all-toolsets").returncode == 0
+    assert toolsets() == []
+    for args in (
+        ("cron", "create", "every 1h", "x", "--toolset", "mcp-nope"),
+        ("cron", "edit", job_id, "--toolset", "web"),
+    ):
+        refused = hermes(*args)
+        assert refused.returncode == 1 and len(refused.stderr.strip().splitlines()) == 1
+        assert "is neither a toolset nor a tool here; the toolsets are " in refused.stderr
+        assert "mcp-docs" in refused.stderr and "Traceback" not in refused.stderr

@@ -14,7 +14,8 @@ HTTP on 127.0.0.1:PORT/mcp; with TOKEN every request must carry
 - ``read(path)``: the file's text, or the error reading it (the sandbox tests).
 
 Each start is appended to the file named by ``FAKE_MCP_STARTS`` (if set), so a test can
-count restarts.
+count restarts. While the file named by ``FAKE_MCP_REFUSE`` exists, a start writes two
+lines to stderr and exits with code 4 (a server that cannot start).
 """
 
 from __future__ import annotations
@@ -101,8 +102,17 @@ def _serve_http(port: int, token: str | None) -> None:
     uvicorn.run(guarded, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
 
 
+def _refuse_if_told() -> None:
+    flag = os.environ.get("FAKE_MCP_REFUSE")
+    if flag and os.path.exists(flag):
+        print("fake: reading settings", file=sys.stderr)
+        print("fake: DATABASE_URL is not set; cannot start", file=sys.stderr)
+        sys.exit(4)
+
+
 if __name__ == "__main__":
     _record_start()
+    _refuse_if_told()
     if sys.argv[1] == "stdio":
         server.run("stdio")
     else:

@@ -4,10 +4,12 @@ first two sends, and a dangerous command refused since nobody can approve it."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
 from hermes.cron import CronStore, parse
+from hermes.tools.mcp_hub import hub
 from tests.fakes.llm_server import text, tool_call
 from tests.gateway.fake_platforms import FakeTelegram
 from tests.gateway.harness import GatewayThread, wait_for, write_config
@@ -70,6 +72,27 @@ def test_a_job_with_toolsets_offers_only_those_tools(
         _run_once(gateway, "remember things", toolsets=["memory"])
     offered = {t["function"]["name"] for t in fake_llm.requests[-1].get("tools") or []}
     assert offered == {"memory"}
+
+
+def test_a_job_may_name_an_mcp_server_as_its_toolset(
+    hermes_home: Path, fake_llm, model_key: str
+) -> None:
+    server = {
+        "command": sys.executable,
+        "args": ["-m", "tests.fakes.mcp_server", "stdio"],
+        "cwd": str(Path(__file__).resolve().parents[2]),
+        "tools": {"include": ["add"]},
+    }
+    write_config(
+        hermes_home, fake_llm.url, cron={"tick_seconds": 0.1}, mcp_servers={"fake": server}
+    )
+    try:
+        with FakeTelegram(TOKEN) as telegram, _gateway(hermes_home, telegram) as gateway:
+            _run_once(gateway, "add things", toolsets=["fake", "memory"])
+    finally:
+        hub().close()
+    offered = {t["function"]["name"] for t in fake_llm.requests[-1].get("tools") or []}
+    assert offered == {"mcp__fake__add", "memory"}
 
 
 def test_a_job_with_a_skill_sends_the_skill_before_its_prompt(

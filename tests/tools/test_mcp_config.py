@@ -51,7 +51,7 @@ def test_a_bad_entry_is_one_sentence_and_the_rest_still_work(home: Path) -> None
     specs, problems = servers(
         home,
         {"both": {"command": "x", "url": "http://y"}, "slow": {"command": "x", "timeout": 0},
-         "boxed": {"command": "x", "sandbox": "no"}, "inside": {"command": "x", "cwd": str(home)},
+         "boxed": {"command": "x", "sandbox": "no"}, "inside": {"command": "x", "cwd": str(home), "sandbox": True},
          "ok": {"command": "x"}},
     )  # fmt: skip
     assert [s.name for s in specs] == ["ok"]

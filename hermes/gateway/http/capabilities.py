@@ -177,26 +177,35 @@ class Capabilities:
         )
 
     async def toolsets(self, request: web.Request) -> web.Response:
-        """hermes's toolsets and one ``mcp-<server>`` per MCP server that answers (each
-        starts on this first use, off the event loop)."""
+        """hermes's toolsets and one ``mcp-<server>`` per configured MCP server with the
+        tools it lists (each starts on this first use, off the event loop); a server that
+        does not answer is listed with no tools and says why."""
         import asyncio
         from pathlib import Path
 
+        from hermes.tools.mcp_config import server_names
         from hermes.tools.toolsets import all_tools, resolve_toolset, toolsets
 
         home = Path(self.config.path).parent
         tools = await asyncio.to_thread(all_tools, self.config, home)
         offered = set(resolve_toolset("gateway", self.config, tools))
+        groups = toolsets(tools)
+        for server in server_names(self.config):
+            groups.setdefault(f"mcp-{server}", [])
+        chosen = self.config.get("agent.toolsets")
         data = [
             {
                 "name": name,
-                "label": name.replace("_", " ").title(),
-                "description": _toolset_description(name),
-                "enabled": any(tool in offered for tool in names),
+                "label": _toolset_label(name),
+                "description": _toolset_description(name, bool(names)),
+                # A server not answering has no tools to check: is it chosen at all?
+                "enabled": any(tool in offered for tool in names)
+                if names
+                else chosen is None or bool({name, name[4:]} & set(chosen)),
                 "configured": True,
                 "tools": sorted(names),
             }
-            for name, names in sorted(toolsets(tools).items())
+            for name, names in sorted(groups.items())
         ]
         return web.json_response({"object": "list", "platform": "api_server", "data": data})
 
@@ -217,9 +226,16 @@ def _speaker(request: web.Request) -> tuple[str, str | None]:
     return API_SERVER, caller.session_key()
 
 
-def _toolset_description(name: str) -> str:
+def _toolset_label(name: str) -> str:
     if name.startswith("mcp-"):
-        return f"the tools of the MCP server '{name[4:]}'"
+        return f"MCP: {name[4:]}"
+    return name.replace("_", " ").title()
+
+
+def _toolset_description(name: str, answers: bool) -> str:
+    if name.startswith("mcp-"):
+        down = "" if answers else " (not answering now: `hermes mcp test` says why)"
+        return f"the tools of the MCP server '{name[4:]}'{down}"
     return f"hermes's {name.replace('_', ' ')} tools"
 
 

@@ -4,28 +4,44 @@
 ``/api/jobs/{job_id}/pause|resume|run``, with 0.19's bodies: ``{"jobs": [...]}``,
 ``{"job": {...}}``, ``{"ok": true}`` and ``{"error": "..."}``. Every gateway on the
 store serves the same jobs; whichever gateway's scheduler takes a run, it runs once.
+A job may name its toolsets (``enabled_toolsets``, the field 0.19's jobs carry, or
+``toolsets``): hermes's toolsets, tool names or MCP servers; an unknown name is a 400.
 """
 
 from __future__ import annotations
 
 import asyncio
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
 from hermes.cron import CronStore, check_target, parse
 from hermes.cron.shape import as_019, schedule_text
 from hermes.errors import HermesError
+from hermes.tools.toolsets import check_names
+
+if TYPE_CHECKING:
+    from hermes.config import Config
 
 _JOB_ID = re.compile(r"[a-f0-9]{12}")
-_UPDATABLE = {"name", "schedule", "prompt", "deliver", "skills", "skill", "enabled"}
+_UPDATABLE = {
+    "name",
+    "schedule",
+    "prompt",
+    "deliver",
+    "skills",
+    "skill",
+    "enabled",
+    "enabled_toolsets",
+    "toolsets",
+}
 MAX_NAME = 200
 MAX_PROMPT = 5000
 
 
-def add_routes(app: web.Application, store: CronStore) -> None:
-    api = _JobsApi(store)
+def add_routes(app: web.Application, store: CronStore, config: Config | None = None) -> None:
+    api = _JobsApi(store, config)
     app.router.add_get("/api/jobs", api.list)
     app.router.add_post("/api/jobs", api.create)
     app.router.add_get("/api/jobs/{job_id}", api.get)
@@ -51,8 +67,9 @@ async def _body(request: web.Request) -> dict[str, Any]:
 
 
 class _JobsApi:
-    def __init__(self, store: CronStore) -> None:
+    def __init__(self, store: CronStore, config: Config | None) -> None:
         self.store = store
+        self.config = config
 
     async def _job(self, request: web.Request) -> dict[str, Any] | web.Response:
         job_id = request.match_info["job_id"]
@@ -85,9 +102,15 @@ class _JobsApi:
             parsed = parse(schedule)
             target = check_target(body.get("deliver"))
             skills = _skills(body)
+            toolsets = _toolsets(body, self.config)
             job = await asyncio.to_thread(
                 lambda: self.store.create_job(
-                    name=name, schedule=parsed, prompt=prompt, deliver=target, skills=skills
+                    name=name,
+                    schedule=parsed,
+                    prompt=prompt,
+                    deliver=target,
+                    skills=skills,
+                    toolsets=toolsets,
                 )
             )
         except HermesError as exc:
@@ -107,7 +130,7 @@ class _JobsApi:
             given = {k: v for k, v in body.items() if k in _UPDATABLE}
             if not given:
                 return _error(400, "No valid fields to update")
-            fields = _fields(given)
+            fields = _fields(given, self.config)
         except HermesError as exc:
             return _error(400, str(exc))
         updated = await asyncio.to_thread(lambda: self.store.update_job(job["id"], **fields))
@@ -148,7 +171,14 @@ def _skills(body: dict[str, Any]) -> list[str]:
     return skills
 
 
-def _fields(given: dict[str, Any]) -> dict[str, Any]:
+def _toolsets(body: dict[str, Any], config: Config | None) -> list[str]:
+    names = body.get("enabled_toolsets", body.get("toolsets")) or []
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise HermesError("'enabled_toolsets' must be a list of toolset or tool names.")
+    return check_names(names, config)
+
+
+def _fields(given: dict[str, Any], config: Config | None) -> dict[str, Any]:
     fields: dict[str, Any] = {}
     if "name" in given:
         name = str(given["name"] or "").strip()
@@ -165,6 +195,8 @@ def _fields(given: dict[str, Any]) -> dict[str, Any]:
         fields["deliver"] = check_target(given["deliver"])
     if "skills" in given or "skill" in given:
         fields["skills"] = _skills(given)
+    if "enabled_toolsets" in given or "toolsets" in given:
+        fields["toolsets"] = _toolsets(given, config)
     if "enabled" in given:
         fields["enabled"] = 1 if given["enabled"] else 0
         if not given["enabled"]:

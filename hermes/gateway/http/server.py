@@ -111,7 +111,8 @@ class ApiServerAdapter(ChatCompletions, Adapter):
         )
         responses.add_routes(app, self.runner, self._models)
         runs.add_routes(app, self.runner, self._models)
-        jobs.add_routes(app, CronStore(self.runner.db.backend, read_only=self.runner.db.read_only))
+        store = CronStore(self.runner.db.backend, read_only=self.runner.db.read_only)
+        jobs.add_routes(app, store, self.runner.config)
         Capabilities(
             model=lambda: self._models()[0],
             key_required=lambda: bool(self.api.key),
