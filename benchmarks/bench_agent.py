@@ -180,7 +180,7 @@ def run(args: argparse.Namespace) -> None:
     from hermes.agent.transcript import to_api
     from hermes.config import load_config
     from hermes.state import SessionDB
-    from tests.fakes.llm_server import FakeLLMServer
+    from hermes.testing.llm_server import FakeLLMServer
 
     count, turns = args.messages, args.turns
     rows = []
