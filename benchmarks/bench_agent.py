@@ -113,9 +113,9 @@ def _cpu_per_turn(home: Path, url: str, count: int, turns: int) -> tuple[float, 
     import json
 
     from hermes.agent import AIAgent
-    from hermes.agent.transcript import api_form
     from hermes.config import load_config
     from hermes.state import SessionDB
+    from hermes.state.message import wire_form
 
     db = SessionDB(db_path=home / f"cpu-{count}.db")
     agent = AIAgent(
@@ -136,7 +136,7 @@ def _cpu_per_turn(home: Path, url: str, count: int, turns: int) -> tuple[float, 
         start = time.process_time()
         agent.run_conversation(f"turn {i}")
         samples.append((time.process_time() - start) * 1000)
-    body = {"model": "fake-model", "messages": [api_form(m) for m in agent.load_history()]}
+    body = {"model": "fake-model", "messages": [wire_form(m) for m in agent.load_history()]}
     dumps = []
     for _ in range(5):
         start = time.process_time()
@@ -177,10 +177,10 @@ def _cpu_rows(sizes: list[int], turns: int) -> list[tuple[str, str, str]]:
 
 def run(args: argparse.Namespace) -> None:
     from hermes.agent import AIAgent
-    from hermes.agent.transcript import to_api
     from hermes.config import load_config
     from hermes.state import SessionDB
-    from tests.fakes.llm_server import FakeLLMServer
+    from hermes.state.message import wire_form
+    from hermes.testing.llm_server import FakeLLMServer
 
     count, turns = args.messages, args.turns
     rows = []
@@ -214,7 +214,7 @@ def run(args: argparse.Namespace) -> None:
             )
             agent.run_conversation("warm up")  # builds the prompt and the history cache
             if synchronous == "full":
-                history = to_api(agent.load_history())
+                history = [wire_form(m) for m in agent.load_history()]
                 raw = _raw_round_trip_ms(
                     server.url, [{"role": "system", "content": "x"}, *history], min(turns, 5)
                 )

@@ -1,7 +1,7 @@
 """Gateway benchmark: many conversations at once through the HTTP API.
 
 Three processes share the machine: ``hermes gateway run --api-server`` (the thing
-measured), the fake model (``python -m tests.fakes.llm_server``, its own process,
+measured), the fake model (``python -m hermes.testing.llm_server``, its own process,
 answering after a fixed latency, 100 ms) and this one, the aiohttp load client. N
 conversations start at the same moment and each sends T turns in a row with the real
 HTTP API (``X-Hermes-Session-Id`` keeps each on its conversation).
@@ -580,7 +580,7 @@ class _Rig:
 
 
 def _start_model(home: Path, latency_ms: float) -> tuple[subprocess.Popen[str], str]:
-    command = [sys.executable, "-m", "tests.fakes.llm_server", "--port", "0"]
+    command = [sys.executable, "-m", "hermes.testing.llm_server", "--port", "0"]
     command += ["--call-tool", BENCH_TOOL]  # only where a client offers that tool
     with open(home / "model.log", "wb") as log:
         model = subprocess.Popen(

@@ -5,7 +5,7 @@ The conversation (``benchmarks/tokens_script.py``) has 200 user turns by default
 dominate, as in real agent work: the scripted model reads files (``read_file``, ~6 KB
 each, written to a temporary workspace) or runs ``cat`` on logs (``terminal``). The main
 model has a 64k context window. Both runtimes talk over loopback to the same fake
-OpenAI-compatible server (``tests/fakes/llm_server.py``), whose answers depend only on
+OpenAI-compatible server (``hermes/testing/llm_server.py``), whose answers depend only on
 the turn's user text and the tool results already present, never on the runtime; it
 records every request body. Requests offering tools are the main model's; the others
 asking for a summary are the summary model's (it always answers the same ~500 tokens).
@@ -97,7 +97,7 @@ class Models:
         self.summary = tokens_script.summary_text()
 
     def __call__(self, body: dict[str, Any]) -> Any:
-        from tests.fakes.llm_server import text
+        from hermes.testing.llm_server import text
 
         if self.real is not None:
             return self._forward(body)
@@ -112,7 +112,7 @@ class Models:
     def _forward(self, body: dict[str, Any]) -> Any:
         import openai
 
-        from tests.fakes.llm_server import FakeToolCall, Reply, server_error
+        from hermes.testing.llm_server import FakeToolCall, Reply, server_error
 
         wanted = ("messages", "tools", "tool_choice", "temperature", "max_tokens")
         sent = {k: body[k] for k in wanted if k in body}
@@ -305,7 +305,7 @@ def compare(
     hermes_settings: dict[str, Any] | None = None,
 ) -> Comparison:
     """Run the scripted conversation through each runtime and collect their figures."""
-    from tests.fakes.llm_server import FakeLLMServer
+    from hermes.testing.llm_server import FakeLLMServer
 
     real = None
     if base_url:

@@ -1,6 +1,6 @@
 """Where a gateway turn's CPU goes: one conversation, N turns, the gateway profiled.
 
-The fake model runs in its own process (``tests.fakes.llm_server``, 100 ms), the
+The fake model runs in its own process (``hermes.testing.llm_server``, 100 ms), the
 gateway in another (this module's ``serve`` mode: ``hermes gateway run --api-server``
 in-process, every thread under its own ``cProfile`` timed by that thread's CPU clock),
 and this process sends the turns one after another over HTTP. Printed: the gateway's

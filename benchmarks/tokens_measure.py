@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benchmarks.tokens_script import CHARS_PER_TOKEN, Fact, current_turn
-from tests.fakes.llm_server import content_text, context_problems
+from hermes.testing.llm_server import content_text, context_problems
 
 # A summary request: no tools offered, and it asks for a summary or a compaction.
 _SUMMARY_ASK = re.compile(r"summar|compact|checkpoint|condense", re.IGNORECASE)

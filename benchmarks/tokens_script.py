@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.fakes.llm_server import Reply, content_text, text, tool_call
+from hermes.testing.llm_server import Reply, content_text, text, tool_call
 
 CHARS_PER_TOKEN = 4
 USER_TOKENS = 300

@@ -101,6 +101,60 @@ def test_the_sub_room_check_sees_a_planted_violation(tmp_path: Path) -> None:
     assert agent_imports_of_the_transport(planted) == {"hermes.agent", "hermes.agent.turn"}
 
 
+TESTING = "hermes.testing"  # ships for users' tests; hermes itself never runs it
+
+
+def test_nothing_of_hermes_imports_its_testing_package() -> None:
+    offenders = {
+        str(path.relative_to(PACKAGE)): sorted(found)
+        for path in PACKAGE.rglob("*.py")
+        if PACKAGE / "testing" not in path.parents
+        and (found := {m for m in imported_modules(path) if m.startswith(TESTING)})
+    }
+    assert offenders == {}
+
+
+BENCHMARKS = PACKAGE.parent / "benchmarks"
+
+
+def reached_tests(source: str) -> set[str]:
+    """The ``tests`` modules ``source`` imports or runs (``-m tests.x`` in a command)."""
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            found.add(node.value)
+    return {name for name in found if name == "tests" or name.startswith("tests.")}
+
+
+def test_the_benchmarks_import_nothing_of_the_tests() -> None:
+    """The benchmarks run from an installed hermes: what they need of a fake model is
+    in ``hermes.testing``, not in the test suite."""
+    offenders = {
+        str(path.relative_to(BENCHMARKS)): sorted(found)
+        for path in BENCHMARKS.rglob("*.py")
+        if (found := reached_tests(path.read_text(encoding="utf-8")))
+    }
+    assert offenders == {}
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "from tests.fakes.llm_server import text",
+        "from tests.fakes import llm_server",
+        "import tests.fakes.llm_server",
+        "command = [python, '-m', 'tests.fakes.llm_server']",
+    ],
+)
+def test_the_benchmark_check_sees_a_planted_violation(line: str) -> None:
+    assert reached_tests(line)
+    assert not reached_tests(line.replace("tests.", "hermes.testing."))
+
+
 def test_shared_top_level_modules_import_no_room() -> None:
     for name in ("config.py", "errors.py", "text.py", "redaction.py"):
         assert imported_rooms(PACKAGE / name) == set(), name

@@ -24,7 +24,7 @@ import time
 from typing import Any
 
 from hermes.agent.summariser import _SUMMARY_INSTRUCTIONS
-from tests.fakes import llm_server as fake
+from hermes.testing import llm_server as fake
 
 SUMMARY_MARKER = _SUMMARY_INSTRUCTIONS[:60]
 PADDING = "The quick brown fox considers the lazy dog at some length. " * 3

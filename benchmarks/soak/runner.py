@@ -19,7 +19,7 @@ from benchmarks.soak import checker
 from benchmarks.soak.faults import Killer, WriteLockHolder, long_tools
 from benchmarks.soak.model import FaultWindows, SoakModel
 from benchmarks.soak.store import PG_ENV, fresh_store, open_db, query
-from tests.fakes.llm_server import FakeLLMServer
+from hermes.testing.llm_server import FakeLLMServer
 
 ROOT = Path(__file__).resolve().parents[2]
 REQUEST_TIMEOUT = 2.0  # the agent's model timeout; a "hang" window waits longer

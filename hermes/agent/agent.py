@@ -41,6 +41,7 @@ from hermes.state.message import Message
 from hermes.state.usage import TokenUsage
 
 if TYPE_CHECKING:
+    from hermes.agent.model.protocol import Model
     from hermes.state.store import SegmentStamp, SessionDB
     from hermes.tools.events import EventBus
 
@@ -81,6 +82,7 @@ class AIAgent:
         ephemeral_system_prompt: str | None = None,
         yolo: bool = False,
         event_bus: EventBus | None = None,
+        model_client: Model | None = None,
     ) -> None:
         self.config = config or load_config()
         self.settings = AgentOptions.from_config(
@@ -125,12 +127,18 @@ class AIAgent:
         compressing = self.settings.compression
         self.lease_ttl = compressing.lease_ttl_seconds
         self.compression_enabled = compressing.enabled
-        self.client = ModelClient(
-            self.api_key,
-            self.base_url,
-            self.model,
-            timeout=self.settings.model.request_timeout,
-            max_retries=self.settings.model.max_retries,
+        # model_client: any ``Model`` (hermes.testing's scripted one in tests); by
+        # default a client of the configured endpoint.
+        self.client: Model = (
+            ModelClient(
+                self.api_key,
+                self.base_url,
+                self.model,
+                timeout=self.settings.model.request_timeout,
+                max_retries=self.settings.model.max_retries,
+            )
+            if model_client is None
+            else model_client
         )
         # Old tool results reach the model as stubs (None: always whole).
         self.masking = (

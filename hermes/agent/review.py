@@ -166,6 +166,7 @@ def make_fork(agent: AIAgent) -> AIAgent:
         tools=list(review_tools(agent.config)),
         cwd=agent.cwd,
         is_fork=True,
+        model_client=agent.client.fork(),
     )
     fork.cap_request_timeout(REVIEW_TIMEOUT)
     # Byte-identical system prompt: the provider's prompt cache keeps hitting.

@@ -42,7 +42,7 @@ from hermes.state import wellformed
 from hermes.state.message import Message
 
 if TYPE_CHECKING:
-    from hermes.agent.model.client import ModelClient
+    from hermes.agent.model.protocol import Model
 
 __all__ = ["SUMMARY_PREFIX", "Summariser", "is_summary_message"]
 
@@ -105,7 +105,7 @@ class Summariser:
 
     def __init__(
         self,
-        client: ModelClient | None,
+        client: Model | None,
         *,
         model: str,
         context_length: int,

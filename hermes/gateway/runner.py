@@ -72,6 +72,7 @@ from hermes.state.errors import StateError
 from hermes.state.history import HistoryMatch
 
 if TYPE_CHECKING:
+    from hermes.agent.model.protocol import ModelFactory
     from hermes.cron.service import CronService
     from hermes.state.store import SessionDB
 
@@ -108,6 +109,7 @@ class GatewayRunner:
         agent_options: Mapping[str, Any] | None = None,
         home: Path | None = None,
         adapters: Mapping[str, AdapterFactory] | None = None,
+        make_model: ModelFactory | None = None,
     ) -> None:
         self.config = config or load_config()
         self.home = Path(home) if home else hermes_home()
@@ -128,6 +130,9 @@ class GatewayRunner:
         self.group_per_user = bool(self.config.get("gateway.group_per_user"))
         self.limit = max(1, int(self.config.get("gateway.max_concurrent_turns")))
         self.agent_options = dict(agent_options or {})
+        # Each agent's model client (hermes.testing's scripted one in tests); None: the
+        # configured endpoint's.
+        self.make_model = make_model
         self.adapter_factories = dict(adapters or {})
         self.router = Router(db)
         from hermes.state import make_holder
@@ -763,6 +768,8 @@ class GatewayRunner:
         from hermes.agent import AIAgent
 
         options = {"quiet_mode": True, "session_db": self.db, **self.agent_options, **kwargs}
+        if self.make_model is not None:
+            options.setdefault("model_client", self.make_model())
         return AIAgent(config=self.config, event_bus=self.event_bus, **options)
 
     def _agent_event(self, key: str, conversation: str, kind: str, data: dict[str, Any]) -> None:

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.fakes.llm_server import FakeLLMServer
+from hermes.testing.llm_server import FakeLLMServer
 
 __all__ = ["fake_llm"]
 

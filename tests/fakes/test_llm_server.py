@@ -117,9 +117,10 @@ def test_stream_format(fake_llm: FakeLLMServer, usage: bool) -> None:
     assert ("usage" in chunks[-1]) is usage
 
 
-def test_standalone_prints_its_url() -> None:
+@pytest.mark.parametrize("module", ["hermes.testing.llm_server", "tests.fakes.llm_server"])
+def test_standalone_prints_its_url(module: str) -> None:
     process = subprocess.Popen(
-        [sys.executable, "-m", "tests.fakes.llm_server", "--port", "0", "--latency-ms", "5"],
+        [sys.executable, "-m", module, "--port", "0", "--latency-ms", "5"],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         text=True,

@@ -5,7 +5,9 @@ interrupting a running call, the answer assembled into a ``ModelResponse``, ever
 transport and ``openai`` error translated into ``hermes.agent.errors``), ``chat_post``
 and ``kept_http`` (a plain answer's POST on a kept connection), ``call_threads`` (the
 threads interruptible calls run in) and ``provider_usage`` (a provider's ``usage``
-block read into the store's buckets).
+block read into the store's buckets). ``protocol`` (``Model``) says what the agent needs
+of a model client, so another one can be handed in (``AIAgent(model_client=...)``: the
+scripted model of ``hermes.testing`` in tests).
 
 Two ways reach the model, and no more:
 

@@ -266,6 +266,19 @@ class ModelClient:
         with self._lock:
             self._client = None
 
+    def fork(self) -> ModelClient:
+        """A client of its own for the same endpoint and model (a background review's):
+        its own interrupt, timeout, guard and retry listener."""
+        return ModelClient(
+            self.api_key,
+            self.base_url,
+            self.model,
+            timeout=self.timeout,
+            max_retries=self.max_retries,
+            backoff_base=self.backoff_base,
+            backoff_cap=self.backoff_cap,
+        )
+
     # -- retries
 
     def _with_retries(self, model: str, attempt: Callable[[], T]) -> T:
