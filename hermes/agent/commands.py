@@ -257,8 +257,11 @@ def _model(agent: AIAgent, arg: str) -> Reply:
 
 def _offered_models(agent: AIAgent) -> list[str]:
     """What the endpoint lists; empty when it cannot say (then nothing is refused)."""
+    lister = getattr(agent.client, "list_models", None)  # a scripted model has none
+    if lister is None:
+        return []
     try:
-        return agent.client.list_models()
+        return [str(name) for name in lister()]
     except Exception:  # an endpoint without a listing, or unreachable: do not block
         return []
 
