@@ -144,6 +144,10 @@ def _log_to_file() -> None:
     logging.getLogger("hermes").setLevel(logging.DEBUG if debug else logging.INFO)
     if debug and isinstance(handler, RotatingFileHandler):  # else stderr has it already
         root.addHandler(logging.StreamHandler())
+    if isinstance(handler, RotatingFileHandler):
+        from hermes.logs import log_to_files
+
+        log_to_files(folder.parent)  # Hermes Agent's agent.log and errors.log, for dashboards
 
 
 def _refuse_a_read_only_store(config: Config) -> None:
