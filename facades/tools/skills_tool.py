@@ -54,10 +54,27 @@ def _scan() -> _skills.SkillScan:
     return _skills.scan_skills([home / "skills", *get_external_skills_dirs()])
 
 
+def _for_this_platform(skill: _skills.Skill) -> bool:
+    try:
+        front, _ = parse_frontmatter(skill.index.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError):
+        return False
+    return skill_matches_platform(front)
+
+
+def _relative_path(skill: _skills.Skill) -> str:
+    """The SKILL.md's path under the home's skills folder (``dev/tdd/SKILL.md``), as 0.19's."""
+    home_skills = get_hermes_home() / "skills"
+    if skill.index.is_relative_to(home_skills):
+        return skill.index.relative_to(home_skills).as_posix()
+    return skill.index.relative_to(skill.folder.parent).as_posix()
+
+
 def skills_list(category: str | None = None, task_id: str | None = None) -> str:
     """The enabled skills as 0.19's JSON answer."""
     disabled = get_disabled_skill_names()
-    found = [s.as_listing() for s in _scan().skills if s.name not in disabled]
+    found = [s.as_listing() for s in _scan().skills
+             if s.name not in disabled and _for_this_platform(s)]  # fmt: skip
     if category:
         found = [s for s in found if s.get("category") == category]
     found = _sort_skills(found)
@@ -99,7 +116,7 @@ def skill_view(name: str, file_path: str | None = None, task_id: str | None = No
         "tags": _parse_tags(front.get("tags")),
         "related_skills": _parse_tags(front.get("related_skills")),
         "content": text,
-        "path": str(skill.index.relative_to(skill.folder.parent)),
+        "path": _relative_path(skill),
         "skill_dir": str(skill.folder),
         "linked_files": linked or None,
         "usage_hint": "Load one of these files with skill_view(name, file_path)." if files else None,
