@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import json
 import re
+import sqlite3
 from pathlib import Path
 
+import openai
 import pytest
 
-from tests.gateway.harness import wait_for, write_config
+from tests.gateway.harness import stored_api_key, wait_for, write_config
 from tests.gateway.processes import free_port
 
 # 0.19's hermes_logging line: "2026-02-03 14:00:00,123 INFO name: message"
@@ -34,7 +36,7 @@ def test_a_job_made_and_run_through_the_facades_runs_on_the_gateway(
     write_config(hermes_home, fake_llm.url, cron={"tick_seconds": 0.2})
     port = free_port()
     gw = run_gateway("--api-server", f"127.0.0.1:{port}", "--workers", "1")
-    gw.wait_ready(port)
+    url = gw.wait_ready(port)
 
     assert gateway.status.get_running_pid() == gw.proc.pid
     assert gateway.status.read_runtime_status()["gateway_state"] == "running"
@@ -60,6 +62,17 @@ def test_a_job_made_and_run_through_the_facades_runs_on_the_gateway(
     on_disk = json.loads((hermes_home / "cron" / "jobs.json").read_text(encoding="utf-8"))
     assert on_disk["jobs"][0]["last_status"] == "ok"
     assert [e["status"] for e in cron.executions.list_executions(job_id=job["id"])] == ["completed"]
+
+    # An API conversation, made by the gateway before the model answered: its model is
+    # stored, as is the cron run's (ai-spend-tracker bills by sessions.model).
+    with openai.OpenAI(base_url=url, api_key=stored_api_key(), max_retries=0, timeout=30) as client:
+        answer = client.chat.completions.create(
+            model="fake-model", messages=[{"role": "user", "content": "hello"}]
+        )
+    assert answer.choices[0].message.content == "echo: hello"
+    with sqlite3.connect(hermes_home / "state.db") as conn:  # as ai-spend-tracker reads it
+        models = dict(conn.execute("SELECT source, model FROM sessions").fetchall())
+    assert models == {"api_server": "fake-model", "cron": "fake-model"}
 
     assert gw.terminate() == 0
     for name in ("agent.log", "gateway.log"):
