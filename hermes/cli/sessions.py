@@ -216,7 +216,8 @@ def _write_stream(chunks: Iterable[str], out: TextIO) -> None:
 @click.option("--source", help="Only conversations from this source.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 def search_cmd(query: tuple[str, ...], limit: int, source: str | None, as_json: bool) -> None:
-    """Full-text search over every message of every conversation.
+    """Full-text search over every message of every conversation; each hit names its
+    conversation by the id `hermes sessions list` shows (its live segment).
 
     Every word must match. Quote a phrase to find its words adjacent (`'"red apples"'`)
     and end a word with * to match every word it starts (`'zebr*'`).
@@ -227,15 +228,18 @@ def search_cmd(query: tuple[str, ...], limit: int, source: str | None, as_json: 
     if _store_exists():
         with opened_store(read_only=True) as db:
             hits = db.search_messages(text, limit=limit, source=source)
-            titles = _titles(db, {h["conversation_id"] for h in hits})
+            conversations = {h["conversation_id"] for h in hits}
+            titles = _titles(db, conversations)
+            tips = {cid: db.resolve_tip(cid) for cid in conversations}
     for hit in hits:
         hit["title"] = titles.get(hit["conversation_id"])
+        hit["tip_id"] = tips.get(hit["conversation_id"])
     echo_listing(
         hits,
         as_json=as_json,
         empty=f"No messages match '{text}'.",
         headers=("CONVERSATION", "TITLE", "WHEN", "ROLE", "MATCH"),
-        row=lambda h: (h["conversation_id"], one_line(h["title"] or "(untitled)", 24),
+        row=lambda h: (h["tip_id"], one_line(h["title"] or "(untitled)", 24),
                        when(h["created_at"]), h["role"], one_line(h["snippet"], 80)),
     )  # fmt: skip
 

@@ -58,7 +58,9 @@ def test_search_finds_messages_of_every_segment(hermes, compressed):
     assert hits[0]["conversation_id"] == compressed.root
     giraffes = hermes("sessions", "search", "giraffes")
     assert giraffes.returncode == 0
-    assert compressed.root in giraffes.stdout and "Safari notes" in giraffes.stdout
+    # A hit names its conversation by the id `sessions list` shows: its live segment.
+    assert compressed.tip in giraffes.stdout and "Safari notes" in giraffes.stdout
+    assert hits[0]["tip_id"] == compressed.tip
     assert "No messages match" in hermes("sessions", "search", "platypus").stdout
 
 
