@@ -13,6 +13,7 @@ from pathlib import Path
 from hermes.config import load_config
 from hermes.cron import CronStore, files
 from hermes.state import SessionDB
+from hermes.state.errors import HermesAgentStoreError
 from hermes.state.location import STATE_FILE, StoreLocation, location_of
 from hermes_constants import get_hermes_home
 
@@ -28,13 +29,23 @@ def location(of: Path) -> StoreLocation:
 
 @contextmanager
 def cron_store(*, read_only: bool) -> Iterator[CronStore | None]:
-    """The home's CronStore (its files follow each change); None: no store yet to read."""
+    """The home's CronStore (its files follow each change). None, to read: no store yet,
+    or Hermes Agent's own store not upgraded yet (its jobs.json is then still the truth)."""
     where = home()
     place = location(where)
     if read_only and not place.exists:
         yield None
         return
-    db = SessionDB(db_path=place.path, url=place.url, read_only=read_only)
+    try:
+        db = SessionDB(db_path=place.path, url=place.url, read_only=read_only)
+    except HermesAgentStoreError as exc:
+        if not read_only:
+            raise ValueError(
+                f"{place.label} is still Hermes Agent's store: run `hermes import hermes-agent` "
+                "to upgrade it, then change the jobs."
+            ) from exc
+        yield None
+        return
     try:
         yield CronStore(db.backend, read_only=db.read_only, on_change=files.writer(where))
     finally:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from cron import _store
+from hermes.compat import cron_jobs
 from hermes.cron import ScheduleError, TargetError, check_target, files, parse
 from hermes.cron.shape import schedule_text
 from hermes.cron.store import CronStore
@@ -46,8 +47,8 @@ OUTPUT_DIR = CRON_DIR / "output"
 
 
 def _records(store: CronStore | None) -> list[dict[str, Any]]:
-    if store is None:
-        return []
+    if store is None:  # no store yet, or Hermes Agent's: its own jobs.json, if any
+        return cron_jobs.read_jobs(cron_jobs.jobs_file(_store.home()))
     return [files.job_record(job, next(iter(store.runs(job["id"], limit=1)), None))
             for job in store.jobs()]  # fmt: skip
 

@@ -267,3 +267,41 @@ def test_hermes_agent_kit_finds_hermes_and_runs_its_command(hermes_home: Path) -
                           timeout=60)  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "No scheduled jobs" in done.stdout
+
+
+def test_call_llm_answers_on_hermes_endpoint(hermes_home: Path, fake_llm) -> None:
+    """hermes-lcm's summaries: ``call_llm(task=..., messages=..., max_tokens=...)`` and
+    ``response.choices[0].message.content``, on the endpoint and model of config.yaml."""
+    from agent.auxiliary_client import call_llm
+
+    (hermes_home / "config.yaml").write_text(
+        f"model:\n  default: fake-model\n  base_url: {fake_llm.url}\n", encoding="utf-8"
+    )
+    response = call_llm(task="compression", messages=[{"role": "user", "content": "sum up"}],
+                        max_tokens=200, temperature=0.2)  # fmt: skip
+    assert response.choices[0].message.content == "echo: sum up"
+    assert fake_llm.requests[-1]["model"] == "fake-model"
+
+
+@pytest.mark.hermes_agent
+def test_before_the_upgrade_jobs_are_hermes_agents_own(hermes_agent_python, hermes_home) -> None:
+    """A home still holding Hermes Agent's state.db: its jobs.json is still the truth, read
+    as it is; a change asks for the upgrade first (nothing is written)."""
+    from cron.jobs import create_job, list_jobs
+
+    from tests.compat.hermes_agent import HERE
+
+    env = {**os.environ, "HERMES_HOME": str(hermes_home.parent / "ha-runtime")}
+    subprocess.run([str(hermes_agent_python), str(HERE / "ha_build_compacted_store.py"),
+                    str(hermes_home / "state.db")], env=env, check=True, capture_output=True)  # fmt: skip
+    (hermes_home / "cron").mkdir()
+    own = {"jobs": [{"id": "j1", "name": "daily", "prompt": "hi", "enabled": True,
+                     "schedule": {"kind": "cron", "expr": "0 9 * * *"}}]}  # fmt: skip
+    (hermes_home / "cron" / "jobs.json").write_text(json.dumps(own), encoding="utf-8")
+    before = (hermes_home / "state.db").read_bytes()
+
+    assert [j["id"] for j in list_jobs()] == ["j1"]
+    with pytest.raises(ValueError, match="hermes import hermes-agent"):
+        create_job(prompt="x", schedule="every 1h")
+    assert (hermes_home / "state.db").read_bytes() == before
+    assert json.loads((hermes_home / "cron" / "jobs.json").read_text(encoding="utf-8")) == own
