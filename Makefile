@@ -36,7 +36,7 @@ seed: install   ## the user's acceptance test, verbatim from ../shared/seed/
 	$(PY) -m pytest -q ../shared/seed/test_compression_lock_regression.py
 
 lint: install   ## ruff lint, format check and mypy (config in pyproject.toml)
-	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(VENV)/bin/mypy hermes
+	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(VENV)/bin/mypy
 
 fmt: install    ## format the code
 	$(VENV)/bin/ruff check --fix . && $(VENV)/bin/ruff format .
