@@ -29,8 +29,17 @@ NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 RESERVED = frozenset({"hermes", "test", "tmp", "root", "sudo"})
 ACTIVE_FILE = "active_profile"
 # 0.19's folders of a new profile (its tools look for them).
-PROFILE_DIRS = ("memories", "sessions", "skills", "skins", "logs", "plans", "workspace",
-                "cron", "home")  # fmt: skip
+PROFILE_DIRS = (
+    "memories",
+    "sessions",
+    "skills",
+    "skins",
+    "logs",
+    "plans",
+    "workspace",
+    "cron",
+    "home",
+)
 CLONED_FILES = ("config.yaml", ".env", "SOUL.md")
 
 

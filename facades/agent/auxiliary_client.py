@@ -38,8 +38,12 @@ def call_llm(
     config = load_config(get_hermes_home() / "config.yaml")
     chosen = model or (config.get("compression.summary_model") if task == "compression" else None)
     options: dict[str, Any] = {"model": chosen or config.get("model.default"), "messages": messages}
-    for key, value in (("temperature", temperature), ("max_tokens", max_tokens),
-                       ("tools", tools), ("extra_body", extra_body)):  # fmt: skip
+    for key, value in (
+        ("temperature", temperature),
+        ("max_tokens", max_tokens),
+        ("tools", tools),
+        ("extra_body", extra_body),
+    ):
         if value is not None:
             options[key] = value
     client = openai.OpenAI(

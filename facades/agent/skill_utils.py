@@ -35,9 +35,18 @@ __all__ = [
 PLATFORM_MAP = {"macos": "darwin", "linux": "linux", "windows": "win32"}
 EXCLUDED_SKILL_DIRS = frozenset(
     _skills.SKIPPED_DIRS
-    | {".archive", ".venv", "venv", "site-packages", ".tox", ".nox", ".pytest_cache",
-       ".mypy_cache", ".ruff_cache"}
-)  # fmt: skip
+    | {
+        ".archive",
+        ".venv",
+        "venv",
+        "site-packages",
+        ".tox",
+        ".nox",
+        ".pytest_cache",
+        ".mypy_cache",
+        ".ruff_cache",
+    }
+)
 # A skill's own references/templates/assets/scripts are its files, not more skills.
 SKILL_SUPPORT_DIRS = frozenset(("references", "templates", "assets", "scripts"))
 _NAMESPACE_RE = re.compile(r"^[a-zA-Z0-9_-]+$")
@@ -73,9 +82,10 @@ def iter_skill_index_files(skills_dir: Path, filename: str) -> Iterator[Path]:
     for root, dirs, files in os.walk(str(skills_dir), followlinks=True):
         has_index = "SKILL.md" in files
         dirs[:] = [
-            d for d in dirs
+            d
+            for d in dirs
             if d not in EXCLUDED_SKILL_DIRS and not (has_index and d in SKILL_SUPPORT_DIRS)
-        ]  # fmt: skip
+        ]
         if filename in files:
             matches.append(os.path.join(root, filename))
     for path in sorted(matches):

@@ -14,8 +14,13 @@ from cron import _store
 
 __all__ = ["latest_execution", "latest_executions", "list_executions"]
 
-_STATUS = {"due": "claimed", "running": "running", "completed": "completed",
-           "failed": "failed", "skipped": "failed"}  # fmt: skip
+_STATUS = {
+    "due": "claimed",
+    "running": "running",
+    "completed": "completed",
+    "failed": "failed",
+    "skipped": "failed",
+}
 
 
 def _iso(stamp: float | None) -> str | None:

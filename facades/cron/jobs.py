@@ -49,8 +49,10 @@ OUTPUT_DIR = CRON_DIR / "output"
 def _records(store: CronStore | None) -> list[dict[str, Any]]:
     if store is None:  # no store yet, or Hermes Agent's: its own jobs.json, if any
         return cron_jobs.read_jobs(cron_jobs.jobs_file(_store.home()))
-    return [files.job_record(job, next(iter(store.runs(job["id"], limit=1)), None))
-            for job in store.jobs()]  # fmt: skip
+    return [
+        files.job_record(job, next(iter(store.runs(job["id"], limit=1)), None))
+        for job in store.jobs()
+    ]
 
 
 def _record(store: CronStore, job: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -129,9 +131,13 @@ def create_job(
             assert store is not None
             made = store.create_job(
                 name=name or (text or (chosen[0] if chosen else "cron job"))[:50].strip(),
-                schedule=parsed, prompt=text, deliver=target, skills=chosen,
-                model=model or None, toolsets=list(enabled_toolsets or ()),
-            )  # fmt: skip
+                schedule=parsed,
+                prompt=text,
+                deliver=target,
+                skills=chosen,
+                model=model or None,
+                toolsets=list(enabled_toolsets or ()),
+            )
             record = _record(store, made)
     except (ScheduleError, TargetError) as exc:
         raise ValueError(str(exc)) from exc
@@ -139,8 +145,14 @@ def create_job(
     return record
 
 
-_UPDATABLE = {"name": "name", "prompt": "prompt", "model": "model", "deliver": "deliver",
-              "skills": "skills", "enabled_toolsets": "toolsets"}  # fmt: skip
+_UPDATABLE = {
+    "name": "name",
+    "prompt": "prompt",
+    "model": "model",
+    "deliver": "deliver",
+    "skills": "skills",
+    "enabled_toolsets": "toolsets",
+}
 
 
 def update_job(job_id: str, updates: dict[str, Any]) -> dict[str, Any] | None:
@@ -216,12 +228,13 @@ def mark_job_run(
 
 
 def save_job_output(job_id: str, output: str) -> Path:
-    """One run document under ``cron/output/<job id>/``; the same document as the newest
-    one there (the gateway wrote it when the run finished) is not written twice."""
-    folder = files.output_dir(_store.home(), job_id)
-    newest = (
-        max(folder.glob("*.md"), default=None, key=lambda p: p.name) if folder.is_dir() else None
-    )
-    if newest is not None and newest.read_text(encoding="utf-8") == output:
-        return newest
-    return files.save_output(_store.home(), job_id, output)
+    """One run document under ``cron/output/<job id>/``. The document of the job's latest
+    run (``run_job``'s) goes under that run's time, the name the gateway that ran it gives
+    it too: written by both, it is there once."""
+    when = None
+    with _store.cron_store(read_only=True) as store:
+        job = store.job(job_id) if store is not None else None
+        latest = next(iter(store.runs(job_id, limit=1)), None) if store is not None else None
+    if job is not None and latest is not None and latest["finished_at"]:
+        when = latest["finished_at"] if files.run_document(job, latest) == output else None
+    return files.save_output(_store.home(), job_id, output, when=when)

@@ -29,8 +29,11 @@ def run_job(job: dict[str, Any], **_: Any) -> tuple[bool, str, str, str | None]:
     job_id = str(job.get("id") or "")
     name = str(job.get("name") or job_id)
     if not read_status(_store.home()).running:
-        return _failed(job, "No gateway is running on this home to run the job: start one "
-                            "with `hermes gateway run`, then run the job again.")  # fmt: skip
+        return _failed(
+            job,
+            "No gateway is running on this home to run the job: start one "
+            "with `hermes gateway run`, then run the job again.",
+        )
     with _store.cron_store(read_only=False) as store:
         assert store is not None
         run_id = store.run_now(job_id)
@@ -48,13 +51,18 @@ def run_job(job: dict[str, Any], **_: Any) -> tuple[bool, str, str, str | None]:
                 return False, document, "", run["error"]
             return True, document, run["output"] or "", None
         time.sleep(_POLL_SECONDS)
-    return _failed(job, f"The run of job {name!r} did not finish within {RUN_WAIT_SECONDS:.0f} "
-                        "s; it goes on on the gateway (see `hermes cron runs`).")  # fmt: skip
+    return _failed(
+        job,
+        f"The run of job {name!r} did not finish within {RUN_WAIT_SECONDS:.0f} "
+        "s; it goes on on the gateway (see `hermes cron runs`).",
+    )
 
 
 def _failed(job: dict[str, Any], error: str) -> tuple[bool, str, str, str | None]:
-    document = (f"# Cron Job: {job.get('name') or job.get('id')} (FAILED)\n\n"
-                f"**Job ID:** {job.get('id')}\n\n## Error\n\n```\n{error}\n```\n")  # fmt: skip
+    document = (
+        f"# Cron Job: {job.get('name') or job.get('id')} (FAILED)\n\n"
+        f"**Job ID:** {job.get('id')}\n\n## Error\n\n```\n{error}\n```\n"
+    )
     return False, document, "", error
 
 

@@ -22,8 +22,13 @@ from agent.skill_utils import (
 from hermes.tools import skills as _skills
 from hermes_constants import get_hermes_home
 
-__all__ = ["MAX_DESCRIPTION_LENGTH", "SKILLS_DIR", "skill_matches_platform", "skill_view",
-           "skills_list"]  # fmt: skip
+__all__ = [
+    "MAX_DESCRIPTION_LENGTH",
+    "SKILLS_DIR",
+    "skill_matches_platform",
+    "skill_view",
+    "skills_list",
+]
 
 MAX_NAME_LENGTH = 64
 MAX_DESCRIPTION_LENGTH = _skills.DESCRIPTION_LIMIT
@@ -73,17 +78,20 @@ def _relative_path(skill: _skills.Skill) -> str:
 def skills_list(category: str | None = None, task_id: str | None = None) -> str:
     """The enabled skills as 0.19's JSON answer."""
     disabled = get_disabled_skill_names()
-    found = [s.as_listing() for s in _scan().skills
-             if s.name not in disabled and _for_this_platform(s)]  # fmt: skip
+    found = [
+        s.as_listing() for s in _scan().skills if s.name not in disabled and _for_this_platform(s)
+    ]
     if category:
         found = [s for s in found if s.get("category") == category]
     found = _sort_skills(found)
-    return json.dumps({
-        "success": True,
-        "skills": found,
-        "categories": sorted({s["category"] for s in found if s.get("category")}),
-        "count": len(found),
-    })  # fmt: skip
+    return json.dumps(
+        {
+            "success": True,
+            "skills": found,
+            "categories": sorted({s["category"] for s in found if s.get("category")}),
+            "count": len(found),
+        }
+    )
 
 
 def skill_view(name: str, file_path: str | None = None, task_id: str | None = None) -> str:
@@ -91,16 +99,28 @@ def skill_view(name: str, file_path: str | None = None, task_id: str | None = No
     ``error`` sentence when there is no such skill or file."""
     skill = _scan().find(name)
     if skill is None:
-        return json.dumps({"success": False,
-                           "error": f"Skill '{name}' not found. Use skills_list to see the skills."})  # fmt: skip
+        return json.dumps(
+            {
+                "success": False,
+                "error": f"Skill '{name}' not found. Use skills_list to see the skills.",
+            }
+        )
     if file_path:
         target = (skill.folder / file_path).resolve()
         if not target.is_relative_to(skill.folder.resolve()) or not target.is_file():
-            return json.dumps({"success": False,
-                               "error": f"File '{file_path}' not found in skill '{name}'."})  # fmt: skip
+            return json.dumps(
+                {"success": False, "error": f"File '{file_path}' not found in skill '{name}'."}
+            )
         content = target.read_text(encoding="utf-8", errors="replace")
-        return json.dumps({"success": True, "name": name, "file": file_path,
-                           "content": content, "file_type": target.suffix})  # fmt: skip
+        return json.dumps(
+            {
+                "success": True,
+                "name": name,
+                "file": file_path,
+                "content": content,
+                "file_type": target.suffix,
+            }
+        )
     text = skill.index.read_text(encoding="utf-8")
     front, _ = parse_frontmatter(text)
     files = _skills.skill_files(skill)
@@ -109,17 +129,21 @@ def skill_view(name: str, file_path: str | None = None, task_id: str | None = No
         linked.setdefault(Path(rel).parts[0] if len(Path(rel).parts) > 1 else "other", []).append(
             rel
         )
-    return json.dumps({
-        "success": True,
-        "name": skill.name,
-        "description": skill.description,
-        "tags": _parse_tags(front.get("tags")),
-        "related_skills": _parse_tags(front.get("related_skills")),
-        "content": text,
-        "path": _relative_path(skill),
-        "skill_dir": str(skill.folder),
-        "linked_files": linked or None,
-        "usage_hint": "Load one of these files with skill_view(name, file_path)." if files else None,
-        "required_environment_variables": [],
-        "setup_needed": False,
-    })  # fmt: skip
+    return json.dumps(
+        {
+            "success": True,
+            "name": skill.name,
+            "description": skill.description,
+            "tags": _parse_tags(front.get("tags")),
+            "related_skills": _parse_tags(front.get("related_skills")),
+            "content": text,
+            "path": _relative_path(skill),
+            "skill_dir": str(skill.folder),
+            "linked_files": linked or None,
+            "usage_hint": "Load one of these files with skill_view(name, file_path)."
+            if files
+            else None,
+            "required_environment_variables": [],
+            "setup_needed": False,
+        }
+    )

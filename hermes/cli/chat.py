@@ -223,8 +223,11 @@ def _resume_without_terminal(continue_: bool, resume: str | None) -> None:
     with opened_store(read_only=True) as db:
         tip = _pick_conversation(db, continue_, resume)
     if tip is not None:
-        click.echo(f"Nothing was asked (no terminal, and nothing on stdin): conversation {tip} "
-                   "is unchanged. Resume it in a terminal, or pipe a question in.", err=True)  # fmt: skip
+        click.echo(
+            f"Nothing was asked (no terminal, and nothing on stdin): conversation {tip} "
+            "is unchanged. Resume it in a terminal, or pipe a question in.",
+            err=True,
+        )
 
 
 def _read_query(query: str, piped: str | None = None) -> str:

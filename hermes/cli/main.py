@@ -86,9 +86,14 @@ LATEST = "\0latest"  # `-c` given without a title
 @click.option("-c", "--continue", "continue_", is_flag=False, flag_value=LATEST, default=None,
               metavar="[TITLE]",
               help="Continue the most recent conversation started here, or the one titled TITLE.")  # fmt: skip
-@click.option("-p", "--profile", metavar="NAME", expose_value=False,
-              help="Use the profile NAME ($HERMES_HOME/profiles/NAME; also HERMES_PROFILE) "
-              "for this run; `hermes profile use NAME` makes it sticky.")  # fmt: skip
+@click.option(
+    "-p",
+    "--profile",
+    metavar="NAME",
+    expose_value=False,
+    help="Use the profile NAME ($HERMES_HOME/profiles/NAME; also HERMES_PROFILE) "
+    "for this run; `hermes profile use NAME` makes it sticky.",
+)
 @click.option("--yolo", is_flag=True,
               help="Run dangerous commands without asking, for this run only (protected files "
               "still ask, secrets stay unreadable).")  # fmt: skip

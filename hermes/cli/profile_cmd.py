@@ -28,10 +28,14 @@ def list_cmd(as_json: bool) -> None:
     """One row per profile; `*` marks the one this command runs in."""
     current = profiles.current_name()
     rows = [
-        {"name": p.name, "path": str(p.path), "active": p.name == current,
-         "gateway": "running" if read_status(p.path).running else "stopped"}
+        {
+            "name": p.name,
+            "path": str(p.path),
+            "active": p.name == current,
+            "gateway": "running" if read_status(p.path).running else "stopped",
+        }
         for p in profiles.list_all()
-    ]  # fmt: skip
+    ]
     echo_listing(
         rows,
         as_json=as_json,
@@ -43,10 +47,16 @@ def list_cmd(as_json: bool) -> None:
 
 @profile.command("create")
 @click.argument("name")
-@click.option("--clone", is_flag=True,
-              help="Copy config.yaml, .env and SOUL.md from the profile this command runs in.")  # fmt: skip
-@click.option("--clone-from", metavar="PROFILE",
-              help="Copy config.yaml, .env and SOUL.md from PROFILE (implies --clone).")  # fmt: skip
+@click.option(
+    "--clone",
+    is_flag=True,
+    help="Copy config.yaml, .env and SOUL.md from the profile this command runs in.",
+)
+@click.option(
+    "--clone-from",
+    metavar="PROFILE",
+    help="Copy config.yaml, .env and SOUL.md from PROFILE (implies --clone).",
+)
 def create_cmd(name: str, clone: bool, clone_from: str | None) -> None:
     """Create the profile NAME (lower-case letters, digits, '-' and '_')."""
     source = clone_from or (profiles.current_name() if clone else None)
@@ -54,8 +64,10 @@ def create_cmd(name: str, clone: bool, clone_from: str | None) -> None:
         source = None  # HERMES_HOME is no profile: there is nothing named to copy
     path = profiles.create(name, clone_from=source)
     click.echo(f"Created profile {profiles.normalize(name)} at {path}.")
-    click.echo(f"Use it once with `hermes --profile {profiles.normalize(name)} chat`, "
-               f"or for every command with `hermes profile use {profiles.normalize(name)}`.")  # fmt: skip
+    click.echo(
+        f"Use it once with `hermes --profile {profiles.normalize(name)} chat`, "
+        f"or for every command with `hermes profile use {profiles.normalize(name)}`."
+    )
 
 
 @profile.command("use")

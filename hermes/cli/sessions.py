@@ -261,11 +261,17 @@ def _titles(db: SessionDB, conversation_ids: set[str]) -> dict[str, str | None]:
               default="jsonl", show_default=True, help="JSON lines, or Markdown for reading.")  # fmt: skip
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
               help="Write to this file (mode 0600) instead of stdout.")  # fmt: skip
-@click.option("--session-id", metavar="ID",
-              help="Hermes Agent's export of one session: a JSON line of the session and its "
-              "messages, written to OUTPUT ('-': stdout).")  # fmt: skip
-@click.option("--redact", is_flag=True,
-              help="Mask secrets (Hermes Agent's flag: hermes masks them in every export).")  # fmt: skip
+@click.option(
+    "--session-id",
+    metavar="ID",
+    help="Hermes Agent's export of one session: a JSON line of the session and its "
+    "messages, written to OUTPUT ('-': stdout).",
+)
+@click.option(
+    "--redact",
+    is_flag=True,
+    help="Mask secrets (Hermes Agent's flag: hermes masks them in every export).",
+)
 @click.option(
     "-y", "--yes", is_flag=True, help="Ask nothing (Hermes Agent's flag: export never asks)."
 )

@@ -344,8 +344,9 @@ def _import_session(db: SessionDB, row: Record, rows: list[Record]) -> int:
     archive = archive_segment_id(row["id"])
     archive_row = {**row, "ended_at": _last_time(row, history), "end_reason": "compression"}
     stored = _import_segment(db, archive, archive_row, parent, history)
-    stored += _import_segment(db, row["id"], {**row, "started_at": archive_row["ended_at"]},
-                              archive, context)  # fmt: skip
+    stored += _import_segment(
+        db, row["id"], {**row, "started_at": archive_row["ended_at"]}, archive, context
+    )
     if row["title"]:
         # The session keeps the title its user gave it (a rotation would number it "#2").
         db.set_title(row["id"], str(row["title"]))

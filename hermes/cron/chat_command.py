@@ -29,8 +29,11 @@ USAGE = (
 def cron_command(agent: AIAgent, arg: str) -> Reply:
     if agent.session_db is None:
         raise HermesError("This command needs the state store, and this agent has none.")
-    store = CronStore(agent.session_db.backend, read_only=agent.session_db.read_only,
-                      on_change=files.writer(agent.hermes_home))  # fmt: skip
+    store = CronStore(
+        agent.session_db.backend,
+        read_only=agent.session_db.read_only,
+        on_change=files.writer(agent.hermes_home),
+    )
     verb, _, rest = arg.strip().partition(" ")
     verb, rest = verb.lower() or "list", rest.strip()
     if verb == "list":

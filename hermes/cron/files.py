@@ -50,19 +50,24 @@ def write_files(home: Path, store: CronStore) -> None:
     try:
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         with FileLock(str(folder / ".jobs.json.lock"), timeout=LOCK_SECONDS):
-            records = []
-            for job in store.jobs():
-                latest = next(iter(store.runs(job["id"], limit=1)), None)
-                records.append(job_record(job, latest))
-                if latest is not None and latest["finished_at"] and latest["status"] != "skipped":
-                    _write_run_document(home, job, latest)
-            payload = {"jobs": records, "updated_at": datetime.now(UTC).isoformat(),
-                       "written_by": WRITER}  # fmt: skip
+            latest = [
+                (job, next(iter(store.runs(job["id"], limit=1)), None)) for job in store.jobs()
+            ]
+            records = [job_record(job, run) for job, run in latest]
+            payload = {
+                "jobs": records,
+                "updated_at": datetime.now(UTC).isoformat(),
+                "written_by": WRITER,
+            }
             _keep_hermes_agents_own(folder / "jobs.json")
             _write_atomic(folder / "jobs.json", json.dumps(payload, indent=2) + "\n")
+            for job, run in latest:
+                if run is not None and run["finished_at"] and run["status"] != "skipped":
+                    _write_run_document(home, job, run)
     except (OSError, Timeout) as exc:
-        log.warning("Could not update %s (%s); the store still holds the jobs.",
-                    folder / "jobs.json", exc)  # fmt: skip
+        log.warning(
+            "Could not update %s (%s); the store still holds the jobs.", folder / "jobs.json", exc
+        )
 
 
 def job_record(job: dict[str, Any], latest: dict[str, Any] | None) -> dict[str, Any]:
@@ -70,12 +75,19 @@ def job_record(job: dict[str, Any], latest: dict[str, Any] | None) -> dict[str, 
     record = as_019(job)
     finished = latest is not None and latest["status"] in ("completed", "failed")
     record.update(
-        provider=None, base_url=None, script=None, no_agent=False, context_from=None,
-        origin=None, workdir=None,
-        last_status=None if not finished else ("ok" if latest["status"] == "completed" else "error"),  # type: ignore[index]
+        provider=None,
+        base_url=None,
+        script=None,
+        no_agent=False,
+        context_from=None,
+        origin=None,
+        workdir=None,
+        last_status=None
+        if not finished
+        else ("ok" if latest["status"] == "completed" else "error"),  # type: ignore[index]
         last_error=latest["error"] if finished and latest else None,
         last_delivery_error=(latest or {}).get("delivery_error"),
-    )  # fmt: skip
+    )
     return record
 
 

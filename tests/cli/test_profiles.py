@@ -53,8 +53,11 @@ def test_hermes_profile_variable(hermes: Run, cli_env: Env) -> None:
 
 
 def test_clear_errors(hermes: Run, cli_env: Env) -> None:
-    assert_one_line_error(hermes("--profile", "nope", "cron", "list"),
-                          "no profile 'nope'", "hermes profile create nope")  # fmt: skip
+    assert_one_line_error(
+        hermes("--profile", "nope", "cron", "list"),
+        "no profile 'nope'",
+        "hermes profile create nope",
+    )
     assert_one_line_error(hermes("profile", "use", "bad/name"), "not a profile name")
     assert_one_line_error(hermes("profile", "use", "ghost"), "hermes profile create ghost")
     assert hermes("profile", "create", "dup").returncode == 0
@@ -63,8 +66,17 @@ def test_clear_errors(hermes: Run, cli_env: Env) -> None:
 
     # A sticky profile since removed: commands say so, `hermes profile use` still mends it.
     assert hermes("profile", "use", "dup").returncode == 0
-    for sub in ("memories", "sessions", "skills", "skins", "logs", "plans", "workspace",
-                "cron", "home"):  # fmt: skip
+    for sub in (
+        "memories",
+        "sessions",
+        "skills",
+        "skins",
+        "logs",
+        "plans",
+        "workspace",
+        "cron",
+        "home",
+    ):
         (cli_env.home / "profiles" / "dup" / sub).rmdir()
     (cli_env.home / "profiles" / "dup").rmdir()
     assert_one_line_error(hermes("cron", "list"), "no profile 'dup'")

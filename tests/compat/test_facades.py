@@ -21,8 +21,9 @@ from tests.cli.helpers import hermes_command
 
 def hermes(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "HERMES_HOME": str(home)}
-    return subprocess.run([*hermes_command(), *args], env=env, capture_output=True, text=True,
-                          timeout=60)  # fmt: skip
+    return subprocess.run(
+        [*hermes_command(), *args], env=env, capture_output=True, text=True, timeout=60
+    )
 
 
 def write_skill(root: Path, rel: str, front: str, body: str = "Do it.\n") -> None:
@@ -114,11 +115,16 @@ def test_jobs_through_the_facade_are_the_stores_and_jobs_json_follows(hermes_hom
         update_job,
     )
 
-    job = create_job(prompt="check the weather", schedule="0 9 * * *", name="weather",
-                     skills=["tdd"])  # fmt: skip
+    job = create_job(
+        prompt="check the weather", schedule="0 9 * * *", name="weather", skills=["tdd"]
+    )
     assert job["schedule"] == {"kind": "cron", "expr": "0 9 * * *", "display": "0 9 * * *"}
     assert (job["state"], job["enabled"], job["skill"], job["deliver"]) == (
-        "scheduled", True, "tdd", "local")  # fmt: skip
+        "scheduled",
+        True,
+        "tdd",
+        "local",
+    )
 
     cli = hermes(hermes_home, "cron", "list", "--json")
     assert [j["id"] for j in json.loads(cli.stdout)] == [job["id"]]
@@ -192,15 +198,18 @@ def test_profiles_as_the_webui_lists_and_makes_them(hermes_home: Path) -> None:
     )
 
     (hermes_home / "config.yaml").write_text("model:\n  default: big-model\n", encoding="utf-8")
-    path = create_profile("coder", clone_from=None, clone_config=True, clone_all=False,
-                          no_alias=True)  # fmt: skip
+    path = create_profile(
+        "coder", clone_from=None, clone_config=True, clone_all=False, no_alias=True
+    )
     assert path == hermes_home / "profiles" / "coder"
     assert (path / "config.yaml").read_text(encoding="utf-8").startswith("model:")
     assert _get_default_hermes_home() == hermes_home
     assert _get_profiles_root() == hermes_home / "profiles"
     infos = list_profiles()
     assert [(p.name, p.is_default, p.model) for p in infos] == [
-        ("default", True, "big-model"), ("coder", False, "big-model")]  # fmt: skip
+        ("default", True, "big-model"),
+        ("coder", False, "big-model"),
+    ]
     assert not _check_gateway_running(path)
     with pytest.raises(FileExistsError):
         create_profile("coder")
@@ -214,7 +223,8 @@ def test_profiles_as_the_webui_lists_and_makes_them(hermes_home: Path) -> None:
     assert (hermes_home / "active_profile").read_text(encoding="utf-8").strip() == "coder"
     listed = hermes(hermes_home, "profile", "list")  # the sticky profile, as the CLI sees it
     assert "* " in listed.stdout and "coder" in [
-        line.split()[1] for line in listed.stdout.splitlines() if line.startswith("*")]  # fmt: skip
+        line.split()[1] for line in listed.stdout.splitlines() if line.startswith("*")
+    ]
 
 
 def test_gateway_status_reads_the_state_file(hermes_home: Path) -> None:
@@ -260,11 +270,14 @@ def test_config_helpers_read_this_home(hermes_home: Path) -> None:
 
 def test_hermes_agent_kit_finds_hermes_and_runs_its_command(hermes_home: Path) -> None:
     """hermes-agent-kit imports hermes_cli.main, sets sys.argv and calls main()."""
-    code = ("import sys, hermes_cli.main\nsys.argv = ['hermes', 'cron', 'list']\n"
-            "from hermes_cli.main import main\nmain()\n")  # fmt: skip
+    code = (
+        "import sys, hermes_cli.main\nsys.argv = ['hermes', 'cron', 'list']\n"
+        "from hermes_cli.main import main\nmain()\n"
+    )
     env = {**os.environ, "HERMES_HOME": str(hermes_home)}
-    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                          timeout=60)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0, done.stderr
     assert "No scheduled jobs" in done.stdout
 
@@ -277,8 +290,12 @@ def test_call_llm_answers_on_hermes_endpoint(hermes_home: Path, fake_llm) -> Non
     (hermes_home / "config.yaml").write_text(
         f"model:\n  default: fake-model\n  base_url: {fake_llm.url}\n", encoding="utf-8"
     )
-    response = call_llm(task="compression", messages=[{"role": "user", "content": "sum up"}],
-                        max_tokens=200, temperature=0.2)  # fmt: skip
+    response = call_llm(
+        task="compression",
+        messages=[{"role": "user", "content": "sum up"}],
+        max_tokens=200,
+        temperature=0.2,
+    )
     assert response.choices[0].message.content == "echo: sum up"
     assert fake_llm.requests[-1]["model"] == "fake-model"
 
@@ -292,11 +309,28 @@ def test_before_the_upgrade_jobs_are_hermes_agents_own(hermes_agent_python, herm
     from tests.compat.hermes_agent import HERE
 
     env = {**os.environ, "HERMES_HOME": str(hermes_home.parent / "ha-runtime")}
-    subprocess.run([str(hermes_agent_python), str(HERE / "ha_build_compacted_store.py"),
-                    str(hermes_home / "state.db")], env=env, check=True, capture_output=True)  # fmt: skip
+    subprocess.run(
+        [
+            str(hermes_agent_python),
+            str(HERE / "ha_build_compacted_store.py"),
+            str(hermes_home / "state.db"),
+        ],
+        env=env,
+        check=True,
+        capture_output=True,
+    )
     (hermes_home / "cron").mkdir()
-    own = {"jobs": [{"id": "j1", "name": "daily", "prompt": "hi", "enabled": True,
-                     "schedule": {"kind": "cron", "expr": "0 9 * * *"}}]}  # fmt: skip
+    own = {
+        "jobs": [
+            {
+                "id": "j1",
+                "name": "daily",
+                "prompt": "hi",
+                "enabled": True,
+                "schedule": {"kind": "cron", "expr": "0 9 * * *"},
+            }
+        ]
+    }
     (hermes_home / "cron" / "jobs.json").write_text(json.dumps(own), encoding="utf-8")
     before = (hermes_home / "state.db").read_bytes()
 

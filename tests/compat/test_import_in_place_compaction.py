@@ -29,15 +29,25 @@ def hermes(home: Path, *args: str, llm: str | None = None) -> subprocess.Complet
     env = {**os.environ, "HERMES_HOME": str(home)}
     if llm:
         env.update(HERMES_BASE_URL=llm, HERMES_MODEL="fake-model")
-    return subprocess.run([*hermes_command(), *args], env=env, capture_output=True, text=True,
-                          stdin=subprocess.DEVNULL, timeout=60)  # fmt: skip
+    return subprocess.run(
+        [*hermes_command(), *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=60,
+    )
 
 
 def test_the_title_and_id_the_user_knows_survive(hermes_agent_python, hermes_home, fake_llm):
     store = hermes_home / "state.db"
     env = {**os.environ, "HERMES_HOME": str(hermes_home.parent / "ha-runtime")}
-    subprocess.run([str(hermes_agent_python), str(HERE / "ha_build_compacted_store.py"),
-                    str(store)], env=env, check=True, capture_output=True)  # fmt: skip
+    subprocess.run(
+        [str(hermes_agent_python), str(HERE / "ha_build_compacted_store.py"), str(store)],
+        env=env,
+        check=True,
+        capture_output=True,
+    )
 
     upgraded = hermes(hermes_home, "import", "hermes-agent", "--yes")
     assert upgraded.returncode == 0, upgraded.stderr

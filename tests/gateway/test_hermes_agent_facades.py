@@ -44,23 +44,29 @@ def test_a_job_made_and_run_through_the_facades_runs_on_the_gateway(
     job = cron.jobs.create_job(prompt="say hi", schedule="every 2h", name="greet")
     on_disk = json.loads((hermes_home / "cron" / "jobs.json").read_text(encoding="utf-8"))
     assert [j["id"] for j in on_disk["jobs"]] == [job["id"]]
-    assert on_disk["jobs"][0]["schedule"] == {"kind": "interval", "minutes": 120,
-                                              "display": "every 2h"}  # fmt: skip
+    assert on_disk["jobs"][0]["schedule"] == {
+        "kind": "interval",
+        "minutes": 120,
+        "display": "every 2h",
+    }
 
     # hermes-webui's manual run: run_job, then save_job_output and mark_job_run.
     success, document, final, error = cron.scheduler.run_job(job)
     assert (success, error) == (True, None)
     assert final.startswith("echo:")
     assert "## Response" in document and job["id"] in document
+    # The gateway that ran it writes the files too, for readers such as hermesd.
+    outputs = wait_for(lambda: sorted((hermes_home / "cron" / "output" / job["id"]).glob("*.md")))
+    assert [p.read_text(encoding="utf-8") for p in outputs] == [document]
+    on_disk = json.loads((hermes_home / "cron" / "jobs.json").read_text(encoding="utf-8"))
+    assert on_disk["jobs"][0]["last_status"] == "ok" and on_disk["jobs"][0]["last_run_at"]
+
     cron.jobs.save_job_output(job["id"], document)
     cron.jobs.mark_job_run(job["id"], success, error)
-
     outputs = sorted((hermes_home / "cron" / "output" / job["id"]).glob("*.md"))
     assert [p.read_text(encoding="utf-8") for p in outputs] == [document]  # one, not two
     listed = cron.jobs.get_job(job["id"])
     assert listed is not None and listed["last_status"] == "ok" and listed["last_run_at"]
-    on_disk = json.loads((hermes_home / "cron" / "jobs.json").read_text(encoding="utf-8"))
-    assert on_disk["jobs"][0]["last_status"] == "ok"
     assert [e["status"] for e in cron.executions.list_executions(job_id=job["id"])] == ["completed"]
 
     # An API conversation, made by the gateway before the model answered: its model is

@@ -111,8 +111,14 @@ class ApiServerAdapter(ChatCompletions, Adapter):
         )
         responses.add_routes(app, self.runner, self._models)
         runs.add_routes(app, self.runner, self._models)
-        jobs.add_routes(app, CronStore(self.runner.db.backend, read_only=self.runner.db.read_only,
-                                       on_change=files.writer(self.runner.home)))  # fmt: skip
+        jobs.add_routes(
+            app,
+            CronStore(
+                self.runner.db.backend,
+                read_only=self.runner.db.read_only,
+                on_change=files.writer(self.runner.home),
+            ),
+        )
         Capabilities(
             model=lambda: self._models()[0],
             key_required=lambda: bool(self.api.key),
