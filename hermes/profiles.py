@@ -192,11 +192,31 @@ def _copy_settings(source: Path, path: Path) -> None:
                 (path / file).chmod(0o600)
 
 
+# Options whose value may itself look like ``-p``: their values are skipped (as 0.19 does).
+_VALUE_OPTIONS = frozenset(
+    {
+        "-z",
+        "--oneshot",
+        "-m",
+        "--model",
+        "-r",
+        "--resume",
+        "-q",
+        "--query",
+        "-s",
+        "--system",
+        "--base-url",
+    }
+)
+
+
 def take_profile_flag(argv: list[str]) -> tuple[list[str], str | None]:
     """``argv`` without its ``--profile NAME`` (or ``-p NAME``), and the name given."""
     for index, arg in enumerate(argv):
         if arg == "--":
             break
+        if index > 0 and argv[index - 1] in _VALUE_OPTIONS:
+            continue  # the value of -z, -m, ...
         if arg.startswith("--profile="):
             return argv[:index] + argv[index + 1 :], arg.split("=", 1)[1]
         if arg in ("--profile", "-p") and index + 1 < len(argv):

@@ -88,3 +88,15 @@ def test_help_names_the_profile_option(hermes: Run) -> None:
     assert "--profile NAME" in hermes("--help").stdout
     helped = hermes("profile", "--help").stdout
     assert all(word in helped for word in ("list", "create", "use"))
+
+
+def test_the_flag_is_found_where_hermes_agent_finds_it() -> None:
+    from hermes.profiles import take_profile_flag
+
+    assert take_profile_flag(["-p", "work", "cron", "list"]) == (["cron", "list"], "work")
+    assert take_profile_flag(["cron", "list", "--profile=ops"]) == (["cron", "list"], "ops")
+    assert take_profile_flag(["chat", "-q", "hi", "-p", "work"]) == (["chat", "-q", "hi"], "work")
+    # A value of another option, an argument after `--`, or not a profile name: not ours.
+    assert take_profile_flag(["-z", "-p", "work"]) == (["-z", "-p", "work"], None)
+    assert take_profile_flag(["--", "-p", "work"]) == (["--", "-p", "work"], None)
+    assert take_profile_flag(["mcp", "-p", "no:xdist"]) == (["mcp", "-p", "no:xdist"], None)
