@@ -339,3 +339,27 @@ def test_before_the_upgrade_jobs_are_hermes_agents_own(hermes_agent_python, herm
         create_job(prompt="x", schedule="every 1h")
     assert (hermes_home / "state.db").read_bytes() == before
     assert json.loads((hermes_home / "cron" / "jobs.json").read_text(encoding="utf-8")) == own
+
+
+def test_the_command_palette_lists_hermes_commands() -> None:
+    """hermes-webui's ``list_commands`` (api/commands.py) over COMMAND_REGISTRY."""
+    from hermes_cli.commands import COMMAND_REGISTRY, GATEWAY_KNOWN_COMMANDS
+
+    from hermes.agent.commands import COMMANDS
+
+    listed = [
+        {
+            "name": c.name,
+            "description": c.description,
+            "category": c.category,
+            "aliases": list(c.aliases),
+            "args_hint": c.args_hint,
+            "subcommands": list(c.subcommands),
+            "cli_only": bool(c.cli_only),
+        }
+        for c in COMMAND_REGISTRY
+        if not c.gateway_only
+    ]
+    assert {c["name"] for c in listed} == set(COMMANDS) and "cron" in GATEWAY_KNOWN_COMMANDS
+    title = next(c for c in listed if c["name"] == "title")
+    assert title["description"] == COMMANDS["title"].help and title["args_hint"]
