@@ -1,4 +1,5 @@
-"""Compatibility module: Hermes Agent 0.19's ``hermes_constants`` (where its home is).
+"""Hermes Agent 0.19's ``hermes_constants``: where its home is (a package under facades/, so a
+Hermes Agent run from this checkout still imports its own).
 
 ``get_hermes_home`` is ``$HERMES_HOME`` (or ``~/.hermes``), unless a caller pinned another
 home for its own context with ``set_hermes_home_override`` (hermes-webui does, per
