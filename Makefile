@@ -33,7 +33,7 @@ test-fast: install ## the suite without the tests marked slow (the short soak, l
 	PG_FSYNC=off bash scripts/with-postgres $(PY) -m pytest -n $(TEST_WORKERS) -m "not slow" $(PYTEST_ARGS)
 
 lint: install   ## ruff lint, format check and mypy (config in pyproject.toml)
-	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(VENV)/bin/mypy hermes
+	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(VENV)/bin/mypy
 
 fmt: install    ## format the code
 	$(VENV)/bin/ruff check --fix . && $(VENV)/bin/ruff format .

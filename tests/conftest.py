@@ -22,6 +22,7 @@ _LEAKY_ENV = (
     "HERMES_STATE_URL",
     "HERMES_GATEWAY_KEY",
     "HERMES_DEBUG",
+    "HERMES_PROFILE",
 )
 
 

@@ -536,6 +536,10 @@ class AIAgent:
                 self.session_id = tip["id"]
             self.conversation_id = tip["conversation_id"]
             self._conversation_of[tip["id"]] = self.conversation_id
+            if tip["model"] is None and self.model and self.writes_transcript:
+                # A gateway, the API or cron made the session before a model answered in
+                # it: record the one that does (Hermes Agent's readers bill by it).
+                db.set_model(tip["id"], self.model)
             return
         if not self.writes_transcript:
             return

@@ -20,16 +20,24 @@ from hermes.state.location import StoreLocation, store_location
 
 
 def open_db(
-    location: StoreLocation, *, read_only: bool, synchronous: str | None = None
+    location: StoreLocation,
+    *,
+    read_only: bool,
+    synchronous: str | None = None,
+    kind: type[SessionDB] = SessionDB,
 ) -> SessionDB:
-    """Open the store; ``synchronous`` given means config.yaml is not read again."""
-    return SessionDB(
+    """Open the store; ``synchronous`` given means config.yaml is not read again. ``kind``:
+    the class to open it as (Hermes Agent's SessionDB, for commands that answer in its
+    shapes)."""
+    return kind(
         db_path=location.path, url=location.url, read_only=read_only, synchronous=synchronous
     )
 
 
 @contextmanager
-def opened_store(*, read_only: bool, create: bool = False) -> Iterator[SessionDB]:
+def opened_store(
+    *, read_only: bool, create: bool = False, kind: type[SessionDB] = SessionDB
+) -> Iterator[SessionDB]:
     """Open the configured store for one command; damage becomes one sentence."""
     config = load_config()
     location = store_location(config=config)
@@ -41,14 +49,14 @@ def opened_store(*, read_only: bool, create: bool = False) -> Iterator[SessionDB
     synchronous = config.get("state.synchronous")
     with database_errors(location):
         try:
-            db = open_db(location, read_only=read_only, synchronous=synchronous)
+            db = open_db(location, read_only=read_only, synchronous=synchronous, kind=kind)
         except HermesAgentStoreError:
             assert location.path is not None  # only a SQLite file can be one
             with upgraded_or_read_only(location.path, read_only=read_only) as view:
                 if view is not None:
                     yield view
                     return
-            db = open_db(location, read_only=read_only, synchronous=synchronous)
+            db = open_db(location, read_only=read_only, synchronous=synchronous, kind=kind)
         try:
             yield db
         finally:

@@ -87,9 +87,13 @@ def chat(
         config = _first_run_setup()
     base_url = base_url or config.get("model.base_url")
     api_key = _require_key(base_url)
+    piped = None
     if query is None and not sys.stdin.isatty():
-        query = "-"  # `echo question | hermes chat` asks once, like -q -
-    text = _read_query(query) if query is not None else None
+        query, piped = "-", sys.stdin.read()  # `echo question | hermes chat` asks once, like -q -
+        if not piped.strip() and (resume or continue_):
+            _resume_without_terminal(continue_, resume)
+            return
+    text = _read_query(query, piped) if query is not None else None
     with opened_store(read_only=False, create=True) as db:
         tip = _pick_conversation(db, continue_, resume)
         agent = _make_agent(config, db, api_key=api_key, base_url=base_url, model=model,
@@ -144,6 +148,10 @@ def _log_to_file() -> None:
     logging.getLogger("hermes").setLevel(logging.DEBUG if debug else logging.INFO)
     if debug and isinstance(handler, RotatingFileHandler):  # else stderr has it already
         root.addHandler(logging.StreamHandler())
+    if isinstance(handler, RotatingFileHandler):
+        from hermes.logs import log_to_files
+
+        log_to_files(folder.parent)  # Hermes Agent's agent.log and errors.log, for dashboards
 
 
 def _refuse_a_read_only_store(config: Config) -> None:
@@ -208,8 +216,25 @@ def _first_run_setup() -> Config:
     return load_config()
 
 
-def _read_query(query: str) -> str:
-    text = sys.stdin.read() if query == "-" else query
+def _resume_without_terminal(continue_: bool, resume: str | None) -> None:
+    """`hermes --resume ID` with no terminal and nothing piped in: as in Hermes Agent 0.19,
+    the conversation is found and left as it was, and the command succeeds (exit 0). A
+    conversation that does not exist is still an error."""
+    with opened_store(read_only=True) as db:
+        tip = _pick_conversation(db, continue_, resume)
+    if tip is not None:
+        click.echo(
+            f"Nothing was asked (no terminal, and nothing on stdin): conversation {tip} "
+            "is unchanged. Resume it in a terminal, or pipe a question in.",
+            err=True,
+        )
+
+
+def _read_query(query: str, piped: str | None = None) -> str:
+    if query == "-":
+        text = sys.stdin.read() if piped is None else piped
+    else:
+        text = query
     if not text.strip():
         raise click.UsageError("Nothing to ask: the question is empty.")
     return text.strip("\n") if query == "-" else text

@@ -16,8 +16,8 @@ import click
 
 from hermes.cli._store import opened_store
 from hermes.cli._table import echo_listing
-from hermes.config import load_config
-from hermes.cron import CronStore, check_target, parse
+from hermes.config import hermes_home, load_config
+from hermes.cron import CronStore, check_target, files, parse
 from hermes.cron.targets import WAITING_AFTER, configured_platforms, why_undelivered
 from hermes.errors import HermesError
 from hermes.state.location import store_location
@@ -27,7 +27,7 @@ from hermes.tools.toolsets import check_names
 @contextmanager
 def _jobs(*, read_only: bool = False) -> Iterator[CronStore]:
     with opened_store(read_only=read_only, create=not read_only) as db:
-        yield CronStore(db.backend, read_only=db.read_only)
+        yield CronStore(db.backend, read_only=db.read_only, on_change=files.writer(hermes_home()))
 
 
 def _no_store_yet() -> bool:
@@ -130,7 +130,6 @@ def create(
 
 def _warn_if_undeliverable(target: str) -> None:
     """Say at once when no gateway of this home would deliver the job's answers."""
-    from hermes.config import hermes_home
     from hermes.gateway.state_file import served_platforms
 
     why = why_undelivered(

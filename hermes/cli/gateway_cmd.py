@@ -308,6 +308,10 @@ def _setup_logging(verbose: bool, worker_index: int | None = None) -> None:
     root.setLevel(logging.DEBUG if verbose else logging.INFO)
     for name in _CHATTY:
         logging.getLogger(name).setLevel(logging.INFO if verbose else logging.WARNING)
+    from hermes.config import hermes_home
+    from hermes.logs import log_to_files
+
+    log_to_files(hermes_home(), gateway=True)
 
 
 @gateway.command("status")

@@ -18,7 +18,7 @@ from typing import Any
 
 import click
 
-from hermes import __version__
+from hermes import __version__, profiles
 from hermes.errors import HermesError
 
 # Subcommands live in their own modules and are imported only when used, so
@@ -40,6 +40,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "cron": ("hermes.cli.cron_cmd", "cron", "Scheduled jobs: create, list, runs, pause..."),
     "skills": ("hermes.cli.skills_cmd", "skills", "List, show, install and remove skills."),
     "mcp": ("hermes.cli.mcp_cmd", "mcp", "List the MCP servers of config.yaml; test one."),
+    "profile": ("hermes.cli.profile_cmd", "profile", "Profiles: list, create, use."),
 }
 
 
@@ -100,6 +101,14 @@ LATEST = "\0latest"  # `-c` given without a title
 @click.option("-c", "--continue", "continue_", is_flag=False, flag_value=LATEST, default=None,
               metavar="[TITLE]",
               help="Continue the most recent conversation started here, or the one titled TITLE.")  # fmt: skip
+@click.option(
+    "-p",
+    "--profile",
+    metavar="NAME",
+    expose_value=False,
+    help="Use the profile NAME ($HERMES_HOME/profiles/NAME; also HERMES_PROFILE) "
+    "for this run; `hermes profile use NAME` makes it sticky.",
+)
 @click.option("--yolo", is_flag=True,
               help="Run dangerous commands without asking, for this run only (protected files "
               "still ask, secrets stay unreadable).")  # fmt: skip
@@ -136,8 +145,15 @@ def cli(
 
 
 def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
     try:
-        cli.main(args=argv, prog_name="hermes", standalone_mode=True)
+        # The profile picks HERMES_HOME before any command reads it (hermes.profiles).
+        args = profiles.select(args, os.environ)
+    except HermesError as exc:
+        click.echo(f"Error: {exc}", err=True)
+        return 1
+    try:
+        cli.main(args=args, prog_name="hermes", standalone_mode=True)
     except SystemExit as exc:
         return int(exc.code or 0)
     return 0

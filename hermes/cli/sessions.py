@@ -224,7 +224,8 @@ def _write_stream(chunks: Iterable[str], out: TextIO) -> None:
 @click.option("--source", help="Only conversations from this source.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 def search_cmd(query: tuple[str, ...], limit: int, source: str | None, as_json: bool) -> None:
-    """Full-text search over every message of every conversation.
+    """Full-text search over every message of every conversation; each hit names its
+    conversation by the id `hermes sessions list` shows (its live segment).
 
     Every word must match (`zebra giraffe` finds messages holding both). Quote a phrase
     to find its words adjacent (`'"red apples"'`) and end a word with * to match every
@@ -271,13 +272,56 @@ def _titles_and_tips(
 
 
 @sessions.command("export")
-@click.argument("ref", metavar="ID")
+@click.argument("target", metavar="[ID | OUTPUT]", required=False)
 @click.option("--format", "fmt", type=click.Choice(["jsonl", "md", "markdown"]),
               default="jsonl", show_default=True, help="JSON lines, or Markdown for reading.")  # fmt: skip
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
               help="Write to this file (mode 0600) instead of stdout.")  # fmt: skip
-def export_cmd(ref: str, fmt: str, output: Path | None) -> None:
-    """Export a whole conversation, streamed, so any size exports in constant memory."""
+@click.option(
+    "--session-id",
+    metavar="ID",
+    help="Hermes Agent's export of one session: a JSON line of the session and its "
+    "messages, written to OUTPUT ('-': stdout).",
+)
+@click.option(
+    "--redact",
+    is_flag=True,
+    help="Mask secrets (Hermes Agent's flag: hermes masks them in every export).",
+)
+@click.option(
+    "-y", "--yes", is_flag=True, help="Ask nothing (Hermes Agent's flag: export never asks)."
+)
+def export_cmd(
+    target: str | None,
+    fmt: str,
+    output: Path | None,
+    session_id: str | None,
+    redact: bool,
+    yes: bool,
+) -> None:
+    """Export a whole conversation (ID), streamed, so any size exports in constant memory.
+
+    As Hermes Agent 0.19 does: `--session-id ID OUTPUT` exports that session, and
+    `OUTPUT` alone every session, as JSON lines ('-' writes to stdout).
+    """
+    if session_id is None and target is None:
+        raise click.UsageError(
+            "Name what to export: a conversation id or title, `--session-id ID -`, or `-` "
+            "(or a file) for every session."
+        )
+    if session_id is None and target != "-" and _is_conversation(str(target)) is False:
+        if not _looks_like_a_file(str(target)):
+            raise HermesError(
+                f"No conversation with the id or title {target!r}; run `hermes sessions list` "
+                "to see them (to export every session, give a file such as all.jsonl, or -)."
+            )
+    elif session_id is None and target != "-":
+        _export_conversation(str(target), fmt, output)
+        return
+    _export_as_hermes_agent(session_id, output or (Path(target) if target else None), fmt)
+
+
+def _export_conversation(ref: str, fmt: str, output: Path | None) -> None:
     with opened_store(read_only=True) as db:
         tip = resolve_conversation(db, ref)
         chunks = _scrubbed(db.export_conversation(tip, "markdown" if fmt == "md" else fmt))
@@ -286,6 +330,59 @@ def export_cmd(ref: str, fmt: str, output: Path | None) -> None:
             return
         _write_file(chunks, output)
     click.echo(f"Exported the conversation to {output}.", err=True)
+
+
+def _is_conversation(ref: str) -> bool | None:
+    """Whether ``ref`` names a conversation; None when there is no store to look in."""
+    if not store_location(config=load_config()).exists:
+        return None
+    with opened_store(read_only=True) as db:
+        try:
+            resolve_conversation(db, ref)
+        except HermesError:
+            return False
+    return True
+
+
+def _looks_like_a_file(text: str) -> bool:
+    return "/" in text or "." in Path(text).name
+
+
+def _export_as_hermes_agent(session_id: str | None, out: Path | None, fmt: str) -> None:
+    """0.19's JSONL export: one line per session (its row and ``messages``)."""
+    from hermes.compat.session_db import SessionDB as HermesAgentSessionDB
+
+    if fmt != "jsonl":
+        raise click.UsageError(
+            "--session-id and the export of every session write JSON lines; for Markdown, "
+            "export one conversation: `hermes sessions export ID --format md`."
+        )
+    if out is None:
+        raise click.UsageError("Give an output file, or - for stdout: `--session-id ID -`.")
+    with opened_store(read_only=True, kind=HermesAgentSessionDB) as db:
+        assert isinstance(db, HermesAgentSessionDB)
+        if session_id is not None:
+            resolved = db.resolve_session_id(session_id)
+            if resolved is None:
+                raise HermesError(
+                    f"No session {session_id!r}; run `hermes sessions list` to see them."
+                )
+            found = db.export_session(resolved)
+            records = [found] if found else []
+        else:
+            records = db.export_all()
+        lines = [_scrub_line(json.dumps(r, ensure_ascii=False, default=str)) for r in records]
+    chunks = (line + "\n" for line in lines)
+    if str(out) == "-":
+        _write_stream(chunks, sys.stdout)
+        return
+    _write_file(chunks, out)
+    click.echo(f"Exported {plural(len(lines), 'session')} to {out}.", err=True)
+
+
+def _scrub_line(line: str) -> str:
+    register_secrets(load_config())
+    return redact(line)
 
 
 def _scrubbed(chunks: Iterable[str]) -> Iterator[str]:

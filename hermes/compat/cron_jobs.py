@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,9 +36,11 @@ def read_jobs(path: Path) -> list[dict[str, Any]]:
     return [job for job in jobs if isinstance(job, dict)] if isinstance(jobs, list) else []
 
 
-def import_jobs(path: Path, backend: Backend) -> int:
+def import_jobs(
+    path: Path, backend: Backend, on_change: Callable[[CronStore], None] | None = None
+) -> int:
     """Add the jobs of ``path`` the store does not hold yet; how many were added."""
-    store = CronStore(backend)
+    store = CronStore(backend, on_change=on_change)
     held = {job["id"] for job in store.jobs()}
     added = 0
     for job in read_jobs(path):

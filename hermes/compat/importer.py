@@ -15,7 +15,9 @@ children, so the same transactions, routing and exactly-once rules apply:
   becomes a compression chain, as hermes would have rotated it: a segment
   ``<id>~archive`` holding the archived originals (standing history: searchable,
   exported), ended for compression, then the session's own id holding the live rows
-  (the summary and what followed) as the context the model sees. Its summary read
+  (the summary and what followed) as the context the model sees. Both keep the title
+  the user gave the session, and a search hit in the archive names the session's own
+  id (hermes.compat.listing), so the user finds the conversation they know. Its summary read
   every archived row, which ``segment_coverage`` records (invariant 14); so does each
   child of a rotation Hermes Agent made itself;
 - rewound rows (``active = 0, compacted = 0``: the user took them back) are stored
@@ -35,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hermes.compat.listing import ARCHIVE_SUFFIX
 from hermes.compat.session_db import SessionDB
 from hermes.state.diagnose import file_problem
 from hermes.state.errors import StateError
@@ -313,9 +316,6 @@ def import_store(
     return ImportReport(len(sessions), total, new_sessions, new_messages, checksum)
 
 
-ARCHIVE_SUFFIX = "~archive"
-
-
 def archive_segment_id(session_id: str) -> str:
     """The segment holding the rows Hermes Agent archived when it compacted in place."""
     return f"{session_id}{ARCHIVE_SUFFIX}"
@@ -344,8 +344,13 @@ def _import_session(db: SessionDB, row: Record, rows: list[Record]) -> int:
     archive = archive_segment_id(row["id"])
     archive_row = {**row, "ended_at": _last_time(row, history), "end_reason": "compression"}
     stored = _import_segment(db, archive, archive_row, parent, history)
-    live_row = {**row, "title": None, "started_at": archive_row["ended_at"]}
-    return stored + _import_segment(db, row["id"], live_row, archive, context)
+    stored += _import_segment(
+        db, row["id"], {**row, "started_at": archive_row["ended_at"]}, archive, context
+    )
+    if row["title"]:
+        # The session keeps the title its user gave it (a rotation would number it "#2").
+        db.set_title(row["id"], str(row["title"]))
+    return stored
 
 
 def _import_segment(

@@ -70,6 +70,17 @@ class SearchFilter:
         )
 
 
+# The segment holding what Hermes Agent archived when it compacted a session in place
+# (hermes.compat.importer): its rows were that session's, so hits name that session.
+ARCHIVE_SUFFIX = "~archive"
+
+
+def known_session_id(session_id: str) -> str:
+    """The Hermes Agent session a segment's rows belonged to: an imported archive
+    segment's rows were the session's it was split from."""
+    return session_id.removesuffix(ARCHIVE_SUFFIX)
+
+
 def search(
     db: SessionDB,
     store_search: Callable[..., list[Row]],
@@ -96,6 +107,7 @@ def search(
     page = kept[offset : offset + max(1, int(limit))]
     for hit in page:
         hit["context"] = _context(db, hit)
+        hit["session_id"] = known_session_id(hit["session_id"])
     return page
 
 

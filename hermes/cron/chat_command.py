@@ -10,6 +10,7 @@ import time
 from typing import TYPE_CHECKING
 
 from hermes.agent.commands import Reply, command
+from hermes.cron import files
 from hermes.cron.schedule import parse
 from hermes.cron.store import CronStore
 from hermes.cron.targets import check_target
@@ -29,7 +30,11 @@ USAGE = (
 def cron_command(agent: AIAgent, arg: str) -> Reply:
     if agent.session_db is None:
         raise HermesError("This command needs the state store, and this agent has none.")
-    store = CronStore(agent.session_db.backend, read_only=agent.session_db.read_only)
+    store = CronStore(
+        agent.session_db.backend,
+        read_only=agent.session_db.read_only,
+        on_change=files.writer(agent.hermes_home),
+    )
     verb, _, rest = arg.strip().partition(" ")
     verb, rest = verb.lower() or "list", rest.strip()
     if verb == "list":

@@ -49,9 +49,10 @@ class CronService:
         tick: float = 1.0,
         ttl: float = 120.0,
         limit: int = 2,
+        on_change: Callable[[CronStore], None] | None = None,
     ) -> None:
         self.db = db
-        self.store = CronStore(db.backend, read_only=db.read_only)
+        self.store = CronStore(db.backend, read_only=db.read_only, on_change=on_change)
         self.holder = holder
         self.make_agent = make_agent
         self.send = send

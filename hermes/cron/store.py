@@ -22,13 +22,13 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any, TypeVar
 
 from hermes.cron.schedule import Schedule, ScheduleError, parse
 from hermes.state import lease
-from hermes.state.backend import Row, Tx
+from hermes.state.backend import Backend, Row, Tx
 from hermes.state.tables import Tables
 
 T = TypeVar("T")
@@ -55,7 +55,26 @@ def backoff(attempts: int) -> float:
 
 
 class CronStore(Tables):
-    """The cron tables on a backend (blocking calls: use from threads)."""
+    """The cron tables on a backend (blocking calls: use from threads).
+
+    ``on_change`` is called with the store after each change to a job (made, edited,
+    removed, run, moved to its next due time): readers' copies, such as Hermes Agent's
+    ``cron/jobs.json``, follow the store that way. It must not raise.
+    """
+
+    def __init__(
+        self,
+        backend: Backend,
+        *,
+        read_only: bool = False,
+        on_change: Callable[[CronStore], None] | None = None,
+    ) -> None:
+        super().__init__(backend, read_only=read_only)
+        self.on_change = on_change
+
+    def _changed(self) -> None:
+        if self.on_change is not None:
+            self.on_change(self)
 
     # -- jobs ---------------------------------------------------------------------------
 
@@ -92,7 +111,9 @@ class CronStore(Tables):
             )  # fmt: skip
             return _job(_one_job(tx, job_id))
 
-        return self._write(create)
+        made = self._write(create)
+        self._changed()
+        return made
 
     def jobs(self, *, include_disabled: bool = True) -> list[dict[str, Any]]:
         where = "" if include_disabled else " WHERE enabled = 1"
@@ -140,13 +161,19 @@ class CronStore(Tables):
             tx.run(f"UPDATE cron_jobs SET {assignments} WHERE id = ?", (*values.values(), job_id))
             return _job(_one_job(tx, job_id))
 
-        return self._write(update)
+        updated = self._write(update)
+        if updated is not None:
+            self._changed()
+        return updated
 
     def remove_job(self, job_id: str) -> bool:
         def remove(tx: Tx) -> bool:
             return tx.run("DELETE FROM cron_jobs WHERE id = ?", (job_id,)) > 0
 
-        return self._write(remove)
+        removed = self._write(remove)
+        if removed:
+            self._changed()
+        return removed
 
     def run_now(self, job_id: str, now: float | None = None) -> str | None:
         """A run of the job due now, outside its schedule; None: no such job."""
@@ -175,6 +202,8 @@ class CronStore(Tables):
             run = self._write(partial(_advance, job=row, now=now, missed=missed))
             if run is not None:
                 made.append(run)
+        if made:
+            self._changed()
         return made
 
     def take_run(self, holder: str, ttl: float, now: float | None = None) -> dict[str, Any] | None:
@@ -257,7 +286,10 @@ class CronStore(Tables):
                 )
             return True
 
-        return self._write(finish)
+        finished = self._write(finish)
+        if finished:
+            self._changed()
+        return finished
 
     def release(self, run_id: str, holder: str) -> bool:
         """Give a run this holder will not finish back to the others (a shutdown)."""

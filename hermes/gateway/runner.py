@@ -234,6 +234,7 @@ class GatewayRunner:
         """Every gateway runs the scheduled jobs' scheduler; the store makes each run once."""
         if self.db.read_only:
             return
+        from hermes.cron import files
         from hermes.cron.service import CronService
 
         self.cron = CronService(
@@ -245,6 +246,7 @@ class GatewayRunner:
             missed=str(self.config.get("cron.missed")),
             tick=float(self.config.get("cron.tick_seconds")),
             ttl=float(self.config.get("cron.lease_ttl")),
+            on_change=files.writer(self.home),
         )
         self._spawn(self.cron.serve())
 

@@ -150,3 +150,22 @@ def test_agent_deck_and_deja_vu_open_the_chat_on_the_conversation(chat, hermes, 
     assert "resumed" in banner and "remember zebras" in banner
     session.say("and lions", "echo: and lions", PROMPT)
     assert session.leave() == 0
+
+
+def test_resume_without_a_terminal_exits_0_as_hermes_agent_does(hermes, cli_env):
+    """Hermes Agent 0.19: `hermes --resume ID` with no terminal and nothing on stdin finds
+    the session, asks nothing and exits 0 (agent-deck and others run it that way)."""
+    assert hermes("-z", "remember zebras").returncode == 0
+    with SessionDB(db_path=cli_env.home / "state.db", read_only=True) as db:
+        (row,) = db.list_conversations(limit=1)
+    before = stored(cli_env, row["tip_id"])
+    resumed = hermes("--resume", row["tip_id"])  # stdin: empty, not a terminal
+    assert resumed.returncode == 0, resumed.stderr
+    assert resumed.stdout == "" and "unchanged" in resumed.stderr
+    assert stored(cli_env, row["tip_id"]) == before
+    assert hermes("-c").returncode == 0
+    missing = hermes("--resume", "no-such-conversation")
+    assert missing.returncode == 1 and "no-such-conversation" in missing.stderr
+    # Something piped in is still asked, in the same conversation.
+    asked = hermes("--resume", row["tip_id"], input="and giraffes\n")
+    assert asked.returncode == 0 and asked.stdout == "echo: and giraffes\n"

@@ -197,3 +197,38 @@ def test_export_to_an_unwritable_place(hermes, compressed, tmp_path):
     target = tmp_path / "missing-folder" / "out.jsonl"
     assert_one_line_error(hermes("sessions", "export", compressed.root, "-o", str(target)),
                           "Cannot write")  # fmt: skip
+
+
+def test_export_as_hermes_agent_callers_ask_for_it(hermes, compressed, tmp_path):
+    """0.19's flags: `--session-id ID -` (one session's JSON line on stdout), `--session-id ID
+    FILE`, `-` or a FILE alone for every session, `--redact` and `--yes` accepted."""
+    one = hermes("sessions", "export", "-", "--session-id", compressed.tip)
+    assert one.returncode == 0, one.stderr
+    (record,) = [json.loads(line) for line in one.stdout.splitlines()]
+    assert record["id"] == compressed.tip and record["messages"]
+    assert {"role", "content"} <= set(record["messages"][0])
+
+    out = tmp_path / "one.jsonl"
+    written = hermes(
+        "sessions", "export", "--session-id", compressed.tip, str(out), "--redact", "-y"
+    )
+    assert written.returncode == 0, written.stderr
+    assert json.loads(out.read_text(encoding="utf-8"))["id"] == compressed.tip
+    assert mode_of(out) == 0o600
+
+    every = hermes("sessions", "export", "-")
+    ids = [json.loads(line)["id"] for line in every.stdout.splitlines()]
+    assert every.returncode == 0 and compressed.root in ids and compressed.tip in ids
+    all_file = tmp_path / "all.jsonl"
+    assert hermes("sessions", "export", str(all_file)).returncode == 0
+    assert len(all_file.read_text(encoding="utf-8").splitlines()) == len(ids)
+
+    # hermes's own export of a conversation by id is unchanged.
+    own = hermes("sessions", "export", compressed.tip)
+    assert json.loads(own.stdout.splitlines()[0])["type"] == "conversation"
+
+    assert_one_line_error(
+        hermes("sessions", "export", "--session-id", "nope", "-"), "No session 'nope'"
+    )
+    assert_one_line_error(hermes("sessions", "export", "typo"), "No conversation", "all.jsonl")
+    assert hermes("sessions", "export").returncode == 2

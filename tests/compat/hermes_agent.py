@@ -55,7 +55,8 @@ def check_imported(db: SessionDB, rows: list[dict]) -> None:
     context = [m["content"] for m in db.get_messages_as_conversation("root-2")]
     assert context == [r["content"] for r in rows if r["session_id"] == "root-2" and r["active"]]
     assert "noted" not in context and "compacted summary of Lisbon" not in context
-    assert [h["session_id"] for h in db.search_messages("noted")] == ["root-2~archive"]
+    # Hermes Agent's search names the session whose rows they were, as 0.19 did.
+    assert [h["session_id"] for h in db.search_messages("noted")] == ["root-2"]
     assert db.search_messages("Lagos") == []  # rewound: taken back, not found
     exported = "".join(db.export_conversation("root-2"))
     assert "compacted summary of Lisbon" in exported and "noted" in exported

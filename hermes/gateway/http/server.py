@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from hermes.cron import CronStore
+from hermes.cron import CronStore, files
 from hermes.gateway.adapters.base import Adapter
 from hermes.gateway.errors import PlatformStartError
 from hermes.gateway.http import (
@@ -111,7 +111,11 @@ class ApiServerAdapter(ChatCompletions, Adapter):
         )
         responses.add_routes(app, self.runner, self._models)
         runs.add_routes(app, self.runner, self._models)
-        store = CronStore(self.runner.db.backend, read_only=self.runner.db.read_only)
+        store = CronStore(
+            self.runner.db.backend,
+            read_only=self.runner.db.read_only,
+            on_change=files.writer(self.runner.home),
+        )
         jobs.add_routes(app, store, self.runner.config)
         Capabilities(
             model=lambda: self._models()[0],

@@ -1,0 +1,144 @@
+"""Hermes Agent 0.19's ``agent.skill_utils``: finding and reading skills, over hermes.tools.skills.
+
+The folders are hermes's (``$HERMES_HOME/skills`` and ``skills.external_dirs``); the
+names, shapes and the walk (sorted ``SKILL.md`` paths, support folders not descended
+into) are 0.19's, so a skills panel lists what ``hermes skills list`` lists.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from hermes_constants import get_hermes_home
+
+from hermes.tools import skills as _skills
+
+__all__ = [
+    "EXCLUDED_SKILL_DIRS",
+    "SKILL_SUPPORT_DIRS",
+    "get_all_skills_dirs",
+    "get_disabled_skill_names",
+    "get_external_skills_dirs",
+    "is_excluded_skill_path",
+    "is_valid_namespace",
+    "iter_skill_index_files",
+    "parse_config_string_list",
+    "parse_frontmatter",
+    "parse_qualified_name",
+    "skill_matches_platform",
+]
+
+PLATFORM_MAP = {"macos": "darwin", "linux": "linux", "windows": "win32"}
+EXCLUDED_SKILL_DIRS = frozenset(
+    _skills.SKIPPED_DIRS
+    | {
+        ".archive",
+        ".venv",
+        "venv",
+        "site-packages",
+        ".tox",
+        ".nox",
+        ".pytest_cache",
+        ".mypy_cache",
+        ".ruff_cache",
+    }
+)
+# A skill's own references/templates/assets/scripts are its files, not more skills.
+SKILL_SUPPORT_DIRS = frozenset(("references", "templates", "assets", "scripts"))
+_NAMESPACE_RE = re.compile(r"^[a-zA-Z0-9_-]+$")
+
+
+def parse_frontmatter(content: str) -> tuple[dict[str, Any], str]:
+    """The YAML front matter and the body; ({}, content) when there is none or it is bad."""
+    try:
+        return _skills.split_front_matter(content)
+    except _skills.SkillFormatError:
+        return {}, content
+
+
+def skill_matches_platform(frontmatter: dict[str, Any]) -> bool:
+    """False only for a skill whose ``platforms`` leave this OS out."""
+    platforms = frontmatter.get("platforms")
+    if not platforms:
+        return True
+    for platform in platforms if isinstance(platforms, list) else [platforms]:
+        name = str(platform).lower().strip()
+        if sys.platform.startswith(PLATFORM_MAP.get(name, name)):
+            return True
+    return False
+
+
+def is_excluded_skill_path(path: str | Path) -> bool:
+    return any(part in EXCLUDED_SKILL_DIRS for part in Path(path).parts)
+
+
+def iter_skill_index_files(skills_dir: Path, filename: str) -> Iterator[Path]:
+    """The ``filename`` files under ``skills_dir``, sorted, as 0.19 walks them."""
+    matches: list[str] = []
+    for root, dirs, files in os.walk(str(skills_dir), followlinks=True):
+        has_index = "SKILL.md" in files
+        dirs[:] = [
+            d
+            for d in dirs
+            if d not in EXCLUDED_SKILL_DIRS and not (has_index and d in SKILL_SUPPORT_DIRS)
+        ]
+        if filename in files:
+            matches.append(os.path.join(root, filename))
+    for path in sorted(matches):
+        yield Path(path)
+
+
+def parse_config_string_list(value: Any) -> list[str]:
+    """A config value given as a list or a comma-separated string, as a list of names."""
+    if value is None:
+        return []
+    items = value if isinstance(value, list | tuple | set) else str(value).split(",")
+    return [str(item).strip() for item in items if str(item).strip()]
+
+
+def _skills_config() -> dict[str, Any]:
+    from hermes_cli.config import read_raw_config
+
+    section = read_raw_config().get("skills")
+    return section if isinstance(section, dict) else {}
+
+
+def get_external_skills_dirs() -> list[Path]:
+    """``skills.external_dirs`` that exist, ``~`` and variables expanded."""
+    found = []
+    for entry in parse_config_string_list(_skills_config().get("external_dirs")):
+        path = Path(os.path.expandvars(entry)).expanduser()
+        if path.is_dir() and path.resolve() != (get_hermes_home() / "skills").resolve():
+            found.append(path)
+    return found
+
+
+def get_all_skills_dirs() -> list[Path]:
+    return [get_hermes_home() / "skills", *get_external_skills_dirs()]
+
+
+def get_disabled_skill_names(platform: str | None = None) -> set[str]:
+    """``skills.disabled``, with ``skills.platform_disabled[platform]`` when one is given."""
+    section = _skills_config()
+    disabled = set(parse_config_string_list(section.get("disabled")))
+    per_platform = section.get("platform_disabled")
+    if platform and isinstance(per_platform, dict):
+        disabled |= set(parse_config_string_list(per_platform.get(platform)))
+    return disabled
+
+
+def parse_qualified_name(name: str) -> tuple[str | None, str]:
+    """``'namespace:skill'`` as (namespace, skill); (None, name) without a colon."""
+    if ":" not in name:
+        return None, name
+    namespace, bare = name.split(":", 1)
+    return namespace, bare
+
+
+def is_valid_namespace(candidate: str | None) -> bool:
+    return bool(candidate) and bool(_NAMESPACE_RE.match(candidate or ""))

@@ -1,0 +1,240 @@
+"""Hermes Agent 0.19's ``cron.jobs``: scheduled jobs, over the store (hermes.cron).
+
+The jobs live in the state store, as ``hermes cron`` keeps them; these calls read and
+change them there and answer in 0.19's job shape (``schedule`` as a dict,
+``schedule_display``, ``state``, ISO times, ``last_status``). ``cron/jobs.json`` and
+``cron/output/`` are kept in step for readers (hermes.cron.files), never read back.
+A schedule or delivery hermes cannot take is a ``ValueError`` with hermes's sentence,
+as 0.19 raises one. ``HERMES_DIR``, ``CRON_DIR``, ``JOBS_FILE`` and ``OUTPUT_DIR`` are
+the home's at import, as in 0.19 (readers reassign them per profile); every call itself
+reads the home it runs in.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from cron import _store
+from hermes.compat import cron_jobs
+from hermes.cron import ScheduleError, TargetError, check_target, files, parse
+from hermes.cron.shape import schedule_text
+from hermes.cron.store import CronStore
+
+__all__ = [
+    "CRON_DIR",
+    "HERMES_DIR",
+    "JOBS_FILE",
+    "OUTPUT_DIR",
+    "create_job",
+    "get_job",
+    "list_jobs",
+    "load_jobs",
+    "mark_job_run",
+    "pause_job",
+    "remove_job",
+    "resolve_job_ref",
+    "resume_job",
+    "save_job_output",
+    "trigger_job",
+    "update_job",
+]
+
+HERMES_DIR = _store.home()
+CRON_DIR = HERMES_DIR / "cron"
+JOBS_FILE = CRON_DIR / "jobs.json"
+OUTPUT_DIR = CRON_DIR / "output"
+
+
+def _records(store: CronStore | None) -> list[dict[str, Any]]:
+    if store is None:  # no store yet, or Hermes Agent's: its own jobs.json, if any
+        return cron_jobs.read_jobs(cron_jobs.jobs_file(_store.home()))
+    return [
+        files.job_record(job, next(iter(store.runs(job["id"], limit=1)), None))
+        for job in store.jobs()
+    ]
+
+
+def _record(store: CronStore, job: dict[str, Any] | None) -> dict[str, Any] | None:
+    if job is None:
+        return None
+    return files.job_record(job, next(iter(store.runs(job["id"], limit=1)), None))
+
+
+def load_jobs() -> list[dict[str, Any]]:
+    """Every job, paused ones too, in 0.19's shape."""
+    with _store.cron_store(read_only=True) as store:
+        return _records(store)
+
+
+def list_jobs(include_disabled: bool = False) -> list[dict[str, Any]]:
+    jobs = load_jobs()
+    if not include_disabled:
+        jobs = [job for job in jobs if job["enabled"]]
+    for job in jobs:
+        job.setdefault("latest_execution", None)
+    return jobs
+
+
+def get_job(job_id: str) -> dict[str, Any] | None:
+    return next((job for job in load_jobs() if job["id"] == job_id), None)
+
+
+def resolve_job_ref(ref: str) -> dict[str, Any] | None:
+    """The job whose id is ``ref``, else the one job so named (any case)."""
+    jobs = load_jobs()
+    exact = [job for job in jobs if job["id"] == ref]
+    named = [job for job in jobs if str(job["name"]).lower() == str(ref).lower()]
+    if len(named) > 1 and not exact:
+        ids = ", ".join(job["id"] for job in named)
+        raise LookupError(f"Job name {ref!r} is ambiguous ({ids}): use the job id instead.")
+    found = exact or named
+    return found[0] if found else None
+
+
+def create_job(
+    prompt: str | None,
+    schedule: str | dict[str, Any],
+    name: str | None = None,
+    repeat: int | None = None,
+    deliver: str | None = None,
+    origin: dict[str, Any] | None = None,
+    skill: str | None = None,
+    skills: list[str] | None = None,
+    model: str | None = None,
+    provider: str | None = None,
+    base_url: str | None = None,
+    script: str | None = None,
+    context_from: str | list[str] | None = None,
+    enabled_toolsets: list[str] | None = None,
+    workdir: str | None = None,
+    no_agent: bool = False,
+    attach_to_session: bool | None = None,
+) -> dict[str, Any]:
+    """A new job in the store, as ``hermes cron create`` makes one; 0.19's record of it.
+
+    ``script``/``no_agent`` jobs and a ``repeat`` count are 0.19's alone: refused.
+    """
+    if script or no_agent:
+        raise ValueError("hermes runs every job as an agent prompt: script jobs are not supported.")
+    if repeat not in (None, 1):
+        raise ValueError("hermes jobs repeat by their schedule: give no repeat count.")
+    chosen = list(skills or ([skill] if skill else []))
+    text = prompt or ""
+    target = deliver or ("origin" if origin else "local")
+    if target == "origin" and origin:
+        target = f"{origin.get('platform')}:{origin.get('chat_id')}"
+    try:
+        parsed = parse(schedule_text(schedule))
+        check_target(target)
+        with _store.cron_store(read_only=False) as store:
+            assert store is not None
+            made = store.create_job(
+                name=name or (text or (chosen[0] if chosen else "cron job"))[:50].strip(),
+                schedule=parsed,
+                prompt=text,
+                deliver=target,
+                skills=chosen,
+                model=model or None,
+                toolsets=list(enabled_toolsets or ()),
+            )
+            record = _record(store, made)
+    except (ScheduleError, TargetError) as exc:
+        raise ValueError(str(exc)) from exc
+    assert record is not None
+    return record
+
+
+_UPDATABLE = {
+    "name": "name",
+    "prompt": "prompt",
+    "model": "model",
+    "deliver": "deliver",
+    "skills": "skills",
+    "enabled_toolsets": "toolsets",
+}
+
+
+def update_job(job_id: str, updates: dict[str, Any]) -> dict[str, Any] | None:
+    """Change a job's name, prompt, schedule, skills, model, delivery, toolsets or whether
+    it runs; None: no such job. ``id`` cannot change."""
+    if "id" in (updates or {}):
+        raise ValueError("A job's id cannot change.")
+    fields: dict[str, Any] = {}
+    for key, value in (updates or {}).items():
+        if key in _UPDATABLE:
+            fields[_UPDATABLE[key]] = value
+        elif key == "skill":
+            fields["skills"] = [value] if value else []
+        elif key == "schedule":
+            fields["schedule"] = parse(schedule_text(value)).text
+        elif key == "enabled":
+            fields["enabled"] = 1 if value else 0
+            if not value:
+                fields["next_run_at"] = None
+    try:
+        if "deliver" in fields:
+            check_target(fields["deliver"])
+        with _store.cron_store(read_only=False) as store:
+            assert store is not None
+            changed = store.update_job(job_id, **fields) if fields else store.job(job_id)
+            return _record(store, changed if changed and changed["id"] == job_id else None)
+    except (ScheduleError, TargetError) as exc:
+        raise ValueError(str(exc)) from exc
+
+
+def pause_job(job_id: str, reason: str | None = None) -> dict[str, Any] | None:
+    return update_job(job_id, {"enabled": False}) if reason is None else _pause(job_id, reason)
+
+
+def _pause(job_id: str, reason: str) -> dict[str, Any] | None:
+    with _store.cron_store(read_only=False) as store:
+        assert store is not None
+        changed = store.update_job(job_id, enabled=0, next_run_at=None, paused_reason=reason)
+        return _record(store, changed)
+
+
+def resume_job(job_id: str) -> dict[str, Any] | None:
+    with _store.cron_store(read_only=False) as store:
+        assert store is not None
+        changed = store.update_job(job_id, enabled=1, paused_reason=None)
+        return _record(store, changed)
+
+
+def trigger_job(job_id: str) -> dict[str, Any] | None:
+    """A run now, outside the schedule; the next gateway tick takes it (as ``hermes cron
+    run``). None: no such job."""
+    with _store.cron_store(read_only=False) as store:
+        assert store is not None
+        if store.run_now(job_id) is None:
+            return None
+        return _record(store, store.job(job_id))
+
+
+def remove_job(job_id: str) -> bool:
+    with _store.cron_store(read_only=False) as store:
+        assert store is not None
+        return store.remove_job(job_id)
+
+
+def mark_job_run(
+    job_id: str, success: bool, error: str | None = None, delivery_error: str | None = None
+) -> None:
+    """Nothing to record: the store holds each run as the gateway that ran it finished it.
+    The files are brought up to date."""
+    with _store.cron_store(read_only=True) as store:
+        if store is not None:
+            files.write_files(_store.home(), store)
+
+
+def save_job_output(job_id: str, output: str) -> Path:
+    """One run document under ``cron/output/<job id>/``. The document of the job's latest
+    run (``run_job``'s) goes under that run's time, the name the gateway that ran it gives
+    it too: written by both, it is there once."""
+    when = None
+    with _store.cron_store(read_only=True) as store:
+        job = store.job(job_id) if store is not None else None
+        latest = next(iter(store.runs(job_id, limit=1)), None) if store is not None else None
+    if job is not None and latest is not None and latest["finished_at"]:
+        when = latest["finished_at"] if files.run_document(job, latest) == output else None
+    return files.save_output(_store.home(), job_id, output, when=when)

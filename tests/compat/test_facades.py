@@ -1,0 +1,364 @@
+"""Hermes Agent 0.19's import names (facades/), called as its tools call them, on a real
+store and home: hermes-webui's skills panel, tasks panel and profiles panel, its agent
+health check, hermes-lcm's home lookup and hermes-agent-kit's search for Hermes. Each
+answer is checked against what hermes itself says (its CLI, in a subprocess) and against
+0.19's shapes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hermes.gateway.state_file import GatewayStateFile
+from tests.cli.helpers import hermes_command
+
+
+def hermes(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "HERMES_HOME": str(home)}
+    return subprocess.run(
+        [*hermes_command(), *args], env=env, capture_output=True, text=True, timeout=60
+    )
+
+
+def write_skill(root: Path, rel: str, front: str, body: str = "Do it.\n") -> None:
+    folder = root / rel
+    folder.mkdir(parents=True)
+    (folder / "SKILL.md").write_text(f"---\n{front}\n---\n{body}", encoding="utf-8")
+
+
+def webui_skill_listing(skills_dir: Path) -> list[dict[str, str]]:
+    """hermes-webui's ``_skills_list_from_dir`` (api/routes.py), its imports as it makes them."""
+    from agent.skill_utils import iter_skill_index_files
+    from tools.skills_tool import (
+        _EXCLUDED_SKILL_DIRS,
+        MAX_DESCRIPTION_LENGTH,
+        _parse_frontmatter,
+        _sort_skills,
+        skill_matches_platform,
+    )
+
+    found, seen = [], set()
+    for skill_md in iter_skill_index_files(skills_dir, "SKILL.md"):
+        if any(part in _EXCLUDED_SKILL_DIRS for part in skill_md.parts):
+            continue
+        frontmatter, body = _parse_frontmatter(skill_md.read_text(encoding="utf-8")[:4000])
+        if not skill_matches_platform(frontmatter):
+            continue
+        name = frontmatter.get("name", skill_md.parent.name)[:64]
+        if name in seen:
+            continue
+        seen.add(name)
+        description = frontmatter.get("description", "")[:MAX_DESCRIPTION_LENGTH]
+        found.append({"name": name, "description": description})
+    return _sort_skills(found)
+
+
+def test_skills_listed_and_read_as_the_webui_does(hermes_home: Path) -> None:
+    skills = hermes_home / "skills"
+    write_skill(skills, "dev/tdd", "name: tdd\ndescription: Test first.\ntags: [testing, dev]")
+    write_skill(skills, "notes", "name: notes\ndescription: Keep notes.")
+    write_skill(skills, "mac-only", "name: mac-only\ndescription: Mac.\nplatforms: [macos]")
+    # A skill's own references are its files, never more skills (0.19's walk).
+    write_skill(skills, "dev/tdd/references/old", "name: old\ndescription: Archived.")
+    (skills / "dev" / "tdd" / "references" / "guide.md").write_text("guide", encoding="utf-8")
+
+    listed = webui_skill_listing(skills)
+    assert [s["name"] for s in listed] == ["notes", "tdd"]
+
+    cli = hermes(hermes_home, "skills", "list", "--json")
+    assert cli.returncode == 0, cli.stderr
+    assert {s["name"] for s in json.loads(cli.stdout)} >= {"notes", "tdd"}
+
+    from tools.skills_tool import skill_view, skills_list
+
+    assert [s["name"] for s in json.loads(skills_list())["skills"]] == ["notes", "tdd"]
+    view = json.loads(skill_view("tdd"))
+    assert view["success"] and view["tags"] == ["testing", "dev"]
+    assert view["linked_files"] == {
+        "references": ["references/guide.md", "references/old/SKILL.md"]
+    }
+    assert json.loads(skill_view("tdd", file_path="references/guide.md"))["content"] == "guide"
+    assert json.loads(skill_view("tdd", file_path="../../notes/SKILL.md"))["success"] is False
+    assert json.loads(skill_view("nope"))["success"] is False
+
+
+def test_external_and_disabled_skills_follow_config(hermes_home: Path, tmp_path: Path) -> None:
+    from agent.skill_utils import get_disabled_skill_names, get_external_skills_dirs
+
+    shared = tmp_path / "shared-skills"
+    shared.mkdir()
+    (hermes_home / "config.yaml").write_text(
+        f"skills:\n  external_dirs: [{shared}]\n  disabled: [notes]\n", encoding="utf-8"
+    )
+    assert get_external_skills_dirs() == [shared]
+    assert get_disabled_skill_names() == {"notes"}
+
+
+def jobs_file(home: Path) -> list[dict]:
+    return json.loads((home / "cron" / "jobs.json").read_text(encoding="utf-8"))["jobs"]
+
+
+def test_jobs_through_the_facade_are_the_stores_and_jobs_json_follows(hermes_home: Path) -> None:
+    from cron.jobs import (
+        create_job,
+        get_job,
+        list_jobs,
+        pause_job,
+        remove_job,
+        resume_job,
+        update_job,
+    )
+
+    job = create_job(
+        prompt="check the weather", schedule="0 9 * * *", name="weather", skills=["tdd"]
+    )
+    assert job["schedule"] == {"kind": "cron", "expr": "0 9 * * *", "display": "0 9 * * *"}
+    assert (job["state"], job["enabled"], job["skill"], job["deliver"]) == (
+        "scheduled",
+        True,
+        "tdd",
+        "local",
+    )
+
+    cli = hermes(hermes_home, "cron", "list", "--json")
+    assert [j["id"] for j in json.loads(cli.stdout)] == [job["id"]]
+    assert [j["id"] for j in jobs_file(hermes_home)] == [job["id"]]
+
+    # A job the CLI makes is the facade's and the file's too.
+    made = hermes(hermes_home, "cron", "create", "every 30m", "stretch", "--name", "stretch")
+    assert made.returncode == 0, made.stderr
+    assert [j["name"] for j in list_jobs()] == ["weather", "stretch"]
+    assert [j["name"] for j in jobs_file(hermes_home)] == ["weather", "stretch"]
+
+    assert pause_job(job["id"])["state"] == "paused"
+    assert [j["name"] for j in list_jobs()] == ["stretch"]
+    assert len(list_jobs(include_disabled=True)) == 2
+    assert [j["state"] for j in jobs_file(hermes_home)] == ["paused", "scheduled"]
+    assert resume_job(job["id"])["state"] == "scheduled"
+
+    changed = update_job(job["id"], {"schedule": "every 1h", "name": "weather hourly"})
+    assert changed["schedule_display"] == "every 1h" and changed["name"] == "weather hourly"
+    assert get_job(job["id"])["name"] == "weather hourly"
+
+    with pytest.raises(ValueError, match="schedule"):
+        create_job(prompt="x", schedule="whenever you like")
+    assert remove_job(job["id"]) is True
+    assert remove_job(job["id"]) is False
+    assert [j["name"] for j in jobs_file(hermes_home)] == ["stretch"]
+    removed = hermes(hermes_home, "cron", "remove", "stretch")
+    assert removed.returncode == 0, removed.stderr
+    assert jobs_file(hermes_home) == [] and list_jobs() == []
+
+
+def test_a_hermes_agent_jobs_json_is_kept_aside_once(hermes_home: Path) -> None:
+    from cron.jobs import create_job
+
+    (hermes_home / "cron").mkdir()
+    own = '{"jobs": [{"id": "old", "script": "x.sh"}]}'
+    (hermes_home / "cron" / "jobs.json").write_text(own, encoding="utf-8")
+    create_job(prompt="hi", schedule="every 1h")
+    assert (hermes_home / "cron" / "jobs.json.hermes-agent").read_text(encoding="utf-8") == own
+    create_job(prompt="again", schedule="every 2h")
+    assert (hermes_home / "cron" / "jobs.json.hermes-agent").read_text(encoding="utf-8") == own
+    assert len(jobs_file(hermes_home)) == 2
+
+
+def test_no_store_yet_means_no_jobs_and_no_store_made(hermes_home: Path) -> None:
+    from cron.jobs import list_jobs
+
+    assert list_jobs(include_disabled=True) == []
+    assert not (hermes_home / "state.db").exists()
+
+
+def test_run_job_without_a_gateway_says_to_start_one(hermes_home: Path) -> None:
+    from cron.jobs import create_job
+    from cron.scheduler import run_job
+
+    job = create_job(prompt="hi", schedule="every 1h")
+    success, document, final, error = run_job(job)
+    assert (success, final) == (False, "")
+    assert "hermes gateway run" in error and error in document
+
+
+def test_profiles_as_the_webui_lists_and_makes_them(hermes_home: Path) -> None:
+    from hermes_cli.profiles import (
+        _check_gateway_running,
+        _get_default_hermes_home,
+        _get_profiles_root,
+        create_profile,
+        get_active_profile_name,
+        list_profiles,
+        set_active_profile,
+    )
+
+    (hermes_home / "config.yaml").write_text("model:\n  default: big-model\n", encoding="utf-8")
+    path = create_profile(
+        "coder", clone_from=None, clone_config=True, clone_all=False, no_alias=True
+    )
+    assert path == hermes_home / "profiles" / "coder"
+    assert (path / "config.yaml").read_text(encoding="utf-8").startswith("model:")
+    assert _get_default_hermes_home() == hermes_home
+    assert _get_profiles_root() == hermes_home / "profiles"
+    infos = list_profiles()
+    assert [(p.name, p.is_default, p.model) for p in infos] == [
+        ("default", True, "big-model"),
+        ("coder", False, "big-model"),
+    ]
+    assert not _check_gateway_running(path)
+    with pytest.raises(FileExistsError):
+        create_profile("coder")
+    with pytest.raises(ValueError):
+        create_profile("Not A Name!")
+    with pytest.raises(FileNotFoundError):
+        set_active_profile("missing")
+
+    assert get_active_profile_name() == "default"
+    set_active_profile("coder")
+    assert (hermes_home / "active_profile").read_text(encoding="utf-8").strip() == "coder"
+    listed = hermes(hermes_home, "profile", "list")  # the sticky profile, as the CLI sees it
+    assert "* " in listed.stdout and "coder" in [
+        line.split()[1] for line in listed.stdout.splitlines() if line.startswith("*")
+    ]
+
+
+def test_gateway_status_reads_the_state_file(hermes_home: Path) -> None:
+    import gateway.status
+    from hermes_cli.profiles import list_profiles
+
+    assert gateway.status.get_running_pid() is None
+    assert gateway.status.read_runtime_status() is None
+    state = GatewayStateFile(hermes_home)  # this process, as a gateway records itself
+    state.starting()
+    state.running(["api_server"])
+    assert gateway.status.get_running_pid() == os.getpid()
+    assert (
+        gateway.status.get_running_pid(hermes_home / "gateway.pid", cleanup_stale=False)
+        == os.getpid()
+    )
+    assert gateway.status.read_runtime_status()["platforms"]["api_server"]["state"] == "connected"
+    assert [p.gateway_running for p in list_profiles()] == [True]
+    state.stopped()
+    assert gateway.status.get_running_pid() is None
+
+
+def test_config_helpers_read_this_home(hermes_home: Path) -> None:
+    import hermes_constants
+    from hermes_cli.config import get_hermes_home, load_config
+
+    (hermes_home / "config.yaml").write_text(
+        "model:\n  default: big-model\nplugins:\n  enabled: [lcm]\n", encoding="utf-8"
+    )
+    assert get_hermes_home() == hermes_home
+    config = load_config()
+    assert config["model"]["default"] == "big-model"
+    assert config["plugins"] == {"enabled": ["lcm"]}  # a key hermes has no use for, as written
+    assert "compression" in config  # hermes's defaults under it
+    token = hermes_constants.set_hermes_home_override(hermes_home / "profiles" / "x")
+    try:
+        assert get_hermes_home() == hermes_home / "profiles" / "x"
+    finally:
+        hermes_constants.reset_hermes_home_override(token)
+    assert get_hermes_home() == hermes_home
+
+
+def test_hermes_agent_kit_finds_hermes_and_runs_its_command(hermes_home: Path) -> None:
+    """hermes-agent-kit imports hermes_cli.main, sets sys.argv and calls main()."""
+    code = (
+        "import sys, hermes_cli.main\nsys.argv = ['hermes', 'cron', 'list']\n"
+        "from hermes_cli.main import main\nmain()\n"
+    )
+    env = {**os.environ, "HERMES_HOME": str(hermes_home)}
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert "No scheduled jobs" in done.stdout
+
+
+def test_call_llm_answers_on_hermes_endpoint(hermes_home: Path, fake_llm) -> None:
+    """hermes-lcm's summaries: ``call_llm(task=..., messages=..., max_tokens=...)`` and
+    ``response.choices[0].message.content``, on the endpoint and model of config.yaml."""
+    from agent.auxiliary_client import call_llm
+
+    (hermes_home / "config.yaml").write_text(
+        f"model:\n  default: fake-model\n  base_url: {fake_llm.url}\n", encoding="utf-8"
+    )
+    response = call_llm(
+        task="compression",
+        messages=[{"role": "user", "content": "sum up"}],
+        max_tokens=200,
+        temperature=0.2,
+    )
+    assert response.choices[0].message.content == "echo: sum up"
+    assert fake_llm.requests[-1]["model"] == "fake-model"
+
+
+@pytest.mark.hermes_agent
+def test_before_the_upgrade_jobs_are_hermes_agents_own(hermes_agent_python, hermes_home) -> None:
+    """A home still holding Hermes Agent's state.db: its jobs.json is still the truth, read
+    as it is; a change asks for the upgrade first (nothing is written)."""
+    from cron.jobs import create_job, list_jobs
+
+    from tests.compat.hermes_agent import HERE
+
+    env = {**os.environ, "HERMES_HOME": str(hermes_home.parent / "ha-runtime")}
+    subprocess.run(
+        [
+            str(hermes_agent_python),
+            str(HERE / "ha_build_compacted_store.py"),
+            str(hermes_home / "state.db"),
+        ],
+        env=env,
+        check=True,
+        capture_output=True,
+    )
+    (hermes_home / "cron").mkdir()
+    own = {
+        "jobs": [
+            {
+                "id": "j1",
+                "name": "daily",
+                "prompt": "hi",
+                "enabled": True,
+                "schedule": {"kind": "cron", "expr": "0 9 * * *"},
+            }
+        ]
+    }
+    (hermes_home / "cron" / "jobs.json").write_text(json.dumps(own), encoding="utf-8")
+    before = (hermes_home / "state.db").read_bytes()
+
+    assert [j["id"] for j in list_jobs()] == ["j1"]
+    with pytest.raises(ValueError, match="hermes import hermes-agent"):
+        create_job(prompt="x", schedule="every 1h")
+    assert (hermes_home / "state.db").read_bytes() == before
+    assert json.loads((hermes_home / "cron" / "jobs.json").read_text(encoding="utf-8")) == own
+
+
+def test_the_command_palette_lists_hermes_commands() -> None:
+    """hermes-webui's ``list_commands`` (api/commands.py) over COMMAND_REGISTRY."""
+    from hermes_cli.commands import COMMAND_REGISTRY, GATEWAY_KNOWN_COMMANDS
+
+    from hermes.agent.commands import COMMANDS
+
+    listed = [
+        {
+            "name": c.name,
+            "description": c.description,
+            "category": c.category,
+            "aliases": list(c.aliases),
+            "args_hint": c.args_hint,
+            "subcommands": list(c.subcommands),
+            "cli_only": bool(c.cli_only),
+        }
+        for c in COMMAND_REGISTRY
+        if not c.gateway_only
+    ]
+    assert {c["name"] for c in listed} == set(COMMANDS) and "cron" in GATEWAY_KNOWN_COMMANDS
+    title = next(c for c in listed if c["name"] == "title")
+    assert title["description"] == COMMANDS["title"].help and title["args_hint"]

@@ -1,0 +1,90 @@
+"""Hermes Agent 0.19's import names against a real gateway process, called as hermes-webui
+calls them: a job made through ``cron.jobs``, run with ``cron.scheduler.run_job`` (the
+gateway runs it, under its lease), its output and history where 0.19 keeps them, the
+gateway seen by ``gateway.status``, and its log lines in ``logs/agent.log`` and
+``logs/gateway.log`` in 0.19's format.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from pathlib import Path
+
+import openai
+import pytest
+
+from tests.gateway.harness import stored_api_key, wait_for, write_config
+from tests.gateway.processes import free_port
+
+# 0.19's hermes_logging line: "2026-02-03 14:00:00,123 INFO name: message"
+LOG_LINE = re.compile(
+    r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} (DEBUG|INFO|WARNING|ERROR|CRITICAL) [\w.]+: "
+)
+
+
+@pytest.mark.slow  # a gateway process running a scheduled job
+def test_a_job_made_and_run_through_the_facades_runs_on_the_gateway(
+    hermes_home: Path, fake_llm, run_gateway
+) -> None:
+    import cron.executions
+    import cron.jobs
+    import cron.scheduler
+    import gateway.status
+
+    write_config(hermes_home, fake_llm.url, cron={"tick_seconds": 0.2})
+    port = free_port()
+    gw = run_gateway("--api-server", f"127.0.0.1:{port}", "--workers", "1")
+    url = gw.wait_ready(port)
+
+    assert gateway.status.get_running_pid() == gw.proc.pid
+    assert gateway.status.read_runtime_status()["gateway_state"] == "running"
+
+    job = cron.jobs.create_job(prompt="say hi", schedule="every 2h", name="greet")
+    on_disk = json.loads((hermes_home / "cron" / "jobs.json").read_text(encoding="utf-8"))
+    assert [j["id"] for j in on_disk["jobs"]] == [job["id"]]
+    assert on_disk["jobs"][0]["schedule"] == {
+        "kind": "interval",
+        "minutes": 120,
+        "display": "every 2h",
+    }
+
+    # hermes-webui's manual run: run_job, then save_job_output and mark_job_run.
+    success, document, final, error = cron.scheduler.run_job(job)
+    assert (success, error) == (True, None)
+    assert final.startswith("echo:")
+    assert "## Response" in document and job["id"] in document
+    # The gateway that ran it writes the files too, for readers such as hermesd.
+    outputs = wait_for(lambda: sorted((hermes_home / "cron" / "output" / job["id"]).glob("*.md")))
+    assert [p.read_text(encoding="utf-8") for p in outputs] == [document]
+    on_disk = json.loads((hermes_home / "cron" / "jobs.json").read_text(encoding="utf-8"))
+    assert on_disk["jobs"][0]["last_status"] == "ok" and on_disk["jobs"][0]["last_run_at"]
+
+    cron.jobs.save_job_output(job["id"], document)
+    cron.jobs.mark_job_run(job["id"], success, error)
+    outputs = sorted((hermes_home / "cron" / "output" / job["id"]).glob("*.md"))
+    assert [p.read_text(encoding="utf-8") for p in outputs] == [document]  # one, not two
+    listed = cron.jobs.get_job(job["id"])
+    assert listed is not None and listed["last_status"] == "ok" and listed["last_run_at"]
+    assert [e["status"] for e in cron.executions.list_executions(job_id=job["id"])] == ["completed"]
+
+    # An API conversation, made by the gateway before the model answered: its model is
+    # stored, as is the cron run's (ai-spend-tracker bills by sessions.model).
+    with openai.OpenAI(base_url=url, api_key=stored_api_key(), max_retries=0, timeout=30) as client:
+        answer = client.chat.completions.create(
+            model="fake-model", messages=[{"role": "user", "content": "hello"}]
+        )
+    assert answer.choices[0].message.content == "echo: hello"
+    with sqlite3.connect(hermes_home / "state.db") as conn:  # as ai-spend-tracker reads it
+        models = dict(conn.execute("SELECT source, model FROM sessions").fetchall())
+    assert models == {"api_server": "fake-model", "cron": "fake-model"}
+
+    assert gw.terminate() == 0
+    for name in ("agent.log", "gateway.log"):
+        lines = (hermes_home / "logs" / name).read_text(encoding="utf-8").splitlines()
+        assert any("gateway ready" in line for line in lines), name
+        assert all(LOG_LINE.match(line) for line in lines), lines
+    agent_log = (hermes_home / "logs" / "agent.log").read_text(encoding="utf-8")
+    assert "hermes.cron.service: cron: job" in agent_log
+    wait_for(lambda: gateway.status.get_running_pid() is None, timeout=10)
