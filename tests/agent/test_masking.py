@@ -191,11 +191,13 @@ def test_a_second_compression_extends_the_summary_verbatim_with_full_coverage(
     assert "summary number 1" in first and "summary number 2" in second
     assert second.startswith(first.removesuffix(FOLLOWS))  # the old text, byte for byte
     assert "summary number 1" not in second.split("summary number 1", 1)[1]
-    # The summary model read the earlier summary, and the new middle whole (not stubs).
+    # The summary model read the earlier summary, and the new middle's outputs as their
+    # stubs, not whole (each is one recall away).
     asked = "".join(str(m["content"]) for b in llm.requests[before:] for m in b["messages"])
     assert "summary number 1" in asked
     for row in tool_rows(db, agent.session_id)[4:8]:
-        assert row["content"] in asked
+        assert row["content"] not in asked
+        assert f"recall(message_id={row['id']}) returns it]" in asked
     # The request after it starts as the one before it did, to the old summary's end.
     old, new = wire(llm.requests[before - 1]), wire(llm.requests[-2])
     at = next(i for i, m in enumerate(new) if "[CONTEXT COMPACTION]" in m)
