@@ -452,7 +452,7 @@ def report(comparison: Comparison) -> str:
         end = f"; at the end {figures.end.share:.0f}" if figures.end else ""
         lines.append(f"  recall % after each compression, {name} ({how}): {shares}{end}")
         for point in [*figures.recall, *([figures.end] if figures.end else [])]:
-            if point.lost:
+            if point.lost and figures.lookups_available:  # 0.19 keeps next to nothing
                 where = "the end" if point is figures.end else f"compression {point.compression}"
                 lines.append(f"    out of reach after {where}: {', '.join(point.lost)}")
     for name in names:

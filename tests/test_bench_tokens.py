@@ -98,7 +98,11 @@ def test_measure_counts_uncached_tokens_compressions_and_recall() -> None:
     assert figures.largest == tokens(size[1]) and figures.compressions == 1
     (point,) = figures.recall
     assert (point.planted, point.verbatim, point.by_lookup, point.lookups) == (2, 0, 1, 1)
-    assert point.missed == {"number": 1} and point.share == 50.0 and lookups == [path]
+    assert point.missed == {"number": 1} and point.share == 50.0
+    # The same again at the end (the last request is the one after the compression).
+    assert figures.end is not None and figures.end.share == 50.0 and lookups == [path, path]
+    assert figures.worst is not None and (figures.worst.within, figures.worst.planted) == (1, 2)
+    assert figures.end.lost == ["number (turn 0, said)"]
     assert measure(requests, [said, read], None).recall[0].share == 0.0
     assert figures.invalid_requests == 0
     orphan = {"tools": tools, "messages": [system, result]}  # a result without its call
