@@ -9,6 +9,9 @@ OpenAI-compatible server (``tests/fakes/llm_server.py``), whose answers depend o
 the turn's user text and the tool results already present, never on the runtime; it
 records every request body. Requests offering tools are the main model's; the others
 asking for a summary are the summary model's (it always answers the same ~500 tokens).
+``--shape sparse`` runs issue #48's conversation instead: one ``terminal`` call every
+4th turn ``cat``-ing a 2-8 KB file, 42 facts planted in the first 28 user turns and in
+the files they read.
 
 - **hermes** at its defaults: ``run_agent.AIAgent`` in this process, a real SQLite
   store in a temporary HERMES_HOME (config: the window, and no background review).
@@ -28,10 +31,12 @@ facts planted in the early turns' user messages and tool outputs (paths, commit 
 URLs, numbers, error lines, identifiers); after each compression, the share of the facts
 sent so far that is verbatim in the next main-model request, or returned verbatim by one
 call of hermes's ``recall`` tool (through its tool registry) on an anchor of the fact
-present in that request. Without a ``recall`` tool only verbatim presence counts; 0.19
-gets the verbatim share only.
+present in that request; the same at the conversation's last request (the end), and
+the worst of those points as "n/N" facts. Without a ``recall`` tool only verbatim
+presence counts; 0.19 gets the verbatim share only.
 
     python -m benchmarks.bench_tokens                    # 200 turns, both runtimes
+    python -m benchmarks.bench_tokens --shape sparse     # issue #48's conversation
     python -m benchmarks.bench_tokens --turns 40 --json
     python -m benchmarks --only tokens --tokens-turns 40 # the same, from the runner
     python -m benchmarks.bench_tokens --hermes-set compression.threshold=0.85
