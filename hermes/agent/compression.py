@@ -189,9 +189,9 @@ def coverage(compressor: Any) -> tuple[set[str], set[str]]:
     by_stub = getattr(compressor, "last_stub_covered_uids", None)
     if not isinstance(covered, frozenset | set):
         return set(), set()
-    return set(covered), set(by_stub) & set(covered) if isinstance(
-        by_stub, frozenset | set
-    ) else set()
+    if not isinstance(by_stub, frozenset | set):
+        return set(covered), set()
+    return set(covered), set(by_stub) & set(covered)
 
 
 def _in_memory(
