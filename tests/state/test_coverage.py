@@ -22,7 +22,7 @@ def _publish(
     parent: str,
     messages: list[dict],
     covered: list[str],
-    by_stub: list[str] = (),  # type: ignore[assignment]
+    by_stub: tuple[str, ...] = (),
 ) -> str:
     holder = make_holder()
     assert db.try_acquire_compression_lock(parent, holder)
@@ -152,7 +152,7 @@ def test_a_tool_output_covered_by_its_stub_is_recorded_so_and_stays_recallable(
     db: SessionDB,
 ) -> None:
     uids = _ran_a_tool(db)
-    child = _publish(db, "p", [SUMMARY], uids, by_stub=[uids[2]])
+    child = _publish(db, "p", [SUMMARY], uids, by_stub=(uids[2],))
 
     assert contents(db.get_messages(child)) == [SUMMARY["content"]]
     output = db.get_messages("p")[2]
@@ -169,7 +169,7 @@ def test_a_tool_output_covered_by_its_stub_is_recorded_so_and_stays_recallable(
 def test_a_stub_claim_on_a_row_recall_cannot_return_is_not_coverage(db: SessionDB) -> None:
     uids = _ran_a_tool(db)
     # The summary "read" the user's message as a stub: only a tool output has one.
-    child = _publish(db, "p", [SUMMARY], uids, by_stub=[uids[0]])
+    child = _publish(db, "p", [SUMMARY], uids, by_stub=(uids[0],))
 
     assert contents(db.get_messages(child)) == [SUMMARY["content"], "cat the log"]
     assert db.coverage_violations() == []
@@ -177,7 +177,7 @@ def test_a_stub_claim_on_a_row_recall_cannot_return_is_not_coverage(db: SessionD
 
 def test_the_coverage_check_reports_a_stub_that_recall_cannot_return(db: SessionDB) -> None:
     uids = _ran_a_tool(db)
-    child = _publish(db, "p", [SUMMARY], uids, by_stub=[uids[2]])
+    child = _publish(db, "p", [SUMMARY], uids, by_stub=(uids[2],))
     output = db.get_messages("p")[2]
     # The row changes under the record (as a broken tool or a hand edit would): a stub
     # coverage of a row that is no longer a stored tool output.
