@@ -9,6 +9,9 @@ OpenAI-compatible server (``hermes/testing/llm_server.py``), whose answers depen
 the turn's user text and the tool results already present, never on the runtime; it
 records every request body. Requests offering tools are the main model's; the others
 asking for a summary are the summary model's (it always answers the same ~500 tokens).
+``--shape sparse`` runs issue #48's conversation instead: one ``terminal`` call every
+4th turn ``cat``-ing a 2-8 KB file, 42 facts planted in the first 28 user turns and in
+the files they read.
 
 - **hermes** at its defaults: ``run_agent.AIAgent`` in this process, a real SQLite
   store in a temporary HERMES_HOME (config: the window, and no background review).
@@ -28,10 +31,12 @@ facts planted in the early turns' user messages and tool outputs (paths, commit 
 URLs, numbers, error lines, identifiers); after each compression, the share of the facts
 sent so far that is verbatim in the next main-model request, or returned verbatim by one
 call of hermes's ``recall`` tool (through its tool registry) on an anchor of the fact
-present in that request. Without a ``recall`` tool only verbatim presence counts; 0.19
-gets the verbatim share only.
+present in that request; the same at the conversation's last request (the end), and
+the worst of those points as "n/N" facts. Without a ``recall`` tool only verbatim
+presence counts; 0.19 gets the verbatim share only.
 
     python -m benchmarks.bench_tokens                    # 200 turns, both runtimes
+    python -m benchmarks.bench_tokens --shape sparse     # issue #48's conversation
     python -m benchmarks.bench_tokens --turns 40 --json
     python -m benchmarks --only tokens --tokens-turns 40 # the same, from the runner
     python -m benchmarks.bench_tokens --hermes-set compression.threshold=0.85
@@ -77,6 +82,7 @@ class Comparison:
     turns: int
     window: int
     file_bytes: int
+    shape: str = tokens_script.MIXED
     columns: dict[str, Figures] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)  # runtime -> why not run
     model: str = FAKE_MODEL
@@ -298,7 +304,8 @@ def compare(
     window: int = DEFAULT_WINDOW,
     *,
     hermes_agent_python: Path | None = HERMES_AGENT_PYTHON,
-    file_bytes: int = tokens_script.FILE_BYTES,
+    file_bytes: int | None = None,
+    shape: str = tokens_script.MIXED,
     base_url: str | None = None,
     model: str | None = None,
     api_key: str | None = None,
@@ -312,12 +319,23 @@ def compare(
         import openai
 
         real = openai.OpenAI(base_url=base_url, api_key=api_key or "none", max_retries=2)
+    if file_bytes is None:
+        file_bytes = (
+            tokens_script.SPARSE_FILE_BYTES
+            if shape == tokens_script.SPARSE
+            else tokens_script.FILE_BYTES
+        )
     comparison = Comparison(
-        turns, window, file_bytes, model=model or FAKE_MODEL, settings=dict(hermes_settings or {})
+        turns,
+        window,
+        file_bytes,
+        shape,
+        model=model or FAKE_MODEL,
+        settings=dict(hermes_settings or {}),
     )
     with tempfile.TemporaryDirectory(prefix="hermes-bench-tokens-") as tmp:
         root = Path(tmp)
-        script = tokens_script.build(root / "workspace", turns, file_bytes=file_bytes)
+        script = tokens_script.build(root / "workspace", turns, file_bytes=file_bytes, shape=shape)
         models = Models(script, real, model)
         with FakeLLMServer(models=[comparison.model]) as server:
             server.responder = models
@@ -392,8 +410,7 @@ def report(comparison: Comparison) -> str:
         "",
         f"Tokens ({comparison.turns} user turns, a {comparison.window:,}-token window,"
         f" ~{tokens_script.USER_TOKENS}-token user turns, ~{tokens_script.ANSWER_TOKENS}-token"
-        f" answers, {comparison.file_bytes / 1000:g} KB tool outputs; model {comparison.model};"
-        " tokens = characters / 4)",
+        f" answers, {_outputs(comparison)}; model {comparison.model}; tokens = characters / 4)",
     ]
     if comparison.settings:
         shown = ", ".join(f"{k}={v}" for k, v in comparison.settings.items())
@@ -422,6 +439,11 @@ def report(comparison: Comparison) -> str:
         )
         row += f"{cell:>20}"
     lines.append(row)
+    row = f"  {'planted facts within reach, worst point':<{width}}"
+    for name in names:
+        worst = comparison.columns[name].worst
+        row += f"{f'{worst.within}/{worst.planted}' if worst else '-':>20}"
+    lines.append(row)
     for name in names:
         figures = comparison.columns[name]
         if name == HERMES and not figures.lookups_available:
@@ -432,7 +454,12 @@ def report(comparison: Comparison) -> str:
         else:
             how = "verbatim only"
         shares = " ".join(f"{r.share:.0f}" for r in figures.recall) or "-"
-        lines.append(f"  recall % after each compression, {name} ({how}): {shares}")
+        end = f"; at the end {figures.end.share:.0f}" if figures.end else ""
+        lines.append(f"  recall % after each compression, {name} ({how}): {shares}{end}")
+        for point in [*figures.recall, *([figures.end] if figures.end else [])]:
+            if point.lost and figures.lookups_available:  # 0.19 keeps next to nothing
+                where = "the end" if point is figures.end else f"compression {point.compression}"
+                lines.append(f"    out of reach after {where}: {', '.join(point.lost)}")
     for name in names:
         figures = comparison.columns[name]
         if figures.other_requests:
@@ -445,12 +472,23 @@ def report(comparison: Comparison) -> str:
     return "\n".join(lines)
 
 
+def _outputs(comparison: Comparison) -> str:
+    kb = comparison.file_bytes / 1000
+    if comparison.shape == tokens_script.SPARSE:
+        return (
+            f"a terminal call every {tokens_script.SPARSE_EVERY}th turn reading a"
+            f" {0.4 * kb:g}-{1.6 * kb:g} KB file"
+        )
+    return f"{kb:g} KB tool outputs"
+
+
 def as_json(comparison: Comparison) -> str:
     return json.dumps(
         {
             "turns": comparison.turns,
             "window": comparison.window,
             "file_bytes": comparison.file_bytes,
+            "shape": comparison.shape,
             "model": comparison.model,
             "hermes_settings": comparison.settings,
             "runtimes": {n: f.as_dict() for n, f in comparison.columns.items()},
@@ -471,7 +509,8 @@ def run(args: argparse.Namespace) -> None:
         args.tokens_turns or DEFAULT_TURNS,
         args.tokens_window or DEFAULT_WINDOW,
         hermes_agent_python=Path(args.hermes_agent_python),
-        file_bytes=int((args.tokens_file_kb or tokens_script.FILE_BYTES / 1000) * 1000),
+        file_bytes=int(args.tokens_file_kb * 1000) if args.tokens_file_kb else None,
+        shape=args.tokens_shape,
         base_url=args.tokens_base_url,
         model=args.tokens_model,
         api_key=api_key,
@@ -502,7 +541,19 @@ def add_arguments(parser: argparse.ArgumentParser, *, short: bool = False) -> No
 
     flag("turns", type=int, default=None, help=f"tokens: user turns ({DEFAULT_TURNS})")
     flag("window", type=int, default=None, help=f"tokens: context window ({DEFAULT_WINDOW})")
-    flag("file-kb", type=float, default=None, help="tokens: size of each file the tools read (6)")
+    flag(
+        "file-kb",
+        type=float,
+        default=None,
+        help="tokens: size of each file the tools read (mixed: 6) or their mean (sparse: 5)",
+    )
+    flag(
+        "shape",
+        choices=tokens_script.SHAPES,
+        default=tokens_script.MIXED,
+        help="tokens: the conversation: mixed (tool output on most turns) or sparse (issue"
+        " #48's: a terminal call every 4th turn, 42 planted facts)",
+    )
     flag("json", action="store_true", help="tokens: print JSON instead of the table")
     flag("base-url", default=None, help="tokens: run hermes against this real model endpoint")
     flag("model", default=None, help="tokens: the real model's name (with --base-url)")

@@ -72,10 +72,15 @@ class Recall:
     by_lookup: int
     lookups: int
     missed: dict[str, int] = field(default_factory=dict)  # facts out of reach, by kind
+    lost: list[str] = field(default_factory=list)  # those facts, "kind (turn N, where)"
+
+    @property
+    def within(self) -> int:
+        return self.verbatim + self.by_lookup
 
     @property
     def share(self) -> float:
-        return 100.0 * (self.verbatim + self.by_lookup) / self.planted if self.planted else 100.0
+        return 100.0 * self.within / self.planted if self.planted else 100.0
 
 
 @dataclass
@@ -95,7 +100,14 @@ class Figures:
     failed_turns: int = 0
     invalid_requests: int = 0  # main-model requests a provider would refuse
     recall: list[Recall] = field(default_factory=list)
+    end: Recall | None = None  # the same at the conversation's last main-model request
     lookups_available: bool = False
+
+    @property
+    def worst(self) -> Recall | None:
+        """The point (a compression or the end) with the fewest facts within reach."""
+        points = [*self.recall, *([self.end] if self.end else [])]
+        return min(points, key=lambda r: r.share) if points else None
 
     @property
     def total_tokens(self) -> int:
@@ -108,10 +120,11 @@ class Figures:
         return self.uncached_tokens + (self.main_tokens - self.uncached_tokens) // 10
 
     def as_dict(self) -> dict[str, Any]:
-        data = {k: v for k, v in self.__dict__.items() if k != "recall"}
+        data = {k: v for k, v in self.__dict__.items() if k not in ("recall", "end")}
         data["billed_tokens"] = self.billed_tokens
         data["total_tokens"] = self.total_tokens
         data["recall"] = [{**r.__dict__, "share": round(r.share, 1)} for r in self.recall]
+        data["end"] = {**self.end.__dict__, "share": round(self.end.share, 1)} if self.end else None
         data["recall_mean"] = self.recall_mean
         data["recall_min"] = self.recall_min
         return data
@@ -144,6 +157,7 @@ def measure(
     summarising = False
     compressions: list[_Compression] = []
     waiting = False
+    last: dict[str, Any] | None = None
     for body in requests:
         kind = kind_of(body)
         size = request_tokens(body)
@@ -170,9 +184,11 @@ def measure(
             compressions.append(_Compression(after=body, seen=set(seen)))
             waiting = False
         _note_facts(body, current, shared, facts, seen)
-        previous = current
+        previous, last = current, body
     for number, point in enumerate(compressions, 1):
         figures.recall.append(_recall(number, point, facts, lookup))
+    if last is not None and compressions:
+        figures.end = _recall(0, _Compression(after=last, seen=set(seen)), facts, lookup)
     return figures
 
 
@@ -196,6 +212,7 @@ def _recall(
     planted = [f for f in facts if f.text in point.seen]
     verbatim = by_lookup = lookups = 0
     missed: dict[str, int] = {}
+    lost: list[str] = []
     for fact in planted:
         if fact.text in request:
             verbatim += 1
@@ -209,7 +226,10 @@ def _recall(
                 by_lookup += 1
                 continue
         missed[fact.kind] = missed.get(fact.kind, 0) + 1
-    return Recall(number, len(planted), verbatim, by_lookup, lookups, missed)
+        lost.append(
+            f"{fact.kind} (turn {fact.turn}, {'said' if fact.where == 'user' else 'in a file'})"
+        )
+    return Recall(number, len(planted), verbatim, by_lookup, lookups, missed, lost)
 
 
 def _piece(message: dict[str, Any]) -> str:

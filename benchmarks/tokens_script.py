@@ -24,6 +24,16 @@ FILE_BYTES = 6_000  # a workspace file, ~1,500 tokens: tool output dominates, as
 SUMMARY_TOKENS = 500  # the fake summary model's answer, whatever it is asked
 SEED = 39
 
+# The conversation's shapes. ``mixed``: tool calls on four turns of five, whose outputs
+# dominate. ``sparse`` (issue #48's): one ``terminal`` call every 4th turn ``cat``-ing a
+# 2-8 KB file, 42 facts planted in the early turns and inside those files.
+MIXED, SPARSE = "mixed", "sparse"
+SHAPES = (MIXED, SPARSE)
+SPARSE_EVERY = 4
+SPARSE_FILE_BYTES = 5_000  # the mean: files of 0.4x to 1.6x of it, 2-8 KB by default
+SPARSE_PLANTING = 28  # turns with a planted fact: 28 in the user's words, 2 in each file
+SPARSE_FILE_FACTS = 2
+
 # The newest user message of a turn starts with this; the fake model keys on it.
 TURN_MARK = re.compile(r"^\[turn (\d+)\]")
 # Tool call ids the fake model gives: turn and step, so a step is known from the results.
@@ -123,9 +133,14 @@ def summary_text() -> str:
 # --------------------------------------------------------------------------- building
 
 
-def build(workspace: Path, turns: int, *, file_bytes: int = FILE_BYTES) -> Script:
-    """Write the workspace's files (``file_bytes`` each) and return the script of
-    ``turns`` user turns."""
+def build(
+    workspace: Path, turns: int, *, file_bytes: int | None = None, shape: str = MIXED
+) -> Script:
+    """Write the workspace's files and return the script of ``turns`` user turns in
+    ``shape``; ``file_bytes`` sizes the files (``mixed``: each; ``sparse``: the mean)."""
+    if shape == SPARSE:
+        return _build_sparse(workspace, turns, file_bytes or SPARSE_FILE_BYTES)
+    file_bytes = file_bytes or FILE_BYTES
     rng = random.Random(SEED)
     workspace.mkdir(parents=True, exist_ok=True)
     planting = max(3, turns // 10)  # the early turns, where facts are planted
@@ -142,7 +157,7 @@ def build(workspace: Path, turns: int, *, file_bytes: int = FILE_BYTES) -> Scrip
                 handles = (str(path), f"call_t{number}_s{index}")
                 fact = _make_fact(rng, kind, number, len(facts), str(path), handles)
                 facts.append(fact)
-            _write_file(rng, path, number, fact, file_bytes)
+            _write_file(rng, path, number, [fact] if fact else [], file_bytes)
             arguments = {"path": str(path)} if tool == "read_file" else {"command": f"cat {path}"}
             steps.append(Step(tool, arguments))
         user_fact = None
@@ -153,6 +168,41 @@ def build(workspace: Path, turns: int, *, file_bytes: int = FILE_BYTES) -> Scrip
         user = _user_turn(rng, number, steps, user_fact)
         answer = _answer(rng, number)
         script.turns.append(Turn(number, user, steps, answer))
+    return script
+
+
+def _build_sparse(workspace: Path, turns: int, mean_bytes: int) -> Script:
+    """Issue #48's conversation: a ``terminal`` call every 4th turn ``cat``-ing a file
+    of 0.4x-1.6x ``mean_bytes``; a fact in each of the first 28 user turns and two in
+    each file those turns read (42 in all at 200 turns)."""
+    rng = random.Random(SEED + 1)
+    workspace.mkdir(parents=True, exist_ok=True)
+    planting = min(SPARSE_PLANTING, max(3, turns // 7))
+    facts: list[Fact] = []
+    script = Script(workspace=workspace, turns=[], facts=facts)
+    kinds = list(_FACT_MAKERS)
+    folders = (("logs", "run", ".log"), ("src", "module", ".py"), ("docs", "notes", ".md"))
+    for number in range(turns):
+        plant = number < planting
+        steps: list[Step] = []
+        if number % SPARSE_EVERY == 0:
+            folder, stem, suffix = folders[(number // SPARSE_EVERY) % len(folders)]
+            path = workspace / folder / f"{stem}_{number:03d}{suffix}"
+            planted = []
+            for index in range(SPARSE_FILE_FACTS if plant else 0):
+                kind = kinds[(number + 2 * index + 1) % len(kinds)]
+                handles = (str(path), f"call_t{number}_s0")
+                planted.append(_make_fact(rng, kind, number, len(facts), str(path), handles))
+                facts.append(planted[-1])
+            size = rng.randrange(mean_bytes * 2 // 5, mean_bytes * 8 // 5 + 1)
+            _write_file(rng, path, number, planted, size)
+            steps.append(Step("terminal", {"command": f"cat {path}"}))
+        user_fact = None
+        if plant:
+            user_fact = _make_fact(rng, kinds[number % len(kinds)], number, len(facts), "user", ())
+            facts.append(user_fact)
+        user = _user_turn(rng, number, steps, user_fact)
+        script.turns.append(Turn(number, user, steps, _answer(rng, number)))
     return script
 
 
@@ -194,15 +244,19 @@ def _answer(rng: random.Random, number: int) -> str:
 
 
 def _write_file(
-    rng: random.Random, path: Path, number: int, fact: Fact | None, file_bytes: int
+    rng: random.Random, path: Path, number: int, facts: list[Fact], file_bytes: int
 ) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     lines: list[str] = []
     size = 0
-    at = rng.randrange(5, 30)  # the line the fact goes on
+    # The lines the facts go on, in order (the first drawn even without a fact, so the
+    # mixed shape's files stay as they were).
+    lines_at = [rng.randrange(5, 30)]
+    lines_at += [rng.randrange(30 + 15 * i, 45 + 15 * i) for i in range(1, len(facts))]
+    at = dict(zip(lines_at, facts, strict=False))
     while size < file_bytes:
-        if fact is not None and len(lines) == at:
-            line = _fact_line(path, fact)
+        if len(lines) in at:
+            line = _fact_line(path, at[len(lines)])
         elif path.suffix == ".log":
             line = (
                 f"2026-03-{1 + number % 28:02d} 12:{len(lines) % 60:02d}:{rng.randrange(60):02d}"
@@ -214,8 +268,7 @@ def _write_file(
             line = _prose(rng, 70)
         lines.append(line)
         size += len(line) + 1
-    if fact is not None and len(lines) <= at:
-        lines.append(_fact_line(path, fact))
+    lines += [_fact_line(path, fact) for where, fact in at.items() if where >= len(lines)]
     path.write_text("\n".join(lines) + "\n")
 
 

@@ -98,7 +98,11 @@ def test_measure_counts_uncached_tokens_compressions_and_recall() -> None:
     assert figures.largest == tokens(size[1]) and figures.compressions == 1
     (point,) = figures.recall
     assert (point.planted, point.verbatim, point.by_lookup, point.lookups) == (2, 0, 1, 1)
-    assert point.missed == {"number": 1} and point.share == 50.0 and lookups == [path]
+    assert point.missed == {"number": 1} and point.share == 50.0
+    # The same again at the end (the last request is the one after the compression).
+    assert figures.end is not None and figures.end.share == 50.0 and lookups == [path, path]
+    assert figures.worst is not None and (figures.worst.within, figures.worst.planted) == (1, 2)
+    assert figures.end.lost == ["number (turn 0, said)"]
     assert measure(requests, [said, read], None).recall[0].share == 0.0
     assert figures.invalid_requests == 0
     orphan = {"tools": tools, "messages": [system, result]}  # a result without its call
@@ -137,3 +141,29 @@ def test_the_measure_calls_hermes_own_recall_tool(tmp_path: Path) -> None:
     assert lookup is not None and "the shard is E7731 now" in lookup("E7731")
     assert "the shard is" not in lookup("F0000")  # the tool's answer, not the whole store
     db.close()
+
+
+def test_the_sparse_shape_prints_facts_within_reach(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["--shape", "sparse", "--turns", "40", "--file-kb", "40"]
+    bench_tokens.main([*args, "--hermes-agent-python", "/nonexistent/python"])
+
+    table = capsys.readouterr().out
+    assert "a terminal call every 4th turn reading a 16-64 KB file" in table
+    assert "planted facts within reach, worst point" in table
+    assert "recall % after each compression, hermes (verbatim, or one `recall`" in table
+
+
+def test_the_sparse_script_is_issue_48s_conversation(tmp_path: Path) -> None:
+    from benchmarks import tokens_script
+
+    script = tokens_script.build(tmp_path, 200, shape="sparse")
+
+    assert len(script.turns) == 200 and len(script.facts) == 42
+    assert [t.number for t in script.turns if t.steps] == list(range(0, 200, 4))
+    assert {s.tool for t in script.turns for s in t.steps} == {"terminal"}
+    sizes = [p.stat().st_size for p in tmp_path.rglob("*.*")]
+    assert len(sizes) == 50 and min(sizes) >= 2_000 and max(sizes) <= 8_200
+    in_files = [f for f in script.facts if f.where != "user"]
+    assert len(in_files) == 14
+    for fact in in_files:
+        assert fact.text in Path(fact.where).read_text()

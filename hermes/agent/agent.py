@@ -157,6 +157,10 @@ class AIAgent:
             max_summary_requests=compressing.max_summary_requests,
             offers_recall=session_db is not None,
             sent_as=self.sent_as,
+            # With a store, the summary model reads a recallable output as its stub.
+            stub_of=(self.masking or MaskPolicy(keep_tokens=0)).stub_for
+            if session_db is not None
+            else None,
         )
         self.last_compression: compression.CompressionOutcome | None = None
         self.system_prompt: str | None = None

@@ -8,9 +8,10 @@ hand one to the ``recall`` tool, which returns the stored messages that contain 
 Everything here is a pure function of the covered messages: the same rows always give
 the byte-identical index (a provider's prompt cache keeps hitting), anchors are listed
 in order of first appearance, each once, and the index is capped in size, keeping the
-most distinctive kinds first. An earlier summary among the covered messages gives its
-own index's anchors again (never its paraphrase), and a masked tool output (a stub)
-gives the stored id that brings it back.
+most distinctive kinds first. An earlier summary among the covered messages gives its own
+index's anchors again (never its paraphrase), and a masked tool output (a stub) gives
+the stored id that brings it back, with the anchors listed after the stub
+(``stub_digest``: what the summary model reads of an output it does not read whole).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ __all__ = [
     "extract",
     "index_block",
     "render",
+    "stub_digest",
 ]
 
 INDEX_HEADER = "[ANCHORS]"
@@ -43,6 +45,7 @@ COVERED_SHARE = 8
 MAX_ANCHOR_CHARS = 160
 LONG_ERROR_CHARS = 100  # an error line longer than this is cut to its error's sentence
 MAX_ERROR_LINES = 8
+MAX_DIGEST_CHARS = 600  # the anchors read with one masked tool output's stub
 SEPARATOR = " · "
 
 # Kinds, most distinctive first: when the index is over its cap, the later kinds go.
@@ -114,6 +117,7 @@ class Anchor:
     text: str
     first: int  # order of first appearance
     messages: int = 1
+    said: bool = True  # first found outside a tool's output
 
 
 def index_block(messages: Sequence[Message], *, recall: bool) -> str:
@@ -129,6 +133,7 @@ def extract(messages: Sequence[Message]) -> list[Anchor]:
     found: dict[str, Anchor] = {}
     for message in messages:
         seen_here: set[str] = set()
+        said = message.get("role") != "tool"
         for kind, text in _anchors_of(message):
             if kind == ERROR and len(text) > MAX_ANCHOR_CHARS:
                 text = text[:MAX_ANCHOR_CHARS]  # a prefix is still a verbatim substring
@@ -136,9 +141,11 @@ def extract(messages: Sequence[Message]) -> list[Anchor]:
                 continue
             known = found.get(text)
             if known is None:
-                found[text] = Anchor(kind, text, len(found))
+                found[text] = Anchor(kind, text, len(found), said=said)
             elif text not in seen_here:
-                found[text] = Anchor(known.kind, text, known.first, known.messages + 1)
+                found[text] = Anchor(
+                    known.kind, text, known.first, known.messages + 1, known.said or said
+                )
             seen_here.add(text)
     return list(found.values())
 
@@ -161,6 +168,21 @@ def render(anchors: Sequence[Anchor], *, recall: bool, cap: int = MAX_INDEX_CHAR
     return "\n".join(lines)
 
 
+def stub_digest(stub: str, message: Message, cap: int = MAX_DIGEST_CHARS) -> str:
+    """What the summary model reads of a tool output it is not given whole: the stub
+    the model is sent, then the output's own anchors (within ``cap`` characters), one
+    line per kind, so the summary can name them and ``recall`` brings the output back."""
+    found = [a for a in extract([message]) if a.kind != MASKED]
+    lines = [stub]
+    for kind in LABELS:
+        texts = [a.text for a in _within_cap(found, cap) if a.kind == kind]
+        if kind == ERROR and texts:
+            lines += [f"{LABELS[kind]}:", *(f"- {text}" for text in texts)]
+        elif texts:
+            lines.append(f"{LABELS[kind]}: {SEPARATOR.join(texts)}")
+    return "\n".join(lines)
+
+
 def _header(recall: bool) -> str:
     text = f"{INDEX_HEADER} Exact strings from the compacted messages, never paraphrased."
     if recall:
@@ -177,19 +199,26 @@ _RECALL_ONLY = (
 )
 
 
+def _cost(anchor: Anchor) -> int:
+    return len(anchor.text) + (3 if anchor.kind == ERROR else len(SEPARATOR))
+
+
 def _within_cap(anchors: Sequence[Anchor], cap: int) -> list[Anchor]:
     """The most distinctive anchors that fit the cap, back in order of appearance.
 
     The kinds take turns, in ``PRIORITY`` order, so no kind crowds out the others (a
     directory listing's paths, the URL a user gave); within a kind, the more specific
-    shapes go first (``_shape``), then a shorter anchor (more of them fit), then an
-    earlier one. How often an anchor was mentioned does not count: what the work kept
-    coming back to is what the summary's words keep, the rest is what they drop. At
+    shapes go first (``_shape``), then a shorter anchor (more of them fit), then one
+    said outside a tool's output (a tool output is also reached through its call's
+    arguments and its stored id, what the user said only through its own words: of
+    ten commit hashes, the user's five go first), then an earlier one. How often an
+    anchor was mentioned does not count: what the work kept coming back to is what the
+    summary's words keep, the rest is what they drop. At
     most ``MAX_ERROR_LINES`` error lines."""
     queues = [
         sorted(
             (a for a in anchors if a.kind == kind),
-            key=lambda a: (_shape(a), len(a.text), a.first),
+            key=lambda a: (_shape(a), len(a.text), not a.said, a.first),
         )[: MAX_ERROR_LINES if kind == ERROR else None]
         for kind in PRIORITY
     ]
@@ -199,9 +228,8 @@ def _within_cap(anchors: Sequence[Anchor], cap: int) -> list[Anchor]:
         for queue in queues:
             while queue:
                 anchor = queue.pop(0)
-                cost = len(anchor.text) + (3 if anchor.kind == ERROR else len(SEPARATOR))
-                if used + cost <= cap:
-                    used += cost
+                if used + _cost(anchor) <= cap:
+                    used += _cost(anchor)
                     kept.append(anchor)
                     break
     return sorted(kept, key=lambda a: a.first)
@@ -234,7 +262,11 @@ def _anchors_of(message: Message) -> Iterator[tuple[str, str]]:
         return
     masked = _MASKED.search(content)
     if masked is not None:
+        # A stub, and the anchors a stub digest lists after it (``stub_digest``).
         yield MASKED, f"recall(message_id={masked.group(1)})"
+        rest = content[masked.end() :]
+        yield from ((ERROR, line[2:]) for line in rest.splitlines() if line.startswith("- "))
+        yield from _tokens(rest)
         return
     if message.get("role") != "assistant":
         yield from _error_lines(content)

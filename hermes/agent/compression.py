@@ -156,14 +156,15 @@ def _compress_under_lease(
     compressed = [
         m if m.get("message_uid") else {**m, "message_uid": uuid.uuid4().hex} for m in compressed
     ]
-    covered = getattr(agent.context_compressor, "last_covered_uids", None)
+    covered, by_stub = coverage(agent.context_compressor)
     try:
         child = db.publish_compression_child(
             session_id,
             holder=holder,
             messages=compressed,
             watermark=watermark,
-            covered_uids=set(covered) if isinstance(covered, frozenset | set) else set(),
+            covered_uids=covered,
+            stub_covered_uids=by_stub,
         )
     except (LeaseNotHeldError, NotTipError) as exc:
         outcome.reason = str(exc)
@@ -179,6 +180,18 @@ def _compress_under_lease(
         tokens_after=outcome.tokens_after,
     )
     return compressed, new_system if new_system is not None else system_message
+
+
+def coverage(compressor: Any) -> tuple[set[str], set[str]]:
+    """The uids the compressor's last summary read, and those among them it read as their
+    stub (invariant 14); none for a compressor that does not say (Hermes Agent's shape)."""
+    covered = getattr(compressor, "last_covered_uids", None)
+    by_stub = getattr(compressor, "last_stub_covered_uids", None)
+    if not isinstance(covered, frozenset | set):
+        return set(), set()
+    if not isinstance(by_stub, frozenset | set):
+        return set(covered), set()
+    return set(covered), set(by_stub) & set(covered)
 
 
 def _in_memory(

@@ -19,7 +19,13 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from hermes.agent import transcript
-from hermes.agent.compression import CompressionOutcome, LeaseKeeper, describe_failure, failed
+from hermes.agent.compression import (
+    CompressionOutcome,
+    LeaseKeeper,
+    coverage,
+    describe_failure,
+    failed,
+)
 from hermes.agent.errors import AgentError
 from hermes.agent.summariser import NOTHING_TO_COMPRESS
 from hermes.state import wellformed
@@ -75,7 +81,8 @@ def _rebuild_under_lease(
     outcome.tokens_before = agent.estimate_tokens(messages)
     with LeaseKeeper(db, tip, agent.lease_holder, agent.lease_ttl):
         compressed = compressor.compress(messages, current_tokens=outcome.tokens_before)
-    covered: frozenset[str] = frozenset()
+    covered: set[str] = set()
+    by_stub: set[str] = set()
     if failed(compressor, messages, compressed):
         if getattr(compressor, "_last_summary_error", None) != NOTHING_TO_COMPRESS:
             raise ContextNotRebuiltError(
@@ -85,7 +92,7 @@ def _rebuild_under_lease(
             )
         compressed = messages  # few enough to keep verbatim: no summary at all
     else:
-        covered = compressor.last_covered_uids
+        covered, by_stub = coverage(compressor)
     compressed = [
         m if m.get("message_uid") else {**m, "message_uid": uuid.uuid4().hex} for m in compressed
     ]
@@ -94,7 +101,8 @@ def _rebuild_under_lease(
         holder=agent.lease_holder,
         messages=compressed,
         watermark=watermark,
-        covered_uids=set(covered),
+        covered_uids=covered,
+        stub_covered_uids=by_stub,
         undo_ids=list(undo_ids),
     )
     agent.adopt_segment(child, rotated_from=tip)

@@ -24,6 +24,12 @@ summary's last segment stays byte-identical and the provider's cached prefix sur
 The summary model is given the old summary to read (it is covered, with everything it
 covered) and writes only the new segment. A summary grown past ``summary_limit``
 tokens is summarised again with the middle, once, and then grows anew.
+
+The summary model reads less than the whole middle: a tool output that ``recall`` can
+bring back (it has a stored id, and the agent has a store) is read as the stub the
+model is sent for it plus its anchors (``anchors.stub_digest``), not whole. Such a row
+is *covered by its stub* (``last_stub_covered_uids``): the store records it so, and
+checks that it stays recallable verbatim (docs/design.md, invariant 14).
 """
 
 from __future__ import annotations
@@ -111,12 +117,13 @@ class Summariser:
         context_length: int,
         threshold: float = 0.5,
         summary_model: str | None = None,
-        tail_share: float = 0.1,
+        tail_share: float = 0.05,
         cooldown_seconds: float = 60.0,
         max_summary_requests: int = 8,
         clock: Callable[[], float] = time.monotonic,
         offers_recall: bool = False,
         sent_as: Callable[[Sequence[Message]], Sequence[Mapping[str, Any]]] | None = None,
+        stub_of: Callable[[Message], str | None] | None = None,
     ) -> None:
         self.client = client
         self.model = model
@@ -132,6 +139,9 @@ class Summariser:
         # The messages as the model is sent them (old tool results masked): sizes are
         # measured on that, since that is what fills the window.
         self.sent_as = sent_as or list
+        # The stub a tool result is sent as once masked (None: it has no way back, so
+        # the summary model reads it whole); None when nothing can be recalled.
+        self.stub_of = stub_of
         self._cooldown_until: float | None = None
         self._last_summary_error: str | None = None
         self.compression_count = 0
@@ -139,8 +149,10 @@ class Summariser:
         # prompt size here between calls; see hermes.agent.turn).
         self.last_prompt_tokens = 0
         self.last_completion_tokens = 0
-        # The uids of the messages the last successful summary read.
+        # The uids of the messages the last successful summary read, and of those
+        # among them it read as their stub (invariant 14: covered by stub).
         self.last_covered_uids: frozenset[str] = frozenset()
+        self.last_stub_covered_uids: frozenset[str] = frozenset()
         self._reset_failure()
 
     # -- deciding
@@ -204,7 +216,7 @@ class Summariser:
         given = messages
         # Results back with their calls, so the cut sees whole tool call groups.
         messages = wellformed.normalise(messages)
-        self.last_covered_uids = frozenset()
+        self.last_covered_uids = self.last_stub_covered_uids = frozenset()
         cut = whole_cut(messages) if whole else self._cut(messages)
         earlier = messages[cut.earlier] if cut.earlier is not None else None
         middle = cut.middle(messages)
@@ -216,7 +228,8 @@ class Summariser:
             return given
         model = self.summary_model or self.model
         prior = summary_body(earlier["content"]) if earlier is not None else None
-        readable = self._readable_count(middle, model, prior)
+        read = [self._as_read(m) for m in middle]  # what the summary model is given
+        readable = self._readable_count(read, model, prior)
         if 0 < readable < len(middle):
             # Too long to read in the requests allowed: summarise the oldest part now
             # and keep the rest verbatim for the next compression, so a conversation
@@ -227,20 +240,23 @@ class Summariser:
                 "summarising its oldest %d.",
                 len(middle), self.max_summary_requests, readable,
             )  # fmt: skip
-            middle = middle[:readable]
+            middle, read = middle[:readable], read[:readable]
         try:
-            summary, usage = self._summarise(middle, model, focus_topic, prior)
+            summary, usage = self._summarise(read, model, focus_topic, prior)
         except KeyboardInterrupt:
             self._fail(model, "was interrupted by the user")
             raise
         except Exception as exc:
             self._fail(model, _failure_reason(exc))
             return given
-        result = self._assemble(messages, cut, middle, summary, focus_topic)
+        result = self._assemble(messages, cut, middle, read, summary, focus_topic)
         before = self.sent_tokens(messages)
         if self.sent_tokens(result) >= before and not whole:
             # A short middle: its anchor index would outweigh what the summary saves.
-            result = self._assemble(messages, cut, middle, summary, focus_topic, with_index=False)
+            result = self._assemble(
+                messages, cut, middle, read, summary, focus_topic, with_index=False
+            )
+        stubbed = [m for m, r in zip(middle, read, strict=True) if r is not m]
         if earlier is not None:
             middle = [earlier, *middle]  # read, and kept verbatim: covered too
         problems = wellformed.problems(result)
@@ -259,11 +275,22 @@ class Summariser:
         self._succeed(usage)
         # What the summary model read (invariant 14): the store carries over the rest.
         self.last_covered_uids = frozenset(m["message_uid"] for m in middle if m.get("message_uid"))
+        self.last_stub_covered_uids = frozenset(
+            m["message_uid"] for m in stubbed if m.get("message_uid")
+        )
         log.info(
             "Compressed %d messages into a summary (~%s -> ~%d tokens) with %s.",
             len(middle), current_tokens or before, after, model,
         )  # fmt: skip
         return result
+
+    def _as_read(self, message: Message) -> Message:
+        """``message`` as the summary model reads it: a tool output ``recall`` brings
+        back as its stub and anchors (a copy), anything else as it is."""
+        stub = self.stub_of(message) if self.stub_of is not None else None
+        if stub is None:
+            return message
+        return {**message, "content": anchors.stub_digest(stub, message)}
 
     def _cut(self, messages: list[Message]) -> Cut:
         """The cut within the tail budget, as measured on what is sent; but a result
@@ -357,17 +384,19 @@ class Summariser:
         messages: list[Message],
         cut: Cut,
         summarised: list[Message],
+        read: Sequence[Message],
         summary: str,
         focus_topic: str | None,
         *,
         with_index: bool = True,
     ) -> list[Message]:
         """Head, summary, then in stored order every later message not summarised: the
-        pinned newest user message, any unread rest of the middle, the tail."""
-        read = {id(m) for m in summarised}
+        pinned newest user message, any unread rest of the middle, the tail. The anchor
+        index is of ``read``, the summarised messages as the summary model read them."""
+        gone = {id(m) for m in summarised}
         if cut.earlier is not None:
-            read.add(id(messages[cut.earlier]))
-        after = [m.copy() for m in messages[cut.head_end :] if id(m) not in read]
+            gone.add(id(messages[cut.earlier]))
+        after = [m.copy() for m in messages[cut.head_end :] if id(m) not in gone]
         has_user = any(m.get("role") == "user" for m in after)
         # The anchor index of what this summary read goes with the summary's own words.
         index = anchors.index_block(summarised, recall=self.offers_recall) if with_index else ""

@@ -15,6 +15,12 @@ the rest of its tool call group, and the coverage is recorded in
 Without ``covered_uids`` (an older caller) the rows above ``watermark``, or whose uid
 is not in ``seen_uids``, are carried over and no coverage is claimed.
 
+Coverage by stub: ``stub_covered_uids`` (among ``covered_uids``) are rows the summary
+model read as their stub and anchors, not whole. Such a row is covered only if
+``recall`` returns it verbatim: an original tool output of this conversation with its
+text stored; any other is not covered (so carried over). It is recorded with
+``by_stub = 1``, which the store's coverage check holds to the same rule.
+
 Well-formedness (invariant 15): the child's context is put in order (results after
 their calls) and refused with ``InvalidContextError`` if a provider would refuse it.
 
@@ -56,6 +62,7 @@ def publish(
     now: float,
     seen_uids: Collection[str] | None = None,
     covered_uids: Collection[str] | None = None,
+    stub_covered_uids: Collection[str] = (),
 ) -> str:
     tx.lock_session(parent_id)
     lease_now = tx.clock()  # leases are timed by the store's clock; rows keep ``now``
@@ -96,12 +103,17 @@ def publish(
     if covered_uids is None:
         rows += _carried_over(tx, parent_id, child_id, watermark, rows, seen_uids)
         covered: set[int] = set()
+        by_stub: set[int] = set()
     else:
-        covered = set(_origin_ids(tx, parent["conversation_id"], list(covered_uids)).values())
+        conversation = parent["conversation_id"]
+        by_stub = _recallable(tx, conversation, stub_covered_uids)
+        stubs_claimed = set(_origin_ids(tx, conversation, list(stub_covered_uids)).values())
+        whole = set(_origin_ids(tx, conversation, list(covered_uids)).values()) - stubs_claimed
+        covered = whole | by_stub
         rows += _uncovered(tx, parent_id, child_id, rows, covered)
     rows = _in_order(parent_id, rows)
     segments.add_messages(tx, child_id, rows, now)
-    _record_coverage(tx, child_id, covered)
+    _record_coverage(tx, child_id, covered, by_stub)
     if covered_uids and undo.any_undone(tx, list(covered_uids)):
         raise UndoneInSummaryError(parent_id)  # invariant 16: an undo raced the summary
     tx.run(
@@ -154,6 +166,31 @@ def _origin_ids(tx: Tx, conversation_id: str, uids: list[str]) -> dict[str, int]
         ):
             found[row["message_uid"]] = row["origin"]
     return found
+
+
+def _recallable(tx: Tx, conversation_id: str, uids: Collection[str]) -> set[int]:
+    """The origin ids of ``uids`` that ``recall`` returns verbatim: original tool
+    outputs of this conversation, standing, with their text stored."""
+    origins = set(_origin_ids(tx, conversation_id, list(uids)).values())
+    found: set[int] = set()
+    ordered = sorted(origins)
+    for start in range(0, len(ordered), 500):
+        chunk = ordered[start : start + 500]
+        marks = ", ".join("?" for _ in chunk)
+        for row in tx.all(
+            f"SELECT m.id FROM messages m JOIN sessions s ON s.id = m.session_id"
+            f" WHERE m.id IN ({marks}) AND s.conversation_id = ? AND {RECALLABLE_STUB}",
+            [*chunk, conversation_id],
+        ):
+            found.add(int(row["id"]))
+    return found
+
+
+# A row covered by its stub must stay what ``recall(message_id=N)`` returns verbatim:
+# an original (not a copy) tool output, not taken back, with its text stored.
+RECALLABLE_STUB = (
+    "m.role = 'tool' AND m.origin_id IS NULL AND m.undone = 0 AND m.content IS NOT NULL"
+)
 
 
 def _carried_over(
@@ -282,12 +319,15 @@ def _in_order(parent_id: str, rows: list[MessageRow]) -> list[MessageRow]:
     return [view["row"] for view in ordered]
 
 
-def _record_coverage(tx: Tx, child_id: str, covered: set[int]) -> None:
+def _record_coverage(tx: Tx, child_id: str, covered: set[int], by_stub: set[int]) -> None:
     origins = sorted(covered)
-    for start in range(0, len(origins), 400):
-        chunk = origins[start : start + 400]
-        marks = ", ".join("(?, ?)" for _ in chunk)
+    for start in range(0, len(origins), 300):
+        chunk = origins[start : start + 300]
+        marks = ", ".join("(?, ?, ?)" for _ in chunk)
         params: list[Any] = []
         for origin in chunk:
-            params += [child_id, origin]
-        tx.run(f"INSERT INTO segment_coverage (session_id, origin_id) VALUES {marks}", params)
+            params += [child_id, origin, int(origin in by_stub)]
+        tx.run(
+            f"INSERT INTO segment_coverage (session_id, origin_id, by_stub) VALUES {marks}",
+            params,
+        )

@@ -350,4 +350,14 @@ MIGRATIONS = (
             )""",
         ),
     ),
+    Migration(
+        16,
+        "coverage_by_stub",
+        (
+            # 1: the summary read this row as its stub and anchors, not whole (a tool
+            # output ``recall`` returns verbatim); the coverage check asks that it stay
+            # recallable (invariant 14).
+            "ALTER TABLE segment_coverage ADD COLUMN by_stub INTEGER NOT NULL DEFAULT 0",
+        ),
+    ),
 )

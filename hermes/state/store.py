@@ -774,13 +774,17 @@ class SessionDB:
         child_session_id: str | None = None,
         seen_uids: Collection[str] | None = None,
         covered_uids: Collection[str] | None = None,
+        stub_covered_uids: Collection[str] = (),
         undo_ids: Sequence[int] = (),
     ) -> str:
         """Rotate: end the parent and open its child with ``messages`` (invariant 2).
 
         ``covered_uids`` are the messages the summary model read: every other row of the
         parent as stored now is carried into the child after ``messages`` (invariant 14),
-        and the coverage is recorded. Without it (older callers), parent rows above
+        and the coverage is recorded. ``stub_covered_uids`` (among them) were read as
+        their stub, not whole: covered only if ``recall`` returns them verbatim (an
+        original tool output of the conversation), else carried over too. Without it
+        (older callers), parent rows above
         ``watermark``, or original rows whose uid is not in ``seen_uids``, are carried.
         A child whose context a provider would refuse is not published
         (``InvalidContextError``, invariant 15).
@@ -804,6 +808,7 @@ class SessionDB:
                 now=now,
                 seen_uids=seen_uids,
                 covered_uids=covered_uids,
+                stub_covered_uids=stub_covered_uids,
             )
 
         return self._write(run)
@@ -816,11 +821,21 @@ class SessionDB:
 
     def coverage_violations(self) -> list[str]:
         """Rows of rotated parents that their child neither copies nor covered in its
-        summary (invariant 14), one sentence each (empty when every row is accounted for)."""
+        summary (invariant 14), and rows a summary covered by their stub that ``recall``
+        cannot return verbatim, one sentence each (empty when every row is accounted for)."""
+
+        def read(tx: Tx) -> tuple[list[Any], list[Any]]:
+            return tx.all(_UNCOVERED_ROWS), tx.all(_UNRECALLABLE_STUBS)
+
+        uncovered, unrecallable = self._read(read)
         return [
             f"message {r['id']} of session {r['parent']} is neither in its compression child"
             f" {r['child']} nor in the summary that child holds"
-            for r in self._read(lambda tx: tx.all(_UNCOVERED_ROWS))
+            for r in uncovered
+        ] + [
+            f"message {r['origin_id']} is covered by its stub in the summary of session"
+            f" {r['child']}, but recall cannot return it verbatim"
+            for r in unrecallable
         ]
 
 
@@ -833,6 +848,19 @@ _UNCOVERED_ROWS = (
     " AND NOT EXISTS (SELECT 1 FROM segment_coverage k WHERE k.session_id = c.id"
     "   AND k.origin_id = COALESCE(m.origin_id, m.id))"
     " ORDER BY m.id"
+)
+
+# Coverage by stub (invariant 14): the row must be what ``recall`` returns verbatim, an
+# original tool output of the child's conversation with its text (unless taken back
+# since: an undo retires the summaries that covered it).
+_UNRECALLABLE_STUBS = (
+    "SELECT k.session_id AS child, k.origin_id FROM segment_coverage k"
+    " JOIN sessions c ON c.id = k.session_id"
+    " WHERE k.by_stub = 1 AND NOT EXISTS (SELECT 1 FROM messages m"
+    "   JOIN sessions s ON s.id = m.session_id"
+    "   WHERE m.id = k.origin_id AND s.conversation_id = c.conversation_id"
+    "   AND (m.undone = 1 OR (m.role = 'tool' AND m.origin_id IS NULL AND m.content IS NOT NULL)))"
+    " ORDER BY k.session_id, k.origin_id"
 )
 
 

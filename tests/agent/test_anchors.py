@@ -173,3 +173,20 @@ def test_every_index_of_a_summary_in_segments_is_read_and_nothing_after_it() -> 
 
     assert texts[0] == "services/billing/invoice_writer.py" and texts[-1] == "web/cart_view.py"
     assert "made_up/by_the_model.py" not in texts
+
+
+def test_of_anchors_alike_over_the_cap_what_was_said_goes_first() -> None:
+    # Ten commit hashes of one shape and length; the cap holds few. Those the user said
+    # go first: a tool output's are also reached through its call (its path, its id).
+    said = [f"{n}a" * 20 for n in range(1, 6)]
+    read = [f"{n}b" * 20 for n in range(1, 6)]
+    messages = [
+        {"role": "tool", "tool_call_id": "c", "content": " ".join(read)},
+        *({"role": "user", "content": f"keep {h} for later"} for h in said),
+    ]
+    found = anchors.extract(messages)
+    assert {a.kind for a in found} == {anchors.ID} and len(found) == 10
+
+    kept = [a.text for a in anchors._within_cap(found, cap=5 * 43)]
+
+    assert kept == said

@@ -191,11 +191,13 @@ def test_a_second_compression_extends_the_summary_verbatim_with_full_coverage(
     assert "summary number 1" in first and "summary number 2" in second
     assert second.startswith(first.removesuffix(FOLLOWS))  # the old text, byte for byte
     assert "summary number 1" not in second.split("summary number 1", 1)[1]
-    # The summary model read the earlier summary, and the new middle whole (not stubs).
+    # The summary model read the earlier summary, and the new middle's outputs as their
+    # stubs, not whole (each is one recall away).
     asked = "".join(str(m["content"]) for b in llm.requests[before:] for m in b["messages"])
     assert "summary number 1" in asked
     for row in tool_rows(db, agent.session_id)[4:8]:
-        assert row["content"] in asked
+        assert row["content"] not in asked
+        assert f"recall(message_id={row['id']}) returns it]" in asked
     # The request after it starts as the one before it did, to the old summary's end.
     old, new = wire(llm.requests[before - 1]), wire(llm.requests[-2])
     at = next(i for i, m in enumerate(new) if "[CONTEXT COMPACTION]" in m)
@@ -204,6 +206,60 @@ def test_a_second_compression_extends_the_summary_verbatim_with_full_coverage(
     assert db.coverage_violations() == []
     assert db.invariant_violations() == []
     assert llm.stats()["invalid_contexts"] == 0
+
+
+def test_the_summary_reads_outputs_as_stubs_and_each_stays_one_recall_away(
+    hermes_home: Path, workspace: Path, llm: fake.FakeLLMServer, make_db: DBFactory
+) -> None:
+    configure(hermes_home, mask_keep_tokens=0, tail_share=0.001)
+    (workspace / "f2.txt").write_text(
+        "".join(f"line {i}: " + "x" * 60 + "\n" for i in range(20))
+        + "ERROR ledger.sync: checksum mismatch on shard 7 (code E40417)\n"
+        + "".join(f"line {i}: " + "y" * 60 + "\n" for i in range(20))
+    )
+    db = make_db()
+    agent = fake_agent(llm, db, cwd=workspace, tools=["read_file"], skip_memory=True)
+    chat_turns(agent, range(4))
+    before = len(llm.requests)
+
+    assert agent.compress_now().rotated
+
+    asked = "".join(str(m["content"]) for b in llm.requests[before:] for m in b["messages"])
+    rows = tool_rows(db, agent.session_id)[1:]  # the first exchange is kept as the head
+    for row in rows:  # the summary model read each output as its stub, not whole
+        assert row["content"] not in asked
+        assert f"recall(message_id={row['id']}) returns it]" in asked
+    # ... and its anchors: the error line the output holds, verbatim.
+    assert "ERROR ledger.sync: checksum mismatch on shard 7 (code E40417)" in asked
+    # The store knows each was covered by its stub.
+    coverage = db._read(
+        lambda tx: tx.all(
+            "SELECT origin_id, by_stub FROM segment_coverage WHERE session_id = ?",
+            (agent.session_id,),
+        )
+    )
+    assert {r["origin_id"] for r in coverage if r["by_stub"]} == {r["id"] for r in rows}
+    assert db.coverage_violations() == []
+    # One recall with an anchor the context shows brings the output back verbatim.
+    context = json.dumps(agent.load_history())
+    assert "E40417" in context
+    found = recall_tool(agent, db, hermes_home, "E40417")
+    assert "ERROR ledger.sync: checksum mismatch on shard 7 (code E40417)" in found
+    assert next(r for r in rows if "E40417" in r["content"])["content"] in found
+
+
+def recall_tool(agent: Any, db: Any, home: Path, query: str) -> str:
+    from hermes.tools.registry import ToolContext
+
+    context = ToolContext(
+        session_db=db,
+        session_id=agent.session_id,
+        conversation_id=agent.conversation_id,
+        hermes_home=home,
+        config=agent.config,
+        cwd=agent.cwd,
+    )
+    return str(agent.registry.dispatch("recall", {"query": query}, context))
 
 
 def test_a_compression_keeps_every_stub_a_stub(

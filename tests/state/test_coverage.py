@@ -12,17 +12,27 @@ import pytest
 
 from hermes.state import InvalidContextError, SessionDB, make_holder
 
-from .helpers import SUMMARY, contents
+from .helpers import SUMMARY, contents, raw_all
 from .helpers import tool_call as _call
 from .helpers import tool_result as _result
 
 
-def _publish(db: SessionDB, parent: str, messages: list[dict], covered: list[str]) -> str:
+def _publish(
+    db: SessionDB,
+    parent: str,
+    messages: list[dict],
+    covered: list[str],
+    by_stub: tuple[str, ...] = (),
+) -> str:
     holder = make_holder()
     assert db.try_acquire_compression_lock(parent, holder)
     try:
         return db.publish_compression_child(
-            parent, holder=holder, messages=messages, covered_uids=covered
+            parent,
+            holder=holder,
+            messages=messages,
+            covered_uids=covered,
+            stub_covered_uids=by_stub,
         )
     finally:
         db.release_compression_lock(parent, holder)
@@ -119,3 +129,61 @@ def test_a_child_a_provider_would_refuse_is_not_published(
     assert db.find_tip("p")["id"] == "p"
     assert db.get_lineage("p") == ["p"]
     assert db.get_compression_lock_holder("p") is None
+
+
+# --------------------------------------------------------------------------- by stub
+
+
+def _ran_a_tool(db: SessionDB) -> list[str]:
+    db.create_session("p", source="cli")
+    db.append_messages(
+        "p",
+        [
+            {"role": "user", "content": "cat the log"},
+            _call("c1"),
+            _result("c1", "a long log, read by the summary as its stub"),
+            {"role": "assistant", "content": "done"},
+        ],
+    )
+    return _uids(db, "p")
+
+
+def test_a_tool_output_covered_by_its_stub_is_recorded_so_and_stays_recallable(
+    db: SessionDB,
+) -> None:
+    uids = _ran_a_tool(db)
+    child = _publish(db, "p", [SUMMARY], uids, by_stub=(uids[2],))
+
+    assert contents(db.get_messages(child)) == [SUMMARY["content"]]
+    output = db.get_messages("p")[2]
+    recorded = raw_all(
+        db, "SELECT origin_id, by_stub FROM segment_coverage WHERE session_id = ?", (child,)
+    )
+    assert {r["origin_id"]: r["by_stub"] for r in recorded}[output["id"]] == 1
+    assert sum(r["by_stub"] for r in recorded) == 1
+    recalled = db.recall_message(child, output["id"])
+    assert recalled is not None and recalled["content"] == output["content"]
+    assert db.coverage_violations() == []
+
+
+def test_a_stub_claim_on_a_row_recall_cannot_return_is_not_coverage(db: SessionDB) -> None:
+    uids = _ran_a_tool(db)
+    # The summary "read" the user's message as a stub: only a tool output has one.
+    child = _publish(db, "p", [SUMMARY], uids, by_stub=(uids[0],))
+
+    assert contents(db.get_messages(child)) == [SUMMARY["content"], "cat the log"]
+    assert db.coverage_violations() == []
+
+
+def test_the_coverage_check_reports_a_stub_that_recall_cannot_return(db: SessionDB) -> None:
+    uids = _ran_a_tool(db)
+    child = _publish(db, "p", [SUMMARY], uids, by_stub=(uids[2],))
+    output = db.get_messages("p")[2]
+    # The row changes under the record (as a broken tool or a hand edit would): a stub
+    # coverage of a row that is no longer a stored tool output.
+    db._write(lambda tx: tx.run("UPDATE messages SET role = 'user' WHERE id = ?", (output["id"],)))
+
+    assert db.coverage_violations() == [
+        f"message {output['id']} is covered by its stub in the summary of session {child},"
+        " but recall cannot return it verbatim"
+    ]
