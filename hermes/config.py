@@ -96,7 +96,7 @@ SCHEMA: dict[str, tuple[tuple[type | None, ...], Any]] = {
     "terminal.max_processes": ((int,), 512),
     # Address space of one command's processes (RLIMIT_AS), and the seconds a background
     # process may run before it is ended (0: until killed, for servers the user wants kept).
-    "terminal.max_memory_mb": ((int,), 4096),
+    "terminal.max_memory_mb": ((int,), 2048),
     "terminal.background_timeout": ((int, float), 3600),
     # A root outside which the file tools refuse to read or write (None: no boundary).
     "tools.workspace": ((str, None), None),

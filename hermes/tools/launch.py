@@ -15,6 +15,7 @@ from it are handed to git as ``GIT_AUTHOR_*``/``GIT_COMMITTER_*`` (commits still
 from __future__ import annotations
 
 import functools
+import os
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -54,7 +55,7 @@ def launch_for(ctx: ToolContext, cwd: Path) -> Launch:
     if mode.sandboxed:
         _check_visible(ctx, cwd)
         prefix = tuple(sandbox.command_prefix(ctx, cwd))
-        env = {**_git_identity(), "GIT_CONFIG": "/tmp/.gitconfig", **env}
+        env = {**_git_identity(str(Path.home())), "GIT_CONFIG": "/tmp/.gitconfig", **env}
     elif sandbox.required(ctx):
         raise ToolError(
             f"Refused: terminal.sandbox is bwrap but there is no sandbox here ({mode.detail}); "
@@ -66,13 +67,15 @@ def launch_for(ctx: ToolContext, cwd: Path) -> Launch:
 
 
 @functools.cache
-def _git_identity() -> dict[str, str]:
-    """The user's git name and e-mail from the host's settings (hidden in the sandbox)."""
+def _git_identity(home: str) -> dict[str, str]:
+    """The git name and e-mail of the user of ``home`` (its settings are hidden in the
+    sandbox)."""
     found: dict[str, str] = {}
     for key, names in (("user.name", "NAME"), ("user.email", "EMAIL")):
         try:
             value = subprocess.run(
                 ["git", "config", "--global", key],
+                env={**os.environ, "HOME": home},
                 capture_output=True,
                 text=True,
                 timeout=5,
