@@ -111,3 +111,12 @@ def test_the_sandbox_in_force_is_reported(hermes, cli_env):
     line = doctor_lines(hermes("doctor", "--offline"))["sandbox"]
     assert line.startswith("--") and "no sandbox (terminal.sandbox is off)" in line
     assert "read-only commands only" in line
+
+
+def test_a_loose_env_in_a_loose_home_is_flagged_too(hermes, cli_env):
+    env = cli_env.home / ".env"
+    env.write_text("HERMES_API_KEY=sk-loose-0123456789\n", encoding="utf-8")
+    os.chmod(cli_env.home, 0o755)
+    os.chmod(env, 0o644)
+    line = doctor_lines(hermes("doctor", "--offline"))["home"]
+    assert f"chmod 700 {cli_env.home}" in line and f"chmod 600 {env}" in line
