@@ -8,7 +8,7 @@ silent fallback. No command starts where the workspace would be the home or ``/`
 
 In the sandbox a repository's ``.git/config`` is read-only, so ``git config`` without a
 scope writes a scratch file of the command's own (``GIT_CONFIG``, in its private
-``/tmp``), and the home's ``~/.gitconfig`` is hidden, so the user's name and e-mail
+``/tmp``; so do npm's and XDG caches when the home's are not writable), and the home's ``~/.gitconfig`` is hidden, so the user's name and e-mail
 from it are handed to git as ``GIT_AUTHOR_*``/``GIT_COMMITTER_*`` (commits still work).
 """
 
@@ -55,7 +55,7 @@ def launch_for(ctx: ToolContext, cwd: Path) -> Launch:
     if mode.sandboxed:
         _check_visible(ctx, cwd)
         prefix = tuple(sandbox.command_prefix(ctx, cwd))
-        env = {**_git_identity(str(Path.home())), "GIT_CONFIG": "/tmp/.gitconfig", **env}
+        env = {**_scratch_caches(ctx), **_git_identity(str(Path.home())), **env}
     elif sandbox.required(ctx):
         raise ToolError(
             f"Refused: terminal.sandbox is bwrap but there is no sandbox here ({mode.detail}); "
@@ -64,6 +64,19 @@ def launch_for(ctx: ToolContext, cwd: Path) -> Launch:
     else:
         prefix = ()
     return Launch(prefix, env, limits_of(ctx))
+
+
+# Caches tools write in the home, moved to the command's /tmp where the home is read-only.
+_CACHES = {".cache": "XDG_CACHE_HOME", ".npm": "npm_config_cache"}
+
+
+def _scratch_caches(ctx: ToolContext) -> dict[str, str]:
+    table = view.rules(ctx)
+    env = {"GIT_CONFIG": "/tmp/.gitconfig"}
+    for name, variable in _CACHES.items():
+        if view.rule_for(Path.home() / name, table).access != view.WRITE:
+            env[variable] = f"/tmp/{name}"
+    return env
 
 
 @functools.cache
