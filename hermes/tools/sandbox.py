@@ -163,12 +163,18 @@ def command_prefix(ctx: ToolContext, cwd: Path) -> list[str]:
     table = view.rules(ctx)
     tmp_bytes = int(ctx.setting("terminal.max_file_mb")) * 1024 * 1024
     sealed: list[str] = []  # folders made read-only once everything inside is mounted
-    for rule in table:
+    for index, rule in enumerate(table):
+        if rule.mount in (view.HIDE, view.LOCK) and _unseen(rule.path, table[:index]):
+            continue  # inside a hidden folder already: not even its name need show there
         args += _mount(rule, table, tmp_bytes, sealed)
     for path in sealed:
         args += ["--remount-ro", path]
     args += ["--chdir", str(cwd), "--"]
     return args
+
+
+def _unseen(path: Path, earlier: list[view.Rule]) -> bool:
+    return view.rule_for(path, earlier).access == view.HIDDEN
 
 
 def _mount(rule: view.Rule, table: list[view.Rule], tmp_bytes: int, sealed: list[str]) -> list[str]:

@@ -143,11 +143,12 @@ def rules(ctx: ToolContext) -> list[Rule]:
         Rule(p, READ, RO, "is part of hermes's own install, which tools never change")
         for p in _install()
     ]
+    lock = "is a start-up or settings file that tools can neither create nor change"
+    # Only where it could otherwise be seen: a lock must not open a hidden ~/.gitconfig.
     found += [
-        Rule(
-            p, READ, LOCK, "is a start-up or settings file that tools can neither create nor change"
-        )
+        Rule(p, READ, LOCK, lock)
         for p in _locked(home, writable)
+        if rule_for(p, found).access != HIDDEN
     ]
     found += _hidden(ctx, home)
     return found
@@ -160,6 +161,8 @@ def rule_for(path: Path, table: list[Rule]) -> Rule:
 
 
 def _home_rules(home: Path, writable: bool) -> list[Rule]:
+    if home == Path("/"):
+        return []  # a user without a home of their own: the table still hides the rest
     if not writable:
         why = (
             "is in your home folder, which tools do not see outside the workspace and "

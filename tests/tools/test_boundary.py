@@ -187,6 +187,19 @@ def test_no_tool_reads_a_credential_in_the_home(
     assert results[0].startswith("Error: Refused:")
 
 
+def test_the_home_is_hidden_by_default_not_by_list(box: Box, run: Callable[..., str]) -> None:
+    """A file nobody listed, and the locked ~/.gitconfig, are as unseen as a credential."""
+    (box.user_home / "notes-of-the-user.txt").write_text(f"{CANARY}-notes\n", encoding="utf-8")
+    ctx = box.make()
+    for name in ("notes-of-the-user.txt", ".gitconfig", ".bashrc"):
+        assert run(ctx, "read_file", path=f"~/{name}").startswith("Error: Refused:")
+    shown = run(ctx, "terminal", command="cat ~/notes-of-the-user.txt ~/.gitconfig; ls -A ~")
+    assert CANARY not in shown and "Fake User" not in shown and ".bashrc" not in shown, shown
+    opened = box.make({"terminal.readable_paths": [str(box.user_home / "notes-of-the-user.txt")]})
+    assert CANARY in run(opened, "read_file", path="~/notes-of-the-user.txt")
+    assert CANARY in run(opened, "terminal", command="cat ~/notes-of-the-user.txt")
+
+
 def test_search_files_is_no_oracle_on_the_gateways_environment(
     box: Box, run: Callable[..., str]
 ) -> None:
