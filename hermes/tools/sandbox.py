@@ -103,7 +103,9 @@ def _probe() -> str | None:
         return "bwrap is not installed (Debian/Ubuntu: apt install bubblewrap)"
     try:
         result = subprocess.run(
-            [path, *_ISOLATION, "--ro-bind", "/", "/", "--proc", "/proc", "true"],
+            # --size (a capped /tmp) is bubblewrap 0.5's: an older one says so here.
+            [path, *_ISOLATION, "--ro-bind", "/", "/", "--proc", "/proc"]
+            + ["--size", "1048576", "--tmpfs", "/tmp", "true"],
             stdin=subprocess.DEVNULL,
             capture_output=True,
             timeout=10,
@@ -113,6 +115,8 @@ def _probe() -> str | None:
         return f"bwrap could not start ({exc})"
     if result.returncode != 0:
         reason = result.stderr.decode(errors="replace").strip().splitlines()
+        if reason and "--size" in reason[-1]:
+            return "bwrap is older than 0.5 and cannot cap /tmp (upgrade bubblewrap)"
         return (
             f"bwrap cannot create namespaces here ({reason[-1] if reason else 'no reason given'})"
         )

@@ -172,7 +172,9 @@ def _home_rules(home: Path, writable: bool) -> list[Rule]:
     # A writable root holds the home: its entries stay writable, but nothing new appears
     # at its top (a new ~/.bash_profile would take over every login shell).
     top = Rule(home, READ, HOME, "would be a new file at the top of your home folder")
-    return [top, *(Rule(real(entry), WRITE, RW, "") for entry in _entries(home))]
+    # A link among them is left out: it would open its target, wherever that is.
+    entries = [entry for entry in _entries(home) if not entry.is_symlink()]
+    return [top, *(Rule(entry, WRITE, RW, "") for entry in entries)]
 
 
 def _entries(folder: Path) -> list[Path]:
