@@ -8,8 +8,9 @@ silent fallback. No command starts where the workspace would be the home or ``/`
 
 In the sandbox a repository's ``.git/config`` is read-only, so ``git config`` without a
 scope writes a scratch file of the command's own (``GIT_CONFIG``, in its private
-``/tmp``; so do npm's and XDG caches when the home's are not writable), and the home's ``~/.gitconfig`` is hidden, so the user's name and e-mail
-from it are handed to git as ``GIT_AUTHOR_*``/``GIT_COMMITTER_*`` (commits still work).
+``/tmp``; so do npm's and the XDG caches when the home's are not writable); the home's
+``~/.gitconfig`` is hidden, so the user's name and e-mail from it are handed to git as
+``GIT_AUTHOR_*``/``GIT_COMMITTER_*`` (commits still work).
 """
 
 from __future__ import annotations

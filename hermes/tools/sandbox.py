@@ -178,7 +178,11 @@ def command_prefix(ctx: ToolContext, cwd: Path) -> list[str]:
 
 
 def _unseen(path: Path, earlier: list[view.Rule]) -> bool:
-    return view.rule_for(path, earlier).access == view.HIDDEN
+    """Whether ``path`` lies in a hidden folder of the host's already (the home, hermes's
+    home): the command's own /tmp gets the empty read-only stand-ins, as writes there
+    must fail loudly."""
+    rule = view.rule_for(path, earlier)
+    return rule.access == view.HIDDEN and rule.mount in (view.HOME, view.HIDE)
 
 
 def _mount(rule: view.Rule, table: list[view.Rule], tmp_bytes: int, sealed: list[str]) -> list[str]:
