@@ -90,10 +90,16 @@ SCHEMA: dict[str, tuple[tuple[type | None, ...], Any]] = {
     # More folders commands may write besides the workspace, and more they may not see.
     "terminal.writable_paths": ((list,), []),
     "terminal.hidden_paths": ((list,), []),
+    # Folders of the user's home tools may read (the rest of the home is hidden; view.py).
+    "terminal.readable_paths": ((list,), []),
     # Limits of one command's process tree (hermes/tools/_limits.py).
     "terminal.max_file_mb": ((int,), 1024),
     "terminal.max_output_mb": ((int,), 64),
     "terminal.max_processes": ((int,), 512),
+    # Address space of one command's processes (RLIMIT_AS), and the seconds a background
+    # process may run before it is ended (0: until killed, for servers the user wants kept).
+    "terminal.max_memory_mb": ((int,), 2048),
+    "terminal.background_timeout": ((int, float), 3600),
     # A root outside which the file tools refuse to read or write (None: no boundary).
     "tools.workspace": ((str, None), None),
     "gateway.platforms": ((dict,), {}),
@@ -445,6 +451,8 @@ _CHECKS: dict[str, Any] = {
     "terminal.max_file_mb": _more_than_zero,
     "terminal.max_output_mb": _more_than_zero,
     "terminal.max_processes": _more_than_zero,
+    "terminal.max_memory_mb": _more_than_zero,
+    "terminal.background_timeout": _zero_or_more,
     "gateway.max_concurrent_turns": _more_than_zero,
     "gateway.queue_takeover_after": _more_than_zero,
     "gateway.api_approval_timeout": _more_than_zero,

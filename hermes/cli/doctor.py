@@ -111,14 +111,16 @@ def _home_check(home: Path) -> Check:
         return Check("home", False, f"HERMES_HOME {home} is not a folder.",
                      "set HERMES_HOME to a folder.")  # fmt: skip
     mode = stat.S_IMODE(home.stat().st_mode)
-    if mode & 0o077:
-        return Check("home", False, f"HERMES_HOME {home} is {mode:04o}; others can read it.",
-                     f"chmod 700 {home}")  # fmt: skip
     env = home / ".env"
     env_mode = stat.S_IMODE(env.stat().st_mode) if env.exists() else 0o600
-    if env_mode & 0o077:
-        return Check("home", False, f"{env} is {env_mode:04o}; others can read your keys.",
-                     f"chmod 600 {env}")  # fmt: skip
+    # Both are said at once: a loose home hides nothing of a loose .env, and fixing only
+    # the home would leave the keys readable the day the home is opened again.
+    loose = [(home, mode, "700")] if mode & 0o077 else []
+    loose += [(env, env_mode, "600")] if env_mode & 0o077 else []
+    if loose:
+        what = " and ".join(f"{p} is {m:04o}" for p, m, _ in loose)
+        fix = " && ".join(f"chmod {to} {p}" for p, _, to in loose)
+        return Check("home", False, f"{what}; others can read your keys.", fix)
     return Check("home", True, f"HERMES_HOME {home} is private ({mode:04o}).")
 
 

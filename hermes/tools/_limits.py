@@ -1,7 +1,10 @@
-"""Limits on a tool's process tree: file size, process count, and killing all of it.
+"""Limits on a tool's process tree: file size, memory, process count, and killing all of it.
 
 Every command runs with ``RLIMIT_FSIZE`` at ``terminal.max_file_mb`` (a ``yes`` flood
-into a file, or into the output file, dies of SIGXFSZ at that size) and no core dumps.
+into a file, or into the output file, dies of SIGXFSZ at that size; the sandbox's
+``/tmp`` holds no more either), ``RLIMIT_AS`` at ``terminal.max_memory_mb`` (an
+allocation past it fails: Python's ``MemoryError``, C's ``ENOMEM``; every process of
+the tree has that cap, as the limit is inherited) and no core dumps.
 The process count is capped by a ``pids`` cgroup of its own (``terminal.max_processes``)
 where one can be made here (cgroup v1's pids hierarchy, or a writable cgroup v2 root):
 ``RLIMIT_NPROC`` cannot do it, as it counts every process of the user and does not bind
@@ -37,6 +40,7 @@ class Limits:
     max_file_bytes: int
     max_output_bytes: int
     max_processes: int
+    max_memory_bytes: int
 
 
 def limits_of(ctx: ToolContext) -> Limits:
@@ -45,6 +49,7 @@ def limits_of(ctx: ToolContext) -> Limits:
         max_file_bytes=int(ctx.setting("terminal.max_file_mb")) * mb,
         max_output_bytes=int(ctx.setting("terminal.max_output_mb")) * mb,
         max_processes=int(ctx.setting("terminal.max_processes")),
+        max_memory_bytes=int(ctx.setting("terminal.max_memory_mb")) * mb,
     )
 
 
@@ -57,10 +62,11 @@ class ProcessGroupCap:
     def preexec(self, limits: Limits) -> Callable[[], None]:
         """What the child runs before exec: set the rlimits and join the cgroup."""
         procs = str(self.path / "cgroup.procs") if self.path else None
-        size = limits.max_file_bytes
+        size, memory = limits.max_file_bytes, limits.max_memory_bytes
 
         def apply() -> None:
             resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
+            resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
             resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
             if procs is not None:
                 with contextlib.suppress(OSError), open(procs, "w") as handle:

@@ -45,7 +45,7 @@ log = logging.getLogger(__name__)
 # It forwards termination signals to the command and records its exit code atomically.
 SUPERVISOR = r"""
 import json, os, signal, subprocess, sys
-exit_path, argv = sys.argv[1], json.loads(sys.argv[2])
+exit_path, argv, limit = sys.argv[1], json.loads(sys.argv[2]), float(sys.argv[3])
 child = subprocess.Popen(argv)
 def forward(signum, frame):
     try:
@@ -54,7 +54,17 @@ def forward(signum, frame):
         pass
 for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
     signal.signal(sig, forward)
-code = child.wait()
+try:
+    code = child.wait(timeout=limit or None)
+except subprocess.TimeoutExpired:
+    print(f"[hermes: ended at its time limit of {limit:g} s (terminal.background_timeout); "
+          "ask the user to raise it, or set it to 0, for a process that must keep running]", flush=True)
+    try:
+        os.killpg(os.getpgrp(), signal.SIGTERM)  # the command's group; ours forwards it
+        code = child.wait(timeout=2)
+    except (OSError, subprocess.TimeoutExpired):
+        child.kill()
+        code = child.wait()
 with os.fdopen(os.open(exit_path + ".tmp", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as handle:
     handle.write(str(code))
 os.replace(exit_path + ".tmp", exit_path)
@@ -79,9 +89,11 @@ def start(
     session_id: str | None = None,
     how: Launch,
     event_bus: events.EventBus | None = None,
+    time_limit: float = 0,
 ) -> ProcessRecord:
     """Start ``command`` in the background as ``how`` says (sandbox, environment,
-    limits); its record at once.
+    limits); its record at once. Its supervisor ends it after ``time_limit`` seconds
+    (0: never), even when the hermes process that started it is gone.
 
     Its watcher hands the completion event to ``event_bus`` (spooled without one)."""
     store = ProcessStore(hermes_home).ensure()
@@ -98,6 +110,7 @@ def start(
                 SUPERVISOR,
                 str(store.exit_path(process_id)),
                 json.dumps(how.argv(command)),
+                str(time_limit),
             ],
             cwd=cwd,
             env=how.env,

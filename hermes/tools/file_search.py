@@ -3,6 +3,12 @@
 Content search uses ripgrep when ``rg`` is on PATH (fast, and it also honours
 .gitignore) and a pure-Python walk otherwise. Both skip .git, node_modules, .venv and
 binary files, and both stop at ``limit`` results with a note saying more exist.
+
+Both see what a sandboxed command sees (the one view, ``view.py``): the search root must
+be readable there, and no match nor name is shown from a hidden path. ripgrep runs in
+the sandbox when there is one, and always with a command's environment (without
+hermes's secrets, ``_environment.py``): a search of ``/proc/self/environ`` is refused,
+and would find only rg's own scrubbed environment.
 """
 
 from __future__ import annotations
@@ -16,8 +22,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from hermes.tools import sandbox
+from hermes.tools._environment import command_environment
 from hermes.tools.files import is_binary
-from hermes.tools.protected import authorize_read, readable
+from hermes.tools.protected import authorize_read, visibility
 from hermes.tools.registry import Tool, ToolContext, ToolError
 
 SKIP_DIRS = frozenset(
@@ -85,8 +93,7 @@ def handle(args: dict[str, Any], ctx: ToolContext) -> str:
         raise ToolError(f"{root} does not exist; give a folder or file inside {ctx.cwd}.")
     limit = int(args.get("limit") or DEFAULT_LIMIT)
 
-    def visible(path: Path) -> bool:  # no match from a secret file, not even its count
-        return readable(path, ctx)
+    visible = visibility(ctx)  # no match from a hidden file, not even its count
 
     if args.get("mode") == "name":
         results = _limited(
@@ -94,7 +101,7 @@ def handle(args: dict[str, Any], ctx: ToolContext) -> str:
         )
         what = f"files named like '{pattern}'"
     else:
-        results = _limited(_content_matches(root, pattern, args, ctx.cwd, visible), limit)
+        results = _limited(_content_matches(root, pattern, args, ctx, visible), limit)
         what = f"'{pattern}'" if args.get("literal") else f"/{pattern}/"
     return _format(results, limit, what, root)
 
@@ -127,8 +134,9 @@ def _format(results: list[str], limit: int, what: str, root: Path) -> str:
 
 
 def _content_matches(
-    root: Path, pattern: str, args: dict[str, Any], cwd: Path, visible: Visible
+    root: Path, pattern: str, args: dict[str, Any], ctx: ToolContext, visible: Visible
 ) -> Iterator[str]:
+    cwd = ctx.cwd
     literal, ignore_case, include = (
         bool(args.get("literal")),
         bool(args.get("ignore_case")),
@@ -136,7 +144,9 @@ def _content_matches(
     )
     rg = shutil.which("rg")
     if rg:
-        return _ripgrep(rg, root, pattern, literal, ignore_case, include, cwd, visible)
+        command = [*_sandbox_prefix(ctx), rg, *_rg_options(literal, ignore_case, include)]
+        command += ["-e", pattern, "--", str(root)]
+        return _ripgrep(command, cwd, command_environment(ctx), visible)
     flags = re.IGNORECASE if ignore_case else 0
     try:
         regex = re.compile(re.escape(pattern) if literal else pattern, flags)
@@ -164,18 +174,13 @@ def _python_grep(
             continue  # unreadable or vanished mid-walk: not the model's concern
 
 
-def _ripgrep(
-    rg: str,
-    root: Path,
-    pattern: str,
-    literal: bool,
-    ignore_case: bool,
-    include: str | None,
-    cwd: Path,
-    visible: Visible,
-) -> Iterator[str]:
-    command = [
-        rg,
+def _sandbox_prefix(ctx: ToolContext) -> list[str]:
+    """The bwrap argv when commands are sandboxed here (rg then sees the one view)."""
+    return sandbox.command_prefix(ctx, ctx.cwd) if sandbox.mode_of(ctx).sandboxed else []
+
+
+def _rg_options(literal: bool, ignore_case: bool, include: str | None) -> list[str]:
+    options = [
         "--line-number",
         "--no-heading",
         "--color=never",
@@ -183,16 +188,24 @@ def _ripgrep(
         "--sort=path",
         f"--max-filesize={MAX_FILE_BYTES}",
     ]
-    command += [arg for skipped in sorted(SKIP_DIRS) for arg in ("-g", f"!{skipped}")]
+    options += [arg for skipped in sorted(SKIP_DIRS) for arg in ("-g", f"!{skipped}")]
     if literal:
-        command.append("--fixed-strings")
+        options.append("--fixed-strings")
     if ignore_case:
-        command.append("--ignore-case")
+        options.append("--ignore-case")
     if include:
-        command += ["-g", include]
-    command += ["-e", pattern, "--", str(root)]
+        options += ["-g", include]
+    return options
+
+
+def _ripgrep(command: list[str], cwd: Path, env: dict[str, str], visible: Visible) -> Iterator[str]:
     proc = subprocess.Popen(
-        command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL
+        command,
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
     )
     assert proc.stdout is not None and proc.stderr is not None
     try:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes.tools._fs import atomic_write_text
-from hermes.tools.protected import authorize_read, authorize_write
+from hermes.tools.protected import authorize_file_write, authorize_read
 from hermes.tools.registry import Tool, ToolContext, ToolError
 from hermes.tools.text_encoding import sniff
 
@@ -158,9 +158,9 @@ WRITE_PARAMETERS: dict[str, Any] = {
 def write_file(args: dict[str, Any], ctx: ToolContext) -> str:
     path = ctx.resolve_path(args["path"])
     content: str = args["content"]
+    authorize_file_write(path, ctx)  # first: nothing is said of a path it may not touch
     if path.is_dir():
         raise ToolError(f"{path} is a directory; give a file path.")
-    authorize_write(path, ctx)
     existed = path.exists()
     path.parent.mkdir(parents=True, exist_ok=True)
     # Through a symlink, not over it: replacing the link would silently unlink the target.
@@ -195,7 +195,7 @@ PATCH_PARAMETERS: dict[str, Any] = {
 
 
 def patch(args: dict[str, Any], ctx: ToolContext) -> str:
-    path = _existing_file(ctx, args["path"], authorize_write)
+    path = _existing_file(ctx, args["path"], authorize_file_write)
     old: str = args["old"]
     new: str = args["new"]
     if old == "":

@@ -3,17 +3,27 @@
 ``launch_for`` gathers what ``terminal`` and ``background`` both need: the argv prefix
 that puts the command in the sandbox (empty without one), the scrubbed environment and
 the limits. ``terminal.sandbox: bwrap`` makes a missing sandbox a refusal, not a
-silent fallback.
+silent fallback. No command starts where the workspace would be the home or ``/``
+(``view.workspace_problem``).
+
+In the sandbox a repository's ``.git/config`` is read-only, so ``git config`` without a
+scope writes a scratch file of the command's own (``GIT_CONFIG``, in its private
+``/tmp``; so do npm's and the XDG caches when the home's are not writable); the home's
+``~/.gitconfig`` is hidden, so the user's name and e-mail from it are handed to git as
+``GIT_AUTHOR_*``/``GIT_COMMITTER_*`` (commits still work).
 """
 
 from __future__ import annotations
 
+import functools
+import os
 import shutil
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from hermes.tools import sandbox
+from hermes.tools import sandbox, view
 from hermes.tools._environment import command_environment
 from hermes.tools._limits import Limits, limits_of
 from hermes.tools.registry import ToolError
@@ -38,10 +48,15 @@ def shell_path() -> str:
 
 def launch_for(ctx: ToolContext, cwd: Path) -> Launch:
     """How to start a command in ``cwd`` for ``ctx``; ToolError when it may not start."""
+    problem = view.workspace_problem(ctx)
+    if problem:
+        raise ToolError(problem)
     mode = sandbox.mode_of(ctx)
+    env = command_environment(ctx)
     if mode.sandboxed:
         _check_visible(ctx, cwd)
         prefix = tuple(sandbox.command_prefix(ctx, cwd))
+        env = {**_scratch_caches(ctx), **_git_identity(str(Path.home())), **env}
     elif sandbox.required(ctx):
         raise ToolError(
             f"Refused: terminal.sandbox is bwrap but there is no sandbox here ({mode.detail}); "
@@ -49,7 +64,43 @@ def launch_for(ctx: ToolContext, cwd: Path) -> Launch:
         )
     else:
         prefix = ()
-    return Launch(prefix, command_environment(ctx), limits_of(ctx))
+    return Launch(prefix, env, limits_of(ctx))
+
+
+# Caches tools write in the home, moved to the command's /tmp where the home is read-only.
+_CACHES = {".cache": "XDG_CACHE_HOME", ".npm": "npm_config_cache"}
+
+
+def _scratch_caches(ctx: ToolContext) -> dict[str, str]:
+    table = view.rules(ctx)
+    env = {"GIT_CONFIG": "/tmp/.gitconfig"}
+    for name, variable in _CACHES.items():
+        if view.rule_for(Path.home() / name, table).access != view.WRITE:
+            env[variable] = f"/tmp/{name}"
+    return env
+
+
+@functools.cache
+def _git_identity(home: str) -> dict[str, str]:
+    """The git name and e-mail of the user of ``home`` (its settings are hidden in the
+    sandbox)."""
+    found: dict[str, str] = {}
+    for key, names in (("user.name", "NAME"), ("user.email", "EMAIL")):
+        try:
+            value = subprocess.run(
+                ["git", "config", "--global", key],
+                env={**os.environ, "HOME": home},
+                capture_output=True,
+                text=True,
+                timeout=5,
+                check=False,
+                stdin=subprocess.DEVNULL,
+            ).stdout.strip()
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        if value:
+            found |= {f"GIT_AUTHOR_{names}": value, f"GIT_COMMITTER_{names}": value}
+    return found
 
 
 def _check_visible(ctx: ToolContext, cwd: Path) -> None:

@@ -1,32 +1,31 @@
-"""Paths the agent must not change on its own, and files it must never read.
+"""What the file tools may read and write, and paths the agent must not change unasked.
 
-A write to hermes's own home (config, ``.env``, the state store, logs, the API key
-file), to ``~/.ssh``, to a shell start-up file or to the hermes checkout itself could
-switch the agent's safety off or hand the machine to a stranger, so it needs approval
-on every surface: an interactive one asks the user, any other refuses. ``.env`` and
-the API key file hold secrets and are never readable by the file tools. Every check
-runs on the path with symlinks resolved (``os.path.realpath``), so a link elsewhere
-cannot lead around it. ``tools.workspace``, when set, is a root outside which the file
-tools refuse to read or write at all.
+The file tools (``read_file``, ``write_file``, ``patch``, ``search_files``) see what a
+sandboxed command sees: ``authorize_read`` and ``authorize_file_write`` look the path up
+in the one view (``view.py``), symlinks resolved, on every surface and whether or not
+the sandbox runs, and a refusal says why in one sentence. No approval widens it.
+
+``protected_reason`` and ``secret_reason`` are the parse-based policy's view of the same
+places (the terminal without a sandbox, ``approval.py``), and ``authorize_write`` the
+approval hermes's own managed files need (skills in ``$HERMES_HOME``): an interactive
+surface asks the user, any other refuses.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from hermes.tools import view
 from hermes.tools.registry import ToolError
-from hermes.tools.sandbox import CREDENTIALS
+from hermes.tools.view import CREDENTIALS, SETTINGS, STARTUP_FILES
 
 if TYPE_CHECKING:
     from hermes.tools.registry import ToolContext
 
 SECRET_NAMES = (".env", "api_key")
-_STARTUP_FILES = (
-    ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile",
-    ".zshrc", ".zshenv", ".zprofile", ".zlogin", ".kshrc", ".cshrc", ".tcshrc",
-)  # fmt: skip
 _CHECKOUT = Path(__file__).resolve().parents[2]  # hermes/tools/ -> the package's parent
 
 
@@ -51,21 +50,10 @@ def secret_reason(path: Path, ctx: ToolContext) -> str | None:
     for name in CREDENTIALS:
         if _inside(real, _real(user_home / name)):
             return f"{path} holds login credentials (~/{name}) and is never readable by tools"
-    for store in _store_files(ctx):
+    for store in view.store_files(ctx):
         if real == store:
             return f"{path} is hermes's store and is never readable by tools"
     return None
-
-
-def _store_files(ctx: ToolContext) -> list[Path]:
-    try:
-        url = ctx.setting("state.url")
-    except KeyError:
-        return []
-    if not url or "://" in str(url) or "=" in str(url):
-        return []
-    base = _real(Path(str(url)).expanduser())
-    return [Path(f"{base}{suffix}") for suffix in ("", "-wal", "-shm", "-journal", ".turns")]
 
 
 def protected_reason(path: Path, ctx: ToolContext) -> str | None:
@@ -76,42 +64,53 @@ def protected_reason(path: Path, ctx: ToolContext) -> str | None:
         return f"writes inside hermes's own home ({ctx.hermes_home}: config, keys, state, logs)"
     if _inside(real, user_home / ".ssh"):
         return "writes to ~/.ssh (login keys)"
-    if real.parent == user_home and real.name in _STARTUP_FILES:
-        return f"writes a shell start-up file (~/{real.name})"
+    for name in (*STARTUP_FILES, *SETTINGS):
+        if _inside(real, user_home / name):
+            return f"writes a start-up or settings file (~/{name})"
     if (_CHECKOUT / ".git").exists() and _inside(real, _CHECKOUT):
         return f"writes inside the hermes checkout itself ({_CHECKOUT})"
     return None
 
 
-def check_workspace(path: Path, ctx: ToolContext) -> None:
-    """Raise a ToolError when ``tools.workspace`` is set and ``path`` lies outside it."""
-    root = _workspace(ctx)
-    if root is not None and not _inside(_real(path), root):
-        raise ToolError(
-            f"Refused: {path} is outside the workspace (tools.workspace); work on files "
-            "inside it, or ask the user to widen tools.workspace in config.yaml."
-        )
-
-
 def authorize_read(path: Path, ctx: ToolContext) -> None:
-    """Raise a ToolError when a tool may not read ``path``."""
-    check_workspace(path, ctx)
-    reason = secret_reason(path, ctx)
-    if reason:
-        raise ToolError(f"Refused: {reason}. Ask the user for what you need from it.")
+    """Raise a ToolError when a tool may not read ``path``: it is hidden in the one view."""
+    rule = _rule(path, ctx, view.rules(ctx))
+    if rule.access == view.HIDDEN:
+        raise ToolError(f"Refused: {path} {rule.why}. {_ASK_READ}")
 
 
-def readable(path: Path, ctx: ToolContext) -> bool:
-    """Whether a tool may read ``path`` (links resolved): inside the workspace, not a secret."""
-    root = _workspace(ctx)
-    if root is not None and not _inside(_real(path), root):
-        return False
-    return secret_reason(path, ctx) is None
+def authorize_file_write(path: Path, ctx: ToolContext) -> None:
+    """Raise a ToolError unless the one view makes ``path`` writable."""
+    rule = _rule(path, ctx, view.rules(ctx))
+    if rule.access != view.WRITE:
+        raise ToolError(f"Refused: {path} {rule.why}. {_ASK_WRITE}")
+
+
+def visibility(ctx: ToolContext) -> Callable[[Path], bool]:
+    """Whether a path is readable in the one view, for many paths (the table made once)."""
+    table = view.rules(ctx)
+    return lambda path: view.rule_for(path, table).access != view.HIDDEN
+
+
+_ASK_READ = (
+    "Work with files inside the workspace, or ask the user for what you need "
+    "(they can list a folder in terminal.readable_paths)."
+)
+_ASK_WRITE = (
+    "Write inside the workspace, or ask the user to change it themselves "
+    "(or to list its folder in terminal.writable_paths)."
+)
+
+
+def _rule(path: Path, ctx: ToolContext, table: list[view.Rule]) -> view.Rule:
+    problem = view.workspace_problem(ctx)
+    if problem:
+        raise ToolError(problem)
+    return view.rule_for(path, table)
 
 
 def authorize_write(path: Path, ctx: ToolContext) -> None:
     """Raise a ToolError unless writing ``path`` is ordinary or the user approved it."""
-    check_workspace(path, ctx)
     reason = protected_reason(path, ctx)
     if reason is None:
         return
@@ -128,11 +127,3 @@ def authorize_write(path: Path, ctx: ToolContext) -> None:
         raise ToolError(
             f"Refused: this {reason}; the user declined to approve it. Ask the user how to proceed."
         )
-
-
-def _workspace(ctx: ToolContext) -> Path | None:
-    try:
-        value = ctx.setting("tools.workspace")
-    except KeyError:
-        return None
-    return _real(Path(str(value)).expanduser()) if value else None

@@ -4,14 +4,13 @@ The boundary is the kernel, not a parser: a command line can always say more tha
 parser reads (``cd``, links, options, scripts, interpreters), so the terminal's commands
 and background processes run under bubblewrap, where
 
-- the whole file system is read-only, and only the workspace (``tools.workspace``, else
-  the session's working directory) and the paths in ``terminal.writable_paths`` are
-  writable; ``/tmp`` is a fresh, private one for each command;
-- HERMES_HOME (config, ``.env``, the store, logs), a SQLite store configured elsewhere
-  (and its ``-wal``, ``-shm`` and ``.turns``), ``~/.ssh`` and the other credential
-  stores are hidden (an empty directory or file in their place);
-- shell start-up files and hermes's own install (its package, its virtualenv, the user
-  site-packages) stay read-only even inside a writable workspace;
+- the file system is what the one view says (``view.py``, the table the file tools
+  use too): the system read-only, the user's home hidden but for the workspace and
+  ``terminal.readable_paths``, only the workspace and ``terminal.writable_paths``
+  writable, start-up and settings files and a repository's ``.git/config``,
+  ``hooks/``, ``info/`` read-only whether or not they exist, HERMES_HOME, the store and
+  credential stores hidden; ``/tmp`` is a fresh, private one for each command, no
+  larger than ``terminal.max_file_mb``;
 - the process gets a fresh PID namespace with its own ``/proc`` (nothing of hermes's to
   read or signal), no capabilities, and dies with hermes (``--die-with-parent``); when
   its first process ends, the kernel ends every process left in the namespace, so
@@ -35,15 +34,13 @@ import functools
 import logging
 import os
 import shutil
-import site
 import subprocess
 import sys
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import hermes
+from hermes.tools import view
 
 if TYPE_CHECKING:
     from hermes.tools.registry import ToolContext
@@ -53,19 +50,6 @@ log = logging.getLogger(__name__)
 BWRAP = "bwrap"
 SANDBOXED = "bwrap"
 NONE = "none"
-
-# Files and folders of the user's home that hold credentials: hidden in the sandbox.
-CREDENTIALS = (
-    ".ssh", ".gnupg", ".aws", ".azure", ".kube", ".docker", ".netrc", ".pgpass",
-    ".git-credentials", ".config/gh", ".config/gcloud", ".pypirc",
-)  # fmt: skip
-STARTUP_FILES = (
-    ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile",
-    ".zshrc", ".zshenv", ".zprofile", ".zlogin", ".kshrc", ".cshrc", ".tcshrc",
-)  # fmt: skip
-# Sockets that reach a daemon as whoever runs it: a read-only mount does not stop connect().
-_SOCKETS = ("/run/docker.sock", "/var/run/docker.sock", "/run/postgresql", "/var/run/postgresql")
-_STORE_SUFFIXES = ("", "-wal", "-shm", "-journal", ".turns")
 
 
 @dataclass(frozen=True)
@@ -119,7 +103,9 @@ def _probe() -> str | None:
         return "bwrap is not installed (Debian/Ubuntu: apt install bubblewrap)"
     try:
         result = subprocess.run(
-            [path, *_ISOLATION, "--ro-bind", "/", "/", "--proc", "/proc", "true"],
+            # --size (a capped /tmp) is bubblewrap 0.5's: an older one says so here.
+            [path, *_ISOLATION, "--ro-bind", "/", "/", "--proc", "/proc"]
+            + ["--size", "1048576", "--tmpfs", "/tmp", "true"],
             stdin=subprocess.DEVNULL,
             capture_output=True,
             timeout=10,
@@ -129,6 +115,8 @@ def _probe() -> str | None:
         return f"bwrap could not start ({exc})"
     if result.returncode != 0:
         reason = result.stderr.decode(errors="replace").strip().splitlines()
+        if reason and "--size" in reason[-1]:
+            return "bwrap is older than 0.5 and cannot cap /tmp (upgrade bubblewrap)"
         return (
             f"bwrap cannot create namespaces here ({reason[-1] if reason else 'no reason given'})"
         )
@@ -167,26 +155,74 @@ def _warn_once(detail: str) -> None:
 
 def workspace(ctx: ToolContext) -> Path:
     """The folder tools may write: ``tools.workspace`` if set, else the working directory."""
-    value = ctx.setting("tools.workspace")
-    return Path(str(value)).expanduser() if value else ctx.cwd
+    return view.workspace(ctx)
 
 
 def command_prefix(ctx: ToolContext, cwd: Path) -> list[str]:
-    """The bwrap argv that runs a command in ``cwd`` inside the sandbox (then the command)."""
-    home = Path.home()
+    """The bwrap argv that runs a command in ``cwd`` inside the sandbox (then the command):
+    the mounts of the one view (``view.rules``), in its order."""
     args = [shutil.which(BWRAP) or BWRAP, *_ISOLATION]
     if ctx.setting("terminal.network"):
         args.append("--share-net")
-    args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
-    for path in _existing([workspace(ctx), *_configured(ctx, "terminal.writable_paths")]):
-        if path != Path("/"):  # a workspace of / would make the whole system writable
-            args += ["--bind", str(path), str(path)]
-    for path in _existing(_read_only_paths(home)):
-        args += ["--ro-bind", str(path), str(path)]
-    for path in _existing(_hidden_paths(ctx, home)):
-        args += _hide(path)
+    table = view.rules(ctx)
+    tmp_bytes = int(ctx.setting("terminal.max_file_mb")) * 1024 * 1024
+    sealed: list[str] = []  # folders made read-only once everything inside is mounted
+    for index, rule in enumerate(table):
+        if rule.mount in (view.HIDE, view.LOCK) and _unseen(rule.path, table[:index]):
+            continue  # inside a hidden folder already: not even its name need show there
+        args += _mount(rule, table, tmp_bytes, sealed)
+    for path in sealed:
+        args += ["--remount-ro", path]
     args += ["--chdir", str(cwd), "--"]
     return args
+
+
+def _unseen(path: Path, earlier: list[view.Rule]) -> bool:
+    """Whether ``path`` lies in a hidden folder of the host's already (the home, hermes's
+    home): the command's own /tmp gets the empty read-only stand-ins, as writes there
+    must fail loudly."""
+    rule = view.rule_for(path, earlier)
+    return rule.access == view.HIDDEN and rule.mount in (view.HOME, view.HIDE)
+
+
+def _mount(rule: view.Rule, table: list[view.Rule], tmp_bytes: int, sealed: list[str]) -> list[str]:
+    path, exists = str(rule.path), os.path.lexists(rule.path)
+    if rule.mount == view.DEV:
+        return ["--dev", path]
+    if rule.mount == view.PROC:
+        return ["--proc", path]
+    if rule.mount == view.TMP:  # --size needs bubblewrap 0.5
+        return ["--size", str(tmp_bytes), "--tmpfs", path]
+    if rule.mount == view.HOME:
+        if not exists:
+            return []
+        sealed.append(path)  # writable while the binds inside are made, then read-only
+        return ["--size", str(_HOME_TMPFS_BYTES), "--tmpfs", path]
+    if rule.mount == view.LOCK and not exists:
+        return _lock_missing(rule.path, table)
+    if not exists:
+        return []
+    if rule.mount == view.HIDE:
+        return _hide(rule.path)
+    return ["--bind" if rule.mount == view.RW else "--ro-bind", path, path]
+
+
+_HOME_TMPFS_BYTES = 1024 * 1024
+_FOLDER_NAMES = frozenset(
+    {"git", "systemd", "autostart", "bin", "fish", "environment.d", "hooks", "info", "profile.d"}
+)
+
+
+def _lock_missing(path: Path, table: list[view.Rule]) -> list[str]:
+    """A start-up or settings path that does not exist: where its folder is writable, an
+    empty read-only stand-in is mounted there, so it cannot be created."""
+    if view.rule_for(path.parent, table).access != view.WRITE:
+        return []  # its folder is read-only or hidden already
+    if path.name in _FOLDER_NAMES:
+        return ["--perms", "0555", "--tmpfs", str(path), "--remount-ro", str(path)]
+    if path.name == "config":  # .git/config missing: not a repository
+        return []
+    return ["--ro-bind", "/dev/null", str(path)]
 
 
 def _hide(path: Path) -> list[str]:
@@ -194,46 +230,3 @@ def _hide(path: Path) -> list[str]:
         # Empty and read-only: a write there fails loudly instead of vanishing with the command.
         return ["--perms", "0555", "--tmpfs", str(path), "--remount-ro", str(path)]
     return ["--ro-bind", "/dev/null", str(path)]
-
-
-def _read_only_paths(home: Path) -> list[Path]:
-    package = Path(hermes.__file__).resolve().parent
-    paths = [package, Path(sys.prefix), Path(sys.base_prefix)]
-    paths += [Path(p) for p in site.getsitepackages()]
-    paths.append(Path(site.getusersitepackages()))
-    if (package.parent / ".git").exists():
-        paths.append(package.parent)  # a checkout: its code and hooks run as hermes
-    paths += [home / name for name in STARTUP_FILES]
-    return paths
-
-
-def _hidden_paths(ctx: ToolContext, home: Path) -> list[Path]:
-    paths = [ctx.hermes_home, *(home / name for name in CREDENTIALS)]
-    paths += [Path(p) for p in _SOCKETS]
-    paths += _store_files(ctx)
-    paths += _configured(ctx, "terminal.hidden_paths")
-    return paths
-
-
-def _store_files(ctx: ToolContext) -> list[Path]:
-    """A SQLite store configured outside HERMES_HOME, and the files beside it."""
-    url = ctx.setting("state.url")
-    if not url or "://" in str(url) or "=" in str(url):
-        return []
-    base = Path(str(url)).expanduser()
-    return [Path(f"{base}{suffix}") for suffix in _STORE_SUFFIXES]
-
-
-def _configured(ctx: ToolContext, key: str) -> list[Path]:
-    return [Path(str(p)).expanduser() for p in ctx.setting(key) or []]
-
-
-def _existing(paths: Iterable[Path]) -> list[Path]:
-    """Real, de-duplicated, existing paths (bwrap cannot mount onto a missing one, and
-    follows links itself)."""
-    seen: dict[str, Path] = {}
-    for path in paths:
-        absolute = Path(os.path.realpath(path))
-        if os.path.lexists(absolute) and str(absolute) not in seen:
-            seen[str(absolute)] = absolute
-    return list(seen.values())

@@ -4,8 +4,11 @@ A foreground command runs in the sandbox (``sandbox.py``) to completion, or unti
 timeout, the user's /stop or an output flood (then its whole process tree is killed),
 and returns its exit code and output, capped at ``terminal.output_limit`` characters
 with the head and tail kept. ``background=true`` starts it as a tracked
-process instead (see ``background.py``) and returns its id at once. Dangerous commands
-go through ``approval.authorize`` first, in both modes.
+process instead (see ``background.py``) and returns its id at once; it is ended after
+``terminal.background_timeout`` seconds (or the model's shorter ``timeout``) unless the
+user set that to 0 for processes that must keep running. Dangerous commands go through
+``approval.authorize`` first, in both modes. A limit a command hits is said in one
+sentence after its output (``_limit_note``).
 """
 
 from __future__ import annotations
@@ -41,7 +44,9 @@ PARAMETERS: dict[str, Any] = {
         "timeout": {
             "type": "number",
             "minimum": 1,
-            "description": "Seconds before a foreground command is killed (default: terminal.timeout from config).",
+            "description": "Seconds before a foreground command is killed (default: terminal.timeout "
+            "from config); with background=true, seconds before the process is ended (default "
+            "and most: terminal.background_timeout).",
         },
         "background": {
             "type": "boolean",
@@ -74,7 +79,9 @@ def handle(args: dict[str, Any], ctx: ToolContext) -> str:
         return refusal
     how = launch_for(ctx, cwd)
     if args.get("background"):
-        return _start_background(command, cwd, bool(args.get("notify_on_complete")), ctx, how)
+        limit = background_limit(ctx, args.get("timeout"))
+        notify = bool(args.get("notify_on_complete"))
+        return _start_background(command, cwd, notify, ctx, how, limit)
     timeout = float(args.get("timeout") or ctx.setting("terminal.timeout"))
     limit = int(ctx.setting("terminal.output_limit"))
     result = run_command(
@@ -155,7 +162,9 @@ def _run(
             output = read_capped(out, output_limit)
     finally:
         cap.close()  # whatever it left behind (a setsid child) ends with it
-    return _format(code, output, ending, timeout, how.limits.max_output_bytes)
+    return _format(code, output, ending, timeout, how.limits.max_output_bytes) + _limit_note(
+        code, output, ending, how
+    )
 
 
 def _wait(
@@ -209,6 +218,34 @@ def _format(code: int, output: str, ending: str | None, timeout: float, max_outp
     return f"Exit code: {code}\n{body}"
 
 
+_MB = 1024 * 1024
+_SIGXFSZ_EXIT = 128 + signal.SIGXFSZ
+_OUT_OF_MEMORY = ("MemoryError", "Cannot allocate memory", "out of memory", "bad_alloc")
+
+
+def _limit_note(code: int, output: str, ending: str | None, how: Launch) -> str:
+    """One sentence naming the limit the command's output says it hit, or ""."""
+    if ending is not None:
+        return ""
+    limits = how.limits
+    if code == _SIGXFSZ_EXIT or "File size limit exceeded" in output:
+        return (
+            f"\n[A file reached {limits.max_file_bytes // _MB} MB, the most a command may write "
+            "(terminal.max_file_mb).]"
+        )
+    if how.prefix and "No space left on device" in output:
+        return (
+            f"\n[The sandbox's /tmp holds at most {limits.max_file_bytes // _MB} MB "
+            "(terminal.max_file_mb); write large files in the workspace.]"
+        )
+    if any(sign in output for sign in _OUT_OF_MEMORY):
+        return (
+            f"\n[The command ran out of memory: its processes may use at most "
+            f"{limits.max_memory_bytes // _MB} MB (terminal.max_memory_mb).]"
+        )
+    return ""
+
+
 def _kill_group(proc: subprocess.Popen[bytes]) -> int:
     for sig, patience in ((signal.SIGTERM, KILL_GRACE_SECONDS), (signal.SIGKILL, None)):
         try:
@@ -222,7 +259,18 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> int:
     return proc.wait()
 
 
-def _start_background(command: str, cwd: Path, notify: bool, ctx: ToolContext, how: Launch) -> str:
+def background_limit(ctx: ToolContext, asked: float | None) -> float:
+    """Seconds a background command may run: ``terminal.background_timeout`` (0: no limit,
+    the user's choice for servers), or less when the model asked for less."""
+    configured = float(ctx.setting("terminal.background_timeout"))
+    if asked and (not configured or asked < configured):
+        return float(asked)
+    return configured
+
+
+def _start_background(
+    command: str, cwd: Path, notify: bool, ctx: ToolContext, how: Launch, limit: float
+) -> str:
     record = background.start(
         ctx.hermes_home,
         command,
@@ -232,9 +280,11 @@ def _start_background(command: str, cwd: Path, notify: bool, ctx: ToolContext, h
         session_id=ctx.session_id,
         how=how,
         event_bus=ctx.event_bus,
+        time_limit=limit,
     )
+    lasts = f"it is ended after {limit:g} s" if limit else "it runs until killed"
     lines = [
-        f"Started background process {record.id} (pid {record.pid}): {command}",
+        f"Started background process {record.id} (pid {record.pid}; {lasts}): {command}",
         f'Check it with process(action="poll", id="{record.id}"); read output with action "log"; '
         'stop it with action "kill".',
     ]

@@ -130,3 +130,12 @@ def test_a_store_deleted_under_a_writer_is_named(hermes, cli_env, compressed):
     finally:
         holder.close()
     assert "store file" not in doctor_lines(hermes("doctor", "--offline"))
+
+
+def test_a_loose_env_in_a_loose_home_is_flagged_too(hermes, cli_env):
+    env = cli_env.home / ".env"
+    env.write_text("HERMES_API_KEY=sk-loose-0123456789\n", encoding="utf-8")
+    os.chmod(cli_env.home, 0o755)
+    os.chmod(env, 0o644)
+    line = doctor_lines(hermes("doctor", "--offline"))["home"]
+    assert f"chmod 700 {cli_env.home}" in line and f"chmod 600 {env}" in line

@@ -30,7 +30,7 @@ def test_writing_config_is_refused_where_nobody_can_approve(
 ) -> None:
     before = (home / "config.yaml").read_text(encoding="utf-8")
     result = call("write_file", gateway_ctx, path=str(home / "config.yaml"), content=EVIL)
-    assert result.startswith("Error: Refused:") and "gateway" in result
+    assert result.startswith("Error: Refused:") and "hermes's home" in result
     assert (home / "config.yaml").read_text(encoding="utf-8") == before
 
 
@@ -70,25 +70,21 @@ def test_state_db_is_protected(
     assert (home / "state.db").read_bytes() == b"SQLite format 3\0"
 
 
-def test_interactive_surface_asks_and_honours_the_answer(
+def test_no_approval_opens_a_file_outside_the_view(
     call: Callable[..., str], make_ctx: Callable[..., ToolContext], home: Path
 ) -> None:
+    """The file tools see what a sandboxed command sees: what it cannot write, no answer
+    of the user's lets write_file write either (they edit such files themselves)."""
     asked: list[str] = []
 
-    def answer(yes: bool) -> Callable[[str, str], bool]:
-        def approve(command: str, reason: str) -> bool:
-            asked.append(command)
-            return yes
-
-        return approve
+    def approve(command: str, reason: str) -> bool:
+        asked.append(command)
+        return True
 
     target = str(home / "notes.txt")
-    declined = make_ctx(interactive=True, approve=answer(False))
-    assert call("write_file", declined, path=target, content="x").startswith("Error: Refused:")
-    assert not (home / "notes.txt").exists()
-    allowed = make_ctx(interactive=True, approve=answer(True))
-    assert call("write_file", allowed, path=target, content="x").startswith("Created")
-    assert asked == [f"write {target}"] * 2
+    approving = make_ctx(interactive=True, approve=approve)
+    assert call("write_file", approving, path=target, content="x").startswith("Error: Refused:")
+    assert not (home / "notes.txt").exists() and asked == []
 
 
 @pytest.mark.parametrize("name", [".env", "api_key"])
