@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hermes.agent import compression, recontext, review, transcript
+from hermes.agent.engine_compressor import EngineCompressor, chosen_engine, engine_tools
 from hermes.agent.errors import AgentError
 from hermes.agent.masking import MaskPolicy, masked_view
 from hermes.agent.model.client import ModelClient
@@ -35,6 +36,7 @@ from hermes.config import (
     load_config,
     register_secrets,
 )
+from hermes.plugins import plugins_for
 from hermes.state import wellformed
 from hermes.state.lease import make_holder
 from hermes.state.message import Message
@@ -138,7 +140,8 @@ class AIAgent:
             if compressing.mask_tool_outputs
             else None
         )
-        self.context_compressor = Summariser(
+        self.plugins = plugins_for(self.config, self.hermes_home)
+        self.context_compressor: Summariser | EngineCompressor = Summariser(
             self.client,
             model=self.model,
             context_length=context_window(self.model, self.settings.model.context_length),
@@ -150,6 +153,16 @@ class AIAgent:
             offers_recall=session_db is not None,
             sent_as=self.sent_as,
         )
+        engine_name = self.config.get("context.engine")
+        if engine_name != "compressor":
+            engine = chosen_engine(engine_name, self.plugins.engine(engine_name))
+            if engine is not None:
+                self.context_compressor = EngineCompressor(
+                    engine,
+                    model=self.model,
+                    context_length=self.context_compressor.context_length,
+                    cooldown_seconds=compressing.cooldown_seconds,
+                )
         self.last_compression: compression.CompressionOutcome | None = None
         self.system_prompt: str | None = None
         self.conversation_id: str | None = None
@@ -479,7 +492,19 @@ class AIAgent:
         if self._registry is None:
             from hermes.tools.toolsets import default_registry
 
-            self._registry = default_registry(self.config, self.hermes_home)
+            registry = default_registry(self.config, self.hermes_home)
+            compressor = self.context_compressor
+            extra = self.plugins.tools() + (
+                engine_tools(compressor.engine) if isinstance(compressor, EngineCompressor) else []
+            )
+            for tool in extra:
+                if registry.get(tool.name) is None:  # a built-in tool is never replaced
+                    registry.register(tool)
+                else:
+                    log.warning(
+                        "a plugin's tool %s has a built-in tool's name; not offered", tool.name
+                    )
+            self._registry = registry
         return self._registry
 
     def tool_names(self) -> list[str]:

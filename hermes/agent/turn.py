@@ -20,9 +20,10 @@ import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from hermes.agent import caller_history, review, transcript, turn_holding
+from hermes.agent import caller_history, plugin_hooks, review, transcript, turn_holding
 from hermes.agent.errors import ContextLengthError, ToolResultsError, TurnInterrupted
 from hermes.agent.model import provider_usage
 from hermes.agent.model.client import ModelResponse, encode_message
@@ -217,12 +218,20 @@ def _run_locked(
         answer_uid=given.answer_uid,
         instructions=given.system_message,
     )
+    plugin_hooks.begin(agent, history)
     _open_turn(agent, turn, user_message, given)
+    # A plugin's context for this turn joins its instructions, never the store.
+    turn.instructions = _joined(
+        turn.instructions, plugin_hooks.before_turn(agent, user_message, turn.messages)
+    )
     try:
         _loop(agent, turn)
     except TurnInterrupted:
         turn.interrupted = True
         _keep_partial_answer(agent, turn)
+    plugin_hooks.after_turn(
+        agent, user_message, turn.messages, turn.final_response, turn.interrupted
+    )
     usage = turn.take_unsaved_usage()
     if agent.writes_transcript and usage:  # a call whose answer was not stored
         db, segment = agent.bound()
@@ -543,7 +552,10 @@ def _run_tools(agent: AIAgent, turn: TurnState, response: Any) -> list[dict[str,
         else:
             _emit(agent, turn, "tool_start", name=call.name, arguments=call.arguments, id=call.id)
             began = time.monotonic()
-            result = agent.registry.dispatch(call.name, call.arguments, context, allowed=names)
+            dispatch = partial(
+                agent.registry.dispatch, call.name, call.arguments, context, allowed=names
+            )
+            result = plugin_hooks.around_tool(agent, call.name, call.arguments, call.id, dispatch)
             _emit(
                 agent,
                 turn,

@@ -39,6 +39,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "cron": ("hermes.cli.cron_cmd", "cron", "Scheduled jobs: create, list, runs, pause..."),
     "skills": ("hermes.cli.skills_cmd", "skills", "List, show, install and remove skills."),
     "mcp": ("hermes.cli.mcp_cmd", "mcp", "List the MCP servers of config.yaml; test one."),
+    "plugins": ("hermes.cli.plugins_cmd", "plugins", "List plugins; enable or disable one."),
 }
 
 
