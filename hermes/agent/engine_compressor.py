@@ -35,6 +35,9 @@ from hermes.tools.registry import Tool, ToolContext
 
 log = logging.getLogger(__name__)
 
+# The conversation each engine was last told (an engine that cannot be copied is shared
+# by the agents of a process, and told again whenever another conversation takes a turn).
+_BOUND: dict[int, str] = {}
 # What identifies a message's content: a kept copy must match its original on all.
 _CONTENT_KEYS = ("role", "content", "tool_calls", "tool_call_id")
 
@@ -52,7 +55,6 @@ class EngineCompressor:
         self._last_compress_aborted = False
         self._last_aux_model_failure_model: str | None = None
         self._cooldown_until = 0.0
-        self._bound: str | None = None
         engine.update_model(model=model, context_length=context_length)
 
     @property
@@ -128,9 +130,9 @@ class EngineCompressor:
         """Tell the engine which conversation it serves (its ``on_session_start``), once
         per conversation: hermes's conversation id is the engine's session id, so its
         state follows the conversation across rotations."""
-        if conversation_id == self._bound:
+        if _BOUND.get(id(self.engine)) == conversation_id:
             return
-        self._bound = conversation_id
+        _BOUND[id(self.engine)] = conversation_id  # by engine: a shared one is told too
         try:
             self.engine.on_session_start(conversation_id, conversation_id=conversation_id, **about)
         except Exception as exc:

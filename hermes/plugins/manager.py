@@ -142,6 +142,9 @@ class PluginManager:
         """The registered context engine if it is the one named ``name``."""
         return self._engine if self._engine is not None and self._engine.name == name else None
 
+    def registered_engine(self) -> ContextEngine | None:
+        return self._engine
+
     def has_hook(self, name: str) -> bool:
         return bool(self._hooks.get(name))
 

@@ -65,3 +65,46 @@ def install_plugin(home: Path, folder: str, manifest: str, init: str) -> Path:
 def enable(home: Path, *names: str, extra: str = "") -> None:
     listed = "".join(f"    - {name}\n" for name in names)
     (home / "config.yaml").write_text(f"plugins:\n  enabled:\n{listed}{extra}")
+
+
+# A context-engine plugin as Hermes Agent's context-engine guide shows one: a
+# ContextEngine subclass registered by register(ctx), selected by context.engine. It keeps
+# the first message and the last two, and puts one summary message between; each call is
+# written to calls.log beside it.
+ENGINE_MANIFEST = """\
+name: tiny-engine
+version: "0.1"
+description: Keeps the ends, summarises the middle
+"""
+
+ENGINE_INIT = """
+from pathlib import Path
+
+from agent.context_engine import ContextEngine
+
+LOG = Path(__file__).with_name("calls.log")
+
+
+class TinyEngine(ContextEngine):
+    @property
+    def name(self):
+        return "tiny"
+
+    def update_from_response(self, usage):
+        self.last_prompt_tokens = usage.get("prompt_tokens", 0)
+
+    def should_compress(self, prompt_tokens=None):
+        return (prompt_tokens or 0) >= self.threshold_tokens > 0
+
+    def compress(self, messages, current_tokens=None, focus_topic=None):
+        with LOG.open("a") as f:
+            f.write(f"compress {len(messages)}\\n")
+        middle = messages[1:-2]
+        words = " | ".join(str(m.get("content") or "")[:20] for m in middle)
+        summary = {"role": "assistant", "content": f"[tiny summary of {len(middle)}] {words}"}
+        return [messages[0], summary, *messages[-2:]]
+
+
+def register(ctx):
+    ctx.register_context_engine(TinyEngine())
+"""
