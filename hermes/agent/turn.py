@@ -66,6 +66,7 @@ class TurnState:
     answer_uid: str | None = None  # the final answer's message_uid, when chosen ahead
     instructions: str | None = None  # the caller's system message for this turn
     streamed: list[str] = field(default_factory=list)  # the current model call's text so far
+    streamed_before: int = 0  # characters the turn's earlier model calls streamed
     unsaved_usage: TokenUsage = field(default_factory=TokenUsage)  # with the next write
 
     def take_unsaved_usage(self) -> TokenUsage:
@@ -157,6 +158,7 @@ def resolve(agent: AIAgent, options: TurnOptions) -> ResolvedOptions:
         interactive=options.approve is not None or agent.interactive,
         steering=options.steering,
         keep_partial_answer=options.keep_partial_answer,
+        sent_chars=options.sent_chars,
     )
 
 
@@ -372,6 +374,7 @@ def _next_step(agent: AIAgent, turn: TurnState, tools: list[bytes]) -> Step:
     turn.iterations += 1
     sent = len(turn.messages)
     system = {"role": "system", "content": _request_system(turn)}
+    turn.streamed_before += sum(len(piece) for piece in turn.streamed)
     turn.streamed = []
     try:
         response = agent.client.complete(
@@ -436,8 +439,11 @@ def _kept_stream(turn: TurnState) -> Any:
 
 
 def _keep_partial_answer(agent: AIAgent, turn: TurnState) -> None:
-    """Store what the interrupted model call had streamed, marked partial (its uid)."""
+    """Store what the interrupted model call had streamed, marked partial (its uid): as
+    much of it as the caller was sent, when the caller counts (``sent_chars``)."""
     text = "".join(turn.streamed)
+    if turn.options.sent_chars is not None:
+        text = text[: max(0, turn.options.sent_chars() - turn.streamed_before)]
     if not (turn.options.keep_partial_answer and text.strip() and agent.writes_transcript):
         return
     uid = (turn.answer_uid or transcript.new_message("x")["message_uid"]) + PARTIAL_ANSWER

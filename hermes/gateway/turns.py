@@ -29,7 +29,7 @@ from hermes.agent.model.client import SAMPLING_KEYS
 from hermes.agent.turn_holding import held_by_caller
 from hermes.agent.turn_options import TurnOptions
 from hermes.gateway import commands
-from hermes.gateway.lanes import COMMAND, EVENT, RESUME, Lane, WorkItem
+from hermes.gateway.lanes import COMMAND, EVENT, RESUME, Lane, ResultSink, WorkItem
 from hermes.gateway.messages import WorkResult
 from hermes.gateway.routing import Router, SessionKey
 from hermes.redaction import redact
@@ -317,6 +317,7 @@ def turn_options(item: WorkItem) -> TurnOptions:
         approve=sink.approve if sink is not None else None,
         steering=sink.steering if sink is not None and sink.approve is not None else None,
         keep_partial_answer=bool(options.get("keep_partial_answer")),
+        sent_chars=_sent_chars(sink) if sink is not None and sink.stream else None,
     )
 
 
@@ -369,3 +370,8 @@ def undo_turn(db: SessionDB, conversation_id: str, user_message_uid: str) -> int
         return 0
     db.mark_undone(conversation_id, [m["id"] for m in rows[start:]])
     return len(rows) - start
+
+
+def _sent_chars(sink: ResultSink) -> Callable[[], int]:
+    """How much of the streamed text the sink's writer has sent so far."""
+    return lambda: sink.sent_chars
