@@ -68,3 +68,32 @@ def test_plugins_list_enable_disable(hermes, cli_env):
     unknown = hermes("plugins", "enable", "nope")
     assert unknown.returncode == 1
     assert "nope" in unknown.stderr and "hermes plugins list" in unknown.stderr
+
+
+# A status hook as agent-deck writes it into config.yaml (`hooks:`, 0.19's shell hooks):
+# the command gets the event as JSON on stdin.
+STATUS_HOOK = """\
+import json, sys
+from pathlib import Path
+event = json.load(sys.stdin)
+with Path(sys.argv[1]).open("a") as f:
+    f.write(event["hook_event_name"] + " " + event["session_id"] + "\\n")
+"""
+
+
+def test_the_hooks_config_key_runs_its_commands(hermes, cli_env):
+    import shlex
+    import sys
+
+    script, log = cli_env.home / "status_hook.py", cli_env.home / "status.log"
+    script.write_text(STATUS_HOOK)
+    command = shlex.join([sys.executable, str(script), str(log)])
+    events = ("pre_llm_call", "post_llm_call", "on_session_start", "on_session_end")
+    listed = "".join(f"  {e}:\n    - command: {command}\n" for e in events)
+    (cli_env.home / "config.yaml").write_text(f"hooks:\n{listed}")
+    result = hermes("chat", "-q", "status?", "--json")
+    assert result.returncode == 0, result.stderr
+    session = json.loads(result.stdout)["session_id"]
+    fired = log.read_text().splitlines()
+    assert fired == [f"{e} {session}" for e in
+                     ("on_session_start", "pre_llm_call", "post_llm_call", "on_session_end")]  # fmt: skip
