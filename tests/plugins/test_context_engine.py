@@ -53,6 +53,10 @@ def test_a_context_engine_plugin_compresses_and_the_store_keeps_its_rules(
         assert tip["lineage"] == "compression" and tip["ended_at"] is None
         context = [m["content"] for m in db.get_messages(tip["id"])]
         assert any(c.startswith("[tiny summary of") for c in context)
+        # What the engine left out is covered by its summary, not carried back in.
+        parent = db.get_messages(tip["parent_session_id"])
+        compacted = [m for m in db.get_messages(tip["id"]) if m["compacted"]]
+        assert len(compacted) == 4 < len(parent)  # the first, the summary, the last two
         # Nothing deleted: every question and answer is still there, once, in order.
         stored = originals(db, agent.conversation_id)
         assert [c for c in stored if c.startswith("question")] == asked
@@ -69,6 +73,7 @@ def test_the_engine_waits_for_the_lease(hermes_home: Path, fake_llm, tmp_path: P
     engine_home(hermes_home, "tiny-engine", "tiny")
     with SessionDB(db_path=tmp_path / "state.db") as db:
         agent = fake_agent(fake_llm, db)
+        assert isinstance(agent.context_compressor, EngineCompressor)
         for i in range(3):
             agent.run_conversation(f"q{i}")
         assert db.try_acquire_compression_lock(agent.session_id, "someone-else", 60)
