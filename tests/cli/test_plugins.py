@@ -97,3 +97,24 @@ def test_the_hooks_config_key_runs_its_commands(hermes, cli_env):
     fired = log.read_text().splitlines()
     assert fired == [f"{e} {session}" for e in
                      ("on_session_start", "pre_llm_call", "post_llm_call", "on_session_end")]  # fmt: skip
+
+
+def test_a_plugin_from_an_installed_package_entry_point(hermes, cli_env, fake_llm, tmp_path):
+    site = tmp_path / "site"
+    package = site / "greeter_plugin"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text(
+        HELLO_INIT.replace("hello_world", "greet_entry").replace("fired.log", "entry.log")
+    )
+    info = site / "greeter_plugin-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: greeter-plugin\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[hermes_agent.plugins]\ngreeter = greeter_plugin\n")
+    cli_env.vars["PYTHONPATH"] = str(site)
+    listed = hermes("plugins", "list")
+    assert "greeter" in listed.stdout and "entrypoint" in listed.stdout, listed.stderr
+    assert hermes("plugins", "enable", "greeter").returncode == 0
+    fake_llm.enqueue(tool_call("greet_entry", {"name": "Bo"}), text("Done."))
+    result = hermes("chat", "-q", "greet Bo")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(fake_llm.requests[1]["messages"][-1]["content"])["greeting"] == "Hello, Bo!"
