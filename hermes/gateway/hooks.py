@@ -104,6 +104,12 @@ class HookRegistry:
                 name, self.timeout, event,
             )  # fmt: skip
 
+    def close_and_wait(self) -> None:
+        """Deliver what is queued (each call within the time limit), then stop."""
+        for delivery in self._delivery.values():
+            delivery.shutdown(wait=True)
+        self._delivery.clear()
+
     def close(self) -> None:
         """Stop delivering: what is still queued is dropped."""
         for delivery in self._delivery.values():

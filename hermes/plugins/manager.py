@@ -239,11 +239,11 @@ _lock = threading.RLock()  # a plugin's register() may ask for the manager again
 _manager: PluginManager | None = None
 
 
-def plugins_for(config: Config, home: Path) -> PluginManager:
-    """The process's plugin manager, loaded from ``home`` on first use."""
+def plugins_for(config: Config, home: Path, *, reload: bool = False) -> PluginManager:
+    """The process's plugin manager, loaded from ``home`` on first use (or again)."""
     global _manager
     with _lock:
-        if _manager is None or _manager.home != home:
+        if reload or _manager is None or _manager.home != home:
             manager = PluginManager(home)
             _manager = manager
             manager.load(config)
