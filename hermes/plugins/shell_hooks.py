@@ -12,6 +12,10 @@ hook of hermes/plugins/manager.py, with 0.19's JSON on stdin: ``hook_event_name`
 It is the operator's configuration, so it runs as configured (no first-use prompt);
 a command that fails, or outlives its ``timeout`` (default 60 s, at most 300 s) and is
 killed, is one log line and the turn goes on.
+
+A turn waits only for the hooks whose answer it uses (``pre_tool_call``,
+``pre_llm_call``, at most their timeout); the others (``post_*``, ``on_session_*``) run
+in the background. Each command runs its events one at a time, in the order they came.
 """
 
 from __future__ import annotations
@@ -22,6 +26,9 @@ import os
 import re
 import shlex
 import subprocess
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +42,19 @@ log = logging.getLogger(__name__)
 DEFAULT_TIMEOUT = 60
 MAX_TIMEOUT = 300
 _TOP_LEVEL = frozenset({"tool_name", "args", "session_id", "parent_session_id"})
+# The hooks whose answer the turn uses: it waits for these (within their timeout).
+_ANSWERED = frozenset({"pre_tool_call", "pre_llm_call", "transform_tool_result",
+                       "transform_llm_output"})  # fmt: skip
+# One queue per command, so its events run one at a time, in order.
+_queues: dict[str, ThreadPoolExecutor] = {}
+_queues_lock = threading.Lock()
+
+
+def _queue(command: str) -> ThreadPoolExecutor:
+    with _queues_lock:
+        if command not in _queues:
+            _queues[command] = ThreadPoolExecutor(1, thread_name_prefix="hermes-shell-hook")
+        return _queues[command]
 
 
 class ShellHook:
@@ -51,6 +71,18 @@ class ShellHook:
             isinstance(tool, str) and self.matcher.fullmatch(tool)
         ):
             return None
+        pending = _queue(self.command).submit(self.run, kwargs)
+        if self.event not in _ANSWERED:
+            return None  # an observer: the turn goes on at once
+        try:
+            return pending.result(timeout=self.timeout + 1)
+        except FutureTimeout:
+            log.warning("shell hook %r did not answer in %ss; the turn went on", self.command,
+                        self.timeout)  # fmt: skip
+            return None
+
+    def run(self, kwargs: dict[str, Any]) -> Any:
+        """Run the command once with this event's JSON; what it answered."""
         try:
             done = subprocess.run(
                 shlex.split(os.path.expanduser(self.command)),
