@@ -153,16 +153,7 @@ class AIAgent:
             offers_recall=session_db is not None,
             sent_as=self.sent_as,
         )
-        engine_name = self.config.get("context.engine")
-        if engine_name != "compressor":
-            engine = chosen_engine(engine_name, self.plugins.engine(engine_name))
-            if engine is not None:
-                self.context_compressor = EngineCompressor(
-                    engine,
-                    model=self.model,
-                    context_length=self.context_compressor.context_length,
-                    cooldown_seconds=compressing.cooldown_seconds,
-                )
+        self._seat_context_engine()
         self.last_compression: compression.CompressionOutcome | None = None
         self.system_prompt: str | None = None
         self.conversation_id: str | None = None
@@ -492,20 +483,36 @@ class AIAgent:
         if self._registry is None:
             from hermes.tools.toolsets import default_registry
 
-            registry = default_registry(self.config, self.hermes_home)
-            compressor = self.context_compressor
-            extra = self.plugins.tools() + (
-                engine_tools(compressor.engine) if isinstance(compressor, EngineCompressor) else []
-            )
-            for tool in extra:
-                if registry.get(tool.name) is None:  # a built-in tool is never replaced
-                    registry.register(tool)
-                else:
-                    log.warning(
-                        "a plugin's tool %s has a built-in tool's name; not offered", tool.name
-                    )
-            self._registry = registry
+            self._registry = default_registry(self.config, self.hermes_home)
+            self._add_plugin_tools(self._registry)
         return self._registry
+
+    def _add_plugin_tools(self, registry: Any) -> None:
+        """The plugins' tools and the context engine's, after the built-in ones."""
+        compressor = self.context_compressor
+        extra = self.plugins.tools() + (
+            engine_tools(compressor.engine) if isinstance(compressor, EngineCompressor) else []
+        )
+        for tool in extra:
+            if registry.get(tool.name) is None:  # a built-in tool is never replaced
+                registry.register(tool)
+            else:
+                log.warning("a plugin's tool %s has a built-in tool's name; not offered", tool.name)
+
+    def _seat_context_engine(self) -> None:
+        """``context.engine`` names a plugin's engine: it compresses in the summariser's
+        place (hermes/agent/engine_compressor.py); an unknown name keeps the summariser."""
+        name = self.config.get("context.engine")
+        if name == "compressor":
+            return
+        engine = chosen_engine(name, self.plugins.engine(name))
+        if engine is not None:
+            self.context_compressor = EngineCompressor(
+                engine,
+                model=self.model,
+                context_length=self.context_compressor.context_length,
+                cooldown_seconds=self.settings.compression.cooldown_seconds,
+            )
 
     def tool_names(self) -> list[str]:
         if self.tool_names_override is not None:
