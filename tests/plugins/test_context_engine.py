@@ -40,32 +40,32 @@ def turns_until_rotated(agent, db: SessionDB, most: int = 12) -> list[str]:
 
 
 def test_a_context_engine_plugin_compresses_and_the_store_keeps_its_rules(
-    hermes_home: Path, fake_llm, tmp_path: Path
+    hermes_home: Path, fake_llm, make_db
 ) -> None:
     plugin = install_plugin(hermes_home, "tiny-engine", ENGINE_MANIFEST, ENGINE_INIT)
     engine_home(hermes_home, "tiny-engine", "tiny")
-    with SessionDB(db_path=tmp_path / "state.db") as db:
-        agent = fake_agent(fake_llm, db)
-        assert isinstance(agent.context_compressor, EngineCompressor)
-        asked = turns_until_rotated(agent, db)
-        assert (plugin / "calls.log").read_text().startswith("compress ")
-        tip = db.get_session(agent.session_id)
-        assert tip["lineage"] == "compression" and tip["ended_at"] is None
-        context = [m["content"] for m in db.get_messages(tip["id"])]
-        assert any(c.startswith("[tiny summary of") for c in context)
-        # What the engine left out is covered by its summary, not carried back in.
-        parent = db.get_messages(tip["parent_session_id"])
-        compacted = [m for m in db.get_messages(tip["id"]) if m["compacted"]]
-        assert len(compacted) == 4 < len(parent)  # the first, the summary, the last two
-        # Nothing deleted: every question and answer is still there, once, in order.
-        stored = originals(db, agent.conversation_id)
-        assert [c for c in stored if c.startswith("question")] == asked
-        assert db.coverage_violations() == []
-        assert db.invariant_violations() == []
-        # The model is sent the engine's context, and the next turn goes on from it.
-        agent.run_conversation("and now?")
-        sent = [m.get("content") for m in fake_llm.requests[-1]["messages"]]
-        assert any(str(c).startswith("[tiny summary of") for c in sent)
+    db = make_db()  # on both backends
+    agent = fake_agent(fake_llm, db)
+    assert isinstance(agent.context_compressor, EngineCompressor)
+    asked = turns_until_rotated(agent, db)
+    assert (plugin / "calls.log").read_text().startswith("compress ")
+    tip = db.get_session(agent.session_id)
+    assert tip["lineage"] == "compression" and tip["ended_at"] is None
+    context = [m["content"] for m in db.get_messages(tip["id"])]
+    assert any(c.startswith("[tiny summary of") for c in context)
+    # What the engine left out is covered by its summary, not carried back in.
+    parent = db.get_messages(tip["parent_session_id"])
+    compacted = [m for m in db.get_messages(tip["id"]) if m["compacted"]]
+    assert len(compacted) == 4 < len(parent)  # the first, the summary, the last two
+    # Nothing deleted: every question and answer is still there, once, in order.
+    stored = originals(db, agent.conversation_id)
+    assert [c for c in stored if c.startswith("question")] == asked
+    assert db.coverage_violations() == []
+    assert db.invariant_violations() == []
+    # The model is sent the engine's context, and the next turn goes on from it.
+    agent.run_conversation("and now?")
+    sent = [m.get("content") for m in fake_llm.requests[-1]["messages"]]
+    assert any(str(c).startswith("[tiny summary of") for c in sent)
 
 
 def test_the_engine_waits_for_the_lease(hermes_home: Path, fake_llm, tmp_path: Path) -> None:
