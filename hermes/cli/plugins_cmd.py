@@ -68,7 +68,8 @@ def disable(name: str) -> None:
 
 
 def _known(name: str) -> None:
-    names = {m.id for m in discover(hermes_home())} | {m.name for m in discover(hermes_home())}
+    found = discover(hermes_home())
+    names = {m.id for m in found} | {m.name for m in found}
     if name not in names:
         raise click.ClickException(
             f"No plugin named '{name}' was found; run `hermes plugins list` to see them."

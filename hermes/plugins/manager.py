@@ -36,7 +36,7 @@ from typing import Any
 from hermes.config import Config
 from hermes.plugins.context import PluginContext
 from hermes.plugins.engine import ContextEngine
-from hermes.plugins.manifest import ENTRY_POINTS_GROUP, PluginManifest, discover
+from hermes.plugins.manifest import ENTRY_POINTS_GROUP, PluginManifest, discover, warn
 from hermes.tools.registry import Tool
 
 log = logging.getLogger(__name__)
@@ -96,8 +96,8 @@ class PluginManager:
             entry.enabled = True
         except Exception as exc:  # a broken plugin is one line, never a failed start
             entry.error = f"{type(exc).__name__}: {exc}"
-            print(f"hermes: plugin {manifest.id} was not loaded: {entry.error}", file=sys.stderr)
-            log.info("plugin %s was not loaded", manifest.id, exc_info=True)
+            warn(f"plugin {manifest.id} was not loaded: {entry.error}")
+            log.debug("plugin %s was not loaded", manifest.id, exc_info=True)
         finally:
             self._loading = None
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import logging
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,12 @@ class PluginManifest:
     @property
     def id(self) -> str:
         return self.key or self.name
+
+
+def warn(text: str) -> None:
+    """One line on stderr for the person starting hermes (the log may be a file)."""
+    print(f"hermes: {text}", file=sys.stderr)
+    log.info("%s", text)
 
 
 def discover(home: Path) -> list[PluginManifest]:
@@ -71,10 +78,10 @@ def _parse(manifest_file: Path, folder: Path, prefix: str) -> PluginManifest | N
     try:
         data: Any = yaml.safe_load(manifest_file.read_text(encoding="utf-8")) or {}
     except (OSError, yaml.YAMLError) as exc:
-        log.warning("plugin %s: %s cannot be read (%s); skipped", folder.name, manifest_file, exc)
+        warn(f"plugin {folder.name} was not loaded: {manifest_file} cannot be read ({exc})")
         return None
     if not isinstance(data, dict):
-        log.warning("plugin %s: %s is not a mapping; skipped", folder.name, manifest_file)
+        warn(f"plugin {folder.name} was not loaded: {manifest_file} is not a YAML mapping")
         return None
     name = str(data.get("name") or folder.name)
     return PluginManifest(
