@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hermes.agent import compression, recontext, review, transcript
-from hermes.agent.engine_compressor import EngineCompressor, chosen_engine, engine_tools
 from hermes.agent.errors import AgentError
 from hermes.agent.masking import MaskPolicy, masked_view
 from hermes.agent.model.client import ModelClient
@@ -36,13 +35,13 @@ from hermes.config import (
     load_config,
     register_secrets,
 )
-from hermes.plugins import plugins_for
 from hermes.state import wellformed
 from hermes.state.lease import make_holder
 from hermes.state.message import Message
 from hermes.state.usage import TokenUsage
 
 if TYPE_CHECKING:
+    from hermes.agent.engine_compressor import EngineCompressor
     from hermes.state.store import SegmentStamp, SessionDB
     from hermes.tools.events import EventBus
 
@@ -140,6 +139,8 @@ class AIAgent:
             if compressing.mask_tool_outputs
             else None
         )
+        from hermes.plugins import plugins_for  # here: `import run_agent` stays light
+
         self.plugins = plugins_for(self.config, self.hermes_home)
         self.context_compressor: Summariser | EngineCompressor = Summariser(
             self.client,
@@ -489,6 +490,8 @@ class AIAgent:
 
     def _add_plugin_tools(self, registry: Any) -> None:
         """The plugins' tools and the context engine's, after the built-in ones."""
+        from hermes.agent.engine_compressor import EngineCompressor, engine_tools
+
         compressor = self.context_compressor
         extra = self.plugins.tools() + (
             engine_tools(compressor.engine) if isinstance(compressor, EngineCompressor) else []
@@ -505,6 +508,8 @@ class AIAgent:
         name = self.config.get("context.engine")
         if name == "compressor":
             return
+        from hermes.agent.engine_compressor import EngineCompressor, chosen_engine
+
         engine = chosen_engine(name, self.plugins.engine(name))
         if engine is not None:
             self.context_compressor = EngineCompressor(

@@ -11,10 +11,9 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from hermes.plugins import PluginManager
-
 if TYPE_CHECKING:
     from hermes.agent.agent import AIAgent
+    from hermes.plugins import PluginManager
     from hermes.state.message import Message
 
 
