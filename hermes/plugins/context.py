@@ -34,8 +34,6 @@ VALID_HOOKS = frozenset(
         "post_llm_call",
         "on_session_start",
         "on_session_end",
-        "transform_tool_result",
-        "transform_llm_output",
     }
 )
 

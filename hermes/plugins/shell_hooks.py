@@ -43,8 +43,7 @@ DEFAULT_TIMEOUT = 60
 MAX_TIMEOUT = 300
 _TOP_LEVEL = frozenset({"tool_name", "args", "session_id", "parent_session_id"})
 # The hooks whose answer the turn uses: it waits for these (within their timeout).
-_ANSWERED = frozenset({"pre_tool_call", "pre_llm_call", "transform_tool_result",
-                       "transform_llm_output"})  # fmt: skip
+_ANSWERED = frozenset({"pre_tool_call", "pre_llm_call"})
 # One queue per command, so its events run one at a time, in order.
 _queues: dict[str, ThreadPoolExecutor] = {}
 _queues_lock = threading.Lock()
