@@ -74,6 +74,21 @@ SCHEMA: dict[str, tuple[tuple[type | None, ...], Any]] = {
     "skills.disabled": ((list,), []),
     # MCP servers by name, as Hermes Agent writes them (hermes/tools/mcp_config.py).
     "mcp_servers": ((dict, None), {}),
+    # Plugins ($HERMES_HOME/plugins/<name>/, entry points) that load: opt-in by name, as
+    # in Hermes Agent; a name in plugins.disabled never loads (hermes/plugins/).
+    "plugins.enabled": ((list, None), []),
+    "plugins.disabled": ((list, None), []),
+    "plugins.entries": ((dict, None), {}),  # each plugin's own settings, by name
+    # The context engine that compresses: the built-in "compressor", or the name a
+    # plugin's engine registers (hermes/agent/engine_compressor.py).
+    "context.engine": ((str,), "compressor"),
+    # Hermes Agent's shell hooks: event -> [{command, matcher, timeout}] (hermes/plugins/
+    # shell_hooks.py). The operator's configuration is trusted: they run as configured,
+    # so hooks_auto_accept changes nothing.
+    "hooks": ((dict, None), {}),
+    "hooks_auto_accept": ((bool,), False),
+    # Seconds a gateway hook ($HERMES_HOME/hooks/<name>/) may take before the turn goes on.
+    "gateway.hook_timeout": ((int, float), 5),
     "terminal.timeout": ((int, float), 180),
     "terminal.output_limit": ((int,), 20000),
     "terminal.dangerous_allow": ((list,), []),
@@ -165,8 +180,8 @@ PROVIDER_BASE_URLS = {
     "ollama": "http://localhost:11434/v1",
 }
 
-# Sections accepted without a word: Hermes Agent's shell hooks and its file-format version.
-QUIET_SECTIONS = frozenset({"hooks", "_config_version"})
+# Sections accepted without a word: Hermes Agent's file-format version.
+QUIET_SECTIONS = frozenset({"_config_version"})
 
 # Hermes Agent 0.19's keys in the sections hermes shares with it, which hermes does not
 # use: ignored like any other, but never answered with a "did you mean" (they are no typo).
@@ -458,6 +473,7 @@ _CHECKS: dict[str, Any] = {
     "gateway.api_approval_timeout": _more_than_zero,
     "gateway.search_scope": _one_of("user", "all"),
     "gateway.api_read_timeout": _more_than_zero,
+    "gateway.hook_timeout": _more_than_zero,
     "cron.tick_seconds": _more_than_zero,
     "cron.missed": _one_of("run_once", "skip"),
     "cron.lease_ttl": _more_than_zero,

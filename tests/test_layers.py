@@ -1,4 +1,4 @@
-"""Dependencies point one way (docs/design.md): cli, gateway -> cron -> agent -> tools, state.
+"""Dependencies point one way (docs/design.md): cli, gateway -> cron -> agent -> plugins -> tools, state.
 
 ``state`` imports nothing of the others and nothing imports ``cli``. Inside a room, two
 sub-rooms keep to themselves: the model transport (``agent/model``) imports nothing of
@@ -15,11 +15,13 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "hermes"
-ROOMS = ("state", "agent", "tools", "cron", "gateway", "compat", "cli")
+ROOMS = ("state", "agent", "tools", "plugins", "cron", "gateway", "compat", "cli")
 # room -> rooms it must not import
 FORBIDDEN = {
-    "state": {"agent", "tools", "cron", "gateway", "compat", "cli"},
-    "tools": {"agent", "cron", "gateway", "compat", "cli"},
+    "state": {"agent", "tools", "plugins", "cron", "gateway", "compat", "cli"},
+    "tools": {"agent", "plugins", "cron", "gateway", "compat", "cli"},
+    # Plugins are loaded by the agent and the gateway; they see tools, never the agent.
+    "plugins": {"agent", "cron", "gateway", "compat", "cli"},
     "agent": {"cron", "gateway", "compat", "cli"},
     "cron": {"gateway", "compat", "cli"},
     "gateway": {"compat", "cli"},

@@ -3,56 +3,23 @@
 Plug-ins (hermes-lcm's summaries) call it for side work. The endpoint, key and model are
 hermes's (``model.base_url``, the key ``hermes setup`` saved, ``model.default``); a
 ``task="compression"`` call uses ``compression.summary_model`` when one is set. The
-answer is the SDK's ChatCompletion, as 0.19 returns it.
+answer is the SDK's ChatCompletion, as 0.19 returns it. The work is
+``hermes.plugins.llm.call_llm``'s; this reads the config of the home in effect (the
+web UI's per-request one included).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import openai
 from hermes_constants import get_hermes_home
 
-from hermes.cli._env import find_api_key
 from hermes.config import load_config
+from hermes.plugins.llm import call_llm as _call_llm
 
 __all__ = ["call_llm"]
 
 
-def call_llm(
-    task: str | None = None,
-    *,
-    provider: str | None = None,
-    model: str | None = None,
-    base_url: str | None = None,
-    api_key: str | None = None,
-    messages: list[dict[str, Any]],
-    temperature: float | None = None,
-    max_tokens: int | None = None,
-    tools: list[dict[str, Any]] | None = None,
-    timeout: float | None = None,
-    extra_body: dict[str, Any] | None = None,
-    **_: Any,
-) -> Any:
-    """One completion of ``messages``; the provider's errors are raised as the SDK raises them."""
-    config = load_config(get_hermes_home() / "config.yaml")
-    chosen = model or (config.get("compression.summary_model") if task == "compression" else None)
-    options: dict[str, Any] = {"model": chosen or config.get("model.default"), "messages": messages}
-    for key, value in (
-        ("temperature", temperature),
-        ("max_tokens", max_tokens),
-        ("tools", tools),
-        ("extra_body", extra_body),
-    ):
-        if value is not None:
-            options[key] = value
-    client = openai.OpenAI(
-        base_url=base_url or config.get("model.base_url"),
-        api_key=api_key or find_api_key()[0] or "no-key",  # a local endpoint needs none
-        timeout=timeout or float(config.get("model.request_timeout")),
-        max_retries=int(config.get("model.max_retries")),
-    )
-    try:
-        return client.chat.completions.create(**options)
-    finally:
-        client.close()
+def call_llm(task: str | None = None, **options: Any) -> Any:
+    """One completion of ``options["messages"]``; provider errors raise as the SDK's."""
+    return _call_llm(task, config=load_config(get_hermes_home() / "config.yaml"), **options)

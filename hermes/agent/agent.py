@@ -41,6 +41,7 @@ from hermes.state.message import Message
 from hermes.state.usage import TokenUsage
 
 if TYPE_CHECKING:
+    from hermes.agent.engine_compressor import EngineCompressor
     from hermes.agent.model.protocol import Model
     from hermes.state.store import SegmentStamp, SessionDB
     from hermes.tools.events import EventBus
@@ -146,7 +147,10 @@ class AIAgent:
             if compressing.mask_tool_outputs
             else None
         )
-        self.context_compressor = Summariser(
+        from hermes.plugins import plugins_for  # here: `import run_agent` stays light
+
+        self.plugins = plugins_for(self.config, self.hermes_home)
+        self.context_compressor: Summariser | EngineCompressor = Summariser(
             self.client,
             model=self.model,
             context_length=context_window(self.model, self.settings.model.context_length),
@@ -162,6 +166,7 @@ class AIAgent:
             if session_db is not None
             else None,
         )
+        self._seat_context_engine()
         self.last_compression: compression.CompressionOutcome | None = None
         self.system_prompt: str | None = None
         self.conversation_id: str | None = None
@@ -494,7 +499,39 @@ class AIAgent:
 
             self._registry = default_registry(self.config, self.hermes_home)
             self._joins_late_servers = True
+            self._add_plugin_tools(self._registry)
         return self._registry
+
+    def _add_plugin_tools(self, registry: Any) -> None:
+        """The plugins' tools and the context engine's, after the built-in ones."""
+        from hermes.agent.engine_compressor import EngineCompressor, engine_tools
+
+        compressor = self.context_compressor
+        extra = self.plugins.tools() + (
+            engine_tools(compressor.engine) if isinstance(compressor, EngineCompressor) else []
+        )
+        for tool in extra:
+            if registry.get(tool.name) is None:  # a built-in tool is never replaced
+                registry.register(tool)
+            else:
+                log.warning("a plugin's tool %s has a built-in tool's name; not offered", tool.name)
+
+    def _seat_context_engine(self) -> None:
+        """``context.engine`` names a plugin's engine: it compresses in the summariser's
+        place (hermes/agent/engine_compressor.py); an unknown name keeps the summariser."""
+        name = self.config.get("context.engine")
+        if name == "compressor":
+            return
+        from hermes.agent.engine_compressor import EngineCompressor, chosen_engine
+
+        engine = chosen_engine(name, self.plugins.engine(name))
+        if engine is not None:
+            self.context_compressor = EngineCompressor(
+                engine,
+                model=self.model,
+                context_length=self.context_compressor.context_length,
+                cooldown_seconds=self.settings.compression.cooldown_seconds,
+            )
 
     def tool_names(self) -> list[str]:
         if self.tool_names_override is not None:

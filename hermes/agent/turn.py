@@ -20,9 +20,10 @@ import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from hermes.agent import caller_history, review, transcript, turn_holding
+from hermes.agent import caller_history, plugin_hooks, review, transcript, turn_holding
 from hermes.agent.errors import ContextLengthError, ToolResultsError, TurnInterrupted
 from hermes.agent.model import provider_usage
 from hermes.agent.model.client import ModelResponse, encode_message
@@ -65,6 +66,7 @@ class TurnState:
     answer_uid: str | None = None  # the final answer's message_uid, when chosen ahead
     instructions: str | None = None  # the caller's system message for this turn
     streamed: list[str] = field(default_factory=list)  # the current model call's text so far
+    streamed_before: int = 0  # characters the turn's earlier model calls streamed
     unsaved_usage: TokenUsage = field(default_factory=TokenUsage)  # with the next write
 
     def take_unsaved_usage(self) -> TokenUsage:
@@ -156,6 +158,7 @@ def resolve(agent: AIAgent, options: TurnOptions) -> ResolvedOptions:
         interactive=options.approve is not None or agent.interactive,
         steering=options.steering,
         keep_partial_answer=options.keep_partial_answer,
+        sent_chars=options.sent_chars,
     )
 
 
@@ -217,12 +220,20 @@ def _run_locked(
         answer_uid=given.answer_uid,
         instructions=given.system_message,
     )
+    plugin_hooks.begin(agent, history)
     _open_turn(agent, turn, user_message, given)
+    # A plugin's context for this turn joins its instructions, never the store.
+    turn.instructions = _joined(
+        turn.instructions, plugin_hooks.before_turn(agent, user_message, turn.messages)
+    )
     try:
         _loop(agent, turn)
     except TurnInterrupted:
         turn.interrupted = True
         _keep_partial_answer(agent, turn)
+    plugin_hooks.after_turn(
+        agent, user_message, turn.messages, turn.final_response, turn.interrupted
+    )
     usage = turn.take_unsaved_usage()
     if agent.writes_transcript and usage:  # a call whose answer was not stored
         db, segment = agent.bound()
@@ -363,6 +374,7 @@ def _next_step(agent: AIAgent, turn: TurnState, tools: list[bytes]) -> Step:
     turn.iterations += 1
     sent = len(turn.messages)
     system = {"role": "system", "content": _request_system(turn)}
+    turn.streamed_before += sum(len(piece) for piece in turn.streamed)
     turn.streamed = []
     try:
         response = agent.client.complete(
@@ -427,8 +439,11 @@ def _kept_stream(turn: TurnState) -> Any:
 
 
 def _keep_partial_answer(agent: AIAgent, turn: TurnState) -> None:
-    """Store what the interrupted model call had streamed, marked partial (its uid)."""
+    """Store what the interrupted model call had streamed, marked partial (its uid): as
+    much of it as the caller was sent, when the caller counts (``sent_chars``)."""
     text = "".join(turn.streamed)
+    if turn.options.sent_chars is not None:
+        text = text[: max(0, turn.options.sent_chars() - turn.streamed_before)]
     if not (turn.options.keep_partial_answer and text.strip() and agent.writes_transcript):
         return
     uid = (turn.answer_uid or transcript.new_message("x")["message_uid"]) + PARTIAL_ANSWER
@@ -543,7 +558,10 @@ def _run_tools(agent: AIAgent, turn: TurnState, response: Any) -> list[dict[str,
         else:
             _emit(agent, turn, "tool_start", name=call.name, arguments=call.arguments, id=call.id)
             began = time.monotonic()
-            result = agent.registry.dispatch(call.name, call.arguments, context, allowed=names)
+            dispatch = partial(
+                agent.registry.dispatch, call.name, call.arguments, context, allowed=names
+            )
+            result = plugin_hooks.around_tool(agent, call.name, call.arguments, call.id, dispatch)
             _emit(
                 agent,
                 turn,

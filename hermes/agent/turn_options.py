@@ -46,6 +46,10 @@ class TurnOptions:
     # Keep what an interrupted stream had sent as a partial answer (a client that went
     # away was shown it, and resends it as the conversation so far).
     keep_partial_answer: bool = False
+    # How many characters of the streamed text the caller was sent (the HTTP API counts
+    # what it wrote before its client left): the partial answer keeps those, not what
+    # the model wrote after. None: all that was streamed.
+    sent_chars: Callable[[], int] | None = None
 
 
 @dataclass(frozen=True)
@@ -63,3 +67,4 @@ class ResolvedOptions:
     interactive: bool
     steering: Steering | None
     keep_partial_answer: bool
+    sent_chars: Callable[[], int] | None = None

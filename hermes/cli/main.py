@@ -41,6 +41,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "skills": ("hermes.cli.skills_cmd", "skills", "List, show, install and remove skills."),
     "mcp": ("hermes.cli.mcp_cmd", "mcp", "List the MCP servers of config.yaml; test one."),
     "profile": ("hermes.cli.profile_cmd", "profile", "Profiles: list, create, use."),
+    "plugins": ("hermes.cli.plugins_cmd", "plugins", "List plugins; enable or disable one."),
 }
 
 

@@ -59,6 +59,7 @@ class ResultSink:
         self.future: asyncio.Future[WorkResult] = self.loop.create_future()
         self.deltas: asyncio.Queue[Any] = asyncio.Queue()
         self.streamed = False
+        self.sent_chars = 0  # of the streamed text, how much the caller was sent (count_sent)
         # A sink whose caller can answer approvals and steer the turn sets these.
         self.approve: Callable[[str, str], bool] | None = None
         self.steering: Callable[[], list[str]] | None = None
@@ -67,6 +68,11 @@ class ResultSink:
         if text:
             self.streamed = True
             self.loop.call_soon_threadsafe(self.deltas.put_nowait, text)
+
+    def count_sent(self, text: str) -> None:
+        """The HTTP writer sent ``text`` (on the loop): a stopped stream's partial answer
+        keeps what the client was sent, not what the model wrote after it left."""
+        self.sent_chars += len(text)
 
     def on_event(self, kind: str, data: dict[str, Any]) -> None:
         """An agent event (worker thread), queued among the deltas as ``(kind, data)``."""

@@ -153,6 +153,10 @@ class GatewayRunner:
         self._warm_up = (
             None if make_agent else lambda: self._make_agent(source="gateway").client.prepare()
         )
+        from hermes.gateway.hooks import HookRegistry
+
+        self.hooks = HookRegistry(self.home, float(self.config.get("gateway.hook_timeout")))
+        self.hooks.discover_and_load()
         self.turns = TurnRunner(
             db,
             self.router,
@@ -160,6 +164,7 @@ class GatewayRunner:
             max_agents=max(256, 4 * self.limit),
             on_agent_event=self._agent_event,
             resume_interrupted=bool(self.config.get("gateway.resume_interrupted")),
+            hooks=self.hooks,
         )
         self.scheduler: Scheduler | None = None
         self.cron: CronService | None = None
@@ -229,6 +234,7 @@ class GatewayRunner:
         self._spawn(self._drain_spooled_events())
         self.scheduler.resume()
         self._start_cron()
+        self.hooks.emit("gateway:startup", {"platforms": list(self.adapters)})
 
     def _start_cron(self) -> None:
         """Every gateway runs the scheduled jobs' scheduler; the store makes each run once."""
@@ -317,6 +323,7 @@ class GatewayRunner:
                 await _quietly(adapter.close(), f"{adapter.name}: closing")
             self.adapters.clear()
             self.turns.close()
+            self.hooks.close()
             if self._executor is not None:
                 self._executor.shutdown(wait=False, cancel_futures=True)
             if self._own_db:

@@ -29,7 +29,8 @@ from hermes.agent.model.client import SAMPLING_KEYS
 from hermes.agent.turn_holding import held_by_caller
 from hermes.agent.turn_options import TurnOptions
 from hermes.gateway import commands
-from hermes.gateway.lanes import COMMAND, EVENT, RESUME, Lane, WorkItem
+from hermes.gateway.hooks import TEXT_LIMIT, HookRegistry, turn_context
+from hermes.gateway.lanes import COMMAND, EVENT, RESUME, Lane, ResultSink, WorkItem
 from hermes.gateway.messages import WorkResult
 from hermes.gateway.routing import Router, SessionKey
 from hermes.redaction import redact
@@ -64,8 +65,10 @@ class TurnRunner:
         max_agents: int = 256,
         on_agent_event: EventSink | None = None,
         resume_interrupted: bool = True,
+        hooks: HookRegistry | None = None,
     ) -> None:
         self.db = db
+        self.hooks = hooks
         self.resume_interrupted = resume_interrupted
         self.router = router
         self.make_agent = make_agent
@@ -211,6 +214,8 @@ class TurnRunner:
         words = item.text
         if item.kind == COMMAND:
             command = commands.parse(item.text)
+            if command is not None and self.hooks is not None:
+                self.hooks.emit(f"command:{command.name}", _command_context(item, command))
             if command is None or command.name == "help":
                 outcome = commands.CommandOutcome(commands.help_text())
             else:
@@ -224,6 +229,7 @@ class TurnRunner:
         options = item.options or {}
         if item.kind != COMMAND and options.get("content_parts"):
             words = options["content_parts"]  # text with images: sent and stored as parts
+        self._hook_turn("agent:start", item, agent, words)
         out = agent.run_conversation(
             words or None,
             conversation_history=item.history,
@@ -238,6 +244,27 @@ class TurnRunner:
         result.tool_calls = list(out.get("tool_calls") or [])
         result.prompt_tokens = int(out.get("prompt_tokens") or 0)
         result.completion_tokens = int(out.get("completion_tokens") or 0)
+        self._hook_turn("agent:end", item, agent, words, response=result.text or "")
+
+    def _hook_turn(self, event: str, item: WorkItem, agent: Any, words: Any, **more: str) -> None:
+        """Tell the gateway hooks a turn starts or ends (a new conversation's first turn
+        is a session start too); they run in the background, never holding it up."""
+        hooks = self.hooks
+        if hooks is None or not (hooks.wants(event) or hooks.wants("session:start")):
+            return
+        text = words if isinstance(words, str) else ""
+        context = turn_context(item.origin, agent.session_id, text)
+        if event == "agent:start" and hooks.wants("session:start") and self._is_new(agent):
+            hooks.emit("session:start", {**context, "session_key": item.key})
+        for key, value in more.items():
+            context[key] = value[:TEXT_LIMIT]
+        hooks.emit(event, context)
+
+    def _is_new(self, agent: Any) -> bool:
+        segment = self.db.get_session(agent.session_id) if agent.session_id else None
+        return segment is None or (
+            not segment.get("message_count") and not segment.get("parent_session_id")
+        )
 
     def _settle_route(self, item: WorkItem, agent: Any, platform: str, result: WorkResult) -> None:
         """Move the key's route to where the agent now writes, before anything else runs."""
@@ -317,6 +344,7 @@ def turn_options(item: WorkItem) -> TurnOptions:
         approve=sink.approve if sink is not None else None,
         steering=sink.steering if sink is not None and sink.approve is not None else None,
         keep_partial_answer=bool(options.get("keep_partial_answer")),
+        sent_chars=_sent_chars(sink) if sink is not None and sink.stream else None,
     )
 
 
@@ -369,3 +397,18 @@ def undo_turn(db: SessionDB, conversation_id: str, user_message_uid: str) -> int
         return 0
     db.mark_undone(conversation_id, [m["id"] for m in rows[start:]])
     return len(rows) - start
+
+
+def _sent_chars(sink: ResultSink) -> Callable[[], int]:
+    """How much of the streamed text the sink's writer has sent so far."""
+    return lambda: sink.sent_chars
+
+
+def _command_context(item: WorkItem, command: Any) -> dict[str, Any]:
+    origin = item.origin
+    return {
+        "platform": getattr(origin, "platform", "") or "",
+        "user_id": getattr(origin, "user_id", "") or "",
+        "command": command.name,
+        "args": command.argument,
+    }

@@ -334,6 +334,7 @@ class ChatCompletions:
                         await response.write(progress)
                 else:
                     await _send(response, chunk.make({"content": piece}))
+                    sink.count_sent(piece)  # a stopped stream keeps what was sent
                 piece = await next_piece(request, sink)
             await self._finish_stream(response, body, sink, chunk)
         except ConnectionResetError:

@@ -538,6 +538,7 @@ async def _stream(
         )
         while (piece := await next_piece(request, sink)) is not ResultSink.DONE:
             await events.part("response.output_text.delta", delta=piece, logprobs=[])
+            sink.count_sent(piece)  # a stopped stream keeps what was sent
         await _finish(events, draft, sink)
         await response.write_eof()
     except ConnectionResetError:

@@ -1,0 +1,137 @@
+"""Where a turn calls the plugins' lifecycle hooks (the list is in hermes/plugins/manager.py).
+
+Each call gives 0.19's keywords. A background review (a fork) fires nothing: it is
+inert (invariant 8). ``turn_id`` is the turn's user message uid; ``task_id`` the segment.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from hermes.agent.agent import AIAgent
+    from hermes.plugins import PluginManager
+    from hermes.state.message import Message
+
+
+def _fires(agent: AIAgent) -> PluginManager | None:
+    return None if agent.is_fork else agent.plugins
+
+
+def _common(agent: AIAgent) -> dict[str, Any]:
+    return {
+        "session_id": agent.session_id or "",
+        "task_id": agent.session_id or "",
+        "turn_id": agent.turn_user_uid or "",
+        "model": agent.model,
+        "platform": agent.source,
+    }
+
+
+def begin(agent: AIAgent, history: list[Message]) -> None:
+    """A turn starts: the context engine learns its conversation; a conversation with no
+    messages yet is a session start for the plugins."""
+    from hermes.agent.engine_compressor import EngineCompressor
+
+    compressor = agent.context_compressor
+    if isinstance(compressor, EngineCompressor) and agent.conversation_id and not agent.is_fork:
+        compressor.bind(
+            agent.conversation_id,
+            hermes_home=str(agent.hermes_home),
+            platform=agent.source,
+            model=agent.model,
+            context_length=compressor.context_length,
+        )
+    if history:
+        return
+    if (plugins := _fires(agent)) is not None and plugins.has_hook("on_session_start"):
+        plugins.invoke_hook(
+            "on_session_start", session_id=agent.session_id or "", model=agent.model,
+            platform=agent.source,
+        )  # fmt: skip
+
+
+def before_turn(agent: AIAgent, user_message: Any, history: list[Message]) -> str | None:
+    """``pre_llm_call`` once per turn; the context its callbacks give, joined."""
+    plugins = _fires(agent)
+    if plugins is None or not plugins.has_hook("pre_llm_call"):
+        return None
+    answers = plugins.invoke_hook(
+        "pre_llm_call",
+        **_common(agent),
+        user_message=user_message if isinstance(user_message, str) else str(user_message or ""),
+        conversation_history=list(history),
+        is_first_turn=len(history) <= 1,
+        sender_id=agent.user_id or "",
+    )
+    parts = [
+        str(a["context"]) if isinstance(a, dict) else a
+        for a in answers
+        if (isinstance(a, dict) and a.get("context")) or (isinstance(a, str) and a.strip())
+    ]
+    return "\n\n".join(parts) if parts else None
+
+
+def around_tool(
+    agent: AIAgent, name: str, arguments: str, call_id: str, run: Callable[[], str]
+) -> str:
+    """``pre_tool_call`` (which may block the call), the tool, ``post_tool_call``."""
+    plugins = _fires(agent)
+    if plugins is None or not (
+        plugins.has_hook("pre_tool_call") or plugins.has_hook("post_tool_call")
+    ):
+        return run()
+    args = _arguments(arguments)
+    keywords = {**_common(agent), "tool_name": name, "args": args, "tool_call_id": call_id}
+    blocked = _block_message(plugins.invoke_hook("pre_tool_call", **keywords))
+    began = time.monotonic()
+    result = blocked if blocked is not None else run()
+    failed = result.startswith(("Error:", "Refused:"))
+    plugins.invoke_hook(
+        "post_tool_call",
+        **keywords,
+        result=result,
+        duration_ms=int((time.monotonic() - began) * 1000),
+        status="blocked" if blocked is not None else ("error" if failed else "ok"),
+        error_type=None,
+        error_message=result if failed else None,
+    )
+    return result
+
+
+def after_turn(agent: AIAgent, user_message: Any, messages: list[Message],
+               answer: str | None, interrupted: bool) -> None:  # fmt: skip
+    """``post_llm_call`` for an answered turn, then ``on_session_end`` for every turn."""
+    plugins = _fires(agent)
+    if plugins is None:
+        return
+    if answer and not interrupted:
+        plugins.invoke_hook(
+            "post_llm_call",
+            **_common(agent),
+            user_message=user_message if isinstance(user_message, str) else str(user_message or ""),
+            assistant_response=answer,
+            conversation_history=list(messages),
+        )
+    plugins.invoke_hook(
+        "on_session_end", **_common(agent), completed=bool(answer) and not interrupted,
+        interrupted=interrupted,
+    )  # fmt: skip
+
+
+def _arguments(arguments: str) -> dict[str, Any]:
+    try:
+        parsed = json.loads(arguments or "{}")
+    except json.JSONDecodeError:
+        return {}
+    return parsed if isinstance(parsed, dict) else {}
+
+
+def _block_message(answers: list[Any]) -> str | None:
+    for answer in answers:
+        if isinstance(answer, dict) and answer.get("action") == "block" and answer.get("message"):
+            return str(answer["message"])  # what the model reads as the tool's result
+    return None

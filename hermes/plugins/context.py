@@ -1,0 +1,157 @@
+"""``PluginContext``: what a plugin's ``register(ctx)`` is handed (0.19's method names).
+
+A plugin registers tools, lifecycle hooks and a context engine here. The other
+``register_*`` methods of Hermes Agent (image providers, platforms, ...) name things
+hermes does not have: they are accepted with one log line, so such a plugin still loads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import logging
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from hermes.plugins.engine import ContextEngine
+from hermes.plugins.manifest import PluginManifest
+from hermes.tools.registry import Tool, ToolContext
+
+if TYPE_CHECKING:
+    from hermes.plugins.manager import PluginManager
+
+log = logging.getLogger(__name__)
+
+# Hermes Agent's lifecycle hooks that hermes fires (hermes/plugins/manager.py says where).
+VALID_HOOKS = frozenset(
+    {
+        "pre_tool_call",
+        "post_tool_call",
+        "pre_llm_call",
+        "post_llm_call",
+        "on_session_start",
+        "on_session_end",
+    }
+)
+
+
+class PluginContext:
+    """Given to each plugin's ``register(ctx)``."""
+
+    def __init__(self, manifest: PluginManifest, manager: PluginManager) -> None:
+        self.manifest = manifest
+        self._manager = manager
+
+    @property
+    def profile_name(self) -> str:
+        """The active profile: the folder name under ``profiles/``, else "default"."""
+        home = Path(os.environ.get("HERMES_HOME") or self._manager.home)
+        return home.name if home.parent.name == "profiles" else "default"
+
+    def register_tool(
+        self,
+        name: str,
+        toolset: str,
+        schema: dict[str, Any],
+        handler: Callable[..., Any],
+        check_fn: Callable[[], bool] | None = None,
+        requires_env: list[str] | None = None,
+        is_async: bool = False,
+        description: str = "",
+        emoji: str = "",
+        override: bool = False,
+    ) -> None:
+        """A tool the model may call, in its own ``toolset`` (``agent.toolsets`` names it).
+        A built-in tool of the same name is never replaced."""
+        if check_fn is not None and not _passes(check_fn):
+            log.info("plugin %s: tool %s is not available here (check_fn)", self.manifest.id, name)
+            return
+        missing = [v for v in requires_env or [] if isinstance(v, str) and not os.environ.get(v)]
+        if missing:
+            log.info("plugin %s: tool %s needs %s; not offered", self.manifest.id, name, missing)
+            return
+        tool = Tool(
+            name=name,
+            description=str(schema.get("description") or description or name),
+            parameters=schema.get("parameters") or {"type": "object", "properties": {}},
+            handler=_tool_handler(handler, is_async),
+            toolsets=(toolset,),
+        )
+        self._manager.add_tool(tool, self.manifest)
+
+    def register_hook(self, hook_name: str, callback: Callable[..., Any]) -> None:
+        """A callback for one of Hermes Agent's lifecycle hooks (``VALID_HOOKS``); another
+        name is kept (a newer plugin) with one warning."""
+        if hook_name not in VALID_HOOKS:
+            log.warning(
+                "plugin %s registered hook %r, which hermes never fires (it fires: %s)",
+                self.manifest.id,
+                hook_name,
+                ", ".join(sorted(VALID_HOOKS)),
+            )
+        self._manager.add_hook(hook_name, callback, self.manifest)
+
+    def register_context_engine(self, engine: Any) -> None:
+        """The context engine ``context.engine: <engine.name>`` selects (one per process)."""
+        if not isinstance(engine, ContextEngine):
+            log.warning(
+                "plugin %s: its context engine does not subclass ContextEngine; ignored",
+                self.manifest.id,
+            )
+            return
+        self._manager.set_engine(engine, self.manifest)
+
+    def register_command(self, name: str, handler: Callable[..., Any], **_: Any) -> None:
+        """A slash command: kept for ``hermes plugins list``; hermes's chat does not run
+        plugin commands yet."""
+        self._manager.note(self.manifest, f"/{name.strip().lstrip('/')}")
+
+    def register_cli_command(self, name: str, help: str, setup_fn: Any, **_: Any) -> None:
+        self._manager.note(self.manifest, f"hermes {name}")
+
+    def register_skill(self, name: str, path: Path, description: str = "") -> None:
+        self._manager.note(self.manifest, f"skill {name}")
+
+    def inject_message(self, content: str, role: str = "user") -> bool:
+        """Hermes Agent's CLI-only message injection: hermes has no such channel."""
+        return False
+
+    def dispatch_tool(self, tool_name: str, args: dict[str, Any], **kwargs: Any) -> str:
+        tool = self._manager.tool(tool_name)
+        if tool is None:
+            return json.dumps({"error": f"Unknown tool: {tool_name}"})
+        return tool.handler(args, ToolContext(hermes_home=self._manager.home))
+
+    def __getattr__(self, name: str) -> Any:
+        if not name.startswith("register_"):
+            raise AttributeError(name)
+
+        def unsupported(*args: Any, **kwargs: Any) -> None:
+            log.info("plugin %s: hermes has no %s; ignored", self.manifest.id, name[9:])
+
+        return unsupported
+
+
+def _passes(check: Callable[[], bool]) -> bool:
+    try:
+        return bool(check())
+    except Exception as exc:  # the plugin's own check failing means "not here"
+        log.info("a plugin tool's check_fn raised %s; the tool is not offered", exc)
+        return False
+
+
+def _tool_handler(handler: Callable[..., Any], is_async: bool) -> Callable[..., str]:
+    """A hermes tool handler over a Hermes Agent one: ``handler(args, **kwargs)``,
+    returning a string (JSON, usually) or something JSON can encode."""
+
+    def run(args: dict[str, Any], ctx: ToolContext) -> str:
+        extra = {"task_id": ctx.session_id or "", "session_id": ctx.session_id or ""}
+        result = handler(args, **extra)
+        if is_async or inspect.isawaitable(result):
+            result = asyncio.run(result)
+        return result if isinstance(result, str) else json.dumps(result, default=str)
+
+    return run

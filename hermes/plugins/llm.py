@@ -1,0 +1,63 @@
+"""The host's model for plugins: what Hermes Agent's ``agent.auxiliary_client.call_llm``
+gives them (hermes-lcm writes its summaries with it).
+
+One chat completion on hermes's endpoint and key (``model.base_url``, the API key of
+the environment, ``$HERMES_HOME/.env`` or ``model.api_key``), with the model the caller
+names, else ``compression.summary_model`` for the ``compression`` task, else
+``model.default``. The answer is the openai SDK's ``ChatCompletion``, as in 0.19.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hermes.config import API_KEY_ENV, Config, api_key_from_env, dotenv_values, load_config
+
+
+def call_llm(
+    task: str | None = None,
+    *,
+    messages: list[dict[str, Any]],
+    model: str | None = None,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    temperature: float | None = None,
+    max_tokens: int | None = None,
+    tools: list[dict[str, Any]] | None = None,
+    timeout: float | None = None,
+    extra_body: dict[str, Any] | None = None,
+    config: Config | None = None,
+    **_: Any,  # 0.19's provider routing and streaming: not offered to plugins here
+) -> Any:
+    """One completion of ``messages`` (``config``: the home's, else this process's)."""
+    import openai
+
+    config = config if config is not None else load_config()
+    summary = config.get("compression.summary_model") if task == "compression" else None
+    saved = dotenv_values()
+    key = (
+        api_key
+        or api_key_from_env()
+        or next((saved[n] for n in API_KEY_ENV if saved.get(n)), None)
+        or config.get("model.api_key")
+    )
+    options: dict[str, Any] = {}
+    for name, value in (
+        ("temperature", temperature),
+        ("max_tokens", max_tokens),
+        ("tools", tools),
+        ("extra_body", extra_body),
+    ):
+        if value is not None:
+            options[name] = value
+    with openai.OpenAI(
+        base_url=base_url or config.get("model.base_url"),
+        api_key=key or "no-key-configured",  # a local endpoint needs none
+        timeout=timeout or float(config.get("model.request_timeout")),
+        max_retries=int(config.get("model.max_retries")),
+    ) as client:
+        return client.chat.completions.create(
+            model=model or summary or config.get("model.default"),
+            messages=messages,  # type: ignore[arg-type]  # the plugin's OpenAI messages
+            **options,
+        )

@@ -1,0 +1,120 @@
+"""Plugins in real `hermes` processes: a Hermes-style plugin's tool is called by the model
+and its hooks fire in order; a broken plugin is one warning; `hermes plugins`."""
+
+from __future__ import annotations
+
+import json
+
+from tests.fakes.llm_server import text, tool_call
+from tests.plugins.helpers import HELLO_INIT, HELLO_MANIFEST, enable, install_plugin
+
+
+def test_a_plugin_tool_runs_and_its_hooks_fire_in_order(hermes, cli_env, fake_llm):
+    plugin = install_plugin(cli_env.home, "hello-world", HELLO_MANIFEST, HELLO_INIT)
+    enable(cli_env.home, "hello-world")
+    fake_llm.enqueue(tool_call("hello_world", {"name": "Ada"}), text("Greeted Ada."))
+    result = hermes("chat", "-q", "greet Ada")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "Greeted Ada.\n"
+    offered = [t["function"]["name"] for t in fake_llm.requests[0]["tools"]]
+    assert "hello_world" in offered
+    tool_result = fake_llm.requests[1]["messages"][-1]
+    assert json.loads(tool_result["content"]) == {"success": True, "greeting": "Hello, Ada!"}
+    fired = [line.split()[0] for line in (plugin / "fired.log").read_text().splitlines()]
+    assert fired == [
+        "on_session_start",
+        "pre_llm_call",
+        "pre_tool_call",
+        "post_tool_call",
+        "post_llm_call",
+        "on_session_end",
+    ]
+
+
+def test_a_plugin_not_enabled_does_not_load(hermes, cli_env, fake_llm):
+    plugin = install_plugin(cli_env.home, "hello-world", HELLO_MANIFEST, HELLO_INIT)
+    result = hermes("chat", "-q", "hi")
+    assert result.returncode == 0, result.stderr
+    offered = [t["function"]["name"] for t in fake_llm.requests[0].get("tools") or []]
+    assert "hello_world" not in offered
+    assert not (plugin / "fired.log").exists()
+
+
+def test_a_broken_plugin_is_one_warning_and_hermes_answers(hermes, cli_env):
+    install_plugin(cli_env.home, "broken", "name: broken\n", "import no_such_module_here\n")
+    enable(cli_env.home, "broken")
+    result = hermes("chat", "-q", "still there?")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "echo: still there?\n"
+    warnings = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(warnings) == 1, result.stderr
+    assert "broken" in warnings[0] and "no_such_module_here" in warnings[0]
+    assert "Traceback" not in result.stderr
+
+
+def test_plugins_list_enable_disable(hermes, cli_env):
+    install_plugin(cli_env.home, "hello-world", HELLO_MANIFEST, HELLO_INIT)
+    listed = hermes("plugins", "list")
+    assert listed.returncode == 0, listed.stderr
+    assert "hello-world" in listed.stdout and "not enabled" in listed.stdout
+    enabled = hermes("plugins", "enable", "hello-world")
+    assert enabled.returncode == 0, enabled.stderr
+    assert "hello-world" in (cli_env.home / "config.yaml").read_text()
+    listed = hermes("plugins", "list")
+    assert "enabled" in listed.stdout and "not enabled" not in listed.stdout
+    assert hermes("plugins", "disable", "hello-world").returncode == 0
+    listed = hermes("plugins", "list")
+    assert "disabled" in listed.stdout
+    unknown = hermes("plugins", "enable", "nope")
+    assert unknown.returncode == 1
+    assert "nope" in unknown.stderr and "hermes plugins list" in unknown.stderr
+
+
+# A status hook as agent-deck writes it into config.yaml (`hooks:`, 0.19's shell hooks):
+# the command gets the event as JSON on stdin.
+STATUS_HOOK = """\
+import json, sys
+from pathlib import Path
+event = json.load(sys.stdin)
+with Path(sys.argv[1]).open("a") as f:
+    f.write(event["hook_event_name"] + " " + event["session_id"] + "\\n")
+"""
+
+
+def test_the_hooks_config_key_runs_its_commands(hermes, cli_env):
+    import shlex
+    import sys
+
+    script, log = cli_env.home / "status_hook.py", cli_env.home / "status.log"
+    script.write_text(STATUS_HOOK)
+    command = shlex.join([sys.executable, str(script), str(log)])
+    events = ("pre_llm_call", "post_llm_call", "on_session_start", "on_session_end")
+    listed = "".join(f"  {e}:\n    - command: {command}\n" for e in events)
+    (cli_env.home / "config.yaml").write_text(f"hooks:\n{listed}")
+    result = hermes("chat", "-q", "status?", "--json")
+    assert result.returncode == 0, result.stderr
+    session = json.loads(result.stdout)["session_id"]
+    fired = log.read_text().splitlines()
+    assert fired == [f"{e} {session}" for e in
+                     ("on_session_start", "pre_llm_call", "post_llm_call", "on_session_end")]  # fmt: skip
+
+
+def test_a_plugin_from_an_installed_package_entry_point(hermes, cli_env, fake_llm, tmp_path):
+    site = tmp_path / "site"
+    package = site / "greeter_plugin"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text(
+        HELLO_INIT.replace("hello_world", "greet_entry").replace("fired.log", "entry.log")
+    )
+    info = site / "greeter_plugin-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: greeter-plugin\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[hermes_agent.plugins]\ngreeter = greeter_plugin\n")
+    cli_env.vars["PYTHONPATH"] = str(site)
+    listed = hermes("plugins", "list")
+    assert "greeter" in listed.stdout and "entrypoint" in listed.stdout, listed.stderr
+    assert hermes("plugins", "enable", "greeter").returncode == 0
+    fake_llm.enqueue(tool_call("greet_entry", {"name": "Bo"}), text("Done."))
+    result = hermes("chat", "-q", "greet Bo")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(fake_llm.requests[1]["messages"][-1]["content"])["greeting"] == "Hello, Bo!"

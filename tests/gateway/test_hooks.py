@@ -1,0 +1,96 @@
+"""Gateway hooks written as Hermes Agent's docs show them ($HERMES_HOME/hooks/<name>/ with
+HOOK.yaml and handler.py) fire on its event names, and a slow one never holds a turn up."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import openai
+import pytest
+
+from tests.gateway.harness import GatewayThread, wait_for, write_config
+
+LOGGER = """
+import json
+from pathlib import Path
+
+LOG = Path(__file__).with_name("activity.log")
+
+
+async def handle(event_type: str, context: dict):
+    with LOG.open("a") as f:
+        f.write(json.dumps({"event": event_type, **context}) + "\\n")
+"""
+
+# Waits until the test lets it go: a turn that waited for it would never be answered.
+SLOW = """
+import time
+from pathlib import Path
+
+RELEASE = Path(__file__).with_name("release")
+
+
+def handle(event_type, context):
+    while not RELEASE.exists():
+        time.sleep(0.05)
+    Path(__file__).with_name("done").write_text(event_type)
+"""
+
+BROKEN = "def handle(event_type, context):\n    raise RuntimeError('hook bug')\n"
+
+
+def add_hook(home: Path, name: str, events: list[str], handler: str) -> Path:
+    folder = home / "hooks" / name
+    folder.mkdir(parents=True)
+    listed = "".join(f"  - {e}\n" for e in events)
+    (folder / "HOOK.yaml").write_text(f"name: {name}\ndescription: test\nevents:\n{listed}")
+    (folder / "handler.py").write_text(textwrap.dedent(handler))
+    return folder
+
+
+@pytest.fixture
+def hooked_gateway(hermes_home: Path, fake_llm, model_key: str):
+    # A hook timeout far longer than the client waits: the turn must not wait at all.
+    write_config(hermes_home, fake_llm.url, gateway={"hook_timeout": 120})
+    logger = add_hook(hermes_home, "logger", ["agent:start", "agent:end", "session:start",
+                                              "command:*", "gateway:startup"], LOGGER)  # fmt: skip
+    slow = add_hook(hermes_home, "slow", ["agent:start"], SLOW)
+    add_hook(hermes_home, "broken", ["agent:end"], BROKEN)
+    with GatewayThread(hermes_home) as running:
+        yield running, logger, slow
+        (slow / "release").write_text("")  # let the slow hook's thread end
+
+
+def test_hooks_fire_in_order_and_a_slow_one_does_not_hold_the_turn(
+    hooked_gateway, caplog: pytest.LogCaptureFixture
+) -> None:
+    gateway, logger, slow = hooked_gateway
+    with openai.OpenAI(base_url=gateway.url, api_key=gateway.api_key, max_retries=0,
+                       timeout=20) as client:  # fmt: skip
+        answer = client.chat.completions.create(
+            model="fake-model", messages=[{"role": "user", "content": "hello hooks"}]
+        )
+    assert answer.choices[0].message.content == "echo: hello hooks"
+    assert not (slow / "done").exists()  # answered while the slow hook still waits
+
+    def events() -> list[dict]:
+        import json
+
+        path = logger / "activity.log"
+        lines = path.read_text().splitlines() if path.exists() else []
+        found = [json.loads(line) for line in lines]
+        return found if any(e["event"] == "agent:end" for e in found) else []
+
+    found = wait_for(events, timeout=20)
+    assert [e["event"] for e in found] == [
+        "gateway:startup", "session:start", "agent:start", "agent:end"
+    ]  # fmt: skip
+    start, end = found[2], found[3]
+    assert start["platform"] == "api_server" and start["message"] == "hello hooks"
+    assert end["response"] == "echo: hello hooks" and end["session_id"]
+    failed = wait_for(
+        lambda: [r for r in caplog.records if "hook broken failed on agent:end" in r.getMessage()],
+        timeout=20,
+    )
+    assert len(failed) == 1 and "hook bug" in failed[0].getMessage()
