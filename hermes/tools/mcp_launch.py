@@ -81,22 +81,26 @@ def exit_reporter() -> tuple[str, ...]:
 
 
 def _with_paths(prefix: list[str], spec: ServerSpec, cwd: Path) -> list[str]:
-    """The bwrap argv with the server's own paths mounted just after the private /tmp (so
-    a venv under /tmp shows through it) and before what the sandbox hides (which still
-    wins)."""
+    """The bwrap argv with the server's own paths mounted just after the private /tmp and
+    the hidden home (so a venv under /tmp or a cache in the home shows through them) and
+    before what the sandbox hides (which still wins)."""
     mounts: list[str] = []
     for path in _existing(_program_paths(spec, cwd)):
         mounts += ["--ro-bind", str(path), str(path)]
     for private, shown in _caches(spec.name):
         mounts += ["--bind", str(private), str(shown)]
-    at = _after_tmp(prefix)
+    at = _after_tmp_and_home(prefix)
     return [*prefix[:at], *mounts, *prefix[at:]]
 
 
-def _after_tmp(prefix: list[str]) -> int:
-    for i in range(len(prefix) - 1):
-        if prefix[i : i + 2] == ["--tmpfs", "/tmp"]:
-            return i + 2
+def _after_tmp_and_home(prefix: list[str]) -> int:
+    """Where the tmpfs mounts of /tmp and of the hidden home end (the later of the two)."""
+    covers = {"/tmp", str(Path.home()), os.path.realpath(Path.home())}
+    found = [
+        i + 2 for i in range(len(prefix) - 1) if prefix[i] == "--tmpfs" and prefix[i + 1] in covers
+    ]
+    if found:
+        return max(found)
     return prefix.index("--chdir") if "--chdir" in prefix else len(prefix)
 
 
