@@ -4,10 +4,13 @@ Idempotency-Key still names it; a second gateway serves a run the first one runs
 
 from __future__ import annotations
 
+import random
+import time
+
 import pytest
 
 from hermes.state import SessionDB
-from tests.fakes.llm_server import hang, stall
+from tests.fakes.llm_server import hang, stall, text
 from tests.gateway.harness import stored_api_key, wait_for
 from tests.gateway.processes import Gateway, free_port
 from tests.gateway.run_calls import events, request, wait_status
@@ -109,3 +112,36 @@ def test_a_run_whose_gateway_died_ends_failed_for_its_followers(
     assert "stopped before it finished" in failed["error"]
     assert events(url, key, run_id)[-1][1]["event"] == "run.failed"
     survivor.terminate()
+
+
+def test_runs_cut_by_sigkill_at_any_moment_all_end_answered_or_failed(
+    configured_store: StoreSpec, run_gateway, fake_llm
+) -> None:
+    """POST a run, SIGKILL the gateway 0-400 ms later, start it again: 16 times. Then
+    no run stays queued or running: each is answered once, or failed saying why."""
+    fake_llm.responder = lambda body: text("answered", delay=0.1)
+    pause = random.Random(49)
+    key, runs = stored_api_key(), []
+    for n in range(16):
+        gateway, url = _serve(run_gateway)
+        status, started, _ = request(url, key, "POST", "/v1/runs", json={"input": f"run {n}"})
+        assert status == 202
+        runs.append(started)
+        time.sleep(pause.uniform(0, 0.4))
+        gateway.proc.kill()
+        gateway.proc.wait(10)
+
+    last, url = _serve(run_gateway)
+
+    def ended() -> list[dict[str, object]] | None:
+        found = [request(url, key, "GET", f"/v1/runs/{run['run_id']}")[1] for run in runs]
+        return found if all(r["status"] in ("completed", "failed") for r in found) else None
+
+    for run, state in zip(runs, wait_for(ended, timeout=60, interval=0.5), strict=True):
+        words = _standing(configured_store, run["session_id"])
+        if state["status"] == "completed":
+            assert state["output"] == "answered"
+            assert words.count("answered") == 1, words  # answered once
+        else:
+            assert "stopped before" in str(state["error"]), state
+    last.terminate()
