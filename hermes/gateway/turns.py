@@ -220,6 +220,8 @@ class TurnRunner:
             if not m["undone"] and not m["compacted"]
         ]
         at = next((i for i, m in enumerate(rows) if m["message_uid"] == asked["message_uid"]), -1)
+        if at < 0:
+            return False
         answer = next(
             (m for m in rows[at + 1 :] if m["role"] == "assistant" and not m.get("tool_calls")),
             None,
