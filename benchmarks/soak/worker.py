@@ -168,7 +168,7 @@ async def _gateway(args: argparse.Namespace, db: SessionDB, log: AckLog) -> None
                 if time.time() >= args.until:
                     break
                 tag = f"{NONCE}-{n}"
-                if rng.random() < RUN_SHARE:
+                if n == 0 or rng.random() < RUN_SHARE:  # a run first: each start makes one
                     await _start_run(http, model, tag, log)
                     continue
                 log.write(f"asked {tag}")
@@ -193,7 +193,7 @@ async def _gateway(args: argparse.Namespace, db: SessionDB, log: AckLog) -> None
         await runner.stop(grace=2)
 
 
-RUN_SHARE = 0.15  # of a gateway worker's requests: a run (POST /v1/runs) of its own
+RUN_SHARE = 0.15  # of a gateway worker's later requests: a run (POST /v1/runs) of its own
 IMPATIENT_SHARE = 0.3  # of its questions: the first try gives up early and is retried
 IMPATIENCE = 0.5  # seconds the first try of an impatient question waits
 
