@@ -119,7 +119,7 @@ def test_a_retry_served_by_the_other_worker_gets_the_first_answer(
             retries[-1].start()
         return all(api_connections(worker, port) for worker in workers)
 
-    wait_for(both_workers_hold_a_retry, timeout=3, interval=0.1)
+    wait_for(both_workers_hold_a_retry, timeout=10, interval=0.1)
     for thread in retries:
         thread.join(30)
     assert {answer_of("chat", a) for a in answers} == {ANSWER}
@@ -195,3 +195,33 @@ def test_a_regenerate_without_a_retry_mark_is_still_a_new_turn_across_gateways(
     assert again.headers[HEADER] == answers[1].headers[HEADER]
     assert len(fake_llm.requests) == 2
     assert first.terminate() == 0 and second.terminate() == 0
+
+
+def test_a_retry_after_a_worker_died_mid_turn_is_answered_once_beside_its_restart(
+    configured_store: StoreSpec, fake_llm, serve
+) -> None:
+    """The supervisor starts the killed worker again, and the new worker answers the turn
+    the kill cut off while the retry takes the request over: one answer either way."""
+    calls: list[int] = []
+
+    def respond(body: dict[str, Any]) -> Any:
+        calls.append(1)
+        return text("never sent", delay=60) if len(calls) == 1 else text(ANSWER, delay=0.5)
+
+    fake_llm.responder = respond
+    gateway, url, _ = serve(workers=2)
+    give_up(url, "chat", "order-4")
+    wait_for(lambda: calls)
+    [running] = [
+        worker
+        for worker in psutil.Process(gateway.proc.pid).children()
+        if fake_llm.port in [c.raddr.port for c in worker.net_connections(kind="tcp") if c.raddr]
+    ]
+    running.kill()
+    again = send(url, "chat", "order-4", timeout=60)
+    assert answer_of("chat", again) == ANSWER
+    wait_for(lambda: gateway.output().count("gateway ready") >= 4, timeout=60)  # restarted
+    assert answer_of("chat", send(url, "chat", "order-4")) == ANSWER
+    assert turns_stored(configured_store) == [[QUESTION, ANSWER]]
+    assert len(fake_llm.requests) == 2  # the killed call, and the one that answered
+    assert gateway.terminate() == 0
