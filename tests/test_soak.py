@@ -58,9 +58,12 @@ def test_short_soak_finds_no_violation_and_really_injected_faults(
     # every run marked sent was delivered.
     assert int(got["cron_runs"]) > 0 and int(got["cron_delivered"]) > 0, report
     assert got["cron_undelivered_sent"] == "0", report
+    # Runs and retries across the gateways ran under the kills: none stranded or lost,
+    # no question answered twice.
+    assert int(got["runs"]) > 0, report
     names = ("lost", "duplicated", "forks", "bad_tips", "orphan_writes", "invalid_contexts",
              "undone_resent", "unchecked_reviews", "unanswered", "doubled",
-             "orphan_tools")  # fmt: skip
+             "orphan_tools", "runs_stranded", "runs_lost", "double_answers")  # fmt: skip
     for name in names:
         assert got[name] == "0", f"{name}={got[name]}\n{report}"
     assert got["violations"] == "0", report

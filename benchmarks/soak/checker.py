@@ -14,7 +14,11 @@ stands for the undo's commit, a moment later. ``unchecked_reviews``: review requ
 model received beyond the checks logged, each one a request sent without a check. Gateway turns: in the
 gateways' conversations, every standing question has exactly one answer (an answer, or
 the sentence saying it was interrupted) after the last gateway start; ``unanswered`` and
-``doubled`` count the others (invariant 16). Orphan tools are counted by the runner.
+``doubled`` count the others (invariant 16). Runs and retries: ``runs_stranded`` counts
+runs (``POST /v1/runs``) still queued or running after the last start, and
+``double_answers`` the gateway questions stored more than once as standing turns (a
+retry, sent to another gateway after its first try gave up, that ran the turn again).
+Orphan tools are counted by the runner.
 """
 
 from __future__ import annotations
@@ -35,6 +39,8 @@ class Acks:
     reviews: list[tuple[float, frozenset[str]]] = field(default_factory=list)  # checks
     asked: int = 0
     answered: int = 0
+    retried: int = 0
+    runs: set[str] = field(default_factory=set)
     deliveries: dict[str, int] = field(default_factory=dict)  # run id -> times delivered
 
 
@@ -57,8 +63,10 @@ def read_acks(logs: Path) -> Acks:
                 acks.reviews.append((float(when), frozenset(tags)))
             elif kind == "refused":
                 acks.refused_undos += 1
-            elif kind in ("asked", "answered"):
+            elif kind in ("asked", "answered", "retried"):
                 setattr(acks, kind, getattr(acks, kind) + 1)
+            elif kind == "run":
+                acks.runs.add(rest.strip())
             elif kind == "delivered":
                 acks.deliveries[rest.strip()] = acks.deliveries.get(rest.strip(), 0) + 1
     return acks
@@ -99,6 +107,14 @@ _DUPLICATES = (
     "SELECT s.conversation_id, m.content FROM messages m JOIN sessions s ON s.id = m.session_id"
     " WHERE m.compacted = 0 AND m.role = 'user' GROUP BY s.conversation_id, m.content"
     " HAVING COUNT(*) > 1"
+)
+_STRANDED_RUNS = (
+    "SELECT COUNT(*) FROM api_runs WHERE status NOT IN ('completed', 'failed', 'cancelled')"
+)
+# A gateway question ("gw <tag>. ...") standing more than once anywhere in the store.
+_DOUBLE_ANSWERS = (
+    "SELECT m.content FROM messages m WHERE m.compacted = 0 AND m.undone = 0"
+    " AND m.role = 'user' AND m.content LIKE 'gw %' GROUP BY m.content HAVING COUNT(*) > 1"
 )
 _FORKS = (
     "SELECT parent_session_id FROM sessions WHERE lineage = 'compression'"
@@ -152,6 +168,15 @@ def check(
         "gateway_answered": acks.answered,
         "unanswered": unanswered,
         "doubled": doubled,
+        "retried": acks.retried,
+        "runs": query(location, "SELECT COUNT(*) FROM api_runs")[0][0],
+        "runs_acked": len(acks.runs),
+        "runs_answered": query(
+            location, "SELECT COUNT(*) FROM api_runs WHERE status = 'completed'"
+        )[0][0],
+        "runs_stranded": query(location, _STRANDED_RUNS)[0][0],
+        "runs_lost": len(acks.runs - {r for (r,) in query(location, "SELECT id FROM api_runs")}),
+        "double_answers": len(query(location, _DOUBLE_ANSWERS)),
         # Each due run: one run (unique per job and due time in the store), one delivery.
         "cron_runs": query(location, "SELECT COUNT(*) FROM cron_runs")[0][0],
         "cron_delivered": len(acks.deliveries),
@@ -181,6 +206,8 @@ def violations(figures: dict[str, object], invalid_contexts: int, orphan_tools: 
         + (len(coverage) if isinstance(coverage, list) else 0) + invalid_contexts
         + int(figures["undone_resent"]) + int(figures["unchecked_reviews"])
         + int(figures["unanswered"]) + int(figures["doubled"])
+        + int(figures["runs_stranded"]) + int(figures["runs_lost"])
+        + int(figures["double_answers"])
         + orphan_tools
         + int(figures["cron_undelivered_sent"])
     )  # fmt: skip

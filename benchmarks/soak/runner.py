@@ -65,9 +65,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--gateways",
         type=int,
-        default=1,
-        help="gateway processes (each asks its own conversation over HTTP; killed while a "
-        "tool only a crash ends runs, and at random)",
+        default=2,
+        help="gateway processes (each asks its own conversation over HTTP, starts runs and "
+        "sends retries to the others; killed while a tool only a crash ends runs, and at "
+        "random)",
     )
     parser.add_argument(
         "--cron-workers",
@@ -263,6 +264,9 @@ def _figures_line(
         f" gateway_answered={figures['gateway_answered']} long_tools={model.counts['long_tools']}"
         f" masked_requests={model.counts['masked']}"
         f" unanswered={figures['unanswered']} doubled={figures['doubled']}"
+        f" retried={figures['retried']} double_answers={figures['double_answers']}"
+        f" runs={figures['runs']} runs_answered={figures['runs_answered']}"
+        f" runs_stranded={figures['runs_stranded']} runs_lost={figures['runs_lost']}"
         f" orphan_tools={orphans}"
         f" cron_runs={figures['cron_runs']} cron_delivered={figures['cron_delivered']}"
         f" cron_redelivered={figures['cron_redelivered']}"

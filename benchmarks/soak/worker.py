@@ -14,8 +14,11 @@ writes ``DIR/status-<pid>`` = ``tool`` while a tool runs, so the killer can aim.
 
 A ``gateway`` runs a real ``GatewayRunner`` (the HTTP API on a free port) and asks it,
 over HTTP, one message after another in the conversation ``ID`` (``asked <tag>`` before,
-``answered <tag>`` after); killed, the next one started in its place must answer the
-turn the kill cut off and end its tool command. ``--no-ask`` only starts it (answering
+``answered <tag>`` after), each under an ``Idempotency-Key``; some first tries give up
+after half a second and are sent again to another gateway on the store (``retried
+<tag>``), and some requests start a run instead (``run <id>``, ``POST /v1/runs``);
+killed, the next one started in its place must answer the turn the kill cut off and
+end its tool command. ``--no-ask`` only starts it (answering
 what the last one left), waits until it is idle, and stops.
 
 The process may be SIGKILLed at any moment; that is the point.
@@ -154,19 +157,25 @@ async def _gateway(args: argparse.Namespace, db: SessionDB, log: AckLog) -> None
     )  # fmt: skip
     await runner.start()
     api = runner.adapters["api_server"]
+    # Other gateways send retries here: every gateway on the store shares one key.
+    _set_url(Path(args.logs), api.url + "/v1", api.api.key)
     headers = {"Authorization": f"Bearer {api.api.key}", "X-Hermes-Session-Id": args.conversation}
     model = str(runner.config.get("model.default"))  # the one model the gateway offers
+    rng = random.Random(args.seed)
     try:
         async with httpx.AsyncClient(base_url=api.url + "/v1", headers=headers, timeout=60) as http:
             for n in range(0 if args.no_ask else args.max_turns):
                 if time.time() >= args.until:
                     break
                 tag = f"{NONCE}-{n}"
+                if n == 0 or rng.random() < RUN_SHARE:  # a run first: each start makes one
+                    await _start_run(http, model, tag, log)
+                    continue
                 log.write(f"asked {tag}")
                 body = {"model": model,
                         "messages": [{"role": "user", "content": f"gw {tag}. {PADDING}"}]}  # fmt: skip
                 try:
-                    reply = await http.post("/chat/completions", json=body)
+                    reply = await _ask(http, body, tag, Path(args.logs), rng, log)
                 except httpx.HTTPError as error:
                     log.write(f"error {tag} {type(error).__name__}")
                     await asyncio.sleep(0.5)
@@ -182,6 +191,66 @@ async def _gateway(args: argparse.Namespace, db: SessionDB, log: AckLog) -> None
             await asyncio.sleep(0.2)
     finally:
         await runner.stop(grace=2)
+
+
+RUN_SHARE = 0.15  # of a gateway worker's later requests: a run (POST /v1/runs) of its own
+IMPATIENT_SHARE = 0.3  # of its questions: the first try gives up early and is retried
+IMPATIENCE = 0.5  # seconds the first try of an impatient question waits
+
+
+def _set_url(logs: Path, url: str, key: str) -> None:
+    path = logs / f"url-{os.getpid()}"
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(f"{url} {key}")
+    os.replace(tmp, path)
+
+
+def _other_gateways(logs: Path) -> list[tuple[str, str]]:
+    """(URL, key) of the other gateway workers that started (some may be dead now)."""
+    found = []
+    for path in logs.glob("url-*"):
+        if path.name != f"url-{os.getpid()}" and path.suffix != ".tmp":
+            url, _, key = path.read_text().partition(" ")
+            found.append((url, key))
+    return found
+
+
+async def _ask(http: Any, body: dict[str, Any], tag: str, logs: Path, rng: random.Random,
+               log: AckLog) -> Any:  # fmt: skip
+    """One question under an Idempotency-Key; an impatient first try gives up early and
+    is sent again to another gateway on the store (else to this one) until answered."""
+    import httpx
+
+    key = {"Idempotency-Key": f"soak-{tag}"}
+    if rng.random() >= IMPATIENT_SHARE:
+        return await http.post("/chat/completions", json=body, headers=key)
+    try:
+        return await http.post("/chat/completions", json=body, headers=key, timeout=IMPATIENCE)
+    except httpx.TimeoutException:
+        pass
+    others = _other_gateways(logs)
+    for url, secret in [*rng.sample(others, k=len(others)), ("", "")]:
+        target = f"{url}/chat/completions" if url else "/chat/completions"
+        retry = {**key, **({"Authorization": f"Bearer {secret}"} if url else {})}
+        log.write(f"retried {tag}")
+        try:
+            return await http.post(target, json=body, headers=retry)
+        except httpx.TransportError:
+            continue  # that gateway was killed: the next one
+    return await http.post("/chat/completions", json=body, headers=key)
+
+
+async def _start_run(http: Any, model: str, tag: str, log: AckLog) -> None:
+    """A run in a conversation of its own; its id logged once the gateway accepted it."""
+    import httpx
+
+    try:
+        reply = await http.post("/runs", json={"model": model, "input": f"run {tag}"})
+    except httpx.HTTPError as error:
+        log.write(f"error {tag} {type(error).__name__}")
+        return
+    if reply.status_code == 202:
+        log.write(f"run {reply.json()['run_id']}")
 
 
 def run_cron(args: argparse.Namespace, db: SessionDB, log: AckLog) -> None:

@@ -198,6 +198,7 @@ class AIAgent:
         conversation_history: Sequence[Mapping[str, Any]] | None = None,
         tool_results: list[dict[str, Any]] | None = None,
         answer_uid: str | None = None,
+        user_uid: str | None = None,
         system_message: str | None = None,
         persist_user_message: Any = None,
         persist_user_timestamp: float | None = None,
@@ -211,7 +212,8 @@ class AIAgent:
         twice. ``tool_results`` (``{"tool_call_id", "content"}`` each) answer the open
         calls of ``client_tools`` the last turn handed back; the turn then goes on from
         them instead of from a new user message. ``answer_uid`` is the ``message_uid``
-        the final answer is stored under (a caller that named it ahead).
+        the final answer is stored under (a caller that named it ahead), ``user_uid``
+        the user's message's.
         ``system_message`` reaches the model after the segment's prompt for this turn,
         never stored; ``persist_user_message`` is stored in place of ``user_message``
         (which is what the model gets), dated ``persist_user_timestamp`` if given.
@@ -232,6 +234,7 @@ class AIAgent:
             history=conversation_history,
             tool_results=tool_results,
             answer_uid=answer_uid,
+            user_uid=user_uid,
             system_message=system_message,
             persist_user_message=persist_user_message,
             user_timestamp=persist_user_timestamp,

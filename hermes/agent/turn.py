@@ -138,6 +138,7 @@ class TurnInput:
     history: Sequence[Mapping[str, Any]] | None = None  # the caller's (caller_history)
     tool_results: list[dict[str, Any]] | None = None
     answer_uid: str | None = None
+    user_uid: str | None = None  # the user message's message_uid, when chosen ahead
     system_message: str | None = None  # this turn's instructions, after the prompt
     persist_user_message: Any = None  # stored in place of the message the model gets
     user_timestamp: float | None = None  # when the user's message was sent
@@ -261,7 +262,9 @@ def _open_turn(agent: AIAgent, turn: TurnState, user_message: Any, given: TurnIn
         return
     sent = user_message or ""
     stored = sent if given.persist_user_message is None else given.persist_user_message
-    user = transcript.new_message("user", stored, created_at=given.user_timestamp)
+    user = transcript.new_message(
+        "user", stored, created_at=given.user_timestamp, message_uid=given.user_uid
+    )
     if stored != sent:
         user["api_content"] = sent
     turn.messages.append(user)

@@ -109,6 +109,7 @@ class AIAgent(HermesAIAgent):
         *,
         tool_results: list[dict[str, Any]] | None = None,
         answer_uid: str | None = None,
+        user_uid: str | None = None,
         resume: bool = False,
         options: TurnOptions | None = None,
     ) -> dict[str, Any]:
@@ -129,6 +130,7 @@ class AIAgent(HermesAIAgent):
             conversation_history=conversation_history,
             tool_results=tool_results,
             answer_uid=answer_uid,
+            user_uid=user_uid,
             system_message=system_message,
             persist_user_message=persist_user_message,
             persist_user_timestamp=persist_user_timestamp,

@@ -179,9 +179,13 @@ class QueueStore:
         self.unserved = frozenset(unserved)
         self.released = False  # after ``release``, rows are saved released too
 
+    @property
+    def owner(self) -> str | None:
+        """Who owns the rows saved now: this gateway, or nobody after ``release``."""
+        return None if self.released else self.holder
+
     def save(self, item: WorkItem) -> int:
-        owner = None if self.released else self.holder
-        return self.db.gateway.enqueue_gateway_input(item.key, item.payload(), owner=owner)
+        return self.db.gateway.enqueue_gateway_input(item.key, item.payload(), owner=self.owner)
 
     def delete(self, queue_id: int) -> bool:
         """False when the row is no longer ours: another gateway took it over."""

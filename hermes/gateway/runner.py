@@ -460,7 +460,8 @@ class GatewayRunner:
         """
         assert self.scheduler is not None, "start() the runner first"
         if self.closing or self.scheduler.closing:
-            await asyncio.to_thread(self.queue.save, item)
+            if item.queue_id is None:  # else it is in the store already
+                item.queue_id = await asyncio.to_thread(self.queue.save, item)
             log.info("kept a %s for %s until the restart", item.kind, item.conversation_id)
             if item.sink is not None:
                 item.sink.fail(GatewayClosed())
@@ -711,6 +712,11 @@ class GatewayRunner:
             if result.user_message_uid is not None:
                 undo_turn(self.db, item.conversation_id, result.user_message_uid)
                 item.history = None  # the seeded history is stored already
+            # The question is stored again after the restart, under a new uid (the
+            # undone row keeps the one its client's retries were told of).
+            item.options = {
+                k: v for k, v in (item.options or {}).items() if k not in ("user_uid", "retried")
+            }
             item.turn = None
             item.queue_id = self.queue.save(item)
 

@@ -30,7 +30,7 @@ from hermes.agent.turn_holding import held_by_caller
 from hermes.agent.turn_options import TurnOptions
 from hermes.gateway import commands
 from hermes.gateway.hooks import TEXT_LIMIT, HookRegistry, turn_context
-from hermes.gateway.lanes import COMMAND, EVENT, RESUME, Lane, ResultSink, WorkItem
+from hermes.gateway.lanes import COMMAND, EVENT, MESSAGE, RESUME, Lane, ResultSink, WorkItem
 from hermes.gateway.messages import WorkResult
 from hermes.gateway.routing import Router, SessionKey
 from hermes.redaction import redact
@@ -207,9 +207,49 @@ class TurnRunner:
         agent.persist(transcript.new_message("assistant", INTERRUPTED_NOTICE))
         result.text = INTERRUPTED_NOTICE
 
+    def _finish_earlier_try(self, item: WorkItem, agent: Any, result: WorkResult) -> bool:
+        """A retry that took over the request of a gateway that died (``retries``):
+        the earlier try's answer when the store has it (its own, or the one a restart
+        gave its cut turn), else its stored question answered now; False when its
+        question was never stored (the turn runs as new)."""
+        options = item.options or {}
+        asked = self.db.find_message(str(options.get("user_uid")))
+        if asked is None or asked["undone"]:
+            return False
+        segment = self.db.get_session(asked["session_id"]) or {}
+        rows = [
+            m
+            for m in self.db.get_conversation_messages(segment.get("conversation_id") or "")
+            if not m["undone"] and not m["compacted"]
+        ]
+        at = next((i for i, m in enumerate(rows) if m["message_uid"] == asked["message_uid"]), -1)
+        if at < 0:
+            return False
+        answer = next(
+            (m for m in rows[at + 1 :] if m["role"] == "assistant" and not m.get("tool_calls")),
+            None,
+        )
+        if answer is not None:
+            log.info("a retry found the answer of its earlier try in %s", item.conversation_id)
+            result.text = answer["content"] or ""
+            return True
+        log.info("a retry answers the question its earlier try stored in %s", item.conversation_id)
+        out = agent.run_conversation(
+            None, resume=True, answer_uid=options.get("answer_uid"), options=turn_options(item)
+        )
+        result.text = out.get("final_response") or ""
+        result.interrupted = bool(out.get("interrupted"))
+        result.user_message_uid = asked["message_uid"]
+        result.prompt_tokens = int(out.get("prompt_tokens") or 0)
+        result.completion_tokens = int(out.get("completion_tokens") or 0)
+        return True
+
     def _run_item(self, item: WorkItem, agent: Any, result: WorkResult) -> None:
         if item.kind == RESUME:
             self._resume(item, agent, result)
+            return
+        options = item.options or {}
+        if options.get("retried") and self._finish_earlier_try(item, agent, result):
             return
         words = item.text
         if item.kind == COMMAND:
@@ -226,7 +266,6 @@ class TurnRunner:
                     _keep_exchange(agent, item, outcome.text)
                 return
             words = outcome.rerun  # /retry: the undone message, answered again
-        options = item.options or {}
         if item.kind != COMMAND and options.get("content_parts"):
             words = options["content_parts"]  # text with images: sent and stored as parts
         self._hook_turn("agent:start", item, agent, words)
@@ -236,6 +275,8 @@ class TurnRunner:
             tool_results=options.get("tool_results"),
             # The Responses API names the answer ahead: its id is known before it exists.
             answer_uid=options.get("answer_uid"),
+            # A request its client may retry names its question ahead, too (retries.py).
+            user_uid=options.get("user_uid") if item.kind == MESSAGE else None,
             options=turn_options(item),
         )
         result.text = _shown_answer(out, words)

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, TypedDict, TypeVar
 
-from hermes.state import lease
+from hermes.state import gateway_queue, lease
 from hermes.state.backend import Row, Tx
 from hermes.state.tables import Tables
 
@@ -55,28 +55,36 @@ class RunStore(Tables):
         model: str | None,
         idempotency_key: str | None = None,
         fingerprint: str | None = None,
-    ) -> tuple[dict[str, Any], bool]:
-        """Insert a queued run; (the run, True). Under an idempotency key already used:
-        (the run that key made, False), whatever this call's fingerprint."""
+        queued: Mapping[str, Any] | None = None,
+        owner: str | None = None,
+    ) -> tuple[dict[str, Any], bool, int | None]:
+        """Insert a queued run and, in the same transaction, its turn's input into
+        ``gateway_queue`` (``queued``: a work item's payload, kept for ``owner``): (the
+        run, True, the queue row's id). Under an idempotency key already used: (the run
+        that key made, False, None), whatever this call's fingerprint."""
 
-        def create(tx: Tx) -> tuple[dict[str, Any], bool]:
+        def create(tx: Tx) -> tuple[dict[str, Any], bool, int | None]:
             if idempotency_key is not None:
                 found = tx.one(
                     f"SELECT {_COLUMNS} FROM api_runs WHERE idempotency_key = ?",
                     (idempotency_key,),
                 )
                 if found is not None:
-                    return _run(found), False
+                    return _run(found), False, None
             now = time.time()
             tx.run(
                 f"INSERT INTO api_runs ({_COLUMNS}) VALUES"
-                " (?, ?, ?, 'queued', ?, ?, ?, NULL, NULL, NULL, NULL, 0, NULL, ?, ?)",
+                " (?, ?, ?, 'queued', ?, ?, ?, NULL, NULL, NULL, NULL, 0, ?, ?, ?)",
                 (run_id, conversation_id, session_key, model, idempotency_key, fingerprint,
-                 now, now),
+                 owner, now, now),
             )  # fmt: skip
+            queue_id = None
+            if queued is not None:
+                text = json.dumps(dict(queued), ensure_ascii=False)
+                queue_id = gateway_queue.enqueue(tx, session_key, text, owner, now)
             row = tx.one(f"SELECT {_COLUMNS} FROM api_runs WHERE id = ?", (run_id,))
             assert row is not None
-            return _run(row), True
+            return _run(row), True, queue_id
 
         return self._write(create)
 
@@ -113,16 +121,20 @@ class RunStore(Tables):
 
         return self._write(stop)
 
-    def fail_orphans(self, holder: str, takeover_after: float, message: str) -> list[str]:
+    def fail_orphans(
+        self, holder: str, takeover_after: float, message: str, unqueued: str | None = None
+    ) -> list[str]:
         """End the unfinished runs whose gateway is gone (a dead process on this host, or
         no heartbeat for ``takeover_after`` seconds) with a ``run.failed`` event saying
-        ``message``; returns their ids. A run kept at a graceful stop is queued, not
-        owned, so it is never one of them."""
+        ``message``; returns their ids. A queued run whose input is still in
+        ``gateway_queue`` is answered by whichever gateway takes that input, so it is
+        never one of them; one whose input is gone (its gateway died between taking
+        the input and starting the turn) fails saying ``unqueued``."""
 
         def sweep(tx: Tx) -> list[str]:
             rows = tx.all(
-                "SELECT id, owner FROM api_runs WHERE owner IS NOT NULL AND owner != ?"
-                " AND status IN ('running', 'waiting_for_approval', 'stopping')",
+                "SELECT id, owner, status FROM api_runs WHERE (owner IS NULL OR owner != ?)"
+                " AND status IN ('queued', 'running', 'waiting_for_approval', 'stopping')",
                 (holder,),
             )
             if not rows:
@@ -134,12 +146,21 @@ class RunStore(Tables):
             cutoff = tx.clock() - takeover_after
             failed = []
             for row in rows:
-                at = seen.get(row["owner"])
-                if at is None or at < cutoff or lease.holder_is_dead(row["owner"]):
-                    _append(tx, row["id"], [("run.failed", {"run_id": row["id"],
-                            "error": message, "timestamp": time.time()})],
-                            {"status": "failed", "error": message, "owner": None})  # fmt: skip
-                    failed.append(row["id"])
+                owner, at = row["owner"], seen.get(row["owner"] or "")
+                alive = at is not None and at >= cutoff and not lease.holder_is_dead(owner)
+                if owner is not None and alive:
+                    continue
+                why = message
+                if row["status"] == "queued":
+                    if _still_queued(tx, row["id"]):
+                        continue
+                    why = unqueued or message
+                elif owner is None:
+                    continue  # kept at a graceful stop: queued again before the status
+                _append(tx, row["id"], [("run.failed", {"run_id": row["id"], "error": why,
+                        "timestamp": time.time()})],
+                        {"status": "failed", "error": why, "owner": None})  # fmt: skip
+                failed.append(row["id"])
             return failed
 
         return self._write(sweep)
@@ -219,6 +240,12 @@ class RunStore(Tables):
         if not waiting:
             return [], stop
         return self._write(take)
+
+
+def _still_queued(tx: Tx, run_id: str) -> bool:
+    """The run's input waits in ``gateway_queue`` (its payload names the run; a rare
+    look, only for a run whose gateway is gone)."""
+    return tx.one("SELECT id FROM gateway_queue WHERE payload LIKE ?", (f"%{run_id}%",)) is not None
 
 
 def _append(

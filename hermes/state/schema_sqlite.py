@@ -334,6 +334,32 @@ MIGRATIONS = (
         ),
     ),
     Migration(
+        15,
+        "api_requests",
+        (
+            # Requests of the HTTP API that may be retried (hermes/state/api_requests.py):
+            # one row per (principal, key), claimed by the first try before its turn
+            # starts (the primary key decides the winner across workers and hosts), with
+            # the uids its question and answer are stored under, the gateway running it,
+            # and then its answer, which every retry gets. ``principal`` is '' for the
+            # operator's key.
+            """CREATE TABLE api_requests (
+                principal TEXT NOT NULL,
+                request_key TEXT NOT NULL,
+                token TEXT NOT NULL,
+                status TEXT NOT NULL,
+                holder TEXT,
+                user_uid TEXT NOT NULL,
+                answer_uid TEXT NOT NULL,
+                answer TEXT,
+                created_at REAL NOT NULL,
+                updated_at REAL NOT NULL,
+                PRIMARY KEY (principal, request_key)
+            )""",
+            "CREATE INDEX api_requests_age ON api_requests (updated_at)",
+        ),
+    ),
+    Migration(
         16,
         "coverage_by_stub",
         (

@@ -55,6 +55,7 @@ def forget_the_surface(store: StoreSpec) -> None:
     for table in ("api_run_inputs", "api_run_events", "api_runs"):  # migration 11's
         store.execute(f"DROP TABLE {table}")
     store.execute("DROP TABLE blobs")  # migration 13's
+    store.execute("DROP TABLE api_requests")  # migration 15's
     store.execute("ALTER TABLE segment_coverage DROP COLUMN by_stub")  # migration 16's
     store.execute("DELETE FROM schema_version WHERE version >= 10")
 

@@ -52,7 +52,7 @@ class ChatCompletions:
     """The chat-completions route of ``ApiServerAdapter`` (which it is mixed into)."""
 
     runner: GatewayRunner
-    retries: retrying.RetryMemory
+    retries: retrying.Retries
 
     def _models(self) -> list[str]:
         raise NotImplementedError  # the adapter's: the models it offers
@@ -96,17 +96,21 @@ class ChatCompletions:
         kind = None if results else side_request_kind(request.headers, text)
         if kind is not None:
             return await self._side_request(request, body, text, history, options)
-        key = retrying.request_key(request.path, request.headers, await request.read())
-        earlier = self.retries.earlier(key) if retrying.is_retry(request.headers) else None
-        if earlier is not None and (answer := await asyncio.shield(earlier)) is not None:
-            return await self._answer(request, body, *answer)  # the first try's
-        pending = retrying.Pending(self.retries, key)
+        attempt = await self.retries.attempt(request)
+        if attempt is not None and (answer := attempt.answer) is not None:
+            first = retrying.decode(answer["result"])  # the first try's
+            return await self._answer(request, body, first, answer.get("extra"))
+        if attempt is not None:
+            options.update(attempt.options())
+            if (earlier := await attempt.earlier_conversation()) is not None:
+                session, history = earlier, []  # where the earlier try's question is
         try:
-            return await self._turn(request, body, text, history, session, options, pending)
+            return await self._turn(request, body, text, history, session, options, attempt)
         except NotYourConversation as exc:
             return _error(404, str(exc), "invalid_request_error", "session_not_found")
         finally:
-            pending.close()
+            if attempt is not None:
+                attempt.close()
 
     async def _turn(
         self,
@@ -116,7 +120,7 @@ class ChatCompletions:
         history: list[dict[str, Any]],
         session: str | None,
         options: dict[str, Any],
-        pending: retrying.Pending | None = None,
+        attempt: retrying.Attempt | None = None,
     ) -> web.StreamResponse:
         command = commands.parse(text)
         if command is not None and command.name == "help" and session is None:
@@ -162,8 +166,10 @@ class ChatCompletions:
             history=history if session is None else None,
             found=found,
         )
-        if pending is not None:
-            pending.follow(sink.future, lambda result: (result, extra))
+        if attempt is not None:
+            attempt.follow(
+                sink.future, lambda result: {"result": retrying.encode(result), "extra": extra}
+            )
         if sink.stream and results:
             # Results for calls that are not open are a 400, not a failed stream.
             first = await sink.deltas.get()

@@ -33,6 +33,9 @@ LOOK_EVERY = 0.1  # seconds between looks for what callers sent a running run
 APPROVE_CHOICES = ("once", "session", "always")  # 0.19's names; each allows this command once
 CHOICES = ["once", "deny"]
 ORPHANED = "The gateway running this turn stopped before it finished; start a new run to ask again."  # what hermes offers: no standing permission from an API call
+UNSTARTED = (
+    "The gateway that took this run stopped before its turn began; start a new run to ask again."
+)
 
 
 def now() -> float:
@@ -251,7 +254,7 @@ class Runs:
     def sweep(self, takeover_after: float) -> None:
         """Fail the runs of gateways that died mid-turn (blocking: call from a thread), so
         their followers hear it; their turn is not run again."""
-        failed = self.store.fail_orphans(self.holder, takeover_after, ORPHANED)
+        failed = self.store.fail_orphans(self.holder, takeover_after, ORPHANED, UNSTARTED)
         if failed:
             log.warning("%d run(s) of a gateway that died were marked failed", len(failed))
 

@@ -111,7 +111,7 @@ class _ResponsesApi:
         self.hidden = api_hidden_sources(runner.config)
         self._unstored: set[asyncio.Task[None]] = set()
         self._continuing = asyncio.Lock()
-        self.retries = retries.RetryMemory()
+        self.retries = retries.Retries(runner)
 
     # -- POST /v1/responses ---------------------------------------------------------
 
@@ -124,13 +124,14 @@ class _ResponsesApi:
             return _problem(problem)
         if not self.runner.accepting:
             return error_response(503, str(GatewayClosed()), "server_error", "shutting_down")
-        key = retries.request_key(request.path, request.headers, await request.read())
-        earlier = self.retries.earlier(key) if retries.is_retry(request.headers) else None
-        if earlier is not None and (answer := await asyncio.shield(earlier)) is not None:
-            return await _replay(request, asked.stream, *answer)  # the first try's
-        pending = retries.Pending(self.retries, key)
+        attempt = await self.retries.attempt(request) if asked.store else None
+        if attempt is not None and (answer := attempt.answer) is not None:
+            draft = _Draft(asked, answer_uid=attempt.answer_uid)  # the first try's
+            draft.created_at = int(answer["created_at"])
+            result = retries.decode(answer["result"])
+            return await _replay(request, asked.stream, draft, result, answer["headers"])
         try:
-            return await self._respond(request, asked, session, pending)
+            return await self._respond(request, asked, session, attempt)
         except _PreviousNotFound:
             return _problem(previous_not_found(asked.previous_response_id or ""))
         except _UnknownCall as exc:
@@ -145,24 +146,33 @@ class _ResponsesApi:
         except NotYourConversation as exc:
             return error_response(404, str(exc), "invalid_request_error", "session_not_found")
         finally:
-            pending.close()
+            if attempt is not None:
+                attempt.close()
 
     async def _respond(
         self,
         request: web.Request,
         asked: ResponseRequest,
         session: str | None,
-        pending: retries.Pending | None = None,
+        attempt: retries.Attempt | None = None,
     ) -> web.StreamResponse:
-        draft = _Draft(asked, answer_uid=new_message_uid())
+        uid = attempt.answer_uid if attempt is not None else new_message_uid()
+        draft = _Draft(asked, answer_uid=uid)
         sink = ResultSink(stream=asked.stream)
         if asked.store:
-            headers = await self._submit(request, asked, draft, sink, session)
+            headers = await self._submit(request, asked, draft, sink, session, attempt)
         else:
             headers = {}
             await self._start_unstored(asked, draft, sink)
-        if pending is not None:
-            pending.follow(sink.future, lambda result: (draft, result, dict(headers)))
+        if attempt is not None:
+            attempt.follow(
+                sink.future,
+                lambda result: {
+                    "result": retries.encode(result),
+                    "headers": dict(headers),
+                    "created_at": draft.created_at,
+                },
+            )
         if asked.stream:
             return await _stream(request, draft, sink, headers, lambda: self._abandon(draft, sink))
         try:
@@ -187,13 +197,21 @@ class _ResponsesApi:
         draft: _Draft,
         sink: ResultSink,
         session: str | None,
+        attempt: retries.Attempt | None = None,
     ) -> dict[str, str]:
         """Queue a stored turn in its conversation; the answer's headers."""
+        earlier = await attempt.earlier_conversation() if attempt is not None else None
         # Deciding where a continuation goes and queueing it are one step: two requests
         # naming the same response must not both count it as the newest.
         async with self._continuing if asked.previous_uid else contextlib.nullcontext():
-            target = await self._target(request, asked, session)
+            if earlier is not None:  # where the earlier try of this request stored it
+                key, conversation, _ = await self.runner.api_conversation(earlier, resume=True)
+                target = _Target(key, conversation)
+            else:
+                target = await self._target(request, asked, session)
             item = self._item(asked, draft, sink, target.key, target.conversation, target.history)
+            if attempt is not None:
+                item.options = {**(item.options or {}), **attempt.options()}
             draft.conversation = target.conversation
             await self.runner.submit(item)
         headers = {

@@ -3,26 +3,46 @@
 A request that names itself (``Idempotency-Key`` or ``X-Request-Id``), or one that an
 OpenAI SDK marks as its own retry (``X-Stainless-Retry-Count`` above 0) with the same
 route, session header and body bytes as a request made before, gets the first one's
-answer: at once when it is known, else when the first one's turn ends. The memory is
-this gateway's, for ``WINDOW`` seconds.
+answer: at once when it is known, else when the first one's turn ends, whichever
+worker, gateway or host on the store answers it. The memory is the store's
+(``hermes.state.api_requests``), keyed by the request's principal and key: the first
+try claims the request before its turn starts; a retry waits while it runs (it looks
+every ``LOOK_EVERY`` seconds), gets its answer, or, when the gateway running it died,
+takes the request over and finishes its turn from what the store holds. Answers are
+kept ``WINDOW`` seconds.
 
-An unmarked identical body is a new request, not a retry: a chat UI's "regenerate" sends
-exactly the body of the request it regenerates, and must get a new answer.
+Only requests a client may retry are remembered: ones that name themselves, and ones
+from a client that counts its retries (an SDK sends ``X-Stainless-Retry-Count: 0`` on
+its first try). An unmarked identical body is a new request, not a retry: a chat UI's
+"regenerate" sends exactly the body of the request it regenerates, and must get a new
+answer.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
-import time
-from collections import OrderedDict
+import logging
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-WINDOW = 600.0  # seconds a finished request's answer is kept for its retries
-LIMIT = 2_000  # requests remembered at most (the oldest are forgotten first)
+from aiohttp import web
+
+from hermes.gateway.messages import WorkResult
+from hermes.state.api_requests import ANSWERED, MINE, WINDOW, Claim, RequestStore
+
+if TYPE_CHECKING:
+    from hermes.gateway.runner import GatewayRunner
+
+log = logging.getLogger(__name__)
+
+__all__ = ["WINDOW", "Attempt", "Retries", "is_retry", "request_key"]
+
 KEY_HEADERS = ("Idempotency-Key", "X-Request-Id")
 RETRY_COUNT_HEADER = "X-Stainless-Retry-Count"
+PRINCIPAL = "hermes.principal"  # the request item naming the API key's principal
+LOOK_EVERY = 0.2  # seconds between a waiting retry's looks at the store
 
 
 def request_key(path: str, headers: Mapping[str, str], body: bytes) -> str:
@@ -44,78 +64,142 @@ def is_retry(headers: Mapping[str, str]) -> bool:
     return count.isdigit() and int(count) > 0
 
 
-class RetryMemory:
-    """The answers of recent requests by key (event loop only)."""
+def may_be_retried(headers: Mapping[str, str]) -> bool:
+    """A retry of the request could come: it names itself, or its client counts retries."""
+    return any(headers.get(name) for name in KEY_HEADERS) or RETRY_COUNT_HEADER in headers
 
-    def __init__(self, window: float = WINDOW, limit: int = LIMIT) -> None:
-        self.window = window
-        self.limit = limit
-        self._answers: OrderedDict[str, tuple[float, asyncio.Future[Any]]] = OrderedDict()
 
-    def earlier(self, key: str | None) -> asyncio.Future[Any] | None:
-        """The answer (maybe still to come) of an earlier request with ``key``."""
-        if key is None:
+def encode(result: WorkResult) -> dict[str, Any]:
+    return dataclasses.asdict(result)
+
+
+def decode(data: dict[str, Any]) -> WorkResult:
+    known = {f.name for f in dataclasses.fields(WorkResult)}
+    return WorkResult(**{k: v for k, v in data.items() if k in known})
+
+
+class _ClientGone(web.HTTPClientError):
+    """The client went away while its retry waited (nobody reads this answer)."""
+
+    status_code = 499
+
+
+class Retries:
+    """The retry memory of one gateway's API server, in its store."""
+
+    def __init__(self, runner: GatewayRunner) -> None:
+        db = runner.db
+        self.store = RequestStore(db.backend, read_only=db.read_only)
+        self.runner = runner
+        self._settling: set[asyncio.Task[None]] = set()
+
+    @property
+    def takeover_after(self) -> float:
+        return self.runner.queue.takeover_after
+
+    async def attempt(self, request: web.Request) -> Attempt | None:
+        """This try's place: an answer to give again (``Attempt.answer``) or the turn to
+        run; None for a request no client retries. Waits while another try runs it."""
+        headers = request.headers
+        if not may_be_retried(headers) or self.store.read_only:
             return None
-        found = self._answers.get(key)
-        if found is None:
-            return None
-        finished_at, future = found
-        if future.done() and time.monotonic() - finished_at > self.window:
-            del self._answers[key]
-            return None
-        return future
+        principal = request.get(PRINCIPAL) or ""
+        key = request_key(request.path, headers, await request.read())
+        retry = is_retry(headers)
+        while True:
+            claim = await asyncio.to_thread(
+                self.store.claim, principal, key, self.runner.holder,
+                retry=retry, takeover_after=self.takeover_after,
+            )  # fmt: skip
+            if claim.status == MINE and claim.taken_over:
+                log.info("a retry takes over a request whose gateway is gone")
+            if claim.status != MINE and claim.status != ANSWERED:
+                claim = await self._wait(request, principal, key) or claim
+            if claim.status in (MINE, ANSWERED):
+                return Attempt(self, principal, key, claim)
 
-    def expect(self, key: str | None) -> asyncio.Future[Any] | None:
-        """A future for this request's answer, which its retries will wait on."""
-        if key is None:
-            return None
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._answers[key] = (time.monotonic(), future)
-        self._answers.move_to_end(key)
-        while len(self._answers) > self.limit:
-            self._answers.popitem(last=False)
-        return future
+    async def _wait(self, request: web.Request, principal: str, key: str) -> Claim | None:
+        """Wait while another try runs the request: its answer, or None when it is to be
+        claimed again (it ran no turn, or its gateway is gone)."""
+        while True:
+            await asyncio.sleep(LOOK_EVERY)
+            if request.transport is None or request.transport.is_closing():
+                raise _ClientGone()
+            seen = await asyncio.to_thread(self.store.look, principal, key, self.takeover_after)
+            if seen is None or seen.status == ANSWERED:
+                return seen
 
-    def settle(self, key: str | None, future: asyncio.Future[Any] | None, answer: Any) -> None:
-        """The request's answer, for its retries (kept ``window`` seconds from now)."""
-        if key is None or future is None or future.done():
-            return
-        future.set_result(answer)
-        if key in self._answers:
-            self._answers[key] = (time.monotonic(), future)
+    def settle(self, attempt: Attempt, answer: dict[str, Any] | None) -> None:
+        """Keep the answer for the retries (None: forget the try); from the loop."""
 
-    def forget(self, key: str | None, future: asyncio.Future[Any] | None) -> None:
-        """The request got no answer worth repeating (it failed before its turn ran):
-        a retry runs anew; one waiting already is told to."""
-        if key is None or future is None:
-            return
-        if self._answers.get(key, (0, None))[1] is future:
-            del self._answers[key]
-        if not future.done():
-            future.set_result(None)
+        async def write() -> None:
+            try:
+                if answer is None:
+                    await asyncio.to_thread(
+                        self.store.forget, attempt.principal, attempt.key, attempt.claim.token
+                    )
+                else:
+                    await asyncio.to_thread(
+                        self.store.settle, attempt.principal, attempt.key,
+                        attempt.claim.token, answer,
+                    )  # fmt: skip
+            except Exception:  # a retry then runs the turn's question again, once
+                log.exception("could not keep the answer of a request for its retries")
+
+        task = asyncio.ensure_future(write())
+        self._settling.add(task)
+        task.add_done_callback(self._settling.discard)
 
 
-class Pending:
-    """A request's place in the memory: its retries wait for its turn's answer; one
-    that ends without a turn is forgotten, so its retry runs anew."""
+class Attempt:
+    """One try of a request a client may retry: it replays an answer, or runs the turn
+    whose answer its retries get (``follow``); one that ends without a turn is
+    forgotten (``close``), so its retry runs anew."""
 
-    def __init__(self, memory: RetryMemory, key: str) -> None:
-        self.memory, self.key = memory, key
-        self.future = memory.expect(key)
+    def __init__(self, retries: Retries, principal: str, key: str, claim: Claim) -> None:
+        self.retries, self.principal, self.key, self.claim = retries, principal, key, claim
         self.linked = False
 
-    def follow(self, turn: asyncio.Future[Any], answer: Callable[[Any], Any]) -> None:
-        """Answer retries with ``answer(result)`` once ``turn`` has its result."""
+    @property
+    def answer(self) -> dict[str, Any] | None:
+        """The earlier try's answer, to give again (None: this try runs the turn)."""
+        return self.claim.answer if self.claim.status == ANSWERED else None
+
+    @property
+    def answer_uid(self) -> str:
+        return self.claim.answer_uid
+
+    def options(self) -> dict[str, Any]:
+        """The turn's options that store its question and answer under the claimed
+        uids (and, taken over, finish the earlier try's turn: ``turns``)."""
+        chosen = {"user_uid": self.claim.user_uid, "answer_uid": self.claim.answer_uid}
+        return {**chosen, "retried": True} if self.claim.taken_over else chosen
+
+    async def earlier_conversation(self) -> str | None:
+        """Taken over: the conversation the earlier try stored its question in."""
+        if not self.claim.taken_over:
+            return None
+        db = self.retries.runner.db
+        asked = await asyncio.to_thread(db.find_message, self.claim.user_uid)
+        if asked is None:
+            return None
+        segment = await asyncio.to_thread(db.get_session, asked["session_id"])
+        return segment["conversation_id"] if segment else None
+
+    def follow(
+        self, turn: asyncio.Future[WorkResult], answer: Callable[[WorkResult], dict[str, Any]]
+    ) -> None:
+        """Keep ``answer(result)`` for the retries once ``turn`` has its result."""
         self.linked = True
 
-        def settle(done: asyncio.Future[Any]) -> None:
+        def settle(done: asyncio.Future[WorkResult]) -> None:
             if done.cancelled() or done.exception() is not None:
-                self.memory.forget(self.key, self.future)
+                self.retries.settle(self, None)
             else:
-                self.memory.settle(self.key, self.future, answer(done.result()))
+                self.retries.settle(self, answer(done.result()))
 
         turn.add_done_callback(settle)
 
     def close(self) -> None:
-        if not self.linked:
-            self.memory.forget(self.key, self.future)
+        if not self.linked and self.answer is None:
+            self.retries.settle(self, None)

@@ -108,17 +108,6 @@ class _RunsApi:
         except NotYourConversation as exc:
             return error_response(404, str(exc), "invalid_request_error", "session_not_found")
         run_id = f"run_{uuid.uuid4().hex}"
-        run, made = await asyncio.to_thread(
-            self.store.create,
-            run_id,
-            conversation_id=conversation,
-            session_key=route,
-            model=options["model"],
-            idempotency_key=key,
-            fingerprint=fingerprint,
-        )
-        if not made:  # another request under the same key won the race
-            return _replay(run, fingerprint)
         options["run_id"] = run_id
         item = WorkItem(
             kind=MESSAGE,
@@ -129,6 +118,21 @@ class _RunsApi:
             history=history if created and history else None,
             options=options,
         )
+        # The run and its queued input are one transaction: a crash at any moment
+        # leaves both (the next gateway to start answers it) or neither.
+        run, made, item.queue_id = await asyncio.to_thread(
+            self.store.create,
+            run_id,
+            conversation_id=conversation,
+            session_key=route,
+            model=options["model"],
+            idempotency_key=key,
+            fingerprint=fingerprint,
+            queued=item.payload(),
+            owner=self.runner.queue.owner,
+        )
+        if not made:  # another request under the same key won the race
+            return _replay(run, fingerprint)
         await self.runner.submit(item)
         return web.json_response(_started(run), status=202)
 

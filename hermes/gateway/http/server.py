@@ -63,7 +63,7 @@ class ApiServerAdapter(ChatCompletions, Adapter):
         self.app_runner: web.AppRunner | None = None
         self.port: int | None = None
         self.url = ""
-        self.retries = retries.RetryMemory()
+        self.retries = retries.Retries(runner)
 
     # -- life -------------------------------------------------------------------------
 

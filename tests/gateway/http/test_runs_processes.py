@@ -4,10 +4,16 @@ Idempotency-Key still names it; a second gateway serves a run the first one runs
 
 from __future__ import annotations
 
+import random
+import threading
+import time
+from typing import Any
+
+import aiohttp
 import pytest
 
 from hermes.state import SessionDB
-from tests.fakes.llm_server import hang, stall
+from tests.fakes.llm_server import hang, stall, text
 from tests.gateway.harness import stored_api_key, wait_for
 from tests.gateway.processes import Gateway, free_port
 from tests.gateway.run_calls import events, request, wait_status
@@ -109,3 +115,58 @@ def test_a_run_whose_gateway_died_ends_failed_for_its_followers(
     assert "stopped before it finished" in failed["error"]
     assert events(url, key, run_id)[-1][1]["event"] == "run.failed"
     survivor.terminate()
+
+
+@pytest.mark.timeout(900)  # 17 gateway starts
+def test_runs_cut_by_sigkill_at_any_moment_all_end_answered_or_failed(
+    configured_store: StoreSpec, run_gateway, fake_llm
+) -> None:
+    """POST a run and SIGKILL the gateway 0-400 ms after sending it, then start it
+    again: 16 times. Then no run in the store stays queued or running: each is answered
+    once, or failed saying why."""
+    fake_llm.responder = lambda body: text("answered", delay=0.1)
+    pause = random.Random(49)
+    for n in range(16):
+        gateway, url = _serve(run_gateway)
+        key = stored_api_key()
+        post = threading.Thread(target=_post_run, args=(url, key, f"run {n}"))
+        post.start()
+        time.sleep(pause.uniform(0, 0.4))
+        gateway.proc.kill()
+        gateway.proc.wait(10)
+        post.join(30)
+
+    last, url = _serve(run_gateway)
+    runs = wait_for(lambda: _runs(configured_store, ended=True), timeout=60, interval=0.5)
+    assert len(runs) >= 8  # most POSTs made their run before the kill
+    for run in runs:
+        words = _standing(configured_store, run["conversation_id"])
+        if run["status"] == "completed":
+            assert run["output"] == "answered"
+            assert words.count("answered") == 1, words  # answered once
+        else:
+            assert run["status"] == "failed" and "stopped before" in run["error"], run
+    last.terminate()
+
+
+def _post_run(url: str, key: str, words: str) -> None:
+    try:
+        request(url, key, "POST", "/v1/runs", json={"input": words})
+    except aiohttp.ClientError:
+        pass  # killed before it answered: the run may exist or not
+
+
+def _runs(spec: StoreSpec, *, ended: bool) -> list[dict[str, Any]] | None:
+    """Every run in the store; with ``ended``, None while one is not completed or failed."""
+    db: SessionDB = spec.open()
+    try:
+        rows = db.backend.transact(
+            lambda tx: tx.all("SELECT id, status, error, output, conversation_id FROM api_runs"),
+            write=False,
+        )
+    finally:
+        db.close()
+    found = [dict(row) for row in rows]
+    if ended and any(run["status"] not in ("completed", "failed") for run in found):
+        return None
+    return found
