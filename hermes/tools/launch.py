@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from hermes.tools import sandbox
+from hermes.tools import sandbox, workspaces
 from hermes.tools._environment import command_environment
 from hermes.tools._limits import Limits, limits_of
 from hermes.tools.registry import ToolError
@@ -55,6 +55,9 @@ def launch_for(ctx: ToolContext, cwd: Path) -> Launch:
 def _check_visible(ctx: ToolContext, cwd: Path) -> None:
     home = Path(ctx.hermes_home).resolve()
     real = cwd.resolve()
+    own = workspaces.carved_out(ctx)  # a gateway user's workspace in $HERMES_HOME/workspaces
+    if own is not None and (real == own or own in real.parents):
+        return
     if real == home or home in real.parents:
         raise ToolError(
             f"Refused: {cwd} is inside hermes's home ({ctx.hermes_home}), which commands "

@@ -7,7 +7,9 @@ on every surface: an interactive one asks the user, any other refuses. ``.env`` 
 the API key file hold secrets and are never readable by the file tools. Every check
 runs on the path with symlinks resolved (``os.path.realpath``), so a link elsewhere
 cannot lead around it. ``tools.workspace``, when set, is a root outside which the file
-tools refuse to read or write at all.
+tools refuse to read or write at all; on a gateway each user's own workspace is that root
+(``workspaces``), and one kept in ``$HERMES_HOME/workspaces`` is the one part of
+hermes's home its user's tools reach.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from hermes.tools import workspaces
 from hermes.tools.registry import ToolError
 from hermes.tools.sandbox import CREDENTIALS
 
@@ -45,7 +48,7 @@ def secret_reason(path: Path, ctx: ToolContext) -> str | None:
     the store with every user's messages), the user's credential stores (``~/.ssh``
     ...) and a store file configured elsewhere: what the sandbox hides from commands."""
     real = _real(path)
-    if _inside(real, _real(ctx.hermes_home)):
+    if _inside(real, _real(ctx.hermes_home)) and not _in_own_workspace(real, ctx):
         return f"{path} is in hermes's home, which holds its secrets and is never readable by tools"
     user_home = _real(Path.home())
     for name in CREDENTIALS:
@@ -72,7 +75,7 @@ def protected_reason(path: Path, ctx: ToolContext) -> str | None:
     """Why writing ``path`` needs approval, or None when it is an ordinary file."""
     real = _real(path)
     user_home = _real(Path.home())
-    if _inside(real, _real(ctx.hermes_home)):
+    if _inside(real, _real(ctx.hermes_home)) and not _in_own_workspace(real, ctx):
         return f"writes inside hermes's own home ({ctx.hermes_home}: config, keys, state, logs)"
     if _inside(real, user_home / ".ssh"):
         return "writes to ~/.ssh (login keys)"
@@ -88,8 +91,8 @@ def check_workspace(path: Path, ctx: ToolContext) -> None:
     root = _workspace(ctx)
     if root is not None and not _inside(_real(path), root):
         raise ToolError(
-            f"Refused: {path} is outside the workspace (tools.workspace); work on files "
-            "inside it, or ask the user to widen tools.workspace in config.yaml."
+            f"Refused: {path} is outside the workspace ({root}); work on files inside it, "
+            "or ask the user to widen tools.workspace in config.yaml."
         )
 
 
@@ -131,8 +134,10 @@ def authorize_write(path: Path, ctx: ToolContext) -> None:
 
 
 def _workspace(ctx: ToolContext) -> Path | None:
-    try:
-        value = ctx.setting("tools.workspace")
-    except KeyError:
-        return None
-    return _real(Path(str(value)).expanduser()) if value else None
+    return workspaces.boundary(ctx)
+
+
+def _in_own_workspace(real: Path, ctx: ToolContext) -> bool:
+    """``real`` lies in the gateway user's workspace kept in ``$HERMES_HOME/workspaces``."""
+    own = workspaces.carved_out(ctx)
+    return own is not None and _inside(real, own)

@@ -16,7 +16,8 @@ and background processes run under bubblewrap, where
   read or signal), no capabilities, and dies with hermes (``--die-with-parent``); when
   its first process ends, the kernel ends every process left in the namespace, so
   nothing (not even a ``setsid`` child) outlives its command;
-- the network is shared or not by ``terminal.network``.
+- the network is shared or not by ``terminal.network`` (``network_on``: unset, it is on
+  in the terminal chat and off for the turns of gateway and API users).
 
 Why bubblewrap rather than Landlock: bubblewrap is a small, audited setuid-free
 program packaged by every distribution (Debian ``bubblewrap``) that gives us mount,
@@ -44,6 +45,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import hermes
+from hermes.tools import workspaces
 
 if TYPE_CHECKING:
     from hermes.tools.registry import ToolContext
@@ -166,16 +168,26 @@ def _warn_once(detail: str) -> None:
 
 
 def workspace(ctx: ToolContext) -> Path:
-    """The folder tools may write: ``tools.workspace`` if set, else the working directory."""
-    value = ctx.setting("tools.workspace")
-    return Path(str(value)).expanduser() if value else ctx.cwd
+    """The folder tools may write: a gateway user's own, else ``tools.workspace`` if set,
+    else the working directory (``workspaces``)."""
+    return workspaces.workspace(ctx)
+
+
+def network_on(ctx: ToolContext) -> bool:
+    """Whether the command shares the host's network: ``terminal.network`` when set (a
+    list of hosts turns it on whole: nothing filters by host yet), else on in the
+    terminal chat and off for a gateway user's turns (text from strangers drives them)."""
+    value = ctx.setting("terminal.network")
+    if value is None:
+        return not workspaces.per_user(ctx.source)
+    return bool(value)
 
 
 def command_prefix(ctx: ToolContext, cwd: Path) -> list[str]:
     """The bwrap argv that runs a command in ``cwd`` inside the sandbox (then the command)."""
     home = Path.home()
     args = [shutil.which(BWRAP) or BWRAP, *_ISOLATION]
-    if ctx.setting("terminal.network"):
+    if network_on(ctx):
         args.append("--share-net")
     args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
     for path in _existing([workspace(ctx), *_configured(ctx, "terminal.writable_paths")]):
@@ -183,17 +195,29 @@ def command_prefix(ctx: ToolContext, cwd: Path) -> list[str]:
             args += ["--bind", str(path), str(path)]
     for path in _existing(_read_only_paths(home)):
         args += ["--ro-bind", str(path), str(path)]
-    for path in _existing(_hidden_paths(ctx, home)):
+    hidden = _existing(_hidden_paths(ctx, home))
+    for path in hidden:
         args += _hide(path)
+    # A gateway user's workspace inside a hidden folder ($HERMES_HOME/workspaces, the
+    # other users' workspaces) is bound back, before the folder above it turns read-only.
+    for path in _existing([p for p in [workspaces.carved_out(ctx)] if p is not None]):
+        args += ["--bind", str(path), str(path)]
+    for path in hidden:
+        if _is_folder(path):
+            # Empty and read-only: a write there fails loudly, not vanishing with the command.
+            args += ["--remount-ro", str(path)]
     args += ["--chdir", str(cwd), "--"]
     return args
 
 
 def _hide(path: Path) -> list[str]:
-    if path.is_dir() and not path.is_symlink():
-        # Empty and read-only: a write there fails loudly instead of vanishing with the command.
-        return ["--perms", "0555", "--tmpfs", str(path), "--remount-ro", str(path)]
+    if _is_folder(path):
+        return ["--perms", "0555", "--tmpfs", str(path)]  # made read-only after the binds
     return ["--ro-bind", "/dev/null", str(path)]
+
+
+def _is_folder(path: Path) -> bool:
+    return path.is_dir() and not path.is_symlink()
 
 
 def _read_only_paths(home: Path) -> list[Path]:
@@ -209,6 +233,9 @@ def _read_only_paths(home: Path) -> list[Path]:
 
 def _hidden_paths(ctx: ToolContext, home: Path) -> list[Path]:
     paths = [ctx.hermes_home, *(home / name for name in CREDENTIALS)]
+    others = workspaces.others(ctx)  # every gateway user's workspace: only one's own is seen
+    if others is not None:
+        paths.append(others)
     paths += [Path(p) for p in _SOCKETS]
     paths += _store_files(ctx)
     paths += _configured(ctx, "terminal.hidden_paths")

@@ -4,6 +4,7 @@
 ``/api/jobs/{job_id}/pause|resume|run``, with 0.19's bodies: ``{"jobs": [...]}``,
 ``{"job": {...}}``, ``{"ok": true}`` and ``{"error": "..."}``. Every gateway on the
 store serves the same jobs; whichever gateway's scheduler takes a run, it runs once.
+Jobs are the operator's: an API principal (``gateway.api_keys``) gets a 403 here.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from aiohttp import web
 from hermes.cron import CronStore, check_target, parse
 from hermes.cron.shape import as_019, schedule_text
 from hermes.errors import HermesError
+from hermes.gateway.http import caller
+from hermes.gateway.http.guard import Handler
 
 _JOB_ID = re.compile(r"[a-f0-9]{12}")
 _UPDATABLE = {"name", "schedule", "prompt", "deliver", "skills", "skill", "enabled"}
@@ -26,14 +29,27 @@ MAX_PROMPT = 5000
 
 def add_routes(app: web.Application, store: CronStore) -> None:
     api = _JobsApi(store)
-    app.router.add_get("/api/jobs", api.list)
-    app.router.add_post("/api/jobs", api.create)
-    app.router.add_get("/api/jobs/{job_id}", api.get)
-    app.router.add_patch("/api/jobs/{job_id}", api.update)
-    app.router.add_delete("/api/jobs/{job_id}", api.delete)
-    app.router.add_post("/api/jobs/{job_id}/pause", api.pause)
-    app.router.add_post("/api/jobs/{job_id}/resume", api.resume)
-    app.router.add_post("/api/jobs/{job_id}/run", api.run)
+    app.router.add_get("/api/jobs", _operator_only(api.list))
+    app.router.add_post("/api/jobs", _operator_only(api.create))
+    app.router.add_get("/api/jobs/{job_id}", _operator_only(api.get))
+    app.router.add_patch("/api/jobs/{job_id}", _operator_only(api.update))
+    app.router.add_delete("/api/jobs/{job_id}", _operator_only(api.delete))
+    app.router.add_post("/api/jobs/{job_id}/pause", _operator_only(api.pause))
+    app.router.add_post("/api/jobs/{job_id}/resume", _operator_only(api.resume))
+    app.router.add_post("/api/jobs/{job_id}/run", _operator_only(api.run))
+
+
+def _operator_only(handler: Handler) -> Handler:
+    """Scheduled jobs run as the operator and reach any chat: no principal's business."""
+
+    async def only(request: web.Request) -> web.StreamResponse:
+        if request.get(caller.REQUEST_ITEM) is not None:
+            return _error(
+                403, "Scheduled jobs are the operator's: use the operator's key (gateway.api_key)."
+            )
+        return await handler(request)
+
+    return only
 
 
 def _error(status: int, message: str) -> web.Response:

@@ -19,6 +19,8 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from hermes.gateway.http import caller
+
 WINDOW = 600.0  # seconds a finished request's answer is kept for its retries
 LIMIT = 2_000  # requests remembered at most (the oldest are forgotten first)
 KEY_HEADERS = ("Idempotency-Key", "X-Request-Id")
@@ -27,8 +29,9 @@ RETRY_COUNT_HEADER = "X-Stainless-Retry-Count"
 
 def request_key(path: str, headers: Mapping[str, str], body: bytes) -> str:
     """What names a request for its retries: its own key when it gives one, else its
-    route, session header and body bytes."""
-    scope = f"{path}\0{headers.get('X-Hermes-Session-Id', '')}\0"
+    route, session header and body bytes; each within its principal's (another
+    principal's key names another request)."""
+    scope = f"{caller.principal() or ''}\0{path}\0{headers.get('X-Hermes-Session-Id', '')}\0"
     for name in KEY_HEADERS:
         given = headers.get(name)
         if given:
