@@ -37,8 +37,15 @@ def obedient(body: dict[str, Any]) -> Reply | None:
     return None
 
 
-def configure(home: Path, llm_url: str, telegram: FakeTelegram, **terminal: Any) -> None:
-    """config.yaml: the operator's key, alice's and bob's, Telegram users 42 and 7."""
+def configure(
+    home: Path,
+    llm_url: str,
+    telegram: FakeTelegram,
+    tools: dict[str, Any] | None = None,
+    **terminal: Any,
+) -> None:
+    """config.yaml: the operator's key, alice's and bob's, Telegram users 42 and 7
+    (``tools`` and ``terminal`` settings added)."""
     gateway = {
         "api_key": OPERATOR_KEY,
         "api_keys": dict(KEYS),
@@ -51,7 +58,7 @@ def configure(home: Path, llm_url: str, telegram: FakeTelegram, **terminal: Any)
             }
         },
     }
-    write_config(home, llm_url, gateway=gateway, terminal=terminal)
+    write_config(home, llm_url, gateway=gateway, terminal=terminal, tools=tools or {})
 
 
 class Running:

@@ -44,13 +44,26 @@ def fake_home() -> Iterator[Path]:
     shutil.rmtree(path, ignore_errors=True)
 
 
+@pytest.fixture(params=["in-hermes-home", "tools.workspace"])
+def workspaces(request: pytest.FixtureRequest, hermes_home: Path) -> Iterator[Path]:
+    """Where the users' workspaces are: ``$HERMES_HOME/workspaces`` (hidden from commands
+    with the rest of the home), or a ``tools.workspace`` of the operator's outside /tmp."""
+    if request.param == "in-hermes-home":
+        yield hermes_home / "workspaces"
+        return
+    path = Path(tempfile.mkdtemp(prefix="hermes-workspaces-", dir="/var/tmp"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
 def test_a_user_cannot_read_another_users_workspace(
-    hermes_home: Path, fake_llm, run_gateway, telegram: FakeTelegram
+    hermes_home: Path, fake_llm, run_gateway, telegram: FakeTelegram, workspaces: Path
 ) -> None:
     fake_llm.responder = obedient
-    configure(hermes_home, fake_llm.url, telegram)
+    tools = {} if workspaces == hermes_home / "workspaces" else {"workspace": str(workspaces)}
+    configure(hermes_home, fake_llm.url, telegram, tools=tools)
     gateway = start(run_gateway, telegram)
-    own = hermes_home / "workspaces" / "telegram" / "u-42"
+    own = workspaces / "telegram" / "u-42"
 
     said = gateway.telegram_says(42, f"RUN: echo {PRIVATE} > notes.txt && pwd")
     assert str(own) in said  # 42's commands run in 42's own folder
@@ -59,7 +72,7 @@ def test_a_user_cannot_read_another_users_workspace(
 
     theirs = own / "notes.txt"
     by_terminal = gateway.telegram_says(
-        7, f"RUN: cat {theirs}; cat ../u-42/notes.txt; ls -R {hermes_home / 'workspaces'}"
+        7, f"RUN: cat {theirs}; cat ../u-42/notes.txt; grep -r {PRIVATE} {workspaces}"
     )
     assert "RESULT<<" in by_terminal and PRIVATE not in by_terminal
     by_file_tool = gateway.telegram_says(7, f"READ: {theirs}")
@@ -67,7 +80,7 @@ def test_a_user_cannot_read_another_users_workspace(
 
     # An API principal is a user like the others: its own folder, on the platform 'api'.
     answer, _ = gateway.chat("alice", "RUN: pwd")
-    assert str(hermes_home / "workspaces" / "api" / "u-alice") in answer
+    assert str(workspaces / "api" / "u-alice") in answer
 
 
 def test_a_gateway_started_in_a_home_leaves_the_home_unwritable(
