@@ -91,8 +91,8 @@ def check_workspace(path: Path, ctx: ToolContext) -> None:
     root = _workspace(ctx)
     if root is not None and not _inside(_real(path), root):
         raise ToolError(
-            f"Refused: {path} is outside the workspace ({root}); work on files inside it, "
-            "or ask the user to widen tools.workspace in config.yaml."
+            f"Refused: {path} is outside the workspace (tools.workspace); work on files "
+            "inside it, or ask the user to widen tools.workspace in config.yaml."
         )
 
 
