@@ -76,19 +76,24 @@ def boundary(ctx: ToolContext) -> Path | None:
 
 
 def carved_out(ctx: ToolContext) -> Path | None:
-    """A gateway user's workspace inside the hidden folders (``$HERMES_HOME``, the other
-    users' workspaces): reachable by that user's tools although the rest is hidden."""
+    """A gateway user's workspace inside a hidden folder (``$HERMES_HOME/workspaces``,
+    the other users' workspaces): reachable by that user's tools although the folder
+    around it is hidden. Only a folder strictly inside one of those qualifies, never
+    ``$HERMES_HOME`` itself or a part of it holding anything else."""
     if not per_user(ctx.source):
         return None
     real = Path(os.path.realpath(ctx.cwd))
-    hidden = (Path(os.path.realpath(ctx.hermes_home)), base(ctx.config, ctx.hermes_home))
-    return real if any(folder in real.parents for folder in hidden) else None
+    holders = (Path(os.path.realpath(ctx.hermes_home)) / FOLDER, base(ctx.config, ctx.hermes_home))
+    return real if any(folder in real.parents for folder in holders) else None
 
 
 def others(ctx: ToolContext) -> Path | None:
     """The folder of every user's workspace, hidden from a gateway user's commands (their
-    own is bound back in)."""
+    own is bound back in); None when there is nothing to hide it from."""
     if not per_user(ctx.source):
         return None
     folder = base(ctx.config, ctx.hermes_home)
-    return None if folder == Path("/") else folder
+    real = Path(os.path.realpath(ctx.cwd))
+    if folder == Path("/") or real == folder or real in folder.parents:
+        return None  # a working directory given by the caller holds the whole folder
+    return folder

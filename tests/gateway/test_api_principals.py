@@ -138,6 +138,27 @@ def test_a_principal_reaches_none_of_anothers_conversations_and_runs(running: Ru
     assert status == 202 and body["run_id"] != run_id and "Idempotency-Replayed" not in headers
     _run_done(running, "bob", body["run_id"])
 
+    # Her whole history, sent without a session id, is no way into her conversation.
+    history = [
+        {"role": "user", "content": f"remember {SECRET}"},
+        {"role": "assistant", "content": "noted"},
+        {"role": "user", "content": f"and again {SECRET}"},
+        {"role": "assistant", "content": "noted"},
+        {"role": "user", "content": "and the secret was?"},
+    ]
+    status, _, headers = running.call(
+        "bob", "POST", "/v1/chat/completions", json={"model": "fake-model", "messages": history}
+    )
+    assert status == 200 and headers["X-Hermes-Session-Id"] != conversation
+    assert "X-Hermes-Branched-From" not in headers
+
+    # Nor is her chat completion's Idempotency-Key his: he gets an answer of his own.
+    ask = {"model": "fake-model", "messages": [{"role": "user", "content": "hi"}]}
+    keyed = {"Idempotency-Key": "chat-key-1"}
+    _, _, hers = running.call("alice", "POST", "/v1/chat/completions", json=ask, headers=keyed)
+    status, _, his = running.call("bob", "POST", "/v1/chat/completions", json=ask, headers=keyed)
+    assert status == 200 and his["X-Hermes-Session-Id"] != hers["X-Hermes-Session-Id"]
+
     # Nothing bob did reached alice's conversation.
     status, messages, _ = running.call("alice", "GET", f"/api/sessions/{conversation}/messages")
     assert status == 200

@@ -49,10 +49,6 @@ def principal() -> str | None:
     return _principal.get()
 
 
-def set_principal(name: str | None) -> None:
-    _principal.set(name)
-
-
 def mark(request: web.Request, name: str | None) -> None:
     """Set the request's principal: ``request["hermes.principal"]`` for handlers, and the
     context variable for what they call."""
