@@ -582,13 +582,13 @@ class GatewayRunner:
         key, conversation, _ = await self.api_conversation(session_id)
 
         def create() -> str:
-            # The new conversation belongs to whoever the old one did.
+            # An API principal's new conversation is that principal's, as the old one was.
             root = self.db.get_session(conversation) or {}
-            return self.db.create_session(
-                source=root.get("source") or API_SERVER,
-                session_key=key,
-                user_id=root.get("user_id"),
-            )
+            if root.get("source") == API_PRINCIPALS:
+                return self.db.create_session(
+                    source=API_PRINCIPALS, session_key=key, user_id=root.get("user_id")
+                )
+            return self.db.create_session(source=API_SERVER, session_key=key)
 
         fresh = await asyncio.to_thread(self.router.reset, key, create, platform=API_SERVER)
         self._api_conversations.pop((caller.principal(), session_id), None)
