@@ -101,7 +101,10 @@ SCHEMA: dict[str, tuple[tuple[type | None, ...], Any]] = {
     # The OS sandbox of tool commands (hermes/tools/sandbox.py): auto, bwrap (required), off.
     # (YAML reads a bare `off` as false, which means off too.)
     "terminal.sandbox": ((str, bool), "auto"),
-    "terminal.network": ((bool,), True),
+    # Tool commands' network: true, false, or a list of hosts (which turns it on whole:
+    # there is no filtering proxy yet). Unset: on in the terminal chat, off for the turns
+    # of gateway and API users (hermes/tools/sandbox.py).
+    "terminal.network": ((bool, list, None), None),
     # More folders commands may write besides the workspace, and more they may not see.
     "terminal.writable_paths": ((list,), []),
     "terminal.hidden_paths": ((list,), []),
@@ -120,6 +123,9 @@ SCHEMA: dict[str, tuple[tuple[type | None, ...], Any]] = {
     "gateway.platforms": ((dict,), {}),
     "gateway.max_concurrent_turns": ((int,), 8),
     "gateway.api_key": ((str, None), None),
+    # One bearer key per API caller, each its own principal (hermes/gateway/settings.py):
+    # {name: "key"} or {name: {key_file: path}}.
+    "gateway.api_keys": ((dict,), {}),
     "gateway.group_per_user": ((bool,), False),
     # Whose conversations a gateway user's session_search and the sessions API see:
     # "user" (their own, on their platform) or "all" (hermes/gateway/settings.py).
@@ -321,6 +327,9 @@ def register_secrets(config: Config, home: Path | None = None) -> None:
         for option, value in (options if isinstance(options, Mapping) else {}).items():
             if option in redaction.SECRET_FIELDS and isinstance(value, str):
                 redaction.register(value)
+    for value in (config.get("gateway.api_keys") or {}).values():  # the principals' keys
+        if isinstance(value, str):
+            redaction.register(value)
 
 
 @dataclass

@@ -192,6 +192,8 @@ def mask_fields(key: str, value: Any) -> Any:
         return {k: mask_fields(f"{key}.{k}", v) for k, v in value.items()}
     if field in SECRET_FIELDS and value:
         return MASK
+    if key.rsplit(".", 2)[-2:-1] == ["api_keys"] and isinstance(value, str | int) and value:
+        return MASK  # gateway.api_keys.<name>: a principal's key itself
     if isinstance(value, str):
         return mask_url(value)
     return value

@@ -5,7 +5,7 @@
     │   └── MissingExtraError    its library is not installed (.extra)
     ├── NotConnected             a reply went to a platform that is not connected
     ├── GatewayClosed            the gateway is shutting down; the input was kept
-    └── NotYourConversation      an API caller named a chat platform's conversation
+    └── NotYourConversation      an API caller named a conversation that is not its own
 
 The CLI turns any of them into one line on stderr and a non-zero exit.
 """
@@ -62,11 +62,19 @@ class GatewayClosed(GatewayError):
 
 
 class NotYourConversation(GatewayError):
-    """An API caller named a conversation that belongs to a chat platform's user."""
+    """An API caller named a conversation that belongs to someone else: a chat
+    platform's user, or (for an API principal) anyone but itself."""
 
-    def __init__(self, session_id: str, source: str) -> None:
+    def __init__(self, session_id: str, source: str, principal: str | None = None) -> None:
         self.session_id = session_id
         self.source = source
+        if principal is not None:
+            # Said as for an id nobody holds: whose it is stays unsaid.
+            super().__init__(
+                f"No conversation of yours holds session '{session_id}'. Leave out "
+                "X-Hermes-Session-Id to start a new one."
+            )
+            return
         super().__init__(
             f"Session '{session_id}' is a {source} conversation, which belongs to its "
             f"{source} user: the API can continue only its own conversations. Leave out "

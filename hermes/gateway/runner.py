@@ -56,6 +56,7 @@ from hermes.gateway.lanes import (
 from hermes.gateway.messages import IncomingMessage, Origin, WorkResult
 from hermes.gateway.routing import Router, SessionKey
 from hermes.gateway.settings import (
+    API_PRINCIPALS,
     API_SERVER,
     CHAT_PLATFORMS,
     PLATFORMS,
@@ -70,6 +71,7 @@ from hermes.gateway.turns import AgentFactory, TurnRunner, undo_turn
 from hermes.redaction import register
 from hermes.state.errors import StateError
 from hermes.state.history import HistoryMatch
+from hermes.tools import workspaces
 
 if TYPE_CHECKING:
     from hermes.agent.model.protocol import ModelFactory
@@ -184,7 +186,8 @@ class GatewayRunner:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._executor: ThreadPoolExecutor | None = None
         self._background: set[asyncio.Task[Any]] = set()
-        self._api_conversations: dict[str, tuple[str, str]] = {}
+        # (principal, id named) -> (session key, conversation)
+        self._api_conversations: dict[tuple[str | None, str], tuple[str, str]] = {}
         self._order = _KeyOrder()
         self._stopped = asyncio.Event()
         self._heartbeat: asyncio.Task[None] | None = None
@@ -521,15 +524,20 @@ class GatewayRunner:
         conversation its key routes to now (after ``/new``, the new one), or with
         ``resume`` that segment's own conversation, which the key then routes to again.
         """
-        if not resume and session_id is not None and session_id in self._api_conversations:
-            key, conversation = self._api_conversations[session_id]
+        # Remembered per principal: another principal's id must be looked at again.
+        remembered = (caller.principal(), session_id)
+        if not resume and session_id is not None and remembered in self._api_conversations:
+            key, conversation = self._api_conversations[remembered]
             return key, conversation, False
         key, conversation, created = await asyncio.to_thread(
             self._open_api_conversation, session_id, resume
         )
         if len(self._api_conversations) > 100_000:
             self._api_conversations.clear()
-        self._api_conversations[session_id or conversation] = (key, conversation)
+        self._api_conversations[(caller.principal(), session_id or conversation)] = (
+            key,
+            conversation,
+        )
         return key, conversation, created
 
     async def api_stateless_conversation(
@@ -544,9 +552,10 @@ class GatewayRunner:
         or a conversation that went on after it (an edited or regenerated message): a
         branch of it at the last message in common, holding the rest of the history.
         Nothing stored: a new conversation seeded with the history. Only the caller's
-        own conversations count (its X-Hermes-Session-Key, or none for callers without).
+        own conversations count (its principal's; the operator's of its
+        X-Hermes-Session-Key, or none for callers without).
         """
-        match = await asyncio.to_thread(self.db.find_history, history, user_id=caller.session_key())
+        match = await asyncio.to_thread(self._find_history, history)
         if match is not None and match.latest and match.matched == len(history):
             key, conversation, _ = await self.api_conversation(match.conversation_id)
             return StatelessConversation(key, conversation)
@@ -558,15 +567,15 @@ class GatewayRunner:
         """The conversation whose open tool calls a request without X-Hermes-Session-Id
         answers: the one its ``history`` (the messages before the calls) ends at, the
         calls being the newest thing in it; None when no conversation does."""
-        match = (
-            await asyncio.to_thread(self.db.find_history, history, user_id=caller.session_key())
-            if history
-            else None
-        )
+        match = await asyncio.to_thread(self._find_history, history) if history else None
         if match is None or not match.latest or match.matched != len(history):
             return None
         key, conversation, _ = await self.api_conversation(match.conversation_id)
         return StatelessConversation(key, conversation)
+
+    def _find_history(self, history: list[dict[str, Any]]) -> HistoryMatch | None:
+        """``db.find_history`` among the current caller's own conversations."""
+        return self.db.find_history(history, user_id=caller.user_id(), source=caller.source())
 
     def _start_stateless_conversation(
         self, history: list[dict[str, Any]], match: HistoryMatch | None
@@ -585,13 +594,19 @@ class GatewayRunner:
         """``/new`` over the API: the key of ``session_id`` routes to a new conversation."""
         if session_id is None:
             return (await self.api_conversation(None))[1]
-        key, _, _ = await self.api_conversation(session_id)
+        key, conversation, _ = await self.api_conversation(session_id)
 
         def create() -> str:
+            # An API principal's new conversation is that principal's, as the old one was.
+            root = self.db.get_session(conversation) or {}
+            if root.get("source") == API_PRINCIPALS:
+                return self.db.create_session(
+                    source=API_PRINCIPALS, session_key=key, user_id=root.get("user_id")
+                )
             return self.db.create_session(source=API_SERVER, session_key=key)
 
         fresh = await asyncio.to_thread(self.router.reset, key, create, platform=API_SERVER)
-        self._api_conversations.pop(session_id, None)
+        self._api_conversations.pop((caller.principal(), session_id), None)
         return fresh
 
     def _open_api_conversation(
@@ -602,11 +617,11 @@ class GatewayRunner:
         if session_id is not None:
             segment = self.db.get_session(session_id)
             if segment is not None:
-                if segment.get("source") in api_hidden_sources(self.config):
-                    raise NotYourConversation(session_id, segment["source"])
+                if not caller.may_see(segment, api_hidden_sources(self.config)):
+                    raise NotYourConversation(session_id, segment["source"], caller.principal())
                 conversation = segment["conversation_id"]
                 key = segment.get("session_key") or ""
-                if key.split(":", 1)[0] not in PLATFORMS:
+                if key.split(":", 1)[0] not in (*PLATFORMS, API_PRINCIPALS):
                     key = f"{API_SERVER}:{conversation}"  # e.g. a conversation of the CLI
                 tip = self.db.resolve_tip(conversation)
                 if resume:
@@ -615,18 +630,16 @@ class GatewayRunner:
                     # The key was routed on (``/new``): a stale header follows it.
                     conversation = self.router.current_conversation(key) or conversation
                 return key, conversation, False
+        # A principal's conversations are keyed ``api:<id>``: their turns run as that user.
+        source, user = caller.source(), caller.user_id()
         if session_id is None:  # a fresh id: no other request can race for its key
             fresh = new_session_id()
-            key = f"{API_SERVER}:{fresh}"
-            self.db.create_session(
-                fresh, source=API_SERVER, session_key=key, user_id=caller.session_key()
-            )
+            key = f"{source}:{fresh}"
+            self.db.create_session(fresh, source=source, session_key=key, user_id=user)
             return key, self.router.route_new(key, fresh, platform=API_SERVER), True
-        key = f"{API_SERVER}:{session_id}"
+        key = f"{source}:{session_id}"
         try:
-            self.db.create_session(
-                session_id, source=API_SERVER, session_key=key, user_id=caller.session_key()
-            )
+            self.db.create_session(session_id, source=source, session_key=key, user_id=user)
         except StateError:
             if self.db.get_session(session_id) is None:
                 raise
@@ -648,7 +661,7 @@ class GatewayRunner:
         prompt holds, if there is one of the same caller (blocking: call from a thread
         that carries the request's context)."""
         history = side_requests.pasted_history(prompt)
-        match = self.db.find_history(history, user_id=caller.session_key()) if history else None
+        match = self._find_history(history) if history else None
         if match is None or match.matched != len(history):
             log.info("a side request's tokens belong to no stored conversation")
             return
@@ -785,6 +798,12 @@ class GatewayRunner:
         options = {"quiet_mode": True, "session_db": self.db, **self.agent_options, **kwargs}
         if self.make_model is not None:
             options.setdefault("model_client", self.make_model())
+        source = str(options.get("source") or "")
+        if "cwd" not in options and workspaces.per_user(source):
+            # Each user's turns work in their own folder, never where the gateway started.
+            options["cwd"] = workspaces.user_workspace(
+                self.config, self.home, source, options.get("user_id")
+            )
         return AIAgent(config=self.config, event_bus=self.event_bus, **options)
 
     def _agent_event(self, key: str, conversation: str, kind: str, data: dict[str, Any]) -> None:

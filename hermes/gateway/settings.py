@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from hermes.config import Config
@@ -28,6 +30,9 @@ from hermes.errors import ConfigError
 from hermes.redaction import register
 
 API_SERVER = "api_server"
+# The platform of API principals (``gateway.api_keys``): their conversations' source.
+API_PRINCIPALS = "api"
+PRINCIPAL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 CHAT_PLATFORMS = ("telegram", "discord", "slack")
 PLATFORMS = (API_SERVER, *CHAT_PLATFORMS)
 DEFAULT_API_HOST = "127.0.0.1"
@@ -67,6 +72,8 @@ class ApiServerSettings:
     host: str = DEFAULT_API_HOST
     port: int = DEFAULT_API_PORT
     key: str | None = field(default=None, repr=False)
+    # name -> bearer key of each API principal (``gateway.api_keys``).
+    principals: Mapping[str, str] = field(default_factory=dict, repr=False)
     # Several worker processes listen on this port at once (SO_REUSEPORT): the kernel
     # spreads the connections among them.
     shared: bool = False
@@ -142,7 +149,59 @@ def api_server_settings(
         raise ConfigError(
             f"gateway.platforms.api_server.port must be a port number, not {port!r}."
         ) from None
-    return ApiServerSettings(host=host, port=port, key=key or None)
+    principals = api_principals(config)
+    if key and key in principals.values():
+        raise ConfigError(
+            "gateway.api_keys repeats the operator's gateway.api_key; give each principal a "
+            "key of its own."
+        )
+    return ApiServerSettings(host=host, port=port, key=key or None, principals=principals)
+
+
+def api_principals(config: Config) -> dict[str, str]:
+    """``gateway.api_keys`` as name -> key: each entry is a key, or ``{key_file: path}``
+    (a path relative to config.yaml's folder; the file holds the key on its first line)."""
+    raw = config.get("gateway.api_keys") or {}
+    principals: dict[str, str] = {}
+    for name, entry in raw.items():
+        name = str(name)
+        if not PRINCIPAL_NAME.match(name):
+            raise ConfigError(
+                f"gateway.api_keys names '{name}': a principal's name must be 1-64 letters, "
+                "digits, '_', '.' or '-', starting with a letter or digit."
+            )
+        key = _principal_key(name, entry, Path(config.path).parent)
+        if key in principals.values():
+            raise ConfigError(
+                f"gateway.api_keys gives '{name}' the same key as another principal; give "
+                "each principal a key of its own."
+            )
+        principals[name] = key
+    register(*principals.values())
+    return principals
+
+
+def _principal_key(name: str, entry: Any, base: Path) -> str:
+    where = f"gateway.api_keys.{name}"
+    if isinstance(entry, str | int) and not isinstance(entry, bool):
+        key = str(entry).strip()
+    elif isinstance(entry, Mapping) and set(entry) == {"key_file"}:
+        path = base / Path(str(entry["key_file"])).expanduser()
+        try:
+            key = path.read_text(encoding="utf-8").strip().partition("\n")[0].strip()
+        except OSError as exc:
+            raise ConfigError(
+                f"{where}.key_file: cannot read {path} ({exc.strerror}); create it with the "
+                "key on its first line."
+            ) from exc
+    else:
+        raise ConfigError(f"{where} must be the key itself or {{key_file: PATH}}, not {entry!r}.")
+    if len(key) < 16:
+        raise ConfigError(
+            f"{where} must be a key of at least 16 characters (e.g. from "
+            "'python -c \"import secrets; print(secrets.token_urlsafe(32))\"')."
+        )
+    return key
 
 
 def api_hidden_sources(config: Config) -> tuple[str, ...]:

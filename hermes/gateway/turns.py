@@ -33,6 +33,7 @@ from hermes.gateway.hooks import TEXT_LIMIT, HookRegistry, turn_context
 from hermes.gateway.lanes import COMMAND, EVENT, MESSAGE, RESUME, Lane, ResultSink, WorkItem
 from hermes.gateway.messages import WorkResult
 from hermes.gateway.routing import Router, SessionKey
+from hermes.gateway.settings import API_PRINCIPALS
 from hermes.redaction import redact
 from hermes.state.errors import StateError
 from hermes.state.history import shown_answer
@@ -115,6 +116,7 @@ class TurnRunner:
             session_db=None,
             persist_session=False,
             source=SessionKey.parse(item.key).platform,
+            user_id=item.origin.user_id if item.origin else None,
             tools=[] if side else None,
         )
         result = WorkResult()
@@ -337,11 +339,16 @@ class TurnRunner:
         if self.on_agent_event is not None:
             sink = self.on_agent_event
             extra["event_callback"] = lambda kind, data: sink(key, conversation, kind, data)
+        user = origin.user_id if origin else None
+        if platform == API_PRINCIPALS:
+            # An API principal's conversation: its turns are that principal's, whoever
+            # sent them (the operator may continue it), so they use its workspace and memory.
+            user = segment.get("user_id")
         agent = self.make_agent(
             session_id=tip,
             source=platform,
             session_key=item.key,
-            user_id=origin.user_id if origin else None,
+            user_id=user,
             model=segment.get("model") or None,
             **extra,
         )

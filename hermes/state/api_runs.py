@@ -5,8 +5,10 @@ from any gateway on the store. ``api_runs`` holds its state, ``api_run_events`` 
 events numbered from 1 (a client resumes after the last number it saw), and
 ``api_run_inputs`` the steering and approval answers sent to it through any gateway,
 taken once by the gateway running it. Only that gateway appends events, so their
-numbers never race. ``idempotency_key`` is unique: a start retried under the same key
-finds the run the first one made, whichever gateway or restart answers it.
+numbers never race. ``principal`` is the API principal that started it ('' for the
+operator's key). ``idempotency_key`` is unique within a principal's runs: a start
+retried under the same key finds the run the first one made, whichever gateway or
+restart answers it.
 """
 
 from __future__ import annotations
@@ -25,8 +27,11 @@ T = TypeVar("T")
 TERMINAL = ("completed", "failed", "cancelled")
 _COLUMNS = (
     "id, conversation_id, session_key, status, model, idempotency_key, fingerprint, output,"
-    " error, usage, last_event, stop_requested, owner, created_at, updated_at"
+    " error, usage, last_event, stop_requested, owner, created_at, updated_at, principal"
 )
+
+
+_BY_KEY = f"SELECT {_COLUMNS} FROM api_runs WHERE principal = ? AND idempotency_key = ?"
 
 
 class RunEvent(TypedDict):
@@ -57,26 +62,25 @@ class RunStore(Tables):
         fingerprint: str | None = None,
         queued: Mapping[str, Any] | None = None,
         owner: str | None = None,
+        principal: str | None = None,
     ) -> tuple[dict[str, Any], bool, int | None]:
-        """Insert a queued run and, in the same transaction, its turn's input into
-        ``gateway_queue`` (``queued``: a work item's payload, kept for ``owner``): (the
-        run, True, the queue row's id). Under an idempotency key already used: (the run
-        that key made, False, None), whatever this call's fingerprint."""
+        """Insert a queued run of ``principal`` (None: the operator) and, in the same
+        transaction, its turn's input into ``gateway_queue`` (``queued``: a work item's
+        payload, kept for ``owner``): (the run, True, the queue row's id). Under an
+        idempotency key the principal already used: (the run that key made, False,
+        None), whatever this call's fingerprint."""
 
         def create(tx: Tx) -> tuple[dict[str, Any], bool, int | None]:
             if idempotency_key is not None:
-                found = tx.one(
-                    f"SELECT {_COLUMNS} FROM api_runs WHERE idempotency_key = ?",
-                    (idempotency_key,),
-                )
+                found = tx.one(_BY_KEY, (principal or "", idempotency_key))
                 if found is not None:
                     return _run(found), False, None
             now = time.time()
             tx.run(
                 f"INSERT INTO api_runs ({_COLUMNS}) VALUES"
-                " (?, ?, ?, 'queued', ?, ?, ?, NULL, NULL, NULL, NULL, 0, ?, ?, ?)",
+                " (?, ?, ?, 'queued', ?, ?, ?, NULL, NULL, NULL, NULL, 0, ?, ?, ?, ?)",
                 (run_id, conversation_id, session_key, model, idempotency_key, fingerprint,
-                 owner, now, now),
+                 owner, now, now, principal or ""),
             )  # fmt: skip
             queue_id = None
             if queued is not None:
@@ -88,12 +92,9 @@ class RunStore(Tables):
 
         return self._write(create)
 
-    def by_key(self, idempotency_key: str) -> dict[str, Any] | None:
-        row = self._read(
-            lambda tx: tx.one(
-                f"SELECT {_COLUMNS} FROM api_runs WHERE idempotency_key = ?", (idempotency_key,)
-            )
-        )
+    def by_key(self, idempotency_key: str, principal: str | None = None) -> dict[str, Any] | None:
+        """The run ``principal`` (None: the operator) started under ``idempotency_key``."""
+        row = self._read(lambda tx: tx.one(_BY_KEY, (principal or "", idempotency_key)))
         return _run(row) if row is not None else None
 
     def get(self, run_id: str) -> dict[str, Any] | None:
@@ -281,4 +282,5 @@ def _run(row: Row) -> dict[str, Any]:
     run = {name: row[name] for name in _COLUMNS.split(", ")}
     run["usage"] = json.loads(run["usage"]) if run["usage"] else None
     run["stop_requested"] = bool(run["stop_requested"])
+    run["principal"] = run["principal"] or None
     return run

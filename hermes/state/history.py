@@ -49,8 +49,9 @@ EMPTY_RESPONSE_NOTE = (
 EMPTY_ANSWER_NOTE = "(The model gave no answer.)"
 AGENT_NOTES = frozenset({EMPTY_RESPONSE_NOTE, EMPTY_ANSWER_NOTE})
 
-# The conversations a stateless HTTP client can continue: those the HTTP API started.
-DIGESTED_SOURCES = frozenset({"api_server"})
+# The conversations a stateless HTTP client can continue: those the HTTP API started
+# (for the operator's key, and for API principals: ``api``).
+DIGESTED_SOURCES = frozenset({"api_server", "api"})
 ROLES = ("user", "assistant")
 _ROLE_BYTES = {role: f"{role}\0".encode() for role in ROLES}
 _CHUNK = 900  # parameters per IN (...) list: SQLite builds before 3.32 allow 999
@@ -219,7 +220,8 @@ def _latest_digest(tx: Tx, conversation_id: str) -> bytes:
 # The longest of the given prefixes stored: (digest, messages covered) pairs in ``p``;
 # among the caller's conversations holding it (a branch shares its origin's prefix) one
 # where it is the latest message first, then the newest. A conversation belongs to the
-# caller whose ``user_id`` its root carries ('' for none: those of callers without one).
+# caller whose ``user_id`` its root carries ('' for none: those of callers without one),
+# from the caller's ``source`` (an API principal's or the operator's).
 _LONGEST = (
     "WITH p (digest, n) AS (VALUES {pairs})"
     " SELECT * FROM (SELECT h.conversation_id, h.message_id, p.n,"
@@ -227,17 +229,21 @@ _LONGEST = (
     "     WHERE x.conversation_id = h.conversation_id) AS latest"
     "   FROM p JOIN history_digests h ON h.digest = p.digest"
     "   JOIN sessions r ON r.id = h.conversation_id"
-    "   WHERE COALESCE(r.user_id, '') = ?) AS m"
+    "   WHERE COALESCE(r.user_id, '') = ? AND r.source = ?) AS m"
     " ORDER BY m.n DESC, CASE WHEN m.message_id = m.latest THEN 1 ELSE 0 END DESC,"
     " m.message_id DESC LIMIT 1"
 )
 
 
 def find(
-    tx: Tx, prefixes: Sequence[tuple[bytes, int]], user_id: str | None = None
+    tx: Tx,
+    prefixes: Sequence[tuple[bytes, int]],
+    user_id: str | None = None,
+    source: str = "api_server",
 ) -> HistoryMatch | None:
     """The longest stored prefix of a history given by its ``prefix_digests``, among the
-    conversations of the caller ``user_id`` (None: of callers that name none).
+    conversations of the caller ``user_id`` (None: of callers that name none) started
+    from ``source``.
 
     Two callers sending the same history hold two conversations: the lookup never
     lands one caller in another's.
@@ -254,7 +260,7 @@ def find(
             continue
         pairs = ", ".join("(?, ?)" for _ in batch)
         params: list[Any] = [value for digest, n in batch for value in (digest.hex(), n)]
-        params.append(user_id or "")
+        params += [user_id or "", source]
         row = tx.one(_LONGEST.format(pairs=pairs), params)
         if row is not None:
             return HistoryMatch(

@@ -334,6 +334,18 @@ MIGRATIONS = (
         ),
     ),
     Migration(
+        14,
+        "api_principals",
+        (
+            # The API principal (gateway.api_keys) that started a run; '' for the
+            # operator's key. Only its principal (or the operator) reaches the run, and an
+            # Idempotency-Key names a run within its principal's own.
+            "ALTER TABLE api_runs ADD COLUMN principal TEXT NOT NULL DEFAULT ''",
+            "DROP INDEX api_runs_idempotency",
+            "CREATE UNIQUE INDEX api_runs_idempotency ON api_runs (principal, idempotency_key)",
+        ),
+    ),
+    Migration(
         15,
         "api_requests",
         (

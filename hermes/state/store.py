@@ -499,16 +499,21 @@ class SessionDB:
         return self._read(lambda tx: undo.holds_retired_summary(tx, session_id))
 
     def find_history(
-        self, messages: Sequence[Mapping[str, Any]], *, user_id: str | None = None
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        user_id: str | None = None,
+        source: str = "api_server",
     ) -> history.HistoryMatch | None:
         """The stored conversation a client's history (``role``/``content`` dicts, oldest
         first) continues: where its longest stored prefix ends (``history``); None if
-        no conversation the HTTP API started for the caller ``user_id`` (None: a caller
-        that names none) holds even its first message."""
+        no conversation the HTTP API started (from ``source``: ``api`` for an API
+        principal) for the caller ``user_id`` (None: a caller that names none) holds
+        even its first message."""
         prefixes = history.prefix_digests(messages)
         if not prefixes:
             return None
-        return self._read(lambda tx: history.find(tx, prefixes, user_id))
+        return self._read(lambda tx: history.find(tx, prefixes, user_id, source))
 
     # -- conversations --------------------------------------------------------------
 
@@ -520,10 +525,11 @@ class SessionDB:
         include_abandoned: bool = True,
         exclude_sources: Sequence[str] = (),
         workspace: str | None = None,
+        user_id: str | None = None,
     ) -> list[Row]:
         """One entry per conversation, newest activity first (``source`` only, or none of
         ``exclude_sources``; with ``workspace``, an absolute directory, only those started
-        in it or below it).
+        in it or below it; with ``user_id``, only that user's).
 
         ``message_count`` counts the original messages that stand (``undone_count`` the
         undone ones, apart); ``last_role`` is the role of the conversation's newest
@@ -563,6 +569,9 @@ class SessionDB:
             below = workspace.rstrip("/") + "/"
             sql += " AND (r.cwd = ? OR substr(r.cwd, 1, ?) = ?)"
             params.extend((workspace, len(below), below))
+        if user_id is not None:
+            sql += " AND r.user_id = ?"
+            params.append(user_id)
         sql += ") AS c"
         if not include_abandoned:
             sql += (

@@ -20,7 +20,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hermes.config import Config
-from hermes.tools import command_paths, command_policy, protected, read_only, sandbox, shell_parse
+from hermes.tools import (
+    command_paths,
+    command_policy,
+    protected,
+    read_only,
+    sandbox,
+    shell_parse,
+    workspaces,
+)
 
 if TYPE_CHECKING:
     from hermes.tools.registry import ToolContext
@@ -145,7 +153,9 @@ def _unsandboxed_reason(command: str, ctx: ToolContext, start: Path) -> str | No
         if reason is not None and listed:
             reason = None
     if reason is None and not listed and (ctx.approve is None or not ctx.interactive):
-        not_read_only = read_only.why_not_read_only(command, start, ctx.hermes_home)
+        not_read_only = read_only.why_not_read_only(
+            command, start, ctx.hermes_home, workspaces.carved_out(ctx)
+        )
         if not_read_only:
             return f"{not_read_only}, and without a sandbox only read-only commands run here"
     return reason

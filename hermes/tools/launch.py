@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from hermes.tools import sandbox, view
+from hermes.tools import sandbox, view, workspaces
 from hermes.tools._environment import command_environment
 from hermes.tools._limits import Limits, limits_of
 from hermes.tools.registry import ToolError
@@ -106,6 +106,9 @@ def _git_identity(home: str) -> dict[str, str]:
 def _check_visible(ctx: ToolContext, cwd: Path) -> None:
     home = Path(ctx.hermes_home).resolve()
     real = cwd.resolve()
+    own = workspaces.carved_out(ctx)  # a gateway user's workspace in $HERMES_HOME/workspaces
+    if own is not None and (real == own or own in real.parents):
+        return
     if real == home or home in real.parents:
         raise ToolError(
             f"Refused: {cwd} is inside hermes's home ({ctx.hermes_home}), which commands "

@@ -8,7 +8,9 @@ the sandbox runs, and a refusal says why in one sentence. No approval widens it.
 ``protected_reason`` and ``secret_reason`` are the parse-based policy's view of the same
 places (the terminal without a sandbox, ``approval.py``), and ``authorize_write`` the
 approval hermes's own managed files need (skills in ``$HERMES_HOME``): an interactive
-surface asks the user, any other refuses.
+surface asks the user, any other refuses. On a gateway the view is the user's: their own
+workspace (``workspaces``, perhaps kept in ``$HERMES_HOME/workspaces``) is writable and
+every other user's is hidden.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from hermes.tools import view
+from hermes.tools import view, workspaces
 from hermes.tools.registry import ToolError
 from hermes.tools.view import CREDENTIALS, SETTINGS, STARTUP_FILES
 
@@ -37,6 +39,12 @@ def _inside(path: Path, root: Path) -> bool:
     return path == root or root in path.parents
 
 
+def _in_own_workspace(real: Path, ctx: ToolContext) -> bool:
+    """``real`` lies in the gateway user's workspace kept in ``$HERMES_HOME/workspaces``."""
+    own = workspaces.carved_out(ctx)
+    return own is not None and _inside(real, own)
+
+
 def secret_reason(path: Path, ctx: ToolContext) -> str | None:
     """Why ``path`` may never be read by a tool, or None.
 
@@ -44,7 +52,7 @@ def secret_reason(path: Path, ctx: ToolContext) -> str | None:
     the store with every user's messages), the user's credential stores (``~/.ssh``
     ...) and a store file configured elsewhere: what the sandbox hides from commands."""
     real = _real(path)
-    if _inside(real, _real(ctx.hermes_home)):
+    if _inside(real, _real(ctx.hermes_home)) and not _in_own_workspace(real, ctx):
         return f"{path} is in hermes's home, which holds its secrets and is never readable by tools"
     user_home = _real(Path.home())
     for name in CREDENTIALS:
@@ -60,7 +68,7 @@ def protected_reason(path: Path, ctx: ToolContext) -> str | None:
     """Why writing ``path`` needs approval, or None when it is an ordinary file."""
     real = _real(path)
     user_home = _real(Path.home())
-    if _inside(real, _real(ctx.hermes_home)):
+    if _inside(real, _real(ctx.hermes_home)) and not _in_own_workspace(real, ctx):
         return f"writes inside hermes's own home ({ctx.hermes_home}: config, keys, state, logs)"
     if _inside(real, user_home / ".ssh"):
         return "writes to ~/.ssh (login keys)"

@@ -47,20 +47,25 @@ _HARMLESS_TARGETS = {"/dev/null", "/dev/stdout", "/dev/stderr"}
 _BRACES = re.compile(r"\{[^}]*[,.][^}]*\}")
 
 
-def why_not_read_only(command: str, cwd: Path, hermes_home: Path) -> str | None:
-    """Why ``command`` is not read-only by parse (completing "this command ..."), or None."""
+def why_not_read_only(
+    command: str, cwd: Path, hermes_home: Path, own: Path | None = None
+) -> str | None:
+    """Why ``command`` is not read-only by parse (completing "this command ..."), or None.
+    ``own`` is a gateway user's workspace kept in hermes's home: theirs to read."""
     try:
         script = parse(command)
     except ParseError as exc:
         return f"cannot be read by the shell parser ({exc})"
     for simple in script.commands:
-        reason = _judge(simple, cwd, hermes_home)
+        reason = _judge(simple, cwd, hermes_home, own)
         if reason:
             return reason
     return None
 
 
-def _judge(simple: SimpleCommand, cwd: Path, hermes_home: Path) -> str | None:
+def _judge(
+    simple: SimpleCommand, cwd: Path, hermes_home: Path, own: Path | None = None
+) -> str | None:
     for redirect in simple.redirects:
         target = redirect.target
         if redirect.writes and target is not None and target.text not in _HARMLESS_TARGETS:
@@ -72,7 +77,7 @@ def _judge(simple: SimpleCommand, cwd: Path, hermes_home: Path) -> str | None:
     if not words:
         return None
     for word in words:
-        reason = _word_reason(word, cwd, hermes_home)
+        reason = _word_reason(word, cwd, hermes_home, own)
         if reason:
             return reason
     name = os.path.basename(words[0].text)
@@ -91,10 +96,12 @@ def _judge(simple: SimpleCommand, cwd: Path, hermes_home: Path) -> str | None:
     return None
 
 
-def _word_reason(word: Word, cwd: Path, hermes_home: Path) -> str | None:
+def _word_reason(word: Word, cwd: Path, hermes_home: Path, own: Path | None = None) -> str | None:
     if word.dynamic or _BRACES.search(word.text):
         return f"uses a word computed at run time ('{word.text}')"
     path = Path(os.path.realpath(command_paths.resolve_word(word.text, cwd)))
+    if own is not None and (path == own or own in path.parents):
+        return None
     for root, what in (
         (Path(os.path.realpath(hermes_home)), "hermes's home"),
         (Path(os.path.realpath(Path.home() / ".ssh")), "~/.ssh"),

@@ -15,7 +15,8 @@ and background processes run under bubblewrap, where
   read or signal), no capabilities, and dies with hermes (``--die-with-parent``); when
   its first process ends, the kernel ends every process left in the namespace, so
   nothing (not even a ``setsid`` child) outlives its command;
-- the network is shared or not by ``terminal.network``.
+- the network is shared or not by ``terminal.network`` (``network_on``: unset, it is on
+  in the terminal chat and off for the turns of gateway and API users).
 
 Why bubblewrap rather than Landlock: bubblewrap is a small, audited setuid-free
 program packaged by every distribution (Debian ``bubblewrap``) that gives us mount,
@@ -40,7 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from hermes.tools import view
+from hermes.tools import view, workspaces
 
 if TYPE_CHECKING:
     from hermes.tools.registry import ToolContext
@@ -154,15 +155,26 @@ def _warn_once(detail: str) -> None:
 
 
 def workspace(ctx: ToolContext) -> Path:
-    """The folder tools may write: ``tools.workspace`` if set, else the working directory."""
+    """The folder tools may write: a gateway user's own, else ``tools.workspace`` if set,
+    else the working directory (``workspaces``)."""
     return view.workspace(ctx)
+
+
+def network_on(ctx: ToolContext) -> bool:
+    """Whether the command shares the host's network: ``terminal.network`` when set (a
+    list of hosts turns it on whole: nothing filters by host yet), else on in the
+    terminal chat and off for a gateway user's turns (text from strangers drives them)."""
+    value = ctx.setting("terminal.network")
+    if value is None:
+        return not workspaces.per_user(ctx.source)
+    return bool(value)
 
 
 def command_prefix(ctx: ToolContext, cwd: Path) -> list[str]:
     """The bwrap argv that runs a command in ``cwd`` inside the sandbox (then the command):
     the mounts of the one view (``view.rules``), in its order."""
     args = [shutil.which(BWRAP) or BWRAP, *_ISOLATION]
-    if ctx.setting("terminal.network"):
+    if network_on(ctx):
         args.append("--share-net")
     table = view.rules(ctx)
     tmp_bytes = int(ctx.setting("terminal.max_file_mb")) * 1024 * 1024
@@ -225,8 +237,11 @@ def _lock_missing(path: Path, table: list[view.Rule]) -> list[str]:
     return ["--ro-bind", "/dev/null", str(path)]
 
 
+def _is_folder(path: Path) -> bool:
+    return path.is_dir() and not path.is_symlink()
+
+
 def _hide(path: Path) -> list[str]:
-    if path.is_dir() and not path.is_symlink():
-        # Empty and read-only: a write there fails loudly instead of vanishing with the command.
-        return ["--perms", "0555", "--tmpfs", str(path), "--remount-ro", str(path)]
+    if _is_folder(path):
+        return ["--perms", "0555", "--tmpfs", str(path)]  # made read-only after the binds
     return ["--ro-bind", "/dev/null", str(path)]

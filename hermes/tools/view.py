@@ -18,7 +18,9 @@ the two cannot disagree. From first to last:
   read-only whether or not they exist, so no host shell, desktop, systemd or git ever
   runs what a tool wrote;
 - hermes's home, a SQLite store configured elsewhere, credential stores, daemon sockets
-  and ``terminal.hidden_paths``: hidden.
+  and ``terminal.hidden_paths``: hidden;
+- on a gateway, every user's workspace hidden but the user's own (``workspaces``),
+  which is writable even where it lies in ``$HERMES_HOME/workspaces``.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import hermes
+from hermes.tools import workspaces
 
 if TYPE_CHECKING:
     from hermes.tools.registry import ToolContext
@@ -96,8 +99,9 @@ def inside(path: Path, root: Path) -> bool:
 def workspace_problem(ctx: ToolContext) -> str | None:
     """Why the working directory cannot be the workspace (the home, ``/``), or None.
 
-    ``tools.workspace``, set, is the operator's explicit choice and always stands."""
-    if ctx.setting("tools.workspace"):
+    ``tools.workspace``, set, is the operator's explicit choice and always stands, and a
+    gateway user's workspace is the folder the gateway made for them."""
+    if ctx.setting("tools.workspace") or workspaces.per_user(ctx.source):
         return None
     cwd = real(ctx.cwd)
     if cwd == Path("/") or cwd == real(Path.home()):
@@ -110,9 +114,9 @@ def workspace_problem(ctx: ToolContext) -> str | None:
 
 
 def workspace(ctx: ToolContext) -> Path:
-    """The folder tools may write: ``tools.workspace`` if set, else the working directory."""
-    value = ctx.setting("tools.workspace")
-    return Path(str(value)).expanduser() if value else ctx.cwd
+    """The folder tools may write: a gateway user's own, else ``tools.workspace`` if set,
+    else the working directory (``workspaces.workspace``)."""
+    return workspaces.workspace(ctx)
 
 
 def rules(ctx: ToolContext) -> list[Rule]:
@@ -151,6 +155,24 @@ def rules(ctx: ToolContext) -> list[Rule]:
         if rule_for(p, found).access != HIDDEN
     ]
     found += _hidden(ctx, home)
+    found += _user_rules(ctx, home, lock)
+    return found
+
+
+def _user_rules(ctx: ToolContext, home: Path, lock: str) -> list[Rule]:
+    """On a gateway: every user's workspace hidden, then the user's own bound back
+    (it may lie in ``$HERMES_HOME/workspaces``, hidden above), its repositories' .git
+    locked again over it."""
+    found = []
+    others = workspaces.others(ctx)
+    if others is not None:
+        why = "is another user's workspace, which tools never see"
+        found.append(Rule(real(others), HIDDEN, HIDE, why))
+    own = workspaces.carved_out(ctx)
+    if own is not None:
+        mine = real(own)
+        found.append(Rule(mine, WRITE, RW, ""))
+        found += [Rule(p, READ, LOCK, lock) for p in _locked(home, [mine]) if inside(p, mine)]
     return found
 
 

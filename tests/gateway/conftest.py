@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -64,12 +65,13 @@ def configured_store(
 
 @pytest.fixture
 def run_gateway(hermes_home: Path, model_key: str):
-    """``run_gateway("--api-server", "127.0.0.1:PORT")`` -> a started subprocess ``Gateway``;
-    the ones still running are killed after the test."""
+    """``run_gateway("--api-server", "127.0.0.1:PORT")`` -> a started subprocess ``Gateway``
+    (``cwd=``, ``env=``: where it starts, what its environment adds); the ones still
+    running are killed after the test."""
     started: list[Gateway] = []
 
-    def start(*args: str) -> Gateway:
-        started.append(Gateway(hermes_home, *args))
+    def start(*args: str, **options: Any) -> Gateway:
+        started.append(Gateway(hermes_home, *args, **options))
         return started[-1]
 
     yield start

@@ -30,17 +30,19 @@ def free_port() -> int:
 class Gateway:
     """`python -m hermes gateway run ...` with its log in a file."""
 
-    def __init__(self, home: Path, *args: str) -> None:
+    def __init__(
+        self, home: Path, *args: str, cwd: Path | None = None, env: dict[str, str] | None = None
+    ) -> None:
         self.home = home
         self.log = home / f"gateway-{time.monotonic_ns()}.log"
-        env = {**os.environ, "HERMES_HOME": str(home), "HERMES_API_KEY": MODEL_KEY}
+        env = {**os.environ, "HERMES_HOME": str(home), "HERMES_API_KEY": MODEL_KEY, **(env or {})}
         # Its tools work beside the home: the sandbox hides HERMES_HOME from commands.
         workspace = home.parent / f"{home.name}-workspace"
         workspace.mkdir(exist_ok=True)
         with open(self.log, "wb") as log:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "hermes", "gateway", "run", *args],
-                cwd=workspace,
+                cwd=cwd or workspace,
                 env=env,
                 stdout=log,
                 stderr=subprocess.STDOUT,

@@ -66,3 +66,54 @@ def test_a_missing_extra_is_one_clear_sentence(
             gateway.start()
     finally:
         gateway.stop()
+
+
+def test_api_keys_name_one_key_per_principal(hermes_home: Path) -> None:
+    (hermes_home / "keys").mkdir()
+    (hermes_home / "keys" / "ci.key").write_text("ci-key-from-its-file-0123\n", encoding="utf-8")
+    write_config(
+        hermes_home,
+        "http://127.0.0.1:9/v1",
+        gateway={
+            "api_key": "operator-key-0123456789",
+            "api_keys": {"webui": "webui-key-0123456789", "ci": {"key_file": "keys/ci.key"}},
+        },
+    )
+    api = api_server_settings(load_config(), None)
+    assert dict(api.principals) == {
+        "webui": "webui-key-0123456789",
+        "ci": "ci-key-from-its-file-0123",
+    }
+    assert "webui-key" not in repr(api) and "ci-key" not in repr(api)
+
+
+@pytest.mark.parametrize(
+    ("entry", "words"),
+    [
+        ({"bad name!": "a-key-of-enough-length-01"}, "a principal's name must be"),
+        ({"webui": "short"}, "at least 16 characters"),
+        ({"webui": {"key_file": "missing.key"}}, "cannot read"),
+        ({"webui": {"file": "x"}}, "must be the key itself or {key_file: PATH}"),
+        ({"a": "same-key-0123456789ab", "b": "same-key-0123456789ab"}, "the same key as another"),
+        ({"webui": "operator-key-0123456789"}, "repeats the operator's gateway.api_key"),
+    ],
+)
+def test_a_bad_api_keys_entry_is_one_sentence(hermes_home: Path, entry: dict, words: str) -> None:
+    write_config(
+        hermes_home,
+        "http://127.0.0.1:9/v1",
+        gateway={"api_key": "operator-key-0123456789", "api_keys": entry},
+    )
+    with pytest.raises(ConfigError) as raised:
+        api_server_settings(load_config(), None)
+    message = str(raised.value)
+    assert words in message and message.count(". ") <= 1 and "Traceback" not in message
+
+
+def test_config_show_masks_the_principals_keys(hermes_home: Path) -> None:
+    from hermes.redaction import mask_fields
+
+    shown = mask_fields(
+        "gateway.api_keys", {"webui": "webui-key-0123456789", "ci": {"key_file": "ci.key"}}
+    )
+    assert shown == {"webui": "[redacted]", "ci": {"key_file": "ci.key"}}

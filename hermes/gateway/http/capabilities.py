@@ -220,7 +220,7 @@ class Capabilities:
 def _speaker(request: web.Request) -> tuple[str, str | None]:
     """Whose agent answers this request, as (platform, user id): an API principal is a
     user on the platform ``api``; the operator's key speaks for its session key."""
-    principal = request.get("hermes.principal")
+    principal = request.get(caller.REQUEST_ITEM)
     if principal:
         return "api", str(principal)
     return API_SERVER, caller.session_key()

@@ -199,8 +199,9 @@ class ChatCompletions:
         item = WorkItem(
             kind=MESSAGE,
             text=text,
-            key=f"{API_SERVER}:unstored",
+            key=f"{caller.source()}:unstored",
             conversation_id="",
+            origin=Origin(platform=API_SERVER, chat_id="", user_id=caller.user_id()),
             history=history or None,
             options={**kept, "side_request": True},
             sink=ResultSink(),
@@ -240,7 +241,7 @@ class ChatCompletions:
             text=text,
             key=key,
             conversation_id=conversation,
-            origin=Origin(platform=API_SERVER, chat_id=conversation, user_id=caller.session_key()),
+            origin=Origin(platform=API_SERVER, chat_id=conversation, user_id=caller.user_id()),
             history=history if created and history else None,
             options=options,
             sink=sink,
@@ -263,7 +264,7 @@ class ChatCompletions:
                 else "Nothing is running right now."
             )
         key, conversation, _ = await self.runner.api_conversation(session)
-        origin = Origin(platform=API_SERVER, chat_id=conversation)
+        origin = Origin(platform=API_SERVER, chat_id=conversation, user_id=caller.user_id())
         result = await self.runner.immediate_command(command, key, origin)
         result.session_id = await asyncio.to_thread(self.runner.db.resolve_tip, conversation)
         return result

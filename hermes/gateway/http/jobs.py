@@ -6,6 +6,7 @@
 store serves the same jobs; whichever gateway's scheduler takes a run, it runs once.
 A job may name its toolsets (``enabled_toolsets``, the field 0.19's jobs carry, or
 ``toolsets``): hermes's toolsets, tool names or MCP servers; an unknown name is a 400.
+Jobs are the operator's: an API principal (``gateway.api_keys``) gets a 403 here.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from aiohttp import web
 from hermes.cron import CronStore, check_target, parse
 from hermes.cron.shape import as_019, schedule_text
 from hermes.errors import HermesError
+from hermes.gateway.http import caller
+from hermes.gateway.http.guard import Handler
 from hermes.tools.toolsets import check_names
 
 if TYPE_CHECKING:
@@ -42,14 +45,27 @@ MAX_PROMPT = 5000
 
 def add_routes(app: web.Application, store: CronStore, config: Config | None = None) -> None:
     api = _JobsApi(store, config)
-    app.router.add_get("/api/jobs", api.list)
-    app.router.add_post("/api/jobs", api.create)
-    app.router.add_get("/api/jobs/{job_id}", api.get)
-    app.router.add_patch("/api/jobs/{job_id}", api.update)
-    app.router.add_delete("/api/jobs/{job_id}", api.delete)
-    app.router.add_post("/api/jobs/{job_id}/pause", api.pause)
-    app.router.add_post("/api/jobs/{job_id}/resume", api.resume)
-    app.router.add_post("/api/jobs/{job_id}/run", api.run)
+    app.router.add_get("/api/jobs", _operator_only(api.list))
+    app.router.add_post("/api/jobs", _operator_only(api.create))
+    app.router.add_get("/api/jobs/{job_id}", _operator_only(api.get))
+    app.router.add_patch("/api/jobs/{job_id}", _operator_only(api.update))
+    app.router.add_delete("/api/jobs/{job_id}", _operator_only(api.delete))
+    app.router.add_post("/api/jobs/{job_id}/pause", _operator_only(api.pause))
+    app.router.add_post("/api/jobs/{job_id}/resume", _operator_only(api.resume))
+    app.router.add_post("/api/jobs/{job_id}/run", _operator_only(api.run))
+
+
+def _operator_only(handler: Handler) -> Handler:
+    """Scheduled jobs run as the operator and reach any chat: no principal's business."""
+
+    async def only(request: web.Request) -> web.StreamResponse:
+        if request.get(caller.REQUEST_ITEM) is not None:
+            return _error(
+                403, "Scheduled jobs are the operator's: use the operator's key (gateway.api_key)."
+            )
+        return await handler(request)
+
+    return only
 
 
 def _error(status: int, message: str) -> web.Response:

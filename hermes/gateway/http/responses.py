@@ -41,7 +41,7 @@ from typing import Any
 from aiohttp import web
 
 from hermes.gateway.errors import GatewayClosed, NotYourConversation
-from hermes.gateway.http import retries, stored_responses
+from hermes.gateway.http import caller, retries, stored_responses
 from hermes.gateway.http.common import (
     BRANCHED_HEADER,
     NO_RETRY_HEADER,
@@ -69,7 +69,7 @@ from hermes.state.segments import new_message_uid
 log = logging.getLogger(__name__)
 
 MESSAGE_PREFIX = "msg_"
-UNSTORED_KEY = f"{API_SERVER}:unstored"  # a store:false turn has no conversation
+UNSTORED = "unstored"  # a store:false turn has no conversation: its key's chat
 
 
 def add_routes(app: web.Application, runner: Any, models: Callable[[], list[str]]) -> None:
@@ -232,7 +232,7 @@ class _ResponsesApi:
     ) -> None:
         """Start a turn that stores nothing; it reports to ``sink``."""
         history = await self._unstored_history(asked)
-        item = self._item(asked, draft, sink, UNSTORED_KEY, "", history)
+        item = self._item(asked, draft, sink, f"{caller.source()}:{UNSTORED}", "", history)
         task = asyncio.create_task(self._run_unstored(item))
         self._unstored.add(task)
         task.add_done_callback(self._unstored.discard)
@@ -305,7 +305,7 @@ class _ResponsesApi:
             text=asked.text,
             key=key,
             conversation_id=conversation,
-            origin=Origin(platform=API_SERVER, chat_id=conversation) if conversation else None,
+            origin=Origin(platform=API_SERVER, chat_id=conversation, user_id=caller.user_id()),
             history=history,
             options={
                 **asked.options,

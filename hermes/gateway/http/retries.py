@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
+from hermes.gateway.http import caller
 from hermes.gateway.messages import WorkResult
 from hermes.state.api_requests import ANSWERED, MINE, WINDOW, Claim, RequestStore
 
@@ -41,14 +42,14 @@ __all__ = ["WINDOW", "Attempt", "Retries", "is_retry", "request_key"]
 
 KEY_HEADERS = ("Idempotency-Key", "X-Request-Id")
 RETRY_COUNT_HEADER = "X-Stainless-Retry-Count"
-PRINCIPAL = "hermes.principal"  # the request item naming the API key's principal
 LOOK_EVERY = 0.2  # seconds between a waiting retry's looks at the store
 
 
 def request_key(path: str, headers: Mapping[str, str], body: bytes) -> str:
     """What names a request for its retries: its own key when it gives one, else its
-    route, session header and body bytes."""
-    scope = f"{path}\0{headers.get('X-Hermes-Session-Id', '')}\0"
+    route, session header and body bytes; each within its principal's (another
+    principal's key names another request)."""
+    scope = f"{caller.principal() or ''}\0{path}\0{headers.get('X-Hermes-Session-Id', '')}\0"
     for name in KEY_HEADERS:
         given = headers.get(name)
         if given:
@@ -103,7 +104,7 @@ class Retries:
         headers = request.headers
         if not may_be_retried(headers) or self.store.read_only:
             return None
-        principal = request.get(PRINCIPAL) or ""
+        principal = request.get(caller.REQUEST_ITEM) or ""
         key = request_key(request.path, headers, await request.read())
         retry = is_retry(headers)
         while True:

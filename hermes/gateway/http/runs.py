@@ -89,7 +89,7 @@ class _RunsApi:
         key = request.headers.get(IDEMPOTENCY_HEADER) or None
         fingerprint = _fingerprint(body) if key else None
         if key is not None:
-            found = await asyncio.to_thread(self.store.by_key, key)
+            found = await asyncio.to_thread(self.store.by_key, key, caller.principal())
             if found is not None:
                 return _replay(found, fingerprint)
         if not self.runner.accepting:
@@ -114,7 +114,7 @@ class _RunsApi:
             text=text,
             key=route,
             conversation_id=conversation,
-            origin=Origin(platform=API_SERVER, chat_id=conversation, user_id=caller.session_key()),
+            origin=Origin(platform=API_SERVER, chat_id=conversation, user_id=caller.user_id()),
             history=history if created and history else None,
             options=options,
         )
@@ -130,6 +130,7 @@ class _RunsApi:
             fingerprint=fingerprint,
             queued=item.payload(),
             owner=self.runner.queue.owner,
+            principal=caller.principal(),
         )
         if not made:  # another request under the same key won the race
             return _replay(run, fingerprint)
@@ -183,7 +184,7 @@ class _RunsApi:
     # -- POST /v1/runs/{id}/stop, /steer, /approval --------------------------------------
 
     async def stop(self, request: web.Request) -> web.Response:
-        run_id = request.match_info["id"]
+        run_id = (await self._run(request))["id"]  # the caller's own, else a 404
         run = await asyncio.to_thread(self.store.request_stop, run_id)
         if run is None:
             raise _not_found(run_id)
@@ -241,9 +242,15 @@ class _RunsApi:
     async def _run(self, request: web.Request) -> dict[str, Any]:
         run_id = request.match_info["id"]
         run = await asyncio.to_thread(self.store.get, run_id)
-        if run is None:
-            raise _not_found(run_id)
+        if run is None or not _visible(run):
+            raise _not_found(run_id)  # another principal's run is as unknown as none
         return run
+
+
+def _visible(run: dict[str, Any]) -> bool:
+    """The operator reaches every run; an API principal only its own."""
+    principal = caller.principal()
+    return principal is None or run["principal"] == principal
 
 
 def _input_of(raw: Any) -> tuple[str, list[dict[str, Any]]]:

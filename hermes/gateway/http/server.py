@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hmac
 import logging
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +33,7 @@ from hermes.cron import CronStore, files
 from hermes.gateway.adapters.base import Adapter
 from hermes.gateway.errors import PlatformStartError
 from hermes.gateway.http import (
+    caller,
     jobs,
     openapi,
     responses,
@@ -69,7 +71,7 @@ class ApiServerAdapter(ChatCompletions, Adapter):
 
     async def start(self) -> str:
         api = self.api
-        if not api.key and not api.loopback:
+        if not api.key and not api.loopback and not api.principals:
             raise PlatformStartError(
                 self.name,
                 f"listening on {api.host} (beyond loopback) needs a bearer key; set "
@@ -161,17 +163,19 @@ class ApiServerAdapter(ChatCompletions, Adapter):
     @web.middleware
     async def _authorise(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         if request.path in ("/health", "/v1/health") or not self.api.key:
+            caller.mark(request, None)
             return await handler(request)
         header = request.headers.get("Authorization", "")
         scheme, _, given = header.partition(" ")
-        if scheme.lower() == "bearer" and hmac.compare_digest(
-            given.strip().encode(), self.api.key.encode()
-        ):
+        known, owner = _key_owner(given.strip(), self.api.key, self.api.principals)
+        if scheme.lower() == "bearer" and known:
+            caller.mark(request, owner)  # the context variable: this request's task only
             return await handler(request)
         return _error(
             401,
             "Missing or wrong API key: send 'Authorization: Bearer <key>' with the key set in "
-            "gateway.api_key or HERMES_GATEWAY_KEY, or else stored in $HERMES_HOME/api_key.",
+            "gateway.api_key or HERMES_GATEWAY_KEY, or else stored in $HERMES_HOME/api_key, "
+            "or your own key of gateway.api_keys.",
             "invalid_request_error",
             "invalid_api_key",
         )
@@ -212,6 +216,17 @@ class ApiServerAdapter(ChatCompletions, Adapter):
     def _models(self) -> list[str]:
         config = self.runner.config
         return offered_models(config.get("gateway.models"), config.get("model.default"))
+
+
+def _key_owner(given: str, operator: str, principals: Mapping[str, str]) -> tuple[bool, str | None]:
+    """(whether ``given`` is a known key, whose: a principal's name or None for the
+    operator's). Every key is compared, each in constant time, so the time taken tells
+    nothing about which key (or how much of one) matched."""
+    known, owner = hmac.compare_digest(given.encode(), operator.encode()), None
+    for name, key in principals.items():
+        if hmac.compare_digest(given.encode(), key.encode()):
+            known, owner = True, name
+    return known, owner
 
 
 def _model_object(model: str) -> dict[str, Any]:

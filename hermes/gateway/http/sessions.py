@@ -9,7 +9,9 @@ events with tool progress) and ``POST /api/sessions/{id}/fork`` (a branch). Any 
 included, addresses its whole conversation. The routes sit behind the API server's bearer
 key (its middleware covers the whole application). The conversations of chat platforms
 belong to their users, not to the key holder: they are not listed, found or addressable
-here (a 404, as for an id nobody holds) unless ``gateway.search_scope`` is ``all``.
+here (a 404, as for an id nobody holds) unless ``gateway.search_scope`` is ``all``. An
+API principal (``gateway.api_keys``) reaches only its own conversations, the same way
+(``caller.may_see``).
 """
 
 from __future__ import annotations
@@ -29,7 +31,6 @@ from hermes.gateway.http.common import SESSION_ID, bad_request, caller_error, js
 from hermes.gateway.http.request_options import RequestProblem, message_options
 from hermes.gateway.lanes import ResultSink
 from hermes.gateway.messages import WorkResult
-from hermes.gateway.settings import API_SERVER
 from hermes.state.errors import SessionNotFoundError, StateError
 from hermes.state.segments import new_session_id
 
@@ -84,9 +85,12 @@ class _SessionsApi:
         if query:
             rows = await asyncio.to_thread(self._search, query, limit + offset)
         else:
+            own = caller.principal() is not None
             rows = await asyncio.to_thread(
                 self.db.list_conversations,
                 limit=limit + offset + 1,
+                source=caller.source() if own else None,
+                user_id=caller.principal(),
                 exclude_sources=self.hidden_sources,
             )
             rows = [_conversation(row) for row in rows]
@@ -103,14 +107,20 @@ class _SessionsApi:
 
     def _search(self, query: str, wanted: int) -> list[dict[str, Any]]:
         """Conversations whose messages match, best hit first, one row each."""
-        hits = self.db.search_messages(query, limit=max(wanted * 4, 20) + 1)
+        own = caller.principal() is not None
+        hits = self.db.search_messages(
+            query,
+            limit=max(wanted * 4, 20) + 1,
+            source=caller.source() if own else None,
+            user_id=caller.principal(),
+        )
         seen: dict[str, dict[str, Any]] = {}
         for hit in hits:
             seen.setdefault(hit["conversation_id"], {"snippet": hit["snippet"]})
         rows = []
         for conversation, match in seen.items():
             tip = self.db.find_tip(conversation)
-            if tip is not None and tip.get("source") not in self.hidden_sources:
+            if tip is not None and caller.may_see(tip, self.hidden_sources):
                 rows.append(
                     {
                         "id": conversation,
@@ -146,9 +156,9 @@ class _SessionsApi:
             fresh = new_session_id() if wanted is None else wanted
             self.db.create_session(
                 fresh,
-                source=API_SERVER,
-                session_key=f"{API_SERVER}:{fresh}",
-                user_id=caller.session_key(),
+                source=caller.source(),
+                session_key=f"{caller.source()}:{fresh}",
+                user_id=caller.user_id(),
                 title=title.strip()[:200] or None if title else None,
                 model=model,
             )
@@ -361,7 +371,7 @@ class _SessionsApi:
             segments = await asyncio.to_thread(self.db.get_segments, session)
         except SessionNotFoundError:
             raise _not_found(session) from None
-        if segments[0].get("source") in self.hidden_sources:
+        if not caller.may_see(segments[0], self.hidden_sources):
             raise _not_found(session)
         return segments
 

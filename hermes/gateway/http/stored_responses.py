@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from hermes.agent import review, transcript
+from hermes.gateway.http import caller
 from hermes.state.history import EMPTY_RESPONSE_NOTE
 from hermes.state.message import Message
 
@@ -45,14 +46,15 @@ class StoredResponse:
 def find(db: SessionDB, uid: str, hidden_sources: Sequence[str]) -> StoredResponse | None:
     """The live answer stored under ``uid`` (a final answer, or the message that handed
     function calls to the client); None if there is none, it was undone, or its
-    conversation belongs to a chat platform's user (``hidden_sources``)."""
+    conversation is not the caller's (a chat platform user's: ``hidden_sources``, or
+    another API principal's)."""
     row = db.find_message(uid)
     if row is None or row["undone"] or row["compacted"]:
         return None
     if row["role"] != "assistant":  # an answer, or the calls a turn handed the client
         return None
     segment = db.get_session(row["session_id"])
-    if segment is None or segment.get("source") in hidden_sources:
+    if segment is None or not caller.may_see(segment, hidden_sources):
         return None
     return StoredResponse(row=row, segment=segment)
 

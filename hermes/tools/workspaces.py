@@ -1,0 +1,99 @@
+"""Whose folder the tools work in: one workspace per gateway user.
+
+On a gateway every user (a Telegram, Discord or Slack user, an API principal, a caller
+of the operator's key by its ``X-Hermes-Session-Key``) gets a folder of their own,
+``<base>/<platform>/u-<id>/``, created 0700 on first use, where ``<base>`` is
+``tools.workspace`` or ``$HERMES_HOME/workspaces``. Their turns' terminal commands,
+background processes and file tools work there and nowhere else: the sandbox binds it
+writable and hides the other users' (``sandbox``), the file tools refuse paths outside
+it (``protected``). So the workspace of a gateway is never the directory it was started
+in (``$HOME``, say) and user 7 never reaches user 42's files.
+
+The terminal chat (``cli``) keeps its working directory, or ``tools.workspace``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
+
+if TYPE_CHECKING:
+    from hermes.tools.registry import ToolContext
+
+FOLDER = "workspaces"
+# The sources whose turns belong to one gateway user (hermes.gateway.settings' platforms
+# and the API principals' ``api``).
+USER_SOURCES = frozenset({"telegram", "discord", "slack", "api_server", "api"})
+
+
+def per_user(source: str) -> bool:
+    """Whether turns from ``source`` work in their user's own workspace."""
+    return source in USER_SOURCES
+
+
+def base(config: Any, hermes_home: Path) -> Path:
+    """The folder holding every gateway user's workspace."""
+    value = config.get("tools.workspace")
+    if value:
+        return Path(os.path.realpath(Path(str(value)).expanduser()))
+    return Path(os.path.realpath(hermes_home)) / FOLDER
+
+
+def user_workspace(config: Any, hermes_home: Path, source: str, user_id: str | None) -> Path:
+    """``<base>/<source>/u-<id>/``, made 0700 (with its parents) if missing."""
+    folder = (
+        base(config, hermes_home)
+        / quote(source, safe="")
+        / ("u-" + quote(user_id or "anonymous", safe=""))
+    )
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    for path in (folder, folder.parent):
+        path.chmod(0o700)  # mkdir's mode bows to the umask; nobody else may look in
+    return folder
+
+
+def workspace(ctx: ToolContext) -> Path:
+    """The folder tools may write: a gateway user's own (the turn's working directory,
+    set by the gateway), else ``tools.workspace``, else the working directory."""
+    if per_user(ctx.source):
+        return ctx.cwd
+    value = ctx.setting("tools.workspace")
+    return Path(str(value)).expanduser() if value else ctx.cwd
+
+
+def boundary(ctx: ToolContext) -> Path | None:
+    """The root outside which file tools refuse paths: a gateway user's workspace, else
+    ``tools.workspace`` (None: no root)."""
+    if per_user(ctx.source):
+        return Path(os.path.realpath(ctx.cwd))
+    try:
+        value = ctx.setting("tools.workspace")
+    except KeyError:
+        return None
+    return Path(os.path.realpath(Path(str(value)).expanduser())) if value else None
+
+
+def carved_out(ctx: ToolContext) -> Path | None:
+    """A gateway user's workspace inside a hidden folder (``$HERMES_HOME/workspaces``,
+    the other users' workspaces): reachable by that user's tools although the folder
+    around it is hidden. Only a folder strictly inside one of those qualifies, never
+    ``$HERMES_HOME`` itself or a part of it holding anything else."""
+    if not per_user(ctx.source):
+        return None
+    real = Path(os.path.realpath(ctx.cwd))
+    holders = (Path(os.path.realpath(ctx.hermes_home)) / FOLDER, base(ctx.config, ctx.hermes_home))
+    return real if any(folder in real.parents for folder in holders) else None
+
+
+def others(ctx: ToolContext) -> Path | None:
+    """The folder of every user's workspace, hidden from a gateway user's commands (their
+    own is bound back in); None when there is nothing to hide it from."""
+    if not per_user(ctx.source):
+        return None
+    folder = base(ctx.config, ctx.hermes_home)
+    real = Path(os.path.realpath(ctx.cwd))
+    if folder == Path("/") or real == folder or real in folder.parents:
+        return None  # a working directory given by the caller holds the whole folder
+    return folder
