@@ -215,6 +215,8 @@ def _mount(rule: view.Rule, table: list[view.Rule], tmp_bytes: int, sealed: list
     if not exists:
         return []
     if rule.mount == view.HIDE:
+        if _is_folder(rule.path):
+            sealed.append(path)  # read-only once a user's workspace inside is bound back
         return _hide(rule.path)
     return ["--bind" if rule.mount == view.RW else "--ro-bind", path, path]
 
@@ -243,5 +245,7 @@ def _is_folder(path: Path) -> bool:
 
 def _hide(path: Path) -> list[str]:
     if _is_folder(path):
-        return ["--perms", "0555", "--tmpfs", str(path)]  # made read-only after the binds
+        # Empty, and read-only after the binds (``sealed``): a write there fails loudly
+        # instead of vanishing with the command.
+        return ["--perms", "0555", "--tmpfs", str(path)]
     return ["--ro-bind", "/dev/null", str(path)]

@@ -61,7 +61,7 @@ def test_the_title_and_id_the_user_knows_survive(hermes_agent_python, hermes_hom
 
     found = hermes(hermes_home, "sessions", "search", "starter")
     assert found.returncode == 0, found.stderr
-    named = [line.split()[0] for line in found.stdout.splitlines()[1:]]
+    named = [line.split()[-1] for line in found.stdout.splitlines()[1:]]  # ID last
     assert named and set(named) == {"sd"}  # never "sd~archive"
     assert "Sourdough" in found.stdout
 
