@@ -49,9 +49,38 @@ class PluginManager(_PluginManager):
             self.load(load_config())
 
 
-def get_plugin_manager() -> _PluginManager:
-    """The process's plugin manager (loaded by the first agent, or ``discover_plugins``)."""
-    return current()
+def get_plugin_manager() -> _AsHermesAgent:
+    """The process's plugin manager (loaded by the first agent, or ``discover_plugins``),
+    with 0.19's names on it: ``discover_and_load()``, ``_plugins`` (hermes-webui's
+    Plugins panel reads them)."""
+    return _AsHermesAgent()
+
+
+class _AsHermesAgent:
+    """The process's manager as 0.19's readers see it; hermes's names pass through."""
+
+    def discover_and_load(self, force: bool = False) -> None:
+        if force or not current().plugins:
+            discover_plugins(force=True)
+
+    @property
+    def _plugins(self) -> dict[str, _LoadedAsHermesAgent]:
+        return {key: _LoadedAsHermesAgent(loaded) for key, loaded in current().plugins.items()}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(current(), name)
+
+
+class _LoadedAsHermesAgent:
+    """A loaded plugin with 0.19's attribute names (``hooks_registered``, ...)."""
+
+    def __init__(self, loaded: LoadedPlugin) -> None:
+        self.manifest = loaded.manifest
+        self.enabled = loaded.enabled
+        self.error = loaded.error
+        self.tools_registered = list(loaded.tools)
+        self.hooks_registered = list(loaded.hooks)
+        self.commands_registered: list[str] = []
 
 
 def discover_plugins(force: bool = False) -> None:

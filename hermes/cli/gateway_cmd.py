@@ -314,6 +314,28 @@ def _setup_logging(verbose: bool, worker_index: int | None = None) -> None:
     log_to_files(hermes_home(), gateway=True)
 
 
+@gateway.command("restart")
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=1),
+    default=60.0,
+    show_default=True,
+    help="Seconds to wait for each gateway to stop, then to be serving again.",
+)
+def restart(timeout: float) -> None:
+    """Restart the gateways running on this HERMES_HOME, as Hermes Agent's command does.
+
+    Each stops as on SIGTERM (running turns finish, queued input stays in the store) and
+    starts again in the background with the command line and folder it had, its output
+    appended to $HERMES_HOME/logs/gateway.log.
+    """
+    from hermes.cli.gateway_restart import restart_gateways
+    from hermes.config import hermes_home
+
+    for line in restart_gateways(hermes_home(), timeout):
+        click.echo(line)
+
+
 @gateway.command("status")
 @click.option("--json", "as_json", is_flag=True, help="Print the gateways' records as JSON.")
 def status(as_json: bool) -> None:

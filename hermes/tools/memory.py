@@ -27,6 +27,7 @@ from filelock import FileLock
 from hermes.config import ensure_home
 from hermes.tools._fs import atomic_write_text
 from hermes.tools.registry import Tool, ToolContext, ToolError
+from hermes.tools.workspaces import per_user
 
 DELIMITER = "\n§\n"
 FILES = {"memory": "MEMORY.md", "user": "USER.md"}
@@ -42,10 +43,12 @@ def memory_dir(hermes_home: Path) -> Path:
 def memory_home(hermes_home: Path, source: str, user_id: str | None, shared: bool) -> Path:
     """The folder holding the memory files of whoever is talking.
 
-    The terminal chat (its user owns the machine) and an operator who opted into one
-    shared memory (``memory.shared``) use HERMES_HOME itself (its ``memories/``); every gateway user has a
-    folder of their own, so one user's facts never reach another's prompt."""
-    if source == "cli" or shared:
+    Every gateway user (a chat platform's user, an API caller: ``workspaces.per_user``)
+    has a folder of their own, so one user's facts never reach another's prompt. The
+    operator's own surfaces (the terminal chat, a local web UI such as hermes-webui,
+    scheduled jobs) and an operator who opted into one shared memory (``memory.shared``)
+    use HERMES_HOME itself (its ``memories/``)."""
+    if shared or not per_user(source):
         return Path(hermes_home)
     user = "u-" + quote(user_id or "anonymous", safe="")
     return Path(hermes_home) / "memories" / "users" / quote(source, safe="") / user

@@ -69,3 +69,20 @@ def test_a_user_id_cannot_climb_out_of_the_memory_folder(hermes_home: Path) -> N
     for user in ("../../..", "/etc", "a/b", ".."):
         folder = memory_home(hermes_home, "telegram", user, shared=False)
         assert folder.parent == hermes_home / "memories" / "users" / "telegram"
+
+
+def test_a_local_web_ui_shares_the_operators_memory(
+    fake_llm, tmp_path: Path, hermes_home: Path
+) -> None:
+    """hermes-webui talks as ``webui``: the operator's own UI on their machine, not a
+    gateway user, so its chats see and save the memory its Memory panel shows."""
+    memory_path(hermes_home, "user").parent.mkdir(parents=True, exist_ok=True)
+    memory_path(hermes_home, "user").write_text("the operator likes tea", encoding="utf-8")
+    fake_llm.responder = lambda body: fake.text("hello")
+    with SessionDB(db_path=tmp_path / "state.db") as db:
+        fake_agent(fake_llm, db, source="webui").run_conversation("hi")
+        assert "the operator likes tea" in _system_prompt(fake_llm)
+        fake_agent(fake_llm, db, source="telegram", user_id="7").run_conversation("hi")
+        assert "the operator likes tea" not in _system_prompt(fake_llm)
+    assert memory_home(hermes_home, "webui", None, shared=False) == hermes_home
+    assert memory_home(hermes_home, "cron", None, shared=False) == hermes_home

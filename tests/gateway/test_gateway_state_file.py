@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
+import httpx
 import pytest
 
 from tests.gateway.harness import wait_for
@@ -169,3 +171,30 @@ def test_two_gateways_on_one_home_are_each_reported(
     assert status(hermes_home).stdout.startswith(f"Gateway is running (pid {pids[1]}")
     assert gateways[1].terminate() == 0
     assert status(hermes_home).stdout.startswith("Gateway is not running (stopped")
+
+
+def test_restart_stops_the_gateway_and_starts_it_again_as_it_was(
+    hermes_home: Path, config_file: Path, run_gateway
+) -> None:
+    """hermes-agent-mcp's gateway_restart: `hermes gateway restart` as 0.19 has it."""
+    port = free_port()
+    first = run_gateway("--api-server", f"127.0.0.1:{port}", "--workers", "1")
+    first.wait_ready(port)
+    state = hermes_home / "gateway_state.json"
+    wait_for(lambda: state.exists() and json.loads(state.read_text())["gateway_state"] == "running")
+    env = {**os.environ, "HERMES_HOME": str(hermes_home)}
+    done = subprocess.run([HERMES, "gateway", "restart"], env=env, capture_output=True,
+                          text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert first.proc.wait(5) == 0  # stopped as on SIGTERM
+    new = json.loads(state.read_text())["pid"]
+    try:
+        assert new != first.proc.pid and f"pid {new} serving" in done.stdout
+        assert status(hermes_home).stdout.startswith(f"Gateway is running (pid {new}")
+        assert httpx.get(f"http://127.0.0.1:{port}/health", timeout=5).status_code == 200
+    finally:
+        os.kill(new, signal.SIGTERM)
+        wait_for(lambda: json.loads(state.read_text())["gateway_state"] == "stopped")
+    none = subprocess.run([HERMES, "gateway", "restart"], env=env, capture_output=True,
+                          text=True, timeout=60)  # fmt: skip
+    assert none.returncode == 1 and "No gateway runs on" in none.stderr

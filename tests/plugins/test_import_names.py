@@ -32,6 +32,47 @@ def test_hermes_cli_plugins_as_tools_use_it(hermes_home: Path) -> None:
     assert [p["key"] for p in manager.list_plugins()] == ["hello-world"]
 
 
+def test_the_manager_as_hermes_webuis_plugins_panel_reads_it(hermes_home: Path) -> None:
+    """webui calls ``discover_and_load`` and reads ``_plugins`` with 0.19's names."""
+    install_plugin(hermes_home, "hello-world", HELLO_MANIFEST, HELLO_INIT)
+    enable(hermes_home, "hello-world")
+    from hermes_cli.plugins import get_plugin_manager
+
+    manager = get_plugin_manager()
+    manager.discover_and_load(force=False)
+    [(key, loaded)] = manager._plugins.items()
+    assert key == "hello-world" and loaded.manifest.name == "hello-world"
+    assert loaded.enabled and loaded.error is None
+    assert len(loaded.tools_registered) == 1
+    assert "on_session_start" in loaded.hooks_registered
+    assert [p["key"] for p in manager.list_plugins()] == ["hello-world"]  # hermes's names too
+
+
+def test_a_plugins_tools_reach_a_chat_that_names_the_clis_toolsets(
+    hermes_home: Path, fake_llm
+) -> None:
+    """hermes-webui passes ``_get_platform_tools(cfg, "cli")`` on as ``enabled_toolsets``:
+    the enabled plugin's tool is among what the agent then offers."""
+    install_plugin(hermes_home, "hello-world", HELLO_MANIFEST, HELLO_INIT)
+    enable(hermes_home, "hello-world")
+    from hermes_cli.plugins import discover_plugins
+    from hermes_cli.tools_config import _get_platform_tools
+
+    from hermes.plugins import current
+    from run_agent import AIAgent
+
+    discover_plugins(force=True)
+    [hello] = [tool.name for tool in current().tools()]
+    named = _get_platform_tools({}, "cli")
+    assert {"terminal", "read_file", hello} <= named
+    agent = AIAgent(base_url=fake_llm.url, model="fake-model", enabled_toolsets=sorted(named),
+                    skip_context_files=True, skip_memory=True)  # fmt: skip
+    try:
+        assert hello in agent.tool_names() and "terminal" in agent.tool_names()
+    finally:
+        agent.client.close()
+
+
 def test_agent_context_engine_and_gateway_hooks(hermes_home: Path) -> None:
     from agent.context_engine import ContextEngine
     from gateway.hooks import HookRegistry
