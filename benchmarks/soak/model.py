@@ -50,6 +50,7 @@ class SoakModel:
         self.tool_share = tool_share
         self.mode: str | None = None  # None, "fail" or "hang": applies to summaries only
         self.lock = threading.Lock()
+        self.summaries_asked = 0
         self.counts = {"turns": 0, "tool_calls": 0, "summaries": 0, "summary_faults": 0,
                        "long_tools": 0, "masked": 0}  # fmt: skip
         # (time received, the turn tags in the body) of every request but the background
@@ -96,7 +97,12 @@ class SoakModel:
             (self.reviews if review else self.seen).append((time.time(), tags))
 
     def _summary(self) -> fake.Reply:
-        mode = self.mode
+        with self.lock:
+            self.summaries_asked += 1
+            asked = self.summaries_asked
+        # Besides the timed windows, every third summary request fails: a short soak
+        # with few compressions still meets a failing summary model.
+        mode = self.mode or ("fail" if asked % FAIL_EVERY == 1 else None)
         if mode is not None:
             self._count("summary_faults")
             if mode == "fail":
@@ -106,6 +112,9 @@ class SoakModel:
         # A little slowness, so the compression lease is held long enough to be killed.
         time.sleep(0.2)
         return fake.text("Summary: the user and the assistant exchanged numbered messages.")
+
+
+FAIL_EVERY = 3
 
 
 class FaultWindows(threading.Thread):
