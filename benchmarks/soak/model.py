@@ -100,9 +100,9 @@ class SoakModel:
         with self.lock:
             self.summaries_asked += 1
             asked = self.summaries_asked
-        # Besides the timed windows, every third summary request fails: a short soak
-        # with few compressions still meets a failing summary model.
-        mode = self.mode or ("fail" if asked % FAIL_EVERY == 1 else None)
+        # Besides the timed windows, the first summary request fails: a short soak with
+        # few compressions still meets a failing summary model.
+        mode = self.mode or ("fail" if asked == 1 else None)
         if mode is not None:
             self._count("summary_faults")
             if mode == "fail":
@@ -112,9 +112,6 @@ class SoakModel:
         # A little slowness, so the compression lease is held long enough to be killed.
         time.sleep(0.2)
         return fake.text("Summary: the user and the assistant exchanged numbered messages.")
-
-
-FAIL_EVERY = 3
 
 
 class FaultWindows(threading.Thread):
