@@ -17,10 +17,11 @@ WORDS = " ".join(f"w{i}" for i in range(400))
 def test_a_stopped_stream_continues_the_same_conversation(
     client: openai.OpenAI, gateway: GatewayThread, fake_llm
 ) -> None:
-    # Two words, a pause (the user presses stop meanwhile; shorter than hermes's 0.5 s look
-    # at a silent stream's connection), then the rest at full speed:
-    # the model goes on writing after the client left, until hermes stops it.
-    fake_llm.enqueue(stall(WORDS, after_chunks=3, seconds=0.4))
+    # Two words, a pause (the user presses stop meanwhile; longer than hermes's 0.5 s look
+    # at a silent stream's connection, so hermes sees the client gone before it writes
+    # more: with a shorter pause, under load, a word written into the socket before the
+    # close counts as sent though the client never showed it), then the rest.
+    fake_llm.enqueue(stall(WORDS, after_chunks=3, seconds=1.5))
     stream = client.chat.completions.create(model="fake-model", messages=[QUESTION], stream=True)
     shown = []
     for chunk in stream:
