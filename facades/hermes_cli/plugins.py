@@ -60,8 +60,9 @@ class _AsHermesAgent:
     """The process's manager as 0.19's readers see it; hermes's names pass through."""
 
     def discover_and_load(self, force: bool = False) -> None:
-        if force or not current().plugins:
-            discover_plugins(force=True)
+        loaded = current()
+        if force or not loaded.plugins or loaded.home != hermes_home():
+            discover_plugins(force=True)  # (another home's plugins: this one's instead)
 
     @property
     def _plugins(self) -> dict[str, _LoadedAsHermesAgent]:
