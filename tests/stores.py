@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -113,8 +114,21 @@ def postgres_store() -> Iterator[StoreSpec]:
     try:
         yield StoreSpec("postgres", url=with_search_path(base, schema))
     finally:
-        with psycopg.connect(base, autocommit=True) as conn:
-            conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+        _drop_schema(psycopg, base, schema)
+
+
+def _drop_schema(psycopg: Any, base: str, schema: str) -> None:
+    """Drop the test's schema; a process the test started may still be letting go of its
+    locks (PostgreSQL then aborts one side as a deadlock): try again shortly."""
+    for attempt in range(5):
+        try:
+            with psycopg.connect(base, autocommit=True) as conn:
+                conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+            return
+        except psycopg.errors.DeadlockDetected:
+            if attempt == 4:
+                raise
+            time.sleep(0.5)
 
 
 @pytest.fixture
