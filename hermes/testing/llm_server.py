@@ -617,6 +617,8 @@ class _Handler(BaseHTTPRequestHandler):
     # for a delayed ACK (~40 ms) and skew latency benchmarks.
     disable_nagle_algorithm = True
     server: _HTTPServer
+    # (request body, start) of the chat request being answered, until its time is noted.
+    _serving: tuple[dict[str, Any], float] | None = None
 
     def setup(self) -> None:
         super().setup()
@@ -685,8 +687,9 @@ class _Handler(BaseHTTPRequestHandler):
         if self.owner.strict_models and model not in self.owner.models:
             self._send_reply(model_not_found(), body)
         else:
+            self._serving = (body, started)
             self._send_reply(self.owner._next_reply(body), body)
-        self.owner._served(body, started)
+        self._note_served()  # a dropped or refused request too
 
     def _authorised(self) -> bool:
         expected = self.owner.api_key
@@ -732,6 +735,7 @@ class _Handler(BaseHTTPRequestHandler):
         for name, value in (headers or {}).items():
             self.send_header(name, value)
         self.end_headers()
+        self._note_served()
         with contextlib.suppress(OSError):
             self.wfile.write(data)
 
@@ -752,11 +756,19 @@ class _Handler(BaseHTTPRequestHandler):
                     self._drop()
                     return
                 self._write_chunk(f"data: {event}\n\n".encode())
+            self._note_served()
             self._write_chunk(b"data: [DONE]\n\n")
             self.wfile.write(b"0\r\n\r\n")
         except OSError:
             # The client went away (an interrupted stream): nothing left to do.
             self.close_connection = True
+
+    def _note_served(self) -> None:
+        """Record the request's service time before its answer's last bytes go out: a
+        client that asks ``/stats`` right after its answer finds it counted."""
+        if self._serving is not None:
+            self.owner._served(*self._serving)
+            self._serving = None
 
     def _write_chunk(self, data: bytes) -> None:
         self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))

@@ -242,3 +242,15 @@ def test_a_request_cut_off_by_a_dying_client_is_not_judged(sent: bytes) -> None:
         stats = server.stats()
         assert stats["invalid_contexts"] == 0, stats["context_reasons"]
         assert len(server.requests) == 1
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_an_answer_is_counted_in_stats_before_the_client_has_it(
+    fake_llm: FakeLLMServer, stream: bool
+) -> None:
+    # A benchmark reads the service times right after its last answer: none may be missing.
+    for asked in range(1, 201):
+        status, _ = post(fake_llm, chat(f"q{asked}", stream=stream))
+        assert status == 200
+        samples = fake_llm.stats()["samples"]
+        assert len(samples) == asked, f"answer {asked} was not counted yet"
