@@ -7,10 +7,12 @@ the writer dies mid-way.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,34 +23,64 @@ def private_dir(path: Path) -> Path:
     return path
 
 
-def atomic_write_text(path: Path, text: str, mode: int | None = 0o600) -> None:
+def atomic_write_text(
+    path: Path, text: str, mode: int | None = 0o600, *, dir_fd: int | None = None
+) -> None:
     """Write ``text`` to ``path`` through a temporary file and ``os.replace``.
 
     ``mode=None`` keeps an existing file's mode (or the umask default for a new
     file): that is what a user's own files want, while state files want 0600.
+    With ``dir_fd``, ``path`` is a name inside that open folder, and every step is
+    taken there (see ``folder_opened_as``).
     """
     exact = True  # an explicit or inherited mode is applied as is, past the umask
     if mode is None:
         try:
-            mode = path.stat().st_mode & 0o7777
+            mode = os.stat(path, dir_fd=dir_fd).st_mode & 0o7777
         except FileNotFoundError:
             mode, exact = 0o666, False  # a new user file: the umask decides, as for any tool
     # The name is unique per process and thread so concurrent writers never share it.
     tmp = path.with_name(
         f".{path.name}.{os.getpid()}.{threading.get_ident()}.{uuid.uuid4().hex[:8]}.tmp"
     )
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode, dir_fd=dir_fd)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
         if exact:
-            os.chmod(tmp, mode)
-        os.replace(tmp, path)
+            os.chmod(tmp, mode, dir_fd=dir_fd)
+        os.replace(tmp, path, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     except BaseException:
-        tmp.unlink(missing_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp, dir_fd=dir_fd)
         raise
+
+
+@contextlib.contextmanager
+def folder_opened_as(folder: Path) -> Iterator[int | None]:
+    """``folder`` opened, and checked to be that very folder and not one a link swapped
+    into its path reaches: writes made inside the descriptor stay where ``folder`` was
+    checked, whatever is renamed or linked meanwhile. None where the system cannot say
+    which folder a descriptor is (no ``/proc``): the caller writes by path then.
+    """
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        try:
+            opened = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            yield None
+            return
+        if opened != str(folder):
+            raise FolderMovedError(f"{folder} now leads to {opened}")
+        yield fd
+    finally:
+        os.close(fd)
+
+
+class FolderMovedError(OSError):
+    """A folder's path led elsewhere when it was opened (a link was swapped in)."""
 
 
 def write_json(path: Path, data: dict[str, Any]) -> None:

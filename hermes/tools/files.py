@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from hermes.tools._fs import atomic_write_text
+from hermes.tools._fs import FolderMovedError, atomic_write_text, folder_opened_as
 from hermes.tools.protected import authorize_file_write, authorize_read
 from hermes.tools.registry import Tool, ToolContext, ToolError
 from hermes.tools.text_encoding import sniff
@@ -163,11 +163,28 @@ def write_file(args: dict[str, Any], ctx: ToolContext) -> str:
         raise ToolError(f"{path} is a directory; give a file path.")
     existed = path.exists()
     path.parent.mkdir(parents=True, exist_ok=True)
-    # Through a symlink, not over it: replacing the link would silently unlink the target.
-    atomic_write_text(path.resolve(), content, mode=None)
+    _write_checked(path, content, ctx)
     lines = content.count("\n") + (0 if content.endswith("\n") or not content else 1)
     verb = "Overwrote" if existed else "Created"
     return f"{verb} {path}: {len(content)} characters, {lines} lines."
+
+
+def _write_checked(path: Path, text: str, ctx: ToolContext) -> None:
+    """Write ``text`` to the file ``path`` names and only there. Through a symlink, not
+    over it (replacing the link would silently unlink its target), so the target is
+    checked once the links are resolved, and written inside its folder as opened and seen
+    to be that folder: a link a background command swaps into the path meanwhile cannot
+    send the write elsewhere."""
+    target = path.resolve()
+    authorize_file_write(target, ctx)
+    try:
+        with folder_opened_as(target.parent) as folder:
+            name = Path(target.name) if folder is not None else target
+            atomic_write_text(name, text, mode=None, dir_fd=folder)
+    except FolderMovedError as exc:
+        raise ToolError(
+            f"Refused: {path} changed while it was being written ({exc}); check it and try again."
+        ) from exc
 
 
 # patch -------------------------------------------------------------------------------
@@ -226,7 +243,7 @@ def patch(args: dict[str, Any], ctx: ToolContext) -> str:
         )
     lines = _match_lines(text, old)
     updated = text.replace(old, new)
-    atomic_write_text(path.resolve(), updated, mode=None)
+    _write_checked(path, updated, ctx)
     where = ", ".join(map(str, lines[:20]))
     return f"Patched {path}: replaced {count} occurrence{'s' if count > 1 else ''} (line{'s' if count > 1 else ''} {where})."
 

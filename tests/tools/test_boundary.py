@@ -356,3 +356,43 @@ def test_a_background_process_ends_at_its_limit(box: Box, run: Callable[..., str
     assert still_running_with("sleep 300.5252") == []
     log = run(ctx, "process", action="log", id=process_id)
     assert "ended at its time limit of 2 s (terminal.background_timeout)" in log, waited
+
+
+# -- a link swapped in between the check and the write ---------------------------------
+
+
+@pytest.mark.parametrize("tool", ["write_file", "patch"])
+@pytest.mark.parametrize("swap_at_check", [1, 2])
+def test_a_link_swapped_in_after_the_check_does_not_move_the_write(
+    box: Box,
+    run: Callable[..., str],
+    monkeypatch: pytest.MonkeyPatch,
+    tool: str,
+    swap_at_check: int,
+) -> None:
+    # A background command the agent started swaps a folder of the path for a link to
+    # the home right after the file tool checked the path: the write must not follow it.
+    from hermes.tools import files, protected
+
+    folder = box.project / "notes"
+    folder.mkdir()
+    (folder / ".bashrc").write_text("print('x')\n", encoding="utf-8")
+    (box.user_home / ".bashrc").write_text("print('x')\n", encoding="utf-8")
+    checks = 0
+
+    def check_then_swap(path: Path, ctx: ToolContext) -> None:
+        nonlocal checks
+        protected.authorize_file_write(path, ctx)
+        checks += 1
+        if checks == swap_at_check:
+            shutil.rmtree(folder)
+            folder.symlink_to(box.user_home)
+
+    monkeypatch.setattr(files, "authorize_file_write", check_then_swap)
+    before = box.snapshot()
+    args = (
+        {"content": PLANT + "\n"} if tool == "write_file" else {"old": "print('x')", "new": PLANT}
+    )
+    result = run(box.make(), tool, path="notes/.bashrc", **args)
+    assert box.snapshot() == before, result
+    assert "Refused" in result, result
