@@ -142,8 +142,8 @@ def _sandbox_check(config: Config) -> Check:
         return Check(
             "sandbox", None, f"{mode.describe()}: unattended surfaces run read-only commands only."
         )
-    none = ", and no command runs (terminal.sandbox is bwrap)"
-    also = none if sandbox.setting_of(setting) == "bwrap" else ""
+    bwrap = sandbox.setting_of(setting) == "bwrap"
+    also = ", and no command runs (terminal.sandbox is bwrap)" if bwrap else ""
     return Check(
         "sandbox",
         False,
