@@ -50,6 +50,7 @@ if TYPE_CHECKING:
 HISTORY_FILE = "chat_history"
 PROMPT = "› "
 THINKING = "Thinking…"
+UNANSWERED = "Your last message was not answered (the model call failed); /retry sends it again."
 
 
 class TurnView:
@@ -80,8 +81,12 @@ class TurnView:
     def begin(self, status: str = THINKING, *, events: bool = True) -> None:
         with self._lock:
             self._text, self._status, self._events, self.streamed = "", status, events, False
-            self._live = Live(console=self.console, get_renderable=lambda: self._renderable,
-                              transient=True, refresh_per_second=12)  # fmt: skip
+            self._live = Live(
+                console=self.console,
+                get_renderable=lambda: self._renderable,
+                transient=True,
+                refresh_per_second=12,
+            )
             self._rebuild()
             self._live.start()
 
@@ -373,8 +378,9 @@ class Repl:
         if name == "compress":  # calls the summary model: spinner, and Ctrl-C works
             self.view.begin("Compressing the context…", events=False)
             try:
-                reply = run_in_worker(lambda: chat_commands.dispatch(self.agent, line),
-                                      interrupt=self.agent.interrupt).value  # fmt: skip
+                reply = run_in_worker(
+                    lambda: chat_commands.dispatch(self.agent, line), interrupt=self.agent.interrupt
+                ).value
             finally:
                 self.view.end()
         else:
@@ -413,10 +419,8 @@ class Repl:
             where = f"resumed {title}"
         else:
             where = "new conversation"
-        self.console.print(Text(
-            f"hermes · {agent.model} · {where} · /help for commands · Ctrl-C stops a turn · "
-            "Ctrl-D leaves", style="dim",
-        ))  # fmt: skip
+        keys = "/help for commands · Ctrl-C stops a turn · Ctrl-D leaves"
+        self.console.print(Text(f"hermes · {agent.model} · {where} · {keys}", style="dim"))
         if agent.session_id:
             self._last_exchange()
 
@@ -436,10 +440,7 @@ class Repl:
         last = messages[-1]
         if last["role"] == "user":
             self.console.print(Text(f"you: {one_line(last['content'], 100)}", style="dim"))
-            self.console.print(Text(
-                "Your last message was not answered (the model call failed); /retry sends it "
-                "again.", style="yellow",
-            ))  # fmt: skip
+            self.console.print(Text(UNANSWERED, style="yellow"))
             return
         question = next((m for m in reversed(messages) if m["role"] == "user"), None)
         if question is not None:
@@ -448,10 +449,8 @@ class Repl:
 
     def _goodbye(self) -> None:
         if self.agent.conversation_id:
-            self.console.print(Text(
-                f"Saved. Continue with: hermes chat --resume {self.agent.conversation_id}",
-                style="dim",
-            ))  # fmt: skip
+            resume = f"hermes chat --resume {self.agent.conversation_id}"
+            self.console.print(Text(f"Saved. Continue with: {resume}", style="dim"))
 
 
 def run_repl(agent: AIAgent) -> None:

@@ -38,25 +38,53 @@ YOLO_HELP = (
 )
 YOLO_NOTE = "--yolo: dangerous commands run without asking in this run."
 
-JSON_KEYS = ("final_response", "session_id", "iterations", "interrupted", "prompt_tokens",
-             "completion_tokens", "compressions")  # fmt: skip
+JSON_KEYS = (
+    "final_response",
+    "session_id",
+    "iterations",
+    "interrupted",
+    "prompt_tokens",
+    "completion_tokens",
+    "compressions",
+)
 
 
 @click.command()
-@click.option("-q", "--query", metavar="TEXT",
-              help="Ask once and print only the answer ('-' reads the question from stdin).")  # fmt: skip
+@click.option(
+    "-q",
+    "--query",
+    metavar="TEXT",
+    help="Ask once and print only the answer ('-' reads the question from stdin).",
+)
 @click.option("--json", "as_json", is_flag=True, help="With -q: print the result as JSON.")
-@click.option("-s", "--system", metavar="TEXT",
-              help="Extra instructions for the model in this run, after hermes's own "
-              "system prompt (not stored with the conversation).")  # fmt: skip
+@click.option(
+    "-s",
+    "--system",
+    metavar="TEXT",
+    help="Extra instructions for the model in this run, after hermes's own "
+    "system prompt (not stored with the conversation).",
+)
 @click.option("-m", "--model", help="The model for this run (default: model.default).")
 @click.option("--base-url", help="The endpoint for this run (default: model.base_url).")
-@click.option("-c", "--continue", "continue_", is_flag=True,
-              help="Continue the most recent conversation started here.")  # fmt: skip
-@click.option("-r", "--resume", metavar="ID|TITLE",
-              help="Continue a conversation by any of its segment ids or its title.")  # fmt: skip
-@click.option("--read-only", "read_only", is_flag=True,
-              help="Show a conversation (-c, -r or the latest) without writing; sends nothing.")  # fmt: skip
+@click.option(
+    "-c",
+    "--continue",
+    "continue_",
+    is_flag=True,
+    help="Continue the most recent conversation started here.",
+)
+@click.option(
+    "-r",
+    "--resume",
+    metavar="ID|TITLE",
+    help="Continue a conversation by any of its segment ids or its title.",
+)
+@click.option(
+    "--read-only",
+    "read_only",
+    is_flag=True,
+    help="Show a conversation (-c, -r or the latest) without writing; sends nothing.",
+)
 @click.option("--yolo", is_flag=True, help=YOLO_HELP)
 def chat(
     query: str | None,
@@ -96,8 +124,16 @@ def chat(
     text = _read_query(query, piped) if query is not None else None
     with opened_store(read_only=False, create=True) as db:
         tip = _pick_conversation(db, continue_, resume)
-        agent = _make_agent(config, db, api_key=api_key, base_url=base_url, model=model,
-                            interactive=text is None, system=system, yolo=yolo)  # fmt: skip
+        agent = _make_agent(
+            config,
+            db,
+            api_key=api_key,
+            base_url=base_url,
+            model=model,
+            interactive=text is None,
+            system=system,
+            yolo=yolo,
+        )
         if yolo:
             click.echo(YOLO_NOTE, err=True)
         try:
@@ -300,8 +336,9 @@ def _ask_once(agent: AIAgent, text: str, as_json: bool) -> None:
     interrupted = outcome.interrupted or bool(result.get("interrupted"))
     if as_json:
         payload = {k: result.get(k) for k in JSON_KEYS}
-        payload.update(conversation_id=agent.conversation_id, model=agent.model,
-                       interrupted=interrupted)  # fmt: skip
+        payload.update(
+            conversation_id=agent.conversation_id, model=agent.model, interrupted=interrupted
+        )
         click.echo(json.dumps(payload, indent=2, ensure_ascii=False))
     elif streamed is not None and streamed["any"]:
         click.echo("")  # end the streamed line

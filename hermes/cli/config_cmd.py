@@ -191,8 +191,9 @@ def setup(base_url: str | None, model: str | None, api_key: str | None, no_input
     current = load_config()
     ask = not no_input and sys.stdin.isatty()
     if base_url is None and ask:
-        base_url = click.prompt("Endpoint (OpenAI-compatible base URL)",
-                                default=current.get("model.base_url"))  # fmt: skip
+        base_url = click.prompt(
+            "Endpoint (OpenAI-compatible base URL)", default=current.get("model.base_url")
+        )
     endpoint = base_url or current.get("model.base_url")
     if api_key is None and ask:
         api_key = _ask_key(endpoint)
@@ -210,8 +211,10 @@ def setup(base_url: str | None, model: str | None, api_key: str | None, no_input
             err=True,
         )
     if not _apply(base_url, model, api_key):
-        click.echo("Nothing changed: give --base-url, --model or --api-key, or run "
-                   "`hermes setup` in a terminal to be asked.")  # fmt: skip
+        click.echo(
+            "Nothing changed: give --base-url, --model or --api-key, or run "
+            "`hermes setup` in a terminal to be asked."
+        )
         return
     _summary(endpoint)
 

@@ -76,9 +76,13 @@ def list_cmd(show_all: bool, as_json: bool) -> None:
         as_json=as_json,
         empty="No scheduled jobs. Add one with `hermes cron create`.",
         headers=["id", "name", "schedule", "state", "next run", "deliver"],
-        row=lambda j: [j["id"], j["name"], j["schedule"], j["state"], _when(j["next_run_at"]),
-                       j["deliver"]],
-    )  # fmt: skip
+        row=_job_row,
+    )
+
+
+def _job_row(job: dict[str, Any]) -> list[Any]:
+    when = _when(job["next_run_at"])
+    return [job["id"], job["name"], job["schedule"], job["state"], when, job["deliver"]]
 
 
 @cron.command("create")
@@ -119,9 +123,16 @@ def create(
     target = check_target(deliver)
     limited = check_names(toolsets, load_config())
     with _jobs() as store:
-        job = store.create_job(name=name or ask[:50].strip(), schedule=parsed, prompt=ask,
-                               deliver=target, timezone=timezone, skills=skills, model=model,
-                               toolsets=limited)  # fmt: skip
+        job = store.create_job(
+            name=name or ask[:50].strip(),
+            schedule=parsed,
+            prompt=ask,
+            deliver=target,
+            timezone=timezone,
+            skills=skills,
+            model=model,
+            toolsets=limited,
+        )
     click.echo(
         f"Created job {job['id']} ({job['name']}): {parsed.display}, next run {_when(job['next_run_at'])}."
     )
@@ -156,9 +167,16 @@ cron.add_command(create, "add")
     help="The job's toolsets (replacing them); repeat for more.",
 )
 @click.option("--all-toolsets", is_flag=True, help="Let the job use every tool again.")
-def edit(job_ref: str, schedule: str | None, prompt: str | None, name: str | None,
-         deliver: str | None, model: str | None, toolsets: tuple[str, ...],
-         all_toolsets: bool) -> None:  # fmt: skip
+def edit(
+    job_ref: str,
+    schedule: str | None,
+    prompt: str | None,
+    name: str | None,
+    deliver: str | None,
+    model: str | None,
+    toolsets: tuple[str, ...],
+    all_toolsets: bool,
+) -> None:
     """Change a job."""
     fields: dict[str, Any] = {}
     if toolsets or all_toolsets:
@@ -208,8 +226,13 @@ def run(job_ref: str) -> None:
 
 @cron.command("runs")
 @click.argument("job_ref", required=False)
-@click.option("--limit", type=click.IntRange(1, 500), default=20, show_default=True,
-              help="How many runs to show, newest first.")  # fmt: skip
+@click.option(
+    "--limit",
+    type=click.IntRange(1, 500),
+    default=20,
+    show_default=True,
+    help="How many runs to show, newest first.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 def runs(job_ref: str | None, limit: int, as_json: bool) -> None:
     """Recent runs: when due, status, conversation, and whether the answer was delivered."""
@@ -221,10 +244,14 @@ def runs(job_ref: str | None, limit: int, as_json: bool) -> None:
         as_json=as_json,
         empty="No runs yet.",
         headers=["run", "job", "due", "status", "session", "delivery"],
-        row=lambda r: [r["id"][:12], r["job_id"], _when(r["due_at"]),
-                       r["error"] and f"{r['status']}: {r['error']}" or r["status"],
-                       r["session_id"] or "-", _delivery(r)],
-    )  # fmt: skip
+        row=_run_row,
+    )
+
+
+def _run_row(run: dict[str, Any]) -> list[Any]:
+    status = f"{run['status']}: {run['error']}" if run["error"] else run["status"]
+    due = _when(run["due_at"])
+    return [run["id"][:12], run["job_id"], due, status, run["session_id"] or "-", _delivery(run)]
 
 
 def _delivery(run: dict[str, Any]) -> str:

@@ -41,8 +41,11 @@ class Check:
     fix: str | None = None
 
     def line(self) -> str:
-        mark = {True: click.style("ok  ", fg="green"), False: click.style("FAIL", fg="red"),
-                None: click.style("--  ", dim=True)}[self.ok]  # fmt: skip
+        mark = {
+            True: click.style("ok  ", fg="green"),
+            False: click.style("FAIL", fg="red"),
+            None: click.style("--  ", dim=True),
+        }[self.ok]
         text = f"{mark}  {self.name}: {self.detail}"
         return f"{text} Fix: {self.fix}" if self.fix and self.ok is False else text
 
@@ -105,11 +108,16 @@ def _fallback_config(path: Path) -> Config:
 
 def _home_check(home: Path) -> Check:
     if not home.exists():
-        return Check("home", False, f"HERMES_HOME {home} does not exist.",
-                     "run `hermes setup` to create it, or set HERMES_HOME.")  # fmt: skip
+        return Check(
+            "home",
+            False,
+            f"HERMES_HOME {home} does not exist.",
+            "run `hermes setup` to create it, or set HERMES_HOME.",
+        )
     if not home.is_dir():
-        return Check("home", False, f"HERMES_HOME {home} is not a folder.",
-                     "set HERMES_HOME to a folder.")  # fmt: skip
+        return Check(
+            "home", False, f"HERMES_HOME {home} is not a folder.", "set HERMES_HOME to a folder."
+        )
     mode = stat.S_IMODE(home.stat().st_mode)
     env = home / ".env"
     env_mode = stat.S_IMODE(env.stat().st_mode) if env.exists() else 0o600
@@ -134,11 +142,15 @@ def _sandbox_check(config: Config) -> Check:
         return Check(
             "sandbox", None, f"{mode.describe()}: unattended surfaces run read-only commands only."
         )
-    return Check("sandbox", False, f"{mode.describe()}; unattended surfaces run read-only "
-                 "commands only" + (", and no command runs (terminal.sandbox is bwrap)."
-                                    if sandbox.setting_of(setting) == "bwrap" else "."),
-                 "install bubblewrap (Debian/Ubuntu: apt install bubblewrap) on Linux with "
-                 "unprivileged user namespaces.")  # fmt: skip
+    bwrap = sandbox.setting_of(setting) == "bwrap"
+    also = ", and no command runs (terminal.sandbox is bwrap)" if bwrap else ""
+    return Check(
+        "sandbox",
+        False,
+        f"{mode.describe()}; unattended surfaces run read-only commands only{also}.",
+        "install bubblewrap (Debian/Ubuntu: apt install bubblewrap) on Linux with "
+        "unprivileged user namespaces.",
+    )
 
 
 def _file_modes(path: Path) -> Check:
@@ -150,8 +162,12 @@ def _file_modes(path: Path) -> Check:
                 loose.append((candidate, mode))
     if loose:
         names = ", ".join(f"{p.name} is {m:04o}" for p, m in loose)
-        return Check("store files", False, f"{names}; others can read your conversations.",
-                     "chmod 600 " + " ".join(str(p) for p, _ in loose))  # fmt: skip
+        return Check(
+            "store files",
+            False,
+            f"{names}; others can read your conversations.",
+            "chmod 600 " + " ".join(str(p) for p, _ in loose),
+        )
     return Check("store files", True, f"{path.name} is private (0600).")
 
 
@@ -235,8 +251,7 @@ def _integrity(db: SessionDB) -> Check:
     if problems == ["ok"]:
         return Check("integrity", True, "PRAGMA integrity_check: ok.")
     shown = "; ".join(problems[:3]) + (" …" if len(problems) > 3 else "")
-    return Check("integrity", False, f"PRAGMA integrity_check found damage: {shown}.",
-                 BACKUP_FIX)  # fmt: skip
+    return Check("integrity", False, f"PRAGMA integrity_check found damage: {shown}.", BACKUP_FIX)
 
 
 def _guards(db: SessionDB) -> Check:
@@ -246,10 +261,14 @@ def _guards(db: SessionDB) -> Check:
     ).fetchall()
     missing = sorted(set(GUARD_INDEXES) - {r["name"] for r in rows})
     if missing:
-        return Check("schema", False, f"the guard index {', '.join(missing)} is missing, so "
-                     "the store no longer refuses a forked conversation.",
-                     "stop hermes, back up the file, fix the problems below, and recreate the "
-                     "index (see hermes/state/schema_sqlite.py).")  # fmt: skip
+        return Check(
+            "schema",
+            False,
+            f"the guard index {', '.join(missing)} is missing, so "
+            "the store no longer refuses a forked conversation.",
+            "stop hermes, back up the file, fix the problems below, and recreate the "
+            "index (see hermes/state/schema_sqlite.py).",
+        )
     return Check("schema", True, "the one-tip and one-child guard indexes are in place.")
 
 
@@ -260,9 +279,13 @@ def _invariants(db: SessionDB, location: StoreLocation) -> Check:
     shown = "; ".join(problems[:5]) + (
         f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
     )
-    return Check("invariants", False, f"{shown}.",
-                 f"stop every hermes process, back up {location.label}, and end all but the "
-                 "newest live segment of each conversation named (or restore a backup).")  # fmt: skip
+    return Check(
+        "invariants",
+        False,
+        f"{shown}.",
+        f"stop every hermes process, back up {location.label}, and end all but the "
+        "newest live segment of each conversation named (or restore a backup).",
+    )
 
 
 def _deliveries(db: SessionDB, config: Config) -> Check:
@@ -314,9 +337,12 @@ def _endpoint_checks(config: Config) -> Iterator[Check]:
     base_url, model = config.get("model.base_url"), config.get("model.default")
     key, where = find_api_key()
     if key is None and not is_loopback(base_url):
-        yield Check("api key", False, f"none found for {base_url}.",
-                    f"export HERMES_API_KEY=<your key>, or run `hermes setup` to save one in "
-                    f"{env_file()}.")  # fmt: skip
+        yield Check(
+            "api key",
+            False,
+            f"none found for {base_url}.",
+            f"export HERMES_API_KEY=<your key>, or run `hermes setup` to save one in {env_file()}.",
+        )
         return
     if key is not None:
         yield Check("api key", True, f"found in {where}.")
@@ -326,12 +352,20 @@ def _endpoint_checks(config: Config) -> Iterator[Check]:
     try:
         models = client.list_models()
     except HermesError as exc:
-        yield Check("endpoint", False, _sentence(exc),
-                    "check model.base_url (`hermes config get model.base_url`), the network and the key.")  # fmt: skip
+        yield Check(
+            "endpoint",
+            False,
+            _sentence(exc),
+            "check model.base_url (`hermes config get model.base_url`), the network and the key.",
+        )
         return
     except Exception as exc:  # a URL the HTTP stack cannot even use
-        yield Check("endpoint", False, f"{base_url} failed: {_sentence(exc)}",
-                    "set a valid URL with `hermes config set model.base_url URL`.")  # fmt: skip
+        yield Check(
+            "endpoint",
+            False,
+            f"{base_url} failed: {_sentence(exc)}",
+            "set a valid URL with `hermes config set model.base_url URL`.",
+        )
         return
     finally:
         client.close()
@@ -344,8 +378,12 @@ def _model_check(model: str, models: list[str]) -> Check:
         return Check("model", True, f"{model} is offered by the endpoint.")
     close = difflib.get_close_matches(model, models, n=3, cutoff=0.4) or models[:3]
     hint = f" (e.g. {', '.join(close)})" if close else ""
-    return Check("model", False, f"the endpoint does not offer {model}.",
-                 f"`hermes config set model.default NAME` with one it lists{hint}.")  # fmt: skip
+    return Check(
+        "model",
+        False,
+        f"the endpoint does not offer {model}.",
+        f"`hermes config set model.default NAME` with one it lists{hint}.",
+    )
 
 
 # -- MCP servers ------------------------------------------------------------------------

@@ -164,11 +164,9 @@ def _supervise(count: int, api: Any, grace: float, verbose: bool, platforms: lis
     listen = listen_argument(api.host, port)
 
     def command(index: int, fd: int) -> list[str]:
-        return [
-            sys.executable, "-m", "hermes", "gateway", "run", "--api-server", listen,
-            "--grace", repr(grace), "--worker-index", str(index), "--supervisor-fd", str(fd),
-            *(["--verbose"] if verbose else []),
-        ]  # fmt: skip
+        argv = [sys.executable, "-m", "hermes", "gateway", "run", "--api-server", listen]
+        argv += ["--grace", repr(grace), "--worker-index", str(index), "--supervisor-fd", str(fd)]
+        return argv + (["--verbose"] if verbose else [])
 
     state = GatewayStateFile(hermes_home())
     state.starting()

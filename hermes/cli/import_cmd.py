@@ -36,9 +36,13 @@ def import_group() -> None:
 @import_group.command(name="hermes-agent")
 @click.argument("path", required=False, type=click.Path(path_type=Path))
 @click.option("--dry-run", is_flag=True, help="Show what would be imported; change nothing.")
-@click.option("-y", "--yes", is_flag=True,
-              help="Import into a store that holds conversations, or upgrade the store "
-              "in place, without asking (needed without a terminal).")  # fmt: skip
+@click.option(
+    "-y",
+    "--yes",
+    is_flag=True,
+    help="Import into a store that holds conversations, or upgrade the store "
+    "in place, without asking (needed without a terminal).",
+)
 @click.pass_context
 def hermes_agent(ctx: click.Context, path: Path | None, dry_run: bool, yes: bool) -> None:
     """Import a Hermes Agent state.db (default ~/.hermes/state.db), verified.
@@ -182,8 +186,10 @@ def _upgrade_in_place(path: Path, *, dry_run: bool, yes: bool) -> None:
     if dry_run:
         with upgrade.read_only_view(path) as db:
             held = db.list_conversations(limit=1_000_000)
-        click.echo(f"Would upgrade {path} in place ({len(held)} conversations), keeping the "
-                   "original beside it as a backup; nothing was changed.")  # fmt: skip
+        click.echo(
+            f"Would upgrade {path} in place ({len(held)} conversations), keeping the "
+            "original beside it as a backup; nothing was changed."
+        )
         return
     confirm_or_refuse(
         f"{path} is a Hermes Agent 0.19 store. Upgrade it in place for hermes? The "

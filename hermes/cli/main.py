@@ -94,14 +94,29 @@ LATEST = "\0latest"  # `-c` given without a title
 
 @click.group(cls=HermesGroup, invoke_without_command=True)
 @click.version_option(__version__, "--version", prog_name="hermes")
-@click.option("-z", "--oneshot", metavar="PROMPT",
-              help="Answer PROMPT once and print only the answer (as `hermes chat -q`).")  # fmt: skip
+@click.option(
+    "-z",
+    "--oneshot",
+    metavar="PROMPT",
+    help="Answer PROMPT once and print only the answer (as `hermes chat -q`).",
+)
 @click.option("-m", "--model", help="The model for this run (with -z, or the chat).")
-@click.option("-r", "--resume", metavar="ID|TITLE",
-              help="Continue a conversation by any of its segment ids or its title.")  # fmt: skip
-@click.option("-c", "--continue", "continue_", is_flag=False, flag_value=LATEST, default=None,
-              metavar="[TITLE]",
-              help="Continue the most recent conversation started here, or the one titled TITLE.")  # fmt: skip
+@click.option(
+    "-r",
+    "--resume",
+    metavar="ID|TITLE",
+    help="Continue a conversation by any of its segment ids or its title.",
+)
+@click.option(
+    "-c",
+    "--continue",
+    "continue_",
+    is_flag=False,
+    flag_value=LATEST,
+    default=None,
+    metavar="[TITLE]",
+    help="Continue the most recent conversation started here, or the one titled TITLE.",
+)
 @click.option(
     "-p",
     "--profile",
@@ -110,9 +125,12 @@ LATEST = "\0latest"  # `-c` given without a title
     help="Use the profile NAME ($HERMES_HOME/profiles/NAME; also HERMES_PROFILE) "
     "for this run; `hermes profile use NAME` makes it sticky.",
 )
-@click.option("--yolo", is_flag=True,
-              help="Run dangerous commands without asking, for this run only (protected files "
-              "still ask, secrets stay unreadable).")  # fmt: skip
+@click.option(
+    "--yolo",
+    is_flag=True,
+    help="Run dangerous commands without asking, for this run only (protected files "
+    "still ask, secrets stay unreadable).",
+)
 @click.pass_context
 def cli(
     ctx: click.Context,
@@ -141,8 +159,9 @@ def cli(
         return
     if continue_ not in (None, LATEST):
         resume, continue_ = resume or continue_, None  # `-c TITLE` resumes by title
-    ctx.invoke(chat, query=oneshot, model=model, resume=resume,
-               continue_=continue_ is not None, yolo=yolo)  # fmt: skip
+    ctx.invoke(
+        chat, query=oneshot, model=model, resume=resume, continue_=continue_ is not None, yolo=yolo
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -27,20 +27,29 @@ from hermes.state.location import StoreLocation, location_of
 
 @click.command()
 @click.option(
-    "--from", "source", required=True, metavar="PATH|URL",
+    "--from",
+    "source",
+    required=True,
+    metavar="PATH|URL",
     help="The store to copy: a SQLite file or a postgresql:// URL. Opened read-only.",
-)  # fmt: skip
+)
 @click.option(
-    "--to", "target", required=True, metavar="PATH|URL",
-    help="The empty store to copy into: a SQLite file (created if missing) or a "
-    "postgresql:// URL.",
-)  # fmt: skip
+    "--to",
+    "target",
+    required=True,
+    metavar="PATH|URL",
+    help="The empty store to copy into: a SQLite file (created if missing) or a postgresql:// URL.",
+)
 @click.option(
-    "--batch", type=click.IntRange(min=1), default=2000, show_default=True,
+    "--batch",
+    type=click.IntRange(min=1),
+    default=2000,
+    show_default=True,
     help="Rows written per target transaction.",
-)  # fmt: skip
-@click.option("--dry-run", is_flag=True,
-              help="Only count what would be copied and check the target is empty.")  # fmt: skip
+)
+@click.option(
+    "--dry-run", is_flag=True, help="Only count what would be copied and check the target is empty."
+)
 def migrate(source: str, target: str, batch: int, dry_run: bool) -> None:
     """Copy a state store into an empty one, SQLite to PostgreSQL or back.
 

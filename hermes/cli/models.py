@@ -20,9 +20,13 @@ def models(base_url: str | None, as_json: bool) -> None:
     config = load_config()
     base_url = base_url or config.get("model.base_url")
     current = config.get("model.default")
-    client = ModelClient(find_api_key()[0], base_url, current,
-                         timeout=config.get("model.request_timeout"),
-                         max_retries=config.get("model.max_retries"))  # fmt: skip
+    client = ModelClient(
+        find_api_key()[0],
+        base_url,
+        current,
+        timeout=config.get("model.request_timeout"),
+        max_retries=config.get("model.max_retries"),
+    )
     try:
         ids = sorted(client.list_models())
     finally:

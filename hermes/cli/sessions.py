@@ -45,13 +45,25 @@ def sessions(ctx: click.Context) -> None:
 @sessions.command("list")
 @click.option("--source", help="Only conversations from this source (cli, telegram, api...).")
 @click.option(
-    "-n", "--limit", type=click.IntRange(min=1), default=20, show_default=True,
+    "-n",
+    "--limit",
+    type=click.IntRange(min=1),
+    default=20,
+    show_default=True,
     help="How many conversations to show, newest first.",
-)  # fmt: skip
-@click.option("--all", "show_all", is_flag=True,
-              help="Also list conversations holding only one unanswered first message.")  # fmt: skip
-@click.option("--workspace", metavar="DIR", type=click.Path(file_okay=False, path_type=Path),
-              help="Only conversations started in DIR or a directory below it.")  # fmt: skip
+)
+@click.option(
+    "--all",
+    "show_all",
+    is_flag=True,
+    help="Also list conversations holding only one unanswered first message.",
+)
+@click.option(
+    "--workspace",
+    metavar="DIR",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Only conversations started in DIR or a directory below it.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 def list_cmd(
     source: str | None, limit: int, show_all: bool, as_json: bool, workspace: Path | None = None
@@ -219,8 +231,14 @@ def _write_stream(chunks: Iterable[str], out: TextIO) -> None:
 
 @sessions.command("search")
 @click.argument("query", nargs=-1, required=True)
-@click.option("-n", "--limit", type=click.IntRange(min=1), default=20, show_default=True,
-              help="Most hits to show, newest first.")  # fmt: skip
+@click.option(
+    "-n",
+    "--limit",
+    type=click.IntRange(min=1),
+    default=20,
+    show_default=True,
+    help="Most hits to show, newest first.",
+)
 @click.option("--source", help="Only conversations from this source.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 def search_cmd(query: tuple[str, ...], limit: int, source: str | None, as_json: bool) -> None:
@@ -273,10 +291,20 @@ def _titles_and_tips(
 
 @sessions.command("export")
 @click.argument("target", metavar="[ID | OUTPUT]", required=False)
-@click.option("--format", "fmt", type=click.Choice(["jsonl", "md", "markdown"]),
-              default="jsonl", show_default=True, help="JSON lines, or Markdown for reading.")  # fmt: skip
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
-              help="Write to this file (mode 0600) instead of stdout.")  # fmt: skip
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["jsonl", "md", "markdown"]),
+    default="jsonl",
+    show_default=True,
+    help="JSON lines, or Markdown for reading.",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write to this file (mode 0600) instead of stdout.",
+)
 @click.option(
     "--session-id",
     metavar="ID",
@@ -432,17 +460,21 @@ def lineage_cmd(ref: str, as_json: bool) -> None:
     root = chain[0]
     total = sum(counts.get(s["id"], (0, 0))[0] for s in chain)
     undone = sum(counts.get(s["id"], (0, 0))[1] for s in chain)
-    click.echo(f"{visible(root['title'] or '(untitled)')} — conversation {root['id']} ({root['source']}): "
-               f"{plural(total, 'message')}{_undone_note(undone)}, "
-               f"{plural(len(chain), 'segment')}")  # fmt: skip
+    title = visible(root["title"] or "(untitled)")
+    click.echo(
+        f"{title} — conversation {root['id']} ({root['source']}): "
+        f"{plural(total, 'message')}{_undone_note(undone)}, {plural(len(chain), 'segment')}"
+    )
     click.echo(" → ".join(str(s["segment_index"]) for s in chain))
-    body = [
-        (s["segment_index"], s["id"], _kept_count(counts, s["id"]),
-         f"{stamp(s['started_at'])} – {stamp(s['ended_at']) if s['ended_at'] else 'now'}",
-         _state(s))
-        for s in chain
-    ]  # fmt: skip
+    body = [_segment_row(s, counts) for s in chain]
     echo_table(("#", "SEGMENT", "MESSAGES", "FROM – TO", "STATE"), body)
+
+
+def _segment_row(segment: dict[str, Any], counts: dict[str, tuple[int, int]]) -> tuple[Any, ...]:
+    ended = stamp(segment["ended_at"]) if segment["ended_at"] else "now"
+    span = f"{stamp(segment['started_at'])} – {ended}"
+    kept = _kept_count(counts, segment["id"])
+    return (segment["segment_index"], segment["id"], kept, span, _state(segment))
 
 
 def _kept_count(counts: dict[str, tuple[int, int]], segment_id: str) -> str:
@@ -454,19 +486,23 @@ def _undone_note(undone: int) -> str:
     return f" (+{undone} undone)" if undone else ""
 
 
+# What the JSON lineage shows of each segment: where it sits, then what it is.
+_SEGMENT_KEYS = (
+    *("id", "parent_session_id", "lineage", "segment_index"),
+    *("title", "model", "started_at", "ended_at", "end_reason"),
+)
+
+
 def _lineage_tree(
     chain: list[dict[str, Any]], counts: dict[str, tuple[int, int]]
 ) -> dict[str, Any]:
     """The conversation as a tree: each segment holds its compression child."""
-    keys = ("id", "parent_session_id", "lineage", "segment_index", "title", "model",
-            "started_at", "ended_at", "end_reason")  # fmt: skip
     root = chain[0]
     nodes = {}
     for segment in chain:
         kept, undone = counts.get(segment["id"], (0, 0))
-        nodes[segment["id"]] = {k: segment[k] for k in keys} | {
-            "messages": kept, "undone": undone, "children": [],
-        }  # fmt: skip
+        node = {k: segment[k] for k in _SEGMENT_KEYS}
+        nodes[segment["id"]] = node | {"messages": kept, "undone": undone, "children": []}
     for segment in chain[1:]:
         parent = nodes.get(segment["parent_session_id"])
         if parent is not None:
@@ -516,8 +552,10 @@ def delete_cmd(ref: str, yes: bool, dry_run: bool) -> None:
         chain = db.get_segments(resolve_conversation(db, ref))
         root = chain[0]
         if dry_run:
-            click.echo(f"Would delete conversation '{root['title'] or '(untitled)'}' "
-                       f"({root['id']}, {plural(len(chain), 'segment')}); nothing was changed.")  # fmt: skip
+            click.echo(
+                f"Would delete conversation '{root['title'] or '(untitled)'}' "
+                f"({root['id']}, {plural(len(chain), 'segment')}); nothing was changed."
+            )
             return
         confirm_or_refuse(
             f"Delete conversation '{root['title'] or '(untitled)'}' ({root['id']}, "
@@ -530,8 +568,14 @@ def delete_cmd(ref: str, yes: bool, dry_run: bool) -> None:
 
 
 @sessions.command("prune")
-@click.option("--older-than", "age", type=Duration(), required=True, metavar="DURATION",
-              help="Delete conversations idle this long: 90d, 12h, 30m, 2w (a plain number is days).")  # fmt: skip
+@click.option(
+    "--older-than",
+    "age",
+    type=Duration(),
+    required=True,
+    metavar="DURATION",
+    help="Delete conversations idle this long: 90d, 12h, 30m, 2w (a plain number is days).",
+)
 @click.option("--dry-run", is_flag=True, help="Only list what would be deleted.")
 @click.option(
     "-y", "--yes", is_flag=True, help="Do not ask for confirmation (needed without a terminal)."
@@ -543,8 +587,10 @@ def prune_cmd(age: float, dry_run: bool, yes: bool) -> None:
         cutoff = time.time() - age
         stale = [r for r in db.list_conversations(limit=1_000_000) if r["last_active_at"] < cutoff]
         for row in stale:
-            click.echo(f"{row['conversation_id']}  {one_line(row['title'] or '(untitled)', 40)}"
-                       f"  last active {when(row['last_active_at'])}")  # fmt: skip
+            click.echo(
+                f"{row['conversation_id']}  {one_line(row['title'] or '(untitled)', 40)}"
+                f"  last active {when(row['last_active_at'])}"
+            )
         if not stale:
             click.echo(f"Nothing to delete: no conversation has been idle for more than {idle}.")
             return

@@ -94,8 +94,11 @@ def _target(job: dict[str, Any]) -> str:
         else:
             deliver = "local"
     if ":" not in deliver and deliver != "local":
-        log.warning("job %s delivered to %s's home channel; it is stored only (local) here",
-                    job.get("id"), deliver)  # fmt: skip
+        log.warning(
+            "job %s delivered to %s's home channel; it is stored only (local) here",
+            job.get("id"),
+            deliver,
+        )
         deliver = "local"
     try:
         return check_target(deliver.split(",")[0])

@@ -46,9 +46,10 @@ class ExtrasReport:
             )
         if self.needs_env:
             lines.append(
-                f"Their config names {', '.join(self.needs_env)}: set them in this environment or $HERMES_HOME/.env."
+                f"Their config names {', '.join(self.needs_env)}: set them in this environment "
+                "or $HERMES_HOME/.env."
             )
-        return lines  # fmt: skip
+        return lines
 
 
 def bring_extras(

@@ -122,7 +122,9 @@ def message_uid(session_id: str, message_id: int) -> str:
 def open_source(path: Path) -> sqlite3.Connection:
     """The Hermes Agent store at ``path``, read-only; refuses anything else in a sentence."""
     if not path.exists():
-        raise NotHermesAgentStoreError(f"There is no file at {path}; give the path of a Hermes Agent state.db.")  # fmt: skip
+        raise NotHermesAgentStoreError(
+            f"There is no file at {path}; give the path of a Hermes Agent state.db."
+        )
     problem = file_problem(path)
     if problem is not None:
         raise NotHermesAgentStoreError(f"{path} is not a Hermes Agent state.db: {problem.problem}")
@@ -176,14 +178,30 @@ def _read_only_uri(path: Path) -> str:
 _TEXT, _TEXT_OR_NULL = (str,), (str, type(None))
 _TIME, _TIME_OR_NULL = (int, float), (int, float, type(None))
 _FLAG = (int, type(None))
-_SESSION_TYPES = {"id": _TEXT, "source": _TEXT_OR_NULL, "parent_session_id": _TEXT_OR_NULL,
-                  "started_at": _TIME, "ended_at": _TIME_OR_NULL, "end_reason": _TEXT_OR_NULL,
-                  **dict.fromkeys(_SESSION_FIELDS, _TEXT_OR_NULL)}  # fmt: skip
-_MESSAGE_TYPES = {"id": (int,), "session_id": _TEXT, "role": _TEXT, "content": _TEXT_OR_NULL,
-                  "tool_calls": _TEXT_OR_NULL, "tool_call_id": _TEXT_OR_NULL,
-                  "tool_name": _TEXT_OR_NULL, "reasoning": _TEXT_OR_NULL,
-                  "reasoning_content": _TEXT_OR_NULL, "timestamp": _TIME,
-                  "token_count": _FLAG, "active": _FLAG, "compacted": _FLAG}  # fmt: skip
+_SESSION_TYPES = {
+    "id": _TEXT,
+    "source": _TEXT_OR_NULL,
+    "parent_session_id": _TEXT_OR_NULL,
+    "started_at": _TIME,
+    "ended_at": _TIME_OR_NULL,
+    "end_reason": _TEXT_OR_NULL,
+    **dict.fromkeys(_SESSION_FIELDS, _TEXT_OR_NULL),
+}
+_MESSAGE_TYPES = {
+    "id": (int,),
+    "session_id": _TEXT,
+    "role": _TEXT,
+    "content": _TEXT_OR_NULL,
+    "tool_calls": _TEXT_OR_NULL,
+    "tool_call_id": _TEXT_OR_NULL,
+    "tool_name": _TEXT_OR_NULL,
+    "reasoning": _TEXT_OR_NULL,
+    "reasoning_content": _TEXT_OR_NULL,
+    "timestamp": _TIME,
+    "token_count": _FLAG,
+    "active": _FLAG,
+    "compacted": _FLAG,
+}
 
 
 def check_source(conn: sqlite3.Connection, path: Path) -> None:
@@ -501,11 +519,17 @@ def verify(
     """Every session and message is in ``db`` with the same content, or StateError."""
     missing = [s["id"] for s in sessions if db.get_session(s["id"]) is None]
     if missing:
-        raise StateError(f"The import is incomplete: {len(missing)} sessions are missing (first: {missing[0]}); run it again.")  # fmt: skip
+        raise StateError(
+            f"The import is incomplete: {len(missing)} sessions are missing "
+            f"(first: {missing[0]}); run it again."
+        )
     uids = [r["message_uid"] for r in _source_rows(conn, sessions)]
     held = _target_rows(db, uids)
     if len(held) != total:
-        raise StateError(f"The import is incomplete: {total - len(held)} of {total} messages are missing; run it again.")  # fmt: skip
+        raise StateError(
+            f"The import is incomplete: {total - len(held)} of {total} messages are missing; "
+            "run it again."
+        )
     if _digest(held[u] for u in uids) != checksum:
         raise StateError(
             "The imported messages differ from the source (the checksum does not match); "
@@ -520,8 +544,10 @@ def describe(report: ImportReport, *, dry_run: bool) -> str:
             f"Nothing to import: all {report.sessions} sessions and {report.messages} "
             "messages are already in the store."
         )
-    lines = [f"{verb} {report.new_sessions} new sessions and {report.new_messages} new messages"
-             f" (the source holds {report.sessions} sessions, {report.messages} messages)."]  # fmt: skip
+    lines = [
+        f"{verb} {report.new_sessions} new sessions and {report.new_messages} new messages"
+        f" (the source holds {report.sessions} sessions, {report.messages} messages)."
+    ]
     if not dry_run:
         lines.append(f"Verified: every message is in the store, sha256:{report.checksum}.")
     return "\n".join(lines)

@@ -45,8 +45,10 @@ def cron_command(agent: AIAgent, arg: str) -> Reply:
         return Reply(_add(store, rest))
     if verb == "runs":
         job_id = _find(store, rest)["id"] if rest else None
-        lines = [f"{_when(r['due_at'])}  {r['status']}  delivery: {r['delivery'] or '-'}"
-                 for r in store.runs(job_id, 10)]  # fmt: skip
+        lines = [
+            f"{_when(r['due_at'])}  {r['status']}  delivery: {r['delivery'] or '-'}"
+            for r in store.runs(job_id, 10)
+        ]
         return Reply("\n".join(lines) or "No runs yet.")
     if verb in ("pause", "resume", "run", "remove"):
         job = _find(store, rest)

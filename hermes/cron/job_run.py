@@ -12,6 +12,15 @@ from hermes.tools.toolsets import expand, known_toolsets
 
 log = logging.getLogger(__name__)
 
+# The notes a job's prompt gets about its skills, worded after Hermes Agent's scheduler.
+_SKIPPED_NOTICE = (
+    "[IMPORTANT: The following skill(s) were listed for this job but could not be found and "
+    "were skipped: {listed}. Start your response with a brief notice so the user is aware.]"
+)
+_INSTRUCTION = (
+    "The user has provided the following instruction alongside the skill invocation: {prompt}"
+)
+
 
 def job_tools(agent: Any, names: Sequence[str]) -> list[str] | None:
     """The tools the run offers: the agent's own (``agent.toolsets`` applies) narrowed to
@@ -54,10 +63,7 @@ def job_prompt(agent: Any, prompt: str, skills: Sequence[str]) -> str:
         ]
     if skipped:
         listed = ", ".join(skipped)
-        parts.insert(0, f"[IMPORTANT: The following skill(s) were listed for this job but "
-                        f"could not be found and were skipped: {listed}. Start your response "
-                        f"with a brief notice so the user is aware.]")  # fmt: skip
+        parts.insert(0, _SKIPPED_NOTICE.format(listed=listed))
     if prompt:
-        parts += ["", "The user has provided the following instruction alongside the skill "
-                      f"invocation: {prompt}"]  # fmt: skip
+        parts += ["", _INSTRUCTION.format(prompt=prompt)]
     return "\n".join(parts)

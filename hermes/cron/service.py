@@ -126,8 +126,9 @@ class CronService:
     def _execute(self, run: dict[str, Any]) -> None:
         job = next((j for j in self.store.jobs() if j["id"] == run["job_id"]), None)
         if job is None:
-            self.store.finish(run["id"], self.holder, output=None, error="the job was removed",
-                              deliver="local")  # fmt: skip
+            self.store.finish(
+                run["id"], self.holder, output=None, error="the job was removed", deliver="local"
+            )
             return
         session_id = self.db.create_session(
             source="cron", title=job["name"], session_key=f"cron:{job['id']}", model=job["model"]
@@ -183,8 +184,15 @@ class CronService:
                 self.store.retry_later, row["run_id"], self.holder, str(exc) or type(exc).__name__
             )
             level = logging.ERROR if status == "failed" else logging.WARNING
-            log.log(level, "cron: delivery of run %s to %s failed (%s, attempt %d): %s",
-                    row["run_id"], row["target"], status, row["attempts"], exc)  # fmt: skip
+            log.log(
+                level,
+                "cron: delivery of run %s to %s failed (%s, attempt %d): %s",
+                row["run_id"],
+                row["target"],
+                status,
+                row["attempts"],
+                exc,
+            )
             return
         await asyncio.to_thread(self.store.sent, row["run_id"], self.holder)
         log.info("cron: delivered run %s to %s", row["run_id"], row["target"])

@@ -36,8 +36,11 @@ def as_019(job: dict[str, Any]) -> dict[str, Any]:
 def schedule_019(schedule: Schedule) -> dict[str, Any]:
     if schedule.kind == "interval":
         minutes = (schedule.seconds or 0) / 60
-        return {"kind": "interval", "minutes": int(minutes) if minutes.is_integer() else minutes,
-                "display": schedule.display}  # fmt: skip
+        return {
+            "kind": "interval",
+            "minutes": int(minutes) if minutes.is_integer() else minutes,
+            "display": schedule.display,
+        }
     if schedule.kind == "cron":
         return {"kind": "cron", "expr": schedule.text, "display": schedule.display}
     return {"kind": "once", "run_at": schedule.text, "display": schedule.display}

@@ -106,9 +106,21 @@ class CronStore(Tables):
             tx.run(
                 f"INSERT INTO cron_jobs ({_JOB_COLUMNS}) VALUES"
                 " (?, ?, ?, ?, ?, ?, ?, ?, ?, 1, NULL, ?, NULL, ?, ?)",
-                (job_id, name, schedule.text, timezone, prompt, json.dumps(list(skills)),
-                 model, json.dumps(list(toolsets)), deliver, first, now, now),
-            )  # fmt: skip
+                (
+                    job_id,
+                    name,
+                    schedule.text,
+                    timezone,
+                    prompt,
+                    json.dumps(list(skills)),
+                    model,
+                    json.dumps(list(toolsets)),
+                    deliver,
+                    first,
+                    now,
+                    now,
+                ),
+            )
             return _job(_one_job(tx, job_id))
 
         made = self._write(create)
@@ -336,11 +348,7 @@ class CronStore(Tables):
                 " AND next_attempt_at <= ? ORDER BY created_at LIMIT 50",
                 (now,),
             )
-            return [
-                r for r in rows
-                if r["target"].split(":", 1)[0] in platforms
-                and (r["holder"] is None or _lapsed(r, now))
-            ]  # fmt: skip
+            return [r for r in rows if _deliverable(r, platforms, now)]
 
         if not self._read(candidates):
             return None
@@ -452,6 +460,12 @@ def _lapsed(row: Row, now: float) -> bool:
     """The lease of a run or delivery is free: expired, or its holder died."""
     expires = row["lease_expires_at"]
     return expires is None or expires <= now or lease.holder_is_dead(row["holder"] or "")
+
+
+def _deliverable(row: Row, platforms: Sequence[str], now: float) -> bool:
+    """An outbox row for one of ``platforms`` that nobody holds, or whose lease is free."""
+    platform = row["target"].split(":", 1)[0]
+    return platform in platforms and (row["holder"] is None or _lapsed(row, now))
 
 
 def _one_job(tx: Tx, job_id: str) -> Row:

@@ -76,8 +76,9 @@ class ShellHook:
         try:
             return pending.result(timeout=self.timeout + 1)
         except FutureTimeout:
-            log.warning("shell hook %r did not answer in %ss; the turn went on", self.command,
-                        self.timeout)  # fmt: skip
+            log.warning(
+                "shell hook %r did not answer in %ss; the turn went on", self.command, self.timeout
+            )
             return None
 
     def run(self, kwargs: dict[str, Any]) -> Any:

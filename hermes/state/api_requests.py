@@ -121,17 +121,23 @@ def _claim(
         return _as_claim(row, ANSWERED)
     if not _gone(tx, row, takeover_after):
         return _as_claim(row, RUNNING)
-    token = uuid.uuid4().hex
-    if not _take(tx, principal, key, row["token"], holder, now, token, row["user_uid"],
-                 row["answer_uid"]):  # fmt: skip
+    token, user_uid, answer_uid = uuid.uuid4().hex, row["user_uid"], row["answer_uid"]
+    if not _take(tx, principal, key, row["token"], holder, now, token, user_uid, answer_uid):
         return _as_claim(row, RUNNING)
-    return Claim(MINE, token, row["user_uid"], row["answer_uid"], taken_over=True)
+    return Claim(MINE, token, user_uid, answer_uid, taken_over=True)
 
 
 def _take(
-    tx: Tx, principal: str, key: str, was: str, holder: str, now: float, token: str,
-    user_uid: str, answer_uid: str,
-) -> bool:  # fmt: skip
+    tx: Tx,
+    principal: str,
+    key: str,
+    was: str,
+    holder: str,
+    now: float,
+    token: str,
+    user_uid: str,
+    answer_uid: str,
+) -> bool:
     """Compare-and-set on the row's token: False when another try changed it first."""
     return (
         tx.run(

@@ -79,9 +79,19 @@ class RunStore(Tables):
             tx.run(
                 f"INSERT INTO api_runs ({_COLUMNS}) VALUES"
                 " (?, ?, ?, 'queued', ?, ?, ?, NULL, NULL, NULL, NULL, 0, ?, ?, ?, ?)",
-                (run_id, conversation_id, session_key, model, idempotency_key, fingerprint,
-                 owner, now, now, principal or ""),
-            )  # fmt: skip
+                (
+                    run_id,
+                    conversation_id,
+                    session_key,
+                    model,
+                    idempotency_key,
+                    fingerprint,
+                    owner,
+                    now,
+                    now,
+                    principal or "",
+                ),
+            )
             queue_id = None
             if queued is not None:
                 text = json.dumps(dict(queued), ensure_ascii=False)
@@ -158,9 +168,12 @@ class RunStore(Tables):
                     why = unqueued or message
                 elif owner is None:
                     continue  # kept at a graceful stop: queued again before the status
-                _append(tx, row["id"], [("run.failed", {"run_id": row["id"], "error": why,
-                        "timestamp": time.time()})],
-                        {"status": "failed", "error": why, "owner": None})  # fmt: skip
+                _append(
+                    tx,
+                    row["id"],
+                    [("run.failed", {"run_id": row["id"], "error": why, "timestamp": time.time()})],
+                    {"status": "failed", "error": why, "owner": None},
+                )
                 failed.append(row["id"])
             return failed
 

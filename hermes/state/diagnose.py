@@ -63,14 +63,20 @@ def diagnosis_of(exc: BaseException) -> Diagnosis | None:
 def file_problem(path: Path) -> Diagnosis | None:
     """A problem visible without opening the file as a database (None: none seen)."""
     if path.is_dir():
-        return Diagnosis("folder", f"{path} is a folder, not a state database file.",
-                         "Move it aside, or point state.url / HERMES_HOME elsewhere.")  # fmt: skip
+        return Diagnosis(
+            "folder",
+            f"{path} is a folder, not a state database file.",
+            "Move it aside, or point state.url / HERMES_HOME elsewhere.",
+        )
     try:
         with path.open("rb") as handle:
             head = handle.read(len(SQLITE_HEADER))
     except OSError as exc:
-        return Diagnosis("unreadable", f"Cannot read {path}: {exc.strerror}.",
-                         "Check the file's owner and permissions.")  # fmt: skip
+        return Diagnosis(
+            "unreadable",
+            f"Cannot read {path}: {exc.strerror}.",
+            "Check the file's owner and permissions.",
+        )
     if not head:
         return empty(path)
     if head != SQLITE_HEADER:
@@ -100,8 +106,11 @@ def read_only(path: Path) -> Diagnosis | None:
 
 
 def empty(path: Path) -> Diagnosis:
-    return Diagnosis("empty", f"{path} is an empty file: it holds no conversations yet.",
-                     "Run `hermes chat` once to start a store in it, or remove it.")  # fmt: skip
+    return Diagnosis(
+        "empty",
+        f"{path} is an empty file: it holds no conversations yet.",
+        "Run `hermes chat` once to start a store in it, or remove it.",
+    )
 
 
 def foreign(path: Path, tables: list[str]) -> Diagnosis:
@@ -115,8 +124,11 @@ def foreign(path: Path, tables: list[str]) -> Diagnosis:
 
 
 def damaged(path: Path, detail: str) -> Diagnosis:
-    return Diagnosis("damaged", f"{path} is a damaged SQLite database ({detail}); nothing was "
-                     "changed.", BACKUP_FIX)  # fmt: skip
+    return Diagnosis(
+        "damaged",
+        f"{path} is a damaged SQLite database ({detail}); nothing was changed.",
+        BACKUP_FIX,
+    )
 
 
 # -- the schema -------------------------------------------------------------------
@@ -156,8 +168,13 @@ def older_schema(location: str, current: int, latest: int) -> Diagnosis:
 
 # -- PostgreSQL -------------------------------------------------------------------
 
-_AUTH_WORDS = ("password authentication failed", "no password supplied", "pg_hba.conf",
-               "role \"", "authentication failed")  # fmt: skip
+_AUTH_WORDS = (
+    "password authentication failed",
+    "no password supplied",
+    "pg_hba.conf",
+    'role "',
+    "authentication failed",
+)
 
 
 CONFIGURED_URL = "state.url / HERMES_STATE_URL"

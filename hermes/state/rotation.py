@@ -307,16 +307,22 @@ def _copy(row: Mapping[str, Any], child_id: str) -> MessageRow:
 
 def _in_order(parent_id: str, rows: list[MessageRow]) -> list[MessageRow]:
     """The child's rows with results after their calls; refused if still invalid."""
-    views: list[dict[str, Any]] = [
-        {"role": r.role, "content": r.content, "tool_calls": r.tool_calls,
-         "tool_call_id": r.tool_call_id, "row": r}
-        for r in rows
-    ]  # fmt: skip
-    ordered = wellformed.normalise(views)
+    ordered = wellformed.normalise([_view(r) for r in rows])
     problems = wellformed.problems(ordered)
     if problems:
         raise InvalidContextError(parent_id, problems[0])
     return [view["row"] for view in ordered]
+
+
+def _view(row: MessageRow) -> dict[str, Any]:
+    """The fields ``wellformed`` reads of a row, and the row itself to take back."""
+    return {
+        "role": row.role,
+        "content": row.content,
+        "tool_calls": row.tool_calls,
+        "tool_call_id": row.tool_call_id,
+        "row": row,
+    }
 
 
 def _record_coverage(tx: Tx, child_id: str, covered: set[int], by_stub: set[int]) -> None:

@@ -357,8 +357,13 @@ def context_problems(messages: Any) -> list[str]:
 
 def invalid_context(problems: list[str]) -> Reply:
     """HTTP 400 with OpenAI's body for a message list it refuses."""
-    return _error(400, "Invalid messages: " + "; ".join(problems[:3]),
-                  "invalid_request_error", None, param="messages")  # fmt: skip
+    return _error(
+        400,
+        "Invalid messages: " + "; ".join(problems[:3]),
+        "invalid_request_error",
+        None,
+        param="messages",
+    )
 
 
 # --------------------------------------------------------------------------- server
@@ -432,9 +437,11 @@ class FakeLLMServer:
         self.port = httpd.server_address[1]
         self._httpd = httpd
         self._thread = threading.Thread(
-            target=httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True,
+            target=httpd.serve_forever,
+            kwargs={"poll_interval": 0.01},
+            daemon=True,
             name=f"fake-llm:{self.port}",
-        )  # fmt: skip
+        )
         self._thread.start()
         return self
 
@@ -857,8 +864,12 @@ def _stream_events(
         for piece in _split_words(reply.content):
             yield chunk({"content": piece})
     for index, call in enumerate(reply.tool_calls):
-        head = {"index": index, "id": call.id, "type": "function",
-                "function": {"name": call.name, "arguments": ""}}  # fmt: skip
+        head = {
+            "index": index,
+            "id": call.id,
+            "type": "function",
+            "function": {"name": call.name, "arguments": ""},
+        }
         yield chunk({"tool_calls": [head]})
         for piece in _split_fixed(call.arguments):
             yield chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})

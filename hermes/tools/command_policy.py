@@ -66,9 +66,9 @@ _INTERPRETER_VALUED = {"-m", "-W", "-X", "-I", "-M", "-r", "--require", "-o", "-
 _CODE_RUNNERS = {"eval", "source", ".", "exec"}
 _STDIN_FILES = {"-", "/dev/stdin", "/dev/fd/0", "/proc/self/fd/0"}
 _DISK_TOOLS = {
-    "mke2fs", "mkswap", "wipefs", "fdisk", "sfdisk", "cfdisk", "parted", "gdisk", "sgdisk",
-    "cgdisk", "blkdiscard", "mkntfs", "mkdosfs",
-}  # fmt: skip
+    *("fdisk", "sfdisk", "cfdisk", "gdisk", "sgdisk", "cgdisk", "parted"),  # partition tables
+    *("mke2fs", "mkswap", "mkntfs", "mkdosfs", "wipefs", "blkdiscard"),  # file systems, wiping
+}
 _POWER = {"shutdown", "reboot", "halt", "poweroff"}
 _SYSTEMCTL_POWER = {"poweroff", "reboot", "halt", "kexec", "suspend", "hibernate", "hybrid-sleep"}
 _DEVICE = re.compile(
@@ -77,7 +77,11 @@ _DEVICE = re.compile(
 _SYSTEM_DIRS = {"etc", "boot", "usr", "bin", "sbin", "lib", "lib32", "lib64", "sys", "proc"}
 _FIND_OPTION = re.compile(r"-[HLPD]|-O\d*")  # options before find's start points
 _FIND_ACTIONS = {"-delete", "-exec", "-execdir", "-ok", "-okdir"}
-_KILL_MANY_OPTIONS = {"-u", "-U", "-g", "-G", "-s", "-P", "--euid", "--uid", "--group", "--pgroup", "--session", "--parent", "--user"}  # fmt: skip
+_KILL_MANY_OPTIONS = {
+    *("-u", "-U", "--euid", "--uid", "--user"),  # by user
+    *("-g", "-G", "--group", "--pgroup"),  # by group
+    *("-s", "--session", "-P", "--parent"),  # by session or parent
+}
 _MATCH_ALL = {"", ".", ".*", "^", "$", "^.*$"}
 # The arguments xargs and parallel add: read from input, so nobody has seen them.
 _COMPUTED = Word("<arguments read from input>", dynamic=True)

@@ -16,7 +16,10 @@ from collections.abc import Callable
 
 from hermes.tools.shell_parse import Word
 
-_SAFE_GIT_SETTINGS = re.compile(r"(?:user\.(?:name|email)|color\.\w+|core\.quotepath|init\.defaultBranch|advice\.\w+|commit\.gpgsign|safe\.directory)=.*")  # fmt: skip
+_SAFE_GIT_SETTINGS = re.compile(
+    r"(?:user\.(?:name|email)|color\.\w+|core\.quotepath|init\.defaultBranch|advice\.\w+"
+    r"|commit\.gpgsign|safe\.directory)=.*"
+)
 _COMMAND_SETTING = re.compile(
     r"(?:alias\.|core\.(?:pager|editor|sshcommand|hookspath|fsmonitor)|.*\.(?:command|cmd|program)\b)",
     re.I,

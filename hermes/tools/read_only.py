@@ -19,18 +19,19 @@ from pathlib import Path
 from hermes.tools import command_paths
 from hermes.tools.shell_parse import ParseError, SimpleCommand, Word, parse, unwrap
 
+# Readers that no option makes write or run something, by kind.
+_PLAIN_READERS = (
+    *("cat", "head", "tail", "less", "more", "tac", "nl", "od", "hexdump", "strings"),  # show
+    *("ls", "tree", "stat", "file", "du", "df", "pwd", "basename", "dirname", "realpath"),  # look
+    *("readlink", "which", "type"),
+    *("grep", "egrep", "fgrep", "rg", "jq", "cmp", "comm", "diffstat"),  # search, compare
+    *("wc", "cut", "tr", "rev", "column", "join", "paste", "fold", "fmt", "expand"),  # reshape
+    *("sha256sum", "sha1sum", "md5sum"),  # checksums
+    *("whoami", "id", "date", "uname", "hostname", "uptime", "free"),  # the system
+    *("echo", "printf", "true", "false", "test", "[", "seq", "expr", "sleep"),  # shell words
+)
 # Readers, and the options that would make each write or run something.
-_READERS: dict[str, frozenset[str]] = {
-    name: frozenset()
-    for name in (
-        "cat", "head", "tail", "ls", "pwd", "echo", "printf", "wc", "grep", "egrep", "fgrep",
-        "rg", "stat", "file", "du", "df", "which", "type", "whoami", "id", "date", "uname",
-        "true", "false", "test", "[", "cut", "tr", "cmp", "basename", "dirname", "realpath",
-        "readlink", "tree", "jq", "sha256sum", "sha1sum", "md5sum", "nl", "tac", "rev",
-        "column", "seq", "expr", "sleep", "hostname", "uptime", "free", "od", "hexdump",
-        "strings", "less", "more", "comm", "join", "paste", "fold", "fmt", "expand", "diffstat",
-    )
-}  # fmt: skip
+_READERS: dict[str, frozenset[str]] = dict.fromkeys(_PLAIN_READERS, frozenset())
 _READERS |= {
     "sort": frozenset({"-o", "--output"}),
     "diff": frozenset({"--output"}),
@@ -40,8 +41,10 @@ _READERS |= {
     "xxd": frozenset({"-r", "-revert"}),
     "base64": frozenset({"-o", "--output"}),
 }
-_GIT_READERS = {"status", "log", "show", "diff", "rev-parse", "ls-files", "blame", "grep",
-                "describe", "shortlog", "ls-tree", "cat-file", "reflog"}  # fmt: skip
+_GIT_READERS = {
+    *("status", "log", "show", "diff", "blame", "grep", "describe", "shortlog", "reflog"),
+    *("rev-parse", "ls-files", "ls-tree", "cat-file"),  # plumbing
+}
 _GIT_WRITING_OPTIONS = {"--output", "-o", "--ext-diff", "--textconv", "--exec", "-c"}
 _HARMLESS_TARGETS = {"/dev/null", "/dev/stdout", "/dev/stderr"}
 _BRACES = re.compile(r"\{[^}]*[,.][^}]*\}")

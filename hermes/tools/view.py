@@ -47,26 +47,31 @@ RO, RW, HIDE, LOCK, HOME, TMP, PROC, DEV = "ro", "rw", "hide", "lock", "home", "
 # Files and folders of the user's home that hold credentials: hidden even where the home
 # is readable or writable (an operator's readable_paths, a workspace that holds them).
 CREDENTIALS = (
-    ".ssh", ".gnupg", ".aws", ".azure", ".kube", ".docker", ".netrc", ".pgpass",
-    ".git-credentials", ".config/gh", ".config/gcloud", ".pypirc", ".npmrc", ".yarnrc",
-    ".vault-token", ".config/git/credentials", ".cargo/credentials.toml",
-    ".local/share/keyrings", ".password-store", ".terraform.d", ".config/hub",
-    ".bash_history", ".zsh_history", ".python_history", ".psql_history", ".mysql_history",
-    ".node_repl_history", ".lesshst", ".viminfo",
-)  # fmt: skip
+    # Keys, key rings and password stores.
+    *(".ssh", ".gnupg", ".local/share/keyrings", ".password-store", ".vault-token"),
+    # Cloud and container logins.
+    *(".aws", ".azure", ".kube", ".docker", ".config/gcloud", ".terraform.d"),
+    # Tokens for git hosts, package registries and databases.
+    *(".netrc", ".git-credentials", ".config/git/credentials", ".config/gh", ".config/hub"),
+    *(".pypirc", ".npmrc", ".yarnrc", ".cargo/credentials.toml", ".pgpass"),
+    # Histories, which hold what was typed: passwords among them.
+    *(".bash_history", ".zsh_history", ".python_history", ".psql_history", ".mysql_history"),
+    *(".node_repl_history", ".lesshst", ".viminfo"),
+)
 # Files a shell reads at start.
 STARTUP_FILES = (
-    ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".bash_aliases",
-    ".zshrc", ".zshenv", ".zprofile", ".zlogin", ".zlogout", ".kshrc", ".cshrc", ".tcshrc",
-    ".inputrc",
-)  # fmt: skip
+    *(".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".bash_aliases", ".profile"),
+    *(".zshrc", ".zshenv", ".zprofile", ".zlogin", ".zlogout"),
+    *(".kshrc", ".cshrc", ".tcshrc", ".inputrc"),
+)
 # Files and folders something on the host runs or obeys without asking: git, systemd,
 # the desktop's autostart, a shell's PATH, fish, X sessions, login environment.
 SETTINGS = (
-    ".gitconfig", ".config/git", ".config/systemd", ".config/autostart", ".local/bin",
-    ".config/fish", ".config/environment.d", ".pam_environment", ".xprofile",
-    ".xinitrc", ".xsessionrc", ".xsession", ".config/user-dirs.dirs", ".ssh/rc",
-)  # fmt: skip
+    *(".gitconfig", ".config/git", ".ssh/rc"),
+    *(".config/systemd", ".config/autostart", ".config/environment.d", ".pam_environment"),
+    *(".local/bin", ".config/fish", ".config/user-dirs.dirs"),
+    *(".xprofile", ".xinitrc", ".xsessionrc", ".xsession"),
+)
 SYSTEM_STARTUP = ("/etc/profile.d", "/etc/profile", "/etc/bash.bashrc", "/etc/environment")
 # The parts of a repository's .git that make host git run code: its settings
 # (core.fsmonitor, core.hooksPath, aliases, filters), its hooks, info/ (attributes).
