@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from hermes.agent.agent import existing
+from hermes.agent.binding import existing
 from hermes.errors import HermesError
 from hermes.state.lookup import rename_conversation, resolve_conversation, token_usage
 from hermes.text import one_line, plural, table, when
