@@ -1,14 +1,19 @@
-"""AIAgent: one agent bound (or not) to a conversation in the state store.
+"""AIAgent: the public facade that assembles an agent and satisfies the turn host.
 
 Constructing an agent makes no network call and writes nothing; the model client,
-the tool registry and the system prompt are made when first needed. The turn loop
-lives in ``turn.py`` and the compression path in ``compression.py``; this class holds
-the state they share and the rules for following a conversation to its tip.
+the tool registry and the system prompt are made when first needed. An agent is
+assembled from small parts: the conversation binding (``binding.py``: the store, the
+segment, the history), the model client (``model/``), the toolbox (``toolbox.py``), the
+context window (``window.py``: the compressor and the encoded context) and the
+interruption (``interruption.py``). The turn loop (``turn.py``), the compression path
+(``compression.py``) and their helpers are handed the agent as a ``TurnHost``
+(``host.py``): they read those parts, never this module. The rest of this class is
+Hermes Agent's surface (``run_conversation``, ``chat``, ``session_id``, ...) and the
+commands a surface gives (``undo``, ``compress_now``, ``set_model``, ...).
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import threading
 import uuid
@@ -17,15 +22,18 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hermes.agent import compression, recontext, review
+from hermes.agent import compression, recontext, review, turn_holding
 from hermes.agent.binding import ConversationBinding, SegmentOrigin
-from hermes.agent.masking import MaskPolicy, masked_view
+from hermes.agent.host import Lease
+from hermes.agent.interruption import Interruption
+from hermes.agent.masking import MaskPolicy
 from hermes.agent.model.client import ModelClient
 from hermes.agent.settings import AgentOptions
 from hermes.agent.summariser import NOTHING_TO_COMPRESS, Summariser
-from hermes.agent.tokens import context_window, estimate_tokens
-from hermes.agent.turn_options import TurnOptions
-from hermes.agent.wire import ToolWire, WireContext
+from hermes.agent.tokens import context_window
+from hermes.agent.toolbox import Toolbox, ToolScope
+from hermes.agent.turn_options import TurnDefaults, TurnOptions
+from hermes.agent.window import CompressionOutcome, ContextWindow
 from hermes.config import (
     API_KEY_ENV,
     Config,
@@ -44,6 +52,7 @@ if TYPE_CHECKING:
     from hermes.agent.model.protocol import Model
     from hermes.state.store import SegmentStamp, SessionDB
     from hermes.tools.events import EventBus
+    from hermes.tools.registry import Tool
 
 log = logging.getLogger(__name__)
 
@@ -112,13 +121,13 @@ class AIAgent:
         # Who hears the completion events of background processes its tools start (the
         # owner's bus, e.g. a gateway's); None: they are spooled for drain_events.
         self.event_bus = event_bus
-        self.tool_names_override = tools
         self._connect_surface(
             stream_callback, event_callback, approve, interactive, ephemeral_system_prompt
         )
         self._make_model_client(model_client)
         self._make_context_window(offers_recall=session_db is not None)
         self._bind(session_db, session_id, title)
+        self._make_toolbox(tools)
 
     def _read_configuration(
         self,
@@ -142,11 +151,13 @@ class AIAgent:
         )
         register_secrets(self.config)
         self.max_iterations = self.settings.max_iterations
+        self.compression_enabled = self.settings.compression.enabled
         self.hermes_home = hermes_home()
         self.agent_id = uuid.uuid4().hex
-        self.lease_holder = make_holder(self.agent_id)
-        self.lease_ttl = self.settings.compression.lease_ttl_seconds
-        self.compression_enabled = self.settings.compression.enabled
+        self.lease = Lease(make_holder(self.agent_id), self.settings.compression.lease_ttl_seconds)
+        from hermes.plugins import plugins_for  # here: `import run_agent` stays light
+
+        self.plugins = plugins_for(self.config, self.hermes_home)
 
     def _connect_surface(
         self,
@@ -164,12 +175,11 @@ class AIAgent:
         # Instructions for this agent's requests only (`hermes chat -s`): sent after the
         # segment's system prompt, never stored with it, so resuming without them works.
         self.ephemeral_system_prompt = ephemeral_system_prompt
-        self._interrupt = threading.Event()
         self.review_threads: list[threading.Thread] = []
 
     def _make_model_client(self, model_client: Model | None) -> None:
         """Any ``Model`` given (hermes.testing's scripted one in tests); by default a
-        client of the configured endpoint."""
+        client of the configured endpoint. The interruption stops its stream."""
         self.client: Model = (
             ModelClient(
                 self.api_key,
@@ -181,20 +191,20 @@ class AIAgent:
             if model_client is None
             else model_client
         )
+        self.interruption = Interruption(self.client)
 
     def _make_context_window(self, *, offers_recall: bool) -> None:
-        """The compressor, the masking of old tool results and the encoded context."""
+        """The compressor (the summariser, or a plugin's engine) and the masking of old
+        tool results, in the context window."""
         compressing = self.settings.compression
         # Old tool results reach the model as stubs (None: always whole).
-        self.masking = (
+        masking = (
             MaskPolicy(keep_tokens=compressing.mask_keep_tokens)
             if compressing.mask_tool_outputs
             else None
         )
-        from hermes.plugins import plugins_for  # here: `import run_agent` stays light
-
-        self.plugins = plugins_for(self.config, self.hermes_home)
-        self.context_compressor: Summariser | EngineCompressor = Summariser(
+        self.window = ContextWindow(masking, compression_enabled=compressing.enabled)
+        self.window.compressor = Summariser(
             self.client,
             model=self.model,
             context_length=context_window(self.model, self.settings.model.context_length),
@@ -204,17 +214,28 @@ class AIAgent:
             cooldown_seconds=compressing.cooldown_seconds,
             max_summary_requests=compressing.max_summary_requests,
             offers_recall=offers_recall,
-            sent_as=self.sent_as,
+            sent_as=self.window.sent_as,
             # With a store, the summary model reads a recallable output as its stub.
-            stub_of=(self.masking or MaskPolicy(keep_tokens=0)).stub_for if offers_recall else None,
+            stub_of=(masking or MaskPolicy(keep_tokens=0)).stub_for if offers_recall else None,
         )
         self._seat_context_engine()
-        self.last_compression: compression.CompressionOutcome | None = None
-        self.last_sent_count = 0  # messages in the last request, for token accounting
-        self.wire = WireContext(self.masking)  # the context's encoded messages, kept
-        self.tool_wire = ToolWire()  # and the tool schemas, likewise
-        self._registry: Any = None
-        self._joins_late_servers = False
+
+    def _seat_context_engine(self) -> None:
+        """``context.engine`` names a plugin's engine: it compresses in the summariser's
+        place (hermes/agent/engine_compressor.py); an unknown name keeps the summariser."""
+        name = self.config.get("context.engine")
+        if name == "compressor":
+            return
+        from hermes.agent.engine_compressor import EngineCompressor, chosen_engine
+
+        engine = chosen_engine(name, self.plugins.engine(name))
+        if engine is not None:
+            self.window.compressor = EngineCompressor(
+                engine,
+                model=self.model,
+                context_length=self.window.compressor.context_length,
+                cooldown_seconds=self.settings.compression.cooldown_seconds,
+            )
 
     def _bind(
         self, session_db: SessionDB | None, session_id: str | None, title: str | None
@@ -234,6 +255,48 @@ class AIAgent:
             writes=self.persist_session and not self.is_fork,
             build_prompt=self._build_system_prompt,
             emit=self.emit,
+        )
+
+    def _make_toolbox(self, tools: list[str] | None) -> None:
+        """The tools offered: ``tools`` if given, else the surface's toolset."""
+        scope = ToolScope(
+            config=self.config,
+            hermes_home=self.hermes_home,
+            cwd=self.cwd,
+            source=self.source,
+            user_id=self.user_id,
+            event_bus=self.event_bus,
+            yolo=self.yolo,
+            is_fork=self.is_fork,
+        )
+        self.toolbox = Toolbox(scope, self.binding, override=tools, extra_tools=self._plugin_tools)
+
+    def _plugin_tools(self) -> list[Tool]:
+        """The plugins' tools and the context engine's, offered after the built-in ones."""
+        from hermes.agent.engine_compressor import EngineCompressor, engine_tools
+
+        compressor = self.context_compressor
+        return self.plugins.tools() + (
+            engine_tools(compressor.engine) if isinstance(compressor, EngineCompressor) else []
+        )
+
+    def _build_system_prompt(self) -> str:
+        """A new segment's system prompt, from the home, the memory and the tools."""
+        from hermes.agent.prompt import build_system_prompt
+        from hermes.tools.memory import memory_home
+
+        return build_system_prompt(
+            hermes_home=self.hermes_home,
+            memory_dir=memory_home(
+                self.hermes_home, self.source, self.user_id, bool(self.config.get("memory.shared"))
+            ),
+            cwd=self.cwd,
+            tool_names=self.tool_names(),
+            skip_memory=self.skip_memory,
+            skip_context_files=self.skip_context_files,
+            config=self.config,
+            source=self.source,
+            user_id=self.user_id,
         )
 
     # -- public API -----------------------------------------------------------------
@@ -303,26 +366,20 @@ class AIAgent:
 
     def interrupt(self) -> None:
         """Stop the running turn at the next safe point (a stream stops at once)."""
-        self._interrupt.set()
-        self.client.interrupt()
+        self.interruption.set()
 
     def clear_interrupt(self) -> None:
         """Forget an interrupt that ended the last turn: a new turn starts clean."""
-        self._interrupt.clear()
-        self.client.clear_interrupt()
+        self.interruption.clear()
 
     @property
     def interrupt_event(self) -> threading.Event:
         """Set while an interrupt is pending: a running tool command watches it."""
-        return self._interrupt
+        return self.interruption.event
 
     @property
     def interrupt_requested(self) -> bool:
-        return self._interrupt.is_set()
-
-    def wait_for_interrupt(self, seconds: float) -> bool:
-        """Wait up to ``seconds``; True if the turn was interrupted meanwhile."""
-        return self._interrupt.wait(seconds)
+        return self.interruption.requested
 
     def _compress_context(
         self,
@@ -346,36 +403,35 @@ class AIAgent:
             detached=detached,
         )
 
-    def compress_now(self, focus_topic: str | None = None) -> compression.CompressionOutcome:
+    def compress_now(self, focus_topic: str | None = None) -> CompressionOutcome:
         """Force a compression of the current segment (``/compress``); says what happened."""
         self.clear_interrupt()  # a Ctrl-C that ended the last turn must not stop this
         self.ensure_session()
-        from hermes.agent.turn_holding import holding_turn
-
-        with holding_turn(self):
+        with turn_holding.holding_turn(self):
             return self._compress_now(focus_topic)
 
-    def _compress_now(self, focus_topic: str | None) -> compression.CompressionOutcome:
-        self.ensure_session()
-        history = self.load_history()
-        if self.binding.context_stale and self.writes_transcript:
+    def _compress_now(self, focus_topic: str | None) -> CompressionOutcome:
+        binding = self.binding
+        binding.ensure_session()
+        history = binding.load_history()
+        if binding.context_stale and binding.writes_transcript:
             return recontext.rebuild(self)  # a compression that reads every standing row
-        system = self.segment_system_prompt() if self.session_db is not None else None
+        system = binding.segment_system_prompt() if binding.session_db is not None else None
         before = self.estimate_tokens(history)
         compressed, _ = self._compress_context(
             history, system, approx_tokens=before, focus_topic=focus_topic
         )
-        outcome = self.last_compression or compression.CompressionOutcome()
+        outcome = self.last_compression or CompressionOutcome()
         if compressed is history and (outcome.reason or "").startswith(NOTHING_TO_COMPRESS):
             # Asked for, a compression of a short conversation summarises all of it
             # (but an unanswered last message), as /compact does elsewhere.
             compressed, _ = self._compress_context(
                 history, system, approx_tokens=before, focus_topic=focus_topic, whole=True
             )
-            outcome = self.last_compression or compression.CompressionOutcome()
+            outcome = self.last_compression or CompressionOutcome()
         outcome.tokens_before = before
         if compressed is not history and not outcome.rotated:
-            self.binding.forget_cache()
+            binding.forget_cache()
         return outcome
 
     def undo(self, turns: int = 1) -> list[dict[str, Any]]:
@@ -387,14 +443,12 @@ class AIAgent:
         self.ensure_session()
         if self.session_db is None or self.session_id is None:
             return []
-        from hermes.agent.turn_holding import holding_turn
-
-        with holding_turn(self):
+        with turn_holding.holding_turn(self):
             self.ensure_session()
             return self._undo(turns)
 
     def _undo(self, turns: int) -> list[dict[str, Any]]:
-        db, tip = self.bound()
+        db, tip = self.binding.bound()
         # The logical conversation, so a turn compressed into the child is found too.
         rows = [m for m in db.get_conversation_messages(tip) if not m["undone"]]
         starts = [i for i, r in enumerate(rows) if r["role"] == "user"]
@@ -410,47 +464,29 @@ class AIAgent:
         self.binding.forget_cache()
         return undone
 
-    @property
-    def context_stale(self) -> bool:
-        """The loaded context lost a summary to an undo (see ``rebuild_if_stale``)."""
-        return self.binding.context_stale
-
-    def rebuild_if_stale(self) -> None:
-        """Make the context again if an undo elsewhere retired a summary it held (so a
-        model never sees it, nor a context missing what it summarised); raises
-        ``ContextNotRebuiltError`` when that fails. Call with the turn lock held."""
-        if self.binding.context_stale and self.writes_transcript:
-            recontext.rebuild(self)
-
     def set_model(self, model: str) -> None:
         """Switch the model for the next calls; recorded on the segment."""
         self.model = self.binding.model = model
         self.client.model = model
         self.context_compressor.model = model
-        if self.writes_transcript and self.session_id:
-            self.bound()[0].set_model(self.session_id, model)
-
-    def adopt_prompt_of(self, other: AIAgent) -> None:
-        """Use another agent's system prompt for its segment (a fork shares it)."""
-        self.binding.adopt_prompt_of(other.binding)
+        if self.binding.writes_transcript and self.session_id:
+            self.binding.bound()[0].set_model(self.session_id, model)
 
     def forget_cache(self) -> None:
         """Reload the history from the store on the next turn."""
         self.binding.forget_cache()
 
-    # -- what other modules may change, each by its name -----------------------------
-
     def start_new_conversation(self, title: str | None = None) -> None:
         """Point the agent at a conversation that starts with its next message."""
         self.binding.start_new(title)
-        self.last_compression = None
-        self.forget_prompt_size()  # that figure was the old context's
+        self.window.note_compression(None)
+        self.window.forget_prompt_size()  # that figure was the old context's
 
     def continue_conversation(self, tip: str, conversation_id: str, title: str | None) -> None:
         """Point the agent at the stored conversation whose tip is ``tip``."""
         self.binding.continue_at(tip, conversation_id, title)
-        self.last_compression = None
-        self.forget_prompt_size()
+        self.window.note_compression(None)
+        self.window.forget_prompt_size()
 
     def set_title(self, title: str) -> None:
         """The title a conversation this agent creates gets (the store has the rest)."""
@@ -474,6 +510,55 @@ class AIAgent:
         if on_retry is not None:
             self.client.on_retry = on_retry
 
+    # -- the turn host (hermes/agent/host.py): what a turn asks of its agent ----------
+
+    def defaults(self) -> TurnDefaults:
+        """This agent's choices for a turn whose options make none."""
+        return TurnDefaults(
+            model=self.model,
+            instructions=self.ephemeral_system_prompt,
+            stream_callback=self.stream_callback,
+            approve=self.approve,
+            interactive=self.interactive,
+        )
+
+    def emit(self, kind: str, **data: Any) -> None:
+        if self.event_callback is not None:
+            try:
+                self.event_callback(kind, data)
+            except Exception:  # a surface's display bug must not break the turn
+                log.exception("event callback failed for %s", kind)
+
+    def review_fork(self) -> AIAgent:
+        """The background review's agent: read-only, the same model, session and system
+        prompt (so the provider's prompt cache hits), its own client and the review's
+        tools, its requests capped in time."""
+        from hermes.tools.toolsets import review_tools
+
+        fork = AIAgent(
+            api_key=self.api_key,
+            base_url=self.base_url,
+            model=self.model,
+            quiet_mode=True,
+            session_db=self.session_db,
+            session_id=self.session_id,
+            source=self.source,
+            user_id=self.user_id,
+            skip_context_files=self.skip_context_files,
+            skip_memory=self.skip_memory,
+            max_iterations=review.REVIEW_MAX_ITERATIONS,
+            persist_session=False,
+            config=self.config,
+            tools=list(review_tools(self.config)),
+            cwd=self.cwd,
+            is_fork=True,
+            model_client=self.client.fork(),
+        )
+        fork.cap_request_timeout(review.REVIEW_TIMEOUT)
+        # Byte-identical system prompt: the provider's prompt cache keeps hitting.
+        fork.binding.adopt_prompt_of(self.binding)
+        return fork
+
     def cap_request_timeout(self, seconds: float) -> None:
         """Give each model request at most ``seconds`` (a background review's budget)."""
         self.client.timeout = min(self.client.timeout, seconds)
@@ -483,118 +568,38 @@ class AIAgent:
         background review's store check: it raises to withdraw the review)."""
         self.client.guard = guard
 
-    def turn_lock_held(self) -> contextlib.AbstractContextManager[None]:
-        """Mark the conversation's turn lock as held (see ``ConversationBinding``)."""
-        return self.binding.turn_lock_held()
-
-    def forget_turn_user_message(self) -> None:
-        """No turn has stored a user message yet (one is about to run, or a command)."""
-        self.binding.forget_turn_user_message()
-
-    def count_user_message(self, message_uid: str) -> None:
-        self.binding.count_user_message(message_uid)
-
-    def note_compression(self, outcome: compression.CompressionOutcome) -> None:
-        """What the last compression did (``/compress`` and the turn report it)."""
-        self.last_compression = outcome
-
-    def record_prompt_size(self, prompt_tokens: int, sent_messages: int) -> None:
-        """The provider's prompt size for a request of the context's first
-        ``sent_messages`` messages: the next threshold check starts from it."""
-        self.last_sent_count = sent_messages
-        if prompt_tokens:
-            self.context_compressor.last_prompt_tokens = prompt_tokens
-
-    def forget_prompt_size(self) -> None:
-        """The provider's last figure was for another context (compressed, or left)."""
-        self.context_compressor.last_prompt_tokens = 0
-
-    def learn_context_window(self, window: int) -> None:
-        """Believe a provider that says the model's window is smaller than our table."""
-        if 0 < window < self.context_compressor.context_length:
-            self.context_compressor.context_length = window
-
-    # -- state shared with turn.py and compression.py -------------------------------
+    # -- the parts, under the names Hermes Agent's callers and tests use --------------
 
     @property
-    def writes_transcript(self) -> bool:
-        return self.binding.writes_transcript
+    def context_compressor(self) -> Summariser | EngineCompressor:
+        return self.window.compressor  # type: ignore[no-any-return]
 
-    def bound(self) -> tuple[SessionDB, str]:
-        """The store and the segment (see ``ConversationBinding.bound``)."""
-        return self.binding.bound()
+    @context_compressor.setter
+    def context_compressor(self, compressor: Summariser | EngineCompressor) -> None:
+        self.window.compressor = compressor
 
     @property
-    def registry(self) -> Any:
-        if self._registry is None:
-            from hermes.tools.toolsets import default_registry
-
-            self._registry = default_registry(self.config, self.hermes_home)
-            self._joins_late_servers = True
-            self._add_plugin_tools(self._registry)
-        return self._registry
-
-    def _add_plugin_tools(self, registry: Any) -> None:
-        """The plugins' tools and the context engine's, after the built-in ones."""
-        from hermes.agent.engine_compressor import EngineCompressor, engine_tools
-
-        compressor = self.context_compressor
-        extra = self.plugins.tools() + (
-            engine_tools(compressor.engine) if isinstance(compressor, EngineCompressor) else []
-        )
-        for tool in extra:
-            if registry.get(tool.name) is None:  # a built-in tool is never replaced
-                registry.register(tool)
-            else:
-                log.warning("a plugin's tool %s has a built-in tool's name; not offered", tool.name)
-
-    def _seat_context_engine(self) -> None:
-        """``context.engine`` names a plugin's engine: it compresses in the summariser's
-        place (hermes/agent/engine_compressor.py); an unknown name keeps the summariser."""
-        name = self.config.get("context.engine")
-        if name == "compressor":
-            return
-        from hermes.agent.engine_compressor import EngineCompressor, chosen_engine
-
-        engine = chosen_engine(name, self.plugins.engine(name))
-        if engine is not None:
-            self.context_compressor = EngineCompressor(
-                engine,
-                model=self.model,
-                context_length=self.context_compressor.context_length,
-                cooldown_seconds=self.settings.compression.cooldown_seconds,
-            )
-
-    def tool_names(self) -> list[str]:
-        if self.tool_names_override is not None:
-            return [n for n in self.tool_names_override if self.registry.get(n)]
-        from hermes.tools.toolsets import add_late_tools, resolve_toolset
-
-        if self._joins_late_servers:  # an MCP server down at the start joins once it is up
-            add_late_tools(self.registry, self.config, self.hermes_home)
-
-        surface = "review" if self.is_fork else self.source
-        offered = resolve_toolset(surface, self.config, self.registry.tools())
-        # recall reads the store; without one there is nothing to get back.
-        unusable = set() if self.session_db is not None else {"recall"}
-        return [n for n in offered if self.registry.get(n) and n not in unusable]
+    def last_compression(self) -> CompressionOutcome | None:
+        return self.window.last_compression
 
     def estimate_tokens(self, messages: list[Message]) -> int:
         """The size of ``messages`` as the model is sent them (masked results as stubs)."""
-        return estimate_tokens(self.sent_as(messages))
+        return self.window.estimate_tokens(messages)
 
-    def sent_as(self, messages: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-        """``messages`` as the model is sent them: masked tool results as their stubs."""
-        return masked_view(messages, self.masking)
+    @property
+    def registry(self) -> Any:
+        return self.toolbox.registry
 
-    def emit(self, kind: str, **data: Any) -> None:
-        if self.event_callback is not None:
-            try:
-                self.event_callback(kind, data)
-            except Exception:  # a surface's display bug must not break the turn
-                log.exception("event callback failed for %s", kind)
+    def tool_names(self) -> list[str]:
+        return self.toolbox.names()
 
-    # -- the conversation binding (hermes/agent/binding.py), as AIAgent's names ---------
+    @property
+    def tool_names_override(self) -> list[str] | None:
+        return self.toolbox.override
+
+    @tool_names_override.setter
+    def tool_names_override(self, names: list[str] | None) -> None:
+        self.toolbox.override = names
 
     @property
     def session_db(self) -> SessionDB | None:
@@ -625,10 +630,6 @@ class AIAgent:
         return self.binding.system_prompt
 
     @property
-    def holds_turn_lock(self) -> bool:
-        return self.binding.holds_turn_lock
-
-    @property
     def user_turns(self) -> int:
         return self.binding.user_turns
 
@@ -640,22 +641,9 @@ class AIAgent:
         """Create the root segment on first use, or follow a bound id to its tip."""
         self.binding.ensure_session()
 
-    def locate_conversation(self) -> None:
-        self.binding.locate_conversation()
-
     def follow_tip(self) -> str | None:
         """Move to the conversation's live segment if another path rotated it."""
         return self.binding.follow_tip()
-
-    def adopt_segment(self, child_id: str, *, rotated_from: str | None = None) -> str | None:
-        return self.binding.adopt_segment(child_id, rotated_from=rotated_from)
-
-    def segment_system_prompt(self, *, rebuild: bool = False) -> str:
-        """The segment's system prompt: stored with it, built once when it starts."""
-        return self.binding.segment_system_prompt(rebuild=rebuild)
-
-    def take_tip_stamp(self) -> tuple[str, SegmentStamp] | None:
-        return self.binding.take_tip_stamp()
 
     def load_history(
         self,
@@ -666,31 +654,21 @@ class AIAgent:
         """The tip's messages (see ``ConversationBinding.load_history``)."""
         return self.binding.load_history(read, awaiting=awaiting)
 
-    def remember(self, messages: list[Message]) -> None:
-        self.binding.remember(messages)
-
     def persist(self, *messages: Message, token_usage: TokenUsage | None = None) -> None:
         """Store messages now (invariant 7); adopt the tip if the write was forwarded."""
         self.binding.persist(*messages, token_usage=token_usage)
 
-    def _build_system_prompt(self) -> str:
-        """A new segment's system prompt, from the home, the memory and the tools."""
-        from hermes.agent.prompt import build_system_prompt
-        from hermes.tools.memory import memory_home
+    def forget_turn_user_message(self) -> None:
+        """No turn has stored a user message yet (one is about to run, or a command)."""
+        self.binding.forget_turn_user_message()
 
-        return build_system_prompt(
-            hermes_home=self.hermes_home,
-            memory_dir=memory_home(
-                self.hermes_home, self.source, self.user_id, bool(self.config.get("memory.shared"))
-            ),
-            cwd=self.cwd,
-            tool_names=self.tool_names(),
-            skip_memory=self.skip_memory,
-            skip_context_files=self.skip_context_files,
-            config=self.config,
-            source=self.source,
-            user_id=self.user_id,
-        )
+    def bound(self) -> tuple[SessionDB, str]:
+        """The store and the segment (see ``ConversationBinding.bound``)."""
+        return self.binding.bound()
+
+    @property
+    def writes_transcript(self) -> bool:
+        return self.binding.writes_transcript
 
 
 def _key_from_dotenv() -> str | None:
