@@ -115,7 +115,7 @@ class AIAgent:
         self.cwd = Path(cwd) if cwd else Path.cwd()
         self.skip_context_files = skip_context_files
         self.skip_memory = skip_memory
-        self.persist_session = persist_session
+        self._persist_session = persist_session
         self.is_fork = is_fork
         self.yolo = yolo  # `hermes --yolo`: dangerous commands run without asking
         # Who hears the completion events of background processes its tools start (the
@@ -151,7 +151,6 @@ class AIAgent:
         )
         register_secrets(self.config)
         self.max_iterations = self.settings.max_iterations
-        self.compression_enabled = self.settings.compression.enabled
         self.hermes_home = hermes_home()
         self.agent_id = uuid.uuid4().hex
         self.lease = Lease(make_holder(self.agent_id), self.settings.compression.lease_ttl_seconds)
@@ -252,7 +251,7 @@ class AIAgent:
             ),
             model=self.model,
             title=title,
-            writes=self.persist_session and not self.is_fork,
+            writes=self._persist_session and not self.is_fork,
             build_prompt=self._build_system_prompt,
             emit=self.emit,
         )
@@ -516,6 +515,7 @@ class AIAgent:
         """This agent's choices for a turn whose options make none."""
         return TurnDefaults(
             model=self.model,
+            max_iterations=self.max_iterations,
             instructions=self.ephemeral_system_prompt,
             stream_callback=self.stream_callback,
             approve=self.approve,
@@ -569,6 +569,24 @@ class AIAgent:
         self.client.guard = guard
 
     # -- the parts, under the names Hermes Agent's callers and tests use --------------
+
+    @property
+    def persist_session(self) -> bool:
+        return self._persist_session
+
+    @persist_session.setter
+    def persist_session(self, persist: bool) -> None:
+        """A caller may stop (or resume) this agent's writes after making it."""
+        self._persist_session = persist
+        self.binding.writes = persist and not self.is_fork
+
+    @property
+    def compression_enabled(self) -> bool:
+        return self.window.compression_enabled
+
+    @compression_enabled.setter
+    def compression_enabled(self, enabled: bool) -> None:
+        self.window.compression_enabled = enabled
 
     @property
     def context_compressor(self) -> Summariser | EngineCompressor:

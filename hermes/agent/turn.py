@@ -332,7 +332,7 @@ def _result(host: TurnHost, turn: TurnState) -> TurnResult:
 
 def _loop(host: TurnHost, turn: TurnState) -> None:
     """Ask for the next step and act on it, until an answer or the step limit."""
-    toolbox, limit = host.toolbox, host.settings.max_iterations
+    toolbox, limit = host.toolbox, host.defaults().max_iterations
     tools = toolbox.wire.pieces(
         toolbox.registry, _tool_names(host, turn), turn.options.client_tools
     )

@@ -76,6 +76,7 @@ class TurnDefaults:
     its model, its own instructions and its owner's callbacks (``AIAgent.connect``)."""
 
     model: str
+    max_iterations: int  # model calls a turn may make before it stops
     instructions: str | None = None
     stream_callback: StreamCallback | None = None
     approve: Approver | None = None
