@@ -249,7 +249,7 @@ class AIAgent:
                 session_key=self.session_key,
                 cwd=str(self.cwd),
             ),
-            model=self.model,
+            model=lambda: self.model,
             title=title,
             writes=self._persist_session and not self.is_fork,
             build_prompt=self._build_system_prompt,
@@ -465,7 +465,7 @@ class AIAgent:
 
     def set_model(self, model: str) -> None:
         """Switch the model for the next calls; recorded on the segment."""
-        self.model = self.binding.model = model
+        self.model = model
         self.client.model = model
         self.context_compressor.model = model
         if self.binding.writes_transcript and self.session_id:

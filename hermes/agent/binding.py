@@ -50,7 +50,7 @@ class ConversationBinding:
         session_id: str | None,
         *,
         origin: SegmentOrigin,
-        model: str,
+        model: Callable[[], str],
         title: str | None = None,
         writes: bool = True,
         build_prompt: Callable[[], str],
@@ -60,7 +60,7 @@ class ConversationBinding:
         self.session_id = session_id
         self.conversation_id: str | None = None
         self.origin = origin
-        self.model = model  # recorded on the segments this binding creates or answers in
+        self._model = model  # the agent's model now: recorded on the segments it answers in
         self.title = title
         self.writes = writes  # False: a fork, or persist_session=False
         self._build_prompt = build_prompt
@@ -79,6 +79,11 @@ class ConversationBinding:
         self.turn_user_uid: str | None = None  # the user message the last turn stored
 
     # -- where the binding points ---------------------------------------------------
+
+    @property
+    def model(self) -> str:
+        """The model the agent answers with now (its owner may switch it)."""
+        return self._model()
 
     @property
     def writes_transcript(self) -> bool:

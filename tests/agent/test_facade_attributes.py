@@ -76,3 +76,14 @@ def test_compression_turned_off_later_is_not_attempted(db: SessionDB, hermes_hom
     assert agent.chat("a message long enough to be over a ten-token window, surely") == "ok"
 
     assert "compressing" not in events
+
+
+def test_a_model_set_later_is_the_one_the_segment_records(db: SessionDB, hermes_home: Path) -> None:
+    model = ScriptedModel(["ok"])
+    agent = scripted_agent(db, model)
+    agent.model = "switched-model"
+
+    assert agent.chat("hello") == "ok"
+
+    assert model.requests[0].model == "switched-model"
+    assert db.get_session(agent.session_id)["model"] == "switched-model"
