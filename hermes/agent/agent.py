@@ -1,31 +1,39 @@
-"""AIAgent: one agent bound (or not) to a conversation in the state store.
+"""AIAgent: the public facade that assembles an agent and satisfies the turn host.
 
 Constructing an agent makes no network call and writes nothing; the model client,
-the tool registry and the system prompt are made when first needed. The turn loop
-lives in ``turn.py`` and the compression path in ``compression.py``; this class holds
-the state they share and the rules for following a conversation to its tip.
+the tool registry and the system prompt are made when first needed. An agent is
+assembled from small parts: the conversation binding (``binding.py``: the store, the
+segment, the history), the model client (``model/``), the toolbox (``toolbox.py``), the
+context window (``window.py``: the compressor and the encoded context) and the
+interruption (``interruption.py``). The turn loop (``turn.py``), the compression path
+(``compression.py``) and their helpers are handed the agent as a ``TurnHost``
+(``host.py``): they read those parts, never this module. The rest of this class is
+Hermes Agent's surface (``run_conversation``, ``chat``, ``session_id``, ...) and the
+commands a surface gives (``undo``, ``compress_now``, ``set_model``, ...).
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import threading
 import uuid
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hermes.agent import compression, recontext, review, transcript
-from hermes.agent.errors import AgentError
-from hermes.agent.masking import MaskPolicy, masked_view
+from hermes.agent import compression, recontext, review, turn_holding
+from hermes.agent.binding import ConversationBinding, SegmentOrigin
+from hermes.agent.host import Lease
+from hermes.agent.interruption import Interruption
+from hermes.agent.masking import MaskPolicy
 from hermes.agent.model.client import ModelClient
 from hermes.agent.settings import AgentOptions
 from hermes.agent.summariser import NOTHING_TO_COMPRESS, Summariser
-from hermes.agent.tokens import context_window, estimate_tokens
-from hermes.agent.turn_options import TurnOptions
-from hermes.agent.wire import ToolWire, WireContext
+from hermes.agent.tokens import context_window
+from hermes.agent.toolbox import Toolbox, ToolScope
+from hermes.agent.turn_options import TurnDefaults, TurnOptions
+from hermes.agent.window import CompressionOutcome, ContextWindow
 from hermes.config import (
     API_KEY_ENV,
     Config,
@@ -35,7 +43,6 @@ from hermes.config import (
     load_config,
     register_secrets,
 )
-from hermes.state import wellformed
 from hermes.state.lease import make_holder
 from hermes.state.message import Message
 from hermes.state.usage import TokenUsage
@@ -45,6 +52,7 @@ if TYPE_CHECKING:
     from hermes.agent.model.protocol import Model
     from hermes.state.store import SegmentStamp, SessionDB
     from hermes.tools.events import EventBus
+    from hermes.tools.registry import Tool
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +93,52 @@ class AIAgent:
         event_bus: EventBus | None = None,
         model_client: Model | None = None,
     ) -> None:
+        """Assemble an agent; nothing here reaches the network or writes the store.
+
+        ``api_key``, ``base_url`` and ``model`` name the endpoint (else the
+        configuration's); ``model_client`` replaces its client (``hermes.testing``'s
+        scripted model in tests). ``session_db`` and ``session_id`` bind the agent to a
+        stored conversation (``persist_session=False``: read it, never write);
+        ``source``, ``user_id``, ``session_key``, ``title`` and ``cwd`` are what a new
+        conversation is stored with. ``tools`` names the tools offered (else the
+        surface's toolset); ``stream_callback``, ``event_callback``, ``interactive`` and
+        ``approve`` connect the surface that shows the turns; ``ephemeral_system_prompt``
+        is sent after the segment's prompt and never stored. ``is_fork`` makes the
+        read-only background review; ``yolo`` runs dangerous commands without asking;
+        ``event_bus`` hears the completions of background processes its tools start.
+        """
+        self._read_configuration(config, api_key, base_url, model, provider, max_iterations)
+        self.quiet_mode = quiet_mode
+        self.source = source
+        self.user_id = user_id
+        self.session_key = session_key
+        self.cwd = Path(cwd) if cwd else Path.cwd()
+        self.skip_context_files = skip_context_files
+        self.skip_memory = skip_memory
+        self._persist_session = persist_session
+        self.is_fork = is_fork
+        self.yolo = yolo  # `hermes --yolo`: dangerous commands run without asking
+        # Who hears the completion events of background processes its tools start (the
+        # owner's bus, e.g. a gateway's); None: they are spooled for drain_events.
+        self.event_bus = event_bus
+        self._connect_surface(
+            stream_callback, event_callback, approve, interactive, ephemeral_system_prompt
+        )
+        self._make_model_client(model_client)
+        self._make_context_window(offers_recall=session_db is not None)
+        self._bind(session_db, session_id, title)
+        self._make_toolbox(tools)
+
+    def _read_configuration(
+        self,
+        config: Config | None,
+        api_key: str | None,
+        base_url: str | None,
+        model: str | None,
+        provider: str | None,
+        max_iterations: int | None,
+    ) -> None:
+        """The configuration, with the keywords applied, and the endpoint's key."""
         self.config = config or load_config()
         self.settings = AgentOptions.from_config(
             self.config, model=model, base_url=base_url, max_iterations=max_iterations
@@ -96,40 +150,35 @@ class AIAgent:
             api_key or api_key_from_env() or _key_from_dotenv() or self.config.get("model.api_key")
         )
         register_secrets(self.config)
-        self.quiet_mode = quiet_mode
-        self.session_db = session_db
-        self.session_id = session_id
-        self.source = source
-        self.skip_context_files = skip_context_files
-        self.skip_memory = skip_memory
         self.max_iterations = self.settings.max_iterations
-        self.persist_session = persist_session
-        self.is_fork = is_fork
-        self.tool_names_override = tools
+        self.hermes_home = hermes_home()
+        self.agent_id = uuid.uuid4().hex
+        self.lease = Lease(make_holder(self.agent_id), self.settings.compression.lease_ttl_seconds)
+        from hermes.plugins import plugins_for  # here: `import run_agent` stays light
+
+        self.plugins = plugins_for(self.config, self.hermes_home)
+
+    def _connect_surface(
+        self,
+        stream_callback: Callable[[str], None] | None,
+        event_callback: EventCallback | None,
+        approve: Callable[[str, str], bool] | None,
+        interactive: bool,
+        ephemeral_system_prompt: str | None,
+    ) -> None:
+        """What the owner's surface hears and answers; ``connect`` changes it later."""
         self.stream_callback = stream_callback
         self.event_callback = event_callback
-        self.cwd = Path(cwd) if cwd else Path.cwd()
-        self.interactive = interactive
         self.approve = approve
-        self.yolo = yolo  # `hermes --yolo`: dangerous commands run without asking
-        self.user_id = user_id
-        self.session_key = session_key
-        self.title = title
+        self.interactive = interactive
         # Instructions for this agent's requests only (`hermes chat -s`): sent after the
         # segment's system prompt, never stored with it, so resuming without them works.
         self.ephemeral_system_prompt = ephemeral_system_prompt
-        # Who hears the completion events of background processes its tools start (the
-        # owner's bus, e.g. a gateway's); None: they are spooled for drain_events.
-        self.event_bus = event_bus
-        self.hermes_home = hermes_home()
+        self.review_threads: list[threading.Thread] = []
 
-        self.agent_id = uuid.uuid4().hex
-        self.lease_holder = make_holder(self.agent_id)
-        compressing = self.settings.compression
-        self.lease_ttl = compressing.lease_ttl_seconds
-        self.compression_enabled = compressing.enabled
-        # model_client: any ``Model`` (hermes.testing's scripted one in tests); by
-        # default a client of the configured endpoint.
+    def _make_model_client(self, model_client: Model | None) -> None:
+        """Any ``Model`` given (hermes.testing's scripted one in tests); by default a
+        client of the configured endpoint. The interruption stops its stream."""
         self.client: Model = (
             ModelClient(
                 self.api_key,
@@ -141,16 +190,20 @@ class AIAgent:
             if model_client is None
             else model_client
         )
+        self.interruption = Interruption(self.client)
+
+    def _make_context_window(self, *, offers_recall: bool) -> None:
+        """The compressor (the summariser, or a plugin's engine) and the masking of old
+        tool results, in the context window."""
+        compressing = self.settings.compression
         # Old tool results reach the model as stubs (None: always whole).
-        self.masking = (
+        masking = (
             MaskPolicy(keep_tokens=compressing.mask_keep_tokens)
             if compressing.mask_tool_outputs
             else None
         )
-        from hermes.plugins import plugins_for  # here: `import run_agent` stays light
-
-        self.plugins = plugins_for(self.config, self.hermes_home)
-        self.context_compressor: Summariser | EngineCompressor = Summariser(
+        self.window = ContextWindow(masking, compression_enabled=compressing.enabled)
+        self.window.compressor = Summariser(
             self.client,
             model=self.model,
             context_length=context_window(self.model, self.settings.model.context_length),
@@ -159,35 +212,91 @@ class AIAgent:
             tail_share=compressing.tail_share,
             cooldown_seconds=compressing.cooldown_seconds,
             max_summary_requests=compressing.max_summary_requests,
-            offers_recall=session_db is not None,
-            sent_as=self.sent_as,
+            offers_recall=offers_recall,
+            sent_as=self.window.sent_as,
             # With a store, the summary model reads a recallable output as its stub.
-            stub_of=(self.masking or MaskPolicy(keep_tokens=0)).stub_for
-            if session_db is not None
-            else None,
+            stub_of=(masking or MaskPolicy(keep_tokens=0)).stub_for if offers_recall else None,
         )
         self._seat_context_engine()
-        self.last_compression: compression.CompressionOutcome | None = None
-        self.system_prompt: str | None = None
-        self.conversation_id: str | None = None
-        self._conversation_of: dict[str, str] = {}  # segment id -> its conversation
-        self._prompt_segment: str | None = None
-        self._registry: Any = None
-        self._joins_late_servers = False
-        self._interrupt = threading.Event()
-        self.holds_turn_lock = False  # this agent (or its caller) holds the turn lock
-        # (segment id, (last id, row count, undone rows), messages): see load_history.
-        self._cache: tuple[str, SegmentStamp, list[Message]] | None = None
-        self._stamp: SegmentStamp | None = None
-        # (tip id, its stamp) as ensure_session last read them: see take_tip_stamp.
-        self._tip_stamp: tuple[str, SegmentStamp] | None = None
-        self.user_turns = 0
-        self._context_stale = False  # the tip's context lost a summary to an undo
-        self.turn_user_uid: str | None = None  # the user message the last turn stored
-        self.last_sent_count = 0  # messages in the last request, for token accounting
-        self.wire = WireContext(self.masking)  # the context's encoded messages, kept
-        self.tool_wire = ToolWire()  # and the tool schemas, likewise
-        self.review_threads: list[threading.Thread] = []
+
+    def _seat_context_engine(self) -> None:
+        """``context.engine`` names a plugin's engine: it compresses in the summariser's
+        place (hermes/agent/engine_compressor.py); an unknown name keeps the summariser."""
+        name = self.config.get("context.engine")
+        if name == "compressor":
+            return
+        from hermes.agent.engine_compressor import EngineCompressor, chosen_engine
+
+        engine = chosen_engine(name, self.plugins.engine(name))
+        if engine is not None:
+            self.window.compressor = EngineCompressor(
+                engine,
+                model=self.model,
+                context_length=self.window.compressor.context_length,
+                cooldown_seconds=self.settings.compression.cooldown_seconds,
+            )
+
+    def _bind(
+        self, session_db: SessionDB | None, session_id: str | None, title: str | None
+    ) -> None:
+        """The conversation binding: the store, the segment and its history."""
+        self.binding = ConversationBinding(
+            session_db,
+            session_id,
+            origin=SegmentOrigin(
+                source=self.source,
+                user_id=self.user_id,
+                session_key=self.session_key,
+                cwd=str(self.cwd),
+            ),
+            model=lambda: self.model,
+            title=title,
+            writes=self._persist_session and not self.is_fork,
+            build_prompt=self._build_system_prompt,
+            emit=self.emit,
+        )
+
+    def _make_toolbox(self, tools: list[str] | None) -> None:
+        """The tools offered: ``tools`` if given, else the surface's toolset."""
+        scope = ToolScope(
+            config=self.config,
+            hermes_home=self.hermes_home,
+            cwd=self.cwd,
+            source=self.source,
+            user_id=self.user_id,
+            event_bus=self.event_bus,
+            yolo=self.yolo,
+            is_fork=self.is_fork,
+        )
+        self.toolbox = Toolbox(scope, self.binding, override=tools, extra_tools=self._plugin_tools)
+
+    def _plugin_tools(self) -> list[Tool]:
+        """The plugins' tools and the context engine's, offered after the built-in ones."""
+        from hermes.agent.engine_compressor import EngineCompressor, engine_tools
+
+        compressor = self.context_compressor
+        return self.plugins.tools() + (
+            engine_tools(compressor.engine) if isinstance(compressor, EngineCompressor) else []
+        )
+
+    def _build_system_prompt(self) -> str:
+        """A new segment's system prompt, from the home, the memory and the tools."""
+        from hermes.agent.prompt import build_system_prompt
+        from hermes.tools.memory import memory_home
+
+        return build_system_prompt(
+            hermes_home=self.hermes_home,
+            memory_dir=memory_home(
+                self.hermes_home, self.source, self.user_id, bool(self.config.get("memory.shared"))
+            ),
+            cwd=self.cwd,
+            tool_names=self.tool_names(),
+            skip_memory=self.skip_memory,
+            skip_context_files=self.skip_context_files,
+            config=self.config,
+            source=self.source,
+            user_id=self.user_id,
+        )
 
     # -- public API -----------------------------------------------------------------
 
@@ -256,26 +365,20 @@ class AIAgent:
 
     def interrupt(self) -> None:
         """Stop the running turn at the next safe point (a stream stops at once)."""
-        self._interrupt.set()
-        self.client.interrupt()
+        self.interruption.set()
 
     def clear_interrupt(self) -> None:
         """Forget an interrupt that ended the last turn: a new turn starts clean."""
-        self._interrupt.clear()
-        self.client.clear_interrupt()
+        self.interruption.clear()
 
     @property
     def interrupt_event(self) -> threading.Event:
         """Set while an interrupt is pending: a running tool command watches it."""
-        return self._interrupt
+        return self.interruption.event
 
     @property
     def interrupt_requested(self) -> bool:
-        return self._interrupt.is_set()
-
-    def wait_for_interrupt(self, seconds: float) -> bool:
-        """Wait up to ``seconds``; True if the turn was interrupted meanwhile."""
-        return self._interrupt.wait(seconds)
+        return self.interruption.requested
 
     def _compress_context(
         self,
@@ -299,36 +402,35 @@ class AIAgent:
             detached=detached,
         )
 
-    def compress_now(self, focus_topic: str | None = None) -> compression.CompressionOutcome:
+    def compress_now(self, focus_topic: str | None = None) -> CompressionOutcome:
         """Force a compression of the current segment (``/compress``); says what happened."""
         self.clear_interrupt()  # a Ctrl-C that ended the last turn must not stop this
         self.ensure_session()
-        from hermes.agent.turn_holding import holding_turn
-
-        with holding_turn(self):
+        with turn_holding.holding_turn(self):
             return self._compress_now(focus_topic)
 
-    def _compress_now(self, focus_topic: str | None) -> compression.CompressionOutcome:
-        self.ensure_session()
-        history = self.load_history()
-        if self._context_stale and self.writes_transcript:
+    def _compress_now(self, focus_topic: str | None) -> CompressionOutcome:
+        binding = self.binding
+        binding.ensure_session()
+        history = binding.load_history()
+        if binding.context_stale and binding.writes_transcript:
             return recontext.rebuild(self)  # a compression that reads every standing row
-        system = self.segment_system_prompt() if self.session_db is not None else None
+        system = binding.segment_system_prompt() if binding.session_db is not None else None
         before = self.estimate_tokens(history)
         compressed, _ = self._compress_context(
             history, system, approx_tokens=before, focus_topic=focus_topic
         )
-        outcome = self.last_compression or compression.CompressionOutcome()
+        outcome = self.last_compression or CompressionOutcome()
         if compressed is history and (outcome.reason or "").startswith(NOTHING_TO_COMPRESS):
             # Asked for, a compression of a short conversation summarises all of it
             # (but an unanswered last message), as /compact does elsewhere.
             compressed, _ = self._compress_context(
                 history, system, approx_tokens=before, focus_topic=focus_topic, whole=True
             )
-            outcome = self.last_compression or compression.CompressionOutcome()
+            outcome = self.last_compression or CompressionOutcome()
         outcome.tokens_before = before
         if compressed is not history and not outcome.rotated:
-            self._cache = None
+            binding.forget_cache()
         return outcome
 
     def undo(self, turns: int = 1) -> list[dict[str, Any]]:
@@ -340,14 +442,12 @@ class AIAgent:
         self.ensure_session()
         if self.session_db is None or self.session_id is None:
             return []
-        from hermes.agent.turn_holding import holding_turn
-
-        with holding_turn(self):
+        with turn_holding.holding_turn(self):
             self.ensure_session()
             return self._undo(turns)
 
     def _undo(self, turns: int) -> list[dict[str, Any]]:
-        db, tip = self.bound()
+        db, tip = self.binding.bound()
         # The logical conversation, so a turn compressed into the child is found too.
         rows = [m for m in db.get_conversation_messages(tip) if not m["undone"]]
         starts = [i for i, r in enumerate(rows) if r["role"] == "user"]
@@ -360,61 +460,36 @@ class AIAgent:
             recontext.rebuild(self, undo_ids=ids)
         else:
             db.mark_undone(tip, ids)
-        self._cache = None
+        self.binding.forget_cache()
         return undone
-
-    @property
-    def context_stale(self) -> bool:
-        """The loaded context lost a summary to an undo (see ``rebuild_if_stale``)."""
-        return self._context_stale
-
-    def rebuild_if_stale(self) -> None:
-        """Make the context again if an undo elsewhere retired a summary it held (so a
-        model never sees it, nor a context missing what it summarised); raises
-        ``ContextNotRebuiltError`` when that fails. Call with the turn lock held."""
-        if self._context_stale and self.writes_transcript:
-            recontext.rebuild(self)
 
     def set_model(self, model: str) -> None:
         """Switch the model for the next calls; recorded on the segment."""
         self.model = model
         self.client.model = model
         self.context_compressor.model = model
-        if self.writes_transcript and self.session_id:
-            self.bound()[0].set_model(self.session_id, model)
-
-    def adopt_prompt_of(self, other: AIAgent) -> None:
-        """Use another agent's system prompt for its segment (a fork shares it)."""
-        if other.system_prompt is not None:
-            self.system_prompt = other.system_prompt
-            self._prompt_segment = other._prompt_segment
+        if self.binding.writes_transcript and self.session_id:
+            self.binding.bound()[0].set_model(self.session_id, model)
 
     def forget_cache(self) -> None:
         """Reload the history from the store on the next turn."""
-        self._cache = None
-
-    # -- what other modules may change, each by its name -----------------------------
+        self.binding.forget_cache()
 
     def start_new_conversation(self, title: str | None = None) -> None:
         """Point the agent at a conversation that starts with its next message."""
-        self.session_id = self.conversation_id = None
-        self.title = title or None
-        self.last_compression = None
-        self.user_turns = 0
-        self.forget_prompt_size()  # that figure was the old context's
-        self.forget_cache()
+        self.binding.start_new(title)
+        self.window.note_compression(None)
+        self.window.forget_prompt_size()  # that figure was the old context's
 
     def continue_conversation(self, tip: str, conversation_id: str, title: str | None) -> None:
         """Point the agent at the stored conversation whose tip is ``tip``."""
-        self.session_id, self.conversation_id = tip, conversation_id
-        self.title = title
-        self.last_compression = None
-        self.forget_prompt_size()
-        self.forget_cache()
+        self.binding.continue_at(tip, conversation_id, title)
+        self.window.note_compression(None)
+        self.window.forget_prompt_size()
 
     def set_title(self, title: str) -> None:
         """The title a conversation this agent creates gets (the store has the rest)."""
-        self.title = title
+        self.binding.title = title
 
     def connect(
         self,
@@ -434,6 +509,56 @@ class AIAgent:
         if on_retry is not None:
             self.client.on_retry = on_retry
 
+    # -- the turn host (hermes/agent/host.py): what a turn asks of its agent ----------
+
+    def defaults(self) -> TurnDefaults:
+        """This agent's choices for a turn whose options make none."""
+        return TurnDefaults(
+            model=self.model,
+            max_iterations=self.max_iterations,
+            instructions=self.ephemeral_system_prompt,
+            stream_callback=self.stream_callback,
+            approve=self.approve,
+            interactive=self.interactive,
+        )
+
+    def emit(self, kind: str, **data: Any) -> None:
+        if self.event_callback is not None:
+            try:
+                self.event_callback(kind, data)
+            except Exception:  # a surface's display bug must not break the turn
+                log.exception("event callback failed for %s", kind)
+
+    def review_fork(self) -> AIAgent:
+        """The background review's agent: read-only, the same model, session and system
+        prompt (so the provider's prompt cache hits), its own client and the review's
+        tools, its requests capped in time."""
+        from hermes.tools.toolsets import review_tools
+
+        fork = AIAgent(
+            api_key=self.api_key,
+            base_url=self.base_url,
+            model=self.model,
+            quiet_mode=True,
+            session_db=self.session_db,
+            session_id=self.session_id,
+            source=self.source,
+            user_id=self.user_id,
+            skip_context_files=self.skip_context_files,
+            skip_memory=self.skip_memory,
+            max_iterations=review.REVIEW_MAX_ITERATIONS,
+            persist_session=False,
+            config=self.config,
+            tools=list(review_tools(self.config)),
+            cwd=self.cwd,
+            is_fork=True,
+            model_client=self.client.fork(),
+        )
+        fork.cap_request_timeout(review.REVIEW_TIMEOUT)
+        # Byte-identical system prompt: the provider's prompt cache keeps hitting.
+        fork.binding.adopt_prompt_of(self.binding)
+        return fork
+
     def cap_request_timeout(self, seconds: float) -> None:
         """Give each model request at most ``seconds`` (a background review's budget)."""
         self.client.timeout = min(self.client.timeout, seconds)
@@ -443,230 +568,100 @@ class AIAgent:
         background review's store check: it raises to withdraw the review)."""
         self.client.guard = guard
 
-    @contextlib.contextmanager
-    def turn_lock_held(self) -> Iterator[None]:
-        """Mark the conversation's turn lock as held (by this agent or its caller) for
-        the body: stored repairs of dead turns are made only then."""
-        before, self.holds_turn_lock = self.holds_turn_lock, True
-        try:
-            yield
-        finally:
-            self.holds_turn_lock = before
-
-    def forget_turn_user_message(self) -> None:
-        """No turn has stored a user message yet (one is about to run, or a command)."""
-        self.turn_user_uid = None
-
-    def count_user_message(self, message_uid: str) -> None:
-        """A turn stored the user's message ``message_uid`` (reviews count them)."""
-        self.user_turns += 1
-        self.turn_user_uid = message_uid
-
-    def note_compression(self, outcome: compression.CompressionOutcome) -> None:
-        """What the last compression did (``/compress`` and the turn report it)."""
-        self.last_compression = outcome
-
-    def record_prompt_size(self, prompt_tokens: int, sent_messages: int) -> None:
-        """The provider's prompt size for a request of the context's first
-        ``sent_messages`` messages: the next threshold check starts from it."""
-        self.last_sent_count = sent_messages
-        if prompt_tokens:
-            self.context_compressor.last_prompt_tokens = prompt_tokens
-
-    def forget_prompt_size(self) -> None:
-        """The provider's last figure was for another context (compressed, or left)."""
-        self.context_compressor.last_prompt_tokens = 0
-
-    def learn_context_window(self, window: int) -> None:
-        """Believe a provider that says the model's window is smaller than our table."""
-        if 0 < window < self.context_compressor.context_length:
-            self.context_compressor.context_length = window
-
-    # -- state shared with turn.py and compression.py -------------------------------
+    # -- the parts, under the names Hermes Agent's callers and tests use --------------
 
     @property
-    def writes_transcript(self) -> bool:
-        return self.session_db is not None and self.persist_session and not self.is_fork
+    def persist_session(self) -> bool:
+        return self._persist_session
 
-    def bound(self) -> tuple[SessionDB, str]:
-        """The store and the segment, for paths that run only when the agent has both
-        (``writes_transcript`` after ``ensure_session()``)."""
-        if self.session_db is None or self.session_id is None:
-            raise AgentError("this agent has no conversation in a store")
-        return self.session_db, self.session_id
+    @persist_session.setter
+    def persist_session(self, persist: bool) -> None:
+        """A caller may stop (or resume) this agent's writes after making it."""
+        self._persist_session = persist
+        self.binding.writes = persist and not self.is_fork
 
     @property
-    def registry(self) -> Any:
-        if self._registry is None:
-            from hermes.tools.toolsets import default_registry
+    def compression_enabled(self) -> bool:
+        return self.window.compression_enabled
 
-            self._registry = default_registry(self.config, self.hermes_home)
-            self._joins_late_servers = True
-            self._add_plugin_tools(self._registry)
-        return self._registry
+    @compression_enabled.setter
+    def compression_enabled(self, enabled: bool) -> None:
+        self.window.compression_enabled = enabled
 
-    def _add_plugin_tools(self, registry: Any) -> None:
-        """The plugins' tools and the context engine's, after the built-in ones."""
-        from hermes.agent.engine_compressor import EngineCompressor, engine_tools
+    @property
+    def context_compressor(self) -> Summariser | EngineCompressor:
+        return self.window.compressor  # type: ignore[no-any-return]
 
-        compressor = self.context_compressor
-        extra = self.plugins.tools() + (
-            engine_tools(compressor.engine) if isinstance(compressor, EngineCompressor) else []
-        )
-        for tool in extra:
-            if registry.get(tool.name) is None:  # a built-in tool is never replaced
-                registry.register(tool)
-            else:
-                log.warning("a plugin's tool %s has a built-in tool's name; not offered", tool.name)
+    @context_compressor.setter
+    def context_compressor(self, compressor: Summariser | EngineCompressor) -> None:
+        self.window.compressor = compressor
 
-    def _seat_context_engine(self) -> None:
-        """``context.engine`` names a plugin's engine: it compresses in the summariser's
-        place (hermes/agent/engine_compressor.py); an unknown name keeps the summariser."""
-        name = self.config.get("context.engine")
-        if name == "compressor":
-            return
-        from hermes.agent.engine_compressor import EngineCompressor, chosen_engine
-
-        engine = chosen_engine(name, self.plugins.engine(name))
-        if engine is not None:
-            self.context_compressor = EngineCompressor(
-                engine,
-                model=self.model,
-                context_length=self.context_compressor.context_length,
-                cooldown_seconds=self.settings.compression.cooldown_seconds,
-            )
-
-    def tool_names(self) -> list[str]:
-        if self.tool_names_override is not None:
-            return [n for n in self.tool_names_override if self.registry.get(n)]
-        from hermes.tools.toolsets import add_late_tools, resolve_toolset
-
-        if self._joins_late_servers:  # an MCP server down at the start joins once it is up
-            add_late_tools(self.registry, self.config, self.hermes_home)
-
-        surface = "review" if self.is_fork else self.source
-        offered = resolve_toolset(surface, self.config, self.registry.tools())
-        # recall reads the store; without one there is nothing to get back.
-        unusable = set() if self.session_db is not None else {"recall"}
-        return [n for n in offered if self.registry.get(n) and n not in unusable]
+    @property
+    def last_compression(self) -> CompressionOutcome | None:
+        return self.window.last_compression
 
     def estimate_tokens(self, messages: list[Message]) -> int:
         """The size of ``messages`` as the model is sent them (masked results as stubs)."""
-        return estimate_tokens(self.sent_as(messages))
+        return self.window.estimate_tokens(messages)
 
-    def sent_as(self, messages: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-        """``messages`` as the model is sent them: masked tool results as their stubs."""
-        return masked_view(messages, self.masking)
+    @property
+    def registry(self) -> Any:
+        return self.toolbox.registry
 
-    def emit(self, kind: str, **data: Any) -> None:
-        if self.event_callback is not None:
-            try:
-                self.event_callback(kind, data)
-            except Exception:  # a surface's display bug must not break the turn
-                log.exception("event callback failed for %s", kind)
+    def tool_names(self) -> list[str]:
+        return self.toolbox.names()
+
+    @property
+    def tool_names_override(self) -> list[str] | None:
+        return self.toolbox.override
+
+    @tool_names_override.setter
+    def tool_names_override(self, names: list[str] | None) -> None:
+        self.toolbox.override = names
+
+    @property
+    def session_db(self) -> SessionDB | None:
+        return self.binding.session_db
+
+    @session_db.setter
+    def session_db(self, db: SessionDB | None) -> None:
+        self.binding.session_db = db
+
+    @property
+    def session_id(self) -> str | None:
+        return self.binding.session_id
+
+    @session_id.setter
+    def session_id(self, session_id: str | None) -> None:
+        self.binding.session_id = session_id
+
+    @property
+    def conversation_id(self) -> str | None:
+        return self.binding.conversation_id
+
+    @property
+    def title(self) -> str | None:
+        return self.binding.title
+
+    @property
+    def system_prompt(self) -> str | None:
+        return self.binding.system_prompt
+
+    @property
+    def user_turns(self) -> int:
+        return self.binding.user_turns
+
+    @property
+    def turn_user_uid(self) -> str | None:
+        return self.binding.turn_user_uid
 
     def ensure_session(self) -> None:
         """Create the root segment on first use, or follow a bound id to its tip."""
-        db = self.session_db
-        if db is None:
-            return
-        self._tip_stamp = None
-        found = db.find_tip_stamped(self.session_id) if self.session_id is not None else None
-        if found is not None:  # the common case: one read per turn
-            tip, stamp = found
-            self._tip_stamp = (tip["id"], stamp)  # for this turn's load_history
-            if tip["id"] != self.session_id:
-                log.info("session %s moved on to %s", self.session_id, tip["id"])
-                self.session_id = tip["id"]
-            self.conversation_id = tip["conversation_id"]
-            self._conversation_of[tip["id"]] = self.conversation_id
-            if tip["model"] is None and self.model and self.writes_transcript:
-                # A gateway, the API or cron made the session before a model answered in
-                # it: record the one that does (Hermes Agent's readers bill by it).
-                db.set_model(tip["id"], self.model)
-            return
-        if not self.writes_transcript:
-            return
-        self.session_id = db.create_session(
-            self.session_id,
-            source=self.source,
-            user_id=self.user_id,
-            session_key=self.session_key,
-            title=self.title,
-            model=self.model,
-            cwd=str(self.cwd),
-        )
-        self.conversation_id = existing(db.get_session(self.session_id), self.session_id)[
-            "conversation_id"
-        ]
-        self._conversation_of[self.session_id] = self.conversation_id
-
-    def locate_conversation(self) -> None:
-        """Know the bound segment's conversation (whose turn lock a turn takes): from
-        memory if this segment was seen before, since a segment never changes
-        conversation; else ``ensure_session()``, one read (or the root's creation)."""
-        known = self._conversation_of.get(self.session_id) if self.session_id else None
-        if known is None or known != self.conversation_id:
-            self.ensure_session()
+        self.binding.ensure_session()
 
     def follow_tip(self) -> str | None:
         """Move to the conversation's live segment if another path rotated it."""
-        if self.session_db is None or self.session_id is None:
-            return self.session_id
-        tip = self.session_db.resolve_tip(self.session_id)
-        if tip != self.session_id:
-            log.info("session %s moved on to %s", self.session_id, tip)
-            self.session_id = tip
-        return tip
-
-    def adopt_segment(self, child_id: str, *, rotated_from: str | None = None) -> str | None:
-        """Become the new segment after our rotation; returns its new system prompt."""
-        self.session_id = child_id
-        self._cache = self._stamp = None
-        if self.system_prompt is None:
-            return None
-        return self.segment_system_prompt(rebuild=True)
-
-    def segment_system_prompt(self, *, rebuild: bool = False) -> str:
-        """The segment's system prompt: stored with it, built once when it starts."""
-        db, sid = self.session_db, self.session_id
-        if not rebuild and self.system_prompt is not None and self._prompt_segment == sid:
-            return self.system_prompt
-        stored = db.get_session(sid) if (db is not None and sid) else None
-        prompt: str
-        if stored and stored.get("system_prompt") and not rebuild:
-            prompt = stored["system_prompt"]
-        else:
-            from hermes.agent.prompt import build_system_prompt
-            from hermes.tools.memory import memory_home
-
-            prompt = build_system_prompt(
-                hermes_home=self.hermes_home,
-                memory_dir=memory_home(
-                    self.hermes_home,
-                    self.source,
-                    self.user_id,
-                    bool(self.config.get("memory.shared")),
-                ),
-                cwd=self.cwd,
-                tool_names=self.tool_names(),
-                skip_memory=self.skip_memory,
-                skip_context_files=self.skip_context_files,
-                config=self.config,
-                source=self.source,
-                user_id=self.user_id,
-            )
-            if stored is not None and self.writes_transcript:
-                store, segment = self.bound()
-                store.set_system_prompt(segment, prompt)
-        self.system_prompt, self._prompt_segment = prompt, sid
-        return prompt
-
-    def take_tip_stamp(self) -> tuple[str, SegmentStamp] | None:
-        """The (tip id, stamp) ``ensure_session`` read, once: a turn hands it to
-        ``load_history`` right after, under the turn lock, instead of reading it again."""
-        found, self._tip_stamp = self._tip_stamp, None
-        return found
+        return self.binding.follow_tip()
 
     def load_history(
         self,
@@ -674,97 +669,24 @@ class AIAgent:
         *,
         awaiting: Collection[str] = (),
     ) -> list[Message]:
-        """The tip's messages, from a cache that is valid while nobody else wrote.
-
-        The cache carries the segment's ``SegmentStamp`` as this agent knows it; any write or undo by another path changes the store's figures and
-        forces a reload. ``read`` is (segment id, its stamp) just read by the caller.
-        ``awaiting`` names open calls whose results the caller brings now: the trailing
-        group that asked for them stays open instead of being closed as dead.
-        """
-        db, sid = self.session_db, self.session_id
-        if db is None or sid is None:
-            return []
-        stamp = read[1] if read is not None and read[0] == sid else db.segment_stamp(sid)
-        if self._cache and self._cache[0] == sid and self._cache[1] == stamp:
-            return list(self._cache[2])
-        # The stamp is read before the rows: a write landing in between makes it older
-        # than what was read, so the next turn reloads rather than trusting a stale list.
-        rows = db.get_messages(sid, include_undone=True)
-        self._stamp = stamp
-        self._context_stale = any(r["undone"] and r["compacted"] for r in rows) and (
-            db.context_needs_rebuild(sid)
-        )
-        history = transcript.from_store(r for r in rows if not r["undone"])
-        cut = _awaited_group(history, awaiting)
-        history = self._well_formed(history[:cut]) + history[cut:]
-        # A repair may have stored synthetic answers (new stamp) or followed the tip.
-        sid, stamp_now = self.session_id, self._stamp
-        self._cache = (sid, stamp_now, history) if sid and stamp_now else None
-        return list(history)
-
-    def _well_formed(self, history: list[Message]) -> list[Message]:
-        """The history as a provider accepts it (invariant 15). A call nobody answered
-        belongs to a dead turn when this agent holds the turn lock: its "interrupted"
-        result is stored (once: its uid comes from the call). Otherwise the repair is
-        made in memory only."""
-        fixed = wellformed.repair(history)
-        if not fixed.changed:
-            return history
-        log.info("repaired the context of %s: %s", self.session_id, fixed.notes or "")
-        if fixed.synthetic and self.writes_transcript and self.holds_turn_lock:
-            self.persist(*fixed.synthetic)
-        return fixed.messages
-
-    def remember(self, messages: list[Message]) -> None:
-        """Keep the turn's messages as the cache of the segment's history."""
-        if self.session_db is None or self.session_id is None or self._stamp is None:
-            self._cache = None
-            return
-        self._cache = (self.session_id, self._stamp, list(messages))
+        """The tip's messages (see ``ConversationBinding.load_history``)."""
+        return self.binding.load_history(read, awaiting=awaiting)
 
     def persist(self, *messages: Message, token_usage: TokenUsage | None = None) -> None:
         """Store messages now (invariant 7); adopt the tip if the write was forwarded."""
-        if not self.writes_transcript or not messages:
-            return
-        db, sid = self.bound()
-        landed = db.append_messages(
-            sid, [transcript.for_store(m) for m in messages], token_usage=token_usage
-        )
-        for message, row_id in zip(messages, landed.message_ids, strict=True):
-            if row_id is not None:
-                message.setdefault("stored_id", row_id)  # the row a masked result names
-        if self._stamp is not None and landed.session_id == self.session_id and landed.stored:
-            newest = max(i for i in landed.message_ids if i is not None)
-            self._stamp = self._stamp._replace(
-                newest_id=max(self._stamp.newest_id, newest),
-                rows=self._stamp.rows + landed.stored,
-            )
-        if landed.session_id != self.session_id:
-            self._stamp = None
-            log.info(
-                "write to %s landed in the tip %s; adopting it", self.session_id, landed.session_id
-            )
-            self.session_id = landed.session_id
-            self._cache = None
-            self.emit("moved", session_id=landed.session_id)
+        self.binding.persist(*messages, token_usage=token_usage)
 
+    def forget_turn_user_message(self) -> None:
+        """No turn has stored a user message yet (one is about to run, or a command)."""
+        self.binding.forget_turn_user_message()
 
-def _awaited_group(history: list[Message], awaiting: Collection[str]) -> int:
-    """Where the trailing tool-call group starts when it asks for an ``awaiting`` call
-    (its results are arriving, so it is not a dead turn's); else the end."""
-    index = len(history)
-    while index > 0 and history[index - 1].get("role") == "tool":
-        index -= 1
-    if awaiting and index > 0 and set(wellformed.call_ids(history[index - 1])) & set(awaiting):
-        return index - 1
-    return len(history)
+    def bound(self) -> tuple[SessionDB, str]:
+        """The store and the segment (see ``ConversationBinding.bound``)."""
+        return self.binding.bound()
 
-
-def existing(row: dict[str, Any] | None, session_id: str) -> dict[str, Any]:
-    """A segment's row that must be there (the agent created or followed it)."""
-    if row is None:
-        raise AgentError(f"session {session_id} is not in the store")
-    return row
+    @property
+    def writes_transcript(self) -> bool:
+        return self.binding.writes_transcript
 
 
 def _key_from_dotenv() -> str | None:

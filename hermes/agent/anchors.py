@@ -19,7 +19,7 @@ from __future__ import annotations
 import bisect
 import json
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +36,8 @@ __all__ = [
     "stub_digest",
 ]
 
+# The first words of a compaction summary (the summariser writes it, as a user message).
+SUMMARY_PREFIX = "[CONTEXT COMPACTION]"
 INDEX_HEADER = "[ANCHORS]"
 # At most about 400 tokens, enough for a few dozen anchors; an eighth of the covered
 # text below that, so the index of a short middle stays a small share of its summary.
@@ -250,12 +252,20 @@ def _shape(anchor: Anchor) -> int:
     return 0
 
 
+def is_summary_message(message: Mapping[str, Any]) -> bool:
+    """True for a compaction summary the summariser wrote (it has the role ``user``)."""
+    content = message.get("content")
+    return (
+        message.get("role") == "user"
+        and isinstance(content, str)
+        and content.startswith(SUMMARY_PREFIX)
+    )
+
+
 # --------------------------------------------------------------------------- finding
 
 
 def _anchors_of(message: Message) -> Iterator[tuple[str, str]]:
-    from hermes.agent.summariser import is_summary_message  # it imports this module
-
     content = _text(message.get("content"))
     if is_summary_message(message):
         yield from parse(content)  # an earlier summary: its anchors, not its paraphrase

@@ -28,7 +28,7 @@ from hermes.state.message import Message
 from hermes.state.segments import new_message_uid
 
 if TYPE_CHECKING:
-    from hermes.agent.agent import AIAgent
+    from hermes.agent.binding import ConversationBinding
     from hermes.state.store import SegmentStamp
 
 log = logging.getLogger(__name__)
@@ -46,24 +46,24 @@ class Reconciled:
 
 
 def reconcile(
-    agent: AIAgent,
+    binding: ConversationBinding,
     history: Sequence[Mapping[str, Any]],
     read: tuple[str, SegmentStamp] | None = None,
 ) -> Reconciled:
-    """Set ``history`` against the agent's stored conversation (see the module doc)."""
+    """Set ``history`` against the binding's stored conversation (see the module doc)."""
     given = [_own_copy(m) for m in history if m.get("role") != "system"]
-    if not agent.writes_transcript:
+    if not binding.writes_transcript:
         return Reconciled(context=given, to_store=[])
-    stored = agent.load_history(read)
+    stored = binding.load_history(read)
     extra = _after_prefix(stored, given)
-    if extra is None and agent.session_db is not None and agent.session_id is not None:
-        originals = agent.session_db.get_conversation_messages(agent.session_id)
+    if extra is None and binding.session_db is not None and binding.session_id is not None:
+        originals = binding.session_db.get_conversation_messages(binding.session_id)
         extra = _after_prefix(transcript.from_store(r for r in originals if not r["undone"]), given)
     if extra is None:
         log.info(
             "the history passed to %s differs from the stored one: it is this turn's"
             " context, and is not stored",
-            agent.session_id,
+            binding.session_id,
         )
         return Reconciled(context=given, to_store=[], detached=True)
     return Reconciled(context=[*stored, *extra], to_store=extra)

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from hermes.agent.agent import existing
+from hermes.agent.binding import existing
 from hermes.errors import HermesError
 from hermes.state.lookup import rename_conversation, resolve_conversation, token_usage
 from hermes.text import one_line, plural, table, when
@@ -54,9 +54,21 @@ class CommandSpec:
 COMMANDS: dict[str, CommandSpec] = {}
 
 # Words people type out of habit elsewhere, for the suggestion only.
-_HABITS = {"quit": "exit", "q": "exit", "bye": "exit", "clear": "new", "reset": "new",
-           "rename": "title", "history": "sessions", "continue": "resume", "cost": "usage",
-           "tokens": "usage", "summarize": "compress", "compact": "compress", "?": "help"}  # fmt: skip
+_HABITS = {
+    "quit": "exit",
+    "q": "exit",
+    "bye": "exit",
+    "clear": "new",
+    "reset": "new",
+    "rename": "title",
+    "history": "sessions",
+    "continue": "resume",
+    "cost": "usage",
+    "tokens": "usage",
+    "summarize": "compress",
+    "compact": "compress",
+    "?": "help",
+}
 
 
 def command(name: str, usage: str, help: str) -> Callable[[Handler], Handler]:
@@ -184,8 +196,11 @@ def _compress(agent: AIAgent, arg: str) -> Reply:
             f"Compressed in memory: ~{outcome.tokens_before:,} → ~{outcome.tokens_after:,} tokens.",
             data=data,
         )
-    return Reply(f"Not compressed: {reason or 'no reason given'}. The conversation is unchanged.",
-                 ok=False, data=data)  # fmt: skip
+    return Reply(
+        f"Not compressed: {reason or 'no reason given'}. The conversation is unchanged.",
+        ok=False,
+        data=data,
+    )
 
 
 @command("retry", "/retry", "Undo the last turn and send its message again.")
@@ -272,11 +287,16 @@ def _sessions(agent: AIAgent, arg: str) -> Reply:
     if not rows:
         return Reply("No saved conversations yet.")
     body = [
-        ("*" if r["conversation_id"] == agent.conversation_id else "", r["conversation_id"],
-         one_line(r["title"] or "(untitled)", 36), r["message_count"], when(r["last_active_at"]),
-         r["source"])
+        (
+            "*" if r["conversation_id"] == agent.conversation_id else "",
+            r["conversation_id"],
+            one_line(r["title"] or "(untitled)", 36),
+            r["message_count"],
+            when(r["last_active_at"]),
+            r["source"],
+        )
         for r in rows
-    ]  # fmt: skip
+    ]
     text = table(("", "ID", "TITLE", "MESSAGES", "LAST ACTIVE", "SOURCE"), body)
     return Reply(text + "\nResume one with /resume ID or /resume TITLE.", data={"rows": rows})
 

@@ -17,29 +17,16 @@ from __future__ import annotations
 import logging
 import threading
 import uuid
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from hermes.agent.window import CompressionOutcome
 from hermes.state.errors import LeaseNotHeldError, NotTipError, StateError
 from hermes.state.message import Message
 
 if TYPE_CHECKING:
-    from hermes.agent.agent import AIAgent
+    from hermes.agent.host import TurnHost
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class CompressionOutcome:
-    """What one compression attempt did, for the surfaces to report."""
-
-    rotated: bool = False
-    reason: str = ""  # why nothing happened, in words
-    holder: str | None = None  # who holds the lease, when that was the reason
-    parent_id: str | None = None
-    child_id: str | None = None
-    tokens_before: int | None = None
-    tokens_after: int | None = None
 
 
 class LeaseKeeper:
@@ -70,7 +57,7 @@ class LeaseKeeper:
 
 
 def compress_context(
-    agent: AIAgent,
+    host: TurnHost,
     messages: list[Message],
     system_message: str | None,
     *,
@@ -83,31 +70,29 @@ def compress_context(
     compressor to summarise even a short conversation (``/compress``); ``detached``
     messages are a caller's own history, compressed in memory only."""
     ask = _compress_call(approx_tokens, focus_topic, whole)
-    db = agent.session_db
     outcome = CompressionOutcome(tokens_before=approx_tokens)
-    agent.note_compression(outcome)
-    if db is None or not agent.persist_session or agent.is_fork or detached:
-        if agent.is_fork:
+    host.window.note_compression(outcome)
+    if not host.binding.writes_transcript or detached:
+        if host.is_fork:
             outcome.reason = "a background review never compresses"
             return messages, system_message
-        return _in_memory(agent, messages, system_message, ask, outcome)
+        return _in_memory(host, messages, system_message, ask, outcome)
 
-    db, session_id = agent.bound()
-    holder = agent.lease_holder
-    ttl = agent.lease_ttl
+    db, session_id = host.binding.bound()
+    holder, ttl = host.lease.holder, host.lease.ttl
     try:
         acquired = db.try_acquire_compression_lock(session_id, holder, ttl)
         if not acquired:
             outcome.holder = db.get_compression_lock_holder(session_id)
     except StateError as exc:
-        return _store_failed(agent, outcome, exc, messages, system_message)
+        return _store_failed(host, outcome, exc, messages, system_message)
     if not acquired:
         outcome.reason = f"another process holds the compression lease ({outcome.holder})"
         return messages, system_message
     try:
-        return _compress_under_lease(agent, messages, system_message, outcome, ask)
+        return _compress_under_lease(host, messages, system_message, outcome, ask)
     except StateError as exc:  # any store failure: nothing changed, the turn goes on
-        return _store_failed(agent, outcome, exc, messages, system_message)
+        return _store_failed(host, outcome, exc, messages, system_message)
     finally:
         try:
             db.release_compression_lock(session_id, holder)
@@ -116,7 +101,7 @@ def compress_context(
 
 
 def _store_failed(
-    agent: AIAgent,
+    host: TurnHost,
     outcome: CompressionOutcome,
     exc: StateError,
     messages: list[Message],
@@ -124,22 +109,23 @@ def _store_failed(
 ) -> tuple[list[Message], str | None]:
     """Step 5 for the store: like a failed summary, nothing changes and a cooldown starts."""
     outcome.reason = f"the compression could not be saved, so nothing changed: {exc}"
-    log.warning("compression of %s failed in the store: %s", agent.session_id, exc)
-    cooldown = getattr(agent.context_compressor, "start_cooldown", None)
+    log.warning("compression of %s failed in the store: %s", host.binding.session_id, exc)
+    cooldown = getattr(host.window.compressor, "start_cooldown", None)
     if callable(cooldown):
         cooldown(outcome.reason)
     return messages, system_message
 
 
 def _compress_under_lease(
-    agent: AIAgent,
+    host: TurnHost,
     messages: list[Message],
     system_message: str | None,
     outcome: CompressionOutcome,
     ask: dict[str, Any],
 ) -> tuple[list[Message], str | None]:
-    db, session_id = agent.bound()
-    holder, ttl = agent.lease_holder, agent.lease_ttl
+    db, session_id = host.binding.bound()
+    holder, ttl = host.lease.holder, host.lease.ttl
+    compressor = host.window.compressor
     segment = db.get_session(session_id)
     if segment is None or segment["ended_at"] is not None:
         # Only the call that rotates moves the agent: it follows the tip at its
@@ -148,15 +134,15 @@ def _compress_under_lease(
         return messages, system_message
     watermark = db.last_message_id(session_id)
     with LeaseKeeper(db, session_id, holder, ttl):
-        compressed = agent.context_compressor.compress(messages, **ask)
-    if failed(agent.context_compressor, messages, compressed):
-        outcome.reason = describe_failure(agent.context_compressor)
+        compressed = compressor.compress(messages, **ask)
+    if failed(compressor, messages, compressed):
+        outcome.reason = describe_failure(compressor)
         return messages, system_message
     # Every message the child holds gets an identity the agent keeps in memory too.
     compressed = [
         m if m.get("message_uid") else {**m, "message_uid": uuid.uuid4().hex} for m in compressed
     ]
-    covered, by_stub = coverage(agent.context_compressor)
+    covered, by_stub = coverage(compressor)
     try:
         child = db.publish_compression_child(
             session_id,
@@ -169,10 +155,10 @@ def _compress_under_lease(
     except (LeaseNotHeldError, NotTipError) as exc:
         outcome.reason = str(exc)
         return messages, system_message
-    new_system = agent.adopt_segment(child, rotated_from=session_id)
+    new_system = host.binding.adopt_segment(child, rotated_from=session_id)
     outcome.rotated, outcome.parent_id, outcome.child_id = True, session_id, child
-    outcome.tokens_after = agent.estimate_tokens(compressed)
-    agent.emit(
+    outcome.tokens_after = host.window.estimate_tokens(compressed)
+    host.emit(
         "compressed",
         parent=session_id,
         child=child,
@@ -195,18 +181,19 @@ def coverage(compressor: Any) -> tuple[set[str], set[str]]:
 
 
 def _in_memory(
-    agent: AIAgent,
+    host: TurnHost,
     messages: list[Message],
     system_message: str | None,
     ask: dict[str, Any],
     outcome: CompressionOutcome,
 ) -> tuple[list[Message], str | None]:
-    compressed = agent.context_compressor.compress(messages, **ask)
-    if failed(agent.context_compressor, messages, compressed):
-        outcome.reason = describe_failure(agent.context_compressor)
+    compressor = host.window.compressor
+    compressed = compressor.compress(messages, **ask)
+    if failed(compressor, messages, compressed):
+        outcome.reason = describe_failure(compressor)
         return messages, system_message
     outcome.rotated = False
-    outcome.tokens_after = agent.estimate_tokens(compressed)
+    outcome.tokens_after = host.window.estimate_tokens(compressed)
     return compressed, system_message
 
 

@@ -45,8 +45,9 @@ _CONTENT_KEYS = ("role", "content", "tool_calls", "tool_call_id")
 class EngineCompressor:
     """A ``ContextEngine`` seated where ``Summariser`` sits, with its attributes."""
 
-    def __init__(self, engine: ContextEngine, *, model: str, context_length: int,
-                 cooldown_seconds: float) -> None:  # fmt: skip
+    def __init__(
+        self, engine: ContextEngine, *, model: str, context_length: int, cooldown_seconds: float
+    ) -> None:
         self.engine = engine
         self.model = model
         self.cooldown_seconds = cooldown_seconds
@@ -111,9 +112,8 @@ class EngineCompressor:
         self._last_summary_error, self._last_compress_aborted = None, False
         given = [copy.deepcopy(dict(m)) for m in messages]  # the engine cannot touch ours
         try:
-            made = self.engine.compress(given, **_accepted(self.engine.compress, {
-                "current_tokens": current_tokens, "focus_topic": focus_topic, "force": whole,
-            }))  # fmt: skip
+            asked = {"current_tokens": current_tokens, "focus_topic": focus_topic, "force": whole}
+            made = self.engine.compress(given, **_accepted(self.engine.compress, asked))
         except Exception as exc:
             return self._failed(messages, f"the context engine {self.name} failed: {exc}")
         if not isinstance(made, list) or len(made) >= len(messages):
@@ -217,8 +217,11 @@ def chosen_engine(name: str, registered: ContextEngine | None) -> ContextEngine 
     """A copy of the plugin's engine for one agent (0.19 copies it too, so one agent's
     model switch cannot change another's); the shared one if it cannot be copied."""
     if registered is None:
-        log.warning("context engine %r is not registered by any loaded plugin; "
-                    "the built-in compressor is used", name)  # fmt: skip
+        log.warning(
+            "context engine %r is not registered by any loaded plugin; "
+            "the built-in compressor is used",
+            name,
+        )
         return None
     try:
         return copy.deepcopy(registered)

@@ -12,60 +12,63 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from hermes.agent.agent import AIAgent
+    from hermes.agent.host import TurnHost
     from hermes.plugins import PluginManager
     from hermes.state.message import Message
 
 
-def _fires(agent: AIAgent) -> PluginManager | None:
-    return None if agent.is_fork else agent.plugins
+def _fires(host: TurnHost) -> PluginManager | None:
+    return None if host.is_fork else host.plugins
 
 
-def _common(agent: AIAgent) -> dict[str, Any]:
+def _common(host: TurnHost) -> dict[str, Any]:
+    binding = host.binding
     return {
-        "session_id": agent.session_id or "",
-        "task_id": agent.session_id or "",
-        "turn_id": agent.turn_user_uid or "",
-        "model": agent.model,
-        "platform": agent.source,
+        "session_id": binding.session_id or "",
+        "task_id": binding.session_id or "",
+        "turn_id": binding.turn_user_uid or "",
+        "model": binding.model,
+        "platform": binding.origin.source,
     }
 
 
-def begin(agent: AIAgent, history: list[Message]) -> None:
+def begin(host: TurnHost, history: list[Message]) -> None:
     """A turn starts: the context engine learns its conversation; a conversation with no
     messages yet is a session start for the plugins."""
     from hermes.agent.engine_compressor import EngineCompressor
 
-    compressor = agent.context_compressor
-    if isinstance(compressor, EngineCompressor) and agent.conversation_id and not agent.is_fork:
+    compressor, binding = host.window.compressor, host.binding
+    if isinstance(compressor, EngineCompressor) and binding.conversation_id and not host.is_fork:
         compressor.bind(
-            agent.conversation_id,
-            hermes_home=str(agent.hermes_home),
-            platform=agent.source,
-            model=agent.model,
+            binding.conversation_id,
+            hermes_home=str(host.toolbox.scope.hermes_home),
+            platform=binding.origin.source,
+            model=binding.model,
             context_length=compressor.context_length,
         )
     if history:
         return
-    if (plugins := _fires(agent)) is not None and plugins.has_hook("on_session_start"):
+    if (plugins := _fires(host)) is not None and plugins.has_hook("on_session_start"):
         plugins.invoke_hook(
-            "on_session_start", session_id=agent.session_id or "", model=agent.model,
-            platform=agent.source,
-        )  # fmt: skip
+            "on_session_start",
+            session_id=binding.session_id or "",
+            model=binding.model,
+            platform=binding.origin.source,
+        )
 
 
-def before_turn(agent: AIAgent, user_message: Any, history: list[Message]) -> str | None:
+def before_turn(host: TurnHost, user_message: Any, history: list[Message]) -> str | None:
     """``pre_llm_call`` once per turn; the context its callbacks give, joined."""
-    plugins = _fires(agent)
+    plugins = _fires(host)
     if plugins is None or not plugins.has_hook("pre_llm_call"):
         return None
     answers = plugins.invoke_hook(
         "pre_llm_call",
-        **_common(agent),
+        **_common(host),
         user_message=user_message if isinstance(user_message, str) else str(user_message or ""),
         conversation_history=list(history),
         is_first_turn=len(history) <= 1,
-        sender_id=agent.user_id or "",
+        sender_id=host.binding.origin.user_id or "",
     )
     parts = [
         str(a["context"]) if isinstance(a, dict) else a
@@ -76,16 +79,16 @@ def before_turn(agent: AIAgent, user_message: Any, history: list[Message]) -> st
 
 
 def around_tool(
-    agent: AIAgent, name: str, arguments: str, call_id: str, run: Callable[[], str]
+    host: TurnHost, name: str, arguments: str, call_id: str, run: Callable[[], str]
 ) -> str:
     """``pre_tool_call`` (which may block the call), the tool, ``post_tool_call``."""
-    plugins = _fires(agent)
+    plugins = _fires(host)
     if plugins is None or not (
         plugins.has_hook("pre_tool_call") or plugins.has_hook("post_tool_call")
     ):
         return run()
     args = _arguments(arguments)
-    keywords = {**_common(agent), "tool_name": name, "args": args, "tool_call_id": call_id}
+    keywords = {**_common(host), "tool_name": name, "args": args, "tool_call_id": call_id}
     blocked = _block_message(plugins.invoke_hook("pre_tool_call", **keywords))
     began = time.monotonic()
     result = blocked if blocked is not None else run()
@@ -102,24 +105,31 @@ def around_tool(
     return result
 
 
-def after_turn(agent: AIAgent, user_message: Any, messages: list[Message],
-               answer: str | None, interrupted: bool) -> None:  # fmt: skip
+def after_turn(
+    host: TurnHost,
+    user_message: Any,
+    messages: list[Message],
+    answer: str | None,
+    interrupted: bool,
+) -> None:
     """``post_llm_call`` for an answered turn, then ``on_session_end`` for every turn."""
-    plugins = _fires(agent)
+    plugins = _fires(host)
     if plugins is None:
         return
     if answer and not interrupted:
         plugins.invoke_hook(
             "post_llm_call",
-            **_common(agent),
+            **_common(host),
             user_message=user_message if isinstance(user_message, str) else str(user_message or ""),
             assistant_response=answer,
             conversation_history=list(messages),
         )
     plugins.invoke_hook(
-        "on_session_end", **_common(agent), completed=bool(answer) and not interrupted,
+        "on_session_end",
+        **_common(host),
+        completed=bool(answer) and not interrupted,
         interrupted=interrupted,
-    )  # fmt: skip
+    )
 
 
 def _arguments(arguments: str) -> dict[str, Any]:

@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING
 
 from hermes.agent import transcript
 from hermes.agent.compression import (
-    CompressionOutcome,
     LeaseKeeper,
     coverage,
     describe_failure,
@@ -28,24 +27,25 @@ from hermes.agent.compression import (
 )
 from hermes.agent.errors import AgentError
 from hermes.agent.summariser import NOTHING_TO_COMPRESS
+from hermes.agent.window import CompressionOutcome
 from hermes.state import wellformed
 from hermes.state.errors import LeaseNotHeldError, NotTipError, StateError
 from hermes.state.message import Message
 
 if TYPE_CHECKING:
-    from hermes.agent.agent import AIAgent
+    from hermes.agent.host import TurnHost
 
 
 class ContextNotRebuiltError(AgentError):
     """The context could not be made again without the undone rows; nothing changed."""
 
 
-def rebuild(agent: AIAgent, *, undo_ids: Sequence[int] = ()) -> CompressionOutcome:
+def rebuild(host: TurnHost, *, undo_ids: Sequence[int] = ()) -> CompressionOutcome:
     """Make the tip's context again from the conversation's standing rows, without
     ``undo_ids`` (marked undone in the same transaction); raises
     ``ContextNotRebuiltError`` (one sentence) when nothing could change."""
-    db, tip = agent.bound()
-    holder, ttl = agent.lease_holder, agent.lease_ttl
+    db, tip = host.binding.bound()
+    holder, ttl = host.lease.holder, host.lease.ttl
     outcome = CompressionOutcome()
     try:
         if not db.try_acquire_compression_lock(tip, holder, ttl):
@@ -55,7 +55,7 @@ def rebuild(agent: AIAgent, *, undo_ids: Sequence[int] = ()) -> CompressionOutco
                 "changed, try again when it has finished."
             )
         try:
-            _rebuild_under_lease(agent, tip, undo_ids, outcome)
+            _rebuild_under_lease(host, tip, undo_ids, outcome)
         finally:
             try:
                 db.release_compression_lock(tip, holder)
@@ -67,19 +67,19 @@ def rebuild(agent: AIAgent, *, undo_ids: Sequence[int] = ()) -> CompressionOutco
 
 
 def _rebuild_under_lease(
-    agent: AIAgent, tip: str, undo_ids: Sequence[int], outcome: CompressionOutcome
+    host: TurnHost, tip: str, undo_ids: Sequence[int], outcome: CompressionOutcome
 ) -> None:
-    db = agent.bound()[0]
+    db = host.binding.bound()[0]
     segment = db.get_session(tip)
     if segment is None or segment["ended_at"] is not None:
         raise ContextNotRebuiltError(
             "The conversation moved on while this ran; nothing was changed, try again."
         )
     watermark = db.last_message_id(tip)
-    messages = remaining(agent, undo_ids)
-    compressor = agent.context_compressor
-    outcome.tokens_before = agent.estimate_tokens(messages)
-    with LeaseKeeper(db, tip, agent.lease_holder, agent.lease_ttl):
+    messages = remaining(host, undo_ids)
+    compressor, window = host.window.compressor, host.window
+    outcome.tokens_before = window.estimate_tokens(messages)
+    with LeaseKeeper(db, tip, host.lease.holder, host.lease.ttl):
         compressed = compressor.compress(messages, current_tokens=outcome.tokens_before)
     covered: set[str] = set()
     by_stub: set[str] = set()
@@ -98,23 +98,28 @@ def _rebuild_under_lease(
     ]
     child = db.publish_compression_child(
         tip,
-        holder=agent.lease_holder,
+        holder=host.lease.holder,
         messages=compressed,
         watermark=watermark,
         covered_uids=covered,
         stub_covered_uids=by_stub,
         undo_ids=list(undo_ids),
     )
-    agent.adopt_segment(child, rotated_from=tip)
+    host.binding.adopt_segment(child, rotated_from=tip)
     outcome.rotated, outcome.parent_id, outcome.child_id = True, tip, child
-    outcome.tokens_after = agent.estimate_tokens(compressed)
-    agent.emit("compressed", parent=tip, child=child, tokens_before=outcome.tokens_before,
-               tokens_after=outcome.tokens_after)  # fmt: skip
+    outcome.tokens_after = window.estimate_tokens(compressed)
+    host.emit(
+        "compressed",
+        parent=tip,
+        child=child,
+        tokens_before=outcome.tokens_before,
+        tokens_after=outcome.tokens_after,
+    )
 
 
-def remaining(agent: AIAgent, undo_ids: Sequence[int]) -> list[Message]:
+def remaining(host: TurnHost, undo_ids: Sequence[int]) -> list[Message]:
     """The conversation's standing original messages but ``undo_ids``, well-formed."""
-    db, tip = agent.bound()
+    db, tip = host.binding.bound()
     dropped = set(undo_ids)
     rows = [
         row
@@ -122,3 +127,11 @@ def remaining(agent: AIAgent, undo_ids: Sequence[int]) -> list[Message]:
         if not row["undone"] and row["id"] not in dropped
     ]
     return list(wellformed.repair(transcript.from_store(rows)).messages)
+
+
+def rebuild_if_stale(host: TurnHost) -> None:
+    """Make the context again if an undo elsewhere retired a summary it held (so a
+    model never sees it, nor a context missing what it summarised); raises
+    ``ContextNotRebuiltError`` when that fails. Call with the turn lock held."""
+    if host.binding.context_stale and host.binding.writes_transcript:
+        rebuild(host)

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 from hermes.state.message import Message
 
 if TYPE_CHECKING:
-    from hermes.agent.agent import AIAgent
+    from hermes.agent.host import ReviewFork, TurnHost
 
 log = logging.getLogger(__name__)
 
@@ -61,14 +61,14 @@ class Withdrawn(Exception):
     """Part of the review's snapshot was taken back; it sends nothing more."""
 
 
-def due(agent: AIAgent) -> bool:
-    interval = agent.settings.review_interval
+def due(host: TurnHost) -> bool:
+    interval, binding = host.settings.review_interval, host.binding
     return (
         interval > 0
-        and not agent.is_fork
-        and agent.session_db is not None
-        and agent.user_turns > 0
-        and agent.user_turns % interval == 0
+        and not host.is_fork
+        and binding.session_db is not None
+        and binding.user_turns > 0
+        and binding.user_turns % interval == 0
     )
 
 
@@ -76,14 +76,14 @@ class Review(threading.Thread):
     """One background review: its snapshot, the fork that reads it, and the check
     that withdraws it once the user takes part of the snapshot back."""
 
-    def __init__(self, agent: AIAgent, messages: list[Message]) -> None:
+    def __init__(self, host: TurnHost, messages: list[Message]) -> None:
         super().__init__(name="background-review", daemon=True)
-        self.agent = agent
-        self.conversation_id = agent.conversation_id
+        self.host = host
+        self.conversation_id = host.binding.conversation_id
         self.messages = messages
         self.uids = [str(m["message_uid"]) for m in messages if m.get("message_uid")]
         self.withdrawn = threading.Event()
-        self.fork: AIAgent | None = None
+        self.fork: ReviewFork | None = None
 
     def run(self) -> None:
         with _running_lock:
@@ -100,10 +100,10 @@ class Review(threading.Thread):
             log.warning("background review failed: %s", result.error)
         elif result.withdrawn:
             log.info("background review withdrawn: %s", result.summary)
-        self.agent.emit("review", saved=result.saved, summary=result.summary, error=result.error)
+        self.host.emit("review", saved=result.saved, summary=result.summary, error=result.error)
 
     def review(self) -> ReviewResult:
-        return run(self.agent, self.messages, self)
+        return run(self.host, self.messages, self)
 
     def withdraw(self) -> None:
         """Send nothing more, and abort the request in flight."""
@@ -116,23 +116,23 @@ class Review(threading.Thread):
         """The fork's client calls this before each request ("send") and on each answer
         ("answer"): raises ``Withdrawn`` once a message of the snapshot is undone."""
         checked_at = time.time()  # before the store is read: an undo committed by now shows
-        db = self.agent.session_db
+        db = self.host.binding.session_db
         if self.withdrawn.is_set() or (db is not None and db.any_undone(self.uids)):
             self.withdrawn.set()
             raise Withdrawn("part of the conversation it read was taken back")
         if stage == "send":
-            self.agent.emit("review_request", checked_at=checked_at, messages=self.messages)
+            self.host.emit("review_request", checked_at=checked_at, messages=self.messages)
 
 
 _running: dict[str | None, set[Review]] = {}  # conversation id -> its running reviews
 _running_lock = threading.Lock()
 
 
-def spawn(agent: AIAgent, messages: list[Message]) -> Review:
+def spawn(host: TurnHost, messages: list[Message]) -> Review:
     """Start the review on a daemon thread and return it (callers need not wait)."""
-    review = Review(agent, [m.copy() for m in messages])
+    review = Review(host, [m.copy() for m in messages])
     review.start()
-    agent.review_threads.append(review)
+    host.review_threads.append(review)
     return review
 
 
@@ -145,43 +145,19 @@ def withdraw(conversation_id: str | None) -> None:
         review.withdraw()
 
 
-def make_fork(agent: AIAgent) -> AIAgent:
-    from hermes.agent.agent import AIAgent
-    from hermes.tools.toolsets import review_tools
-
-    fork = AIAgent(
-        api_key=agent.api_key,
-        base_url=agent.base_url,
-        model=agent.model,
-        quiet_mode=True,
-        session_db=agent.session_db,
-        session_id=agent.session_id,
-        source=agent.source,
-        user_id=agent.user_id,
-        skip_context_files=agent.skip_context_files,
-        skip_memory=agent.skip_memory,
-        max_iterations=REVIEW_MAX_ITERATIONS,
-        persist_session=False,
-        config=agent.config,
-        tools=list(review_tools(agent.config)),
-        cwd=agent.cwd,
-        is_fork=True,
-        model_client=agent.client.fork(),
-    )
-    fork.cap_request_timeout(REVIEW_TIMEOUT)
-    # Byte-identical system prompt: the provider's prompt cache keeps hitting.
-    fork.adopt_prompt_of(agent)
-    return fork
+def make_fork(host: TurnHost) -> ReviewFork:
+    """The read-only fork a review runs (the host makes it: ``review_fork``)."""
+    return host.review_fork()
 
 
-def _harness(fork: AIAgent) -> str:
+def _harness(fork: ReviewFork) -> str:
     return HARNESS_PROMPT + (SKILLS_HINT if "skill_manage" in fork.tool_names() else "")
 
 
-def run(agent: AIAgent, messages: list[Message], review: Review | None = None) -> ReviewResult:
-    review = review or Review(agent, messages)
+def run(host: TurnHost, messages: list[Message], review: Review | None = None) -> ReviewResult:
+    review = review or Review(host, messages)
     try:
-        fork = review.fork = make_fork(agent)
+        fork = review.fork = make_fork(host)
         fork.guard_model_calls(review.guard)
         watchdog = threading.Timer(REVIEW_TIMEOUT, fork.interrupt)
         watchdog.daemon = True

@@ -5,10 +5,13 @@ assistant's tool-call message and each tool result as it finishes, the answer wh
 comes. Before each model call the context is compressed when over the threshold; a
 no-op (same length back) stops further attempts for this turn.
 
+The turn is handed a ``TurnHost`` (host.py), not the agent: the conversation binding
+(history and persistence), the model client, the toolbox, the context window, the
+settings, the agent's defaults, ``emit`` and the interruption.
+
 The turn is data: a caller's choices for it come as ``TurnOptions`` (resolved against
-the agent's configuration once, at the start); a ``TurnState`` owns its messages,
-usage, system prompt and options;
-``_next_step`` prepares the context, asks the model and says what happens next
+the host's defaults once, at the start); a ``TurnState`` owns its messages, usage,
+system prompt and options; ``_next_step`` prepares the context, asks the model and says what happens next
 (``FinalAnswer | RunTools | RetryEmpty | CompressAndRetry | Interrupted``); one small
 loop (``_loop``) acts on it; the caller gets a frozen ``TurnResult``.
 """
@@ -23,7 +26,15 @@ from dataclasses import dataclass, field, fields
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from hermes.agent import caller_history, plugin_hooks, review, transcript, turn_holding
+from hermes.agent import (
+    caller_history,
+    compression,
+    plugin_hooks,
+    recontext,
+    review,
+    transcript,
+    turn_holding,
+)
 from hermes.agent.errors import ContextLengthError, ToolResultsError, TurnInterrupted
 from hermes.agent.model import provider_usage
 from hermes.agent.model.client import ModelResponse, encode_message
@@ -35,7 +46,7 @@ from hermes.state.segments import PARTIAL_UID_SUFFIX
 from hermes.state.usage import TokenUsage
 
 if TYPE_CHECKING:
-    from hermes.agent.agent import AIAgent
+    from hermes.agent.host import TurnHost
 
 log = logging.getLogger(__name__)
 
@@ -126,9 +137,9 @@ class Interrupted:
 Step = FinalAnswer | RunTools | RetryEmpty | CompressAndRetry | Interrupted
 
 
-def _save(agent: AIAgent, turn: TurnState, *messages: Message) -> None:
+def _save(host: TurnHost, turn: TurnState, *messages: Message) -> None:
     """Store messages now (invariant 7), with the provider's token figures so far."""
-    agent.persist(*messages, token_usage=turn.take_unsaved_usage())
+    host.binding.persist(*messages, token_usage=turn.take_unsaved_usage())
 
 
 @dataclass(frozen=True)
@@ -145,18 +156,19 @@ class TurnInput:
     resume: bool = False  # answer the stored question (a turn a crash cut off)
 
 
-def resolve(agent: AIAgent, options: TurnOptions) -> ResolvedOptions:
-    """The turn's options with the agent's configuration where the caller chose none."""
+def resolve(host: TurnHost, options: TurnOptions) -> ResolvedOptions:
+    """The turn's options with the agent's own where the caller chose none."""
+    mine = host.defaults()
     return ResolvedOptions(
-        model=options.model or agent.model,
-        instructions=_joined(options.instructions, agent.ephemeral_system_prompt),
+        model=options.model or mine.model,
+        instructions=_joined(options.instructions, mine.instructions),
         tools=options.tools,
         client_tools=options.client_tools,
         sampling=options.sampling,
-        stream_callback=options.stream_callback or agent.stream_callback,
+        stream_callback=options.stream_callback or mine.stream_callback,
         event_callback=options.event_callback,
-        approve=options.approve or agent.approve,
-        interactive=options.approve is not None or agent.interactive,
+        approve=options.approve or mine.approve,
+        interactive=options.approve is not None or mine.interactive,
         steering=options.steering,
         keep_partial_answer=options.keep_partial_answer,
         sent_chars=options.sent_chars,
@@ -169,27 +181,28 @@ def _joined(*texts: str | None) -> str | None:
 
 
 def run_turn(
-    agent: AIAgent, user_message: Any, given: TurnInput, options: TurnOptions | None = None
+    host: TurnHost, user_message: Any, given: TurnInput, options: TurnOptions | None = None
 ) -> TurnResult:
-    resolved = resolve(agent, options or TurnOptions())
-    agent.clear_interrupt()
-    agent.forget_turn_user_message()
-    agent.locate_conversation()
+    resolved = resolve(host, options or TurnOptions())
+    binding = host.binding
+    host.interruption.clear()
+    binding.forget_turn_user_message()
+    binding.locate_conversation()
     try:
-        with turn_holding.holding_turn(agent):
-            agent.ensure_session()  # another turn may have rotated it while we waited
-            return _run_locked(agent, user_message, given, resolved)
+        with turn_holding.holding_turn(host):
+            binding.ensure_session()  # another turn may have rotated it while we waited
+            return _run_locked(host, user_message, given, resolved)
     except TurnInterrupted:  # while waiting for another turn: nothing was stored
         turn = TurnState(
-            messages=[], options=resolved, interrupted=True, system_prompt=agent.system_prompt
+            messages=[], options=resolved, interrupted=True, system_prompt=binding.system_prompt
         )
-        _emit(agent, turn, "interrupted")
-        return _result(agent, turn)
+        _emit(host, turn, "interrupted")
+        return _result(host, turn)
 
 
-def _emit(agent: AIAgent, turn: TurnState, kind: str, **data: Any) -> None:
+def _emit(host: TurnHost, turn: TurnState, kind: str, **data: Any) -> None:
     """Tell the agent's owner, then whoever follows this turn (its options)."""
-    agent.emit(kind, **data)
+    host.emit(kind, **data)
     follower = turn.options.event_callback
     if follower is not None:
         try:
@@ -199,64 +212,65 @@ def _emit(agent: AIAgent, turn: TurnState, kind: str, **data: Any) -> None:
 
 
 def _run_locked(
-    agent: AIAgent, user_message: Any, given: TurnInput, options: ResolvedOptions
+    host: TurnHost, user_message: Any, given: TurnInput, options: ResolvedOptions
 ) -> TurnResult:
-    read = agent.take_tip_stamp()  # by ensure_session, a moment ago, under the turn lock
+    binding = host.binding
+    read = binding.take_tip_stamp()  # by ensure_session, a moment ago, under the turn lock
     detached = False
     if given.history is None:
         awaiting = [str(r.get("tool_call_id")) for r in given.tool_results or []]
-        history = agent.load_history(read, awaiting=awaiting)
-        if agent.context_stale:  # made again before any model sees it
-            agent.rebuild_if_stale()
-            history = agent.load_history(awaiting=awaiting)
+        history = binding.load_history(read, awaiting=awaiting)
+        if binding.context_stale:  # made again before any model sees it
+            recontext.rebuild_if_stale(host)
+            history = binding.load_history(awaiting=awaiting)
     else:
-        start = caller_history.reconcile(agent, given.history, read)
+        start = caller_history.reconcile(binding, given.history, read)
         history, detached = start.context, start.detached
-        agent.persist(*start.to_store)  # what the store lacked, stored once
+        binding.persist(*start.to_store)  # what the store lacked, stored once
     turn = TurnState(
         messages=history,
         options=options,
-        system_prompt=agent.segment_system_prompt(),
+        system_prompt=binding.segment_system_prompt(),
         detached=detached,
         answer_uid=given.answer_uid,
         instructions=given.system_message,
     )
-    plugin_hooks.begin(agent, history)
-    _open_turn(agent, turn, user_message, given)
+    plugin_hooks.begin(host, history)
+    _open_turn(host, turn, user_message, given)
     # A plugin's context for this turn joins its instructions, never the store.
     turn.instructions = _joined(
-        turn.instructions, plugin_hooks.before_turn(agent, user_message, turn.messages)
+        turn.instructions, plugin_hooks.before_turn(host, user_message, turn.messages)
     )
     try:
-        _loop(agent, turn)
+        _loop(host, turn)
     except TurnInterrupted:
         turn.interrupted = True
-        _keep_partial_answer(agent, turn)
+        _keep_partial_answer(host, turn)
     plugin_hooks.after_turn(
-        agent, user_message, turn.messages, turn.final_response, turn.interrupted
+        host, user_message, turn.messages, turn.final_response, turn.interrupted
     )
     usage = turn.take_unsaved_usage()
-    if agent.writes_transcript and usage:  # a call whose answer was not stored
-        db, segment = agent.bound()
+    if binding.writes_transcript and usage:  # a call whose answer was not stored
+        db, segment = binding.bound()
         db.add_token_usage(segment, usage)
     if detached:
-        agent.forget_cache()  # the turn's context is the caller's, not the segment's
+        binding.forget_cache()  # the turn's context is the caller's, not the segment's
     else:
-        agent.remember(turn.messages)
+        binding.remember(turn.messages)
     if turn.interrupted:
-        _emit(agent, turn, "interrupted")
-    elif review.due(agent):
-        review.spawn(agent, turn.messages)
-    return _result(agent, turn)
+        _emit(host, turn, "interrupted")
+    elif review.due(host):
+        review.spawn(host, turn.messages)
+    return _result(host, turn)
 
 
-def _open_turn(agent: AIAgent, turn: TurnState, user_message: Any, given: TurnInput) -> None:
+def _open_turn(host: TurnHost, turn: TurnState, user_message: Any, given: TurnInput) -> None:
     """Add and store what starts the turn: the caller's tool results, or the user's
     message (stored as ``persist_user_message`` when given, sent as given)."""
     if given.tool_results:
         answers = _answers_to_open_calls(turn.messages, given.tool_results)
         turn.messages.extend(answers)
-        _save(agent, turn, *answers)
+        _save(host, turn, *answers)
         return
     if given.resume:  # the question is stored already (a turn a crash cut off)
         return
@@ -268,8 +282,8 @@ def _open_turn(agent: AIAgent, turn: TurnState, user_message: Any, given: TurnIn
     if stored != sent:
         user["api_content"] = sent
     turn.messages.append(user)
-    _save(agent, turn, user)
-    agent.count_user_message(user["message_uid"])
+    _save(host, turn, user)
+    host.binding.count_user_message(user["message_uid"])
 
 
 def _answers_to_open_calls(messages: list[Message], results: list[dict[str, Any]]) -> list[Message]:
@@ -296,17 +310,17 @@ def _answers_to_open_calls(messages: list[Message], results: list[dict[str, Any]
                 str(result.get("content") or ""),
                 tool_call_id=call_id,
                 tool_name=open_calls.pop(call_id),
-            )  # fmt: skip
+            )
         )
     return answers
 
 
-def _result(agent: AIAgent, turn: TurnState) -> TurnResult:
+def _result(host: TurnHost, turn: TurnState) -> TurnResult:
     return TurnResult(
         final_response=turn.final_response,
         tool_calls=turn.client_calls,
         messages=turn.messages,
-        session_id=agent.session_id,
+        session_id=host.binding.session_id,
         iterations=turn.iterations,
         interrupted=turn.interrupted,
         prompt_tokens=turn.prompt_tokens,
@@ -316,30 +330,31 @@ def _result(agent: AIAgent, turn: TurnState) -> TurnResult:
     )
 
 
-def _loop(agent: AIAgent, turn: TurnState) -> None:
+def _loop(host: TurnHost, turn: TurnState) -> None:
     """Ask for the next step and act on it, until an answer or the step limit."""
-    tools = agent.tool_wire.pieces(
-        agent.registry, _tool_names(agent, turn), turn.options.client_tools
+    toolbox, limit = host.toolbox, host.defaults().max_iterations
+    tools = toolbox.wire.pieces(
+        toolbox.registry, _tool_names(host, turn), turn.options.client_tools
     )
-    while turn.iterations < agent.max_iterations:
-        step = _next_step(agent, turn, tools)
+    while turn.iterations < limit:
+        step = _next_step(host, turn, tools)
         if isinstance(step, Interrupted):
             raise TurnInterrupted("The turn was interrupted.")
         if isinstance(step, CompressAndRetry):
             if turn.retried_context:
                 raise step.error
             turn.retried_context = True
-            _learn_window(agent, str(step.error))
-            _maybe_compress(agent, turn, force=True)
+            _learn_window(host, str(step.error))
+            _maybe_compress(host, turn, force=True)
         elif isinstance(step, RunTools):
-            turn.client_calls = _run_tools(agent, turn, step.response)
+            turn.client_calls = _run_tools(host, turn, step.response)
             if turn.client_calls:  # the caller runs these and sends their results
                 turn.final_response = step.response.content or ""
                 return
         elif isinstance(step, RetryEmpty):
             note = transcript.new_message("user", EMPTY_RESPONSE_NOTE)
             turn.messages.append(note)
-            _save(agent, turn, note)
+            _save(host, turn, note)
         else:
             said = step.response.content or ""
             answer = transcript.new_message(
@@ -350,38 +365,38 @@ def _loop(agent: AIAgent, turn: TurnState) -> None:
                 finish_reason=step.response.finish_reason,
             )
             turn.messages.append(answer)
-            _save(agent, turn, answer)
+            _save(host, turn, answer)
             turn.final_response = said
             return
     # What the user is shown is what is stored: the notice ends the turn as its answer.
     notice = transcript.new_message(
         "assistant",
-        f"I stopped after {agent.max_iterations} steps without a final answer; "
+        f"I stopped after {limit} steps without a final answer; "
         "ask me to continue if you want me to go on.",
         message_uid=turn.answer_uid,
     )
     turn.messages.append(notice)
-    _save(agent, turn, notice)
+    _save(host, turn, notice)
     turn.final_response = notice["content"]
 
 
-def _next_step(agent: AIAgent, turn: TurnState, tools: list[bytes]) -> Step:
+def _next_step(host: TurnHost, turn: TurnState, tools: list[bytes]) -> Step:
     """Make the context ready (well-formed, compressed if due), ask the model, and say
     what its answer leads to."""
-    if agent.interrupt_requested:
+    if host.interruption.requested:
         return Interrupted()
-    _take_steering(agent, turn)
-    _ensure_well_formed(agent, turn)
-    _maybe_compress(agent, turn)
-    _ensure_well_formed(agent, turn)  # a no-op unless the compression changed it
+    _take_steering(host, turn)
+    _ensure_well_formed(host, turn)
+    _maybe_compress(host, turn)
+    _ensure_well_formed(host, turn)  # a no-op unless the compression changed it
     turn.iterations += 1
     sent = len(turn.messages)
     system = {"role": "system", "content": _request_system(turn)}
     turn.streamed_before += sum(len(piece) for piece in turn.streamed)
     turn.streamed = []
     try:
-        response = agent.client.complete(
-            encoded=[encode_message(system), *agent.wire.pieces],
+        response = host.client.complete(
+            encoded=[encode_message(system), *host.window.wire.pieces],
             encoded_tools=tools,
             model=turn.options.model,
             stream_callback=_kept_stream(turn),
@@ -389,7 +404,7 @@ def _next_step(agent: AIAgent, turn: TurnState, tools: list[bytes]) -> Step:
         )
     except ContextLengthError as exc:
         return CompressAndRetry(exc)
-    _record_usage(agent, turn, response, sent)
+    _record_usage(host, turn, response, sent)
     if response.tool_calls:
         return RunTools(response)
     if not (response.content or "").strip():
@@ -407,16 +422,16 @@ def _request_system(turn: TurnState) -> str:
     return "\n\n".join([turn.system_prompt or "", *([extras] if extras else [])])
 
 
-def _tool_names(agent: AIAgent, turn: TurnState) -> list[str]:
+def _tool_names(host: TurnHost, turn: TurnState) -> list[str]:
     """The tools offered this turn: the caller's choice (known tools only), else the
     agent's toolset."""
     chosen = turn.options.tools
     if chosen is None:
-        return agent.tool_names()
-    return [name for name in chosen if agent.registry.get(name)]
+        return host.toolbox.names()
+    return [name for name in chosen if host.toolbox.registry.get(name)]
 
 
-def _take_steering(agent: AIAgent, turn: TurnState) -> None:
+def _take_steering(host: TurnHost, turn: TurnState) -> None:
     """Guidance sent while the turn runs joins it as user messages before the next
     model call (after the tool results it follows, so the context stays well-formed)."""
     steering = turn.options.steering
@@ -425,7 +440,7 @@ def _take_steering(agent: AIAgent, turn: TurnState) -> None:
     for text in steering():
         note = transcript.new_message("user", text)
         turn.messages.append(note)
-        _save(agent, turn, note)
+        _save(host, turn, note)
 
 
 def _kept_stream(turn: TurnState) -> Any:
@@ -441,43 +456,44 @@ def _kept_stream(turn: TurnState) -> Any:
     return keep
 
 
-def _keep_partial_answer(agent: AIAgent, turn: TurnState) -> None:
+def _keep_partial_answer(host: TurnHost, turn: TurnState) -> None:
     """Store what the interrupted model call had streamed, marked partial (its uid): as
     much of it as the caller was sent, when the caller counts (``sent_chars``)."""
     text = "".join(turn.streamed)
     if turn.options.sent_chars is not None:
         text = text[: max(0, turn.options.sent_chars() - turn.streamed_before)]
-    if not (turn.options.keep_partial_answer and text.strip() and agent.writes_transcript):
+    if not (turn.options.keep_partial_answer and text.strip() and host.binding.writes_transcript):
         return
     uid = (turn.answer_uid or transcript.new_message("x")["message_uid"]) + PARTIAL_ANSWER
     answer = transcript.new_message("assistant", text, message_uid=uid)
     turn.messages.append(answer)
-    _save(agent, turn, answer)
+    _save(host, turn, answer)
     turn.final_response = text
 
 
-def _maybe_compress(agent: AIAgent, turn: TurnState, *, force: bool = False) -> None:
-    if not agent.compression_enabled or agent.is_fork or not turn.compress_again:
+def _maybe_compress(host: TurnHost, turn: TurnState, *, force: bool = False) -> None:
+    window = host.window
+    if not window.compression_enabled or host.is_fork or not turn.compress_again:
         return
-    compressor = agent.context_compressor
-    if not force and not compressor.should_compress(_context_tokens(agent, turn), turn.messages):
+    tokens = window.context_tokens(turn.messages)
+    if not force and not window.compressor.should_compress(tokens, turn.messages):
         return
-    if agent.wire.calls_open:
+    if window.wire.calls_open:
         return  # invariant 6: never while a tool call awaits its results
     before = len(turn.messages)
-    approx = agent.estimate_tokens(turn.messages)
-    _emit(agent, turn, "compressing", tokens=approx)
-    messages, system_prompt = agent._compress_context(
-        turn.messages, turn.system_prompt, approx_tokens=approx, detached=turn.detached
+    approx = window.estimate_tokens(turn.messages)
+    _emit(host, turn, "compressing", tokens=approx)
+    messages, system_prompt = compression.compress_context(
+        host, turn.messages, turn.system_prompt, approx_tokens=approx, detached=turn.detached
     )
-    outcome = agent.last_compression
+    outcome = window.last_compression
     turn.system_prompt = system_prompt
     if len(messages) == before:
         turn.compress_again = False
-        _emit(agent, turn, "compression_skipped", reason=outcome.reason if outcome else "")
+        _emit(host, turn, "compression_skipped", reason=outcome.reason if outcome else "")
         return
     turn.messages = messages
-    agent.forget_prompt_size()  # the provider's figure was for the old context
+    window.forget_prompt_size()  # the provider's figure was for the old context
     if outcome is not None:
         turn.compressions.append(
             {
@@ -489,49 +505,42 @@ def _maybe_compress(agent: AIAgent, turn: TurnState, *, force: bool = False) -> 
         )
 
 
-def _ensure_well_formed(agent: AIAgent, turn: TurnState) -> None:
+def _ensure_well_formed(host: TurnHost, turn: TurnState) -> None:
     """Never send a context a provider refuses (invariant 15): repair it instead.
 
-    ``agent.wire`` checks only the messages added since the last look."""
-    agent.wire.sync(turn.messages)
-    if agent.wire.well_formed:
+    The window's ``wire`` checks only the messages added since the last look."""
+    wire, binding = host.window.wire, host.binding
+    wire.sync(turn.messages)
+    if wire.well_formed:
         return
-    log.warning("the context of %s was not well-formed; repairing it", agent.session_id)
+    log.warning("the context of %s was not well-formed; repairing it", binding.session_id)
     fixed = wellformed.repair(turn.messages)
-    if fixed.synthetic and agent.writes_transcript and agent.holds_turn_lock:
-        _save(agent, turn, *fixed.synthetic)
+    if fixed.synthetic and binding.writes_transcript and binding.holds_turn_lock:
+        _save(host, turn, *fixed.synthetic)
     turn.messages = fixed.messages
-    agent.wire.sync(turn.messages)
+    wire.sync(turn.messages)
 
 
-def _context_tokens(agent: AIAgent, turn: TurnState) -> int | None:
-    """The provider's last prompt size plus an estimate of what was added since."""
-    reported, sent = agent.context_compressor.last_prompt_tokens, agent.last_sent_count
-    if not reported or sent > len(turn.messages):
-        return None  # unknown: should_compress estimates the whole list
-    return reported + agent.estimate_tokens(turn.messages[sent:])
-
-
-def _learn_window(agent: AIAgent, error: str) -> None:
+def _learn_window(host: TurnHost, error: str) -> None:
     """Believe the provider's stated context window over our table."""
     match = re.search(r"maximum context length is (\d[\d,]*)", error)
     if match:
-        agent.learn_context_window(int(match.group(1).replace(",", "")))
+        host.window.learn_context_window(int(match.group(1).replace(",", "")))
 
 
-def _record_usage(agent: AIAgent, turn: TurnState, response: Any, sent: int) -> None:
+def _record_usage(host: TurnHost, turn: TurnState, response: Any, sent: int) -> None:
     """Count the call's tokens (``sent``: the context's messages it carried)."""
     prompt, completion = response.prompt_tokens or 0, response.completion_tokens or 0
     turn.prompt_tokens += prompt
     turn.completion_tokens += completion
-    agent.record_prompt_size(prompt, sent)
-    if agent.writes_transcript:
+    host.window.record_prompt_size(prompt, sent)
+    if host.binding.writes_transcript:
         # Stored with the next message write, in the same transaction.
         model = response.model or turn.options.model
         turn.unsaved_usage += provider_usage.token_usage(prompt, completion, response.usage, model)
 
 
-def _run_tools(agent: AIAgent, turn: TurnState, response: Any) -> list[dict[str, Any]]:
+def _run_tools(host: TurnHost, turn: TurnState, response: Any) -> list[dict[str, Any]]:
     """Run the calls of hermes's own tools; the calls of ``client_tools`` are returned,
     left open for the caller."""
     calls = [
@@ -550,23 +559,23 @@ def _run_tools(agent: AIAgent, turn: TurnState, response: Any) -> list[dict[str,
         message_uid=turn.answer_uid if ends_turn else None,
     )
     turn.messages.append(assistant)
-    _save(agent, turn, assistant)
-    context = _tool_context(agent, turn.options)
-    names = _tool_names(agent, turn)
+    _save(host, turn, assistant)
+    context = host.toolbox.context(turn.options, host.interruption.event)
+    names = _tool_names(host, turn)
     for call in response.tool_calls:
         if call.name in theirs:
             continue
-        if agent.interrupt_requested:
+        if host.interruption.requested:
             result = "Error: interrupted by the user before this tool ran."
         else:
-            _emit(agent, turn, "tool_start", name=call.name, arguments=call.arguments, id=call.id)
+            _emit(host, turn, "tool_start", name=call.name, arguments=call.arguments, id=call.id)
             began = time.monotonic()
             dispatch = partial(
-                agent.registry.dispatch, call.name, call.arguments, context, allowed=names
+                host.toolbox.registry.dispatch, call.name, call.arguments, context, allowed=names
             )
-            result = plugin_hooks.around_tool(agent, call.name, call.arguments, call.id, dispatch)
+            result = plugin_hooks.around_tool(host, call.name, call.arguments, call.id, dispatch)
             _emit(
-                agent,
+                host,
                 turn,
                 "tool_end",
                 name=call.name,
@@ -576,32 +585,11 @@ def _run_tools(agent: AIAgent, turn: TurnState, response: Any) -> list[dict[str,
             )
         message = transcript.new_message("tool", result, tool_call_id=call.id, tool_name=call.name)
         turn.messages.append(message)
-        _save(agent, turn, message)
-    _check_interrupt(agent)
+        _save(host, turn, message)
+    _check_interrupt(host)
     return [c for c in calls if c["function"]["name"] in theirs]
 
 
-def _tool_context(agent: AIAgent, options: ResolvedOptions) -> Any:
-    from hermes.tools.registry import ToolContext
-
-    return ToolContext(
-        session_db=agent.session_db,
-        session_id=agent.session_id,
-        conversation_id=agent.conversation_id or agent.session_id,
-        hermes_home=agent.hermes_home,
-        config=agent.config,
-        cwd=agent.cwd,
-        interactive=options.interactive,
-        approve=options.approve,
-        surface="review" if agent.is_fork else agent.source,
-        source=agent.source,
-        user_id=agent.user_id,
-        event_bus=agent.event_bus,
-        yolo=agent.yolo and not agent.is_fork,
-        cancel=agent.interrupt_event,
-    )
-
-
-def _check_interrupt(agent: AIAgent) -> None:
-    if agent.interrupt_requested:
+def _check_interrupt(host: TurnHost) -> None:
+    if host.interruption.requested:
         raise TurnInterrupted("The turn was interrupted.")

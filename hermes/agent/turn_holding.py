@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from hermes.agent.errors import TurnInterrupted
 
 if TYPE_CHECKING:
-    from hermes.agent.agent import AIAgent
+    from hermes.agent.host import TurnHost
 
 log = logging.getLogger(__name__)
 
@@ -29,23 +29,29 @@ LAST_POLL = 0.5
 
 
 @contextlib.contextmanager
-def holding_turn(agent: AIAgent) -> Iterator[None]:
+def holding_turn(host: TurnHost) -> Iterator[None]:
     """Hold the conversation's turn lock for the body, waiting for it if need be."""
-    db, conversation = agent.session_db, agent.conversation_id
-    if agent.holds_turn_lock or not agent.writes_transcript or conversation is None or db is None:
+    binding = host.binding
+    db, conversation = binding.session_db, binding.conversation_id
+    if (
+        binding.holds_turn_lock
+        or not binding.writes_transcript
+        or conversation is None
+        or db is None
+    ):
         yield
         return
     delay, told = FIRST_POLL, False
     while not db.gateway.try_lock_turn(conversation):
         if not told:
             log.info("conversation %s is running another turn; waiting", conversation)
-            agent.emit("turn_waiting", conversation_id=conversation)
+            host.emit("turn_waiting", conversation_id=conversation)
             told = True
-        if agent.wait_for_interrupt(delay):
+        if host.interruption.wait(delay):
             raise TurnInterrupted("Interrupted while waiting for another turn to finish.")
         delay = min(delay * 2, LAST_POLL)
     try:
-        with agent.turn_lock_held():
+        with binding.turn_lock_held():
             yield
     finally:
         try:
@@ -55,7 +61,7 @@ def holding_turn(agent: AIAgent) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def held_by_caller(agent: AIAgent) -> Iterator[None]:
+def held_by_caller(host: TurnHost) -> Iterator[None]:
     """The caller holds this conversation's turn lock around the agent's work."""
-    with agent.turn_lock_held():
+    with host.binding.turn_lock_held():
         yield

@@ -68,3 +68,16 @@ class ResolvedOptions:
     steering: Steering | None
     keep_partial_answer: bool
     sent_chars: Callable[[], int] | None = None
+
+
+@dataclass(frozen=True)
+class TurnDefaults:
+    """What an agent chose for its turns, where a turn's ``TurnOptions`` choose nothing:
+    its model, its own instructions and its owner's callbacks (``AIAgent.connect``)."""
+
+    model: str
+    max_iterations: int  # model calls a turn may make before it stops
+    instructions: str | None = None
+    stream_callback: StreamCallback | None = None
+    approve: Approver | None = None
+    interactive: bool = False

@@ -305,9 +305,14 @@ class ModelClient:
                 delay = self._backoff(number, exc)
                 log.info(
                     "Model call to %s (%s) failed (status %s: %s); retry %d/%d in %.2fs.",
-                    self.base_url, model, _status_of(exc), _describe(exc), number,
-                    self.max_retries, delay,
-                )  # fmt: skip
+                    self.base_url,
+                    model,
+                    _status_of(exc),
+                    _describe(exc),
+                    number,
+                    self.max_retries,
+                    delay,
+                )
                 if self.on_retry is not None:
                     self.on_retry(number, self.max_retries, delay, _describe(exc))
                 self._pause(delay)
