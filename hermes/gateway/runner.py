@@ -71,7 +71,7 @@ from hermes.gateway.turns import AgentFactory, TurnRunner, undo_turn
 from hermes.redaction import register
 from hermes.state.errors import StateError
 from hermes.state.history import HistoryMatch
-from hermes.tools import workspaces
+from hermes.tools import events, workspaces
 
 if TYPE_CHECKING:
     from hermes.agent.model.protocol import ModelFactory
@@ -146,10 +146,8 @@ class GatewayRunner:
         self.queue = QueueStore(db, self.holder, takeover_after=takeover_after, unserved=unserved)
         self.heartbeat_every = min(30.0, takeover_after / 4)
         self.access = AccessControl(self.platforms)
-        from hermes.tools.events import EventBus
-
         # This gateway's agents' background processes report here, and only here.
-        self.event_bus = EventBus()
+        self.event_bus = events.EventBus()
         # The first turns must not each pay for importing the agent and the openai
         # package (~1 s under the import lock) or for building its HTTP client.
         self._warm_up = (
@@ -743,18 +741,18 @@ class GatewayRunner:
 
     # -- background-process completion events -------------------------------------------
 
-    def _completion_arrived(self, event: Any) -> None:
+    def _completion_arrived(self, event: events.CompletionEvent) -> None:
         """Subscriber of this gateway's event bus; runs on the process's watcher thread."""
         loop = self._loop
         if loop is None or self.closing or loop.is_closed():
-            _respool(self.home, event)  # the next run (or another surface) takes it
+            events.spool_event(self.home, event)  # the next run (or another surface) takes it
             return
         loop.call_soon_threadsafe(lambda: self._spawn(self._take_event(event)))
 
-    async def _take_event(self, event: Any) -> None:
+    async def _take_event(self, event: events.CompletionEvent) -> None:
         addressed = await asyncio.to_thread(self._address, event)
         if addressed is None:
-            await asyncio.to_thread(_respool, self.home, event)
+            await asyncio.to_thread(events.spool_event, self.home, event)
             return
         key, conversation = addressed
         item = WorkItem(
@@ -768,7 +766,7 @@ class GatewayRunner:
         log.info("completion of %s queued for conversation %s", event.process_id, conversation)
         await self.submit(item)
 
-    def _address(self, event: Any) -> tuple[str, str] | None:
+    def _address(self, event: events.CompletionEvent) -> tuple[str, str] | None:
         """(key, conversation) of a gateway conversation the event is addressed to."""
         conversation = getattr(event, "conversation_id", None)
         segment = self.db.get_session(conversation) if conversation else None
@@ -780,8 +778,6 @@ class GatewayRunner:
         return key, segment["conversation_id"]
 
     async def _drain_spooled_events(self) -> None:
-        from hermes.tools import events
-
         try:
             spooled = await asyncio.to_thread(events.drain_events, self.home)
         except Exception:
@@ -855,15 +851,6 @@ def _end_orphaned_commands(home: Path) -> None:
     from hermes.tools import background
 
     background.end_orphaned(home)  # it logs what it ended
-
-
-def _respool(home: Path, event: Any) -> None:
-    """Give a completion event back to the spool for ``drain_events`` elsewhere."""
-    from hermes.tools._fs import private_dir, write_json
-    from hermes.tools.process_store import ProcessStore
-
-    spool = private_dir(ProcessStore(home).events_dir())
-    write_json(spool / f"{event.process_id}.json", event.to_dict())
 
 
 async def _quietly(awaitable: Any, what: str) -> None:
