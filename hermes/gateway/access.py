@@ -11,7 +11,7 @@ import logging
 import threading
 from collections.abc import Mapping
 
-from hermes.gateway.messages import Origin
+from hermes.gateway.envelopes import Origin
 from hermes.gateway.settings import PlatformSettings
 
 log = logging.getLogger(__name__)

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from hermes.gateway.messages import Origin
+from hermes.gateway.envelopes import Origin
 
 if TYPE_CHECKING:
     from hermes.state.store import SessionDB

@@ -40,6 +40,7 @@ from hermes.gateway import adapters as adapter_registry
 from hermes.gateway import commands
 from hermes.gateway.access import AccessControl
 from hermes.gateway.adapters.base import Adapter, ChatAdapter
+from hermes.gateway.envelopes import IncomingMessage, Origin, WorkResult
 from hermes.gateway.errors import GatewayClosed, GatewayError, NotYourConversation
 from hermes.gateway.http import caller, side_requests
 from hermes.gateway.http.live_runs import ActiveRun, Runs
@@ -53,7 +54,6 @@ from hermes.gateway.lanes import (
     Scheduler,
     WorkItem,
 )
-from hermes.gateway.messages import IncomingMessage, Origin, WorkResult
 from hermes.gateway.routing import Router, SessionKey
 from hermes.gateway.settings import (
     API_PRINCIPALS,
@@ -67,7 +67,7 @@ from hermes.gateway.settings import (
     platforms_from_config,
 )
 from hermes.gateway.turn_gate import TurnGate
-from hermes.gateway.turns import AgentFactory, TurnRunner, undo_turn
+from hermes.gateway.work import AgentFactory, TurnRunner, undo_turn
 from hermes.redaction import register
 from hermes.state.errors import StateError
 from hermes.state.history import HistoryMatch

@@ -13,8 +13,8 @@ import discord  # the extra is part of the dev install
 import pytest
 
 from hermes.gateway.adapters.discord import DiscordAdapter, incoming_message  # noqa: E402
+from hermes.gateway.envelopes import Origin  # noqa: E402
 from hermes.gateway.errors import NotConnected  # noqa: E402
-from hermes.gateway.messages import Origin  # noqa: E402
 from tests.fakes.llm_server import text  # noqa: E402
 from tests.gateway.harness import GatewayThread, wait_for  # noqa: E402
 

@@ -15,7 +15,7 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
-from hermes.gateway.messages import Origin
+from hermes.gateway.envelopes import Origin
 from hermes.gateway.split import Measure, split_message
 
 if TYPE_CHECKING:

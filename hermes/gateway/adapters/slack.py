@@ -20,8 +20,8 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from hermes.gateway.adapters.base import ChatAdapter
+from hermes.gateway.envelopes import IncomingMessage, Origin
 from hermes.gateway.errors import NotConnected, PlatformStartError
-from hermes.gateway.messages import IncomingMessage, Origin
 from hermes.redaction import redact
 
 log = logging.getLogger(__name__)

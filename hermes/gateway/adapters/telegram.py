@@ -18,8 +18,8 @@ from telegram.error import InvalidToken, NetworkError, TelegramError
 from telegram.ext import Application, ContextTypes, MessageHandler, filters
 
 from hermes.gateway.adapters.base import ChatAdapter
+from hermes.gateway.envelopes import IncomingMessage, Origin
 from hermes.gateway.errors import NotConnected, PlatformStartError
-from hermes.gateway.messages import IncomingMessage, Origin
 from hermes.gateway.split import utf16_length
 from hermes.redaction import redact
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from hermes.gateway import commands
+from hermes.gateway.envelopes import Origin, WorkResult
 from hermes.gateway.errors import GatewayClosed, NotYourConversation
 from hermes.gateway.http import caller, tool_progress
 from hermes.gateway.http import retries as retrying
@@ -36,7 +37,6 @@ from hermes.gateway.http.request_options import RequestProblem, turn_options
 from hermes.gateway.http.request_shape import shape_problem
 from hermes.gateway.http.side_requests import side_request_kind
 from hermes.gateway.lanes import COMMAND, MESSAGE, ResultSink, WorkItem
-from hermes.gateway.messages import Origin, WorkResult
 from hermes.gateway.settings import API_SERVER
 from hermes.state.history import shown_answer
 

@@ -14,8 +14,8 @@ from typing import Any
 
 from aiohttp import web
 
+from hermes.gateway.envelopes import WorkResult
 from hermes.gateway.lanes import ResultSink
-from hermes.gateway.messages import WorkResult
 
 SESSION_HEADER = "X-Hermes-Session-Id"
 RESUME_HEADER = "X-Hermes-Resume"  # "1": a stale id goes back to its own conversation

@@ -40,6 +40,7 @@ from typing import Any
 
 from aiohttp import web
 
+from hermes.gateway.envelopes import Origin, WorkResult
 from hermes.gateway.errors import GatewayClosed, NotYourConversation
 from hermes.gateway.http import caller, retries, stored_responses
 from hermes.gateway.http.common import (
@@ -61,7 +62,6 @@ from hermes.gateway.http.responses_request import (
     read_request,
 )
 from hermes.gateway.lanes import MESSAGE, ResultSink, WorkItem
-from hermes.gateway.messages import Origin, WorkResult
 from hermes.gateway.settings import API_SERVER, api_hidden_sources
 from hermes.state.history import EMPTY_ANSWER_NOTE
 from hermes.state.segments import new_message_uid

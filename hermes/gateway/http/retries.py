@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
+from hermes.gateway.envelopes import WorkResult
 from hermes.gateway.http import caller
-from hermes.gateway.messages import WorkResult
 from hermes.state.api_requests import ANSWERED, MINE, WINDOW, Claim, RequestStore
 
 if TYPE_CHECKING:

@@ -24,6 +24,7 @@ from typing import Any
 
 from aiohttp import web
 
+from hermes.gateway.envelopes import Origin
 from hermes.gateway.errors import GatewayClosed, NotYourConversation
 from hermes.gateway.http import caller, stored_responses
 from hermes.gateway.http.common import (
@@ -35,7 +36,6 @@ from hermes.gateway.http.common import (
 from hermes.gateway.http.request_options import RequestProblem, turn_options
 from hermes.gateway.http.responses_request import RESPONSE_PREFIX, previous_not_found
 from hermes.gateway.lanes import MESSAGE, WorkItem
-from hermes.gateway.messages import Origin
 from hermes.gateway.settings import API_SERVER, api_hidden_sources
 from hermes.state.api_runs import TERMINAL, RunStore
 

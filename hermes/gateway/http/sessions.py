@@ -25,12 +25,12 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
+from hermes.gateway.envelopes import WorkResult
 from hermes.gateway.errors import GatewayClosed
 from hermes.gateway.http import caller
 from hermes.gateway.http.common import SESSION_ID, bad_request, caller_error, json_object
 from hermes.gateway.http.request_options import RequestProblem, message_options
 from hermes.gateway.lanes import ResultSink
-from hermes.gateway.messages import WorkResult
 from hermes.state.errors import SessionNotFoundError, StateError
 from hermes.state.segments import new_session_id
 
