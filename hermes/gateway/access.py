@@ -40,6 +40,8 @@ class AccessControl:
             self._refused.add(who)
         log.info(
             "%s: refused a message from user %s, who is not on the allow-list%s",
-            origin.platform, origin.user_id, "" if first else " (again; not answered)",
-        )  # fmt: skip
+            origin.platform,
+            origin.user_id,
+            "" if first else " (again; not answered)",
+        )
         return REFUSAL.format(user_id=origin.user_id) if first else None

@@ -155,6 +155,8 @@ class Router:
         self._settled.pop(key, None)
         log.info(
             "route %s now serves conversation %s; not moving it back to %s",
-            key, self.current_conversation(key), conversation_id,
-        )  # fmt: skip
+            key,
+            self.current_conversation(key),
+            conversation_id,
+        )
         return False

@@ -151,8 +151,11 @@ class TurnRunner:
             log.info(
                 "dropping the completion event of process %s: conversation %s was reset "
                 "(%s now routes to %s)",
-                item.process_id, item.conversation_id, item.key, current,
-            )  # fmt: skip
+                item.process_id,
+                item.conversation_id,
+                item.key,
+                current,
+            )
             return True
         return False
 

@@ -596,12 +596,16 @@ async def _send_function_call(events: _Events, index: int, call: dict[str, Any])
     await events.send("response.output_item.added", output_index=index, item=added)
     await events.send(
         "response.function_call_arguments.delta",
-        item_id=call["id"], output_index=index, delta=call["arguments"],
-    )  # fmt: skip
+        item_id=call["id"],
+        output_index=index,
+        delta=call["arguments"],
+    )
     await events.send(
         "response.function_call_arguments.done",
-        item_id=call["id"], output_index=index, arguments=call["arguments"],
-    )  # fmt: skip
+        item_id=call["id"],
+        output_index=index,
+        arguments=call["arguments"],
+    )
     await events.send("response.output_item.done", output_index=index, item=call)
 
 

@@ -109,9 +109,13 @@ class Retries:
         retry = is_retry(headers)
         while True:
             claim = await asyncio.to_thread(
-                self.store.claim, principal, key, self.runner.holder,
-                retry=retry, takeover_after=self.takeover_after,
-            )  # fmt: skip
+                self.store.claim,
+                principal,
+                key,
+                self.runner.holder,
+                retry=retry,
+                takeover_after=self.takeover_after,
+            )
             if claim.status == MINE and claim.taken_over:
                 log.info("a retry takes over a request whose gateway is gone")
             if claim.status != MINE and claim.status != ANSWERED:
@@ -141,9 +145,12 @@ class Retries:
                     )
                 else:
                     await asyncio.to_thread(
-                        self.store.settle, attempt.principal, attempt.key,
-                        attempt.claim.token, answer,
-                    )  # fmt: skip
+                        self.store.settle,
+                        attempt.principal,
+                        attempt.key,
+                        attempt.claim.token,
+                        answer,
+                    )
             except Exception:  # a retry then runs the turn's question again, once
                 log.exception("could not keep the answer of a request for its retries")
 

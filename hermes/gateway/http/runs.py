@@ -30,6 +30,7 @@ from hermes.gateway.http import caller, stored_responses
 from hermes.gateway.http.common import (
     SESSION_ID,
     bad_request,
+    error_body,
     error_response,
     json_object,
 )
@@ -81,9 +82,12 @@ class _RunsApi:
             )
         except RequestProblem as problem:
             return error_response(
-                problem.status, problem.message, "invalid_request_error", problem.code,
+                problem.status,
+                problem.message,
+                "invalid_request_error",
+                problem.code,
                 param=problem.param,
-            )  # fmt: skip
+            )
         if isinstance(body.get("instructions"), str) and body["instructions"].strip():
             options["instructions"] = body["instructions"]
         key = request.headers.get(IDEMPOTENCY_HEADER) or None
@@ -100,9 +104,12 @@ class _RunsApi:
             if session is None:
                 missing = previous_not_found(str(previous))
                 return error_response(
-                    missing.status, missing.message, "invalid_request_error", missing.code,
+                    missing.status,
+                    missing.message,
+                    "invalid_request_error",
+                    missing.code,
                     param=missing.param,
-                )  # fmt: skip
+                )
         try:
             route, conversation, created = await self.runner.api_conversation(session)
         except NotYourConversation as exc:
@@ -198,8 +205,9 @@ class _RunsApi:
         if not isinstance(text, str) or not text.strip():
             raise bad_request("'text' must be the guidance for the running turn, as a string.")
         if run["status"] in TERMINAL:
-            return _conflict(f"Run {run['id']} has ended ({run['status']}); nothing to steer.",
-                             "run_not_active")  # fmt: skip
+            return _conflict(
+                f"Run {run['id']} has ended ({run['status']}); nothing to steer.", "run_not_active"
+            )
         await asyncio.to_thread(self.store.send, run["id"], "steer", {"text": text.strip()})
         return web.json_response(
             {"object": "hermes.run.steer", "run_id": run["id"], "status": "accepted"}, status=202
@@ -344,8 +352,7 @@ def _last_event_id(request: web.Request) -> int:
 
 
 def _not_found(run_id: str) -> web.HTTPNotFound:
-    body = {"error": {"message": f"Run not found: {run_id}", "type": "invalid_request_error",
-                      "param": None, "code": "run_not_found"}}  # fmt: skip
+    body = error_body(f"Run not found: {run_id}", "invalid_request_error", "run_not_found")
     return web.HTTPNotFound(text=json.dumps(body), content_type="application/json")
 
 

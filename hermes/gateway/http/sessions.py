@@ -353,9 +353,12 @@ class _SessionsApi:
             options = message_options(body, self._chat.models())
         except RequestProblem as problem:
             return self._error(
-                problem.status, problem.message, "invalid_request_error", problem.code,
+                problem.status,
+                problem.message,
+                "invalid_request_error",
+                problem.code,
                 param=problem.param,
-            )  # fmt: skip
+            )
         return await self._chat.submit(
             segments[-1]["id"], message, options, resume=True, stream=stream, events=stream
         )
