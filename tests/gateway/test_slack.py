@@ -85,6 +85,6 @@ def test_a_rejected_token_is_a_clear_error(hermes_home: Path, slack) -> None:
 def test_a_reply_before_the_adapter_started_says_it_is_not_connected() -> None:
     import asyncio
 
-    adapter = SlackAdapter(runner=None, settings=None)
+    adapter = SlackAdapter(host=None, settings=None)
     with pytest.raises(NotConnected, match="slack is not connected"):
         asyncio.run(adapter.send(Origin("slack", "C1"), "too early"))

@@ -24,6 +24,7 @@ from typing import Any
 
 from aiohttp import web
 
+from hermes.gateway.core import ApiHost
 from hermes.gateway.envelopes import Origin
 from hermes.gateway.errors import GatewayClosed, NotYourConversation
 from hermes.gateway.http import caller, stored_responses
@@ -34,6 +35,7 @@ from hermes.gateway.http.common import (
     error_response,
     json_object,
 )
+from hermes.gateway.http.conversations import ApiConversations
 from hermes.gateway.http.request_options import RequestProblem, turn_options
 from hermes.gateway.http.responses_request import RESPONSE_PREFIX, previous_not_found
 from hermes.gateway.lanes import MESSAGE, WorkItem
@@ -49,8 +51,14 @@ LOOK_EVERY = 0.1  # seconds between looks for new events of a run
 KEEPALIVE_EVERY = 15.0
 
 
-def add_routes(app: web.Application, runner: Any, models: Callable[[], list[str]]) -> None:
-    api = _RunsApi(runner, models)
+def add_routes(
+    app: web.Application,
+    host: ApiHost,
+    conversations: ApiConversations,
+    models: Callable[[], list[str]],
+) -> None:
+    """Register the runs API on ``app``; runs queue on ``host``'s lanes."""
+    api = _RunsApi(host, conversations, models)
     app.router.add_post("/v1/runs", api.start)
     app.router.add_get("/v1/runs/{id}", api.get)
     app.router.add_get("/v1/runs/{id}/events", api.events)
@@ -60,9 +68,13 @@ def add_routes(app: web.Application, runner: Any, models: Callable[[], list[str]
 
 
 class _RunsApi:
-    def __init__(self, runner: Any, models: Callable[[], list[str]]) -> None:
-        self.runner = runner
-        self.store: RunStore = runner.runs.store
+    def __init__(
+        self, host: ApiHost, conversations: ApiConversations, models: Callable[[], list[str]]
+    ) -> None:
+        self.host = host
+        self.conversations = conversations
+        db = host.db
+        self.store = RunStore(db.gateway.backend, read_only=db.gateway.read_only)
         self.models = models
 
     # -- POST /v1/runs -------------------------------------------------------------------
@@ -96,7 +108,7 @@ class _RunsApi:
             found = await asyncio.to_thread(self.store.by_key, key, caller.principal())
             if found is not None:
                 return _replay(found, fingerprint)
-        if not self.runner.accepting:
+        if not self.host.accepting:
             return error_response(503, str(GatewayClosed()), "server_error", "shutting_down")
         previous = body.get("previous_response_id")
         if session is None and previous is not None:
@@ -111,7 +123,7 @@ class _RunsApi:
                     param=missing.param,
                 )
         try:
-            route, conversation, created = await self.runner.api_conversation(session)
+            route, conversation, created = await self.conversations.open(session)
         except NotYourConversation as exc:
             return error_response(404, str(exc), "invalid_request_error", "session_not_found")
         run_id = f"run_{uuid.uuid4().hex}"
@@ -136,12 +148,12 @@ class _RunsApi:
             idempotency_key=key,
             fingerprint=fingerprint,
             queued=item.payload(),
-            owner=self.runner.queue.owner,
+            owner=self.host.queue.owner,
             principal=caller.principal(),
         )
         if not made:  # another request under the same key won the race
             return _replay(run, fingerprint)
-        await self.runner.submit(item)
+        await self.host.submit(item)
         return web.json_response(_started(run), status=202)
 
     # -- GET /v1/runs/{id} ---------------------------------------------------------------
@@ -165,7 +177,7 @@ class _RunsApi:
         await response.prepare(request)
         run_id, quiet = run["id"], 0.0
         try:
-            while not self.runner.closing:
+            while not self.host.closing:
                 events = await asyncio.to_thread(self.store.events_after, run_id, after)
                 for event in events:
                     after = event["seq"]
@@ -241,9 +253,9 @@ class _RunsApi:
             return None
         found = await asyncio.to_thread(
             stored_responses.find,
-            self.runner.db,
+            self.host.db,
             response_id.removeprefix(RESPONSE_PREFIX),
-            api_hidden_sources(self.runner.config),
+            api_hidden_sources(self.host.config),
         )
         return found.conversation_id if found else None
 
