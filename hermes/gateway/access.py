@@ -11,7 +11,7 @@ import logging
 import threading
 from collections.abc import Mapping
 
-from hermes.gateway.messages import Origin
+from hermes.gateway.envelopes import Origin
 from hermes.gateway.settings import PlatformSettings
 
 log = logging.getLogger(__name__)
@@ -40,6 +40,8 @@ class AccessControl:
             self._refused.add(who)
         log.info(
             "%s: refused a message from user %s, who is not on the allow-list%s",
-            origin.platform, origin.user_id, "" if first else " (again; not answered)",
-        )  # fmt: skip
+            origin.platform,
+            origin.user_id,
+            "" if first else " (again; not answered)",
+        )
         return REFUSAL.format(user_id=origin.user_id) if first else None

@@ -67,9 +67,13 @@ class HookRegistry:
         for event in events:
             self._handlers.setdefault(event, []).append((name, handle))
         self.loaded_hooks.append(
-            {"name": name, "description": manifest.get("description", ""), "events": events,
-             "path": str(folder)}
-        )  # fmt: skip
+            {
+                "name": name,
+                "description": manifest.get("description", ""),
+                "events": events,
+                "path": str(folder),
+            }
+        )
         log.info("hook %s loaded for %s", name, ", ".join(events))
 
     def handlers(self, event: str) -> list[tuple[str, Handler]]:
@@ -94,15 +98,19 @@ class HookRegistry:
     def _deliver(self, name: str, handle: Handler, event: str, context: dict[str, Any]) -> None:
         done = threading.Event()
         runner = threading.Thread(
-            target=_call, args=(name, handle, event, context, done), daemon=True,
+            target=_call,
+            args=(name, handle, event, context, done),
+            daemon=True,
             name=f"hermes-hook-{name}-call",
-        )  # fmt: skip
+        )
         runner.start()
         if not done.wait(self.timeout):
             log.warning(
                 "hook %s took over %ss on %s; its next events go on without it",
-                name, self.timeout, event,
-            )  # fmt: skip
+                name,
+                self.timeout,
+                event,
+            )
 
     def close_and_wait(self) -> None:
         """Deliver what is queued (each call within the time limit), then stop."""

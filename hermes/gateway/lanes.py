@@ -27,8 +27,8 @@ from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from hermes.gateway.envelopes import Origin, WorkResult
 from hermes.gateway.errors import GatewayClosed
-from hermes.gateway.messages import Origin, WorkResult
 from hermes.gateway.turn_gate import TurnGate, TurnHold
 
 if TYPE_CHECKING:

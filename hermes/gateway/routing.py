@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from hermes.gateway.messages import Origin
+from hermes.gateway.envelopes import Origin
 
 if TYPE_CHECKING:
     from hermes.state.store import SessionDB
@@ -155,6 +155,8 @@ class Router:
         self._settled.pop(key, None)
         log.info(
             "route %s now serves conversation %s; not moving it back to %s",
-            key, self.current_conversation(key), conversation_id,
-        )  # fmt: skip
+            key,
+            self.current_conversation(key),
+            conversation_id,
+        )
         return False

@@ -6,22 +6,23 @@ runner, and starts the enabled platform adapters. Its life:
 ``start``
     claim the queued input no live gateway owns (a previous run's, released at its
     stop or left by a crashed gateway), answer first the turns a crash cut off in its
-    platforms' conversations (or tell their users; their tool commands are ended), keep a heartbeat so that nobody claims this
-    run's own queued input while it lives (each beat also claims what gateways that
-    stopped or died meanwhile left), start each adapter (one log line each; a
-    failure stops the others and raises ``PlatformStartError``), subscribe to
-    the completion events of its agents' background processes (its own event bus),
-    then let the lanes run.
-``handle_message`` / the HTTP API
+    platforms' conversations (or tell their users; their tool commands are ended),
+    keep a heartbeat so that nobody claims this run's own queued input while it lives
+    (each beat also claims what gateways that stopped or died meanwhile left), start
+    each adapter (one log line each; a failure stops the others and raises
+    ``PlatformStartError``), subscribe to the completion events of its agents'
+    background processes (its own event bus), then let the lanes run.
+``handle_message``
     allow-list, slash commands, key -> conversation, a work item on its lane; a
-    message that has to wait is acknowledged. An HTTP request without a session id
-    finds the conversation its history continues through the store's history digests
-    (a diverging history branches there).
+    message that has to wait is acknowledged. The HTTP API (``hermes.gateway.http``)
+    finds its own conversations and puts its items on the lanes through ``submit``:
+    it meets the runner as a ``core.ApiHost``, and registers its run registry with it
+    when the runner is made (``core.attach_rooms``); the runner imports nothing of it.
 ``stop``
     stop accepting, keep every item that has not started in the store, let running
     turns finish within the grace period, then interrupt them, release the kept items
-    to the next gateway that beats or starts; adapters close last so the final replies still
-    go out.
+    to the next gateway that beats or starts; adapters close last so the final replies
+    still go out.
 """
 
 from __future__ import annotations
@@ -31,7 +32,6 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -40,9 +40,9 @@ from hermes.gateway import adapters as adapter_registry
 from hermes.gateway import commands
 from hermes.gateway.access import AccessControl
 from hermes.gateway.adapters.base import Adapter, ChatAdapter
-from hermes.gateway.errors import GatewayClosed, GatewayError, NotYourConversation
-from hermes.gateway.http import caller, side_requests
-from hermes.gateway.http.live_runs import ActiveRun, Runs
+from hermes.gateway.core import ApiHost, RunRegistry, attach_rooms
+from hermes.gateway.envelopes import IncomingMessage, Origin, WorkResult
+from hermes.gateway.errors import GatewayClosed, GatewayError
 from hermes.gateway.lanes import (
     COMMAND,
     EVENT,
@@ -50,51 +50,38 @@ from hermes.gateway.lanes import (
     RESUME,
     Lane,
     QueueStore,
+    ResultSink,
     Scheduler,
     WorkItem,
 )
-from hermes.gateway.messages import IncomingMessage, Origin, WorkResult
 from hermes.gateway.routing import Router, SessionKey
 from hermes.gateway.settings import (
-    API_PRINCIPALS,
     API_SERVER,
     CHAT_PLATFORMS,
     PLATFORMS,
     ApiServerSettings,
     PlatformSettings,
-    api_hidden_sources,
     api_server_settings,
     platforms_from_config,
 )
 from hermes.gateway.turn_gate import TurnGate
-from hermes.gateway.turns import AgentFactory, TurnRunner, undo_turn
+from hermes.gateway.work import AgentFactory, TurnRunner, undo_turn
 from hermes.redaction import register
-from hermes.state.errors import StateError
-from hermes.state.history import HistoryMatch
-from hermes.tools import workspaces
+from hermes.tools import events, workspaces
 
 if TYPE_CHECKING:
+    from hermes.agent import AIAgent
     from hermes.agent.model.protocol import ModelFactory
     from hermes.cron.service import CronService
     from hermes.state.store import SessionDB
 
 log = logging.getLogger(__name__)
 
-# (runner, settings) -> adapter: replaces the built-in adapter of a platform.
-AdapterFactory = Callable[["GatewayRunner", PlatformSettings], Adapter]
+# (host, settings) -> adapter: replaces the built-in adapter of a platform.
+AdapterFactory = Callable[[ApiHost, PlatformSettings], Adapter]
 
 QUEUED_ACK = "Queued: I will answer after the current reply."
 DEFAULT_GRACE = 30.0
-
-
-@dataclass(frozen=True)
-class StatelessConversation:
-    """Where a request without a session id goes (``GatewayRunner.api_stateless_conversation``)."""
-
-    key: str
-    conversation_id: str
-    seed: list[dict[str, Any]] | None = None  # history to store first (a new conversation)
-    branched_from: str | None = None  # the conversation whose history this one diverged from
 
 
 class GatewayRunner:
@@ -146,14 +133,12 @@ class GatewayRunner:
         self.queue = QueueStore(db, self.holder, takeover_after=takeover_after, unserved=unserved)
         self.heartbeat_every = min(30.0, takeover_after / 4)
         self.access = AccessControl(self.platforms)
-        from hermes.tools.events import EventBus
-
         # This gateway's agents' background processes report here, and only here.
-        self.event_bus = EventBus()
+        self.event_bus = events.EventBus()
         # The first turns must not each pay for importing the agent and the openai
         # package (~1 s under the import lock) or for building its HTTP client.
         self._warm_up = (
-            None if make_agent else lambda: self._make_agent(source="gateway").client.prepare()
+            None if make_agent else lambda: self.build_agent(source="gateway").client.prepare()
         )
         from hermes.gateway.hooks import HookRegistry
 
@@ -162,7 +147,7 @@ class GatewayRunner:
         self.turns = TurnRunner(
             db,
             self.router,
-            make_agent or self._make_agent,
+            make_agent or self.build_agent,
             max_agents=max(256, 4 * self.limit),
             on_agent_event=self._agent_event,
             resume_interrupted=bool(self.config.get("gateway.resume_interrupted")),
@@ -170,28 +155,19 @@ class GatewayRunner:
         )
         self.scheduler: Scheduler | None = None
         self.cron: CronService | None = None
-        from hermes.state.api_runs import RunStore
-
-        self.runs = Runs(
-            RunStore(db.gateway.backend, read_only=db.gateway.read_only),
-            self.holder,
-            interrupt=lambda conversation: bool(
-                self.scheduler and self.scheduler.interrupt(conversation)
-            ),
-            approval_timeout=float(self.config.get("gateway.api_approval_timeout")),
-        )
+        # The API runs this gateway executes: the HTTP room registers its registry.
+        self.runs: RunRegistry | None = None
         self.adapters: dict[str, Adapter] = {}
         self.accepting = False
         self.closing = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._executor: ThreadPoolExecutor | None = None
         self._background: set[asyncio.Task[Any]] = set()
-        # (principal, id named) -> (session key, conversation)
-        self._api_conversations: dict[tuple[str | None, str], tuple[str, str]] = {}
         self._order = _KeyOrder()
         self._stopped = asyncio.Event()
         self._heartbeat: asyncio.Task[None] | None = None
         self._stop_beating = asyncio.Event()
+        attach_rooms(self)
 
     # -- life -------------------------------------------------------------------------
 
@@ -249,7 +225,7 @@ class GatewayRunner:
         self.cron = CronService(
             self.db,
             holder=self.holder,
-            make_agent=self._make_agent,
+            make_agent=self.build_agent,
             send=self._send_scheduled,
             platforms=lambda: [n for n, a in self.adapters.items() if isinstance(a, ChatAdapter)],
             missed=str(self.config.get("cron.missed")),
@@ -362,6 +338,8 @@ class GatewayRunner:
             await self._sweep_runs()
 
     async def _sweep_runs(self) -> None:
+        if self.runs is None:
+            return
         try:
             await asyncio.to_thread(self.runs.sweep, self.queue.takeover_after)
         except Exception:
@@ -512,143 +490,7 @@ class GatewayRunner:
         except Exception as exc:
             log.warning("%s: could not send to chat %s: %s", origin.platform, origin.chat_id, exc)
 
-    # -- conversations of the HTTP API --------------------------------------------------
-
-    async def api_conversation(
-        self, session_id: str | None, *, resume: bool = False
-    ) -> tuple[str, str, bool]:
-        """(session key, conversation id, created) for a request's X-Hermes-Session-Id.
-
-        No id starts a new conversation; an unknown id starts one with that id; any
-        segment of an existing conversation (an old one included) selects the
-        conversation its key routes to now (after ``/new``, the new one), or with
-        ``resume`` that segment's own conversation, which the key then routes to again.
-        """
-        # Remembered per principal: another principal's id must be looked at again.
-        remembered = (caller.principal(), session_id)
-        if not resume and session_id is not None and remembered in self._api_conversations:
-            key, conversation = self._api_conversations[remembered]
-            return key, conversation, False
-        key, conversation, created = await asyncio.to_thread(
-            self._open_api_conversation, session_id, resume
-        )
-        if len(self._api_conversations) > 100_000:
-            self._api_conversations.clear()
-        self._api_conversations[(caller.principal(), session_id or conversation)] = (
-            key,
-            conversation,
-        )
-        return key, conversation, created
-
-    async def api_stateless_conversation(
-        self, history: list[dict[str, Any]]
-    ) -> StatelessConversation:
-        """The conversation a request without X-Hermes-Session-Id continues, found by its
-        ``history`` (the user/assistant messages before its new one) in the store, so
-        every gateway on it agrees.
-
-        The whole history stored and ending at the conversation's latest message: that
-        conversation (its key's route decides, as for a stale id). A stored prefix only,
-        or a conversation that went on after it (an edited or regenerated message): a
-        branch of it at the last message in common, holding the rest of the history.
-        Nothing stored: a new conversation seeded with the history. Only the caller's
-        own conversations count (its principal's; the operator's of its
-        X-Hermes-Session-Key, or none for callers without).
-        """
-        match = await asyncio.to_thread(self._find_history, history)
-        if match is not None and match.latest and match.matched == len(history):
-            key, conversation, _ = await self.api_conversation(match.conversation_id)
-            return StatelessConversation(key, conversation)
-        return await asyncio.to_thread(self._start_stateless_conversation, history, match)
-
-    async def api_tool_loop_conversation(
-        self, history: list[dict[str, Any]]
-    ) -> StatelessConversation | None:
-        """The conversation whose open tool calls a request without X-Hermes-Session-Id
-        answers: the one its ``history`` (the messages before the calls) ends at, the
-        calls being the newest thing in it; None when no conversation does."""
-        match = await asyncio.to_thread(self._find_history, history) if history else None
-        if match is None or not match.latest or match.matched != len(history):
-            return None
-        key, conversation, _ = await self.api_conversation(match.conversation_id)
-        return StatelessConversation(key, conversation)
-
-    def _find_history(self, history: list[dict[str, Any]]) -> HistoryMatch | None:
-        """``db.find_history`` among the current caller's own conversations."""
-        return self.db.find_history(history, user_id=caller.user_id(), source=caller.source())
-
-    def _start_stateless_conversation(
-        self, history: list[dict[str, Any]], match: HistoryMatch | None
-    ) -> StatelessConversation:
-        if match is None:
-            key, conversation, _ = self._open_api_conversation(None)
-            return StatelessConversation(key, conversation, seed=history or None)
-        branch = self.db.branch_session(
-            match.conversation_id, at_message_id=match.message_id, then=history[match.matched :]
-        )
-        log.info("a stateless history diverged from %s: branched %s", match.conversation_id, branch)
-        key, conversation, _ = self._open_api_conversation(branch)
-        return StatelessConversation(key, conversation, branched_from=match.conversation_id)
-
-    async def api_new_conversation(self, session_id: str | None) -> str:
-        """``/new`` over the API: the key of ``session_id`` routes to a new conversation."""
-        if session_id is None:
-            return (await self.api_conversation(None))[1]
-        key, conversation, _ = await self.api_conversation(session_id)
-
-        def create() -> str:
-            # An API principal's new conversation is that principal's, as the old one was.
-            root = self.db.get_session(conversation) or {}
-            if root.get("source") == API_PRINCIPALS:
-                return self.db.create_session(
-                    source=API_PRINCIPALS, session_key=key, user_id=root.get("user_id")
-                )
-            return self.db.create_session(source=API_SERVER, session_key=key)
-
-        fresh = await asyncio.to_thread(self.router.reset, key, create, platform=API_SERVER)
-        self._api_conversations.pop((caller.principal(), session_id), None)
-        return fresh
-
-    def _open_api_conversation(
-        self, session_id: str | None, resume: bool = False
-    ) -> tuple[str, str, bool]:
-        from hermes.state.segments import new_session_id
-
-        if session_id is not None:
-            segment = self.db.get_session(session_id)
-            if segment is not None:
-                if not caller.may_see(segment, api_hidden_sources(self.config)):
-                    raise NotYourConversation(session_id, segment["source"], caller.principal())
-                conversation = segment["conversation_id"]
-                key = segment.get("session_key") or ""
-                if key.split(":", 1)[0] not in (*PLATFORMS, API_PRINCIPALS):
-                    key = f"{API_SERVER}:{conversation}"  # e.g. a conversation of the CLI
-                tip = self.db.resolve_tip(conversation)
-                if resume:
-                    self.router.route_new(key, tip, platform=API_SERVER)
-                elif not self.router.adopt(key, tip, platform=API_SERVER):
-                    # The key was routed on (``/new``): a stale header follows it.
-                    conversation = self.router.current_conversation(key) or conversation
-                return key, conversation, False
-        # A principal's conversations are keyed ``api:<id>``: their turns run as that user.
-        source, user = caller.source(), caller.user_id()
-        if session_id is None:  # a fresh id: no other request can race for its key
-            fresh = new_session_id()
-            key = f"{source}:{fresh}"
-            self.db.create_session(fresh, source=source, session_key=key, user_id=user)
-            return key, self.router.route_new(key, fresh, platform=API_SERVER), True
-        key = f"{source}:{session_id}"
-        try:
-            self.db.create_session(session_id, source=source, session_key=key, user_id=user)
-        except StateError:
-            if self.db.get_session(session_id) is None:
-                raise
-            # Another gateway on the store started this id at the same moment: the id
-            # names one conversation, so this request joins it.
-            key, conversation, _ = self._open_api_conversation(session_id)
-            return key, conversation, False
-        self.router.adopt(key, session_id, platform=API_SERVER)
-        return key, session_id, True
+    # -- what the HTTP API asks of the core (core.ApiHost) -------------------------------
 
     async def run_unstored(self, item: WorkItem) -> WorkResult:
         """A turn that stores nothing (``store: false``), on the turn workers, no lane."""
@@ -656,25 +498,35 @@ class GatewayRunner:
             raise GatewayClosed()
         return await self._loop.run_in_executor(self._executor, self.turns.run_unstored, item)
 
-    def count_side_request(self, prompt: str, result: WorkResult) -> None:
-        """Add a side request's tokens to the conversation whose whole history its
-        prompt holds, if there is one of the same caller (blocking: call from a thread
-        that carries the request's context)."""
-        history = side_requests.pasted_history(prompt)
-        match = self._find_history(history) if history else None
-        if match is None or match.matched != len(history):
-            log.info("a side request's tokens belong to no stored conversation")
-            return
-        tip = self.db.resolve_tip(match.conversation_id)
-        self.db.add_token_usage(tip, result.prompt_tokens, result.completion_tokens)
+    def register_runs(self, runs: RunRegistry) -> None:
+        """The registry that starts and ends the API runs this gateway executes."""
+        self.runs = runs
+
+    def interrupt(self, conversation_id: str) -> bool:
+        """Stop the conversation's running turn; False if none runs here."""
+        return bool(self.scheduler and self.scheduler.interrupt(conversation_id))
+
+    def abandon(self, conversation_id: str, sink: ResultSink) -> None:
+        """The caller waiting on ``sink`` went away: its turn stops as /stop would."""
+        if self.scheduler is not None:
+            self.scheduler.abandon(conversation_id, sink)
+
+    def input_waits(self, conversation_id: str) -> bool:
+        """Whether input of the conversation waits or runs on this gateway."""
+        lane = self.scheduler.lane(conversation_id) if self.scheduler is not None else None
+        return lane is not None and lane.busy
+
+    def forget_history(self, conversation_id: str) -> None:
+        """Drop the kept agent's history cache of the conversation."""
+        self.turns.forget_history(conversation_id)
 
     # -- running items ------------------------------------------------------------------
 
     async def _execute(self, item: WorkItem, lane: Lane) -> None:
-        run = await self.runs.begin(item)
+        run = await self.runs.begin(item) if self.runs is not None else False
         if run is True:
             return  # an API run stopped before its turn began
-        if not isinstance(run, ActiveRun):
+        if isinstance(run, bool):  # not a run
             await self._execute_item(item, lane)
             return
         try:
@@ -743,18 +595,18 @@ class GatewayRunner:
 
     # -- background-process completion events -------------------------------------------
 
-    def _completion_arrived(self, event: Any) -> None:
+    def _completion_arrived(self, event: events.CompletionEvent) -> None:
         """Subscriber of this gateway's event bus; runs on the process's watcher thread."""
         loop = self._loop
         if loop is None or self.closing or loop.is_closed():
-            _respool(self.home, event)  # the next run (or another surface) takes it
+            events.spool_event(self.home, event)  # the next run (or another surface) takes it
             return
         loop.call_soon_threadsafe(lambda: self._spawn(self._take_event(event)))
 
-    async def _take_event(self, event: Any) -> None:
+    async def _take_event(self, event: events.CompletionEvent) -> None:
         addressed = await asyncio.to_thread(self._address, event)
         if addressed is None:
-            await asyncio.to_thread(_respool, self.home, event)
+            await asyncio.to_thread(events.spool_event, self.home, event)
             return
         key, conversation = addressed
         item = WorkItem(
@@ -768,7 +620,7 @@ class GatewayRunner:
         log.info("completion of %s queued for conversation %s", event.process_id, conversation)
         await self.submit(item)
 
-    def _address(self, event: Any) -> tuple[str, str] | None:
+    def _address(self, event: events.CompletionEvent) -> tuple[str, str] | None:
         """(key, conversation) of a gateway conversation the event is addressed to."""
         conversation = getattr(event, "conversation_id", None)
         segment = self.db.get_session(conversation) if conversation else None
@@ -780,8 +632,6 @@ class GatewayRunner:
         return key, segment["conversation_id"]
 
     async def _drain_spooled_events(self) -> None:
-        from hermes.tools import events
-
         try:
             spooled = await asyncio.to_thread(events.drain_events, self.home)
         except Exception:
@@ -792,7 +642,7 @@ class GatewayRunner:
 
     # -- agents ---------------------------------------------------------------------------
 
-    def _make_agent(self, **kwargs: Any) -> Any:
+    def build_agent(self, **kwargs: Any) -> AIAgent:
         from hermes.agent import AIAgent
 
         options = {"quiet_mode": True, "session_db": self.db, **self.agent_options, **kwargs}
@@ -855,15 +705,6 @@ def _end_orphaned_commands(home: Path) -> None:
     from hermes.tools import background
 
     background.end_orphaned(home)  # it logs what it ended
-
-
-def _respool(home: Path, event: Any) -> None:
-    """Give a completion event back to the spool for ``drain_events`` elsewhere."""
-    from hermes.tools._fs import private_dir, write_json
-    from hermes.tools.process_store import ProcessStore
-
-    spool = private_dir(ProcessStore(home).events_dir())
-    write_json(spool / f"{event.process_id}.json", event.to_dict())
 
 
 async def _quietly(awaitable: Any, what: str) -> None:

@@ -12,7 +12,7 @@ A retry that finds the turn still running waits (``look``, a read, until it chan
 A row whose holder is gone (a dead process on this host, or no heartbeat in
 ``gateway_instances`` for the takeover time, as for the gateway queue) is taken over by
 compare-and-set on its ``token``: the taker finishes the turn from what the store holds
-under those uids (``hermes.gateway.turns``), so a crash mid-turn never leaves a retry
+under those uids (``hermes.gateway.work``), so a crash mid-turn never leaves a retry
 waiting forever nor makes a second stored turn.
 """
 

@@ -6,7 +6,7 @@ import threading
 from typing import Any
 
 from hermes.gateway.adapters.base import ChatAdapter
-from hermes.gateway.messages import IncomingMessage, Origin
+from hermes.gateway.envelopes import IncomingMessage, Origin
 
 
 class FakeChat(ChatAdapter):

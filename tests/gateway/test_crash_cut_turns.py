@@ -19,7 +19,7 @@ import httpx
 import psutil
 import pytest
 
-from hermes.gateway.turns import INTERRUPTED_NOTICE
+from hermes.gateway.work import INTERRUPTED_NOTICE
 from hermes.state.wellformed import INTERRUPTED_RESULT
 from tests.fakes import llm_server as fake
 from tests.gateway.harness import wait_for, write_config

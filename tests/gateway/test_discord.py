@@ -13,8 +13,8 @@ import discord  # the extra is part of the dev install
 import pytest
 
 from hermes.gateway.adapters.discord import DiscordAdapter, incoming_message  # noqa: E402
+from hermes.gateway.envelopes import Origin  # noqa: E402
 from hermes.gateway.errors import NotConnected  # noqa: E402
-from hermes.gateway.messages import Origin  # noqa: E402
 from tests.fakes.llm_server import text  # noqa: E402
 from tests.gateway.harness import GatewayThread, wait_for  # noqa: E402
 
@@ -136,7 +136,7 @@ def test_bots_are_ignored_and_attachments_become_references(fake_discord: Discor
 def test_replies_are_split_to_2000_characters(fake_discord: Discord) -> None:
     import asyncio
 
-    adapter = DiscordAdapter(runner=None, settings=None)
+    adapter = DiscordAdapter(host=None, settings=None)
     adapter.client = fake_discord.client
     long = "\n".join(f"line {n}: " + "x" * 60 for n in range(100))
     asyncio.run(adapter.send(Origin("discord", "555", user_id="42"), long))
@@ -172,7 +172,7 @@ def test_a_reply_after_the_adapter_closed_says_it_is_not_connected(
 ) -> None:
     import asyncio
 
-    adapter = DiscordAdapter(runner=None, settings=None)
+    adapter = DiscordAdapter(host=None, settings=None)
     adapter.client = fake_discord.client
 
     async def close_then_send() -> None:

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from hermes.gateway.messages import Origin
+from hermes.gateway.envelopes import Origin
 from hermes.gateway.routing import Router, SessionKey
 from hermes.state import SessionDB
 from tests.state.helpers import StoreSpec, raw_one, rotate

@@ -10,8 +10,8 @@ import slack_bolt  # noqa: F401 - the extra is part of the dev install
 
 from hermes.gateway.access import REFUSAL  # noqa: E402
 from hermes.gateway.adapters.slack import SlackAdapter  # noqa: E402
+from hermes.gateway.envelopes import Origin  # noqa: E402
 from hermes.gateway.errors import NotConnected, PlatformStartError  # noqa: E402
-from hermes.gateway.messages import Origin  # noqa: E402
 from tests.fakes.llm_server import text  # noqa: E402
 from tests.gateway.fake_platforms import FakeSlack  # noqa: E402
 from tests.gateway.harness import GatewayThread, wait_for  # noqa: E402
@@ -85,6 +85,6 @@ def test_a_rejected_token_is_a_clear_error(hermes_home: Path, slack) -> None:
 def test_a_reply_before_the_adapter_started_says_it_is_not_connected() -> None:
     import asyncio
 
-    adapter = SlackAdapter(runner=None, settings=None)
+    adapter = SlackAdapter(host=None, settings=None)
     with pytest.raises(NotConnected, match="slack is not connected"):
         asyncio.run(adapter.send(Origin("slack", "C1"), "too early"))

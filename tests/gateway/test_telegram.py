@@ -9,8 +9,8 @@ import pytest
 import telegram as _telegram_extra  # noqa: F401 - the extra is part of the dev install
 
 from hermes.gateway.access import REFUSAL  # noqa: E402
+from hermes.gateway.envelopes import Origin  # noqa: E402
 from hermes.gateway.errors import NotConnected, PlatformStartError  # noqa: E402
-from hermes.gateway.messages import Origin  # noqa: E402
 from tests.fakes.llm_server import text  # noqa: E402
 from tests.gateway.fake_platforms import FakeTelegram  # noqa: E402
 from tests.gateway.harness import GatewayThread, wait_for  # noqa: E402

@@ -125,8 +125,8 @@ def test_input_queued_in_one_gateway_is_answered_once_after_it_stops(
 def test_a_running_gateway_takes_over_the_input_of_a_crashed_one(
     hermes_home: Path, fake_llm, model_key: str
 ) -> None:
+    from hermes.gateway.envelopes import Origin
     from hermes.gateway.lanes import MESSAGE, WorkItem
-    from hermes.gateway.messages import Origin
     from tests.state.procs import dead_pid
 
     write_config(hermes_home, fake_llm.url, gateway={"queue_takeover_after": 1})

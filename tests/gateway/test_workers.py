@@ -316,8 +316,8 @@ def test_workers_stop_when_their_supervisor_is_killed(
 def test_a_gateway_without_the_chat_leaves_its_queued_input_to_one_that_runs_it(
     hermes_home: Path, fake_llm, model_key: str
 ) -> None:
+    from hermes.gateway.envelopes import Origin
     from hermes.gateway.lanes import MESSAGE, WorkItem
-    from hermes.gateway.messages import Origin
     from tests.state.procs import dead_pid
 
     write_config(hermes_home, fake_llm.url, gateway={"queue_takeover_after": 1})

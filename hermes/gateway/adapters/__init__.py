@@ -14,7 +14,7 @@ from hermes.gateway.errors import MissingExtraError
 
 if TYPE_CHECKING:
     from hermes.gateway.adapters.base import Adapter
-    from hermes.gateway.runner import GatewayRunner
+    from hermes.gateway.core import ApiHost
     from hermes.gateway.settings import PlatformSettings
 
 # platform -> (module, class, extra, the library's import name)
@@ -37,9 +37,11 @@ def require(platform: str) -> None:
         raise MissingExtraError(platform, extra or platform, library) from exc
 
 
-def load(platform: str, runner: GatewayRunner, settings: PlatformSettings | None) -> Adapter:
+def load(platform: str, host: ApiHost, settings: PlatformSettings | None) -> Adapter:
+    """The adapter of ``platform`` on ``host`` (the runner: every adapter gets the whole
+    host, and a chat platform uses only its ``core.AdapterHost`` part)."""
     require(platform)
     module_name, class_name, _, _ = ADAPTERS[platform]
     module = importlib.import_module(module_name)
-    adapter: Adapter = getattr(module, class_name)(runner, settings)
+    adapter: Adapter = getattr(module, class_name)(host, settings)
     return adapter

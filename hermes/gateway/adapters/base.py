@@ -1,8 +1,8 @@
 """What every platform adapter is: start, stop, send (split to the limit), typing.
 
-An adapter turns the platform's messages into ``IncomingMessage`` and hands them to
-``GatewayRunner.handle_message``; the runner calls ``send`` with the answer and wraps
-each turn in ``typing``. Adapters import their platform library lazily, in ``start``
+An adapter turns the platform's messages into ``IncomingMessage`` and hands them to its
+host's ``handle_message`` (``core.AdapterHost``: the runner); the runner calls ``send``
+with the answer and wraps each turn in ``typing``. Adapters import their platform library lazily, in ``start``
 or in their module, so the gateway runs without the extras it does not use.
 """
 
@@ -15,11 +15,11 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
-from hermes.gateway.messages import Origin
+from hermes.gateway.envelopes import Origin
 from hermes.gateway.split import Measure, split_message
 
 if TYPE_CHECKING:
-    from hermes.gateway.runner import GatewayRunner
+    from hermes.gateway.core import AdapterHost
     from hermes.gateway.settings import PlatformSettings
 
 log = logging.getLogger(__name__)
@@ -30,8 +30,8 @@ class Adapter(ABC):
 
     name: str = ""
 
-    def __init__(self, runner: GatewayRunner, settings: PlatformSettings | None) -> None:
-        self.runner = runner
+    def __init__(self, host: AdapterHost, settings: PlatformSettings | None) -> None:
+        self.host = host
         self.settings = settings
 
     @abstractmethod

@@ -20,8 +20,10 @@ from typing import Any
 import discord
 
 from hermes.gateway.adapters.base import ChatAdapter
+from hermes.gateway.core import AdapterHost
+from hermes.gateway.envelopes import IncomingMessage, Origin
 from hermes.gateway.errors import NotConnected, PlatformStartError
-from hermes.gateway.messages import IncomingMessage, Origin
+from hermes.gateway.settings import PlatformSettings
 from hermes.redaction import redact
 
 log = logging.getLogger(__name__)
@@ -34,8 +36,8 @@ class DiscordAdapter(ChatAdapter):
     max_length = 2000
     typing_every = 8.0  # Discord shows typing for about ten seconds
 
-    def __init__(self, runner: Any, settings: Any) -> None:
-        super().__init__(runner, settings)
+    def __init__(self, host: AdapterHost, settings: PlatformSettings | None) -> None:
+        super().__init__(host, settings)
         self.client: discord.Client | None = None
         self.channels = (
             frozenset(str(c) for c in (settings.get("channels") or [])) if settings else frozenset()
@@ -114,7 +116,7 @@ class DiscordAdapter(ChatAdapter):
             return
         event = incoming_message(message, self.client.user, self.channels)
         if event is not None:
-            await self.runner.handle_message(event)
+            await self.host.handle_message(event)
 
     # -- out ------------------------------------------------------------------------------
 

@@ -20,8 +20,10 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from hermes.gateway.adapters.base import ChatAdapter
+from hermes.gateway.core import AdapterHost
+from hermes.gateway.envelopes import IncomingMessage, Origin
 from hermes.gateway.errors import NotConnected, PlatformStartError
-from hermes.gateway.messages import IncomingMessage, Origin
+from hermes.gateway.settings import PlatformSettings
 from hermes.redaction import redact
 
 log = logging.getLogger(__name__)
@@ -46,8 +48,8 @@ class SlackAdapter(ChatAdapter):
     max_length = 4000
     typing_every = 3600.0  # one reaction per turn, removed when it ends
 
-    def __init__(self, runner: Any, settings: Any) -> None:
-        super().__init__(runner, settings)
+    def __init__(self, host: AdapterHost, settings: PlatformSettings | None) -> None:
+        super().__init__(host, settings)
         self.client: AsyncWebClient | None = None
         self.handler: AsyncSocketModeHandler | None = None
         self.bot_user_id: str | None = None
@@ -101,12 +103,12 @@ class SlackAdapter(ChatAdapter):
             return  # in channels the bot answers mentions (app_mention), not every message
         message = incoming_message(event, self.bot_user_id)
         if message is not None:
-            await self.runner.handle_message(message)
+            await self.host.handle_message(message)
 
     async def _on_mention(self, event: dict[str, Any]) -> None:
         message = incoming_message(event, self.bot_user_id, in_thread=True)
         if message is not None:
-            await self.runner.handle_message(message)
+            await self.host.handle_message(message)
 
     # -- out ------------------------------------------------------------------------------
 

@@ -18,8 +18,10 @@ from telegram.error import InvalidToken, NetworkError, TelegramError
 from telegram.ext import Application, ContextTypes, MessageHandler, filters
 
 from hermes.gateway.adapters.base import ChatAdapter
+from hermes.gateway.core import AdapterHost
+from hermes.gateway.envelopes import IncomingMessage, Origin
 from hermes.gateway.errors import NotConnected, PlatformStartError
-from hermes.gateway.messages import IncomingMessage, Origin
+from hermes.gateway.settings import PlatformSettings
 from hermes.gateway.split import utf16_length
 from hermes.redaction import redact
 
@@ -34,8 +36,8 @@ class TelegramAdapter(ChatAdapter):
     measure = staticmethod(utf16_length)
     typing_every = 4.0  # Telegram shows a chat action for about five seconds
 
-    def __init__(self, runner: Any, settings: Any) -> None:
-        super().__init__(runner, settings)
+    def __init__(self, host: AdapterHost, settings: PlatformSettings | None) -> None:
+        super().__init__(host, settings)
         self.app: Application[Any, Any, Any, Any, Any, Any] | None = None
 
     async def start(self) -> str:
@@ -91,7 +93,7 @@ class TelegramAdapter(ChatAdapter):
     async def _on_update(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         message = incoming_message(update)
         if message is not None:
-            await self.runner.handle_message(message)
+            await self.host.handle_message(message)
 
     # -- out ------------------------------------------------------------------------------
 

@@ -2,8 +2,8 @@
 
 The last user message of a request is the new input (or, in a client's tool loop, the
 tool results that end it); ``X-Hermes-Session-Id`` or the request's earlier messages
-choose the conversation (see ``server``). ``ChatCompletions`` is the part of the API
-server that answers it, and submits turns for the sessions API too.
+choose the conversation (see ``server``). ``ChatCompletions`` is the handler the API
+server routes it to, and submits turns for the sessions API too.
 """
 
 from __future__ import annotations
@@ -13,11 +13,14 @@ import json
 import logging
 import time
 import uuid
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
 from aiohttp import web
 
 from hermes.gateway import commands
+from hermes.gateway.core import ApiHost
+from hermes.gateway.envelopes import Origin, WorkResult
 from hermes.gateway.errors import GatewayClosed, NotYourConversation
 from hermes.gateway.http import caller, tool_progress
 from hermes.gateway.http import retries as retrying
@@ -32,16 +35,13 @@ from hermes.gateway.http.common import (
     session_of,
 )
 from hermes.gateway.http.common import error_response as _error
+from hermes.gateway.http.conversations import ApiConversations, StatelessConversation
 from hermes.gateway.http.request_options import RequestProblem, turn_options
 from hermes.gateway.http.request_shape import shape_problem
 from hermes.gateway.http.side_requests import side_request_kind
 from hermes.gateway.lanes import COMMAND, MESSAGE, ResultSink, WorkItem
-from hermes.gateway.messages import Origin, WorkResult
 from hermes.gateway.settings import API_SERVER
 from hermes.state.history import shown_answer
-
-if TYPE_CHECKING:
-    from hermes.gateway.runner import GatewayRunner, StatelessConversation
 
 log = logging.getLogger(__name__)
 
@@ -49,15 +49,22 @@ _HISTORY_ROLES = ("user", "assistant")
 
 
 class ChatCompletions:
-    """The chat-completions route of ``ApiServerAdapter`` (which it is mixed into)."""
+    """``POST /v1/chat/completions`` of one API server: turns on ``host``'s lanes, in
+    the conversations ``conversations`` finds, retried requests answered once."""
 
-    runner: GatewayRunner
-    retries: retrying.Retries
+    def __init__(
+        self,
+        host: ApiHost,
+        conversations: ApiConversations,
+        retries: retrying.Retries,
+        models: Callable[[], list[str]],
+    ) -> None:
+        self.host = host
+        self.conversations = conversations
+        self.retries = retries
+        self.models = models
 
-    def _models(self) -> list[str]:
-        raise NotImplementedError  # the adapter's: the models it offers
-
-    async def chat_completions(self, request: web.Request) -> web.StreamResponse:
+    async def handle(self, request: web.Request) -> web.StreamResponse:
         body = await json_object(request)
         if shape := shape_problem(body):
             return _error(400, shape, "invalid_request_error")
@@ -75,7 +82,7 @@ class ChatCompletions:
                 "invalid_request_error",
             )
         try:
-            options = turn_options(body, self._models(), _text_of)
+            options = turn_options(body, self.models(), _text_of)
         except RequestProblem as problem:
             return _error(
                 problem.status,
@@ -91,7 +98,7 @@ class ChatCompletions:
         if body.get("stream") is True:
             options["keep_partial_answer"] = True  # if the client stops reading
         session = session_of(request)
-        if not self.runner.accepting:
+        if not self.host.accepting:
             return _error(503, str(GatewayClosed()), "server_error", "shutting_down")
         kind = None if results else side_request_kind(request.headers, text)
         if kind is not None:
@@ -126,7 +133,7 @@ class ChatCompletions:
         if command is not None and command.name == "help" and session is None:
             # A chat UI shows /help and its answer as messages and resends them: they
             # go into the conversation its history names, which the answer names too.
-            found = await self.runner.api_stateless_conversation(history) if history else None
+            found = await self.conversations.stateless(history) if history else None
             options = {**options, "keep_exchange": True}
             sink, _ = await self.submit_turn(
                 None, text, options, command=True, history=history, found=found
@@ -143,17 +150,17 @@ class ChatCompletions:
             # Every request names its model here; a /model would last one turn at most.
             text = (
                 "Over the HTTP API each request's 'model' chooses the model; "
-                f"this gateway offers {', '.join(self._models())} (GET /v1/models)."
+                f"this gateway offers {', '.join(self.models())} (GET /v1/models)."
             )
             return await self._answer(request, body, WorkResult(text=text, session_id=session))
         found = None
         results = options.get("tool_results")
         if session is None and results:  # the calls' own conversation, found by its history
-            found = await self.runner.api_tool_loop_conversation(history)
+            found = await self.conversations.tool_loop(history)
             if found is None:
                 return _unknown_call(results[0]["tool_call_id"])
         elif session is None and history:  # a client that sends the whole history each time
-            found = await self.runner.api_stateless_conversation(history)
+            found = await self.conversations.stateless(history)
         extra = {BRANCHED_HEADER: found.branched_from} if found and found.branched_from else {}
         sink, conversation = await self.submit_turn(
             session,
@@ -207,11 +214,11 @@ class ChatCompletions:
             sink=ResultSink(),
         )
         try:
-            result = await self.runner.run_unstored(item)
+            result = await self.host.run_unstored(item)
         except GatewayClosed as exc:
             return _error(503, str(exc), "server_error", "shutting_down")
         if result.prompt_tokens or result.completion_tokens:
-            await asyncio.to_thread(self.runner.count_side_request, text, result)
+            await asyncio.to_thread(self.conversations.count_side_request, text, result)
         return await self._answer(request, body, result)
 
     async def submit_turn(
@@ -234,7 +241,7 @@ class ChatCompletions:
             key, conversation, history = found.key, found.conversation_id, found.seed
             created = True
         else:
-            key, conversation, created = await self.runner.api_conversation(session, resume=resume)
+            key, conversation, created = await self.conversations.open(session, resume=resume)
         sink = ResultSink(stream=stream, events=events)
         item = WorkItem(
             kind=COMMAND if command else MESSAGE,
@@ -246,12 +253,12 @@ class ChatCompletions:
             options=options,
             sink=sink,
         )
-        await self.runner.submit(item)
+        await self.host.submit(item)
         return sink, conversation
 
     async def _immediate(self, command: commands.Command, session: str | None) -> WorkResult:
         if command.name == "new":
-            conversation = await self.runner.api_new_conversation(session)
+            conversation = await self.conversations.new(session)
             return WorkResult(
                 text="Started a new conversation.",
                 session_id=conversation,
@@ -263,10 +270,10 @@ class ChatCompletions:
                 if command.name == "help"
                 else "Nothing is running right now."
             )
-        key, conversation, _ = await self.runner.api_conversation(session)
+        key, conversation, _ = await self.conversations.open(session)
         origin = Origin(platform=API_SERVER, chat_id=conversation, user_id=caller.user_id())
-        result = await self.runner.immediate_command(command, key, origin)
-        result.session_id = await asyncio.to_thread(self.runner.db.resolve_tip, conversation)
+        result = await self.host.immediate_command(command, key, origin)
+        result.session_id = await asyncio.to_thread(self.host.db.resolve_tip, conversation)
         return result
 
     # -- answers ------------------------------------------------------------------------
@@ -294,7 +301,7 @@ class ChatCompletions:
             "id": _completion_id(),
             "object": "chat.completion",
             "created": int(time.time()),
-            "model": result.model or body.get("model") or self.runner.config.get("model.default"),
+            "model": result.model or body.get("model") or self.host.config.get("model.default"),
             "choices": [
                 {
                     "index": 0,
@@ -321,7 +328,7 @@ class ChatCompletions:
         done = sink.future.done() and sink.future.exception() is None
         tip = sink.future.result().session_id if done else None
         if tip is None and conversation:
-            tip = await asyncio.to_thread(self.runner.db.resolve_tip, conversation)
+            tip = await asyncio.to_thread(self.host.db.resolve_tip, conversation)
         response = web.StreamResponse(
             headers={
                 "Content-Type": "text/event-stream",
@@ -331,7 +338,7 @@ class ChatCompletions:
             }
         )
         await response.prepare(request)
-        chunk = _Chunks(model=body.get("model") or self.runner.config.get("model.default"))
+        chunk = _Chunks(model=body.get("model") or self.host.config.get("model.default"))
         try:
             await _send(response, chunk.make({"role": "assistant", "content": ""}, session_id=tip))
             piece = first if first is not None else await next_piece(request, sink)
@@ -347,8 +354,8 @@ class ChatCompletions:
         except ConnectionResetError:
             # The client went away: its turn stops as /stop would, keeping what it sent.
             log.info("a streaming client of %s disconnected; stopping its turn", conversation)
-            if conversation and self.runner.scheduler is not None:
-                self.runner.scheduler.abandon(conversation, sink)
+            if conversation:
+                self.host.abandon(conversation, sink)
         return response
 
     async def _finish_stream(

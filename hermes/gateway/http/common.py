@@ -14,8 +14,8 @@ from typing import Any
 
 from aiohttp import web
 
+from hermes.gateway.envelopes import WorkResult
 from hermes.gateway.lanes import ResultSink
-from hermes.gateway.messages import WorkResult
 
 SESSION_HEADER = "X-Hermes-Session-Id"
 RESUME_HEADER = "X-Hermes-Resume"  # "1": a stale id goes back to its own conversation
@@ -45,15 +45,22 @@ def error_response(
     param: str | None = None,
     headers: dict[str, str] | None = None,
 ) -> web.Response:
-    """An answer with OpenAI's error body: ``{"error": {message, type, param, code}}``."""
-    body = {"error": {"message": message, "type": type_, "param": param, "code": code}}
-    return web.json_response(body, status=status, headers=headers)
+    """An answer with OpenAI's error body (``error_body``)."""
+    return web.json_response(
+        error_body(message, type_, code, param), status=status, headers=headers
+    )
+
+
+def error_body(
+    message: str, type_: str, code: str | None = None, param: str | None = None
+) -> dict[str, Any]:
+    """OpenAI's error body: ``{"error": {message, type, param, code}}``."""
+    return {"error": {"message": message, "type": type_, "param": param, "code": code}}
 
 
 def bad_request(message: str, code: str | None = None) -> web.HTTPBadRequest:
     """A 400 to raise, with OpenAI's error body (aiohttp answers it for the handler)."""
-    body = {"error": {"message": message, "type": "invalid_request_error", "param": None,
-                      "code": code}}  # fmt: skip
+    body = error_body(message, "invalid_request_error", code)
     return web.HTTPBadRequest(text=json.dumps(body), content_type="application/json")
 
 

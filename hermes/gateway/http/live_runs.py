@@ -22,8 +22,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from hermes.gateway.envelopes import WorkResult
 from hermes.gateway.lanes import ResultSink, WorkItem
-from hermes.gateway.messages import WorkResult
 from hermes.redaction import redact
 from hermes.state.api_runs import TERMINAL, RunStore
 

@@ -70,7 +70,7 @@ PATHS: dict[str, dict[str, Any]] = {
             "One model that may be asked for (404 model_not_found otherwise).",
             params=[
                 {"name": "model", "in": "path", "required": True, "schema": {"type": "string"}}
-            ],  # fmt: skip
+            ],
         )
     },
     "/v1/chat/completions": {

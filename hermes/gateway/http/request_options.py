@@ -4,7 +4,7 @@ instructions, the model, and the sampling parameters the OpenAI API documents.
 ``turn_options`` reads them from a chat-completions body, checked the way OpenAI checks
 them: a wrong value is a ``RequestProblem`` (a 400 naming the parameter), a model the
 gateway does not offer a 404 ``model_not_found``. The result is a plain dict, so it is
-kept with the queued input and survives a restart; ``hermes.gateway.turns`` applies it
+kept with the queued input and survives a restart; ``hermes.gateway.work`` applies it
 to the agent for that turn only.
 
 A client's own ``tools`` (OpenAI function schemas) are offered to the model beside

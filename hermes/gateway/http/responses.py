@@ -40,6 +40,8 @@ from typing import Any
 
 from aiohttp import web
 
+from hermes.gateway.core import ApiHost
+from hermes.gateway.envelopes import Origin, WorkResult
 from hermes.gateway.errors import GatewayClosed, NotYourConversation
 from hermes.gateway.http import caller, retries, stored_responses
 from hermes.gateway.http.common import (
@@ -53,6 +55,7 @@ from hermes.gateway.http.common import (
     next_piece,
     session_of,
 )
+from hermes.gateway.http.conversations import ApiConversations
 from hermes.gateway.http.request_options import RequestProblem
 from hermes.gateway.http.responses_request import (
     RESPONSE_PREFIX,
@@ -61,7 +64,6 @@ from hermes.gateway.http.responses_request import (
     read_request,
 )
 from hermes.gateway.lanes import MESSAGE, ResultSink, WorkItem
-from hermes.gateway.messages import Origin, WorkResult
 from hermes.gateway.settings import API_SERVER, api_hidden_sources
 from hermes.state.history import EMPTY_ANSWER_NOTE
 from hermes.state.segments import new_message_uid
@@ -72,10 +74,17 @@ MESSAGE_PREFIX = "msg_"
 UNSTORED = "unstored"  # a store:false turn has no conversation: its key's chat
 
 
-def add_routes(app: web.Application, runner: Any, models: Callable[[], list[str]]) -> None:
-    """Register the Responses API on ``app``; turns run on ``runner`` (a GatewayRunner),
-    ``models`` says which models callers may ask for."""
-    api = _ResponsesApi(runner, models)
+def add_routes(
+    app: web.Application,
+    host: ApiHost,
+    conversations: ApiConversations,
+    retried: retries.Retries,
+    models: Callable[[], list[str]],
+) -> None:
+    """Register the Responses API on ``app``; turns run on ``host``'s lanes in the
+    conversations ``conversations`` finds, ``models`` says which models callers may ask
+    for."""
+    api = _ResponsesApi(host, conversations, retried, models)
     app.router.add_post("/v1/responses", api.create)
     app.router.add_get("/v1/responses/{id}", api.retrieve)
     app.router.add_delete("/v1/responses/{id}", api.delete)
@@ -104,14 +113,21 @@ class _UnknownCall(Exception):
 
 
 class _ResponsesApi:
-    def __init__(self, runner: Any, models: Callable[[], list[str]]) -> None:
-        self.runner = runner
-        self.db = runner.db
+    def __init__(
+        self,
+        host: ApiHost,
+        conversations: ApiConversations,
+        retried: retries.Retries,
+        models: Callable[[], list[str]],
+    ) -> None:
+        self.host = host
+        self.conversations = conversations
+        self.db = host.db
         self.models = models
-        self.hidden = api_hidden_sources(runner.config)
+        self.hidden = api_hidden_sources(host.config)
         self._unstored: set[asyncio.Task[None]] = set()
         self._continuing = asyncio.Lock()
-        self.retries = retries.Retries(runner)
+        self.retries = retried
 
     # -- POST /v1/responses ---------------------------------------------------------
 
@@ -122,7 +138,7 @@ class _ResponsesApi:
             asked = read_request(body, self.models())
         except RequestProblem as problem:
             return _problem(problem)
-        if not self.runner.accepting:
+        if not self.host.accepting:
             return error_response(503, str(GatewayClosed()), "server_error", "shutting_down")
         attempt = await self.retries.attempt(request) if asked.store else None
         if attempt is not None and (answer := attempt.answer) is not None:
@@ -205,7 +221,7 @@ class _ResponsesApi:
         # naming the same response must not both count it as the newest.
         async with self._continuing if asked.previous_uid else contextlib.nullcontext():
             if earlier is not None:  # where the earlier try of this request stored it
-                key, conversation, _ = await self.runner.api_conversation(earlier, resume=True)
+                key, conversation, _ = await self.conversations.open(earlier, resume=True)
                 target = _Target(key, conversation)
             else:
                 target = await self._target(request, asked, session)
@@ -213,7 +229,7 @@ class _ResponsesApi:
             if attempt is not None:
                 item.options = {**(item.options or {}), **attempt.options()}
             draft.conversation = target.conversation
-            await self.runner.submit(item)
+            await self.host.submit(item)
         headers = {
             SESSION_HEADER: await asyncio.to_thread(self.db.resolve_tip, target.conversation)
         }
@@ -223,9 +239,8 @@ class _ResponsesApi:
 
     def _abandon(self, draft: _Draft, sink: ResultSink) -> None:
         """The streaming client went away: its turn stops as /stop would."""
-        scheduler = self.runner.scheduler
-        if draft.conversation and scheduler is not None:
-            scheduler.abandon(draft.conversation, sink)
+        if draft.conversation:
+            self.host.abandon(draft.conversation, sink)
 
     async def _start_unstored(
         self, asked: ResponseRequest, draft: _Draft, sink: ResultSink
@@ -242,41 +257,41 @@ class _ResponsesApi:
     ) -> _Target:
         results = asked.options.get("tool_results")
         if asked.previous_uid is None and session is None and results:
-            found = await self.runner.api_tool_loop_conversation(asked.history)
-            if found is None:
+            loop = await self.conversations.tool_loop(asked.history)
+            if loop is None:
                 raise _UnknownCall(results[0]["tool_call_id"])
-            return _Target(found.key, found.conversation_id)
+            return _Target(loop.key, loop.conversation_id)
         if asked.previous_uid is None and session is None and asked.history:
             # The whole conversation resent, as chat UIs do: found by its digests.
-            found = await self.runner.api_stateless_conversation(asked.history)
+            found = await self.conversations.stateless(asked.history)
             return _Target(found.key, found.conversation_id, found.seed, found.branched_from)
         if asked.previous_uid is None:
             resume = request.headers.get(RESUME_HEADER) == "1"
-            key, conversation, created = await self.runner.api_conversation(session, resume=resume)
+            key, conversation, created = await self.conversations.open(session, resume=resume)
             seeded = created and session is None and bool(asked.history)
             return _Target(key, conversation, asked.history if seeded else None)
-        found = await self._find(asked.previous_uid)
-        conversation, branched_from = found.conversation_id, None
+        stored = await self._find(asked.previous_uid)
+        conversation, branched_from = stored.conversation_id, None
         if self._input_waits(conversation) or not await asyncio.to_thread(
-            stored_responses.is_latest, self.db, found
+            stored_responses.is_latest, self.db, stored
         ):
             conversation = await asyncio.to_thread(
-                self.db.branch_session, found.conversation_id, at_message_id=found.row["id"]
+                self.db.branch_session, stored.conversation_id, at_message_id=stored.row["id"]
             )
-            branched_from = found.conversation_id
+            branched_from = stored.conversation_id
             log.info(
-                "response %s is not the newest: branched %s", found.row["message_uid"], conversation
+                "response %s is not the newest: branched %s",
+                stored.row["message_uid"],
+                conversation,
             )
         # The id names this conversation: the key routes to it again (as X-Hermes-Resume).
-        key, conversation, _ = await self.runner.api_conversation(conversation, resume=True)
+        key, conversation, _ = await self.conversations.open(conversation, resume=True)
         return _Target(key, conversation, None, branched_from)
 
     def _input_waits(self, conversation: str) -> bool:
         """Input of the conversation waits or runs here: whatever this request names,
         it is not the newest answer by the time this turn runs."""
-        scheduler = self.runner.scheduler
-        lane = scheduler.lane(conversation) if scheduler is not None else None
-        return lane is not None and lane.busy
+        return self.host.input_waits(conversation)
 
     async def _unstored_history(self, asked: ResponseRequest) -> list[dict[str, Any]]:
         if asked.previous_uid is None:
@@ -318,7 +333,7 @@ class _ResponsesApi:
     async def _run_unstored(self, item: WorkItem) -> None:
         assert item.sink is not None
         try:
-            result = await self.runner.run_unstored(item)
+            result = await self.host.run_unstored(item)
         except GatewayClosed as exc:
             item.sink.fail(exc)
             return
@@ -343,7 +358,7 @@ class _ResponsesApi:
         def rebuild() -> tuple[dict[str, Any], str]:
             previous = stored_responses.previous_uid(self.db, found)
             tip = self.db.resolve_tip(found.conversation_id)
-            return _stored_body(found, previous, self.runner.config.get("model.default")), tip
+            return _stored_body(found, previous, self.host.config.get("model.default")), tip
 
         body, tip = await asyncio.to_thread(rebuild)
         return web.json_response(body, headers={SESSION_HEADER: tip})
@@ -354,7 +369,7 @@ class _ResponsesApi:
         if found is None:
             return _not_found(response_id)
         await asyncio.to_thread(stored_responses.undo, self.db, found)
-        self.runner.turns.forget_history(found.conversation_id)
+        self.host.forget_history(found.conversation_id)
         return web.json_response({"id": response_id, "object": "response", "deleted": True})
 
     async def _stored(self, response_id: str) -> stored_responses.StoredResponse | None:
@@ -596,12 +611,16 @@ async def _send_function_call(events: _Events, index: int, call: dict[str, Any])
     await events.send("response.output_item.added", output_index=index, item=added)
     await events.send(
         "response.function_call_arguments.delta",
-        item_id=call["id"], output_index=index, delta=call["arguments"],
-    )  # fmt: skip
+        item_id=call["id"],
+        output_index=index,
+        delta=call["arguments"],
+    )
     await events.send(
         "response.function_call_arguments.done",
-        item_id=call["id"], output_index=index, arguments=call["arguments"],
-    )  # fmt: skip
+        item_id=call["id"],
+        output_index=index,
+        arguments=call["arguments"],
+    )
     await events.send("response.output_item.done", output_index=index, item=call)
 
 

@@ -25,16 +25,14 @@ import dataclasses
 import hashlib
 import logging
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aiohttp import web
 
+from hermes.gateway.core import ApiHost
+from hermes.gateway.envelopes import WorkResult
 from hermes.gateway.http import caller
-from hermes.gateway.messages import WorkResult
 from hermes.state.api_requests import ANSWERED, MINE, WINDOW, Claim, RequestStore
-
-if TYPE_CHECKING:
-    from hermes.gateway.runner import GatewayRunner
 
 log = logging.getLogger(__name__)
 
@@ -88,15 +86,15 @@ class _ClientGone(web.HTTPClientError):
 class Retries:
     """The retry memory of one gateway's API server, in its store."""
 
-    def __init__(self, runner: GatewayRunner) -> None:
-        db = runner.db
+    def __init__(self, host: ApiHost) -> None:
+        db = host.db
         self.store = RequestStore(db.backend, read_only=db.read_only)
-        self.runner = runner
+        self.host = host
         self._settling: set[asyncio.Task[None]] = set()
 
     @property
     def takeover_after(self) -> float:
-        return self.runner.queue.takeover_after
+        return self.host.queue.takeover_after
 
     async def attempt(self, request: web.Request) -> Attempt | None:
         """This try's place: an answer to give again (``Attempt.answer``) or the turn to
@@ -109,9 +107,13 @@ class Retries:
         retry = is_retry(headers)
         while True:
             claim = await asyncio.to_thread(
-                self.store.claim, principal, key, self.runner.holder,
-                retry=retry, takeover_after=self.takeover_after,
-            )  # fmt: skip
+                self.store.claim,
+                principal,
+                key,
+                self.host.holder,
+                retry=retry,
+                takeover_after=self.takeover_after,
+            )
             if claim.status == MINE and claim.taken_over:
                 log.info("a retry takes over a request whose gateway is gone")
             if claim.status != MINE and claim.status != ANSWERED:
@@ -141,9 +143,12 @@ class Retries:
                     )
                 else:
                     await asyncio.to_thread(
-                        self.store.settle, attempt.principal, attempt.key,
-                        attempt.claim.token, answer,
-                    )  # fmt: skip
+                        self.store.settle,
+                        attempt.principal,
+                        attempt.key,
+                        attempt.claim.token,
+                        answer,
+                    )
             except Exception:  # a retry then runs the turn's question again, once
                 log.exception("could not keep the answer of a request for its retries")
 
@@ -180,7 +185,7 @@ class Attempt:
         """Taken over: the conversation the earlier try stored its question in."""
         if not self.claim.taken_over:
             return None
-        db = self.retries.runner.db
+        db = self.retries.host.db
         asked = await asyncio.to_thread(db.find_message, self.claim.user_uid)
         if asked is None:
             return None

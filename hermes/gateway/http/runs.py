@@ -24,18 +24,21 @@ from typing import Any
 
 from aiohttp import web
 
+from hermes.gateway.core import ApiHost
+from hermes.gateway.envelopes import Origin
 from hermes.gateway.errors import GatewayClosed, NotYourConversation
 from hermes.gateway.http import caller, stored_responses
 from hermes.gateway.http.common import (
     SESSION_ID,
     bad_request,
+    error_body,
     error_response,
     json_object,
 )
+from hermes.gateway.http.conversations import ApiConversations
 from hermes.gateway.http.request_options import RequestProblem, turn_options
 from hermes.gateway.http.responses_request import RESPONSE_PREFIX, previous_not_found
 from hermes.gateway.lanes import MESSAGE, WorkItem
-from hermes.gateway.messages import Origin
 from hermes.gateway.settings import API_SERVER, api_hidden_sources
 from hermes.state.api_runs import TERMINAL, RunStore
 
@@ -48,8 +51,14 @@ LOOK_EVERY = 0.1  # seconds between looks for new events of a run
 KEEPALIVE_EVERY = 15.0
 
 
-def add_routes(app: web.Application, runner: Any, models: Callable[[], list[str]]) -> None:
-    api = _RunsApi(runner, models)
+def add_routes(
+    app: web.Application,
+    host: ApiHost,
+    conversations: ApiConversations,
+    models: Callable[[], list[str]],
+) -> None:
+    """Register the runs API on ``app``; runs queue on ``host``'s lanes."""
+    api = _RunsApi(host, conversations, models)
     app.router.add_post("/v1/runs", api.start)
     app.router.add_get("/v1/runs/{id}", api.get)
     app.router.add_get("/v1/runs/{id}/events", api.events)
@@ -59,9 +68,13 @@ def add_routes(app: web.Application, runner: Any, models: Callable[[], list[str]
 
 
 class _RunsApi:
-    def __init__(self, runner: Any, models: Callable[[], list[str]]) -> None:
-        self.runner = runner
-        self.store: RunStore = runner.runs.store
+    def __init__(
+        self, host: ApiHost, conversations: ApiConversations, models: Callable[[], list[str]]
+    ) -> None:
+        self.host = host
+        self.conversations = conversations
+        db = host.db
+        self.store = RunStore(db.gateway.backend, read_only=db.gateway.read_only)
         self.models = models
 
     # -- POST /v1/runs -------------------------------------------------------------------
@@ -81,9 +94,12 @@ class _RunsApi:
             )
         except RequestProblem as problem:
             return error_response(
-                problem.status, problem.message, "invalid_request_error", problem.code,
+                problem.status,
+                problem.message,
+                "invalid_request_error",
+                problem.code,
                 param=problem.param,
-            )  # fmt: skip
+            )
         if isinstance(body.get("instructions"), str) and body["instructions"].strip():
             options["instructions"] = body["instructions"]
         key = request.headers.get(IDEMPOTENCY_HEADER) or None
@@ -92,7 +108,7 @@ class _RunsApi:
             found = await asyncio.to_thread(self.store.by_key, key, caller.principal())
             if found is not None:
                 return _replay(found, fingerprint)
-        if not self.runner.accepting:
+        if not self.host.accepting:
             return error_response(503, str(GatewayClosed()), "server_error", "shutting_down")
         previous = body.get("previous_response_id")
         if session is None and previous is not None:
@@ -100,11 +116,14 @@ class _RunsApi:
             if session is None:
                 missing = previous_not_found(str(previous))
                 return error_response(
-                    missing.status, missing.message, "invalid_request_error", missing.code,
+                    missing.status,
+                    missing.message,
+                    "invalid_request_error",
+                    missing.code,
                     param=missing.param,
-                )  # fmt: skip
+                )
         try:
-            route, conversation, created = await self.runner.api_conversation(session)
+            route, conversation, created = await self.conversations.open(session)
         except NotYourConversation as exc:
             return error_response(404, str(exc), "invalid_request_error", "session_not_found")
         run_id = f"run_{uuid.uuid4().hex}"
@@ -129,12 +148,12 @@ class _RunsApi:
             idempotency_key=key,
             fingerprint=fingerprint,
             queued=item.payload(),
-            owner=self.runner.queue.owner,
+            owner=self.host.queue.owner,
             principal=caller.principal(),
         )
         if not made:  # another request under the same key won the race
             return _replay(run, fingerprint)
-        await self.runner.submit(item)
+        await self.host.submit(item)
         return web.json_response(_started(run), status=202)
 
     # -- GET /v1/runs/{id} ---------------------------------------------------------------
@@ -158,7 +177,7 @@ class _RunsApi:
         await response.prepare(request)
         run_id, quiet = run["id"], 0.0
         try:
-            while not self.runner.closing:
+            while not self.host.closing:
                 events = await asyncio.to_thread(self.store.events_after, run_id, after)
                 for event in events:
                     after = event["seq"]
@@ -198,8 +217,9 @@ class _RunsApi:
         if not isinstance(text, str) or not text.strip():
             raise bad_request("'text' must be the guidance for the running turn, as a string.")
         if run["status"] in TERMINAL:
-            return _conflict(f"Run {run['id']} has ended ({run['status']}); nothing to steer.",
-                             "run_not_active")  # fmt: skip
+            return _conflict(
+                f"Run {run['id']} has ended ({run['status']}); nothing to steer.", "run_not_active"
+            )
         await asyncio.to_thread(self.store.send, run["id"], "steer", {"text": text.strip()})
         return web.json_response(
             {"object": "hermes.run.steer", "run_id": run["id"], "status": "accepted"}, status=202
@@ -233,9 +253,9 @@ class _RunsApi:
             return None
         found = await asyncio.to_thread(
             stored_responses.find,
-            self.runner.db,
+            self.host.db,
             response_id.removeprefix(RESPONSE_PREFIX),
-            api_hidden_sources(self.runner.config),
+            api_hidden_sources(self.host.config),
         )
         return found.conversation_id if found else None
 
@@ -344,8 +364,7 @@ def _last_event_id(request: web.Request) -> int:
 
 
 def _not_found(run_id: str) -> web.HTTPNotFound:
-    body = {"error": {"message": f"Run not found: {run_id}", "type": "invalid_request_error",
-                      "param": None, "code": "run_not_found"}}  # fmt: skip
+    body = error_body(f"Run not found: {run_id}", "invalid_request_error", "run_not_found")
     return web.HTTPNotFound(text=json.dumps(body), content_type="application/json")
 
 

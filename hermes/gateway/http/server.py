@@ -5,7 +5,7 @@ the Responses API (``responses``) and the sessions API (``sessions``) share it.
 The conversation lives on the server: the last user message of a request is the new
 input, and the ``X-Hermes-Session-Id`` request header chooses the conversation (any of
 its segment ids, old ones included). Without it the request's earlier user and
-assistant messages choose it (``GatewayRunner.api_stateless_conversation``): the
+assistant messages choose it (``conversations.ApiConversations.stateless``): the
 conversation they continue, a branch where they diverge from one (the answer says
 ``X-Hermes-Branched-From``), or else a new one seeded with them. Every answer carries the
 conversation's tip in ``X-Hermes-Session-Id``; a stream also names it in its first
@@ -17,6 +17,10 @@ configured one; on loopback without one it generates a key into ``$HERMES_HOME/a
 (hermes/gateway/http/key.py). ``/health`` needs no key and
 tells nothing but whether the gateway is up. Content-Type, Origin and Host checks hold
 with or without a key (hermes/gateway/http/guard.py).
+
+The server meets the gateway's core as a ``core.ApiHost`` (it is given it like any
+adapter); each route family is a handler object of its own, sharing one
+``ApiConversations`` and one ``Retries``.
 """
 
 from __future__ import annotations
@@ -25,12 +29,13 @@ import hmac
 import logging
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aiohttp import web
 
 from hermes.cron import CronStore, files
 from hermes.gateway.adapters.base import Adapter
+from hermes.gateway.core import ApiHost
 from hermes.gateway.errors import PlatformStartError
 from hermes.gateway.http import (
     caller,
@@ -45,27 +50,33 @@ from hermes.gateway.http import (
 from hermes.gateway.http.capabilities import Capabilities
 from hermes.gateway.http.chat_completions import ChatCompletions
 from hermes.gateway.http.common import error_response as _error
+from hermes.gateway.http.conversations import ApiConversations
 from hermes.gateway.http.guard import Handler, body_deadline, request_guard
 from hermes.gateway.http.key import ensure_api_key
 from hermes.gateway.http.request_options import offered_models
-from hermes.gateway.settings import API_SERVER, ApiServerSettings, api_hidden_sources
-
-if TYPE_CHECKING:
-    pass
+from hermes.gateway.settings import (
+    API_SERVER,
+    ApiServerSettings,
+    PlatformSettings,
+    api_hidden_sources,
+)
 
 log = logging.getLogger(__name__)
 
 
-class ApiServerAdapter(ChatCompletions, Adapter):
+class ApiServerAdapter(Adapter):
     name = API_SERVER
 
-    def __init__(self, runner: Any, settings: Any) -> None:
-        super().__init__(runner, settings)
-        self.api: ApiServerSettings = runner.api or ApiServerSettings()
+    def __init__(self, host: ApiHost, settings: PlatformSettings | None) -> None:
+        super().__init__(host, settings)
+        self.host: ApiHost = host
+        self.api: ApiServerSettings = host.api or ApiServerSettings()
         self.app_runner: web.AppRunner | None = None
         self.port: int | None = None
         self.url = ""
-        self.retries = retries.Retries(runner)
+        self.conversations = ApiConversations(host)
+        self.retries = retries.Retries(host)
+        self.chat = ChatCompletions(host, self.conversations, self.retries, self._models)
 
     # -- life -------------------------------------------------------------------------
 
@@ -79,17 +90,17 @@ class ApiServerAdapter(ChatCompletions, Adapter):
             )
         key_note = "bearer key required"
         if not api.key:
-            key, path = ensure_api_key(self.runner.home)
+            key, path = ensure_api_key(self.host.home)
             self.api = api = replace(api, key=key)
             key_note = f"bearer key required: read it from {path}"
         guard = request_guard(
             api.host,
             api.loopback,
-            self.runner.config.get("gateway.api_allowed_hosts"),
-            self.runner.config.get("gateway.api_allowed_origins"),
+            self.host.config.get("gateway.api_allowed_hosts"),
+            self.host.config.get("gateway.api_allowed_origins"),
             _error,
         )
-        read_timeout = float(self.runner.config.get("gateway.api_read_timeout"))
+        read_timeout = float(self.host.config.get("gateway.api_read_timeout"))
         app = web.Application(
             middlewares=[
                 guard,
@@ -100,30 +111,30 @@ class ApiServerAdapter(ChatCompletions, Adapter):
             client_max_size=32 * 1024**2,
         )
         app.on_response_prepare.append(session_key.echo)
-        app.router.add_post("/v1/chat/completions", self.chat_completions)
+        app.router.add_post("/v1/chat/completions", self.chat.handle)
         app.router.add_get("/v1/models", self.models)
         app.router.add_get("/v1/models/{model}", self.model)
         app.router.add_get("/health", self.health)
         app.router.add_get("/v1/health", self.health)
         sessions.add_routes(
             app,
-            self.runner.db,
-            api_hidden_sources(self.runner.config),
-            chat=sessions.Chat(self.submit_turn, self._models, _error),
+            self.host.db,
+            api_hidden_sources(self.host.config),
+            chat=sessions.Chat(self.chat.submit_turn, self._models, _error),
         )
-        responses.add_routes(app, self.runner, self._models)
-        runs.add_routes(app, self.runner, self._models)
+        responses.add_routes(app, self.host, self.conversations, self.retries, self._models)
+        runs.add_routes(app, self.host, self.conversations, self._models)
         store = CronStore(
-            self.runner.db.backend,
-            read_only=self.runner.db.read_only,
-            on_change=files.writer(self.runner.home),
+            self.host.db.backend,
+            read_only=self.host.db.read_only,
+            on_change=files.writer(self.host.home),
         )
-        jobs.add_routes(app, store, self.runner.config)
+        jobs.add_routes(app, store, self.host.config)
         Capabilities(
             model=lambda: self._models()[0],
             key_required=lambda: bool(self.api.key),
-            status=self.runner.status,
-            config=self.runner.config,
+            status=self.host.status,
+            config=self.host.config,
             skills_of=self._skills_of,
         ).add_routes(app)
         openapi.add_routes(app)
@@ -183,7 +194,7 @@ class ApiServerAdapter(ChatCompletions, Adapter):
     # -- endpoints ----------------------------------------------------------------------
 
     async def health(self, request: web.Request) -> web.Response:
-        return web.json_response({"status": "stopping" if self.runner.closing else "ok"})
+        return web.json_response({"status": "stopping" if self.host.closing else "ok"})
 
     async def models(self, request: web.Request) -> web.Response:
         data = [_model_object(model) for model in self._models()]
@@ -207,14 +218,14 @@ class ApiServerAdapter(ChatCompletions, Adapter):
         workspace and folder included), as ``/v1/skills`` lists them."""
         from hermes.tools.skills import load_skills
 
-        agent = self.runner._make_agent(source=source, user_id=user_id)
+        agent = self.host.build_agent(source=source, user_id=user_id)
         found = load_skills(
             agent.hermes_home, agent.cwd, agent.config, source=source, user_id=user_id
         )
         return [s.as_listing() for s in found.skills]
 
     def _models(self) -> list[str]:
-        config = self.runner.config
+        config = self.host.config
         return offered_models(config.get("gateway.models"), config.get("model.default"))
 
 

@@ -25,12 +25,12 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
+from hermes.gateway.envelopes import WorkResult
 from hermes.gateway.errors import GatewayClosed
 from hermes.gateway.http import caller
 from hermes.gateway.http.common import SESSION_ID, bad_request, caller_error, json_object
 from hermes.gateway.http.request_options import RequestProblem, message_options
 from hermes.gateway.lanes import ResultSink
-from hermes.gateway.messages import WorkResult
 from hermes.state.errors import SessionNotFoundError, StateError
 from hermes.state.segments import new_session_id
 
@@ -353,9 +353,12 @@ class _SessionsApi:
             options = message_options(body, self._chat.models())
         except RequestProblem as problem:
             return self._error(
-                problem.status, problem.message, "invalid_request_error", problem.code,
+                problem.status,
+                problem.message,
+                "invalid_request_error",
+                problem.code,
                 param=problem.param,
-            )  # fmt: skip
+            )
         return await self._chat.submit(
             segments[-1]["id"], message, options, resume=True, stream=stream, events=stream
         )

@@ -29,9 +29,9 @@ from hermes.agent.model.client import SAMPLING_KEYS
 from hermes.agent.turn_holding import held_by_caller
 from hermes.agent.turn_options import TurnOptions
 from hermes.gateway import commands
+from hermes.gateway.envelopes import WorkResult
 from hermes.gateway.hooks import TEXT_LIMIT, HookRegistry, turn_context
 from hermes.gateway.lanes import COMMAND, EVENT, MESSAGE, RESUME, Lane, ResultSink, WorkItem
-from hermes.gateway.messages import WorkResult
 from hermes.gateway.routing import Router, SessionKey
 from hermes.gateway.settings import API_PRINCIPALS
 from hermes.redaction import redact
@@ -151,8 +151,11 @@ class TurnRunner:
             log.info(
                 "dropping the completion event of process %s: conversation %s was reset "
                 "(%s now routes to %s)",
-                item.process_id, item.conversation_id, item.key, current,
-            )  # fmt: skip
+                item.process_id,
+                item.conversation_id,
+                item.key,
+                current,
+            )
             return True
         return False
 
