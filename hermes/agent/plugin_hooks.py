@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from hermes.agent.agent import AIAgent
     from hermes.plugins import PluginManager
-    from hermes.state.message import Message
+    from hermes.state.context.message import Message
 
 
 def _fires(agent: AIAgent) -> PluginManager | None:

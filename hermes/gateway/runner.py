@@ -146,7 +146,7 @@ class GatewayRunner:
         self.queue = QueueStore(db, self.holder, takeover_after=takeover_after, unserved=unserved)
         self.heartbeat_every = min(30.0, takeover_after / 4)
         self.access = AccessControl(self.platforms)
-        from hermes.tools.events import EventBus
+        from hermes.tools.processes.events import EventBus
 
         # This gateway's agents' background processes report here, and only here.
         self.event_bus = EventBus()
@@ -170,7 +170,7 @@ class GatewayRunner:
         )
         self.scheduler: Scheduler | None = None
         self.cron: CronService | None = None
-        from hermes.state.api_runs import RunStore
+        from hermes.state.gateway.api_runs import RunStore
 
         self.runs = Runs(
             RunStore(db.gateway.backend, read_only=db.gateway.read_only),
@@ -204,7 +204,7 @@ class GatewayRunner:
             )
         register_secrets(self.config, self.home)
         register(self.api.key if self.api else None)
-        from hermes.tools.sandbox import say_once
+        from hermes.tools.guards.sandbox import say_once
 
         say_once(self.config.get("terminal.sandbox"))  # no sandbox: said once, at start
         self._loop = asyncio.get_running_loop()
@@ -780,7 +780,7 @@ class GatewayRunner:
         return key, segment["conversation_id"]
 
     async def _drain_spooled_events(self) -> None:
-        from hermes.tools import events
+        from hermes.tools.processes import events
 
         try:
             spooled = await asyncio.to_thread(events.drain_events, self.home)
@@ -852,7 +852,7 @@ class _KeyOrder:
 def _end_orphaned_commands(home: Path) -> None:
     """End the tool commands whose hermes process died while they ran (its turn is
     gone): at start, and at every heartbeat for owners that died since."""
-    from hermes.tools import background
+    from hermes.tools.processes import background
 
     background.end_orphaned(home)  # it logs what it ended
 
@@ -860,7 +860,7 @@ def _end_orphaned_commands(home: Path) -> None:
 def _respool(home: Path, event: Any) -> None:
     """Give a completion event back to the spool for ``drain_events`` elsewhere."""
     from hermes.tools._fs import private_dir, write_json
-    from hermes.tools.process_store import ProcessStore
+    from hermes.tools.processes.store import ProcessStore
 
     spool = private_dir(ProcessStore(home).events_dir())
     write_json(spool / f"{event.process_id}.json", event.to_dict())

@@ -34,8 +34,9 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-from hermes.state import lease, segments, undo, wellformed
+from hermes.state import lease, segments, undo
 from hermes.state.backend import MessageRow, Tx
+from hermes.state.context import wellformed
 from hermes.state.errors import (
     InvalidContextError,
     LeaseNotHeldError,

@@ -19,7 +19,7 @@ from typing import Any, NamedTuple, Self, TypeVar
 from hermes.state import blobs, export, history, lease, recall, rotation, segments, undo
 from hermes.state.backend import Backend, MessageRow, Row, Tx
 from hermes.state.errors import MessageNotFoundError, ReadOnlyStoreError, SessionNotFoundError
-from hermes.state.gateway_store import GatewayStore
+from hermes.state.gateway.store import GatewayStore
 from hermes.state.search import query_terms, snippet
 from hermes.state.usage import TokenUsage
 from hermes.state.usage import record as record_usage
@@ -57,10 +57,10 @@ def _open_backend(
     config = None if given is not None else load_config()
     location = store_location(db_path, url=url, config=config)
     if location.url is not None:
-        from hermes.state.postgres import PostgresBackend
+        from hermes.state.postgres.backend import PostgresBackend
 
         return PostgresBackend(location.url, read_only=read_only)
-    from hermes.state.sqlite import SQLiteBackend
+    from hermes.state.sqlite.backend import SQLiteBackend
 
     assert location.path is not None
     if given is None and not read_only:

@@ -22,10 +22,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from hermes.tools import sandbox
-from hermes.tools._environment import command_environment
 from hermes.tools.files import is_binary
-from hermes.tools.protected import authorize_read, visibility
+from hermes.tools.guards import sandbox
+from hermes.tools.guards.environment import command_environment
+from hermes.tools.guards.protected import authorize_read, visibility
 from hermes.tools.registry import Tool, ToolContext, ToolError
 
 SKIP_DIRS = frozenset(

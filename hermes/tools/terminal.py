@@ -25,10 +25,11 @@ from pathlib import Path
 from typing import IO, Any
 
 from hermes.state.errors import StateError
-from hermes.tools import approval, background
-from hermes.tools._limits import ProcessGroupCap
 from hermes.tools._output import read_capped
-from hermes.tools.launch import Launch, launch_for
+from hermes.tools.guards import approval
+from hermes.tools.guards.launch import Launch, launch_for
+from hermes.tools.guards.limits import ProcessGroupCap
+from hermes.tools.processes import background
 from hermes.tools.registry import Tool, ToolContext, ToolError
 
 log = logging.getLogger(__name__)

@@ -26,12 +26,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hermes.config import hermes_home
-from hermes.tools import sandbox
+from hermes.tools.guards import sandbox
 from hermes.tools.registry import ToolContext
 
 if TYPE_CHECKING:
     from hermes.config import Config
-    from hermes.tools.mcp_config import ServerSpec
+    from hermes.tools.mcp.config import ServerSpec
 
 # The line the launcher writes to the server's stderr log when the server ends.
 EXIT_MARK = "[hermes] the MCP server exited with code "

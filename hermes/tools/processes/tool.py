@@ -11,9 +11,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from hermes.tools import background
 from hermes.tools._output import tail_lines
-from hermes.tools.process_store import RUNNING, ProcessRecord, ProcessStore
+from hermes.tools.processes import background
+from hermes.tools.processes.store import RUNNING, ProcessRecord, ProcessStore
 from hermes.tools.registry import Tool, ToolContext, ToolError
 
 DEFAULT_LOG_LINES = 50

@@ -15,9 +15,10 @@ import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, TypedDict, TypeVar
 
-from hermes.state import cut_turns, gateway_queue, routes
 from hermes.state.backend import Row
 from hermes.state.errors import ReadOnlyStoreError
+from hermes.state.gateway import cut_turns, routes
+from hermes.state.gateway import queue as gateway_queue
 from hermes.state.tables import Tables
 
 T = TypeVar("T")

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from hermes import redaction
 from hermes.config import dotenv_values, hermes_home
-from hermes.tools.mcp_launch import McpLaunchError, launched
+from hermes.tools.mcp.launch import McpLaunchError, launched
 
 if TYPE_CHECKING:
     from hermes.config import Config
