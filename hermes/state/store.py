@@ -3,7 +3,7 @@
 It picks a backend from the location (a path is SQLite, a ``postgresql://`` URL is
 PostgreSQL) and implements every operation once, on top of the backend seam, as one
 transaction each. The gateway's part (routes, its queue and heartbeats, turn locks) is
-``db.gateway``, a ``gateway_store.GatewayStore`` on the same backend.
+``db.gateway``, a ``GatewayStore`` (``state/gateway/store.py``) on the same backend.
 """
 
 from __future__ import annotations
@@ -68,6 +68,13 @@ def _open_backend(
     if synchronous is None:
         synchronous = _configured_synchronous(config)
     return SQLiteBackend(location.path, read_only=read_only, synchronous=synchronous)
+
+
+def is_hermes_agent_store(path: Path) -> bool:
+    """``path`` is a SQLite file holding a Hermes Agent store (read without writing)."""
+    from hermes.state.sqlite.backend import is_hermes_agent_store as holds_one
+
+    return holds_one(path)
 
 
 def _configured_synchronous(config: Any) -> str:
