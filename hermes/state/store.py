@@ -19,6 +19,7 @@ from typing import Any, NamedTuple, Self, TypeVar
 from hermes.state import blobs, export, history, lease, recall, rotation, segments, undo
 from hermes.state.backend import Backend, MessageRow, Row, Tx
 from hermes.state.errors import MessageNotFoundError, ReadOnlyStoreError, SessionNotFoundError
+from hermes.state.gateway import routes
 from hermes.state.gateway.store import GatewayStore
 from hermes.state.search import query_terms, snippet
 from hermes.state.usage import TokenUsage
@@ -650,7 +651,7 @@ class SessionDB:
                 tx.run("DELETE FROM compression_locks WHERE session_id = ?", (sid,))
                 tx.run("DELETE FROM segment_coverage WHERE session_id = ?", (sid,))
                 tx.run("DELETE FROM session_model_usage WHERE session_id = ?", (sid,))
-                tx.run("DELETE FROM gateway_routes WHERE session_id = ?", (sid,))
+                routes.forget_segment(tx, sid)
             tx.run(
                 "UPDATE sessions SET parent_session_id = NULL WHERE parent_session_id IN"
                 f" ({', '.join('?' for _ in ids)}) AND conversation_id != ?",
