@@ -115,7 +115,7 @@ def _cpu_per_turn(home: Path, url: str, count: int, turns: int) -> tuple[float, 
     from hermes.agent import AIAgent
     from hermes.config import load_config
     from hermes.state import SessionDB
-    from hermes.state.message import wire_form
+    from hermes.state.context.message import wire_form
 
     db = SessionDB(db_path=home / f"cpu-{count}.db")
     agent = AIAgent(
@@ -179,7 +179,7 @@ def run(args: argparse.Namespace) -> None:
     from hermes.agent import AIAgent
     from hermes.config import load_config
     from hermes.state import SessionDB
-    from hermes.state.message import wire_form
+    from hermes.state.context.message import wire_form
     from hermes.testing.llm_server import FakeLLMServer
 
     count, turns = args.messages, args.turns

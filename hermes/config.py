@@ -72,7 +72,7 @@ SCHEMA: dict[str, tuple[tuple[type | None, ...], Any]] = {
     "skills.review_may_edit": ((bool,), True),
     # Skills the agent is not shown (Hermes Agent's list, kept where it wrote it).
     "skills.disabled": ((list,), []),
-    # MCP servers by name, as Hermes Agent writes them (hermes/tools/mcp_config.py).
+    # MCP servers by name, as Hermes Agent writes them (hermes/tools/mcp/config.py).
     "mcp_servers": ((dict, None), {}),
     # Plugins ($HERMES_HOME/plugins/<name>/, entry points) that load: opt-in by name, as
     # in Hermes Agent; a name in plugins.disabled never loads (hermes/plugins/).
@@ -93,24 +93,24 @@ SCHEMA: dict[str, tuple[tuple[type | None, ...], Any]] = {
     "terminal.output_limit": ((int,), 20000),
     "terminal.dangerous_allow": ((list,), []),
     "terminal.dangerous_patterns": ((list,), []),
-    # Secret environment variables the terminal may still see (hermes/tools/_environment.py).
+    # Secret environment variables the terminal may still see (hermes/tools/guards/environment.py).
     "terminal.pass_env": ((list,), []),
     # allowlist: only commands each of whose simple commands matches terminal.allow run.
     "terminal.mode": ((str,), "approve"),
     "terminal.allow": ((list,), []),
-    # The OS sandbox of tool commands (hermes/tools/sandbox.py): auto, bwrap (required), off.
+    # The OS sandbox of tool commands (hermes/tools/guards/sandbox.py): auto, bwrap (required), off.
     # (YAML reads a bare `off` as false, which means off too.)
     "terminal.sandbox": ((str, bool), "auto"),
     # Tool commands' network: true, false, or a list of hosts (which turns it on whole:
     # there is no filtering proxy yet). Unset: on in the terminal chat, off for the turns
-    # of gateway and API users (hermes/tools/sandbox.py).
+    # of gateway and API users (hermes/tools/guards/sandbox.py).
     "terminal.network": ((bool, list, None), None),
     # More folders commands may write besides the workspace, and more they may not see.
     "terminal.writable_paths": ((list,), []),
     "terminal.hidden_paths": ((list,), []),
     # Folders of the user's home tools may read (the rest of the home is hidden; view.py).
     "terminal.readable_paths": ((list,), []),
-    # Limits of one command's process tree (hermes/tools/_limits.py).
+    # Limits of one command's process tree (hermes/tools/guards/limits.py).
     "terminal.max_file_mb": ((int,), 1024),
     "terminal.max_output_mb": ((int,), 64),
     "terminal.max_processes": ((int,), 512),

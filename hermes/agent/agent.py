@@ -43,15 +43,15 @@ from hermes.config import (
     load_config,
     register_secrets,
 )
+from hermes.state.context.message import Message
 from hermes.state.lease import make_holder
-from hermes.state.message import Message
 from hermes.state.usage import TokenUsage
 
 if TYPE_CHECKING:
     from hermes.agent.engine_compressor import EngineCompressor
     from hermes.agent.model.protocol import Model
     from hermes.state.store import SegmentStamp, SessionDB
-    from hermes.tools.events import EventBus
+    from hermes.tools.processes.events import EventBus
     from hermes.tools.registry import Tool
 
 log = logging.getLogger(__name__)

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from hermes.state.message import Message
+from hermes.state.context.message import Message
 
 __all__ = [
     "INDEX_HEADER",

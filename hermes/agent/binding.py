@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 from hermes.agent import transcript
 from hermes.agent.errors import AgentError
-from hermes.state import wellformed
-from hermes.state.message import Message
+from hermes.state.context import wellformed
+from hermes.state.context.message import Message
 from hermes.state.usage import TokenUsage
 
 if TYPE_CHECKING:

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 from hermes.agent import transcript
+from hermes.state.context.message import Message
 from hermes.state.history import normalised
-from hermes.state.message import Message
 from hermes.state.segments import new_message_uid
 
 if TYPE_CHECKING:

@@ -20,8 +20,8 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from hermes.agent.window import CompressionOutcome
+from hermes.state.context.message import Message
 from hermes.state.errors import LeaseNotHeldError, NotTipError, StateError
-from hermes.state.message import Message
 
 if TYPE_CHECKING:
     from hermes.agent.host import TurnHost

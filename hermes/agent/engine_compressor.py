@@ -30,7 +30,7 @@ from typing import Any, cast
 from hermes.agent.summariser import NOTHING_TO_COMPRESS
 from hermes.agent.tokens import estimate_tokens
 from hermes.plugins.engine import ContextEngine
-from hermes.state.message import Message
+from hermes.state.context.message import Message
 from hermes.tools.registry import Tool, ToolContext
 
 log = logging.getLogger(__name__)

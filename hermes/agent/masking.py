@@ -36,7 +36,7 @@ __all__ = ["STORED_ID", "MaskPolicy", "Planner", "masked_view", "stub"]
 
 # The key of an agent message that holds the id of the stored row it is (for a copy
 # carried into a later segment: the original's id). Not an API key, so the wire form
-# never carries it (``hermes.state.message.wire_form``).
+# never carries it (``hermes.state.context.message.wire_form``).
 STORED_ID = "stored_id"
 
 Message = Mapping[str, Any]

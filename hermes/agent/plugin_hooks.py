@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from hermes.agent.host import TurnHost
     from hermes.plugins import PluginManager
-    from hermes.state.message import Message
+    from hermes.state.context.message import Message
 
 
 def _fires(host: TurnHost) -> PluginManager | None:

@@ -28,9 +28,9 @@ from hermes.agent.compression import (
 from hermes.agent.errors import AgentError
 from hermes.agent.summariser import NOTHING_TO_COMPRESS
 from hermes.agent.window import CompressionOutcome
-from hermes.state import wellformed
+from hermes.state.context import wellformed
+from hermes.state.context.message import Message
 from hermes.state.errors import LeaseNotHeldError, NotTipError, StateError
-from hermes.state.message import Message
 
 if TYPE_CHECKING:
     from hermes.agent.host import TurnHost

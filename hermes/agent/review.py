@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from hermes.state.message import Message
+from hermes.state.context.message import Message
 
 if TYPE_CHECKING:
     from hermes.agent.host import ReviewFork, TurnHost

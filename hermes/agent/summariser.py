@@ -45,8 +45,8 @@ from hermes.agent import anchors
 from hermes.agent.anchors import SUMMARY_PREFIX, is_summary_message
 from hermes.agent.errors import AgentError, ModelError, SummaryError, TurnInterrupted
 from hermes.agent.tokens import context_window, estimate_tokens
-from hermes.state import wellformed
-from hermes.state.message import Message
+from hermes.state.context import wellformed
+from hermes.state.context.message import Message
 
 if TYPE_CHECKING:
     from hermes.agent.model.protocol import Model

@@ -21,7 +21,7 @@ from hermes.config import Config
 if TYPE_CHECKING:
     from hermes.agent.binding import ConversationBinding
     from hermes.agent.turn_options import ResolvedOptions
-    from hermes.tools.events import EventBus
+    from hermes.tools.processes.events import EventBus
     from hermes.tools.registry import Tool, ToolContext
 
 log = logging.getLogger(__name__)

@@ -7,7 +7,7 @@ same dict twice, after a resume or a rotation, writes nothing twice (invariant 7
 A message read from the store, or once stored, also carries ``stored_id``: the id of
 its row (of the original row, for a copy carried into a later segment), which a
 masked tool result names so the model can get it back. What a model endpoint is
-sent is ``hermes.state.message.wire_form``.
+sent is ``hermes.state.context.message.wire_form``.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, cast
 
-from hermes.state.message import Message
+from hermes.state.context.message import Message
 from hermes.state.segments import new_message_uid
 
 

@@ -39,9 +39,9 @@ from hermes.agent.errors import ContextLengthError, ToolResultsError, TurnInterr
 from hermes.agent.model import provider_usage
 from hermes.agent.model.client import ModelResponse, encode_message
 from hermes.agent.turn_options import ResolvedOptions, TurnOptions
-from hermes.state import wellformed
+from hermes.state.context import wellformed
+from hermes.state.context.message import Message
 from hermes.state.history import EMPTY_ANSWER_NOTE, EMPTY_RESPONSE_NOTE
-from hermes.state.message import Message
 from hermes.state.segments import PARTIAL_UID_SUFFIX
 from hermes.state.usage import TokenUsage
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from hermes.agent.masking import MaskPolicy, masked_view
 from hermes.agent.tokens import estimate_tokens
 from hermes.agent.wire import WireContext
-from hermes.state.message import Message
+from hermes.state.context.message import Message
 
 if TYPE_CHECKING:
     from hermes.agent.engine_compressor import EngineCompressor

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 from hermes.agent.masking import MaskPolicy, Planner, masked
 from hermes.agent.model.client import encode_message
-from hermes.state.message import wire_form
-from hermes.state.wellformed import Checker
+from hermes.state.context.message import wire_form
+from hermes.state.context.wellformed import Checker
 
 if TYPE_CHECKING:  # `import run_agent` leaves the tools (and sockets) for later
     from hermes.tools.registry import Tool, ToolRegistry

@@ -36,7 +36,7 @@ from hermes.agent import commands as chat_commands
 from hermes.cli._worker import Approvals, run_in_worker
 from hermes.config import ensure_home
 from hermes.errors import HermesError
-from hermes.state.message import is_summary_row
+from hermes.state.context.message import is_summary_row
 from hermes.text import one_line, retry_note, visible
 
 try:

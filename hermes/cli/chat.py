@@ -108,7 +108,7 @@ def chat(
     config = load_config()
     _refuse_a_read_only_store(config)
     _log_to_file()
-    from hermes.tools.sandbox import say_once
+    from hermes.tools.guards.sandbox import say_once
 
     say_once(config.get("terminal.sandbox"))  # no sandbox: said once, at start
     if base_url is None and query is None and _no_model_yet(config.get("model.base_url")):

@@ -26,7 +26,7 @@ from hermes.state import SessionDB
 from hermes.state.diagnose import BACKUP_FIX, diagnosis_of, read_only, writers_of_a_gone_file
 from hermes.state.location import StoreLocation, store_location
 from hermes.text import plural
-from hermes.tools import sandbox
+from hermes.tools.guards import sandbox
 
 GUARD_INDEXES = ("sessions_one_live_tip", "sessions_one_compression_child")
 
@@ -133,7 +133,7 @@ def _home_check(home: Path) -> Check:
 
 
 def _sandbox_check(config: Config) -> Check:
-    """Which sandbox the tools' commands run in (hermes/tools/sandbox.py)."""
+    """Which sandbox the tools' commands run in (hermes/tools/guards/sandbox.py)."""
     setting = config.get("terminal.sandbox")
     mode = sandbox.mode_for(setting)
     if mode.sandboxed:
@@ -267,7 +267,7 @@ def _guards(db: SessionDB) -> Check:
             f"the guard index {', '.join(missing)} is missing, so "
             "the store no longer refuses a forked conversation.",
             "stop hermes, back up the file, fix the problems below, and recreate the "
-            "index (see hermes/state/schema_sqlite.py).",
+            "index (see hermes/state/sqlite/schema.py).",
         )
     return Check("schema", True, "the one-tip and one-child guard indexes are in place.")
 
@@ -392,8 +392,8 @@ def _model_check(model: str, models: list[str]) -> Check:
 def _mcp_checks(config: Config) -> Iterator[Check]:
     """Each configured MCP server started, listed and stopped, as `hermes mcp test` does."""
     from hermes.cli.mcp_cmd import quiet_hub_log
-    from hermes.tools.mcp_config import read_servers
-    from hermes.tools.mcp_hub import McpError, hub
+    from hermes.tools.mcp.config import read_servers
+    from hermes.tools.mcp.hub import McpError, hub
 
     specs, problems = read_servers(config, hermes_home())
     quiet_hub_log()

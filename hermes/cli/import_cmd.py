@@ -23,7 +23,7 @@ from hermes.compat.home_extras import bring_extras
 from hermes.compat.session_db import SessionDB
 from hermes.config import Config, hermes_home, load_config
 from hermes.state.location import StoreLocation, store_location
-from hermes.state.sqlite import is_hermes_agent_store
+from hermes.state.store import is_hermes_agent_store
 
 DEFAULT_SOURCE = Path("~/.hermes/state.db")
 

@@ -9,13 +9,13 @@ import click
 
 from hermes.cli._table import echo_table
 from hermes.config import hermes_home, load_config
-from hermes.tools.mcp_config import ServerSpec, read_servers
+from hermes.tools.mcp.config import ServerSpec, read_servers
 
 
 def quiet_hub_log() -> None:
     """A failed start is this command's own output; without a log handler of hermes's,
     Python would print the hub's warning of it on stderr too."""
-    logging.getLogger("hermes.tools.mcp_hub").addHandler(logging.NullHandler())
+    logging.getLogger("hermes.tools.mcp.hub").addHandler(logging.NullHandler())
 
 
 def _servers() -> list[ServerSpec]:
@@ -60,8 +60,8 @@ def _sandboxed(spec: ServerSpec) -> str:
 @click.argument("name")
 def test(name: str) -> None:
     """Start the server NAME, list its tools as the model sees them, and stop it."""
-    from hermes.tools.mcp_hub import McpError, hub
-    from hermes.tools.mcp_tools import tool_name
+    from hermes.tools.mcp.hub import McpError, hub
+    from hermes.tools.mcp.tools import tool_name
 
     specs = _servers()
     spec = next((s for s in specs if s.name == name), None)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes.config import Config, save_value
-from hermes.tools.mcp_config import placeholder_names
+from hermes.tools.mcp.config import placeholder_names
 from hermes.tools.skills import home_skills_dir, scan_skills
 
 

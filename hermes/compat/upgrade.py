@@ -44,7 +44,7 @@ from pathlib import Path
 from hermes.compat import cron_jobs, importer
 from hermes.compat.session_db import SessionDB
 from hermes.state.errors import StateError
-from hermes.state.sqlite import is_hermes_agent_store
+from hermes.state.store import is_hermes_agent_store
 
 WORK_SUFFIX = ".upgrading"
 LOCK_SUFFIX = ".upgrade-lock"  # where earlier versions locked; removed when seen

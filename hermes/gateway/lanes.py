@@ -32,7 +32,7 @@ from hermes.gateway.errors import GatewayClosed
 from hermes.gateway.turn_gate import TurnGate, TurnHold
 
 if TYPE_CHECKING:
-    from hermes.state.gateway_store import QueuedInput
+    from hermes.state.gateway.store import QueuedInput
     from hermes.state.store import SessionDB
 
 log = logging.getLogger(__name__)
@@ -160,7 +160,7 @@ class QueueStore:
     """This gateway's rows in ``gateway_queue`` (blocking calls: use from threads).
 
     Rows are owned by ``holder``, this run of this gateway: another gateway on the
-    store never answers them while this one lives (see ``hermes.state.gateway_queue``).
+    store never answers them while this one lives (see ``hermes.state.gateway.queue``).
     """
 
     def __init__(

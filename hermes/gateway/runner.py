@@ -67,7 +67,8 @@ from hermes.gateway.settings import (
 from hermes.gateway.turn_gate import TurnGate
 from hermes.gateway.work import AgentFactory, TurnRunner, undo_turn
 from hermes.redaction import register
-from hermes.tools import events, workspaces
+from hermes.tools import workspaces
+from hermes.tools.processes import events
 
 if TYPE_CHECKING:
     from hermes.agent import AIAgent
@@ -180,7 +181,7 @@ class GatewayRunner:
             )
         register_secrets(self.config, self.home)
         register(self.api.key if self.api else None)
-        from hermes.tools.sandbox import say_once
+        from hermes.tools.guards.sandbox import say_once
 
         say_once(self.config.get("terminal.sandbox"))  # no sandbox: said once, at start
         self._loop = asyncio.get_running_loop()
@@ -702,7 +703,7 @@ class _KeyOrder:
 def _end_orphaned_commands(home: Path) -> None:
     """End the tool commands whose hermes process died while they ran (its turn is
     gone): at start, and at every heartbeat for owners that died since."""
-    from hermes.tools import background
+    from hermes.tools.processes import background
 
     background.end_orphaned(home)  # it logs what it ended
 

@@ -2,7 +2,9 @@
 
 Everything that differs between SQLite and PostgreSQL lives behind these two small
 protocols; the rules (rotation, leases, tip resolution, reconstruction, export) are
-written once in the modules that use them.
+written once in the modules that use them. The engines (``state/sqlite/``,
+``state/postgres/``) implement them; outside their folders only ``store.py`` imports
+one, to open the store a location names (``tests/test_layout.py``).
 
 Shared SQL is written with ``?`` placeholders, ``ON CONFLICT`` and ``RETURNING``, a
 subset both engines accept; a backend translates placeholders if it must.
@@ -158,8 +160,8 @@ def conversation_key(conversation_id: str, namespace: str = "") -> int:
 
 
 class TurnLocks(Protocol):
-    """Per-conversation locks a turn holds while it runs (``turn_lock_sqlite``,
-    ``turn_lock_postgres``; each hashes a conversation to ``conversation_key``).
+    """Per-conversation locks a turn holds while it runs (each engine's ``turn_lock.py``;
+    each hashes a conversation to ``conversation_key``).
 
     Exclusive across processes, hosts and handles; freed when the holder's process dies;
     no durable write.

@@ -34,14 +34,16 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-from hermes.state import lease, segments, undo, wellformed
+from hermes.state import lease, segments, undo
 from hermes.state.backend import MessageRow, Tx
+from hermes.state.context import wellformed
 from hermes.state.errors import (
     InvalidContextError,
     LeaseNotHeldError,
     NotTipError,
     UndoneInSummaryError,
 )
+from hermes.state.gateway import routes
 
 _ROW_COLUMNS = (
     "id, message_uid, role, content, tool_calls, tool_call_id, tool_name, reasoning,"
@@ -116,10 +118,7 @@ def publish(
     _record_coverage(tx, child_id, covered, by_stub)
     if covered_uids and undo.any_undone(tx, list(covered_uids)):
         raise UndoneInSummaryError(parent_id)  # invariant 16: an undo raced the summary
-    tx.run(
-        "UPDATE gateway_routes SET session_id = ?, updated_at = ? WHERE session_id = ?",
-        (child_id, now, parent_id),
-    )
+    routes.follow_rotation(tx, parent_id, child_id, now)
     return child_id
 
 

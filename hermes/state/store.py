@@ -3,7 +3,7 @@
 It picks a backend from the location (a path is SQLite, a ``postgresql://`` URL is
 PostgreSQL) and implements every operation once, on top of the backend seam, as one
 transaction each. The gateway's part (routes, its queue and heartbeats, turn locks) is
-``db.gateway``, a ``gateway_store.GatewayStore`` on the same backend.
+``db.gateway``, a ``GatewayStore`` (``state/gateway/store.py``) on the same backend.
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ from typing import Any, NamedTuple, Self, TypeVar
 from hermes.state import blobs, export, history, lease, recall, rotation, segments, undo
 from hermes.state.backend import Backend, MessageRow, Row, Tx
 from hermes.state.errors import MessageNotFoundError, ReadOnlyStoreError, SessionNotFoundError
-from hermes.state.gateway_store import GatewayStore
+from hermes.state.gateway import routes
+from hermes.state.gateway.store import GatewayStore
 from hermes.state.search import query_terms, snippet
 from hermes.state.usage import TokenUsage
 from hermes.state.usage import record as record_usage
@@ -57,10 +58,10 @@ def _open_backend(
     config = None if given is not None else load_config()
     location = store_location(db_path, url=url, config=config)
     if location.url is not None:
-        from hermes.state.postgres import PostgresBackend
+        from hermes.state.postgres.backend import PostgresBackend
 
         return PostgresBackend(location.url, read_only=read_only)
-    from hermes.state.sqlite import SQLiteBackend
+    from hermes.state.sqlite.backend import SQLiteBackend
 
     assert location.path is not None
     if given is None and not read_only:
@@ -68,6 +69,13 @@ def _open_backend(
     if synchronous is None:
         synchronous = _configured_synchronous(config)
     return SQLiteBackend(location.path, read_only=read_only, synchronous=synchronous)
+
+
+def is_hermes_agent_store(path: Path) -> bool:
+    """``path`` is a SQLite file holding a Hermes Agent store (read without writing)."""
+    from hermes.state.sqlite.backend import is_hermes_agent_store as holds_one
+
+    return holds_one(path)
 
 
 def _configured_synchronous(config: Any) -> str:
@@ -643,7 +651,7 @@ class SessionDB:
                 tx.run("DELETE FROM compression_locks WHERE session_id = ?", (sid,))
                 tx.run("DELETE FROM segment_coverage WHERE session_id = ?", (sid,))
                 tx.run("DELETE FROM session_model_usage WHERE session_id = ?", (sid,))
-                tx.run("DELETE FROM gateway_routes WHERE session_id = ?", (sid,))
+                routes.forget_segment(tx, sid)
             tx.run(
                 "UPDATE sessions SET parent_session_id = NULL WHERE parent_session_id IN"
                 f" ({', '.join('?' for _ in ids)}) AND conversation_id != ?",

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes.tools._fs import FolderMovedError, atomic_write_text, folder_opened_as
-from hermes.tools.protected import authorize_file_write, authorize_read
+from hermes.tools.guards.protected import authorize_file_write, authorize_read
 from hermes.tools.registry import Tool, ToolContext, ToolError
 from hermes.tools.text_encoding import sniff
 

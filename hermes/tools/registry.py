@@ -25,7 +25,7 @@ from hermes.tools._schema import ArgumentError, check_arguments, usage
 
 if TYPE_CHECKING:
     from hermes.state.store import SessionDB
-    from hermes.tools.events import EventBus
+    from hermes.tools.processes.events import EventBus
 
 log = logging.getLogger(__name__)
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes.tools._fs import atomic_write_text
-from hermes.tools.protected import authorize_write
+from hermes.tools.guards.protected import authorize_write
 from hermes.tools.registry import Tool, ToolContext, ToolError
 from hermes.tools.skills import (
     FILE_CHAR_LIMIT,

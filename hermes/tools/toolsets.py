@@ -20,16 +20,8 @@ from pathlib import Path
 
 from hermes.config import Config
 from hermes.errors import ConfigError
-from hermes.tools import (
-    file_search,
-    files,
-    memory,
-    processes,
-    recall,
-    session_search,
-    skill_tools,
-    terminal,
-)
+from hermes.tools import file_search, files, memory, recall, session_search, skill_tools, terminal
+from hermes.tools.processes import tool as processes
 from hermes.tools.registry import Tool, ToolRegistry
 
 REVIEW_TOOLS = ("memory",)
@@ -60,11 +52,11 @@ def default_registry(config: Config | None = None, home: Path | None = None) -> 
 
 def all_tools(config: Config | None = None, home: Path | None = None) -> list[Tool]:
     """The built-in tools, then those of the configured MCP servers that answer."""
-    from hermes.tools.mcp_config import server_specs
+    from hermes.tools.mcp.config import server_specs
 
     if config is None or not server_specs(config, home):
         return builtin_tools()
-    from hermes.tools.mcp_tools import mcp_tools
+    from hermes.tools.mcp.tools import mcp_tools
 
     return builtin_tools() + mcp_tools(config, home)
 
@@ -75,7 +67,7 @@ def add_late_tools(registry: ToolRegistry, config: Config | None, home: Path | N
     their order and bytes (a provider's cached prefix breaks once, when a server joins)."""
     if config is None or not config.get("mcp_servers"):
         return
-    from hermes.tools.mcp_tools import late_tools
+    from hermes.tools.mcp.tools import late_tools
 
     for tool in late_tools(config, home, toolsets(registry.tools())):
         if registry.get(tool.name) is None:
@@ -95,7 +87,7 @@ def known_toolsets(config: Config | None, tools: list[Tool]) -> dict[str, list[s
     """``toolsets(tools)`` and one ``mcp-<server>`` per configured MCP server, empty
     while it is down (so a name in config or a cron job stays valid then), also known by
     the server's own name as in Hermes Agent 0.19 (unless a toolset has that name)."""
-    from hermes.tools.mcp_config import server_names
+    from hermes.tools.mcp.config import server_names
 
     groups = toolsets(tools)
     for server in server_names(config):
@@ -108,8 +100,8 @@ def check_names(names: Iterable[str], config: Config | None) -> list[str]:
     """``names`` (toolsets or tool names, as a cron job gives them) if each is known here
     (an MCP server's toolset or tools count without starting it); ``ConfigError`` naming
     the first unknown one, and the known toolsets, otherwise."""
-    from hermes.tools.mcp_config import server_names
-    from hermes.tools.mcp_tools import tool_name
+    from hermes.tools.mcp.config import server_names
+    from hermes.tools.mcp.tools import tool_name
 
     tools = builtin_tools()
     groups = known_toolsets(config, tools)

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from hermes.agent.summariser import Summariser, is_summary_message
-from hermes.state import SessionDB, wellformed
-from hermes.state.wellformed import INTERRUPTED_RESULT
+from hermes.state import SessionDB
+from hermes.state.context import wellformed
+from hermes.state.context.wellformed import INTERRUPTED_RESULT
 from tests.agent.helpers import fake_agent
 from tests.fakes import llm_server as fake
 from tests.state.helpers import tool_call as _call

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from hermes.state import SessionDB
-from hermes.tools.mcp_hub import hub
+from hermes.tools.mcp.hub import hub
 from tests.agent.helpers import fake_agent
 from tests.fakes import llm_server as fake
 

@@ -12,8 +12,8 @@ import pytest
 from hermes.agent import transcript
 from hermes.agent.model.client import encode_message, request_body
 from hermes.agent.wire import ToolWire, WireContext
-from hermes.state import wellformed
-from hermes.state.message import wire_form
+from hermes.state.context import wellformed
+from hermes.state.context.message import wire_form
 from hermes.tools.registry import Tool, ToolRegistry
 from hermes.tools.toolsets import default_registry
 

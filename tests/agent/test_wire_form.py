@@ -1,4 +1,4 @@
-"""One function makes what a model endpoint is sent (``hermes.state.message.wire_form``): hermes's
+"""One function makes what a model endpoint is sent (``hermes.state.context.message.wire_form``): hermes's
 own keys stay home, a caller's sent text replaces the stored one, a tool result names
 its tool. Every way of reaching the model sends that form: a turn's context (encoded
 and kept between calls) and a plain list of messages (a summary request)."""
@@ -11,7 +11,7 @@ from hermes.agent.model.client import ModelClient
 from hermes.agent.transcript import new_message
 from hermes.agent.turn_options import TurnOptions
 from hermes.state import SessionDB
-from hermes.state.message import WIRE_KEYS, wire_form
+from hermes.state.context.message import WIRE_KEYS, wire_form
 from tests.agent.helpers import fake_agent
 from tests.fakes import llm_server as fake
 

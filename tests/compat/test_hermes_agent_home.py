@@ -18,7 +18,7 @@ import pytest
 
 from hermes.compat.session_db import SessionDB
 from hermes.state.errors import HermesAgentStoreError
-from hermes.state.schema_sqlite import MIGRATIONS
+from hermes.state.sqlite.schema import MIGRATIONS
 from tests.cli.helpers import hermes_command, mode_of
 from tests.compat.hermes_agent import build_store, check_imported
 

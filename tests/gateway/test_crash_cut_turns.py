@@ -20,7 +20,7 @@ import psutil
 import pytest
 
 from hermes.gateway.work import INTERRUPTED_NOTICE
-from hermes.state.wellformed import INTERRUPTED_RESULT
+from hermes.state.context.wellformed import INTERRUPTED_RESULT
 from tests.fakes import llm_server as fake
 from tests.gateway.harness import wait_for, write_config
 from tests.gateway.processes import HEADER, free_port

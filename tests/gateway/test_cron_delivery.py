@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes.cron import CronStore, parse
-from hermes.tools.mcp_hub import hub
+from hermes.tools.mcp.hub import hub
 from tests.fakes.llm_server import text, tool_call
 from tests.gateway.fake_platforms import FakeTelegram
 from tests.gateway.harness import GatewayThread, wait_for, write_config

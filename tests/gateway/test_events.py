@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from hermes.tools import events
-from hermes.tools.events import CompletionEvent
+from hermes.tools.processes import events
+from hermes.tools.processes.events import CompletionEvent
 from tests.fakes.llm_server import text
 from tests.gateway.fakechat import FakeChat, incoming
 from tests.gateway.harness import GatewayThread, wait_for

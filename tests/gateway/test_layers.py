@@ -134,7 +134,7 @@ def test_the_http_check_sees_a_module_named_for_importlib() -> None:
         "from hermes.tools._fs import private_dir",
         "from hermes.tools import _fs",
         "def f():\n    import hermes.tools._fs",
-        "from hermes.tools.sandbox._view import x",
+        "from hermes.tools.guards.sandbox._view import x",
     ],
 )
 def test_the_private_tools_check_sees_a_planted_import(source: str) -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 import openai
 import pytest
 
-from hermes.tools.mcp_hub import hub
+from hermes.tools.mcp.hub import hub
 from tests.fakes import llm_server as fake
 from tests.fakes.mcp_venv import McpVenv
 from tests.gateway.api_calls import ask, call

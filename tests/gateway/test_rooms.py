@@ -15,7 +15,7 @@ from hermes.gateway.lanes import MESSAGE, WorkItem
 from hermes.gateway.routing import Router
 from hermes.gateway.settings import API_SERVER
 from hermes.state import SessionDB
-from hermes.state.api_runs import RunStore
+from hermes.state.gateway.api_runs import RunStore
 from tests.gateway.fakechat import FakeChat
 from tests.gateway.harness import GatewayThread, wait_for
 

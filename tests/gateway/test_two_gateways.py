@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from hermes.gateway.runner import QUEUED_ACK
-from hermes.tools.events import CompletionEvent
+from hermes.tools.processes.events import CompletionEvent
 from tests.fakes.llm_server import text
 from tests.gateway.harness import GatewayThread, wait_for, write_config
 from tests.gateway.one_chat import KEY, chat_gateway, conversation, say, stored

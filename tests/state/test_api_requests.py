@@ -11,8 +11,8 @@ import socket
 import threading
 
 from hermes.state import SessionDB, make_holder
-from hermes.state.api_requests import ANSWERED, MINE, RUNNING, WINDOW, RequestStore
-from hermes.state.api_runs import RunStore
+from hermes.state.gateway.api_requests import ANSWERED, MINE, RUNNING, WINDOW, RequestStore
+from hermes.state.gateway.api_runs import RunStore
 
 from .helpers import StoreSpec
 from .procs import dead_pid

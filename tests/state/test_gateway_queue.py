@@ -207,19 +207,19 @@ def _backend(store: StoreSpec) -> Backend:
     from pathlib import Path
 
     if store.kind == "sqlite":
-        from hermes.state.sqlite import SQLiteBackend
+        from hermes.state.sqlite.backend import SQLiteBackend
 
         return SQLiteBackend(Path(store.path or ""))
-    from hermes.state.postgres import PostgresBackend
+    from hermes.state.postgres.backend import PostgresBackend
 
     return PostgresBackend(store.url or "")
 
 
 def _schema(store: StoreSpec) -> tuple:
     if store.kind == "sqlite":
-        from hermes.state.schema_sqlite import MIGRATIONS
+        from hermes.state.sqlite.schema import MIGRATIONS
     else:
-        from hermes.state.schema_postgres import MIGRATIONS
+        from hermes.state.postgres.schema import MIGRATIONS
     return MIGRATIONS
 
 

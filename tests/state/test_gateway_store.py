@@ -13,8 +13,8 @@ from typing import get_type_hints
 import pytest
 
 from hermes.state import ReadOnlyStoreError, SessionDB
-from hermes.state.gateway_store import GatewayStore, QueuedInput
-from hermes.state.routes import Route
+from hermes.state.gateway.routes import Route
+from hermes.state.gateway.store import GatewayStore, QueuedInput
 from tests.stores import DBFactory
 
 GATEWAY_METHODS = (

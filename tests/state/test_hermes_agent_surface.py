@@ -7,7 +7,7 @@ import pytest
 
 from hermes.state import SessionDB
 from hermes.state.schema_hermes_agent import _MESSAGE_COLUMNS, _SESSION_COLUMNS
-from hermes.state.schema_sqlite import MIGRATIONS
+from hermes.state.sqlite.schema import MIGRATIONS
 from tests.state.helpers import StoreSpec
 
 CALLS = [

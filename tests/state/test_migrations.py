@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from hermes.state import SessionDB, StateError, migrations, schema_postgres, schema_sqlite
+from hermes.state import SessionDB, StateError, migrations
 from hermes.state.migrations import Migration
+from hermes.state.postgres import schema as schema_postgres
+from hermes.state.sqlite import schema as schema_sqlite
 
 from .helpers import StoreSpec, raw_all
 

@@ -35,8 +35,8 @@ from hermes.state import (
     make_holder,
     segments,
 )
-from hermes.state.postgres import PostgresBackend
-from hermes.state.schema_postgres import MIGRATIONS
+from hermes.state.postgres.backend import PostgresBackend
+from hermes.state.postgres.schema import MIGRATIONS
 from tests.stores import pg_url
 
 PG_URL = os.environ.get("HERMES_TEST_PG_URL", "")

@@ -491,7 +491,7 @@ DEFERRED = (
 
 
 def test_deferred_index_entries_are_found_before_and_after_folding(path: Path, opened) -> None:
-    from hermes.state.sqlite import PENDING_LIMIT
+    from hermes.state.sqlite.backend import PENDING_LIMIT
 
     db = opened(db_path=path)
     db.create_session("s", source="cli")
@@ -512,7 +512,7 @@ def test_deferred_index_entries_are_found_before_and_after_folding(path: Path, o
 
 
 def test_deleting_deferred_rows_keeps_the_index_sound(path: Path, opened) -> None:
-    from hermes.state.sqlite import PENDING_LIMIT
+    from hermes.state.sqlite.backend import PENDING_LIMIT
 
     db = opened(db_path=path)
     per = PENDING_LIMIT + PENDING_LIMIT // 2 + 3  # "a" ends with deferred rows
@@ -529,7 +529,7 @@ def test_deleting_deferred_rows_keeps_the_index_sound(path: Path, opened) -> Non
 
 
 def test_ids_stay_above_the_watermark_when_the_newest_rows_are_deleted(path: Path, opened) -> None:
-    from hermes.state.sqlite import DIRECT_INDEX_BATCH, PENDING_LIMIT
+    from hermes.state.sqlite.backend import DIRECT_INDEX_BATCH, PENDING_LIMIT
 
     db = opened(db_path=path)
     for sid in ("kept", "gone"):
@@ -562,9 +562,9 @@ def test_searching_the_deferred_rows_reads_a_range_of_the_primary_key(path: Path
 
 def test_a_store_from_before_migration_9_keeps_every_message_findable(path: Path) -> None:
     from hermes.state import migrations
-    from hermes.state.schema_sqlite import MIGRATIONS
     from hermes.state.search import spaced_cjk
-    from hermes.state.sqlite import PENDING_LIMIT, SQLiteBackend
+    from hermes.state.sqlite.backend import PENDING_LIMIT, SQLiteBackend
+    from hermes.state.sqlite.schema import MIGRATIONS
 
     texts = {n: f"note word{n} 東京{n}" for n in range(1, 41)}
     older = SQLiteBackend(path)

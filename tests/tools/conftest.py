@@ -14,15 +14,9 @@ from typing import Any
 import pytest
 
 from hermes.config import load_config
-from hermes.tools import (
-    CompletionEvent,
-    EventBus,
-    ToolContext,
-    ToolRegistry,
-    background,
-    default_registry,
-)
-from hermes.tools.process_store import ProcessStore
+from hermes.tools import CompletionEvent, EventBus, ToolContext, ToolRegistry, default_registry
+from hermes.tools.processes import background
+from hermes.tools.processes.store import ProcessStore
 from tests.tools.helpers import write_config
 
 

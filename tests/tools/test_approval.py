@@ -9,7 +9,7 @@ import pytest
 
 from hermes.config import load_config
 from hermes.tools import ToolContext
-from hermes.tools.approval import check, is_allowed
+from hermes.tools.guards.approval import check, is_allowed
 from tests.tools.helpers import write_config
 
 

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import psutil
 
-from hermes.tools import CompletionEvent, EventBus, ToolContext, background, drain_events, events
-from hermes.tools.process_store import ProcessRecord, ProcessStore
+from hermes.tools import CompletionEvent, EventBus, ToolContext, drain_events
+from hermes.tools.processes import background, events
+from hermes.tools.processes.store import ProcessRecord, ProcessStore
 from tests.tools.helpers import running_with
 
 

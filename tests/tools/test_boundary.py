@@ -372,7 +372,8 @@ def test_a_link_swapped_in_after_the_check_does_not_move_the_write(
 ) -> None:
     # A background command the agent started swaps a folder of the path for a link to
     # the home right after the file tool checked the path: the write must not follow it.
-    from hermes.tools import files, protected
+    from hermes.tools import files
+    from hermes.tools.guards import protected
 
     folder = box.project / "notes"
     folder.mkdir()

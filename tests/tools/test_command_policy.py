@@ -15,9 +15,9 @@ import pytest
 
 from hermes.config import ConfigError, load_config, validate_value
 from hermes.tools import ToolContext
-from hermes.tools.approval import authorize, is_allowed
-from hermes.tools.command_paths import written_and_read
-from hermes.tools.command_policy import risk
+from hermes.tools.guards.approval import authorize, is_allowed
+from hermes.tools.guards.command_paths import written_and_read
+from hermes.tools.guards.command_policy import risk
 
 
 @pytest.fixture

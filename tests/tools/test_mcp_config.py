@@ -10,8 +10,8 @@ import yaml
 
 from hermes.config import load_config
 from hermes.redaction import redact
-from hermes.tools.mcp_config import read_servers
-from hermes.tools.mcp_tools import tool_name
+from hermes.tools.mcp.config import read_servers
+from hermes.tools.mcp.tools import tool_name
 
 
 def servers(home: Path, entries: dict) -> tuple[list, list[str]]:

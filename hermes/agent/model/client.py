@@ -42,7 +42,7 @@ from hermes.agent.model.call_threads import run_in_thread
 from hermes.agent.model.chat_post import LeftToTheSDK, post_chat
 from hermes.agent.model.provider_usage import UsageDetails
 from hermes.redaction import register
-from hermes.state.message import WireMessage, wire_form
+from hermes.state.context.message import WireMessage, wire_form
 
 __all__ = ["ModelClient", "ModelResponse", "ToolCall", "translate_openai_error"]
 
@@ -527,7 +527,7 @@ def _shared_openai_client(openai: Any, api_key: str | None, base_url: str, timeo
 
 
 def wire_messages(messages: Iterable[Mapping[str, Any]]) -> list[WireMessage]:
-    """Messages as the endpoint accepts them (``hermes.state.message.wire_form``)."""
+    """Messages as the endpoint accepts them (``hermes.state.context.message.wire_form``)."""
     return [wire_form(message) for message in messages]
 
 

@@ -183,7 +183,7 @@ class Capabilities:
         import asyncio
         from pathlib import Path
 
-        from hermes.tools.mcp_config import server_names
+        from hermes.tools.mcp.config import server_names
         from hermes.tools.toolsets import all_tools, resolve_toolset, toolsets
 
         home = Path(self.config.path).parent

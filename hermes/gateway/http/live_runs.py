@@ -25,7 +25,7 @@ from typing import Any
 from hermes.gateway.envelopes import WorkResult
 from hermes.gateway.lanes import ResultSink, WorkItem
 from hermes.redaction import redact
-from hermes.state.api_runs import TERMINAL, RunStore
+from hermes.state.gateway.api_runs import TERMINAL, RunStore
 
 log = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ OpenAI SDK marks as its own retry (``X-Stainless-Retry-Count`` above 0) with the
 route, session header and body bytes as a request made before, gets the first one's
 answer: at once when it is known, else when the first one's turn ends, whichever
 worker, gateway or host on the store answers it. The memory is the store's
-(``hermes.state.api_requests``), keyed by the request's principal and key: the first
+(``hermes.state.gateway.api_requests``), keyed by the request's principal and key: the first
 try claims the request before its turn starts; a retry waits while it runs (it looks
 every ``LOOK_EVERY`` seconds), gets its answer, or, when the gateway running it died,
 takes the request over and finishes its turn from what the store holds. Answers are
@@ -32,7 +32,7 @@ from aiohttp import web
 from hermes.gateway.core import ApiHost
 from hermes.gateway.envelopes import WorkResult
 from hermes.gateway.http import caller
-from hermes.state.api_requests import ANSWERED, MINE, WINDOW, Claim, RequestStore
+from hermes.state.gateway.api_requests import ANSWERED, MINE, WINDOW, Claim, RequestStore
 
 log = logging.getLogger(__name__)
 

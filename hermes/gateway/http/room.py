@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from hermes.gateway.core import ApiHost
 from hermes.gateway.http.live_runs import Runs
-from hermes.state.api_runs import RunStore
+from hermes.state.gateway.api_runs import RunStore
 
 
 def attach(host: ApiHost) -> None:

@@ -6,7 +6,7 @@ and answers 202 at once; ``GET /v1/runs/{id}`` is its state; ``GET
 number), so a client that joins late reads them from the first and one that reconnects
 with ``Last-Event-ID`` goes on after the last it saw; ``stop``, ``steer`` and
 ``approval`` reach the turn through the store, whichever gateway runs it. The run's
-state and events are in the store (``hermes.state.api_runs``); the turn is an ordinary
+state and events are in the store (``hermes.state.gateway.api_runs``); the turn is an ordinary
 work item on its conversation's lane (``hermes.gateway.http.live_runs`` records it), kept over a
 restart like any queued input. An ``Idempotency-Key`` is stored with the run: an
 identical retry gets the same run (202, ``Idempotency-Replayed: true``), a different
@@ -40,7 +40,7 @@ from hermes.gateway.http.request_options import RequestProblem, turn_options
 from hermes.gateway.http.responses_request import RESPONSE_PREFIX, previous_not_found
 from hermes.gateway.lanes import MESSAGE, WorkItem
 from hermes.gateway.settings import API_SERVER, api_hidden_sources
-from hermes.state.api_runs import TERMINAL, RunStore
+from hermes.state.gateway.api_runs import TERMINAL, RunStore
 
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 REPLAYED_HEADER = "Idempotency-Replayed"

@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 from hermes.agent import review, transcript
 from hermes.gateway.http import caller
+from hermes.state.context.message import Message
 from hermes.state.history import EMPTY_RESPONSE_NOTE
-from hermes.state.message import Message
 
 if TYPE_CHECKING:
     from hermes.state.store import SessionDB

@@ -14,8 +14,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from hermes.tools import shell_parse
-from hermes.tools.shell_parse import Word
+from hermes.tools.guards import shell_parse
+from hermes.tools.guards.shell_parse import Word
 
 _TARGET_LAST = {"cp", "mv", "install", "ln", "rsync"}
 _ALL_OPERANDS = {"tee", "shred", "truncate", "rm", "unlink", "rmdir"}  # deleting is writing

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
-from hermes.state.message import Message
+from hermes.state.context.message import Message
 
 INTERRUPTED_RESULT = (
     "Error: interrupted: the process running this tool ended before it finished, so "

@@ -34,7 +34,7 @@ from typing import Any
 from hermes.redaction import redact
 from hermes.tools._fs import private_dir, read_json, write_json
 from hermes.tools._output import tail_lines
-from hermes.tools.process_store import ProcessRecord, ProcessStore
+from hermes.tools.processes.store import ProcessRecord, ProcessStore
 
 log = logging.getLogger(__name__)
 
@@ -158,7 +158,7 @@ def drain_events(hermes_home: Path) -> list[CompletionEvent]:
     events are produced too. Each event is returned by exactly one call, in one process.
     """
     # Imported here: background imports this module to emit events.
-    from hermes.tools.background import refresh_all
+    from hermes.tools.processes.background import refresh_all
 
     refresh_all(Path(hermes_home))
     spool = ProcessStore(hermes_home).events_dir()

@@ -29,11 +29,11 @@ from hermes.state.errors import (
     StoreReplacedError,
     StoreUnavailableError,
 )
-from hermes.state.group_commit import WriteQueue
 from hermes.state.patience import Backoff, retry_until
-from hermes.state.schema_sqlite import MIGRATIONS
 from hermes.state.search import fts5_match, phrase_match, searchable_text, spaced_cjk
-from hermes.state.turn_lock_sqlite import FileTurnLocks
+from hermes.state.sqlite.group_commit import WriteQueue
+from hermes.state.sqlite.schema import MIGRATIONS
+from hermes.state.sqlite.turn_lock import FileTurnLocks
 
 T = TypeVar("T")
 

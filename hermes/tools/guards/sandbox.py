@@ -41,7 +41,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from hermes.tools import view, workspaces
+from hermes.tools import workspaces
+from hermes.tools.guards import view
 
 if TYPE_CHECKING:
     from hermes.tools.registry import ToolContext

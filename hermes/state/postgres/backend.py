@@ -36,7 +36,7 @@ from hermes.state.errors import (
     StoreUnavailableError,
 )
 from hermes.state.patience import Backoff, retry_until
-from hermes.state.schema_postgres import FTS_TEXT_LIMIT, MIGRATIONS, fts_document
+from hermes.state.postgres.schema import FTS_TEXT_LIMIT, MIGRATIONS, fts_document
 from hermes.state.search import has_cjk, split_prefix
 
 try:
@@ -45,7 +45,7 @@ try:
     from psycopg.rows import DictRow, dict_row
     from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
-    from hermes.state.turn_lock_postgres import AdvisoryTurnLocks, Connection
+    from hermes.state.postgres.turn_lock import AdvisoryTurnLocks, Connection
 except ImportError:  # the optional extra is not installed
     psycopg = None  # type: ignore[assignment]
 

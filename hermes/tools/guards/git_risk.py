@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from hermes.tools.shell_parse import Word
+from hermes.tools.guards.shell_parse import Word
 
 _SAFE_GIT_SETTINGS = re.compile(
     r"(?:user\.(?:name|email)|color\.\w+|core\.quotepath|init\.defaultBranch|advice\.\w+"

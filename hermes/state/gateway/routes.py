@@ -118,6 +118,20 @@ def advance(
     return True
 
 
+def follow_rotation(tx: Tx, parent_id: str, child_id: str, now: float) -> None:
+    """The rows that named a rotated segment name its compression child (in the
+    rotation's own transaction, so a route never names an ended tip for long)."""
+    tx.run(
+        "UPDATE gateway_routes SET session_id = ?, updated_at = ? WHERE session_id = ?",
+        (child_id, now, parent_id),
+    )
+
+
+def forget_segment(tx: Tx, session_id: str) -> None:
+    """Drop the rows that name a segment being deleted."""
+    tx.run("DELETE FROM gateway_routes WHERE session_id = ?", (session_id,))
+
+
 def _serves_another(row: Row | None, conversation_id: str) -> bool:
     return row is not None and row["conversation_id"] not in (None, conversation_id)
 

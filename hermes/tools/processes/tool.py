@@ -1,7 +1,7 @@
 """The ``process`` tool: list, poll, read the log of, wait for and kill background processes.
 
 The processes themselves are started by ``terminal`` with ``background=true``; their
-lifecycle lives in ``background.py`` and their records in ``process_store.py``. Nothing
+lifecycle lives in ``background.py`` and their records in ``store.py``. Nothing
 here consumes a completion event: reading a log as often as you like never repeats or
 swallows one.
 """
@@ -11,9 +11,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from hermes.tools import background
 from hermes.tools._output import tail_lines
-from hermes.tools.process_store import RUNNING, ProcessRecord, ProcessStore
+from hermes.tools.processes import background
+from hermes.tools.processes.store import RUNNING, ProcessRecord, ProcessStore
 from hermes.tools.registry import Tool, ToolContext, ToolError
 
 DEFAULT_LOG_LINES = 50

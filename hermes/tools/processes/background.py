@@ -27,10 +27,10 @@ from pathlib import Path
 
 import psutil
 
-from hermes.tools import events
-from hermes.tools._limits import ProcessGroupCap
-from hermes.tools.launch import Launch
-from hermes.tools.process_store import (
+from hermes.tools.guards.launch import Launch
+from hermes.tools.guards.limits import ProcessGroupCap
+from hermes.tools.processes import events
+from hermes.tools.processes.store import (
     EXITED,
     KILLED,
     LOST,

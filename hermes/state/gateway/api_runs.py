@@ -18,8 +18,9 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any, TypedDict, TypeVar
 
-from hermes.state import gateway_queue, lease
+from hermes.state import lease
 from hermes.state.backend import Row, Tx
+from hermes.state.gateway import queue as gateway_queue
 from hermes.state.tables import Tables
 
 T = TypeVar("T")

@@ -36,8 +36,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from hermes.tools import command_paths, git_risk
-from hermes.tools.shell_parse import ParseError, SimpleCommand, Word, parse, unwrap
+from hermes.tools.guards import command_paths, git_risk
+from hermes.tools.guards.shell_parse import ParseError, SimpleCommand, Word, parse, unwrap
 
 _SHELLS = {
     "sh",

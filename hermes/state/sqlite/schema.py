@@ -1,61 +1,29 @@
-"""The PostgreSQL schema, as numbered migrations, column for column the SQLite one.
+"""The SQLite schema, as numbered migrations.
 
-Invariants the schema itself enforces, as in SQLite:
+Invariants the schema itself enforces:
 - a parent has at most one compression child (``sessions_one_compression_child``);
 - a conversation has at most one live tip (``sessions_one_live_tip``);
 - a message identity is stored once (``messages.message_uid UNIQUE``).
-
-Types: REAL becomes DOUBLE PRECISION, ``messages.id`` an identity column, counters
-that SQLite keeps in 64-bit INTEGER become BIGINT, flags stay INTEGER 0/1.
-
-``messages.id`` must keep the identity's default ``CACHE 1``. Every insert into an
-existing segment holds that segment's row lock from before it draws an id until it
-commits, so within a segment ids follow commit order, which rotation's watermark
-(``id > watermark``) and paging (``id > last``) rely on. With a per-connection cache,
-two connections would draw from different ranges and that order would break.
-
-Search has no second table: it is derived from ``messages.content`` by expression
-indexes, so an insert maintains it in the same transaction and a delete removes it.
-- ``messages_fts``: a ``simple`` full-text vector of the text with ASCII punctuation
-  and CJK characters turned into spaces (``config.yaml`` is two words; a Latin word
-  inside a Chinese sentence stands alone). Only the first ``FTS_TEXT_LIMIT``
-  characters are vectorised, because a tsvector over a huge tool output could exceed
-  PostgreSQL's 1 MB limit and make the message impossible to store.
-- ``messages_trgm``: trigrams (``pg_trgm``) over the whole text, for CJK words, which
-  are matched as substrings.
-- ``messages_long``: the few messages longer than ``FTS_TEXT_LIMIT``, so that words
-  past the vectorised part are still found (by substring) without a table scan.
+Rows are never deleted by compression; only deleting a whole conversation removes rows.
 """
 
 from __future__ import annotations
 
 from hermes.state import schema_hermes_agent
+from hermes.state.backend import Tx
 from hermes.state.migrations import Migration
 
-FTS_TEXT_LIMIT = 200_000
 
-# ASCII punctuation and symbols, CJK punctuation, kana, Han, Hangul and full-width
-# punctuation: the characters turned into spaces before words are taken. The ranges of
-# CJK letters match ``hermes.state.search``. PostgreSQL regex escapes, one backslash each.
-_SEPARATORS = (
-    r"[\x21-\x2f\x3a-\x40\x5b-\x60\x7b-\x7e"
-    r"\u3000-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
-    r"\uff01-\uff0f\uff1a-\uff20\uff3b-\uff40\uff5b-\uff9f]+"
-)
-
-
-def fts_document(column: str) -> str:
-    """The indexed full-text vector of ``column``.
-
-    The search query must spell it exactly like the index does, or the planner cannot
-    use the index; both call this. An ``E''`` literal keeps the regex independent of
-    ``standard_conforming_strings``.
-    """
-    pattern = "E'" + _SEPARATORS.replace("\\", "\\\\") + "'"
-    return (
-        "to_tsvector('simple'::regconfig, regexp_replace("
-        f"left(COALESCE({column}, ''), {FTS_TEXT_LIMIT}), {pattern}, ' ', 'g'))"
+def _fold_pending_table(tx: Tx) -> None:
+    """Index the rows migration 4's table still deferred, then drop the table: from
+    migration 9 on, the deferred rows are the ones above the watermark."""
+    tx.index_messages(
+        tx.all(
+            "SELECT m.id, m.content, m.content_parts FROM messages_fts_pending p"
+            " CROSS JOIN messages m ON m.id = p.id ORDER BY p.id"
+        )
     )
+    tx.run("DROP TABLE messages_fts_pending")
 
 
 MIGRATIONS = (
@@ -63,8 +31,6 @@ MIGRATIONS = (
         1,
         "initial",
         (
-            # Trusted since PostgreSQL 13: a user with CREATE on the database may add it.
-            "CREATE EXTENSION IF NOT EXISTS pg_trgm",
             """CREATE TABLE sessions (
                 id TEXT PRIMARY KEY,
                 conversation_id TEXT NOT NULL,
@@ -78,13 +44,13 @@ MIGRATIONS = (
                 title TEXT,
                 model TEXT,
                 system_prompt TEXT,
-                started_at DOUBLE PRECISION NOT NULL,
-                last_active_at DOUBLE PRECISION NOT NULL,
-                ended_at DOUBLE PRECISION,
+                started_at REAL NOT NULL,
+                last_active_at REAL NOT NULL,
+                ended_at REAL,
                 end_reason TEXT,
                 message_count INTEGER NOT NULL DEFAULT 0,
-                input_tokens BIGINT NOT NULL DEFAULT 0,
-                output_tokens BIGINT NOT NULL DEFAULT 0
+                input_tokens INTEGER NOT NULL DEFAULT 0,
+                output_tokens INTEGER NOT NULL DEFAULT 0
             )""",
             """CREATE UNIQUE INDEX sessions_one_compression_child
                 ON sessions (parent_session_id) WHERE lineage = 'compression'""",
@@ -94,7 +60,7 @@ MIGRATIONS = (
             "CREATE INDEX sessions_last_active ON sessions (last_active_at)",
             "CREATE INDEX sessions_parent ON sessions (parent_session_id)",
             """CREATE TABLE messages (
-                id BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
+                id INTEGER PRIMARY KEY,
                 session_id TEXT NOT NULL REFERENCES sessions(id),
                 message_uid TEXT NOT NULL UNIQUE,
                 role TEXT NOT NULL,
@@ -103,30 +69,28 @@ MIGRATIONS = (
                 tool_call_id TEXT,
                 tool_name TEXT,
                 reasoning TEXT,
-                created_at DOUBLE PRECISION NOT NULL,
+                created_at REAL NOT NULL,
                 token_count INTEGER,
                 compacted INTEGER NOT NULL DEFAULT 0,
-                origin_id BIGINT,
+                origin_id INTEGER,
                 undone INTEGER NOT NULL DEFAULT 0
             )""",
             "CREATE INDEX messages_session ON messages (session_id, id)",
-            f"""CREATE INDEX messages_fts ON messages USING GIN (({fts_document("content")}))
-                WHERE compacted = 0""",
-            """CREATE INDEX messages_trgm ON messages USING GIN (content gin_trgm_ops)
-                WHERE compacted = 0""",
-            f"""CREATE INDEX messages_long ON messages (id)
-                WHERE compacted = 0 AND length(content) > {FTS_TEXT_LIMIT}""",
+            # Contentless: the text lives once, in messages; the index holds only tokens.
+            """CREATE VIRTUAL TABLE messages_fts USING fts5 (
+                content, content='', tokenize='unicode61 remove_diacritics 2'
+            )""",
             """CREATE TABLE compression_locks (
                 session_id TEXT PRIMARY KEY,
                 holder TEXT NOT NULL,
-                acquired_at DOUBLE PRECISION NOT NULL,
-                expires_at DOUBLE PRECISION NOT NULL
+                acquired_at REAL NOT NULL,
+                expires_at REAL NOT NULL
             )""",
             """CREATE TABLE gateway_routes (
                 session_key TEXT PRIMARY KEY,
                 session_id TEXT NOT NULL,
                 platform TEXT,
-                updated_at DOUBLE PRECISION NOT NULL
+                updated_at REAL NOT NULL
             )""",
         ),
     ),
@@ -136,10 +100,10 @@ MIGRATIONS = (
         (
             # Input that arrived while a conversation was busy, kept across restarts.
             """CREATE TABLE gateway_queue (
-                id BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
+                id INTEGER PRIMARY KEY,
                 session_key TEXT NOT NULL,
                 payload TEXT NOT NULL,
-                enqueued_at DOUBLE PRECISION NOT NULL
+                enqueued_at REAL NOT NULL
             )""",
             "CREATE INDEX gateway_queue_key ON gateway_queue (session_key, id)",
         ),
@@ -150,11 +114,16 @@ MIGRATIONS = (
         (
             # 1 when ``content`` holds a JSON list of content parts (text, images), not text.
             "ALTER TABLE messages ADD COLUMN content_parts INTEGER NOT NULL DEFAULT 0",
-            "CREATE INDEX messages_parts ON messages (id) WHERE content_parts = 1",
         ),
     ),
-    # SQLite's deferred search index needs a table; PostgreSQL's indexes follow the rows.
-    Migration(4, "fts_pending", ()),
+    Migration(
+        4,
+        "fts_pending",
+        (
+            # Messages whose search index entry is deferred (until migration 9).
+            "CREATE TABLE messages_fts_pending (id INTEGER PRIMARY KEY)",
+        ),
+    ),
     Migration(
         5,
         "gateway_queue_owner",
@@ -165,8 +134,8 @@ MIGRATIONS = (
             # A heartbeat per running gateway, so another host can tell it is gone.
             """CREATE TABLE gateway_instances (
                 holder TEXT PRIMARY KEY,
-                started_at DOUBLE PRECISION NOT NULL,
-                seen_at DOUBLE PRECISION NOT NULL
+                started_at REAL NOT NULL,
+                seen_at REAL NOT NULL
             )""",
         ),
     ),
@@ -179,7 +148,7 @@ MIGRATIONS = (
             # covered. Every other row of the parent is copied into the child.
             """CREATE TABLE segment_coverage (
                 session_id TEXT NOT NULL,
-                origin_id BIGINT NOT NULL,
+                origin_id INTEGER NOT NULL,
                 PRIMARY KEY (session_id, origin_id)
             )""",
         ),
@@ -191,12 +160,13 @@ MIGRATIONS = (
             # The chain digest of each standing original user/assistant message of a
             # conversation the HTTP API started (hermes/state/history.py): a stateless
             # client's history finds the conversation it continues in one indexed read.
+            # Keyed by the digest, without a rowid: one b-tree fewer to write per append.
             """CREATE TABLE history_digests (
                 digest TEXT NOT NULL,
-                message_id BIGINT NOT NULL,
+                message_id INTEGER NOT NULL,
                 conversation_id TEXT NOT NULL,
                 PRIMARY KEY (digest, message_id)
-            )""",
+            ) WITHOUT ROWID""",
             """CREATE INDEX history_digests_conversation
                 ON history_digests (conversation_id, message_id)""",
         ),
@@ -211,17 +181,30 @@ MIGRATIONS = (
             "CREATE INDEX messages_undone ON messages (session_id) WHERE undone = 1",
         ),
     ),
-    # SQLite's deferred search index moves from a table to a watermark; PostgreSQL's
-    # indexes follow the rows.
-    Migration(9, "fts_watermark", ()),
+    Migration(
+        9,
+        "fts_watermark",
+        (
+            # Every original message with text at or below ``indexed_through`` is in
+            # messages_fts, none above it: the deferred rows are a range of the primary
+            # key, so deferring one costs no write beyond the message itself.
+            """CREATE TABLE messages_fts_watermark (
+                one INTEGER PRIMARY KEY CHECK (one = 1),
+                indexed_through INTEGER NOT NULL
+            )""",
+            """INSERT INTO messages_fts_watermark (one, indexed_through)
+                SELECT 1, COALESCE(MAX(id), 0) FROM messages""",
+        ),
+        then=_fold_pending_table,
+    ),
     Migration(
         10,
         "hermes_agent_surface",
         # Hermes Agent 0.19's tables and columns, for the tools that read state.db.
         schema_hermes_agent.statements(
-            real="DOUBLE PRECISION",
-            big="BIGINT",
-            gateway_routing=schema_hermes_agent.POSTGRES_GATEWAY_ROUTING,
+            real="REAL",
+            big="INTEGER",
+            gateway_routing=schema_hermes_agent.SQLITE_GATEWAY_ROUTING,
         ),
         then=schema_hermes_agent.backfill,
     ),
@@ -246,8 +229,8 @@ MIGRATIONS = (
                 last_event TEXT,
                 stop_requested INTEGER NOT NULL DEFAULT 0,
                 owner TEXT,
-                created_at DOUBLE PRECISION NOT NULL,
-                updated_at DOUBLE PRECISION NOT NULL
+                created_at REAL NOT NULL,
+                updated_at REAL NOT NULL
             )""",
             "CREATE UNIQUE INDEX api_runs_idempotency ON api_runs (idempotency_key)",
             # A run's events in order (``seq`` from 1): a client joining late or resuming
@@ -257,18 +240,18 @@ MIGRATIONS = (
                 seq INTEGER NOT NULL,
                 event TEXT NOT NULL,
                 data TEXT NOT NULL,
-                created_at DOUBLE PRECISION NOT NULL,
+                created_at REAL NOT NULL,
                 PRIMARY KEY (run_id, seq)
             )""",
             # What callers send a running run (steering, approval answers), through any
             # gateway; the gateway running it takes each once.
             """CREATE TABLE api_run_inputs (
-                id BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
+                id INTEGER PRIMARY KEY,
                 run_id TEXT NOT NULL,
                 kind TEXT NOT NULL,
                 body TEXT NOT NULL,
-                created_at DOUBLE PRECISION NOT NULL,
-                taken_at DOUBLE PRECISION
+                created_at REAL NOT NULL,
+                taken_at REAL
             )""",
             "CREATE INDEX api_run_inputs_run ON api_run_inputs (run_id, id)",
         ),
@@ -292,10 +275,10 @@ MIGRATIONS = (
                 deliver TEXT NOT NULL,
                 enabled INTEGER NOT NULL DEFAULT 1,
                 paused_reason TEXT,
-                next_run_at DOUBLE PRECISION,
-                last_run_at DOUBLE PRECISION,
-                created_at DOUBLE PRECISION NOT NULL,
-                updated_at DOUBLE PRECISION NOT NULL
+                next_run_at REAL,
+                last_run_at REAL,
+                created_at REAL NOT NULL,
+                updated_at REAL NOT NULL
             )""",
             "CREATE INDEX cron_jobs_due ON cron_jobs (next_run_at)",
             # One row per due time of a job (unique), claimed under a lease: ``holder``
@@ -303,16 +286,16 @@ MIGRATIONS = (
             """CREATE TABLE cron_runs (
                 id TEXT PRIMARY KEY,
                 job_id TEXT NOT NULL,
-                due_at DOUBLE PRECISION NOT NULL,
+                due_at REAL NOT NULL,
                 status TEXT NOT NULL,
                 holder TEXT,
-                lease_expires_at DOUBLE PRECISION,
+                lease_expires_at REAL,
                 attempts INTEGER NOT NULL DEFAULT 0,
                 session_id TEXT,
                 output TEXT,
                 error TEXT,
-                created_at DOUBLE PRECISION NOT NULL,
-                finished_at DOUBLE PRECISION
+                created_at REAL NOT NULL,
+                finished_at REAL
             )""",
             "CREATE UNIQUE INDEX cron_runs_due ON cron_runs (job_id, due_at)",
             "CREATE INDEX cron_runs_status ON cron_runs (status)",
@@ -324,12 +307,12 @@ MIGRATIONS = (
                 body TEXT NOT NULL,
                 status TEXT NOT NULL,
                 attempts INTEGER NOT NULL DEFAULT 0,
-                next_attempt_at DOUBLE PRECISION NOT NULL,
+                next_attempt_at REAL NOT NULL,
                 holder TEXT,
-                lease_expires_at DOUBLE PRECISION,
+                lease_expires_at REAL,
                 last_error TEXT,
-                created_at DOUBLE PRECISION NOT NULL,
-                sent_at DOUBLE PRECISION
+                created_at REAL NOT NULL,
+                sent_at REAL
             )""",
             "CREATE INDEX cron_outbox_pending ON cron_outbox (status, next_attempt_at)",
         ),
@@ -344,9 +327,9 @@ MIGRATIONS = (
             """CREATE TABLE blobs (
                 sha256 TEXT PRIMARY KEY,
                 media_type TEXT NOT NULL,
-                size BIGINT NOT NULL,
+                size INTEGER NOT NULL,
                 data TEXT NOT NULL,
-                created_at DOUBLE PRECISION NOT NULL
+                created_at REAL NOT NULL
             )""",
         ),
     ),
@@ -366,7 +349,7 @@ MIGRATIONS = (
         15,
         "api_requests",
         (
-            # Requests of the HTTP API that may be retried (hermes/state/api_requests.py):
+            # Requests of the HTTP API that may be retried (hermes/state/gateway/api_requests.py):
             # one row per (principal, key), claimed by the first try before its turn
             # starts (the primary key decides the winner across workers and hosts), with
             # the uids its question and answer are stored under, the gateway running it,
@@ -381,8 +364,8 @@ MIGRATIONS = (
                 user_uid TEXT NOT NULL,
                 answer_uid TEXT NOT NULL,
                 answer TEXT,
-                created_at DOUBLE PRECISION NOT NULL,
-                updated_at DOUBLE PRECISION NOT NULL,
+                created_at REAL NOT NULL,
+                updated_at REAL NOT NULL,
                 PRIMARY KEY (principal, request_key)
             )""",
             "CREATE INDEX api_requests_age ON api_requests (updated_at)",

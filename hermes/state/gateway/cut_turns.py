@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hermes.state.backend import Row, Tx
-from hermes.state.message import is_summary_row
+from hermes.state.context.message import is_summary_row
 
 
 @dataclass(frozen=True)

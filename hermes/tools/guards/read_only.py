@@ -16,8 +16,8 @@ import os
 import re
 from pathlib import Path
 
-from hermes.tools import command_paths
-from hermes.tools.shell_parse import ParseError, SimpleCommand, Word, parse, unwrap
+from hermes.tools.guards import command_paths
+from hermes.tools.guards.shell_parse import ParseError, SimpleCommand, Word, parse, unwrap
 
 # Readers that no option makes write or run something, by kind.
 _PLAIN_READERS = (

@@ -23,9 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from hermes.tools import sandbox, view, workspaces
-from hermes.tools._environment import command_environment
-from hermes.tools._limits import Limits, limits_of
+from hermes.tools import workspaces
+from hermes.tools.guards import sandbox, view
+from hermes.tools.guards.environment import command_environment
+from hermes.tools.guards.limits import Limits, limits_of
 from hermes.tools.registry import ToolError
 
 if TYPE_CHECKING:

@@ -20,9 +20,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from hermes.tools import view, workspaces
+from hermes.tools import workspaces
+from hermes.tools.guards import view
+from hermes.tools.guards.view import CREDENTIALS, SETTINGS, STARTUP_FILES
 from hermes.tools.registry import ToolError
-from hermes.tools.view import CREDENTIALS, SETTINGS, STARTUP_FILES
 
 if TYPE_CHECKING:
     from hermes.tools.registry import ToolContext

@@ -20,14 +20,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hermes.config import Config
-from hermes.tools import (
+from hermes.tools import workspaces
+from hermes.tools.guards import (
     command_paths,
     command_policy,
     protected,
     read_only,
     sandbox,
     shell_parse,
-    workspaces,
 )
 
 if TYPE_CHECKING:

@@ -1,0 +1,164 @@
+"""The rooms' layout (docs/design.md, "Layout" and "Where a table group lives").
+
+- ``hermes/tools/`` and ``hermes/state/`` keep a short top level: a subsystem is a folder
+  (``tools/mcp``, ``tools/guards``, ``tools/processes``; ``state/sqlite``,
+  ``state/postgres``, ``state/gateway``, ``state/context``).
+- A database engine is reached through ``state/backend.py``'s seam: nothing outside an
+  engine's folder imports it but ``state/store.py``, where ``SessionDB`` opens one (the
+  seam imports none, so no import runs back up from an engine).
+- Where a table group lives: every table's DDL is in the engines' schemas; the queries
+  of the gateway's tables are in ``state/gateway/``, those of cron's in ``hermes/cron/``.
+
+Checked on the source, so a module put back at a top level or a stray import fails here.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "hermes"
+# Issue 47: "each top level at most ~20 modules". A new module goes into a sub-folder.
+MOST_MODULES = 21
+
+
+def top_level_modules(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.glob("*.py") if p.name != "__init__.py")
+
+
+@pytest.mark.parametrize("room", ["tools", "state"])
+def test_a_top_level_stays_short(room: str) -> None:
+    assert len(top_level_modules(PACKAGE / room)) <= MOST_MODULES, top_level_modules(PACKAGE / room)
+
+
+@pytest.mark.parametrize("room", ["tools", "state"])
+def test_every_sub_folder_says_what_it_holds(room: str) -> None:
+    faces = sorted((PACKAGE / room).glob("*/__init__.py"))
+    assert faces
+    for face in faces:
+        assert ast.get_docstring(ast.parse(face.read_text(encoding="utf-8"))), face
+
+
+ENGINES = ("hermes.state.sqlite.backend", "hermes.state.postgres.backend")
+OPENER = PACKAGE / "state" / "store.py"
+
+
+def imported_modules(source: str) -> set[str]:
+    """Every module ``source`` imports (``from a import b``: both ``a`` and ``a.b``)."""
+    modules = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            modules |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            modules.add(node.module)
+            modules |= {f"{node.module}.{alias.name}" for alias in node.names}
+    return modules
+
+
+def engines_imported(path: Path, source: str) -> set[str]:
+    """The engines ``path`` imports that it may not: any but its own folder's."""
+    if path == OPENER:
+        return set()
+    own = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+    return {
+        engine
+        for engine in ENGINES
+        if not own.startswith(engine + ".")
+        and any(m == engine or m.startswith(engine + ".") for m in imported_modules(source))
+    }
+
+
+def sources(*folders: str) -> list[Path]:
+    """The project's code in ``folders``, and the modules at the top of the repository."""
+    found = [*ROOT.glob("*.py")]
+    for folder in folders:
+        found += (ROOT / folder).rglob("*.py")
+    return sorted(found)
+
+
+def test_an_engine_is_imported_only_where_a_store_is_opened() -> None:
+    offenders = {
+        str(path.relative_to(ROOT)): sorted(found)
+        # Not the tests: they open each engine on its own.
+        for path in sources("hermes", "facades", "benchmarks", "scripts")
+        if (found := engines_imported(path, path.read_text(encoding="utf-8")))
+    }
+    assert offenders == {}
+
+
+@pytest.mark.parametrize(
+    ("where", "line"),
+    [
+        ("hermes/state/backend.py", "from hermes.state.sqlite.backend import SQLiteBackend"),
+        ("hermes/cli/x.py", "from hermes.state.postgres.backend import backend"),
+        ("hermes/state/sqlite/backend.py", "import hermes.state.postgres.schema"),
+    ],
+)
+def test_the_engine_check_sees_a_planted_violation(where: str, line: str) -> None:
+    assert engines_imported(ROOT / where, line)
+    assert not engines_imported(OPENER, line)
+
+
+DDL = re.compile(r"\b(CREATE|ALTER|DROP)\s+(TABLE|INDEX|UNIQUE\s+INDEX|VIRTUAL\s+TABLE|VIEW)\b")
+SCHEMAS = {
+    "hermes/state/sqlite/schema.py",
+    "hermes/state/postgres/schema.py",
+    "hermes/state/schema_hermes_agent.py",  # Hermes Agent's tables, built by both schemas
+    "hermes/state/migrations.py",  # the record of the migrations applied
+}
+GROUPS = {
+    "hermes/state/gateway/": (
+        "gateway_routes",
+        "gateway_queue",
+        "gateway_instances",
+        "api_runs",
+        "api_run_events",
+        "api_run_inputs",
+        "api_requests",
+    ),
+    "hermes/cron/": ("cron_jobs", "cron_runs", "cron_outbox"),
+}
+
+
+def tables_queried(source: str, tables: tuple[str, ...]) -> set[str]:
+    """The ``tables`` that SQL in ``source`` reads or writes."""
+    names = "|".join(tables)
+    return set(re.findall(rf"\b(?:FROM|INTO|UPDATE|JOIN)\s+({names})\b", source))
+
+
+def misplaced_sql(path: str, source: str) -> list[str]:
+    """DDL outside the schemas, and a table group's queries outside its folder."""
+    found = []
+    if path not in SCHEMAS and DDL.search(source):
+        found.append("DDL")
+    for folder, tables in GROUPS.items():
+        if path not in SCHEMAS and not path.startswith(folder):
+            found += sorted(tables_queried(source, tables))
+    return found
+
+
+def test_a_table_group_lives_where_the_rule_says() -> None:
+    offenders = {
+        name: found
+        # Not the tests nor the soak's checker: they read every table to check the store.
+        for path in sources("hermes", "facades")
+        if (name := str(path.relative_to(ROOT)))
+        and (found := misplaced_sql(name, path.read_text(encoding="utf-8")))
+    }
+    assert offenders == {}
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        'tx.run("UPDATE gateway_routes SET session_id = ? WHERE session_id = ?", ids)',
+        'tx.all("SELECT id FROM cron_runs WHERE job_id = ?", (job,))',
+        'tx.run("CREATE INDEX messages_uid ON messages (message_uid)")',
+    ],
+)
+def test_the_table_group_check_sees_a_planted_violation(line: str) -> None:
+    assert misplaced_sql("hermes/state/rotation.py", line)
