@@ -118,32 +118,17 @@ def postgres_store() -> Iterator[StoreSpec]:
 
 
 def _drop_schema(psycopg: Any, base: str, schema: str) -> None:
-    """Drop the test's schema. A process the test started (a killed gateway's server
-    backend, a worker still shutting down) may still hold locks in it: those backends are
-    ended first, so the drop neither waits for them nor deadlocks with them. A backend
-    that locks again meanwhile costs one more try."""
+    """Drop the test's schema; a process the test started may still be letting go of its
+    locks (PostgreSQL then aborts one side as a deadlock): try again shortly."""
     for attempt in range(5):
         try:
             with psycopg.connect(base, autocommit=True) as conn:
-                _end_backends_locking(conn, schema)
                 conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
             return
         except psycopg.errors.DeadlockDetected:
             if attempt == 4:
                 raise
             time.sleep(0.5)
-
-
-def _end_backends_locking(conn: Any, schema: str) -> None:
-    """End every other backend holding a lock on a relation of ``schema``."""
-    conn.execute(
-        "SELECT pg_terminate_backend(l.pid, 5000) FROM pg_locks l"
-        " JOIN pg_class c ON c.oid = l.relation"
-        " JOIN pg_namespace n ON n.oid = c.relnamespace"
-        " WHERE n.nspname = %s AND l.pid <> pg_backend_pid()"
-        " GROUP BY l.pid",
-        (schema,),
-    )
 
 
 @pytest.fixture
