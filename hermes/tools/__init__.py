@@ -3,15 +3,6 @@
     registry.py        Tool, ToolContext, ToolRegistry (dispatch never raises), ToolError
     toolsets.py        the built-in tools, toolsets, what each surface offers
     terminal.py        the terminal tool (foreground and background commands)
-    processes.py       the process tool (list, poll, log, wait, kill)
-    background.py      background-process lifecycle: start, watch, judge, kill
-    process_store.py   background-process records under $HERMES_HOME/processes
-    events.py          completion events, exactly once: EventBus, drain_events
-    approval.py        the approval policy: allow lists, ask, refuse (terminal.mode)
-    command_policy.py  which commands are risky, judged on their parse (allow by parse)
-    git_risk.py        which git commands lose work
-    shell_parse.py     a command line read into simple commands (bashlex), wrappers
-    command_paths.py   which files a command writes or reads, for protected paths
     files.py           read_file, write_file, patch
     file_search.py     search_files
     memory.py          the memory tool and read_memory_snapshot
@@ -19,10 +10,15 @@
     recall.py          recall: this conversation's exact stored messages, by text or id
     skills.py          skills on disk (SKILL.md folders): scan, prompt listing
     skill_tools.py     skill_view and skill_manage
-    mcp_config.py      mcp_servers in config.yaml, read as Hermes Agent writes it
-    mcp_launch.py      a stdio MCP server's start: as configured, or sandboxed if asked
-    mcp_hub.py         the process's MCP connections (the mcp SDK), bounded waits
-    mcp_tools.py       MCP servers' tools as hermes tools (mcp__server__tool)
+    workspaces.py      whose folder the tools work in: one per gateway user
+
+and three subsystems, each a folder that says what it holds:
+
+    guards/      what stands between a command and the machine: the approval policy
+                 (by parse) and the OS sandbox, limits and scrubbed environment
+    processes/   background processes: lifecycle, records, completion events, the
+                 process tool
+    mcp/         the MCP client: servers from config.yaml, their connections, their tools
 
 This package depends only on ``hermes.config``, ``hermes.errors`` and (through the
 context it is handed) ``hermes.state``; never on agent, gateway or cli.

@@ -4,10 +4,10 @@ Content search uses ripgrep when ``rg`` is on PATH (fast, and it also honours
 .gitignore) and a pure-Python walk otherwise. Both skip .git, node_modules, .venv and
 binary files, and both stop at ``limit`` results with a note saying more exist.
 
-Both see what a sandboxed command sees (the one view, ``view.py``): the search root must
+Both see what a sandboxed command sees (the one view, ``guards/view.py``): the search root must
 be readable there, and no match nor name is shown from a hidden path. ripgrep runs in
 the sandbox when there is one, and always with a command's environment (without
-hermes's secrets, ``_environment.py``): a search of ``/proc/self/environ`` is refused,
+hermes's secrets, ``guards/environment.py``): a search of ``/proc/self/environ`` is refused,
 and would find only rg's own scrubbed environment.
 """
 

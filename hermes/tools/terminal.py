@@ -1,10 +1,10 @@
 """The ``terminal`` tool: run a shell command in the working directory.
 
-A foreground command runs in the sandbox (``sandbox.py``) to completion, or until its
+A foreground command runs in the sandbox (``guards/sandbox.py``) to completion, or until its
 timeout, the user's /stop or an output flood (then its whole process tree is killed),
 and returns its exit code and output, capped at ``terminal.output_limit`` characters
 with the head and tail kept. ``background=true`` starts it as a tracked
-process instead (see ``background.py``) and returns its id at once; it is ended after
+process instead (see ``processes/background.py``) and returns its id at once; it is ended after
 ``terminal.background_timeout`` seconds (or the model's shorter ``timeout``) unless the
 user set that to 0 for processes that must keep running. Dangerous commands go through
 ``approval.authorize`` first, in both modes. A limit a command hits is said in one

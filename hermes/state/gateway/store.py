@@ -1,7 +1,7 @@
 """GatewayStore: the gateway's part of the store, reached as ``db.gateway``.
 
-Routes (``routes``), the queue and its owners' heartbeats (``gateway_queue``) and the
-per-conversation turn locks (``turn_lock_sqlite``, ``turn_lock_postgres``) are what
+Routes (``routes``), the queue and its owners' heartbeats (``queue``) and the
+per-conversation turn locks (each engine's ``turn_lock``) are what
 gateways share through the store; ``SessionDB`` keeps segments, messages, the lease,
 search and export. A GatewayStore is built once by its SessionDB on the same backend, so
 its writes take the same writer connection and a rotation still moves a route in its
@@ -43,7 +43,7 @@ class QueuedInput(TypedDict):
 class GatewayStore(Tables):
     """Routes, the gateway queue, heartbeats and turn locks, on a SessionDB's backend."""
 
-    # -- turn locks (see ``turn_lock_sqlite``, ``turn_lock_postgres``) -------------
+    # -- turn locks (see each engine's ``turn_lock.py``) ----------------------------
 
     @property
     def turn_locks_instant(self) -> bool:
@@ -125,7 +125,7 @@ class GatewayStore(Tables):
             lambda tx: tx.run("DELETE FROM gateway_routes WHERE session_key = ?", (session_key,))
         )
 
-    # -- the queue and heartbeats (see ``gateway_queue``) ---------------------------
+    # -- the queue and heartbeats (see ``queue``) -----------------------------------
 
     def enqueue_gateway_input(
         self, session_key: str, payload: Mapping[str, Any], *, owner: str | None = None

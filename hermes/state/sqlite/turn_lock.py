@@ -5,7 +5,7 @@ A turn lock is held while a turn runs and is freed by the operating system (SQLi
 the server (PostgreSQL) when its process dies, so it costs no durable write and needs
 no TTL or reclaim. The SQLite kind is here: a POSIX byte-range lock on
 ``<database>.turns``, one byte per conversation at an offset from a stable hash of its
-id. The PostgreSQL kind is in ``turn_lock_postgres``.
+id. The PostgreSQL kind is in ``postgres/turn_lock.py``.
 
 Both are exclusive within a process too: a second ``try_lock`` of a held conversation
 is refused, whichever SessionDB (handle) asks. ``unlock`` of a conversation this handle

@@ -6,7 +6,7 @@ HTTP one (``url``, ``headers``), with ``timeout`` (seconds per tool call, 300),
 ``tools: {include: [...], exclude: [...]}``, and for stdio ``sandbox`` (false by default:
 the server starts as configured, as the user, like Hermes Agent's; ``sandbox: true`` runs
 it in the OS sandbox of tool commands with its program's paths visible, see
-``mcp_launch.py``). ``${VAR}`` (and ``${env:VAR}``) in a string is
+``launch.py``). ``${VAR}`` (and ``${env:VAR}``) in a string is
 read from the environment or ``$HERMES_HOME/.env``. An entry that cannot work is
 reported in one sentence and left out; the others still start.
 """

@@ -6,14 +6,14 @@ its program lives (a virtualenv under /tmp, ``npx`` caching under ``~/.npm``, ``
 under ``~/.cache/uv``). What the model sends it are only the arguments of the tools the
 server chose to offer; the server gets no hermes secrets (only the SDK's safe environment
 and its own ``env``). ``sandbox: true`` on an entry runs it under the bubblewrap view of
-tool commands (``sandbox.py``), with what it needs to start made visible: its program's
+tool commands (``guards/sandbox.py``), with what it needs to start made visible: its program's
 folder and the paths in its arguments read-only, and in place of the package managers'
 caches writable ones of its own.
 The choice and its reason are in docs/security.md.
 
 Every stdio server runs under a one-line ``sh`` that writes its exit code to its stderr
 log when it ends, so a server that cannot start is reported with its exit code and the
-last lines it wrote (``mcp_hub.py``).
+last lines it wrote (``hub.py``).
 """
 
 from __future__ import annotations

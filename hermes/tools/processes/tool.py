@@ -1,7 +1,7 @@
 """The ``process`` tool: list, poll, read the log of, wait for and kill background processes.
 
 The processes themselves are started by ``terminal`` with ``background=true``; their
-lifecycle lives in ``background.py`` and their records in ``process_store.py``. Nothing
+lifecycle lives in ``background.py`` and their records in ``store.py``. Nothing
 here consumes a completion event: reading a log as often as you like never repeats or
 swallows one.
 """
