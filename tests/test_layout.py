@@ -43,7 +43,7 @@ def test_every_sub_folder_says_what_it_holds(room: str) -> None:
         assert ast.get_docstring(ast.parse(face.read_text(encoding="utf-8"))), face
 
 
-ENGINES = ("hermes.state.sqlite.backend", "hermes.state.postgres.backend")
+ENGINES = ("hermes.state.sqlite", "hermes.state.postgres")
 OPENER = PACKAGE / "state" / "store.py"
 
 
@@ -94,7 +94,7 @@ def test_an_engine_is_imported_only_where_a_store_is_opened() -> None:
     ("where", "line"),
     [
         ("hermes/state/backend.py", "from hermes.state.sqlite.backend import SQLiteBackend"),
-        ("hermes/cli/x.py", "from hermes.state.postgres.backend import backend"),
+        ("hermes/cli/x.py", "from hermes.state.postgres import backend"),
         ("hermes/state/sqlite/backend.py", "import hermes.state.postgres.schema"),
     ],
 )
