@@ -390,6 +390,8 @@ def _next_step(host: TurnHost, turn: TurnState, tools: list[bytes]) -> Step:
     _maybe_compress(host, turn)
     _ensure_well_formed(host, turn)  # a no-op unless the compression changed it
     turn.iterations += 1
+    # Each model request is a step: its owner hears which tools the last one ran.
+    _emit(host, turn, "step", iteration=turn.iterations, tools=_last_tools(turn.messages))
     sent = len(turn.messages)
     system = {"role": "system", "content": _request_system(turn)}
     turn.streamed_before += sum(len(piece) for piece in turn.streamed)
@@ -588,6 +590,32 @@ def _run_tools(host: TurnHost, turn: TurnState, response: Any) -> list[dict[str,
         _save(host, turn, message)
     _check_interrupt(host)
     return [c for c in calls if c["function"]["name"] in theirs]
+
+
+def _last_tools(messages: list[Message]) -> list[dict[str, Any]]:
+    """The calls of the last assistant message that made any, each with its result:
+    ``{"name", "arguments", "result"}`` (``result`` None while unanswered)."""
+    for index in range(len(messages) - 1, -1, -1):
+        calls = (
+            messages[index].get("tool_calls")
+            if messages[index].get("role") == "assistant"
+            else None
+        )
+        if calls:
+            results = {
+                m.get("tool_call_id"): m.get("content")
+                for m in messages[index + 1 :]
+                if m.get("role") == "tool"
+            }
+            return [
+                {
+                    "name": call["function"]["name"],
+                    "arguments": call["function"].get("arguments"),
+                    "result": results.get(call.get("id")),
+                }
+                for call in calls
+            ]
+    return []
 
 
 def _check_interrupt(host: TurnHost) -> None:

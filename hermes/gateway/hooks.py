@@ -6,7 +6,12 @@ Events (0.19's names): ``gateway:startup`` (``platforms``); ``session:start`` (a
 conversation's first message); ``agent:start`` and ``agent:end`` around each turn
 (``platform``, ``user_id``, ``chat_id``, ``thread_id``, ``chat_type``, ``session_id``,
 ``message``; ``agent:end`` adds ``response``, both cut to 500 characters);
-``command:<name>`` for each slash command (``command:*`` matches them all).
+``agent:step`` before each model request of a turn (``platform``, ``user_id``,
+``session_id``, ``iteration``, ``tool_names`` and ``tools``: the last tool calls, each
+``name``, ``arguments``, ``result`` cut to 500 characters); ``session:end`` then
+``session:reset`` when a chat starts a new conversation (``/new``, ``/reset``:
+``platform``, ``user_id``, ``session_key``); ``command:<name>`` for each slash command
+(``command:*`` matches them all).
 
 A hook never holds a turn up: ``emit`` hands the event to each hook's own delivery
 thread and returns at once. A hook gets its events in order, each for at most
@@ -168,4 +173,20 @@ def turn_context(origin: Any, session_id: str | None, message: str) -> dict[str,
         "chat_type": ("group" if getattr(origin, "is_group", False) else "dm") if origin else "",
         "session_id": session_id or "",
         "message": (message or "")[:TEXT_LIMIT],
+    }
+
+
+def step_context(origin: Any, session_id: str | None, step: dict[str, Any]) -> dict[str, Any]:
+    """What ``agent:step`` gives a hook (0.19's keys), from the turn's ``step`` event."""
+    tools = [
+        {**tool, "result": None if tool.get("result") is None else str(tool["result"])[:TEXT_LIMIT]}
+        for tool in step.get("tools") or []
+    ]
+    return {
+        "platform": getattr(origin, "platform", "") or "",
+        "user_id": getattr(origin, "user_id", "") or "",
+        "session_id": session_id or "",
+        "iteration": step.get("iteration"),
+        "tool_names": [tool.get("name") or "" for tool in tools],
+        "tools": tools,
     }

@@ -475,7 +475,10 @@ class GatewayRunner:
         def create() -> str:
             return self.db.create_session(source=platform, user_id=origin.user_id, session_key=key)
 
+        ended = {"platform": platform, "user_id": origin.user_id or "", "session_key": key}
+        self.hooks.emit("session:end", ended)
         fresh = await asyncio.to_thread(self.router.reset, key, create, platform=platform)
+        self.hooks.emit("session:reset", dict(ended))
         log.info("%s: started a new conversation %s", key, fresh)
         return WorkResult(
             text="Started a new conversation.", conversation_id=fresh, session_id=fresh

@@ -21,6 +21,7 @@ import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from hermes.agent import transcript
@@ -30,7 +31,7 @@ from hermes.agent.turn_holding import held_by_caller
 from hermes.agent.turn_options import TurnOptions
 from hermes.gateway import commands
 from hermes.gateway.envelopes import WorkResult
-from hermes.gateway.hooks import TEXT_LIMIT, HookRegistry, turn_context
+from hermes.gateway.hooks import TEXT_LIMIT, HookRegistry, step_context, turn_context
 from hermes.gateway.lanes import COMMAND, EVENT, MESSAGE, RESUME, Lane, ResultSink, WorkItem
 from hermes.gateway.routing import Router, SessionKey
 from hermes.gateway.settings import API_PRINCIPALS
@@ -282,7 +283,7 @@ class TurnRunner:
             answer_uid=options.get("answer_uid"),
             # A request its client may retry names its question ahead, too (retries.py).
             user_uid=options.get("user_uid") if item.kind == MESSAGE else None,
-            options=turn_options(item),
+            options=self._told_to_step_hooks(turn_options(item), item, agent),
         )
         result.text = _shown_answer(out, words)
         result.interrupted = bool(out.get("interrupted"))
@@ -305,6 +306,22 @@ class TurnRunner:
         for key, value in more.items():
             context[key] = value[:TEXT_LIMIT]
         hooks.emit(event, context)
+
+    def _told_to_step_hooks(self, options: TurnOptions, item: WorkItem, agent: Any) -> TurnOptions:
+        """The turn's options, its steps (model requests) told to the ``agent:step`` hooks
+        besides whoever follows the turn."""
+        hooks = self.hooks
+        if hooks is None or not hooks.wants("agent:step"):
+            return options
+        follower = options.event_callback
+
+        def on_event(kind: str, data: dict[str, Any]) -> None:
+            if kind == "step":
+                hooks.emit("agent:step", step_context(item.origin, agent.session_id, data))
+            if follower is not None:
+                follower(kind, data)
+
+        return replace(options, event_callback=on_event)
 
     def _is_new(self, agent: Any) -> bool:
         segment = self.db.get_session(agent.session_id) if agent.session_id else None

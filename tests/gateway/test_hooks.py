@@ -94,3 +94,52 @@ def test_hooks_fire_in_order_and_a_slow_one_does_not_hold_the_turn(
         timeout=20,
     )
     assert len(failed) == 1 and "hook bug" in failed[0].getMessage()
+
+
+def test_a_chat_fires_agent_step_and_session_end_and_reset_with_0_19s_keys(
+    hermes_home: Path, fake_llm, model_key: str
+) -> None:
+    from hermes.testing.llm_server import text, tool_call
+    from tests.gateway.one_chat import KEY, chat_gateway, say
+
+    write_config(hermes_home, fake_llm.url)
+    logger = add_hook(hermes_home, "logger", ["agent:step", "session:end", "session:reset"], LOGGER)
+    fake_llm.enqueue(tool_call("search_files", {"pattern": "nothing-here"}, id="call_1"))
+    fake_llm.enqueue(text("searched"))
+    gateway = chat_gateway(hermes_home)
+    try:
+        say(gateway, "look for it")
+        wait_for(lambda: "searched" in gateway.chat.texts(), timeout=30)
+        say(gateway, "/new")
+        wait_for(lambda: "Started a new conversation." in gateway.chat.texts(), timeout=30)
+
+        def events() -> list[dict]:
+            import json
+
+            path = logger / "activity.log"
+            found = (
+                [json.loads(line) for line in path.read_text().splitlines()]
+                if path.exists()
+                else []
+            )
+            return found if any(e["event"] == "session:reset" for e in found) else []
+
+        found = wait_for(events, timeout=20)
+    finally:
+        gateway.stop()
+    assert [e["event"] for e in found] == [
+        "agent:step", "agent:step", "session:end", "session:reset"
+    ]  # fmt: skip
+    first, second = found[0], found[1]
+    assert (first["iteration"], first["tool_names"], first["tools"]) == (1, [], [])
+    assert second["iteration"] == 2 and second["tool_names"] == ["search_files"]
+    [tool] = second["tools"]
+    assert tool["arguments"] == '{"pattern": "nothing-here"}' and tool["result"]
+    assert second["platform"] == "telegram" and second["user_id"] == "42"
+    assert second["session_id"]
+    for ended in found[2:]:
+        assert (ended["platform"], ended["user_id"], ended["session_key"]) == (
+            "telegram",
+            "42",
+            KEY,
+        )
