@@ -9,32 +9,18 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from hermes.agent import AIAgent
-from hermes.config import load_config
 from hermes.state import SessionDB
 from hermes.testing import ScriptedModel, tool_call
+from tests.scripted import scripted_agent
 
 
 @pytest.fixture
 def db(tmp_path: Path) -> Iterator[SessionDB]:
     with SessionDB(db_path=tmp_path / "state.db") as store:
         yield store
-
-
-def scripted_agent(db: SessionDB, model: ScriptedModel, **overrides: Any) -> AIAgent:
-    options: dict[str, Any] = {
-        "session_db": db,
-        "model_client": model,
-        "quiet_mode": True,
-        "skip_context_files": True,
-        "skip_memory": True,
-        "config": load_config(),
-    }
-    return AIAgent(**(options | overrides))
 
 
 def test_a_later_max_iterations_caps_the_next_turn(

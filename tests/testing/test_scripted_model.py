@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -21,24 +20,13 @@ from hermes.testing import (
     text,
     tool_call,
 )
+from tests.scripted import scripted_agent
 
 
 @pytest.fixture
 def db(tmp_path: Path) -> Iterator[SessionDB]:
     with SessionDB(db_path=tmp_path / "state.db") as store:
         yield store
-
-
-def scripted_agent(db: SessionDB, model: ScriptedModel, **overrides: Any) -> AIAgent:
-    options: dict[str, Any] = {
-        "session_db": db,
-        "model_client": model,
-        "quiet_mode": True,
-        "skip_context_files": True,
-        "skip_memory": True,
-        "config": load_config(),
-    }
-    return AIAgent(**(options | overrides))
 
 
 def test_a_scripted_model_drives_a_tool_call_and_an_answer_into_the_store(
