@@ -37,7 +37,9 @@ def test_a_turns_options_apply_to_that_turn_only(fake_llm, make_db) -> None:
         assert request["model"] == "big-model" and request["temperature"] == 0.3
         assert _system(request).endswith("This turn only.\n\nConfigured.")
         assert _tools(request) == ["memory"]
-    assert "".join(pieces) == "first" and events[:2] == ["tool_start", "tool_end"]
+    # Each model request is a step; the tool events come between the two steps.
+    assert "".join(pieces) == "first"
+    assert events[:4] == ["step", "tool_start", "tool_end", "step"]
 
     fake_llm.reset()
     fake_llm.script(fake.text("second"))
