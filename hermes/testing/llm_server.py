@@ -106,7 +106,8 @@ class Reply:
     ``message`` may use ``{model}`` and ``{prompt_tokens}`` placeholders. ``delay`` is
     slept before anything is sent, ``drop`` closes the socket instead of answering
     (for streams, after ``drop_after_chunks`` chunks), and ``stall_after_chunks``
-    pauses a stream for ``stall_seconds`` mid-way. The token fields override the
+    pauses a stream for ``stall_seconds`` mid-way (or until ``stall_until`` is set, if
+    sooner: a test that lets the stream go on once it has looked). The token fields override the
     usage the server would otherwise estimate; ``usage_extra`` adds to the usage block.
     """
 
@@ -122,6 +123,7 @@ class Reply:
     drop_after_chunks: int = 0
     stall_after_chunks: int | None = None
     stall_seconds: float = 0.0
+    stall_until: threading.Event | None = None
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     # Merged into the ``usage`` block: cache and reasoning details, OpenRouter's cost.
@@ -252,9 +254,18 @@ def dropped_connection(after_chunks: int = 0) -> Reply:
     return Reply(content="(never delivered)", drop=True, drop_after_chunks=after_chunks)
 
 
-def stall(content: str, *, after_chunks: int = 1, seconds: float = 30.0) -> Reply:
-    """A streamed answer that pauses ``seconds`` after ``after_chunks`` chunks."""
-    return Reply(content=content, stall_after_chunks=after_chunks, stall_seconds=seconds)
+def stall(
+    content: str,
+    *,
+    after_chunks: int = 1,
+    seconds: float = 30.0,
+    until: threading.Event | None = None,
+) -> Reply:
+    """A streamed answer that pauses ``seconds`` after ``after_chunks`` chunks, or until
+    ``until`` is set if that comes first."""
+    return Reply(
+        content=content, stall_after_chunks=after_chunks, stall_seconds=seconds, stall_until=until
+    )
 
 
 def _format_seconds(seconds: float) -> str:
@@ -711,6 +722,19 @@ class _Handler(BaseHTTPRequestHandler):
         """Sleep unless the server stops first; False means stop now."""
         return seconds <= 0 or not self.owner._stopping.wait(seconds)
 
+    def _stall(self, reply: Reply) -> bool:
+        """Pause a stream as ``reply`` says; False means the server stops: drop it."""
+        until = reply.stall_until
+        if until is None:
+            return self._sleep(reply.stall_seconds)
+        deadline = time.monotonic() + reply.stall_seconds
+        while not until.wait(min(0.05, max(0.0, deadline - time.monotonic()))):
+            if self.owner._stopping.is_set():
+                return False
+            if time.monotonic() >= deadline:
+                break
+        return True
+
     def _send_reply(self, reply: Reply, body: dict[str, Any]) -> None:
         if not self._sleep(self.owner.latency + reply.delay):
             self._drop()
@@ -758,7 +782,7 @@ class _Handler(BaseHTTPRequestHandler):
             for sent, event in enumerate(events):
                 stalls = sent == reply.stall_after_chunks
                 if (reply.drop and sent >= reply.drop_after_chunks) or (
-                    stalls and not self._sleep(reply.stall_seconds)
+                    stalls and not self._stall(reply)
                 ):
                     self._drop()
                     return

@@ -4,6 +4,7 @@ resource against a real gateway, the fake model behind it."""
 from __future__ import annotations
 
 import json
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -122,14 +123,17 @@ def test_a_stream_sends_the_documented_events_as_the_model_writes(
 ) -> None:
     # The model sends its first word, then pauses: the first delta must reach the client
     # while the turn is still running (its answer not yet stored).
-    fake_llm.enqueue(stall("one two three four", after_chunks=2, seconds=2.0))
+    # (It goes on once the test has looked, or after 30 seconds.)
+    looked = threading.Event()
+    fake_llm.enqueue(stall("one two three four", after_chunks=2, seconds=30.0, until=looked))
     stream = client.responses.create(model="fake-model", input="count", stream=True)
     events, stored_at_first_delta = [], None
     for event in stream:
-        if event.type == "response.output_text.delta" and stored_at_first_delta is None:
+        if event.type == "response.output_text.delta" and not looked.is_set():
             # The model is still writing: the answer is not in the store yet.
             uid = events[0].response.id.removeprefix("resp_")
             stored_at_first_delta = gateway.db.find_message(uid)
+            looked.set()
         events.append(event)
     kinds = [e.type for e in events]
     deltas = kinds.count("response.output_text.delta")
