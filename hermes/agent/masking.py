@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from hermes.agent.summariser import is_summary_message
+from hermes.agent.anchors import is_summary_message
 from hermes.agent.tokens import CHARS_PER_TOKEN
 
 __all__ = ["STORED_ID", "MaskPolicy", "Planner", "masked_view", "stub"]

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import threading
-from typing import Any
 
 from hermes.gateway.adapters.base import ChatAdapter
+from hermes.gateway.core import AdapterHost
 from hermes.gateway.envelopes import IncomingMessage, Origin
+from hermes.gateway.settings import PlatformSettings
 
 
 class FakeChat(ChatAdapter):
@@ -15,8 +16,10 @@ class FakeChat(ChatAdapter):
     max_length = 500
     typing_every = 0.05
 
-    def __init__(self, runner: Any, settings: Any, *, name: str = "telegram") -> None:
-        super().__init__(runner, settings)
+    def __init__(
+        self, host: AdapterHost, settings: PlatformSettings | None, *, name: str = "telegram"
+    ) -> None:
+        super().__init__(host, settings)
         self.name = name
         self.sent: list[tuple[Origin, str]] = []
         self.typing_count = 0
