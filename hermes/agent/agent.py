@@ -477,15 +477,27 @@ class AIAgent:
 
     def start_new_conversation(self, title: str | None = None) -> None:
         """Point the agent at a conversation that starts with its next message."""
+        self.end_conversation()
         self.binding.start_new(title)
         self.window.note_compression(None)
         self.window.forget_prompt_size()  # that figure was the old context's
 
     def continue_conversation(self, tip: str, conversation_id: str, title: str | None) -> None:
         """Point the agent at the stored conversation whose tip is ``tip``."""
+        if conversation_id != self.binding.conversation_id:
+            self.end_conversation()
         self.binding.continue_at(tip, conversation_id, title)
         self.window.note_compression(None)
         self.window.forget_prompt_size()
+
+    def end_conversation(self) -> None:
+        """The user leaves the conversation (``/new``, another one, the chat closed): a
+        plugin's context engine that served it hears so (0.19's ``on_session_end``)."""
+        from hermes.agent.engine_compressor import EngineCompressor
+
+        compressor, conversation = self.context_compressor, self.binding.conversation_id
+        if isinstance(compressor, EngineCompressor) and conversation:
+            compressor.end(conversation, self.load_history())
 
     def set_title(self, title: str) -> None:
         """The title a conversation this agent creates gets (the store has the rest)."""

@@ -138,6 +138,26 @@ class EngineCompressor:
         except Exception as exc:
             log.warning("context engine %s: on_session_start failed: %s", self.name, exc)
 
+    def end(self, conversation_id: str, messages: list[Message]) -> None:
+        """Tell the engine its conversation ended (the user started another or left):
+        its ``on_session_end`` with the conversation's messages, then
+        ``on_session_reset``. Only an engine told of that conversation hears it."""
+        if _BOUND.get(id(self.engine)) != conversation_id:
+            return
+        del _BOUND[id(self.engine)]  # the next conversation is told again
+        calls = (
+            ("on_session_end", (conversation_id, [dict(m) for m in messages])),
+            ("on_session_reset", ()),
+        )
+        for hook, arguments in calls:
+            method = getattr(self.engine, hook, None)
+            if method is None:
+                continue
+            try:
+                method(*arguments)
+            except Exception as exc:
+                log.warning("context engine %s: %s failed: %s", self.name, hook, exc)
+
     def _failed(self, messages: list[Message], reason: str, cooldown: bool = True) -> list[Message]:
         self._last_summary_error = reason
         self._last_compress_aborted = True

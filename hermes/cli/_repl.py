@@ -340,6 +340,7 @@ class Repl:
                 # A Ctrl-C that lands outside a running turn (a slash command, the
                 # instant a turn ends) stops that step, never the chat.
                 self.console.print(Text("Interrupted.", style="yellow"))
+        self.agent.end_conversation()
         self._goodbye()
 
     def _handle(self, line: str) -> bool:

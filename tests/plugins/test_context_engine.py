@@ -138,3 +138,46 @@ def test_hermes_lcm_compresses_under_the_store_rules(
         assert [c for c in stored if c.startswith("question")] == asked
         assert db.coverage_violations() == []
         assert db.invariant_violations() == []
+
+
+LIFECYCLE = """
+
+def _said(*words):
+    with LOG.open("a") as f:
+        f.write(" ".join(str(w) for w in words) + "\\n")
+
+
+TinyEngine.on_session_start = lambda self, session_id, **kw: _said("start", session_id)
+TinyEngine.on_session_end = lambda self, session_id, messages: _said(
+    "end", session_id, [m.get("content") for m in messages]
+)
+TinyEngine.on_session_reset = lambda self: _said("reset")
+"""
+
+
+def test_the_engine_hears_a_conversation_end_at_new_and_at_another_conversation(
+    hermes_home: Path, fake_llm, make_db
+) -> None:
+    # 0.19's lifecycle: on_session_end (with the conversation's messages) then
+    # on_session_reset at a real boundary (/new, switching, leaving), never per turn.
+    plugin = install_plugin(hermes_home, "tiny-engine", ENGINE_MANIFEST, ENGINE_INIT + LIFECYCLE)
+    engine_home(hermes_home, "tiny-engine", "tiny")
+    db = make_db()
+    agent = fake_agent(fake_llm, db)
+    agent.run_conversation("first")
+    agent.run_conversation("second")
+    first = agent.conversation_id
+    agent.start_new_conversation()
+    agent.run_conversation("third")
+    second = agent.conversation_id
+    agent.continue_conversation(agent.session_id, second, None)  # the same one: no boundary
+    agent.continue_conversation(first, first, None)
+    said = (plugin / "calls.log").read_text().splitlines()
+    assert said == [
+        f"start {first}",
+        f"end {first} ['first', 'echo: first', 'second', 'echo: second']",
+        "reset",
+        f"start {second}",
+        f"end {second} ['third', 'echo: third']",
+        "reset",
+    ]
