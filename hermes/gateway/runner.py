@@ -67,7 +67,7 @@ from hermes.gateway.settings import (
 from hermes.gateway.turn_gate import TurnGate
 from hermes.gateway.work import AgentFactory, TurnRunner, undo_turn
 from hermes.redaction import register
-from hermes.tools import workspaces
+from hermes.tools import drain_events, workspaces
 from hermes.tools.processes import events
 
 if TYPE_CHECKING:
@@ -637,7 +637,7 @@ class GatewayRunner:
 
     async def _drain_spooled_events(self) -> None:
         try:
-            spooled = await asyncio.to_thread(events.drain_events, self.home)
+            spooled = await asyncio.to_thread(drain_events, self.home)
         except Exception:
             log.exception("could not read spooled completion events")
             return

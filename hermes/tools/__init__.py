@@ -27,7 +27,8 @@ context it is handed) ``hermes.state``; never on agent, gateway or cli.
 from __future__ import annotations
 
 from hermes.tools.memory import read_memory_snapshot
-from hermes.tools.processes.events import CompletionEvent, EventBus, drain_events
+from hermes.tools.processes.background import drain_events
+from hermes.tools.processes.events import CompletionEvent, EventBus
 from hermes.tools.registry import Tool, ToolContext, ToolError, ToolRegistry
 from hermes.tools.toolsets import default_registry, resolve_toolset
 

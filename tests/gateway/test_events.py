@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from hermes.tools.processes import events
+from hermes.tools import drain_events
 from hermes.tools.processes.events import CompletionEvent
 from tests.fakes.llm_server import text
 from tests.gateway.fakechat import FakeChat, incoming
@@ -126,7 +126,7 @@ def test_an_event_of_a_reset_conversation_is_dropped_with_a_log_line(
 def test_events_of_other_surfaces_go_back_to_the_spool(chat_gateway, fake_llm, hermes_home) -> None:
     cli_session = chat_gateway.db.create_session(source="cli")
     from_watcher_thread(chat_gateway, completion(cli_session, "proc_cli"))
-    spooled = wait_for(lambda: events.drain_events(hermes_home))
+    spooled = wait_for(lambda: drain_events(hermes_home))
     assert [e.process_id for e in spooled] == ["proc_cli"]
     assert fake_llm.requests == []
 

@@ -230,6 +230,16 @@ def refresh_all(hermes_home: Path, event_bus: events.EventBus | None = None) -> 
     return [refresh(store, record, event_bus) for record in store.all()]
 
 
+def drain_events(hermes_home: Path) -> list[events.CompletionEvent]:
+    """Take the spooled completion events of this HERMES_HOME, oldest first.
+
+    First notices processes that ended while no hermes process watched them, so their
+    events are produced too. Each event is returned by exactly one call, in one process.
+    """
+    refresh_all(Path(hermes_home))
+    return events.take_spooled(hermes_home)
+
+
 def load(
     hermes_home: Path, process_id: str, event_bus: events.EventBus | None = None
 ) -> ProcessRecord | None:

@@ -151,16 +151,10 @@ def spool_event(hermes_home: Path, event: CompletionEvent) -> None:
     write_json(spool / f"{event.process_id}.json", event.to_dict())
 
 
-def drain_events(hermes_home: Path) -> list[CompletionEvent]:
-    """Take the spooled completion events of this HERMES_HOME, oldest first.
-
-    First notices processes that ended while no hermes process watched them, so their
-    events are produced too. Each event is returned by exactly one call, in one process.
-    """
-    # Imported here: background imports this module to emit events.
-    from hermes.tools.processes.background import refresh_all
-
-    refresh_all(Path(hermes_home))
+def take_spooled(hermes_home: Path) -> list[CompletionEvent]:
+    """Take the spooled completion events of this HERMES_HOME, oldest first; each event
+    is returned by exactly one call, in one process (``background.drain_events`` first
+    notices the processes that ended unwatched)."""
     spool = ProcessStore(hermes_home).events_dir()
     if not spool.is_dir():
         return []
