@@ -53,6 +53,9 @@ def running_tool(logs: Path, pid: int) -> bool:
         return False
 
 
+LEASE_SPARE_SECONDS = 5.0  # after killing a compression, the next ones run unaimed this long
+
+
 class Killer:
     """Decides, at each tick, whether to SIGKILL one of the live workers, and counts."""
 
@@ -61,6 +64,10 @@ class Killer:
         self.location, self.logs, self.mean_gap = location, logs, mean_gap
         self.next_random = time.time() + self.random.expovariate(1 / mean_gap)
         self.next_aimed = time.time() + 1.0
+        # After a compression is killed, the next ones may finish for a while: on a busy
+        # machine a compression outlasts the aim's interval, and killing every one would
+        # leave a short soak without a rotation to check.
+        self.spare_lease_until = 0.0
         self.kills = {"total": 0, "lease": 0, "tool": 0, "gateway_tool": 0}
 
     def tick(
@@ -92,7 +99,8 @@ class Killer:
             holders = lease_holder_pids(self.location) & set(agent_pids)
         except Exception:  # the store is locked by the lock holder: aim next tick
             holders = set()
-        if holders and self.random.random() < 0.6:
+        if holders and time.time() >= self.spare_lease_until and self.random.random() < 0.6:
+            self.spare_lease_until = time.time() + LEASE_SPARE_SECONDS
             return self.random.choice(sorted(holders)), "lease"
         in_tool = [pid for pid in agent_pids if running_tool(self.logs, pid)]
         if in_tool and self.random.random() < 0.3:
