@@ -75,7 +75,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -89,6 +88,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import pause_penalty
+from hermes.testing.ports import free_port
 
 HEADER = "X-Hermes-Session-Id"
 MODEL_KEY = "sk-bench-model-key-000000"
@@ -518,7 +518,7 @@ class _Rig:
         try:
             self.model, self.model_url = _start_model(self.home, self.latency_ms)
             _write_config(self.home, self.model_url, self.limit, self.compression)
-            self.port = _free_port()
+            self.port = free_port()
             self.gateway = _start_gateway(self.home, self.port, self.workers)
             _wait_healthy(self.gateway, self.port)
             _wait_workers(self.home / "gateway.log", self.workers or _cores())
@@ -619,12 +619,6 @@ def _write_config(home: Path, model_url: str, limit: int, compression: bool = Tr
         "compression": {"enabled": compression},
     }
     (home / "config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def _start_gateway(home: Path, port: int, workers: int | None = None) -> subprocess.Popen[bytes]:

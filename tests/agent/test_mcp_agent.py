@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from hermes.state import SessionDB
+from hermes.testing.ports import free_port
 from hermes.tools.mcp.hub import hub
 from tests.agent.helpers import fake_agent
 from tests.fakes import llm_server as fake
@@ -146,9 +147,7 @@ def test_a_server_that_cannot_start_offers_nothing_and_others_work(
 
 @pytest.fixture
 def http_server(tmp_path: Path) -> Iterator[str]:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     process = subprocess.Popen(
         [sys.executable, "-m", "tests.fakes.mcp_server", "http", str(port), SECRET],
         cwd=REPO,

@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from hermes.state import SessionDB
+from hermes.testing import ports
 from hermes.tools.mcp.hub import hub
 from tests.agent.helpers import fake_agent
 from tests.fakes import llm_server as fake
@@ -95,9 +96,7 @@ def test_an_npx_style_launcher_writes_its_cache_with_and_without_the_sandbox(
 
 @pytest.fixture
 def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+    return ports.free_port()
 
 
 def _serve_http(mcp_venv: McpVenv, port: int) -> subprocess.Popen[bytes]:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import socket
 import subprocess
 from pathlib import Path
 
@@ -18,6 +17,7 @@ import pytest
 
 from hermes.state import SessionDB
 from hermes.state.copy import message_checksum
+from hermes.testing.ports import free_port
 from tests.cli.helpers import Compressed, Env, Run, assert_one_line_error, hermes_command
 from tests.state.helpers import StoreSpec
 
@@ -123,9 +123,7 @@ def test_a_missing_source_is_one_sentence_and_creates_nothing(hermes: Run, cli_e
 def test_an_unreachable_server_is_one_sentence(
     hermes: Run, cli_env: Env, compressed: Compressed
 ) -> None:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]  # free once closed: nothing listens there
+    port = free_port()  # nothing listens there
     before = digest(compressed.db_path)
     url = f"postgresql://hermes:s3cret@127.0.0.1:{port}/nowhere"
     result = hermes("migrate", "--from", str(compressed.db_path), "--to", url)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -16,15 +15,10 @@ from pathlib import Path
 
 import httpx
 
+from hermes.testing.ports import free_port
 from tests.gateway.harness import HEADER, MODEL_KEY, wait_for
 
 __all__ = ["HEADER", "Gateway", "free_port"]
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 class Gateway:

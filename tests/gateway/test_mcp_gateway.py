@@ -15,6 +15,7 @@ from pathlib import Path
 import openai
 import pytest
 
+from hermes.testing import ports
 from hermes.tools.mcp.hub import hub
 from tests.fakes import llm_server as fake
 from tests.fakes.mcp_venv import McpVenv
@@ -68,9 +69,7 @@ def test_toolsets_list_the_server_and_a_hang_is_an_answer(
 
 @pytest.fixture
 def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+    return ports.free_port()
 
 
 @pytest.fixture

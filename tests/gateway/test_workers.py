@@ -302,15 +302,17 @@ def test_a_taken_port_is_refused_before_any_worker_starts(
 def test_workers_stop_when_their_supervisor_is_killed(
     hermes_home: Path, config_file: Path, start_workers
 ) -> None:
-    gateway, _ = start_workers()
+    gateway, url = start_workers()
+    port = int(url.rsplit(":", 1)[1].removesuffix("/v1"))
     workers = workers_of(gateway)
     gateway.proc.send_signal(signal.SIGKILL)
     gateway.proc.wait(10)
     _, alive = psutil.wait_procs(workers, timeout=30)
     assert alive == []
     assert gateway.output().count("the supervisor is gone: shutting down") == 2
-    with socket.socket() as probe:  # the port is free again
-        probe.bind(("127.0.0.1", 0))
+    with socket.socket() as probe:  # the port is free again: nothing listens on it
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        probe.bind(("127.0.0.1", port))
 
 
 def test_a_gateway_without_the_chat_leaves_its_queued_input_to_one_that_runs_it(

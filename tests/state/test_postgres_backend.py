@@ -16,7 +16,6 @@ from __future__ import annotations
 import multiprocessing
 import os
 import random
-import socket
 import threading
 import time
 import uuid
@@ -37,6 +36,7 @@ from hermes.state import (
 )
 from hermes.state.postgres.backend import PostgresBackend
 from hermes.state.postgres.schema import MIGRATIONS
+from hermes.testing.ports import free_port
 from tests.stores import pg_url
 
 PG_URL = os.environ.get("HERMES_TEST_PG_URL", "")
@@ -168,12 +168,6 @@ def workers() -> Iterator[multiprocessing.pool.Pool]:
     pool.join()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _label() -> str:
     params = psycopg.conninfo.conninfo_to_dict(PG_URL)
     return f"{params['host']}:{params['port']}/{params['dbname']}"
@@ -243,7 +237,7 @@ def test_unreachable_server_is_one_clear_sentence_without_the_password(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     secret = f"pw-{uuid.uuid4().hex}"
-    port = _free_port()
+    port = free_port()
     url = f"postgresql://hermes:{secret}@127.0.0.1:{port}/hermes_test?password={secret}"
     attempts: list[str] = []
     connect = psycopg.connect

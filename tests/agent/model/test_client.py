@@ -25,6 +25,7 @@ from hermes.agent.errors import (
     TurnInterrupted,
 )
 from hermes.agent.model.client import ModelClient, ModelResponse, ToolCall, translate_openai_error
+from hermes.testing.ports import free_port
 from tests.fakes import llm_server as fake
 from tests.fakes.llm_server import FakeLLMServer
 
@@ -564,11 +565,7 @@ def test_a_plain_answers_error_is_the_one_the_sdk_itself_raises(
 
 
 def test_a_refused_plain_call_is_the_sdks_connection_error() -> None:
-    import socket
-
-    with socket.socket() as probe:  # a port nobody listens on
-        probe.bind(("127.0.0.1", 0))
-        url = f"http://127.0.0.1:{probe.getsockname()[1]}/v1"
+    url = f"http://127.0.0.1:{free_port()}/v1"  # a port nobody listens on
     once = ModelClient("k", url, "fake-model", max_retries=0, sleep=lambda _: None)
     with pytest.raises(ModelUnavailableError) as caught:
         once.complete(USER)

@@ -12,6 +12,7 @@ import pytest
 
 from hermes.gateway.errors import PlatformStartError
 from hermes.gateway.settings import ApiServerSettings
+from hermes.testing.ports import free_port
 from tests.fakes.llm_server import auth_error, server_error
 from tests.gateway.api_calls import HEADER, ask, assert_caller_error
 from tests.gateway.harness import GatewayThread, write_config
@@ -200,9 +201,7 @@ def test_an_upstream_failure_while_streaming_ends_with_the_caller_sentence(
 
 
 def test_an_unreachable_model_endpoint_is_a_502_for_the_caller(hermes_home, model_key) -> None:
-    with socket.socket() as probe:  # a port nobody listens on
-        probe.bind(("127.0.0.1", 0))
-        closed = f"http://127.0.0.1:{probe.getsockname()[1]}/v1"
+    closed = f"http://127.0.0.1:{free_port()}/v1"  # a port nobody listens on
     write_config(hermes_home, closed)
     with GatewayThread(hermes_home) as gateway:
         response = httpx.post(
