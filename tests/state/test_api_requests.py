@@ -130,3 +130,22 @@ def test_a_queued_run_of_a_dead_gateway_fails_unless_its_input_waits(make_db) ->
     assert runs.get("run_lost")["error"] == "never began"
     assert runs.get("run_kept")["status"] == "queued"  # whoever takes its input answers it
     assert [e["event"] for e in runs.events_after("run_lost", 0)] == ["run.failed"]
+
+
+def test_a_lost_run_fails_though_other_waiting_input_names_it(make_db) -> None:
+    """Only the run's own queued input keeps it queued: not a run whose id contains its
+    id, nor a chat message quoting it (either would strand it, queued for ever)."""
+    db = make_db()
+    crashed, survivor = dead(), alive(db)
+    runs = RunStore(db.backend)
+    for run_id in ("run_1", "run_10"):
+        runs.create(
+            run_id, conversation_id="c", session_key="api_server:c", model="m",
+            queued={"text": "hi", "options": {"run_id": run_id}}, owner=crashed,
+        )  # fmt: skip
+    waiting = db.gateway.pending_gateway_inputs()
+    [lost] = [r for r in waiting if r["payload"]["options"]["run_id"] == "run_1"]
+    assert db.gateway.delete_gateway_input(lost["id"], owner=crashed)
+    db.gateway.enqueue_gateway_input("api_server:c", {"text": "why did run_1 stop?"})
+    assert runs.fail_orphans(survivor, TAKEOVER, "cut", "never began") == ["run_1"]
+    assert runs.get("run_10")["status"] == "queued"

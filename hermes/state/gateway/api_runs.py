@@ -145,7 +145,8 @@ class RunStore(Tables):
 
         def sweep(tx: Tx) -> list[str]:
             rows = tx.all(
-                "SELECT id, owner, status FROM api_runs WHERE (owner IS NULL OR owner != ?)"
+                "SELECT id, owner, status, session_key FROM api_runs"
+                " WHERE (owner IS NULL OR owner != ?)"
                 " AND status IN ('queued', 'running', 'waiting_for_approval', 'stopping')",
                 (holder,),
             )
@@ -164,7 +165,7 @@ class RunStore(Tables):
                     continue
                 why = message
                 if row["status"] == "queued":
-                    if _still_queued(tx, row["id"]):
+                    if _still_queued(tx, row["id"], row["session_key"]):
                         continue
                     why = unqueued or message
                 elif owner is None:
@@ -257,10 +258,20 @@ class RunStore(Tables):
         return self._write(take)
 
 
-def _still_queued(tx: Tx, run_id: str) -> bool:
-    """The run's input waits in ``gateway_queue`` (its payload names the run; a rare
-    look, only for a run whose gateway is gone)."""
-    return tx.one("SELECT id FROM gateway_queue WHERE payload LIKE ?", (f"%{run_id}%",)) is not None
+def _still_queued(tx: Tx, run_id: str, session_key: str) -> bool:
+    """The run's own input waits in ``gateway_queue``: a row of its conversation's route
+    whose options name this run (not another input that merely quotes its id). A rare
+    look, only for a run whose gateway is gone."""
+    rows = tx.all("SELECT payload FROM gateway_queue WHERE session_key = ?", (session_key,))
+    return any(_run_of(row["payload"]) == run_id for row in rows)
+
+
+def _run_of(payload: str) -> str | None:
+    try:
+        options = json.loads(payload).get("options") or {}
+    except (ValueError, AttributeError):
+        return None
+    return options.get("run_id") if isinstance(options, dict) else None
 
 
 def _append(
