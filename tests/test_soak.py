@@ -6,13 +6,10 @@ strict fake model; zero violations, and proof that the faults really happened.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import os
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -35,22 +32,10 @@ def figures(output: str) -> dict[str, str]:
     return dict(re.findall(r"(\w+)=([^\s()]+)", line))
 
 
-@contextlib.contextmanager
-def _one_soak_at_a_time(factory: pytest.TempPathFactory) -> Iterator[None]:
-    """An exclusive lock shared by every xdist worker of this run (their common base)."""
-    shared = factory.getbasetemp().parent
-    with open(shared / "soak.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-
-
 @pytest.mark.timeout(420)
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
 def test_short_soak_finds_no_violation_and_really_injected_faults(
-    backend: str, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+    backend: str, tmp_path: Path
 ) -> None:
     env = {k: v for k, v in os.environ.items() if k != "HERMES_STATE_URL"}
     if backend == "postgres":
@@ -58,13 +43,9 @@ def test_short_soak_finds_no_violation_and_really_injected_faults(
     command = [sys.executable, "-m", "benchmarks.soak", "--backend", backend,
                "--minutes", MINUTES, "--workers", "4", "--writers", "2", "--seed", "11",
                "--workdir", str(tmp_path / "soak")]  # fmt: skip
-    # One soak at a time, whichever workers run them: a soak counts every machine-wide
-    # `sleep 600.` tool left at its end as its own orphan, so another soak's live tools
-    # would count (the xdist group alone did not keep them apart under `make test`).
-    with _one_soak_at_a_time(tmp_path_factory):
-        done = subprocess.run(
-            command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=280
-        )
+    # One soak at a time (the module's xdist group, tests/test_xdist_groups.py): a soak
+    # counts every machine-wide `sleep 600.` tool left at its end as its own orphan.
+    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=280)
     report = done.stdout + done.stderr[-3000:]
     got = figures(done.stdout)
     # The faults happened, so zero violations means something.
