@@ -397,3 +397,53 @@ def test_a_link_swapped_in_after_the_check_does_not_move_the_write(
     result = run(box.make(), tool, path="notes/.bashrc", **args)
     assert box.snapshot() == before, result
     assert "Refused" in result, result
+
+
+# -- without a sandbox: a command reads no more than the file tools may -------------------
+
+
+def _unsandboxed_reads(box: Box) -> tuple[ToolContext, dict[str, Path]]:
+    """A Telegram user's context without a sandbox, and what it must not read: a file of
+    the home nobody listed, one in terminal.hidden_paths, another user's workspace."""
+    base = box.user_home / "workspaces"
+    mine = base / "telegram" / "u-7"
+    theirs = base / "telegram" / "u-42"
+    for folder in (mine, theirs, box.user_home / "private"):
+        folder.mkdir(parents=True, exist_ok=True)
+    targets = {
+        "home": box.user_home / "notes-of-the-user.txt",
+        "hidden_paths": box.user_home / "private" / "diary.txt",
+        "other user": theirs / "their-notes.txt",
+    }
+    for name, path in targets.items():
+        path.write_text(f"{CANARY}-{name}\n", encoding="utf-8")
+    settings = {
+        "terminal.sandbox": "off",
+        "tools.workspace": str(base),
+        "terminal.hidden_paths": [str(box.user_home / "private")],
+    }
+    ctx = box.make(settings, cwd=mine)
+    ctx.source, ctx.user_id = "telegram", "7"
+    return ctx, targets
+
+
+@pytest.mark.parametrize("target", ["home", "hidden_paths", "other user"])
+def test_without_a_sandbox_a_gateway_users_command_reads_what_read_file_may(
+    box: Box, run: Callable[..., str], target: str
+) -> None:
+    ctx, targets = _unsandboxed_reads(box)
+    path = targets[target]
+    assert run(ctx, "read_file", path=str(path)).startswith("Error: Refused:")
+    for command in (f"cat {path}", f"head -n 1 {path}", f"grep -h canary {path.parent}/*"):
+        shown = run(ctx, "terminal", command=command)
+        assert CANARY not in shown, (command, shown)
+        assert shown.startswith("Refused:") or "Refused:" in shown, (command, shown)
+
+
+def test_without_a_sandbox_a_gateway_user_still_reads_their_own_workspace(
+    box: Box, run: Callable[..., str]
+) -> None:
+    ctx, _ = _unsandboxed_reads(box)
+    (ctx.cwd / "mine.txt").write_text("my own words\n", encoding="utf-8")
+    assert "my own words" in run(ctx, "terminal", command="cat mine.txt")
+    assert "my own words" in run(ctx, "terminal", command=f"cat {ctx.cwd / 'mine.txt'}")

@@ -28,6 +28,7 @@ from hermes.tools.guards import (
     read_only,
     sandbox,
     shell_parse,
+    view,
 )
 
 if TYPE_CHECKING:
@@ -104,9 +105,9 @@ def _normal(text: str) -> str:
 def authorize(command: str, ctx: ToolContext, workdir: Path | None = None) -> str | None:
     """None when ``command`` may run in ``workdir`` (default ``ctx.cwd``); else the refusal."""
     start = workdir or ctx.cwd
-    secret = _secret_read(command, ctx, start)
+    secret = _hidden_read(command, ctx, start, view.HIDE)
     if secret:
-        return f"Refused: {secret}. Ask the user for what you need from it."
+        return f"Refused: {secret}. {_ASK}"
     unlisted = unlisted_part(command, ctx.config)
     if unlisted:
         return (
@@ -123,7 +124,10 @@ def authorize(command: str, ctx: ToolContext, workdir: Path | None = None) -> st
     else:
         reason = _unsandboxed_reason(command, ctx, start)
         if reason is None:
-            return None
+            # The sandbox would hide the rest of the home too; at the keyboard it is the
+            # user's own, elsewhere (a gateway user's `cat ~/notes`) it stays unread.
+            home = None if ctx.interactive else _hidden_read(command, ctx, start, view.HOME)
+            return f"Refused: {home}. {_ASK}" if home else None
     if ctx.approve is None or not ctx.interactive:
         return (
             f"Refused: this command {reason}, so it needs approval, and nobody can approve it on "
@@ -161,6 +165,9 @@ def _unsandboxed_reason(command: str, ctx: ToolContext, start: Path) -> str | No
     return reason
 
 
+_ASK = "Ask the user for what you need from it."
+
+
 def _allowlist_mode(config: Config | None) -> bool:
     """``terminal.mode: allowlist`` (``authorize`` has already refused an unlisted part)."""
     return config is not None and config.get("terminal.mode") == "allowlist"
@@ -173,9 +180,22 @@ def _configured_risk(command: str, config: Config | None) -> str | None:
     return None
 
 
-def _secret_read(command: str, ctx: ToolContext, start: Path) -> str | None:
+def _hidden_read(command: str, ctx: ToolContext, start: Path, mount: str) -> str | None:
+    """Why ``command`` reads a path the one view (the file tools' too) hides with
+    ``mount``: ``view.HIDE`` for secrets (hermes's home, credentials, the store,
+    ``terminal.hidden_paths``, another user's workspace), ``view.HOME`` for the rest of
+    the home. ``/tmp``, ``/dev`` and ``/proc`` are the command's own in the sandbox and
+    the host's without one: not asked about."""
     reads = command_paths.written_and_read(command)[1]
-    return _first_reason(reads, protected.secret_reason, ctx, start)
+    if not reads:
+        return None
+    table = view.rules(ctx)
+
+    def hidden(path: Path, ctx: ToolContext) -> str | None:
+        rule = view.rule_for(path, table)
+        return f"{path} {rule.why}" if rule.access == view.HIDDEN and rule.mount == mount else None
+
+    return _first_reason(reads, hidden, ctx, start)
 
 
 def _protected_write(command: str, ctx: ToolContext, start: Path) -> str | None:

@@ -5,10 +5,10 @@ sandboxed command sees: ``authorize_read`` and ``authorize_file_write`` look the
 in the one view (``view.py``), symlinks resolved, on every surface and whether or not
 the sandbox runs, and a refusal says why in one sentence. No approval widens it.
 
-``protected_reason`` and ``secret_reason`` are the parse-based policy's view of the same
-places (the terminal without a sandbox, ``approval.py``), and ``authorize_write`` the
-approval hermes's own managed files need (skills in ``$HERMES_HOME``): an interactive
-surface asks the user, any other refuses. On a gateway the view is the user's: their own
+``protected_reason`` is the parse-based policy's view of the same places for writes (the
+terminal without a sandbox, ``approval.py``, which looks reads up in the view itself), and
+``authorize_write`` the approval hermes's own managed files need (skills in
+``$HERMES_HOME``): an interactive surface asks the user, any other refuses. On a gateway the view is the user's: their own
 workspace (``workspaces``, perhaps kept in ``$HERMES_HOME/workspaces``) is writable and
 every other user's is hidden.
 """
@@ -22,13 +22,12 @@ from typing import TYPE_CHECKING
 
 from hermes.tools import workspaces
 from hermes.tools.guards import view
-from hermes.tools.guards.view import CREDENTIALS, SETTINGS, STARTUP_FILES
+from hermes.tools.guards.view import SETTINGS, STARTUP_FILES
 from hermes.tools.registry import ToolError
 
 if TYPE_CHECKING:
     from hermes.tools.registry import ToolContext
 
-SECRET_NAMES = (".env", "api_key")
 _CHECKOUT = Path(__file__).resolve().parents[2]  # hermes/tools/ -> the package's parent
 
 
@@ -44,25 +43,6 @@ def _in_own_workspace(real: Path, ctx: ToolContext) -> bool:
     """``real`` lies in the gateway user's workspace kept in ``$HERMES_HOME/workspaces``."""
     own = workspaces.carved_out(ctx)
     return own is not None and _inside(real, own)
-
-
-def secret_reason(path: Path, ctx: ToolContext) -> str | None:
-    """Why ``path`` may never be read by a tool, or None.
-
-    All of hermes's home (``.env``, ``api_key``, ``config.yaml`` with its keys and tokens,
-    the store with every user's messages), the user's credential stores (``~/.ssh``
-    ...) and a store file configured elsewhere: what the sandbox hides from commands."""
-    real = _real(path)
-    if _inside(real, _real(ctx.hermes_home)) and not _in_own_workspace(real, ctx):
-        return f"{path} is in hermes's home, which holds its secrets and is never readable by tools"
-    user_home = _real(Path.home())
-    for name in CREDENTIALS:
-        if _inside(real, _real(user_home / name)):
-            return f"{path} holds login credentials (~/{name}) and is never readable by tools"
-    for store in view.store_files(ctx):
-        if real == store:
-            return f"{path} is hermes's store and is never readable by tools"
-    return None
 
 
 def protected_reason(path: Path, ctx: ToolContext) -> str | None:
