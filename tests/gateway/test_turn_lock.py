@@ -30,6 +30,7 @@ class Calls:
 
     def __init__(self, fake_llm, seconds: float = ANSWER_TIME) -> None:
         self.seconds = seconds
+        self.held: threading.Event | None = None  # set: calls wait for it, not `seconds`
         self.made: list[dict] = []
         self.running = 0
         self.most_at_once = 0
@@ -42,7 +43,11 @@ class Calls:
             self.running += 1
             self.most_at_once = max(self.most_at_once, self.running)
         try:
-            time.sleep(self.seconds)
+            held = self.held
+            if held is None:
+                time.sleep(self.seconds)
+            else:
+                held.wait(120)
         finally:
             with self._lock:
                 self.running -= 1
@@ -122,7 +127,7 @@ def test_a_gateway_waiting_for_the_other_keeps_the_message_through_stop_and_shut
     calls = Calls(fake_llm, seconds=0.05)
     (a, b), (_, waiting) = start_two(run_gateway)
     session = ask(a, "hello").headers[HEADER]
-    calls.seconds = 4.0
+    calls.held = threading.Event()  # a's next answer lasts until the checks below are done
     outcomes: dict[str, object] = {}
 
     def send(url: str, words: str) -> None:
@@ -146,7 +151,7 @@ def test_a_gateway_waiting_for_the_other_keeps_the_message_through_stop_and_shut
     with configured_store.open(read_only=True) as db:
         [kept] = db.gateway.pending_gateway_inputs()
         assert kept["payload"]["text"] == "asked while a answers"
-    calls.seconds = 0.05
+    calls.held.set()
     slow.join(30)
     assert outcomes["a slow question"] == "answer to a slow question"
 
