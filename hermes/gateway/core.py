@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from hermes.config import Config
     from hermes.gateway.commands import Command
     from hermes.gateway.envelopes import IncomingMessage, Origin, WorkResult
-    from hermes.gateway.lanes import QueueStore, ResultSink, WorkItem
+    from hermes.gateway.lanes import ResultSink, WorkItem
     from hermes.gateway.routing import Router
     from hermes.gateway.settings import ApiServerSettings
     from hermes.state.store import SessionDB
@@ -68,9 +68,17 @@ class ApiHost(AdapterHost, Protocol):
     api: ApiServerSettings | None
     router: Router
     holder: str
-    queue: QueueStore
     accepting: bool
     closing: bool
+
+    @property
+    def queue_owner(self) -> str | None:
+        """Who owns input this gateway saves now (a run's queued input is written so):
+        this gateway, or nobody once it released its input at a stop."""
+
+    @property
+    def takeover_after(self) -> float:
+        """Seconds without a heartbeat after which a gateway counts as gone."""
 
     def status(self) -> dict[str, Any]:
         """What ``/health`` and ``/v1/capabilities`` tell of the gateway."""

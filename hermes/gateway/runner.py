@@ -370,6 +370,14 @@ class GatewayRunner:
             for lane in list(self.scheduler.lanes.values()):
                 self.scheduler.interrupt(lane.conversation_id)
 
+    @property
+    def queue_owner(self) -> str | None:
+        return self.queue.owner
+
+    @property
+    def takeover_after(self) -> float:
+        return self.queue.takeover_after
+
     def status(self) -> dict[str, Any]:
         scheduler = self.scheduler
         return {

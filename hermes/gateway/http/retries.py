@@ -94,7 +94,7 @@ class Retries:
 
     @property
     def takeover_after(self) -> float:
-        return self.host.queue.takeover_after
+        return self.host.takeover_after
 
     async def attempt(self, request: web.Request) -> Attempt | None:
         """This try's place: an answer to give again (``Attempt.answer``) or the turn to

@@ -148,7 +148,7 @@ class _RunsApi:
             idempotency_key=key,
             fingerprint=fingerprint,
             queued=item.payload(),
-            owner=self.host.queue.owner,
+            owner=self.host.queue_owner,
             principal=caller.principal(),
         )
         if not made:  # another request under the same key won the race
