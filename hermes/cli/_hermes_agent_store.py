@@ -17,6 +17,7 @@ from pathlib import Path
 
 import click
 
+from hermes.cli._progress import progress_display
 from hermes.compat import upgrade
 from hermes.errors import HermesError
 from hermes.state import SessionDB
@@ -47,8 +48,6 @@ def upgraded_or_read_only(path: Path, *, read_only: bool) -> Iterator[SessionDB 
 
 def run_upgrade(path: Path) -> upgrade.UpgradeReport | None:
     """Upgrade with a progress display, then say so in one line on stderr."""
-    from hermes.cli.migrate import progress_display
-
     with progress_display() as show:
         report = upgrade.upgrade_in_place(path, progress=show)
     if report is not None:

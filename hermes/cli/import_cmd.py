@@ -16,8 +16,8 @@ import click
 
 from hermes.cli._ask import confirm_or_refuse
 from hermes.cli._hermes_agent_store import run_upgrade
+from hermes.cli._progress import progress_display
 from hermes.cli._store import database_errors
-from hermes.cli.migrate import progress_display
 from hermes.compat import cron_jobs, importer, upgrade
 from hermes.compat.home_extras import bring_extras
 from hermes.compat.session_db import SessionDB

@@ -9,7 +9,8 @@ import click
 
 from hermes.cli._table import echo_table
 from hermes.config import hermes_home, load_config
-from hermes.tools.mcp.config import ServerSpec, read_servers
+from hermes.tools.mcp.config import read_servers
+from hermes.tools.mcp.spec import ServerSpec
 
 
 def quiet_hub_log() -> None:

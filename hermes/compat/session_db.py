@@ -478,17 +478,10 @@ class SessionDB(StoreSessionDB):
 
     def get_meta(self, key: str) -> str | None:
         """A value of Hermes Agent's ``state_meta`` key/value table (None if unset)."""
-        row = self._read(lambda tx: tx.one("SELECT value FROM state_meta WHERE key = ?", (key,)))
-        return None if row is None else row["value"]
+        return upkeep.get_meta(self, key)
 
     def set_meta(self, key: str, value: str) -> None:
-        self._write(
-            lambda tx: tx.run(
-                "INSERT INTO state_meta (key, value) VALUES (?, ?)"
-                " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                (key, value),
-            )
-        )
+        upkeep.set_meta(self, key, value)
 
     # -- the compression lease ------------------------------------------------------
 

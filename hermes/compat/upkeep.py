@@ -5,6 +5,8 @@ unreachable): a conversation goes when its live segment has ended and started be
 the cutoff, which is 0.19's rule (ended, ``started_at`` older than the cutoff) applied
 to the segment that stands for it. Transcript files 0.19 kept beside the store
 (``sessions/<id>.json``...) go with their segments when the caller names the folder.
+``hermes_state.SessionDB`` (session_db.py) offers these under 0.19's method names; they
+work on the store's own ``SessionDB``, so this module imports nothing of session_db.py.
 """
 
 from __future__ import annotations
@@ -13,12 +15,10 @@ import contextlib
 import logging
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from hermes.compat import listing
-
-if TYPE_CHECKING:
-    from hermes.compat.session_db import SessionDB
+from hermes.state import SessionDB
 
 log = logging.getLogger("hermes.compat")
 
@@ -79,7 +79,7 @@ def auto_prune_and_vacuum(
     result: dict[str, Any] = {"skipped": False, "pruned": 0, "vacuumed": False}
     try:
         now = time.time()
-        last = _as_float(db.get_meta(LAST_AUTO_PRUNE))
+        last = _as_float(get_meta(db, LAST_AUTO_PRUNE))
         if last is not None and now - last < min_interval_hours * 3600:
             result["skipped"] = True
             return result
@@ -87,11 +87,27 @@ def auto_prune_and_vacuum(
         if run_vacuum and result["pruned"] > 0:
             vacuum(db)
             result["vacuumed"] = True
-        db.set_meta(LAST_AUTO_PRUNE, str(now))
+        set_meta(db, LAST_AUTO_PRUNE, str(now))
     except Exception as exc:  # upkeep must never stop a start-up, as in 0.19
         log.warning("state store upkeep failed: %s", exc)
         result["error"] = str(exc)
     return result
+
+
+def get_meta(db: SessionDB, key: str) -> str | None:
+    """A value of Hermes Agent's ``state_meta`` key/value table (None if unset)."""
+    row = db._read(lambda tx: tx.one("SELECT value FROM state_meta WHERE key = ?", (key,)))
+    return None if row is None else row["value"]
+
+
+def set_meta(db: SessionDB, key: str, value: str) -> None:
+    db._write(
+        lambda tx: tx.run(
+            "INSERT INTO state_meta (key, value) VALUES (?, ?)"
+            " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            (key, value),
+        )
+    )
 
 
 def _as_float(text: str | None) -> float | None:

@@ -14,34 +14,20 @@ import logging
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from hermes.plugins.engine import ContextEngine
 from hermes.plugins.manifest import PluginManifest
+from hermes.plugins.registry import VALID_HOOKS, PluginRegistry
 from hermes.tools.registry import Tool, ToolContext
 
-if TYPE_CHECKING:
-    from hermes.plugins.manager import PluginManager
-
 log = logging.getLogger(__name__)
-
-# Hermes Agent's lifecycle hooks that hermes fires (hermes/plugins/manager.py says where).
-VALID_HOOKS = frozenset(
-    {
-        "pre_tool_call",
-        "post_tool_call",
-        "pre_llm_call",
-        "post_llm_call",
-        "on_session_start",
-        "on_session_end",
-    }
-)
 
 
 class PluginContext:
     """Given to each plugin's ``register(ctx)``."""
 
-    def __init__(self, manifest: PluginManifest, manager: PluginManager) -> None:
+    def __init__(self, manifest: PluginManifest, manager: PluginRegistry) -> None:
         self.manifest = manifest
         self._manager = manager
 

@@ -37,6 +37,7 @@ from hermes.config import Config
 from hermes.plugins.context import PluginContext
 from hermes.plugins.engine import ContextEngine
 from hermes.plugins.manifest import ENTRY_POINTS_GROUP, PluginManifest, discover, warn
+from hermes.plugins.shell_hooks import register_shell_hooks
 from hermes.tools.registry import Tool
 
 log = logging.getLogger(__name__)
@@ -80,8 +81,6 @@ class PluginManager:
                 entry.error = f"not enabled (run `hermes plugins enable {manifest.id}`)"
             else:
                 self._load_one(entry)
-        from hermes.plugins.shell_hooks import register_shell_hooks
-
         register_shell_hooks(self, config.get("hooks"))
 
     def _load_one(self, entry: LoadedPlugin) -> None:

@@ -30,12 +30,9 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from hermes.plugins.context import VALID_HOOKS
-
-if TYPE_CHECKING:
-    from hermes.plugins.manager import PluginManager
+from hermes.plugins.registry import VALID_HOOKS, PluginRegistry
 
 log = logging.getLogger(__name__)
 
@@ -103,7 +100,7 @@ class ShellHook:
         return _answer(done.stdout)
 
 
-def register_shell_hooks(manager: PluginManager, section: Any) -> None:
+def register_shell_hooks(manager: PluginRegistry, section: Any) -> None:
     """Add each well-formed entry of ``hooks:``; a malformed one is one log line."""
     if not isinstance(section, dict):
         return

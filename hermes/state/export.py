@@ -2,7 +2,9 @@
 
 Messages come from ``SessionDB.iter_conversation_messages`` in pages, so a huge
 conversation exports in constant memory. A compaction summary shows as a
-"compressed here" marker, never as a message of its own.
+"compressed here" marker, never as a message of its own. The store is read through
+``ConversationReader``, the two reads an export needs, so this module imports nothing
+of ``store.py``, which offers it as ``SessionDB.export_conversation``.
 """
 
 from __future__ import annotations
@@ -10,16 +12,23 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from hermes.state.backend import Row
 from hermes.state.segments import PARTIAL_UID_SUFFIX
 
-if TYPE_CHECKING:
-    from hermes.state.store import SessionDB
-
 FORMATS = ("jsonl", "markdown")
 _ALIASES = {"md": "markdown", "json": "jsonl", "jsonl": "jsonl", "markdown": "markdown"}
+
+
+class ConversationReader(Protocol):
+    """What an export reads of the store (``SessionDB`` is one)."""
+
+    def get_segments(self, session_id: str) -> list[Row]: ...
+
+    def iter_conversation_messages(
+        self, session_id: str, *, include_summaries: bool = False, page: int = 1000
+    ) -> Iterator[Row]: ...
 
 
 def normalise_format(fmt: str) -> str:
@@ -29,13 +38,13 @@ def normalise_format(fmt: str) -> str:
         raise ValueError(f"Unknown export format '{fmt}'; use jsonl or md.") from None
 
 
-def render(db: SessionDB, session_id: str, fmt: str) -> Iterator[str]:
+def render(db: ConversationReader, session_id: str, fmt: str) -> Iterator[str]:
     fmt = normalise_format(fmt)
     chain = db.get_segments(session_id)  # raises SessionNotFoundError before streaming
     return _markdown(db, chain) if fmt == "markdown" else _jsonl(db, chain)
 
 
-def _items(db: SessionDB, chain: list[Row]) -> Iterator[tuple[str, dict[str, Any]]]:
+def _items(db: ConversationReader, chain: list[Row]) -> Iterator[tuple[str, dict[str, Any]]]:
     segment_of = {s["id"]: s for s in chain}
     current = None
     for message in db.iter_conversation_messages(chain[0]["id"], include_summaries=True):
@@ -50,7 +59,7 @@ def _items(db: SessionDB, chain: list[Row]) -> Iterator[tuple[str, dict[str, Any
             yield "message", message
 
 
-def _jsonl(db: SessionDB, chain: list[Row]) -> Iterator[str]:
+def _jsonl(db: ConversationReader, chain: list[Row]) -> Iterator[str]:
     root = chain[0]
     yield _line(
         {
@@ -123,7 +132,7 @@ def _line(obj: dict[str, Any]) -> str:
     return json.dumps(obj, ensure_ascii=False) + "\n"
 
 
-def _markdown(db: SessionDB, chain: list[Row]) -> Iterator[str]:
+def _markdown(db: ConversationReader, chain: list[Row]) -> Iterator[str]:
     root = chain[0]
     yield f"# {root['title'] or root['id']}\n\n"
     yield f"_Conversation {root['id']} · {root['source']} · {len(chain)} segment(s)_\n\n"

@@ -4,7 +4,8 @@
 compression path and their helpers are handed a ``TurnHost`` (``agent/host.py``), so no
 module of ``hermes/agent`` but the facade and the package's ``__init__`` imports it —
 not at the top, not under ``TYPE_CHECKING``, not inside a function. And no import
-cycle is left among the room's modules. Checked on the source, like tests/test_layers.py.
+cycle is left among the room's modules (tests/test_import_cycles.py checks the whole
+package the same way). Checked on the source, like tests/test_layers.py.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import ast
 from pathlib import Path
 
 import pytest
+
+from tests.import_graph import import_cycles
 
 PACKAGE = Path(__file__).resolve().parents[2] / "hermes"
 ROOM = PACKAGE / "agent"
@@ -66,49 +69,6 @@ def facade_importers(modules: dict[str, Path]) -> dict[str, Path]:
     }
 
 
-def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """The strongly connected groups of more than one module (or a module importing
-    itself), each sorted: Tarjan's algorithm, iteratively."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    cycles: list[list[str]] = []
-    for start in sorted(graph):
-        if start in index:
-            continue
-        work = [(start, iter(sorted(graph[start])))]
-        index[start] = low[start] = len(index)
-        stack.append(start)
-        on_stack.add(start)
-        while work:
-            node, edges = work[-1]
-            nxt = next(edges, None)
-            if nxt is not None:
-                if nxt not in index:
-                    index[nxt] = low[nxt] = len(index)
-                    stack.append(nxt)
-                    on_stack.add(nxt)
-                    work.append((nxt, iter(sorted(graph.get(nxt, ())))))
-                elif nxt in on_stack:
-                    low[node] = min(low[node], index[nxt])
-                continue
-            work.pop()
-            if work:
-                low[work[-1][0]] = min(low[work[-1][0]], low[node])
-            if low[node] == index[node]:
-                group = []
-                while True:
-                    member = stack.pop()
-                    on_stack.discard(member)
-                    group.append(member)
-                    if member == node:
-                        break
-                if len(group) > 1 or node in graph.get(node, ()):
-                    cycles.append(sorted(group))
-    return cycles
-
-
 def import_graph(modules: dict[str, Path]) -> dict[str, set[str]]:
     known = set(modules)
     return {
@@ -145,12 +105,6 @@ def test_the_facade_check_lets_the_parts_be() -> None:
     line = "from hermes.agent import transcript\nfrom hermes.agent.host import TurnHost"
     known = {FACADE, "hermes.agent", "hermes.agent.transcript", "hermes.agent.host"}
     assert imports_of(line, known) == {"hermes.agent.transcript", "hermes.agent.host"}
-
-
-def test_the_cycle_check_sees_a_planted_cycle() -> None:
-    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": {"e"}}
-    assert import_cycles(graph) == [["a", "b", "c"], ["e"]]
-    assert import_cycles({"a": {"b"}, "b": set(), "c": {"a", "b"}}) == []
 
 
 HOST_LIMIT = 15  # issue 47: a turn reads at most ~15 members of what it is handed

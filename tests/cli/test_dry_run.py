@@ -51,7 +51,7 @@ def test_migrate_dry_run_into_a_non_empty_target_says_it_would_refuse(
 def test_progress_off_a_terminal_is_a_few_lines_per_step(capsys):
     """Piped or logged, an import of 300 batches says so in a handful of lines (it once
     wrote one per batch), and still gives each step's last count."""
-    from hermes.cli.migrate import ProgressLines
+    from hermes.cli._progress import ProgressLines
 
     show = ProgressLines()
     show("verify", 0, 1)

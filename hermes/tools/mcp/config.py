@@ -17,62 +17,24 @@ import logging
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hermes import redaction
 from hermes.config import dotenv_values, hermes_home
 from hermes.tools.mcp.launch import McpLaunchError, launched
+from hermes.tools.mcp.spec import DEFAULT_CONNECT_TIMEOUT, DEFAULT_TOOL_TIMEOUT, ServerSpec
 
 if TYPE_CHECKING:
     from hermes.config import Config
 
 log = logging.getLogger(__name__)
 
-DEFAULT_TOOL_TIMEOUT = 300.0
-DEFAULT_CONNECT_TIMEOUT = 60.0
 _PLACEHOLDER = re.compile(r"\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 class McpConfigError(ValueError):
     """An ``mcp_servers`` entry that cannot work; the message is one sentence."""
-
-
-@dataclass(frozen=True)
-class ServerSpec:
-    """One MCP server as configured (``command`` for stdio, ``url`` for HTTP)."""
-
-    name: str
-    command: str | None = None
-    args: tuple[str, ...] = ()
-    env: tuple[tuple[str, str], ...] = ()
-    cwd: str | None = None
-    url: str | None = None
-    headers: tuple[tuple[str, str], ...] = ()
-    timeout: float = DEFAULT_TOOL_TIMEOUT
-    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
-    include: tuple[str, ...] | None = None
-    exclude: tuple[str, ...] = field(default=())
-    # Where a stdio server's stderr goes ($HERMES_HOME/logs/mcp-NAME.log), not the terminal.
-    stderr_log: str | None = None
-    sandbox: bool = False
-    # The argv put before ``command``: the exit-code reporter, then bwrap's when sandboxed.
-    launch_prefix: tuple[str, ...] = ()
-
-    @property
-    def transport(self) -> str:
-        return "stdio" if self.command else "http"
-
-    def offers(self, tool: str) -> bool:
-        if self.include is not None and tool not in self.include:
-            return False
-        return tool not in self.exclude
-
-    def describe(self) -> str:
-        if self.command:
-            return " ".join([self.command, *self.args])
-        return str(self.url)
 
 
 def server_specs(config: Config | None, home: Path | None = None) -> list[ServerSpec]:

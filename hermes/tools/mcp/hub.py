@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import Any, TextIO, TypeVar
 
 from hermes.errors import HermesError
-from hermes.tools.mcp.config import ServerSpec
 from hermes.tools.mcp.launch import EXIT_MARK
+from hermes.tools.mcp.spec import ServerSpec
 
 log = logging.getLogger(__name__)
 

@@ -27,11 +27,11 @@ from typing import TYPE_CHECKING
 
 from hermes.config import hermes_home
 from hermes.tools.guards import sandbox
+from hermes.tools.mcp.spec import ServerSpec
 from hermes.tools.registry import ToolContext
 
 if TYPE_CHECKING:
     from hermes.config import Config
-    from hermes.tools.mcp.config import ServerSpec
 
 # The line the launcher writes to the server's stderr log when the server ends.
 EXIT_MARK = "[hermes] the MCP server exited with code "

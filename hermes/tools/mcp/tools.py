@@ -17,8 +17,9 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hermes.tools.mcp.config import ServerSpec, read_servers, server_specs
+from hermes.tools.mcp.config import read_servers, server_specs
 from hermes.tools.mcp.hub import LATE_WAIT, McpError, RemoteTool, hub
+from hermes.tools.mcp.spec import ServerSpec
 from hermes.tools.registry import Tool, ToolContext, ToolError
 
 if TYPE_CHECKING:
