@@ -18,7 +18,8 @@ import logging
 import threading
 import uuid
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import replace
+from contextvars import ContextVar
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -57,6 +58,21 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 EventCallback = Callable[[str, dict[str, Any]], None]
+
+
+@dataclass(frozen=True)
+class _Asked:
+    """What an agent asks of its own compression beyond Hermes Agent 0.19's arguments."""
+
+    agent: AIAgent
+    whole: bool = False  # summarise even a short conversation (/compress)
+    detached: bool = False  # a caller's own history: compressed in memory only
+
+
+# Set while an agent calls its ``_compress_context``: hermes's keywords travel beside the
+# call, so an override with 0.19's signature that delegates to ``super()`` keeps them. A
+# context variable, so each thread sees only its own call.
+_ASKED: ContextVar[_Asked | None] = ContextVar("hermes_compression_asked", default=None)
 
 
 class AIAgent:
@@ -380,18 +396,64 @@ class AIAgent:
     def interrupt_requested(self) -> bool:
         return self.interruption.requested
 
+    def compress(
+        self,
+        messages: list[Message],
+        system_message: str | None,
+        *,
+        approx_tokens: int | None = None,
+        detached: bool = False,
+    ) -> tuple[list[Message], str | None]:
+        """A turn's compression (the turn host's ``compress``), through
+        ``_compress_context`` called as 0.19's turn loop calls it, so a subclass or a
+        patch that overrides it sees every compression; what an override raises fails
+        the turn, as in 0.19."""
+        return self._ask_compression(
+            messages,
+            system_message,
+            _Asked(self, detached=detached),
+            approx_tokens=approx_tokens,
+            task_id=self.session_id or "default",
+        )
+
+    def _ask_compression(
+        self,
+        messages: list[Message],
+        system_message: str | None,
+        asked: _Asked,
+        **arguments: Any,
+    ) -> tuple[list[Message], str | None]:
+        """Call ``_compress_context`` with 0.19's ``arguments``, ``asked`` beside them."""
+        token = _ASKED.set(asked)
+        try:
+            return self._compress_context(messages, system_message, **arguments)
+        finally:
+            _ASKED.reset(token)
+
     def _compress_context(
         self,
         messages: list[Message],
         system_message: str | None,
         *,
         approx_tokens: int | None = None,
+        task_id: str = "default",
         focus_topic: str | None = None,
+        force: bool = False,
         whole: bool = False,
         detached: bool = False,
     ) -> tuple[list[Message], str | None]:
-        """Compress ``messages``; ``detached``: they are a caller's own history, not the
-        segment's, so the compression stays in memory (see caller_history)."""
+        """Compress ``messages``, with Hermes Agent 0.19's signature (overrides keep it).
+
+        ``task_id`` (0.19's tool sandbox) means nothing here, and ``force`` (0.19: even
+        in the cooldown after a failed summary) always holds: the cooldown only holds
+        back the turn's own check. ``whole`` summarises even a short conversation;
+        ``detached`` messages are a caller's own history, not the segment's, so the
+        compression stays in memory (see caller_history). When the agent calls this
+        itself (``compress``, ``compress_now``) those two come beside the call."""
+        del task_id, force
+        asked = _ASKED.get()
+        if asked is not None and asked.agent is self:
+            whole, detached = whole or asked.whole, detached or asked.detached
         return compression.compress_context(
             self,
             messages,
@@ -417,16 +479,15 @@ class AIAgent:
             return recontext.rebuild(self)  # a compression that reads every standing row
         system = binding.segment_system_prompt() if binding.session_db is not None else None
         before = self.estimate_tokens(history)
-        compressed, _ = self._compress_context(
-            history, system, approx_tokens=before, focus_topic=focus_topic
-        )
+        # As 0.19's /compress calls it (``force``), so an override sees this one too.
+        asked = {"approx_tokens": before, "focus_topic": focus_topic, "force": True}
+        compressed, _ = self._ask_compression(history, system, _Asked(self), **asked)
         outcome = self.last_compression or CompressionOutcome()
         if compressed is history and (outcome.reason or "").startswith(NOTHING_TO_COMPRESS):
             # Asked for, a compression of a short conversation summarises all of it
             # (but an unanswered last message), as /compact does elsewhere.
-            compressed, _ = self._compress_context(
-                history, system, approx_tokens=before, focus_topic=focus_topic, whole=True
-            )
+            whole = _Asked(self, whole=True)
+            compressed, _ = self._ask_compression(history, system, whole, **asked)
             outcome = self.last_compression or CompressionOutcome()
         outcome.tokens_before = before
         if compressed is not history and not outcome.rotated:
