@@ -49,7 +49,7 @@ from hermes.state.lease import make_holder
 from hermes.state.usage import TokenUsage
 
 if TYPE_CHECKING:
-    from hermes.agent.engine_compressor import EngineCompressor
+    from hermes.agent.engine_compressor import Endpoint, EngineCompressor
     from hermes.agent.model.protocol import Model
     from hermes.state.store import SegmentStamp, SessionDB
     from hermes.tools.processes.events import EventBus
@@ -250,7 +250,16 @@ class AIAgent:
                 model=self.model,
                 context_length=self.window.compressor.context_length,
                 cooldown_seconds=self.settings.compression.cooldown_seconds,
+                endpoint=self._endpoint(),
             )
+
+    def _endpoint(self) -> Endpoint:
+        """Where this agent's model is served, as a context engine is told it."""
+        from hermes.agent.engine_compressor import Endpoint
+
+        return Endpoint(
+            base_url=self.base_url or "", api_key=self.api_key or "", provider=self.provider or ""
+        )
 
     def _bind(
         self, session_db: SessionDB | None, session_id: str | None, title: str | None
@@ -525,10 +534,19 @@ class AIAgent:
         return undone
 
     def set_model(self, model: str) -> None:
-        """Switch the model for the next calls; recorded on the segment."""
+        """Switch the model for the next calls; recorded on the segment. A plugin's
+        context engine is told the model and its window (0.19's ``update_model``), so
+        it compresses at the new model's threshold."""
+        from hermes.agent.engine_compressor import EngineCompressor
+
         self.model = model
         self.client.model = model
-        self.context_compressor.model = model
+        compressor = self.context_compressor
+        if isinstance(compressor, EngineCompressor):
+            window = context_window(model, self.settings.model.context_length)
+            compressor.update_model(model, window, self._endpoint())
+        else:
+            compressor.model = model
         if self.binding.writes_transcript and self.session_id:
             self.binding.bound()[0].set_model(self.session_id, model)
 
