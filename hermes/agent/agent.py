@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hermes.agent import compression, recontext, review, turn_holding
+from hermes.agent import compression, plugin_hooks, recontext, review, turn_holding
 from hermes.agent.binding import ConversationBinding, SegmentOrigin
 from hermes.agent.host import Lease
 from hermes.agent.interruption import Interruption
@@ -577,6 +577,24 @@ class AIAgent:
         compressor, conversation = self.context_compressor, self.binding.conversation_id
         if isinstance(compressor, EngineCompressor) and conversation:
             compressor.end(conversation, self.load_history())
+
+    def close_conversation(self) -> None:
+        """End the stored conversation this agent is bound to, whose turns other agents
+        served (a gateway chat's ``/new``: the kept agent may still be answering what was
+        queued before it). A plugin's context engine hears the conversation as a turn
+        would tell it (``on_session_start``), then its end (``on_session_end`` with its
+        messages, ``on_session_reset``), so it can settle what it keeps of it. An agent
+        made with ``persist_session=False`` writes nothing meanwhile; a conversation
+        without a message has nothing to end."""
+        from hermes.agent.engine_compressor import EngineCompressor
+
+        if not isinstance(self.context_compressor, EngineCompressor) or self.session_id is None:
+            return
+        self.binding.ensure_session()  # follows the bound id to the tip, and its conversation
+        if not self.load_history():
+            return
+        plugin_hooks.bind_engine(self)
+        self.end_conversation()
 
     def set_title(self, title: str) -> None:
         """The title a conversation this agent creates gets (the store has the rest)."""
