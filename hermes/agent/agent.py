@@ -489,14 +489,14 @@ class AIAgent:
         system = binding.segment_system_prompt() if binding.session_db is not None else None
         before = self.estimate_tokens(history)
         # As 0.19's /compress calls it (``force``), so an override sees this one too.
-        asked = {"approx_tokens": before, "focus_topic": focus_topic, "force": True}
-        compressed, _ = self._ask_compression(history, system, _Asked(self), **asked)
+        arguments = {"approx_tokens": before, "focus_topic": focus_topic, "force": True}
+        compressed, _ = self._ask_compression(history, system, _Asked(self), **arguments)
         outcome = self.last_compression or CompressionOutcome()
         if compressed is history and (outcome.reason or "").startswith(NOTHING_TO_COMPRESS):
             # Asked for, a compression of a short conversation summarises all of it
             # (but an unanswered last message), as /compact does elsewhere.
-            whole = _Asked(self, whole=True)
-            compressed, _ = self._ask_compression(history, system, whole, **asked)
+            all_of_it = _Asked(self, whole=True)
+            compressed, _ = self._ask_compression(history, system, all_of_it, **arguments)
             outcome = self.last_compression or CompressionOutcome()
         outcome.tokens_before = before
         if compressed is not history and not outcome.rotated:
