@@ -97,3 +97,36 @@ def lifecycle(plugin: Path) -> list[str]:
     log = plugin / "calls.log"
     said = log.read_text().splitlines() if log.exists() else []
     return [line for line in said if line.split(" ", 1)[0] in ("start", "end", "reset")]
+
+
+BROKEN_END = """
+
+def _broken_end(self, session_id, messages):
+    raise RuntimeError("the engine broke at the end")
+
+
+TinyEngine.on_session_end = _broken_end
+"""
+
+
+def test_an_engine_that_fails_at_the_end_does_not_hold_new_up(
+    hermes_home: Path, fake_llm, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plugin = install_plugin(
+        hermes_home, "tiny-engine", ENGINE_MANIFEST, ENGINE_INIT + LIFECYCLE + BROKEN_END
+    )
+    engine_gateway_home(hermes_home, fake_llm.url, monkeypatch)
+    gateway = chat_gateway(hermes_home)
+    try:
+        say(gateway, "first")
+        wait_for(lambda: "echo: first" in gateway.chat.texts(), timeout=30)
+        first = conversation(gateway)
+        say(gateway, "/new")
+        wait_for(lambda: "Started a new conversation." in gateway.chat.texts(), timeout=30)
+        say(gateway, "second")
+        wait_for(lambda: "echo: second" in gateway.chat.texts(), timeout=30)
+        second = conversation(gateway)
+    finally:
+        gateway.stop()
+    assert second != first
+    assert lifecycle(plugin)[-3:] == [f"start {first}", "reset", f"start {second}"]
