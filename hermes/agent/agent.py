@@ -18,11 +18,12 @@ import logging
 import threading
 import uuid
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import replace
+from contextvars import ContextVar
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hermes.agent import compression, recontext, review, turn_holding
+from hermes.agent import compression, plugin_hooks, recontext, review, turn_holding
 from hermes.agent.binding import ConversationBinding, SegmentOrigin
 from hermes.agent.host import Lease
 from hermes.agent.interruption import Interruption
@@ -48,7 +49,7 @@ from hermes.state.lease import make_holder
 from hermes.state.usage import TokenUsage
 
 if TYPE_CHECKING:
-    from hermes.agent.engine_compressor import EngineCompressor
+    from hermes.agent.engine_compressor import Endpoint, EngineCompressor
     from hermes.agent.model.protocol import Model
     from hermes.state.store import SegmentStamp, SessionDB
     from hermes.tools.processes.events import EventBus
@@ -57,6 +58,21 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 EventCallback = Callable[[str, dict[str, Any]], None]
+
+
+@dataclass(frozen=True)
+class _Asked:
+    """What an agent asks of its own compression beyond Hermes Agent 0.19's arguments."""
+
+    agent: AIAgent
+    whole: bool = False  # summarise even a short conversation (/compress)
+    detached: bool = False  # a caller's own history: compressed in memory only
+
+
+# Set while an agent calls its ``_compress_context``: hermes's keywords travel beside the
+# call, so an override with 0.19's signature that delegates to ``super()`` keeps them. A
+# context variable, so each thread sees only its own call.
+_ASKED: ContextVar[_Asked | None] = ContextVar("hermes_compression_asked", default=None)
 
 
 class AIAgent:
@@ -234,7 +250,16 @@ class AIAgent:
                 model=self.model,
                 context_length=self.window.compressor.context_length,
                 cooldown_seconds=self.settings.compression.cooldown_seconds,
+                endpoint=self._endpoint(),
             )
+
+    def _endpoint(self) -> Endpoint:
+        """Where this agent's model is served, as a context engine is told it."""
+        from hermes.agent.engine_compressor import Endpoint
+
+        return Endpoint(
+            base_url=self.base_url or "", api_key=self.api_key or "", provider=self.provider or ""
+        )
 
     def _bind(
         self, session_db: SessionDB | None, session_id: str | None, title: str | None
@@ -380,18 +405,64 @@ class AIAgent:
     def interrupt_requested(self) -> bool:
         return self.interruption.requested
 
+    def compress(
+        self,
+        messages: list[Message],
+        system_message: str | None,
+        *,
+        approx_tokens: int | None = None,
+        detached: bool = False,
+    ) -> tuple[list[Message], str | None]:
+        """A turn's compression (the turn host's ``compress``), through
+        ``_compress_context`` called as 0.19's turn loop calls it, so a subclass or a
+        patch that overrides it sees every compression; what an override raises fails
+        the turn, as in 0.19."""
+        return self._ask_compression(
+            messages,
+            system_message,
+            _Asked(self, detached=detached),
+            approx_tokens=approx_tokens,
+            task_id=self.session_id or "default",
+        )
+
+    def _ask_compression(
+        self,
+        messages: list[Message],
+        system_message: str | None,
+        asked: _Asked,
+        **arguments: Any,
+    ) -> tuple[list[Message], str | None]:
+        """Call ``_compress_context`` with 0.19's ``arguments``, ``asked`` beside them."""
+        token = _ASKED.set(asked)
+        try:
+            return self._compress_context(messages, system_message, **arguments)
+        finally:
+            _ASKED.reset(token)
+
     def _compress_context(
         self,
         messages: list[Message],
         system_message: str | None,
         *,
         approx_tokens: int | None = None,
+        task_id: str = "default",
         focus_topic: str | None = None,
+        force: bool = False,
         whole: bool = False,
         detached: bool = False,
     ) -> tuple[list[Message], str | None]:
-        """Compress ``messages``; ``detached``: they are a caller's own history, not the
-        segment's, so the compression stays in memory (see caller_history)."""
+        """Compress ``messages``, with Hermes Agent 0.19's signature (overrides keep it).
+
+        ``task_id`` (0.19's tool sandbox) means nothing here, and ``force`` (0.19: even
+        in the cooldown after a failed summary) always holds: the cooldown only holds
+        back the turn's own check. ``whole`` summarises even a short conversation;
+        ``detached`` messages are a caller's own history, not the segment's, so the
+        compression stays in memory (see caller_history). When the agent calls this
+        itself (``compress``, ``compress_now``) those two come beside the call."""
+        del task_id, force
+        asked = _ASKED.get()
+        if asked is not None and asked.agent is self:
+            whole, detached = whole or asked.whole, detached or asked.detached
         return compression.compress_context(
             self,
             messages,
@@ -417,16 +488,15 @@ class AIAgent:
             return recontext.rebuild(self)  # a compression that reads every standing row
         system = binding.segment_system_prompt() if binding.session_db is not None else None
         before = self.estimate_tokens(history)
-        compressed, _ = self._compress_context(
-            history, system, approx_tokens=before, focus_topic=focus_topic
-        )
+        # As 0.19's /compress calls it (``force``), so an override sees this one too.
+        arguments = {"approx_tokens": before, "focus_topic": focus_topic, "force": True}
+        compressed, _ = self._ask_compression(history, system, _Asked(self), **arguments)
         outcome = self.last_compression or CompressionOutcome()
         if compressed is history and (outcome.reason or "").startswith(NOTHING_TO_COMPRESS):
             # Asked for, a compression of a short conversation summarises all of it
             # (but an unanswered last message), as /compact does elsewhere.
-            compressed, _ = self._compress_context(
-                history, system, approx_tokens=before, focus_topic=focus_topic, whole=True
-            )
+            all_of_it = _Asked(self, whole=True)
+            compressed, _ = self._ask_compression(history, system, all_of_it, **arguments)
             outcome = self.last_compression or CompressionOutcome()
         outcome.tokens_before = before
         if compressed is not history and not outcome.rotated:
@@ -464,10 +534,19 @@ class AIAgent:
         return undone
 
     def set_model(self, model: str) -> None:
-        """Switch the model for the next calls; recorded on the segment."""
+        """Switch the model for the next calls; recorded on the segment. A plugin's
+        context engine is told the model and its window (0.19's ``update_model``), so
+        it compresses at the new model's threshold."""
+        from hermes.agent.engine_compressor import EngineCompressor
+
         self.model = model
         self.client.model = model
-        self.context_compressor.model = model
+        compressor = self.context_compressor
+        if isinstance(compressor, EngineCompressor):
+            window = context_window(model, self.settings.model.context_length)
+            compressor.update_model(model, window, self._endpoint())
+        else:
+            compressor.model = model
         if self.binding.writes_transcript and self.session_id:
             self.binding.bound()[0].set_model(self.session_id, model)
 
@@ -498,6 +577,24 @@ class AIAgent:
         compressor, conversation = self.context_compressor, self.binding.conversation_id
         if isinstance(compressor, EngineCompressor) and conversation:
             compressor.end(conversation, self.load_history())
+
+    def close_conversation(self) -> None:
+        """End the stored conversation this agent is bound to, whose turns other agents
+        served (a gateway chat's ``/new``: the kept agent may still be answering what was
+        queued before it). A plugin's context engine hears the conversation as a turn
+        would tell it (``on_session_start``), then its end (``on_session_end`` with its
+        messages, ``on_session_reset``), so it can settle what it keeps of it. An agent
+        made with ``persist_session=False`` writes nothing meanwhile; a conversation
+        without a message has nothing to end."""
+        from hermes.agent.engine_compressor import EngineCompressor
+
+        if not isinstance(self.context_compressor, EngineCompressor) or self.session_id is None:
+            return
+        self.binding.ensure_session()  # follows the bound id to the tip, and its conversation
+        if not self.load_history():
+            return
+        plugin_hooks.bind_engine(self)
+        self.end_conversation()
 
     def set_title(self, title: str) -> None:
         """The title a conversation this agent creates gets (the store has the rest)."""

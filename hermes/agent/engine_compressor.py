@@ -25,6 +25,7 @@ import inspect
 import logging
 import time
 from collections.abc import Sequence
+from dataclasses import asdict, dataclass
 from typing import Any, cast
 
 from hermes.agent.summariser import NOTHING_TO_COMPRESS
@@ -42,21 +43,39 @@ _BOUND: dict[int, str] = {}
 _CONTENT_KEYS = ("role", "content", "tool_calls", "tool_call_id")
 
 
+@dataclass(frozen=True)
+class Endpoint:
+    """Where the agent's model is served: what 0.19's ``update_model`` tells an engine
+    beside the model and its window (its summaries may call the same endpoint)."""
+
+    base_url: str = ""
+    api_key: str = ""
+    provider: str = ""
+    api_mode: str = "chat_completions"  # the one API hermes speaks
+
+
 class EngineCompressor:
     """A ``ContextEngine`` seated where ``Summariser`` sits, with its attributes."""
 
     def __init__(
-        self, engine: ContextEngine, *, model: str, context_length: int, cooldown_seconds: float
+        self,
+        engine: ContextEngine,
+        *,
+        model: str,
+        context_length: int,
+        cooldown_seconds: float,
+        endpoint: Endpoint | None = None,
     ) -> None:
         self.engine = engine
         self.model = model
+        self.endpoint = endpoint or Endpoint()
         self.cooldown_seconds = cooldown_seconds
         self.last_covered_uids: frozenset[str] = frozenset()
         self._last_summary_error: str | None = None
         self._last_compress_aborted = False
         self._last_aux_model_failure_model: str | None = None
         self._cooldown_until = 0.0
-        engine.update_model(model=model, context_length=context_length)
+        self.update_model(model, context_length)
 
     @property
     def name(self) -> str:
@@ -68,7 +87,21 @@ class EngineCompressor:
 
     @context_length.setter
     def context_length(self, window: int) -> None:
-        self.engine.update_model(model=self.model, context_length=window)
+        self.update_model(self.model, window)
+
+    def update_model(
+        self, model: str, context_length: int, endpoint: Endpoint | None = None
+    ) -> None:
+        """Tell the engine the model it compresses for, and so its window, changed (at
+        its seating, ``/model``, a window the provider stated): 0.19's ``update_model``
+        with the model, its window and the endpoint (``endpoint``, else the last one)."""
+        self.model = model
+        self.endpoint = endpoint or self.endpoint
+        told = {"model": model, "context_length": context_length, **asdict(self.endpoint)}
+        try:
+            self.engine.update_model(**_accepted(self.engine.update_model, told))
+        except Exception as exc:  # the engine's bug must not break the agent
+            log.warning("context engine %s: update_model failed: %s", self.name, exc)
 
     @property
     def threshold_tokens(self) -> int:

@@ -11,6 +11,8 @@ each one concern, and a few calls.
 - ``settings``: the configuration, typed (settings.py); ``defaults()``: the agent's
   choices where a turn's options make none;
 - ``interruption``: the user's stop (interruption.py); ``emit``: the owner's events;
+- ``compress()``: the turn's compressions, through the agent's ``_compress_context``
+  (Hermes Agent's extension point: a subclass or a patch may override it);
 - ``lease``: who this agent is when it takes a conversation's compression lease;
 - ``is_fork``, ``plugins``, ``review_threads`` and ``review_fork()``: the background
   review and the plugins' hooks.
@@ -34,6 +36,7 @@ if TYPE_CHECKING:
     from hermes.agent.turn_options import TurnDefaults
     from hermes.agent.window import ContextWindow
     from hermes.plugins import PluginManager
+    from hermes.state.context.message import Message
 
 
 @dataclass(frozen=True)
@@ -97,5 +100,14 @@ class TurnHost(Protocol):
     def defaults(self) -> TurnDefaults: ...
 
     def emit(self, kind: str, **data: Any) -> None: ...
+
+    def compress(
+        self,
+        messages: list[Message],
+        system_message: str | None,
+        *,
+        approx_tokens: int | None = None,
+        detached: bool = False,
+    ) -> tuple[list[Message], str | None]: ...
 
     def review_fork(self) -> ReviewFork: ...

@@ -35,6 +35,22 @@ def _common(host: TurnHost) -> dict[str, Any]:
 def begin(host: TurnHost, history: list[Message]) -> None:
     """A turn starts: the context engine learns its conversation; a conversation with no
     messages yet is a session start for the plugins."""
+    bind_engine(host)
+    binding = host.binding
+    if history:
+        return
+    if (plugins := _fires(host)) is not None and plugins.has_hook("on_session_start"):
+        plugins.invoke_hook(
+            "on_session_start",
+            session_id=binding.session_id or "",
+            model=binding.model,
+            platform=binding.origin.source,
+        )
+
+
+def bind_engine(host: TurnHost) -> None:
+    """Tell a plugin's context engine the conversation it serves (its
+    ``on_session_start``, once per conversation); a fork tells it nothing."""
     from hermes.agent.engine_compressor import EngineCompressor
 
     compressor, binding = host.window.compressor, host.binding
@@ -45,15 +61,6 @@ def begin(host: TurnHost, history: list[Message]) -> None:
             platform=binding.origin.source,
             model=binding.model,
             context_length=compressor.context_length,
-        )
-    if history:
-        return
-    if (plugins := _fires(host)) is not None and plugins.has_hook("on_session_start"):
-        plugins.invoke_hook(
-            "on_session_start",
-            session_id=binding.session_id or "",
-            model=binding.model,
-            platform=binding.origin.source,
         )
 
 

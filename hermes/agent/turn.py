@@ -7,7 +7,8 @@ no-op (same length back) stops further attempts for this turn.
 
 The turn is handed a ``TurnHost`` (host.py), not the agent: the conversation binding
 (history and persistence), the model client, the toolbox, the context window, the
-settings, the agent's defaults, ``emit`` and the interruption.
+settings, the agent's defaults, ``emit``, the interruption and ``compress`` (the agent's
+``_compress_context``, which a subclass or a patch may override, as in Hermes Agent).
 
 The turn is data: a caller's choices for it come as ``TurnOptions`` (resolved against
 the host's defaults once, at the start); a ``TurnState`` owns its messages, usage,
@@ -28,7 +29,6 @@ from typing import TYPE_CHECKING, Any
 
 from hermes.agent import (
     caller_history,
-    compression,
     plugin_hooks,
     recontext,
     review,
@@ -485,8 +485,9 @@ def _maybe_compress(host: TurnHost, turn: TurnState, *, force: bool = False) -> 
     before = len(turn.messages)
     approx = window.estimate_tokens(turn.messages)
     _emit(host, turn, "compressing", tokens=approx)
-    messages, system_prompt = compression.compress_context(
-        host, turn.messages, turn.system_prompt, approx_tokens=approx, detached=turn.detached
+    # Through the host, so an override of the agent's ``_compress_context`` sees it.
+    messages, system_prompt = host.compress(
+        turn.messages, turn.system_prompt, approx_tokens=approx, detached=turn.detached
     )
     outcome = window.last_compression
     turn.system_prompt = system_prompt

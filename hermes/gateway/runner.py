@@ -484,6 +484,9 @@ class GatewayRunner:
             return self.db.create_session(source=platform, user_id=origin.user_id, session_key=key)
 
         ended = {"platform": platform, "user_id": origin.user_id or "", "session_key": key}
+        old = await asyncio.to_thread(self.router.current_conversation, key)
+        if old is not None:  # its context engine hears it ended, as in the terminal chat
+            await asyncio.to_thread(self.turns.end_conversation, old, key, origin.user_id)
         self.hooks.emit("session:end", ended)
         fresh = await asyncio.to_thread(self.router.reset, key, create, platform=platform)
         self.hooks.emit("session:reset", dict(ended))

@@ -136,6 +136,28 @@ class TurnRunner:
         if agent is not None:
             agent.forget_cache()
 
+    def end_conversation(self, conversation_id: str, key: str, user_id: str | None) -> None:
+        """The chat ``key`` left the conversation (``/new``): a plugin's context engine
+        hears it ended, through an agent of its own that reads the store and writes
+        nothing (the kept agent may still be answering what was queued before)."""
+        agent = None
+        try:  # whatever happens here, the chat's new conversation starts
+            agent = self.make_agent(
+                session_id=self.router.tip(conversation_id),
+                source=SessionKey.parse(key).platform,
+                session_key=key,
+                user_id=user_id,
+                persist_session=False,
+            )
+            agent.close_conversation()
+        except (AgentError, StateError) as exc:
+            log.warning("could not tell the context engine %s ended: %s", conversation_id, exc)
+        except Exception:
+            log.exception("could not tell the context engine %s ended", conversation_id)
+        finally:
+            if agent is not None:
+                _close(agent)
+
     def close(self) -> None:
         """Close the kept agents' clients (at shutdown, when no turn runs any more)."""
         with self._agents_lock:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from hermes.agent import commands as chat_commands
 from hermes.agent.engine_compressor import EngineCompressor
 from hermes.state import SessionDB
 from tests.agent.helpers import fake_agent
@@ -180,4 +181,46 @@ def test_the_engine_hears_a_conversation_end_at_new_and_at_another_conversation(
         f"start {second}",
         f"end {second} ['third', 'echo: third']",
         "reset",
+    ]
+
+
+# What the engine is told of the model: 0.19's update_model, each call on one line.
+MODEL_TOLD = """
+
+def _update_model(self, model, context_length, base_url="", api_key="", provider="",
+                  api_mode=""):
+    with LOG.open("a") as f:
+        f.write(f"model {model} {context_length} {base_url} {bool(api_key)} {api_mode}\\n")
+    ContextEngine.update_model(self, model, context_length, base_url, api_key, provider,
+                               api_mode)
+
+
+TinyEngine.update_model = _update_model
+"""
+
+
+def told_models(plugin: Path) -> list[str]:
+    said = (plugin / "calls.log").read_text().splitlines()
+    return [line for line in said if line.startswith("model ")]
+
+
+def test_the_engine_is_told_the_new_model_and_its_window_at_slash_model(
+    hermes_home: Path, fake_llm, tmp_path: Path
+) -> None:
+    plugin = install_plugin(hermes_home, "tiny-engine", ENGINE_MANIFEST, ENGINE_INIT + MODEL_TOLD)
+    (hermes_home / "config.yaml").write_text(
+        "plugins:\n  enabled: [tiny-engine]\ncontext:\n  engine: tiny\n"
+    )
+    fake_llm.models.append("gpt-4")  # an 8,192-token window, where fake-model has 128,000
+    with SessionDB(db_path=tmp_path / "state.db") as db:
+        agent = fake_agent(fake_llm, db)
+        agent.run_conversation("hello")
+        reply = chat_commands.dispatch(agent, "/model gpt-4")
+        assert reply.ok, reply.text
+        engine = agent.context_compressor.engine
+        assert (engine.context_length, engine.threshold_tokens) == (8192, 6144)
+        assert agent.context_compressor.model == "gpt-4"
+    assert told_models(plugin) == [
+        f"model fake-model 128000 {agent.base_url} True chat_completions",
+        f"model gpt-4 8192 {agent.base_url} True chat_completions",
     ]
