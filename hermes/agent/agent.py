@@ -534,19 +534,19 @@ class AIAgent:
         return undone
 
     def set_model(self, model: str) -> None:
-        """Switch the model for the next calls; recorded on the segment. A plugin's
-        context engine is told the model and its window (0.19's ``update_model``), so
-        it compresses at the new model's threshold."""
+        """Switch the model for the next calls; recorded on the segment. The compressor
+        takes the model's window (a plugin's context engine through 0.19's
+        ``update_model``), so it compresses at the new model's threshold."""
         from hermes.agent.engine_compressor import EngineCompressor
 
         self.model = model
         self.client.model = model
         compressor = self.context_compressor
+        window = context_window(model, self.settings.model.context_length)
         if isinstance(compressor, EngineCompressor):
-            window = context_window(model, self.settings.model.context_length)
             compressor.update_model(model, window, self._endpoint())
-        else:
-            compressor.model = model
+        else:  # the built-in one compresses at the new model's threshold too
+            compressor.model, compressor.context_length = model, window
         if self.binding.writes_transcript and self.session_id:
             self.binding.bound()[0].set_model(self.session_id, model)
 

@@ -204,6 +204,21 @@ def told_models(plugin: Path) -> list[str]:
     return [line for line in said if line.startswith("model ")]
 
 
+def test_the_built_in_compressor_takes_the_new_models_window_at_slash_model(
+    hermes_home: Path, fake_llm, tmp_path: Path
+) -> None:
+    fake_llm.models.append("gpt-4")  # an 8,192-token window, where fake-model has 128,000
+    with SessionDB(db_path=tmp_path / "state.db") as db:
+        agent = fake_agent(fake_llm, db)
+        agent.run_conversation("hello")
+        assert agent.context_compressor.context_length == 128_000
+        reply = chat_commands.dispatch(agent, "/model gpt-4")
+        assert reply.ok, reply.text
+        compressor = agent.context_compressor
+        assert (compressor.model, compressor.context_length) == ("gpt-4", 8192)
+        assert compressor.threshold_tokens == int(compressor.threshold * 8192)
+
+
 def test_the_engine_is_told_the_new_model_and_its_window_at_slash_model(
     hermes_home: Path, fake_llm, tmp_path: Path
 ) -> None:
