@@ -24,6 +24,7 @@ import copy
 import inspect
 import logging
 import time
+import weakref
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, cast
@@ -36,9 +37,38 @@ from hermes.tools.registry import Tool, ToolContext
 
 log = logging.getLogger(__name__)
 
-# The conversation each engine was last told (an engine that cannot be copied is shared
-# by the agents of a process, and told again whenever another conversation takes a turn).
-_BOUND: dict[int, str] = {}
+
+class _Told:
+    """The conversation each engine was last told (an engine that cannot be copied is
+    shared by the agents of a process, and told again whenever another conversation
+    takes a turn). By engine identity; an engine's entry goes when the engine does, so
+    dropped agents leave nothing and a new engine at a freed address is told afresh."""
+
+    def __init__(self) -> None:
+        self._told: dict[int, str] = {}
+        self._watched: dict[int, Any] = {}  # the finalizer, or the engine itself if unreferable
+
+    def get(self, engine: Any) -> str | None:
+        return self._told.get(id(engine))
+
+    def set(self, engine: Any, conversation_id: str | None) -> None:
+        key = id(engine)
+        if conversation_id is None:
+            self._told.pop(key, None)
+            return
+        if key not in self._watched:
+            try:
+                self._watched[key] = weakref.finalize(engine, self._forget, key)
+            except TypeError:  # no weak reference: keep it, so its address stays its own
+                self._watched[key] = engine
+        self._told[key] = conversation_id
+
+    def _forget(self, key: int) -> None:
+        self._told.pop(key, None)
+        self._watched.pop(key, None)
+
+
+_BOUND = _Told()
 # What identifies a message's content: a kept copy must match its original on all.
 _CONTENT_KEYS = ("role", "content", "tool_calls", "tool_call_id")
 
@@ -163,9 +193,9 @@ class EngineCompressor:
         """Tell the engine which conversation it serves (its ``on_session_start``), once
         per conversation: hermes's conversation id is the engine's session id, so its
         state follows the conversation across rotations."""
-        if _BOUND.get(id(self.engine)) == conversation_id:
+        if _BOUND.get(self.engine) == conversation_id:
             return
-        _BOUND[id(self.engine)] = conversation_id  # by engine: a shared one is told too
+        _BOUND.set(self.engine, conversation_id)  # by engine: a shared one is told too
         try:
             self.engine.on_session_start(conversation_id, conversation_id=conversation_id, **about)
         except Exception as exc:
@@ -175,9 +205,9 @@ class EngineCompressor:
         """Tell the engine its conversation ended (the user started another or left):
         its ``on_session_end`` with the conversation's messages, then
         ``on_session_reset``. Only an engine told of that conversation hears it."""
-        if _BOUND.get(id(self.engine)) != conversation_id:
+        if _BOUND.get(self.engine) != conversation_id:
             return
-        del _BOUND[id(self.engine)]  # the next conversation is told again
+        _BOUND.set(self.engine, None)  # the next conversation is told again
         calls = (
             ("on_session_end", (conversation_id, [dict(m) for m in messages])),
             ("on_session_reset", ()),
