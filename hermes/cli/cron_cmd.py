@@ -46,6 +46,8 @@ def _find(store: CronStore, ref: str) -> dict[str, Any]:
 def _change(ref: str, **fields: Any) -> dict[str, Any]:
     """Update the job ``ref`` names and return it as it now is."""
     with _jobs() as store:
+        if "workdir" in fields:
+            fields["workdir"] = _workdir(fields["workdir"], store)
         job = store.update_job(_find(store, ref)["id"], **fields)
     assert job is not None  # it was just found, in the same store
     return job
@@ -128,8 +130,8 @@ def create(
     parsed = parse(when, timezone=timezone)
     target = check_target(deliver)
     limited = check_names(toolsets, load_config())
-    folder = _workdir(workdir)
     with _jobs() as store:
+        folder = _workdir(workdir, store)
         job = store.create_job(
             name=name or ask[:50].strip(),
             schedule=parsed,
@@ -149,8 +151,8 @@ def create(
     _warn_if_undeliverable(target)
 
 
-def _workdir(value: str | None) -> str | None:
-    return check_workdir(value, config=load_config(), hermes_home=hermes_home())
+def _workdir(value: str | None, store: CronStore) -> str | None:
+    return check_workdir(value, hermes_home=hermes_home(), store=store.backend)
 
 
 def _warn_if_undeliverable(target: str) -> None:
@@ -205,7 +207,7 @@ def edit(
     if deliver is not None:
         fields["deliver"] = check_target(deliver)
     if workdir is not None:
-        fields["workdir"] = _workdir(workdir)
+        fields["workdir"] = workdir  # checked once the store is open
     fields.update(
         {k: v for k, v in (("prompt", prompt), ("name", name), ("model", model)) if v is not None}
     )

@@ -43,11 +43,10 @@ def import_jobs(
     backend: Backend,
     on_change: Callable[[CronStore], None] | None = None,
     *,
-    config: Any = None,
     hermes_home: Path | None = None,
 ) -> int:
     """Add the jobs of ``path`` the store does not hold yet; how many were added.
-    ``config`` and ``hermes_home`` (default: the home ``path`` is in) check workdirs."""
+    Workdirs are checked against ``hermes_home`` (default: the home ``path`` is in)."""
     store = CronStore(backend, on_change=on_change)
     home = hermes_home or path.parent.parent
     held = {job["id"] for job in store.jobs()}
@@ -56,7 +55,7 @@ def import_jobs(
         if str(job.get("id")) in held:
             continue
         try:
-            _add(store, job, _workdir(job, config, home))
+            _add(store, job, _workdir(job, home, backend))
         except (ScheduleError, TargetError) as exc:
             log.warning("skipped Hermes Agent job %s (%s): %s", job.get("id"), job.get("name"), exc)
             continue
@@ -64,9 +63,9 @@ def import_jobs(
     return added
 
 
-def _workdir(job: dict[str, Any], config: Any, home: Path) -> str | None:
+def _workdir(job: dict[str, Any], home: Path, backend: Backend) -> str | None:
     try:
-        return check_workdir(job.get("workdir"), config=config, hermes_home=home)
+        return check_workdir(job.get("workdir"), hermes_home=home, store=backend)
     except WorkdirError as exc:
         log.warning(
             "Hermes Agent job %s (%s) keeps no workdir here (%s); its runs work in a folder "

@@ -157,7 +157,9 @@ class CronService:
     ) -> tuple[str | None, str | None] | None:
         """(answer, error) of the job's turn, run in the job's folder; None when the
         run was interrupted by this gateway's shutdown and given back."""
-        folder, note = run_folder(job, config=self.config, hermes_home=self.home)
+        folder, note = run_folder(
+            job, config=self.config, hermes_home=self.home, store=self.store.backend
+        )
         if note:
             log.warning("cron: job %s (%s): %s", job["id"], job["name"], note)
         # The job's folder is its working directory: the tools are confined to it

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes.errors import HermesError
+from hermes.state.backend import Backend
 from hermes.tools import workspaces
 
 
@@ -28,9 +29,10 @@ class WorkdirError(HermesError):
     """A workdir a job cannot work in; the message says why and what to give instead."""
 
 
-def check_workdir(value: Any, *, config: Any, hermes_home: Path) -> str | None:
-    """The real path of a job's workdir, checked; None when none is given (an empty
-    value clears it, as in 0.19). Raises ``WorkdirError`` with one sentence."""
+def check_workdir(value: Any, *, hermes_home: Path, store: Backend | None) -> str | None:
+    """The real path of a job's workdir, checked against hermes's home and the folder of
+    ``store`` (the jobs' store); None when none is given (an empty value clears it, as
+    in 0.19). Raises ``WorkdirError`` with one sentence."""
     if value is None or value is False:
         return None
     if not isinstance(value, str):
@@ -49,15 +51,17 @@ def check_workdir(value: Any, *, config: Any, hermes_home: Path) -> str | None:
         raise WorkdirError(f"The workdir {real} does not exist: create it first, or give another.")
     if not real.is_dir():
         raise WorkdirError(f"The workdir {real} is not a folder: give a directory.")
-    problem = _refused(real, config, hermes_home)
+    problem = _refused(real, hermes_home, store)
     if problem:
         raise WorkdirError(f"The workdir {real} {problem}: give a project folder outside it.")
     return str(real)
 
 
-def run_folder(job: dict[str, Any], *, config: Any, hermes_home: Path) -> tuple[Path, str | None]:
-    """The folder a run of ``job`` works in, and why its workdir was not used (None:
-    it was, or the job has none)."""
+def run_folder(
+    job: dict[str, Any], *, config: Any, hermes_home: Path, store: Backend | None
+) -> tuple[Path, str | None]:
+    """The folder a run of ``job`` works in (``config`` places the workspaces), and why
+    its workdir was not used (None: it was, or the job has none)."""
     own = workspaces.job_workspace(config, hermes_home, job["id"])
     wanted = job.get("workdir")
     if not wanted:
@@ -68,22 +72,22 @@ def run_folder(job: dict[str, Any], *, config: Any, hermes_home: Path) -> tuple[
     elif not real.is_dir():
         why = "is no longer a folder"
     else:
-        why = _refused(real, config, hermes_home) or ""
+        why = _refused(real, hermes_home, store) or ""
         if not why:
             return real, None
     return own, f"The job's workdir {wanted} {why}, so this run worked in {own} instead."
 
 
-def _refused(real: Path, config: Any, hermes_home: Path) -> str | None:
+def _refused(real: Path, hermes_home: Path, store: Backend | None) -> str | None:
     """Why tools may not be handed ``real`` as their folder, or None."""
     if real == Path("/") or real == Path(os.path.realpath(Path.home())):
         return "would open all of it to the job's tools"
     home = Path(os.path.realpath(hermes_home))
     if _overlap(real, home):
         return f"overlaps hermes's home ({home}), which tools never see"
-    store = _store_folder(config)
-    if store is not None and _overlap(real, store):
-        return f"overlaps the folder of hermes's store ({store}), which tools never see"
+    folder = _store_folder(store)
+    if folder is not None and _overlap(real, folder):
+        return f"overlaps the folder of hermes's store ({folder}), which tools never see"
     return None
 
 
@@ -91,10 +95,8 @@ def _overlap(one: Path, other: Path) -> bool:
     return one == other or one in other.parents or other in one.parents
 
 
-def _store_folder(config: Any) -> Path | None:
-    """The folder of a SQLite store configured outside HERMES_HOME (None: PostgreSQL, or
-    the default store, which lives in HERMES_HOME)."""
-    url = config.get("state.url") if config is not None else None
-    if not url or "://" in str(url) or "=" in str(url):
+def _store_folder(store: Backend | None) -> Path | None:
+    """The folder of a SQLite store (None: PostgreSQL, or no store given)."""
+    if store is None or store.kind != "sqlite":
         return None
-    return Path(os.path.realpath(Path(str(url)).expanduser())).parent
+    return Path(os.path.realpath(store.location)).parent

@@ -93,6 +93,9 @@ class _JobsApi:
         self.config = config
         self.home = home
 
+    def _workdir(self, value: Any) -> str | None:
+        return check_workdir(value, hermes_home=self.home, store=self.store.backend)
+
     async def _job(self, request: web.Request) -> dict[str, Any] | web.Response:
         job_id = request.match_info["job_id"]
         if not _JOB_ID.fullmatch(job_id):
@@ -125,7 +128,7 @@ class _JobsApi:
             target = check_target(body.get("deliver"))
             skills = _skills(body)
             toolsets = _toolsets(body, self.config)
-            workdir = check_workdir(body.get("workdir"), config=self.config, hermes_home=self.home)
+            workdir = self._workdir(body.get("workdir"))
             job = await asyncio.to_thread(
                 lambda: self.store.create_job(
                     name=name,
@@ -156,9 +159,7 @@ class _JobsApi:
                 return _error(400, "No valid fields to update")
             fields = _fields(given, self.config)
             if "workdir" in given:
-                fields["workdir"] = check_workdir(
-                    given["workdir"], config=self.config, hermes_home=self.home
-                )
+                fields["workdir"] = self._workdir(given["workdir"])
         except HermesError as exc:
             return _error(400, str(exc))
         updated = await asyncio.to_thread(lambda: self.store.update_job(job["id"], **fields))
