@@ -263,7 +263,7 @@ def run_cron(args: argparse.Namespace, db: SessionDB, log: AckLog) -> None:
 
     def make_agent(**options: Any) -> AIAgent:
         return AIAgent(api_key="k", base_url=args.base_url, model="fake-model",
-                       quiet_mode=True, session_db=db, skip_context_files=True,
+                       quiet_mode=True, session_db=db,
                        skip_memory=True, config=load_config(),
                        tools=["terminal"], **options)  # fmt: skip
 

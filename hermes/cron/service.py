@@ -163,8 +163,15 @@ class CronService:
         if note:
             log.warning("cron: job %s (%s): %s", job["id"], job["name"], note)
         # The job's folder is its working directory: the tools are confined to it
-        # (workspaces.confined), never to where the gateway was started.
-        options: dict[str, Any] = {"session_id": session_id, "source": "cron", "cwd": folder}
+        # (workspaces.confined), never to where the gateway was started. As in 0.19, only
+        # a workdir's context files (AGENTS.md ...) reach the prompt: one a run wrote into
+        # the job's own folder must not instruct the runs after it.
+        options: dict[str, Any] = {
+            "session_id": session_id,
+            "source": "cron",
+            "cwd": folder,
+            "skip_context_files": note is not None or not job["workdir"],
+        }
         if job["model"]:
             options["model"] = job["model"]
         output, error = None, None
