@@ -54,14 +54,6 @@ def operator_home() -> Iterator[Path]:
     shutil.rmtree(root, ignore_errors=True)
 
 
-@pytest.fixture
-def project() -> Iterator[Path]:
-    """A project folder of the operator's, outside /tmp, for a job's ``workdir``."""
-    root = Path(tempfile.mkdtemp(prefix="hermes-cron-project-", dir="/var/tmp"))
-    yield root
-    shutil.rmtree(root, ignore_errors=True)
-
-
 class _Listener:
     """A loopback HTTP server that keeps every body posted to it."""
 
@@ -233,11 +225,11 @@ def test_a_job_with_a_workdir_works_there_or_says_it_is_gone(
     fake_llm: Any,
     run_gateway: Any,
     operator_home: Path,
-    project: Path,
 ) -> None:
     ops = operator_home / "ops"
+    project = operator_home / "project"  # in the home, which the sandbox hides but for it
     gone = project / "gone"
-    gone.mkdir()
+    gone.mkdir(parents=True)
     (project / "AGENTS.md").write_text(PROJECT_RULE + "\n", encoding="utf-8")
     work = _page(
         ("terminal", {"command": "pwd; echo made > made.txt"}),
