@@ -166,11 +166,12 @@ class CronService:
         # (workspaces.confined), never to where the gateway was started. As in 0.19, only
         # a workdir's context files (AGENTS.md ...) reach the prompt: one a run wrote into
         # the job's own folder must not instruct the runs after it.
+        project = None if note or not job["workdir"] else folder
         options: dict[str, Any] = {
             "session_id": session_id,
             "source": "cron",
             "cwd": folder,
-            "skip_context_files": note is not None or not job["workdir"],
+            "skip_context_files": project is None,
         }
         if job["model"]:
             options["model"] = job["model"]
@@ -180,7 +181,7 @@ class CronService:
             self._agents[run["id"]] = agent
             offered = job_tools(agent, job["toolsets"])
             chosen = TurnOptions(tools=None if offered is None else tuple(offered))
-            prompt = job_prompt(agent, job["prompt"], job["skills"])
+            prompt = job_prompt(agent, job["prompt"], job["skills"], project=project)
             result = agent.run_conversation(prompt, options=chosen)
             if result.get("interrupted") and self.closing:
                 self.store.release(run["id"], self.holder)

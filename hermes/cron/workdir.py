@@ -62,10 +62,9 @@ def run_folder(
 ) -> tuple[Path, str | None]:
     """The folder a run of ``job`` works in (``config`` places the workspaces), and why
     its workdir was not used (None: it was, or the job has none)."""
-    own = workspaces.job_workspace(config, hermes_home, job["id"])
     wanted = job.get("workdir")
     if not wanted:
-        return own, None
+        return workspaces.job_workspace(config, hermes_home, job["id"]), None
     real = Path(os.path.realpath(Path(str(wanted)).expanduser()))
     if not real.exists():
         why = "no longer exists"
@@ -75,6 +74,7 @@ def run_folder(
         why = _refused(real, hermes_home, store) or ""
         if not why:
             return real, None
+    own = workspaces.job_workspace(config, hermes_home, job["id"])  # made when first used
     return own, f"The job's workdir {wanted} {why}, so this run worked in {own} instead."
 
 
