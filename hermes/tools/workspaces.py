@@ -97,9 +97,9 @@ def boundary(ctx: ToolContext) -> Path | None:
 
 
 def carved_out(ctx: ToolContext) -> Path | None:
-    """A gateway user's workspace inside a hidden folder (``$HERMES_HOME/workspaces``,
-    the other users' workspaces): reachable by that user's tools although the folder
-    around it is hidden. Only a folder strictly inside one of those qualifies, never
+    """A gateway user's (or a job's) workspace inside a hidden folder
+    (``$HERMES_HOME/workspaces``, the other users' workspaces): reachable by its own tools
+    although the folder around it is hidden. Only a folder strictly inside one of those qualifies, never
     ``$HERMES_HOME`` itself or a part of it holding anything else."""
     if not confined(ctx.source):
         return None
@@ -109,8 +109,9 @@ def carved_out(ctx: ToolContext) -> Path | None:
 
 
 def others(ctx: ToolContext) -> Path | None:
-    """The folder of every user's workspace, hidden from a gateway user's commands (their
-    own is bound back in); None when there is nothing to hide it from."""
+    """The folder of every user's and job's workspace, hidden from a gateway user's or a
+    job's commands (their own is bound back in); None when there is nothing to hide it
+    from."""
     if not confined(ctx.source):
         return None
     folder = base(ctx.config, ctx.hermes_home)
