@@ -39,7 +39,7 @@ from benchmarks.soak.model import TAG
 from benchmarks.soak.store import open_db
 from hermes.agent import AIAgent
 from hermes.agent.errors import AgentError
-from hermes.config import load_config
+from hermes.config import hermes_home, load_config
 from hermes.state import SessionDB
 
 NONCE = uuid.uuid4().hex[:8]  # pids are reused after kills; texts must stay unique
@@ -263,15 +263,17 @@ def run_cron(args: argparse.Namespace, db: SessionDB, log: AckLog) -> None:
 
     def make_agent(**options: Any) -> AIAgent:
         return AIAgent(api_key="k", base_url=args.base_url, model="fake-model",
-                       quiet_mode=True, session_db=db, skip_context_files=True,
-                       skip_memory=True, config=load_config(), cwd=Path(args.logs),
+                       quiet_mode=True, session_db=db,
+                       skip_memory=True, config=load_config(),
                        tools=["terminal"], **options)  # fmt: skip
 
     async def send(platform: str, chat: str, text: str, delivery: str) -> None:
         log.write(f"delivered {delivery}")
 
     async def serve() -> None:
+        # Each job's runs work in its own folder under this HERMES_HOME (cron.workdir).
         service = CronService(db, holder=make_holder(), make_agent=make_agent, send=send,
+                              config=load_config(), home=hermes_home(),
                               platforms=lambda: ["telegram"], tick=0.2, ttl=30)  # fmt: skip
         task = asyncio.create_task(service.serve())
         await asyncio.sleep(max(0.0, args.until - time.time()))

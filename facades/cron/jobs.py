@@ -20,6 +20,7 @@ from hermes.compat import cron_jobs
 from hermes.cron import ScheduleError, TargetError, check_target, files, parse
 from hermes.cron.shape import schedule_text
 from hermes.cron.store import CronStore
+from hermes.cron.workdir import WorkdirError, check_workdir
 
 __all__ = [
     "CRON_DIR",
@@ -129,6 +130,7 @@ def create_job(
         check_target(target)
         with _store.cron_store(read_only=False) as store:
             assert store is not None
+            folder = check_workdir(workdir, hermes_home=_store.home(), store=store.backend)
             made = store.create_job(
                 name=name or (text or (chosen[0] if chosen else "cron job"))[:50].strip(),
                 schedule=parsed,
@@ -137,9 +139,10 @@ def create_job(
                 skills=chosen,
                 model=model or None,
                 toolsets=list(enabled_toolsets or ()),
+                workdir=folder,
             )
             record = _record(store, made)
-    except (ScheduleError, TargetError) as exc:
+    except (ScheduleError, TargetError, WorkdirError) as exc:
         raise ValueError(str(exc)) from exc
     assert record is not None
     return record
@@ -156,8 +159,8 @@ _UPDATABLE = {
 
 
 def update_job(job_id: str, updates: dict[str, Any]) -> dict[str, Any] | None:
-    """Change a job's name, prompt, schedule, skills, model, delivery, toolsets or whether
-    it runs; None: no such job. ``id`` cannot change."""
+    """Change a job's name, prompt, schedule, skills, model, delivery, toolsets, workdir
+    (empty: none) or whether it runs; None: no such job. ``id`` cannot change."""
     if "id" in (updates or {}):
         raise ValueError("A job's id cannot change.")
     fields: dict[str, Any] = {}
@@ -177,9 +180,13 @@ def update_job(job_id: str, updates: dict[str, Any]) -> dict[str, Any] | None:
             check_target(fields["deliver"])
         with _store.cron_store(read_only=False) as store:
             assert store is not None
+            if "workdir" in (updates or {}):
+                fields["workdir"] = check_workdir(
+                    updates["workdir"], hermes_home=_store.home(), store=store.backend
+                )
             changed = store.update_job(job_id, **fields) if fields else store.job(job_id)
             return _record(store, changed if changed and changed["id"] == job_id else None)
-    except (ScheduleError, TargetError) as exc:
+    except (ScheduleError, TargetError, WorkdirError) as exc:
         raise ValueError(str(exc)) from exc
 
 

@@ -19,6 +19,7 @@ from hermes.cli._table import echo_listing
 from hermes.config import hermes_home, load_config
 from hermes.cron import CronStore, check_target, files, parse
 from hermes.cron.targets import WAITING_AFTER, configured_platforms, why_undelivered
+from hermes.cron.workdir import check_workdir
 from hermes.errors import HermesError
 from hermes.state.location import store_location
 from hermes.tools.toolsets import check_names
@@ -45,6 +46,8 @@ def _find(store: CronStore, ref: str) -> dict[str, Any]:
 def _change(ref: str, **fields: Any) -> dict[str, Any]:
     """Update the job ``ref`` names and return it as it now is."""
     with _jobs() as store:
+        if "workdir" in fields:
+            fields["workdir"] = _workdir(fields["workdir"], store)
         job = store.update_job(_find(store, ref)["id"], **fields)
     assert job is not None  # it was just found, in the same store
     return job
@@ -101,6 +104,10 @@ def _job_row(job: dict[str, Any]) -> list[Any]:
     multiple=True,
     help="Limit the job to a toolset, tool or MCP server; repeat for more.",
 )
+@click.option(
+    "--workdir",
+    help="The folder (absolute path) the job's runs work in; default: a folder of its own.",
+)
 def create(
     schedule_arg: str | None,
     prompt_arg: str | None,
@@ -112,6 +119,7 @@ def create(
     skills: tuple[str, ...],
     model: str | None,
     toolsets: tuple[str, ...],
+    workdir: str | None,
 ) -> None:
     """Create a scheduled job."""
     when, ask = schedule or schedule_arg, prompt or prompt_arg
@@ -123,6 +131,7 @@ def create(
     target = check_target(deliver)
     limited = check_names(toolsets, load_config())
     with _jobs() as store:
+        folder = _workdir(workdir, store)
         job = store.create_job(
             name=name or ask[:50].strip(),
             schedule=parsed,
@@ -132,11 +141,18 @@ def create(
             skills=skills,
             model=model,
             toolsets=limited,
+            workdir=folder,
         )
     click.echo(
         f"Created job {job['id']} ({job['name']}): {parsed.display}, next run {_when(job['next_run_at'])}."
     )
+    if folder:
+        click.echo(f"Its runs work in {folder}.")
     _warn_if_undeliverable(target)
+
+
+def _workdir(value: str | None, store: CronStore) -> str | None:
+    return check_workdir(value, hermes_home=hermes_home(), store=store.backend)
 
 
 def _warn_if_undeliverable(target: str) -> None:
@@ -167,6 +183,10 @@ cron.add_command(create, "add")
     help="The job's toolsets (replacing them); repeat for more.",
 )
 @click.option("--all-toolsets", is_flag=True, help="Let the job use every tool again.")
+@click.option(
+    "--workdir",
+    help="A new folder (absolute path) for the job's runs; '' for the job's own folder.",
+)
 def edit(
     job_ref: str,
     schedule: str | None,
@@ -176,6 +196,7 @@ def edit(
     model: str | None,
     toolsets: tuple[str, ...],
     all_toolsets: bool,
+    workdir: str | None,
 ) -> None:
     """Change a job."""
     fields: dict[str, Any] = {}
@@ -185,12 +206,15 @@ def edit(
         fields["schedule"] = parse(schedule).text
     if deliver is not None:
         fields["deliver"] = check_target(deliver)
+    if workdir is not None:
+        fields["workdir"] = workdir  # checked once the store is open
     fields.update(
         {k: v for k, v in (("prompt", prompt), ("name", name), ("model", model)) if v is not None}
     )
     if not fields:
         raise HermesError(
-            "Nothing to change: give --schedule, --prompt, --name, --deliver, --model or --toolset."
+            "Nothing to change: give --schedule, --prompt, --name, --deliver, --model, "
+            "--toolset or --workdir."
         )
     job = _change(job_ref, **fields)
     click.echo(f"Updated job {job['id']} ({job['name']}); next run {_when(job['next_run_at'])}.")

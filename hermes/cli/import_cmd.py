@@ -115,7 +115,7 @@ def _import_jobs(source: Path, location: StoreLocation, config: Config, *, dry_r
         click.echo(f"Would import up to {len(found)} scheduled jobs from {path}.")
         return
     with database_errors(location), _open(location, config, read_only=False) as db:
-        added = cron_jobs.import_jobs(path, db.backend)
+        added = cron_jobs.import_jobs(path, db.backend, hermes_home=hermes_home())
     click.echo(f"Imported {added} scheduled jobs from {path} ({len(found) - added} held already).")
 
 

@@ -1,7 +1,8 @@
 """Hermes Agent 0.19's ``cron/jobs.json`` brought into the store's scheduled jobs.
 
-Each job keeps its id, name, prompt, skills, model, toolsets, schedule and whether it
-is paused; a delivery to a chat (``telegram:123``, or ``origin`` with the chat it was
+Each job keeps its id, name, prompt, skills, model, toolsets, schedule, workdir and
+whether it is paused (a workdir hermes refuses, ``cron.workdir``, is dropped with a
+warning: the job's runs then work in a folder of their own); a delivery to a chat (``telegram:123``, or ``origin`` with the chat it was
 made in) keeps its chat, one naming only a platform's home channel becomes ``local``
 (hermes has no home channels; the log says so). Running it again adds nothing twice.
 """
@@ -18,6 +19,7 @@ from typing import Any
 from hermes.compat import toolsets
 from hermes.cron import CronStore, ScheduleError, TargetError, check_target, parse
 from hermes.cron.shape import schedule_text
+from hermes.cron.workdir import WorkdirError, check_workdir
 from hermes.state.backend import Backend
 
 log = logging.getLogger(__name__)
@@ -37,17 +39,23 @@ def read_jobs(path: Path) -> list[dict[str, Any]]:
 
 
 def import_jobs(
-    path: Path, backend: Backend, on_change: Callable[[CronStore], None] | None = None
+    path: Path,
+    backend: Backend,
+    on_change: Callable[[CronStore], None] | None = None,
+    *,
+    hermes_home: Path | None = None,
 ) -> int:
-    """Add the jobs of ``path`` the store does not hold yet; how many were added."""
+    """Add the jobs of ``path`` the store does not hold yet; how many were added.
+    Workdirs are checked against ``hermes_home`` (default: the home ``path`` is in)."""
     store = CronStore(backend, on_change=on_change)
+    home = hermes_home or path.parent.parent
     held = {job["id"] for job in store.jobs()}
     added = 0
     for job in read_jobs(path):
         if str(job.get("id")) in held:
             continue
         try:
-            _add(store, job)
+            _add(store, job, _workdir(job, home, backend))
         except (ScheduleError, TargetError) as exc:
             log.warning("skipped Hermes Agent job %s (%s): %s", job.get("id"), job.get("name"), exc)
             continue
@@ -55,7 +63,21 @@ def import_jobs(
     return added
 
 
-def _add(store: CronStore, job: dict[str, Any]) -> None:
+def _workdir(job: dict[str, Any], home: Path, backend: Backend) -> str | None:
+    try:
+        return check_workdir(job.get("workdir"), hermes_home=home, store=backend)
+    except WorkdirError as exc:
+        log.warning(
+            "Hermes Agent job %s (%s) keeps no workdir here (%s); its runs work in a folder "
+            "of their own.",
+            job.get("id"),
+            job.get("name"),
+            exc,
+        )
+        return None
+
+
+def _add(store: CronStore, job: dict[str, Any], workdir: str | None) -> None:
     now = time.time()
     schedule = parse(schedule_text(job.get("schedule")), now=now)
     skills = job.get("skills") or ([job["skill"]] if job.get("skill") else [])
@@ -67,6 +89,7 @@ def _add(store: CronStore, job: dict[str, Any]) -> None:
         skills=[str(s) for s in skills],
         model=job.get("model") or None,
         toolsets=_toolsets(job.get("enabled_toolsets") or []),
+        workdir=workdir,
         # A one-shot whose time passed while nothing ran it is due now (run once late).
         now=now if schedule.run_at is None or schedule.run_at >= now else schedule.run_at,
         job_id=str(job["id"]) if job.get("id") else None,

@@ -81,7 +81,6 @@ def job_record(job: dict[str, Any], latest: dict[str, Any] | None) -> dict[str, 
         no_agent=False,
         context_from=None,
         origin=None,
-        workdir=None,
         last_status=None
         if not finished
         else ("ok" if latest["status"] == "completed" else "error"),  # type: ignore[index]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from hermes.tools.skills import load_skills
@@ -37,13 +38,15 @@ def job_tools(agent: Any, names: Sequence[str]) -> list[str] | None:
     return [name for name in offered if name in wanted]
 
 
-def job_prompt(agent: Any, prompt: str, skills: Sequence[str]) -> str:
+def job_prompt(agent: Any, prompt: str, skills: Sequence[str], *, project: Path | None) -> str:
     """The prompt with each named skill's SKILL.md loaded before it; a skill not found
-    here is skipped, and the answer is asked to say so."""
+    here is skipped, and the answer is asked to say so. Only the ``project`` folder's
+    skills (``.hermes/skills/`` of the job's workdir) are looked for beside the
+    operator's: one an earlier run wrote into the job's own folder is not its operator's."""
     if not skills:
         return prompt
     found = load_skills(
-        agent.hermes_home, agent.cwd, agent.config, source=agent.source, user_id=agent.user_id
+        agent.hermes_home, project, agent.config, source=agent.source, user_id=agent.user_id
     )
     parts: list[str] = []
     skipped: list[str] = []

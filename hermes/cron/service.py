@@ -3,7 +3,8 @@
 Each tick writes the runs of the jobs that came due (one per due time, whoever looks),
 takes runs under a lease and runs each as a conversation of its own (``source='cron'``,
 titled by the job) with the full tool loop and nobody to approve a dangerous command,
-so such a command is refused. The answer and its outbox row are stored together; the
+so such a command is refused. A run works in its job's folder (its ``workdir``, else
+``<workspaces>/cron/<job id>/``: ``cron.workdir``), confined there like a gateway user. The answer and its outbox row are stored together; the
 outbox is then sent through this gateway's adapters and marked sent once the platform
 accepted it, or retried with a backoff.
 """
@@ -16,12 +17,14 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hermes.agent.turn_options import TurnOptions
 from hermes.cron.job_run import job_prompt, job_tools
 from hermes.cron.store import CronStore
 from hermes.cron.targets import split_target
+from hermes.cron.workdir import run_folder
 
 if TYPE_CHECKING:
     from hermes.state.store import SessionDB
@@ -44,6 +47,8 @@ class CronService:
         holder: str,
         make_agent: Callable[..., Any],
         send: Send,
+        config: Any,
+        home: Path,
         platforms: Callable[[], Sequence[str]],
         missed: str = "run_once",
         tick: float = 1.0,
@@ -56,6 +61,8 @@ class CronService:
         self.holder = holder
         self.make_agent = make_agent
         self.send = send
+        self.config = config  # with ``home``: where each job's runs work (cron.workdir)
+        self.home = home
         self.platforms = platforms
         self.missed = missed
         self.tick = tick
@@ -134,7 +141,38 @@ class CronService:
             source="cron", title=job["name"], session_key=f"cron:{job['id']}", model=job["model"]
         )
         self.store.set_run_session(run["id"], self.holder, session_id)
-        options: dict[str, Any] = {"session_id": session_id, "source": "cron"}
+        answered = self._answer(run, job, session_id)
+        if answered is None:
+            return  # interrupted by this gateway's shutdown and given back
+        output, error = answered
+        if self.store.finish(
+            run["id"], self.holder, output=output, error=error, deliver=job["deliver"]
+        ):
+            log.info("cron: job %s (%s) ran: %s", job["id"], job["name"], error or "answered")
+        else:
+            log.warning("cron: run %s was taken over before it finished here", run["id"])
+
+    def _answer(
+        self, run: dict[str, Any], job: dict[str, Any], session_id: str
+    ) -> tuple[str | None, str | None] | None:
+        """(answer, error) of the job's turn, run in the job's folder; None when the
+        run was interrupted by this gateway's shutdown and given back."""
+        folder, note = run_folder(
+            job, config=self.config, hermes_home=self.home, store=self.store.backend
+        )
+        if note:
+            log.warning("cron: job %s (%s): %s", job["id"], job["name"], note)
+        # The job's folder is its working directory: the tools are confined to it
+        # (workspaces.confined), never to where the gateway was started. As in 0.19, only
+        # a workdir's context files (AGENTS.md ...) reach the prompt: one a run wrote into
+        # the job's own folder must not instruct the runs after it.
+        project = None if note or not job["workdir"] else folder
+        options: dict[str, Any] = {
+            "session_id": session_id,
+            "source": "cron",
+            "cwd": folder,
+            "skip_context_files": project is None,
+        }
         if job["model"]:
             options["model"] = job["model"]
         output, error = None, None
@@ -143,23 +181,22 @@ class CronService:
             self._agents[run["id"]] = agent
             offered = job_tools(agent, job["toolsets"])
             chosen = TurnOptions(tools=None if offered is None else tuple(offered))
-            prompt = job_prompt(agent, job["prompt"], job["skills"])
+            prompt = job_prompt(agent, job["prompt"], job["skills"], project=project)
             result = agent.run_conversation(prompt, options=chosen)
             if result.get("interrupted") and self.closing:
                 self.store.release(run["id"], self.holder)
-                return
+                return None
             output = result.get("final_response")
             error = None if output else "the agent gave no answer"
         except Exception as exc:
             error = f"{type(exc).__name__}: {exc}"
         finally:
             self._agents.pop(run["id"], None)
-        if self.store.finish(
-            run["id"], self.holder, output=output, error=error, deliver=job["deliver"]
-        ):
-            log.info("cron: job %s (%s) ran: %s", job["id"], job["name"], error or "answered")
-        else:
-            log.warning("cron: run %s was taken over before it finished here", run["id"])
+        if note and output:
+            output = f"[{note}]\n\n{output}"  # whoever reads the answer learns it too
+        elif note and error:
+            error = f"{note} {error}"
+        return output, error
 
     # -- deliveries -------------------------------------------------------------------------
 

@@ -30,6 +30,7 @@ def as_019(job: dict[str, Any]) -> dict[str, Any]:
         "last_run_at": _iso(job["last_run_at"], job["timezone"]),
         "deliver": job["deliver"],
         "enabled_toolsets": job["toolsets"] or None,
+        "workdir": job["workdir"],
     }
 
 

@@ -37,7 +37,7 @@ MAX_ATTEMPTS = 8
 MISSED_AFTER = 60.0  # a run this late (seconds) was missed, not merely picked up late
 _JOB_COLUMNS = (
     "id, name, schedule, timezone, prompt, skills, model, toolsets, deliver, enabled,"
-    " paused_reason, next_run_at, last_run_at, created_at, updated_at"
+    " paused_reason, next_run_at, last_run_at, created_at, updated_at, workdir"
 )
 _RUN_COLUMNS = (
     "id, job_id, due_at, status, holder, lease_expires_at, attempts, session_id, output,"
@@ -89,9 +89,11 @@ class CronStore(Tables):
         skills: Sequence[str] = (),
         model: str | None = None,
         toolsets: Sequence[str] = (),
+        workdir: str | None = None,
         now: float | None = None,
         job_id: str | None = None,
     ) -> dict[str, Any]:
+        """A new job; ``workdir`` was checked by the caller (``cron.workdir``)."""
         now = time.time() if now is None else now
         if schedule.run_at is not None and schedule.run_at < now - MISSED_AFTER:
             raise ScheduleError(
@@ -105,7 +107,7 @@ class CronStore(Tables):
         def create(tx: Tx) -> dict[str, Any]:
             tx.run(
                 f"INSERT INTO cron_jobs ({_JOB_COLUMNS}) VALUES"
-                " (?, ?, ?, ?, ?, ?, ?, ?, ?, 1, NULL, ?, NULL, ?, ?)",
+                " (?, ?, ?, ?, ?, ?, ?, ?, ?, 1, NULL, ?, NULL, ?, ?, ?)",
                 (
                     job_id,
                     name,
@@ -119,6 +121,7 @@ class CronStore(Tables):
                     first,
                     now,
                     now,
+                    workdir,
                 ),
             )
             return _job(_one_job(tx, job_id))

@@ -228,6 +228,8 @@ class GatewayRunner:
             holder=self.holder,
             make_agent=self.build_agent,
             send=self._send_scheduled,
+            config=self.config,
+            home=self.home,
             platforms=lambda: [n for n, a in self.adapters.items() if isinstance(a, ChatAdapter)],
             missed=str(self.config.get("cron.missed")),
             tick=float(self.config.get("cron.tick_seconds")),

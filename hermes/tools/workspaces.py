@@ -9,6 +9,12 @@ writable and hides the other users' (``sandbox``), the file tools refuse paths o
 it (``protected``). So the workspace of a gateway is never the directory it was started
 in (``$HOME``, say) and user 7 never reaches user 42's files.
 
+A scheduled job (``cron``) is confined the same way, its "user" being the job: its runs
+work in the job's ``workdir`` or in ``<base>/cron/<job id>/`` (``job_workspace``), never in
+the gateway's working directory, since text from strangers (a web page, an email) may
+drive them. Only the confinement is shared: a job's memory and skills stay the
+operator's (``per_user`` is False for ``cron``).
+
 The terminal chat (``cli``) keeps its working directory, or ``tools.workspace``.
 """
 
@@ -26,11 +32,20 @@ FOLDER = "workspaces"
 # The sources whose turns belong to one gateway user (hermes.gateway.settings' platforms
 # and the API principals' ``api``).
 USER_SOURCES = frozenset({"telegram", "discord", "slack", "api_server", "api"})
+# Scheduled jobs' runs: confined like a gateway user's turns, each job in its own folder.
+JOB_SOURCE = "cron"
 
 
 def per_user(source: str) -> bool:
-    """Whether turns from ``source`` work in their user's own workspace."""
+    """Whether turns from ``source`` belong to one gateway user (their own memory and
+    skills, as well as their own workspace)."""
     return source in USER_SOURCES
+
+
+def confined(source: str) -> bool:
+    """Whether turns from ``source`` work in a workspace of their own, given to them as
+    their working directory: a gateway user's, or a scheduled job's."""
+    return per_user(source) or source == JOB_SOURCE
 
 
 def base(config: Any, hermes_home: Path) -> Path:
@@ -43,11 +58,17 @@ def base(config: Any, hermes_home: Path) -> Path:
 
 def user_workspace(config: Any, hermes_home: Path, source: str, user_id: str | None) -> Path:
     """``<base>/<source>/u-<id>/``, made 0700 (with its parents) if missing."""
-    folder = (
-        base(config, hermes_home)
-        / quote(source, safe="")
-        / ("u-" + quote(user_id or "anonymous", safe=""))
-    )
+    name = "u-" + quote(user_id or "anonymous", safe="")
+    return _own_folder(base(config, hermes_home) / quote(source, safe="") / name)
+
+
+def job_workspace(config: Any, hermes_home: Path, job_id: str) -> Path:
+    """``<base>/cron/<job id>/``, a scheduled job's own folder, made 0700 if missing."""
+    name = quote(job_id, safe="").replace(".", "%2E")  # an imported id may be '..'
+    return _own_folder(base(config, hermes_home) / JOB_SOURCE / name)
+
+
+def _own_folder(folder: Path) -> Path:
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     for path in (folder, folder.parent):
         path.chmod(0o700)  # mkdir's mode bows to the umask; nobody else may look in
@@ -55,18 +76,18 @@ def user_workspace(config: Any, hermes_home: Path, source: str, user_id: str | N
 
 
 def workspace(ctx: ToolContext) -> Path:
-    """The folder tools may write: a gateway user's own (the turn's working directory,
-    set by the gateway), else ``tools.workspace``, else the working directory."""
-    if per_user(ctx.source):
+    """The folder tools may write: a gateway user's or a job's own (the turn's working
+    directory, set by the gateway), else ``tools.workspace``, else the working directory."""
+    if confined(ctx.source):
         return ctx.cwd
     value = ctx.setting("tools.workspace")
     return Path(str(value)).expanduser() if value else ctx.cwd
 
 
 def boundary(ctx: ToolContext) -> Path | None:
-    """The root outside which file tools refuse paths: a gateway user's workspace, else
-    ``tools.workspace`` (None: no root)."""
-    if per_user(ctx.source):
+    """The root outside which file tools refuse paths: a gateway user's or a job's
+    workspace, else ``tools.workspace`` (None: no root)."""
+    if confined(ctx.source):
         return Path(os.path.realpath(ctx.cwd))
     try:
         value = ctx.setting("tools.workspace")
@@ -76,11 +97,11 @@ def boundary(ctx: ToolContext) -> Path | None:
 
 
 def carved_out(ctx: ToolContext) -> Path | None:
-    """A gateway user's workspace inside a hidden folder (``$HERMES_HOME/workspaces``,
-    the other users' workspaces): reachable by that user's tools although the folder
-    around it is hidden. Only a folder strictly inside one of those qualifies, never
+    """A gateway user's (or a job's) workspace inside a hidden folder
+    (``$HERMES_HOME/workspaces``, the other users' workspaces): reachable by its own tools
+    although the folder around it is hidden. Only a folder strictly inside one of those qualifies, never
     ``$HERMES_HOME`` itself or a part of it holding anything else."""
-    if not per_user(ctx.source):
+    if not confined(ctx.source):
         return None
     real = Path(os.path.realpath(ctx.cwd))
     holders = (Path(os.path.realpath(ctx.hermes_home)) / FOLDER, base(ctx.config, ctx.hermes_home))
@@ -88,9 +109,10 @@ def carved_out(ctx: ToolContext) -> Path | None:
 
 
 def others(ctx: ToolContext) -> Path | None:
-    """The folder of every user's workspace, hidden from a gateway user's commands (their
-    own is bound back in); None when there is nothing to hide it from."""
-    if not per_user(ctx.source):
+    """The folder of every user's and job's workspace, hidden from a gateway user's or a
+    job's commands (their own is bound back in); None when there is nothing to hide it
+    from."""
+    if not confined(ctx.source):
         return None
     folder = base(ctx.config, ctx.hermes_home)
     real = Path(os.path.realpath(ctx.cwd))

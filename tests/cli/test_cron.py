@@ -180,3 +180,29 @@ def test_a_job_names_its_toolsets_mcp_servers_included(hermes, cli_env) -> None:
         assert refused.returncode == 1 and len(refused.stderr.strip().splitlines()) == 1
         assert "is neither a toolset nor a tool here; the toolsets are " in refused.stderr
         assert "mcp-docs" in refused.stderr and "Traceback" not in refused.stderr
+
+
+def test_a_job_works_in_the_workdir_it_is_given(hermes, cli_env, tmp_path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    made = hermes("cron", "create", "every 1h", "build", "--workdir", str(project))
+    assert made.returncode == 0, made.stderr
+    assert f"Its runs work in {project}." in made.stdout
+    job_id = re.search(r"Created job (\w+)", made.stdout)[1]  # type: ignore[index]
+
+    def workdir() -> str | None:
+        return json.loads(hermes("cron", "list", "--json").stdout)[0]["workdir"]
+
+    assert workdir() == str(project)
+    (cli_env.home / "skills").mkdir(exist_ok=True)
+    for value, expected in (
+        ("project", "is not an absolute path"),
+        (str(tmp_path / "missing"), "does not exist"),
+        (str(cli_env.home / "skills"), "overlaps hermes's home"),
+    ):
+        refused = hermes("cron", "edit", job_id, "--workdir", value)
+        assert refused.returncode == 1 and len(refused.stderr.strip().splitlines()) == 1
+        assert expected in refused.stderr and "Traceback" not in refused.stderr, refused.stderr
+        assert workdir() == str(project)
+    assert hermes("cron", "edit", job_id, "--workdir", "").returncode == 0
+    assert workdir() is None  # '' gives the job its own folder again, as in 0.19

@@ -156,6 +156,21 @@ def test_jobs_through_the_facade_are_the_stores_and_jobs_json_follows(hermes_hom
     assert jobs_file(hermes_home) == [] and list_jobs() == []
 
 
+def test_a_jobs_workdir_through_the_facade(hermes_home: Path, tmp_path: Path) -> None:
+    from cron.jobs import create_job, update_job
+
+    project = tmp_path / "project"
+    project.mkdir()
+    job = create_job(prompt="build", schedule="every 1h", workdir=str(project))
+    assert job["workdir"] == str(project)
+    assert jobs_file(hermes_home)[0]["workdir"] == str(project)  # the readers' copy too
+    with pytest.raises(ValueError, match="is not an absolute path"):
+        update_job(job["id"], {"workdir": "project"})
+    with pytest.raises(ValueError, match="overlaps hermes's home"):
+        create_job(prompt="x", schedule="every 1h", workdir=str(hermes_home))
+    assert update_job(job["id"], {"workdir": ""})["workdir"] is None
+
+
 def test_a_hermes_agent_jobs_json_is_kept_aside_once(hermes_home: Path) -> None:
     from cron.jobs import create_job
 

@@ -50,7 +50,7 @@ def forget_the_surface(store: StoreSpec) -> None:
         store.execute(f"ALTER TABLE sessions DROP COLUMN {name}")
     for name, _ in _MESSAGE_COLUMNS:
         store.execute(f"ALTER TABLE messages DROP COLUMN {name}")
-    for table in ("cron_outbox", "cron_runs", "cron_jobs"):  # migration 12's
+    for table in ("cron_outbox", "cron_runs", "cron_jobs"):  # migration 12's (17's column too)
         store.execute(f"DROP TABLE {table}")
     for table in ("api_run_inputs", "api_run_events", "api_runs"):  # migration 11's
         store.execute(f"DROP TABLE {table}")

@@ -6,6 +6,8 @@
 store serves the same jobs; whichever gateway's scheduler takes a run, it runs once.
 A job may name its toolsets (``enabled_toolsets``, the field 0.19's jobs carry, or
 ``toolsets``): hermes's toolsets, tool names or MCP servers; an unknown name is a 400.
+``workdir`` (create and update; ``""`` or null clears it) is the folder its runs work
+in, checked as ``hermes cron --workdir`` checks it: a refused one is a 400.
 Jobs are the operator's: an API principal (``gateway.api_keys``) gets a 403 here.
 """
 
@@ -13,12 +15,14 @@ from __future__ import annotations
 
 import asyncio
 import re
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
 from hermes.cron import CronStore, check_target, parse
 from hermes.cron.shape import as_019, schedule_text
+from hermes.cron.workdir import check_workdir
 from hermes.errors import HermesError
 from hermes.gateway.http import caller
 from hermes.gateway.http.guard import Handler
@@ -38,13 +42,14 @@ _UPDATABLE = {
     "enabled",
     "enabled_toolsets",
     "toolsets",
+    "workdir",
 }
 MAX_NAME = 200
 MAX_PROMPT = 5000
 
 
-def add_routes(app: web.Application, store: CronStore, config: Config | None = None) -> None:
-    api = _JobsApi(store, config)
+def add_routes(app: web.Application, store: CronStore, config: Config | None, home: Path) -> None:
+    api = _JobsApi(store, config, home)
     app.router.add_get("/api/jobs", _operator_only(api.list))
     app.router.add_post("/api/jobs", _operator_only(api.create))
     app.router.add_get("/api/jobs/{job_id}", _operator_only(api.get))
@@ -83,9 +88,13 @@ async def _body(request: web.Request) -> dict[str, Any]:
 
 
 class _JobsApi:
-    def __init__(self, store: CronStore, config: Config | None) -> None:
+    def __init__(self, store: CronStore, config: Config | None, home: Path) -> None:
         self.store = store
         self.config = config
+        self.home = home
+
+    def _workdir(self, value: Any) -> str | None:
+        return check_workdir(value, hermes_home=self.home, store=self.store.backend)
 
     async def _job(self, request: web.Request) -> dict[str, Any] | web.Response:
         job_id = request.match_info["job_id"]
@@ -119,6 +128,7 @@ class _JobsApi:
             target = check_target(body.get("deliver"))
             skills = _skills(body)
             toolsets = _toolsets(body, self.config)
+            workdir = self._workdir(body.get("workdir"))
             job = await asyncio.to_thread(
                 lambda: self.store.create_job(
                     name=name,
@@ -127,6 +137,7 @@ class _JobsApi:
                     deliver=target,
                     skills=skills,
                     toolsets=toolsets,
+                    workdir=workdir,
                 )
             )
         except HermesError as exc:
@@ -147,6 +158,8 @@ class _JobsApi:
             if not given:
                 return _error(400, "No valid fields to update")
             fields = _fields(given, self.config)
+            if "workdir" in given:
+                fields["workdir"] = self._workdir(given["workdir"])
         except HermesError as exc:
             return _error(400, str(exc))
         updated = await asyncio.to_thread(lambda: self.store.update_job(job["id"], **fields))

@@ -129,7 +129,7 @@ class ApiServerAdapter(Adapter):
             read_only=self.host.db.read_only,
             on_change=files.writer(self.host.home),
         )
-        jobs.add_routes(app, store, self.host.config)
+        jobs.add_routes(app, store, self.host.config, self.host.home)
         Capabilities(
             model=lambda: self._models()[0],
             key_required=lambda: bool(self.api.key),

@@ -381,4 +381,14 @@ MIGRATIONS = (
             "ALTER TABLE segment_coverage ADD COLUMN by_stub INTEGER NOT NULL DEFAULT 0",
         ),
     ),
+    Migration(
+        17,
+        "cron_workdir",
+        (
+            # The folder a job's runs work in (Hermes Agent 0.19's ``workdir``), a real
+            # absolute path checked when it was set (hermes/cron/workdir.py); NULL: the
+            # job's own folder, <workspaces>/cron/<job id>/.
+            "ALTER TABLE cron_jobs ADD COLUMN workdir TEXT",
+        ),
+    ),
 )

@@ -105,8 +105,8 @@ def workspace_problem(ctx: ToolContext) -> str | None:
     """Why the working directory cannot be the workspace (the home, ``/``), or None.
 
     ``tools.workspace``, set, is the operator's explicit choice and always stands, and a
-    gateway user's workspace is the folder the gateway made for them."""
-    if ctx.setting("tools.workspace") or workspaces.per_user(ctx.source):
+    gateway user's or a job's workspace is the folder the gateway chose for them."""
+    if ctx.setting("tools.workspace") or workspaces.confined(ctx.source):
         return None
     cwd = real(ctx.cwd)
     if cwd == Path("/") or cwd == real(Path.home()):

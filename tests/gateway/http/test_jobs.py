@@ -45,3 +45,24 @@ def test_bad_job_requests_get_one_sentence(gateway) -> None:
         status, answer = call(gateway, "POST", "/api/jobs", json=body)
         assert status == 400 and answer["error"].startswith(expected), answer
     assert call(gateway, "GET", "/api/jobs")[1] == {"jobs": []}
+
+
+def test_a_jobs_workdir_over_the_api(gateway, tmp_path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    job = {"name": "build", "schedule": "every 1h", "prompt": "p"}
+    status, made = call(gateway, "POST", "/api/jobs", json={**job, "workdir": str(project)})
+    assert status == 200 and made["job"]["workdir"] == str(project), made
+    job_id = made["job"]["id"]
+    for value, expected in (
+        ("project", "The workdir 'project' is not an absolute path"),
+        (str(tmp_path / "missing"), f"The workdir {tmp_path / 'missing'} does not exist"),
+        (str(gateway.home), f"The workdir {gateway.home} overlaps hermes's home"),
+    ):
+        status, answer = call(gateway, "PATCH", f"/api/jobs/{job_id}", json={"workdir": value})
+        assert status == 400 and answer["error"].startswith(expected), answer
+    assert call(gateway, "GET", f"/api/jobs/{job_id}")[1]["job"]["workdir"] == str(project)
+    status, cleared = call(gateway, "PATCH", f"/api/jobs/{job_id}", json={"workdir": ""})
+    assert status == 200 and cleared["job"]["workdir"] is None
+    status, refused = call(gateway, "POST", "/api/jobs", json={**job, "workdir": "rel"})
+    assert status == 400 and "is not an absolute path" in refused["error"]
