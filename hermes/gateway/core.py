@@ -15,6 +15,7 @@ named in ``adapters.ADAPTERS``, and each registers what it serves through
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -94,6 +95,10 @@ class ApiHost(AdapterHost, Protocol):
 
     async def immediate_command(self, command: Command, key: str, origin: Origin) -> WorkResult:
         """``/stop``, ``/new`` and ``/help``, at once."""
+
+    async def start_over(self, key: str, origin: Origin, create: Callable[[], str]) -> str:
+        """Point ``key`` at a new conversation made by ``create``; its id. The old
+        one's context engine and the hooks hear it ended."""
 
     def interrupt(self, conversation_id: str) -> bool:
         """Stop the conversation's running turn; False if none runs here."""

@@ -485,17 +485,26 @@ class GatewayRunner:
         def create() -> str:
             return self.db.create_session(source=platform, user_id=origin.user_id, session_key=key)
 
+        fresh = await self.start_over(key, origin, create)
+        return WorkResult(
+            text="Started a new conversation.", conversation_id=fresh, session_id=fresh
+        )
+
+    async def start_over(self, key: str, origin: Origin, create: Callable[[], str]) -> str:
+        """Point ``key`` at a new conversation made by ``create`` (``/new`` in a chat or
+        over the API); returns its id. The old conversation's context engine hears it
+        ended, as in the terminal chat, and the hooks hear ``session:end`` and
+        ``session:reset``."""
+        platform = origin.platform
         ended = {"platform": platform, "user_id": origin.user_id or "", "session_key": key}
         old = await asyncio.to_thread(self.router.current_conversation, key)
-        if old is not None:  # its context engine hears it ended, as in the terminal chat
+        if old is not None:
             await asyncio.to_thread(self.turns.end_conversation, old, key, origin.user_id)
         self.hooks.emit("session:end", ended)
         fresh = await asyncio.to_thread(self.router.reset, key, create, platform=platform)
         self.hooks.emit("session:reset", dict(ended))
         log.info("%s: started a new conversation %s", key, fresh)
-        return WorkResult(
-            text="Started a new conversation.", conversation_id=fresh, session_id=fresh
-        )
+        return fresh
 
     async def send(self, origin: Origin, text: str) -> None:
         """Send ``text`` to a chat; failures are logged, never raised."""

@@ -108,3 +108,39 @@ class TinyEngine(ContextEngine):
 def register(ctx):
     ctx.register_context_engine(TinyEngine())
 """
+
+
+# What the engine hears of its conversations: 0.19's lifecycle hooks, each on one line.
+LIFECYCLE = """
+
+def _said(*words):
+    with LOG.open("a") as f:
+        f.write(" ".join(str(w) for w in words) + "\\n")
+
+
+TinyEngine.on_session_start = lambda self, session_id, **kw: _said("start", session_id)
+TinyEngine.on_session_end = lambda self, session_id, messages: _said(
+    "end", session_id, [m.get("content") for m in messages]
+)
+TinyEngine.on_session_reset = lambda self: _said("reset")
+"""
+
+
+# What the engine is told of the model: 0.19's update_model, each call on one line.
+MODEL_TOLD = """
+
+def _update_model(self, model, context_length, base_url="", api_key="", provider="",
+                  api_mode=""):
+    with LOG.open("a") as f:
+        f.write(f"model {model} {context_length} {base_url} {bool(api_key)} {api_mode}\\n")
+    ContextEngine.update_model(self, model, context_length, base_url, api_key, provider,
+                               api_mode)
+
+
+TinyEngine.update_model = _update_model
+"""
+
+
+def told_models(plugin: Path) -> list[str]:
+    said = (plugin / "calls.log").read_text().splitlines()
+    return [line for line in said if line.startswith("model ")]

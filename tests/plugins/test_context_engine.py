@@ -14,7 +14,14 @@ from hermes.agent import commands as chat_commands
 from hermes.agent.engine_compressor import EngineCompressor
 from hermes.state import SessionDB
 from tests.agent.helpers import fake_agent
-from tests.plugins.helpers import ENGINE_INIT, ENGINE_MANIFEST, install_plugin
+from tests.plugins.helpers import (
+    ENGINE_INIT,
+    ENGINE_MANIFEST,
+    LIFECYCLE,
+    MODEL_TOLD,
+    install_plugin,
+    told_models,
+)
 
 LONG = "word " * 80  # ~100 tokens a message: a 1,000-token window fills in a few turns
 
@@ -141,21 +148,6 @@ def test_hermes_lcm_compresses_under_the_store_rules(
         assert db.invariant_violations() == []
 
 
-LIFECYCLE = """
-
-def _said(*words):
-    with LOG.open("a") as f:
-        f.write(" ".join(str(w) for w in words) + "\\n")
-
-
-TinyEngine.on_session_start = lambda self, session_id, **kw: _said("start", session_id)
-TinyEngine.on_session_end = lambda self, session_id, messages: _said(
-    "end", session_id, [m.get("content") for m in messages]
-)
-TinyEngine.on_session_reset = lambda self: _said("reset")
-"""
-
-
 def test_the_engine_hears_a_conversation_end_at_new_and_at_another_conversation(
     hermes_home: Path, fake_llm, make_db
 ) -> None:
@@ -182,26 +174,6 @@ def test_the_engine_hears_a_conversation_end_at_new_and_at_another_conversation(
         f"end {second} ['third', 'echo: third']",
         "reset",
     ]
-
-
-# What the engine is told of the model: 0.19's update_model, each call on one line.
-MODEL_TOLD = """
-
-def _update_model(self, model, context_length, base_url="", api_key="", provider="",
-                  api_mode=""):
-    with LOG.open("a") as f:
-        f.write(f"model {model} {context_length} {base_url} {bool(api_key)} {api_mode}\\n")
-    ContextEngine.update_model(self, model, context_length, base_url, api_key, provider,
-                               api_mode)
-
-
-TinyEngine.update_model = _update_model
-"""
-
-
-def told_models(plugin: Path) -> list[str]:
-    said = (plugin / "calls.log").read_text().splitlines()
-    return [line for line in said if line.startswith("model ")]
 
 
 def test_the_built_in_compressor_takes_the_new_models_window_at_slash_model(

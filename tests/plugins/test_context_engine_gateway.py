@@ -4,14 +4,22 @@ gateway on a real SQLite store, a fake Telegram chat, the fake model over HTTP."
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import httpx
 import pytest
 
-from tests.gateway.harness import wait_for, write_config
+from tests.gateway.harness import HEADER, GatewayThread, wait_for, write_config
 from tests.gateway.one_chat import chat_gateway, conversation, say
-from tests.plugins.helpers import ENGINE_INIT, ENGINE_MANIFEST, install_plugin
-from tests.plugins.test_context_engine import LIFECYCLE, MODEL_TOLD, told_models
+from tests.plugins.helpers import (
+    ENGINE_INIT,
+    ENGINE_MANIFEST,
+    LIFECYCLE,
+    MODEL_TOLD,
+    install_plugin,
+    told_models,
+)
 
 
 def engine_gateway_home(home: Path, llm_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -130,3 +138,47 @@ def test_an_engine_that_fails_at_the_end_does_not_hold_new_up(
         gateway.stop()
     assert second != first
     assert lifecycle(plugin)[-3:] == [f"start {first}", "reset", f"start {second}"]
+
+
+def test_an_api_callers_new_ends_the_old_conversation_for_the_engine_and_the_hooks(
+    hermes_home: Path, fake_llm, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The HTTP API's /new takes the same path as a chat's: the engine and the hooks hear it.
+    plugin = install_plugin(hermes_home, "tiny-engine", ENGINE_MANIFEST, ENGINE_INIT + LIFECYCLE)
+    engine_gateway_home(hermes_home, fake_llm.url, monkeypatch)
+    heard = hermes_home / "hooks-heard.jsonl"
+    hook = hermes_home / "hooks" / "session-log"
+    hook.mkdir(parents=True)
+    (hook / "HOOK.yaml").write_text("name: session-log\nevents: [session:end, session:reset]\n")
+    (hook / "handler.py").write_text(
+        "import json\n"
+        f"OUT = {str(heard)!r}\n"
+        "def handle(event_type, context):\n"
+        "    with open(OUT, 'a') as f:\n"
+        "        f.write(json.dumps([event_type, context.get('platform')]) + '\\n')\n"
+    )
+
+    def ask(gateway: GatewayThread, words: str, session: str | None) -> httpx.Response:
+        return httpx.post(
+            f"{gateway.url}/chat/completions",
+            json={"model": "fake-model", "messages": [{"role": "user", "content": words}]},
+            headers={"Authorization": f"Bearer {gateway.api_key}"}
+            | ({HEADER: session} if session else {}),
+            timeout=60,
+        )
+
+    with GatewayThread(hermes_home) as gateway:
+        session = ask(gateway, "first", None).headers[HEADER]
+        first = session  # a conversation's first segment has the conversation's id
+        reply = ask(gateway, "/new", session)
+        assert reply.status_code == 200, reply.text
+        assert "Started a new conversation." in reply.text
+        wait_for(lambda: heard.exists() and len(heard.read_text().splitlines()) == 2)
+    assert [line for line in lifecycle(plugin) if not line.startswith("start")] == [
+        f"end {first} ['first', 'echo: first']",
+        "reset",
+    ]
+    assert [json.loads(line) for line in heard.read_text().splitlines()] == [
+        ["session:end", "api_server"],
+        ["session:reset", "api_server"],
+    ]

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hermes.gateway.core import ApiHost
-from hermes.gateway.envelopes import WorkResult
+from hermes.gateway.envelopes import Origin, WorkResult
 from hermes.gateway.errors import NotYourConversation
 from hermes.gateway.http import caller, side_requests
 from hermes.gateway.settings import API_PRINCIPALS, API_SERVER, PLATFORMS, api_hidden_sources
@@ -114,7 +114,8 @@ class ApiConversations:
                 )
             return self.db.create_session(source=API_SERVER, session_key=key)
 
-        fresh = await asyncio.to_thread(self.router.reset, key, create, platform=API_SERVER)
+        origin = Origin(platform=API_SERVER, chat_id=conversation, user_id=caller.user_id())
+        fresh = await self.host.start_over(key, origin, create)
         self._remembered.pop((caller.principal(), session_id), None)
         return fresh
 
