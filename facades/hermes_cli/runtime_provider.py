@@ -6,7 +6,8 @@ home's configuration as hermes reads it (``hermes.config``): ``model.base_url`` 
 endpoint ``model.provider`` names), and the one key hermes sends there (``HERMES_API_KEY``,
 ``OPENROUTER_API_KEY`` or ``OPENAI_API_KEY``, the home's ``.env``, ``model.api_key``).
 A provider hermes knows (``hermes.config.PROVIDER_BASE_URLS``) other than the configured
-one answers its own endpoint without that key: hermes holds no key for it. hermes speaks
+one answers its own endpoint, without that key unless it is the configured endpoint:
+hermes holds no key for another. hermes speaks
 one API, so ``api_mode`` is always ``chat_completions``. A provider hermes does not know
 is 0.19's ``AuthError`` ("Unknown provider ..."), as 0.19 raises it.
 """
@@ -74,10 +75,11 @@ def resolve_runtime_provider(
     config = _configuration()
     requested_provider = resolve_requested_provider(requested)
     configured = _configured_provider(config)
+    configured_url = str(config.get("model.base_url")).strip().rstrip("/")
     if requested_provider in (_AUTO, configured) or requested_provider in _CUSTOM:
-        base_url, key = str(config.get("model.base_url")), _hermes_key(config)
+        base_url = configured_url
     elif requested_provider in _config.PROVIDER_BASE_URLS:
-        base_url, key = _config.PROVIDER_BASE_URLS[requested_provider], ""
+        base_url = _config.PROVIDER_BASE_URLS[requested_provider]
     else:
         raise AuthError(
             f"Unknown provider '{requested_provider}'. hermes knows "
@@ -86,11 +88,14 @@ def resolve_runtime_provider(
             provider=requested_provider,
             code="invalid_provider",
         )
+    base_url = (explicit_base_url or base_url).strip().rstrip("/")
+    # hermes holds one key, for its configured endpoint: never sent elsewhere.
+    key = _hermes_key(config) if base_url == configured_url else None
     explicit = bool(explicit_api_key or explicit_base_url)
     return {
         "provider": _provider_name(requested_provider, configured, base_url),
         "api_mode": API_MODE,
-        "base_url": (explicit_base_url or base_url).strip().rstrip("/"),
+        "base_url": base_url,
         "api_key": explicit_api_key or key or "",
         "source": "explicit" if explicit else "env/config",
         "requested_provider": requested_provider,

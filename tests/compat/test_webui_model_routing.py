@@ -77,6 +77,21 @@ def test_a_configured_provider_name_and_another_known_one(
     assert (explicit["api_key"], explicit["source"]) == ("sk-given", "explicit")
 
 
+def test_the_key_goes_only_to_the_endpoint_it_is_for(
+    hermes_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_home(hermes_home, "model:\n  default: openai/gpt-4o-mini\n")  # OpenRouter, by default
+    monkeypatch.setenv("OPENROUTER_API_KEY", "sk-or")
+    routed = resolve(requested="openrouter")
+    assert (routed["base_url"], routed["api_key"]) == ("https://openrouter.ai/api/v1", "sk-or")
+    elsewhere = resolve(requested=None, explicit_base_url="http://127.0.0.1:3/v1")
+    assert (elsewhere["base_url"], elsewhere["api_key"], elsewhere["source"]) == (
+        "http://127.0.0.1:3/v1",
+        "",
+        "explicit",
+    )
+
+
 def test_an_unknown_provider_is_refused_as_0_19_refuses_it(hermes_home: Path) -> None:
     from hermes_cli.runtime_provider import AuthError
 
