@@ -54,6 +54,7 @@ __all__ = [
 
 OUTPUT_CHARS = 20_000  # the tail of the log a ProcessSession carries as output_buffer
 _POLL_SECONDS = 0.2  # how often a blocking get looks at the spool again
+_REFRESH_SECONDS = 5.0  # how often the queue checks the records for unwatched endings
 
 
 @dataclass
@@ -87,16 +88,15 @@ class CompletionQueue:
         self._held: dict[Path, deque[dict[str, Any]]] = {}
         # (home, conversation) -> whether a gateway serves it (its events are the gateway's).
         self._gateway: dict[tuple[Path, str], bool] = {}
+        self._refreshed: dict[Path, float] = {}  # home -> when its records were last checked
 
     def get(self, block: bool = True, timeout: float | None = None) -> dict[str, Any]:
         home = get_hermes_home()
         deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
-        refresh = True  # notice processes that ended unwatched, once per call
         while True:
-            item = self._take(home, refresh)
+            item = self._take(home)
             if item is not None:
                 return item
-            refresh = False
             if not block or (deadline is not None and time.monotonic() >= deadline):
                 raise queue.Empty
             wait = _POLL_SECONDS
@@ -136,15 +136,23 @@ class CompletionQueue:
     def qsize(self) -> int:
         return 0 if self.empty() else 1  # 0.19's is approximate too
 
-    def _take(self, home: Path, refresh: bool) -> dict[str, Any] | None:
+    def _take(self, home: Path) -> dict[str, Any] | None:
         with self._lock:
             held = self._held.setdefault(home, deque())
             if not held:
-                if refresh:
-                    background.refresh_all(home)  # processes that ended unwatched
+                self._notice_unwatched_endings(home)
                 taken = events.take_spooled(home, lambda e: self._ours(home, e))
                 held.extend(_event_dict(home, e) for e in taken)
             return held.popleft() if held else None
+
+    def _notice_unwatched_endings(self, home: Path) -> None:
+        """Produce the events of processes that ended while no hermes process watched
+        them (their starter died), now and then: a watched one spools its event itself,
+        and a drain thread asks every second."""
+        now = time.monotonic()
+        if now - self._refreshed.get(home, -_REFRESH_SECONDS) >= _REFRESH_SECONDS:
+            self._refreshed[home] = now
+            background.refresh_all(home)
 
     def _ours(self, home: Path, event: events.CompletionEvent) -> bool:
         """Whether the event is for this queue's takers: not one of a gateway's

@@ -8,8 +8,11 @@ The fake model is the only fake.
 
 from __future__ import annotations
 
+import os
 import queue
 import re
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -203,3 +206,50 @@ def test_each_call_reads_its_own_home(
     assert [r["session_id"] for r in process_registry.list_sessions()] == [pid]
     # Started by this process: nothing a restart left behind to recover.
     assert process_registry.recover_from_checkpoint() == 0
+
+
+STARTER = """
+import json, os, sys
+from pathlib import Path
+from hermes.tools import ToolContext, default_registry
+ctx = ToolContext(hermes_home=Path(sys.argv[1]), cwd=Path(sys.argv[2]), source="webui",
+                  conversation_id="webui-before-restart", session_id="webui-before-restart")
+args = {"command": "sleep 1.5; echo outlived", "background": True, "notify_on_complete": True}
+print(default_registry().dispatch("terminal", json.dumps(args), ctx), flush=True)
+os._exit(0)  # the web UI process goes away; its background process does not
+"""
+
+
+def test_a_process_outliving_the_webui_that_started_it_is_recovered_and_heard(
+    hermes_home: Path, tmp_path: Path
+) -> None:
+    from tools.process_registry import process_registry
+
+    started = subprocess.run(
+        [sys.executable, "-c", STARTER, str(hermes_home), str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "HERMES_HOME": str(hermes_home)},
+    )
+    match = re.search(r"(proc_\w+)", started.stdout)
+    assert match, started.stdout + started.stderr
+    pid = match.group(1)
+    try:
+        # After a restart the web UI recovers what the previous process left running.
+        assert process_registry.recover_from_checkpoint() == 1
+        record = ProcessStore(hermes_home).load(pid)
+        assert record is not None
+        wait_until(lambda: not background.pid_alive(record.pid, record.pid_create_time))
+        # Nobody watched it end: the queue notices and hands its event out once.
+        evt = process_registry.completion_queue.get(timeout=10.0)
+    finally:
+        background.kill(hermes_home, pid, grace=0.5)
+    assert (evt["session_id"], evt["session_key"], evt["exit_code"]) == (
+        pid,
+        "webui-before-restart",
+        0,
+    )
+    assert "outlived" in evt["output"]
+    with pytest.raises(queue.Empty):
+        process_registry.completion_queue.get_nowait()
