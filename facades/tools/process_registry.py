@@ -11,7 +11,7 @@ Where hermes's model differs, the mapping:
 - Processes are records on disk, not an in-memory table: every process of the home is
   listed, whichever process started it, and its output is its log (never ``detached``).
   ``recover_from_checkpoint`` adopts nothing (nothing was lost); it counts the running
-  processes that a previous process started.
+  processes another process started (an earlier web UI, a chat).
 - A completion event is produced once and spooled (hermes.tools.processes.events);
   ``completion_queue.get`` takes the spooled ones, each by exactly one taker in any
   process. Events of a gateway's conversations stay spooled for the gateway. An event
@@ -248,8 +248,8 @@ class ProcessRegistry:
         return self.count_running() > 0
 
     def recover_from_checkpoint(self) -> int:
-        """The running processes of the home that another (earlier) process started:
-        their records and logs outlive it, so there is nothing to adopt."""
+        """How many running processes of the home another process started (an earlier
+        web UI, a chat): their records and logs outlive it, so there is nothing to adopt."""
         home = get_hermes_home()
         return sum(
             1
