@@ -39,7 +39,7 @@ from hermes_constants import get_hermes_home
 from hermes.config import load_config
 from hermes.redaction import redact
 from hermes.state import SessionDB
-from hermes.state.errors import HermesAgentStoreError
+from hermes.state.errors import HermesAgentStoreError, StateError
 from hermes.state.location import STATE_FILE, StoreLocation, location_of
 from hermes.tools._fs import read_json
 from hermes.tools.processes import background, events
@@ -163,7 +163,10 @@ class CompletionQueue:
             return True
         key = (home, conversation)
         if key not in self._gateway:
-            self._gateway[key] = _is_gateway_key(_session_key(home, conversation))
+            try:
+                self._gateway[key] = _is_gateway_key(_session_key(home, conversation))
+            except StateError:
+                return False  # the store cannot say now: leave it spooled, ask again later
         return not self._gateway[key]
 
 
