@@ -41,7 +41,6 @@ from hermes.redaction import redact
 from hermes.state import SessionDB
 from hermes.state.errors import HermesAgentStoreError, StateError
 from hermes.state.location import STATE_FILE, StoreLocation, location_of
-from hermes.tools._fs import read_json
 from hermes.tools.processes import background, events
 from hermes.tools.processes.store import KILLED, ProcessRecord, ProcessStore
 
@@ -125,13 +124,7 @@ class CompletionQueue:
         with self._lock:
             if self._held.get(home):
                 return False
-        spool = ProcessStore(home).events_dir()
-        if not spool.is_dir():
-            return True
-        spooled = (read_json(path) for path in spool.glob("*.json"))
-        return not any(
-            data and self._ours(home, events.CompletionEvent.from_dict(data)) for data in spooled
-        )
+        return not any(self._ours(home, event) for event in events.spooled(home))
 
     def qsize(self) -> int:
         return 0 if self.empty() else 1  # 0.19's is approximate too

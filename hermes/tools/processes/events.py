@@ -151,6 +151,15 @@ def spool_event(hermes_home: Path, event: CompletionEvent) -> None:
     write_json(spool / f"{event.process_id}.json", event.to_dict())
 
 
+def spooled(hermes_home: Path) -> list[CompletionEvent]:
+    """The spooled completion events of this HERMES_HOME, left in the spool (a look)."""
+    spool = ProcessStore(hermes_home).events_dir()
+    if not spool.is_dir():
+        return []
+    found = (read_json(path) for path in spool.glob("*.json"))
+    return [CompletionEvent.from_dict(data) for data in found if data]
+
+
 def take_spooled(
     hermes_home: Path, wanted: Callable[[CompletionEvent], bool] | None = None
 ) -> list[CompletionEvent]:
