@@ -14,6 +14,7 @@ commands a surface gives (``undo``, ``compress_now``, ``set_model``, ...).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import uuid
@@ -45,6 +46,7 @@ from hermes.config import (
     register_secrets,
 )
 from hermes.state.context.message import Message
+from hermes.state.errors import SessionNotFoundError
 from hermes.state.lease import make_holder
 from hermes.state.usage import TokenUsage
 
@@ -548,7 +550,9 @@ class AIAgent:
         else:  # the built-in one compresses at the new model's threshold too
             compressor.model, compressor.context_length = model, window
         if self.binding.writes_transcript and self.session_id:
-            self.binding.bound()[0].set_model(self.session_id, model)
+            # A segment not stored yet is created with the new model at its first turn.
+            with contextlib.suppress(SessionNotFoundError):
+                self.binding.bound()[0].set_model(self.session_id, model)
 
     def forget_cache(self) -> None:
         """Reload the history from the store on the next turn."""

@@ -17,10 +17,13 @@ from dataclasses import replace
 from typing import Any
 
 from hermes.agent import AIAgent as HermesAIAgent
+from hermes.agent.model.client import ModelClient
 from hermes.agent.turn_options import TurnOptions
 from hermes.compat import toolsets
 
 log = logging.getLogger("hermes.compat")
+
+CHAT_COMPLETIONS = "chat_completions"
 
 # Hermes Agent 0.19's constructor parameters, in its positional order (as far as any
 # caller passes them positionally).
@@ -95,6 +98,40 @@ class AIAgent(HermesAIAgent):
         """0.19 slips ``text`` into the running turn's next tool result; hermes does not,
         so this says no (False) and the caller sends it as a message of its own."""
         return False
+
+    def switch_model(
+        self,
+        new_model: str,
+        new_provider: str | None,
+        api_key: str = "",
+        base_url: str = "",
+        api_mode: str = "",
+    ) -> None:
+        """0.19's in-place switch: the next model call goes to ``new_model`` at
+        ``base_url`` with ``api_key`` (each kept as it is when empty); the compressor or
+        context engine takes the new model's window and the segment records the model.
+
+        As in 0.19, another provider without a ``base_url`` is refused rather than
+        sent to the old provider's endpoint; an ``api_mode`` other than
+        ``chat_completions`` is refused too (hermes speaks no other API). A refusal
+        changes nothing."""
+        if api_mode and api_mode != CHAT_COMPLETIONS:
+            raise ValueError(
+                f"switch_model: hermes speaks only the {CHAT_COMPLETIONS} API, not "
+                f"{api_mode!r}; use the provider's OpenAI-compatible endpoint."
+            )
+        if not base_url and _norm(new_provider) != _norm(self.provider):
+            raise ValueError(
+                f"switch_model: no base_url given for provider {new_provider!r} (switching "
+                f"from {self.provider!r}); refusing to keep the previous provider's endpoint."
+            )
+        self.provider = new_provider
+        if base_url or api_key:
+            self.base_url = (base_url or self.base_url).rstrip("/")
+            self.api_key = api_key or self.api_key
+            if isinstance(self.client, ModelClient):  # a model given by the caller stays
+                self.client.use_endpoint(self.api_key, self.base_url)
+        self.set_model(new_model)  # after the endpoint: an engine is told the new one
 
     def run_conversation(
         self,
@@ -173,6 +210,10 @@ class AIAgent(HermesAIAgent):
             "cost_source": "none",
             "service_tier": None,
         }
+
+
+def _norm(provider: str | None) -> str:
+    return (provider or "").strip().lower()
 
 
 def _last_reasoning(messages: list[dict[str, Any]]) -> str | None:

@@ -261,6 +261,14 @@ class ModelClient:
         Makes no network call."""
         self._openai_client()
 
+    def use_endpoint(self, api_key: str | None, base_url: str) -> None:
+        """Send the next requests to ``base_url`` with ``api_key`` (a call already
+        running finishes where it started)."""
+        register(api_key)
+        with self._lock:
+            self.api_key, self.base_url = api_key, base_url.rstrip("/")
+            self._client = None  # rebuilt for the new endpoint on the next request
+
     def close(self) -> None:
         """Let go of the HTTP client; the process-wide pool stays for other agents."""
         with self._lock:

@@ -151,15 +151,31 @@ def spool_event(hermes_home: Path, event: CompletionEvent) -> None:
     write_json(spool / f"{event.process_id}.json", event.to_dict())
 
 
-def take_spooled(hermes_home: Path) -> list[CompletionEvent]:
+def spooled(hermes_home: Path) -> list[CompletionEvent]:
+    """The spooled completion events of this HERMES_HOME, left in the spool (a look)."""
+    spool = ProcessStore(hermes_home).events_dir()
+    if not spool.is_dir():
+        return []
+    found = (read_json(path) for path in spool.glob("*.json"))
+    return [CompletionEvent.from_dict(data) for data in found if data]
+
+
+def take_spooled(
+    hermes_home: Path, wanted: Callable[[CompletionEvent], bool] | None = None
+) -> list[CompletionEvent]:
     """Take the spooled completion events of this HERMES_HOME, oldest first; each event
     is returned by exactly one call, in one process (``background.drain_events`` first
-    notices the processes that ended unwatched)."""
+    notices the processes that ended unwatched). ``wanted`` picks the events this caller
+    takes; the others stay spooled, untouched, for their own taker."""
     spool = ProcessStore(hermes_home).events_dir()
     if not spool.is_dir():
         return []
     events = []
     for path in spool.glob("*.json"):
+        if wanted is not None:
+            seen = read_json(path)
+            if not seen or not wanted(CompletionEvent.from_dict(seen)):
+                continue
         # Renaming is the claim: of two drainers, only one rename succeeds.
         claimed = path.with_name(f"{path.name}.{uuid.uuid4().hex}.claimed")
         try:

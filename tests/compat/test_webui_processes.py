@@ -1,0 +1,253 @@
+"""hermes-webui's background-process panel and wake-up drain, as it calls
+``tools.process_registry`` (api/background_process.py, api/streaming.py).
+
+The processes are real: a web UI turn's ``terminal`` call (background, notify on
+complete) starts them through hermes's tool, in the sandbox, on a real home and store.
+The fake model is the only fake.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from hermes.tools.processes import background, events
+from hermes.tools.processes.store import ProcessStore
+from hermes_state import SessionDB
+from run_agent import AIAgent
+from tests.fakes import llm_server as fake
+from tests.tools.helpers import running_with
+
+
+@pytest.fixture
+def db(hermes_home: Path) -> Iterator[SessionDB]:
+    with SessionDB(db_path=hermes_home / "state.db") as store:
+        yield store
+    for record in ProcessStore(hermes_home).all():
+        if not record.finished:
+            background.kill(hermes_home, record.id, grace=0.5)
+
+
+def start_in_a_webui_turn(
+    fake_llm: fake.FakeLLMServer, db: SessionDB, session_id: str, command: str
+) -> str:
+    """A web UI turn whose model starts ``command`` in the background; its process id."""
+    fake_llm.script(
+        fake.tool_call(
+            "terminal", {"command": command, "background": True, "notify_on_complete": True}
+        ),
+        fake.text("Started it."),
+    )
+    agent = AIAgent(
+        model=fake.DEFAULT_MODEL,
+        base_url=fake_llm.url,
+        api_key="k",
+        platform="webui",
+        quiet_mode=True,
+        enabled_toolsets=["terminal"],
+        session_id=session_id,
+        session_db=db,
+    )
+    result = agent.run_conversation(user_message="run it", task_id=session_id)
+    started = "\n".join(str(m.get("content")) for m in result["messages"] if m["role"] == "tool")
+    match = re.search(r"(proc_\w+)", started)
+    assert match, started
+    return match.group(1)
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.05)
+
+
+def test_a_finished_process_is_listed_and_its_event_drained_once(
+    fake_llm: fake.FakeLLMServer, db: SessionDB, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tools.process_registry import format_process_notification, process_registry
+
+    monkeypatch.chdir(tmp_path)
+    pid = start_in_a_webui_turn(fake_llm, db, "webui-one", "echo built-42; exit 3")
+    wait_until(lambda: bool((proc := process_registry.get(pid)) and proc.exited))
+
+    # The panel (recover_processes_for_webui): rows, then each process by id.
+    [row] = [r for r in process_registry.list_sessions() if r["session_id"] == pid]
+    assert row["status"] == "exited" and row["exit_code"] == 3
+    assert row["command"] == "echo built-42; exit 3" and row["notify_on_complete"] is True
+    proc = process_registry.get(pid)
+    assert proc is not None
+    assert (proc.session_key, proc.exit_code, proc.completion_reason) == ("webui-one", 3, "exited")
+    assert "built-42" in proc.output_buffer
+    assert process_registry.poll(pid)["status"] == "exited"
+
+    # The drain thread: completion_queue.get(timeout=1.0), as _drain_loop reads it.
+    queue_ = process_registry.completion_queue
+    evt = queue_.get(timeout=10.0)
+    assert evt["type"] == "completion" and evt["session_id"] == pid
+    assert (evt["session_key"], evt["exit_code"]) == ("webui-one", 3)
+    assert "built-42" in evt["output"] and isinstance(evt["completed_at"], float)
+    note = format_process_notification(evt)
+    assert note is not None and note.startswith(f"[IMPORTANT: Background process {pid} exited")
+    # Exactly once: nothing more for the next-turn drain (get_nowait until Empty).
+    with pytest.raises(queue.Empty):
+        queue_.get_nowait()
+
+    # hermes-webui marks what it delivered in the registry's private pair.
+    assert not process_registry.is_completion_consumed(pid)
+    with process_registry._lock:
+        process_registry._completion_consumed.add(pid)
+    assert process_registry.is_completion_consumed(pid)
+
+
+def test_an_event_put_back_waits_for_the_next_taker(
+    fake_llm: fake.FakeLLMServer, db: SessionDB, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tools.process_registry import process_registry
+
+    monkeypatch.chdir(tmp_path)
+    pid = start_in_a_webui_turn(fake_llm, db, "webui-other-tab", "true")
+    queue_ = process_registry.completion_queue
+    evt = queue_.get(timeout=15.0)
+    # The next-turn drain of another session skips it and puts it back.
+    queue_.put(evt)
+    assert not queue_.empty()
+    again = queue_.get_nowait()
+    assert (again["session_id"], again["session_key"], again["exit_code"]) == (
+        pid,
+        "webui-other-tab",
+        0,
+    )
+    with pytest.raises(queue.Empty):
+        queue_.get(timeout=0.3)
+
+
+def test_kill_process_stops_it_and_answers_as_0_19(
+    fake_llm: fake.FakeLLMServer,
+    db: SessionDB,
+    hermes_home: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from tools.process_registry import process_registry
+
+    monkeypatch.chdir(tmp_path)
+    pid = start_in_a_webui_turn(fake_llm, db, "webui-kill", "sleep 60.0271")
+    running = process_registry.poll(pid)
+    assert running["status"] == "running" and running["session_id"] == pid
+    assert process_registry.count_running() == 1
+
+    killed = process_registry.kill_process(pid)
+    assert killed["status"] == "killed" and killed["completion_reason"] == "killed"
+    assert killed["termination_source"] == "process.kill"
+    record = ProcessStore(hermes_home).load(pid)
+    assert record is not None and record.finished
+    assert not background.pid_alive(record.pid, record.pid_create_time)
+    wait_until(lambda: not running_with("sleep 60.0271"))  # its whole group, sandboxed too
+    assert process_registry.is_completion_consumed(pid)  # its output is in the answer
+    assert process_registry.kill_process(pid)["status"] == "already_exited"
+    assert process_registry.kill_process("proc_nothere") == {
+        "status": "not_found",
+        "error": "No process with ID proc_nothere",
+    }
+    assert process_registry.get("../../etc/passwd") is None
+
+
+def test_a_gateway_conversations_event_stays_for_the_gateway(
+    db: SessionDB, hermes_home: Path
+) -> None:
+    from tools.process_registry import process_registry
+
+    db.create_session("tg-chat", source="telegram", session_key="telegram:dm:42")
+    event = events.CompletionEvent(
+        process_id="proc_0a0b0c0d",
+        conversation_id="tg-chat",
+        command="make",
+        exit_code=0,
+        output_tail="ok",
+        finished_at=time.time(),
+        session_id="tg-chat",
+    )
+    events.spool_event(hermes_home, event)
+    assert process_registry.completion_queue.empty()
+    with pytest.raises(queue.Empty):
+        process_registry.completion_queue.get_nowait()
+    assert [e.process_id for e in events.take_spooled(hermes_home)] == ["proc_0a0b0c0d"]
+
+
+def test_each_call_reads_its_own_home(
+    fake_llm: fake.FakeLLMServer, db: SessionDB, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hermes_constants import reset_hermes_home_override, set_hermes_home_override
+    from tools.process_registry import process_registry
+
+    monkeypatch.chdir(tmp_path)
+    pid = start_in_a_webui_turn(fake_llm, db, "webui-home", "true")
+    other = tmp_path / "profiles" / "coder"
+    other.mkdir(parents=True)
+    token = set_hermes_home_override(other)
+    try:
+        assert process_registry.list_sessions() == []
+        assert process_registry.get(pid) is None
+        with pytest.raises(queue.Empty):
+            process_registry.completion_queue.get_nowait()
+    finally:
+        reset_hermes_home_override(token)
+    assert [r["session_id"] for r in process_registry.list_sessions()] == [pid]
+    # Started by this process: nothing a restart left behind to recover.
+    assert process_registry.recover_from_checkpoint() == 0
+
+
+STARTER = """
+import json, os, sys
+from pathlib import Path
+from hermes.tools import ToolContext, default_registry
+ctx = ToolContext(hermes_home=Path(sys.argv[1]), cwd=Path(sys.argv[2]), source="webui",
+                  conversation_id="webui-before-restart", session_id="webui-before-restart")
+args = {"command": "sleep 1.5; echo outlived", "background": True, "notify_on_complete": True}
+print(default_registry().dispatch("terminal", json.dumps(args), ctx), flush=True)
+os._exit(0)  # the web UI process goes away; its background process does not
+"""
+
+
+def test_a_process_outliving_the_webui_that_started_it_is_recovered_and_heard(
+    hermes_home: Path, tmp_path: Path
+) -> None:
+    from tools.process_registry import process_registry
+
+    started = subprocess.run(
+        [sys.executable, "-c", STARTER, str(hermes_home), str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "HERMES_HOME": str(hermes_home)},
+    )
+    match = re.search(r"(proc_\w+)", started.stdout)
+    assert match, started.stdout + started.stderr
+    pid = match.group(1)
+    try:
+        # After a restart the web UI recovers what the previous process left running.
+        assert process_registry.recover_from_checkpoint() == 1
+        record = ProcessStore(hermes_home).load(pid)
+        assert record is not None
+        wait_until(lambda: not background.pid_alive(record.pid, record.pid_create_time))
+        # Nobody watched it end: the queue notices and hands its event out once.
+        evt = process_registry.completion_queue.get(timeout=10.0)
+    finally:
+        background.kill(hermes_home, pid, grace=0.5)
+    assert (evt["session_id"], evt["session_key"], evt["exit_code"]) == (
+        pid,
+        "webui-before-restart",
+        0,
+    )
+    assert "outlived" in evt["output"]
+    with pytest.raises(queue.Empty):
+        process_registry.completion_queue.get_nowait()
