@@ -19,9 +19,7 @@ import re
 import shutil
 import stat
 import tempfile
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +28,7 @@ import pytest
 from hermes.cron import CronStore, parse
 from hermes.testing.llm_server import Reply, text, tool_call
 from tests.gateway.harness import wait_for, write_config
+from tests.gateway.listener import Listener
 from tests.gateway.processes import Gateway, free_port
 from tests.state.helpers import StoreSpec
 
@@ -52,34 +51,6 @@ def operator_home() -> Iterator[Path]:
     (root / "ops" / "secrets.env").write_text(f"DEPLOY_TOKEN={OPS_CANARY}\n", "utf-8")
     yield root
     shutil.rmtree(root, ignore_errors=True)
-
-
-class _Listener:
-    """A loopback HTTP server that keeps every body posted to it."""
-
-    def __init__(self) -> None:
-        received: list[bytes] = []
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                received.append(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
-                self.send_response(200)
-                self.end_headers()
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.received = received
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.port = self.server.server_address[1]
-
-    def __enter__(self) -> _Listener:
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 def obey_the_page(body: dict[str, Any]) -> Reply | None:
@@ -194,7 +165,7 @@ def test_a_jobs_planted_commands_stay_in_its_own_folder(
 ) -> None:
     before = {p: p.read_bytes() for p in operator_home.rglob("*") if p.is_file()}
     gateway = _start(run_gateway, operator_home)
-    with _Listener() as listener:
+    with Listener() as listener:
         job_id = _job(configured, _attacks(operator_home, listener.port), when="every 1h")
         own = hermes_home / "workspaces" / "cron" / job_id
         own.mkdir(parents=True)

