@@ -8,10 +8,12 @@
         telegram:   {token: ..., allowed_users: [12345]}
         discord:    {token: ..., allowed_users: [...], channels: [...]}
         slack:      {bot_token: xoxb-..., app_token: xapp-..., allowed_users: [U123]}
+        webhook:    {port: 8644, secret: ..., routes: {NAME: {...}}}   # hermes.gateway.webhook
 
 A platform listed there runs unless it says ``enabled: false``. Each secret may come
 from the environment instead (``TELEGRAM_BOT_TOKEN``, ``DISCORD_BOT_TOKEN``,
-``SLACK_BOT_TOKEN``, ``SLACK_APP_TOKEN``). ``allowed_users`` lists the user ids that may
+``SLACK_BOT_TOKEN``, ``SLACK_APP_TOKEN``, ``WEBHOOK_SECRET``; ``WEBHOOK_ENABLED=true`` turns
+the webhook platform on without a config entry, as in Hermes Agent 0.19). ``allowed_users`` lists the user ids that may
 talk to the bot; ``"*"`` allows everyone; absent or empty, everyone is refused.
 """
 
@@ -34,7 +36,9 @@ API_SERVER = "api_server"
 API_PRINCIPALS = "api"
 PRINCIPAL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 CHAT_PLATFORMS = ("telegram", "discord", "slack")
-PLATFORMS = (API_SERVER, *CHAT_PLATFORMS)
+# External services' events (signed HTTP POSTs): answers go to a chat platform or the log.
+WEBHOOK = "webhook"
+PLATFORMS = (API_SERVER, *CHAT_PLATFORMS, WEBHOOK)
 DEFAULT_API_HOST = "127.0.0.1"
 DEFAULT_API_PORT = 8642
 
@@ -44,6 +48,7 @@ SECRET_ENV: dict[str, dict[str, str]] = {
     "discord": {"token": "DISCORD_BOT_TOKEN"},
     "slack": {"bot_token": "SLACK_BOT_TOKEN", "app_token": "SLACK_APP_TOKEN"},
     API_SERVER: {"key": "HERMES_GATEWAY_KEY"},
+    WEBHOOK: {"secret": "WEBHOOK_SECRET"},
 }
 
 
@@ -106,7 +111,13 @@ def platforms_from_config(config: Config) -> dict[str, PlatformSettings]:
         if options.pop("enabled", True) is False:
             continue
         enabled[name] = platform_settings(name, options)
+    if WEBHOOK not in raw and _env_true("WEBHOOK_ENABLED"):
+        enabled[WEBHOOK] = platform_settings(WEBHOOK, {})
     return enabled
+
+
+def _env_true(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
 
 
 def platform_settings(name: str, options: Mapping[str, Any]) -> PlatformSettings:
@@ -210,7 +221,8 @@ def api_hidden_sources(config: Config) -> tuple[str, ...]:
     A chat platform's conversations belong to its users; the API key holder is somebody
     else, so they stay out of reach unless ``gateway.search_scope`` is ``all``.
     """
-    return () if config.get("gateway.search_scope") == "all" else CHAT_PLATFORMS
+    hidden = (*CHAT_PLATFORMS, WEBHOOK)  # a webhook route's conversations are its own too
+    return () if config.get("gateway.search_scope") == "all" else hidden
 
 
 def parse_listen(text: str) -> tuple[str, int]:

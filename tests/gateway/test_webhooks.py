@@ -1,0 +1,233 @@
+"""End to end: Hermes Agent 0.19's webhook platform on a real gateway process.
+
+A gateway runs ``gateway.platforms.webhook`` on a free port, its model the fake one. Real
+HTTP requests signed as GitHub signs them run one turn each, whose answer is delivered
+(to the log, or to a Telegram chat of a fake Bot API); a bad or missing signature never
+reaches the model; a sender's retry of a delivery is answered once, also when the
+gateway was SIGKILLed between the 202 and the turn's end; the route's rate limit holds;
+a ``deliver_only`` route delivers its rendered text without the model.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from hermes.gateway.webhook.signatures import github_signature
+from hermes.testing.llm_server import hang, text
+from tests.gateway.fake_platforms import FakeTelegram
+from tests.gateway.harness import wait_for, write_config
+from tests.gateway.processes import Gateway, free_port
+from tests.state.helpers import StoreSpec
+
+pytestmark = pytest.mark.slow  # gateway processes
+
+SECRET = "gh-route-secret-0123456789abcdef"
+TOKEN = "424242:AAE-fake-telegram-token-do-not-log"
+PR = {"action": "opened", "pull_request": {"title": "Fix the flaky test", "number": 7}}
+
+
+def _routes(**extra: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "gh": {
+            "secret": SECRET,
+            "events": ["pull_request"],
+            "prompt": "Review PR #{pull_request.number}: {pull_request.title} {missing.key}",
+        },
+        **extra,
+    }
+
+
+def _configure(home: Path, llm_url: str, port: int, **options: Any) -> None:
+    webhook = {"port": port, "routes": _routes(), **options}
+    write_config(home, llm_url, gateway={"platforms": {"webhook": webhook}})
+
+
+def _start(run_gateway: Any, port: int) -> Gateway:
+    gateway = run_gateway("--workers", "1", "--grace", "0.2")
+    gateway.wait_ready(port)
+    return gateway
+
+
+def _post(
+    port: int,
+    payload: dict[str, Any],
+    *,
+    route: str = "gh",
+    secret: str | None = SECRET,
+    event: str = "pull_request",
+    delivery: str | None = None,
+) -> httpx.Response:
+    body = json.dumps(payload).encode()
+    headers = {"Content-Type": "application/json", "X-GitHub-Event": event}
+    headers["X-GitHub-Delivery"] = delivery or str(uuid.uuid4())
+    if secret is not None:
+        headers["X-Hub-Signature-256"] = github_signature(secret, body)
+    url = f"http://127.0.0.1:{port}/webhooks/{route}"
+    return httpx.post(url, content=body, headers=headers, timeout=10)
+
+
+def _answers(gateway: Gateway, delivery: str) -> list[str]:
+    """The answers the gateway delivered to its log for ``delivery``."""
+    marker = f"(delivery {delivery}): "
+    return [line.split(marker, 1)[1] for line in gateway.output().splitlines() if marker in line]
+
+
+def _prompts(fake_llm: Any) -> list[str]:
+    return [
+        str(m.get("content"))
+        for body in fake_llm.requests
+        for m in body.get("messages", [])
+        if m.get("role") == "user"
+    ]
+
+
+@pytest.fixture
+def port(gateways_store: StoreSpec, model_key: str) -> int:
+    return free_port()
+
+
+def test_a_signed_github_event_runs_one_turn_and_is_delivered(
+    port: int, hermes_home: Path, fake_llm: Any, run_gateway: Any
+) -> None:
+    _configure(hermes_home, fake_llm.url, port)
+    gateway = _start(run_gateway, port)
+    delivery = str(uuid.uuid4())
+    answer = _post(port, PR, delivery=delivery)
+    assert answer.status_code == 202, answer.text
+    assert answer.json() == {
+        "status": "accepted",
+        "route": "gh",
+        "event": "pull_request",
+        "delivery_id": delivery,
+    }
+    wait_for(lambda: _answers(gateway, delivery), timeout=30, interval=0.1)
+    # 0.19's template: dotted paths filled in, a path that leads nowhere left as written.
+    prompt = "Review PR #7: Fix the flaky test {missing.key}"
+    assert _answers(gateway, delivery) == [f"echo: {prompt}"]
+    assert _prompts(fake_llm) == [prompt]
+    # The route is the turn's user: its own workspace, beside no one else's.
+    assert (hermes_home / "workspaces" / "webhook" / "u-gh").is_dir()
+
+
+def test_an_event_the_route_does_not_take_is_ignored(
+    port: int, hermes_home: Path, fake_llm: Any, run_gateway: Any
+) -> None:
+    _configure(hermes_home, fake_llm.url, port)
+    _start(run_gateway, port)
+    answer = _post(port, {"zen": "Keep it simple"}, event="ping")
+    assert answer.status_code == 200
+    assert answer.json() == {"status": "ignored", "event": "ping"}
+    assert _post(port, PR, route="nowhere").status_code == 404
+    time.sleep(0.5)
+    assert fake_llm.requests == []
+
+
+def test_a_bad_or_missing_signature_is_refused_before_the_model(
+    port: int, hermes_home: Path, fake_llm: Any, run_gateway: Any
+) -> None:
+    _configure(hermes_home, fake_llm.url, port)
+    _start(run_gateway, port)
+    wrong = _post(port, PR, secret="not-the-secret")
+    missing = _post(port, PR, secret=None)
+    assert (wrong.status_code, missing.status_code) == (401, 401)
+    assert wrong.json() == {"error": "Invalid signature"}
+    body = json.dumps(PR).encode()
+    other = github_signature(SECRET, body + b" ")  # signed, but for another body
+    tampered = httpx.post(
+        f"http://127.0.0.1:{port}/webhooks/gh",
+        content=body,
+        headers={"X-GitHub-Event": "pull_request", "X-Hub-Signature-256": other},
+    )
+    assert tampered.status_code == 401
+    time.sleep(0.5)
+    assert fake_llm.requests == []
+
+
+def test_a_retried_delivery_is_answered_once(
+    port: int, hermes_home: Path, fake_llm: Any, run_gateway: Any
+) -> None:
+    _configure(hermes_home, fake_llm.url, port)
+    gateway = _start(run_gateway, port)
+    delivery = str(uuid.uuid4())
+    assert _post(port, PR, delivery=delivery).status_code == 202
+    wait_for(lambda: _answers(gateway, delivery), timeout=30, interval=0.1)
+    retry = _post(port, PR, delivery=delivery)
+    assert retry.status_code == 200
+    assert retry.json() == {"status": "duplicate", "delivery_id": delivery}
+    time.sleep(0.5)
+    assert len(_answers(gateway, delivery)) == 1
+    assert len(fake_llm.requests) == 1
+
+
+def test_a_delivery_cut_off_by_a_crash_is_answered_once_after_the_restart(
+    port: int, hermes_home: Path, fake_llm: Any, run_gateway: Any
+) -> None:
+    _configure(hermes_home, fake_llm.url, port)
+    first = _start(run_gateway, port)
+    fake_llm.enqueue(hang(60))  # the first turn never ends: the gateway dies during it
+    delivery = str(uuid.uuid4())
+    assert _post(port, PR, delivery=delivery).status_code == 202
+    wait_for(lambda: fake_llm.requests, timeout=30, interval=0.05)
+    first.proc.send_signal(signal.SIGKILL)
+    first.proc.wait(10)
+
+    second = _start(run_gateway, port)
+    retry = _post(port, PR, delivery=delivery)  # the sender retries: it got no answer
+    assert retry.status_code == 200 and retry.json()["status"] == "duplicate", retry.text
+    wait_for(lambda: _answers(second, delivery), timeout=60, interval=0.1)
+    time.sleep(1.0)
+    assert _answers(first, delivery) == []
+    assert len(_answers(second, delivery)) == 1
+
+
+def test_the_rate_limit_holds_per_route(
+    port: int, hermes_home: Path, fake_llm: Any, run_gateway: Any
+) -> None:
+    _configure(hermes_home, fake_llm.url, port, rate_limit=2)
+    _start(run_gateway, port)
+    codes = [_post(port, {"zen": "x"}, event="ping").status_code for _ in range(3)]
+    assert codes == [200, 200, 429]
+    assert _post(port, PR, secret="wrong").status_code == 401  # unsigned: not counted, refused
+
+
+def test_deliver_only_and_agent_answers_reach_a_telegram_chat(
+    port: int, hermes_home: Path, fake_llm: Any, run_gateway: Any
+) -> None:
+    fake_llm.responder = lambda body: text("Looks good to me.")
+    with FakeTelegram(TOKEN) as telegram:
+        routes = _routes(
+            alerts={
+                "secret": SECRET,
+                "prompt": "ALERT {alert.name} is {alert.state}",
+                "deliver": "telegram",
+                "deliver_only": True,
+                "deliver_extra": {"chat_id": "{alert.chat}"},
+            },
+            review={"secret": SECRET, "deliver": "telegram", "deliver_extra": {"chat_id": "42"}},
+        )
+        chat = {"token": TOKEN, "allowed_users": [42], "base_url": telegram.base_url}
+        platforms = {
+            "webhook": {"port": port, "routes": routes},
+            "telegram": {**chat, "poll_timeout": 1},
+        }
+        write_config(hermes_home, fake_llm.url, gateway={"platforms": platforms})
+        _start(run_gateway, port)
+        alert = {"alert": {"name": "disk", "state": "firing", "chat": "42"}}
+        answer = _post(port, alert, route="alerts", event="alert")
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["status"] == "delivered"
+        assert [m["text"] for m in telegram.accepted] == ["ALERT disk is firing"]
+        assert fake_llm.requests == []  # no model for a deliver_only route
+
+        assert _post(port, PR, route="review").status_code == 202
+        wait_for(lambda: len(telegram.accepted) == 2, timeout=30, interval=0.1)
+        assert telegram.accepted[-1]["text"] == "Looks good to me."
+        assert str(telegram.accepted[-1]["chat_id"]) == "42"
