@@ -301,3 +301,55 @@ def test_a_route_without_a_secret_stops_the_start_with_one_sentence(
         "checked." in gateway.output()
     )
     assert "Traceback" not in gateway.output()
+
+
+def test_a_body_over_the_limit_is_refused_before_it_is_read(
+    port: int, hermes_home: Path, fake_llm: Any, run_gateway: Any
+) -> None:
+    _configure(hermes_home, fake_llm.url, port, max_body_bytes=1000)
+    _start(run_gateway, port)
+    big = {**PR, "padding": "x" * 5000}
+    assert _post(port, big).status_code == 413
+    assert _post(port, PR).status_code == 202  # a body within the limit still goes through
+
+
+def test_a_routes_skill_wraps_its_prompt_as_in_hermes_agent(
+    port: int, hermes_home: Path, fake_llm: Any, run_gateway: Any
+) -> None:
+    folder = hermes_home / "skills" / "triage"
+    folder.mkdir(parents=True)
+    rule = "Label every issue with its component."
+    (folder / "SKILL.md").write_text(
+        f"---\nname: triage\ndescription: Triage issues\n---\n{rule}\n", encoding="utf-8"
+    )
+    routes = _routes(issues={"secret": SECRET, "prompt": "Issue: {title}", "skills": ["triage"]})
+    webhook = {"port": port, "routes": routes}
+    write_config(hermes_home, fake_llm.url, gateway={"platforms": {"webhook": webhook}})
+    gateway = _start(run_gateway, port)
+    delivery = str(uuid.uuid4())
+    _post(port, {"title": "Crash on start"}, route="issues", event="issues", delivery=delivery)
+    wait_for(lambda: _answers(gateway, delivery), timeout=30, interval=0.1)
+    [prompt] = _prompts(fake_llm)
+    assert prompt.startswith('[IMPORTANT: The user has invoked the "triage" skill')
+    assert rule in prompt
+    assert prompt.endswith("alongside the skill invocation: Issue: Crash on start")
+
+
+def test_an_unsigned_route_is_served_on_loopback_only_and_loudly(
+    port: int, hermes_home: Path, fake_llm: Any, run_gateway: Any
+) -> None:
+    routes = _routes(local={"secret": "INSECURE_NO_AUTH"})
+    webhook = {"port": port, "routes": routes}
+    write_config(hermes_home, fake_llm.url, gateway={"platforms": {"webhook": webhook}})
+    gateway = _start(run_gateway, port)
+    assert _post(port, {"x": 1}, route="local", secret=None).status_code == 202
+    assert "THE ROUTE 'local' CHECKS NO SIGNATURE" in gateway.output()
+    gateway.terminate()
+
+    webhook["host"] = "0.0.0.0"
+    write_config(hermes_home, fake_llm.url, gateway={"platforms": {"webhook": webhook}})
+    public = run_gateway("--workers", "1")
+    assert public.proc.wait(30) != 0
+    assert "the route 'local' has secret INSECURE_NO_AUTH, which is for local tests" in (
+        public.output()
+    )
