@@ -12,8 +12,9 @@
 
 A platform listed there runs unless it says ``enabled: false``. Each secret may come
 from the environment instead (``TELEGRAM_BOT_TOKEN``, ``DISCORD_BOT_TOKEN``,
-``SLACK_BOT_TOKEN``, ``SLACK_APP_TOKEN``, ``WEBHOOK_SECRET``; ``WEBHOOK_ENABLED=true`` turns
-the webhook platform on without a config entry, as in Hermes Agent 0.19). ``allowed_users`` lists the user ids that may
+``SLACK_BOT_TOKEN``, ``SLACK_APP_TOKEN``, ``WEBHOOK_SECRET``). Without a ``webhook`` entry,
+``WEBHOOK_ENABLED=true`` in the environment or ``$HERMES_HOME/.env`` turns the webhook
+platform on, as in Hermes Agent 0.19. ``allowed_users`` lists the user ids that may
 talk to the bot; ``"*"`` allows everyone; absent or empty, everyone is refused.
 """
 
@@ -27,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hermes.config import Config
+from hermes.config import Config, dotenv_values
 from hermes.errors import ConfigError
 from hermes.redaction import register
 
@@ -111,13 +112,21 @@ def platforms_from_config(config: Config) -> dict[str, PlatformSettings]:
         if options.pop("enabled", True) is False:
             continue
         enabled[name] = platform_settings(name, options)
-    if WEBHOOK not in raw and _env_true("WEBHOOK_ENABLED"):
-        enabled[WEBHOOK] = platform_settings(WEBHOOK, {})
+    if WEBHOOK not in raw:
+        webhook = _webhook_from_env(Path(config.path).parent)
+        if webhook is not None:
+            enabled[WEBHOOK] = webhook
     return enabled
 
 
-def _env_true(name: str) -> bool:
-    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+def _webhook_from_env(home: Path) -> PlatformSettings | None:
+    """Hermes Agent 0.19's ``WEBHOOK_ENABLED``/``WEBHOOK_PORT``/``WEBHOOK_SECRET``, from the
+    environment or ``$HERMES_HOME/.env`` (where 0.19's setup writes them)."""
+    env = {**dotenv_values(home), **os.environ}
+    if env.get("WEBHOOK_ENABLED", "").strip().lower() not in ("1", "true", "yes", "on"):
+        return None
+    options = {"port": env.get("WEBHOOK_PORT"), "secret": env.get("WEBHOOK_SECRET")}
+    return platform_settings(WEBHOOK, {k: v for k, v in options.items() if v})
 
 
 def platform_settings(name: str, options: Mapping[str, Any]) -> PlatformSettings:

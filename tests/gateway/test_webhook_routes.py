@@ -7,6 +7,7 @@ same text here); a route hermes cannot serve is refused in one sentence.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from multidict import CIMultiDict
@@ -58,13 +59,17 @@ def test_a_route_that_cannot_be_served_is_refused_in_one_sentence(
 
 
 def test_hermes_agents_extra_mapping_and_environment(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: object
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     options = {"extra": {"port": 9000, "routes": {"gh": {"events": ["push"]}}}}
-    routes = Routes(options, "global-secret-123456", tmp_path)  # type: ignore[arg-type]
+    routes = Routes(options, "global-secret-123456", tmp_path)
     assert routes.current()["gh"].secret == "global-secret-123456"
-    monkeypatch.setenv("WEBHOOK_ENABLED", "true")
+    config = Config(values={"gateway.platforms": {}}, path=tmp_path / "config.yaml")
+    assert WEBHOOK not in platforms_from_config(config)
+    # As 0.19's setup writes them: in $HERMES_HOME/.env; the environment wins.
+    env = "WEBHOOK_ENABLED=true\nWEBHOOK_PORT=9001\nWEBHOOK_SECRET=dotenv-secret-123456\n"
+    (tmp_path / ".env").write_text(env, encoding="utf-8")
     monkeypatch.setenv("WEBHOOK_SECRET", "env-secret-1234567890")
-    config = Config(values={"gateway.platforms": {}}, path=tmp_path)  # type: ignore[arg-type]
     webhook = platforms_from_config(config)[WEBHOOK]
     assert webhook.secret("secret") == "env-secret-1234567890"
+    assert webhook.get("port") == "9001"
