@@ -28,6 +28,7 @@ from hermes.gateway.webhook.routes import (
     Route,
     RouteError,
     Routes,
+    default_secret,
     listen_address,
     load_subscriptions,
     platform_options,
@@ -46,7 +47,8 @@ def _platform(config: Config) -> tuple[dict[str, Any], str | None, bool]:
     raw = (config.get("gateway.platforms") or {}).get(WEBHOOK) or {}
     options = dict(settings.options) if settings else dict(raw)
     options.pop("enabled", None)
-    return options, settings.secret("secret") if settings else None, settings is not None
+    given = settings.secret("secret") if settings else None
+    return options, default_secret(given, options), settings is not None
 
 
 def _base_url(options: dict[str, Any]) -> str:

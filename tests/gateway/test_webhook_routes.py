@@ -73,3 +73,16 @@ def test_hermes_agents_extra_mapping_and_environment(
     webhook = platforms_from_config(config)[WEBHOOK]
     assert webhook.secret("secret") == "env-secret-1234567890"
     assert webhook.get("port") == "9001"
+
+
+def test_hermes_agents_platforms_section_is_read_as_gateway_platforms(tmp_path: Path) -> None:
+    from hermes.config import load_config
+
+    (tmp_path / "config.yaml").write_text(
+        "platforms:\n  webhook:\n    extra: {port: 9100}\n  telegram: {enabled: true}\n",
+        encoding="utf-8",
+    )
+    config = load_config(tmp_path / "config.yaml")
+    assert config.get("gateway.platforms")["webhook"] == {"extra": {"port": 9100}, "enabled": False}
+    assert WEBHOOK not in platforms_from_config(config)  # 0.19: off unless `enabled: true`
+    assert "platforms.telegram.enabled" in config.ignored  # the rest stays ignored

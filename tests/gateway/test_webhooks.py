@@ -23,6 +23,7 @@ from typing import Any
 
 import httpx
 import pytest
+import yaml
 
 from hermes.gateway.webhook.signatures import github_signature
 from hermes.testing.llm_server import hang, text
@@ -353,3 +354,21 @@ def test_an_unsigned_route_is_served_on_loopback_only_and_loudly(
     assert "the route 'local' has secret INSECURE_NO_AUTH, which is for local tests" in (
         public.output()
     )
+
+
+def test_a_hermes_agent_config_serves_its_webhook_routes_in_place(
+    port: int, hermes_home: Path, fake_llm: Any, run_gateway: Any
+) -> None:
+    # As Hermes Agent 0.19 keeps it: top-level `platforms:`, options under `extra:`, the
+    # global secret for a route that names none.
+    write_config(hermes_home, fake_llm.url)
+    config = yaml.safe_load((hermes_home / "config.yaml").read_text(encoding="utf-8"))
+    extra = {"port": port, "secret": SECRET, "routes": {"gh": {"prompt": "{action}"}}}
+    config["platforms"] = {"webhook": {"enabled": True, "extra": extra}}
+    (hermes_home / "config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    gateway = _start(run_gateway, port)
+    delivery = str(uuid.uuid4())
+    assert _post(port, PR, delivery=delivery).status_code == 202
+    wait_for(lambda: _answers(gateway, delivery), timeout=30, interval=0.1)
+    assert _answers(gateway, delivery) == ["echo: opened"]
+    assert "does not use" not in gateway.output()  # nothing of it reported as ignored

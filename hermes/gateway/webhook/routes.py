@@ -124,6 +124,14 @@ def platform_options(options: Mapping[str, Any]) -> dict[str, Any]:
     return merged
 
 
+def default_secret(settings_secret: str | None, options: Mapping[str, Any]) -> str | None:
+    """The routes' default secret: ``secret`` (or ``WEBHOOK_SECRET``), else 0.19's
+    ``extra.secret``."""
+    secret = settings_secret or platform_options(options).get("secret") or None
+    register(secret)
+    return str(secret) if secret else None
+
+
 def listen_address(options: Mapping[str, Any]) -> tuple[str, int]:
     """(host, port) of the webhook server: config, else ``WEBHOOK_PORT``, else 8644."""
     options = platform_options(options)

@@ -41,6 +41,7 @@ from hermes.gateway.webhook.routes import (
     Route,
     RouteError,
     Routes,
+    default_secret,
     listen_address,
     platform_options,
 )
@@ -77,7 +78,8 @@ class WebhookAdapter(ChatAdapter):
         super().__init__(host, settings)
         self.host: ApiHost = host
         self.options = platform_options(settings.options if settings else {})
-        self.default_secret = settings.secret("secret") if settings else None
+        given = settings.secret("secret") if settings else None
+        self.default_secret = default_secret(given, self.options)
         self.rate_limit = int(self.options.get("rate_limit") or DEFAULT_RATE_LIMIT)
         self.max_body = int(self.options.get("max_body_bytes") or DEFAULT_MAX_BODY)
         gateway = host.db.gateway
