@@ -372,3 +372,22 @@ def test_a_hermes_agent_config_serves_its_webhook_routes_in_place(
     wait_for(lambda: _answers(gateway, delivery), timeout=30, interval=0.1)
     assert _answers(gateway, delivery) == ["echo: opened"]
     assert "does not use" not in gateway.output()  # nothing of it reported as ignored
+
+
+def test_a_retry_reaching_a_second_gateway_on_the_store_is_a_duplicate(
+    port: int, hermes_home: Path, fake_llm: Any, run_gateway: Any
+) -> None:
+    webhook = {"routes": _routes()}  # the port of each from its WEBHOOK_PORT
+    write_config(hermes_home, fake_llm.url, gateway={"platforms": {"webhook": webhook}})
+    other = free_port()
+    first = run_gateway("--workers", "1", env={"WEBHOOK_PORT": str(port)})
+    second = run_gateway("--workers", "1", env={"WEBHOOK_PORT": str(other)})
+    first.wait_ready(port)
+    second.wait_ready(other)
+    delivery = str(uuid.uuid4())
+    assert _post(port, PR, delivery=delivery).status_code == 202
+    retry = _post(other, PR, delivery=delivery)
+    assert retry.status_code == 200 and retry.json()["status"] == "duplicate"
+    wait_for(lambda: _answers(first, delivery), timeout=30, interval=0.1)
+    time.sleep(0.5)
+    assert _answers(second, delivery) == [] and len(fake_llm.requests) == 1
