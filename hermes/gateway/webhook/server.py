@@ -154,6 +154,33 @@ class WebhookAdapter(ChatAdapter):
 
     async def receive(self, request: web.Request) -> web.Response:
         """``POST /webhooks/<route>``: check, filter, then deliver or queue the event."""
+        checked = await self._signed(request)
+        if isinstance(checked, web.Response):
+            return checked
+        route, body = checked
+        try:
+            payload = events.payload_of(body)
+        except events.UnreadablePayload:
+            return _answer(400, error="Cannot parse body")
+        kind = events.event_type(request.headers, payload)
+        if route.events and kind not in route.events:
+            return _answer(200, status="ignored", event=kind)
+        if not self.host.accepting:
+            return _answer(503, error="The gateway is restarting; send the event again later.")
+        event = Event(
+            route=route,
+            delivery_id=events.delivery_id(request.headers, body),
+            kind=kind,
+            prompt=await self._prompt(route, payload, kind),
+            target=Target(route.deliver, events.render_extra(route.deliver_extra, payload)),
+        )
+        if route.deliver_only:
+            return await self._deliver_now(event)
+        return await self._queue(event)
+
+    async def _signed(self, request: web.Request) -> tuple[Route, bytes] | web.Response:
+        """The route and the body of a request signed for it, else the refusal. The size
+        is checked before the body is read; only signed requests count for the rate."""
         assert self.routes is not None
         name = request.match_info["route"]
         route = (await asyncio.to_thread(self.routes.current)).get(name)
@@ -174,25 +201,7 @@ class WebhookAdapter(ChatAdapter):
             return _answer(401, error="Invalid signature")
         if not self._within_rate(name):
             return _answer(429, error="Rate limit exceeded")
-        try:
-            payload = events.payload_of(body)
-        except events.UnreadablePayload:
-            return _answer(400, error="Cannot parse body")
-        kind = events.event_type(request.headers, payload)
-        if route.events and kind not in route.events:
-            return _answer(200, status="ignored", event=kind)
-        if not self.host.accepting:
-            return _answer(503, error="The gateway is restarting; send the event again later.")
-        event = Event(
-            route=route,
-            delivery_id=events.delivery_id(request.headers, body),
-            kind=kind,
-            prompt=await self._prompt(route, payload, kind),
-            target=Target(route.deliver, events.render_extra(route.deliver_extra, payload)),
-        )
-        if route.deliver_only:
-            return await self._deliver_now(event)
-        return await self._queue(event)
+        return route, body
 
     def _within_rate(self, name: str) -> bool:
         now = time.monotonic()
