@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from hermes.testing.ports import free_port
+from tests.compat.hermes_agent import build_store
 from tests.gateway.harness import wait_for, write_config
 from tests.gateway.processes import Gateway
 
@@ -118,3 +119,24 @@ def test_subscribe_refuses_what_cannot_be_served(hermes: Any, cli_env: Any) -> N
     bare = hermes("webhook", "subscribe", "ping", "--deliver-only")
     assert bare.returncode == 1 and "deliver_only but delivers to 'log'" in bare.stderr
     assert not Path(cli_env.home / "webhook_subscriptions.json").exists()
+
+
+@pytest.mark.hermes_agent
+def test_importing_another_home_brings_its_subscriptions(
+    hermes: Any, cli_env: Any, hermes_agent_venv_python: Path, tmp_path: Path
+) -> None:
+    their = tmp_path / "ha"
+    build_store(hermes_agent_venv_python, their / "state.db")
+    theirs = {**WRITTEN_BY_0_19, "ci": {**WRITTEN_BY_0_19["alerts"], "prompt": "theirs"}}
+    (their / "webhook_subscriptions.json").write_text(json.dumps(theirs), encoding="utf-8")
+    assert hermes("webhook", "subscribe", "ci", "--prompt", "ours").returncode == 0
+
+    done = hermes("import", "hermes-agent", str(their / "state.db"))
+    assert done.returncode == 0, done.stderr
+    assert "Brought 1 webhook subscription(s): alerts." in done.stdout
+    path = cli_env.home / "webhook_subscriptions.json"
+    routes = json.loads(path.read_text(encoding="utf-8"))
+    assert routes["alerts"] == WRITTEN_BY_0_19["alerts"] and routes["ci"]["prompt"] == "ours"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    again = hermes("import", "hermes-agent", str(their / "state.db"))
+    assert "webhook subscription" not in again.stdout
