@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
 import time
 
 from hermes.gateway.webhook.signatures import body_hmac, github_signature, verify
@@ -39,3 +42,19 @@ def test_the_generic_v1_signature_and_hostile_headers() -> None:
     assert verify({"X-Webhook-Signature": body_hmac(SECRET, BODY)}, BODY, SECRET)
     assert not verify({}, BODY, SECRET)  # no signature at all
     assert not verify({"X-Webhook-Signature": "é" * 64}, BODY, SECRET)  # a no, not a crash
+
+
+def test_svix_signs_id_timestamp_and_body_with_a_whsec_key() -> None:
+    key = b"svix-key-0123456789abcdef"
+    secret = "whsec_" + base64.b64encode(key).decode()
+    now = str(int(time.time()))
+    signed = b"msg_1." + now.encode() + b"." + BODY
+    good = base64.b64encode(hmac.new(key, signed, hashlib.sha256).digest()).decode()
+    headers = {"svix-id": "msg_1", "svix-timestamp": now, "svix-signature": f"v1,old v1,{good}"}
+    assert verify(headers, BODY, secret)  # one of the rotating signatures matches
+    assert not verify({**headers, "svix-id": "msg_2"}, BODY, secret)
+    stale = {**headers, "svix-timestamp": str(int(now) - 3600)}
+    assert not verify(stale, BODY, secret)
+    # Svix headers commit to Svix: a GitHub signature beside them does not open the route.
+    github = {"svix-id": "msg_1", "X-Hub-Signature-256": github_signature(SECRET, BODY)}
+    assert not verify(github, BODY, SECRET)

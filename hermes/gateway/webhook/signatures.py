@@ -1,5 +1,8 @@
 """Whether a webhook request was signed with its route's secret (as Hermes Agent 0.19 checks).
 
+- Svix (AgentMail...): ``svix-signature: v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body>">``
+  (several, space-separated, while a secret rotates) with ``svix-id`` and a
+  ``svix-timestamp`` within ``WINDOW`` seconds; a ``whsec_`` secret is base64 of the key;
 - GitHub: ``X-Hub-Signature-256: sha256=<hex HMAC-SHA256 of the body>``;
 - GitLab: ``X-Gitlab-Token: <the secret itself>``;
 - generic V2: ``X-Webhook-Signature-V2: <hex HMAC-SHA256 of "<timestamp>.<body>">`` with
@@ -12,6 +15,8 @@ Every comparison is constant-time, on bytes, so a hostile non-ASCII header is a 
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import hmac
 import time
@@ -31,6 +36,9 @@ def github_signature(secret: str, body: bytes) -> str:
 
 def verify(headers: Mapping[str, str], body: bytes, secret: str) -> bool:
     """True if one of the known signature headers proves ``secret`` signed ``body``."""
+    msg_id, stamp = headers.get("svix-id", ""), headers.get("svix-timestamp", "")
+    if msg_id or stamp or headers.get("svix-signature"):
+        return _svix(msg_id, stamp, headers.get("svix-signature", ""), body, secret)
     if github := headers.get("X-Hub-Signature-256", ""):
         return _same(github, github_signature(secret, body))
     if gitlab := headers.get("X-Gitlab-Token", ""):
@@ -43,6 +51,23 @@ def verify(headers: Mapping[str, str], body: bytes, secret: str) -> bool:
     if v1 := headers.get("X-Webhook-Signature", ""):
         return _same(v1, body_hmac(secret, body))
     return False
+
+
+def _svix(msg_id: str, stamp: str, signatures: str, body: bytes, secret: str) -> bool:
+    if not (msg_id and stamp.isdigit() and abs(time.time() - int(stamp)) <= WINDOW):
+        return False
+    key = secret.encode()  # some senders hand out the raw shared secret, as 0.19 allows
+    if secret.startswith("whsec_"):
+        try:
+            key = base64.b64decode(secret.removeprefix("whsec_"), validate=True)
+        except (binascii.Error, ValueError):
+            return False
+    signed = msg_id.encode() + b"." + stamp.encode() + b"." + body
+    expected = base64.b64encode(hmac.new(key, signed, hashlib.sha256).digest()).decode()
+    return any(
+        version == "v1" and _same(given, expected)
+        for version, _, given in (part.partition(",") for part in signatures.split())
+    )
 
 
 def _same(given: str, expected: str) -> bool:
