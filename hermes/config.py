@@ -595,7 +595,27 @@ def _load_yaml(path: Path) -> tuple[dict[str, Any], dict[str, int]]:
         data = {**data, "model": {"default": data["model"]}}
         if "model" in lines:
             lines["model.default"] = lines["model"]
-    return data, lines
+    return _hermes_agent_webhook(data), lines
+
+
+def _hermes_agent_webhook(data: dict[str, Any]) -> dict[str, Any]:
+    """Hermes Agent 0.19's webhook platform, ``platforms.webhook`` (on when ``enabled:
+    true``, its options under ``extra:``), read as ``gateway.platforms.webhook`` unless
+    that is set."""
+    theirs = data.get("platforms")
+    if not isinstance(theirs, dict) or not isinstance(theirs.get("webhook"), dict):
+        return data
+    gateway = data.get("gateway")
+    if gateway is not None and not isinstance(gateway, dict):
+        return data  # a bad `gateway:` is reported as it is
+    rest = {k: v for k, v in theirs.items() if k != "webhook"}
+    data = {k: v for k, v in data.items() if k != "platforms"} | (
+        {"platforms": rest} if rest else {}
+    )
+    platforms = dict((gateway or {}).get("platforms") or {})
+    webhook = theirs["webhook"]
+    platforms.setdefault("webhook", {**webhook, "enabled": webhook.get("enabled") is True})
+    return {**data, "gateway": {**(gateway or {}), "platforms": platforms}}
 
 
 def _read_yaml(path: Path) -> tuple[dict[str, Any], dict[str, int]]:

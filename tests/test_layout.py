@@ -119,6 +119,7 @@ GROUPS = {
         "api_run_events",
         "api_run_inputs",
         "api_requests",
+        "webhook_deliveries",
     ),
     "hermes/cron/": ("cron_jobs", "cron_runs", "cron_outbox"),
 }

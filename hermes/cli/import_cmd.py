@@ -61,9 +61,9 @@ def hermes_agent(ctx: click.Context, path: Path | None, dry_run: bool, yes: bool
     message verified, and only then renamed over it; running it again does nothing.
     Other commands ask for this on a terminal; without one, --yes here is the way.
 
-    From another home it also brings that home's skills (folders under skills/) and
-    its mcp_servers: (added to config.yaml), each unless one of that name is here
-    already; a home used in place needs neither.
+    From another home it also brings that home's skills (folders under skills/), its
+    mcp_servers: (added to config.yaml) and its webhook subscriptions, each unless one
+    of that name is here already; a home used in place needs none of them.
     """
     config = load_config()
     location = store_location(config=config)
@@ -103,6 +103,29 @@ def hermes_agent(ctx: click.Context, path: Path | None, dry_run: bool, yes: bool
     extras = bring_extras(source.parent, hermes_home(), config, dry_run=only_looking)
     for line in extras.describe(dry_run=dry_run):
         click.echo(line)
+    _bring_webhooks(source.parent, dry_run=only_looking)
+
+
+def _bring_webhooks(their_home: Path, *, dry_run: bool) -> None:
+    """The other home's webhook subscriptions (0.19's file), each unless ours has one of
+    that name; a home used in place serves its own already."""
+    from hermes.gateway.webhook.routes import RouteError, load_subscriptions, save_subscriptions
+
+    ours_home = hermes_home()
+    if _same_file(their_home, ours_home):
+        return
+    try:
+        theirs, ours = load_subscriptions(their_home), load_subscriptions(ours_home)
+    except RouteError as exc:
+        click.echo(f"Webhook subscriptions not brought: {exc}", err=True)
+        return
+    new = [name for name in theirs if name not in ours]
+    if not new:
+        return
+    if not dry_run:
+        save_subscriptions(ours_home, {**ours, **{name: theirs[name] for name in new}})
+    verb = "Would bring" if dry_run else "Brought"
+    click.echo(f"{verb} {len(new)} webhook subscription(s): {', '.join(new)}.")
 
 
 def _import_jobs(source: Path, location: StoreLocation, config: Config, *, dry_run: bool) -> None:

@@ -42,6 +42,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "mcp": ("hermes.cli.mcp_cmd", "mcp", "List the MCP servers of config.yaml; test one."),
     "profile": ("hermes.cli.profile_cmd", "profile", "Profiles: list, create, use."),
     "plugins": ("hermes.cli.plugins_cmd", "plugins", "List plugins; enable or disable one."),
+    "webhook": ("hermes.cli.webhook_cmd", "webhook", "Webhook routes: subscribe, list, test."),
 }
 
 

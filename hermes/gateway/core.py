@@ -93,6 +93,10 @@ class ApiHost(AdapterHost, Protocol):
     async def run_unstored(self, item: WorkItem) -> WorkResult:
         """A turn that stores nothing, on the turn workers, no lane."""
 
+    async def send_to_chat(self, origin: Origin, text: str) -> None:
+        """Send ``text`` to a chat of a platform this gateway runs (a webhook's answer);
+        raises ``GatewayError`` when the platform is not connected or refused it."""
+
     async def immediate_command(self, command: Command, key: str, origin: Origin) -> WorkResult:
         """``/stop``, ``/new`` and ``/help``, at once."""
 

@@ -59,6 +59,7 @@ from hermes.gateway.settings import (
     API_SERVER,
     CHAT_PLATFORMS,
     PLATFORMS,
+    WEBHOOK,
     ApiServerSettings,
     PlatformSettings,
     api_server_settings,
@@ -130,7 +131,10 @@ class GatewayRunner:
         # This run's name on the store: the owner of the input it queues.
         self.holder = make_holder()
         takeover_after = max(1.0, float(self.config.get("gateway.queue_takeover_after")))
-        unserved = [name for name in CHAT_PLATFORMS if name not in self.platforms]
+        # A webhook's answer is delivered by the webhook platform: like a chat's, its
+        # input waits for a gateway that runs it.
+        delivering = (*CHAT_PLATFORMS, WEBHOOK)
+        unserved = [name for name in delivering if name not in self.platforms]
         self.queue = QueueStore(db, self.holder, takeover_after=takeover_after, unserved=unserved)
         self.heartbeat_every = min(30.0, takeover_after / 4)
         self.access = AccessControl(self.platforms)
@@ -241,10 +245,14 @@ class GatewayRunner:
     async def _send_scheduled(self, platform: str, chat_id: str, text: str, _: str) -> None:
         """A scheduled job's answer to a chat; raises when the platform refused it.
         (Telegram, Discord and Slack take no idempotency key for a send.)"""
-        adapter = self.adapters.get(platform)
-        if not isinstance(adapter, ChatAdapter):
-            raise GatewayError(f"{platform} is not connected on this gateway")
-        await adapter.send(Origin(platform=platform, chat_id=chat_id), text)
+        await self.send_to_chat(Origin(platform=platform, chat_id=chat_id), text)
+
+    async def send_to_chat(self, origin: Origin, text: str) -> None:
+        """Send ``text`` to a chat of a connected chat platform; raises when it cannot."""
+        adapter = self.adapters.get(origin.platform)
+        if origin.platform not in CHAT_PLATFORMS or not isinstance(adapter, ChatAdapter):
+            raise GatewayError(f"{origin.platform} is not connected on this gateway")
+        await adapter.send(origin, text)
 
     def _turns_cut_off(self) -> list[WorkItem]:
         """Turns a crash cut off in conversations of this gateway's platforms (their

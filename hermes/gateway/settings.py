@@ -8,10 +8,13 @@
         telegram:   {token: ..., allowed_users: [12345]}
         discord:    {token: ..., allowed_users: [...], channels: [...]}
         slack:      {bot_token: xoxb-..., app_token: xapp-..., allowed_users: [U123]}
+        webhook:    {port: 8644, secret: ..., routes: {NAME: {...}}}   # hermes.gateway.webhook
 
 A platform listed there runs unless it says ``enabled: false``. Each secret may come
 from the environment instead (``TELEGRAM_BOT_TOKEN``, ``DISCORD_BOT_TOKEN``,
-``SLACK_BOT_TOKEN``, ``SLACK_APP_TOKEN``). ``allowed_users`` lists the user ids that may
+``SLACK_BOT_TOKEN``, ``SLACK_APP_TOKEN``, ``WEBHOOK_SECRET``). Without a ``webhook`` entry,
+``WEBHOOK_ENABLED=true`` in the environment or ``$HERMES_HOME/.env`` turns the webhook
+platform on, as in Hermes Agent 0.19. ``allowed_users`` lists the user ids that may
 talk to the bot; ``"*"`` allows everyone; absent or empty, everyone is refused.
 """
 
@@ -25,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hermes.config import Config
+from hermes.config import Config, dotenv_values
 from hermes.errors import ConfigError
 from hermes.redaction import register
 
@@ -34,7 +37,9 @@ API_SERVER = "api_server"
 API_PRINCIPALS = "api"
 PRINCIPAL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 CHAT_PLATFORMS = ("telegram", "discord", "slack")
-PLATFORMS = (API_SERVER, *CHAT_PLATFORMS)
+# External services' events (signed HTTP POSTs): answers go to a chat platform or the log.
+WEBHOOK = "webhook"
+PLATFORMS = (API_SERVER, *CHAT_PLATFORMS, WEBHOOK)
 DEFAULT_API_HOST = "127.0.0.1"
 DEFAULT_API_PORT = 8642
 
@@ -44,6 +49,7 @@ SECRET_ENV: dict[str, dict[str, str]] = {
     "discord": {"token": "DISCORD_BOT_TOKEN"},
     "slack": {"bot_token": "SLACK_BOT_TOKEN", "app_token": "SLACK_APP_TOKEN"},
     API_SERVER: {"key": "HERMES_GATEWAY_KEY"},
+    WEBHOOK: {"secret": "WEBHOOK_SECRET"},
 }
 
 
@@ -106,7 +112,21 @@ def platforms_from_config(config: Config) -> dict[str, PlatformSettings]:
         if options.pop("enabled", True) is False:
             continue
         enabled[name] = platform_settings(name, options)
+    if WEBHOOK not in raw:
+        webhook = _webhook_from_env(Path(config.path).parent)
+        if webhook is not None:
+            enabled[WEBHOOK] = webhook
     return enabled
+
+
+def _webhook_from_env(home: Path) -> PlatformSettings | None:
+    """Hermes Agent 0.19's ``WEBHOOK_ENABLED``/``WEBHOOK_PORT``/``WEBHOOK_SECRET``, from the
+    environment or ``$HERMES_HOME/.env`` (where 0.19's setup writes them)."""
+    env = {**dotenv_values(home), **os.environ}
+    if env.get("WEBHOOK_ENABLED", "").strip().lower() not in ("1", "true", "yes", "on"):
+        return None
+    options = {"port": env.get("WEBHOOK_PORT"), "secret": env.get("WEBHOOK_SECRET")}
+    return platform_settings(WEBHOOK, {k: v for k, v in options.items() if v})
 
 
 def platform_settings(name: str, options: Mapping[str, Any]) -> PlatformSettings:
@@ -210,7 +230,8 @@ def api_hidden_sources(config: Config) -> tuple[str, ...]:
     A chat platform's conversations belong to its users; the API key holder is somebody
     else, so they stay out of reach unless ``gateway.search_scope`` is ``all``.
     """
-    return () if config.get("gateway.search_scope") == "all" else CHAT_PLATFORMS
+    hidden = (*CHAT_PLATFORMS, WEBHOOK)  # a webhook route's conversations are its own too
+    return () if config.get("gateway.search_scope") == "all" else hidden
 
 
 def parse_listen(text: str) -> tuple[str, int]:

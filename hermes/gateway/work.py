@@ -34,7 +34,7 @@ from hermes.gateway.envelopes import WorkResult
 from hermes.gateway.hooks import TEXT_LIMIT, HookRegistry, step_context, turn_context
 from hermes.gateway.lanes import COMMAND, EVENT, MESSAGE, RESUME, Lane, ResultSink, WorkItem
 from hermes.gateway.routing import Router, SessionKey
-from hermes.gateway.settings import API_PRINCIPALS
+from hermes.gateway.settings import API_PRINCIPALS, WEBHOOK
 from hermes.redaction import redact
 from hermes.state.errors import StateError
 from hermes.state.history import shown_answer
@@ -382,9 +382,10 @@ class TurnRunner:
             sink = self.on_agent_event
             extra["event_callback"] = lambda kind, data: sink(key, conversation, kind, data)
         user = origin.user_id if origin else None
-        if platform == API_PRINCIPALS:
+        if platform in (API_PRINCIPALS, WEBHOOK):
             # An API principal's conversation: its turns are that principal's, whoever
             # sent them (the operator may continue it), so they use its workspace and memory.
+            # A webhook delivery's is its route's, also when a restart resumes it.
             user = segment.get("user_id")
         agent = self.make_agent(
             session_id=tip,

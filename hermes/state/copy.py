@@ -75,6 +75,7 @@ TABLES = (
     _Table("history_digests", ("digest", "message_id")),
     _Table("gateway_routes", ("session_key",)),
     _Table("gateway_queue", ("id",)),
+    _Table("webhook_deliveries", ("route", "delivery_id")),  # the queue's webhook events
     _Table(
         "session_model_usage",
         ("session_id", "model", "billing_provider", "billing_base_url", "billing_mode", "task"),

@@ -30,8 +30,8 @@ if TYPE_CHECKING:
 
 FOLDER = "workspaces"
 # The sources whose turns belong to one gateway user (hermes.gateway.settings' platforms
-# and the API principals' ``api``).
-USER_SOURCES = frozenset({"telegram", "discord", "slack", "api_server", "api"})
+# and the API principals' ``api``; a webhook route is the "user" of its events' turns).
+USER_SOURCES = frozenset({"telegram", "discord", "slack", "api_server", "api", "webhook"})
 # Scheduled jobs' runs: confined like a gateway user's turns, each job in its own folder.
 JOB_SOURCE = "cron"
 

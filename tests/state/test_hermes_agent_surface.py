@@ -57,6 +57,7 @@ def forget_the_surface(store: StoreSpec) -> None:
     store.execute("DROP TABLE blobs")  # migration 13's
     store.execute("DROP TABLE api_requests")  # migration 15's
     store.execute("ALTER TABLE segment_coverage DROP COLUMN by_stub")  # migration 16's
+    store.execute("DROP TABLE webhook_deliveries")  # migration 18's
     store.execute("DELETE FROM schema_version WHERE version >= 10")
 
 

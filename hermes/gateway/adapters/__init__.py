@@ -1,5 +1,5 @@
-"""Platform adapters: ``telegram``, ``discord``, ``slack`` here, and ``api_server`` (the
-HTTP API, in ``hermes.gateway.http``).
+"""Platform adapters: ``telegram``, ``discord``, ``slack`` here, ``api_server`` (the
+HTTP API, in ``hermes.gateway.http``) and ``webhook`` (``hermes.gateway.webhook``).
 
 ``load`` imports an adapter's module only when its platform is enabled, and turns a
 missing platform library into ``MissingExtraError`` ("install hermes-agent-runtime[x]").
@@ -23,6 +23,7 @@ ADAPTERS: dict[str, tuple[str, str, str | None, str | None]] = {
     "telegram": ("hermes.gateway.adapters.telegram", "TelegramAdapter", "telegram", "telegram"),
     "discord": ("hermes.gateway.adapters.discord", "DiscordAdapter", "discord", "discord"),
     "slack": ("hermes.gateway.adapters.slack", "SlackAdapter", "slack", "slack_bolt"),
+    "webhook": ("hermes.gateway.webhook.server", "WebhookAdapter", None, None),
 }
 
 

@@ -408,4 +408,26 @@ MIGRATIONS = (
             "ALTER TABLE cron_jobs ADD COLUMN workdir TEXT",
         ),
     ),
+    Migration(
+        18,
+        "webhook_deliveries",
+        (
+            # The webhook events a gateway accepted (hermes/state/gateway/webhook_deliveries.py):
+            # one row per (route, delivery id), inserted with the event's queued turn in one
+            # transaction, so a sender's retry of an event never runs a second turn, on
+            # any gateway of the store or after a restart. ``deliver`` and
+            # ``deliver_extra`` (JSON) say where its answer goes; ``delivered_at`` is set
+            # once it went.
+            """CREATE TABLE webhook_deliveries (
+                route TEXT NOT NULL,
+                delivery_id TEXT NOT NULL,
+                deliver TEXT NOT NULL,
+                deliver_extra TEXT NOT NULL,
+                received_at DOUBLE PRECISION NOT NULL,
+                delivered_at DOUBLE PRECISION,
+                PRIMARY KEY (route, delivery_id)
+            )""",
+            "CREATE INDEX webhook_deliveries_age ON webhook_deliveries (received_at)",
+        ),
+    ),
 )

@@ -1,0 +1,320 @@
+"""The webhook platform: ``POST /webhooks/<route>`` on its own port, ``GET /health``.
+
+A request is refused before it costs anything: an unknown or disabled route (404, 403),
+a body over ``max_body_bytes`` (413, from its Content-Length before it is read), a wrong
+or missing signature (401, ``signatures``), more than ``rate_limit`` events of the route
+in the last minute (429). An event the route does not take (``events``) is answered 200
+``ignored``. Else its prompt is rendered (``events``) and:
+
+- a ``deliver_only`` route delivers the rendered text at once, no agent (200 ``delivered``);
+- any other route queues one turn and answers 202 ``accepted`` once the event and its turn
+  are in the store together (``DeliveryStore.accept``): a crash after the 202 still answers
+  it, and a retry of the same delivery id is 200 ``duplicate`` on any gateway of the store.
+
+Each delivery is a conversation of its own (``webhook:<route>:t<delivery id>``, as 0.19
+keys them), whose "user" is the route: the route's turns work in its own workspace, with
+its own memory, without the network for their commands, like any stranger's on a gateway
+(``hermes.tools.workspaces``). The answer goes where the route says (``log``, or a chat
+of Telegram, Discord or Slack, ``deliver_extra.chat_id``) when the runner sends it here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+
+from hermes.gateway.adapters.base import ChatAdapter
+from hermes.gateway.core import ApiHost
+from hermes.gateway.envelopes import Origin
+from hermes.gateway.errors import PlatformStartError
+from hermes.gateway.lanes import MESSAGE, WorkItem
+from hermes.gateway.settings import WEBHOOK, PlatformSettings, is_loopback
+from hermes.gateway.webhook import events, signatures
+from hermes.gateway.webhook.routes import (
+    CHAT_TARGETS,
+    Route,
+    RouteError,
+    Routes,
+    default_secret,
+    listen_address,
+    platform_options,
+)
+from hermes.state.gateway.webhook_deliveries import DeliveryStore, Target
+
+log = logging.getLogger(__name__)
+
+RATE_WINDOW = 60.0  # seconds of the fixed window ``rate_limit`` counts in
+DEFAULT_RATE_LIMIT = 30
+DEFAULT_MAX_BODY = 1_048_576
+SKILL_NOTE = (
+    '[IMPORTANT: The user has invoked the "{name}" skill, indicating they want you to follow '
+    "its instructions. The full skill content is loaded below.]\n\n{content}\n\n"
+    "The user has provided the following instruction alongside the skill invocation: {prompt}"
+)
+
+
+@dataclass(frozen=True)
+class Event:
+    """One accepted request of a route: its rendered prompt and where its answer goes."""
+
+    route: Route
+    delivery_id: str
+    kind: str
+    prompt: str
+    target: Target
+
+
+class WebhookAdapter(ChatAdapter):
+    name = WEBHOOK
+    max_length = 1_000_000  # an answer is delivered whole; the chat platform splits it
+
+    def __init__(self, host: ApiHost, settings: PlatformSettings | None) -> None:
+        super().__init__(host, settings)
+        self.host: ApiHost = host
+        self.options = platform_options(settings.options if settings else {})
+        given = settings.secret("secret") if settings else None
+        self.default_secret = default_secret(given, self.options)
+        self.rate_limit = int(self.options.get("rate_limit") or DEFAULT_RATE_LIMIT)
+        self.max_body = int(self.options.get("max_body_bytes") or DEFAULT_MAX_BODY)
+        gateway = host.db.gateway
+        self.deliveries = DeliveryStore(gateway.backend, read_only=gateway.read_only)
+        self.routes: Routes | None = None
+        self.loopback = True
+        self.port: int | None = None
+        self._runner: web.AppRunner | None = None
+        self._hits: dict[str, deque[float]] = {}
+
+    # -- life -------------------------------------------------------------------------
+
+    async def start(self) -> str:
+        try:
+            host, port = listen_address(self.options)
+            self.routes = Routes(self.options, self.default_secret, self.host.home)
+            current = self.routes.current()
+        except RouteError as exc:
+            raise PlatformStartError(self.name, str(exc)) from None
+        self.loopback = is_loopback(host)
+        for route in current.values():
+            self._check_insecure(route, at_start=True)
+        app = web.Application(client_max_size=self.max_body)
+        app.router.add_get("/health", self.health)
+        app.router.add_post("/webhooks/{route}", self.receive)
+        runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        await runner.setup()
+        try:
+            await web.TCPSite(runner, host, port, shutdown_timeout=5.0).start()
+        except OSError as exc:
+            await runner.cleanup()
+            raise PlatformStartError(
+                self.name,
+                f"cannot listen on {host}:{port}: {exc.strerror or exc}. Choose another port "
+                "with gateway.platforms.webhook.port or WEBHOOK_PORT.",
+            ) from exc
+        self._runner = runner
+        self.port = runner.addresses[0][1]
+        names = ", ".join(sorted(current)) or "none yet"
+        return f"listening on http://{host}:{self.port}/webhooks/<route> (routes: {names})"
+
+    def _check_insecure(self, route: Route, *, at_start: bool) -> bool:
+        """False (or, at start, PlatformStartError) for an unsigned route beyond loopback."""
+        if not route.insecure:
+            return True
+        if not self.loopback:
+            if at_start:
+                raise PlatformStartError(
+                    self.name,
+                    f"the route '{route.name}' has secret INSECURE_NO_AUTH, which is for local "
+                    "tests only: give it a real secret or listen on 127.0.0.1.",
+                )
+            return False
+        if at_start:
+            log.warning(
+                "webhook: THE ROUTE '%s' CHECKS NO SIGNATURE (INSECURE_NO_AUTH): anyone on "
+                "this machine can make the agent act. Use it for local tests only.",
+                route.name,
+            )
+        return True
+
+    async def close(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    # -- endpoints ----------------------------------------------------------------------
+
+    async def health(self, request: web.Request) -> web.Response:
+        status = "stopping" if self.host.closing else "ok"
+        return web.json_response({"status": status, "platform": WEBHOOK})
+
+    async def receive(self, request: web.Request) -> web.Response:
+        """``POST /webhooks/<route>``: check, filter, then deliver or queue the event."""
+        checked = await self._signed(request)
+        if isinstance(checked, web.Response):
+            return checked
+        route, body = checked
+        try:
+            payload = events.payload_of(body)
+        except events.UnreadablePayload:
+            return _answer(400, error="Cannot parse body")
+        kind = events.event_type(request.headers, payload)
+        if route.events and kind not in route.events:
+            return _answer(200, status="ignored", event=kind)
+        if not self.host.accepting:
+            return _answer(503, error="The gateway is restarting; send the event again later.")
+        event = Event(
+            route=route,
+            delivery_id=events.delivery_id(request.headers, body),
+            kind=kind,
+            prompt=await self._prompt(route, payload, kind),
+            target=Target(route.deliver, events.render_extra(route.deliver_extra, payload)),
+        )
+        if route.deliver_only:
+            return await self._deliver_now(event)
+        return await self._queue(event)
+
+    async def _signed(self, request: web.Request) -> tuple[Route, bytes] | web.Response:
+        """The route and the body of a request signed for it, else the refusal. The size
+        is checked before the body is read; only signed requests count for the rate."""
+        assert self.routes is not None
+        name = request.match_info["route"]
+        route = (await asyncio.to_thread(self.routes.current)).get(name)
+        if route is None:
+            return _answer(404, error=f"Unknown route: {name}")
+        if not route.enabled:
+            return _answer(403, error=f"Route disabled: {name}")
+        if not self._check_insecure(route, at_start=False):
+            return _answer(403, error="This route checks no signature and is not served here.")
+        if (request.content_length or 0) > self.max_body:
+            return _answer(413, error="Payload too large")
+        try:
+            body = await request.read()
+        except web.HTTPRequestEntityTooLarge:
+            return _answer(413, error="Payload too large")
+        if not route.insecure and not signatures.verify(request.headers, body, route.secret):
+            log.warning("webhook: refused a request to '%s': bad or missing signature", name)
+            return _answer(401, error="Invalid signature")
+        if not self._within_rate(name):
+            return _answer(429, error="Rate limit exceeded")
+        return route, body
+
+    def _within_rate(self, name: str) -> bool:
+        now = time.monotonic()
+        window = self._hits.setdefault(name, deque())
+        while window and window[0] <= now - RATE_WINDOW:
+            window.popleft()
+        if len(window) >= self.rate_limit:
+            return False
+        window.append(now)
+        return True
+
+    async def _prompt(self, route: Route, payload: dict[str, Any], kind: str) -> str:
+        prompt = events.render(route.prompt, payload, kind, route.name)
+        if not route.skills:
+            return prompt
+        return await asyncio.to_thread(self._with_skill, route, prompt)
+
+    def _with_skill(self, route: Route, prompt: str) -> str:
+        """The prompt inside the first of the route's skills found, as 0.19 loads it."""
+        from hermes.tools.skills import load_skills
+
+        found = load_skills(
+            self.host.home, None, self.host.config, source=WEBHOOK, user_id=route.name
+        )
+        for name in route.skills:
+            skill = found.find(name)
+            if skill is not None:
+                content = skill.index.read_text(encoding="utf-8").strip()
+                return SKILL_NOTE.format(name=name, content=content, prompt=prompt)
+            log.warning("webhook: skill '%s' of route '%s' was not found", name, route.name)
+        return prompt
+
+    async def _deliver_now(self, event: Event) -> web.Response:
+        route, delivery = event.route.name, event.delivery_id
+        accepted, _ = await asyncio.to_thread(
+            self.deliveries.accept, route, delivery, event.target, None
+        )
+        if not accepted:
+            return _answer(200, status="duplicate", delivery_id=delivery)
+        try:
+            await self._deliver(route, delivery, event.target, event.prompt)
+        except Exception as exc:
+            log.warning("webhook: delivering an event of '%s' failed: %s", route, exc)
+            await asyncio.to_thread(self.deliveries.forget, route, delivery)  # a retry may
+            return _answer(502, error="Delivery failed", delivery_id=delivery)
+        await asyncio.to_thread(self.deliveries.delivered, route, delivery)
+        return _answer(
+            200, status="delivered", route=route, target=event.target.deliver, delivery_id=delivery
+        )
+
+    async def _queue(self, event: Event) -> web.Response:
+        route, delivery = event.route.name, event.delivery_id
+        key = f"{WEBHOOK}:{route}:t{delivery}"
+        origin = Origin(platform=WEBHOOK, chat_id=route, thread_id=delivery, user_id=route)
+
+        def create() -> str:
+            return self.host.db.create_session(source=WEBHOOK, user_id=route, session_key=key)
+
+        # A retry of the delivery finds this same conversation by its key.
+        conversation = await asyncio.to_thread(
+            self.host.router.conversation_for, key, create, platform=WEBHOOK
+        )
+        item = WorkItem(
+            kind=MESSAGE, text=event.prompt, key=key, conversation_id=conversation, origin=origin
+        )
+        accepted, item.queue_id = await asyncio.to_thread(
+            self.deliveries.accept,
+            route,
+            delivery,
+            event.target,
+            (key, item.payload(), self.host.queue_owner),
+        )
+        if not accepted:
+            log.info("webhook: delivery %s of '%s' was accepted before", delivery, route)
+            return _answer(200, status="duplicate", delivery_id=delivery)
+        log.info("webhook: event %s of '%s' queued (delivery %s)", event.kind, route, delivery)
+        await self.host.submit(item)
+        return _answer(202, status="accepted", route=route, event=event.kind, delivery_id=delivery)
+
+    # -- answers ------------------------------------------------------------------------
+
+    async def send(self, origin: Origin, text: str) -> None:
+        """Deliver a turn's answer where its event's route said (read from the store)."""
+        route, delivery = origin.chat_id, origin.thread_id or ""
+        target = await asyncio.to_thread(self.deliveries.target, route, delivery)
+        if target is None:
+            log.warning(
+                "webhook: no delivery %s of '%s' to answer; answer dropped", delivery, route
+            )
+            return
+        await self._deliver(route, delivery, target, text)
+        await asyncio.to_thread(self.deliveries.delivered, route, delivery)
+
+    async def send_piece(self, origin: Origin, text: str) -> None:
+        await self.send(origin, text)
+
+    async def _deliver(self, route: str, delivery: str, target: Target, text: str) -> None:
+        if target.deliver in CHAT_TARGETS:
+            chat_id = str(target.extra.get("chat_id") or "")
+            if not chat_id:
+                raise RouteError(
+                    f"The route '{route}' delivers to {target.deliver} but names no chat: set "
+                    "deliver_extra.chat_id."
+                )
+            thread = target.extra.get("thread_id") or target.extra.get("message_thread_id")
+            chat = Origin(
+                platform=target.deliver, chat_id=chat_id, thread_id=str(thread) if thread else None
+            )
+            await self.host.send_to_chat(chat, text)
+            log.info("webhook: answer of '%s' (delivery %s) sent to %s", route, delivery, chat_id)
+            return
+        log.info("webhook: answer of '%s' (delivery %s): %s", route, delivery, text[:2000])
+
+
+def _answer(code: int, **body: Any) -> web.Response:
+    return web.json_response(body, status=code)
