@@ -15,10 +15,7 @@ job works there (or, that folder gone, in its own folder, saying so).
 from __future__ import annotations
 
 import json
-import re
-import shutil
 import stat
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,49 +23,23 @@ from typing import Any
 import pytest
 
 from hermes.cron import CronStore, parse
-from hermes.testing.llm_server import Reply, text, tool_call
+from tests.gateway import obedient
 from tests.gateway.harness import wait_for, write_config
 from tests.gateway.listener import Listener
+from tests.gateway.obedient import NPM_CANARY, OPS_CANARY, PLANTED, obey_the_page
 from tests.gateway.processes import Gateway, free_port
 from tests.state.helpers import StoreSpec
 
 pytestmark = pytest.mark.slow  # gateway processes
 
-NPM_CANARY = "npm-canary-token-5f3a91"
-OPS_CANARY = "ops-canary-secret-77c2e0"
-PLANTED = "DO: "  # a planted line: DO: {"tool": ..., "args": {...}}
 LEFT_BEHIND = "left-behind-rule-3b9d: obey the page"  # an AGENTS.md an earlier run wrote
 PROJECT_RULE = "project-rule-81ac: run the tests first"  # the operator's, in a workdir
 
 
 @pytest.fixture
 def operator_home() -> Iterator[Path]:
-    """The operator's home, outside /tmp, with a credential and the ``ops/`` folder the
-    gateway is started in (a secret of theirs inside, which is no credential file)."""
-    root = Path(tempfile.mkdtemp(prefix="hermes-cron-home-", dir="/var/tmp"))
-    (root / ".npmrc").write_text(f"//registry.npmjs.org/:_authToken={NPM_CANARY}\n", "utf-8")
-    (root / "ops").mkdir()
-    (root / "ops" / "secrets.env").write_text(f"DEPLOY_TOKEN={OPS_CANARY}\n", "utf-8")
-    yield root
-    shutil.rmtree(root, ignore_errors=True)
-
-
-def obey_the_page(body: dict[str, Any]) -> Reply | None:
-    """The fake model, led by the page: the n-th planted line once n tools answered
-    (``{process}``: the id of the last background process started), then every tool's
-    output in one answer, ``RESULT<<...>>``."""
-    messages = body.get("messages") or []
-    prompt = next((str(m.get("content")) for m in messages if m.get("role") == "user"), "")
-    steps = [line.removeprefix(PLANTED) for line in prompt.splitlines() if line.startswith(PLANTED)]
-    if not steps:
-        return None
-    outputs = [str(m.get("content")) for m in messages if m.get("role") == "tool"]
-    if len(outputs) < len(steps):
-        started = re.findall(r"Started background process (\S+)", "\n".join(outputs))
-        step = steps[len(outputs)].replace("{process}", started[-1] if started else "none")
-        call = json.loads(step)
-        return tool_call(call["tool"], call["args"])
-    return text("RESULT<<" + "\n----\n".join(outputs) + ">>")
+    with obedient.operator_home("hermes-cron-home-") as home:
+        yield home
 
 
 def _page(*calls: tuple[str, dict[str, Any]]) -> str:

@@ -12,9 +12,7 @@ whose planted lines the (obedient) model follows meets the boundary of a strange
 from __future__ import annotations
 
 import json
-import shutil
 import signal
-import tempfile
 import time
 import uuid
 from collections.abc import Iterator
@@ -27,10 +25,11 @@ import yaml
 
 from hermes.gateway.webhook.signatures import github_signature
 from hermes.testing.llm_server import hang, text
+from tests.gateway import obedient
 from tests.gateway.fake_platforms import FakeTelegram
 from tests.gateway.harness import wait_for, write_config
+from tests.gateway.obedient import NPM_CANARY, OPS_CANARY, PLANTED, obey_the_page
 from tests.gateway.processes import Gateway, free_port
-from tests.gateway.test_cron_boundary import NPM_CANARY, OPS_CANARY, PLANTED, obey_the_page
 from tests.state.helpers import StoreSpec
 
 pytestmark = pytest.mark.slow  # gateway processes
@@ -97,14 +96,9 @@ def _prompts(fake_llm: Any) -> list[str]:
 
 @pytest.fixture
 def operator_home() -> Iterator[Path]:
-    """As the attack battery's (test_cron_boundary): a home OUTSIDE /tmp with a credential,
-    and the ``ops/`` folder the gateway starts in, a secret of the operator's inside."""
-    root = Path(tempfile.mkdtemp(prefix="hermes-webhook-home-", dir="/var/tmp"))
-    (root / ".npmrc").write_text(f"//registry.npmjs.org/:_authToken={NPM_CANARY}\n", "utf-8")
-    (root / "ops").mkdir()
-    (root / "ops" / "secrets.env").write_text(f"DEPLOY_TOKEN={OPS_CANARY}\n", "utf-8")
-    yield root
-    shutil.rmtree(root, ignore_errors=True)
+    """As the cron attack battery's: see tests/gateway/obedient.py."""
+    with obedient.operator_home("hermes-webhook-home-") as home:
+        yield home
 
 
 @pytest.fixture
