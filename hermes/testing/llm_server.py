@@ -760,13 +760,14 @@ class _Handler(BaseHTTPRequestHandler):
         self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None
     ) -> None:
         data = json.dumps(payload).encode()
+        # Before any byte: a client may act on the status line alone (end_headers sends it).
+        self._note_served()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         for name, value in (headers or {}).items():
             self.send_header(name, value)
         self.end_headers()
-        self._note_served()
         with contextlib.suppress(OSError):
             self.wfile.write(data)
 

@@ -57,7 +57,7 @@ def test_sqlite_to_postgres_and_back(
     assert reported_counts(there.stdout) == {
         "sessions": 3, "messages": 9, "blobs": 0, "compression_locks": 0, "segment_coverage": 0,
         "history_digests": 0, "gateway_routes": 0,
-        "gateway_queue": 0, "session_model_usage": 0, "state_meta": 0,
+        "gateway_queue": 0, "webhook_deliveries": 0, "session_model_usage": 0, "state_meta": 0,
         "cron_jobs": 0, "cron_runs": 0, "cron_outbox": 0,
     }  # fmt: skip
     assert "messages: 9/9" in there.stderr  # a line per batch when stderr is no terminal
