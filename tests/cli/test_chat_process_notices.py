@@ -48,10 +48,13 @@ def _event(conversation: str, process_id: str) -> CompletionEvent:
 
 
 def test_a_background_process_that_ends_while_the_chat_waits_gets_one_turn(chat, cli_env, fake_llm):
-    fake_llm.enqueue(tool_call("terminal", BACKGROUND), text("Started it; I will hear back."))
+    fake_llm.enqueue(
+        tool_call("terminal", BACKGROUND),
+        text("Started it; I will hear back."),
+        text("The build said done."),  # the answer to the notice
+    )
     session = chat()
-    session.say("build it in the background", "Started it; I will hear back.", PROMPT)
-    fake_llm.enqueue(text("The build said done."))
+    session.say("build it in the background", "Started it; I will hear back.")
     # Nobody types: the chat notices the end by itself, prints a line, takes a turn.
     screen = session.expect("The build said done.")
     assert "finished with exit code 0: sleep 1; echo done" in screen, screen
@@ -67,10 +70,11 @@ def test_a_background_process_that_ends_while_the_chat_waits_gets_one_turn(chat,
 
 
 def test_a_half_typed_line_survives_the_notice(chat, cli_env, fake_llm):
-    fake_llm.enqueue(tool_call("terminal", BACKGROUND), text("Started it."))
+    # Long enough that the line is half-typed well before the process ends.
+    slow = {**BACKGROUND, "command": "sleep 3; echo done"}
+    fake_llm.enqueue(tool_call("terminal", slow), text("Started it."), text("The build said done."))
     session = chat()
     session.say("build it", "Started it.", PROMPT)
-    fake_llm.enqueue(text("The build said done."))
     session.child.send("what did it pri")  # no Enter: the person is still typing
     session.expect("The build said done.")
     session.expect(PROMPT)
