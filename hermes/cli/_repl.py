@@ -6,10 +6,15 @@ messages as turns in a worker thread (``_worker``), and renders each turn with
 ``TurnView``: a spinner while the model thinks or a tool runs (naming the tool), the
 answer streamed as Markdown as it arrives, one dim line when the context is
 compressed. Ctrl-C stops the running turn and keeps the chat; Ctrl-D leaves.
+
+A background process of this conversation that finishes (``_process_notices``) is
+heard before each prompt and, while the prompt waits, within a second: one line, then
+a turn on its notice, as if typed; a half-typed line comes back in the next prompt.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import sys
@@ -33,11 +38,13 @@ from rich.text import Text
 
 import hermes.cron.chat_command  # noqa: F401 - registers /cron with the chat's commands
 from hermes.agent import commands as chat_commands
+from hermes.cli._process_notices import ProcessNotices, notice_line
 from hermes.cli._worker import Approvals, run_in_worker
 from hermes.config import ensure_home
 from hermes.errors import HermesError
 from hermes.state.context.message import is_summary_row
 from hermes.text import one_line, retry_note, visible
+from hermes.tools.processes.events import spool_event
 
 try:
     import termios
@@ -50,6 +57,7 @@ if TYPE_CHECKING:
 HISTORY_FILE = "chat_history"
 PROMPT = "› "
 THINKING = "Thinking…"
+IDLE_LOOK = 1.0  # seconds between looks for a finished background process, at the prompt
 UNANSWERED = "Your last message was not answered (the model call failed); /retry sends it again."
 
 
@@ -308,6 +316,8 @@ class Repl:
         self.console = console or Console(highlight=False)
         self.view = TurnView(self.console, agent)
         self.approvals = Approvals(self._ask_approval)
+        self.notices = ProcessNotices(agent)
+        self._heard = False  # the prompt was ended for a finished process
         agent.connect(
             stream_callback=self.view.on_text,
             event_callback=self.view.on_event,
@@ -324,13 +334,20 @@ class Repl:
 
     def run(self) -> None:
         self._banner()
+        typed = ""  # a half-typed line, given back after a process's notice
         while True:
             try:
-                line = self.session.prompt(PROMPT)
+                self._hear_processes()  # after each turn (and on resume)
+                line = self._prompt(typed)
             except KeyboardInterrupt:
+                typed = ""
                 continue  # Ctrl-C at the prompt clears the line
             except EOFError:
                 break
+            typed = ""
+            if line is None:
+                typed = self.session.default_buffer.text
+                continue
             if not line.strip():
                 continue
             try:
@@ -342,6 +359,41 @@ class Repl:
                 self.console.print(Text("Interrupted.", style="yellow"))
         self.agent.end_conversation()
         self._goodbye()
+
+    def _prompt(self, typed: str) -> str | None:
+        """The person's next line; None when a background process of this conversation
+        finished while the prompt waited (what they had typed is in the buffer)."""
+        self._heard = False
+        line = self.session.prompt(PROMPT, default=typed, pre_run=self._listen_while_idle)
+        return None if self._heard else line
+
+    def _listen_while_idle(self) -> None:
+        # A task of the prompt's own event loop: it ends with the prompt, and ending
+        # the prompt from there needs no hop between threads.
+        self.session.app.create_background_task(self._listen())
+
+    async def _listen(self) -> None:
+        app = self.session.app
+        while True:
+            await asyncio.sleep(IDLE_LOOK)
+            if await asyncio.to_thread(self.notices.waiting):
+                break
+        if not app.is_done:  # the person's Enter, in this same loop, comes first
+            self._heard = True
+            app.exit(result="")
+
+    def _hear_processes(self) -> None:
+        """Each finished background process of this conversation: one line, then a turn
+        on its notice, the text a gateway's turn gets (``CompletionEvent.describe``)."""
+        while heard := self.notices.take():
+            for done, event in enumerate(heard):
+                try:
+                    self.console.print(Text(notice_line(event), style="cyan"))
+                    self.turn(event.describe())
+                except BaseException:
+                    for untold in heard[done + 1 :]:  # stopped (Ctrl-C): the rest waits
+                        spool_event(self.agent.hermes_home, untold)
+                    raise
 
     def _handle(self, line: str) -> bool:
         """Run one line; False means leave the chat."""

@@ -65,15 +65,18 @@ class CompletionEvent:
 
     def describe(self) -> str:
         """The event as a message for the model."""
+        tail = self.output_tail.rstrip() or "(no output)"
+        return redact(f"[{self.headline()}]\nLast output:\n{tail}")
+
+    def headline(self) -> str:
+        """How the process ended, in one sentence (unredacted: ``describe`` redacts)."""
         if self.status == "lost":
             how = "was lost (it is gone and its exit was never recorded)"
         elif self.status == "killed":
             how = f"was killed (exit code {self.exit_code})"
         else:
             how = f"finished with exit code {self.exit_code}"
-        tail = self.output_tail.rstrip() or "(no output)"
-        described = f"[Background process {self.process_id} {how}: {self.command}]"
-        return redact(f"{described}\nLast output:\n{tail}")
+        return f"Background process {self.process_id} {how}: {self.command}"
 
 
 Subscriber = Callable[[CompletionEvent], object]
