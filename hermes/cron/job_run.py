@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from hermes.tools.skills import load_skills
+from hermes.tools.skills import INSTRUCTION, invocation, load_skills
 from hermes.tools.toolsets import expand, known_toolsets
 
 log = logging.getLogger(__name__)
@@ -17,9 +17,6 @@ log = logging.getLogger(__name__)
 _SKIPPED_NOTICE = (
     "[IMPORTANT: The following skill(s) were listed for this job but could not be found and "
     "were skipped: {listed}. Start your response with a brief notice so the user is aware.]"
-)
-_INSTRUCTION = (
-    "The user has provided the following instruction alongside the skill invocation: {prompt}"
 )
 
 
@@ -58,15 +55,10 @@ def job_prompt(agent: Any, prompt: str, skills: Sequence[str], *, project: Path 
             continue
         if parts:
             parts.append("")
-        parts += [
-            f'[IMPORTANT: The user has invoked the "{name}" skill, indicating they want you '
-            "to follow its instructions. The full skill content is loaded below.]",
-            "",
-            skill.index.read_text(encoding="utf-8").strip(),
-        ]
+        parts += invocation(name, skill)
     if skipped:
         listed = ", ".join(skipped)
         parts.insert(0, _SKIPPED_NOTICE.format(listed=listed))
     if prompt:
-        parts += ["", _INSTRUCTION.format(prompt=prompt)]
+        parts += ["", INSTRUCTION.format(prompt=prompt)]
     return "\n".join(parts)

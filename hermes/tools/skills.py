@@ -264,6 +264,22 @@ def load_skills(
     return SkillScan([s for s in scan.skills if s.name not in disabled], scan.problems)
 
 
+# How a prompt carries a skill it invokes, in Hermes Agent 0.19's words (its scheduler's
+# and its webhooks'): the note, the skill's SKILL.md, then the instruction given with it.
+INVOKED = (
+    '[IMPORTANT: The user has invoked the "{name}" skill, indicating they want you to follow '
+    "its instructions. The full skill content is loaded below.]"
+)
+INSTRUCTION = (
+    "The user has provided the following instruction alongside the skill invocation: {prompt}"
+)
+
+
+def invocation(name: str, skill: Skill) -> list[str]:
+    """The lines that load ``skill`` (invoked as ``name``) into a prompt."""
+    return [INVOKED.format(name=name), "", skill.index.read_text(encoding="utf-8").strip()]
+
+
 def prompt_block(skills: list[Skill]) -> str:
     """The system prompt's skills section: names and descriptions only, byte-stable."""
     if not skills:

@@ -52,11 +52,6 @@ log = logging.getLogger(__name__)
 RATE_WINDOW = 60.0  # seconds of the fixed window ``rate_limit`` counts in
 DEFAULT_RATE_LIMIT = 30
 DEFAULT_MAX_BODY = 1_048_576
-SKILL_NOTE = (
-    '[IMPORTANT: The user has invoked the "{name}" skill, indicating they want you to follow '
-    "its instructions. The full skill content is loaded below.]\n\n{content}\n\n"
-    "The user has provided the following instruction alongside the skill invocation: {prompt}"
-)
 
 
 @dataclass(frozen=True)
@@ -221,7 +216,7 @@ class WebhookAdapter(ChatAdapter):
 
     def _with_skill(self, route: Route, prompt: str) -> str:
         """The prompt inside the first of the route's skills found, as 0.19 loads it."""
-        from hermes.tools.skills import load_skills
+        from hermes.tools.skills import INSTRUCTION, invocation, load_skills
 
         found = load_skills(
             self.host.home, None, self.host.config, source=WEBHOOK, user_id=route.name
@@ -229,8 +224,8 @@ class WebhookAdapter(ChatAdapter):
         for name in route.skills:
             skill = found.find(name)
             if skill is not None:
-                content = skill.index.read_text(encoding="utf-8").strip()
-                return SKILL_NOTE.format(name=name, content=content, prompt=prompt)
+                lines = [*invocation(name, skill), "", INSTRUCTION.format(prompt=prompt)]
+                return "\n".join(lines)
             log.warning("webhook: skill '%s' of route '%s' was not found", name, route.name)
         return prompt
 
