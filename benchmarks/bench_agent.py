@@ -98,7 +98,7 @@ def _turn_ms(agent, turns: int) -> tuple[float, float, float]:
     for i in range(turns):
         before = len(inside)
         start = time.perf_counter()
-        agent.run_conversation(f"turn {i}")
+        agent.run(f"turn {i}")
         total = (time.perf_counter() - start) * 1000
         totals.append(total)
         overheads.append(total - sum(inside[before:]))
@@ -129,12 +129,12 @@ def _cpu_per_turn(home: Path, url: str, count: int, turns: int) -> tuple[float, 
         skip_memory=True,
         config=load_config(),
     )
-    agent.run_conversation("warm up")
-    agent.run_conversation("warm up again")
+    agent.run("warm up")
+    agent.run("warm up again")
     samples = []
     for i in range(turns):
         start = time.process_time()
-        agent.run_conversation(f"turn {i}")
+        agent.run(f"turn {i}")
         samples.append((time.process_time() - start) * 1000)
     body = {"model": "fake-model", "messages": [wire_form(m) for m in agent.load_history()]}
     dumps = []
@@ -212,7 +212,7 @@ def run(args: argparse.Namespace) -> None:
                 skip_memory=True,
                 config=load_config(),
             )
-            agent.run_conversation("warm up")  # builds the prompt and the history cache
+            agent.run("warm up")  # builds the prompt and the history cache
             if synchronous == "full":
                 history = [wire_form(m) for m in agent.load_history()]
                 raw = _raw_round_trip_ms(

@@ -4,7 +4,7 @@
         --logs DIR --until EPOCH [--base-url URL] [--seed N] [--no-ask]
 
 Each acknowledged write is logged to ``DIR/<role>-<pid>.log`` (flushed and fsynced after
-the call returned): ``turn <uid> <text>`` for a user message whose ``run_conversation``
+the call returned): ``turn <uid> <text>`` for a user message whose ``run``
 returned, ``append <uid>`` for an append the store acknowledged, ``undo <epoch> <tags>``
 for turns an agent undid (none of them may reach the model after that moment), ``refused
 <reason>`` for an undo refused because its summary could not be made again, ``review
@@ -90,13 +90,13 @@ def run_agent(args: argparse.Namespace, db: SessionDB, log: AckLog) -> None:
             return
         text = f"user {NONCE}-{n}. {PADDING}"
         try:
-            result = agent.run_conversation(text)
+            result = agent.run(text)
         except Exception as error:  # a refused or failed turn is not acknowledged
             log.write(f"error {type(error).__name__}: {str(error)[:200]!r}")
             time.sleep(0.2)
             continue
         uid = next(
-            (m.get("message_uid", "") for m in result["messages"] if m.get("content") == text),
+            (m.get("message_uid", "") for m in result.messages if m.get("content") == text),
             "",
         )
         log.write(f"turn {uid} {text.split('.')[0]}")

@@ -8,7 +8,7 @@ context window (``window.py``: the compressor and the encoded context) and the
 interruption (``interruption.py``). The turn loop (``turn.py``), the compression path
 (``compression.py``) and their helpers are handed the agent as a ``TurnHost``
 (``host.py``): they read those parts, never this module. The rest of this class is
-Hermes Agent's surface (``run_conversation``, ``chat``, ``session_id``, ...) and the
+Hermes Agent's surface (``run``, ``chat``, ``session_id``, ...) and the
 commands a surface gives (``undo``, ``compress_now``, ``set_model``, ...).
 """
 
@@ -53,6 +53,7 @@ from hermes.state.usage import TokenUsage
 if TYPE_CHECKING:
     from hermes.agent.engine_compressor import Endpoint, EngineCompressor
     from hermes.agent.model.protocol import Model
+    from hermes.agent.turn_result import TurnResult
     from hermes.state.store import SegmentStamp, SessionDB
     from hermes.tools.processes.events import EventBus
     from hermes.tools.registry import Tool
@@ -327,7 +328,7 @@ class AIAgent:
 
     # -- public API -----------------------------------------------------------------
 
-    def run_conversation(
+    def run(
         self,
         user_message: Any,
         *,
@@ -340,7 +341,7 @@ class AIAgent:
         persist_user_timestamp: float | None = None,
         resume: bool = False,
         options: TurnOptions | None = None,
-    ) -> dict[str, Any]:
+    ) -> TurnResult:
         """Run one user turn to a final answer; see ``turn.run_turn``.
 
         ``conversation_history`` is the history the caller holds: set against the store
@@ -376,7 +377,7 @@ class AIAgent:
             user_timestamp=persist_user_timestamp,
             resume=resume,
         )
-        return run_turn(self, user_message, given, options).as_dict()
+        return run_turn(self, user_message, given, options)
 
     def chat(
         self,
@@ -388,7 +389,7 @@ class AIAgent:
         """One turn's answer; ``stream_callback`` hears its text as it comes."""
         if stream_callback is not None:
             options = replace(options or TurnOptions(), stream_callback=stream_callback)
-        return self.run_conversation(message, options=options)["final_response"] or ""
+        return self.run(message, options=options).answer or ""
 
     def interrupt(self) -> None:
         """Stop the running turn at the next safe point (a stream stops at once)."""

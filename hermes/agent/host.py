@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from hermes.agent.settings import AgentOptions
     from hermes.agent.toolbox import Toolbox
     from hermes.agent.turn_options import TurnDefaults
+    from hermes.agent.turn_result import TurnResult
     from hermes.agent.window import ContextWindow
     from hermes.plugins import PluginManager
     from hermes.state.context.message import Message
@@ -53,9 +54,9 @@ class ReviewFork(Protocol):
     @property
     def client(self) -> Model: ...
 
-    def run_conversation(
+    def run(
         self, user_message: Any, *, conversation_history: Sequence[Any] | None = None
-    ) -> dict[str, Any]: ...
+    ) -> TurnResult: ...
 
     def tool_names(self) -> list[str]: ...
 

@@ -163,7 +163,7 @@ def run(host: TurnHost, messages: list[Message], review: Review | None = None) -
         watchdog.daemon = True
         watchdog.start()
         try:
-            outcome = fork.run_conversation(_harness(fork), conversation_history=messages)
+            outcome = fork.run(_harness(fork), conversation_history=messages)
         finally:
             watchdog.cancel()
             fork.client.close()  # the fork's own client, never the parent's
@@ -177,7 +177,7 @@ def run(host: TurnHost, messages: list[Message], review: Review | None = None) -
         )
     saved = sum(
         1
-        for m in outcome["messages"][len(messages) :]
+        for m in outcome.messages[len(messages) :]
         if m.get("role") == "tool"
         and m.get("tool_name") == "memory"
         and not str(m.get("content", "")).startswith("Error")

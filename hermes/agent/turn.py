@@ -23,7 +23,7 @@ import logging
 import re
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +39,7 @@ from hermes.agent.errors import ContextLengthError, ToolResultsError, TurnInterr
 from hermes.agent.model import provider_usage
 from hermes.agent.model.client import ModelResponse, encode_message
 from hermes.agent.turn_options import ResolvedOptions, TurnOptions
+from hermes.agent.turn_result import TurnResult
 from hermes.state.context import wellformed
 from hermes.state.context.message import Message
 from hermes.state.history import EMPTY_ANSWER_NOTE, EMPTY_RESPONSE_NOTE
@@ -68,7 +69,7 @@ class TurnState:
     empty_responses: int = 0
     compress_again: bool = True  # False after a no-op compression in this turn
     retried_context: bool = False  # one forced compression per turn after a 400
-    final_response: str | None = None
+    answer: str | None = None
     interrupted: bool = False
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -83,25 +84,6 @@ class TurnState:
     def take_unsaved_usage(self) -> TokenUsage:
         usage, self.unsaved_usage = self.unsaved_usage, TokenUsage()
         return usage
-
-
-@dataclass(frozen=True)
-class TurnResult:
-    """What a turn did; ``as_dict`` is ``run_conversation``'s answer, keys unchanged."""
-
-    final_response: str | None
-    tool_calls: list[dict[str, Any]]
-    messages: list[Message]
-    session_id: str | None
-    iterations: int
-    interrupted: bool
-    prompt_tokens: int
-    completion_tokens: int
-    compressions: list[dict[str, Any]]
-    system_prompt: str | None
-
-    def as_dict(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 # What one model call leads to, decided by ``_next_step`` and acted on by ``_loop``.
@@ -246,9 +228,7 @@ def _run_locked(
     except TurnInterrupted:
         turn.interrupted = True
         _keep_partial_answer(host, turn)
-    plugin_hooks.after_turn(
-        host, user_message, turn.messages, turn.final_response, turn.interrupted
-    )
+    plugin_hooks.after_turn(host, user_message, turn.messages, turn.answer, turn.interrupted)
     usage = turn.take_unsaved_usage()
     if binding.writes_transcript and usage:  # a call whose answer was not stored
         db, segment = binding.bound()
@@ -317,7 +297,7 @@ def _answers_to_open_calls(messages: list[Message], results: list[dict[str, Any]
 
 def _result(host: TurnHost, turn: TurnState) -> TurnResult:
     return TurnResult(
-        final_response=turn.final_response,
+        answer=turn.answer,
         tool_calls=turn.client_calls,
         messages=turn.messages,
         session_id=host.binding.session_id,
@@ -349,7 +329,7 @@ def _loop(host: TurnHost, turn: TurnState) -> None:
         elif isinstance(step, RunTools):
             turn.client_calls = _run_tools(host, turn, step.response)
             if turn.client_calls:  # the caller runs these and sends their results
-                turn.final_response = step.response.content or ""
+                turn.answer = step.response.content or ""
                 return
         elif isinstance(step, RetryEmpty):
             note = transcript.new_message("user", EMPTY_RESPONSE_NOTE)
@@ -366,7 +346,7 @@ def _loop(host: TurnHost, turn: TurnState) -> None:
             )
             turn.messages.append(answer)
             _save(host, turn, answer)
-            turn.final_response = said
+            turn.answer = said
             return
     # What the user is shown is what is stored: the notice ends the turn as its answer.
     notice = transcript.new_message(
@@ -377,7 +357,7 @@ def _loop(host: TurnHost, turn: TurnState) -> None:
     )
     turn.messages.append(notice)
     _save(host, turn, notice)
-    turn.final_response = notice["content"]
+    turn.answer = notice["content"]
 
 
 def _next_step(host: TurnHost, turn: TurnState, tools: list[bytes]) -> Step:
@@ -470,7 +450,7 @@ def _keep_partial_answer(host: TurnHost, turn: TurnState) -> None:
     answer = transcript.new_message("assistant", text, message_uid=uid)
     turn.messages.append(answer)
     _save(host, turn, answer)
-    turn.final_response = text
+    turn.answer = text
 
 
 def _maybe_compress(host: TurnHost, turn: TurnState, *, force: bool = False) -> None:

@@ -4,7 +4,7 @@ An ``AIAgent`` holds configuration: the endpoint, the store, the default model, 
 owner's callbacks. What one caller asks for a single turn (an HTTP request's model,
 instructions, sampling parameters and client tools; a run's approvals and steering; a
 cron job's tools) travels with that turn as a ``TurnOptions`` given to
-``run_conversation``, so nothing a caller chose is left on a long-lived agent for the
+``run``, so nothing a caller chose is left on a long-lived agent for the
 next turn (or another thread) to find. ``None`` (or empty) means "the agent's own".
 """
 

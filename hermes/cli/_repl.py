@@ -407,7 +407,7 @@ class Repl:
         try:
             with _quiet_terminal():
                 outcome = run_in_worker(
-                    lambda: self.agent.run_conversation(text),
+                    lambda: self.agent.run(text),
                     interrupt=self.agent.interrupt,
                     on_interrupt=lambda: self.view.set_status("Interrupting…"),
                     service=self.approvals.service,
@@ -419,9 +419,9 @@ class Repl:
         except BaseException:
             self.view.end()
             raise
-        result = outcome.value or {}
-        self.view.end(result.get("final_response"))
-        if outcome.interrupted or result.get("interrupted"):
+        result = outcome.value
+        self.view.end(result.answer if result is not None else None)
+        if outcome.interrupted or (result is not None and result.interrupted):
             self.console.print(Text("Interrupted.", style="yellow"))
         self.console.print()
 

@@ -38,15 +38,7 @@ YOLO_HELP = (
 )
 YOLO_NOTE = "--yolo: dangerous commands run without asking in this run."
 
-JSON_KEYS = (
-    "final_response",
-    "session_id",
-    "iterations",
-    "interrupted",
-    "prompt_tokens",
-    "completion_tokens",
-    "compressions",
-)
+JSON_KEYS = ("session_id", "iterations", "prompt_tokens", "completion_tokens", "compressions")
 
 
 @click.command()
@@ -328,22 +320,25 @@ def _ask_once(agent: AIAgent, text: str, as_json: bool) -> None:
         on_retry=_retry_to_stderr,
     )
     outcome = run_in_worker(
-        lambda: agent.run_conversation(text),
+        lambda: agent.run(text),
         interrupt=agent.interrupt,
         on_interrupt=lambda: click.echo("\nInterrupting…", err=True),
     )
-    result: dict[str, Any] = outcome.value or {}
-    interrupted = outcome.interrupted or bool(result.get("interrupted"))
+    result = outcome.value
+    answer = result.answer if result is not None else None
+    interrupted = outcome.interrupted or (result is not None and result.interrupted)
     if as_json:
-        payload = {k: result.get(k) for k in JSON_KEYS}
+        # The documented `--json` keys (the answer under Hermes Agent's name for it).
+        payload: dict[str, Any] = {"final_response": answer}
+        payload.update({k: getattr(result, k, None) for k in JSON_KEYS})
         payload.update(
             conversation_id=agent.conversation_id, model=agent.model, interrupted=interrupted
         )
         click.echo(json.dumps(payload, indent=2, ensure_ascii=False))
     elif streamed is not None and streamed["any"]:
         click.echo("")  # end the streamed line
-    elif result.get("final_response"):
-        click.echo(result["final_response"])
+    elif answer:
+        click.echo(answer)
     if interrupted:
         click.echo("Interrupted.", err=True)
         raise SystemExit(INTERRUPTED_EXIT)

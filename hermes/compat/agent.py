@@ -19,7 +19,9 @@ from typing import Any
 from hermes.agent import AIAgent as HermesAIAgent
 from hermes.agent.model.client import ModelClient
 from hermes.agent.turn_options import TurnOptions
+from hermes.agent.turn_result import TurnResult
 from hermes.compat import toolsets
+from hermes.state.context.message import Message
 
 log = logging.getLogger("hermes.compat")
 
@@ -162,7 +164,7 @@ class AIAgent(HermesAIAgent):
             log.info("run_conversation: moa_config has no meaning in hermes; answering alone")
         if stream_callback is not None:
             options = replace(options or TurnOptions(), stream_callback=stream_callback)
-        result = super().run_conversation(
+        result = self.run(
             user_message,
             conversation_history=conversation_history,
             tool_results=tool_results,
@@ -176,18 +178,26 @@ class AIAgent(HermesAIAgent):
         )
         return self._hermes_agent_result(result)
 
-    def _hermes_agent_result(self, result: dict[str, Any]) -> dict[str, Any]:
-        """``result`` with the keys 0.19's ``run_conversation`` returns added; token
-        figures are this agent's totals, as 0.19 counts them."""
-        self.session_input_tokens += int(result.get("prompt_tokens") or 0)
-        self.session_output_tokens += int(result.get("completion_tokens") or 0)
-        interrupted = bool(result.get("interrupted"))
+    def _hermes_agent_result(self, result: TurnResult) -> dict[str, Any]:
+        """The turn's result in the shape 0.19's ``run_conversation`` returns (the only
+        place that shape is made); token figures are this agent's totals, as 0.19
+        counts them."""
+        self.session_input_tokens += result.prompt_tokens
+        self.session_output_tokens += result.completion_tokens
+        interrupted = result.interrupted
         total_in, total_out = self.session_input_tokens, self.session_output_tokens
         return {
-            **result,
-            "last_reasoning": _last_reasoning(result.get("messages") or []),
-            "api_calls": result.get("iterations", 0),
-            "completed": not interrupted and result.get("final_response") is not None,
+            "final_response": result.answer,
+            "tool_calls": result.tool_calls,
+            "messages": result.messages,
+            "session_id": result.session_id,
+            "iterations": result.iterations,
+            "interrupted": interrupted,
+            "compressions": result.compressions,
+            "system_prompt": result.system_prompt,
+            "last_reasoning": _last_reasoning(result.messages),
+            "api_calls": result.iterations,
+            "completed": not interrupted and result.answer is not None,
             "turn_exit_reason": "interrupted_by_user" if interrupted else "text_response",
             "failed": False,
             "partial": False,
@@ -216,7 +226,7 @@ def _norm(provider: str | None) -> str:
     return (provider or "").strip().lower()
 
 
-def _last_reasoning(messages: list[dict[str, Any]]) -> str | None:
+def _last_reasoning(messages: Sequence[Message]) -> str | None:
     """The newest reasoning of this turn's assistant messages (none before its user)."""
     for message in reversed(messages):
         if message.get("role") == "user":

@@ -182,11 +182,11 @@ class CronService:
             offered = job_tools(agent, job["toolsets"])
             chosen = TurnOptions(tools=None if offered is None else tuple(offered))
             prompt = job_prompt(agent, job["prompt"], job["skills"], project=project)
-            result = agent.run_conversation(prompt, options=chosen)
-            if result.get("interrupted") and self.closing:
+            result = agent.run(prompt, options=chosen)
+            if result.interrupted and self.closing:
                 self.store.release(run["id"], self.holder)
                 return None
-            output = result.get("final_response")
+            output = result.answer
             error = None if output else "the agent gave no answer"
         except Exception as exc:
             error = f"{type(exc).__name__}: {exc}"

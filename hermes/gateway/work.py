@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +29,7 @@ from hermes.agent.errors import AgentError, ContextLengthError, ModelError, Tool
 from hermes.agent.model.client import SAMPLING_KEYS
 from hermes.agent.turn_holding import held_by_caller
 from hermes.agent.turn_options import TurnOptions
+from hermes.agent.turn_result import TurnResult
 from hermes.gateway import commands
 from hermes.gateway.envelopes import WorkResult
 from hermes.gateway.hooks import TEXT_LIMIT, HookRegistry, step_context, turn_context
@@ -36,6 +37,7 @@ from hermes.gateway.lanes import COMMAND, EVENT, MESSAGE, RESUME, Lane, ResultSi
 from hermes.gateway.routing import Router, SessionKey
 from hermes.gateway.settings import API_PRINCIPALS, WEBHOOK
 from hermes.redaction import redact
+from hermes.state.context.message import Message
 from hermes.state.errors import StateError
 from hermes.state.history import shown_answer
 
@@ -226,9 +228,9 @@ class TurnRunner:
             return
         if self.resume_interrupted and question:
             log.info("answering the turn a crash cut off in %s", item.conversation_id)
-            out = agent.run_conversation(None, resume=True)
-            result.text = out.get("final_response") or ""
-            result.interrupted = bool(out.get("interrupted"))
+            out = agent.run(None, resume=True)
+            result.text = out.answer or ""
+            result.interrupted = out.interrupted
             return
         log.info("telling the user of %s that a crash cut their turn off", item.conversation_id)
         agent.load_history()  # closes the dead turn's open tool calls, once
@@ -262,14 +264,14 @@ class TurnRunner:
             result.text = answer["content"] or ""
             return True
         log.info("a retry answers the question its earlier try stored in %s", item.conversation_id)
-        out = agent.run_conversation(
+        out = agent.run(
             None, resume=True, answer_uid=options.get("answer_uid"), options=turn_options(item)
         )
-        result.text = out.get("final_response") or ""
-        result.interrupted = bool(out.get("interrupted"))
+        result.text = out.answer or ""
+        result.interrupted = out.interrupted
         result.user_message_uid = asked["message_uid"]
-        result.prompt_tokens = int(out.get("prompt_tokens") or 0)
-        result.completion_tokens = int(out.get("completion_tokens") or 0)
+        result.prompt_tokens = out.prompt_tokens
+        result.completion_tokens = out.completion_tokens
         return True
 
     def _run_item(self, item: WorkItem, agent: Any, result: WorkResult) -> None:
@@ -297,7 +299,7 @@ class TurnRunner:
         if item.kind != COMMAND and options.get("content_parts"):
             words = options["content_parts"]  # text with images: sent and stored as parts
         self._hook_turn("agent:start", item, agent, words)
-        out = agent.run_conversation(
+        out = agent.run(
             words or None,
             conversation_history=item.history,
             tool_results=options.get("tool_results"),
@@ -308,11 +310,11 @@ class TurnRunner:
             options=self._told_to_step_hooks(turn_options(item), item, agent),
         )
         result.text = _shown_answer(out, words)
-        result.interrupted = bool(out.get("interrupted"))
-        result.user_message_uid = _user_message_uid(out.get("messages") or [], words)
-        result.tool_calls = list(out.get("tool_calls") or [])
-        result.prompt_tokens = int(out.get("prompt_tokens") or 0)
-        result.completion_tokens = int(out.get("completion_tokens") or 0)
+        result.interrupted = out.interrupted
+        result.user_message_uid = _user_message_uid(out.messages, words)
+        result.tool_calls = list(out.tool_calls)
+        result.prompt_tokens = out.prompt_tokens
+        result.completion_tokens = out.completion_tokens
         self._hook_turn("agent:end", item, agent, words, response=result.text or "")
 
     def _hook_turn(self, event: str, item: WorkItem, agent: Any, words: Any, **more: str) -> None:
@@ -447,11 +449,11 @@ def _keep_exchange(agent: Any, item: WorkItem, answer: str) -> None:
     agent.persist(*(item.history or []), user, transcript.new_message("assistant", answer))
 
 
-def _shown_answer(out: dict[str, Any], words: str) -> str:
+def _shown_answer(out: TurnResult, words: str) -> str:
     """The turn's answer as a streaming client sees it: the text the model wrote beside
     its tool calls, then the final answer (every client is sent the same)."""
-    final = out.get("final_response") or ""
-    messages = out.get("messages") or []
+    final = out.answer or ""
+    messages = out.messages
     start = next(
         (
             i
@@ -460,7 +462,7 @@ def _shown_answer(out: dict[str, Any], words: str) -> str:
         ),
         None,
     )
-    if start is None or out.get("tool_calls"):
+    if start is None or out.tool_calls:
         return final
     before = [
         m.get("content") or ""
@@ -470,7 +472,7 @@ def _shown_answer(out: dict[str, Any], words: str) -> str:
     return shown_answer(before, final) if any(before) else final
 
 
-def _user_message_uid(messages: list[dict[str, Any]], words: str) -> str | None:
+def _user_message_uid(messages: Sequence[Message], words: str) -> str | None:
     """The uid of the turn's own user message (the last user message with its words)."""
     for message in reversed(messages):
         if message.get("role") == "user" and message.get("content") == words:

@@ -46,12 +46,12 @@ def test_a_turn_with_tool_calls_is_persisted_exactly_once(fake_llm, db, tmp_path
     )
     agent = make_agent(fake_llm, db, cwd=tmp_path)
 
-    first = agent.run_conversation("What is in notes.txt?")
-    second = agent.run_conversation("Thanks")
+    first = agent.run("What is in notes.txt?")
+    second = agent.run("Thanks")
 
-    assert first["final_response"] == "It says 42."
-    assert second["final_response"] == "You're welcome."
-    assert first["session_id"] == second["session_id"] == agent.session_id
+    assert first.answer == "It says 42."
+    assert second.answer == "You're welcome."
+    assert first.session_id == second.session_id == agent.session_id
     rows = db.get_messages(agent.session_id)
     assert [r["role"] for r in rows] == [
         "user",
@@ -72,11 +72,11 @@ def test_a_turn_with_tool_calls_is_persisted_exactly_once(fake_llm, db, tmp_path
 
 def test_replaying_a_history_writes_nothing_twice(fake_llm, db) -> None:
     agent = make_agent(fake_llm, db)
-    result = agent.run_conversation("hello")
+    result = agent.run("hello")
     before = len(db.get_messages(agent.session_id))
 
     again = make_agent(fake_llm, db, session_id=agent.session_id)
-    again.run_conversation("once more", conversation_history=result["messages"])
+    again.run("once more", conversation_history=result.messages)
 
     rows = db.get_messages(agent.session_id)
     assert len(rows) == before + 2
@@ -87,20 +87,20 @@ def test_an_undo_by_another_handle_leaves_a_kept_agents_context(fake_llm, db, tm
     """Another gateway's /undo or response DELETE changes no row count: the cache must
     still see it, or the undone turn goes on being sent to the model."""
     agent = make_agent(fake_llm, db)
-    agent.run_conversation("keep this")
-    agent.run_conversation("forget this")
+    agent.run("keep this")
+    agent.run("forget this")
     with SessionDB(db_path=db.location) as other:
         rows = other.get_messages(agent.session_id)
         other.mark_undone(agent.session_id, [r["id"] for r in rows[-2:]])
-    agent.run_conversation("what is left?")
+    agent.run("what is left?")
     sent = [m["content"] for m in fake_llm.requests[-1]["messages"] if m["role"] != "system"]
     assert sent == ["keep this", "echo: keep this", "what is left?"]
 
 
 def test_the_system_prompt_is_stored_and_byte_stable_for_the_segment(fake_llm, db) -> None:
     agent = make_agent(fake_llm, db)
-    agent.run_conversation("one")
-    agent.run_conversation("two")
+    agent.run("one")
+    agent.run("two")
     prompts = {r["messages"][0]["content"] for r in fake_llm.requests}
     assert len(prompts) == 1
     assert db.get_session(agent.session_id)["system_prompt"] == prompts.pop()
@@ -109,7 +109,7 @@ def test_the_system_prompt_is_stored_and_byte_stable_for_the_segment(fake_llm, d
 def test_token_usage_is_recorded_on_the_segment(fake_llm, db) -> None:
     fake_llm.script(fake.text("hi", prompt_tokens=123, completion_tokens=7))
     agent = make_agent(fake_llm, db)
-    agent.run_conversation("hello")
+    agent.run("hello")
     segment = db.get_session(agent.session_id)
     assert (segment["input_tokens"], segment["output_tokens"]) == (123, 7)
 
@@ -127,7 +127,7 @@ def test_automatic_compression_rotates_and_loses_nothing(fake_llm, db, hermes_ho
     agent = make_agent(fake_llm, db)
     root = None
     for i in range(8):
-        agent.run_conversation(f"question {i} " + "y" * 300)
+        agent.run(f"question {i} " + "y" * 300)
         root = root or db.get_lineage(agent.session_id)[0]
 
     chain = db.get_lineage(agent.session_id)
@@ -158,7 +158,7 @@ def test_a_failing_summary_model_changes_nothing_and_says_which(fake_llm, db, he
     fake_llm.responder = responder
     agent = make_agent(fake_llm, db)
     for letter in "abcd":
-        agent.run_conversation(letter * 800)
+        agent.run(letter * 800)
 
     assert len(db.get_lineage(agent.session_id)) == 1
     assert any(r.get("model") == "broken-summariser" for r in fake_llm.requests)
@@ -178,7 +178,7 @@ def test_a_stale_session_id_follows_the_tip(fake_llm, db) -> None:
     db.release_compression_lock(parent, holder)
 
     stale = make_agent(fake_llm, db, session_id=parent)
-    stale.run_conversation("are you there?")
+    stale.run("are you there?")
 
     assert stale.session_id == tip
     assert "are you there?" not in [c for _, c in stored(db, parent)]
@@ -187,7 +187,7 @@ def test_a_stale_session_id_follows_the_tip(fake_llm, db) -> None:
 
 def test_a_write_forwarded_mid_turn_is_adopted(fake_llm, db) -> None:
     agent = make_agent(fake_llm, db)
-    agent.run_conversation("hello")
+    agent.run("hello")
     parent = agent.session_id
     holder = "elsewhere:pid=1:agent=y"
     db.try_acquire_compression_lock(parent, holder)
@@ -209,10 +209,10 @@ def test_malformed_tool_json_unknown_tools_and_empty_answers_are_told_to_the_mod
         fake.text("recovered"),
     )
     agent = make_agent(fake_llm, db)
-    result = agent.run_conversation("go")
+    result = agent.run("go")
 
-    assert result["final_response"] == "recovered"
-    tool_results = [m["content"] for m in result["messages"] if m["role"] == "tool"]
+    assert result.answer == "recovered"
+    tool_results = [m["content"] for m in result.messages if m["role"] == "tool"]
     assert len(tool_results) == 2 and all(t.startswith("Error") for t in tool_results)
     assert "no_such_tool" in tool_results[1]
 
@@ -229,7 +229,7 @@ def test_a_context_length_error_compresses_once_and_retries(fake_llm, db) -> Non
     agent = make_agent(fake_llm, db)
     for i in range(4):
         fake_llm.script(fake.text(f"answer {i} " + "z" * 200))
-        agent.run_conversation(f"turn {i} " + "w" * 200)
+        agent.run(f"turn {i} " + "w" * 200)
     fake_llm.script(fake.context_length_exceeded(900), fake.text("SUMMARY"), fake.text("after"))
 
     assert agent.chat("one more") == "after"
@@ -251,7 +251,7 @@ def test_interrupt_stops_a_streaming_turn(fake_llm, db) -> None:
     pieces: list[str] = []
     agent = make_agent(fake_llm, db, stream_callback=pieces.append)
     result: dict = {}
-    worker = threading.Thread(target=lambda: result.update(agent.run_conversation("talk")))
+    worker = threading.Thread(target=lambda: result.update(outcome=agent.run("talk")))
     worker.start()
     deadline = time.monotonic() + 10
     while not pieces and time.monotonic() < deadline:
@@ -260,7 +260,7 @@ def test_interrupt_stops_a_streaming_turn(fake_llm, db) -> None:
     worker.join(timeout=10)
 
     assert not worker.is_alive()
-    assert result["interrupted"] is True
+    assert result["outcome"].interrupted is True
     assert pieces  # text arrived before the interrupt
     assert stored(db, agent.session_id) == [("user", "talk")]
     fake_llm.script(fake.text("back"))
@@ -305,8 +305,8 @@ def test_construction_makes_no_request_and_writes_nothing(fake_llm, tmp_path: Pa
 
 def test_undo_reaches_a_turn_compressed_into_the_child(fake_llm, db) -> None:
     agent = make_agent(fake_llm, db)
-    agent.run_conversation("keep me")
-    agent.run_conversation("undo me")
+    agent.run("keep me")
+    agent.run("undo me")
     parent = agent.session_id
     holder = "h:pid=1:agent=z"
     db.try_acquire_compression_lock(parent, holder)
@@ -330,14 +330,14 @@ def test_a_turn_rebound_to_another_conversation_waits_for_that_conversations_loc
     # another conversation, its next turn must find that one's and take its lock.
     fake_llm.script(fake.text("first"), fake.text("second"))
     agent = make_agent(fake_llm, db)
-    agent.run_conversation("hello")
+    agent.run("hello")
     other = db.create_session(None, source="cli")
     other_conversation = db.get_session(other)["conversation_id"]
     waiting = threading.Event()
     agent.event_callback = lambda kind, data: kind == "turn_waiting" and waiting.set()
     agent.session_id = other
     assert db.gateway.try_lock_turn(other_conversation)  # another turn runs there
-    turn = threading.Thread(target=agent.run_conversation, args=("over here",))
+    turn = threading.Thread(target=agent.run, args=("over here",))
     try:
         turn.start()
         assert waiting.wait(10)
@@ -353,13 +353,13 @@ def test_a_turn_reads_its_tip_and_history_stamp_in_one_read_transaction(fake_llm
     # the tip's stamp (is the history cache still valid?): one read, not two.
     fake_llm.script(fake.text("one"), fake.text("two"))
     agent = make_agent(fake_llm, db)
-    agent.run_conversation("first")  # warm: the history is cached now
+    agent.run("first")  # warm: the history is cached now
     statements: list[str] = []
     connections = [db._conn, *db.backend._shared.idle]
     for connection in connections:
         connection.set_trace_callback(statements.append)
     try:
-        assert agent.run_conversation("second")["final_response"] == "two"
+        assert agent.run("second").answer == "two"
     finally:
         for connection in connections:
             connection.set_trace_callback(None)

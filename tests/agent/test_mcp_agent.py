@@ -59,13 +59,13 @@ def run_turn(fake_llm: fake.FakeLLMServer, tmp_path: Path, *calls: fake.Reply) -
     fake_llm.script(*calls, fake.text("done"))
     with SessionDB(db_path=tmp_path / "state.db") as db:
         agent = fake_agent(fake_llm, db, cwd=tmp_path, skip_memory=True)
-        result = agent.run_conversation("Use the tools.")
+        result = agent.run("Use the tools.")
         tools = {
             m["tool_call_id"]: m["content"]
             for m in db.get_messages(agent.session_id)
             if m["role"] == "tool"
         }
-    assert result["final_response"] == "done"
+    assert result.answer == "done"
     return tools
 
 

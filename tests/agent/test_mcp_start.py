@@ -51,7 +51,7 @@ def test_a_server_in_a_tmp_virtualenv_starts_as_configured(
     fake_llm.script(fake.tool_call("mcp__tiny__add", {"a": 2, "b": 3}, id="c1"), fake.text("ok"))
     with SessionDB(db_path=tmp_path / "state.db") as db:
         agent = fake_agent(fake_llm, db, cwd=tmp_path, skip_memory=True)
-        agent.run_conversation("Add.")
+        agent.run("Add.")
         assert tool_results(db, agent.session_id) == {"c1": "5"}
 
 
@@ -81,7 +81,7 @@ def test_an_npx_style_launcher_writes_its_cache_with_and_without_the_sandbox(
     )
     with SessionDB(db_path=tmp_path / "state.db") as db:
         agent = fake_agent(fake_llm, db, cwd=tmp_path, skip_memory=True)
-        agent.run_conversation("Add.")
+        agent.run("Add.")
         results = tool_results(db, agent.session_id)
     assert (results["c_plain"], results["c_boxed"]) == ("3", "7")
     home = tmp_path / "user"
@@ -127,7 +127,7 @@ def test_a_server_down_at_the_start_joins_the_conversation_once_it_is_up(
     with SessionDB(db_path=tmp_path / "state.db") as db:
         agent = fake_agent(fake_llm, db, cwd=tmp_path, skip_memory=True)
         fake_llm.script(fake.text("no server yet"))
-        agent.run_conversation("Hello.")
+        agent.run("Hello.")
         before = [t["function"]["name"] for t in fake_llm.requests[-1]["tools"]]
         assert not any(name.startswith("mcp__late__") for name in before)
         server = _serve_http(mcp_venv, free_port)
@@ -136,13 +136,13 @@ def test_a_server_down_at_the_start_joins_the_conversation_once_it_is_up(
             for _ in range(5):  # it joins at the first turn after it answers (a busy
                 # machine may take more than one turn's short wait to start it)
                 fake_llm.script(fake.text("checking"))
-                agent.run_conversation("Anything new?")
+                agent.run("Anything new?")
                 if "mcp__late__add" in _offered(fake_llm.requests[-1]):
                     break
             fake_llm.script(
                 fake.tool_call("mcp__late__add", {"a": 40, "b": 2}, id="c1"), fake.text("ok")
             )
-            agent.run_conversation("Add now.")
+            agent.run("Add now.")
         finally:
             server.terminate()
             server.wait(timeout=10)
@@ -181,7 +181,7 @@ def test_a_crash_costs_one_error_and_a_failed_restart_says_why_then_backs_off(
 
         def turn(*calls: fake.Reply) -> dict[str, str]:
             fake_llm.script(*calls, fake.text("ok"))
-            agent.run_conversation("Go.")
+            agent.run("Go.")
             return tool_results(db, agent.session_id)
 
         first = turn(
@@ -225,5 +225,5 @@ def test_a_down_server_named_in_agent_toolsets_is_no_config_error(
     fake_llm.script(fake.text("fine"))
     with SessionDB(db_path=tmp_path / "state.db") as db:
         agent = fake_agent(fake_llm, db, cwd=tmp_path, skip_memory=True)
-        assert agent.run_conversation("Hello.")["final_response"] == "fine"
+        assert agent.run("Hello.").answer == "fine"
     assert [t["function"]["name"] for t in fake_llm.requests[-1]["tools"]] == ["memory"]

@@ -28,7 +28,7 @@ def _review_saves_the_pin(body: dict) -> fake.Reply:
 
 
 def _talk(agent: AIAgent, text: str) -> None:
-    agent.run_conversation(text)
+    agent.run(text)
     for thread in agent.review_threads:
         thread.join(timeout=30)
 
@@ -47,9 +47,9 @@ def test_a_users_memory_stays_theirs(fake_llm, tmp_path: Path, hermes_home: Path
         assert not memory_path(hermes_home, "user").exists()
 
         fake_llm.responder = lambda body: fake.text("hello")
-        fake_agent(fake_llm, db, source="telegram", user_id="7").run_conversation("hi")
+        fake_agent(fake_llm, db, source="telegram", user_id="7").run("hi")
         assert PIN not in _system_prompt(fake_llm)
-        fake_agent(fake_llm, db, source="telegram", user_id="42").run_conversation("hi")
+        fake_agent(fake_llm, db, source="telegram", user_id="42").run("hi")
         assert PIN in _system_prompt(fake_llm)
 
 
@@ -80,9 +80,9 @@ def test_a_local_web_ui_shares_the_operators_memory(
     memory_path(hermes_home, "user").write_text("the operator likes tea", encoding="utf-8")
     fake_llm.responder = lambda body: fake.text("hello")
     with SessionDB(db_path=tmp_path / "state.db") as db:
-        fake_agent(fake_llm, db, source="webui").run_conversation("hi")
+        fake_agent(fake_llm, db, source="webui").run("hi")
         assert "the operator likes tea" in _system_prompt(fake_llm)
-        fake_agent(fake_llm, db, source="telegram", user_id="7").run_conversation("hi")
+        fake_agent(fake_llm, db, source="telegram", user_id="7").run("hi")
         assert "the operator likes tea" not in _system_prompt(fake_llm)
     assert memory_home(hermes_home, "webui", None, shared=False) == hermes_home
     assert memory_home(hermes_home, "cron", None, shared=False) == hermes_home

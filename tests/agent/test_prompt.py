@@ -38,16 +38,16 @@ def test_memory_changes_show_from_the_next_segment_only(fake_llm, tmp_path, herm
     (hermes_home / "memories" / "MEMORY.md").write_text("note A")
     db = SessionDB(db_path=tmp_path / "state.db")
     agent = fake_agent(fake_llm, db)
-    agent.run_conversation("first " + "f" * 1500)
+    agent.run("first " + "f" * 1500)
     (hermes_home / "memories" / "MEMORY.md").write_text("note B")
-    agent.run_conversation("second " + "s" * 1500)
-    agent.run_conversation("third " + "t" * 1500)
+    agent.run("second " + "s" * 1500)
+    agent.run("third " + "t" * 1500)
     same_segment = system_prompts(fake_llm)
     assert len(set(same_segment)) == 1 and "note A" in same_segment[0]
 
     fake_llm.script(fake.text("SUMMARY"))
     assert agent.compress_now().rotated
-    agent.run_conversation("fourth")
+    agent.run("fourth")
     latest = system_prompts(fake_llm)[-1]
     assert "note B" in latest and "note A" not in latest
     assert db.get_session(agent.session_id)["system_prompt"] == latest
@@ -59,10 +59,10 @@ def test_a_resumed_agent_reuses_the_stored_prompt(fake_llm, tmp_path, hermes_hom
     (hermes_home / "memories" / "MEMORY.md").write_text("note A")
     db = SessionDB(db_path=tmp_path / "state.db")
     first = fake_agent(fake_llm, db)
-    first.run_conversation("hello")
+    first.run("hello")
     (hermes_home / "memories" / "MEMORY.md").write_text("note B")
     resumed = fake_agent(fake_llm, db, session_id=first.session_id)
-    resumed.run_conversation("again")
+    resumed.run("again")
     prompts = system_prompts(fake_llm)
     assert prompts[0] == prompts[-1]
     db.close()

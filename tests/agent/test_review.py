@@ -46,7 +46,7 @@ def all_contents(db: SessionDB) -> list[str]:
 
 def test_a_review_saves_memory_and_writes_no_transcript(setup, hermes_home: Path) -> None:
     agent, db, events = setup
-    agent.run_conversation("I drink tea every morning")
+    agent.run("I drink tea every morning")
     wait_for_reviews(agent)
 
     assert "likes tea" in (hermes_home / "memories" / "USER.md").read_text()
@@ -61,7 +61,7 @@ def test_a_review_saves_memory_and_writes_no_transcript(setup, hermes_home: Path
 
 def test_the_fork_uses_the_same_session_and_byte_identical_system_prompt(setup, fake_llm) -> None:
     agent, db, _ = setup
-    agent.run_conversation("hello")
+    agent.run("hello")
     wait_for_reviews(agent)
     prompts = {r["messages"][0]["content"] for r in fake_llm.requests}
     assert len(prompts) == 1
@@ -74,7 +74,7 @@ def test_the_fork_uses_the_same_session_and_byte_identical_system_prompt(setup, 
 
 def test_a_fork_never_compresses_or_rotates(setup) -> None:
     agent, db, _ = setup
-    agent.run_conversation("hello")
+    agent.run("hello")
     fork = review.make_fork(agent)
     messages = [{"role": "user", "content": f"m{i}"} for i in range(30)]
     out, _ = fork._compress_context(messages, "sys")
@@ -88,7 +88,7 @@ def test_a_failing_review_only_logs(setup, fake_llm, caplog) -> None:
     fake_llm.responder = lambda body: (
         fake.auth_error() if review.HARNESS_PROMPT in fake.last_user_text(body) else fake.text("ok")
     )
-    agent.run_conversation("hello")
+    agent.run("hello")
     wait_for_reviews(agent)
     kind, data = events[-1]
     assert kind == "review" and data["error"]
@@ -115,7 +115,7 @@ def test_review_concurrent_with_the_main_agents_compression(fake_llm, tmp_path, 
     db = SessionDB(db_path=tmp_path / "state.db")
     agent = fake_agent(fake_llm, db, skip_memory=True)
     for i in range(5):
-        agent.run_conversation(f"turn {i} " + "t" * 1200)
+        agent.run(f"turn {i} " + "t" * 1200)
     parent = agent.session_id
     db.gateway.set_route("discord:channel-1", parent, platform="discord")
     review_thread = review.spawn(agent, agent.load_history())
@@ -158,7 +158,7 @@ def test_the_review_changes_skills_only_when_the_user_allowed_it(
         )
         with SessionDB(db_path=tmp_path / f"state-{allowed}.db") as db:
             agent = fake_agent(fake_llm, db)
-            agent.run_conversation("I brew tea for 3 minutes")
+            agent.run("I brew tea for 3 minutes")
             wait_for_reviews(agent)
         request = next(
             r

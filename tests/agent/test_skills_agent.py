@@ -36,11 +36,11 @@ def test_a_skill_is_listed_by_description_and_loaded_on_demand(
     )
     with SessionDB(db_path=tmp_path / "state.db") as db:
         agent = fake_agent(fake_llm, db, cwd=tmp_path, skip_memory=True)
-        agent.run_conversation("Ship it.")
-        agent.run_conversation("And again.")
+        agent.run("Ship it.")
+        agent.run("And again.")
         other = fake_agent(fake_llm, db, cwd=tmp_path, skip_memory=True)
         fake_llm.script(fake.text("Fresh."))
-        other.run_conversation("Hello.")
+        other.run("Hello.")
     bodies = fake_llm.requests
     first = _system(bodies[0])
     assert "- deploy: Ship the app to production." in first
@@ -67,8 +67,8 @@ def test_a_skill_the_agent_creates_is_seen_by_the_next_conversation(
             fake_llm, db, cwd=tmp_path, skip_memory=True, interactive=True,
             approve=lambda what, why: asked.append(what) or True,
         )  # fmt: skip
-        agent.run_conversation("Remember how we tidied.")
-        fake_agent(fake_llm, db, cwd=tmp_path, skip_memory=True).run_conversation("Hi.")
+        agent.run("Remember how we tidied.")
+        fake_agent(fake_llm, db, cwd=tmp_path, skip_memory=True).run("Hi.")
     bodies = fake_llm.requests
     assert asked == [f"write {hermes_home / 'skills' / 'tidy' / 'SKILL.md'}"]
     assert "- tidy:" not in _system(bodies[0])

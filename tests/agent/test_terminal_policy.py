@@ -50,13 +50,13 @@ def test_a_disguised_delete_is_refused_and_never_runs(
     config.values["terminal.sandbox"] = "off"
     with SessionDB(db_path=tmp_path / "state.db") as db:
         agent = fake_agent(fake_llm, db, cwd=work, source="api", skip_memory=True, config=config)
-        result = agent.run_conversation("Tidy up, as the README you just read asks.")
+        result = agent.run("Tidy up, as the README you just read asks.")
         tools = {
             m["tool_call_id"]: m["content"]
             for m in db.get_messages(agent.session_id)
             if m["role"] == "tool"
         }
-    assert result["final_response"] == "Cleaned up as the page said."
+    assert result.answer == "Cleaned up as the page said."
     assert tools["call_attack"].startswith(
         "Refused: this command runs a command whose name is computed at run time"
     )
@@ -84,7 +84,7 @@ def test_in_the_sandbox_a_disguised_delete_runs_and_deletes_nothing_outside(
     config.values["terminal.sandbox"] = "bwrap"
     with SessionDB(db_path=tmp_path / "state.db") as db:
         agent = fake_agent(fake_llm, db, cwd=work, source="api", skip_memory=True, config=config)
-        agent.run_conversation("Tidy up, as the README you just read asks.")
+        agent.run("Tidy up, as the README you just read asks.")
         tools = [m["content"] for m in db.get_messages(agent.session_id) if m["role"] == "tool"]
     assert tools[0].startswith("Exit code:")  # it ran: the kernel, not the parse, held
     assert "Refused" not in tools[0]

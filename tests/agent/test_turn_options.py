@@ -32,7 +32,7 @@ def test_a_turns_options_apply_to_that_turn_only(fake_llm, make_db) -> None:
         event_callback=lambda kind, data: events.append(kind),
     )
     fake_llm.script(fake.tool_call("memory", {"action": "list"}), fake.text("first"))
-    agent.run_conversation("one", options=chosen)
+    agent.run("one", options=chosen)
     for request in fake_llm.requests:
         assert request["model"] == "big-model" and request["temperature"] == 0.3
         assert _system(request).endswith("This turn only.\n\nConfigured.")

@@ -54,8 +54,8 @@ def test_cache_reasoning_and_cost_are_kept_apart(fake_llm, db, streamed: bool) -
     agent = fake_agent(
         fake_llm, db, skip_memory=True, stream_callback=chunks.append if streamed else None
     )
-    agent.run_conversation("first")
-    agent.run_conversation("second")
+    agent.run("first")
+    agent.run("second")
 
     assert bool(chunks) == streamed
     assert figures(db, agent.session_id) == (
@@ -73,5 +73,5 @@ def test_cache_reasoning_and_cost_are_kept_apart(fake_llm, db, streamed: bool) -
 def test_without_details_the_prompt_is_all_input(fake_llm, db) -> None:
     fake_llm.script(fake.text("hi", prompt_tokens=123, completion_tokens=7))
     agent = fake_agent(fake_llm, db, skip_memory=True)
-    agent.run_conversation("hello")
+    agent.run("hello")
     assert figures(db, agent.session_id) == (123, 7, 0, 0, 0, 1, None, None, None)

@@ -52,7 +52,7 @@ def test_a_turn_sends_its_context_in_the_wire_form(fake_llm, tmp_path, stored) -
     try:
         agent = fake_agent(fake_llm, db, tools=[], skip_memory=True)
         fake_llm.script(fake.text("answer"))
-        agent.run_conversation(
+        agent.run(
             "sent words",
             persist_user_message="stored words",
             options=TurnOptions(instructions="Be brief."),

@@ -67,7 +67,7 @@ def test_exit_and_help(agent):
 
 def test_title_before_and_after_the_first_message(agent, db):
     assert "will be titled 'Plans'" in chat_commands.dispatch(agent, "/title Plans").text
-    agent.run_conversation("hello")
+    agent.run("hello")
     assert db.get_session(agent.conversation_id)["title"] == "Plans"
     assert chat_commands.dispatch(agent, "/title Better plans").ok
     assert db.get_session(agent.conversation_id)["title"] == "Better plans"
@@ -75,8 +75,8 @@ def test_title_before_and_after_the_first_message(agent, db):
 
 
 def test_undo_is_durable_and_retry_reruns(agent, db):
-    agent.run_conversation("first")
-    agent.run_conversation("second")
+    agent.run("first")
+    agent.run("second")
     reply = chat_commands.dispatch(agent, "/undo")
     assert reply.ok and "Undid 1 turn (2 messages)" in reply.text
     kept = [m["content"] for m in db.get_messages(agent.session_id)]
@@ -91,12 +91,12 @@ def test_undo_is_durable_and_retry_reruns(agent, db):
 
 
 def test_new_and_resume(agent, db):
-    agent.run_conversation("in the first one")
+    agent.run("in the first one")
     first = agent.conversation_id
     reply = chat_commands.dispatch(agent, "/new Second")
     assert reply.ok and f"/resume {first}" in reply.text
     assert agent.session_id is None
-    agent.run_conversation("in the second one")
+    agent.run("in the second one")
     assert agent.conversation_id != first
     assert db.get_session(agent.conversation_id)["title"] == "Second"
     resumed = chat_commands.dispatch(agent, f"/resume {first}")
@@ -117,7 +117,7 @@ def test_resume_follows_the_tip_and_restores_the_model(agent, db, hermes_home):
 
 def test_usage_reads_the_store(agent, db):
     assert "empty" in chat_commands.dispatch(agent, "/usage").text
-    agent.run_conversation("count my tokens")
+    agent.run("count my tokens")
     segment = db.get_session(agent.session_id)
     reply = chat_commands.dispatch(agent, "/usage")
     assert reply.data["segment"] == {"input": segment["input_tokens"],
@@ -129,7 +129,7 @@ def test_compress_summarises_even_a_short_conversation(agent, db, fake_llm):
     """/compress on one exchange works, as /compact does elsewhere: all of it goes into
     the summary the summary model read, and the conversation goes on from there."""
     assert "empty" in chat_commands.dispatch(agent, "/compress").text
-    agent.run_conversation("remember the zebra named Otto")
+    agent.run("remember the zebra named Otto")
     first = agent.session_id
     reply = chat_commands.dispatch(agent, "/compress")
     assert reply.ok and reply.data["outcome"].rotated, reply.text
@@ -138,7 +138,7 @@ def test_compress_summarises_even_a_short_conversation(agent, db, fake_llm):
     [summary] = db.get_messages(agent.session_id)
     assert agent.session_id != first and summary["role"] == "user"
     assert db.coverage_violations() == []  # both messages are in the summary's coverage
-    agent.run_conversation("what was its name?")
+    agent.run("what was its name?")
     sent = fake_llm.requests[-1]["messages"]
     assert [m["role"] for m in sent] == ["system", "user", "user"]
     assert sent[1]["content"] == summary["content"]
@@ -148,7 +148,7 @@ def test_model_and_tools(agent, db, fake_llm):
     assert chat_commands.dispatch(agent, "/model").text.startswith(f"Model: {FAKE_MODEL}")
     fake_llm.models.append("other-model")
     assert chat_commands.dispatch(agent, "/model other-model").ok
-    agent.run_conversation("which model?")
+    agent.run("which model?")
     assert fake_llm.requests[-1]["model"] == "other-model"
     assert db.get_session(agent.session_id)["model"] == "other-model"
     tools = chat_commands.dispatch(agent, "/tools")
@@ -160,7 +160,7 @@ def test_a_model_the_endpoint_does_not_offer_is_refused(agent, db, fake_llm):
     reply = chat_commands.dispatch(agent, "/model other-modle")
     assert not reply.ok and "does not offer 'other-modle'" in reply.text
     assert "Did you mean other-model?" in reply.text and agent.model == FAKE_MODEL
-    agent.run_conversation("still here?")
+    agent.run("still here?")
     assert fake_llm.requests[-1]["model"] == FAKE_MODEL
     fake_llm.models.clear()  # an endpoint that lists nothing: nothing to check against
     assert "not checked" in chat_commands.dispatch(agent, "/model anything").text
@@ -170,7 +170,7 @@ def test_a_compressed_conversation_is_not_left_unanswered(agent, db, hermes, cha
     """The summary of /compress is stored with the role 'user' but asks nothing: the
     conversation's last message is still the answer, so no 'unanswered' note and no
     offer to /retry an answered question."""
-    agent.run_conversation("remember the zebra named Otto")
+    agent.run("remember the zebra named Otto")
     assert chat_commands.dispatch(agent, "/compress").data["outcome"].rotated
     listed = hermes("sessions", "list", "--json")
     [row] = json.loads(listed.stdout)

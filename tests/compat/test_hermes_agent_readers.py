@@ -173,7 +173,7 @@ def conversation(store: StoreSpec, fake_llm, hermes_home: Path, tmp_path: Path):
     try:
         agent = fake_agent(fake_llm, db, skip_memory=True, cwd=tmp_path)
         for question in QUESTIONS:
-            agent.run_conversation(question)
+            agent.run(question)
         chain = db.get_lineage(agent.session_id)
         assert len(chain) >= 3, "the conversation never compressed twice"
         db.gateway.set_route("telegram:dm:42", agent.session_id, platform="telegram")

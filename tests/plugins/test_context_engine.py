@@ -41,7 +41,7 @@ def turns_until_rotated(agent, db: SessionDB, most: int = 12) -> list[str]:
     asked = []
     for i in range(most):
         asked.append(f"question {i} {LONG}")
-        agent.run_conversation(asked[-1])
+        agent.run(asked[-1])
         if len(db.get_segments(agent.session_id)) > 1:
             return asked
     raise AssertionError("the engine never compressed")
@@ -71,7 +71,7 @@ def test_a_context_engine_plugin_compresses_and_the_store_keeps_its_rules(
     assert db.coverage_violations() == []
     assert db.invariant_violations() == []
     # The model is sent the engine's context, and the next turn goes on from it.
-    agent.run_conversation("and now?")
+    agent.run("and now?")
     sent = [m.get("content") for m in fake_llm.requests[-1]["messages"]]
     assert any(str(c).startswith("[tiny summary of") for c in sent)
 
@@ -83,7 +83,7 @@ def test_the_engine_waits_for_the_lease(hermes_home: Path, fake_llm, tmp_path: P
         agent = fake_agent(fake_llm, db)
         assert isinstance(agent.context_compressor, EngineCompressor)
         for i in range(3):
-            agent.run_conversation(f"q{i}")
+            agent.run(f"q{i}")
         assert db.try_acquire_compression_lock(agent.session_id, "someone-else", 60)
         history = agent.load_history()
         compressed, _ = agent._compress_context(history, None)
@@ -105,7 +105,7 @@ def test_an_engine_that_only_drops_messages_changes_nothing(
     with SessionDB(db_path=tmp_path / "state.db") as db:
         agent = fake_agent(fake_llm, db)
         for i in range(3):
-            agent.run_conversation(f"q{i}")
+            agent.run(f"q{i}")
         history = agent.load_history()
         compressed, _ = agent._compress_context(history, None)
         assert compressed is history
@@ -157,11 +157,11 @@ def test_the_engine_hears_a_conversation_end_at_new_and_at_another_conversation(
     engine_home(hermes_home, "tiny-engine", "tiny")
     db = make_db()
     agent = fake_agent(fake_llm, db)
-    agent.run_conversation("first")
-    agent.run_conversation("second")
+    agent.run("first")
+    agent.run("second")
     first = agent.conversation_id
     agent.start_new_conversation()
-    agent.run_conversation("third")
+    agent.run("third")
     second = agent.conversation_id
     agent.continue_conversation(agent.session_id, second, None)  # the same one: no boundary
     agent.continue_conversation(first, first, None)
@@ -182,7 +182,7 @@ def test_the_built_in_compressor_takes_the_new_models_window_at_slash_model(
     fake_llm.models.append("gpt-4")  # an 8,192-token window, where fake-model has 128,000
     with SessionDB(db_path=tmp_path / "state.db") as db:
         agent = fake_agent(fake_llm, db)
-        agent.run_conversation("hello")
+        agent.run("hello")
         assert agent.context_compressor.context_length == 128_000
         reply = chat_commands.dispatch(agent, "/model gpt-4")
         assert reply.ok, reply.text
@@ -201,7 +201,7 @@ def test_the_engine_is_told_the_new_model_and_its_window_at_slash_model(
     fake_llm.models.append("gpt-4")  # an 8,192-token window, where fake-model has 128,000
     with SessionDB(db_path=tmp_path / "state.db") as db:
         agent = fake_agent(fake_llm, db)
-        agent.run_conversation("hello")
+        agent.run("hello")
         reply = chat_commands.dispatch(agent, "/model gpt-4")
         assert reply.ok, reply.text
         engine = agent.context_compressor.engine
