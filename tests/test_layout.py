@@ -22,8 +22,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "hermes"
-# Issue 47: "each top level at most ~20 modules". A new module goes into a sub-folder.
-MOST_MODULES = 21
+# Issues 47 and 57: "each top level at most 20 modules". A new module goes into a sub-folder.
+MOST_MODULES = 20
 
 
 def top_level_modules(folder: Path) -> list[str]:
@@ -107,8 +107,8 @@ DDL = re.compile(r"\b(CREATE|ALTER|DROP)\s+(TABLE|INDEX|UNIQUE\s+INDEX|VIRTUAL\s
 SCHEMAS = {
     "hermes/state/sqlite/schema.py",
     "hermes/state/postgres/schema.py",
-    "hermes/state/schema_hermes_agent.py",  # Hermes Agent's tables, built by both schemas
-    "hermes/state/migrations.py",  # the record of the migrations applied
+    "hermes/state/schema/hermes_agent.py",  # Hermes Agent's tables, built by both schemas
+    "hermes/state/schema/migrations.py",  # the record of the migrations applied
 }
 GROUPS = {
     "hermes/state/gateway/": (

@@ -6,7 +6,8 @@ background-process event on one conversation, in one process or several, run the
 turns one after another. The lock is exclusive between threads of one process too.
 While another turn holds it the agent waits, polling with a short backoff, says so
 once (the ``turn_waiting`` event) and can be interrupted. A caller that already holds
-the lock for this turn (the gateway's lanes) marks the agent with ``held_by_caller``.
+the lock for this turn (the gateway's lanes) marks the agent's binding with
+``held_by_caller``.
 The read-only review fork takes no lock.
 """
 
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING
 from hermes.agent.errors import TurnInterrupted
 
 if TYPE_CHECKING:
+    from hermes.agent.binding import ConversationBinding
     from hermes.agent.host import TurnHost
 
 log = logging.getLogger(__name__)
@@ -61,7 +63,7 @@ def holding_turn(host: TurnHost) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def held_by_caller(host: TurnHost) -> Iterator[None]:
+def held_by_caller(binding: ConversationBinding) -> Iterator[None]:
     """The caller holds this conversation's turn lock around the agent's work."""
-    with host.binding.turn_lock_held():
+    with binding.turn_lock_held():
         yield

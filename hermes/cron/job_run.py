@@ -6,12 +6,41 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from hermes.tools.skills import INSTRUCTION, invocation, load_skills
 from hermes.tools.toolsets import expand, known_toolsets
 
+if TYPE_CHECKING:
+    from hermes.agent.turn_options import TurnOptions
+    from hermes.agent.turn_result import TurnResult
+    from hermes.config import Config
+    from hermes.tools.registry import ToolRegistry
+
 log = logging.getLogger(__name__)
+
+
+class JobAgent(Protocol):
+    """What a job's run asks of its agent (``hermes.agent.AIAgent`` has this shape)."""
+
+    config: Config
+    hermes_home: Path
+    source: str
+    user_id: str | None
+
+    @property
+    def registry(self) -> ToolRegistry:
+        """Every tool the agent can run."""
+
+    def tool_names(self) -> list[str]:
+        """The tools its turns offer (``agent.toolsets`` applied)."""
+
+    def run(self, user_message: Any, *, options: TurnOptions | None = None) -> TurnResult:
+        """One turn to its answer."""
+
+    def interrupt(self) -> None:
+        """Stop the running turn (the gateway is closing)."""
+
 
 # The notes a job's prompt gets about its skills, worded after Hermes Agent's scheduler.
 _SKIPPED_NOTICE = (
@@ -20,7 +49,7 @@ _SKIPPED_NOTICE = (
 )
 
 
-def job_tools(agent: Any, names: Sequence[str]) -> list[str] | None:
+def job_tools(agent: JobAgent, names: Sequence[str]) -> list[str] | None:
     """The tools the run offers: the agent's own (``agent.toolsets`` applies) narrowed to
     the job's toolsets or tool names; None when the job names none. A name matching no
     tool is logged and offers nothing, so a job never gets more than it asked for."""
@@ -35,7 +64,7 @@ def job_tools(agent: Any, names: Sequence[str]) -> list[str] | None:
     return [name for name in offered if name in wanted]
 
 
-def job_prompt(agent: Any, prompt: str, skills: Sequence[str], *, project: Path | None) -> str:
+def job_prompt(agent: JobAgent, prompt: str, skills: Sequence[str], *, project: Path | None) -> str:
     """The prompt with each named skill's SKILL.md loaded before it; a skill not found
     here is skipped, and the answer is asked to say so. Only the ``project`` folder's
     skills (``.hermes/skills/`` of the job's workdir) are looked for beside the

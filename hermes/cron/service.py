@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hermes.agent.turn_options import TurnOptions
-from hermes.cron.job_run import job_prompt, job_tools
+from hermes.cron.job_run import JobAgent, job_prompt, job_tools
 from hermes.cron.store import CronStore
 from hermes.cron.targets import split_target
 from hermes.cron.workdir import run_folder
@@ -45,7 +45,7 @@ class CronService:
         db: SessionDB,
         *,
         holder: str,
-        make_agent: Callable[..., Any],
+        make_agent: Callable[..., JobAgent],
         send: Send,
         config: Any,
         home: Path,
@@ -70,7 +70,7 @@ class CronService:
         self.limit = limit
         self.closing = False
         self._running: dict[str, asyncio.Task[None]] = {}
-        self._agents: dict[str, Any] = {}
+        self._agents: dict[str, JobAgent] = {}
 
     async def serve(self) -> None:
         while not self.closing:

@@ -21,8 +21,8 @@ Telegram's ``/cmd@BotName`` form is understood.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
+from hermes.agent import AIAgent
 from hermes.agent import commands as chat_commands
 
 IMMEDIATE = ("new", "stop", "help")
@@ -100,9 +100,13 @@ class CommandOutcome:
     rerun: str | None = None
 
 
-def run(command: Command, agent: Any) -> CommandOutcome:
-    """Run a conversation command with the conversation's agent (worker thread)."""
+def run(command: Command, agent: object) -> CommandOutcome:
+    """Run a conversation command with the conversation's agent (worker thread). The
+    chat's commands work on hermes's own agent; another ``ConversationAgent`` (a
+    factory's own) answers turns only."""
     if not command.conversational:
         return CommandOutcome(refusal(command))
+    if not isinstance(agent, AIAgent):
+        return CommandOutcome(f"/{command.name} is not available with this gateway's agent.")
     reply = chat_commands.dispatch(agent, command.line)
     return CommandOutcome(reply.text, rerun=reply.rerun)

@@ -7,6 +7,11 @@ HTTP API in turn gives the core its run registry (``RunRegistry``): any gateway 
 store may claim a queued API run, so every gateway attaches the HTTP room at start-up
 (``attach_rooms``), whether or not it serves the API itself.
 
+The core drives each conversation's agent through ``ConversationAgent``: the members
+the turn runner (``work.py``), the lanes and the conversation commands use, and no
+more. ``AgentFactory`` makes one; ``hermes.agent.AIAgent`` is the one the gateway builds,
+and satisfies it by its shape.
+
 The core imports none of its rooms: they are named here, as the platform adapters are
 named in ``adapters.ADAPTERS``, and each registers what it serves through
 ``attach(host)``. ``tests/gateway/test_layers.py`` keeps it so.
@@ -15,22 +20,93 @@ named in ``adapters.ADAPTERS``, and each registers what it serves through
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from hermes.agent import AIAgent
+    from hermes.agent.binding import ConversationBinding
+    from hermes.agent.model.protocol import Model
+    from hermes.agent.turn_options import TurnOptions
+    from hermes.agent.turn_result import TurnResult
     from hermes.config import Config
     from hermes.gateway.commands import Command
     from hermes.gateway.envelopes import IncomingMessage, Origin, WorkResult
     from hermes.gateway.lanes import ResultSink, WorkItem
     from hermes.gateway.routing import Router
     from hermes.gateway.settings import ApiServerSettings
+    from hermes.state.context.message import Message
     from hermes.state.store import SessionDB
+    from hermes.state.usage import TokenUsage
+    from hermes.tools.registry import ToolRegistry
 
 # The rooms every gateway attaches at start-up: modules with an ``attach(host)``.
 ROOMS = ("hermes.gateway.http.room",)
+
+
+class ConversationAgent(Protocol):
+    """What the gateway asks of a conversation's agent (worker threads, one turn at a
+    time): run a turn, settle what a turn left, follow the store, be stopped."""
+
+    model: str
+
+    @property
+    def session_id(self) -> str | None:
+        """The segment the agent writes to now (the tip, after a rotation)."""
+
+    @property
+    def binding(self) -> ConversationBinding:
+        """Its conversation in the store (the caller may hold its turn lock)."""
+
+    @property
+    def client(self) -> Model:
+        """Its model client (closed when the agent is let go)."""
+
+    @property
+    def turn_user_uid(self) -> str | None:
+        """The user message the running or last turn stored, if any."""
+
+    def run(
+        self,
+        user_message: Any,
+        *,
+        conversation_history: Sequence[Mapping[str, Any]] | None = None,
+        tool_results: list[dict[str, Any]] | None = None,
+        answer_uid: str | None = None,
+        user_uid: str | None = None,
+        resume: bool = False,
+        options: TurnOptions | None = None,
+    ) -> TurnResult:
+        """One turn to its answer (``resume``: answer the stored history as it is)."""
+
+    @property
+    def registry(self) -> ToolRegistry:
+        """Every tool it can run (a cut turn's calls to them were its own)."""
+
+    def load_history(self, read: Any = None, *, awaiting: Collection[str] = ()) -> list[Message]:
+        """The tip's messages (closing a dead turn's open tool calls, once)."""
+
+    def persist(self, *messages: Message, token_usage: TokenUsage | None = None) -> None:
+        """Store messages now."""
+
+    def ensure_session(self) -> None:
+        """Create its conversation in the store if it has none yet."""
+
+    def forget_turn_user_message(self) -> None:
+        """No turn has stored a user message yet (one is about to run)."""
+
+    def forget_cache(self) -> None:
+        """Reload the history from the store next turn."""
+
+    def close_conversation(self) -> None:
+        """End the stored conversation for its context engine (``/new``)."""
+
+    def interrupt(self) -> None:
+        """Stop the running turn at the next safe point."""
+
+
+AgentFactory = Callable[..., ConversationAgent]
 
 
 class AdapterHost(Protocol):

@@ -25,10 +25,11 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from hermes.gateway.envelopes import Origin, WorkResult
 from hermes.gateway.errors import GatewayClosed
+from hermes.gateway.queued_turn import QueuedTurn
 from hermes.gateway.turn_gate import TurnGate, TurnHold
 
 if TYPE_CHECKING:
@@ -91,6 +92,12 @@ class ResultSink:
         self.deltas.put_nowait(self.DONE)
 
 
+class Interruptible(Protocol):
+    """A running turn's agent, as a lane sees it: something to stop."""
+
+    def interrupt(self) -> None: ...
+
+
 @dataclass(eq=False)
 class WorkItem:
     """One thing to do in a conversation, in arrival order."""
@@ -101,7 +108,7 @@ class WorkItem:
     conversation_id: str
     origin: Origin | None = None
     history: list[dict[str, Any]] | None = None  # seeds a new conversation (HTTP API)
-    options: dict[str, Any] | None = None  # an API caller's model, instructions, sampling
+    asked: QueuedTurn = field(default_factory=QueuedTurn)  # what its caller chose
     process_id: str | None = None  # for EVENT: the background process that finished
     seq: tuple[int, int] = field(default_factory=lambda: (time.time_ns(), next(_sequence)))
     queue_id: int | None = None  # its row in gateway_queue while it waits
@@ -116,7 +123,7 @@ class WorkItem:
             "conversation_id": self.conversation_id,
             "origin": self.origin.to_dict() if self.origin else None,
             "history": self.history,
-            "options": self.options,
+            "options": self.asked.to_json(),
             "process_id": self.process_id,
             "seq": list(self.seq),
         }
@@ -132,7 +139,7 @@ class WorkItem:
             conversation_id=data["conversation_id"],
             origin=Origin.from_dict(data["origin"]) if data.get("origin") else None,
             history=data.get("history"),
-            options=data.get("options"),
+            asked=QueuedTurn.from_json(data.get("options")),
             process_id=data.get("process_id"),
             seq=(int(seq[0]), int(seq[1])),
             queue_id=int(row["id"]),
@@ -146,7 +153,7 @@ class Lane:
     conversation_id: str
     items: deque[WorkItem] = field(default_factory=deque)
     running: WorkItem | None = None
-    agent: Any = None  # the agent running ``running`` (set from the worker thread)
+    agent: Interruptible | None = None  # the agent running ``running`` (worker thread)
     task: asyncio.Task[None] | None = None
     stopping: asyncio.Task[None] | None = None
     elsewhere: bool = False  # its head waits while another gateway runs a turn of it

@@ -32,6 +32,7 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -40,7 +41,7 @@ from hermes.gateway import adapters as adapter_registry
 from hermes.gateway import commands
 from hermes.gateway.access import AccessControl
 from hermes.gateway.adapters.base import Adapter, ChatAdapter
-from hermes.gateway.core import ApiHost, RunRegistry, attach_rooms
+from hermes.gateway.core import AgentFactory, ApiHost, RunRegistry, attach_rooms
 from hermes.gateway.envelopes import IncomingMessage, Origin, WorkResult
 from hermes.gateway.errors import GatewayClosed, GatewayError
 from hermes.gateway.lanes import (
@@ -66,7 +67,7 @@ from hermes.gateway.settings import (
     platforms_from_config,
 )
 from hermes.gateway.turn_gate import TurnGate
-from hermes.gateway.work import AgentFactory, TurnRunner, undo_turn
+from hermes.gateway.work import TurnRunner, undo_turn
 from hermes.redaction import register
 from hermes.tools import drain_events, workspaces
 from hermes.tools.processes import events
@@ -588,7 +589,7 @@ class GatewayRunner:
             result.interrupted
             and self.closing
             and item.kind == MESSAGE
-            and not (item.options or {}).get("tool_results")  # stored already: not again
+            and not item.asked.tool_results  # stored already: not again
         )
         if shut_down and await self._keep_for_restart(item, result):
             if item.sink is not None:
@@ -613,9 +614,7 @@ class GatewayRunner:
                 item.history = None  # the seeded history is stored already
             # The question is stored again after the restart, under a new uid (the
             # undone row keeps the one its client's retries were told of).
-            item.options = {
-                k: v for k, v in (item.options or {}).items() if k not in ("user_uid", "retried")
-            }
+            item.asked = replace(item.asked, user_uid=None, retried=False)
             item.turn = None
             item.queue_id = self.queue.save(item)
 

@@ -20,17 +20,17 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from hermes.agent import transcript
 from hermes.agent.errors import AgentError, ContextLengthError, ModelError, ToolResultsError
-from hermes.agent.model.client import SAMPLING_KEYS
 from hermes.agent.turn_holding import held_by_caller
 from hermes.agent.turn_options import TurnOptions
 from hermes.agent.turn_result import TurnResult
 from hermes.gateway import commands
+from hermes.gateway.core import AgentFactory, ConversationAgent
 from hermes.gateway.envelopes import WorkResult
 from hermes.gateway.hooks import TEXT_LIMIT, HookRegistry, step_context, turn_context
 from hermes.gateway.lanes import COMMAND, EVENT, MESSAGE, RESUME, Lane, ResultSink, WorkItem
@@ -46,7 +46,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-AgentFactory = Callable[..., Any]
 # (session key, conversation id, event kind, event data), from any thread.
 EventSink = Callable[[str, str, str, dict[str, Any]], None]
 
@@ -78,7 +77,7 @@ class TurnRunner:
         self.make_agent = make_agent
         self.max_agents = max_agents
         self.on_agent_event = on_agent_event
-        self._agents: OrderedDict[str, Any] = OrderedDict()
+        self._agents: OrderedDict[str, ConversationAgent] = OrderedDict()
         self._agents_lock = threading.Lock()
 
     def run(self, item: WorkItem, lane: Lane) -> WorkResult:
@@ -102,7 +101,7 @@ class TurnRunner:
         result = WorkResult(conversation_id=item.conversation_id)
         try:
             if item.turn is not None:  # this gateway holds the turn lock for the item
-                with held_by_caller(agent):
+                with held_by_caller(agent.binding):
                     self._answer(item, agent, result)
                     self._close_unanswered(item, agent, result)
             else:
@@ -114,7 +113,7 @@ class TurnRunner:
     def run_unstored(self, item: WorkItem) -> WorkResult:
         """A turn that keeps nothing (the Responses API's ``store: false``): a fresh agent
         without the store, its whole context in ``item.history``, no lane, no route."""
-        side = bool((item.options or {}).get("side_request"))  # a chat UI's title and such
+        side = item.asked.side_request  # a chat UI's title and such
         agent = self.make_agent(
             session_db=None,
             persist_session=False,
@@ -127,7 +126,7 @@ class TurnRunner:
             self._answer(item, agent, result)
         finally:
             _close(agent)
-        result.model = (item.options or {}).get("model") or agent.model
+        result.model = item.asked.model or agent.model
         return result
 
     def forget_history(self, conversation_id: str) -> None:
@@ -184,7 +183,7 @@ class TurnRunner:
             return True
         return False
 
-    def _answer(self, item: WorkItem, agent: Any, result: WorkResult) -> None:
+    def _answer(self, item: WorkItem, agent: ConversationAgent, result: WorkResult) -> None:
         """Run the item; a failure becomes the result's sentence for the user."""
         agent.forget_turn_user_message()  # set by this item's turn, if it stores a question
         try:
@@ -203,7 +202,9 @@ class TurnRunner:
             result.error = "hermes failed while answering (the gateway log has the details)"
             log.exception("turn in %s failed", item.conversation_id)
 
-    def _close_unanswered(self, item: WorkItem, agent: Any, result: WorkResult) -> None:
+    def _close_unanswered(
+        self, item: WorkItem, agent: ConversationAgent, result: WorkResult
+    ) -> None:
         """Leave no question without an answer in the store: a failed turn's rows are
         marked undone (its user saw an error, not an answer), a stopped turn stores the
         note its user saw, a cut turn that could not be answered says so."""
@@ -218,7 +219,7 @@ class TurnRunner:
         except (AgentError, StateError) as exc:
             log.error("could not close the unanswered turn of %s: %s", item.conversation_id, exc)
 
-    def _resume(self, item: WorkItem, agent: Any, result: WorkResult) -> None:
+    def _resume(self, item: WorkItem, agent: ConversationAgent, result: WorkResult) -> None:
         """A turn a crash cut off: answered once from the stored history (its tools'
         results say they were interrupted), or its user told to ask again."""
         own_tools = agent.registry.names()
@@ -237,22 +238,25 @@ class TurnRunner:
         agent.persist(transcript.new_message("assistant", INTERRUPTED_NOTICE))
         result.text = INTERRUPTED_NOTICE
 
-    def _finish_earlier_try(self, item: WorkItem, agent: Any, result: WorkResult) -> bool:
+    def _finish_earlier_try(
+        self, item: WorkItem, agent: ConversationAgent, result: WorkResult
+    ) -> bool:
         """A retry that took over the request of a gateway that died (``retries``):
         the earlier try's answer when the store has it (its own, or the one a restart
         gave its cut turn), else its stored question answered now; False when its
         question was never stored (the turn runs as new)."""
-        options = item.options or {}
-        asked = self.db.find_message(str(options.get("user_uid")))
-        if asked is None or asked["undone"]:
+        question = self.db.find_message(str(item.asked.user_uid))
+        if question is None or question["undone"]:
             return False
-        segment = self.db.get_session(asked["session_id"]) or {}
+        segment = self.db.get_session(question["session_id"]) or {}
         rows = [
             m
             for m in self.db.get_conversation_messages(segment.get("conversation_id") or "")
             if not m["undone"] and not m["compacted"]
         ]
-        at = next((i for i, m in enumerate(rows) if m["message_uid"] == asked["message_uid"]), -1)
+        at = next(
+            (i for i, m in enumerate(rows) if m["message_uid"] == question["message_uid"]), -1
+        )
         if at < 0:
             return False
         answer = next(
@@ -265,23 +269,23 @@ class TurnRunner:
             return True
         log.info("a retry answers the question its earlier try stored in %s", item.conversation_id)
         out = agent.run(
-            None, resume=True, answer_uid=options.get("answer_uid"), options=turn_options(item)
+            None, resume=True, answer_uid=item.asked.answer_uid, options=turn_options(item)
         )
         result.text = out.answer or ""
         result.interrupted = out.interrupted
-        result.user_message_uid = asked["message_uid"]
+        result.user_message_uid = question["message_uid"]
         result.prompt_tokens = out.prompt_tokens
         result.completion_tokens = out.completion_tokens
         return True
 
-    def _run_item(self, item: WorkItem, agent: Any, result: WorkResult) -> None:
+    def _run_item(self, item: WorkItem, agent: ConversationAgent, result: WorkResult) -> None:
         if item.kind == RESUME:
             self._resume(item, agent, result)
             return
-        options = item.options or {}
-        if options.get("retried") and self._finish_earlier_try(item, agent, result):
+        asked = item.asked
+        if asked.retried and self._finish_earlier_try(item, agent, result):
             return
-        words = item.text
+        words: str | list[dict[str, Any]] = item.text
         if item.kind == COMMAND:
             command = commands.parse(item.text)
             if command is not None and self.hooks is not None:
@@ -292,21 +296,21 @@ class TurnRunner:
                 outcome = commands.run(command, agent)
             if outcome.rerun is None:
                 result.text = outcome.text
-                if (item.options or {}).get("keep_exchange"):
+                if asked.keep_exchange:
                     _keep_exchange(agent, item, outcome.text)
                 return
             words = outcome.rerun  # /retry: the undone message, answered again
-        if item.kind != COMMAND and options.get("content_parts"):
-            words = options["content_parts"]  # text with images: sent and stored as parts
+        if item.kind != COMMAND and asked.content_parts:
+            words = [dict(part) for part in asked.content_parts]  # text with images: as parts
         self._hook_turn("agent:start", item, agent, words)
         out = agent.run(
             words or None,
             conversation_history=item.history,
-            tool_results=options.get("tool_results"),
+            tool_results=_listed(asked.tool_results),
             # The Responses API names the answer ahead: its id is known before it exists.
-            answer_uid=options.get("answer_uid"),
+            answer_uid=asked.answer_uid,
             # A request its client may retry names its question ahead, too (retries.py).
-            user_uid=options.get("user_uid") if item.kind == MESSAGE else None,
+            user_uid=asked.user_uid if item.kind == MESSAGE else None,
             options=self._told_to_step_hooks(turn_options(item), item, agent),
         )
         result.text = _shown_answer(out, words)
@@ -317,7 +321,9 @@ class TurnRunner:
         result.completion_tokens = out.completion_tokens
         self._hook_turn("agent:end", item, agent, words, response=result.text or "")
 
-    def _hook_turn(self, event: str, item: WorkItem, agent: Any, words: Any, **more: str) -> None:
+    def _hook_turn(
+        self, event: str, item: WorkItem, agent: ConversationAgent, words: Any, **more: str
+    ) -> None:
         """Tell the gateway hooks a turn starts or ends (a new conversation's first turn
         is a session start too); they run in the background, never holding it up."""
         hooks = self.hooks
@@ -331,7 +337,9 @@ class TurnRunner:
             context[key] = value[:TEXT_LIMIT]
         hooks.emit(event, context)
 
-    def _told_to_step_hooks(self, options: TurnOptions, item: WorkItem, agent: Any) -> TurnOptions:
+    def _told_to_step_hooks(
+        self, options: TurnOptions, item: WorkItem, agent: ConversationAgent
+    ) -> TurnOptions:
         """The turn's options, its steps (model requests) told to the ``agent:step`` hooks
         besides whoever follows the turn."""
         hooks = self.hooks
@@ -347,13 +355,15 @@ class TurnRunner:
 
         return replace(options, event_callback=on_event)
 
-    def _is_new(self, agent: Any) -> bool:
+    def _is_new(self, agent: ConversationAgent) -> bool:
         segment = self.db.get_session(agent.session_id) if agent.session_id else None
         return segment is None or (
             not segment.get("message_count") and not segment.get("parent_session_id")
         )
 
-    def _settle_route(self, item: WorkItem, agent: Any, platform: str, result: WorkResult) -> None:
+    def _settle_route(
+        self, item: WorkItem, agent: ConversationAgent, platform: str, result: WorkResult
+    ) -> None:
         """Move the key's route to where the agent now writes, before anything else runs."""
         try:
             self.router.after_turn(
@@ -362,9 +372,9 @@ class TurnRunner:
         except StateError as exc:
             log.error("could not update the route of %s: %s", item.key, exc)
         result.session_id = agent.session_id
-        result.model = (item.options or {}).get("model") or agent.model
+        result.model = item.asked.model or agent.model
 
-    def _agent(self, item: WorkItem, platform: str) -> Any:
+    def _agent(self, item: WorkItem, platform: str) -> ConversationAgent:
         """The conversation's agent, on its tip (a kept agent follows the tip itself when
         its turn starts, so only a new one needs the lookup)."""
         with self._agents_lock:
@@ -375,7 +385,7 @@ class TurnRunner:
             agent = self._new_agent(item, platform, self.router.tip(item.conversation_id))
         return agent
 
-    def _new_agent(self, item: WorkItem, platform: str, tip: str) -> Any:
+    def _new_agent(self, item: WorkItem, platform: str, tip: str) -> ConversationAgent:
         segment = self.db.get_session(tip) or {}
         origin = item.origin
         key, conversation = item.key, item.conversation_id
@@ -405,13 +415,11 @@ class TurnRunner:
         return agent
 
 
-def _close(agent: Any) -> None:
-    client = getattr(agent, "client", None)
-    if client is not None and hasattr(client, "close"):
-        try:
-            client.close()
-        except Exception:  # closing a pool must never break the gateway
-            log.debug("closing an agent's client failed", exc_info=True)
+def _close(agent: ConversationAgent) -> None:
+    try:
+        agent.client.close()
+    except Exception:  # closing a pool must never break the gateway
+        log.debug("closing an agent's client failed", exc_info=True)
 
 
 def _endpoint_failed(exc: AgentError) -> bool:
@@ -424,32 +432,33 @@ def turn_options(item: WorkItem) -> TurnOptions:
     sink that follows it (streamed text, tool events, a run's approvals and steering).
     They travel with the turn, never set on the kept agent, so what one caller asked
     never reaches another's turn."""
-    options = item.options or {}
-    sink = item.sink
+    asked, sink = item.asked, item.sink
     return TurnOptions(
-        model=options.get("model") or None,
-        instructions=options.get("instructions"),
-        client_tools=tuple(options.get("client_tools") or ()),
-        sampling={k: options[k] for k in SAMPLING_KEYS if k in options},
+        model=asked.model,
+        instructions=asked.instructions,
+        client_tools=asked.client_tools,
+        sampling=asked.sampling,
         stream_callback=sink.on_delta if sink is not None and sink.stream else None,
         event_callback=sink.on_event if sink is not None and sink.events else None,
         # Someone follows this turn (an API run): risky commands wait for their answer.
         approve=sink.approve if sink is not None else None,
         steering=sink.steering if sink is not None and sink.approve is not None else None,
-        keep_partial_answer=bool(options.get("keep_partial_answer")),
+        keep_partial_answer=asked.keep_partial_answer,
         sent_chars=_sent_chars(sink) if sink is not None and sink.stream else None,
     )
 
 
-def _keep_exchange(agent: Any, item: WorkItem, answer: str) -> None:
+def _keep_exchange(agent: ConversationAgent, item: WorkItem, answer: str) -> None:
     """Store a command and its answer as chat: a client that sends the whole history
     shows them as messages, and its next request must find them in the conversation."""
     agent.ensure_session()
     user = transcript.new_message("user", item.text)
-    agent.persist(*(item.history or []), user, transcript.new_message("assistant", answer))
+    # A caller's history, shaped as messages by the HTTP room before it was queued.
+    history = cast(list[Message], item.history or [])
+    agent.persist(*history, user, transcript.new_message("assistant", answer))
 
 
-def _shown_answer(out: TurnResult, words: str) -> str:
+def _shown_answer(out: TurnResult, words: object) -> str:
     """The turn's answer as a streaming client sees it: the text the model wrote beside
     its tool calls, then the final answer (every client is sent the same)."""
     final = out.answer or ""
@@ -472,7 +481,7 @@ def _shown_answer(out: TurnResult, words: str) -> str:
     return shown_answer(before, final) if any(before) else final
 
 
-def _user_message_uid(messages: Sequence[Message], words: str) -> str | None:
+def _user_message_uid(messages: Sequence[Message], words: object) -> str | None:
     """The uid of the turn's own user message (the last user message with its words)."""
     for message in reversed(messages):
         if message.get("role") == "user" and message.get("content") == words:
@@ -490,6 +499,10 @@ def undo_turn(db: SessionDB, conversation_id: str, user_message_uid: str) -> int
         return 0
     db.mark_undone(conversation_id, [m["id"] for m in rows[start:]])
     return len(rows) - start
+
+
+def _listed(parts: tuple[Mapping[str, Any], ...] | None) -> list[dict[str, Any]] | None:
+    return None if parts is None else [dict(part) for part in parts]
 
 
 def _sent_chars(sink: ResultSink) -> Callable[[], int]:

@@ -155,7 +155,7 @@ def test_processes_racing_to_claim_never_share_a_row(db: SessionDB, store: Store
 def test_rows_from_before_migration_5_are_released(store: StoreSpec) -> None:
     migrations_4 = _backend(store)
     try:
-        from hermes.state import migrations
+        from hermes.state.schema import migrations
 
         migrations.apply(migrations_4, _schema(store)[:4])
         migrations_4.transact(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from hermes.state import SessionDB
-from hermes.state.schema_hermes_agent import _MESSAGE_COLUMNS, _SESSION_COLUMNS
+from hermes.state.schema.hermes_agent import _MESSAGE_COLUMNS, _SESSION_COLUMNS
 from hermes.state.sqlite.schema import MIGRATIONS
 from tests.state.helpers import StoreSpec
 

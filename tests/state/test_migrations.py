@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from hermes.state import SessionDB, StateError, migrations
-from hermes.state.migrations import Migration
+from hermes.state import SessionDB, StateError
 from hermes.state.postgres import schema as schema_postgres
+from hermes.state.schema import migrations
+from hermes.state.schema.migrations import Migration
 from hermes.state.sqlite import schema as schema_sqlite
 
 from .helpers import StoreSpec, raw_all

@@ -21,7 +21,7 @@ from hermes.state import (
     StoreBusyError,
     StoreUnavailableError,
 )
-from hermes.state.migrations import VERSION_TABLE
+from hermes.state.schema.migrations import VERSION_TABLE
 
 from . import workers
 from .helpers import StoreSpec, chain, rotate

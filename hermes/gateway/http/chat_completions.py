@@ -40,6 +40,7 @@ from hermes.gateway.http.request_options import RequestProblem, turn_options
 from hermes.gateway.http.request_shape import shape_problem
 from hermes.gateway.http.side_requests import side_request_kind
 from hermes.gateway.lanes import COMMAND, MESSAGE, ResultSink, WorkItem
+from hermes.gateway.queued_turn import QueuedTurn
 from hermes.gateway.settings import API_SERVER
 from hermes.state.history import shown_answer
 
@@ -210,7 +211,7 @@ class ChatCompletions:
             conversation_id="",
             origin=Origin(platform=API_SERVER, chat_id="", user_id=caller.user_id()),
             history=history or None,
-            options={**kept, "side_request": True},
+            asked=QueuedTurn.from_json({**kept, "side_request": True}),
             sink=ResultSink(),
         )
         try:
@@ -250,7 +251,7 @@ class ChatCompletions:
             conversation_id=conversation,
             origin=Origin(platform=API_SERVER, chat_id=conversation, user_id=caller.user_id()),
             history=history if created and history else None,
-            options=options,
+            asked=QueuedTurn.from_json(options),
             sink=sink,
         )
         await self.host.submit(item)

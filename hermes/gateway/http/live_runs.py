@@ -261,7 +261,7 @@ class Runs:
     async def begin(self, item: WorkItem) -> ActiveRun | bool:
         """False: not a run. True: a run stopped before it started (recorded here).
         Else the run now starting, its sink on ``item``."""
-        run_id = (item.options or {}).get("run_id")
+        run_id = item.asked.run_id
         if not run_id:
             return False
         recorder = _Recorder(self.store, str(run_id))

@@ -35,7 +35,7 @@ import json
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from aiohttp import web
@@ -64,6 +64,7 @@ from hermes.gateway.http.responses_request import (
     read_request,
 )
 from hermes.gateway.lanes import MESSAGE, ResultSink, WorkItem
+from hermes.gateway.queued_turn import QueuedTurn
 from hermes.gateway.settings import API_SERVER, api_hidden_sources
 from hermes.state.history import EMPTY_ANSWER_NOTE
 from hermes.state.segments import new_message_uid
@@ -227,7 +228,7 @@ class _ResponsesApi:
                 target = await self._target(request, asked, session)
             item = self._item(asked, draft, sink, target.key, target.conversation, target.history)
             if attempt is not None:
-                item.options = {**(item.options or {}), **attempt.options()}
+                item.asked = replace(item.asked, **attempt.options())
             draft.conversation = target.conversation
             await self.host.submit(item)
         headers = {
@@ -322,11 +323,13 @@ class _ResponsesApi:
             conversation_id=conversation,
             origin=Origin(platform=API_SERVER, chat_id=conversation, user_id=caller.user_id()),
             history=history,
-            options={
-                **asked.options,
-                "answer_uid": draft.answer_uid,
-                "keep_partial_answer": asked.stream,  # if the client stops reading
-            },
+            asked=QueuedTurn.from_json(
+                {
+                    **asked.options,
+                    "answer_uid": draft.answer_uid,
+                    "keep_partial_answer": asked.stream,  # if the client stops reading
+                }
+            ),
             sink=sink,
         )
 

@@ -39,6 +39,7 @@ from hermes.gateway.http.conversations import ApiConversations
 from hermes.gateway.http.request_options import RequestProblem, turn_options
 from hermes.gateway.http.responses_request import RESPONSE_PREFIX, previous_not_found
 from hermes.gateway.lanes import MESSAGE, WorkItem
+from hermes.gateway.queued_turn import QueuedTurn
 from hermes.gateway.settings import API_SERVER, api_hidden_sources
 from hermes.state.gateway.api_runs import TERMINAL, RunStore
 
@@ -135,7 +136,7 @@ class _RunsApi:
             conversation_id=conversation,
             origin=Origin(platform=API_SERVER, chat_id=conversation, user_id=caller.user_id()),
             history=history if created and history else None,
-            options=options,
+            asked=QueuedTurn.from_json(options),
         )
         # The run and its queued input are one transaction: a crash at any moment
         # leaves both (the next gateway to start answers it) or neither.

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
 
 from hermes.redaction import redact, register
-from hermes.state import diagnose, migrations
+from hermes.state import diagnose
 from hermes.state.backend import Backend, MessageRow, Row, SearchHit
 from hermes.state.errors import (
     ReadOnlyStoreError,
@@ -37,6 +37,7 @@ from hermes.state.errors import (
 )
 from hermes.state.patience import Backoff, retry_until
 from hermes.state.postgres.schema import FTS_TEXT_LIMIT, MIGRATIONS, fts_document
+from hermes.state.schema import migrations
 from hermes.state.search import has_cjk, split_prefix
 
 try:

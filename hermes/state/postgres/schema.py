@@ -29,8 +29,8 @@ indexes, so an insert maintains it in the same transaction and a delete removes 
 
 from __future__ import annotations
 
-from hermes.state import schema_hermes_agent
-from hermes.state.migrations import Migration
+from hermes.state.schema import hermes_agent as schema_hermes_agent
+from hermes.state.schema.migrations import Migration
 
 FTS_TEXT_LIMIT = 200_000
 

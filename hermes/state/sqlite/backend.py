@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from hermes.state import diagnose, migrations
+from hermes.state import diagnose
 from hermes.state.backend import Backend, MessageRow, Row, SearchHit
 from hermes.state.errors import (
     CorruptStoreError,
@@ -30,6 +30,7 @@ from hermes.state.errors import (
     StoreUnavailableError,
 )
 from hermes.state.patience import Backoff, retry_until
+from hermes.state.schema import migrations
 from hermes.state.search import fts5_match, phrase_match, searchable_text, spaced_cjk
 from hermes.state.sqlite.group_commit import WriteQueue
 from hermes.state.sqlite.schema import MIGRATIONS

@@ -9,9 +9,9 @@ Rows are never deleted by compression; only deleting a whole conversation remove
 
 from __future__ import annotations
 
-from hermes.state import schema_hermes_agent
 from hermes.state.backend import Tx
-from hermes.state.migrations import Migration
+from hermes.state.schema import hermes_agent as schema_hermes_agent
+from hermes.state.schema.migrations import Migration
 
 
 def _fold_pending_table(tx: Tx) -> None:
