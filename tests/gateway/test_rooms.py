@@ -12,6 +12,7 @@ from pathlib import Path
 
 from hermes.gateway.envelopes import Origin
 from hermes.gateway.lanes import MESSAGE, WorkItem
+from hermes.gateway.queued_turn import QueuedTurn
 from hermes.gateway.routing import Router
 from hermes.gateway.settings import API_SERVER
 from hermes.state import SessionDB
@@ -32,7 +33,7 @@ def _queue_a_released_run(db: SessionDB, run_id: str, question: str) -> str:
         key=key,
         conversation_id=conversation,
         origin=Origin(platform=API_SERVER, chat_id=conversation),
-        options={"model": "fake-model", "run_id": run_id},
+        asked=QueuedTurn(model="fake-model", run_id=run_id),
     )
     RunStore(db.gateway.backend).create(
         run_id,
