@@ -247,7 +247,8 @@ def url_given_by(exc: StateError, where: str) -> StateError:
 
 
 def writers_of_a_gone_file(path: Path) -> list[int]:
-    """Processes that hold a deleted or replaced copy of the database at ``path`` open.
+    """Processes that hold a deleted or replaced copy of the database at ``path`` (or a
+    deleted -wal of it) open.
 
     SQLite writes an unlinked file as if nothing happened; what such a process stores
     after the swap is lost when it exits. Reads ``/proc`` (Linux; elsewhere: none found),
@@ -283,8 +284,8 @@ def _open_files(process: Path) -> list[Path]:
 def _is_gone_copy(fd: Path, target: str, current: tuple[int, int] | None) -> bool:
     try:
         link = os.readlink(fd)
-        if link == f"{target} (deleted)":
-            return True
+        if link in (f"{target} (deleted)", f"{target}-wal (deleted)"):
+            return True  # the file, or the log its commits go to
         if link != target:
             return False
         opened = os.stat(fd)  # the open file itself, not what the path names now

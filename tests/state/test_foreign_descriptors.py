@@ -15,12 +15,14 @@ import os
 import subprocess
 import sys
 import textwrap
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from hermes.state import SessionDB
+from hermes.state.errors import StoreReplacedError
 
 ROUND = 20
 
@@ -95,9 +97,48 @@ def survive(path: Path, touch: Callable[[], object]) -> None:
     assert count_elsewhere(path) == 2 * ROUND + 1, "appends lost once every process exited"
 
 
+# -- the rule, checked at run time --------------------------------------------------
+#
+# SQLite opens its files in C, unseen by Python's audit hooks; every descriptor that
+# Python code opens raises the "open" audit event. So any "open" event naming the
+# store, its -wal or its -shm breaks the rule, wherever in hermes it came from.
+
+_watched: set[str] = set()
+_breaches: list[str] = []
+
+
+def _audit(event: str, args: tuple[object, ...]) -> None:
+    if event != "open" or not _watched or not args:
+        return
+    name, flags = args[0], args[2] if len(args) > 2 else 0
+    if isinstance(flags, int) and flags & os.O_CREAT and flags & os.O_EXCL:
+        return  # made by this very call: no connection can hold a lock on it yet
+
+    if isinstance(name, bytes):
+        name = os.fsdecode(name)
+    if isinstance(name, str | os.PathLike):
+        found = os.path.realpath(os.fspath(name))
+        if found in _watched:
+            _breaches.append(found)
+
+
+sys.addaudithook(_audit)  # a hook cannot be removed: it does nothing unless watching
+
+
 @pytest.fixture
-def path(tmp_path: Path) -> Path:
-    return tmp_path / "state.db"
+def path(isolated_home: Path) -> Iterator[Path]:
+    """The home's store (the facades and commands find it there), watched: nothing in
+    this process may open it, or its -wal or -shm, outside SQLite."""
+    store = isolated_home / "state.db"
+    real = os.path.realpath(store)
+    names = {real, f"{real}-wal", f"{real}-shm"}
+    _watched.update(names)
+    _breaches.clear()
+    try:
+        yield store
+    finally:
+        _watched.difference_update(names)
+    assert not _breaches, f"opened outside SQLite: {sorted(set(_breaches))}"
 
 
 def test_a_read_only_handle_kept_open_loses_nothing(path: Path) -> None:
@@ -125,3 +166,69 @@ def test_asking_whether_it_is_hermes_agents_store_loses_nothing(path: Path) -> N
     from hermes.state.store import is_hermes_agent_store
 
     survive(path, lambda: is_hermes_agent_store(path))
+
+
+def test_the_cron_jobs_facade_loses_nothing(path: Path) -> None:
+    from cron.jobs import create_job, list_jobs
+
+    def tasks_panel() -> None:
+        create_job(prompt="check the weather", schedule="0 9 * * *", name="weather")
+        assert [job["name"] for job in list_jobs()] == ["weather"]
+
+    survive(path, tasks_panel)
+
+
+def test_the_process_registry_facade_loses_nothing(path: Path, isolated_home: Path) -> None:
+    from tools.process_registry import process_registry
+
+    from hermes.tools.processes import events
+
+    def drain() -> None:
+        # A completion event of conversation s1: the queue asks the store whether a
+        # gateway serves s1 (a read-only handle) before handing the event out.
+        event = events.CompletionEvent("proc_1", "s1", "true", 0, "", time.time())
+        events.spool_event(isolated_home, event)
+        assert process_registry.completion_queue.get_nowait()["session_id"] == "proc_1"
+
+    survive(path, drain)
+
+
+def test_the_import_dry_run_loses_nothing(path: Path) -> None:
+    from hermes.cli.main import main
+
+    survive(path, lambda: main(["import", "hermes-agent", str(path), "--dry-run"]))
+
+
+def test_doctor_loses_nothing(path: Path) -> None:
+    from hermes.cli.main import main
+
+    survive(path, lambda: main(["doctor", "--offline"]))
+
+
+def test_hermes_agents_session_db_opened_beside_a_writer_loses_nothing(path: Path) -> None:
+    import hermes_state
+
+    def a_tool() -> None:  # as a plugin's tool opens it inside a gateway: by default
+        for read_only in (False, True):
+            other = hermes_state.SessionDB(read_only=read_only)
+            assert other.get_session("s1") is not None
+            other.close()
+
+    survive(path, a_tool)
+
+
+# -- the rest of the class: what cannot be prevented is said -------------------------
+
+
+def test_a_wal_deleted_by_hand_takes_no_more_writes(path: Path) -> None:
+    db = SessionDB(db_path=path)
+    db.create_session("s1", source="cli")
+    db.append_message("s1", role="user", content="kept")
+    Path(f"{path}-wal").unlink()
+    assert not db.in_place()
+    with pytest.raises(StoreReplacedError, match="-wal"):
+        db.append_message("s1", role="user", content="would be lost")
+    db.close()
+    with SessionDB(db_path=path) as again:  # a store opened afterwards writes the file
+        again.append_message("s1", role="user", content="stored")
+    assert count_elsewhere(path) >= 1
