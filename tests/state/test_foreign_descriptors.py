@@ -12,9 +12,11 @@ store, and then counts from a fresh process: every acknowledged append must be t
 from __future__ import annotations
 
 import os
+import sqlite3
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -22,9 +24,10 @@ from pathlib import Path
 import pytest
 
 from hermes.state import SessionDB
-from hermes.state.errors import StoreReplacedError
+from hermes.state.errors import StateError, StoreReplacedError
 
 ROUND = 20
+_open_handles: list[SessionDB] = []  # the writer of the running reproduction
 
 
 def _python(code: str, env: dict[str, str] | None = None) -> str:
@@ -82,6 +85,7 @@ def store_descriptors(path: Path) -> list[str]:
 def survive(path: Path, touch: Callable[[], object]) -> None:
     """The reproduction of issue 53, with ``touch`` as the in-process helper."""
     writer = SessionDB(db_path=path)
+    _open_handles[:] = [writer]
     writer.create_session("s1", source="cli")
     for i in range(ROUND):
         writer.append_message("s1", role="user", content=f"m{i}")
@@ -218,6 +222,63 @@ def test_hermes_agents_session_db_opened_beside_a_writer_loses_nothing(path: Pat
 
 
 # -- the rest of the class: what cannot be prevented is said -------------------------
+
+
+def test_handles_opened_and_closed_in_another_thread_lose_nothing(path: Path) -> None:
+    def in_a_thread() -> None:
+        def work() -> None:
+            for read_only in (False, True):
+                other = SessionDB(db_path=path, read_only=read_only)
+                other.get_session("s1")
+                other.close()
+
+        thread = threading.Thread(target=work)
+        thread.start()
+        thread.join(60)
+
+    survive(path, in_a_thread)
+
+
+def test_a_child_forked_after_open_loses_nothing(path: Path) -> None:
+    def fork() -> None:
+        # The child inherits the open connection, is refused it, closes it and exits:
+        # its closes must not drop the parent's locks (POSIX locks are per process).
+        child = os.fork()
+        if child == 0:
+            code = 0
+            try:
+                inherited = next(iter(_open_handles))
+                try:
+                    inherited.get_session("s1")
+                    code = 3  # the store must refuse a handle used across fork()
+                except StateError:
+                    pass
+                inherited.close()
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(child, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+
+    survive(path, fork)
+
+
+def test_vacuum_into_beside_a_writer_copies_everything_and_loses_nothing(
+    path: Path, tmp_path: Path
+) -> None:
+    # A backup taken while writers run: SQLite's copy (it reads the -wal too), made by a
+    # SQLite connection in the writer's own process.
+    copy = tmp_path / "backup.db"
+
+    def backup() -> None:
+        conn = sqlite3.connect(path)
+        try:
+            conn.execute("VACUUM INTO ?", (str(copy),))
+        finally:
+            conn.close()
+
+    survive(path, backup)
+    with SessionDB(db_path=copy, read_only=True) as taken:
+        assert len(taken.get_messages("s1")) == ROUND
 
 
 def test_a_wal_deleted_by_hand_takes_no_more_writes(path: Path) -> None:
