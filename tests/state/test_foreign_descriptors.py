@@ -43,15 +43,19 @@ def _python(code: str, env: dict[str, str] | None = None) -> str:
     return done.stdout.strip()
 
 
-def open_and_close_elsewhere(path: Path) -> None:
-    """Another process (`hermes sessions list`, say) opens the store and closes it."""
-    _python(
-        f"""
-        from hermes.state import SessionDB
-        db = SessionDB(db_path={str(path)!r})
-        db.get_messages("s1")
-        db.close()
-        """
+def open_and_close_elsewhere(path: Path, session_id: str = "s1") -> int:
+    """Another process (`hermes sessions list`, say) opens the store and closes it; what
+    it found. Closing a writer, it checkpoints and removes the -wal if it believes it is
+    the store's last user."""
+    return int(
+        _python(
+            f"""
+            from hermes.state import SessionDB
+            db = SessionDB(db_path={str(path)!r})
+            print(len(db.get_messages({session_id!r})))
+            db.close()
+            """
+        )
     )
 
 
@@ -90,13 +94,12 @@ def survive(path: Path, touch: Callable[[], object]) -> None:
     for i in range(ROUND):
         writer.append_message("s1", role="user", content=f"m{i}")
     touch()
-    open_and_close_elsewhere(path)
+    assert open_and_close_elsewhere(path) == ROUND
     for i in range(ROUND, 2 * ROUND):
         writer.append_message("s1", role="user", content=f"m{i}")
-    assert count_elsewhere(path) == 2 * ROUND, "another process misses acknowledged appends"
-    open_and_close_elsewhere(path)
+    found = open_and_close_elsewhere(path)
+    assert found == 2 * ROUND, "another process misses acknowledged appends"
     writer.append_message("s1", role="user", content="last")
-    assert count_elsewhere(path) == 2 * ROUND + 1
     writer.close()
     assert count_elsewhere(path) == 2 * ROUND + 1, "appends lost once every process exited"
 
