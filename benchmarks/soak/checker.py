@@ -23,10 +23,15 @@ Orphan tools are counted by the runner.
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchmarks.soak.store import open_db, query
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @dataclass
@@ -42,6 +47,7 @@ class Acks:
     retried: int = 0
     runs: set[str] = field(default_factory=set)
     deliveries: dict[str, int] = field(default_factory=dict)  # run id -> times delivered
+    neighbours: int = 0  # read-only handles and facade calls beside a writer
 
 
 def read_acks(logs: Path) -> Acks:
@@ -65,11 +71,27 @@ def read_acks(logs: Path) -> Acks:
                 acks.refused_undos += 1
             elif kind in ("asked", "answered", "retried"):
                 setattr(acks, kind, getattr(acks, kind) + 1)
+            elif kind == "neighbour":
+                acks.neighbours += 1
             elif kind == "run":
                 acks.runs.add(rest.strip())
             elif kind == "delivered":
                 acks.deliveries[rest.strip()] = acks.deliveries.get(rest.strip(), 0) + 1
     return acks
+
+
+def stored_seen_afresh(location: str) -> set[str]:
+    """The message uids a process that never opened the store before finds in it: what
+    the next start of hermes would see (issue 53: commits into a deleted -wal were
+    visible to their own process only)."""
+    code = (
+        "import json, sys\n"
+        "from benchmarks.soak.store import query\n"
+        "print(json.dumps([u for (u,) in query(sys.argv[1], 'SELECT message_uid FROM messages')]))"
+    )
+    done = subprocess.run([sys.executable, "-c", code, location], capture_output=True,
+                          text=True, timeout=300, check=True, cwd=ROOT)  # fmt: skip
+    return set(json.loads(done.stdout))
 
 
 def undone_resent(
@@ -154,6 +176,8 @@ def check(
         "acked_appends": len(acks.appends),
         "unacked_errors": acks.errors,
         "lost": len((acks.turns | acks.appends) - stored),
+        "acknowledged_missing": len((acks.turns | acks.appends) - stored_seen_afresh(location)),
+        "neighbours": acks.neighbours,
         "duplicated": len(query(location, _DUPLICATES)),
         "forks": len(query(location, _FORKS)),
         "bad_tips": len(query(location, _BAD_TIPS)),
@@ -210,4 +234,5 @@ def violations(figures: dict[str, object], invalid_contexts: int, orphan_tools: 
         + int(figures["double_answers"])
         + orphan_tools
         + int(figures["cron_undelivered_sent"])
+        + int(figures["acknowledged_missing"])
     )  # fmt: skip

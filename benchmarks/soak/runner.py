@@ -6,6 +6,7 @@ and print one line of figures. Exit code 1 when any violation was found.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import subprocess
@@ -14,11 +15,12 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from benchmarks.soak import checker
 from benchmarks.soak.faults import Killer, WriteLockHolder, long_tools
 from benchmarks.soak.model import FaultWindows, SoakModel
-from benchmarks.soak.store import PG_ENV, fresh_store, open_db, query
+from benchmarks.soak.store import PG_ENV, fresh_store, is_postgres, open_db, query
 from hermes.testing.llm_server import FakeLLMServer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -155,6 +157,32 @@ class Fleet:
                 worker.process.wait()
 
 
+class ShortCommands:
+    """`hermes sessions list`, one process after another while the soak runs: each opens
+    the store and closes it again, as a user's command does beside a running hermes."""
+
+    COMMAND = ("sessions", "list", "-n", "5")
+
+    def __init__(self, env: dict[str, str], stderr: Any) -> None:
+        self.env, self.stderr = env, stderr
+        self.running: subprocess.Popen | None = None
+        self.runs = 0
+
+    def tick(self) -> None:
+        if self.running is not None and self.running.poll() is None:
+            return
+        if self.running is not None:
+            self.runs += self.running.returncode == 0
+        self.running = subprocess.Popen([sys.executable, "-m", "hermes", *self.COMMAND],
+                                        env=self.env, cwd=ROOT, stdout=subprocess.DEVNULL,
+                                        stderr=self.stderr)  # fmt: skip
+
+    def finish(self) -> None:
+        if self.running is not None:
+            self.runs += self.running.wait(60) == 0
+            self.running = None
+
+
 def _progress(started: float, model: SoakModel, killer: Killer, location: str) -> str:
     try:
         rotations = query(location, "SELECT COUNT(*) FROM sessions WHERE lineage = 'compression'")
@@ -167,13 +195,16 @@ def _progress(started: float, model: SoakModel, killer: Killer, location: str) -
 
 def run(args: argparse.Namespace, workdir: Path) -> int:
     (workdir / "home").mkdir(parents=True, exist_ok=True)
-    (workdir / "home" / "config.yaml").write_text(CONFIG)
     rng = random.Random(args.seed)
     model = SoakModel(args.seed, hang_seconds=REQUEST_TIMEOUT + 1.5)
     with (
-        fresh_store(args.backend, workdir, os.environ.get(PG_ENV)) as location,
+        # A SQLite store is the home's state.db, PostgreSQL the home's state.url: the
+        # facades and `hermes` commands run beside the workers open that very store.
+        fresh_store(args.backend, workdir / "home", os.environ.get(PG_ENV)) as location,
         FakeLLMServer(responder=model, strict_context=True) as server,
     ):
+        state = f"state:\n  url: {json.dumps(location)}\n" if is_postgres(location) else ""
+        (workdir / "home" / "config.yaml").write_text(CONFIG + state)
         db = open_db(location)
         conversations = [db.create_session(source="cli", title=f"soak {i}")
                          for i in range(args.conversations)]  # fmt: skip
@@ -190,6 +221,7 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
             fleet.spawn("gateway", conversation, rng.randrange(10**6))
         for _ in range(args.cron_workers):
             fleet.spawn("cron", conversations[0], rng.randrange(10**6))
+        commands = ShortCommands(fleet.env, fleet.stderr)
         killer = Killer(rng.randrange(10**6), location, fleet.logs, mean_gap=args.kill_every)
         windows = FaultWindows(model, rng.randrange(10**6), fleet.deadline)
         locker = WriteLockHolder(location, rng.randrange(10**6), fleet.deadline)
@@ -204,6 +236,7 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
                     fleet.pids("gateway"),
                 )
                 fleet.restart_dead(rng)
+                commands.tick()
                 if time.time() - last_report >= 10:
                     last_report = time.time()
                     print(_progress(started, model, killer, location), flush=True)
@@ -213,6 +246,7 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
             locker.stopping.set()
             model.mode = None
             fleet.reap(grace=30)
+            commands.finish()
             windows.join(10)
             locker.join(10)
             fleet.drain_gateways(gateways)
@@ -222,6 +256,7 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
             proc.kill()
         stats = server.stats()
         figures = checker.check(location, fleet.logs, model.seen, gateways, model.reviews)
+        figures["cli_runs"] = commands.runs
     invalid = int(stats["invalid_contexts"])
     total = checker.violations(figures, invalid, len(orphans))
     print(_figures_line(args, killer, model, locker, figures, invalid, total, len(orphans)),
@@ -267,7 +302,8 @@ def _figures_line(
         f" retried={figures['retried']} double_answers={figures['double_answers']}"
         f" runs={figures['runs']} runs_answered={figures['runs_answered']}"
         f" runs_stranded={figures['runs_stranded']} runs_lost={figures['runs_lost']}"
-        f" orphan_tools={orphans}"
+        f" orphan_tools={orphans} neighbours={figures['neighbours']}"
+        f" cli_runs={figures['cli_runs']} acknowledged_missing={figures['acknowledged_missing']}"
         f" cron_runs={figures['cron_runs']} cron_delivered={figures['cron_delivered']}"
         f" cron_redelivered={figures['cron_redelivered']}"
         f" cron_undelivered_sent={figures['cron_undelivered_sent']} violations={total}"

@@ -27,7 +27,9 @@ The process may be SIGKILLed at any moment; that is the point.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import queue
 import random
 import threading
 import time
@@ -121,6 +123,73 @@ def take_back(agent: AIAgent, turns: int, log: AckLog) -> None:
 
 def run_writer(args: argparse.Namespace, db: SessionDB, log: AckLog) -> None:
     rng = random.Random(args.seed)
+    stop = threading.Event()
+    threading.Thread(target=_neighbours, args=(args, rng.randrange(10**6), stop, log),
+                     daemon=True).start()  # fmt: skip
+    try:
+        _append_until(args, db, log, rng)
+    finally:
+        stop.set()
+
+
+def _neighbours(args: argparse.Namespace, seed: int, stop: threading.Event, log: AckLog) -> None:
+    """What else a library caller's process opens beside its writer (issue 53): read-only
+    handles, some kept open a while, some closed at once; Hermes Agent's ``cron.jobs``
+    and ``tools.process_registry`` facades (each opens the home's store read-only) and
+    its ``hermes_state.SessionDB``. Each one done is logged as ``neighbour <what>``."""
+    from cron.jobs import list_jobs
+    from tools.process_registry import process_registry
+
+    import hermes_state
+    from benchmarks.soak.store import is_postgres
+    from hermes.tools.processes import events
+
+    rng = random.Random(seed)
+    kept: list[SessionDB] = []
+
+    def read_only() -> None:
+        where = {"url": args.store} if is_postgres(args.store) else {"db_path": args.store}
+        handle = SessionDB(read_only=True, **where)
+        handle.get_session(args.conversation)
+        if rng.random() < 0.5:
+            kept.append(handle)  # closed a few rounds later
+        else:
+            handle.close()
+
+    def agents_session_db() -> None:
+        handle = hermes_state.SessionDB()  # the home's store, as a plugin opens it
+        handle.get_session(args.conversation)
+        handle.close()
+
+    def completion_event() -> None:
+        # An event of a conversation the queue has not seen: it asks the store (a
+        # read-only handle) whether a gateway serves it before handing it out.
+        event = events.CompletionEvent(f"proc_{uuid.uuid4().hex[:10]}",
+                                       f"neighbour-{uuid.uuid4().hex[:10]}", "true", 0, "",
+                                       time.time())  # fmt: skip
+        events.spool_event(hermes_home(), event)
+        with contextlib.suppress(queue.Empty):  # another writer's neighbour took it
+            process_registry.completion_queue.get_nowait()
+
+    actions = {
+        "read_only": read_only,
+        "cron_jobs": list_jobs,
+        "process_registry": completion_event,
+        "hermes_state": agents_session_db,
+    }
+    while not stop.wait(rng.uniform(0.1, 0.5)):
+        what = rng.choice(sorted(actions))
+        try:
+            actions[what]()
+        except Exception as error:  # noqa: BLE001 - a locked store: said, and tried again
+            log.write(f"neighbour_error {what} {type(error).__name__}: {str(error)[:120]!r}")
+            continue
+        log.write(f"neighbour {what}")
+        while len(kept) > 2 or (kept and rng.random() < 0.3):
+            kept.pop(0).close()
+
+
+def _append_until(args: argparse.Namespace, db: SessionDB, log: AckLog, rng: random.Random) -> None:
     for n in range(args.max_turns * 10):
         if time.time() >= args.until:
             return

@@ -9,7 +9,9 @@ Reading a file to diagnose it never writes to it.
 
 from __future__ import annotations
 
+import errno
 import os
+import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,7 +22,6 @@ from hermes.state.errors import (
     StoreUnavailableError,
 )
 
-SQLITE_HEADER = b"SQLite format 3\x00"
 BACKUP_FIX = "Stop hermes, keep a copy of the file, and restore it from a backup."
 
 
@@ -61,7 +62,13 @@ def diagnosis_of(exc: BaseException) -> Diagnosis | None:
 
 
 def file_problem(path: Path) -> Diagnosis | None:
-    """A problem visible without opening the file as a database (None: none seen)."""
+    """A problem visible before using the file as a database (None: none seen).
+
+    Read through ``os.stat`` and SQLite only, never a descriptor of our own: closing
+    any descriptor of the file drops every lock SQLite holds on it in this process,
+    and another process then deletes the -wal this process still writes to (see
+    docs/design.md, "No descriptor of a store outside SQLite").
+    """
     if path.is_dir():
         return Diagnosis(
             "folder",
@@ -69,17 +76,14 @@ def file_problem(path: Path) -> Diagnosis | None:
             "Move it aside, or point state.url / HERMES_HOME elsewhere.",
         )
     try:
-        with path.open("rb") as handle:
-            head = handle.read(len(SQLITE_HEADER))
+        size = path.stat().st_size
     except OSError as exc:
-        return Diagnosis(
-            "unreadable",
-            f"Cannot read {path}: {exc.strerror}.",
-            "Check the file's owner and permissions.",
-        )
-    if not head:
+        return _unreadable(path, exc.strerror)
+    if not os.access(path, os.R_OK):
+        return _unreadable(path, os.strerror(errno.EACCES))
+    if size == 0:
         return empty(path)
-    if head != SQLITE_HEADER:
+    if not _has_sqlite_header(path):
         return Diagnosis(
             "not_sqlite",
             f"{path} is not a SQLite database at all (it does not start with SQLite's header); "
@@ -88,6 +92,31 @@ def file_problem(path: Path) -> Diagnosis | None:
             "otherwise restore state.db from a backup.",
         )
     return None
+
+
+def _unreadable(path: Path, reason: str | None) -> Diagnosis:
+    return Diagnosis(
+        "unreadable",
+        f"Cannot read {path}: {reason}.",
+        "Check the file's owner and permissions.",
+    )
+
+
+def _has_sqlite_header(path: Path) -> bool:
+    """SQLite itself reads the header: its descriptors outlive our close while another
+    connection of this process holds a lock on the file. Anything but "not a database"
+    (busy, a -shm it cannot make) is left to the open that follows."""
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=0)
+    except sqlite3.Error:
+        return True
+    try:
+        conn.execute("PRAGMA schema_version").fetchone()
+    except sqlite3.DatabaseError as exc:
+        return "not a database" not in str(exc)
+    finally:
+        conn.close()
+    return True
 
 
 def read_only(path: Path) -> Diagnosis | None:
@@ -218,7 +247,8 @@ def url_given_by(exc: StateError, where: str) -> StateError:
 
 
 def writers_of_a_gone_file(path: Path) -> list[int]:
-    """Processes that hold a deleted or replaced copy of the database at ``path`` open.
+    """Processes that hold a deleted or replaced copy of the database at ``path`` (or a
+    deleted -wal of it) open.
 
     SQLite writes an unlinked file as if nothing happened; what such a process stores
     after the swap is lost when it exits. Reads ``/proc`` (Linux; elsewhere: none found),
@@ -254,8 +284,8 @@ def _open_files(process: Path) -> list[Path]:
 def _is_gone_copy(fd: Path, target: str, current: tuple[int, int] | None) -> bool:
     try:
         link = os.readlink(fd)
-        if link == f"{target} (deleted)":
-            return True
+        if link in (f"{target} (deleted)", f"{target}-wal (deleted)"):
+            return True  # the file, or the log its commits go to
         if link != target:
             return False
         opened = os.stat(fd)  # the open file itself, not what the path names now

@@ -106,7 +106,8 @@ class StoreUnavailableError(StateError):
 class StoreReplacedError(StoreUnavailableError):
     def __init__(self, path: object) -> None:
         super().__init__(
-            f"The state database {path} was deleted or replaced while hermes had it open; "
+            f"The state database {path} (or its -wal file) was deleted or replaced while hermes "
+            "had it open; "
             "hermes stopped writing to it, so nothing more is stored where the next start "
             "would not find it. Put the file back (or restore a backup) and start hermes again."
         )

@@ -132,6 +132,21 @@ def test_a_store_deleted_under_a_writer_is_named(hermes, cli_env, compressed):
     assert "store file" not in doctor_lines(hermes("doctor", "--offline"))
 
 
+def test_a_wal_deleted_under_a_writer_is_named(hermes, cli_env, compressed):
+    # This process writes the store; its -wal is then deleted (by hand, or by a process
+    # that took itself for the last user): what it commits now goes nowhere.
+    from hermes.state import SessionDB
+
+    with SessionDB(db_path=compressed.db_path) as holder:
+        holder.create_session(source="cli")
+        (compressed.db_path.parent / "state.db-wal").unlink()
+        result = hermes("doctor", "--offline")
+        assert result.returncode == 1, result.stdout
+        line = doctor_lines(result)["store file"]
+        assert line.startswith("FAIL") and f"process {os.getpid()} (" in line
+        assert "Fix: stop that process" in line
+
+
 def test_a_loose_env_in_a_loose_home_is_flagged_too(hermes, cli_env):
     env = cli_env.home / ".env"
     env.write_text("HERMES_API_KEY=sk-loose-0123456789\n", encoding="utf-8")

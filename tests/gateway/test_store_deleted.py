@@ -73,3 +73,22 @@ def test_a_replaced_store_stops_the_gateway(
     (hermes_home / "restored.db").replace(db)
     wait_for(lambda: gateway.proc.poll() is not None, timeout=30)
     assert gateway.proc.returncode == STORE_GONE_EXIT, gateway.output()
+
+
+def test_a_deleted_wal_stops_the_gateway(
+    hermes_home: Path, fake_llm: Any, run_gateway: Any
+) -> None:
+    # Its commits would go to the unlinked log, which no process reads again (issue 53:
+    # what another process does when it took itself for the store's last user).
+    write_config(hermes_home, fake_llm.url)
+    gateway, url = _start(run_gateway, 1)
+    first = _ask(url, "before the delete")
+    assert first.status_code == 200
+    (hermes_home / "state.db-wal").unlink()
+    try:
+        late = _ask(url, "after the delete", first.headers[HEADER])
+        assert late.status_code != 200, "a turn was acknowledged into a deleted -wal"
+    except httpx.HTTPError:
+        pass  # the gateway was already gone: nothing acknowledged either
+    assert gateway.proc.wait(30) == STORE_GONE_EXIT, gateway.output()
+    assert "-wal file) was deleted or replaced while hermes" in gateway.output()

@@ -78,15 +78,28 @@ class _Shared:
     # The file this connection writes, as (device, inode): a file deleted or replaced
     # under it takes its writes where no later process looks (``check_in_place``).
     identity: tuple[int, int] | None = None
+    # Its -wal likewise: while this connection is open no SQLite removes it, so a -wal
+    # gone or new means it was deleted (by hand, or by a process that believed itself
+    # the last user because this one's locks were dropped) and commits go nowhere.
+    wal_identity: tuple[int, int] | None = None
 
     def __post_init__(self) -> None:
         self.writes = WriteQueue(self.lock)
         if self.path is not None:
             self.identity = _identity(self.path)
+            self.wal_identity = _identity(_wal_of(self.path))
 
     def in_place(self) -> bool:
-        """Whether the file at the path is still the one this connection writes."""
-        return self.path is None or _identity(self.path) == self.identity
+        """Whether the file at the path, and its -wal, are still the ones this connection
+        writes."""
+        if self.path is None:
+            return True
+        if _identity(self.path) != self.identity:
+            return False
+        wal = _identity(_wal_of(self.path))
+        if self.wal_identity is None:  # not made yet when the connection opened
+            self.wal_identity = wal
+        return wal == self.wal_identity
 
     def check_in_place(self) -> None:
         if not self.in_place():
@@ -677,6 +690,10 @@ def _identity(path: Path) -> tuple[int, int] | None:
     return (found.st_dev, found.st_ino)
 
 
+def _wal_of(path: Path) -> Path:
+    return path.with_name(path.name + "-wal")
+
+
 def _read_only_mode(path: Path) -> str:
     """URI parameters to read ``path`` without writing anything next to it.
 
@@ -688,7 +705,7 @@ def _read_only_mode(path: Path) -> str:
     main file. Otherwise (a writable folder, or a -wal still to be read) ``mode=ro``.
     """
     folder_writable = os.access(path.parent, os.W_OK)
-    wal = path.with_name(path.name + "-wal")
+    wal = _wal_of(path)
     pending_wal = wal.exists() and wal.stat().st_size > 0
     if not folder_writable and not pending_wal:
         return "mode=ro&immutable=1"
