@@ -393,8 +393,9 @@ class Summariser:
             gone.add(id(messages[cut.earlier]))
         after = [m.copy() for m in messages[cut.head_end :] if id(m) not in gone]
         has_user = any(m.get("role") == "user" for m in after)
-        # The anchor index of what this summary read goes with the summary's own words.
-        index = anchors.index_block(summarised, recall=self.offers_recall) if with_index else ""
+        # The anchor index of what this summary read goes with the summary's own words;
+        # without its new anchors, it still carries what an earlier summary showed.
+        index = anchors.index_block(summarised, recall=self.offers_recall, new=with_index)
         summary = f"{summary}\n\n{index}" if index else summary
         if cut.earlier is None:
             text = frame_summary(summary, len(summarised), focus_topic, user_follows=has_user)
