@@ -118,15 +118,22 @@ class Anchor:
     carried: bool = False  # from an earlier summary's index: always kept
 
 
-def index_block(messages: Sequence[Message], *, recall: bool, new: bool = True) -> str:
+def index_block(
+    messages: Sequence[Message],
+    *,
+    recall: bool,
+    new: bool = True,
+    carry: Sequence[tuple[str, str]] = (),
+) -> str:
     """The index for a summary of ``messages`` ('' when they hold no anchor); ``recall``
     says whether the model has the ``recall`` tool to bring an anchor's messages back.
     The anchors carried from an earlier summary among them are always listed; the new
     ones within a cap of their own, or not at all (``new=False``: a summary whose own
-    index would outweigh what it saves still keeps what earlier summaries showed)."""
+    index would outweigh what it saves still keeps what earlier summaries showed).
+    ``carry``: more anchors (kind, text) to list as carried, before all others."""
     covered = sum(len(_text(m.get("content"))) for m in messages if not is_summary_message(m))
     cap = min(MAX_INDEX_CHARS, max(MIN_INDEX_CHARS, covered // COVERED_SHARE))
-    found = extract(messages)
+    found = extract(messages, carry)
     if not new:
         found = [a for a in found if a.carried]
         if not found:
@@ -134,9 +141,12 @@ def index_block(messages: Sequence[Message], *, recall: bool, new: bool = True) 
     return render(found, recall=recall, cap=cap)
 
 
-def extract(messages: Sequence[Message]) -> list[Anchor]:
-    """Every anchor of ``messages``, each once (its first kind), by first appearance."""
+def extract(messages: Sequence[Message], carry: Sequence[tuple[str, str]] = ()) -> list[Anchor]:
+    """Every anchor of ``messages``, each once (its first kind), by first appearance;
+    ``carry`` (kind, text) first, as carried anchors."""
     found: dict[str, Anchor] = {}
+    for kind, text in carry:
+        found.setdefault(text, Anchor(kind, text, len(found), carried=True))
     for message in messages:
         seen_here: set[str] = set()
         said = message.get("role") != "tool"

@@ -850,19 +850,23 @@ class SessionDB:
             )
 
         uncovered, unrecallable, dropped = self._read(read)
-        return [
-            f"message {r['id']} of session {r['parent']} is neither in its compression child"
-            f" {r['child']} nor in the summary that child holds"
-            for r in uncovered
-        ] + [
-            f"message {r['origin_id']} is covered by its stub in the summary of session"
-            f" {r['child']}, but recall cannot return it verbatim"
-            for r in unrecallable
-        ] + [
-            f"the anchor {anchor!r} shown in the summary of session {parent} is shown"
-            f" nowhere in its compression child {child}"
-            for parent, child, anchor in dropped
-        ]
+        return (
+            [
+                f"message {r['id']} of session {r['parent']} is neither in its compression child"
+                f" {r['child']} nor in the summary that child holds"
+                for r in uncovered
+            ]
+            + [
+                f"message {r['origin_id']} is covered by its stub in the summary of session"
+                f" {r['child']}, but recall cannot return it verbatim"
+                for r in unrecallable
+            ]
+            + [
+                f"the anchor {anchor!r} shown in the summary of session {parent} is shown"
+                f" nowhere in its compression child {child}"
+                for parent, child, anchor in dropped
+            ]
+        )
 
 
 _UNCOVERED_ROWS = (
