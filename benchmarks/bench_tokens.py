@@ -33,10 +33,25 @@ sent so far that is verbatim in the next main-model request, or returned verbati
 call of hermes's ``recall`` tool (through its tool registry) on an anchor of the fact
 present in that request; the same at the conversation's last request (the end), and
 the worst of those points as "n/N" facts. Without a ``recall`` tool only verbatim
-presence counts; 0.19 gets the verbatim share only.
+presence counts; 0.19 gets the verbatim share only. The uncached tokens are also put
+down to their sources (``tokens_measure.SOURCES``): new content (the floor: what every
+request must add once), a summary written, tool outputs masked, messages re-sent after
+the point where a request departs from the previous one (the tail), and the system
+prompt and tool schemas.
+
+``--family`` runs issue #55's family of conversations (``tokens_script.FAMILY``: its
+description, 200 turns of ~200 tokens, a 64k window, a ``terminal`` call every 4th turn
+reading a 2-8 KB file, with one thing changed each: tool output every turn or none,
+2,000-token user turns, a 32k or 128k window, 50 KB or JSON outputs, a topic switch,
+500 turns), each beside 0.19, then one table with each conversation's targets (total
+<= 0.5x, uncached <= 0.75x, every fact within reach at every compression). 0.19 refuses
+a window under 64k; for the 32k conversation its driver lifts that check only.
 
     python -m benchmarks.bench_tokens                    # 200 turns, both runtimes
     python -m benchmarks.bench_tokens --shape sparse     # issue #48's conversation
+    python -m benchmarks.bench_tokens --family           # issue #55's family, each beside 0.19
+    python -m benchmarks.bench_tokens --family --quick   # the same, a quarter of the turns
+    python -m benchmarks.bench_tokens --shape json       # one of the family, at its size
     python -m benchmarks.bench_tokens --turns 40 --json
     python -m benchmarks --only tokens --tokens-turns 40 # the same, from the runner
     python -m benchmarks.bench_tokens --hermes-set compression.threshold=0.85
@@ -658,9 +673,10 @@ def run(args: argparse.Namespace) -> None:
         if not args.tokens_json:
             print(family_report(results), flush=True)
         return
+    member = tokens_script.FAMILY.get(args.tokens_shape)  # its own size and window
     comparison = compare(
-        args.tokens_turns or DEFAULT_TURNS,
-        args.tokens_window or DEFAULT_WINDOW,
+        args.tokens_turns or (member.turns if member else DEFAULT_TURNS),
+        args.tokens_window or (member.window if member else DEFAULT_WINDOW),
         hermes_agent_python=Path(args.hermes_agent_python),
         file_bytes=int(args.tokens_file_kb * 1000) if args.tokens_file_kb else None,
         shape=args.tokens_shape,
