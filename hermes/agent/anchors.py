@@ -104,6 +104,9 @@ _ERROR = re.compile(
 )
 _GENERIC_ERRORS = {"Traceback (most recent call last):"}
 _MASKED = re.compile(r"\[tool output masked: [^\]\n]*?recall\(message_id=(\d+)\)[^\]\n]*\]")
+# What a tool says where it cut a long output (``hermes.tools._output.cut_marker``): the
+# runtime's words, not the work's; its count would crowd the index's numbers.
+_CUT_MARKER = re.compile(r"\.\.\. \[\d+ characters cut\] \.\.\.")
 
 
 @dataclass(frozen=True)
@@ -290,6 +293,7 @@ def _anchors_of(message: Message) -> Iterator[tuple[str, str]]:
         yield from ((ERROR, line[2:]) for line in rest.splitlines() if line.startswith("- "))
         yield from _tokens(rest)
         return
+    content = _CUT_MARKER.sub("...", content)
     if message.get("role") != "assistant":
         yield from _error_lines(content)
     yield from _tokens(content)

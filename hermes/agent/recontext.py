@@ -153,7 +153,7 @@ def still_reachable(host: TurnHost, tip: str, undo_ids: Sequence[int]) -> list[t
         for row in db.get_messages(tip, include_undone=True)
         if anchor_index.is_summary_message(row)
     ]
-    kept = {}
+    kept: dict[str, str] = {}
     for content in shown:
         for kind, anchor in anchor_index.parse(content):
             masked = anchor_index.MASKED_ANCHOR.fullmatch(anchor)

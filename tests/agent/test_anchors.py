@@ -208,3 +208,12 @@ def test_an_earlier_summarys_anchors_are_all_carried_past_the_cap() -> None:
     assert all(h in block and h in carried_only for h in hashes)
     assert 0 < sum(h in block for h in new) < len(new)  # the new ones within their cap
     assert not any(h in carried_only for h in new)
+
+
+def test_where_a_tool_cut_its_output_is_not_an_anchor() -> None:
+    from hermes.tools._output import cap_text
+
+    output = "start 4412873 of the run\n" + "x" * 50_000 + "\nend of the run"
+    found = [a.text for a in anchors.extract([{"role": "tool", "content": cap_text(output, 200)}])]
+
+    assert found == ["4412873"]  # the count of characters cut is the runtime's, not the work's
