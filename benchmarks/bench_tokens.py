@@ -33,10 +33,25 @@ sent so far that is verbatim in the next main-model request, or returned verbati
 call of hermes's ``recall`` tool (through its tool registry) on an anchor of the fact
 present in that request; the same at the conversation's last request (the end), and
 the worst of those points as "n/N" facts. Without a ``recall`` tool only verbatim
-presence counts; 0.19 gets the verbatim share only.
+presence counts; 0.19 gets the verbatim share only. The uncached tokens are also put
+down to their sources (``tokens_measure.SOURCES``): new content (the floor: what every
+request must add once), a summary written, tool outputs masked, messages re-sent after
+the point where a request departs from the previous one (the tail), and the system
+prompt and tool schemas.
+
+``--family`` runs issue #55's family of conversations (``tokens_script.FAMILY``: its
+description, 200 turns of ~200 tokens, a 64k window, a ``terminal`` call every 4th turn
+reading a 2-8 KB file, with one thing changed each: tool output every turn or none,
+2,000-token user turns, a 32k or 128k window, 50 KB or JSON outputs, a topic switch,
+500 turns), each beside 0.19, then one table with each conversation's targets (total
+<= 0.5x, uncached <= 0.75x, every fact within reach at every compression). 0.19 refuses
+a window under 64k; for the 32k conversation its driver lifts that check only.
 
     python -m benchmarks.bench_tokens                    # 200 turns, both runtimes
     python -m benchmarks.bench_tokens --shape sparse     # issue #48's conversation
+    python -m benchmarks.bench_tokens --family           # issue #55's family, each beside 0.19
+    python -m benchmarks.bench_tokens --family --quick   # the same, a quarter of the turns
+    python -m benchmarks.bench_tokens --shape json       # one of the family, at its size
     python -m benchmarks.bench_tokens --turns 40 --json
     python -m benchmarks --only tokens --tokens-turns 40 # the same, from the runner
     python -m benchmarks.bench_tokens --hermes-set compression.threshold=0.85
@@ -66,7 +81,14 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import tokens_script
-from benchmarks.tokens_measure import Figures, Lookup, kind_of, measure, request_tokens
+from benchmarks.tokens_measure import (
+    SOURCES,
+    Figures,
+    Lookup,
+    kind_of,
+    measure,
+    request_tokens,
+)
 from benchmarks.tokens_script import Script
 
 DEFAULT_TURNS = 200
@@ -265,7 +287,12 @@ def run_hermes_agent(script: Script, server: Any, home: Path, window: int, pytho
     spec = home / "spec.json"
     spec.write_text(
         json.dumps(
-            {"base_url": server.url, "model": FAKE_MODEL, "turns": [t.user for t in script.turns]}
+            {
+                "base_url": server.url,
+                "model": FAKE_MODEL,
+                "turns": [t.user for t in script.turns],
+                "window": window,
+            }
         )
     )
     env = {
@@ -319,6 +346,8 @@ def compare(
         import openai
 
         real = openai.OpenAI(base_url=base_url, api_key=api_key or "none", max_retries=2)
+    if file_bytes is None and shape in tokens_script.FAMILY:
+        file_bytes = tokens_script.FAMILY[shape].file_bytes
     if file_bytes is None:
         file_bytes = (
             tokens_script.SPARSE_FILE_BYTES
@@ -393,6 +422,16 @@ ROWS = (
 )
 
 
+# Where the uncached tokens came from (``tokens_measure.SOURCES``), as the table says it.
+SOURCE_LABELS = {
+    "new content": "new content (the floor)",
+    "summary": "summary written",
+    "masking": "outputs masked",
+    "tail": "re-sent after a change",
+    "system": "system prompt, tools",
+}
+
+
 def ratios(comparison: Comparison) -> dict[str, float | None]:
     """hermes / 0.19 for each figure (None without a 0.19 column or for a zero)."""
     ours, theirs = comparison.columns.get(HERMES), comparison.columns.get(HERMES_AGENT)
@@ -409,7 +448,7 @@ def report(comparison: Comparison) -> str:
     lines = [
         "",
         f"Tokens ({comparison.turns} user turns, a {comparison.window:,}-token window,"
-        f" ~{tokens_script.USER_TOKENS}-token user turns, ~{tokens_script.ANSWER_TOKENS}-token"
+        f" ~{_user_tokens(comparison)}-token user turns, ~{tokens_script.ANSWER_TOKENS}-token"
         f" answers, {_outputs(comparison)}; model {comparison.model}; tokens = characters / 4)",
     ]
     if comparison.settings:
@@ -428,6 +467,11 @@ def report(comparison: Comparison) -> str:
         if len(names) == 2:
             value = ratio[key]
             row += f"{value:>13.2f}x" if value is not None else f"{'-':>14}"
+        lines.append(row)
+    for source in SOURCES:
+        row = f"  {'  uncached: ' + SOURCE_LABELS[source]:<{width}}" + "".join(
+            f"{comparison.columns[n].uncached_by_source[source]:>20,}" for n in names
+        )
         lines.append(row)
     row = f"  {'recall after compressions, mean / min':<{width}}"
     for name in names:
@@ -474,12 +518,123 @@ def report(comparison: Comparison) -> str:
 
 def _outputs(comparison: Comparison) -> str:
     kb = comparison.file_bytes / 1000
+    member = tokens_script.FAMILY.get(comparison.shape)
+    if member is not None:
+        every = f"every {member.every}th turn" if member.every > 1 else "every turn"
+        kind = "JSON file" if member.json else "file"
+        reads = f"a terminal call {every} reading a {0.4 * kb:g}-{1.6 * kb:g} KB {kind}"
+        return f"{member.label}: {reads if member.every else 'no tool calls'}"
     if comparison.shape == tokens_script.SPARSE:
         return (
             f"a terminal call every {tokens_script.SPARSE_EVERY}th turn reading a"
             f" {0.4 * kb:g}-{1.6 * kb:g} KB file"
         )
     return f"{kb:g} KB tool outputs"
+
+
+def _user_tokens(comparison: Comparison) -> int:
+    member = tokens_script.FAMILY.get(comparison.shape)
+    return member.user_tokens if member else tokens_script.USER_TOKENS
+
+
+# --------------------------------------------------------------------------- the family
+
+# The targets every conversation of the family is held to (issue #55).
+TOTAL_TARGET, UNCACHED_TARGET = 0.5, 0.75
+
+
+def run_family(
+    *,
+    quick: bool = False,
+    only: list[str] | None = None,
+    hermes_agent_python: Path | None = HERMES_AGENT_PYTHON,
+    hermes_settings: dict[str, Any] | None = None,
+    progress: bool = True,
+) -> list[Comparison]:
+    """Each conversation of ``tokens_script.FAMILY`` (or ``only`` those) through both
+    runtimes at its own size and window; ``quick`` runs a quarter of the turns."""
+    results = []
+    for name in only or list(tokens_script.FAMILY):
+        member = tokens_script.FAMILY[name]
+        turns = max(40, member.turns // 4) if quick else member.turns
+        if progress:
+            print(f"bench_tokens: {name} ({turns} turns) ...", file=sys.stderr, flush=True)
+        results.append(
+            compare(
+                turns,
+                member.window,
+                hermes_agent_python=hermes_agent_python,
+                shape=name,
+                hermes_settings=hermes_settings,
+            )
+        )
+    return results
+
+
+def family_rows(comparison: Comparison) -> dict[str, Any]:
+    """One conversation's line of the family table: ratios, the floor, recall."""
+    ours = comparison.columns.get(HERMES)
+    theirs = comparison.columns.get(HERMES_AGENT)
+    ratio = ratios(comparison)
+    worst = ours.worst if ours else None
+    shares = [r.share for r in ours.recall] + ([ours.end.share] if ours and ours.end else [])
+    floor = None
+    if ours and theirs and theirs.uncached_tokens:
+        floor = round(ours.uncached_by_source["new content"] / theirs.uncached_tokens, 3)
+    return {
+        "conversation": tokens_script.FAMILY[comparison.shape].label,
+        "turns": comparison.turns,
+        "window": comparison.window,
+        "total": ratio["total_tokens"],
+        "uncached": ratio["uncached_tokens"],
+        "floor": floor,
+        "facts": f"{worst.within}/{worst.planted}" if worst else "-",
+        "recall": shares,
+        "compressions": (
+            ours.compressions if ours else None,
+            theirs.compressions if theirs else None,
+        ),
+        "met": bool(
+            ratio["total_tokens"] is not None
+            and ratio["total_tokens"] <= TOTAL_TARGET
+            and ratio["uncached_tokens"] is not None
+            and ratio["uncached_tokens"] <= UNCACHED_TARGET
+            and all(share == 100.0 for share in shares)
+        ),
+    }
+
+
+def family_report(results: list[Comparison]) -> str:
+    """The family's table: one line per conversation, its targets printed beside it."""
+    lines = [
+        "",
+        f"The family (issue #55), hermes / Hermes Agent 0.19 with the same fake models;"
+        f" targets: total <= {TOTAL_TARGET}x, uncached <= {UNCACHED_TARGET}x, every planted"
+        " fact verbatim or one `recall` away at every compression and at the end",
+        f"  {'conversation':<28}{'turns':>6}{'window':>9}{'total':>8}{'uncached':>10}"
+        f"{'floor':>7}{'facts, worst':>14}{'compressions':>14}  targets",
+    ]
+    for comparison in results:
+        row = family_rows(comparison)
+        ours, theirs = row["compressions"]
+        lines.append(
+            f"  {row['conversation']:<28}{row['turns']:>6}{row['window'] // 1024:>8}k"
+            f"{_x(row['total']):>8}{_x(row['uncached']):>10}{_x(row['floor']):>7}"
+            f"{row['facts']:>14}{f'{ours} / {theirs}':>14}  {'met' if row['met'] else 'MISSED'}"
+        )
+    lines.append(
+        "  floor: hermes's uncached new content (what every request must add once) over"
+        " 0.19's uncached tokens, the least the uncached ratio can be"
+    )
+    for comparison in results:
+        skipped = "; ".join(f"{n} skipped: {why}" for n, why in comparison.skipped.items())
+        if skipped:
+            lines.append(f"  {comparison.shape}: {skipped}")
+    return "\n".join(lines)
+
+
+def _x(value: float | None) -> str:
+    return f"{value:.2f}x" if value is not None else "-"
 
 
 def as_json(comparison: Comparison) -> str:
@@ -505,9 +660,23 @@ def run(args: argparse.Namespace) -> None:
     )
     if args.tokens_base_url and not args.tokens_model:
         raise SystemExit("bench_tokens: --base-url needs --model NAME (the real model's id).")
+    if args.tokens_family:
+        results = []
+        for name in tokens_script.FAMILY:  # each conversation's table as soon as it is done
+            results += run_family(
+                quick=bool(getattr(args, "quick", False) or getattr(args, "tokens_quick", False)),
+                only=[name],
+                hermes_agent_python=Path(args.hermes_agent_python),
+                hermes_settings=_settings(args.hermes_set or []),
+            )
+            print(as_json(results[-1]) if args.tokens_json else report(results[-1]), flush=True)
+        if not args.tokens_json:
+            print(family_report(results), flush=True)
+        return
+    member = tokens_script.FAMILY.get(args.tokens_shape)  # its own size and window
     comparison = compare(
-        args.tokens_turns or DEFAULT_TURNS,
-        args.tokens_window or DEFAULT_WINDOW,
+        args.tokens_turns or (member.turns if member else DEFAULT_TURNS),
+        args.tokens_window or (member.window if member else DEFAULT_WINDOW),
         hermes_agent_python=Path(args.hermes_agent_python),
         file_bytes=int(args.tokens_file_kb * 1000) if args.tokens_file_kb else None,
         shape=args.tokens_shape,
@@ -549,12 +718,20 @@ def add_arguments(parser: argparse.ArgumentParser, *, short: bool = False) -> No
     )
     flag(
         "shape",
-        choices=tokens_script.SHAPES,
+        choices=(*tokens_script.SHAPES, *tokens_script.FAMILY),
         default=tokens_script.MIXED,
-        help="tokens: the conversation: mixed (tool output on most turns) or sparse (issue"
-        " #48's: a terminal call every 4th turn, 42 planted facts)",
+        help="tokens: the conversation: mixed (tool output on most turns), sparse (issue"
+        " #48's: a terminal call every 4th turn, 42 planted facts) or one of the family's"
+        " (issue #55's, see --family)",
     )
     flag("json", action="store_true", help="tokens: print JSON instead of the table")
+    flag(
+        "family",
+        action="store_true",
+        help="tokens: run every conversation of the family (issue #55) and print its table",
+    )
+    if short:
+        flag("quick", action="store_true", help="tokens: with --family, a quarter of the turns")
     flag("base-url", default=None, help="tokens: run hermes against this real model endpoint")
     flag("model", default=None, help="tokens: the real model's name (with --base-url)")
     flag("api-key", default=None, help="tokens: the real endpoint's key (or $HERMES_API_KEY)")

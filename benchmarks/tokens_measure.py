@@ -6,7 +6,11 @@ One estimate serves both runtimes: characters / 4 of each request's text (the to
 schemas, then each message's role, content, tool calls and tool call id), the figure
 hermes's own ``hermes.agent.tokens`` uses. A request's *uncached* tokens are those past
 its longest common prefix with the previous main-model request (the part a provider's
-prompt cache could not have served).
+prompt cache could not have served). Each uncached token is put down to one source
+(``SOURCES``): new content (a message no earlier request held: the floor, what every
+request must add once), a summary written or rewritten, a tool output replaced by its
+stub or placeholder (masking), the tail (messages sent before, re-sent after the point
+where the request departs from the previous one), and the system prompt and tool schemas.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +27,11 @@ from hermes.testing.llm_server import content_text, context_problems
 
 # A summary request: no tools offered, and it asks for a summary or a compaction.
 _SUMMARY_ASK = re.compile(r"summar|compact|checkpoint|condense", re.IGNORECASE)
+# A summary message in a main-model request (hermes's and 0.19's prefixes).
+_SUMMARY_MESSAGE = re.compile(r"^\[CONTEXT (?:COMPACTION|SUMMARY)")
+
+NEW, SUMMARY, MASKING, TAIL, SYSTEM = "new content", "summary", "masking", "tail", "system"
+SOURCES = (NEW, SUMMARY, MASKING, TAIL, SYSTEM)
 
 Lookup = Callable[[str], str]
 
@@ -94,6 +103,7 @@ class Figures:
     other_requests: int = 0
     other_tokens: int = 0
     uncached_tokens: int = 0
+    uncached_chars: dict[str, int] = field(default_factory=lambda: dict.fromkeys(SOURCES, 0))
     largest: int = 0
     compressions: int = 0
     runtime_compressions: int | None = None
@@ -110,6 +120,11 @@ class Figures:
         return min(points, key=lambda r: r.share) if points else None
 
     @property
+    def uncached_by_source(self) -> dict[str, int]:
+        """The uncached tokens, by where they came from (``SOURCES``)."""
+        return {source: tokens(chars) for source, chars in self.uncached_chars.items()}
+
+    @property
     def total_tokens(self) -> int:
         """Prompt tokens to every model: the main one and the summary model."""
         return self.main_tokens + self.summary_tokens
@@ -120,7 +135,10 @@ class Figures:
         return self.uncached_tokens + (self.main_tokens - self.uncached_tokens) // 10
 
     def as_dict(self) -> dict[str, Any]:
-        data = {k: v for k, v in self.__dict__.items() if k not in ("recall", "end")}
+        data = {
+            k: v for k, v in self.__dict__.items() if k not in ("recall", "end", "uncached_chars")
+        }
+        data["uncached_by_source"] = self.uncached_by_source
         data["billed_tokens"] = self.billed_tokens
         data["total_tokens"] = self.total_tokens
         data["recall"] = [{**r.__dict__, "share": round(r.share, 1)} for r in self.recall]
@@ -153,6 +171,7 @@ def measure(
     is one ``recall`` call (anchor -> its result), or None when the runtime has none."""
     figures = Figures(lookups_available=lookup is not None)
     previous: list[str] | None = None
+    previous_body: dict[str, Any] | None = None
     seen: set[str] = set()
     summarising = False
     compressions: list[_Compression] = []
@@ -178,18 +197,63 @@ def measure(
         figures.main_requests += 1
         figures.main_tokens += size
         figures.uncached_tokens += tokens(sum(len(p) for p in current) - shared)
+        for source, chars in uncached_sources(previous_body, body, previous, current, shared):
+            figures.uncached_chars[source] += chars
         figures.largest = max(figures.largest, size)
         figures.invalid_requests += bool(context_problems(body.get("messages")))
         if waiting:
             compressions.append(_Compression(after=body, seen=set(seen)))
             waiting = False
         _note_facts(body, current, shared, facts, seen)
-        previous, last = current, body
+        previous, previous_body, last = current, body, body
     for number, point in enumerate(compressions, 1):
         figures.recall.append(_recall(number, point, facts, lookup))
     if last is not None and compressions:
         figures.end = _recall(0, _Compression(after=last, seen=set(seen)), facts, lookup)
     return figures
+
+
+def uncached_sources(
+    previous_body: dict[str, Any] | None,
+    body: dict[str, Any],
+    previous: Sequence[str] | None,
+    current: Sequence[str],
+    shared: int,
+) -> Iterator[tuple[str, int]]:
+    """(source, characters) for each piece of a request past its shared prefix."""
+    sent_before = set(previous or ())
+    outputs_before = {
+        m.get("tool_call_id"): _piece(m)
+        for m in (previous_body or {}).get("messages") or []
+        if m.get("role") == "tool"
+    }
+    messages = body.get("messages") or []
+    offset = 0
+    for index, piece in enumerate(current):
+        past = len(piece) - max(0, min(len(piece), shared - offset))
+        offset += len(piece)
+        if past <= 0:
+            continue
+        message = messages[index - 1] if index else {}
+        yield _source(message, piece, index, sent_before, outputs_before), past
+
+
+def _source(
+    message: dict[str, Any],
+    piece: str,
+    index: int,
+    sent_before: set[str],
+    outputs_before: dict[Any, str],
+) -> str:
+    if index == 0 or message.get("role") == "system":
+        return SYSTEM
+    if piece in sent_before:
+        return TAIL
+    if _SUMMARY_MESSAGE.match(content_text(message.get("content"))):
+        return SUMMARY
+    if message.get("role") == "tool" and message.get("tool_call_id") in outputs_before:
+        return MASKING
+    return NEW
 
 
 def _note_facts(

@@ -9,9 +9,10 @@ that turn's tool results already present, never anything a runtime adds or rewri
 
 from __future__ import annotations
 
+import json
 import random
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +50,46 @@ _VOCABULARY = (
     "volume"
 )
 _WORDS = tuple(_VOCABULARY.split())
+# The words of the second topic, for a conversation that switches topic halfway.
+_OTHER_VOCABULARY = (
+    "invoice refund ledger tax vendor payroll audit receipt budget forecast margin "
+    "customer contract renewal discount quote order shipment warehouse carrier parcel "
+    "tariff customs supplier catalogue price stock reorder return claim dispute"
+)
+_OTHER_WORDS = tuple(_OTHER_VOCABULARY.split())
+
+
+@dataclass(frozen=True)
+class Family:
+    """One conversation of the benchmark's family (``FAMILY``): issue #55's description
+    with one thing changed. ``every``: a ``terminal`` call every Nth turn (0: none);
+    ``user_tokens``: each user turn's size; ``file_bytes``: the files' mean size (0.4x to
+    1.6x of it); ``json``: the files are JSON documents; ``switch``: the topic (words,
+    folders) changes halfway; ``turns`` and ``window``: the run's defaults."""
+
+    label: str
+    every: int = 4
+    user_tokens: int = 200
+    file_bytes: int = 5_000
+    json: bool = False
+    switch: bool = False
+    turns: int = 200
+    window: int = 65_536
+
+
+# Keyed by the name ``--shape`` takes; the first is issue #55's conversation as described.
+FAMILY = {
+    "every-4th": Family("tool output every 4th turn"),
+    "every-turn": Family("tool output every turn", every=1),
+    "no-tools": Family("no tool output", every=0),
+    "long-turns": Family("2,000-token user turns", user_tokens=2_000),
+    "window-32k": Family("32k window", window=32_768),
+    "window-128k": Family("128k window", window=131_072),
+    "outputs-50kb": Family("50 KB tool outputs", file_bytes=50_000),
+    "json": Family("JSON tool outputs", json=True),
+    "topic-switch": Family("a topic switch halfway", switch=True),
+    "turns-500": Family("500 turns", turns=500),
+}
 
 
 @dataclass(frozen=True)
@@ -140,6 +181,11 @@ def build(
     ``shape``; ``file_bytes`` sizes the files (``mixed``: each; ``sparse``: the mean)."""
     if shape == SPARSE:
         return _build_sparse(workspace, turns, file_bytes or SPARSE_FILE_BYTES)
+    if shape in FAMILY:
+        member = FAMILY[shape]
+        if file_bytes:
+            member = replace(member, file_bytes=file_bytes)
+        return _build_sparse(workspace, turns, member.file_bytes, member)
     file_bytes = file_bytes or FILE_BYTES
     rng = random.Random(SEED)
     workspace.mkdir(parents=True, exist_ok=True)
@@ -171,10 +217,15 @@ def build(
     return script
 
 
-def _build_sparse(workspace: Path, turns: int, mean_bytes: int) -> Script:
+def _build_sparse(
+    workspace: Path, turns: int, mean_bytes: int, family: Family | None = None
+) -> Script:
     """Issue #48's conversation: a ``terminal`` call every 4th turn ``cat``-ing a file
     of 0.4x-1.6x ``mean_bytes``; a fact in each of the first 28 user turns and two in
-    each file those turns read (42 in all at 200 turns)."""
+    each file those turns read (42 in all at 200 turns). A ``family`` member changes
+    one thing of it (``Family``)."""
+    every = family.every if family else SPARSE_EVERY
+    user_tokens = family.user_tokens if family else USER_TOKENS
     rng = random.Random(SEED + 1)
     workspace.mkdir(parents=True, exist_ok=True)
     planting = min(SPARSE_PLANTING, max(3, turns // 7))
@@ -185,8 +236,14 @@ def _build_sparse(workspace: Path, turns: int, mean_bytes: int) -> Script:
     for number in range(turns):
         plant = number < planting
         steps: list[Step] = []
-        if number % SPARSE_EVERY == 0:
-            folder, stem, suffix = folders[(number // SPARSE_EVERY) % len(folders)]
+        switched = family is not None and family.switch and number >= turns // 2
+        words = _OTHER_WORDS if switched else _WORDS
+        if every and number % every == 0:
+            folder, stem, suffix = folders[(number // every) % len(folders)]
+            if family is not None and family.json:
+                suffix = ".json"
+            if switched:
+                folder = f"billing/{folder}"
             path = workspace / folder / f"{stem}_{number:03d}{suffix}"
             planted = []
             for index in range(SPARSE_FILE_FACTS if plant else 0):
@@ -195,14 +252,14 @@ def _build_sparse(workspace: Path, turns: int, mean_bytes: int) -> Script:
                 planted.append(_make_fact(rng, kind, number, len(facts), str(path), handles))
                 facts.append(planted[-1])
             size = rng.randrange(mean_bytes * 2 // 5, mean_bytes * 8 // 5 + 1)
-            _write_file(rng, path, number, planted, size)
+            _write_file(rng, path, number, planted, size, words)
             steps.append(Step("terminal", {"command": f"cat {path}"}))
         user_fact = None
         if plant:
             user_fact = _make_fact(rng, kinds[number % len(kinds)], number, len(facts), "user", ())
             facts.append(user_fact)
-        user = _user_turn(rng, number, steps, user_fact)
-        script.turns.append(Turn(number, user, steps, _answer(rng, number)))
+        user = _user_turn(rng, number, steps, user_fact, user_tokens, words)
+        script.turns.append(Turn(number, user, steps, _answer(rng, number, words)))
     return script
 
 
@@ -223,7 +280,14 @@ def _plan(workspace: Path, number: int) -> list[tuple[str, Path]]:
     return [("read_file", workspace / "docs" / f"notes_{number:03d}.md")]
 
 
-def _user_turn(rng: random.Random, number: int, steps: list[Step], fact: Fact | None) -> str:
+def _user_turn(
+    rng: random.Random,
+    number: int,
+    steps: list[Step],
+    fact: Fact | None,
+    user_tokens: int = USER_TOKENS,
+    words: tuple[str, ...] = _WORDS,
+) -> str:
     asks = []
     for step in steps:
         if step.tool == "read_file":
@@ -235,16 +299,21 @@ def _user_turn(rng: random.Random, number: int, steps: list[Step], fact: Fact | 
     head = f"[turn {number}] " + " ".join(asks)
     if fact is not None:
         head += f" Keep this for later, we will need it exactly: {fact.text} ."
-    return head + " " + _prose(rng, USER_TOKENS * CHARS_PER_TOKEN - len(head))
+    return head + " " + _prose(rng, user_tokens * CHARS_PER_TOKEN - len(head), words)
 
 
-def _answer(rng: random.Random, number: int) -> str:
+def _answer(rng: random.Random, number: int, words: tuple[str, ...] = _WORDS) -> str:
     head = f"Done with turn {number}. "
-    return head + _prose(rng, ANSWER_TOKENS * CHARS_PER_TOKEN - len(head))
+    return head + _prose(rng, ANSWER_TOKENS * CHARS_PER_TOKEN - len(head), words)
 
 
 def _write_file(
-    rng: random.Random, path: Path, number: int, facts: list[Fact], file_bytes: int
+    rng: random.Random,
+    path: Path,
+    number: int,
+    facts: list[Fact],
+    file_bytes: int,
+    words: tuple[str, ...] = _WORDS,
 ) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     lines: list[str] = []
@@ -254,22 +323,52 @@ def _write_file(
     lines_at = [rng.randrange(5, 30)]
     lines_at += [rng.randrange(30 + 15 * i, 45 + 15 * i) for i in range(1, len(facts))]
     at = dict(zip(lines_at, facts, strict=False))
+    if path.suffix == ".json":
+        _write_json(rng, path, number, [at[k] for k in sorted(at)], file_bytes, words)
+        return
     while size < file_bytes:
         if len(lines) in at:
             line = _fact_line(path, at[len(lines)])
         elif path.suffix == ".log":
             line = (
                 f"2026-03-{1 + number % 28:02d} 12:{len(lines) % 60:02d}:{rng.randrange(60):02d}"
-                f" INFO {rng.choice(_WORDS)}.{rng.choice(_WORDS)}: {_prose(rng, 60)}"
+                f" INFO {rng.choice(words)}.{rng.choice(words)}: {_prose(rng, 60, words)}"
             )
         elif path.suffix == ".py":
-            line = f"    {rng.choice(_WORDS)}_{rng.choice(_WORDS)} = {rng.choice(_WORDS)}({rng.randrange(100)})  # {_prose(rng, 30)}"
+            line = f"    {rng.choice(words)}_{rng.choice(words)} = {rng.choice(words)}({rng.randrange(100)})  # {_prose(rng, 30, words)}"
         else:
-            line = _prose(rng, 70)
+            line = _prose(rng, 70, words)
         lines.append(line)
         size += len(line) + 1
     lines += [_fact_line(path, fact) for where, fact in at.items() if where >= len(lines)]
     path.write_text("\n".join(lines) + "\n")
+
+
+def _write_json(
+    rng: random.Random,
+    path: Path,
+    number: int,
+    facts: list[Fact],
+    file_bytes: int,
+    words: tuple[str, ...],
+) -> None:
+    """A JSON document of records, as an API or a tool's ``--json`` gives: the facts
+    are values of early records (a fact's text is its field's value, verbatim)."""
+    records: list[dict[str, Any]] = []
+    size = 0
+    while size < file_bytes or len(records) < 2 * len(facts) + 2:
+        record: dict[str, Any] = {
+            "id": f"{number:03d}-{len(records):04d}",
+            "kind": rng.choice(words),
+            "owner": f"{rng.choice(words)}_{rng.choice(words)}",
+            "count": rng.randrange(1000),
+            "note": _prose(rng, 50, words),
+        }
+        if len(records) % 2 == 1 and len(records) // 2 < len(facts):
+            record["note"] = facts[len(records) // 2].text
+        records.append(record)
+        size += len(json.dumps(record)) + 4
+    path.write_text(json.dumps({"items": records}, indent=1) + "\n")
 
 
 def _fact_line(path: Path, fact: Fact) -> str:
@@ -284,11 +383,11 @@ def _fact_line(path: Path, fact: Fact) -> str:
     return f"Remember: {fact.text}"
 
 
-def _prose(rng: random.Random, chars: int) -> str:
+def _prose(rng: random.Random, chars: int, vocabulary: tuple[str, ...] = _WORDS) -> str:
     words: list[str] = []
     size = 0
     while size < chars:
-        word = rng.choice(_WORDS)
+        word = rng.choice(vocabulary)
         words.append(word)
         size += len(word) + 1
     return " ".join(words)[: max(chars, 0)].rstrip() + "."

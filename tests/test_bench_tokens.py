@@ -167,3 +167,73 @@ def test_the_sparse_script_is_issue_48s_conversation(tmp_path: Path) -> None:
     assert len(in_files) == 14
     for fact in in_files:
         assert fact.text in Path(fact.where).read_text()
+
+
+def test_every_uncached_token_is_put_down_to_its_source() -> None:
+    from benchmarks.tokens_measure import measure, tokens
+
+    tools = [{"type": "function", "function": {"name": "terminal", "parameters": {}}}]
+    system = {"role": "system", "content": "You are an agent."}
+    ask = {"role": "user", "content": "[turn 0] cat the log"}
+    call = {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "c1", "type": "function",
+         "function": {"name": "terminal", "arguments": '{"command": "cat x.log"}'}}]}  # fmt: skip
+    output = {"role": "tool", "tool_call_id": "c1", "content": "a long log " * 200}
+    answer = {"role": "assistant", "content": "The log is fine."}
+    stub = {**output, "content": "[tool output masked: terminal; recall(message_id=3)]"}
+    summary = {"role": "user", "content": "[CONTEXT COMPACTION] what happened " * 20}
+    nxt = {"role": "user", "content": "[turn 1] and now?"}
+    requests = [
+        {"tools": tools, "messages": [system, ask]},
+        {"tools": tools, "messages": [system, ask, call, output]},
+        {"tools": tools, "messages": [system, ask, call, stub, answer, nxt]},
+        {"tools": tools, "messages": [system, summary, answer, nxt]},
+    ]
+
+    figures = measure(requests, [], None)
+
+    by = figures.uncached_by_source
+    assert by["system"] > 0 and by["new content"] > 0
+    assert by["masking"] == tokens(len("tool\n" + stub["content"] + "\nc1\n") - len("tool\n"))
+    assert by["tail"] > 0  # the answer and the next message, sent again after the summary
+    assert by["summary"] >= tokens(len(summary["content"]))
+    # Every uncached token has one source (up to rounding, a token per piece).
+    assert abs(sum(by.values()) - figures.uncached_tokens) <= 12
+
+
+def test_a_family_conversation_prints_its_targets() -> None:
+    from benchmarks import tokens_script
+
+    (comparison,) = bench_tokens.run_family(
+        quick=True, only=["json"], hermes_agent_python=None, progress=False
+    )
+
+    assert comparison.turns == 50 and comparison.shape == "json"
+    ours = comparison.columns[bench_tokens.HERMES]
+    assert ours.main_requests > 50 and ours.failed_turns == 0
+    assert sum(ours.uncached_by_source.values()) > 0.9 * ours.uncached_tokens
+    table = bench_tokens.family_report([comparison])
+    assert "total <= 0.5x, uncached <= 0.75x" in table
+    assert tokens_script.FAMILY["json"].label in table
+    assert "hermes-agent 0.19 skipped: not asked for" in table
+
+
+def test_the_family_varies_one_thing_each(tmp_path: Path) -> None:
+    from benchmarks import tokens_script
+
+    shapes = {}
+    for name in ("every-turn", "no-tools", "long-turns", "json", "topic-switch"):
+        script = tokens_script.build(tmp_path / name, 40, shape=name)
+        shapes[name] = script
+        for fact in script.facts:
+            where = fact.where
+            assert fact.text in (
+                script.turns[fact.turn].user if where == "user" else Path(where).read_text()
+            )
+    assert all(t.steps for t in shapes["every-turn"].turns)
+    assert not any(t.steps for t in shapes["no-tools"].turns)
+    assert len(shapes["long-turns"].turns[5].user) > 7_000 > len(shapes["json"].turns[5].user)
+    json_files = list((tmp_path / "json").rglob("*.json"))
+    assert json_files and all(json.loads(p.read_text())["items"] for p in json_files)
+    switched = shapes["topic-switch"].turns
+    assert "invoice" not in switched[5].user and "billing/" in str(switched[24].steps[0].arguments)

@@ -9,7 +9,10 @@ Everything here is a pure function of the covered messages: the same rows always
 the byte-identical index (a provider's prompt cache keeps hitting), anchors are listed
 in order of first appearance, each once, and the index is capped in size, keeping the
 most distinctive kinds first. An earlier summary among the covered messages gives its own
-index's anchors again (never its paraphrase), and a masked tool output (a stub) gives
+index's anchors again (never its paraphrase), all of them and outside the cap: an anchor
+once shown to the model is *carried* into every later index of the conversation
+(append-only), so what was one ``recall`` away stays one ``recall`` away after any number
+of compressions (the store checks it: ``anchor_index.dropped``). A masked tool output (a stub) gives
 the stored id that brings it back, with the anchors listed after the stub
 (``stub_digest``: what the summary model reads of an output it does not read whole).
 """
@@ -19,26 +22,42 @@ from __future__ import annotations
 import bisect
 import json
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from hermes.state.context.anchor_index import (
+    ERROR,
+    ID,
+    INDEX_HEADER,
+    LABELS,
+    MASKED,
+    NAME,
+    NUMBER,
+    PATH,
+    PRIORITY,
+    SEPARATOR,
+    SUMMARY_PREFIX,
+    URL,
+    is_summary_message,
+    parse,
+)
 from hermes.state.context.message import Message
 
 __all__ = [
     "INDEX_HEADER",
+    "SUMMARY_PREFIX",
     "MAX_INDEX_CHARS",
     "MIN_INDEX_CHARS",
     "Anchor",
     "extract",
     "index_block",
+    "is_summary_message",
+    "parse",
     "render",
     "stub_digest",
 ]
 
-# The first words of a compaction summary (the summariser writes it, as a user message).
-SUMMARY_PREFIX = "[CONTEXT COMPACTION]"
-INDEX_HEADER = "[ANCHORS]"
 # At most about 400 tokens, enough for a few dozen anchors; an eighth of the covered
 # text below that, so the index of a short middle stays a small share of its summary.
 MAX_INDEX_CHARS = 1600
@@ -48,29 +67,6 @@ MAX_ANCHOR_CHARS = 160
 LONG_ERROR_CHARS = 100  # an error line longer than this is cut to its error's sentence
 MAX_ERROR_LINES = 8
 MAX_DIGEST_CHARS = 600  # the anchors read with one masked tool output's stub
-SEPARATOR = " · "
-
-# Kinds, most distinctive first: when the index is over its cap, the later kinds go.
-MASKED, ERROR, ID, PATH, URL, NUMBER, NAME = (
-    "masked",
-    "error",
-    "id",
-    "path",
-    "url",
-    "number",
-    "name",
-)
-PRIORITY = (MASKED, ERROR, ID, PATH, URL, NUMBER, NAME)
-# How each kind's line is labelled, in the order the lines are shown.
-LABELS = {
-    PATH: "files",
-    ID: "commits and ids",
-    URL: "urls",
-    NUMBER: "numbers",
-    NAME: "names",
-    ERROR: "errors",
-    MASKED: "masked tool outputs",
-}
 
 _URL = re.compile(r"\b(?:https?|ftp|wss?|file)://[^\s<>\"'`\])}]+")
 _PATH = re.compile(r"(?<![\w~/.:@+-])(?:(?:~|\.{1,2})?(?:/[\w.@+-]+)+|[\w.@+-]+(?:/[\w.@+-]+)+)/?")
@@ -108,7 +104,9 @@ _ERROR = re.compile(
 )
 _GENERIC_ERRORS = {"Traceback (most recent call last):"}
 _MASKED = re.compile(r"\[tool output masked: [^\]\n]*?recall\(message_id=(\d+)\)[^\]\n]*\]")
-_MASKED_ANCHOR = re.compile(r"recall\(message_id=\d+\)")
+# What a tool says where it cut a long output (``hermes.tools._output.cut_marker``): the
+# runtime's words, not the work's; its count would crowd the index's numbers.
+_CUT_MARKER = re.compile(r"\.\.\. \[\d+ characters cut\] \.\.\.")
 
 
 @dataclass(frozen=True)
@@ -120,22 +118,42 @@ class Anchor:
     first: int  # order of first appearance
     messages: int = 1
     said: bool = True  # first found outside a tool's output
+    carried: bool = False  # from an earlier summary's index: always kept
 
 
-def index_block(messages: Sequence[Message], *, recall: bool) -> str:
+def index_block(
+    messages: Sequence[Message],
+    *,
+    recall: bool,
+    new: bool = True,
+    carry: Sequence[tuple[str, str]] = (),
+) -> str:
     """The index for a summary of ``messages`` ('' when they hold no anchor); ``recall``
-    says whether the model has the ``recall`` tool to bring an anchor's messages back."""
-    covered = sum(len(_text(m.get("content"))) for m in messages)
+    says whether the model has the ``recall`` tool to bring an anchor's messages back.
+    The anchors carried from an earlier summary among them are always listed; the new
+    ones within a cap of their own, or not at all (``new=False``: a summary whose own
+    index would outweigh what it saves still keeps what earlier summaries showed).
+    ``carry``: more anchors (kind, text) to list as carried, before all others."""
+    covered = sum(len(_text(m.get("content"))) for m in messages if not is_summary_message(m))
     cap = min(MAX_INDEX_CHARS, max(MIN_INDEX_CHARS, covered // COVERED_SHARE))
-    return render(extract(messages), recall=recall, cap=cap)
+    found = extract(messages, carry)
+    if not new:
+        found = [a for a in found if a.carried]
+        if not found:
+            return ""
+    return render(found, recall=recall, cap=cap)
 
 
-def extract(messages: Sequence[Message]) -> list[Anchor]:
-    """Every anchor of ``messages``, each once (its first kind), by first appearance."""
+def extract(messages: Sequence[Message], carry: Sequence[tuple[str, str]] = ()) -> list[Anchor]:
+    """Every anchor of ``messages``, each once (its first kind), by first appearance;
+    ``carry`` (kind, text) first, as carried anchors."""
     found: dict[str, Anchor] = {}
+    for kind, text in carry:
+        found.setdefault(text, Anchor(kind, text, len(found), carried=True))
     for message in messages:
         seen_here: set[str] = set()
         said = message.get("role") != "tool"
+        carried = is_summary_message(message)
         for kind, text in _anchors_of(message):
             if kind == ERROR and len(text) > MAX_ANCHOR_CHARS:
                 text = text[:MAX_ANCHOR_CHARS]  # a prefix is still a verbatim substring
@@ -143,17 +161,23 @@ def extract(messages: Sequence[Message]) -> list[Anchor]:
                 continue
             known = found.get(text)
             if known is None:
-                found[text] = Anchor(kind, text, len(found), said=said)
+                found[text] = Anchor(kind, text, len(found), said=said, carried=carried)
             elif text not in seen_here:
                 found[text] = Anchor(
-                    known.kind, text, known.first, known.messages + 1, known.said or said
+                    known.kind,
+                    text,
+                    known.first,
+                    known.messages + 1,
+                    known.said or said,
+                    known.carried or carried,
                 )
             seen_here.add(text)
     return list(found.values())
 
 
 def render(anchors: Sequence[Anchor], *, recall: bool, cap: int = MAX_INDEX_CHARS) -> str:
-    """The index as the summary message carries it, its anchors within ``cap`` characters."""
+    """The index as the summary message carries it: every carried anchor, and the new
+    ones within ``cap`` characters."""
     kept = _within_cap(anchors, cap)
     if not kept:
         return _RECALL_ONLY if recall else ""
@@ -216,15 +240,16 @@ def _within_cap(anchors: Sequence[Anchor], cap: int) -> list[Anchor]:
     ten commit hashes, the user's five go first), then an earlier one. How often an
     anchor was mentioned does not count: what the work kept coming back to is what the
     summary's words keep, the rest is what they drop. At
-    most ``MAX_ERROR_LINES`` error lines."""
+    most ``MAX_ERROR_LINES`` new error lines. A carried anchor is always kept, outside
+    the cap (an earlier summary showed it: it is never dropped)."""
     queues = [
         sorted(
-            (a for a in anchors if a.kind == kind),
+            (a for a in anchors if a.kind == kind and not a.carried),
             key=lambda a: (_shape(a), len(a.text), not a.said, a.first),
         )[: MAX_ERROR_LINES if kind == ERROR else None]
         for kind in PRIORITY
     ]
-    kept: list[Anchor] = []
+    kept = [a for a in anchors if a.carried]
     used = 0
     while any(queues):
         for queue in queues:
@@ -252,16 +277,6 @@ def _shape(anchor: Anchor) -> int:
     return 0
 
 
-def is_summary_message(message: Mapping[str, Any]) -> bool:
-    """True for a compaction summary the summariser wrote (it has the role ``user``)."""
-    content = message.get("content")
-    return (
-        message.get("role") == "user"
-        and isinstance(content, str)
-        and content.startswith(SUMMARY_PREFIX)
-    )
-
-
 # --------------------------------------------------------------------------- finding
 
 
@@ -278,6 +293,7 @@ def _anchors_of(message: Message) -> Iterator[tuple[str, str]]:
         yield from ((ERROR, line[2:]) for line in rest.splitlines() if line.startswith("- "))
         yield from _tokens(rest)
         return
+    content = _CUT_MARKER.sub("...", content)
     if message.get("role") != "assistant":
         yield from _error_lines(content)
     yield from _tokens(content)
@@ -285,27 +301,6 @@ def _anchors_of(message: Message) -> Iterator[tuple[str, str]]:
         function = (call.get("function") or {}) if isinstance(call, dict) else {}
         for value in _strings(function.get("arguments")):
             yield from _tokens(value)
-
-
-def parse(summary: str) -> Iterator[tuple[str, str]]:
-    """The anchors of the indexes a summary message carries (one per summary segment),
-    in order; each index ends at the first line that is not one of its own."""
-    kinds = {label: kind for kind, label in LABELS.items()}
-    for block in summary.split(f"\n{INDEX_HEADER} ")[1:]:
-        in_errors = False
-        for line in block.splitlines()[1:]:
-            label, _, rest = line.partition(": ")
-            if in_errors and line.startswith("- "):
-                yield ERROR, line[2:]
-            elif line == f"{LABELS[ERROR]}:":
-                in_errors = True
-            elif label in kinds and rest:
-                in_errors = False
-                for text in rest.split(SEPARATOR):
-                    if kinds[label] != MASKED or _MASKED_ANCHOR.fullmatch(text):
-                        yield kinds[label], text
-            else:
-                break
 
 
 def _error_lines(text: str) -> Iterator[tuple[str, str]]:

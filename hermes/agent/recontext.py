@@ -5,8 +5,11 @@ shutdown gives back) were read by a summary the tip's context holds, that summar
 words still carry them. The conversation then gets a new segment whose context is made
 again from the rows that remain (the store is lossless, so this is always possible): the
 standing original messages, compressed as any long history is (a new summary of their
-middle, or all of them verbatim when they are few). It is published through the
-rotation path, under the compression lease, with the same coverage check; the rows
+middle, or all of them verbatim when they are few); the new summary's anchor index
+still lists every anchor the old summaries showed that leads to a standing row
+(``still_reachable``), and none that leads only to what was taken back. It is
+published through the rotation path, under the compression lease, with the same
+coverage check; the rows
 being undone are marked in the same transaction, so an undo lands with its new
 context or not at all. If the summary model fails, nothing changes and the caller
 refuses the undo (or the turn) in one sentence: the old summary never reaches a model.
@@ -16,7 +19,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from hermes.agent import transcript
 from hermes.agent.compression import (
@@ -26,9 +29,9 @@ from hermes.agent.compression import (
     failed,
 )
 from hermes.agent.errors import AgentError
-from hermes.agent.summariser import NOTHING_TO_COMPRESS
+from hermes.agent.summariser import NOTHING_TO_COMPRESS, Summariser
 from hermes.agent.window import CompressionOutcome
-from hermes.state.context import wellformed
+from hermes.state.context import anchor_index, wellformed
 from hermes.state.context.message import Message
 from hermes.state.errors import LeaseNotHeldError, NotTipError, StateError
 
@@ -79,8 +82,11 @@ def _rebuild_under_lease(
     messages = remaining(host, undo_ids)
     compressor, window = host.window.compressor, host.window
     outcome.tokens_before = window.estimate_tokens(messages)
+    ask: dict[str, Any] = {"current_tokens": outcome.tokens_before}
+    if isinstance(compressor, Summariser):
+        ask["carry"] = still_reachable(host, tip, undo_ids)
     with LeaseKeeper(db, tip, host.lease.holder, host.lease.ttl):
-        compressed = compressor.compress(messages, current_tokens=outcome.tokens_before)
+        compressed = compressor.compress(messages, **ask)
     covered: set[str] = set()
     by_stub: set[str] = set()
     if failed(compressor, messages, compressed):
@@ -127,6 +133,33 @@ def remaining(host: TurnHost, undo_ids: Sequence[int]) -> list[Message]:
         if not row["undone"] and row["id"] not in dropped
     ]
     return list(wellformed.repair(transcript.from_store(rows)).messages)
+
+
+def still_reachable(host: TurnHost, tip: str, undo_ids: Sequence[int]) -> list[tuple[str, str]]:
+    """The anchors the tip's summaries showed the model (retired ones too) that still
+    lead to a standing row: the context made again keeps showing them, and no anchor
+    of it leads only to what was taken back."""
+    db = host.binding.bound()[0]
+    dropped = set(undo_ids)
+    rows = [
+        row
+        for row in db.iter_conversation_messages(tip)
+        if not row["undone"] and row["id"] not in dropped
+    ]
+    standing = {int(row["id"]) for row in rows}
+    text = "\n".join(f"{row['content'] or ''}\n{row['tool_calls'] or ''}" for row in rows)
+    shown = [
+        row["content"]
+        for row in db.get_messages(tip, include_undone=True)
+        if anchor_index.is_summary_message(row)
+    ]
+    kept: dict[str, str] = {}
+    for content in shown:
+        for kind, anchor in anchor_index.parse(content):
+            masked = anchor_index.MASKED_ANCHOR.fullmatch(anchor)
+            if (int(masked.group(1)) in standing) if masked else anchor in text:
+                kept.setdefault(anchor, kind)
+    return [(kind, anchor) for anchor, kind in kept.items()]
 
 
 def rebuild_if_stale(host: TurnHost) -> None:

@@ -192,8 +192,12 @@ class Summariser:
         current_tokens: int | None = None,
         focus_topic: str | None = None,
         whole: bool = False,
+        carry: Sequence[tuple[str, str]] = (),
     ) -> list[Message]:
         """A new, shorter list with the middle summarised, or ``messages`` itself.
+
+        ``carry`` are anchors (kind, text) a summary no longer among ``messages`` showed
+        the model (a context made again after an undo): the new index lists them all.
 
         ``whole`` (a compression the user asked for) keeps no head and no tail: all of
         it is summarised but a last user message still waiting for its answer.
@@ -241,12 +245,12 @@ class Summariser:
         except Exception as exc:
             self._fail(model, _failure_reason(exc))
             return given
-        result = self._assemble(messages, cut, middle, read, summary, focus_topic)
+        result = self._assemble(messages, cut, middle, read, summary, focus_topic, carry=carry)
         before = self.sent_tokens(messages)
         if self.sent_tokens(result) >= before and not whole:
             # A short middle: its anchor index would outweigh what the summary saves.
             result = self._assemble(
-                messages, cut, middle, read, summary, focus_topic, with_index=False
+                messages, cut, middle, read, summary, focus_topic, with_index=False, carry=carry
             )
         stubbed = [m for m, r in zip(middle, read, strict=True) if r is not m]
         if earlier is not None:
@@ -384,6 +388,7 @@ class Summariser:
         focus_topic: str | None,
         *,
         with_index: bool = True,
+        carry: Sequence[tuple[str, str]] = (),
     ) -> list[Message]:
         """Head, summary, then in stored order every later message not summarised: the
         pinned newest user message, any unread rest of the middle, the tail. The anchor
@@ -393,8 +398,11 @@ class Summariser:
             gone.add(id(messages[cut.earlier]))
         after = [m.copy() for m in messages[cut.head_end :] if id(m) not in gone]
         has_user = any(m.get("role") == "user" for m in after)
-        # The anchor index of what this summary read goes with the summary's own words.
-        index = anchors.index_block(summarised, recall=self.offers_recall) if with_index else ""
+        # The anchor index of what this summary read goes with the summary's own words;
+        # without its new anchors, it still carries what an earlier summary showed.
+        index = anchors.index_block(
+            summarised, recall=self.offers_recall, new=with_index, carry=carry
+        )
         summary = f"{summary}\n\n{index}" if index else summary
         if cut.earlier is None:
             text = frame_summary(summary, len(summarised), focus_topic, user_follows=has_user)

@@ -21,6 +21,11 @@ model read as their stub and anchors, not whole. Such a row is covered only if
 text stored; any other is not covered (so carried over). It is recorded with
 ``by_stub = 1``, which the store's coverage check holds to the same rule.
 
+Anchors (invariant 14 too): an anchor a segment's summary showed the model (its anchor
+index, ``context.anchor_index``) stays shown in the compression child, in the child's
+summary or in a row the child holds verbatim; ``dropped_anchors`` lists those that do
+not, for the store's coverage check.
+
 Well-formedness (invariant 15): the child's context is put in order (results after
 their calls) and refused with ``InvalidContextError`` if a provider would refuse it.
 
@@ -36,7 +41,7 @@ from typing import Any
 
 from hermes.state import lease, segments, undo
 from hermes.state.backend import MessageRow, Tx
-from hermes.state.context import wellformed
+from hermes.state.context import anchor_index, wellformed
 from hermes.state.errors import (
     InvalidContextError,
     LeaseNotHeldError,
@@ -336,3 +341,39 @@ def _record_coverage(tx: Tx, child_id: str, covered: set[int], by_stub: set[int]
             f"INSERT INTO segment_coverage (session_id, origin_id, by_stub) VALUES {marks}",
             params,
         )
+
+
+def dropped_anchors(tx: Tx) -> list[tuple[str, str, str]]:
+    """(parent, child, anchor) for every anchor a parent segment's summary showed that
+    its compression child shows nowhere (neither in its summary nor in a row it holds
+    verbatim). A child whose summary an undo retired is made again, so it is skipped."""
+    found = []
+    for child in tx.all(
+        "SELECT id, parent_session_id AS parent FROM sessions"
+        " WHERE lineage = 'compression' AND parent_session_id IS NOT NULL ORDER BY id"
+    ):
+        shown = [
+            str(row["content"])
+            for row in tx.all(
+                "SELECT content FROM messages WHERE session_id = ? AND undone = 0"
+                " AND role = 'user' AND compacted = 1 AND content LIKE ?",
+                (child["parent"], anchor_index.SUMMARY_PREFIX + "%"),
+            )
+        ]
+        if not shown:
+            continue
+        rows = tx.all(
+            "SELECT id, origin_id, content, tool_calls, undone FROM messages WHERE session_id = ?",
+            (child["id"],),
+        )
+        if any(
+            r["undone"] and str(r["content"] or "").startswith(anchor_index.SUMMARY_PREFIX)
+            for r in rows
+        ):
+            continue
+        standing = [r for r in rows if not r["undone"]]
+        texts = [f"{r['content'] or ''}\n{r['tool_calls'] or ''}" for r in standing]
+        origins = {_origin(r) for r in standing}
+        for anchor in anchor_index.dropped(shown, texts, origins):
+            found.append((child["parent"], child["id"], anchor))
+    return found

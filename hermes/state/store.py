@@ -838,22 +838,35 @@ class SessionDB:
 
     def coverage_violations(self) -> list[str]:
         """Rows of rotated parents that their child neither copies nor covered in its
-        summary (invariant 14), and rows a summary covered by their stub that ``recall``
-        cannot return verbatim, one sentence each (empty when every row is accounted for)."""
+        summary (invariant 14), rows a summary covered by their stub that ``recall``
+        cannot return verbatim, and anchors a summary showed that its child no longer
+        shows, one sentence each (empty when every row is accounted for)."""
 
-        def read(tx: Tx) -> tuple[list[Any], list[Any]]:
-            return tx.all(_UNCOVERED_ROWS), tx.all(_UNRECALLABLE_STUBS)
+        def read(tx: Tx) -> tuple[list[Any], list[Any], list[tuple[str, str, str]]]:
+            return (
+                tx.all(_UNCOVERED_ROWS),
+                tx.all(_UNRECALLABLE_STUBS),
+                rotation.dropped_anchors(tx),
+            )
 
-        uncovered, unrecallable = self._read(read)
-        return [
-            f"message {r['id']} of session {r['parent']} is neither in its compression child"
-            f" {r['child']} nor in the summary that child holds"
-            for r in uncovered
-        ] + [
-            f"message {r['origin_id']} is covered by its stub in the summary of session"
-            f" {r['child']}, but recall cannot return it verbatim"
-            for r in unrecallable
-        ]
+        uncovered, unrecallable, dropped = self._read(read)
+        return (
+            [
+                f"message {r['id']} of session {r['parent']} is neither in its compression child"
+                f" {r['child']} nor in the summary that child holds"
+                for r in uncovered
+            ]
+            + [
+                f"message {r['origin_id']} is covered by its stub in the summary of session"
+                f" {r['child']}, but recall cannot return it verbatim"
+                for r in unrecallable
+            ]
+            + [
+                f"the anchor {anchor!r} shown in the summary of session {parent} is shown"
+                f" nowhere in its compression child {child}"
+                for parent, child, anchor in dropped
+            ]
+        )
 
 
 _UNCOVERED_ROWS = (

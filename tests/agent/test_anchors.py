@@ -190,3 +190,30 @@ def test_of_anchors_alike_over_the_cap_what_was_said_goes_first() -> None:
     kept = [a.text for a in anchors._within_cap(found, cap=5 * 43)]
 
     assert kept == said
+
+
+def test_an_earlier_summarys_anchors_are_all_carried_past_the_cap() -> None:
+    """Issue 55: an anchor once shown is never dropped, however many there are."""
+    hashes = [f"{n:02d}" + "c" * 38 for n in range(60)]  # 60 x 43 chars, over any cap
+    earlier = f"{SUMMARY_PREFIX} x\n\n[ANCHORS] y\ncommits and ids: {' · '.join(hashes)}"
+    new = [f"{n:02d}" + "d" * 38 for n in range(60)]
+    messages = [
+        {"role": "user", "content": earlier},
+        {"role": "user", "content": " ".join(new)},
+    ]
+
+    block = anchors.index_block(messages, recall=True)
+    carried_only = anchors.index_block(messages, recall=True, new=False)
+
+    assert all(h in block and h in carried_only for h in hashes)
+    assert 0 < sum(h in block for h in new) < len(new)  # the new ones within their cap
+    assert not any(h in carried_only for h in new)
+
+
+def test_where_a_tool_cut_its_output_is_not_an_anchor() -> None:
+    from hermes.tools._output import cap_text
+
+    output = "start 4412873 of the run\n" + "x" * 50_000 + "\nend of the run"
+    found = [a.text for a in anchors.extract([{"role": "tool", "content": cap_text(output, 200)}])]
+
+    assert found == ["4412873"]  # the count of characters cut is the runtime's, not the work's

@@ -187,3 +187,30 @@ def test_the_coverage_check_reports_a_stub_that_recall_cannot_return(db: Session
         f"message {output['id']} is covered by its stub in the summary of session {child},"
         " but recall cannot return it verbatim"
     ]
+
+
+def _summary_showing(*anchors: str) -> dict:
+    index = "\n".join(["[ANCHORS] Exact strings.", f"commits and ids: {' · '.join(anchors)}"])
+    return {"role": "user", "content": f"[CONTEXT COMPACTION] frame\n\nwords\n\n{index}"}
+
+
+def test_an_anchor_a_summary_showed_stays_shown_or_its_row_verbatim(db: SessionDB) -> None:
+    """Issue 55: what one summary kept the way back to, every later one keeps too."""
+    db.create_session("p", source="cli")
+    db.append_messages(
+        "p", [{"role": "user", "content": f"ship {h}"} for h in ("a1b2c3d", "e4f5a6b")]
+    )
+    first = _publish(db, "p", [_summary_showing("a1b2c3d", "e4f5a6b")], _uids(db, "p"))
+    db.append_message(first, role="user", content="more work")
+    # The next summary shows one anchor again; the other's row is back verbatim.
+    kept = [_summary_showing("a1b2c3d"), {"role": "user", "content": "ship e4f5a6b"}]
+    second = _publish(db, first, kept, _uids(db, first))
+    assert db.coverage_violations() == []
+
+    db.append_message(second, role="user", content="and more")
+    third = _publish(db, second, [_summary_showing("e4f5a6b")], _uids(db, second))
+
+    assert db.coverage_violations() == [
+        f"the anchor 'a1b2c3d' shown in the summary of session {second} is shown nowhere"
+        f" in its compression child {third}"
+    ]
