@@ -26,7 +26,7 @@ from typing import IO, Any
 
 from hermes.state.errors import StateError
 from hermes.tools._output import read_capped
-from hermes.tools.guards import approval
+from hermes.tools.guards import approval, git_inert
 from hermes.tools.guards.launch import Launch, launch_for
 from hermes.tools.guards.limits import ProcessGroupCap
 from hermes.tools.processes import background
@@ -138,6 +138,7 @@ def _run(
     # Output goes to a file, not a pipe: a command that leaves a child running in the
     # background (`server &`) would hold a pipe open and hang us until that child ends.
     cap = ProcessGroupCap(how.limits.max_processes)
+    git_before = git_inert.baseline(how.writable_roots)
     try:
         with tempfile.TemporaryFile() as out:
             proc = subprocess.Popen(
@@ -163,8 +164,11 @@ def _run(
             output = read_capped(out, output_limit)
     finally:
         cap.close()  # whatever it left behind (a setsid child) ends with it
-    return _format(code, output, ending, timeout, how.limits.max_output_bytes) + _limit_note(
-        code, output, ending, how
+        disarmed = git_inert.disarm(git_before)
+    return (
+        _format(code, output, ending, timeout, how.limits.max_output_bytes)
+        + _limit_note(code, output, ending, how)
+        + git_inert.note(disarmed)
     )
 
 

@@ -38,6 +38,8 @@ class Launch:
     prefix: tuple[str, ...]
     env: dict[str, str]
     limits: Limits
+    # Where the command may write: checked for git's code-running parts after it (git_inert).
+    writable_roots: tuple[Path, ...] = ()
 
     def argv(self, command: str) -> list[str]:
         return [*self.prefix, shell_path(), "-c", command]
@@ -65,7 +67,7 @@ def launch_for(ctx: ToolContext, cwd: Path) -> Launch:
         )
     else:
         prefix = ()
-    return Launch(prefix, env, limits_of(ctx))
+    return Launch(prefix, env, limits_of(ctx), tuple(view.writable_roots(ctx)))
 
 
 # Caches tools write in the home, moved to the command's /tmp where the home is read-only.

@@ -211,6 +211,14 @@ def _entries(folder: Path) -> list[Path]:
         return []
 
 
+def writable_roots(ctx: ToolContext) -> list[Path]:
+    """Every folder a command may write in: the workspace, ``terminal.writable_paths``
+    and a gateway user's own workspace carved out of a hidden folder."""
+    roots = _writable_roots(ctx)
+    own = workspaces.carved_out(ctx)
+    return _unique([*roots, real(own)] if own is not None else roots)
+
+
 def _writable_roots(ctx: ToolContext) -> list[Path]:
     roots = [] if workspace_problem(ctx) else [real(workspace(ctx))]
     roots += _configured(ctx, "terminal.writable_paths")

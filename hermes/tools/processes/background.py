@@ -27,6 +27,7 @@ from pathlib import Path
 
 import psutil
 
+from hermes.tools.guards import git_inert
 from hermes.tools.guards.launch import Launch
 from hermes.tools.guards.limits import ProcessGroupCap
 from hermes.tools.processes import events
@@ -100,6 +101,7 @@ def start(
     process_id = new_process_id()
     log_fd = os.open(store.log_path(process_id), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     cap = ProcessGroupCap(how.limits.max_processes)
+    git_before = git_inert.baseline(how.writable_roots)
     try:
         proc = subprocess.Popen(
             [
@@ -147,7 +149,7 @@ def start(
         _watched.add(key)
     thread = threading.Thread(
         target=_watch,
-        args=(store, process_id, proc, key, event_bus, cap),
+        args=(store, process_id, proc, key, event_bus, cap, git_before),
         name=f"hermes-{process_id}",
         daemon=True,
     )
@@ -162,10 +164,13 @@ def _watch(
     key: tuple[str, str],
     event_bus: events.EventBus | None,
     cap: ProcessGroupCap,
+    git_before: git_inert.Baseline,
 ) -> None:
     try:
         code = proc.wait()
         cap.close()  # what the command left behind (a setsid child) ends with it
+        for done in git_inert.disarm(git_before):
+            log.warning("background process %s: made inert: %s", process_id, done)
         recorded = store.read_exit_code(process_id)
         # The supervisor's file holds the command's own code (negative for a signal);
         # without it (supervisor killed) the supervisor's code is the best we know.
