@@ -196,11 +196,16 @@ def _unseen(path: Path, earlier: list[view.Rule]) -> bool:
     home): the command's own /tmp gets the empty read-only stand-ins, as writes there
     must fail loudly."""
     rule = view.rule_for(path, earlier)
-    return rule.access == view.HIDDEN and rule.mount in (view.HOME, view.HIDE)
+    return rule.access == view.HIDDEN and rule.mount in (view.HOME, view.HIDE, view.EMPTY)
 
 
 def _mount(rule: view.Rule, table: list[view.Rule], tmp_bytes: int, sealed: list[str]) -> list[str]:
     path, exists = str(rule.path), os.path.lexists(rule.path)
+    if rule.mount == view.EMPTY:  # bubblewrap's root is an empty tmpfs already
+        sealed.append(path)  # read-only once the system and the workspace are bound in
+        return []
+    if rule.mount == view.SYSTEM and os.path.islink(path):
+        return ["--symlink", os.readlink(path), path]  # /bin -> usr/bin stays a link
     if rule.mount == view.DEV:
         return ["--dev", path]
     if rule.mount == view.PROC:
