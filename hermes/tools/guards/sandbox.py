@@ -172,9 +172,10 @@ def network_on(ctx: ToolContext) -> bool:
     return bool(value)
 
 
-def command_prefix(ctx: ToolContext, cwd: Path) -> list[str]:
+def command_prefix(ctx: ToolContext, cwd: Path, scratch: Path | None = None) -> list[str]:
     """The bwrap argv that runs a command in ``cwd`` inside the sandbox (then the command):
-    the mounts of the one view (``view.rules``), in its order."""
+    the mounts of the one view (``view.rules``), in its order; ``/tmp`` is ``scratch``, a
+    folder on disk (``disk.make_scratch``), or else a tmpfs of ``terminal.max_file_mb``."""
     args = [shutil.which(BWRAP) or BWRAP, *_ISOLATION]
     if network_on(ctx):
         args.append("--share-net")
@@ -184,6 +185,9 @@ def command_prefix(ctx: ToolContext, cwd: Path) -> list[str]:
     for index, rule in enumerate(table):
         if rule.mount in (view.HIDE, view.LOCK) and _unseen(rule.path, table[:index]):
             continue  # inside a hidden folder already: not even its name need show there
+        if rule.mount == view.TMP and scratch is not None:
+            args += ["--bind", str(scratch), str(rule.path)]
+            continue
         args += _mount(rule, table, tmp_bytes, sealed)
     for path in sealed:
         args += ["--remount-ro", path]
