@@ -162,24 +162,25 @@ def git_dirs(roots: tuple[Path, ...]) -> list[Path]:
 
 
 def _walk(folder: Path, roots: tuple[Path, ...], found: dict[str, Path]) -> None:
-    if is_git_dir(folder):
-        found.setdefault(str(folder), folder)
-        for name in _NESTED:
-            if (folder / name).is_dir() and not (folder / name).is_symlink():
-                _walk(folder / name, roots, found)
-        return
     try:
-        entries = list(os.scandir(folder))
+        entries = {entry.name: entry for entry in os.scandir(folder)}
     except OSError:
         return
-    for entry in entries:
-        path = Path(entry.path)
+    head, objects, common = entries.get("HEAD"), entries.get("objects"), entries.get("commondir")
+    if head is not None and (objects is not None or common is not None) and is_git_dir(folder):
+        found.setdefault(str(folder), folder)
+        for name in _NESTED:
+            nested = entries.get(name)
+            if nested is not None and nested.is_dir(follow_symlinks=False):
+                _walk(folder / name, roots, found)
+        return
+    for entry in entries.values():
         if entry.name == ".git" and (entry.is_symlink() or entry.is_file(follow_symlinks=False)):
-            target = _led_to(path, roots)
+            target = _led_to(Path(entry.path), roots)
             if target is not None:
                 found.setdefault(str(target), target)
         elif entry.is_dir(follow_symlinks=False):
-            _walk(path, roots, found)
+            _walk(Path(entry.path), roots, found)
 
 
 def _led_to(dot_git: Path, roots: tuple[Path, ...]) -> Path | None:

@@ -9,8 +9,8 @@ and background processes run under bubblewrap, where
   ``terminal.readable_paths``, only the workspace and ``terminal.writable_paths``
   writable, start-up and settings files and a repository's ``.git/config``,
   ``hooks/``, ``info/`` read-only whether or not they exist, HERMES_HOME, the store and
-  credential stores hidden; ``/tmp`` is a fresh, private one for each command, no
-  larger than ``terminal.max_file_mb``;
+  credential stores hidden; ``/tmp`` is a fresh, private folder on disk for each
+  command (``disk.py``), held to ``terminal.max_file_mb``;
 - the process gets a fresh PID namespace with its own ``/proc`` (nothing of hermes's to
   read or signal), no capabilities, and dies with hermes (``--die-with-parent``); when
   its first process ends, the kernel ends every process left in the namespace, so

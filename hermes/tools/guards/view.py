@@ -6,19 +6,23 @@ tools look a path up in it (``rule_for``). The rule that applies to a path is th
 one whose path holds it, as the last mount over a path is the one a command sees, so
 the two cannot disagree. From first to last:
 
-- the whole system, read-only; ``/dev``, ``/proc`` and ``/tmp`` are the command's own
+- the whole system, read-only (terminal chat); for a gateway user, an API principal, a
+  job or a webhook route an allow-list instead: nothing of the host, then ``/usr``,
+  ``/bin``, ``/sbin``, ``/lib*`` and ``/etc`` read-only (``SYSTEM_PATHS``);
+  ``/dev``, ``/proc`` and ``/tmp`` are the command's own
   (so the file tools, which run in hermes's process, see none of the host's);
 - the user's home, hidden (an empty read-only folder): nothing of it is seen but
 - what ``terminal.readable_paths`` lists (read-only) and the writable roots: the
   workspace and ``terminal.writable_paths`` (never ``/``; a root that holds the home
   makes its existing entries writable, never a new file at its top);
-- hermes's own install, read-only even inside a writable root;
+- hermes's own install, read-only even inside a writable root (not in an allow-list);
 - start-up and settings files (``~/.bashrc``, ``~/.gitconfig``, ``~/.config/systemd/``,
   ``~/.local/bin/``, ...) and a repository's ``.git/config``, ``hooks/`` and ``info/``,
   read-only whether or not they exist, so no host shell, desktop, systemd or git ever
   runs what a tool wrote;
-- hermes's home, a SQLite store configured elsewhere, credential stores, daemon sockets
-  and ``terminal.hidden_paths``: hidden;
+- every profile's home (``hermes_homes``), a SQLite store configured elsewhere,
+  credential stores, daemon sockets, ``terminal.hidden_paths`` and, in an allow-list,
+  the system's own secrets (``SYSTEM_SECRETS``): hidden;
 - on a gateway, every user's workspace hidden but the user's own (``workspaces``),
   which is writable even where it lies in ``$HERMES_HOME/workspaces``.
 """
