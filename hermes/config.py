@@ -118,8 +118,13 @@ SCHEMA: dict[str, tuple[tuple[type | None, ...], Any]] = {
     # process may run before it is ended (0: until killed, for servers the user wants kept).
     "terminal.max_memory_mb": ((int,), 2048),
     "terminal.background_timeout": ((int, float), 3600),
+    # Background processes one user may have running at once (a gateway user's count is
+    # of their workspace; the terminal chat's, of this HERMES_HOME).
+    "terminal.max_background": ((int,), 16),
     # A root outside which the file tools refuse to read or write (None: no boundary).
     "tools.workspace": ((str, None), None),
+    # Disk a gateway user's or a job's workspace may hold (hermes/tools/guards/disk.py).
+    "tools.workspace_quota_mb": ((int, None), 10240),
     "gateway.platforms": ((dict,), {}),
     "gateway.max_concurrent_turns": ((int,), 8),
     "gateway.api_key": ((str, None), None),
@@ -477,6 +482,8 @@ _CHECKS: dict[str, Any] = {
     "terminal.max_processes": _more_than_zero,
     "terminal.max_memory_mb": _more_than_zero,
     "terminal.background_timeout": _zero_or_more,
+    "terminal.max_background": _more_than_zero,
+    "tools.workspace_quota_mb": lambda v: None if v is None else _more_than_zero(v),
     "gateway.max_concurrent_turns": _more_than_zero,
     "gateway.queue_takeover_after": _more_than_zero,
     "gateway.api_approval_timeout": _more_than_zero,

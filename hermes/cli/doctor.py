@@ -26,7 +26,7 @@ from hermes.state import SessionDB
 from hermes.state.diagnose import BACKUP_FIX, diagnosis_of, read_only, writers_of_a_gone_file
 from hermes.state.location import StoreLocation, store_location
 from hermes.text import plural
-from hermes.tools.guards import sandbox
+from hermes.tools.guards import limits, sandbox
 
 GUARD_INDEXES = ("sessions_one_live_tip", "sessions_one_compression_child")
 
@@ -69,6 +69,7 @@ def run_checks(*, offline: bool = False) -> Iterator[Check]:
     yield check
     yield _home_check(hermes_home())
     yield _sandbox_check(config)
+    yield _memory_check()
     try:
         location = store_location(config=config)
     except HermesError as exc:  # e.g. HERMES_STATE_URL naming another kind of database
@@ -150,6 +151,18 @@ def _sandbox_check(config: Config) -> Check:
         f"{mode.describe()}; unattended surfaces run read-only commands only{also}.",
         "install bubblewrap (Debian/Ubuntu: apt install bubblewrap) on Linux with "
         "unprivileged user namespaces.",
+    )
+
+
+def _memory_check() -> Check:
+    """What terminal.max_memory_mb holds: a whole command, or each process only."""
+    scope = limits.memory_scope()
+    whole = scope.startswith("the whole command")
+    return Check(
+        "memory",
+        True if whole else None,
+        f"terminal.max_memory_mb holds {scope}.",
+        None if whole else "run hermes where it can make cgroups (root, or a delegated cgroup).",
     )
 
 

@@ -26,11 +26,13 @@ from typing import IO, Any
 
 from hermes.state.errors import StateError
 from hermes.tools._output import read_capped
-from hermes.tools.guards import approval
+from hermes.tools.guards import approval, git_inert
+from hermes.tools.guards.disk import remove_scratch
 from hermes.tools.guards.launch import Launch, launch_for
 from hermes.tools.guards.limits import ProcessGroupCap
 from hermes.tools.processes import background
 from hermes.tools.registry import Tool, ToolContext, ToolError
+from hermes.tools.workspaces import confined, workspace
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +80,8 @@ def handle(args: dict[str, Any], ctx: ToolContext) -> str:
     refusal = approval.authorize(command, ctx, cwd)
     if refusal:
         return refusal
+    if args.get("background"):
+        _room_for_background(ctx)
     how = launch_for(ctx, cwd)
     if args.get("background"):
         limit = background_limit(ctx, args.get("timeout"))
@@ -137,7 +141,8 @@ def _run(
 ) -> str:
     # Output goes to a file, not a pipe: a command that leaves a child running in the
     # background (`server &`) would hold a pipe open and hang us until that child ends.
-    cap = ProcessGroupCap(how.limits.max_processes)
+    cap = ProcessGroupCap(how.limits.max_processes, how.limits.max_memory_bytes)
+    git_before = git_inert.baseline(how.writable_roots)
     try:
         with tempfile.TemporaryFile() as out:
             proc = subprocess.Popen(
@@ -153,7 +158,7 @@ def _run(
             try:
                 if noted and record:
                     background.started(record[0], noted, proc.pid)
-                code, ending = _wait(proc, out, timeout, how.limits.max_output_bytes, cancel)
+                code, ending = _wait(proc, out, timeout, how, cancel)
             except BaseException:
                 _kill_group(proc)  # Ctrl-C in the REPL must not leave the command running
                 raise
@@ -161,10 +166,15 @@ def _run(
                 code = _kill_group(proc)
             out.seek(0)
             output = read_capped(out, output_limit)
+            out_of_memory = cap.memory_exceeded()
     finally:
         cap.close()  # whatever it left behind (a setsid child) ends with it
-    return _format(code, output, ending, timeout, how.limits.max_output_bytes) + _limit_note(
-        code, output, ending, how
+        remove_scratch(how.scratch)
+        disarmed = git_inert.disarm(git_before)
+    return (
+        _format(code, output, ending, timeout, how.limits.max_output_bytes)
+        + _limit_note(code, output, ending, how, out_of_memory)
+        + git_inert.note(disarmed)
     )
 
 
@@ -172,10 +182,12 @@ def _wait(
     proc: subprocess.Popen[bytes],
     out: IO[bytes],
     timeout: float,
-    max_output: int,
+    how: Launch,
     cancel: threading.Event | None,
 ) -> tuple[int, str | None]:
-    """Wait for ``proc``: its exit code, and why it must be stopped (None: it ended)."""
+    """Wait for ``proc``: its exit code, and why it must be stopped (None: it ended;
+    a disk limit's own sentence when one was passed)."""
+    max_output = how.limits.max_output_bytes
     deadline = time.monotonic() + timeout
     while True:
         try:
@@ -190,6 +202,9 @@ def _wait(
             return -1, _STOPPED
         if os.fstat(out.fileno()).st_size > max_output:
             return -1, _FLOODED
+        passed = how.disk_watch.passed() if how.disk_watch else None
+        if passed:
+            return -1, passed
 
 
 def _note(command: str, record: tuple[Path, str | None]) -> str | None:
@@ -210,6 +225,8 @@ def _format(code: int, output: str, ending: str | None, timeout: float, max_outp
         )
     if ending == _STOPPED:
         return f"Stopped by the user; the command was killed (exit code {code}).\nOutput before the stop:\n{body}"
+    if ending not in (None, _FLOODED):  # a disk limit, said in its own sentence
+        return f"{ending} Exit code {code}.\nOutput before it was killed:\n{body}"
     if ending == _FLOODED:
         return (
             f"Killed: the command wrote more than {max_output // (1024 * 1024)} MB of output "
@@ -224,11 +241,18 @@ _SIGXFSZ_EXIT = 128 + signal.SIGXFSZ
 _OUT_OF_MEMORY = ("MemoryError", "Cannot allocate memory", "out of memory", "bad_alloc")
 
 
-def _limit_note(code: int, output: str, ending: str | None, how: Launch) -> str:
+def _limit_note(
+    code: int, output: str, ending: str | None, how: Launch, out_of_memory: bool = False
+) -> str:
     """One sentence naming the limit the command's output says it hit, or ""."""
     if ending is not None:
         return ""
     limits = how.limits
+    if out_of_memory:
+        return (
+            f"\n[The command was stopped at its memory limit: its processes together may use "
+            f"at most {limits.max_memory_bytes // _MB} MB (terminal.max_memory_mb).]"
+        )
     if code == _SIGXFSZ_EXIT or "File size limit exceeded" in output:
         return (
             f"\n[A file reached {limits.max_file_bytes // _MB} MB, the most a command may write "
@@ -267,6 +291,29 @@ def background_limit(ctx: ToolContext, asked: float | None) -> float:
     if asked and (not configured or asked < configured):
         return float(asked)
     return configured
+
+
+def _room_for_background(ctx: ToolContext) -> None:
+    """Refuse a new background process when the user already runs
+    ``terminal.max_background`` of them (a gateway user's, in their workspace)."""
+    most = int(ctx.setting("terminal.max_background"))
+    mine = Path(os.path.realpath(workspace(ctx))) if confined(ctx.source) else None
+    running = [
+        record
+        for record in background.refresh_all(ctx.hermes_home, ctx.event_bus)
+        if not record.finished and (mine is None or _inside(Path(record.cwd), mine))
+    ]
+    if len(running) >= most:
+        raise ToolError(
+            f"Refused: {len(running)} of your background processes are running, the most "
+            'allowed (terminal.max_background); stop one with the process tool (action "kill") '
+            "or wait for one to end."
+        )
+
+
+def _inside(path: Path, root: Path) -> bool:
+    real = Path(os.path.realpath(path))
+    return real == root or root in real.parents
 
 
 def _start_background(

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hermes.tools import workspaces
-from hermes.tools.guards import sandbox, view
+from hermes.tools.guards import disk, sandbox, view
 from hermes.tools.guards.environment import command_environment
 from hermes.tools.guards.limits import Limits, limits_of
 from hermes.tools.registry import ToolError
@@ -38,6 +38,11 @@ class Launch:
     prefix: tuple[str, ...]
     env: dict[str, str]
     limits: Limits
+    # Where the command may write: checked for git's code-running parts after it (git_inert).
+    writable_roots: tuple[Path, ...] = ()
+    # The command's /tmp on disk (removed when it ends), and the disk it may fill.
+    scratch: Path | None = None
+    disk_watch: disk.Watch | None = None
 
     def argv(self, command: str) -> list[str]:
         return [*self.prefix, shell_path(), "-c", command]
@@ -54,9 +59,11 @@ def launch_for(ctx: ToolContext, cwd: Path) -> Launch:
         raise ToolError(problem)
     mode = sandbox.mode_of(ctx)
     env = command_environment(ctx)
+    scratch = None
     if mode.sandboxed:
         _check_visible(ctx, cwd)
-        prefix = tuple(sandbox.command_prefix(ctx, cwd))
+        scratch = disk.make_scratch(ctx.hermes_home)
+        prefix = tuple(sandbox.command_prefix(ctx, cwd, scratch))
         env = {**_scratch_caches(ctx), **_git_identity(str(Path.home())), **env}
     elif sandbox.required(ctx):
         raise ToolError(
@@ -65,7 +72,8 @@ def launch_for(ctx: ToolContext, cwd: Path) -> Launch:
         )
     else:
         prefix = ()
-    return Launch(prefix, env, limits_of(ctx))
+    roots = tuple(view.writable_roots(ctx))
+    return Launch(prefix, env, limits_of(ctx), roots, scratch, disk.watch(ctx, scratch))
 
 
 # Caches tools write in the home, moved to the command's /tmp where the home is read-only.

@@ -4,7 +4,12 @@ Every command runs with ``RLIMIT_FSIZE`` at ``terminal.max_file_mb`` (a ``yes`` 
 into a file, or into the output file, dies of SIGXFSZ at that size; the sandbox's
 ``/tmp`` holds no more either), ``RLIMIT_AS`` at ``terminal.max_memory_mb`` (an
 allocation past it fails: Python's ``MemoryError``, C's ``ENOMEM``; every process of
-the tree has that cap, as the limit is inherited) and no core dumps.
+the tree has that cap, as the limit is inherited) and no core dumps. The memory of the
+whole command, all its processes together, is held to ``terminal.max_memory_mb`` too by
+a ``memory`` cgroup of its own where one can be made (cgroup v1's memory hierarchy, or a
+cgroup v2 root with the memory controller): the kernel then kills a process of the tree
+past it (``memory_exceeded`` says so). Where none can be made, the cap is per process
+only, and ``memory_scope`` says so (``hermes doctor``).
 The process count is capped by a ``pids`` cgroup of its own (``terminal.max_processes``)
 where one can be made here (cgroup v1's pids hierarchy, or a writable cgroup v2 root):
 ``RLIMIT_NPROC`` cannot do it, as it counts every process of the user and does not bind
@@ -15,6 +20,7 @@ kill them all at the end; without one, the sandbox's PID namespace does that.
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import logging
 import os
@@ -31,6 +37,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 _V1_PIDS = Path("/sys/fs/cgroup/pids")
+_V1_MEMORY = Path("/sys/fs/cgroup/memory")
 _V2_ROOT = Path("/sys/fs/cgroup")
 _counter = itertools.count()
 
@@ -54,25 +61,41 @@ def limits_of(ctx: ToolContext) -> Limits:
 
 
 class ProcessGroupCap:
-    """A pids cgroup for one command's tree (``path`` None where none can be made)."""
+    """A pids cgroup for one command's tree (``path`` None where none can be made), and
+    a memory cgroup holding all of it to ``max_memory_bytes`` (``memory``; the same
+    cgroup on v2)."""
 
-    def __init__(self, max_processes: int) -> None:
+    def __init__(self, max_processes: int, max_memory_bytes: int = 0) -> None:
         self.path = _make_cgroup(max_processes)
+        self.memory = _make_memory_cgroup(self.path, max_memory_bytes)
 
     def preexec(self, limits: Limits) -> Callable[[], None]:
-        """What the child runs before exec: set the rlimits and join the cgroup."""
-        procs = str(self.path / "cgroup.procs") if self.path else None
+        """What the child runs before exec: set the rlimits and join the cgroups."""
+        joined = {p for p in (self.path, self.memory) if p is not None}
+        files = [str(p / "cgroup.procs") for p in joined]
         size, memory = limits.max_file_bytes, limits.max_memory_bytes
 
         def apply() -> None:
             resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
             resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
             resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-            if procs is not None:
+            for procs in files:
                 with contextlib.suppress(OSError), open(procs, "w") as handle:
                     handle.write(str(os.getpid()))
 
         return apply
+
+    def memory_exceeded(self) -> bool:
+        """Whether the kernel killed a process of the tree at the memory cgroup's limit."""
+        if self.memory is None:
+            return False
+        for name in ("memory.oom_control", "memory.events"):
+            with contextlib.suppress(OSError, ValueError):
+                for line in (self.memory / name).read_text().splitlines():
+                    key, _, value = line.partition(" ")
+                    if key == "oom_kill" and int(value) > 0:
+                        return True
+        return False
 
     def kill_all(self) -> None:
         """SIGKILL every process still in the cgroup (a ``setsid`` child too)."""
@@ -92,20 +115,25 @@ class ProcessGroupCap:
                     os.kill(pid, signal.SIGKILL)
 
     def close(self) -> None:
-        """Kill what is left and remove the cgroup."""
-        if self.path is None:
+        """Kill what is left and remove the cgroups."""
+        if self.path is not None:
+            self.kill_all()
+            _remove(self.path, self.kill_all)
+        if self.memory is not None and self.memory != self.path:
+            _remove(self.memory, self.kill_all)
+
+
+def _remove(path: Path, kill_all: Callable[[], None]) -> None:
+    for _ in range(50):
+        try:
+            path.rmdir()
             return
-        self.kill_all()
-        for _ in range(50):
-            try:
-                self.path.rmdir()
-                return
-            except FileNotFoundError:
-                return
-            except OSError:
-                self.kill_all()
-                _pause()
-        log.warning("could not remove the cgroup %s", self.path)
+        except FileNotFoundError:
+            return
+        except OSError:
+            kill_all()
+            _pause()
+    log.warning("could not remove the cgroup %s", path)
 
 
 def _pause() -> None:
@@ -137,6 +165,48 @@ def _make_cgroup(max_processes: int) -> Path | None:
             with contextlib.suppress(OSError):
                 path.rmdir()
     return None
+
+
+def _make_memory_cgroup(pids: Path | None, max_bytes: int) -> Path | None:
+    """A cgroup holding the whole tree to ``max_bytes``: the pids one on v2 (one
+    hierarchy), a cgroup of v1's memory hierarchy otherwise; None where none can be made."""
+    if max_bytes <= 0:
+        return None
+    if pids is not None and (pids / "memory.max").exists():
+        with contextlib.suppress(OSError):
+            (pids / "memory.max").write_text(str(max_bytes))
+            with contextlib.suppress(OSError):
+                (pids / "memory.swap.max").write_text("0")
+            return pids
+    if not (_V1_MEMORY / "memory.limit_in_bytes").exists():
+        return None
+    _sweep(_V1_MEMORY)
+    path = _V1_MEMORY / f"hermes-{os.getpid()}-{next(_counter)}"
+    try:
+        path.mkdir()
+    except OSError:
+        return None
+    try:
+        (path / "memory.limit_in_bytes").write_text(str(max_bytes))
+        with contextlib.suppress(OSError):  # swap counted too where the kernel counts it
+            (path / "memory.memsw.limit_in_bytes").write_text(str(max_bytes))
+        return path
+    except OSError:
+        with contextlib.suppress(OSError):
+            path.rmdir()
+        return None
+
+
+@functools.cache
+def memory_scope() -> str:
+    """What ``terminal.max_memory_mb`` holds here: the whole command, or each process."""
+    cap = ProcessGroupCap(1, 1024 * 1024 * 1024)
+    try:
+        if cap.memory is not None:
+            return "the whole command (a memory cgroup)"
+        return "each process only (RLIMIT_AS): no memory cgroup can be made here"
+    finally:
+        cap.close()
 
 
 def _sweep(root: Path) -> None:

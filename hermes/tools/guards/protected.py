@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hermes.tools import workspaces
-from hermes.tools.guards import view
+from hermes.tools.guards import disk, git_inert, view
 from hermes.tools.guards.view import SETTINGS, STARTUP_FILES
 from hermes.tools.registry import ToolError
 
@@ -73,6 +73,14 @@ def authorize_file_write(path: Path, ctx: ToolContext) -> None:
     rule = _rule(path, ctx, view.rules(ctx))
     if rule.access != view.WRITE:
         raise ToolError(f"Refused: {path} {rule.why}. {_ASK_WRITE}")
+    full = disk.quota_problem(ctx)
+    if full:
+        raise ToolError(full)
+    git = git_inert.write_problem(path, view.writable_roots(ctx))
+    if git:
+        raise ToolError(
+            f"Refused: {path} {git}. Use git itself in the terminal for repository changes."
+        )
 
 
 def visibility(ctx: ToolContext) -> Callable[[Path], bool]:

@@ -9,8 +9,8 @@ and background processes run under bubblewrap, where
   ``terminal.readable_paths``, only the workspace and ``terminal.writable_paths``
   writable, start-up and settings files and a repository's ``.git/config``,
   ``hooks/``, ``info/`` read-only whether or not they exist, HERMES_HOME, the store and
-  credential stores hidden; ``/tmp`` is a fresh, private one for each command, no
-  larger than ``terminal.max_file_mb``;
+  credential stores hidden; ``/tmp`` is a fresh, private folder on disk for each
+  command (``disk.py``), held to ``terminal.max_file_mb``;
 - the process gets a fresh PID namespace with its own ``/proc`` (nothing of hermes's to
   read or signal), no capabilities, and dies with hermes (``--die-with-parent``); when
   its first process ends, the kernel ends every process left in the namespace, so
@@ -172,9 +172,10 @@ def network_on(ctx: ToolContext) -> bool:
     return bool(value)
 
 
-def command_prefix(ctx: ToolContext, cwd: Path) -> list[str]:
+def command_prefix(ctx: ToolContext, cwd: Path, scratch: Path | None = None) -> list[str]:
     """The bwrap argv that runs a command in ``cwd`` inside the sandbox (then the command):
-    the mounts of the one view (``view.rules``), in its order."""
+    the mounts of the one view (``view.rules``), in its order; ``/tmp`` is ``scratch``, a
+    folder on disk (``disk.make_scratch``), or else a tmpfs of ``terminal.max_file_mb``."""
     args = [shutil.which(BWRAP) or BWRAP, *_ISOLATION]
     if network_on(ctx):
         args.append("--share-net")
@@ -184,6 +185,9 @@ def command_prefix(ctx: ToolContext, cwd: Path) -> list[str]:
     for index, rule in enumerate(table):
         if rule.mount in (view.HIDE, view.LOCK) and _unseen(rule.path, table[:index]):
             continue  # inside a hidden folder already: not even its name need show there
+        if rule.mount == view.TMP and scratch is not None:
+            args += ["--bind", str(scratch), str(rule.path)]
+            continue
         args += _mount(rule, table, tmp_bytes, sealed)
     for path in sealed:
         args += ["--remount-ro", path]
@@ -196,11 +200,16 @@ def _unseen(path: Path, earlier: list[view.Rule]) -> bool:
     home): the command's own /tmp gets the empty read-only stand-ins, as writes there
     must fail loudly."""
     rule = view.rule_for(path, earlier)
-    return rule.access == view.HIDDEN and rule.mount in (view.HOME, view.HIDE)
+    return rule.access == view.HIDDEN and rule.mount in (view.HOME, view.HIDE, view.EMPTY)
 
 
 def _mount(rule: view.Rule, table: list[view.Rule], tmp_bytes: int, sealed: list[str]) -> list[str]:
     path, exists = str(rule.path), os.path.lexists(rule.path)
+    if rule.mount == view.EMPTY:  # bubblewrap's root is an empty tmpfs already
+        sealed.append(path)  # read-only once the system and the workspace are bound in
+        return []
+    if rule.mount == view.SYSTEM and os.path.islink(path):
+        return ["--symlink", os.readlink(path), path]  # /bin -> usr/bin stays a link
     if rule.mount == view.DEV:
         return ["--dev", path]
     if rule.mount == view.PROC:

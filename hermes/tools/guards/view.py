@@ -6,19 +6,23 @@ tools look a path up in it (``rule_for``). The rule that applies to a path is th
 one whose path holds it, as the last mount over a path is the one a command sees, so
 the two cannot disagree. From first to last:
 
-- the whole system, read-only; ``/dev``, ``/proc`` and ``/tmp`` are the command's own
+- the whole system, read-only (terminal chat); for a gateway user, an API principal, a
+  job or a webhook route an allow-list instead: nothing of the host, then ``/usr``,
+  ``/bin``, ``/sbin``, ``/lib*`` and ``/etc`` read-only (``SYSTEM_PATHS``);
+  ``/dev``, ``/proc`` and ``/tmp`` are the command's own
   (so the file tools, which run in hermes's process, see none of the host's);
 - the user's home, hidden (an empty read-only folder): nothing of it is seen but
 - what ``terminal.readable_paths`` lists (read-only) and the writable roots: the
   workspace and ``terminal.writable_paths`` (never ``/``; a root that holds the home
   makes its existing entries writable, never a new file at its top);
-- hermes's own install, read-only even inside a writable root;
+- hermes's own install, read-only even inside a writable root (not in an allow-list);
 - start-up and settings files (``~/.bashrc``, ``~/.gitconfig``, ``~/.config/systemd/``,
   ``~/.local/bin/``, ...) and a repository's ``.git/config``, ``hooks/`` and ``info/``,
   read-only whether or not they exist, so no host shell, desktop, systemd or git ever
   runs what a tool wrote;
-- hermes's home, a SQLite store configured elsewhere, credential stores, daemon sockets
-  and ``terminal.hidden_paths``: hidden;
+- every profile's home (``hermes_homes``), a SQLite store configured elsewhere,
+  credential stores, daemon sockets, ``terminal.hidden_paths`` and, in an allow-list,
+  the system's own secrets (``SYSTEM_SECRETS``): hidden;
 - on a gateway, every user's workspace hidden but the user's own (``workspaces``),
   which is writable even where it lies in ``$HERMES_HOME/workspaces``.
 """
@@ -34,6 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import hermes
+from hermes import profiles
 from hermes.tools import workspaces
 
 if TYPE_CHECKING:
@@ -41,8 +46,19 @@ if TYPE_CHECKING:
 
 WRITE, READ, HIDDEN = "write", "read", "hidden"
 
-# How the sandbox makes a rule so (see sandbox.command_prefix).
+# How the sandbox makes a rule so (see sandbox.command_prefix). EMPTY is an empty root
+# (bubblewrap's own), SYSTEM a part of the system bound read-only (a link stays a link).
 RO, RW, HIDE, LOCK, HOME, TMP, PROC, DEV = "ro", "rw", "hide", "lock", "home", "tmp", "proc", "dev"
+EMPTY, SYSTEM = "empty", "system"
+
+# What a gateway user's, an API principal's, a job's or a webhook route's turns see of
+# the host besides their workspace: the system, read-only, and nothing else.
+SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
+# Secrets of the system itself, hidden from those turns even in /etc.
+SYSTEM_SECRETS = (
+    *("/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-"),
+    *("/etc/sudoers", "/etc/sudoers.d", "/etc/ssl/private"),
+)
 
 # Files and folders of the user's home that hold credentials: hidden even where the home
 # is readable or writable (an operator's readable_paths, a workspace that holds them).
@@ -127,8 +143,9 @@ def workspace(ctx: ToolContext) -> Path:
 def rules(ctx: ToolContext) -> list[Rule]:
     """The table, in mount order (later rules win inside their path)."""
     home = real(Path.home())
-    found: list[Rule] = [
-        Rule(Path("/"), READ, RO, "is outside the workspace and terminal.writable_paths"),
+    allow_list = workspaces.confined(ctx.source)
+    found = _system_rules() if allow_list else [Rule(Path("/"), READ, RO, _OUTSIDE)]
+    found += [
         Rule(Path("/dev"), HIDDEN, DEV, "is a device, which these tools do not open"),
         Rule(Path("/proc"), HIDDEN, PROC, "is in /proc, which tools never read"),
         Rule(
@@ -148,10 +165,11 @@ def rules(ctx: ToolContext) -> list[Rule]:
         for p in _configured(ctx, "terminal.readable_paths")
     ]
     found += [Rule(root, WRITE, RW, "") for root in writable if root not in around_home]
-    found += [
-        Rule(p, READ, RO, "is part of hermes's own install, which tools never change")
-        for p in _install()
-    ]
+    if not allow_list:  # an allow-list view shows none of it
+        found += [
+            Rule(p, READ, RO, "is part of hermes's own install, which tools never change")
+            for p in _install()
+        ]
     lock = "is a start-up or settings file that tools can neither create nor change"
     # Only where it could otherwise be seen: a lock must not open a hidden ~/.gitconfig.
     found += [
@@ -162,6 +180,23 @@ def rules(ctx: ToolContext) -> list[Rule]:
     found += _hidden(ctx, home)
     found += _user_rules(ctx, home, lock)
     return found
+
+
+_OUTSIDE = "is outside the workspace and terminal.writable_paths"
+
+
+def _system_rules() -> list[Rule]:
+    """The allow-list view's start: nothing of the host, then the system read-only."""
+    why = (
+        "is outside your workspace: tools on this surface see only the system and the "
+        "workspace (and what the operator lists in terminal.readable_paths)"
+    )
+    found = [Rule(Path("/"), HIDDEN, EMPTY, why)]
+    return found + [
+        Rule(Path(p), READ, SYSTEM, "is part of the system, which tools may read but not change")
+        for p in SYSTEM_PATHS
+        if os.path.lexists(p)
+    ]
 
 
 def _user_rules(ctx: ToolContext, home: Path, lock: str) -> list[Rule]:
@@ -211,12 +246,20 @@ def _entries(folder: Path) -> list[Path]:
         return []
 
 
+def writable_roots(ctx: ToolContext) -> list[Path]:
+    """Every folder a command may write in: the workspace, ``terminal.writable_paths``
+    and a gateway user's own workspace carved out of a hidden folder."""
+    roots = _writable_roots(ctx)
+    own = workspaces.carved_out(ctx)
+    return _unique([*roots, real(own)] if own is not None else roots)
+
+
 def _writable_roots(ctx: ToolContext) -> list[Path]:
     roots = [] if workspace_problem(ctx) else [real(workspace(ctx))]
     roots += _configured(ctx, "terminal.writable_paths")
-    # / would make the whole system writable; nothing inside hermes's home is a root.
-    hermes_home = real(ctx.hermes_home)
-    return _unique(r for r in roots if r != Path("/") and not inside(r, hermes_home))
+    # / would make the whole system writable; nothing inside a hermes home is a root.
+    homes = hermes_homes(ctx)
+    return _unique(r for r in roots if r != Path("/") and not any(inside(r, h) for h in homes))
 
 
 def _install() -> list[Path]:
@@ -251,7 +294,7 @@ def _repositories(root: Path, depth: int = _GIT_SEARCH_DEPTH) -> Iterator[Path]:
 
 
 def _hidden(ctx: ToolContext, home: Path) -> list[Rule]:
-    found = [Rule(real(ctx.hermes_home), HIDDEN, HIDE, _HERMES_HOME)]
+    found = [Rule(p, HIDDEN, HIDE, _HERMES_HOME) for p in hermes_homes(ctx)]
     found += [
         Rule(
             real(home / name),
@@ -273,7 +316,20 @@ def _hidden(ctx: ToolContext, home: Path) -> list[Rule]:
         Rule(p, HIDDEN, HIDE, "is listed in terminal.hidden_paths")
         for p in _configured(ctx, "terminal.hidden_paths")
     ]
+    if workspaces.confined(ctx.source):
+        found += [
+            Rule(Path(p), HIDDEN, HIDE, "holds the system's own secrets, never readable by tools")
+            for p in SYSTEM_SECRETS
+        ]
     return found
+
+
+def hermes_homes(ctx: ToolContext) -> list[Path]:
+    """Hermes's home and every profile's: this one, the folder holding the default home
+    and ``profiles/`` (wherever ``HERMES_HOME`` puts it), and ``~/.hermes``."""
+    own = Path(ctx.hermes_home)
+    around = profiles.root({"HERMES_HOME": str(own)})
+    return _unique(real(p) for p in (own, around, profiles.native_root()))
 
 
 _HERMES_HOME = "is in hermes's home, which holds its secrets and is never readable by tools"

@@ -14,6 +14,7 @@ was recorded anywhere, it is reported ``lost``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -27,6 +28,8 @@ from pathlib import Path
 
 import psutil
 
+from hermes.tools.guards import git_inert
+from hermes.tools.guards.disk import remove_scratch
 from hermes.tools.guards.launch import Launch
 from hermes.tools.guards.limits import ProcessGroupCap
 from hermes.tools.processes import events
@@ -99,7 +102,8 @@ def start(
     store = ProcessStore(hermes_home).ensure()
     process_id = new_process_id()
     log_fd = os.open(store.log_path(process_id), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    cap = ProcessGroupCap(how.limits.max_processes)
+    cap = ProcessGroupCap(how.limits.max_processes, how.limits.max_memory_bytes)
+    git_before = git_inert.baseline(how.writable_roots)
     try:
         proc = subprocess.Popen(
             [
@@ -122,6 +126,7 @@ def start(
         )
     except BaseException:
         cap.close()
+        remove_scratch(how.scratch)
         store.log_path(process_id).unlink(missing_ok=True)  # no record will ever point at it
         raise
     finally:
@@ -147,7 +152,7 @@ def start(
         _watched.add(key)
     thread = threading.Thread(
         target=_watch,
-        args=(store, process_id, proc, key, event_bus, cap),
+        args=(store, process_id, proc, key, event_bus, cap, git_before, how),
         name=f"hermes-{process_id}",
         daemon=True,
     )
@@ -162,10 +167,15 @@ def _watch(
     key: tuple[str, str],
     event_bus: events.EventBus | None,
     cap: ProcessGroupCap,
+    git_before: git_inert.Baseline,
+    how: Launch,
 ) -> None:
     try:
-        code = proc.wait()
+        code = _wait_within_disk(store, process_id, proc, how)
         cap.close()  # what the command left behind (a setsid child) ends with it
+        remove_scratch(how.scratch)
+        for done in git_inert.disarm(git_before):
+            log.warning("background process %s: made inert: %s", process_id, done)
         recorded = store.read_exit_code(process_id)
         # The supervisor's file holds the command's own code (negative for a signal);
         # without it (supervisor killed) the supervisor's code is the best we know.
@@ -174,8 +184,28 @@ def _watch(
         log.exception("Watching background process %s failed", process_id)
     finally:
         cap.close()
+        remove_scratch(how.scratch)
         with _watched_lock:
             _watched.discard(key)
+
+
+def _wait_within_disk(
+    store: ProcessStore, process_id: str, proc: subprocess.Popen[bytes], how: Launch
+) -> int:
+    """Wait for the process; kill its group when it passes a disk limit (its /tmp, the
+    workspace's quota), saying so in its log."""
+    while True:
+        try:
+            return proc.wait(timeout=1.0)
+        except subprocess.TimeoutExpired:
+            pass
+        passed = how.disk_watch.passed() if how.disk_watch else None
+        if passed:
+            with open(store.log_path(process_id), "a", encoding="utf-8") as log_file:
+                log_file.write(f"\n[hermes: {passed}]\n")
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            return proc.wait()
 
 
 def finish(

@@ -1,0 +1,67 @@
+"""Every profile's home is hidden from every other profile's tools, wherever they live.
+
+The profiles' root lies outside the user's home (a container's ``/opt/data``, here under
+/var/tmp so the sandbox's private /tmp cannot hide it by accident): the default
+profile's ``.env`` and ``state.db`` in it, another profile's ``.env`` in
+``profiles/other``, and ``~/.hermes`` besides. The tools of the profile ``work``, in the
+terminal chat and for a gateway user, read none of them with ``read_file``, ``cat`` or
+``grep``; the real bubblewrap sandbox runs the commands.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from hermes.config import load_config
+from hermes.tools import ToolContext, ToolRegistry
+from tests.tools.helpers import write_config
+
+SECRETS = {
+    "data/.env": "OPENAI_API_KEY=default-profile-key-1c9e",
+    "data/state.db": "default-profile-store-77aa",
+    "data/profiles/other/.env": "OPENAI_API_KEY=other-profile-key-4b2d",
+    "home/.hermes/.env": "OPENAI_API_KEY=native-root-key-90fe",
+}
+
+
+@pytest.fixture
+def machine(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    root = Path(tempfile.mkdtemp(prefix="hermes-profiles-", dir="/var/tmp"))
+    for name, text in SECRETS.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text + "\n", encoding="utf-8")
+    (root / "data" / "profiles" / "work").mkdir(mode=0o700)
+    (root / "project").mkdir()
+    monkeypatch.setenv("HOME", str(root / "home"))
+    monkeypatch.setenv("HERMES_HOME", str(root / "data" / "profiles" / "work"))
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.mark.parametrize("source", ["cli", "telegram"])
+def test_no_profile_reads_another_profiles_home(
+    machine: Path, registry: ToolRegistry, source: str
+) -> None:
+    work = machine / "data" / "profiles" / "work"
+    write_config(work, {"terminal.sandbox": "bwrap", "tools.workspace": str(machine / "project")})
+    ctx = ToolContext(
+        hermes_home=work,
+        cwd=machine / "project",
+        config=load_config(work / "config.yaml"),
+        surface="gateway" if source != "cli" else "cli",
+        interactive=False,
+        source=source,
+    )
+    paths = [str(machine / name) for name in SECRETS]
+    results = [registry.dispatch("read_file", json.dumps({"path": p}), ctx) for p in paths]
+    command = f"cat {' '.join(paths)}; grep -r OPENAI {machine}"
+    results.append(registry.dispatch("terminal", json.dumps({"command": command}), ctx))
+    for result in results:
+        assert not any(secret in result for secret in SECRETS.values()), result
+    assert all(r.startswith("Error: Refused:") for r in results[:-1]), results
