@@ -70,7 +70,9 @@ class UserFiles:
         except OSError:
             return False
 
-    def walk_beneath(self, relative: str | PurePosixPath) -> Iterator[tuple[PurePosixPath, list[str], list[str]]]:
+    def walk_beneath(
+        self, relative: str | PurePosixPath
+    ) -> Iterator[tuple[PurePosixPath, list[str], list[str]]]:
         """``os.walk`` of the folder ``relative``, links never followed (a linked folder
         or file is left out): (folder relative to the root, its folders, its files).
         Prune by editing the folder list in place. Nothing when the folder is missing."""
@@ -154,7 +156,9 @@ def workspace_files(
     hermes read them for that user."""
     from hermes.tools.registry import ToolContext
 
-    ctx = ToolContext(hermes_home=hermes_home, config=config, cwd=cwd, source=source, user_id=user_id)
+    ctx = ToolContext(
+        hermes_home=hermes_home, config=config, cwd=cwd, source=source, user_id=user_id
+    )
     return UserFiles(cwd, ctx)
 
 
