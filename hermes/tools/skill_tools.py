@@ -91,10 +91,10 @@ def skill_view(args: dict[str, Any], ctx: ToolContext) -> str:
     )
 
 
-def _text(skill: Skill, relative: str = INDEX) -> str:
+def _text(skill: Skill, relative: str = INDEX, *, scrub: bool = True) -> str:
     """A file of ``skill``, a refusal (a planted link, a hidden path) said as the error."""
     try:
-        return skill_text(skill, relative)
+        return skill_text(skill, relative, scrub=scrub)
     except RefusedRead as exc:
         raise ToolError(str(exc)) from None
 
@@ -174,7 +174,7 @@ def skill_manage(args: dict[str, Any], ctx: ToolContext) -> str:
         _authorize(skill.index, ctx)
         shutil.rmtree(skill.folder)
         return f"Deleted the skill '{name}' ({skill.folder})."
-    text = _text(skill)
+    text = _text(skill, scrub=False)  # written back: a secret in it stays as it was
     new = _content(args) if action == "edit" else _patched(text, args)
     _check(new, name)
     _authorize(skill.index, ctx)

@@ -29,6 +29,7 @@ from urllib.parse import unquote
 
 import yaml
 
+from hermes.redaction import redact
 from hermes.tools import workspaces
 from hermes.tools.user_files import UserFiles, workspace_files
 
@@ -214,16 +215,18 @@ def read_skill(
     return Skill(name.strip(), " ".join(description.split()), category, index.parent, owner, files)
 
 
-def skill_text(skill: Skill, relative: str = INDEX) -> str:
-    """The text of one of ``skill``'s files (SKILL.md by default): a user's or a
-    project's read beneath its root, links refused (RefusedRead)."""
-    return _read(skill.folder / relative, skill.files)
+def skill_text(skill: Skill, relative: str = INDEX, *, scrub: bool = True) -> str:
+    """The text of one of ``skill``'s files (SKILL.md by default), hermes's secrets
+    scrubbed unless not ``scrub`` (to change and write back): a user's or a project's
+    read beneath its root, links refused (RefusedRead)."""
+    return _read(skill.folder / relative, skill.files, scrub=scrub)
 
 
-def _read(path: Path, files: UserFiles | None) -> str:
+def _read(path: Path, files: UserFiles | None, *, scrub: bool = True) -> str:
     if files is not None:
-        return files.text(PurePosixPath(path.relative_to(files.root)))
-    return _operator_file(path)
+        return files.text(PurePosixPath(path.relative_to(files.root)), scrub=scrub)
+    text = _operator_file(path)
+    return redact(text) if scrub else text
 
 
 def _operator_file(path: Path) -> str:

@@ -28,6 +28,7 @@ from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
+from hermes.redaction import redact
 from hermes.tools.guards import view
 
 if TYPE_CHECKING:
@@ -54,13 +55,17 @@ class UserFiles:
         self._ctx = ctx
         self._table: list[view.Rule] | None = None
 
-    def text(self, relative: str | PurePosixPath, *, limit: int | None = None) -> str:
+    def text(
+        self, relative: str | PurePosixPath, *, limit: int | None = None, scrub: bool = True
+    ) -> str:
         """The text of the file (decoded as UTF-8, bad bytes replaced), at most ``limit``
-        characters; FileNotFoundError when it is missing, RefusedRead when refused."""
+        characters, every secret hermes knows scrubbed (``redaction``) unless not
+        ``scrub`` (a file to change and write back). FileNotFoundError when it is missing, RefusedRead when refused."""
         with self._opened_file(relative) as fd, os.fdopen(fd, "rb", closefd=False) as handle:
             data = handle.read() if limit is None else handle.read(limit * 4)
         text = data.decode("utf-8", errors="replace")
-        return text if limit is None else text[:limit]
+        text = text if limit is None else text[:limit]
+        return redact(text) if scrub else text
 
     def is_file(self, relative: str | PurePosixPath) -> bool:
         """Whether ``relative`` is a file hermes may read (no link, not hidden)."""
