@@ -105,10 +105,11 @@ def home_skills_dir(hermes_home: Path) -> Path:
 
 def user_skills_dir(hermes_home: Path, source: str, user_id: str | None) -> Path | None:
     """The folder of the skills a gateway or API user keeps (beside their memory), or
-    None for the terminal chat, whose user is the operator. Keyed like memory, by
-    platform and user id, whatever ``memory.shared`` says: sharing notes is not sharing
-    instructions."""
-    if source == "cli":
+    None for the operator's surfaces: the terminal chat and scheduled jobs, whose skills
+    are the operator's (a job's writes there need the approval nobody is there to give).
+    Keyed like memory, by platform and user id, whatever ``memory.shared`` says: sharing
+    notes is not sharing instructions."""
+    if not workspaces.per_user(source):
         return None
     from hermes.tools.memory import memory_home
 
