@@ -100,8 +100,16 @@ def plant(folder: Path, hermes_home: Path, owner_home: Path) -> None:
     project's) and a linked skill folder."""
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "AGENTS.md").symlink_to(owner_home / ".ssh" / "id_ed25519")
-    os.link(hermes_home / ".env", folder / ".hermes.md")
+    hard_link(hermes_home / ".env", folder / ".hermes.md")
     (folder / ".hermes").symlink_to(hermes_home / "memories" / "users" / "telegram" / "u-7")
+
+
+def hard_link(target: Path, link: Path) -> None:
+    """A hard link where the two are on one file system, else a symbolic one."""
+    try:
+        os.link(target, link)
+    except OSError:  # another file system (/tmp a tmpfs): the link still must not work
+        link.symlink_to(target)
 
 
 def plant_skills(folder: Path, hermes_home: Path) -> None:
@@ -158,7 +166,7 @@ def test_a_jobs_workdir_links_reach_neither_the_model_nor_the_delivery(
     secrets(hermes_home)
     project = owner_home / "project"
     (project / "AGENTS.md").symlink_to(owner_home / ".ssh" / "id_ed25519")
-    os.link(hermes_home / ".env", project / ".hermes.md")
+    hard_link(hermes_home / ".env", project / ".hermes.md")
     plant_skills(project, hermes_home)
     port = free_port()
     gateway = run_gateway("--api-server", f"127.0.0.1:{port}", "--workers", "1")
