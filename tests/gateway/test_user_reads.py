@@ -140,13 +140,15 @@ def test_a_telegram_user_and_an_api_principal_get_no_secret_through_a_link(
     configure(hermes_home, fake_llm.url, telegram)
     secrets(hermes_home)
     workspaces = hermes_home / "workspaces"
-    plant(workspaces / "telegram" / "u-42", hermes_home, owner_home)
     alice = workspaces / "api" / "u-alice"
     alice.mkdir(parents=True)
     (alice / "AGENTS.md").symlink_to(hermes_home / "config.yaml")
     (alice / ".hermes.md").symlink_to(owner_home / ".ssh" / "id_ed25519")
     plant_skills(alice, hermes_home)
     gateway = start(run_gateway, telegram, env={"HOME": str(owner_home)})
+    gateway.telegram_says(42, "hello")  # a conversation is going on; then the links, /new
+    plant(workspaces / "telegram" / "u-42", hermes_home, owner_home)
+    gateway.telegram_says(42, "/new")
 
     said = gateway.telegram_says(42, ASK)
     answer, _ = gateway.chat("alice", ASK)
