@@ -16,10 +16,15 @@ PACKAGE = Path(__file__).resolve().parents[1] / "hermes"
 # The modules that read files for a user (a workspace, a job's folder, a user's skills).
 MODULES = (
     "agent/prompt.py",
+    "agent/agent.py",
+    "agent/commands.py",  # /<skill> in a chat
     "tools/skills.py",
     "tools/skill_tools.py",
     "cron/job_run.py",
     "cron/service.py",
+    "cron/workdir.py",
+    "gateway/http/server.py",  # a skill named in an API request
+    "gateway/webhook/server.py",  # a route's skills
 )
 # Calls that open or list a path.
 READS = frozenset(
