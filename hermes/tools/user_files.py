@@ -11,8 +11,9 @@ user, what the view hides. Every such read goes through ``UserFiles``:
   symbolic link, as the file or as any folder on the way, is refused;
 - a file with more than one hard link is refused: it may be a secret linked into the
   workspace from a folder the view hides (a hard link cannot be told from its target);
-- what the view (``guards.view``) hides inside the root (``$HERMES_HOME`` in a
-  workspace holding it, ``terminal.hidden_paths``, another user's workspace) is refused.
+- what the view (``guards.view``) hides as a secret inside the root (``$HERMES_HOME``
+  in a workspace holding it, ``terminal.hidden_paths``, another user's workspace) is
+  refused.
 
 Each refusal is a ``RefusedRead`` whose message is one sentence. ``tests/test_user_reads.py``
 checks that the prompt builder, the skills loader and the scheduler open no workspace
@@ -149,9 +150,12 @@ class UserFiles:
             return None
         if self._table is None:
             self._table = view.rules(self._ctx)
-        # No links were followed to get here, so the path is where it says it is.
+        # No links were followed to get here, so the path is where it says it is. Only
+        # what the view hides as a secret counts (hermes's home, credentials, the store,
+        # terminal.hidden_paths, other users' workspaces): the terminal chat's working
+        # directory may lie in the home or /tmp, outside its tools.workspace.
         rule = view.rule_for(view.real(self.root) / relative, self._table)
-        return rule if rule.access == view.HIDDEN else None
+        return rule if rule.access == view.HIDDEN and rule.mount == view.HIDE else None
 
 
 def workspace_files(

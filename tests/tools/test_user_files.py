@@ -89,3 +89,19 @@ def test_a_path_the_view_hides_is_refused(place: Path, hermes_home: Path) -> Non
     with pytest.raises(RefusedRead, match=r"^Refused: .* is in hermes's home"):
         files.text("home/.env")
     assert [str(here) for here, _, _ in files.walk_beneath(".")] == ["."]
+
+
+def test_the_terminal_chats_folder_outside_its_workspace_still_reads(
+    place: Path, hermes_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``hermes chat`` in a project of the home while ``tools.workspace`` is elsewhere:
+    the home is hidden from tools, but the project's AGENTS.md is no secret."""
+    from hermes.config import Config, defaults
+
+    monkeypatch.setenv("HOME", str(place))
+    project = place / "ws"
+    (project / "AGENTS.md").write_text("Use tabs.", encoding="utf-8")
+    values = {**defaults(), "tools.workspace": str(place / "elsewhere")}
+    config = Config(values=values, path=hermes_home / "config.yaml")
+    files = workspace_files(hermes_home, project, config, "cli", None)
+    assert files.text("AGENTS.md") == "Use tabs."
