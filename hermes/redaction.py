@@ -9,7 +9,8 @@ One redactor for every room (docs/design.md, invariant 13). Secrets are known tw
   Slack tokens), Telegram bot tokens, ``Bearer`` tokens and the password of a
   ``postgres://`` URL, found even when nobody registered them.
 
-``redact`` replaces both with ``[redacted]``; ``tool_environment`` is the environment
+``redact`` replaces both with ``[redacted]`` (``StreamRedactor`` does it for a text that
+arrives in pieces, a streamed answer); ``tool_environment`` is the environment
 tools run in, without the secret variables; ``install_log_scrubber`` makes every log
 record of the process pass through ``redact`` before any handler sees it. A leaf: this
 module imports nothing of hermes, so the store may use it too.
@@ -22,7 +23,7 @@ import logging
 import re
 import threading
 import traceback
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 from urllib.parse import quote, quote_plus, unquote, urlsplit
 
@@ -74,6 +75,9 @@ _secrets: set[str] = set()
 # patterns that also match across the line breaks `base64` and `xxd -p` insert.
 _encoded: set[str] = set()
 _encoded_pattern: re.Pattern[str] | None = None  # all of them, one alternation
+_prefixes: frozenset[str] | None = None  # every start of a secret or encoded form, for streams
+# The end of a streamed text that may be an unfinished key shape: a word not yet ended.
+_WORD_TAIL = re.compile(r"[A-Za-z0-9_\-:.~+/=%]{1,256}\Z")
 # Reentrant: a log record made while the lock is held (a finalizer run by the garbage
 # collector, say) passes through ``redact`` on the same thread and must not deadlock.
 _lock = threading.RLock()
@@ -93,6 +97,7 @@ def register(*values: str | None) -> None:
     if fresh:
         with _lock:
             _secrets.update(fresh)
+            _forget_prefixes()
             forms = None if encoded <= _encoded else _encoded | encoded
         while forms is not None:  # compiled outside the lock: it may take a while
             pattern = _encodings_pattern(forms)
@@ -100,6 +105,7 @@ def register(*values: str | None) -> None:
                 if forms >= _encoded:
                     _encoded.update(forms)
                     _encoded_pattern = pattern
+                    _forget_prefixes()
                     forms = None
                 else:  # another thread published more meanwhile: include it, again
                     forms = forms | _encoded
@@ -150,6 +156,58 @@ def redact(text: str) -> str:
     text = mask_url(text)
     text = _BEARER.sub(rf"\1{MASK}", text)
     return _KEY_SHAPES.sub(MASK, text)
+
+
+class StreamRedactor:
+    """``redact`` for a text that arrives in pieces (a streamed answer): the end of what
+    came so far is held back while it may still be the start of a secret (a registered
+    secret's or an encoded form's first characters, or an unfinished word that may be a
+    key shape), and sent, scrubbed, with the next piece or at ``flush``."""
+
+    def __init__(self, emit: Callable[[str], None]) -> None:
+        self._emit = emit
+        self._held = ""
+
+    def feed(self, piece: str) -> None:
+        text = redact(self._held + piece)
+        held = _unfinished(text)
+        self._held = text[len(text) - held :] if held else ""
+        if len(text) > held:
+            self._emit(text[: len(text) - held])
+
+    def flush(self) -> None:
+        """Send what is held back (the text ended)."""
+        if self._held:
+            text, self._held = redact(self._held), ""
+            self._emit(text)
+
+
+def _unfinished(text: str) -> int:
+    """How many characters at the end of ``text`` may be the start of a secret."""
+    prefixes = _secret_prefixes()
+    longest = max(map(len, prefixes), default=0)
+    for start in range(max(0, len(text) - longest), len(text)):
+        if text[start:] in prefixes:
+            held = len(text) - start
+            break
+    else:
+        held = 0
+    word = _WORD_TAIL.search(text)
+    return max(held, len(word.group()) if word else 0)
+
+
+def _secret_prefixes() -> frozenset[str]:
+    global _prefixes
+    with _lock:
+        if _prefixes is None:
+            forms = _secrets | _encoded
+            _prefixes = frozenset(form[:end] for form in forms for end in range(1, len(form)))
+        return _prefixes
+
+
+def _forget_prefixes() -> None:
+    global _prefixes
+    _prefixes = None
 
 
 def is_secret_name(name: str) -> bool:

@@ -171,3 +171,39 @@ def test_a_token_anywhere_in_config_is_a_secret(tmp_path: Path) -> None:
     register_secrets(load_config(tmp_path / "config.yaml"), tmp_path)
     assert redact("key gw-key-8c1e55aa0b") == f"key {MASK}"
     assert MASK in redact(base64.b64encode(b"api_key: gw-key-8c1e55aa0b").decode())
+
+
+def _streamed(pieces: list[str]) -> list[str]:
+    sent: list[str] = []
+    stream = redaction.StreamRedactor(sent.append)
+    for piece in pieces:
+        stream.feed(piece)
+    stream.flush()
+    return sent
+
+
+@pytest.mark.parametrize("size", [1, 3, 7, 64])
+def test_a_streamed_answer_never_carries_a_secret_split_across_pieces(size: int) -> None:
+    """A streamed answer (issue 54): the secret, its base64, hex and URL-encoded forms and
+    an unregistered key shape, each cut across pieces of every size, never go out."""
+    secret = f"stream-secret-{uuid.uuid4().hex[:12]}/x+y"
+    redaction.register(secret)
+    answer = (
+        f"Here: {secret} and {base64.b64encode(secret.encode()).decode()} and "
+        f"{secret.encode().hex()} and {quote(secret, safe='')} and {KEY_SHAPES['groq']} done."
+    )
+    pieces = [answer[i : i + size] for i in range(0, len(answer), size)]
+    sent = _streamed(pieces)
+    joined = "".join(sent)
+    for form in (secret, secret.encode().hex(), quote(secret, safe=""), KEY_SHAPES["groq"]):
+        assert form not in joined
+    assert base64.b64encode(secret.encode()).decode()[4:-4] not in joined
+    assert joined.startswith("Here: [redacted] and") and joined.endswith(" done.")
+    assert all(MASK[:3] not in piece or MASK in piece for piece in sent)  # no mask cut
+
+
+def test_a_streamed_ordinary_text_goes_out_whole_and_in_order() -> None:
+    text = "Ordinary words, no secret at all: 42 apples.\nNext line."
+    sent = _streamed([text[i : i + 5] for i in range(0, len(text), 5)])
+    assert "".join(sent) == text
+    assert len(sent) > 1  # it streams: not all held until the end

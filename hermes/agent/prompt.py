@@ -7,12 +7,18 @@ mid-segment; the change shows from the next segment on.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from hermes.tools.user_files import RefusedRead, UserFiles, workspace_files
+from hermes.tools.workspaces import is_job_folder
+
 if TYPE_CHECKING:
     from hermes.config import Config
+
+log = logging.getLogger(__name__)
 
 IDENTITY = (
     "You are hermes, a capable assistant running on the user's own machine. You can use "
@@ -41,8 +47,9 @@ def build_system_prompt(
     parts = [IDENTITY]
     if not skip_memory:
         parts.extend(_memory_blocks(memory_dir or hermes_home))
+    skip_context_files = skip_context_files or is_job_folder(config, hermes_home, cwd)
     if not skip_context_files:
-        parts.extend(_context_blocks(cwd))
+        parts.extend(_context_blocks(workspace_files(hermes_home, cwd, config, source, user_id)))
     if "skill_view" in tool_names:
         parts.append(_skills_block(hermes_home, cwd, config, source, user_id))
     if tool_names:
@@ -80,17 +87,20 @@ def _memory_blocks(hermes_home: Path) -> list[str]:
     return blocks
 
 
-def _context_blocks(cwd: Path) -> list[str]:
+def _context_blocks(files: UserFiles) -> list[str]:
     blocks = []
     for name in CONTEXT_FILES:
-        text = _read(cwd / name)
+        text = _read(files, name)
         if text:
             blocks.append(f"## Project context from {name}\n{text[:CONTEXT_FILE_LIMIT]}")
     return blocks
 
 
-def _read(path: Path) -> str:
+def _read(files: UserFiles, name: str) -> str:
     try:
-        return path.read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError):
+        return files.text(name, limit=CONTEXT_FILE_LIMIT).strip()
+    except RefusedRead as exc:  # a link, a hard link, a hidden path: said, never followed
+        log.warning("context file not read: %s", exc)
+        return f"[Not read: {exc}]"
+    except OSError:
         return ""

@@ -19,6 +19,7 @@ loop (``_loop``) acts on it; the caller gets a frozen ``TurnResult``.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 import time
@@ -40,6 +41,7 @@ from hermes.agent.model import provider_usage
 from hermes.agent.model.client import ModelResponse, encode_message
 from hermes.agent.turn_options import ResolvedOptions, TurnOptions
 from hermes.agent.turn_result import TurnResult
+from hermes.redaction import StreamRedactor, redact
 from hermes.state.context import wellformed
 from hermes.state.context.message import Message
 from hermes.state.history import EMPTY_ANSWER_NOTE, EMPTY_RESPONSE_NOTE
@@ -376,16 +378,20 @@ def _next_step(host: TurnHost, turn: TurnState, tools: list[bytes]) -> Step:
     system = {"role": "system", "content": _request_system(turn)}
     turn.streamed_before += sum(len(piece) for piece in turn.streamed)
     turn.streamed = []
+    stream = _scrubbed_stream(turn)
     try:
         response = host.client.complete(
             encoded=[encode_message(system), *host.window.wire.pieces],
             encoded_tools=tools,
             model=turn.options.model,
-            stream_callback=_kept_stream(turn),
+            stream_callback=None if stream is None else stream.feed,
             options=turn.options.sampling,
         )
     except ContextLengthError as exc:
         return CompressAndRetry(exc)
+    if stream is not None:
+        stream.flush()
+    response = _scrubbed(response)
     _record_usage(host, turn, response, sent)
     if response.tool_calls:
         return RunTools(response)
@@ -423,6 +429,23 @@ def _take_steering(host: TurnHost, turn: TurnState) -> None:
         note = transcript.new_message("user", text)
         turn.messages.append(note)
         _save(host, turn, note)
+
+
+def _scrubbed(response: ModelResponse) -> ModelResponse:
+    """The model's answer without a secret it may repeat from what it was given (a file
+    hermes read, a tool's output): what is stored, shown, sent or delivered is this."""
+    return dataclasses.replace(
+        response,
+        content=redact(response.content) if response.content else response.content,
+        reasoning=redact(response.reasoning) if response.reasoning else response.reasoning,
+    )
+
+
+def _scrubbed_stream(turn: TurnState) -> StreamRedactor | None:
+    """The stream callback behind a ``StreamRedactor``: no streamed piece carries a
+    secret, even one split across pieces."""
+    kept = _kept_stream(turn)
+    return None if kept is None else StreamRedactor(kept)
 
 
 def _kept_stream(turn: TurnState) -> Any:

@@ -27,7 +27,7 @@ from filelock import FileLock
 from hermes.config import ensure_home
 from hermes.tools._fs import atomic_write_text
 from hermes.tools.registry import Tool, ToolContext, ToolError
-from hermes.tools.workspaces import per_user
+from hermes.tools.workspaces import JOB_SOURCE, per_user
 
 DELIMITER = "\n§\n"
 FILES = {"memory": "MEMORY.md", "user": "USER.md"}
@@ -244,6 +244,13 @@ PARAMETERS: dict[str, Any] = {
 
 
 def handle(args: dict[str, Any], ctx: ToolContext) -> str:
+    if ctx.source == JOB_SOURCE:
+        # A job's memory is the operator's, and text from strangers may drive its turn:
+        # a line it wrote would instruct every later prompt, with nobody there to approve.
+        raise ToolError(
+            "Refused: a scheduled job does not change the operator's memory, since nobody "
+            "is there to approve it; put what should be remembered in the job's answer."
+        )
     target = args["target"]
     limit = int(ctx.setting(LIMIT_KEYS[target]))
     return apply(

@@ -33,9 +33,11 @@ from hermes.tools.skills import (
     home_skills_dir,
     load_skills,
     skill_files,
+    skill_text,
     split_front_matter,
     user_skills_dir,
 )
+from hermes.tools.user_files import RefusedRead
 
 
 def _visible(ctx: ToolContext) -> SkillScan:
@@ -80,7 +82,7 @@ def skill_view(args: dict[str, Any], ctx: ToolContext) -> str:
     skill = _find(ctx, args["name"])
     if args.get("file_path"):
         return _read_inside(skill, args["file_path"])
-    text = skill.index.read_text(encoding="utf-8", errors="replace")
+    text = _text(skill)
     files = skill_files(skill)
     listing = "\n".join(f"- {name}" for name in files) if files else "(none)"
     return (
@@ -89,7 +91,22 @@ def skill_view(args: dict[str, Any], ctx: ToolContext) -> str:
     )
 
 
+def _text(skill: Skill, relative: str = INDEX, *, scrub: bool = True) -> str:
+    """A file of ``skill``, a refusal (a planted link, a hidden path) said as the error."""
+    try:
+        return skill_text(skill, relative, scrub=scrub)
+    except RefusedRead as exc:
+        raise ToolError(str(exc)) from None
+
+
 def _read_inside(skill: Skill, raw: str) -> str:
+    if skill.files is not None:
+        return _read_user_file(skill, raw)
+    return _read_operator_file(skill, raw)
+
+
+def _read_operator_file(skill: Skill, raw: str) -> str:
+    """A file of the operator's skill, its links followed (the operator's own)."""
     folder = Path(os.path.realpath(skill.folder))
     path = Path(os.path.realpath(folder / raw))
     if folder not in path.parents:
@@ -100,7 +117,21 @@ def _read_inside(skill: Skill, raw: str) -> str:
     data = path.read_bytes()
     if b"\0" in data[:8192]:
         raise ToolError(f"{raw} is a binary file ({len(data)} bytes); it can be run, not read.")
-    text = data.decode("utf-8", errors="replace")
+    return _cut(data.decode("utf-8", errors="replace"))
+
+
+def _read_user_file(skill: Skill, raw: str) -> str:
+    """A file of a user's or a project's skill, read beneath its root (no links)."""
+    if raw not in skill_files(skill):
+        listed = ", ".join(skill_files(skill)) or "none"
+        raise ToolError(f"the skill '{skill.name}' has no file '{raw}'. Its files: {listed}.")
+    text = _text(skill, raw)
+    if "\0" in text[:8192]:
+        raise ToolError(f"{raw} is a binary file; it can be run, not read.")
+    return _cut(text)
+
+
+def _cut(text: str) -> str:
     if len(text) > FILE_CHAR_LIMIT:
         text = text[:FILE_CHAR_LIMIT] + f"\n... [cut at {FILE_CHAR_LIMIT} characters]"
     return text
@@ -143,7 +174,7 @@ def skill_manage(args: dict[str, Any], ctx: ToolContext) -> str:
         _authorize(skill.index, ctx)
         shutil.rmtree(skill.folder)
         return f"Deleted the skill '{name}' ({skill.folder})."
-    text = skill.index.read_text(encoding="utf-8")
+    text = _text(skill, scrub=False)  # written back: a secret in it stays as it was
     new = _content(args) if action == "edit" else _patched(text, args)
     _check(new, name)
     _authorize(skill.index, ctx)

@@ -22,12 +22,16 @@ import logging
 import os
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 import yaml
+
+from hermes.redaction import redact
+from hermes.tools import workspaces
+from hermes.tools.user_files import UserFiles, workspace_files
 
 if TYPE_CHECKING:
     from hermes.config import Config
@@ -58,6 +62,9 @@ class Skill:
     category: str | None
     folder: Path
     owner: str = OPERATOR  # "operator", "project" or "user <platform>/<id>"
+    # A user's or a project's skill is read beneath its root, links refused
+    # (tools.user_files); None: the operator's, whose linked-in folders are followed.
+    files: UserFiles | None = field(default=None, compare=False, repr=False)
 
     @property
     def index(self) -> Path:
@@ -80,6 +87,7 @@ class SkillRoot:
 
     path: Path
     owner: str = OPERATOR
+    files: UserFiles | None = None  # as in Skill: set for a user's or a project's folder
 
 
 @dataclass(frozen=True)
@@ -97,10 +105,11 @@ def home_skills_dir(hermes_home: Path) -> Path:
 
 def user_skills_dir(hermes_home: Path, source: str, user_id: str | None) -> Path | None:
     """The folder of the skills a gateway or API user keeps (beside their memory), or
-    None for the terminal chat, whose user is the operator. Keyed like memory, by
-    platform and user id, whatever ``memory.shared`` says: sharing notes is not sharing
-    instructions."""
-    if source == "cli":
+    None for the operator's surfaces: the terminal chat and scheduled jobs, whose skills
+    are the operator's (a job's writes there need the approval nobody is there to give).
+    Keyed like memory, by platform and user id, whatever ``memory.shared`` says: sharing
+    notes is not sharing instructions."""
+    if not workspaces.per_user(source):
         return None
     from hermes.tools.memory import memory_home
 
@@ -125,10 +134,18 @@ def skill_roots(
     roots += [SkillRoot(Path(str(extra)).expanduser()) for extra in _external_dirs(config)]
     own = user_skills_dir(hermes_home, source, user_id)
     if own is not None:
-        roots.append(SkillRoot(own, user_owner(source, user_id)))
-    if cwd is not None:
-        roots.append(SkillRoot(Path(cwd) / PROJECT_FOLDER, PROJECT))
+        roots.append(SkillRoot(own, user_owner(source, user_id), UserFiles(own)))
+    if cwd is not None and not workspaces.is_job_folder(config, hermes_home, Path(cwd)):
+        roots.append(project_root(hermes_home, Path(cwd), config, source, user_id))
     return roots
+
+
+def project_root(
+    hermes_home: Path, cwd: Path, config: Config | None, source: str, user_id: str | None
+) -> SkillRoot:
+    """The workspace's ``.hermes/skills/``, read as its user may have hermes read it."""
+    files = workspace_files(hermes_home, cwd, config, source, user_id)
+    return SkillRoot(cwd / PROJECT_FOLDER, PROJECT, files)
 
 
 def all_skill_roots(
@@ -139,11 +156,11 @@ def all_skill_roots(
     project's."""
     roots = skill_roots(hermes_home, None, config)
     users = Path(hermes_home) / "memories" / "users"
-    for folder in sorted(users.glob(f"*/u-*/{FOLDER}")):
+    for folder in sorted(users.glob(f"*/u-*/{FOLDER}")):  # hermes's home, not a workspace
         platform, user = unquote(folder.parent.parent.name), unquote(folder.parent.name[2:])
-        roots.append(SkillRoot(folder, user_owner(platform, user)))
+        roots.append(SkillRoot(folder, user_owner(platform, user), UserFiles(folder)))
     if cwd is not None:
-        roots.append(SkillRoot(Path(cwd) / PROJECT_FOLDER, PROJECT))
+        roots.append(project_root(hermes_home, Path(cwd), config, "cli", None))
     return roots
 
 
@@ -178,10 +195,13 @@ def split_front_matter(text: str) -> tuple[dict[str, Any], str]:
     return data, text[3 + end.end() :].lstrip("\n")
 
 
-def read_skill(index: Path, root: Path, owner: str = OPERATOR) -> Skill:
-    """The skill ``index`` (a SKILL.md under ``root``) describes; raises SkillFormatError."""
+def read_skill(
+    index: Path, root: Path, owner: str = OPERATOR, files: UserFiles | None = None
+) -> Skill:
+    """The skill ``index`` (a SKILL.md under ``root``, read beneath ``files`` when given)
+    describes; raises SkillFormatError."""
     try:
-        text = index.read_text(encoding="utf-8")
+        text = _read(index, files)
     except (OSError, UnicodeDecodeError) as exc:
         raise SkillFormatError(f"it cannot be read ({exc.__class__.__name__})") from exc
     data, body = split_front_matter(text)
@@ -193,7 +213,26 @@ def read_skill(index: Path, root: Path, owner: str = OPERATOR) -> Skill:
         raise SkillFormatError("it has no 'description' in its front matter")
     parts = index.parent.relative_to(root).parts
     category = parts[0] if len(parts) > 1 else None
-    return Skill(name.strip(), " ".join(description.split()), category, index.parent, owner)
+    return Skill(name.strip(), " ".join(description.split()), category, index.parent, owner, files)
+
+
+def skill_text(skill: Skill, relative: str = INDEX, *, scrub: bool = True) -> str:
+    """The text of one of ``skill``'s files (SKILL.md by default), hermes's secrets
+    scrubbed unless not ``scrub`` (to change and write back): a user's or a project's
+    read beneath its root, links refused (RefusedRead)."""
+    return _read(skill.folder / relative, skill.files, scrub=scrub)
+
+
+def _read(path: Path, files: UserFiles | None, *, scrub: bool = True) -> str:
+    if files is not None:
+        return files.text(PurePosixPath(path.relative_to(files.root)), scrub=scrub)
+    text = _operator_file(path)
+    return redact(text) if scrub else text
+
+
+def _operator_file(path: Path) -> str:
+    """A file of the operator's own skills, links followed: the operator put them there."""
+    return path.read_text(encoding="utf-8", errors="replace")
 
 
 def _first_line(body: str) -> str:
@@ -210,9 +249,9 @@ def scan_skills(roots: Iterable[Path | SkillRoot], *, every: bool = False) -> Sk
     problems: list[str] = []
     for given in roots:
         root = given if isinstance(given, SkillRoot) else SkillRoot(Path(given))
-        for index in _indexes(root.path):
+        for index in _indexes(root):
             try:
-                skill = read_skill(index, root.path, root.owner)
+                skill = read_skill(index, root.path, root.owner, root.files)
             except SkillFormatError as exc:
                 problems.append(f"Skipped the skill at {index}: {exc}; fix it or remove it.")
                 continue
@@ -222,7 +261,23 @@ def scan_skills(roots: Iterable[Path | SkillRoot], *, every: bool = False) -> Sk
     return SkillScan(sorted(found, key=lambda s: s.name), problems)
 
 
-def _indexes(root: Path) -> list[Path]:
+def _indexes(root: SkillRoot) -> list[Path]:
+    if root.files is not None:
+        return _user_indexes(root.files, root.path)
+    return _operator_indexes(root.path)
+
+
+def _user_indexes(files: UserFiles, folder: Path) -> list[Path]:
+    found = []
+    for here, dirs, names in files.walk_beneath(PurePosixPath(folder.relative_to(files.root))):
+        dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS)
+        if INDEX in names:
+            found.append(files.path(here / INDEX))
+            dirs[:] = []
+    return found
+
+
+def _operator_indexes(root: Path) -> list[Path]:
     if not root.is_dir():
         return []
     found = []
@@ -277,7 +332,7 @@ INSTRUCTION = (
 
 def invocation(name: str, skill: Skill) -> list[str]:
     """The lines that load ``skill`` (invoked as ``name``) into a prompt."""
-    return [INVOKED.format(name=name), "", skill.index.read_text(encoding="utf-8").strip()]
+    return [INVOKED.format(name=name), "", skill_text(skill).strip()]
 
 
 def prompt_block(skills: list[Skill]) -> str:
@@ -299,7 +354,14 @@ def prompt_block(skills: list[Skill]) -> str:
 
 
 def skill_files(skill: Skill) -> list[str]:
-    """The skill's files other than SKILL.md, relative to its folder, sorted."""
+    """The skill's files other than SKILL.md, relative to its folder, sorted (a user's
+    or a project's links left out)."""
+    if skill.files is not None:
+        return _user_skill_files(skill, skill.files)
+    return _operator_skill_files(skill)
+
+
+def _operator_skill_files(skill: Skill) -> list[str]:
     names = []
     for folder, dirs, files in os.walk(skill.folder):
         dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS)
@@ -308,3 +370,12 @@ def skill_files(skill: Skill) -> list[str]:
             if path != skill.index:
                 names.append(path.relative_to(skill.folder).as_posix())
     return sorted(names)
+
+
+def _user_skill_files(skill: Skill, files: UserFiles) -> list[str]:
+    top = PurePosixPath(skill.folder.relative_to(files.root))
+    names = []
+    for here, dirs, found in files.walk_beneath(top):
+        dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS)
+        names += [(here / name).relative_to(top).as_posix() for name in found]
+    return sorted(name for name in names if name != INDEX)

@@ -119,3 +119,13 @@ def others(ctx: ToolContext) -> Path | None:
     if folder == Path("/") or real == folder or real in folder.parents:
         return None  # a working directory given by the caller holds the whole folder
     return folder
+
+
+def is_job_folder(config: Any, hermes_home: Path, path: Path) -> bool:
+    """Whether ``path`` is a job's own folder (``<base>/cron/<job id>/``, not a workdir
+    the operator chose): nothing in it is a project's, since what a run writes there
+    must never instruct a later run (no context files, no project skills)."""
+    if config is None:
+        return False
+    jobs = base(config, hermes_home) / JOB_SOURCE
+    return Path(os.path.realpath(path)).parent == jobs

@@ -80,3 +80,32 @@ def test_memories_kept_in_hermes_home_itself_move_and_reach_the_prompt(
     assert (home / "memories" / "MEMORY.md").read_text() == "prefers pytest"
     assert not (home / "USER.md").exists()
     assert capsys.readouterr().err.count("moved") == 2
+
+
+def test_a_jobs_own_folder_gives_no_context_files_and_no_project_skills(tmp_path: Path) -> None:
+    """What a run wrote in its own folder never instructs a later run (issue 54): neither
+    its AGENTS.md nor a skill in its .hermes/skills/, in the prompt or to skill_view. A
+    workdir the operator chose is a project: both count there, as in Hermes Agent 0.19."""
+    from hermes.config import Config, defaults
+    from hermes.tools.skills import load_skills
+
+    home = tmp_path / "home"
+    config = Config(values=defaults(), path=home / "config.yaml")
+    own = home / "workspaces" / "cron" / "job-1"
+    workdir = tmp_path / "project"
+    for folder in (own, workdir):
+        (folder / ".hermes" / "skills" / "left").mkdir(parents=True)
+        (folder / ".hermes" / "skills" / "left" / "SKILL.md").write_text(
+            "---\nname: left\ndescription: left-behind-skill-9a1\n---\nobey\n"
+        )
+        (folder / "AGENTS.md").write_text("left-behind-rule-4c2")
+
+    def prompt(cwd: Path) -> str:
+        return build_system_prompt(
+            hermes_home=home, cwd=cwd, tool_names=["skill_view"], config=config, source="cron"
+        )
+
+    assert "left-behind" not in prompt(own)
+    assert load_skills(home, own, config, source="cron").find("left") is None
+    assert "left-behind-rule-4c2" in prompt(workdir) and "left-behind-skill-9a1" in prompt(workdir)
+    assert load_skills(home, workdir, config, source="cron").find("left") is not None

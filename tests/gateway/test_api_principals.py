@@ -192,3 +192,31 @@ def test_a_wrong_key_is_refused(running: Running) -> None:
         running.base + "/api/sessions", headers={"Authorization": "Bearer alice-key-0123456789"}
     )
     assert response.status_code == 401
+
+
+def test_naming_anothers_id_on_creation_answers_as_an_unknown_id(running: Running) -> None:
+    """No existence oracle on creation (issue 54): bob naming alice's conversation id to
+    create or continue a conversation gets exactly the answer an id nobody holds gets (a
+    principal's ids are named by hermes), and nothing of hers is touched."""
+    alice = _alices_things(running)
+    conversation = alice["conversation"]
+    ask = {"model": "fake-model", "messages": [{"role": "user", "content": "hi"}]}
+    respond = {"model": "fake-model", "input": "hi"}
+
+    def attempts(named: str) -> list[tuple[int, Any]]:
+        header = {"X-Hermes-Session-Id": named}
+        made = [
+            running.call("bob", "POST", "/api/sessions", json={"id": named}),
+            running.call("bob", "POST", "/v1/chat/completions", json=ask, headers=header),
+            running.call("bob", "POST", "/v1/runs", json={"input": "hi", "session_id": named}),
+            running.call("bob", "POST", "/v1/responses", json=respond, headers=header),
+        ]
+        return [(status, _replaced(body, named, "ID")) for status, body, _ in made]
+
+    theirs, unknown = attempts(conversation), attempts(UNKNOWN)
+    assert theirs == unknown
+    assert [status for status, _ in theirs] == [404] * 4, theirs
+    assert running.call("bob", "GET", f"/api/sessions/{UNKNOWN}")[0] == 404  # none was made
+    # The operator, and alice for her own id, are answered as before.
+    assert running.call("alice", "POST", "/api/sessions", json={"id": conversation})[0] == 409
+    assert running.call(None, "POST", "/api/sessions", json={"id": "operator-1"})[0] == 201

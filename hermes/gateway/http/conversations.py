@@ -54,7 +54,8 @@ class ApiConversations:
     async def open(self, session_id: str | None, *, resume: bool = False) -> tuple[str, str, bool]:
         """(session key, conversation id, created) for a request's X-Hermes-Session-Id.
 
-        No id starts a new conversation; an unknown id starts one with that id; any
+        No id starts a new conversation; an unknown id starts one with that id (for an
+        API principal it is refused as another principal's id is: NotYourConversation); any
         segment of an existing conversation (an old one included) selects the
         conversation its key routes to now (after ``/new``, the new one), or with
         ``resume`` that segment's own conversation, which the key then routes to again.
@@ -155,6 +156,10 @@ class ApiConversations:
             segment = self.db.get_session(session_id)
             if segment is not None:
                 return self._existing(session_id, segment, resume)
+            if caller.principal() is not None:
+                # A principal's conversations are named by hermes: an unknown id is
+                # refused as another principal's is, so neither tells that it exists.
+                raise NotYourConversation(session_id, API_PRINCIPALS, caller.principal())
         # A principal's conversations are keyed ``api:<id>``: their turns run as that user.
         source, user = caller.source(), caller.user_id()
         if session_id is None:  # a fresh id: no other request can race for its key

@@ -39,6 +39,9 @@ if TYPE_CHECKING:
 
 MAX_PAGE = 200
 DEFAULT_PAGE = 50
+# ``create`` found the id named is not the caller's to create: another's, or (for an
+# API principal, whose ids hermes names) one nobody holds; both answer alike.
+_NOT_YOURS: dict[str, Any] = {}
 
 
 @dataclass(frozen=True)
@@ -151,8 +154,10 @@ class _SessionsApi:
             raise _bad_request("'title' and 'model' must be strings.")
 
         def create() -> dict[str, Any] | None:
-            if wanted is not None and self.db.get_session(wanted) is not None:
-                return None
+            if wanted is not None and (held := self.db.get_session(wanted)) is not None:
+                return None if caller.may_see(held, self.hidden_sources) else _NOT_YOURS
+            if wanted is not None and caller.principal() is not None:
+                return _NOT_YOURS  # an id nobody holds answers as another principal's
             fresh = new_session_id() if wanted is None else wanted
             self.db.create_session(
                 fresh,
@@ -168,6 +173,15 @@ class _SessionsApi:
             made = await asyncio.to_thread(create)
         except StateError:
             made = None  # the same id created by another request at the same moment
+        if made is _NOT_YOURS:
+            raise web.HTTPNotFound(
+                text=_error_body(
+                    f"No conversation of yours holds session '{wanted}': leave out 'id' and "
+                    "hermes names a new one.",
+                    "not_found",
+                ),
+                content_type="application/json",
+            )
         if made is None:
             return web.Response(
                 status=409,
