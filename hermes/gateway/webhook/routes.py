@@ -9,9 +9,11 @@ Agent 0.19 nests them under ``extra:``; both spellings are read)::
       secret: ...           # WEBHOOK_SECRET: the routes' default secret
       rate_limit: 30        # events per route per minute
       max_body_bytes: 1048576
+      insecure_no_auth: false  # true: routes with secret INSECURE_NO_AUTH, loopback only
       routes:
         github-prs: {secret: ..., events: [pull_request], prompt: "PR {pull_request.title}",
-                     deliver: telegram, deliver_extra: {chat_id: "123"}}
+                     deliver: telegram, deliver_extra: {chat_id: "123"},
+                     deliver_window: 86400}  # seconds an identical body is a duplicate
 
 ``hermes webhook subscribe`` writes more routes to ``$HERMES_HOME/webhook_subscriptions.json``
 (0.19's file, same format, 0600, replaced atomically); ``Routes.current`` reads it again
@@ -40,6 +42,9 @@ SUBSCRIPTIONS = "webhook_subscriptions.json"
 INSECURE_NO_AUTH = "INSECURE_NO_AUTH"  # 0.19's "no signature check", for local tests only
 DEFAULT_PORT = 8644
 DEFAULT_HOST = "127.0.0.1"
+# Seconds within which the same body, signed by a scheme that signs no id nor time
+# (GitHub, GitLab, generic V1), is a replay; 0: trust the sender's delivery header.
+DEFAULT_DELIVER_WINDOW = 86_400
 ROUTE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 CHAT_TARGETS = ("telegram", "discord", "slack")
 TARGETS = ("log", *CHAT_TARGETS)
@@ -62,6 +67,7 @@ class Route:
     deliver_extra: Mapping[str, Any] = field(default_factory=dict)
     deliver_only: bool = False
     enabled: bool = True
+    deliver_window: float = DEFAULT_DELIVER_WINDOW
 
     @property
     def insecure(self) -> bool:
@@ -97,7 +103,20 @@ def route_from(name: str, raw: Mapping[str, Any], default_secret: str | None) ->
             f"The webhook route '{name}' has a 'script', which hermes does not run; remove it "
             "(use 'events' to filter)."
         )
-    register(secret)
+    window = raw.get("deliver_window", DEFAULT_DELIVER_WINDOW)
+    if window is False:
+        window = 0
+    try:
+        window = float(window)
+    except (TypeError, ValueError):
+        window = -1.0
+    if window < 0:
+        raise RouteError(
+            f"The webhook route '{name}' has deliver_window {raw.get('deliver_window')!r}; "
+            "give it a number of seconds (0 trusts the sender's delivery header)."
+        )
+    if secret != INSECURE_NO_AUTH:
+        register(secret)
     return Route(
         name=name,
         secret=secret,
@@ -108,6 +127,7 @@ def route_from(name: str, raw: Mapping[str, Any], default_secret: str | None) ->
         deliver_extra=dict(raw.get("deliver_extra") or {}),
         deliver_only=deliver_only,
         enabled=raw.get("enabled", True) is not False,
+        deliver_window=window,
     )
 
 

@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
+from aiohttp.typedefs import Handler
+from aiohttp.web_protocol import RequestPayloadError
 
 from hermes.gateway.adapters.base import ChatAdapter
 from hermes.gateway.core import ApiHost
@@ -64,6 +66,13 @@ class Event:
     prompt: str
     target: Target
 
+    @property
+    def window(self) -> float | None:
+        """Seconds its delivery key decides duplicates for: a key made of the body alone
+        (no signed id nor time) for the route's ``deliver_window``, else as long as the
+        store keeps it."""
+        return self.route.deliver_window or None
+
 
 class WebhookAdapter(ChatAdapter):
     name = WEBHOOK
@@ -97,10 +106,11 @@ class WebhookAdapter(ChatAdapter):
         self.loopback = is_loopback(host)
         for route in current.values():
             self._check_insecure(route, at_start=True)
-        app = web.Application(client_max_size=self.max_body)
+        app = web.Application(client_max_size=self.max_body, middlewares=[_json_errors])
         app.router.add_get("/health", self.health)
         app.router.add_post("/webhooks/{route}", self.receive)
-        runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        # Bodies are signed as sent: never inflated here (no decompression bomb either).
+        runner = web.AppRunner(app, access_log=None, handle_signals=False, auto_decompress=False)
         await runner.setup()
         try:
             await web.TCPSite(runner, host, port, shutdown_timeout=5.0).start()
@@ -152,7 +162,7 @@ class WebhookAdapter(ChatAdapter):
         checked = await self._signed(request)
         if isinstance(checked, web.Response):
             return checked
-        route, body = checked
+        route, body, proof = checked
         try:
             payload = events.payload_of(body)
         except events.UnreadablePayload:
@@ -164,7 +174,9 @@ class WebhookAdapter(ChatAdapter):
             return _answer(503, error="The gateway is restarting; send the event again later.")
         event = Event(
             route=route,
-            delivery_id=events.delivery_id(request.headers, body),
+            delivery_id=events.delivery_key(
+                proof, request.headers, body, by_body=route.deliver_window > 0
+            ),
             kind=kind,
             prompt=await self._prompt(route, payload, kind),
             target=Target(route.deliver, events.render_extra(route.deliver_extra, payload)),
@@ -173,7 +185,9 @@ class WebhookAdapter(ChatAdapter):
             return await self._deliver_now(event)
         return await self._queue(event)
 
-    async def _signed(self, request: web.Request) -> tuple[Route, bytes] | web.Response:
+    async def _signed(
+        self, request: web.Request
+    ) -> tuple[Route, bytes, signatures.Proof] | web.Response:
         """The route and the body of a request signed for it, else the refusal. The size
         is checked before the body is read; only signed requests count for the rate."""
         assert self.routes is not None
@@ -187,16 +201,23 @@ class WebhookAdapter(ChatAdapter):
             return _answer(403, error="This route checks no signature and is not served here.")
         if (request.content_length or 0) > self.max_body:
             return _answer(413, error="Payload too large")
+        if request.headers.get("Content-Encoding", "identity").lower() != "identity":
+            return _answer(415, error="Send the body uncompressed (no Content-Encoding).")
         try:
             body = await request.read()
         except web.HTTPRequestEntityTooLarge:
             return _answer(413, error="Payload too large")
-        if not route.insecure and not signatures.verify(request.headers, body, route.secret):
+        proof = (
+            signatures.Proof("none")
+            if route.insecure
+            else signatures.check(request.headers, body, route.secret)
+        )
+        if proof is None:
             log.warning("webhook: refused a request to '%s': bad or missing signature", name)
             return _answer(401, error="Invalid signature")
         if not self._within_rate(name):
             return _answer(429, error="Rate limit exceeded")
-        return route, body
+        return route, body, proof
 
     def _within_rate(self, name: str) -> bool:
         now = time.monotonic()
@@ -232,7 +253,7 @@ class WebhookAdapter(ChatAdapter):
     async def _deliver_now(self, event: Event) -> web.Response:
         route, delivery = event.route.name, event.delivery_id
         accepted, _ = await asyncio.to_thread(
-            self.deliveries.accept, route, delivery, event.target, None
+            self.deliveries.accept, route, delivery, event.target, None, event.window
         )
         if not accepted:
             return _answer(200, status="duplicate", delivery_id=delivery)
@@ -268,6 +289,7 @@ class WebhookAdapter(ChatAdapter):
             delivery,
             event.target,
             (key, item.payload(), self.host.queue_owner),
+            event.window,
         )
         if not accepted:
             log.info("webhook: delivery %s of '%s' was accepted before", delivery, route)
@@ -313,3 +335,17 @@ class WebhookAdapter(ChatAdapter):
 
 def _answer(code: int, **body: Any) -> web.Response:
     return web.json_response(body, status=code)
+
+
+@web.middleware
+async def _json_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """aiohttp's own refusals (unknown path, wrong method, unreadable body) as JSON too,
+    so every sender reads one kind of answer."""
+    try:
+        return await handler(request)
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise
+        return _answer(exc.status, error=exc.reason)
+    except RequestPayloadError:
+        return _answer(400, error="The body could not be read.")
