@@ -12,6 +12,8 @@ import base64
 import gzip
 import hashlib
 import hmac
+import json
+import socket
 import time
 import uuid
 from pathlib import Path
@@ -200,3 +202,66 @@ def test_every_malformed_request_gets_a_4xx_with_a_json_reason(
     wait_for(lambda: fake_llm.requests, timeout=60, interval=0.1)
     time.sleep(0.5)
     assert _user_prompts(fake_llm) == ["gh ok"]
+
+
+def _connect(port: int, source: str) -> socket.socket:
+    """A connection to the webhook port from ``source`` (any 127.x address is loopback)."""
+    return socket.create_connection(("127.0.0.1", port), timeout=30, source_address=(source, 0))
+
+
+def _status_and_body(sock: socket.socket) -> tuple[int, dict[str, Any]]:
+    """What the server answered on ``sock`` before it closed it (within 30 s)."""
+    received = b""
+    while chunk := sock.recv(65536):
+        received += chunk
+    head, _, body = received.partition(b"\r\n\r\n")
+    return int(head.split()[1]), json.loads(body)
+
+
+def test_slow_senders_are_cut_off_and_capped_while_signed_events_go_through(
+    port: int, hermes_home: Path, fake_llm: Any, run_gateway: Any
+) -> None:
+    limits = {"read_timeout": 2, "max_connections_per_address": 4, "max_connections": 10}
+    _start(run_gateway, hermes_home, fake_llm.url, port, **limits)
+    partial = b"POST /webhooks/gh HTTP/1.1\r\nHost: 127.0.0.1\r\n"  # headers never end
+    held = [_connect(port, "127.0.0.2") for _ in range(4)]
+    for sock in held:
+        sock.sendall(partial)
+    over = _connect(port, "127.0.0.2")
+    status, reason = _status_and_body(over)
+    assert status == 429 and "connections from your address" in reason["error"]
+
+    # The cap of one address takes nothing from another's signed events.
+    good = b'{"n": "while-held"}'
+    signed = {"X-Hub-Signature-256": github_signature(GITHUB_SECRET, good)}
+    assert _send(port, "gh", good, signed).status_code == 202
+
+    # A body that trickles in is answered 408 once its time is up.
+    slow_body = _connect(port, "127.0.0.10")
+    signature = github_signature(GITHUB_SECRET, b"x" * 60_000)
+    slow_body.sendall(
+        b"POST /webhooks/gh HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 60000\r\n"
+        b"X-Hub-Signature-256: " + signature.encode() + b"\r\n\r\n" + b"x" * 100
+    )
+    status, reason = _status_and_body(slow_body)
+    assert status == 408 and "did not arrive within 2 seconds" in reason["error"]
+
+    # Other addresses fill the port: the next connection is told to come back later
+    # (the first four may be cut off by now; ten fresh ones fill it whatever they did).
+    more = [_connect(port, f"127.0.0.{3 + n // 4}") for n in range(10)]
+    for sock in more:
+        sock.sendall(partial)
+    status, reason = _status_and_body(_connect(port, "127.0.0.9"))
+    assert status == 503 and "try again shortly" in reason["error"]
+
+    # Headers that never end: the server closes each held connection (recv gives b"";
+    # a socket still open after 30 s raises a timeout here).
+    for sock in held + more:
+        while sock.recv(65536):
+            pass
+        sock.close()
+    # Every slot is free again: the first address is served as before.
+    again = b'{"n": "after"}'
+    signed = {"X-Hub-Signature-256": github_signature(GITHUB_SECRET, again)}
+    assert _send(port, "gh", again, signed).status_code == 202
+    wait_for(lambda: len(fake_llm.requests) >= 2, timeout=60, interval=0.1)

@@ -35,9 +35,16 @@ from hermes.gateway.adapters.base import ChatAdapter
 from hermes.gateway.core import ApiHost
 from hermes.gateway.envelopes import Origin
 from hermes.gateway.errors import PlatformStartError
+from hermes.gateway.http.guard import body_deadline
 from hermes.gateway.lanes import MESSAGE, WorkItem
 from hermes.gateway.settings import WEBHOOK, PlatformSettings, is_loopback
 from hermes.gateway.webhook import events, signatures
+from hermes.gateway.webhook.admission import (
+    DEFAULT_PER_ADDRESS,
+    DEFAULT_TOTAL,
+    ConnectionLimits,
+    Gate,
+)
 from hermes.gateway.webhook.routes import (
     CHAT_TARGETS,
     Route,
@@ -54,6 +61,7 @@ log = logging.getLogger(__name__)
 RATE_WINDOW = 60.0  # seconds of the fixed window ``rate_limit`` counts in
 DEFAULT_RATE_LIMIT = 30
 DEFAULT_MAX_BODY = 1_048_576
+DEFAULT_READ_TIMEOUT = 20.0  # seconds a sender has for its headers, then for its body
 
 
 @dataclass(frozen=True)
@@ -91,7 +99,13 @@ class WebhookAdapter(ChatAdapter):
         self.routes: Routes | None = None
         self.loopback = True
         self.port: int | None = None
+        self.read_timeout = float(self.options.get("read_timeout") or DEFAULT_READ_TIMEOUT)
+        self.limits = ConnectionLimits(
+            per_address=int(self.options.get("max_connections_per_address") or DEFAULT_PER_ADDRESS),
+            total=int(self.options.get("max_connections") or DEFAULT_TOTAL),
+        )
         self._runner: web.AppRunner | None = None
+        self._listener: asyncio.Server | None = None
         self._hits: dict[str, deque[float]] = {}
 
     # -- life -------------------------------------------------------------------------
@@ -106,14 +120,29 @@ class WebhookAdapter(ChatAdapter):
         self.loopback = is_loopback(host)
         for route in current.values():
             self._check_insecure(route, at_start=True)
-        app = web.Application(client_max_size=self.max_body, middlewares=[_json_errors])
+        deadline = body_deadline(
+            self.read_timeout, lambda code, error, _: _answer(code, error=error)
+        )
+        app = web.Application(client_max_size=self.max_body, middlewares=[_json_errors, deadline])
         app.router.add_get("/health", self.health)
         app.router.add_post("/webhooks/{route}", self.receive)
         # Bodies are signed as sent: never inflated here (no decompression bomb either).
-        runner = web.AppRunner(app, access_log=None, handle_signals=False, auto_decompress=False)
+        # The keep-alive timer closes a connection whose request headers never arrive whole.
+        runner = web.AppRunner(
+            app,
+            access_log=None,
+            handle_signals=False,
+            auto_decompress=False,
+            keepalive_timeout=self.read_timeout,
+            shutdown_timeout=5.0,
+        )
         await runner.setup()
+        server = runner.server
+        assert server is not None
         try:
-            await web.TCPSite(runner, host, port, shutdown_timeout=5.0).start()
+            self._listener = await asyncio.get_running_loop().create_server(
+                lambda: Gate(self.limits, server), host, port, reuse_address=True
+            )
         except OSError as exc:
             await runner.cleanup()
             raise PlatformStartError(
@@ -122,7 +151,7 @@ class WebhookAdapter(ChatAdapter):
                 "with gateway.platforms.webhook.port or WEBHOOK_PORT.",
             ) from exc
         self._runner = runner
-        self.port = runner.addresses[0][1]
+        self.port = self._listener.sockets[0].getsockname()[1]
         names = ", ".join(sorted(current)) or "none yet"
         return f"listening on http://{host}:{self.port}/webhooks/<route> (routes: {names})"
 
@@ -147,6 +176,9 @@ class WebhookAdapter(ChatAdapter):
         return True
 
     async def close(self) -> None:
+        if self._listener is not None:
+            self._listener.close()  # no new connections; the runner ends the open ones
+            self._listener = None
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
