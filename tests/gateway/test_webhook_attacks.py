@@ -13,7 +13,10 @@ import gzip
 import hashlib
 import hmac
 import json
+import os
 import socket
+import subprocess
+import sys
 import time
 import uuid
 from pathlib import Path
@@ -265,3 +268,75 @@ def test_slow_senders_are_cut_off_and_capped_while_signed_events_go_through(
     signed = {"X-Hub-Signature-256": github_signature(GITHUB_SECRET, again)}
     assert _send(port, "gh", again, signed).status_code == 202
     wait_for(lambda: len(fake_llm.requests) >= 2, timeout=60, interval=0.1)
+
+
+def _hermes(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "HERMES_HOME": str(home)}
+    return subprocess.run(
+        [sys.executable, "-m", "hermes", *args], env=env, capture_output=True, text=True, timeout=60
+    )
+
+
+def test_route_secrets_are_never_shown(
+    port: int, hermes_home: Path, fake_llm: Any, run_gateway: Any
+) -> None:
+    default = "webhook-default-secret-5f1c0e7a"
+    gateway = _start(run_gateway, hermes_home, fake_llm.url, port, secret=default)
+    subscribed = "subscribed-route-secret-9d2b44"
+    made = _hermes(hermes_home, "webhook", "subscribe", "sub", "--secret", subscribed)
+    assert made.returncode == 0 and subscribed in made.stdout  # once, to give the sender
+    body = b'{"n": "sub"}'
+    signed = {"X-Hub-Signature-256": github_signature(subscribed, body)}
+    assert _send(port, "sub", body, signed).status_code == 202
+    assert _send(port, "gh", body, {"X-Hub-Signature-256": "sha256=00"}).status_code == 401
+    wait_for(lambda: fake_llm.requests, timeout=60, interval=0.1)
+    shown = {
+        "config show": _hermes(hermes_home, "config", "show"),
+        "config show --json": _hermes(hermes_home, "config", "show", "--json"),
+        "config get": _hermes(hermes_home, "config", "get", "gateway.platforms.webhook"),
+        "webhook list": _hermes(hermes_home, "webhook", "list"),
+    }
+    secrets = (default, subscribed, GITHUB_SECRET, V2_SECRET, SVIX_SECRET)
+    for what, run in shown.items():
+        assert run.returncode == 0, (what, run.stderr)
+        for secret in secrets:
+            assert secret not in run.stdout + run.stderr, (what, secret)
+    assert "Secret:  [redacted]" in shown["webhook list"].stdout
+    assert "[redacted]" in shown["config show"].stdout
+    log = gateway.output()
+    assert "webhook: 1 subscription(s): sub" in log
+    for secret in secrets:
+        assert secret not in log, secret
+
+
+def test_an_unsigned_route_needs_the_operators_flag_and_is_logged_when_it_appears(
+    port: int, hermes_home: Path, fake_llm: Any, run_gateway: Any
+) -> None:
+    refused = _hermes(hermes_home, "webhook", "subscribe", "open", "--secret", "INSECURE_NO_AUTH")
+    assert refused.returncode != 0 and "add --insecure-no-auth to mean it" in refused.stderr
+    assert "Traceback" not in refused.stderr
+    assert not (hermes_home / "webhook_subscriptions.json").exists()
+
+    # Written into the file while a gateway without the flag runs: not served, and said.
+    gateway = _start(run_gateway, hermes_home, fake_llm.url, port)
+    unsigned = {"open": {"secret": "INSECURE_NO_AUTH", "prompt": "open {n}"}}
+    subscriptions = hermes_home / "webhook_subscriptions.json"
+    subscriptions.write_text(json.dumps(unsigned), encoding="utf-8")
+    assert _send(port, "open", b'{"n": 1}', {}).status_code == 404
+    assert "The webhook route 'open' has secret INSECURE_NO_AUTH, which checks no signature" in (
+        gateway.output()
+    )
+    gateway.terminate()
+
+    # The operator's flag, on loopback: served, and logged the moment it appears.
+    subscriptions.unlink()
+    gateway = _start(run_gateway, hermes_home, fake_llm.url, port, insecure_no_auth=True)
+    made = _hermes(
+        hermes_home, "webhook", "subscribe", "open", "--secret", "INSECURE_NO_AUTH",
+        "--insecure-no-auth", "--prompt", "open {n}",
+    )  # fmt: skip
+    assert made.returncode == 0 and "checks no signature" in made.stdout, made.stderr
+    assert _send(port, "open", b'{"n": 2}', {}).status_code == 202
+    assert "THE ROUTE 'open' CHECKS NO SIGNATURE (INSECURE_NO_AUTH)" in gateway.output()
+    wait_for(lambda: fake_llm.requests, timeout=60, interval=0.1)
+    assert _user_prompts(fake_llm) == ["open 2"], gateway.output()

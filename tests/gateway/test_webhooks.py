@@ -339,7 +339,7 @@ def test_an_unsigned_route_is_served_on_loopback_only_and_loudly(
     port: int, hermes_home: Path, fake_llm: Any, run_gateway: Any
 ) -> None:
     routes = _routes(local={"secret": "INSECURE_NO_AUTH"})
-    webhook = {"port": port, "routes": routes}
+    webhook = {"port": port, "routes": routes, "insecure_no_auth": True}
     write_config(hermes_home, fake_llm.url, gateway={"platforms": {"webhook": webhook}})
     gateway = _start(run_gateway, port)
     assert _post(port, {"x": 1}, route="local", secret=None).status_code == 202
@@ -350,7 +350,7 @@ def test_an_unsigned_route_is_served_on_loopback_only_and_loudly(
     write_config(hermes_home, fake_llm.url, gateway={"platforms": {"webhook": webhook}})
     public = run_gateway("--workers", "1")
     assert public.proc.wait(30) != 0
-    assert "the route 'local' has secret INSECURE_NO_AUTH, which is for local tests" in (
+    assert "The webhook route 'local' has secret INSECURE_NO_AUTH, which is for local" in (
         public.output()
     )
 

@@ -29,7 +29,7 @@ import logging
 import os
 import re
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -204,16 +204,32 @@ def save_subscriptions(home: Path, routes: Mapping[str, Mapping[str, Any]]) -> P
 
 
 class Routes:
-    """The routes one webhook server serves: static ones, then the subscriptions file."""
+    """The routes one webhook server serves: static ones, then the subscriptions file.
 
-    def __init__(self, options: Mapping[str, Any], default_secret: str | None, home: Path):
+    ``refuse_insecure`` says why an INSECURE_NO_AUTH route may not be served (None: it
+    may): such a static route stops the start (RouteError), such a subscription is not
+    served; one that is served is logged loudly at start and whenever it appears."""
+
+    def __init__(
+        self,
+        options: Mapping[str, Any],
+        default_secret: str | None,
+        home: Path,
+        refuse_insecure: Callable[[Route], str | None] = lambda route: None,
+    ):
         self.home = home
         self.default_secret = default_secret
+        self.refuse_insecure = refuse_insecure
         raw = platform_options(options).get("routes") or {}
         self.static = {
             str(name): route_from(str(name), spec or {}, default_secret)
             for name, spec in raw.items()
         }
+        for route in self.static.values():
+            if route.insecure:
+                if reason := refuse_insecure(route):
+                    raise RouteError(reason)
+                _warn_unsigned(route)
         self._dynamic: dict[str, Route] = {}
         self._seen: tuple[int, int] | None = None
 
@@ -240,8 +256,23 @@ class Routes:
         routes = {}
         for name, spec in raw.items():
             try:
-                routes[name] = route_from(name, spec, self.default_secret)
+                route = route_from(name, spec, self.default_secret)
             except RouteError as exc:
                 log.error("webhook: %s It is not served.", exc)
+                continue
+            if route.insecure and (reason := self.refuse_insecure(route)):
+                log.error("webhook: %s It is not served.", reason)
+                continue
+            if route.insecure and not getattr(self._dynamic.get(name), "insecure", False):
+                _warn_unsigned(route)  # new, or newly unsigned
+            routes[name] = route
         self._dynamic = routes
         log.info("webhook: %d subscription(s): %s", len(routes), ", ".join(routes) or "none")
+
+
+def _warn_unsigned(route: Route) -> None:
+    log.warning(
+        "webhook: THE ROUTE '%s' CHECKS NO SIGNATURE (INSECURE_NO_AUTH): anyone on this "
+        "machine can make the agent act. Use it for local tests only.",
+        route.name,
+    )

@@ -98,6 +98,8 @@ class WebhookAdapter(ChatAdapter):
         self.deliveries = DeliveryStore(gateway.backend, read_only=gateway.read_only)
         self.routes: Routes | None = None
         self.loopback = True
+        # INSECURE_NO_AUTH routes are served only when the operator says so, on loopback.
+        self.allow_insecure = self.options.get("insecure_no_auth") is True
         self.port: int | None = None
         self.read_timeout = float(self.options.get("read_timeout") or DEFAULT_READ_TIMEOUT)
         self.limits = ConnectionLimits(
@@ -113,13 +115,13 @@ class WebhookAdapter(ChatAdapter):
     async def start(self) -> str:
         try:
             host, port = listen_address(self.options)
-            self.routes = Routes(self.options, self.default_secret, self.host.home)
-            current = self.routes.current()
+            self.loopback = is_loopback(host)
+            self.routes = Routes(
+                self.options, self.default_secret, self.host.home, self._insecure_refusal
+            )
+            current = self.routes.current()  # subscriptions: logged, served if they can be
         except RouteError as exc:
             raise PlatformStartError(self.name, str(exc)) from None
-        self.loopback = is_loopback(host)
-        for route in current.values():
-            self._check_insecure(route, at_start=True)
         deadline = body_deadline(
             self.read_timeout, lambda code, error, _: _answer(code, error=error)
         )
@@ -155,25 +157,22 @@ class WebhookAdapter(ChatAdapter):
         names = ", ".join(sorted(current)) or "none yet"
         return f"listening on http://{host}:{self.port}/webhooks/<route> (routes: {names})"
 
-    def _check_insecure(self, route: Route, *, at_start: bool) -> bool:
-        """False (or, at start, PlatformStartError) for an unsigned route beyond loopback."""
+    def _insecure_refusal(self, route: Route) -> str | None:
+        """Why an unsigned (INSECURE_NO_AUTH) route is not served, else None."""
         if not route.insecure:
-            return True
-        if not self.loopback:
-            if at_start:
-                raise PlatformStartError(
-                    self.name,
-                    f"the route '{route.name}' has secret INSECURE_NO_AUTH, which is for local "
-                    "tests only: give it a real secret or listen on 127.0.0.1.",
-                )
-            return False
-        if at_start:
-            log.warning(
-                "webhook: THE ROUTE '%s' CHECKS NO SIGNATURE (INSECURE_NO_AUTH): anyone on "
-                "this machine can make the agent act. Use it for local tests only.",
-                route.name,
+            return None
+        if not self.allow_insecure:
+            return (
+                f"The webhook route '{route.name}' has secret INSECURE_NO_AUTH, which checks no "
+                "signature: give it a real secret, or set insecure_no_auth: true under "
+                "gateway.platforms.webhook to allow it for local tests."
             )
-        return True
+        if not self.loopback:
+            return (
+                f"The webhook route '{route.name}' has secret INSECURE_NO_AUTH, which is for "
+                "local tests only: give it a real secret or listen on 127.0.0.1."
+            )
+        return None
 
     async def close(self) -> None:
         if self._listener is not None:
@@ -229,8 +228,6 @@ class WebhookAdapter(ChatAdapter):
             return _answer(404, error=f"Unknown route: {name}")
         if not route.enabled:
             return _answer(403, error=f"Route disabled: {name}")
-        if not self._check_insecure(route, at_start=False):
-            return _answer(403, error="This route checks no signature and is not served here.")
         if (request.content_length or 0) > self.max_body:
             return _answer(413, error="Payload too large")
         if request.headers.get("Content-Encoding", "identity").lower() != "identity":
