@@ -132,6 +132,9 @@ SCHEMA: dict[str, tuple[tuple[type | None, ...], Any]] = {
     # {name: "key"} or {name: {key_file: path}}.
     "gateway.api_keys": ((dict,), {}),
     "gateway.group_per_user": ((bool,), False),
+    # A group chat's turns act as their speaker (workspace, memory, search, skills);
+    # true: as whoever spoke first, for every member (docs/security.md says the risk).
+    "gateway.group_shared_identity": ((bool,), False),
     # Whose conversations a gateway user's session_search and the sessions API see:
     # "user" (their own, on their platform) or "all" (hermes/gateway/settings.py).
     "gateway.search_scope": ((str,), "user"),

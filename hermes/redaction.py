@@ -50,7 +50,10 @@ _SECRET_NAME = re.compile(r"^HERMES_.*KEY|_API_KEY$|_TOKEN$|SECRET|PASSWORD", re
 
 # Config fields that hold a secret wherever they appear (gateway.api_key,
 # gateway.platforms.telegram.token, slack's bot_token and app_token, ...).
-SECRET_FIELDS = frozenset({"api_key", "key", "token", "bot_token", "app_token", "password"})
+# A webhook's ``secret`` and each of its routes' too.
+SECRET_FIELDS = frozenset(
+    {"api_key", "key", "token", "bot_token", "app_token", "password", "secret"}
+)
 
 _KEY_SHAPES = re.compile(
     r"""

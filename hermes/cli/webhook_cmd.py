@@ -25,6 +25,7 @@ from hermes.errors import HermesError
 from hermes.gateway.settings import WEBHOOK, platforms_from_config
 from hermes.gateway.webhook.routes import (
     DEFAULT_HOST,
+    INSECURE_NO_AUTH,
     Route,
     RouteError,
     Routes,
@@ -36,9 +37,11 @@ from hermes.gateway.webhook.routes import (
     save_subscriptions,
 )
 from hermes.gateway.webhook.signatures import github_signature
+from hermes.redaction import MASK
 
 NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 TEST_PAYLOAD = {"test": True, "event_type": "test", "message": "Hello from hermes webhook test"}
+# GitHub signs no delivery id: each test event's body differs, so none is a replay.
 
 
 def _platform(config: Config) -> tuple[dict[str, Any], str | None, bool]:
@@ -93,6 +96,11 @@ def webhook(ctx: click.Context) -> None:
 )
 @click.option("--secret", default="", help="The signing secret (default: a new random one).")
 @click.option("--deliver-only", is_flag=True, help="No agent: deliver the rendered prompt itself.")
+@click.option(
+    "--insecure-no-auth",
+    is_flag=True,
+    help="Allow --secret INSECURE_NO_AUTH: no signature check (local tests, loopback only).",
+)
 def subscribe(
     name: str,
     prompt: str,
@@ -104,8 +112,15 @@ def subscribe(
     deliver_extra: str,
     secret: str,
     deliver_only: bool,
+    insecure_no_auth: bool,
 ) -> None:
     """Create or update the route NAME and print its URL and secret."""
+    if secret == INSECURE_NO_AUTH and not insecure_no_auth:
+        raise HermesError(
+            "--secret INSECURE_NO_AUTH lets anyone who reaches the port run the agent; add "
+            "--insecure-no-auth to mean it (local tests only; the gateway also needs "
+            "insecure_no_auth: true under gateway.platforms.webhook)."
+        )
     name = name.strip().lower().replace(" ", "-")
     if not NAME.match(name):
         raise HermesError(
@@ -139,8 +154,10 @@ def subscribe(
     options, _, enabled = _platform(load_config())
     click.echo(f"{'Updated' if updated else 'Created'} webhook route {name} in {path}")
     click.echo(f"  URL:     {_base_url(options)}/webhooks/{name}")
-    click.echo(f"  Secret:  {route.secret}")
+    click.echo(f"  Secret:  {route.secret}")  # shown once, to give to the sender
     _describe(route)
+    if route.insecure:
+        click.echo("  WARNING: this route checks no signature (INSECURE_NO_AUTH).")
     if not enabled:
         click.echo(_not_enabled())
 
@@ -159,11 +176,20 @@ def _extra(raw: str) -> dict[str, Any]:
 
 def _describe(route: Route) -> None:
     click.echo(f"  Events:  {', '.join(route.events) or '(all)'}")
+    if route.deliver_window:
+        click.echo(f"  Replays: the same body within {route.deliver_window:g} s is a duplicate")
     mode = " (no agent: the rendered prompt is delivered)" if route.deliver_only else ""
     chat = route.deliver_extra.get("chat_id")
     click.echo(f"  Deliver: {route.deliver}{f' to {chat}' if chat else ''}{mode}")
     if route.prompt:
         click.echo(f"  Prompt:  {route.prompt[:80]}{'...' if len(route.prompt) > 80 else ''}")
+
+
+def _masked(route: Route) -> str:
+    """The route's secret as a list shows it: never the secret itself."""
+    if route.insecure:
+        return "INSECURE_NO_AUTH (no signature check)"
+    return f"{MASK} ({len(route.secret)} characters)"
 
 
 def _not_enabled() -> str:
@@ -192,9 +218,12 @@ def list_routes() -> None:
             if spec.get("description"):
                 click.echo(f"  {spec['description']}")
             try:
-                _describe(route_from(name, spec, default_secret))
+                route = route_from(name, spec, default_secret)
             except RouteError as exc:
                 click.echo(f"  Not served: {exc}")
+                continue
+            click.echo(f"  Secret:  {_masked(route)}")
+            _describe(route)
     if not enabled:
         click.echo(_not_enabled())
 
@@ -229,7 +258,7 @@ def test(name: str, payload: str, event: str) -> None:
         raise HermesError(str(exc)) from None
     if route is None:
         raise HermesError(f"No webhook route named '{name}': see `hermes webhook list`.")
-    body = (payload or json.dumps(TEST_PAYLOAD)).encode()
+    body = (payload or json.dumps({**TEST_PAYLOAD, "sent_at": time.time()})).encode()
     if payload:
         try:
             json.loads(payload)

@@ -158,6 +158,7 @@ class GatewayRunner:
             on_agent_event=self._agent_event,
             resume_interrupted=bool(self.config.get("gateway.resume_interrupted")),
             hooks=self.hooks,
+            members_apart=not self.config.get("gateway.group_shared_identity"),
         )
         self.scheduler: Scheduler | None = None
         self.cron: CronService | None = None

@@ -49,6 +49,8 @@ log = logging.getLogger(__name__)
 # (session key, conversation id, event kind, event data), from any thread.
 EventSink = Callable[[str, str, str, dict[str, Any]], None]
 
+MEMBER_SEP = "|"  # between a conversation's id and a group member's in the agents kept
+
 INTERRUPTED_NOTICE = (
     "Your last message was interrupted before I could answer it (hermes stopped "
     "unexpectedly); please send it again."
@@ -69,8 +71,11 @@ class TurnRunner:
         on_agent_event: EventSink | None = None,
         resume_interrupted: bool = True,
         hooks: HookRegistry | None = None,
+        members_apart: bool = True,
     ) -> None:
         self.db = db
+        # A group chat's members each get an agent of their own (see _agent_key).
+        self.members_apart = members_apart
         self.hooks = hooks
         self.resume_interrupted = resume_interrupted
         self.router = router
@@ -133,8 +138,12 @@ class TurnRunner:
         """The kept agent of the conversation reloads its history from the store next
         turn (messages were marked undone behind its back)."""
         with self._agents_lock:
-            agent = self._agents.get(conversation_id)
-        if agent is not None:
+            agents = [
+                agent
+                for key, agent in self._agents.items()
+                if key == conversation_id or key.startswith(conversation_id + MEMBER_SEP)
+            ]
+        for agent in agents:
             agent.forget_cache()
 
     def end_conversation(self, conversation_id: str, key: str, user_id: str | None) -> None:
@@ -377,18 +386,28 @@ class TurnRunner:
     def _agent(self, item: WorkItem, platform: str) -> ConversationAgent:
         """The conversation's agent, on its tip (a kept agent follows the tip itself when
         its turn starts, so only a new one needs the lookup)."""
+        kept = self._agent_key(item)
         with self._agents_lock:
-            agent = self._agents.pop(item.conversation_id, None)
+            agent = self._agents.pop(kept, None)
             if agent is not None:
-                self._agents[item.conversation_id] = agent  # most recently used last
+                self._agents[kept] = agent  # most recently used last
         if agent is None:
             agent = self._new_agent(item, platform, self.router.tip(item.conversation_id))
         return agent
 
+    def _agent_key(self, item: WorkItem) -> str:
+        """Whose agent answers: the conversation's, or in a group chat its speaker's, so
+        a member's turns use their own workspace, memory, search scope and skills while
+        the conversation stays the group's."""
+        origin = item.origin
+        if self.members_apart and origin is not None and origin.is_group and origin.user_id:
+            return f"{item.conversation_id}{MEMBER_SEP}{origin.user_id}"
+        return item.conversation_id
+
     def _new_agent(self, item: WorkItem, platform: str, tip: str) -> ConversationAgent:
         segment = self.db.get_session(tip) or {}
         origin = item.origin
-        key, conversation = item.key, item.conversation_id
+        key, conversation, kept = item.key, item.conversation_id, self._agent_key(item)
         extra: dict[str, Any] = {}
         if self.on_agent_event is not None:
             sink = self.on_agent_event
@@ -399,6 +418,10 @@ class TurnRunner:
             # sent them (the operator may continue it), so they use its workspace and memory.
             # A webhook delivery's is its route's, also when a restart resumes it.
             user = segment.get("user_id")
+        if kept != conversation:
+            # The group's stored prompt is read by every member's agent: it carries no
+            # member's memory nor the context files of a member's workspace.
+            extra.update(skip_memory=True, skip_context_files=True)
         agent = self.make_agent(
             session_id=tip,
             source=platform,
@@ -408,7 +431,7 @@ class TurnRunner:
             **extra,
         )
         with self._agents_lock:
-            self._agents[conversation] = agent
+            self._agents[kept] = agent
             while len(self._agents) > self.max_agents:
                 # Not closed: it may still be answering; its pool goes with it.
                 self._agents.popitem(last=False)

@@ -14,8 +14,9 @@ from multidict import CIMultiDict
 
 from hermes.config import Config
 from hermes.gateway.settings import WEBHOOK, platforms_from_config
-from hermes.gateway.webhook.events import delivery_id, event_type, render, render_extra
+from hermes.gateway.webhook.events import delivery_key, event_type, render, render_extra
 from hermes.gateway.webhook.routes import RouteError, Routes, route_from
+from hermes.gateway.webhook.signatures import Proof
 
 PAYLOAD = {"pull_request": {"title": "Fix", "labels": ["bug"]}, "action": "opened"}
 
@@ -33,13 +34,22 @@ def test_the_template_reaches_into_the_payload_as_hermes_agent_does() -> None:
     assert render_extra({"chat_id": "{chat}", "n": 3}, {"chat": "42"}) == {"chat_id": "42", "n": 3}
 
 
-def test_event_type_and_delivery_id() -> None:
+def test_event_type_and_delivery_key() -> None:
     assert event_type(CIMultiDict({"X-Gitlab-Event": "Push Hook"}), {}) == "Push Hook"
     assert event_type({}, {"type": "invoice.paid"}) == "invoice.paid"
-    assert delivery_id({"X-GitHub-Delivery": "72d3162e-cc78"}, b"{}") == "72d3162e-cc78"
-    # No id: the same body is the same delivery; an id unfit for a key is hashed.
-    assert delivery_id({}, b'{"a": 1}') == delivery_id({}, b'{"a": 1}') != delivery_id({}, b"{}")
-    assert delivery_id({"X-Request-ID": "a:b/c"}, b"").startswith("h")
+    github, svix = Proof("github"), Proof("svix", signed_id="msg_1", signed_time="1700000000")
+    unsigned = {"X-GitHub-Delivery": "72d3162e-cc78", "X-Request-ID": "r-1"}
+    # Only what is signed decides: Svix's id; GitHub's body, whatever id rides beside it.
+    assert delivery_key(svix, unsigned, b"{}") == "msg_1"
+    assert delivery_key(github, unsigned, b"{}") == delivery_key(github, {}, b"{}")
+    assert delivery_key(github, {}, b'{"a": 1}') != delivery_key(github, {}, b"{}")
+    v2 = Proof("generic-v2", signed_time="1700000000")
+    assert delivery_key(v2, {}, b"{}") != delivery_key(
+        Proof("generic-v2", signed_time="1"), {}, b"{}"
+    )
+    # A route that opted out trusts the sender's header, as 0.19; one unfit for a key is hashed.
+    assert delivery_key(github, unsigned, b"{}", by_body=False) == "72d3162e-cc78"
+    assert delivery_key(github, {"X-Request-ID": "a:b/c"}, b"", by_body=False).startswith("h")
 
 
 @pytest.mark.parametrize(

@@ -111,9 +111,9 @@ def test_a_signed_github_event_runs_one_turn_and_is_delivered(
 ) -> None:
     _configure(hermes_home, fake_llm.url, port)
     gateway = _start(run_gateway, port)
-    delivery = str(uuid.uuid4())
-    answer = _post(port, PR, delivery=delivery)
+    answer = _post(port, PR)
     assert answer.status_code == 202, answer.text
+    delivery = answer.json()["delivery_id"]  # of what GitHub signs: the body
     assert answer.json() == {
         "status": "accepted",
         "route": "gh",
@@ -168,10 +168,12 @@ def test_a_retried_delivery_is_answered_once(
 ) -> None:
     _configure(hermes_home, fake_llm.url, port)
     gateway = _start(run_gateway, port)
-    delivery = str(uuid.uuid4())
-    assert _post(port, PR, delivery=delivery).status_code == 202
+    sent = str(uuid.uuid4())
+    first = _post(port, PR, delivery=sent)
+    assert first.status_code == 202
+    delivery = first.json()["delivery_id"]
     wait_for(lambda: _answers(gateway, delivery), timeout=30, interval=0.1)
-    retry = _post(port, PR, delivery=delivery)
+    retry = _post(port, PR, delivery=sent)
     assert retry.status_code == 200
     assert retry.json() == {"status": "duplicate", "delivery_id": delivery}
     time.sleep(0.5)
@@ -185,14 +187,16 @@ def test_a_delivery_cut_off_by_a_crash_is_answered_once_after_the_restart(
     _configure(hermes_home, fake_llm.url, port)
     first = _start(run_gateway, port)
     fake_llm.enqueue(hang(60))  # the first turn never ends: the gateway dies during it
-    delivery = str(uuid.uuid4())
-    assert _post(port, PR, delivery=delivery).status_code == 202
+    sent = str(uuid.uuid4())
+    first_answer = _post(port, PR, delivery=sent)
+    assert first_answer.status_code == 202
+    delivery = first_answer.json()["delivery_id"]
     wait_for(lambda: fake_llm.requests, timeout=30, interval=0.05)
     first.proc.send_signal(signal.SIGKILL)
     first.proc.wait(10)
 
     second = _start(run_gateway, port)
-    retry = _post(port, PR, delivery=delivery)  # the sender retries: it got no answer
+    retry = _post(port, PR, delivery=sent)  # the sender retries: it got no answer
     assert retry.status_code == 200 and retry.json()["status"] == "duplicate", retry.text
     wait_for(lambda: _answers(second, delivery), timeout=60, interval=0.1)
     time.sleep(1.0)
@@ -267,8 +271,9 @@ def test_a_payload_that_orders_the_model_about_reaches_no_secret(
     ]
     lines = [PLANTED + json.dumps({"tool": tool, "args": args}) for tool, args in planted]
     issue = {"issue": {"body": "The build fails.\n" + "\n".join(lines)}}
-    delivery = str(uuid.uuid4())
-    assert _post(port, issue, route="issues", event="issues", delivery=delivery).status_code == 202
+    answer = _post(port, issue, route="issues", event="issues")
+    assert answer.status_code == 202
+    delivery = answer.json()["delivery_id"]
     wait_for(lambda: _answers(gateway, delivery), timeout=90, interval=0.2)
     answered = fake_llm.requests[-1]["messages"]
     outputs = [str(m["content"]) for m in answered if m.get("role") == "tool"]
@@ -321,8 +326,8 @@ def test_a_routes_skill_wraps_its_prompt_as_in_hermes_agent(
     webhook = {"port": port, "routes": routes}
     write_config(hermes_home, fake_llm.url, gateway={"platforms": {"webhook": webhook}})
     gateway = _start(run_gateway, port)
-    delivery = str(uuid.uuid4())
-    _post(port, {"title": "Crash on start"}, route="issues", event="issues", delivery=delivery)
+    answer = _post(port, {"title": "Crash on start"}, route="issues", event="issues")
+    delivery = answer.json()["delivery_id"]
     wait_for(lambda: _answers(gateway, delivery), timeout=30, interval=0.1)
     [prompt] = _prompts(fake_llm)
     assert prompt.startswith('[IMPORTANT: The user has invoked the "triage" skill')
@@ -334,7 +339,7 @@ def test_an_unsigned_route_is_served_on_loopback_only_and_loudly(
     port: int, hermes_home: Path, fake_llm: Any, run_gateway: Any
 ) -> None:
     routes = _routes(local={"secret": "INSECURE_NO_AUTH"})
-    webhook = {"port": port, "routes": routes}
+    webhook = {"port": port, "routes": routes, "insecure_no_auth": True}
     write_config(hermes_home, fake_llm.url, gateway={"platforms": {"webhook": webhook}})
     gateway = _start(run_gateway, port)
     assert _post(port, {"x": 1}, route="local", secret=None).status_code == 202
@@ -345,7 +350,7 @@ def test_an_unsigned_route_is_served_on_loopback_only_and_loudly(
     write_config(hermes_home, fake_llm.url, gateway={"platforms": {"webhook": webhook}})
     public = run_gateway("--workers", "1")
     assert public.proc.wait(30) != 0
-    assert "the route 'local' has secret INSECURE_NO_AUTH, which is for local tests" in (
+    assert "The webhook route 'local' has secret INSECURE_NO_AUTH, which is for local" in (
         public.output()
     )
 
@@ -361,8 +366,9 @@ def test_a_hermes_agent_config_serves_its_webhook_routes_in_place(
     config["platforms"] = {"webhook": {"enabled": True, "extra": extra}}
     (hermes_home / "config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
     gateway = _start(run_gateway, port)
-    delivery = str(uuid.uuid4())
-    assert _post(port, PR, delivery=delivery).status_code == 202
+    answer = _post(port, PR)
+    assert answer.status_code == 202
+    delivery = answer.json()["delivery_id"]
     wait_for(lambda: _answers(gateway, delivery), timeout=30, interval=0.1)
     assert _answers(gateway, delivery) == ["echo: opened"]
     assert "does not use" not in gateway.output()  # nothing of it reported as ignored
@@ -378,9 +384,11 @@ def test_a_retry_reaching_a_second_gateway_on_the_store_is_a_duplicate(
     second = run_gateway("--workers", "1", env={"WEBHOOK_PORT": str(other)})
     first.wait_ready(port)
     second.wait_ready(other)
-    delivery = str(uuid.uuid4())
-    assert _post(port, PR, delivery=delivery).status_code == 202
-    retry = _post(other, PR, delivery=delivery)
+    sent = str(uuid.uuid4())
+    answer = _post(port, PR, delivery=sent)
+    assert answer.status_code == 202
+    delivery = answer.json()["delivery_id"]
+    retry = _post(other, PR, delivery=sent)
     assert retry.status_code == 200 and retry.json()["status"] == "duplicate"
     wait_for(lambda: _answers(first, delivery), timeout=30, interval=0.1)
     time.sleep(0.5)

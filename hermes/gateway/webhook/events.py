@@ -15,8 +15,11 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import parse_qsl
 
+from hermes.gateway.webhook.signatures import Proof
+
 PLACEHOLDER = re.compile(r"\{([a-zA-Z0-9_.]+)\}")
-DELIVERY_HEADERS = ("X-GitHub-Delivery", "svix-id", "X-Request-ID")
+# Delivery ids no scheme signs: trusted only by a route that opted out of ``deliver_window``.
+UNSIGNED_DELIVERY_HEADERS = ("X-GitHub-Delivery", "X-Request-ID")
 SAFE_ID = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")
 
 
@@ -28,6 +31,8 @@ def payload_of(body: bytes) -> dict[str, Any]:
     """The body as JSON, else as a form (0.19 takes both); a non-object JSON is wrapped."""
     try:
         data = json.loads(body)
+    except RecursionError:  # nested deeper than Python parses: no sender's payload
+        raise UnreadablePayload("nested too deeply") from None
     except ValueError:
         try:
             return dict(parse_qsl(body.decode("utf-8"), strict_parsing=bool(body)))
@@ -46,13 +51,30 @@ def event_type(headers: Mapping[str, str], payload: Mapping[str, Any]) -> str:
     )
 
 
-def delivery_id(headers: Mapping[str, str], body: bytes) -> str:
-    """The sender's id of this event (a retry repeats it), else a hash of the body: the
-    same event sent again is the same delivery. Safe to use in a session key."""
-    given = next((headers[h] for h in DELIVERY_HEADERS if headers.get(h)), "")
-    if given and SAFE_ID.match(given):
-        return given
-    source = given.encode() if given else body
+def delivery_key(
+    proof: Proof, headers: Mapping[str, str], body: bytes, *, by_body: bool = True
+) -> str:
+    """The key that decides whether this request repeats an accepted one (a sender's
+    retry repeats it), from what the signature covers only: Svix's signed id, generic
+    V2's signed time with the body, else the body itself. ``by_body=False`` (a route
+    that opted out of ``deliver_window``) takes the sender's unsigned delivery header as
+    Hermes Agent 0.19 does, then the body. Safe to use in a session key."""
+    if proof.signed_id:
+        return _safe(proof.signed_id)
+    if proof.signed_time:
+        return _hashed(proof.signed_time.encode() + b"." + body)
+    if not by_body:
+        given = next((headers[h] for h in UNSIGNED_DELIVERY_HEADERS if headers.get(h)), "")
+        if given:
+            return _safe(given)
+    return _hashed(body)
+
+
+def _safe(given: str) -> str:
+    return given if SAFE_ID.match(given) else _hashed(given.encode())
+
+
+def _hashed(source: bytes) -> str:
     return "h" + hashlib.sha256(source).hexdigest()[:40]
 
 

@@ -9,9 +9,11 @@ Agent 0.19 nests them under ``extra:``; both spellings are read)::
       secret: ...           # WEBHOOK_SECRET: the routes' default secret
       rate_limit: 30        # events per route per minute
       max_body_bytes: 1048576
+      insecure_no_auth: false  # true: routes with secret INSECURE_NO_AUTH, loopback only
       routes:
         github-prs: {secret: ..., events: [pull_request], prompt: "PR {pull_request.title}",
-                     deliver: telegram, deliver_extra: {chat_id: "123"}}
+                     deliver: telegram, deliver_extra: {chat_id: "123"},
+                     deliver_window: 86400}  # seconds an identical body is a duplicate
 
 ``hermes webhook subscribe`` writes more routes to ``$HERMES_HOME/webhook_subscriptions.json``
 (0.19's file, same format, 0600, replaced atomically); ``Routes.current`` reads it again
@@ -27,7 +29,7 @@ import logging
 import os
 import re
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,6 +42,9 @@ SUBSCRIPTIONS = "webhook_subscriptions.json"
 INSECURE_NO_AUTH = "INSECURE_NO_AUTH"  # 0.19's "no signature check", for local tests only
 DEFAULT_PORT = 8644
 DEFAULT_HOST = "127.0.0.1"
+# Seconds within which the same body, signed by a scheme that signs no id nor time
+# (GitHub, GitLab, generic V1), is a replay; 0: trust the sender's delivery header.
+DEFAULT_DELIVER_WINDOW = 86_400
 ROUTE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 CHAT_TARGETS = ("telegram", "discord", "slack")
 TARGETS = ("log", *CHAT_TARGETS)
@@ -62,6 +67,7 @@ class Route:
     deliver_extra: Mapping[str, Any] = field(default_factory=dict)
     deliver_only: bool = False
     enabled: bool = True
+    deliver_window: float = DEFAULT_DELIVER_WINDOW
 
     @property
     def insecure(self) -> bool:
@@ -97,7 +103,20 @@ def route_from(name: str, raw: Mapping[str, Any], default_secret: str | None) ->
             f"The webhook route '{name}' has a 'script', which hermes does not run; remove it "
             "(use 'events' to filter)."
         )
-    register(secret)
+    window = raw.get("deliver_window", DEFAULT_DELIVER_WINDOW)
+    if window is False:
+        window = 0
+    try:
+        window = float(window)
+    except (TypeError, ValueError):
+        window = -1.0
+    if window < 0:
+        raise RouteError(
+            f"The webhook route '{name}' has deliver_window {raw.get('deliver_window')!r}; "
+            "give it a number of seconds (0 trusts the sender's delivery header)."
+        )
+    if secret != INSECURE_NO_AUTH:
+        register(secret)
     return Route(
         name=name,
         secret=secret,
@@ -108,6 +127,7 @@ def route_from(name: str, raw: Mapping[str, Any], default_secret: str | None) ->
         deliver_extra=dict(raw.get("deliver_extra") or {}),
         deliver_only=deliver_only,
         enabled=raw.get("enabled", True) is not False,
+        deliver_window=window,
     )
 
 
@@ -184,16 +204,32 @@ def save_subscriptions(home: Path, routes: Mapping[str, Mapping[str, Any]]) -> P
 
 
 class Routes:
-    """The routes one webhook server serves: static ones, then the subscriptions file."""
+    """The routes one webhook server serves: static ones, then the subscriptions file.
 
-    def __init__(self, options: Mapping[str, Any], default_secret: str | None, home: Path):
+    ``refuse_insecure`` says why an INSECURE_NO_AUTH route may not be served (None: it
+    may): such a static route stops the start (RouteError), such a subscription is not
+    served; one that is served is logged loudly at start and whenever it appears."""
+
+    def __init__(
+        self,
+        options: Mapping[str, Any],
+        default_secret: str | None,
+        home: Path,
+        refuse_insecure: Callable[[Route], str | None] = lambda route: None,
+    ):
         self.home = home
         self.default_secret = default_secret
+        self.refuse_insecure = refuse_insecure
         raw = platform_options(options).get("routes") or {}
         self.static = {
             str(name): route_from(str(name), spec or {}, default_secret)
             for name, spec in raw.items()
         }
+        for route in self.static.values():
+            if route.insecure:
+                if reason := refuse_insecure(route):
+                    raise RouteError(reason)
+                _warn_unsigned(route)
         self._dynamic: dict[str, Route] = {}
         self._seen: tuple[int, int] | None = None
 
@@ -220,8 +256,23 @@ class Routes:
         routes = {}
         for name, spec in raw.items():
             try:
-                routes[name] = route_from(name, spec, self.default_secret)
+                route = route_from(name, spec, self.default_secret)
             except RouteError as exc:
                 log.error("webhook: %s It is not served.", exc)
+                continue
+            if route.insecure and (reason := self.refuse_insecure(route)):
+                log.error("webhook: %s It is not served.", reason)
+                continue
+            if route.insecure and not getattr(self._dynamic.get(name), "insecure", False):
+                _warn_unsigned(route)  # new, or newly unsigned
+            routes[name] = route
         self._dynamic = routes
         log.info("webhook: %d subscription(s): %s", len(routes), ", ".join(routes) or "none")
+
+
+def _warn_unsigned(route: Route) -> None:
+    log.warning(
+        "webhook: THE ROUTE '%s' CHECKS NO SIGNATURE (INSECURE_NO_AUTH): anyone on this "
+        "machine can make the agent act. Use it for local tests only.",
+        route.name,
+    )

@@ -28,14 +28,23 @@ from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
+from aiohttp.typedefs import Handler
+from aiohttp.web_protocol import RequestPayloadError
 
 from hermes.gateway.adapters.base import ChatAdapter
 from hermes.gateway.core import ApiHost
 from hermes.gateway.envelopes import Origin
 from hermes.gateway.errors import PlatformStartError
+from hermes.gateway.http.guard import body_deadline
 from hermes.gateway.lanes import MESSAGE, WorkItem
 from hermes.gateway.settings import WEBHOOK, PlatformSettings, is_loopback
 from hermes.gateway.webhook import events, signatures
+from hermes.gateway.webhook.admission import (
+    DEFAULT_PER_ADDRESS,
+    DEFAULT_TOTAL,
+    ConnectionLimits,
+    Gate,
+)
 from hermes.gateway.webhook.routes import (
     CHAT_TARGETS,
     Route,
@@ -52,6 +61,7 @@ log = logging.getLogger(__name__)
 RATE_WINDOW = 60.0  # seconds of the fixed window ``rate_limit`` counts in
 DEFAULT_RATE_LIMIT = 30
 DEFAULT_MAX_BODY = 1_048_576
+DEFAULT_READ_TIMEOUT = 20.0  # seconds a sender has for its headers, then for its body
 
 
 @dataclass(frozen=True)
@@ -63,6 +73,13 @@ class Event:
     kind: str
     prompt: str
     target: Target
+
+    @property
+    def window(self) -> float | None:
+        """Seconds its delivery key decides duplicates for: a key made of the body alone
+        (no signed id nor time) for the route's ``deliver_window``, else as long as the
+        store keeps it."""
+        return self.route.deliver_window or None
 
 
 class WebhookAdapter(ChatAdapter):
@@ -81,8 +98,16 @@ class WebhookAdapter(ChatAdapter):
         self.deliveries = DeliveryStore(gateway.backend, read_only=gateway.read_only)
         self.routes: Routes | None = None
         self.loopback = True
+        # INSECURE_NO_AUTH routes are served only when the operator says so, on loopback.
+        self.allow_insecure = self.options.get("insecure_no_auth") is True
         self.port: int | None = None
+        self.read_timeout = float(self.options.get("read_timeout") or DEFAULT_READ_TIMEOUT)
+        self.limits = ConnectionLimits(
+            per_address=int(self.options.get("max_connections_per_address") or DEFAULT_PER_ADDRESS),
+            total=int(self.options.get("max_connections") or DEFAULT_TOTAL),
+        )
         self._runner: web.AppRunner | None = None
+        self._listener: asyncio.Server | None = None
         self._hits: dict[str, deque[float]] = {}
 
     # -- life -------------------------------------------------------------------------
@@ -90,20 +115,36 @@ class WebhookAdapter(ChatAdapter):
     async def start(self) -> str:
         try:
             host, port = listen_address(self.options)
-            self.routes = Routes(self.options, self.default_secret, self.host.home)
-            current = self.routes.current()
+            self.loopback = is_loopback(host)
+            self.routes = Routes(
+                self.options, self.default_secret, self.host.home, self._insecure_refusal
+            )
+            current = self.routes.current()  # subscriptions: logged, served if they can be
         except RouteError as exc:
             raise PlatformStartError(self.name, str(exc)) from None
-        self.loopback = is_loopback(host)
-        for route in current.values():
-            self._check_insecure(route, at_start=True)
-        app = web.Application(client_max_size=self.max_body)
+        deadline = body_deadline(
+            self.read_timeout, lambda code, error, _: _answer(code, error=error)
+        )
+        app = web.Application(client_max_size=self.max_body, middlewares=[_json_errors, deadline])
         app.router.add_get("/health", self.health)
         app.router.add_post("/webhooks/{route}", self.receive)
-        runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        # Bodies are signed as sent: never inflated here (no decompression bomb either).
+        # The keep-alive timer closes a connection whose request headers never arrive whole.
+        runner = web.AppRunner(
+            app,
+            access_log=None,
+            handle_signals=False,
+            auto_decompress=False,
+            keepalive_timeout=self.read_timeout,
+            shutdown_timeout=5.0,
+        )
         await runner.setup()
+        server = runner.server
+        assert server is not None
         try:
-            await web.TCPSite(runner, host, port, shutdown_timeout=5.0).start()
+            self._listener = await asyncio.get_running_loop().create_server(
+                lambda: Gate(self.limits, server), host, port, reuse_address=True
+            )
         except OSError as exc:
             await runner.cleanup()
             raise PlatformStartError(
@@ -112,31 +153,31 @@ class WebhookAdapter(ChatAdapter):
                 "with gateway.platforms.webhook.port or WEBHOOK_PORT.",
             ) from exc
         self._runner = runner
-        self.port = runner.addresses[0][1]
+        self.port = self._listener.sockets[0].getsockname()[1]
         names = ", ".join(sorted(current)) or "none yet"
         return f"listening on http://{host}:{self.port}/webhooks/<route> (routes: {names})"
 
-    def _check_insecure(self, route: Route, *, at_start: bool) -> bool:
-        """False (or, at start, PlatformStartError) for an unsigned route beyond loopback."""
+    def _insecure_refusal(self, route: Route) -> str | None:
+        """Why an unsigned (INSECURE_NO_AUTH) route is not served, else None."""
         if not route.insecure:
-            return True
-        if not self.loopback:
-            if at_start:
-                raise PlatformStartError(
-                    self.name,
-                    f"the route '{route.name}' has secret INSECURE_NO_AUTH, which is for local "
-                    "tests only: give it a real secret or listen on 127.0.0.1.",
-                )
-            return False
-        if at_start:
-            log.warning(
-                "webhook: THE ROUTE '%s' CHECKS NO SIGNATURE (INSECURE_NO_AUTH): anyone on "
-                "this machine can make the agent act. Use it for local tests only.",
-                route.name,
+            return None
+        if not self.allow_insecure:
+            return (
+                f"The webhook route '{route.name}' has secret INSECURE_NO_AUTH, which checks no "
+                "signature: give it a real secret, or set insecure_no_auth: true under "
+                "gateway.platforms.webhook to allow it for local tests."
             )
-        return True
+        if not self.loopback:
+            return (
+                f"The webhook route '{route.name}' has secret INSECURE_NO_AUTH, which is for "
+                "local tests only: give it a real secret or listen on 127.0.0.1."
+            )
+        return None
 
     async def close(self) -> None:
+        if self._listener is not None:
+            self._listener.close()  # no new connections; the runner ends the open ones
+            self._listener = None
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
@@ -152,7 +193,7 @@ class WebhookAdapter(ChatAdapter):
         checked = await self._signed(request)
         if isinstance(checked, web.Response):
             return checked
-        route, body = checked
+        route, body, proof = checked
         try:
             payload = events.payload_of(body)
         except events.UnreadablePayload:
@@ -164,7 +205,9 @@ class WebhookAdapter(ChatAdapter):
             return _answer(503, error="The gateway is restarting; send the event again later.")
         event = Event(
             route=route,
-            delivery_id=events.delivery_id(request.headers, body),
+            delivery_id=events.delivery_key(
+                proof, request.headers, body, by_body=route.deliver_window > 0
+            ),
             kind=kind,
             prompt=await self._prompt(route, payload, kind),
             target=Target(route.deliver, events.render_extra(route.deliver_extra, payload)),
@@ -173,7 +216,9 @@ class WebhookAdapter(ChatAdapter):
             return await self._deliver_now(event)
         return await self._queue(event)
 
-    async def _signed(self, request: web.Request) -> tuple[Route, bytes] | web.Response:
+    async def _signed(
+        self, request: web.Request
+    ) -> tuple[Route, bytes, signatures.Proof] | web.Response:
         """The route and the body of a request signed for it, else the refusal. The size
         is checked before the body is read; only signed requests count for the rate."""
         assert self.routes is not None
@@ -183,20 +228,25 @@ class WebhookAdapter(ChatAdapter):
             return _answer(404, error=f"Unknown route: {name}")
         if not route.enabled:
             return _answer(403, error=f"Route disabled: {name}")
-        if not self._check_insecure(route, at_start=False):
-            return _answer(403, error="This route checks no signature and is not served here.")
         if (request.content_length or 0) > self.max_body:
             return _answer(413, error="Payload too large")
+        if request.headers.get("Content-Encoding", "identity").lower() != "identity":
+            return _answer(415, error="Send the body uncompressed (no Content-Encoding).")
         try:
             body = await request.read()
         except web.HTTPRequestEntityTooLarge:
             return _answer(413, error="Payload too large")
-        if not route.insecure and not signatures.verify(request.headers, body, route.secret):
+        proof = (
+            signatures.Proof("none")
+            if route.insecure
+            else signatures.check(request.headers, body, route.secret)
+        )
+        if proof is None:
             log.warning("webhook: refused a request to '%s': bad or missing signature", name)
             return _answer(401, error="Invalid signature")
         if not self._within_rate(name):
             return _answer(429, error="Rate limit exceeded")
-        return route, body
+        return route, body, proof
 
     def _within_rate(self, name: str) -> bool:
         now = time.monotonic()
@@ -232,7 +282,7 @@ class WebhookAdapter(ChatAdapter):
     async def _deliver_now(self, event: Event) -> web.Response:
         route, delivery = event.route.name, event.delivery_id
         accepted, _ = await asyncio.to_thread(
-            self.deliveries.accept, route, delivery, event.target, None
+            self.deliveries.accept, route, delivery, event.target, None, event.window
         )
         if not accepted:
             return _answer(200, status="duplicate", delivery_id=delivery)
@@ -268,6 +318,7 @@ class WebhookAdapter(ChatAdapter):
             delivery,
             event.target,
             (key, item.payload(), self.host.queue_owner),
+            event.window,
         )
         if not accepted:
             log.info("webhook: delivery %s of '%s' was accepted before", delivery, route)
@@ -313,3 +364,17 @@ class WebhookAdapter(ChatAdapter):
 
 def _answer(code: int, **body: Any) -> web.Response:
     return web.json_response(body, status=code)
+
+
+@web.middleware
+async def _json_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """aiohttp's own refusals (unknown path, wrong method, unreadable body) as JSON too,
+    so every sender reads one kind of answer."""
+    try:
+        return await handler(request)
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise
+        return _answer(exc.status, error=exc.reason)
+    except RequestPayloadError:
+        return _answer(400, error="The body could not be read.")

@@ -11,6 +11,11 @@
 - generic V1: ``X-Webhook-Signature: <hex HMAC-SHA256 of the body>`` (no replay protection).
 
 Every comparison is constant-time, on bytes, so a hostile non-ASCII header is a plain "no".
+
+``check`` also says what the signature covers (``Proof``): only that may decide whether a
+request repeats one accepted before (``events.delivery_key``). Svix signs its message id
+and time, generic V2 its time; GitHub, GitLab and V1 sign neither, so their delivery
+headers prove nothing.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import hashlib
 import hmac
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 WINDOW = 300  # seconds a V2 timestamp may be off
 
@@ -34,27 +40,53 @@ def github_signature(secret: str, body: bytes) -> str:
     return "sha256=" + body_hmac(secret, body)
 
 
+@dataclass(frozen=True)
+class Proof:
+    """What a valid signature covers besides the body: the sender's id of the event
+    (Svix) and the time it was signed (Svix, generic V2), else empty."""
+
+    scheme: str
+    signed_id: str = ""
+    signed_time: str = ""
+
+
 def verify(headers: Mapping[str, str], body: bytes, secret: str) -> bool:
     """True if one of the known signature headers proves ``secret`` signed ``body``."""
+    return check(headers, body, secret) is not None
+
+
+def check(headers: Mapping[str, str], body: bytes, secret: str) -> Proof | None:
+    """What the request's signature proves, or None when it proves nothing."""
     msg_id, stamp = headers.get("svix-id", ""), headers.get("svix-timestamp", "")
     if msg_id or stamp or headers.get("svix-signature"):
-        return _svix(msg_id, stamp, headers.get("svix-signature", ""), body, secret)
+        if _svix(msg_id, stamp, headers.get("svix-signature", ""), body, secret):
+            return Proof("svix", signed_id=msg_id, signed_time=stamp)
+        return None
     if github := headers.get("X-Hub-Signature-256", ""):
-        return _same(github, github_signature(secret, body))
+        return Proof("github") if _same(github, github_signature(secret, body)) else None
     if gitlab := headers.get("X-Gitlab-Token", ""):
-        return _same(gitlab, secret)
+        return Proof("gitlab") if _same(gitlab, secret) else None
     if v2 := headers.get("X-Webhook-Signature-V2", ""):
         stamp = headers.get("X-Webhook-Timestamp", "")
-        if not stamp.isdigit() or abs(time.time() - int(stamp)) > WINDOW:
-            return False
-        return _same(v2, body_hmac(secret, stamp.encode() + b"." + body))
+        if not _recent(stamp):
+            return None
+        signed = _same(v2, body_hmac(secret, stamp.encode() + b"." + body))
+        return Proof("generic-v2", signed_time=stamp) if signed else None
     if v1 := headers.get("X-Webhook-Signature", ""):
-        return _same(v1, body_hmac(secret, body))
-    return False
+        return Proof("generic-v1") if _same(v1, body_hmac(secret, body)) else None
+    return None
+
+
+def _recent(stamp: str) -> bool:
+    """A timestamp of ASCII digits within ``WINDOW`` seconds of now ("²" is a digit to
+    ``str.isdigit`` but not to ``int``)."""
+    if not (stamp.isascii() and stamp.isdigit()) or len(stamp) > 12:
+        return False
+    return abs(time.time() - int(stamp)) <= WINDOW
 
 
 def _svix(msg_id: str, stamp: str, signatures: str, body: bytes, secret: str) -> bool:
-    if not (msg_id and stamp.isdigit() and abs(time.time() - int(stamp)) <= WINDOW):
+    if not (msg_id and _recent(stamp)):
         return False
     key = secret.encode()  # some senders hand out the raw shared secret, as 0.19 allows
     if secret.startswith("whsec_"):

@@ -43,14 +43,22 @@ class DeliveryStore(Tables):
         delivery_id: str,
         target: Target,
         queued: tuple[str, Mapping[str, Any], str | None] | None,
+        window: float | None = None,
     ) -> tuple[bool, int | None]:
         """Record the event and queue its turn (``queued``: session key, payload, owner;
-        None: nothing to run). (False, None) when the event was accepted before."""
+        None: nothing to run). (False, None) when the event was accepted before, within
+        the last ``window`` seconds if given (else within ``KEEP``)."""
         now = time.time()
         extra = json.dumps(dict(target.extra), ensure_ascii=False)
+        since = now - min(window or KEEP, KEEP)
 
         def accept(tx: Tx) -> tuple[bool, int | None]:
             tx.run("DELETE FROM webhook_deliveries WHERE received_at < ?", (now - KEEP,))
+            tx.run(
+                "DELETE FROM webhook_deliveries WHERE route = ? AND delivery_id = ?"
+                " AND received_at < ?",
+                (route, delivery_id, since),
+            )
             row = tx.one(
                 "INSERT INTO webhook_deliveries (route, delivery_id, deliver, deliver_extra,"
                 " received_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (route, delivery_id)"
