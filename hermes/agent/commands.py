@@ -121,6 +121,16 @@ def start_new(agent: AIAgent, title: str | None = None) -> None:
     agent.start_new_conversation(title)
 
 
+# End reasons that close a conversation for good: a reset of a messaging chat (the
+# user's /reset, or the operator's idle/daily policy), which Hermes Agent 0.19's own
+# recovery never reopens either. Any other end (a terminal closed: cli_close, user_exit;
+# a program left the chat: agent_close, resumed_other, new_session, ...) is taken back by
+# an explicit resume, as 0.19's --resume takes it back.
+CLOSED_FOR_GOOD = frozenset(
+    {"session_reset", "idle", "daily", "suspended", "resume_pending_expired"}
+)
+
+
 def bind_conversation(agent: AIAgent, tip: str, *, model: str | None = None) -> dict[str, Any]:
     """Continue the conversation whose tip is ``tip``; restore the model it used.
 
@@ -130,10 +140,13 @@ def bind_conversation(agent: AIAgent, tip: str, *, model: str | None = None) -> 
     db = _store(agent)
     segment = existing(db.get_session(tip), tip)
     if segment["ended_at"] is not None and segment["end_reason"] != "compression":
-        raise HermesError(
-            f"Conversation {segment['conversation_id']} was ended ({segment['end_reason']}) "
-            "and takes no more messages; start a new one."
-        )
+        if segment["end_reason"] in CLOSED_FOR_GOOD:
+            raise HermesError(
+                f"Conversation {segment['conversation_id']} was ended ({segment['end_reason']}) "
+                "and takes no more messages; start a new one."
+            )
+        db.reopen_session(tip)
+        segment = existing(db.get_session(tip), tip)
     root = segment["conversation_id"]
     agent.continue_conversation(tip, root, existing(db.get_session(root), root)["title"])
     wanted = model or segment["model"]

@@ -97,12 +97,6 @@ class SessionDB(StoreSessionDB):
     ) -> str:
         return self.create_session(session_id, source, model=model, **fields)
 
-    def reopen_session(self, session_id: str) -> None:
-        """Clear a segment's end so it takes messages again (0.19's explicit way to
-        re-end a session). A segment whose conversation went on in a later segment
-        is refused: the conversation has one live segment, its last."""
-        self._write(lambda tx: _reopen(tx, session_id))
-
     def update_system_prompt(self, session_id: str, system_prompt: str) -> None:
         self.set_system_prompt(session_id, system_prompt)
 
@@ -565,17 +559,3 @@ def _set_title(tx: Tx, session_id: str, title: str | None) -> bool:
             tx.run("UPDATE sessions SET title = NULL WHERE id = ?", (holder["id"],))
     tx.run("UPDATE sessions SET title = ? WHERE id = ?", (title, session_id))
     return True
-
-
-def _reopen(tx: Tx, session_id: str) -> None:
-    row = segments.require(tx, session_id)
-    later = tx.one(
-        "SELECT id FROM sessions WHERE conversation_id = ? AND segment_index > ?",
-        (row["conversation_id"], row["segment_index"]),
-    )
-    if later is not None:
-        raise ValueError(
-            f"Session {session_id} cannot be reopened: its conversation goes on in"
-            f" {later['id']}; resume that one instead."
-        )
-    tx.run("UPDATE sessions SET ended_at = NULL, end_reason = NULL WHERE id = ?", (session_id,))

@@ -111,6 +111,23 @@ def writable(tx: Tx, session_id: str) -> Row:
     raise SegmentEndedError(session_id, "rotating too fast to follow")
 
 
+def reopen(tx: Tx, session_id: str) -> None:
+    """Take back a segment's end so it takes messages again. Only a conversation's tip
+    can be reopened: a segment whose conversation went on in a later one is refused (a
+    conversation has one live segment, its last)."""
+    row = require(tx, session_id)
+    later = tx.one(
+        "SELECT id FROM sessions WHERE conversation_id = ? AND segment_index > ?",
+        (row["conversation_id"], row["segment_index"]),
+    )
+    if later is not None:
+        raise ValueError(
+            f"Session {session_id} cannot be reopened: its conversation goes on in"
+            f" {later['id']}; resume that one instead."
+        )
+    tx.run("UPDATE sessions SET ended_at = NULL, end_reason = NULL WHERE id = ?", (session_id,))
+
+
 def _write_target(tx: Tx, session_id: str) -> Row:
     """What a write needs of a segment: not its title or system prompt, read on every
     append otherwise."""

@@ -259,6 +259,11 @@ class SessionDB:
 
         self._write(run)
 
+    def reopen_session(self, session_id: str) -> None:
+        """Clear a segment's end so it takes messages again (an explicit resume; 0.19's
+        way to re-end a session). Refused for a segment that is not its conversation's tip."""
+        self._write(lambda tx: segments.reopen(tx, session_id))
+
     def set_title(self, session_id: str, title: str | None) -> None:
         def run(tx: Tx) -> None:
             segments.require(tx, session_id)

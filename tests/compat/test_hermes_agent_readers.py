@@ -25,7 +25,6 @@ from tests.fakes import llm_server as fake
 from tests.state.helpers import StoreSpec
 
 HERE = Path(__file__).parent
-HA_PYTHON = Path("/tmp/hermes-agent-0.19.0-venv/bin/python")
 
 # What every main model call reports: 1000 prompt tokens of which the cache served 600
 # and took 100, 50 completion tokens of which 20 were reasoning, $0.002 charged.
@@ -294,15 +293,15 @@ def test_readers_that_ask_pragma_table_info_find_the_columns(store, conversation
     assert {"cwd", "cache_read_tokens", "estimated_cost_usd", "tool_call_count"} <= sessions
 
 
-def test_the_same_queries_run_on_a_store_hermes_agent_wrote(tmp_path: Path) -> None:
+def test_the_same_queries_run_on_a_store_hermes_agent_wrote(
+    tmp_path: Path, hermes_agent_python: Path
+) -> None:
     """The queries above are the ones 0.19 answers: run on a state.db its SessionDB wrote."""
-    if not HA_PYTHON.exists():
-        pytest.skip("the Hermes Agent 0.19 venv is built by tests/compat/test_import_hermes_agent")
     path = tmp_path / "ha" / "state.db"
     path.parent.mkdir()
     env = {**os.environ, "HERMES_HOME": str(tmp_path / "ha-home"),
            "HERMES_DISABLE_LAZY_INSTALLS": "1"}  # fmt: skip
-    subprocess.run([str(HA_PYTHON), str(HERE / "ha_build_reader_store.py"), str(path)],
+    subprocess.run([str(hermes_agent_python), str(HERE / "ha_build_reader_store.py"), str(path)],
                    env=env, check=True, capture_output=True, timeout=120)  # fmt: skip
     spec = StoreSpec("sqlite", path=str(path))
     for reader in READERS:

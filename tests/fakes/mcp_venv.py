@@ -7,7 +7,7 @@ cache in the home (``$HOME/.npm/_npx/tiny/``, the file ``$1`` recording the fetc
 runs it from there, and fails (exit 9) when the cache cannot be written.
 
 Built once per machine and ``mcp`` version (``pip install mcp`` takes half a minute),
-under a lock so parallel test workers share it.
+when missing, beside the one other runs may be using (tests/shared_venv.py).
 """
 
 from __future__ import annotations
@@ -15,13 +15,13 @@ from __future__ import annotations
 import fcntl
 import os
 import shutil
-import subprocess
-import sys
 from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
 
 import pytest
+
+from tests.shared_venv import shared_venv
 
 SERVER = Path(__file__).with_name("mcp_server.py")
 LAUNCHER = """#!/bin/sh
@@ -53,25 +53,11 @@ class McpVenv:
 def mcp_venv() -> McpVenv:
     sdk = version("mcp")
     venv = McpVenv(Path(f"/tmp/hermes-test-mcp-venv-{os.getuid()}-{sdk}"))
+    shared_venv(venv.root, [f"mcp=={sdk}"], probe="import mcp.server.mcpserver, uvicorn")
     with open(f"{venv.root}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if not _works(venv):
-            _build(venv, sdk)
         _copy_programs(venv)
     return venv
-
-
-def _works(venv: McpVenv) -> bool:
-    probe = [str(venv.python), "-c", "import mcp.server.mcpserver, uvicorn"]
-    return subprocess.run(probe, capture_output=True, check=False).returncode == 0
-
-
-def _build(venv: McpVenv, sdk: str) -> None:
-    shutil.rmtree(venv.root, ignore_errors=True)
-    base = getattr(sys, "_base_executable", sys.executable)
-    subprocess.run([base, "-m", "venv", str(venv.root)], check=True)
-    pip = [str(venv.python), "-m", "pip", "install", "-q", f"mcp=={sdk}"]
-    subprocess.run(pip, check=True, capture_output=True)
 
 
 def _copy_programs(venv: McpVenv) -> None:
