@@ -1,4 +1,4 @@
-"""`hermes config show|get|set|path` and `hermes setup`.
+"""`hermes config show|get|set|unset|path` and `hermes setup`.
 
 Keys and values are checked against ``hermes.config.SCHEMA`` before anything is
 written: a mistyped key in one of hermes's sections gets the closest known one as a
@@ -31,6 +31,7 @@ from hermes.config import (
     hermes_home,
     load_config,
     parse_cli_value,
+    remove_value,
     save_value,
     typo_of,
 )
@@ -145,6 +146,35 @@ def set_(key: str, value: str) -> None:
         # The line it names is in the rejected version of the file, which is gone.
         raise ConfigError(re.sub(r" \(line \d+\)", "", str(exc))) from exc
     click.echo(f"Set {key} = {_as_text(mask_fields(key, parsed))} in {path}.")
+
+
+@config.command(short_help="Remove one key from config.yaml (its default applies).")
+@click.argument("key")
+def unset(key: str) -> None:
+    """Remove one key from config.yaml, e.g. `hermes config unset model.context_length`;
+    hermes's default for it applies again. The rest of the file is kept as written."""
+    path = _config_path()
+    before = path.read_bytes() if path.exists() else None
+    try:
+        removed = remove_value(key, path) or (
+            key in HERMES_AGENT_KEYS and remove_value(HERMES_AGENT_KEYS[key], path)
+        )
+    except OSError as exc:
+        raise ConfigError(f"Cannot write {path}: {exc.strerror}; check its permissions.") from exc
+    if not removed:
+        click.echo(f"{key} is not set in {path}; nothing to remove.")
+        return
+    try:
+        load_config(path)  # range checks that span the whole file
+    except ConfigError as exc:
+        _restore(path, before)
+        raise ConfigError(re.sub(r" \(line \d+\)", "", str(exc))) from exc
+    default = (
+        f" (hermes's default applies: {_as_text(mask_fields(key, SCHEMA[key][1]))})"
+        if key in SCHEMA
+        else ""
+    )
+    click.echo(f"Removed {key} from {path}{default}.")
 
 
 def _foreign(key: str) -> bool:
