@@ -225,11 +225,17 @@ def setup(base_url: str | None, model: str | None, api_key: str | None, no_input
             "Endpoint (OpenAI-compatible base URL)", default=current.get("model.base_url")
         )
     endpoint = base_url or current.get("model.base_url")
+    _check_scheme(endpoint)
     if api_key is None and ask:
         api_key = _ask_key(endpoint)
-    # Asked in a terminal, the model is checked against what the endpoint offers; with
-    # options only (scripts, CI), setup stays offline.
-    offered = _offered(endpoint, api_key) if ask else []
+    # A new endpoint is asked for its models before it is saved (a dead or wrong URL is
+    # said, not saved silently); asked in a terminal, so is the configured one.
+    offered, trouble = _offered(endpoint, api_key) if (ask or base_url) else ([], None)
+    if trouble and base_url:
+        click.echo(f"Warning: {trouble}", err=True)
+        if ask and not click.confirm("Save this endpoint anyway?", default=False):
+            click.echo("Nothing saved.")
+            return
     if model is None and ask:
         model = click.prompt("Model", default=_proposed(current.get("model.default"), offered))
     if model and offered and model.strip() not in offered:
@@ -249,15 +255,28 @@ def setup(base_url: str | None, model: str | None, api_key: str | None, no_input
     _summary(endpoint)
 
 
-def _offered(endpoint: str, api_key: str | None) -> list[str]:
-    """The endpoint's models, or none when it cannot say (quickly: no retries)."""
-    from hermes.agent.model.client import ModelClient
+def _check_scheme(endpoint: str) -> None:
+    from hermes.agent.model.diagnosis import scheme_problem
 
-    client = ModelClient(api_key or find_api_key()[0], endpoint, "", timeout=10, max_retries=0)
+    problem = scheme_problem(endpoint.strip())
+    if problem:
+        raise ConfigError(problem)
+
+
+def _offered(endpoint: str, api_key: str | None) -> tuple[list[str], str | None]:
+    """The endpoint's models (quickly: no retries), or none and what went wrong."""
+    from hermes.agent.errors import ModelAuthError
+    from hermes.agent.model.client import ModelClient
+    from hermes.errors import HermesError
+
+    key = api_key or find_api_key()[0]
+    client = ModelClient(key, endpoint.strip(), "", timeout=10, max_retries=0)
     try:
-        return sorted(client.list_models())
-    except Exception:  # unreachable, no listing, no key yet: propose what is configured
-        return []
+        return sorted(client.list_models()), None
+    except ModelAuthError:
+        return [], None  # no key yet, or one given later: not the endpoint's fault
+    except HermesError as exc:  # unreachable, not an OpenAI API, no /v1
+        return [], str(exc)
     finally:
         client.close()
 

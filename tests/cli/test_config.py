@@ -177,3 +177,15 @@ def test_set_and_unset_keep_comments_order_and_list_style(hermes, cli_env):
     assert hermes("config", "unset", "plugins.enabled").returncode == 0
     assert "plugins" not in yaml.safe_load(path.read_text())  # an emptied section goes too
     assert mode_of(path) == 0o600
+
+
+def test_setup_checks_a_new_endpoint_before_saving_it(hermes, cli_env, fake_llm):
+    no_scheme = hermes("setup", "--base-url", fake_llm.url.removeprefix("http://"))
+    assert_one_line_error(no_scheme, "write it as http://")
+    assert not (cli_env.home / "config.yaml").exists()
+    root = fake_llm.url.removesuffix("/v1") + "/nothing-here"
+    saved = hermes("setup", "--base-url", root, "--model", FAKE_MODEL)
+    assert saved.returncode == 0  # a script's choice is saved, but not silently
+    assert f"which answers at {fake_llm.url}" in saved.stderr, saved.stderr
+    works = hermes("setup", "--base-url", fake_llm.url)
+    assert works.returncode == 0 and works.stderr == "", works.stderr
