@@ -148,8 +148,13 @@ class Connection:
             await self._drop()
 
     async def _drop(self) -> None:
-        owner, self._owner, self._client = self._owner, None, None
+        owner, client = self._owner, self._client
+        self._owner, self._client = None, None
         if owner is None or owner.done():
+            return
+        if client is None:  # still starting: nothing to close gently, nothing to wait for
+            owner.cancel()
+            await asyncio.gather(owner, return_exceptions=True)
             return
         if self._closing is not None:
             self._closing.set()
@@ -334,6 +339,18 @@ class McpHub:
             raise McpError(f"the MCP server '{spec.name}' is still starting") from None
         return conn.tools or []
 
+    def start_in_background(self, spec: ServerSpec) -> concurrent.futures.Future[Any] | None:
+        """Start the server without waiting (every configured server at once, so they
+        start in parallel); the start in progress, or None when it is up or backing off."""
+        conn = self.connection(spec)
+        if conn.tools is not None or conn.wait_left() > 0:
+            return None
+        return self._start_once(conn)[0]
+
+    def listed(self, spec: ServerSpec) -> list[RemoteTool] | None:
+        """The tools the running server listed, or None while it has not."""
+        return self.connection(spec).tools
+
     def _start_once(self, conn: Connection) -> tuple[concurrent.futures.Future[Any], bool]:
         """The server's start in progress (and False), or a new one (and True): one at a
         time per server."""
@@ -365,12 +382,16 @@ class McpHub:
             self._loop = None  # a later use starts a fresh loop
         if loop is None or loop.is_closed():
             return
-        for conn in connections:
-            try:
-                asyncio.run_coroutine_threadsafe(conn.drop(), loop).result(STOP_GRACE * 2)
-            except Exception:  # closing at exit: a stuck server must not block it
-                log.debug("MCP server %s did not stop cleanly", conn.spec.name)
+        # All at once: a process with several servers exits in one grace period at most.
+        try:
+            asyncio.run_coroutine_threadsafe(_drop_all(connections), loop).result(STOP_GRACE * 2)
+        except Exception:  # closing at exit: a stuck server must not block it
+            log.debug("MCP servers did not all stop cleanly")
         loop.call_soon_threadsafe(loop.stop)
+
+
+async def _drop_all(connections: list[Connection]) -> None:
+    await asyncio.gather(*(conn.drop() for conn in connections), return_exceptions=True)
 
 
 def _serve(loop: asyncio.AbstractEventLoop) -> None:
