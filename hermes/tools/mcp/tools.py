@@ -30,6 +30,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 PREFIX = "mcp__"
+# Seconds before a server offered from the cache starts: a one-shot answered sooner
+# never pays for starting servers it did not call (a call starts its server at once).
+CACHED_START_DELAY = 2.0
 
 
 def tool_name(server: str, tool: str) -> str:
@@ -51,15 +54,16 @@ def mcp_tools(config: Config | None, home: Path | None = None) -> list[Tool]:
     together, not one after another). A server that does not answer offers nothing this
     time, said by name, and may join later (``late_tools``)."""
     specs = server_specs(config, home)
+    cached = {spec: tool_cache.read(home, spec) for spec in specs if hub().listed(spec) is None}
     for spec in specs:
-        started = hub().start_in_background(spec)
+        delay = CACHED_START_DELAY if cached.get(spec) is not None else 0.0
+        started = hub().start_in_background(spec, delay)
         if started is not None:
             started.add_done_callback(functools.partial(_remember, home, spec))
     tools: list[Tool] = []
     for spec in specs:
-        cached = tool_cache.read(home, spec) if hub().listed(spec) is None else None
-        if cached is not None:
-            tools += [make_tool(spec, remote) for remote in cached if spec.offers(remote.name)]
+        if cached.get(spec) is not None:
+            tools += [make_tool(spec, r) for r in cached[spec] or () if spec.offers(r.name)]
             continue
         try:
             tools += server_tools(spec)
