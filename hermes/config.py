@@ -738,29 +738,26 @@ def load_config(path: Path | None = None) -> Config:
 
 
 def save_value(key: str, value: Any, path: Path | None = None) -> Path:
-    """Set one key in the config file, keeping every other (hermes's or not); returns the path.
+    """Set one key in the config file, keeping every other (hermes's or not) and the
+    file's comments, order and list style; returns the path.
 
     A key hermes does not use is written as given (a tool's Hermes Agent setting).
     """
-    import yaml
+    from hermes.config_yaml import set_key
 
     path = path or ensure_home() / "config.yaml"
     if key in SCHEMA:
         value = validate_value(key, value)
     read_file_parts(path)  # a file with a bad value is not rewritten
-    tree, _ = _read_yaml(path)
-    if isinstance(tree.get("model"), str):
-        tree["model"] = {"default": tree["model"]}
-    node = tree
-    *parents, leaf = key.split(".")
-    for part in parents:
-        if not isinstance(node.get(part), dict):
-            node[part] = {}
-        node = node[part]
-    node[leaf] = value
-    tmp = path.with_suffix(".yaml.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        yaml.safe_dump(tree, handle, sort_keys=False, allow_unicode=True)
-    os.replace(tmp, path)
+    set_key(path, key, value)
     return path
+
+
+def remove_value(key: str, path: Path | None = None) -> bool:
+    """Remove one key from the config file (its default applies again), keeping the
+    rest of the file as written; False when the file does not set it."""
+    from hermes.config_yaml import unset_key
+
+    path = path or hermes_home() / "config.yaml"
+    _read_yaml(path)  # a file that is not YAML is not rewritten
+    return unset_key(path, key)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import time
+import unicodedata
 from collections.abc import Sequence
 
 # C0 controls but tab and newline, DEL, C1 controls (ESC and CSI start escape sequences),
@@ -57,19 +58,39 @@ def stamp(timestamp: float | None) -> str:
 
 
 def one_line(text: str | None, width: int = 60) -> str:
-    """``text`` on one line, cut to ``width`` characters with an ellipsis."""
+    """``text`` on one line, cut to ``width`` terminal columns with an ellipsis."""
     flat = visible(" ".join((text or "").split()))
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
+    if cells(flat) <= width:
+        return flat
+    cut, used = [], 0
+    for char in flat:
+        used += cells(char)
+        if used > width - 1:
+            break
+        cut.append(char)
+    return "".join(cut) + "…"
+
+
+def cells(text: str) -> int:
+    """How many terminal columns ``text`` takes: a CJK character or an emoji takes
+    two, a combining accent none (``len`` would misalign a table's columns)."""
+    return sum(_cell(char) for char in text)
+
+
+def _cell(char: str) -> int:
+    if unicodedata.combining(char):
+        return 0
+    return 2 if unicodedata.east_asian_width(char) in "WF" else 1
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     """Left-aligned columns separated by two spaces; the last column is not padded."""
-    cells = [[visible(str(c)) for c in headers]]
-    cells += [["" if c is None else visible(str(c)) for c in r] for r in rows]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    shown = [[visible(str(c)) for c in headers]]
+    shown += [["" if c is None else visible(str(c)) for c in r] for r in rows]
+    widths = [max(cells(row[i]) for row in shown) for i in range(len(headers))]
     lines = []
-    for row in cells:
-        padded = [c.ljust(w) for c, w in zip(row[:-1], widths[:-1], strict=True)]
+    for row in shown:
+        padded = [c + " " * (w - cells(c)) for c, w in zip(row[:-1], widths[:-1], strict=True)]
         lines.append("  ".join([*padded, row[-1]]).rstrip())
     return "\n".join(lines)
 

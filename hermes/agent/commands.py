@@ -193,7 +193,7 @@ def _compress(agent: AIAgent, arg: str) -> Reply:
     outcome = agent.compress_now(arg or None)
     data = {"outcome": outcome}
     if outcome.rotated:
-        return Reply(f"Compressed: {compression_line(agent, outcome)}.", data=data)
+        return Reply(f"Compressed: {compression_line(agent, outcome)}.{_grew(outcome)}", data=data)
     if outcome.holder:
         return Reply(
             f"Not compressed: another process holds the compression lease ({outcome.holder}); "
@@ -206,13 +206,26 @@ def _compress(agent: AIAgent, arg: str) -> Reply:
         return Reply("Nothing to compress yet: the conversation is too short.", ok=False, data=data)
     if outcome.tokens_after is not None:
         return Reply(
-            f"Compressed in memory: ~{outcome.tokens_before:,} → ~{outcome.tokens_after:,} tokens.",
+            f"Compressed in memory: ~{outcome.tokens_before:,} → ~{outcome.tokens_after:,} "
+            f"tokens.{_grew(outcome)}",
             data=data,
         )
     return Reply(
         f"Not compressed: {reason or 'no reason given'}. The conversation is unchanged.",
         ok=False,
         data=data,
+    )
+
+
+def _grew(outcome: Any) -> str:
+    """A note when the summary is no shorter than what it replaced (a short chat): the
+    numbers alone read as if something was saved."""
+    before, after = outcome.tokens_before, outcome.tokens_after
+    if before is None or after is None or after < before:
+        return ""
+    return (
+        " The summary is longer than this short conversation was, so nothing was saved; "
+        "compressing pays off on long conversations."
     )
 
 

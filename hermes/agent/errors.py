@@ -4,6 +4,7 @@
     ├── ModelError               the endpoint or model failed (.model, .base_url, .status)
     │   ├── ModelAuthError         401/403: the API key was rejected
     │   ├── ModelNotFoundError     404: the endpoint has no such model
+    │   ├── EndpointMismatchError  the base URL leads to no OpenAI API (no scheme, no /v1...)
     │   ├── ModelUnavailableError  retries exhausted (429, 5xx, timeouts, dropped connections)
     │   └── ContextLengthError     the request is longer than the model's context window
     ├── SummaryError             context compression could not produce a summary
@@ -21,6 +22,7 @@ from hermes.redaction import redact
 __all__ = [
     "AgentError",
     "ContextLengthError",
+    "EndpointMismatchError",
     "ModelAuthError",
     "ModelError",
     "ModelNotFoundError",
@@ -107,6 +109,15 @@ class ModelNotFoundError(ModelError):
     @property
     def reason(self) -> str:
         return f"does not exist at {self.base_url}{self._status_part()}"
+
+
+class EndpointMismatchError(ModelError):
+    """The base URL does not lead to an OpenAI-compatible API (it has no scheme, lacks
+    its /v1, or is another kind of server): the message says what the endpoint answered."""
+
+    @property
+    def reason(self) -> str:
+        return f"cannot be reached through {self.base_url}, which is not an OpenAI-compatible API"
 
 
 class ModelUnavailableError(ModelError):

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
 INTERRUPTED_EXIT = 130  # what a shell reports for a program stopped by Ctrl-C
 CHAT_LOG_HANDLER = "hermes-chat"  # names our log handler so a second setup adds none
+LATEST = "\0latest"  # `-c` given without a title
 
 # Keys of the turn result that `--json` prints (the transcript itself is left out:
 # `hermes sessions export` is the way to get it).
@@ -62,8 +63,11 @@ JSON_KEYS = ("session_id", "iterations", "prompt_tokens", "completion_tokens", "
     "-c",
     "--continue",
     "continue_",
-    is_flag=True,
-    help="Continue the most recent conversation started here.",
+    is_flag=False,
+    flag_value=LATEST,
+    default=None,
+    metavar="[TITLE]",
+    help="Continue the most recent conversation started here, or the one titled TITLE.",
 )
 @click.option(
     "-r",
@@ -84,7 +88,7 @@ def chat(
     system: str | None,
     model: str | None,
     base_url: str | None,
-    continue_: bool,
+    continue_: bool | str | None,
     resume: str | None,
     read_only: bool,
     yolo: bool = False,
@@ -94,6 +98,9 @@ def chat(
         raise click.UsageError("--json works with -q: hermes chat -q 'question' --json")
     if continue_ and resume:
         raise click.UsageError("Use either -c/--continue or --resume, not both.")
+    if isinstance(continue_, str) and continue_ != LATEST:
+        resume, continue_ = continue_, None  # `-c TITLE` resumes by title, as `hermes -c TITLE`
+    continue_ = bool(continue_)
     if read_only:
         _browse(resume, sending=query is not None)
         return

@@ -1,4 +1,4 @@
-"""`hermes config show|get|set|path` and `hermes setup`.
+"""`hermes config show|get|set|unset|path` and `hermes setup`.
 
 Keys and values are checked against ``hermes.config.SCHEMA`` before anything is
 written: a mistyped key in one of hermes's sections gets the closest known one as a
@@ -31,6 +31,7 @@ from hermes.config import (
     hermes_home,
     load_config,
     parse_cli_value,
+    remove_value,
     save_value,
     typo_of,
 )
@@ -147,6 +148,35 @@ def set_(key: str, value: str) -> None:
     click.echo(f"Set {key} = {_as_text(mask_fields(key, parsed))} in {path}.")
 
 
+@config.command(short_help="Remove one key from config.yaml (its default applies).")
+@click.argument("key")
+def unset(key: str) -> None:
+    """Remove one key from config.yaml, e.g. `hermes config unset model.context_length`;
+    hermes's default for it applies again. The rest of the file is kept as written."""
+    path = _config_path()
+    before = path.read_bytes() if path.exists() else None
+    try:
+        removed = remove_value(key, path) or (
+            key in HERMES_AGENT_KEYS and remove_value(HERMES_AGENT_KEYS[key], path)
+        )
+    except OSError as exc:
+        raise ConfigError(f"Cannot write {path}: {exc.strerror}; check its permissions.") from exc
+    if not removed:
+        click.echo(f"{key} is not set in {path}; nothing to remove.")
+        return
+    try:
+        load_config(path)  # range checks that span the whole file
+    except ConfigError as exc:
+        _restore(path, before)
+        raise ConfigError(re.sub(r" \(line \d+\)", "", str(exc))) from exc
+    default = (
+        f" (hermes's default applies: {_as_text(mask_fields(key, SCHEMA[key][1]))})"
+        if key in SCHEMA
+        else ""
+    )
+    click.echo(f"Removed {key} from {path}{default}.")
+
+
 def _foreign(key: str) -> bool:
     """A key of a section hermes has none of (display, plugins...): not a typo of ours."""
     section = key.split(".")[0]
@@ -195,11 +225,17 @@ def setup(base_url: str | None, model: str | None, api_key: str | None, no_input
             "Endpoint (OpenAI-compatible base URL)", default=current.get("model.base_url")
         )
     endpoint = base_url or current.get("model.base_url")
+    _check_scheme(endpoint)
     if api_key is None and ask:
         api_key = _ask_key(endpoint)
-    # Asked in a terminal, the model is checked against what the endpoint offers; with
-    # options only (scripts, CI), setup stays offline.
-    offered = _offered(endpoint, api_key) if ask else []
+    # A new endpoint is asked for its models before it is saved (a dead or wrong URL is
+    # said, not saved silently); asked in a terminal, so is the configured one.
+    offered, trouble = _offered(endpoint, api_key) if (ask or base_url) else ([], None)
+    if trouble and base_url:
+        click.echo(f"Warning: {trouble}", err=True)
+        if ask and not click.confirm("Save this endpoint anyway?", default=False):
+            click.echo("Nothing saved.")
+            return
     if model is None and ask:
         model = click.prompt("Model", default=_proposed(current.get("model.default"), offered))
     if model and offered and model.strip() not in offered:
@@ -219,15 +255,28 @@ def setup(base_url: str | None, model: str | None, api_key: str | None, no_input
     _summary(endpoint)
 
 
-def _offered(endpoint: str, api_key: str | None) -> list[str]:
-    """The endpoint's models, or none when it cannot say (quickly: no retries)."""
-    from hermes.agent.model.client import ModelClient
+def _check_scheme(endpoint: str) -> None:
+    from hermes.agent.model.diagnosis import scheme_problem
 
-    client = ModelClient(api_key or find_api_key()[0], endpoint, "", timeout=10, max_retries=0)
+    problem = scheme_problem(endpoint.strip())
+    if problem:
+        raise ConfigError(problem)
+
+
+def _offered(endpoint: str, api_key: str | None) -> tuple[list[str], str | None]:
+    """The endpoint's models (quickly: no retries), or none and what went wrong."""
+    from hermes.agent.errors import ModelAuthError
+    from hermes.agent.model.client import ModelClient
+    from hermes.errors import HermesError
+
+    key = api_key or find_api_key()[0]
+    client = ModelClient(key, endpoint.strip(), "", timeout=10, max_retries=0)
     try:
-        return sorted(client.list_models())
-    except Exception:  # unreachable, no listing, no key yet: propose what is configured
-        return []
+        return sorted(client.list_models()), None
+    except ModelAuthError:
+        return [], None  # no key yet, or one given later: not the endpoint's fault
+    except HermesError as exc:  # unreachable, not an OpenAI API, no /v1
+        return [], str(exc)
     finally:
         client.close()
 

@@ -18,7 +18,8 @@ Nothing in hermes's runtime imports this package.
 
 from __future__ import annotations
 
-from hermes.testing.llm_server import FakeLLMServer
+from typing import TYPE_CHECKING, Any
+
 from hermes.testing.scripted import (
     ModelRequest,
     Scripted,
@@ -29,6 +30,20 @@ from hermes.testing.scripted import (
     tool_call,
     tool_calls,
 )
+
+if TYPE_CHECKING:
+    from hermes.testing.llm_server import FakeLLMServer
+
+
+def __getattr__(name: str) -> Any:
+    # Imported when first asked for, so `python -m hermes.testing.llm_server` runs the
+    # module once (imported here as well, Python warns it may misbehave).
+    if name == "FakeLLMServer":
+        from hermes.testing.llm_server import FakeLLMServer
+
+        return FakeLLMServer
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "FakeLLMServer",

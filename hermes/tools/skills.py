@@ -187,8 +187,13 @@ def split_front_matter(text: str) -> tuple[dict[str, Any], str]:
     try:
         data = yaml.safe_load(text[3 : 3 + end.start()])
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" (line {mark.line + 2})" if mark is not None else ""
+        # The context mark is where the bad construct began (the line missing its ':'),
+        # the problem mark where the parser gave up (often the next line). The text
+        # parsed starts on the file's first line, after its '---'.
+        mark = getattr(exc, "context_mark", None) or getattr(exc, "problem_mark", None)
+        problem = getattr(exc, "problem", None)
+        detail = f": {problem}" if problem else ""
+        where = f" (line {mark.line + 1}{detail})" if mark is not None else ""
         raise SkillFormatError(f"its front matter is not valid YAML{where}") from exc
     if not isinstance(data, dict):
         raise SkillFormatError("its front matter is not a mapping of keys to values")

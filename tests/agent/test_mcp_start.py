@@ -227,3 +227,43 @@ def test_a_down_server_named_in_agent_toolsets_is_no_config_error(
         agent = fake_agent(fake_llm, db, cwd=tmp_path, skip_memory=True)
         assert agent.run("Hello.").answer == "fine"
     assert [t["function"]["name"] for t in fake_llm.requests[-1]["tools"]] == ["memory"]
+
+
+def test_the_first_turn_does_not_wait_for_a_server_it_does_not_call(
+    fake_llm: fake.FakeLLMServer, hermes_home: Path, tmp_path: Path, mcp_venv: McpVenv
+) -> None:
+    hold, starts = tmp_path / "hold", tmp_path / "starts"
+    # The server's program starts only once `hold` is gone: a slow server (npx fetching).
+    slow = f'while [ -e "{hold}" ]; do sleep 0.05; done; exec "{mcp_venv.python}" "{mcp_venv.server}" stdio'
+    configure(
+        hermes_home,
+        {
+            "slow": {
+                "command": "/bin/sh",
+                "args": ["-c", slow],
+                "env": {"FAKE_MCP_STARTS": str(starts)},
+                "connect_timeout": 30,
+            }
+        },
+    )
+    with SessionDB(db_path=tmp_path / "state.db") as db:
+        fake_llm.script(fake.text("hello"))
+        fake_agent(fake_llm, db, cwd=tmp_path, skip_memory=True).run_conversation("Hi.")
+        assert "mcp__slow__add" in _offered(fake_llm.requests[-1])  # listed once, remembered
+        hub().close()  # as a new process: the server starts again, and takes its time
+        hold.touch()
+        try:
+            agent = fake_agent(fake_llm, db, cwd=tmp_path, skip_memory=True)
+            fake_llm.script(fake.text("answered"))
+            agent.run_conversation("Quick question.")
+            # The turn is done while the server is still starting; its tools were offered.
+            assert starts.read_text().count("\n") == 1
+            assert "mcp__slow__add" in _offered(fake_llm.requests[-1])
+            hold.unlink()
+            fake_llm.script(
+                fake.tool_call("mcp__slow__add", {"a": 2, "b": 3}, id="c1"), fake.text("ok")
+            )
+            agent.run_conversation("Add.")  # a call waits for the start it needs
+        finally:
+            hold.unlink(missing_ok=True)
+        assert tool_results(db, agent.session_id) == {"c1": "5"}

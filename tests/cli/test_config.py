@@ -126,3 +126,66 @@ def test_setup_warns_of_a_model_the_endpoint_does_not_offer(cli_env, fake_llm):
         child.close()
     said = child.before or ""
     assert f"does not offer fake-modle (did you mean {FAKE_MODEL}?)" in said, said
+
+
+HAND_WRITTEN = """\
+# hermes, tuned by hand
+model:
+  default: fake-model   # the cheap one
+# the agent's limits
+agent:
+  toolsets: [terminal, files]
+  max_iterations: 12
+
+# plugins
+plugins:
+  enabled:
+  - hello   # keep this one
+"""
+
+
+EDITED = """\
+# hermes, tuned by hand
+model:
+  default: fake-model   # the cheap one
+  context_length: 8000
+# the agent's limits
+agent:
+  toolsets: [terminal, files, web]
+
+# plugins
+plugins:
+  enabled:
+  - hello   # keep this one
+  - other
+"""
+
+
+def test_set_and_unset_keep_comments_order_and_list_style(hermes, cli_env):
+    path = cli_env.home / "config.yaml"
+    path.write_text(HAND_WRITTEN)
+    assert hermes("config", "set", "model.context_length", "8000").returncode == 0
+    assert hermes("config", "set", "agent.toolsets", "[terminal, files, web]").returncode == 0
+    removed = hermes("config", "unset", "agent.max_iterations")
+    assert removed.returncode == 0, removed.stderr
+    assert "default applies: 30" in removed.stdout
+    assert hermes("config", "set", "plugins.enabled", "[hello, other]").returncode == 0
+    # The new key lands in its section, above the comment that heads the next one.
+    assert path.read_text() == EDITED
+    assert hermes("config", "get", "agent.max_iterations").stdout.strip() == "30"
+    assert "is not set" in hermes("config", "unset", "agent.max_iterations").stdout
+    assert hermes("config", "unset", "plugins.enabled").returncode == 0
+    assert "plugins" not in yaml.safe_load(path.read_text())  # an emptied section goes too
+    assert mode_of(path) == 0o600
+
+
+def test_setup_checks_a_new_endpoint_before_saving_it(hermes, cli_env, fake_llm):
+    no_scheme = hermes("setup", "--base-url", fake_llm.url.removeprefix("http://"))
+    assert_one_line_error(no_scheme, "write it as http://")
+    assert not (cli_env.home / "config.yaml").exists()
+    root = fake_llm.url.removesuffix("/v1") + "/nothing-here"
+    saved = hermes("setup", "--base-url", root, "--model", FAKE_MODEL)
+    assert saved.returncode == 0  # a script's choice is saved, but not silently
+    assert f"which answers at {fake_llm.url}" in saved.stderr, saved.stderr
+    works = hermes("setup", "--base-url", fake_llm.url)
+    assert works.returncode == 0 and works.stderr == "", works.stderr

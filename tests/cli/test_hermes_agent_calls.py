@@ -101,6 +101,18 @@ def test_continue_at_the_top_level_with_or_without_a_title(hermes, cli_env):
     assert stored(cli_env, row["tip_id"])[-2:] == ["three", "echo: three"]
 
 
+def test_chat_continues_by_title_as_the_top_level_does(hermes, cli_env):
+    assert hermes("chat", "-q", "one").returncode == 0
+    (row,) = json.loads(hermes("sessions", "list", "--json").stdout)
+    assert hermes("sessions", "rename", row["tip_id"], "Trip plans").returncode == 0
+    assert hermes("chat", "-q", "unrelated").returncode == 0
+    by_title = hermes("chat", "-c", "Trip plans", "-q", "two")
+    assert by_title.returncode == 0, by_title.stderr
+    assert stored(cli_env, row["tip_id"])[-2:] == ["two", "echo: two"]
+    latest = hermes("chat", "-c", "-q", "three")  # -c alone: the latest, as before
+    assert latest.returncode == 0, latest.stderr
+
+
 def test_the_chat_options_go_without_a_command(hermes):
     done = hermes("-m", "x", "sessions", "list")
     assert done.returncode == 2 and "not before `sessions`" in done.stderr

@@ -70,6 +70,18 @@ def test_plugins_list_enable_disable(hermes, cli_env):
     assert "nope" in unknown.stderr and "hermes plugins list" in unknown.stderr
 
 
+def test_enable_and_disable_keep_the_users_comments(hermes, cli_env):
+    install_plugin(cli_env.home, "hello-world", HELLO_MANIFEST, HELLO_INIT)
+    path = cli_env.home / "config.yaml"
+    path.write_text("# my setup\nplugins:\n  enabled: [old-one]  # from last year\n# the end\n")
+    assert hermes("plugins", "enable", "hello-world").returncode == 0
+    written = path.read_text()
+    assert written.startswith("# my setup\nplugins:\n  enabled: [old-one, hello-world]")
+    assert "# from last year" in written and written.endswith("# the end\n")
+    assert hermes("plugins", "disable", "hello-world").returncode == 0
+    assert path.read_text().startswith("# my setup\nplugins:\n  enabled: [old-one]")
+
+
 # A status hook as agent-deck writes it into config.yaml (`hooks:`, 0.19's shell hooks):
 # the command gets the event as JSON on stdin.
 STATUS_HOOK = """\

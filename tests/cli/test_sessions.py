@@ -232,3 +232,15 @@ def test_export_as_hermes_agent_callers_ask_for_it(hermes, compressed, tmp_path)
     )
     assert_one_line_error(hermes("sessions", "export", "typo"), "No conversation", "all.jsonl")
     assert hermes("sessions", "export").returncode == 2
+
+
+def test_list_columns_line_up_under_wide_titles(hermes, compressed):
+    from hermes.text import cells
+
+    with SessionDB(db_path=compressed.db_path) as db:
+        wide = db.create_session(source="cli", title="東京の旅行メモ", model="fake-model")
+        db.append_message(wide, role="user", content="こんにちは")
+    lines = hermes("sessions", "list").stdout.splitlines()
+    # A CJK character takes two columns: the ids end at the same column on every row.
+    ends = {cells(line) for line in lines[1:]}
+    assert len(ends) == 1, lines

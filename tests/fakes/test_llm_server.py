@@ -123,6 +123,7 @@ def test_standalone_prints_its_url(module: str) -> None:
         [sys.executable, "-m", module, "--port", "0", "--latency-ms", "5"],
         cwd=ROOT,
         stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
     )
     try:
@@ -133,10 +134,9 @@ def test_standalone_prints_its_url(module: str) -> None:
             assert response.status == 200
     finally:
         process.terminate()
-        process.wait(timeout=10)
-        if process.stdout is not None:
-            process.stdout.close()
+        _, errors = process.communicate(timeout=10)
     assert process.returncode == 0
+    assert errors == ""  # no RuntimeWarning about the module being imported twice
 
 
 # --------------------------------------------------------------------------- strict context

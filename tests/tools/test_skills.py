@@ -51,6 +51,19 @@ def test_a_malformed_skill_is_reported_in_one_sentence_and_skipped(home: Path) -
     assert str(bad / "SKILL.md") in scan.problems[0]
 
 
+def test_a_yaml_error_names_the_line_it_is_on(home: Path) -> None:
+    cases = {
+        "colon": "---\nname: c\ndescription: a: b\nversion: 1\n---\n",  # line 3
+        "nokey": "---\nname: n\ndescription no colon\nversion: 1\n---\n",  # line 3
+    }
+    for name, text in cases.items():
+        (home / "skills" / name).mkdir(parents=True)
+        (home / "skills" / name / "SKILL.md").write_text(text, encoding="utf-8")
+    problems = load_skills(home, None).problems
+    assert len(problems) == 2
+    assert all("(line 3" in problem for problem in problems), problems
+
+
 def test_a_malformed_skill_is_logged_once_not_at_every_load(home: Path, caplog) -> None:
     """Every turn and every cron tick loads the skills: the warning is said once."""
     bad = home / "skills" / "broken"

@@ -31,6 +31,7 @@ from typing import Any, TypeVar
 
 from hermes.agent.errors import (
     ContextLengthError,
+    EndpointMismatchError,
     ModelAuthError,
     ModelError,
     ModelNotFoundError,
@@ -40,6 +41,7 @@ from hermes.agent.errors import (
 from hermes.agent.model import provider_usage
 from hermes.agent.model.call_threads import run_in_thread
 from hermes.agent.model.chat_post import LeftToTheSDK, post_chat
+from hermes.agent.model.diagnosis import diagnose, scheme_problem
 from hermes.agent.model.provider_usage import UsageDetails
 from hermes.redaction import register
 from hermes.state.context.message import WireMessage, wire_form
@@ -290,6 +292,9 @@ class ModelClient:
     # -- retries
 
     def _with_retries(self, model: str, attempt: Callable[[], T]) -> T:
+        problem = scheme_problem(self.base_url)
+        if problem:  # can never work: said at once, not retried
+            raise EndpointMismatchError(problem, model=model, base_url=self.base_url)
         openai = self._openai_module()
         attempts = self.max_retries + 1
         for number in range(1, attempts + 1):
@@ -300,6 +305,8 @@ class ModelClient:
                 answer = attempt()
             except (openai.OpenAIError, _MalformedResponse) as exc:
                 self._raise_if_interrupted(exc)
+                if number == 1 and _worth_diagnosing(exc):
+                    self._raise_diagnosed(model, exc)
                 if not _is_retryable(exc, openai):
                     raise translate_openai_error(exc, model=model, base_url=self.base_url) from exc
                 if number == attempts:
@@ -329,6 +336,17 @@ class ModelClient:
                 self.guard("answer")
             return answer
         raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def _raise_diagnosed(self, model: str, exc: BaseException) -> None:
+        """Raise the endpoint's own account of a 404 or a non-JSON answer (a URL missing
+        /v1, a server that is not an OpenAI API, a model it does not offer), if it has one."""
+        found = diagnose(self.base_url, self.api_key, model)
+        if found is None:
+            return
+        kind = ModelNotFoundError if found.model_missing else EndpointMismatchError
+        raise kind(
+            found.sentence, model=model, base_url=self.base_url, status=_status_of(exc)
+        ) from exc
 
     def _backoff(self, number: int, exc: BaseException) -> float:
         """Seconds before attempt ``number + 1``: Retry-After if sent, else full jitter."""
@@ -751,6 +769,11 @@ def _abort_stream(stream: Any) -> None:
 def _status_of(exc: BaseException) -> int | None:
     status = getattr(exc, "status_code", None)
     return status if isinstance(status, int) else None
+
+
+def _worth_diagnosing(exc: BaseException) -> bool:
+    """A failure a wrong base URL causes: no such route (404, 405) or not JSON."""
+    return isinstance(exc, _MalformedResponse) or _status_of(exc) in (404, 405)
 
 
 def _is_retryable(exc: BaseException, openai: Any) -> bool:

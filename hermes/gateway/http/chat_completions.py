@@ -36,7 +36,7 @@ from hermes.gateway.http.common import (
 )
 from hermes.gateway.http.common import error_response as _error
 from hermes.gateway.http.conversations import ApiConversations, StatelessConversation
-from hermes.gateway.http.request_options import RequestProblem, turn_options
+from hermes.gateway.http.request_options import RequestProblem, answering_model, turn_options
 from hermes.gateway.http.request_shape import shape_problem
 from hermes.gateway.http.side_requests import side_request_kind
 from hermes.gateway.lanes import COMMAND, MESSAGE, ResultSink, WorkItem
@@ -302,7 +302,7 @@ class ChatCompletions:
             "id": _completion_id(),
             "object": "chat.completion",
             "created": int(time.time()),
-            "model": result.model or body.get("model") or self.host.config.get("model.default"),
+            "model": result.model or answering_model(body.get("model"), self.models()),
             "choices": [
                 {
                     "index": 0,
@@ -339,7 +339,7 @@ class ChatCompletions:
             }
         )
         await response.prepare(request)
-        chunk = _Chunks(model=body.get("model") or self.host.config.get("model.default"))
+        chunk = _Chunks(model=answering_model(body.get("model"), self.models()))
         try:
             await _send(response, chunk.make({"role": "assistant", "content": ""}, session_id=tip))
             piece = first if first is not None else await next_piece(request, sink)

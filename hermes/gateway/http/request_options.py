@@ -162,6 +162,14 @@ def sampling(body: dict[str, Any]) -> dict[str, Any]:
     return found
 
 
+def answering_model(asked: Any, models: Sequence[str]) -> str:
+    """The model an answer names: the one asked for, or the configured one for an alias
+    ("default"), as the turn resolved it."""
+    if isinstance(asked, str) and asked in models:
+        return asked
+    return models[0]
+
+
 def _model(asked: Any, models: Sequence[str]) -> str:
     if asked is None or asked == "":
         raise _bad("model", "'model' is required: one of " + ", ".join(models) + ".")

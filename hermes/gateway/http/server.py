@@ -116,6 +116,7 @@ class ApiServerAdapter(Adapter):
         app.router.add_get("/v1/models/{model}", self.model)
         app.router.add_get("/health", self.health)
         app.router.add_get("/v1/health", self.health)
+        app.router.add_get("/", self.front)
         sessions.add_routes(
             app,
             self.host.db,
@@ -173,7 +174,7 @@ class ApiServerAdapter(Adapter):
 
     @web.middleware
     async def _authorise(self, request: web.Request, handler: Handler) -> web.StreamResponse:
-        if request.path in ("/health", "/v1/health") or not self.api.key:
+        if request.path in ("/", "/health", "/v1/health") or not self.api.key:
             caller.mark(request, None)
             return await handler(request)
         header = request.headers.get("Authorization", "")
@@ -195,6 +196,22 @@ class ApiServerAdapter(Adapter):
 
     async def health(self, request: web.Request) -> web.Response:
         return web.json_response({"status": "stopping" if self.host.closing else "ok"})
+
+    async def front(self, request: web.Request) -> web.Response:
+        """``GET /``: what this server is, for someone who opened it in a browser (there
+        is no web page; a 401 here said nothing of where to go)."""
+        return web.json_response(
+            {
+                "name": "hermes",
+                "message": "This is hermes's OpenAI-compatible API; it has no web page. "
+                "Point an OpenAI client at /v1 with 'Authorization: Bearer <key>' (the key "
+                "is in gateway.api_key, HERMES_GATEWAY_KEY or $HERMES_HOME/api_key), or "
+                "chat in a terminal with `hermes`.",
+                "api": "/v1",
+                "routes": "/openapi.json",
+                "health": "/health",
+            }
+        )
 
     async def models(self, request: web.Request) -> web.Response:
         data = [_model_object(model) for model in self._models()]

@@ -130,6 +130,10 @@ class Connection:
         finally:
             self._client = None
 
+    def running(self) -> bool:
+        """Started and answering (not starting, not stopped)."""
+        return self._client is not None
+
     async def call(self, tool: str, arguments: dict[str, Any]) -> Any:
         client = await self.start()
         try:
@@ -148,8 +152,13 @@ class Connection:
             await self._drop()
 
     async def _drop(self) -> None:
-        owner, self._owner, self._client = self._owner, None, None
+        owner, client = self._owner, self._client
+        self._owner, self._client = None, None
         if owner is None or owner.done():
+            return
+        if client is None:  # still starting: nothing to close gently, nothing to wait for
+            owner.cancel()
+            await asyncio.gather(owner, return_exceptions=True)
             return
         if self._closing is not None:
             self._closing.set()
@@ -334,7 +343,24 @@ class McpHub:
             raise McpError(f"the MCP server '{spec.name}' is still starting") from None
         return conn.tools or []
 
-    def _start_once(self, conn: Connection) -> tuple[concurrent.futures.Future[Any], bool]:
+    def start_in_background(
+        self, spec: ServerSpec, delay: float = 0.0
+    ) -> concurrent.futures.Future[Any] | None:
+        """Start the server ``delay`` seconds from now without waiting (every configured
+        server at once, so they start in parallel); the start in progress, or None when it
+        is up or backing off. A call meanwhile starts it at once."""
+        conn = self.connection(spec)
+        if conn.tools is not None or conn.wait_left() > 0:
+            return None
+        return self._start_once(conn, delay)[0]
+
+    def listed(self, spec: ServerSpec) -> list[RemoteTool] | None:
+        """The tools the running server listed, or None while it has not."""
+        return self.connection(spec).tools
+
+    def _start_once(
+        self, conn: Connection, delay: float = 0.0
+    ) -> tuple[concurrent.futures.Future[Any], bool]:
         """The server's start in progress (and False), or a new one (and True): one at a
         time per server."""
         loop = self._ensure_loop()
@@ -342,7 +368,7 @@ class McpHub:
             pending = self._starting.get(conn.spec)
             if pending is not None and not pending.done():
                 return pending, False
-            pending = asyncio.run_coroutine_threadsafe(conn.start(), loop)
+            pending = asyncio.run_coroutine_threadsafe(_start_after(conn, delay), loop)
             self._starting[conn.spec] = pending
             return pending, True
 
@@ -365,12 +391,26 @@ class McpHub:
             self._loop = None  # a later use starts a fresh loop
         if loop is None or loop.is_closed():
             return
-        for conn in connections:
+        # All at once, so a process with several servers exits in one grace period at
+        # most; a server still starting is not waited for (its start holds its lock):
+        # it ends when it reads its input, closed as this process exits.
+        running = [conn for conn in connections if conn.running()]
+        if running:  # else the loop may be busy starting one: not waited for either
             try:
-                asyncio.run_coroutine_threadsafe(conn.drop(), loop).result(STOP_GRACE * 2)
+                asyncio.run_coroutine_threadsafe(_drop_all(running), loop).result(STOP_GRACE * 2)
             except Exception:  # closing at exit: a stuck server must not block it
-                log.debug("MCP server %s did not stop cleanly", conn.spec.name)
+                log.debug("MCP servers did not all stop cleanly")
         loop.call_soon_threadsafe(loop.stop)
+
+
+async def _start_after(conn: Connection, delay: float) -> Any:
+    if delay > 0:
+        await asyncio.sleep(delay)
+    return await conn.start()
+
+
+async def _drop_all(connections: list[Connection]) -> None:
+    await asyncio.gather(*(conn.drop() for conn in connections), return_exceptions=True)
 
 
 def _serve(loop: asyncio.AbstractEventLoop) -> None:

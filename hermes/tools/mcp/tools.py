@@ -10,6 +10,7 @@ tool result it is scrubbed of hermes's secrets by the registry.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import re
@@ -17,6 +18,7 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from hermes.tools.mcp import tool_cache
 from hermes.tools.mcp.config import read_servers, server_specs
 from hermes.tools.mcp.hub import LATE_WAIT, McpError, RemoteTool, hub
 from hermes.tools.mcp.spec import ServerSpec
@@ -28,6 +30,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 PREFIX = "mcp__"
+# Seconds before a server offered from the cache starts: a one-shot answered sooner
+# never pays for starting servers it did not call (a call starts its server at once).
+CACHED_START_DELAY = 2.0
 
 
 def tool_name(server: str, tool: str) -> str:
@@ -43,15 +48,36 @@ def _safe(value: str) -> str:
 
 
 def mcp_tools(config: Config | None, home: Path | None = None) -> list[Tool]:
-    """The tools of every configured server that answers; a server that does not offers
-    nothing this time (its start logged why) and may join later (``late_tools``)."""
+    """The tools of every configured server: all servers start at once in the
+    background; a server that listed its tools before is offered from the cache without
+    waiting (a call to it waits for its start), one never seen is waited for (all
+    together, not one after another). A server that does not answer offers nothing this
+    time, said by name, and may join later (``late_tools``)."""
+    specs = server_specs(config, home)
+    cached = {spec: tool_cache.read(home, spec) for spec in specs if hub().listed(spec) is None}
+    for spec in specs:
+        delay = CACHED_START_DELAY if cached.get(spec) is not None else 0.0
+        started = hub().start_in_background(spec, delay)
+        if started is not None:
+            started.add_done_callback(functools.partial(_remember, home, spec))
     tools: list[Tool] = []
-    for spec in server_specs(config, home):
+    for spec in specs:
+        if cached.get(spec) is not None:
+            tools += [make_tool(spec, r) for r in cached[spec] or () if spec.offers(r.name)]
+            continue
         try:
             tools += server_tools(spec)
         except McpError as exc:
-            log.debug("MCP tools left out: %s.", exc)
+            # A failed start was logged with its reason; a slow one is said here.
+            level = logging.WARNING if "still starting" in str(exc) else logging.DEBUG
+            log.log(level, "MCP tools left out this turn: %s.", exc)
     return tools
+
+
+def _remember(home: Path | None, spec: ServerSpec, _start: object = None) -> None:
+    listed = hub().listed(spec)
+    if listed is not None:
+        tool_cache.write(home, spec, listed)
 
 
 def late_tools(config: Config | None, home: Path | None, present: Collection[str]) -> list[Tool]:

@@ -74,3 +74,9 @@ def test_model_aliases_mean_the_configured_model(client, fake_llm) -> None:
         )
         assert answer.choices[0].message.content == f"echo: hello {alias}"
         assert fake_llm.last_request["model"] == "fake-model"
+        assert answer.model == "fake-model"
+        streamed = client.chat.completions.create(
+            model=alias, messages=[{"role": "user", "content": "stream"}], stream=True
+        )
+        # Every chunk names the model that answers, as the plain answer does.
+        assert {chunk.model for chunk in streamed} == {"fake-model"}

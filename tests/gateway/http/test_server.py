@@ -81,6 +81,14 @@ def test_models_and_health(client, gateway) -> None:
     assert health.json()["status"] == "ok"
 
 
+def test_the_root_says_where_to_go_without_a_key(gateway) -> None:
+    front = httpx.get(gateway.url.removesuffix("/v1") + "/")
+    assert front.status_code == 200  # not a bare 401: a browser lands here first
+    body = front.json()
+    assert body["api"] == "/v1" and "no web page" in body["message"]
+    assert httpx.get(gateway.url + "/models").status_code == 401  # the API still needs it
+
+
 def test_a_failing_model_is_a_502_and_the_next_turn_works(client, gateway, fake_llm) -> None:
     _, session = ask(client, "first")
     fake_llm.enqueue(server_error(500))
