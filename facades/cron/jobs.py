@@ -237,7 +237,9 @@ def mark_job_run(
 def save_job_output(job_id: str, output: str) -> Path:
     """One run document under ``cron/output/<job id>/``. The document of the job's latest
     run (``run_job``'s) goes under that run's time, the name the gateway that ran it gives
-    it too: written by both, it is there once."""
+    it too: written by both, it is there once. A job id that is not one folder name
+    (an absolute path, ``../x``, a separator) is a ``ValueError``, as in 0.19."""
+    files.check_job_id(job_id)
     when = None
     with _store.cron_store(read_only=True) as store:
         job = store.job(job_id) if store is not None else None

@@ -35,8 +35,20 @@ def cron_dir(home: Path) -> Path:
     return Path(home) / "cron"
 
 
+def check_job_id(job_id: str) -> str:
+    """``job_id`` if it names one folder under cron/output (0.19's guard), else ValueError:
+    an absolute path, ``..`` or a separator would write or delete outside it."""
+    text = str(job_id or "").strip()
+    if text in {"", ".", ".."} or "/" in text or "\\" in text or Path(text).is_absolute():
+        raise ValueError(
+            f"Invalid cron job id for output path: {job_id!r}; a job id is one name with "
+            "no slashes and no '..'."
+        )
+    return text
+
+
 def output_dir(home: Path, job_id: str) -> Path:
-    return cron_dir(home) / "output" / job_id
+    return cron_dir(home) / "output" / check_job_id(job_id)
 
 
 def writer(home: Path) -> Callable[[CronStore], None]:
@@ -64,7 +76,7 @@ def write_files(home: Path, store: CronStore) -> None:
             for job, run in latest:
                 if run is not None and run["finished_at"] and run["status"] != "skipped":
                     _write_run_document(home, job, run)
-    except (OSError, Timeout) as exc:
+    except (OSError, Timeout, ValueError) as exc:
         log.warning(
             "Could not update %s (%s); the store still holds the jobs.", folder / "jobs.json", exc
         )

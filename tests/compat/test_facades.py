@@ -184,6 +184,43 @@ def test_a_hermes_agent_jobs_json_is_kept_aside_once(hermes_home: Path) -> None:
     assert len(jobs_file(hermes_home)) == 2
 
 
+UNSAFE_JOB_IDS = ["/var/tmp/escape", "../escape", "a/b", "a\\b", "..", ".", "", "  "]
+
+
+@pytest.mark.parametrize("job_id", UNSAFE_JOB_IDS)
+def test_save_job_output_refuses_a_job_id_that_leaves_the_output_folder(
+    hermes_home: Path, job_id: str
+) -> None:
+    """0.19's ``_job_output_dir`` guard: a job id is one path component under cron/output."""
+    from cron.jobs import save_job_output
+
+    with pytest.raises(ValueError, match="job id"):
+        save_job_output(job_id, "# run\n")
+    assert not (hermes_home / "escape").exists() and not (hermes_home / "cron").exists()
+    assert not Path("/var/tmp/escape").exists()
+
+
+def test_an_imported_job_with_an_unsafe_id_writes_only_under_cron_output(
+    hermes_home: Path,
+) -> None:
+    """A 0.19 jobs.json carrying ``../escape`` as an id: the job comes over under an id of
+    its own, and its run documents stay in cron/output."""
+    from hermes.compat.cron_jobs import import_jobs
+    from hermes.cron import CronStore, files
+    from hermes.state import SessionDB
+
+    (hermes_home / "cron").mkdir()
+    legacy = {"jobs": [{"id": "../escape", "name": "bad", "prompt": "hi", "schedule": "every 1h"}]}
+    (hermes_home / "cron" / "jobs.json").write_text(json.dumps(legacy), encoding="utf-8")
+    with SessionDB(db_path=hermes_home / "state.db") as db:
+        assert import_jobs(hermes_home / "cron" / "jobs.json", db.backend) == 1
+        store = CronStore(db.backend)
+        (job,) = store.jobs()
+        assert job["name"] == "bad" and job["id"] != "../escape" and "/" not in job["id"]
+        files.write_files(hermes_home, store)
+    assert not (hermes_home / "cron" / "escape").exists()
+
+
 def test_no_store_yet_means_no_jobs_and_no_store_made(hermes_home: Path) -> None:
     from cron.jobs import list_jobs
 
