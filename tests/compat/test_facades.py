@@ -319,6 +319,54 @@ def test_config_helpers_read_this_home(hermes_home: Path) -> None:
     assert get_hermes_home() == hermes_home
 
 
+def test_config_expands_variables_and_saves_as_0_19_does(
+    hermes_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """hermes-webui's settings panel: load_config, change a value, save_config; a
+    ``${VAR}`` reads as the variable's value (kept as written when unset), as in 0.19."""
+    from hermes_cli.config import DEFAULT_CONFIG, ensure_hermes_home, load_config, save_config
+
+    from hermes import config as hermes_config
+
+    monkeypatch.setenv("MY_MODEL", "env-model")
+    monkeypatch.delenv("NOT_SET_ANYWHERE", raising=False)
+    (hermes_home / "config.yaml").write_text(
+        "model:\n  default: ${MY_MODEL}\nweb:\n  backend: ${NOT_SET_ANYWHERE}\n"
+        "fallback_models: [x, '${MY_MODEL}']\n",
+        encoding="utf-8",
+    )
+    config = load_config()
+    assert config["model"]["default"] == "env-model"
+    assert config["web"]["backend"] == "${NOT_SET_ANYWHERE}"
+    assert config["fallback_models"] == ["x", "env-model"]
+    assert (
+        DEFAULT_CONFIG["compression"]
+        == hermes_config.load_config(hermes_home / "absent.yaml").as_tree()["compression"]
+    )
+
+    config = load_config()
+    config["model"]["default"] = "saved-model"
+    config["display"] = {"skin": "mono"}  # a 0.19 section hermes does not read: kept
+    save_config(config)
+    written = (hermes_home / "config.yaml").read_text(encoding="utf-8")
+    assert "${NOT_SET_ANYWHERE}" in written and "compression" not in written  # no defaults
+    assert hermes_config.load_config(hermes_home / "config.yaml").get("model.default") == (
+        "saved-model"
+    )
+    assert load_config()["display"] == {"skin": "mono"}
+    assert oct((hermes_home / "config.yaml").stat().st_mode & 0o777) == "0o600"
+    with pytest.raises(ValueError, match="compression.threshold"):
+        save_config({**load_config(), "compression": {"threshold": "half"}})
+    assert hermes_config.load_config(hermes_home / "config.yaml").get("model.default") == (
+        "saved-model"
+    )
+
+    home = hermes_home / "fresh"
+    monkeypatch.setenv("HERMES_HOME", str(home))
+    ensure_hermes_home()
+    assert {p.name for p in home.iterdir()} >= {"cron", "sessions", "logs", "memories", "skills"}
+
+
 def test_hermes_agent_kit_finds_hermes_and_runs_its_command(hermes_home: Path) -> None:
     """hermes-agent-kit imports hermes_cli.main, sets sys.argv and calls main()."""
     code = (
