@@ -27,8 +27,13 @@ __all__ = [
     "HERMES_DIR",
     "JOBS_FILE",
     "OUTPUT_DIR",
+    "TICKER_HEARTBEAT_FILE",
+    "TICKER_INTERVAL_SECONDS",
+    "TICKER_SUCCESS_FILE",
     "create_job",
     "get_job",
+    "get_ticker_heartbeat_age",
+    "get_ticker_success_age",
     "list_jobs",
     "load_jobs",
     "mark_job_run",
@@ -45,6 +50,9 @@ HERMES_DIR = _store.home()
 CRON_DIR = HERMES_DIR / "cron"
 JOBS_FILE = CRON_DIR / "jobs.json"
 OUTPUT_DIR = CRON_DIR / "output"
+TICKER_HEARTBEAT_FILE = CRON_DIR / files.HEARTBEAT_FILE
+TICKER_SUCCESS_FILE = CRON_DIR / files.SUCCESS_FILE
+TICKER_INTERVAL_SECONDS = 60  # 0.19's; a gateway's scheduler ticks more often
 
 
 def _records(store: CronStore | None) -> list[dict[str, Any]]:
@@ -232,6 +240,16 @@ def mark_job_run(
     with _store.cron_store(read_only=True) as store:
         if store is not None:
             files.write_files(_store.home(), store)
+
+
+def get_ticker_heartbeat_age() -> float | None:
+    """Seconds since a gateway's scheduler of this home last ticked; None: unknown."""
+    return files.epoch_age(files.cron_dir(_store.home()) / files.HEARTBEAT_FILE)
+
+
+def get_ticker_success_age() -> float | None:
+    """Seconds since its last tick that did not fail; None: unknown."""
+    return files.epoch_age(files.cron_dir(_store.home()) / files.SUCCESS_FILE)
 
 
 def save_job_output(job_id: str, output: str) -> Path:

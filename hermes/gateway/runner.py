@@ -239,6 +239,7 @@ class GatewayRunner:
             tick=float(self.config.get("cron.tick_seconds")),
             ttl=float(self.config.get("cron.lease_ttl")),
             on_change=files.writer(self.home),
+            on_tick=files.TickerFiles(self.home),
         )
         self._spawn(self.cron.serve())
 
