@@ -56,12 +56,18 @@ def import_jobs(
         if str(job.get("id")) in held:
             continue
         try:
-            _add(store, job, _workdir(job, home, backend))
+            add_job(store, job, home)
         except (ScheduleError, TargetError) as exc:
             log.warning("skipped Hermes Agent job %s (%s): %s", job.get("id"), job.get("name"), exc)
             continue
         added += 1
     return added
+
+
+def add_job(store: CronStore, job: dict[str, Any], home: Path) -> None:
+    """One 0.19 job record into the store, under its id (a workdir hermes refuses is
+    dropped, said in the log); ScheduleError/TargetError when hermes cannot take it."""
+    _add(store, job, _workdir(job, home, store.backend))
 
 
 def _workdir(job: dict[str, Any], home: Path, backend: Backend) -> str | None:

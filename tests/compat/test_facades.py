@@ -184,7 +184,90 @@ def test_a_hermes_agent_jobs_json_is_kept_aside_once(hermes_home: Path) -> None:
     assert len(jobs_file(hermes_home)) == 2
 
 
-UNSAFE_JOB_IDS = ["/var/tmp/escape", "../escape", "a/b", "a\\b", "..", ".", "", "  "]
+def test_cron_jobs_schedule_helpers_and_job_names_as_0_19(hermes_home: Path) -> None:
+    """0.19's parse_schedule/compute_next_run, create_job's record of a one-shot and of
+    blank toolsets, and the job calls that take a name as well as an id."""
+    from datetime import datetime, timedelta
+
+    from cron.jobs import (
+        compute_next_run,
+        create_job,
+        get_job,
+        list_jobs,
+        parse_schedule,
+        pause_job,
+        remove_job,
+        resume_job,
+        trigger_job,
+    )
+
+    assert parse_schedule("every 2h") == {"kind": "interval", "minutes": 120, "display": "every 2h"}
+    assert parse_schedule("0 9 * * *") == {
+        "kind": "cron",
+        "expr": "0 9 * * *",
+        "display": "0 9 * * *",
+    }
+    once = parse_schedule("30m")
+    assert once["kind"] == "once" and once["display"] == "once in 30m"
+    with pytest.raises(ValueError):
+        parse_schedule("whenever")
+
+    last = "2026-01-01T10:00:00+00:00"
+    assert compute_next_run(parse_schedule("every 30m"), last) == "2026-01-01T10:30:00+00:00"
+    upcoming = datetime.fromisoformat(compute_next_run(parse_schedule("every 30m")))
+    assert timedelta(minutes=29) < upcoming - datetime.now(upcoming.tzinfo) <= timedelta(minutes=30)
+    assert compute_next_run(parse_schedule("0 9 * * *"), last) == "2026-01-02T09:00:00+00:00"
+    assert compute_next_run(once) == once["run_at"]
+    assert compute_next_run({"kind": "once", "run_at": "2020-01-01T00:00:00+00:00"}) is None
+
+    one_shot = create_job(prompt="remind me", schedule="30m", name="Reminder")
+    assert one_shot["repeat"] == {"times": 1, "completed": 0}
+    assert create_job(prompt="x", schedule="every 1h")["repeat"]["times"] is None
+    tools = create_job(prompt="y", schedule="every 1h", enabled_toolsets=["web", " ", ""])
+    assert tools["enabled_toolsets"] == get_job(tools["id"])["enabled_toolsets"]
+    assert all(name.strip() for name in tools["enabled_toolsets"])
+    with pytest.raises(ValueError, match="context_from"):
+        create_job(prompt="z", schedule="every 1h", context_from="abc123")
+
+    assert pause_job("reminder")["state"] == "paused"  # by name, any case
+    assert resume_job("Reminder")["state"] == "scheduled"
+    assert trigger_job("Reminder")["id"] == one_shot["id"]
+    assert pause_job("no such job") is None and trigger_job("no such job") is None
+    assert remove_job("Reminder") is True
+    assert one_shot["id"] not in [job["id"] for job in list_jobs(include_disabled=True)]
+
+
+def test_save_jobs_brings_the_store_to_the_list(hermes_home: Path) -> None:
+    """0.19's readers load_jobs, change the list and save_jobs it: the store follows."""
+    from cron.jobs import create_job, load_jobs, save_jobs
+
+    kept = create_job(prompt="keep me", schedule="every 1h", name="kept")
+    dropped = create_job(prompt="drop me", schedule="every 2h", name="dropped")
+    jobs = [job for job in load_jobs() if job["id"] != dropped["id"]]
+    jobs[0]["name"] = "kept and renamed"
+    jobs[0]["enabled"] = False
+    jobs.append(
+        {"id": "abc123def456", "name": "added", "prompt": "new", "schedule": parse_019("every 3h")}
+    )
+    save_jobs(jobs)
+    after = {job["id"]: job for job in load_jobs()}
+    assert set(after) == {kept["id"], "abc123def456"}
+    assert (after[kept["id"]]["name"], after[kept["id"]]["state"]) == ("kept and renamed", "paused")
+    assert after["abc123def456"]["schedule_display"] == "every 3h"
+    cli = hermes(hermes_home, "cron", "list", "--all", "--json")
+    assert {j["id"] for j in json.loads(cli.stdout)} == set(after)
+    with pytest.raises(ValueError, match="job id"):
+        save_jobs([{"id": "../x", "name": "bad", "prompt": "p", "schedule": "every 1h"}])
+    assert set(job["id"] for job in load_jobs()) == set(after)
+
+
+def parse_019(text: str) -> dict:
+    from cron.jobs import parse_schedule
+
+    return parse_schedule(text)
+
+
+UNSAFE_JOB_IDS = ["<absolute>", "../escape", "a/b", "a\\b", "..", ".", "", "  "]
 
 
 @pytest.mark.parametrize("job_id", UNSAFE_JOB_IDS)
@@ -194,10 +277,11 @@ def test_save_job_output_refuses_a_job_id_that_leaves_the_output_folder(
     """0.19's ``_job_output_dir`` guard: a job id is one path component under cron/output."""
     from cron.jobs import save_job_output
 
+    outside = hermes_home.parent / f"{hermes_home.name}-escape"
     with pytest.raises(ValueError, match="job id"):
-        save_job_output(job_id, "# run\n")
+        save_job_output(str(outside) if job_id == "<absolute>" else job_id, "# run\n")
     assert not (hermes_home / "escape").exists() and not (hermes_home / "cron").exists()
-    assert not Path("/var/tmp/escape").exists()
+    assert not outside.exists()
 
 
 def test_an_imported_job_with_an_unsafe_id_writes_only_under_cron_output(
