@@ -88,6 +88,17 @@ def test_skills_listed_and_read_as_the_webui_does(hermes_home: Path) -> None:
     assert json.loads(skill_view("nope"))["success"] is False
 
 
+def test_parse_frontmatter_reads_a_bad_yaml_line_as_0_19_does() -> None:
+    from agent.skill_utils import parse_frontmatter
+
+    bad = "---\nname: deploy\ndescription: Ship it: now, then: check\ntags: [a\n---\nBody\n"
+    front, body = parse_frontmatter(bad)
+    assert front["name"] == "deploy" and front["description"] == "Ship it: now, then: check"
+    assert body == "Body\n"
+    assert parse_frontmatter("\ufeff---\nname: x\n---\nB\n")[0] == {"name": "x"}
+    assert parse_frontmatter("no front matter") == ({}, "no front matter")
+
+
 def test_external_and_disabled_skills_follow_config(hermes_home: Path, tmp_path: Path) -> None:
     from agent.skill_utils import get_disabled_skill_names, get_external_skills_dirs
 
