@@ -374,6 +374,52 @@ def test_profiles_as_the_webui_lists_and_makes_them(hermes_home: Path) -> None:
     ]
 
 
+def test_profiles_deleted_renamed_and_named_as_0_19_does(hermes_home: Path) -> None:
+    """hermes-webui's Profiles panel: a new profile has its own .env; names are checked as
+    stored (lower case); rename and delete, the sticky choice following."""
+    from hermes_cli.profiles import (
+        create_profile,
+        delete_profile,
+        get_active_profile,
+        normalize_profile_name,
+        profile_exists,
+        rename_profile,
+        set_active_profile,
+        validate_profile_name,
+    )
+
+    with pytest.raises(ValueError):
+        validate_profile_name("Work")
+    validate_profile_name(normalize_profile_name("Work"))
+    validate_profile_name("default")
+
+    path = create_profile("work", no_alias=True)
+    env = path / ".env"
+    assert env.read_text(encoding="utf-8").startswith("# Per-profile secrets")
+    assert oct(env.stat().st_mode & 0o777) == "0o600"
+    (hermes_home / ".env").write_text("OPENAI_API_KEY=root-key\n", encoding="utf-8")
+    cloned = create_profile("copy", clone_from="default", no_alias=True)
+    assert (cloned / ".env").read_text(encoding="utf-8") == "OPENAI_API_KEY=root-key\n"
+
+    set_active_profile("work")
+    moved = rename_profile("work", "job")
+    assert moved == hermes_home / "profiles" / "job" and moved.is_dir() and not path.exists()
+    assert get_active_profile() == "job" and not profile_exists("work")
+    with pytest.raises(FileExistsError):
+        rename_profile("job", "copy")
+    with pytest.raises(FileNotFoundError):
+        rename_profile("work", "other")
+    with pytest.raises(ValueError):
+        delete_profile("default")
+
+    assert delete_profile("job") == moved and not moved.exists()
+    assert get_active_profile() == "default"
+    with pytest.raises(FileNotFoundError):
+        delete_profile("job")
+    listed = hermes(hermes_home, "profile", "list")
+    assert "copy" in listed.stdout and "job" not in listed.stdout
+
+
 def test_gateway_status_reads_the_state_file(hermes_home: Path) -> None:
     import gateway.status
     from hermes_cli.profiles import list_profiles
