@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -402,6 +403,10 @@ class GatewayRunner:
 
     async def handle_message(self, message: IncomingMessage) -> None:
         """One message from a chat adapter: refuse, run a command, or queue a turn."""
+        dispatched = await self._pre_dispatch(message)
+        if dispatched is None:
+            return
+        message = dispatched
         origin = message.origin
         if not self.access.allows(origin):
             refusal = self.access.refusal(origin)
@@ -430,6 +435,38 @@ class GatewayRunner:
         kind = COMMAND if command is not None else MESSAGE
         if await self._submit_in_order(key, origin, kind, text):
             await self.send(origin, QUEUED_ACK)
+
+    async def _pre_dispatch(self, message: IncomingMessage) -> IncomingMessage | None:
+        """0.19's ``pre_gateway_dispatch`` plugin hook, before the access check: the first
+        ``{"action": "skip"}`` drops the message (no reply), ``{"action": "rewrite",
+        "text": ...}`` replaces its text, ``{"action": "allow"}`` or anything else goes on."""
+        from hermes.plugins import plugins_for
+
+        plugins = plugins_for(self.config, self.home)
+        if not plugins.has_hook("pre_gateway_dispatch"):
+            return message
+        answers = await asyncio.to_thread(
+            plugins.invoke_hook,
+            "pre_gateway_dispatch",
+            event=message,
+            gateway=self,
+            session_store=self.db,
+        )
+        for answer in answers:
+            action = answer.get("action") if isinstance(answer, dict) else None
+            if action == "skip":
+                log.info(
+                    "pre_gateway_dispatch skip: reason=%s platform=%s chat=%s",
+                    answer.get("reason"),
+                    message.origin.platform,
+                    message.origin.chat_id,
+                )
+                return None
+            if action == "rewrite" and isinstance(answer.get("text"), str):
+                return dataclasses.replace(message, text=answer["text"])
+            if action in ("allow", "rewrite"):
+                break
+        return message
 
     async def _submit_in_order(self, key: str, origin: Origin, kind: str, text: str) -> bool:
         """Submit a chat's item; items of one key keep their arrival order while its

@@ -20,7 +20,11 @@ the others still run (``invoke_hook``). Where hermes fires each hook:
 - ``post_llm_call(session_id, task_id, turn_id, user_message, assistant_response,
   conversation_history, model, platform)``: once per answered turn;
 - ``on_session_end(session_id, task_id, turn_id, completed, interrupted, model,
-  platform)``: at the end of every turn, as 0.19 does.
+  platform)``: at the end of every turn, as 0.19 does;
+- ``pre_gateway_dispatch(event, gateway, session_store)``: each chat platform message
+  a gateway receives, before its access check (hermes/gateway/runner.py): ``event`` is
+  the ``IncomingMessage`` (``text``, ``origin``); ``{"action": "skip"}`` drops it,
+  ``{"action": "rewrite", "text": t}`` replaces its text.
 """
 
 from __future__ import annotations
