@@ -158,6 +158,7 @@ class GatewayRunner:
             on_agent_event=self._agent_event,
             resume_interrupted=bool(self.config.get("gateway.resume_interrupted")),
             hooks=self.hooks,
+            choose_model=self._model_for,
         )
         self.scheduler: Scheduler | None = None
         self.cron: CronService | None = None
@@ -713,6 +714,25 @@ class GatewayRunner:
             await self._take_event(event)
 
     # -- agents ---------------------------------------------------------------------------
+
+    # -- hook points of Hermes Agent's gateway.run.GatewayRunner (tools patch them) ----
+
+    def _resolve_session_agent_runtime(
+        self,
+        *,
+        source: Origin | None = None,
+        session_key: str | None = None,
+        user_config: dict[str, Any] | None = None,
+    ) -> tuple[str, dict[str, Any]]:
+        """0.19's ``(model, runtime kwargs)`` for a chat's next turn: the configured model.
+        hermes-agent-kit and others patch or override this on the class; a model other
+        than the configured one becomes that turn's model (the runtime kwargs are not
+        read: hermes has one endpoint per home)."""
+        return str(self.config.get("model.default")), {}
+
+    def _model_for(self, item: WorkItem) -> str | None:
+        model, _ = self._resolve_session_agent_runtime(source=item.origin, session_key=item.key)
+        return model if model and model != self.config.get("model.default") else None
 
     def build_agent(self, **kwargs: Any) -> AIAgent:
         from hermes.agent import AIAgent

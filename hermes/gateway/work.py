@@ -68,9 +68,13 @@ class TurnRunner:
         on_agent_event: EventSink | None = None,
         resume_interrupted: bool = True,
         hooks: HookRegistry | None = None,
+        choose_model: Callable[[WorkItem], str | None] | None = None,
     ) -> None:
         self.db = db
         self.hooks = hooks
+        # A chat turn's model, when something other than its conversation's is chosen
+        # (GatewayRunner._resolve_session_agent_runtime, which tools patch).
+        self.choose_model = choose_model
         self.resume_interrupted = resume_interrupted
         self.router = router
         self.make_agent = make_agent
@@ -305,7 +309,7 @@ class TurnRunner:
             answer_uid=options.get("answer_uid"),
             # A request its client may retry names its question ahead, too (retries.py).
             user_uid=options.get("user_uid") if item.kind == MESSAGE else None,
-            options=self._told_to_step_hooks(turn_options(item), item, agent),
+            options=self._told_to_step_hooks(self._options(item), item, agent),
         )
         result.text = _shown_answer(out, words)
         result.interrupted = bool(out.get("interrupted"))
@@ -328,6 +332,16 @@ class TurnRunner:
         for key, value in more.items():
             context[key] = value[:TEXT_LIMIT]
         hooks.emit(event, context)
+
+    def _options(self, item: WorkItem) -> TurnOptions:
+        """``turn_options``, with the model ``choose_model`` picks for a chat message
+        whose caller named none."""
+        options = turn_options(item)
+        if options.model is None and self.choose_model is not None and item.kind == MESSAGE:
+            chosen = self.choose_model(item)
+            if chosen:
+                options = replace(options, model=chosen)
+        return options
 
     def _told_to_step_hooks(self, options: TurnOptions, item: WorkItem, agent: Any) -> TurnOptions:
         """The turn's options, its steps (model requests) told to the ``agent:step`` hooks
