@@ -603,3 +603,17 @@ def test_the_command_palette_lists_hermes_commands() -> None:
     assert {c["name"] for c in listed} == set(COMMANDS) and "cron" in GATEWAY_KNOWN_COMMANDS
     title = next(c for c in listed if c["name"] == "title")
     assert title["description"] == COMMANDS["title"].help and title["args_hint"]
+
+
+def test_commands_are_resolved_as_0_19_resolves_them() -> None:
+    """hermes-webui and gateway plugins resolve a typed command with 0.19's helpers."""
+    from hermes_cli import commands
+
+    assert commands.resolve_command("/Title") is commands.resolve_command("title")
+    assert commands.resolve_command("/title").name == "title"
+    assert commands.resolve_command("/no-such-command") is None
+    assert commands.is_gateway_known_command("cron") and not commands.is_gateway_known_command("")
+    assert commands.should_bypass_active_session("new")
+    assert commands.COMMANDS["/title"].startswith(commands.resolve_command("title").description)
+    assert "/title" in commands.COMMANDS_BY_CATEGORY["Session"]
+    assert any(line.startswith("`/title") for line in commands.gateway_help_lines())
