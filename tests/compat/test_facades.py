@@ -88,6 +88,44 @@ def test_skills_listed_and_read_as_the_webui_does(hermes_home: Path) -> None:
     assert json.loads(skill_view("nope"))["success"] is False
 
 
+def test_skill_view_says_what_a_skill_needs_as_0_19_does(
+    hermes_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """hermes-webui's skill detail: 0.19's setup fields, metadata.hermes tags, a lookup
+    by ``category/name`` and the names a miss could have meant."""
+    from tools.skills_tool import skill_view
+
+    monkeypatch.delenv("WEATHER_KEY", raising=False)
+    monkeypatch.delenv("WEATHER_UNITS", raising=False)
+    front = (
+        "name: weather\ndescription: Forecasts.\n"
+        "metadata:\n  hermes:\n    tags: [forecast]\n"
+        "required_environment_variables:\n"
+        "  - name: WEATHER_KEY\n    prompt: Your API key\n    help: https://example.test/key\n"
+        "prerequisites:\n  env_vars: [WEATHER_UNITS]\ncompatibility: Needs network"
+    )
+    write_skill(hermes_home / "skills", "outdoor/weather", front)
+    view = json.loads(skill_view("weather"))
+    assert view["tags"] == ["forecast"] and view["compatibility"] == "Needs network"
+    assert [v["name"] for v in view["required_environment_variables"]] == [
+        "WEATHER_KEY",
+        "WEATHER_UNITS",
+    ]
+    assert view["required_environment_variables"][0]["prompt"] == "Your API key"
+    assert view["missing_required_environment_variables"] == ["WEATHER_KEY", "WEATHER_UNITS"]
+    assert (view["setup_needed"], view["readiness_status"]) == (True, "setup_needed")
+    assert view["setup_help"] == "https://example.test/key" and "$WEATHER_KEY" in view["setup_note"]
+
+    monkeypatch.setenv("WEATHER_KEY", "k")
+    (hermes_home / ".env").write_text("WEATHER_UNITS=metric\n", encoding="utf-8")
+    ready = json.loads(skill_view("outdoor/weather"))
+    assert ready["name"] == "weather" and ready["missing_required_environment_variables"] == []
+    assert (ready["setup_needed"], ready["readiness_status"]) == (False, "available")
+
+    missed = json.loads(skill_view("wether"))
+    assert missed["success"] is False and missed["available_skills"] == ["weather"]
+
+
 def test_parse_frontmatter_reads_a_bad_yaml_line_as_0_19_does() -> None:
     from agent.skill_utils import parse_frontmatter
 
