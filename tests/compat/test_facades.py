@@ -578,6 +578,36 @@ def test_call_llm_answers_on_hermes_endpoint(hermes_home: Path, fake_llm) -> Non
     assert fake_llm.requests[-1]["model"] == "fake-model"
 
 
+def test_async_call_llm_and_the_answers_text(hermes_home: Path, fake_llm) -> None:
+    """0.19's ``async_call_llm`` and ``extract_content_or_reasoning`` (plug-ins' side work)."""
+    import asyncio
+    from types import SimpleNamespace
+
+    from agent.auxiliary_client import async_call_llm, extract_content_or_reasoning
+
+    (hermes_home / "config.yaml").write_text(
+        f"model:\n  default: fake-model\n  base_url: {fake_llm.url}\n", encoding="utf-8"
+    )
+    response = asyncio.run(
+        async_call_llm(task="compression", messages=[{"role": "user", "content": "sum up"}])
+    )
+    assert extract_content_or_reasoning(response) == "echo: sum up"
+
+    def answer(**message: object) -> SimpleNamespace:
+        fields = {"content": None, **message}
+        return SimpleNamespace(choices=[SimpleNamespace(message=SimpleNamespace(**fields))])
+
+    assert extract_content_or_reasoning(answer(content="<think>hmm</think> 42")) == "42"
+    assert extract_content_or_reasoning(answer(content="", reasoning_content="because")) == (
+        "because"
+    )
+    details = [{"summary": "step one"}, {"text": "step two"}]
+    assert extract_content_or_reasoning(answer(reasoning_details=details)) == (
+        "step one\n\nstep two"
+    )
+    assert extract_content_or_reasoning(answer(content="")) == ""
+
+
 @pytest.mark.hermes_agent
 def test_before_the_upgrade_jobs_are_hermes_agents_own(hermes_agent_python, hermes_home) -> None:
     """A home still holding Hermes Agent's state.db: its jobs.json is still the truth, read
