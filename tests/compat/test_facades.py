@@ -546,6 +546,29 @@ def test_config_expands_variables_and_saves_as_0_19_does(
     assert {p.name for p in home.iterdir()} >= {"cron", "sessions", "logs", "memories", "skills"}
 
 
+def test_hermes_constants_helpers_of_0_19(hermes_home: Path) -> None:
+    import hermes_constants
+
+    assert hermes_constants.get_hermes_dir("cache/images", "image_cache") == (
+        hermes_home / "cache" / "images"
+    )
+    (hermes_home / "image_cache").mkdir()
+    assert hermes_constants.get_hermes_dir("cache/images", "image_cache") == (
+        hermes_home / "cache" / "images"
+    )  # an empty older folder is not in use
+    (hermes_home / "image_cache" / "a.png").write_bytes(b"x")
+    assert hermes_constants.get_hermes_dir("cache/images", "image_cache") == (
+        hermes_home / "image_cache"
+    )
+    token = hermes_constants.set_hermes_home_override(hermes_home / "profiles" / "x")
+    try:
+        assert hermes_constants.get_process_hermes_home() == hermes_home
+    finally:
+        hermes_constants.reset_hermes_home_override(token)
+    assert hermes_constants.OPENROUTER_MODELS_URL.startswith(hermes_constants.OPENROUTER_BASE_URL)
+    assert isinstance(hermes_constants.is_container(), bool) and not hermes_constants.is_termux()
+
+
 def test_hermes_agent_kit_finds_hermes_and_runs_its_command(hermes_home: Path) -> None:
     """hermes-agent-kit imports hermes_cli.main, sets sys.argv and calls main()."""
     code = (
