@@ -275,7 +275,10 @@ class SessionDB(StoreSessionDB):
         around = self.get_messages_around(session_id, around_message_id, window)
         if not around["window"]:
             return {**around, "bookend_start": [], "bookend_end": []}
-        kept = (lambda r: True) if keep_roles is None else (lambda r: r["role"] in keep_roles)
+
+        def kept(row: Row) -> bool:
+            return keep_roles is None or row["role"] in keep_roles
+
         first, last = around["window"][0]["id"], around["window"][-1]["id"]
         rows = [
             r
