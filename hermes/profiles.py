@@ -41,6 +41,12 @@ PROFILE_DIRS = (
     "home",
 )
 CLONED_FILES = ("config.yaml", ".env", "SOUL.md")
+# A new profile's own .env (0.19 seeds one, so its keys are never read from elsewhere).
+ENV_SEED = (
+    "# Per-profile secrets for this Hermes profile.\n"
+    "# API keys and tokens set here override the shell environment.\n"
+    "# Behavioral settings belong in config.yaml, not here.\n"
+)
 
 
 class ProfileError(HermesError):
@@ -181,7 +187,52 @@ def create(name: str, clone_from: str | None = None) -> Path:
         (path / sub).mkdir(mode=0o700, exist_ok=True)
     if source is not None:
         _copy_settings(source, path)
+    env = path / ".env"
+    if not env.exists():
+        fd = os.open(env, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(ENV_SEED)
     return path
+
+
+def _named(name: str, doing: str) -> Path:
+    """The folder of the existing named profile ``name`` (``default`` cannot be ``doing``)."""
+    name = check_name(name)
+    if name == "default":
+        raise ProfileError(f"`default` is the root home itself: it cannot be {doing}.")
+    path = profile_dir(name)
+    if not path.is_dir():
+        raise ProfileError(f"There is no profile {name!r} (see `hermes profile list`).")
+    return path
+
+
+def delete(name: str) -> Path:
+    """Remove the named profile's folder (its conversations too, when its store is the
+    folder's state.db); the sticky choice goes back to ``default`` if it named it."""
+    import shutil
+
+    path = _named(name, "deleted")
+    if active() == path.name:
+        set_active("default")
+    shutil.rmtree(path)
+    return path
+
+
+def rename(old: str, new: str) -> Path:
+    """Give the named profile ``old`` the name ``new`` (its folder moves; the sticky
+    choice follows)."""
+    source = _named(old, "renamed")
+    name = check_name(new)
+    if name == "default":
+        raise ProfileError("`default` names the root home: pick another name.")
+    target = profile_dir(name)
+    if target.exists():
+        raise ProfileError(f"The profile {name!r} already exists at {target}.")
+    was_active = active() == source.name
+    source.rename(target)
+    if was_active:
+        set_active(name)
+    return target
 
 
 def _copy_settings(source: Path, path: Path) -> None:

@@ -10,6 +10,8 @@ web UI's per-request one included).
 
 from __future__ import annotations
 
+import asyncio
+import re
 from typing import Any
 
 from hermes_constants import get_hermes_home
@@ -17,9 +19,41 @@ from hermes_constants import get_hermes_home
 from hermes.config import load_config
 from hermes.plugins.llm import call_llm as _call_llm
 
-__all__ = ["call_llm"]
+__all__ = ["async_call_llm", "call_llm", "extract_content_or_reasoning"]
+
+# Reasoning a model wrote inline: never the answer.
+_THINKING = re.compile(
+    r"<(think|thinking|reasoning|thought|REASONING_SCRATCHPAD)>.*?</\1>",
+    flags=re.DOTALL | re.IGNORECASE,
+)
 
 
 def call_llm(task: str | None = None, **options: Any) -> Any:
     """One completion of ``options["messages"]``; provider errors raise as the SDK's."""
     return _call_llm(task, config=load_config(get_hermes_home() / "config.yaml"), **options)
+
+
+async def async_call_llm(task: str | None = None, **options: Any) -> Any:
+    """``call_llm`` for a caller on an event loop: the same request, in a worker thread."""
+    return await asyncio.to_thread(call_llm, task, **options)
+
+
+def extract_content_or_reasoning(response: Any) -> str:
+    """The answer's text without inline reasoning blocks; when that is empty, the reasoning
+    the model returned in its own fields (``reasoning``, ``reasoning_content``,
+    ``reasoning_details`` summaries), as 0.19 falls back to it; "" when there is none."""
+    message = response.choices[0].message
+    cleaned = _THINKING.sub("", (message.content or "").strip()).strip()
+    if cleaned:
+        return cleaned
+    parts: list[str] = []
+    for field in ("reasoning", "reasoning_content"):
+        value = getattr(message, field, None)
+        if isinstance(value, str) and value.strip() and value.strip() not in parts:
+            parts.append(value.strip())
+    for detail in getattr(message, "reasoning_details", None) or []:
+        if isinstance(detail, dict):
+            text = detail.get("summary") or detail.get("content") or detail.get("text")
+            if text and str(text).strip() not in parts:
+                parts.append(str(text).strip())
+    return "\n\n".join(parts)

@@ -54,11 +54,20 @@ _NAMESPACE_RE = re.compile(r"^[a-zA-Z0-9_-]+$")
 
 
 def parse_frontmatter(content: str) -> tuple[dict[str, Any], str]:
-    """The YAML front matter and the body; ({}, content) when there is none or it is bad."""
+    """The YAML front matter and the body; ({}, content) when there is none. As in 0.19, a
+    leading BOM is skipped, and front matter that is not valid YAML (one bad line) is
+    read as its ``key: value`` lines."""
+    content = content.removeprefix("\ufeff")
     try:
         return _skills.split_front_matter(content)
     except _skills.SkillFormatError:
+        pass
+    fence = re.search(r"\n---\s*\n", content[3:]) if content.startswith("---") else None
+    if fence is None:
         return {}, content
+    head, body = content[3 : fence.start() + 3], content[fence.end() + 3 :]
+    pairs = (line.split(":", 1) for line in head.strip().split("\n") if ":" in line)
+    return {key.strip(): value.strip() for key, value in pairs}, body
 
 
 def skill_matches_platform(frontmatter: dict[str, Any]) -> bool:

@@ -12,13 +12,15 @@ reads the home it runs in.
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from cron import _store
 from hermes.compat import cron_jobs
 from hermes.cron import ScheduleError, TargetError, check_target, files, parse
-from hermes.cron.shape import schedule_text
+from hermes.cron.schedule import zone
+from hermes.cron.shape import schedule_019, schedule_text
 from hermes.cron.store import CronStore
 from hermes.cron.workdir import WorkdirError, check_workdir
 
@@ -27,16 +29,24 @@ __all__ = [
     "HERMES_DIR",
     "JOBS_FILE",
     "OUTPUT_DIR",
+    "TICKER_HEARTBEAT_FILE",
+    "TICKER_INTERVAL_SECONDS",
+    "TICKER_SUCCESS_FILE",
+    "compute_next_run",
     "create_job",
     "get_job",
+    "get_ticker_heartbeat_age",
+    "get_ticker_success_age",
     "list_jobs",
     "load_jobs",
     "mark_job_run",
+    "parse_schedule",
     "pause_job",
     "remove_job",
     "resolve_job_ref",
     "resume_job",
     "save_job_output",
+    "save_jobs",
     "trigger_job",
     "update_job",
 ]
@@ -45,6 +55,9 @@ HERMES_DIR = _store.home()
 CRON_DIR = HERMES_DIR / "cron"
 JOBS_FILE = CRON_DIR / "jobs.json"
 OUTPUT_DIR = CRON_DIR / "output"
+TICKER_HEARTBEAT_FILE = CRON_DIR / files.HEARTBEAT_FILE
+TICKER_SUCCESS_FILE = CRON_DIR / files.SUCCESS_FILE
+TICKER_INTERVAL_SECONDS = 60  # 0.19's; a gateway's scheduler ticks more often
 
 
 def _records(store: CronStore | None) -> list[dict[str, Any]]:
@@ -60,6 +73,47 @@ def _record(store: CronStore, job: dict[str, Any] | None) -> dict[str, Any] | No
     if job is None:
         return None
     return files.job_record(job, next(iter(store.runs(job["id"], limit=1)), None))
+
+
+ONESHOT_GRACE_SECONDS = 120  # 0.19's: a one-shot this late still runs
+
+
+def parse_schedule(schedule: str) -> dict[str, Any]:
+    """0.19's schedule dict (``kind``, ``minutes``/``expr``/``run_at``, ``display``) of a
+    schedule as ``hermes cron create`` reads it; ValueError for one it cannot read."""
+    try:
+        return schedule_019(parse(schedule))
+    except ScheduleError as exc:
+        raise ValueError(str(exc)) from exc
+
+
+def compute_next_run(schedule: dict[str, Any], last_run_at: str | None = None) -> str | None:
+    """The next due time (ISO) of a 0.19 schedule dict, counted from ``last_run_at`` (ISO)
+    or now; None for a one-shot whose time is past (by more than 0.19's grace)."""
+    if not isinstance(schedule, dict) or not schedule.get("kind"):
+        return None
+    try:
+        parsed = parse(schedule_text(schedule))
+    except ScheduleError:
+        return None
+    now = datetime.now().astimezone()
+    base = now
+    if last_run_at:
+        try:
+            base = datetime.fromisoformat(last_run_at)
+        except ValueError:
+            base = now
+        if base.tzinfo is None:
+            base = base.replace(tzinfo=zone(None))
+    if parsed.kind == "once":
+        assert parsed.run_at is not None
+        fresh = parsed.run_at >= now.timestamp() - ONESHOT_GRACE_SECONDS and not last_run_at
+        return parsed.text if fresh else None
+    if parsed.kind == "interval":
+        return (base + timedelta(seconds=parsed.seconds or 0)).isoformat()
+    from croniter import croniter
+
+    return croniter(parsed.text, base).get_next(datetime).isoformat()  # type: ignore[no-any-return]
 
 
 def load_jobs() -> list[dict[str, Any]]:
@@ -120,6 +174,11 @@ def create_job(
         raise ValueError("hermes runs every job as an agent prompt: script jobs are not supported.")
     if repeat not in (None, 1):
         raise ValueError("hermes jobs repeat by their schedule: give no repeat count.")
+    if context_from:
+        raise ValueError(
+            "hermes jobs do not read other jobs' output (context_from): put what the job "
+            "needs in its prompt."
+        )
     chosen = list(skills or ([skill] if skill else []))
     text = prompt or ""
     target = deliver or ("origin" if origin else "local")
@@ -138,7 +197,7 @@ def create_job(
                 deliver=target,
                 skills=chosen,
                 model=model or None,
-                toolsets=list(enabled_toolsets or ()),
+                toolsets=[str(t).strip() for t in enabled_toolsets or () if str(t).strip()],
                 workdir=folder,
             )
             record = _record(store, made)
@@ -190,8 +249,19 @@ def update_job(job_id: str, updates: dict[str, Any]) -> dict[str, Any] | None:
         raise ValueError(str(exc)) from exc
 
 
+def _job_id(ref: str) -> str | None:
+    """The id of the job ``ref`` names (its id, or its name in any case), as 0.19's job
+    calls take either."""
+    job = resolve_job_ref(ref)
+    return job["id"] if job else None
+
+
 def pause_job(job_id: str, reason: str | None = None) -> dict[str, Any] | None:
-    return update_job(job_id, {"enabled": False}) if reason is None else _pause(job_id, reason)
+    """Pause the job with this id or name; None: no such job."""
+    found = _job_id(job_id)
+    if found is None:
+        return None
+    return update_job(found, {"enabled": False}) if reason is None else _pause(found, reason)
 
 
 def _pause(job_id: str, reason: str) -> dict[str, Any] | None:
@@ -202,26 +272,78 @@ def _pause(job_id: str, reason: str) -> dict[str, Any] | None:
 
 
 def resume_job(job_id: str) -> dict[str, Any] | None:
+    """Resume the job with this id or name; None: no such job."""
+    found = _job_id(job_id)
+    if found is None:
+        return None
     with _store.cron_store(read_only=False) as store:
         assert store is not None
-        changed = store.update_job(job_id, enabled=1, paused_reason=None)
+        changed = store.update_job(found, enabled=1, paused_reason=None)
         return _record(store, changed)
 
 
 def trigger_job(job_id: str) -> dict[str, Any] | None:
     """A run now, outside the schedule; the next gateway tick takes it (as ``hermes cron
-    run``). None: no such job."""
+    run``). ``job_id``: its id or name; None: no such job."""
+    found = _job_id(job_id)
+    if found is None:
+        return None
     with _store.cron_store(read_only=False) as store:
         assert store is not None
-        if store.run_now(job_id) is None:
+        if store.run_now(found) is None:
             return None
-        return _record(store, store.job(job_id))
+        return _record(store, store.job(found))
 
 
 def remove_job(job_id: str) -> bool:
+    """Remove the job with this id or name; False: no such job."""
+    found = _job_id(job_id)
+    if found is None:
+        return False
     with _store.cron_store(read_only=False) as store:
         assert store is not None
-        return store.remove_job(job_id)
+        return store.remove_job(found)
+
+
+_SAVED_FIELDS = (
+    "name",
+    "prompt",
+    "schedule",
+    "skills",
+    "model",
+    "deliver",
+    "enabled",
+    "enabled_toolsets",
+    "workdir",
+)
+
+
+def save_jobs(jobs: list[dict[str, Any]]) -> None:
+    """Bring the store to ``jobs`` (0.19's records, as ``load_jobs`` gives them): each
+    changed field of a held job is updated, a job not held is added under its id, a held
+    job not listed is removed. Ids are checked first: a bad one changes nothing."""
+    for job in jobs:
+        files.check_job_id(str(job.get("id") or ""))
+    held = {job["id"]: job for job in load_jobs()}
+    for job in jobs:
+        before = held.get(job["id"])
+        if before is None:
+            _add_019(job)
+            continue
+        changes = {k: job[k] for k in _SAVED_FIELDS if k in job and job[k] != before.get(k)}
+        if changes:
+            update_job(job["id"], changes)
+    for gone in set(held) - {job["id"] for job in jobs}:
+        remove_job(gone)
+
+
+def _add_019(job: dict[str, Any]) -> None:
+    try:
+        with _store.cron_store(read_only=False) as store:
+            assert store is not None
+            cron_jobs.add_job(store, job, _store.home())
+    except (ScheduleError, TargetError) as exc:
+        raise ValueError(str(exc)) from exc
 
 
 def mark_job_run(
@@ -234,10 +356,22 @@ def mark_job_run(
             files.write_files(_store.home(), store)
 
 
+def get_ticker_heartbeat_age() -> float | None:
+    """Seconds since a gateway's scheduler of this home last ticked; None: unknown."""
+    return files.epoch_age(files.cron_dir(_store.home()) / files.HEARTBEAT_FILE)
+
+
+def get_ticker_success_age() -> float | None:
+    """Seconds since its last tick that did not fail; None: unknown."""
+    return files.epoch_age(files.cron_dir(_store.home()) / files.SUCCESS_FILE)
+
+
 def save_job_output(job_id: str, output: str) -> Path:
     """One run document under ``cron/output/<job id>/``. The document of the job's latest
     run (``run_job``'s) goes under that run's time, the name the gateway that ran it gives
-    it too: written by both, it is there once."""
+    it too: written by both, it is there once. A job id that is not one folder name
+    (an absolute path, ``../x``, a separator) is a ``ValueError``, as in 0.19."""
+    files.check_job_id(job_id)
     when = None
     with _store.cron_store(read_only=True) as store:
         job = store.job(job_id) if store is not None else None

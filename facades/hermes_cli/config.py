@@ -1,20 +1,27 @@
 """Hermes Agent 0.19's ``hermes_cli.config``: the home and config.yaml, over hermes.config.
 
 ``load_config`` is the file as its author wrote it (Hermes Agent's names, which hermes
-reads as they are) over hermes's defaults, as one nested dict; nothing here writes.
+reads as they are) over hermes's defaults (``DEFAULT_CONFIG``), as one nested dict, with
+``${VAR}`` in its strings read from the environment as 0.19 reads them. ``save_config``
+writes what differs from those defaults, once hermes has read it without complaint.
 """
 
 from __future__ import annotations
 
 import copy
+import os
+import re
 from pathlib import Path
 from typing import Any
 
 from hermes_constants import get_env_path, get_hermes_home
 
 from hermes import config as _config
+from hermes.errors import ConfigError
 
 __all__ = [
+    "DEFAULT_CONFIG",
+    "ensure_hermes_home",
     "get_config_path",
     "get_env_path",
     "get_env_value",
@@ -22,7 +29,14 @@ __all__ = [
     "load_config",
     "load_env",
     "read_raw_config",
+    "save_config",
 ]
+
+# hermes's defaults as one nested dict (what load_config puts under the file).
+DEFAULT_CONFIG: dict[str, Any] = _config.Config(_config.defaults(), Path("config.yaml")).as_tree()
+_VARIABLE = re.compile(r"\$\{([^}]+)\}")
+# The folders 0.19 makes in a home (its tools list and write into them).
+_HOME_FOLDERS = ("cron", "sessions", "logs", "memories", "hooks", "skills")
 
 
 def get_config_path() -> Path:
@@ -41,9 +55,38 @@ def read_raw_config() -> dict[str, Any]:
 
 
 def load_config() -> dict[str, Any]:
-    """hermes's defaults with config.yaml over them (its keys as written)."""
+    """hermes's defaults with config.yaml over them (its keys as written, ``${VAR}``
+    expanded; an unset variable stays as written)."""
     merged = _config.load_config(get_config_path()).as_tree()
-    return _merge(merged, read_raw_config())
+    return _merge(merged, _expand(read_raw_config()))
+
+
+def save_config(config: dict[str, Any]) -> None:
+    """Write ``config`` as config.yaml (0600, atomically), leaving out what equals
+    ``DEFAULT_CONFIG``; a ``${VAR}`` the file had stays written so. A value hermes would
+    refuse is a ``ValueError`` and the file is left as it was."""
+    import yaml
+
+    path = get_config_path()
+    ensure_hermes_home()
+    kept = _with_variables(_without_defaults(config, DEFAULT_CONFIG), read_raw_config())
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        yaml.safe_dump(kept, handle, sort_keys=False, allow_unicode=True)
+    try:
+        _config.load_config(tmp)
+    except ConfigError as exc:
+        tmp.unlink()
+        raise ValueError(str(exc)) from None
+    os.replace(tmp, path)
+
+
+def ensure_hermes_home() -> None:
+    """The home (0700) and the folders 0.19 keeps in it."""
+    home = _config.ensure_home(get_hermes_home())
+    for name in _HOME_FOLDERS:
+        (home / name).mkdir(mode=0o700, exist_ok=True)
 
 
 def load_env() -> dict[str, str]:
@@ -55,6 +98,41 @@ def get_env_value(key: str) -> str | None:
     import os
 
     return os.environ.get(key) or load_env().get(key)
+
+
+def _expand(value: Any) -> Any:
+    if isinstance(value, str):
+        return _VARIABLE.sub(lambda m: os.environ.get(m.group(1), m.group(0)), value)
+    if isinstance(value, dict):
+        return {key: _expand(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_expand(item) for item in value]
+    return value
+
+
+def _without_defaults(config: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
+    kept: dict[str, Any] = {}
+    for key, value in config.items():
+        default = defaults.get(key)
+        if isinstance(value, dict) and isinstance(default, dict):
+            inner = _without_defaults(value, default)
+            if inner:
+                kept[key] = inner
+        elif key not in defaults or value != default:
+            kept[key] = copy.deepcopy(value)
+    return kept
+
+
+def _with_variables(config: Any, raw: Any) -> Any:
+    """``config`` with each value that is the expansion of the file's ``${VAR}`` put back
+    as written, so a save does not write a secret's value into the file."""
+    if isinstance(config, dict) and isinstance(raw, dict):
+        return {key: _with_variables(value, raw.get(key)) for key, value in config.items()}
+    if isinstance(config, list) and isinstance(raw, list) and len(config) == len(raw):
+        return [_with_variables(value, was) for value, was in zip(config, raw, strict=True)]
+    if isinstance(raw, str) and _VARIABLE.search(raw) and _expand(raw) == config:
+        return raw
+    return config
 
 
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:

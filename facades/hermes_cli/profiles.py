@@ -3,7 +3,9 @@
 The names and shapes are 0.19's (``ProfileInfo``, ``list_profiles``, ``create_profile``,
 the sticky ``active_profile``); errors are 0.19's kinds (``ValueError`` for a bad name,
 ``FileNotFoundError`` for a missing profile, ``FileExistsError`` for a taken one) with
-hermes's sentences. There are no wrapper aliases and no bundled skills to seed.
+hermes's sentences. There are no wrapper aliases and no bundled skills to seed;
+``delete_profile``/``rename_profile`` refuse a profile whose gateway is running (0.19
+stops it) rather than stop another process.
 """
 
 from __future__ import annotations
@@ -25,12 +27,14 @@ _PROFILE_ID_RE = re.compile(_profiles.NAME.pattern)
 __all__ = [
     "ProfileInfo",
     "create_profile",
+    "delete_profile",
     "get_active_profile",
     "get_active_profile_name",
     "get_profile_dir",
     "list_profiles",
     "normalize_profile_name",
     "profile_exists",
+    "rename_profile",
     "resolve_profile_env",
     "seed_profile_skills",
     "set_active_profile",
@@ -95,8 +99,37 @@ def normalize_profile_name(name: str) -> str:
 
 
 def validate_profile_name(name: str) -> None:
-    if name != "default":
-        _call(name, lambda: _profiles.check_name(name))
+    """ValueError unless ``name`` is a profile name as stored, lower case (callers
+    normalize what users type first, as in 0.19)."""
+    if name == "default":
+        return
+    if not _PROFILE_ID_RE.match(name):
+        raise ValueError(
+            f"{name!r} is not a profile name: use lower-case letters, digits, '-' and '_' "
+            "(up to 64, starting with a letter or digit)."
+        )
+    _call(name, lambda: _profiles.check_name(name))
+
+
+def _refuse_while_running(name: str, doing: str) -> None:
+    path = get_profile_dir(normalize_profile_name(name))
+    if path.is_dir() and _check_gateway_running(path):
+        raise ValueError(
+            f"A gateway is running on the profile {name!r}: stop it "
+            f"(`hermes -p {name} gateway stop`) before it is {doing}."
+        )
+
+
+def delete_profile(name: str, yes: bool = False) -> Path:
+    """Remove a named profile's folder; the path removed. Its gateway must be stopped."""
+    _refuse_while_running(name, "deleted")
+    return _call(name, lambda: _profiles.delete(name))
+
+
+def rename_profile(old_name: str, new_name: str) -> Path:
+    """Rename a named profile; its new folder. Its gateway must be stopped."""
+    _refuse_while_running(old_name, "renamed")
+    return _call(old_name, lambda: _profiles.rename(old_name, new_name))
 
 
 def get_profile_dir(name: str) -> Path:

@@ -10,6 +10,7 @@ request); ``get_default_hermes_root`` is the root that holds ``profiles/`` and
 from __future__ import annotations
 
 import contextvars
+import os
 from pathlib import Path
 
 from hermes import profiles
@@ -66,3 +67,55 @@ def get_env_path() -> Path:
 
 def get_skills_dir() -> Path:
     return get_hermes_home() / "skills"
+
+
+def get_process_hermes_home() -> Path:
+    """The process's home (``$HERMES_HOME``), whatever a context pinned."""
+    return hermes_home()
+
+
+def get_hermes_dir(new_subpath: str, old_name: str) -> Path:
+    """``<home>/<old_name>`` while that older folder holds something, else
+    ``<home>/<new_subpath>`` (0.19's layout moves, e.g. ``image_cache`` to
+    ``cache/images``)."""
+    home = get_hermes_home()
+    old = home / old_name
+    try:
+        if old.is_dir() and any(old.iterdir()):
+            return old
+    except OSError:
+        pass
+    return home / new_subpath
+
+
+def is_termux() -> bool:
+    """Running in Termux (Android)."""
+    return bool(os.getenv("TERMUX_VERSION") or "com.termux/files/usr" in os.getenv("PREFIX", ""))
+
+
+def is_wsl() -> bool:
+    """Running in the Windows Subsystem for Linux."""
+    try:
+        return "microsoft" in Path("/proc/version").read_text(encoding="utf-8").lower()
+    except OSError:
+        return False
+
+
+def is_container() -> bool:
+    """Running in a container (Docker, Podman, or a Kubernetes pod)."""
+    if Path("/.dockerenv").exists() or Path("/run/.containerenv").exists():
+        return True
+    if os.getenv("KUBERNETES_SERVICE_HOST"):
+        return True
+    try:
+        cgroup = Path("/proc/1/cgroup").read_text(encoding="utf-8")
+    except OSError:
+        return False
+    return any(mark in cgroup for mark in ("docker", "podman", "lxc", "kubepods", "containerd"))
+
+
+# 0.19's constants its callers import from here.
+OPENROUTER_BASE_URL = "https://openrouter.ai/api/v1"
+OPENROUTER_MODELS_URL = f"{OPENROUTER_BASE_URL}/models"
+FINISH_REASON_LENGTH = "length"
+VALID_REASONING_EFFORTS = ("minimal", "low", "medium", "high", "xhigh", "max", "ultra")

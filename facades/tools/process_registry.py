@@ -261,17 +261,21 @@ def format_process_notification(evt: dict[str, Any]) -> str | None:
         return None
     exit_code = evt.get("exit_code", "?")
     reason = evt.get("completion_reason") or "exited"
+    # 0.19 names the signal of a stop: -15 (SIGTERM, as Python reports it) or 143 (the shell's).
+    signal = ", SIGTERM" if exit_code in {-15, 143, "-15", "143"} else ""
     if reason == "killed":
         status = f"terminated by {evt.get('termination_source') or 'Hermes'}"
     elif reason == "lost":
         status = "marked lost because the process backend disappeared"
+    elif reason == "failed_start":
+        status = "failed to start"
     elif exit_code == 0:
         status = "completed normally"
     else:
         status = "exited"
     return (
         f"[IMPORTANT: Background process {evt.get('session_id', 'unknown')} {status} "
-        f"(exit code {exit_code}).\nCommand: {evt.get('command', 'unknown')}\n"
+        f"(exit code {exit_code}{signal}).\nCommand: {evt.get('command', 'unknown')}\n"
         f"Output:\n{evt.get('output', '')}]"
     )
 

@@ -8,6 +8,8 @@ shape (``success``, ``name``, ``description``, ``content``, ``linked_files``...)
 from __future__ import annotations
 
 import json
+import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +22,7 @@ from agent.skill_utils import (
 )
 from hermes_constants import get_hermes_home
 
+from hermes import config as _config
 from hermes.tools import skills as _skills
 
 __all__ = [
@@ -36,6 +39,9 @@ HERMES_HOME = get_hermes_home()
 SKILLS_DIR = HERMES_HOME / "skills"  # at import, as 0.19's; callers per request use the home
 _EXCLUDED_SKILL_DIRS = EXCLUDED_SKILL_DIRS
 _parse_frontmatter = parse_frontmatter
+
+
+_VARIABLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 def _parse_tags(tags_value: Any) -> list[str]:
@@ -97,12 +103,16 @@ def skills_list(category: str | None = None, task_id: str | None = None) -> str:
 def skill_view(name: str, file_path: str | None = None, task_id: str | None = None) -> str:
     """One skill (or one of its files) as 0.19's JSON answer; ``success: false`` with an
     ``error`` sentence when there is no such skill or file."""
-    skill = _scan().find(name)
+    scan = _scan()
+    skill = _find(scan, name)
     if skill is None:
+        names = sorted(s.name for s in scan.skills)
         return json.dumps(
             {
                 "success": False,
                 "error": f"Skill '{name}' not found. Use skills_list to see the skills.",
+                "available_skills": names[:20],
+                "hint": "Use skills_list to see all available skills",
             }
         )
     if file_path:
@@ -129,21 +139,91 @@ def skill_view(name: str, file_path: str | None = None, task_id: str | None = No
         linked.setdefault(Path(rel).parts[0] if len(Path(rel).parts) > 1 else "other", []).append(
             rel
         )
-    return json.dumps(
-        {
-            "success": True,
-            "name": skill.name,
-            "description": skill.description,
-            "tags": _parse_tags(front.get("tags")),
-            "related_skills": _parse_tags(front.get("related_skills")),
-            "content": text,
-            "path": _relative_path(skill),
-            "skill_dir": str(skill.folder),
-            "linked_files": linked or None,
-            "usage_hint": "Load one of these files with skill_view(name, file_path)."
-            if files
-            else None,
-            "required_environment_variables": [],
-            "setup_needed": False,
-        }
+    metadata = front.get("metadata")
+    ours = (metadata.get("hermes") or {}) if isinstance(metadata, dict) else {}
+    required = _required_variables(front)
+    missing = [v["name"] for v in required if not v.get("optional") and not _is_set(v["name"])]
+    result: dict[str, Any] = {
+        "success": True,
+        "name": skill.name,
+        "description": skill.description,
+        "tags": _parse_tags(ours.get("tags") or front.get("tags")),
+        "related_skills": _parse_tags(ours.get("related_skills") or front.get("related_skills")),
+        "content": text,
+        "path": _relative_path(skill),
+        "skill_dir": str(skill.folder),
+        "linked_files": linked or None,
+        "usage_hint": "Load one of these files with skill_view(name, file_path)."
+        if files
+        else None,
+        "required_environment_variables": required,
+        "required_commands": [],
+        "missing_required_environment_variables": missing,
+        "missing_credential_files": [],
+        "missing_required_commands": [],
+        "setup_needed": bool(missing),
+        "setup_skipped": False,
+        "readiness_status": "setup_needed" if missing else "available",
+    }
+    setup_help = next((v["help"] for v in required if v.get("help")), None)
+    if setup_help:
+        result["setup_help"] = setup_help
+    if missing:
+        result["setup_note"] = (
+            "This skill needs setup before use: set "
+            + ", ".join(f"${n}" for n in missing)
+            + " in the environment or the home's .env."
+        )
+    if front.get("compatibility"):
+        result["compatibility"] = front["compatibility"]
+    if isinstance(metadata, dict):
+        result["metadata"] = metadata
+    return json.dumps(result)
+
+
+def _find(scan: _skills.SkillScan, name: str) -> _skills.Skill | None:
+    """The skill ``name`` names, or ``category/name`` (its folder under a skills folder)."""
+    found = scan.find(name)
+    if found is not None or "/" not in name:
+        return found
+    wanted = name.strip("/")
+    return next(
+        (s for s in scan.skills if _relative_path(s).removesuffix("/SKILL.md") == wanted), None
     )
+
+
+def _required_variables(front: dict[str, Any]) -> list[dict[str, Any]]:
+    """0.19's ``required_environment_variables`` of a skill: its own list, its setup's
+    ``collect_secrets`` and its ``prerequisites.env_vars``, once each by name."""
+    given = front.get("setup")
+    setup: dict[str, Any] = given if isinstance(given, dict) else {}
+    setup_help = setup.get("help") if isinstance(setup.get("help"), str) else None
+    prerequisites = front.get("prerequisites")
+    raw: list[Any] = []
+    for group in (
+        front.get("required_environment_variables"),
+        setup.get("collect_secrets"),
+        prerequisites.get("env_vars") if isinstance(prerequisites, dict) else None,
+    ):
+        raw.extend(group if isinstance(group, list) else [group] if group else [])
+    found: dict[str, dict[str, Any]] = {}
+    for item in raw:
+        entry = item if isinstance(item, dict) else {"name": item}
+        name = str(entry.get("name") or entry.get("env_var") or "").strip()
+        if not _VARIABLE_NAME.match(name) or name in found:
+            continue
+        variable: dict[str, Any] = {
+            "name": name,
+            "prompt": str(entry.get("prompt") or f"Enter value for {name}").strip(),
+        }
+        help_text = entry.get("help") or entry.get("provider_url") or entry.get("url") or setup_help
+        if isinstance(help_text, str) and help_text.strip():
+            variable["help"] = help_text.strip()
+        if entry.get("optional"):
+            variable["optional"] = True
+        found[name] = variable
+    return list(found.values())
+
+
+def _is_set(name: str) -> bool:
+    return bool(os.environ.get(name) or _config.dotenv_values(get_hermes_home()).get(name))

@@ -85,6 +85,23 @@ def before_turn(host: TurnHost, user_message: Any, history: list[Message]) -> st
     return "\n\n".join(parts) if parts else None
 
 
+def before_request(host: TurnHost, messages: list[Message], call_count: int, tools: int) -> None:
+    """``pre_api_request`` before each model request of the turn (observers: answers are
+    not read, as in 0.19)."""
+    plugins = _fires(host)
+    if plugins is None or not plugins.has_hook("pre_api_request"):
+        return
+    plugins.invoke_hook(
+        "pre_api_request",
+        **_common(host),
+        api_call_count=call_count,
+        conversation_history=list(messages),
+        message_count=len(messages) + 1,  # and the system message
+        tool_count=tools,
+        started_at=time.time(),
+    )
+
+
 def around_tool(
     host: TurnHost, name: str, arguments: str, call_id: str, run: Callable[[], str]
 ) -> str:

@@ -379,6 +379,7 @@ def _next_step(host: TurnHost, turn: TurnState, tools: list[bytes]) -> Step:
     turn.streamed_before += sum(len(piece) for piece in turn.streamed)
     turn.streamed = []
     stream = _scrubbed_stream(turn)
+    plugin_hooks.before_request(host, turn.messages, turn.iterations, len(tools or ()))
     try:
         response = host.client.complete(
             encoded=[encode_message(system), *host.window.wire.pieces],

@@ -1,6 +1,7 @@
 """Hermes Agent 0.19's ``cron/jobs.json`` brought into the store's scheduled jobs.
 
-Each job keeps its id, name, prompt, skills, model, toolsets, schedule, workdir and
+Each job keeps its id (one that could not name its output folder, such as ``../x``, gets
+a new one), name, prompt, skills, model, toolsets, schedule, workdir and
 whether it is paused (a workdir hermes refuses, ``cron.workdir``, is dropped with a
 warning: the job's runs then work in a folder of their own); a delivery to a chat (``telegram:123``, or ``origin`` with the chat it was
 made in) keeps its chat, one naming only a platform's home channel becomes ``local``
@@ -17,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes.compat import toolsets
-from hermes.cron import CronStore, ScheduleError, TargetError, check_target, parse
+from hermes.cron import CronStore, ScheduleError, TargetError, check_target, files, parse
 from hermes.cron.shape import schedule_text
 from hermes.cron.workdir import WorkdirError, check_workdir
 from hermes.state.backend import Backend
@@ -55,12 +56,18 @@ def import_jobs(
         if str(job.get("id")) in held:
             continue
         try:
-            _add(store, job, _workdir(job, home, backend))
+            add_job(store, job, home)
         except (ScheduleError, TargetError) as exc:
             log.warning("skipped Hermes Agent job %s (%s): %s", job.get("id"), job.get("name"), exc)
             continue
         added += 1
     return added
+
+
+def add_job(store: CronStore, job: dict[str, Any], home: Path) -> None:
+    """One 0.19 job record into the store, under its id (a workdir hermes refuses is
+    dropped, said in the log); ScheduleError/TargetError when hermes cannot take it."""
+    _add(store, job, _workdir(job, home, store.backend))
 
 
 def _workdir(job: dict[str, Any], home: Path, backend: Backend) -> str | None:
@@ -92,10 +99,22 @@ def _add(store: CronStore, job: dict[str, Any], workdir: str | None) -> None:
         workdir=workdir,
         # A one-shot whose time passed while nothing ran it is due now (run once late).
         now=now if schedule.run_at is None or schedule.run_at >= now else schedule.run_at,
-        job_id=str(job["id"]) if job.get("id") else None,
+        job_id=_kept_id(job),
     )
     if job.get("enabled") is False or job.get("state") in ("paused", "completed"):
         store.update_job(made["id"], enabled=0, next_run_at=None)
+
+
+def _kept_id(job: dict[str, Any]) -> str | None:
+    """The job's 0.19 id, unless it could not name its output folder (``../x``, a path):
+    then the job comes over under an id of its own."""
+    if not job.get("id"):
+        return None
+    try:
+        return files.check_job_id(str(job["id"]))
+    except ValueError:
+        log.warning("Hermes Agent job %r (%s) gets a new id here.", job["id"], job.get("name"))
+        return None
 
 
 def _toolsets(names: list[Any]) -> list[str]:

@@ -237,6 +237,56 @@ class SessionDB(StoreSessionDB):
             rows = self._with_provider_fields(rows)
         return [shapes.as_conversation(r) for r in rows]
 
+    def get_messages_around(
+        self, session_id: str, around_message_id: int, window: int = 5
+    ) -> dict[str, Any]:
+        """Up to ``window`` rows of the segment each side of the message
+        ``around_message_id`` (undone ones too, as 0.19's), with how many each side were
+        found; an empty window when that message is not in the segment."""
+        rows = self.get_messages(session_id, include_inactive=True)
+        at = next((i for i, r in enumerate(rows) if r["id"] == around_message_id), None)
+        if at is None:
+            return {"window": [], "messages_before": 0, "messages_after": 0}
+        window = max(0, int(window))
+        start = max(0, at - window)
+        return {
+            "window": rows[start : at + window + 1],
+            "messages_before": at - start,
+            "messages_after": len(rows[at + 1 : at + window + 1]),
+        }
+
+    def get_anchored_view(
+        self,
+        session_id: str,
+        around_message_id: int,
+        window: int = 5,
+        bookend: int = 3,
+        keep_roles: tuple[str, ...] | None = ("user", "assistant"),
+    ) -> dict[str, Any]:
+        """``get_messages_around`` with rows of other roles dropped (the anchor kept),
+        plus the segment's first and last ``bookend`` rows with text outside the window
+        (``bookend_start``/``bookend_end``); ``keep_roles=None`` keeps every role."""
+        around = self.get_messages_around(session_id, around_message_id, window)
+        if not around["window"]:
+            return {**around, "bookend_start": [], "bookend_end": []}
+
+        def kept(row: Row) -> bool:
+            return keep_roles is None or row["role"] in keep_roles
+
+        first, last = around["window"][0]["id"], around["window"][-1]["id"]
+        rows = [
+            r
+            for r in self.get_messages(session_id, include_inactive=True)
+            if kept(r) and r["content"] and not first <= r["id"] <= last
+        ]
+        bookend = max(0, int(bookend))
+        return {
+            **around,
+            "window": [r for r in around["window"] if r["id"] == around_message_id or kept(r)],
+            "bookend_start": [r for r in rows if r["id"] < first][:bookend],
+            "bookend_end": [r for r in rows if r["id"] > last][-bookend:] if bookend else [],
+        }
+
     def _with_provider_fields(self, rows: list[Row]) -> list[Row]:
         """``rows`` with 0.19's provider columns, which the store's reads leave out."""
         ids = [r["id"] for r in rows]
@@ -294,6 +344,13 @@ class SessionDB(StoreSessionDB):
         clean = shapes.sanitize_title(title)
         return self._write(lambda tx: _set_title(tx, session_id, clean))
 
+    def set_auto_title_if_empty(self, session_id: str, title: str) -> bool:
+        """An automatic title (hermes-webui's), set only while the conversation has none,
+        in the same transaction as the check so a rename made meanwhile stands; True when
+        set. Refused and kept titles as in ``set_session_title``."""
+        clean = shapes.sanitize_title(title)
+        return self._write(lambda tx: _set_title(tx, session_id, clean, only_if_empty=True))
+
     def get_next_title_in_lineage(self, base_title: str) -> str:
         """``base_title`` (without a ``#N``) if no session holds it, else with the next
         free number after the highest ``#N`` in use: "my project #3"."""
@@ -349,6 +406,12 @@ class SessionDB(StoreSessionDB):
 
     def get_compression_lineage(self, session_id: str) -> list[str]:
         return self.get_lineage(session_id) if self.get_session(session_id) else []
+
+    def resolve_resume_session_id(self, session_id: str) -> str:
+        """The segment a resume of ``session_id`` goes on in: its conversation's live
+        one (a compacted segment starts with its context, so it holds the newest
+        messages); branches are conversations of their own and not followed."""
+        return self.get_compression_tip(session_id) if session_id else session_id
 
     def get_conversation_root(self, session_id: str) -> str:
         row = self.get_session(session_id) if session_id else None
@@ -544,9 +607,14 @@ def _create_child(
     return session_id
 
 
-def _set_title(tx: Tx, session_id: str, title: str | None) -> bool:
+def _set_title(tx: Tx, session_id: str, title: str | None, *, only_if_empty: bool = False) -> bool:
     row = segments.get(tx, session_id)
     if row is None:
+        return False
+    if only_if_empty and tx.one(
+        "SELECT 1 FROM sessions WHERE conversation_id = ? AND title IS NOT NULL",
+        (row["conversation_id"],),
+    ):
         return False
     if title:
         holder = tx.one(

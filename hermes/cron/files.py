@@ -2,7 +2,9 @@
 
 ``$HERMES_HOME/cron/jobs.json`` (``{"jobs": [...], "updated_at": ...}``, each job in 0.19's
 shape with ``last_status``/``last_error`` of its latest run) and one
-``cron/output/<job id>/<time>.md`` per finished run (0.19's run document). Dashboards
+``cron/output/<job id>/<time>.md`` per finished run (0.19's run document), and 0.19's
+ticker files ``cron/ticker_heartbeat`` / ``cron/ticker_last_success`` (the epoch of the
+scheduler's latest tick, and of its latest tick that did not fail). Dashboards
 such as hermesd and hermes-webui read these; nothing in hermes does: the store stays the
 truth, and these are rewritten after each change to a job (``CronStore(on_change=...)``),
 atomically and under a lock so the last writer wrote the newest state. A write that
@@ -29,14 +31,31 @@ log = logging.getLogger(__name__)
 
 LOCK_SECONDS = 10.0
 WRITER = "hermes"  # marks a jobs.json as this copy; Hermes Agent's own is kept aside once
+HEARTBEAT_FILE = "ticker_heartbeat"
+SUCCESS_FILE = "ticker_last_success"
+# The scheduler ticks every second or so; its readers call a heartbeat stale after two
+# of 0.19's 60 s ticks, so writing it this often is plenty.
+HEARTBEAT_EVERY = 10.0
 
 
 def cron_dir(home: Path) -> Path:
     return Path(home) / "cron"
 
 
+def check_job_id(job_id: str) -> str:
+    """``job_id`` if it names one folder under cron/output (0.19's guard), else ValueError:
+    an absolute path, ``..`` or a separator would write or delete outside it."""
+    text = str(job_id or "").strip()
+    if text in {"", ".", ".."} or "/" in text or "\\" in text or Path(text).is_absolute():
+        raise ValueError(
+            f"Invalid cron job id for output path: {job_id!r}; a job id is one name with "
+            "no slashes and no '..'."
+        )
+    return text
+
+
 def output_dir(home: Path, job_id: str) -> Path:
-    return cron_dir(home) / "output" / job_id
+    return cron_dir(home) / "output" / check_job_id(job_id)
 
 
 def writer(home: Path) -> Callable[[CronStore], None]:
@@ -64,10 +83,40 @@ def write_files(home: Path, store: CronStore) -> None:
             for job, run in latest:
                 if run is not None and run["finished_at"] and run["status"] != "skipped":
                     _write_run_document(home, job, run)
-    except (OSError, Timeout) as exc:
+    except (OSError, Timeout, ValueError) as exc:
         log.warning(
             "Could not update %s (%s); the store still holds the jobs.", folder / "jobs.json", exc
         )
+
+
+class TickerFiles:
+    """The scheduler's ``on_tick(ok)``: the ticker files, at most every HEARTBEAT_EVERY
+    seconds each. A write that fails is skipped (a reader's file, next tick again)."""
+
+    def __init__(self, home: Path) -> None:
+        self.folder = cron_dir(home)
+        self._written: dict[str, float] = {}
+
+    def __call__(self, ok: bool) -> None:
+        for name in (HEARTBEAT_FILE, SUCCESS_FILE) if ok else (HEARTBEAT_FILE,):
+            now = time.time()
+            if now - self._written.get(name, 0.0) < HEARTBEAT_EVERY:
+                continue
+            try:
+                self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+                _write_atomic(self.folder / name, repr(now))
+            except OSError as exc:
+                log.debug("Could not write %s: %s", self.folder / name, exc)
+                continue
+            self._written[name] = now
+
+
+def epoch_age(path: Path) -> float | None:
+    """Seconds since the epoch a ticker file holds; None when it is missing or torn."""
+    try:
+        return max(0.0, time.time() - float(path.read_text(encoding="utf-8").strip()))
+    except (OSError, ValueError):
+        return None
 
 
 def job_record(job: dict[str, Any], latest: dict[str, Any] | None) -> dict[str, Any]:

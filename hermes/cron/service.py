@@ -55,6 +55,7 @@ class CronService:
         ttl: float = 120.0,
         limit: int = 2,
         on_change: Callable[[CronStore], None] | None = None,
+        on_tick: Callable[[bool], None] | None = None,
     ) -> None:
         self.db = db
         self.store = CronStore(db.backend, read_only=db.read_only, on_change=on_change)
@@ -68,16 +69,21 @@ class CronService:
         self.tick = tick
         self.ttl = ttl
         self.limit = limit
+        self.on_tick = on_tick  # told after each tick whether it went through
         self.closing = False
         self._running: dict[str, asyncio.Task[None]] = {}
         self._agents: dict[str, JobAgent] = {}
 
     async def serve(self) -> None:
         while not self.closing:
+            ok = True
             try:
                 await self.tick_once()
             except Exception:
+                ok = False
                 log.exception("cron: a scheduler tick failed")
+            if self.on_tick is not None:
+                self.on_tick(ok)
             await asyncio.sleep(self.tick)
 
     async def tick_once(self) -> None:

@@ -20,7 +20,7 @@ def as_019(job: dict[str, Any]) -> dict[str, Any]:
         "model": job["model"],
         "schedule": schedule_019(schedule),
         "schedule_display": schedule.display,
-        "repeat": {"times": None, "completed": 0},
+        "repeat": {"times": 1 if schedule.kind == "once" else None, "completed": 0},
         "enabled": job["enabled"],
         "state": job["state"],
         "paused_at": None,

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -159,6 +160,7 @@ class GatewayRunner:
             resume_interrupted=bool(self.config.get("gateway.resume_interrupted")),
             hooks=self.hooks,
             members_apart=not self.config.get("gateway.group_shared_identity"),
+            choose_model=self._model_for,
         )
         self.scheduler: Scheduler | None = None
         self.cron: CronService | None = None
@@ -241,6 +243,7 @@ class GatewayRunner:
             tick=float(self.config.get("cron.tick_seconds")),
             ttl=float(self.config.get("cron.lease_ttl")),
             on_change=files.writer(self.home),
+            on_tick=files.TickerFiles(self.home),
         )
         self._spawn(self.cron.serve())
 
@@ -403,6 +406,10 @@ class GatewayRunner:
 
     async def handle_message(self, message: IncomingMessage) -> None:
         """One message from a chat adapter: refuse, run a command, or queue a turn."""
+        dispatched = await self._pre_dispatch(message)
+        if dispatched is None:
+            return
+        message = dispatched
         origin = message.origin
         if not self.access.allows(origin):
             refusal = self.access.refusal(origin)
@@ -431,6 +438,38 @@ class GatewayRunner:
         kind = COMMAND if command is not None else MESSAGE
         if await self._submit_in_order(key, origin, kind, text):
             await self.send(origin, QUEUED_ACK)
+
+    async def _pre_dispatch(self, message: IncomingMessage) -> IncomingMessage | None:
+        """0.19's ``pre_gateway_dispatch`` plugin hook, before the access check: the first
+        ``{"action": "skip"}`` drops the message (no reply), ``{"action": "rewrite",
+        "text": ...}`` replaces its text, ``{"action": "allow"}`` or anything else goes on."""
+        from hermes.plugins import plugins_for
+
+        plugins = plugins_for(self.config, self.home)
+        if not plugins.has_hook("pre_gateway_dispatch"):
+            return message
+        answers = await asyncio.to_thread(
+            plugins.invoke_hook,
+            "pre_gateway_dispatch",
+            event=message,
+            gateway=self,
+            session_store=self.db,
+        )
+        for answer in answers:
+            action = answer.get("action") if isinstance(answer, dict) else None
+            if action == "skip":
+                log.info(
+                    "pre_gateway_dispatch skip: reason=%s platform=%s chat=%s",
+                    answer.get("reason"),
+                    message.origin.platform,
+                    message.origin.chat_id,
+                )
+                return None
+            if action == "rewrite" and isinstance(answer.get("text"), str):
+                return dataclasses.replace(message, text=answer["text"])
+            if action in ("allow", "rewrite"):
+                break
+        return message
 
     async def _submit_in_order(self, key: str, origin: Origin, kind: str, text: str) -> bool:
         """Submit a chat's item; items of one key keep their arrival order while its
@@ -675,6 +714,25 @@ class GatewayRunner:
             await self._take_event(event)
 
     # -- agents ---------------------------------------------------------------------------
+
+    # -- hook points of Hermes Agent's gateway.run.GatewayRunner (tools patch them) ----
+
+    def _resolve_session_agent_runtime(
+        self,
+        *,
+        source: Origin | None = None,
+        session_key: str | None = None,
+        user_config: dict[str, Any] | None = None,
+    ) -> tuple[str, dict[str, Any]]:
+        """0.19's ``(model, runtime kwargs)`` for a chat's next turn: the configured model.
+        hermes-agent-kit and others patch or override this on the class; a model other
+        than the configured one becomes that turn's model (the runtime kwargs are not
+        read: hermes has one endpoint per home)."""
+        return str(self.config.get("model.default")), {}
+
+    def _model_for(self, item: WorkItem) -> str | None:
+        model, _ = self._resolve_session_agent_runtime(source=item.origin, session_key=item.key)
+        return model if model and model != self.config.get("model.default") else None
 
     def build_agent(self, **kwargs: Any) -> AIAgent:
         from hermes.agent import AIAgent

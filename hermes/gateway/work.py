@@ -72,11 +72,15 @@ class TurnRunner:
         resume_interrupted: bool = True,
         hooks: HookRegistry | None = None,
         members_apart: bool = True,
+        choose_model: Callable[[WorkItem], str | None] | None = None,
     ) -> None:
         self.db = db
         # A group chat's members each get an agent of their own (see _agent_key).
         self.members_apart = members_apart
         self.hooks = hooks
+        # A chat turn's model, when something other than its conversation's is chosen
+        # (GatewayRunner._resolve_session_agent_runtime, which tools patch).
+        self.choose_model = choose_model
         self.resume_interrupted = resume_interrupted
         self.router = router
         self.make_agent = make_agent
@@ -320,7 +324,7 @@ class TurnRunner:
             answer_uid=asked.answer_uid,
             # A request its client may retry names its question ahead, too (retries.py).
             user_uid=asked.user_uid if item.kind == MESSAGE else None,
-            options=self._told_to_step_hooks(turn_options(item), item, agent),
+            options=self._told_to_step_hooks(self._options(item), item, agent),
         )
         result.text = _shown_answer(out, words)
         result.interrupted = out.interrupted
@@ -345,6 +349,16 @@ class TurnRunner:
         for key, value in more.items():
             context[key] = value[:TEXT_LIMIT]
         hooks.emit(event, context)
+
+    def _options(self, item: WorkItem) -> TurnOptions:
+        """``turn_options``, with the model ``choose_model`` picks for a chat message
+        whose caller named none."""
+        options = turn_options(item)
+        if options.model is None and self.choose_model is not None and item.kind == MESSAGE:
+            chosen = self.choose_model(item)
+            if chosen:
+                options = replace(options, model=chosen)
+        return options
 
     def _told_to_step_hooks(
         self, options: TurnOptions, item: WorkItem, agent: ConversationAgent

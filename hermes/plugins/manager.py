@@ -11,13 +11,20 @@ the others still run (``invoke_hook``). Where hermes fires each hook:
   is_first_turn, model, platform, sender_id)``: once per turn, before the first model
   call; a ``{"context": text}`` (or a string) answer joins this turn's request, never
   the store;
+- ``pre_api_request(session_id, task_id, turn_id, api_call_count, conversation_history,
+  message_count, tool_count, model, platform, started_at)``: before each model request
+  of a turn (its answer is not read, as in 0.19);
 - ``pre_tool_call(tool_name, args, task_id, session_id, tool_call_id, ...)``: before each
   tool; ``{"action": "block", "message": m}`` answers the call with ``m`` instead;
 - ``post_tool_call(..., result, duration_ms, status, ...)``: after each tool;
 - ``post_llm_call(session_id, task_id, turn_id, user_message, assistant_response,
   conversation_history, model, platform)``: once per answered turn;
 - ``on_session_end(session_id, task_id, turn_id, completed, interrupted, model,
-  platform)``: at the end of every turn, as 0.19 does.
+  platform)``: at the end of every turn, as 0.19 does;
+- ``pre_gateway_dispatch(event, gateway, session_store)``: each chat platform message
+  a gateway receives, before its access check (hermes/gateway/runner.py): ``event`` is
+  the ``IncomingMessage`` (``text``, ``origin``); ``{"action": "skip"}`` drops it,
+  ``{"action": "rewrite", "text": t}`` replaces its text.
 """
 
 from __future__ import annotations

@@ -22,9 +22,11 @@ VALID_HOOKS = frozenset(
         "pre_tool_call",
         "post_tool_call",
         "pre_llm_call",
+        "pre_api_request",
         "post_llm_call",
         "on_session_start",
         "on_session_end",
+        "pre_gateway_dispatch",
     }
 )
 

@@ -248,14 +248,14 @@ def test_the_first_turn_does_not_wait_for_a_server_it_does_not_call(
     )
     with SessionDB(db_path=tmp_path / "state.db") as db:
         fake_llm.script(fake.text("hello"))
-        fake_agent(fake_llm, db, cwd=tmp_path, skip_memory=True).run_conversation("Hi.")
+        fake_agent(fake_llm, db, cwd=tmp_path, skip_memory=True).run("Hi.")
         assert "mcp__slow__add" in _offered(fake_llm.requests[-1])  # listed once, remembered
         hub().close()  # as a new process: the server starts again, and takes its time
         hold.touch()
         try:
             agent = fake_agent(fake_llm, db, cwd=tmp_path, skip_memory=True)
             fake_llm.script(fake.text("answered"))
-            agent.run_conversation("Quick question.")
+            agent.run("Quick question.")
             # The turn is done while the server is still starting; its tools were offered.
             assert starts.read_text().count("\n") == 1
             assert "mcp__slow__add" in _offered(fake_llm.requests[-1])
@@ -263,7 +263,7 @@ def test_the_first_turn_does_not_wait_for_a_server_it_does_not_call(
             fake_llm.script(
                 fake.tool_call("mcp__slow__add", {"a": 2, "b": 3}, id="c1"), fake.text("ok")
             )
-            agent.run_conversation("Add.")  # a call waits for the start it needs
+            agent.run("Add.")  # a call waits for the start it needs
         finally:
             hold.unlink(missing_ok=True)
         assert tool_results(db, agent.session_id) == {"c1": "5"}

@@ -130,3 +130,37 @@ def test_a_plugin_from_an_installed_package_entry_point(hermes, cli_env, fake_ll
     result = hermes("chat", "-q", "greet Bo")
     assert result.returncode == 0, result.stderr
     assert json.loads(fake_llm.requests[1]["messages"][-1]["content"])["greeting"] == "Hello, Bo!"
+
+
+API_HOOK_INIT = """
+import json
+from pathlib import Path
+
+LOG = Path(__file__).with_name("requests.log")
+
+
+def register(ctx):
+    def note(**kw):
+        with LOG.open("a") as f:
+            f.write(json.dumps({k: kw[k] for k in ("api_call_count", "tool_count", "session_id")}))
+            f.write("\\n")
+    ctx.register_hook("pre_api_request", note)
+"""
+
+
+def test_pre_api_request_fires_before_each_model_request(hermes, cli_env, fake_llm):
+    """0.19's ``pre_api_request`` (observability plugins such as langfuse's): once per
+    model request, counted within the turn."""
+    from hermes.plugins import VALID_HOOKS
+
+    assert "pre_api_request" in VALID_HOOKS
+    helper = install_plugin(cli_env.home, "hello-world", HELLO_MANIFEST, HELLO_INIT)
+    plugin = install_plugin(cli_env.home, "api-watch", "name: api-watch\n", API_HOOK_INIT)
+    enable(cli_env.home, "hello-world", "api-watch")
+    fake_llm.enqueue(tool_call("hello_world", {"name": "Ada"}), text("Greeted Ada."))
+    result = hermes("chat", "-q", "greet Ada")
+    assert result.returncode == 0, result.stderr
+    seen = [json.loads(line) for line in (plugin / "requests.log").read_text().splitlines()]
+    assert [s["api_call_count"] for s in seen] == [1, 2]
+    assert all(s["tool_count"] >= 1 and s["session_id"] for s in seen)
+    assert len(fake_llm.requests) == 2 and helper.exists()

@@ -78,6 +78,7 @@ def test_clear_errors(hermes: Run, cli_env: Env) -> None:
         "home",
     ):
         (cli_env.home / "profiles" / "dup" / sub).rmdir()
+    (cli_env.home / "profiles" / "dup" / ".env").unlink()
     (cli_env.home / "profiles" / "dup").rmdir()
     assert_one_line_error(hermes("cron", "list"), "no profile 'dup'")
     assert hermes("profile", "use", "default").returncode == 0

@@ -88,6 +88,55 @@ def test_skills_listed_and_read_as_the_webui_does(hermes_home: Path) -> None:
     assert json.loads(skill_view("nope"))["success"] is False
 
 
+def test_skill_view_says_what_a_skill_needs_as_0_19_does(
+    hermes_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """hermes-webui's skill detail: 0.19's setup fields, metadata.hermes tags, a lookup
+    by ``category/name`` and the names a miss could have meant."""
+    from tools.skills_tool import skill_view
+
+    monkeypatch.delenv("WEATHER_KEY", raising=False)
+    monkeypatch.delenv("WEATHER_UNITS", raising=False)
+    front = (
+        "name: weather\ndescription: Forecasts.\n"
+        "metadata:\n  hermes:\n    tags: [forecast]\n"
+        "required_environment_variables:\n"
+        "  - name: WEATHER_KEY\n    prompt: Your API key\n    help: https://example.test/key\n"
+        "prerequisites:\n  env_vars: [WEATHER_UNITS]\ncompatibility: Needs network"
+    )
+    write_skill(hermes_home / "skills", "outdoor/weather", front)
+    view = json.loads(skill_view("weather"))
+    assert view["tags"] == ["forecast"] and view["compatibility"] == "Needs network"
+    assert [v["name"] for v in view["required_environment_variables"]] == [
+        "WEATHER_KEY",
+        "WEATHER_UNITS",
+    ]
+    assert view["required_environment_variables"][0]["prompt"] == "Your API key"
+    assert view["missing_required_environment_variables"] == ["WEATHER_KEY", "WEATHER_UNITS"]
+    assert (view["setup_needed"], view["readiness_status"]) == (True, "setup_needed")
+    assert view["setup_help"] == "https://example.test/key" and "$WEATHER_KEY" in view["setup_note"]
+
+    monkeypatch.setenv("WEATHER_KEY", "k")
+    (hermes_home / ".env").write_text("WEATHER_UNITS=metric\n", encoding="utf-8")
+    ready = json.loads(skill_view("outdoor/weather"))
+    assert ready["name"] == "weather" and ready["missing_required_environment_variables"] == []
+    assert (ready["setup_needed"], ready["readiness_status"]) == (False, "available")
+
+    missed = json.loads(skill_view("wether"))
+    assert missed["success"] is False and missed["available_skills"] == ["weather"]
+
+
+def test_parse_frontmatter_reads_a_bad_yaml_line_as_0_19_does() -> None:
+    from agent.skill_utils import parse_frontmatter
+
+    bad = "---\nname: deploy\ndescription: Ship it: now, then: check\ntags: [a\n---\nBody\n"
+    front, body = parse_frontmatter(bad)
+    assert front["name"] == "deploy" and front["description"] == "Ship it: now, then: check"
+    assert body == "Body\n"
+    assert parse_frontmatter("\ufeff---\nname: x\n---\nB\n")[0] == {"name": "x"}
+    assert parse_frontmatter("no front matter") == ({}, "no front matter")
+
+
 def test_external_and_disabled_skills_follow_config(hermes_home: Path, tmp_path: Path) -> None:
     from agent.skill_utils import get_disabled_skill_names, get_external_skills_dirs
 
@@ -184,6 +233,127 @@ def test_a_hermes_agent_jobs_json_is_kept_aside_once(hermes_home: Path) -> None:
     assert len(jobs_file(hermes_home)) == 2
 
 
+def test_cron_jobs_schedule_helpers_and_job_names_as_0_19(hermes_home: Path) -> None:
+    """0.19's parse_schedule/compute_next_run, create_job's record of a one-shot and of
+    blank toolsets, and the job calls that take a name as well as an id."""
+    from datetime import datetime, timedelta
+
+    from cron.jobs import (
+        compute_next_run,
+        create_job,
+        get_job,
+        list_jobs,
+        parse_schedule,
+        pause_job,
+        remove_job,
+        resume_job,
+        trigger_job,
+    )
+
+    assert parse_schedule("every 2h") == {"kind": "interval", "minutes": 120, "display": "every 2h"}
+    assert parse_schedule("0 9 * * *") == {
+        "kind": "cron",
+        "expr": "0 9 * * *",
+        "display": "0 9 * * *",
+    }
+    once = parse_schedule("30m")
+    assert once["kind"] == "once" and once["display"] == "once in 30m"
+    with pytest.raises(ValueError):
+        parse_schedule("whenever")
+
+    last = "2026-01-01T10:00:00+00:00"
+    assert compute_next_run(parse_schedule("every 30m"), last) == "2026-01-01T10:30:00+00:00"
+    upcoming = datetime.fromisoformat(compute_next_run(parse_schedule("every 30m")))
+    assert timedelta(minutes=29) < upcoming - datetime.now(upcoming.tzinfo) <= timedelta(minutes=30)
+    assert compute_next_run(parse_schedule("0 9 * * *"), last) == "2026-01-02T09:00:00+00:00"
+    assert compute_next_run(once) == once["run_at"]
+    assert compute_next_run({"kind": "once", "run_at": "2020-01-01T00:00:00+00:00"}) is None
+
+    one_shot = create_job(prompt="remind me", schedule="30m", name="Reminder")
+    assert one_shot["repeat"] == {"times": 1, "completed": 0}
+    assert create_job(prompt="x", schedule="every 1h")["repeat"]["times"] is None
+    tools = create_job(prompt="y", schedule="every 1h", enabled_toolsets=["web", " ", ""])
+    assert tools["enabled_toolsets"] == get_job(tools["id"])["enabled_toolsets"]
+    assert all(name.strip() for name in tools["enabled_toolsets"])
+    with pytest.raises(ValueError, match="context_from"):
+        create_job(prompt="z", schedule="every 1h", context_from="abc123")
+
+    assert pause_job("reminder")["state"] == "paused"  # by name, any case
+    assert resume_job("Reminder")["state"] == "scheduled"
+    assert trigger_job("Reminder")["id"] == one_shot["id"]
+    assert pause_job("no such job") is None and trigger_job("no such job") is None
+    assert remove_job("Reminder") is True
+    assert one_shot["id"] not in [job["id"] for job in list_jobs(include_disabled=True)]
+
+
+def test_save_jobs_brings_the_store_to_the_list(hermes_home: Path) -> None:
+    """0.19's readers load_jobs, change the list and save_jobs it: the store follows."""
+    from cron.jobs import create_job, load_jobs, save_jobs
+
+    kept = create_job(prompt="keep me", schedule="every 1h", name="kept")
+    dropped = create_job(prompt="drop me", schedule="every 2h", name="dropped")
+    jobs = [job for job in load_jobs() if job["id"] != dropped["id"]]
+    jobs[0]["name"] = "kept and renamed"
+    jobs[0]["enabled"] = False
+    jobs.append(
+        {"id": "abc123def456", "name": "added", "prompt": "new", "schedule": parse_019("every 3h")}
+    )
+    save_jobs(jobs)
+    after = {job["id"]: job for job in load_jobs()}
+    assert set(after) == {kept["id"], "abc123def456"}
+    assert (after[kept["id"]]["name"], after[kept["id"]]["state"]) == ("kept and renamed", "paused")
+    assert after["abc123def456"]["schedule_display"] == "every 3h"
+    cli = hermes(hermes_home, "cron", "list", "--all", "--json")
+    assert {j["id"] for j in json.loads(cli.stdout)} == set(after)
+    with pytest.raises(ValueError, match="job id"):
+        save_jobs([{"id": "../x", "name": "bad", "prompt": "p", "schedule": "every 1h"}])
+    assert set(job["id"] for job in load_jobs()) == set(after)
+
+
+def parse_019(text: str) -> dict:
+    from cron.jobs import parse_schedule
+
+    return parse_schedule(text)
+
+
+UNSAFE_JOB_IDS = ["<absolute>", "../escape", "a/b", "a\\b", "..", ".", "", "  "]
+
+
+@pytest.mark.parametrize("job_id", UNSAFE_JOB_IDS)
+def test_save_job_output_refuses_a_job_id_that_leaves_the_output_folder(
+    hermes_home: Path, job_id: str
+) -> None:
+    """0.19's ``_job_output_dir`` guard: a job id is one path component under cron/output."""
+    from cron.jobs import save_job_output
+
+    outside = hermes_home.parent / f"{hermes_home.name}-escape"
+    with pytest.raises(ValueError, match="job id"):
+        save_job_output(str(outside) if job_id == "<absolute>" else job_id, "# run\n")
+    assert not (hermes_home / "escape").exists() and not (hermes_home / "cron").exists()
+    assert not outside.exists()
+
+
+def test_an_imported_job_with_an_unsafe_id_writes_only_under_cron_output(
+    hermes_home: Path,
+) -> None:
+    """A 0.19 jobs.json carrying ``../escape`` as an id: the job comes over under an id of
+    its own, and its run documents stay in cron/output."""
+    from hermes.compat.cron_jobs import import_jobs
+    from hermes.cron import CronStore, files
+    from hermes.state import SessionDB
+
+    (hermes_home / "cron").mkdir()
+    legacy = {"jobs": [{"id": "../escape", "name": "bad", "prompt": "hi", "schedule": "every 1h"}]}
+    (hermes_home / "cron" / "jobs.json").write_text(json.dumps(legacy), encoding="utf-8")
+    with SessionDB(db_path=hermes_home / "state.db") as db:
+        assert import_jobs(hermes_home / "cron" / "jobs.json", db.backend) == 1
+        store = CronStore(db.backend)
+        (job,) = store.jobs()
+        assert job["name"] == "bad" and job["id"] != "../escape" and "/" not in job["id"]
+        files.write_files(hermes_home, store)
+    assert not (hermes_home / "cron" / "escape").exists()
+
+
 def test_no_store_yet_means_no_jobs_and_no_store_made(hermes_home: Path) -> None:
     from cron.jobs import list_jobs
 
@@ -242,6 +412,52 @@ def test_profiles_as_the_webui_lists_and_makes_them(hermes_home: Path) -> None:
     ]
 
 
+def test_profiles_deleted_renamed_and_named_as_0_19_does(hermes_home: Path) -> None:
+    """hermes-webui's Profiles panel: a new profile has its own .env; names are checked as
+    stored (lower case); rename and delete, the sticky choice following."""
+    from hermes_cli.profiles import (
+        create_profile,
+        delete_profile,
+        get_active_profile,
+        normalize_profile_name,
+        profile_exists,
+        rename_profile,
+        set_active_profile,
+        validate_profile_name,
+    )
+
+    with pytest.raises(ValueError):
+        validate_profile_name("Work")
+    validate_profile_name(normalize_profile_name("Work"))
+    validate_profile_name("default")
+
+    path = create_profile("work", no_alias=True)
+    env = path / ".env"
+    assert env.read_text(encoding="utf-8").startswith("# Per-profile secrets")
+    assert oct(env.stat().st_mode & 0o777) == "0o600"
+    (hermes_home / ".env").write_text("OPENAI_API_KEY=root-key\n", encoding="utf-8")
+    cloned = create_profile("copy", clone_from="default", no_alias=True)
+    assert (cloned / ".env").read_text(encoding="utf-8") == "OPENAI_API_KEY=root-key\n"
+
+    set_active_profile("work")
+    moved = rename_profile("work", "job")
+    assert moved == hermes_home / "profiles" / "job" and moved.is_dir() and not path.exists()
+    assert get_active_profile() == "job" and not profile_exists("work")
+    with pytest.raises(FileExistsError):
+        rename_profile("job", "copy")
+    with pytest.raises(FileNotFoundError):
+        rename_profile("work", "other")
+    with pytest.raises(ValueError):
+        delete_profile("default")
+
+    assert delete_profile("job") == moved and not moved.exists()
+    assert get_active_profile() == "default"
+    with pytest.raises(FileNotFoundError):
+        delete_profile("job")
+    listed = hermes(hermes_home, "profile", "list")
+    assert "copy" in listed.stdout and "job" not in listed.stdout
+
+
 def test_gateway_status_reads_the_state_file(hermes_home: Path) -> None:
     import gateway.status
     from hermes_cli.profiles import list_profiles
@@ -282,6 +498,84 @@ def test_config_helpers_read_this_home(hermes_home: Path) -> None:
     assert get_hermes_home() == hermes_home
 
 
+def test_config_expands_variables_and_saves_as_0_19_does(
+    hermes_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """hermes-webui's settings panel: load_config, change a value, save_config; a
+    ``${VAR}`` reads as the variable's value (kept as written when unset), as in 0.19."""
+    from hermes_cli.config import DEFAULT_CONFIG, ensure_hermes_home, load_config, save_config
+
+    from hermes import config as hermes_config
+
+    monkeypatch.setenv("MY_MODEL", "env-model")
+    monkeypatch.delenv("NOT_SET_ANYWHERE", raising=False)
+    (hermes_home / "config.yaml").write_text(
+        "model:\n  default: ${MY_MODEL}\nweb:\n  backend: ${NOT_SET_ANYWHERE}\n"
+        "fallback_models: [x, '${MY_MODEL}']\n",
+        encoding="utf-8",
+    )
+    config = load_config()
+    assert config["model"]["default"] == "env-model"
+    assert config["web"]["backend"] == "${NOT_SET_ANYWHERE}"
+    assert config["fallback_models"] == ["x", "env-model"]
+    assert (
+        DEFAULT_CONFIG["compression"]
+        == hermes_config.load_config(hermes_home / "absent.yaml").as_tree()["compression"]
+    )
+
+    config = load_config()
+    config["model"]["default"] = "saved-model"
+    config["display"] = {"skin": "mono"}  # a 0.19 section hermes does not read: kept
+    save_config(config)
+    written = (hermes_home / "config.yaml").read_text(encoding="utf-8")
+    assert "${NOT_SET_ANYWHERE}" in written and "compression" not in written  # no defaults
+    assert hermes_config.load_config(hermes_home / "config.yaml").get("model.default") == (
+        "saved-model"
+    )
+    assert load_config()["display"] == {"skin": "mono"}
+    assert oct((hermes_home / "config.yaml").stat().st_mode & 0o777) == "0o600"
+    with pytest.raises(ValueError, match="compression.threshold"):
+        save_config({**load_config(), "compression": {"threshold": "half"}})
+    assert hermes_config.load_config(hermes_home / "config.yaml").get("model.default") == (
+        "saved-model"
+    )
+
+    home = hermes_home / "fresh"
+    monkeypatch.setenv("HERMES_HOME", str(home))
+    ensure_hermes_home()
+    assert {p.name for p in home.iterdir()} >= {"cron", "sessions", "logs", "memories", "skills"}
+
+
+def test_kanban_db_says_it_is_not_provided() -> None:
+    """hermes-webui's Kanban panel imports ``from hermes_cli import kanban_db``: a module
+    hermes does not claim says so on import, in words, instead of a bare missing name."""
+    with pytest.raises(ImportError, match="no Kanban board"):
+        from hermes_cli import kanban_db  # noqa: F401
+
+
+def test_hermes_constants_helpers_of_0_19(hermes_home: Path) -> None:
+    import hermes_constants
+
+    assert hermes_constants.get_hermes_dir("cache/images", "image_cache") == (
+        hermes_home / "cache" / "images"
+    )
+    (hermes_home / "image_cache").mkdir()
+    assert hermes_constants.get_hermes_dir("cache/images", "image_cache") == (
+        hermes_home / "cache" / "images"
+    )  # an empty older folder is not in use
+    (hermes_home / "image_cache" / "a.png").write_bytes(b"x")
+    assert hermes_constants.get_hermes_dir("cache/images", "image_cache") == (
+        hermes_home / "image_cache"
+    )
+    token = hermes_constants.set_hermes_home_override(hermes_home / "profiles" / "x")
+    try:
+        assert hermes_constants.get_process_hermes_home() == hermes_home
+    finally:
+        hermes_constants.reset_hermes_home_override(token)
+    assert hermes_constants.OPENROUTER_MODELS_URL.startswith(hermes_constants.OPENROUTER_BASE_URL)
+    assert isinstance(hermes_constants.is_container(), bool) and not hermes_constants.is_termux()
+
+
 def test_hermes_agent_kit_finds_hermes_and_runs_its_command(hermes_home: Path) -> None:
     """hermes-agent-kit imports hermes_cli.main, sets sys.argv and calls main()."""
     code = (
@@ -312,6 +606,36 @@ def test_call_llm_answers_on_hermes_endpoint(hermes_home: Path, fake_llm) -> Non
     )
     assert response.choices[0].message.content == "echo: sum up"
     assert fake_llm.requests[-1]["model"] == "fake-model"
+
+
+def test_async_call_llm_and_the_answers_text(hermes_home: Path, fake_llm) -> None:
+    """0.19's ``async_call_llm`` and ``extract_content_or_reasoning`` (plug-ins' side work)."""
+    import asyncio
+    from types import SimpleNamespace
+
+    from agent.auxiliary_client import async_call_llm, extract_content_or_reasoning
+
+    (hermes_home / "config.yaml").write_text(
+        f"model:\n  default: fake-model\n  base_url: {fake_llm.url}\n", encoding="utf-8"
+    )
+    response = asyncio.run(
+        async_call_llm(task="compression", messages=[{"role": "user", "content": "sum up"}])
+    )
+    assert extract_content_or_reasoning(response) == "echo: sum up"
+
+    def answer(**message: object) -> SimpleNamespace:
+        fields = {"content": None, **message}
+        return SimpleNamespace(choices=[SimpleNamespace(message=SimpleNamespace(**fields))])
+
+    assert extract_content_or_reasoning(answer(content="<think>hmm</think> 42")) == "42"
+    assert extract_content_or_reasoning(answer(content="", reasoning_content="because")) == (
+        "because"
+    )
+    details = [{"summary": "step one"}, {"text": "step two"}]
+    assert extract_content_or_reasoning(answer(reasoning_details=details)) == (
+        "step one\n\nstep two"
+    )
+    assert extract_content_or_reasoning(answer(content="")) == ""
 
 
 @pytest.mark.hermes_agent
@@ -377,3 +701,17 @@ def test_the_command_palette_lists_hermes_commands() -> None:
     assert {c["name"] for c in listed} == set(COMMANDS) and "cron" in GATEWAY_KNOWN_COMMANDS
     title = next(c for c in listed if c["name"] == "title")
     assert title["description"] == COMMANDS["title"].help and title["args_hint"]
+
+
+def test_commands_are_resolved_as_0_19_resolves_them() -> None:
+    """hermes-webui and gateway plugins resolve a typed command with 0.19's helpers."""
+    from hermes_cli import commands
+
+    assert commands.resolve_command("/Title") is commands.resolve_command("title")
+    assert commands.resolve_command("/title").name == "title"
+    assert commands.resolve_command("/no-such-command") is None
+    assert commands.is_gateway_known_command("cron") and not commands.is_gateway_known_command("")
+    assert commands.should_bypass_active_session("new")
+    assert commands.COMMANDS["/title"].startswith(commands.resolve_command("title").description)
+    assert "/title" in commands.COMMANDS_BY_CATEGORY["Session"]
+    assert any(line.startswith("`/title") for line in commands.gateway_help_lines())

@@ -210,6 +210,30 @@ def test_titles(db: SessionDB, store) -> None:
     assert db.get_session_title("missing") is None
 
 
+def test_auto_title_only_while_the_conversation_has_none(db: SessionDB, store) -> None:
+    """hermes-webui titles a new chat with ``set_auto_title_if_empty`` (0.19's name); a
+    title the user gave stands, and one the conversation's earlier segment holds too."""
+    db.create_session("web1", "webui")
+    assert db.set_auto_title_if_empty("web1", "  Planning  the trip ") is True
+    assert store.get_session("web1")["title"] == "Planning the trip"
+    assert db.set_auto_title_if_empty("web1", "Something else") is False
+    assert store.get_session("web1")["title"] == "Planning the trip"
+    assert [r["title"] for r in db.list_sessions_rich()] == ["Planning the trip"]
+
+    db.create_session("web2", "webui")
+    db.set_session_title("web2", "mine")
+    assert db.set_auto_title_if_empty("web2", "auto") is False
+    rotate(db, "web2", "web2b")
+    titles = (db.get_session_title("web2"), db.get_session_title("web2b"))
+    assert db.set_auto_title_if_empty("web2b", "auto") is False
+    assert (db.get_session_title("web2"), db.get_session_title("web2b")) == titles
+
+    db.create_session("web3", "webui")
+    with pytest.raises(ValueError, match="already in use"):
+        db.set_auto_title_if_empty("web3", "mine")
+    assert db.set_auto_title_if_empty("missing", "x") is False
+
+
 def test_resolve_session_by_title_follows_the_numbered_continuation(db: SessionDB) -> None:
     db.create_session("p", "cli")
     db.set_session_title("p", "work")
@@ -314,6 +338,63 @@ def test_compression_tip_lineage_and_root(db: SessionDB) -> None:
     assert db.get_conversation_root("c") == "a"
     assert db.get_compression_tip("unknown") == "unknown"
     assert db.get_compression_lineage("unknown") == []
+
+
+def test_resolve_resume_session_id_goes_to_the_segment_holding_the_newest_messages(
+    db: SessionDB,
+) -> None:
+    db.create_session("a", "webui")
+    db.append_message("a", "user", "first")
+    rotate(db, "a", "b")
+    db.append_message("b", "user", "after compression")
+    assert db.resolve_resume_session_id("a") == "b"
+    assert db.resolve_resume_session_id("b") == "b"
+    db.create_session("br", "webui", parent_session_id="b")  # a branch: not followed
+    db.append_message("br", "user", "elsewhere")
+    assert db.resolve_resume_session_id("a") == "b"
+    assert db.resolve_resume_session_id("unknown") == "unknown"
+    assert db.resolve_resume_session_id("") == ""
+
+
+def conversation_of(db: SessionDB, sid: str, count: int) -> list[int]:
+    db.create_session(sid, "cli")
+    ids = []
+    for n in range(count):
+        ids.append(db.append_message(sid, "user" if n % 2 == 0 else "assistant", f"m{n}"))
+    return ids
+
+
+def test_get_messages_around_is_a_window_on_an_anchor(db: SessionDB) -> None:
+    """session_search's primitive: up to ``window`` rows each side, with the counts."""
+    ids = conversation_of(db, "s", 12)
+    around = db.get_messages_around("s", ids[5], window=2)
+    assert [m["id"] for m in around["window"]] == ids[3:8]
+    assert [m["content"] for m in around["window"]] == ["m3", "m4", "m5", "m6", "m7"]
+    assert (around["messages_before"], around["messages_after"]) == (2, 2)
+    edge = db.get_messages_around("s", ids[1], window=3)
+    assert [m["id"] for m in edge["window"]] == ids[:5]
+    assert (edge["messages_before"], edge["messages_after"]) == (1, 3)
+    conversation_of(db, "other", 1)
+    empty = {"window": [], "messages_before": 0, "messages_after": 0}
+    assert db.get_messages_around("other", ids[5]) == empty
+    assert db.get_messages_around("s", 10**9) == empty
+
+
+def test_get_anchored_view_adds_the_sessions_opening_and_close(db: SessionDB) -> None:
+    ids = conversation_of(db, "s", 12)
+    tool = db.append_message("s", "tool", "tool output", tool_call_id="c1")
+    ids.append(tool)
+    ids.append(db.append_message("s", "assistant", "done"))
+    view = db.get_anchored_view("s", ids[6], window=1, bookend=2)
+    assert [m["content"] for m in view["window"]] == ["m5", "m6", "m7"]
+    assert [m["content"] for m in view["bookend_start"]] == ["m0", "m1"]
+    assert [m["content"] for m in view["bookend_end"]] == ["m11", "done"]
+    near_end = db.get_anchored_view("s", ids[-1], window=2, bookend=2)
+    assert [m["role"] for m in near_end["window"]] == ["assistant", "assistant"]  # no tool
+    raw = db.get_anchored_view("s", ids[-1], window=2, bookend=0, keep_roles=None)
+    assert [m["content"] for m in raw["window"]] == ["m11", "tool output", "done"]
+    assert raw["bookend_start"] == [] and raw["bookend_end"] == []
+    assert db.get_anchored_view("s", 10**9)["window"] == []
 
 
 # -- export and deletion ----------------------------------------------------------------

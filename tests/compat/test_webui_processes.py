@@ -97,6 +97,9 @@ def test_a_finished_process_is_listed_and_its_event_drained_once(
     assert "built-42" in evt["output"] and isinstance(evt["completed_at"], float)
     note = format_process_notification(evt)
     assert note is not None and note.startswith(f"[IMPORTANT: Background process {pid} exited")
+    assert "(exit code 3)." in note
+    stopped = format_process_notification({**evt, "exit_code": -15, "completion_reason": "killed"})
+    assert f"{pid} terminated by Hermes (exit code -15, SIGTERM)." in (stopped or "")
     # Exactly once: nothing more for the next-turn drain (get_nowait until Empty).
     with pytest.raises(queue.Empty):
         queue_.get_nowait()

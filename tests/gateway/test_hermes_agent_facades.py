@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+import time
 from pathlib import Path
 
 import openai
@@ -40,6 +41,12 @@ def test_a_job_made_and_run_through_the_facades_runs_on_the_gateway(
 
     assert gateway.status.get_running_pid() == gw.proc.pid
     assert gateway.status.read_runtime_status()["gateway_state"] == "running"
+    # hermesd's cron ticker: 0.19's ticker files, an epoch each, which the scheduler keeps.
+    assert wait_for(lambda: cron.jobs.get_ticker_heartbeat_age() is not None)
+    for name in ("ticker_heartbeat", "ticker_last_success"):
+        stamp = float((hermes_home / "cron" / name).read_text(encoding="utf-8"))
+        assert abs(time.time() - stamp) < 600
+    assert cron.jobs.get_ticker_success_age() is not None
 
     job = cron.jobs.create_job(prompt="say hi", schedule="every 2h", name="greet")
     on_disk = json.loads((hermes_home / "cron" / "jobs.json").read_text(encoding="utf-8"))
@@ -88,3 +95,51 @@ def test_a_job_made_and_run_through_the_facades_runs_on_the_gateway(
     agent_log = (hermes_home / "logs" / "agent.log").read_text(encoding="utf-8")
     assert "hermes.cron.service: cron: job" in agent_log
     wait_for(lambda: gateway.status.get_running_pid() is None, timeout=10)
+
+
+def kit_patch_gateway_resolver(overrides: dict[str, str]) -> None:
+    """hermes-agent-kit's ``bridge.patch_gateway_resolver``, as it patches 0.19."""
+    import asyncio
+
+    from gateway.run import GatewayRunner
+
+    original = GatewayRunner._resolve_session_agent_runtime
+    assert not asyncio.iscoroutinefunction(original)
+
+    def patched_resolver(self, *args, **kwargs):
+        model, runtime_kwargs = original(self, *args, **kwargs)
+        session_key = kwargs.get("session_key") or (args[0] if args else None)
+        if session_key and session_key in overrides:
+            model = overrides[session_key]
+        return model, runtime_kwargs
+
+    GatewayRunner._resolve_session_agent_runtime = patched_resolver
+
+
+def test_hermes_agent_kit_routes_a_chat_to_its_model(
+    hermes_home: Path, fake_llm, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """hermes-agent-kit's routing bridge patches ``gateway.run.GatewayRunner``; the chat
+    it overrides is answered by its model, another chat by the configured one."""
+    from gateway.run import GatewayRunner
+
+    from tests.gateway.fakechat import incoming
+    from tests.gateway.one_chat import KEY, chat_gateway
+
+    monkeypatch.setattr(
+        GatewayRunner,
+        "_resolve_session_agent_runtime",
+        GatewayRunner._resolve_session_agent_runtime,
+    )  # put back after the test
+    kit_patch_gateway_resolver({KEY: "routed-model"})
+    write_config(hermes_home, fake_llm.url)
+    gateway = chat_gateway(hermes_home)
+    try:
+        gateway.call(gateway.runner.handle_message(incoming("route me")))
+        wait_for(lambda: any("route me" in t for t in gateway.chat.texts()), timeout=30)
+        gateway.call(gateway.runner.handle_message(incoming("not me", chat="200", user="42")))
+        wait_for(lambda: any("not me" in t for t in gateway.chat.texts()), timeout=30)
+    finally:
+        gateway.stop()
+    models = {r["messages"][-1]["content"]: r["model"] for r in fake_llm.requests}
+    assert models == {"route me": "routed-model", "not me": "fake-model"}

@@ -143,3 +143,48 @@ def test_a_chat_fires_agent_step_and_session_end_and_reset_with_0_19s_keys(
             "42",
             KEY,
         )
+
+
+DISPATCH_GATE = """
+def register(ctx):
+    def gate(event, gateway, session_store, **_):
+        if event.text.startswith("spam"):
+            return {"action": "skip", "reason": "spam"}
+        if event.text.startswith("shout "):
+            return {"action": "rewrite", "text": event.text[len("shout "):].upper()}
+        return {"action": "allow"}
+    ctx.register_hook("pre_gateway_dispatch", gate)
+"""
+
+
+def test_pre_gateway_dispatch_skips_and_rewrites_a_chat_message(
+    hermes_home: Path, fake_llm
+) -> None:
+    """0.19's ``pre_gateway_dispatch``: a plugin drops a message (no reply, no turn) or
+    rewrites its text before the gateway handles it."""
+    from tests.gateway.one_chat import KEY, chat_gateway, say
+    from tests.plugins.helpers import install_plugin
+
+    write_config(hermes_home, fake_llm.url, plugins={"enabled": ["gate"]})
+    install_plugin(hermes_home, "gate", "name: gate\n", DISPATCH_GATE)
+    gateway = chat_gateway(hermes_home)
+    try:
+        say(gateway, "spam spam spam")
+        say(gateway, "shout hello there")
+        wait_for(lambda: any("HELLO THERE" in t for t in gateway.chat.texts()), timeout=30)
+        say(gateway, "plain words")
+        wait_for(lambda: any("plain words" in t for t in gateway.chat.texts()), timeout=30)
+        conversation = gateway.db.get_session(gateway.db.gateway.get_route(KEY))
+        stored = [
+            m["content"]
+            for m in gateway.db.get_conversation_messages(conversation["conversation_id"])
+            if m["role"] == "user"
+        ]
+    finally:
+        gateway.stop()
+    assert stored == ["HELLO THERE", "plain words"]
+    assert not any("spam" in t for t in gateway.chat.texts())
+    assert [m["messages"][-1]["content"] for m in fake_llm.requests] == [
+        "HELLO THERE",
+        "plain words",
+    ]
