@@ -7,6 +7,7 @@ same text here); a route hermes cannot serve is refused in one sentence.
 from __future__ import annotations
 
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -96,3 +97,23 @@ def test_hermes_agents_platforms_section_is_read_as_gateway_platforms(tmp_path: 
     assert config.get("gateway.platforms")["webhook"] == {"extra": {"port": 9100}, "enabled": False}
     assert WEBHOOK not in platforms_from_config(config)  # 0.19: off unless `enabled: true`
     assert "platforms.telegram.enabled" in config.ignored  # the rest stays ignored
+
+
+def test_a_delivery_is_a_duplicate_only_within_its_window(tmp_path: Path) -> None:
+    from hermes.state.gateway.webhook_deliveries import DeliveryStore, Target
+    from hermes.state.store import SessionDB
+
+    db = SessionDB(db_path=tmp_path / "state.db")
+    try:
+        store = DeliveryStore(db.gateway.backend, read_only=False)
+        target = Target("log", {})
+        assert store.accept("gh", "h-body", target, None, 0.2)[0]
+        assert not store.accept("gh", "h-body", target, None, 0.2)[0]  # a replay
+        assert store.accept("other", "h-body", target, None, 0.2)[0]  # per route
+        time.sleep(0.3)  # the window has passed: the same body is a new event
+        assert store.accept("gh", "h-body", target, None, 0.2)[0]
+        assert store.accept("gh", "h-id", target, None, None)[0]
+        time.sleep(0.3)  # no window: as long as the store keeps it
+        assert not store.accept("gh", "h-id", target, None, None)[0]
+    finally:
+        db.close()

@@ -1,10 +1,14 @@
 """The webhook platform: ``POST /webhooks/<route>`` on its own port, ``GET /health``.
 
-A request is refused before it costs anything: an unknown or disabled route (404, 403),
-a body over ``max_body_bytes`` (413, from its Content-Length before it is read), a wrong
-or missing signature (401, ``signatures``), more than ``rate_limit`` events of the route
-in the last minute (429). An event the route does not take (``events``) is answered 200
-``ignored``. Else its prompt is rendered (``events``) and:
+A request is refused before it costs anything, always with a JSON ``error``: a
+connection over the caps of ``admission`` (429 per address, 503 in all), headers or a
+body slower than ``read_timeout`` (closed, 408), an unknown or disabled route (404,
+403), a body over ``max_body_bytes`` (413, from its Content-Length before it is read), a
+compressed body (415: bodies are checked as signed, never inflated), a wrong or missing
+signature (401, ``signatures``), more than ``rate_limit`` events of the route in the
+last minute (429), a body neither JSON nor a form (400). An event the route does not
+take (``events``) is answered 200 ``ignored``. Else its prompt is rendered (``events``),
+its delivery key made of what its signature covers (``events.delivery_key``), and:
 
 - a ``deliver_only`` route delivers the rendered text at once, no agent (200 ``delivered``);
 - any other route queues one turn and answers 202 ``accepted`` once the event and its turn
@@ -76,8 +80,8 @@ class Event:
 
     @property
     def window(self) -> float | None:
-        """Seconds its delivery key decides duplicates for: a key made of the body alone
-        (no signed id nor time) for the route's ``deliver_window``, else as long as the
+        """Seconds within which the same delivery key is a duplicate: the route's
+        ``deliver_window``; None (a route that trusts the sender's id): as long as the
         store keeps it."""
         return self.route.deliver_window or None
 
