@@ -158,14 +158,18 @@ class Fleet:
 
 
 class ShortCommands:
-    """`hermes sessions list`, one process after another while the soak runs: each opens
-    the store and closes it again, as a user's command does beside a running hermes."""
+    """`hermes sessions list`, one process at a time, started every few seconds while the
+    soak runs: each opens the store and closes it again, as a user's command does beside
+    a running hermes (not back to back: a Python start is a second of CPU the workers
+    need)."""
 
     COMMAND = ("sessions", "list", "-n", "5")
+    EVERY = 3.0  # seconds between starts
 
     def __init__(self, env: dict[str, str], stderr: Any) -> None:
         self.env, self.stderr = env, stderr
         self.running: subprocess.Popen | None = None
+        self.started = 0.0
         self.runs = 0
 
     def tick(self) -> None:
@@ -173,6 +177,10 @@ class ShortCommands:
             return
         if self.running is not None:
             self.runs += self.running.returncode == 0
+            self.running = None
+        if time.monotonic() - self.started < self.EVERY:
+            return
+        self.started = time.monotonic()
         self.running = subprocess.Popen([sys.executable, "-m", "hermes", *self.COMMAND],
                                         env=self.env, cwd=ROOT, stdout=subprocess.DEVNULL,
                                         stderr=self.stderr)  # fmt: skip
