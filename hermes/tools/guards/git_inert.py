@@ -54,14 +54,18 @@ SAFE_KEYS: dict[tuple[str, bool], frozenset[str]] = {
             "eol",
             "safecrlf",
             "quotepath",
+            "worktree",  # a submodule's: where its files are, nothing that runs
         }
     ),
-    ("remote", True): frozenset({"url", "pushurl", "fetch", "push", "tagopt", "prune", "mirror"}),
+    ("remote", True): frozenset(
+        {"url", "pushurl", "fetch", "push", "tagopt", "prune", "mirror", "promisor"}
+        | {"partialclonefilter"}
+    ),
     ("branch", True): frozenset({"remote", "merge", "rebase", "pushremote", "description"}),
     ("submodule", True): frozenset({"url", "active", "branch"}),
     ("user", False): frozenset({"name", "email"}),
     ("init", False): frozenset({"defaultbranch"}),
-    ("extensions", False): frozenset({"objectformat", "refstorage"}),
+    ("extensions", False): frozenset({"objectformat", "refstorage", "partialclone"}),
     ("pull", False): frozenset({"rebase", "ff"}),
     ("push", False): frozenset({"default", "autosetupremote"}),
     ("fetch", False): frozenset({"prune"}),
