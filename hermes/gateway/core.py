@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from hermes.gateway.lanes import ResultSink, WorkItem
     from hermes.gateway.routing import Router
     from hermes.gateway.settings import ApiServerSettings
+    from hermes.gateway.store_health import StoreHealth
     from hermes.state.store import SessionDB
 
 # The rooms every gateway attaches at start-up: modules with an ``attach(host)``.
@@ -71,6 +72,7 @@ class ApiHost(AdapterHost, Protocol):
     holder: str
     accepting: bool
     closing: bool
+    store_health: StoreHealth
 
     @property
     def queue_owner(self) -> str | None:

@@ -456,6 +456,10 @@ class SQLiteBackend:
         """Whether the database file at the path is still the one this store writes."""
         return self._shared.in_place()
 
+    def ping(self, timeout: float) -> None:
+        # A local file answers or raises at once; a read waits for no writer under WAL.
+        self.transact(lambda tx: tx.one("SELECT 1 AS x"), write=False)
+
     def _with_patience(self, step: Callable[[], object], what: str) -> None:
         _patiently(step, self.path, self.patience, what)
 
