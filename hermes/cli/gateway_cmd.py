@@ -226,7 +226,10 @@ async def _serve(
 
         api = runner.adapters.get(API_SERVER)
         state.running(sorted(runner.adapters), getattr(api, "url", None) or None)
-        watching = asyncio.create_task(_count_active_turns(runner, state, stop))
+        from hermes.gateway.config_watch import ConfigWatch
+
+        config = ConfigWatch(runner.config.path)
+        watching = asyncio.create_task(_count_active_turns(runner, state, stop, config))
     store_watch = asyncio.create_task(_watch_store(runner, stop))
     await stop.wait()
     if state is not None:
@@ -260,15 +263,19 @@ async def _watch_store(runner: Any, stop: asyncio.Event) -> bool:
     return False
 
 
-async def _count_active_turns(runner: Any, state: GatewayStateFile, stop: asyncio.Event) -> None:
-    """Keep ``active_agents`` and ``store`` (whether the store answers) of the state file
-    current (written only when they change)."""
-    written: tuple[int, Any] = (0, {"state": "ok"})
+async def _count_active_turns(
+    runner: Any, state: GatewayStateFile, stop: asyncio.Event, config: Any
+) -> None:
+    """Keep ``active_agents``, ``store`` (whether the store answers) and
+    ``config_changed`` (the keys of config.yaml changed since the start: a restart is
+    needed) of the state file current (written only when they change)."""
+    written: tuple[int, Any, list[str]] = (0, {"state": "ok"}, [])
     while not stop.is_set():
         status = runner.status()
-        now = (status["running_turns"], status["store"])
+        changed = await asyncio.to_thread(config.check)
+        now = (status["running_turns"], status["store"], changed)
         if now != written:
-            state.update(active_agents=now[0], store=now[1])
+            state.update(active_agents=now[0], store=now[1], config_changed=now[2])
             written = now
         else:
             state.refresh()
@@ -428,6 +435,12 @@ def _describe(running: bool, state: dict[str, Any]) -> str:
         store = state.get("store") or {}
         if store.get("state") == "unreachable":
             line += f" Its store is unreachable, so it refuses requests: {store.get('error')}"
+        if state.get("config_changed"):
+            keys = ", ".join(state["config_changed"])
+            line += (
+                f" config.yaml changed since it started ({keys}): restart it to apply "
+                "(`hermes gateway restart`)."
+            )
         return line
     if not state:
         return "Gateway is not running (it has never run on this HERMES_HOME)."
