@@ -526,7 +526,7 @@ def _check_readable(conn: sqlite3.Connection, path: Path) -> None:
         if _is_busy(exc):
             raise
         conn.close()
-        raise diagnose.damaged(path, str(exc)).error() from exc
+        raise diagnose.open_failed(path, str(exc)).error() from exc
     except sqlite3.DatabaseError as exc:
         conn.close()
         raise diagnose.damaged(path, str(exc)).error() from exc
