@@ -169,7 +169,7 @@ def _file_checks_out(path: Path) -> bool:
     except sqlite3.Error:
         return False
     try:
-        return conn.execute("PRAGMA quick_check").fetchone()[0] == "ok"
+        return bool(conn.execute("PRAGMA quick_check").fetchone()[0] == "ok")
     except sqlite3.Error:
         return False
     finally:
