@@ -77,10 +77,41 @@ def run_checks(*, offline: bool = False) -> Iterator[Check]:
     else:
         yield from _store_checks(location, config)
     yield from _mcp_checks(config)
+    yield from _gateway_checks(hermes_home())
     if offline:
         yield Check("endpoint", None, "skipped (--offline).")
         return
     yield from _endpoint_checks(config)
+
+
+# -- running gateways -------------------------------------------------------------------
+
+
+def _gateway_checks(home: Path) -> Iterator[Check]:
+    """A running gateway keeps its start-time config.yaml, and one whose store does not
+    answer refuses requests: each says so here, as in `hermes gateway status`."""
+    from hermes.gateway.state_file import running_gateways
+
+    for state in running_gateways(home):
+        pid = state.get("pid")
+        if state.get("config_changed"):
+            keys = ", ".join(state["config_changed"])
+            yield Check(
+                "gateway",
+                False,
+                f"the gateway (pid {pid}) runs on an older config.yaml: {keys} changed since "
+                "it started.",
+                "restart it to apply them (`hermes gateway restart`).",
+            )
+        store = state.get("store") or {}
+        if store.get("state") == "unreachable":
+            yield Check(
+                "gateway",
+                False,
+                f"the gateway (pid {pid}) cannot reach its store and refuses requests: "
+                f"{store.get('error')}",
+                "bring the store back; the gateway serves again by itself.",
+            )
 
 
 # -- config and files -------------------------------------------------------------------

@@ -137,7 +137,8 @@ def run(
         sys.exit(_supervise(count, api, grace, verbose, sorted({*platforms, API_SERVER})))
     elif workers is not None and count > 1:
         log.info("no HTTP API to share: the chat platforms run in one process")
-    runner = GatewayRunner(config, platforms=platforms, api=api)
+    # Worker 0 fires gateway:startup for the whole gateway (it also runs the chats).
+    runner = GatewayRunner(config, platforms=platforms, api=api, announces_startup=not worker_index)
     # A supervisor's worker leaves the state file to the supervisor: one record per home.
     state = GatewayStateFile(runner.home) if worker_index is None else None
     with asyncio.Runner(loop_factory=_loop_factory()) as loop_runner:
@@ -171,7 +172,7 @@ def _supervise(count: int, api: Any, grace: float, verbose: bool, platforms: lis
     state = GatewayStateFile(hermes_home())
     state.starting()
     supervisor = Supervisor(count, command, where=f"http://{listen}/v1")
-    supervisor.on_ready = lambda: state.running(platforms)
+    supervisor.on_ready = lambda: state.running(platforms, f"http://{listen}")
     code = 1
     try:
         code = supervisor.run()
@@ -221,8 +222,14 @@ async def _serve(
     supervisor = _report_ready(loop, supervisor_fd, stop) if supervisor_fd is not None else None
     watching = None
     if state is not None:
-        state.running(sorted(runner.adapters))
-        watching = asyncio.create_task(_count_active_turns(runner, state, stop))
+        from hermes.gateway.settings import API_SERVER
+
+        api = runner.adapters.get(API_SERVER)
+        state.running(sorted(runner.adapters), getattr(api, "url", None) or None)
+        from hermes.gateway.config_watch import ConfigWatch
+
+        config = ConfigWatch(runner.config.path)
+        watching = asyncio.create_task(_count_active_turns(runner, state, stop, config))
     store_watch = asyncio.create_task(_watch_store(runner, stop))
     await stop.wait()
     if state is not None:
@@ -256,14 +263,20 @@ async def _watch_store(runner: Any, stop: asyncio.Event) -> bool:
     return False
 
 
-async def _count_active_turns(runner: Any, state: GatewayStateFile, stop: asyncio.Event) -> None:
-    """Keep ``active_agents`` of the state file current (written only when it changes)."""
-    written = 0
+async def _count_active_turns(
+    runner: Any, state: GatewayStateFile, stop: asyncio.Event, config: Any
+) -> None:
+    """Keep ``active_agents``, ``store`` (whether the store answers) and
+    ``config_changed`` (the keys of config.yaml changed since the start: a restart is
+    needed) of the state file current (written only when they change)."""
+    written: tuple[int, Any, list[str]] = (0, {"state": "ok"}, [])
     while not stop.is_set():
-        running = runner.status()["running_turns"]
-        if running != written:
-            state.update(active_agents=running)
-            written = running
+        status = runner.status()
+        changed = await asyncio.to_thread(config.check)
+        now = (status["running_turns"], status["store"], changed)
+        if now != written:
+            state.update(active_agents=now[0], store=now[1], config_changed=now[2])
+            written = now
         else:
             state.refresh()
         try:
@@ -334,6 +347,52 @@ def restart(timeout: float) -> None:
         click.echo(line)
 
 
+@gateway.command("start")
+@click.option("--api-server", "api_server", metavar="HOST:PORT", help="As for `gateway run`.")
+@click.option("--workers", type=int, default=None, metavar="N", help="As for `gateway run`.")
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=1),
+    default=60.0,
+    show_default=True,
+    help="Seconds to wait for it to serve.",
+)
+def start(api_server: str | None, workers: int | None, timeout: float) -> None:
+    """Start a gateway in the background, as `gateway run` would in the foreground.
+
+    Its output is appended to $HERMES_HOME/logs/gateway.log; `hermes gateway stop` stops
+    it. Refused while a gateway runs on this HERMES_HOME (restart it instead).
+    """
+    from hermes.cli.gateway_restart import start_gateway
+    from hermes.config import hermes_home
+
+    command = [sys.executable, "-m", "hermes", "gateway", "run"]
+    command += ["--api-server", api_server] if api_server else []
+    command += ["--workers", str(workers)] if workers is not None else []
+    click.echo(start_gateway(hermes_home(), command, timeout))
+
+
+@gateway.command("stop")
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=1),
+    default=60.0,
+    show_default=True,
+    help="Seconds to wait for each gateway to stop (running turns finish first).",
+)
+def stop(timeout: float) -> None:
+    """Stop the gateways running on this HERMES_HOME, as Hermes Agent's command does.
+
+    Each stops as on SIGTERM: running turns finish, queued input stays in the store for
+    the next start. Exits 0 when none runs, as Hermes Agent does.
+    """
+    from hermes.cli.gateway_restart import stop_gateways
+    from hermes.config import hermes_home
+
+    for line in stop_gateways(hermes_home(), timeout):
+        click.echo(line)
+
+
 @gateway.command("status")
 @click.option("--json", "as_json", is_flag=True, help="Print the gateways' records as JSON.")
 def status(as_json: bool) -> None:
@@ -367,10 +426,22 @@ def _describe(running: bool, state: dict[str, Any]) -> str:
     )
     if running:
         busy = state.get("active_agents") or 0
-        return (
+        where = f"; API at {state['api_url']}/v1" if state.get("api_url") else ""
+        line = (
             f"Gateway is running (pid {state.get('pid')}, {state.get('gateway_state')}, "
-            f"{busy} turn{'' if busy == 1 else 's'} running) — platforms: {names or 'none'}."
+            f"{busy} turn{'' if busy == 1 else 's'} running) — platforms: {names or 'none'}"
+            f"{where}."
         )
+        store = state.get("store") or {}
+        if store.get("state") == "unreachable":
+            line += f" Its store is unreachable, so it refuses requests: {store.get('error')}"
+        if state.get("config_changed"):
+            keys = ", ".join(state["config_changed"])
+            line += (
+                f" config.yaml changed since it started ({keys}): restart it to apply "
+                "(`hermes gateway restart`)."
+            )
+        return line
     if not state:
         return "Gateway is not running (it has never run on this HERMES_HOME)."
     last = state.get("gateway_state")

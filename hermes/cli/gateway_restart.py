@@ -1,4 +1,5 @@
-"""`hermes gateway restart`: stop each gateway of a home, then start it again as it was.
+"""`hermes gateway restart`: stop each gateway of a home, then start it again as it was;
+`hermes gateway start` and `stop`: one in the background, and stopping them.
 
 A gateway runs in the foreground of whoever started it (a terminal, systemd, a
 container), so a restart from another shell sends it SIGTERM (a graceful stop: running
@@ -34,6 +35,49 @@ def restart_gateways(home: Path, timeout: float) -> Iterator[str]:
         )
     for record in found:
         yield _restart(home, record, timeout)
+
+
+def start_gateway(home: Path, command: list[str], timeout: float) -> str:
+    """Start ``command`` (a `gateway run`) detached, in this folder; wait until it serves."""
+    running = _running(home)
+    if running:
+        pids = ", ".join(str(r.get("pid")) for r in running)
+        raise HermesError(
+            f"A gateway already runs on {home} (pid {pids}); use `hermes gateway restart`, "
+            "or `hermes gateway stop` first."
+        )
+    pid = _start(home, command, os.getcwd())
+    try:
+        _wait_serving(home, pid, timeout)
+    except HermesError:
+        raise HermesError(
+            f"The gateway started in the background (pid {pid}) is not serving (it failed, "
+            f"or is still starting after {timeout:.0f} s); see {home / 'logs' / 'gateway.log'}."
+        ) from None
+    return f"✓ Gateway started (pid {pid}); its log is {home / 'logs' / 'gateway.log'}."
+
+
+def stop_gateways(home: Path, timeout: float) -> Iterator[str]:
+    """Stop every gateway running on ``home`` as SIGTERM does; one line said per gateway
+    (0.19's words when none runs)."""
+    found = _running(home)
+    if not found:
+        yield "✗ No gateway running for this profile"
+        return
+    for record in found:
+        pid = int(record["pid"])
+        try:
+            process = psutil.Process(pid)
+            os.kill(pid, signal.SIGTERM)
+        except (psutil.Error, ProcessLookupError):
+            yield f"✓ Stopped gateway for this profile (pid {pid} was already gone)"
+            continue
+        if not _ends(process, timeout):
+            raise HermesError(
+                f"The gateway (pid {pid}) did not stop within {timeout:.0f} s (turns still "
+                "running?); run `hermes gateway stop` again to interrupt them."
+            )
+        yield f"✓ Stopped gateway for this profile (pid {pid})"
 
 
 def _running(home: Path) -> list[dict[str, Any]]:

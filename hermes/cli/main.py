@@ -36,6 +36,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "import_group",
         "Import a Hermes Agent state.db, or upgrade one in place.",
     ),
+    "backup": ("hermes.cli.backup_cmd", "backup", "Zip HERMES_HOME as Hermes Agent's backup."),
     "models": ("hermes.cli.models", "models", "List the models the endpoint offers."),
     "cron": ("hermes.cli.cron_cmd", "cron", "Scheduled jobs: create, list, runs, pause..."),
     "skills": ("hermes.cli.skills_cmd", "skills", "List, show, install and remove skills."),

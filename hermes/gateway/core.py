@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from hermes.gateway.lanes import ResultSink, WorkItem
     from hermes.gateway.routing import Router
     from hermes.gateway.settings import ApiServerSettings
+    from hermes.gateway.store_health import StoreHealth
     from hermes.state.context.message import Message
     from hermes.state.store import SessionDB
     from hermes.state.usage import TokenUsage
@@ -147,6 +148,7 @@ class ApiHost(AdapterHost, Protocol):
     holder: str
     accepting: bool
     closing: bool
+    store_health: StoreHealth
 
     @property
     def queue_owner(self) -> str | None:

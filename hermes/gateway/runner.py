@@ -67,6 +67,7 @@ from hermes.gateway.settings import (
     api_server_settings,
     platforms_from_config,
 )
+from hermes.gateway.store_health import StoreHealth
 from hermes.gateway.turn_gate import TurnGate
 from hermes.gateway.work import TurnRunner, undo_turn
 from hermes.redaction import register
@@ -103,8 +104,12 @@ class GatewayRunner:
         home: Path | None = None,
         adapters: Mapping[str, AdapterFactory] | None = None,
         make_model: ModelFactory | None = None,
+        announces_startup: bool = True,
     ) -> None:
         self.config = config or load_config()
+        # Whether this process fires ``gateway:startup``: one worker of a supervisor's
+        # does, so a gateway of N workers starts its hooks once, not N times.
+        self.announces_startup = announces_startup
         self.home = Path(home) if home else hermes_home()
         self._own_db = db is None
         if db is None:
@@ -128,6 +133,7 @@ class GatewayRunner:
         self.make_model = make_model
         self.adapter_factories = dict(adapters or {})
         self.router = Router(db)
+        self.store_health = StoreHealth(db)
         from hermes.state import make_holder
 
         # This run's name on the store: the owner of the input it queues.
@@ -207,6 +213,7 @@ class GatewayRunner:
         restored = await asyncio.to_thread(self.queue.claim)
         await self._sweep_runs()
         self._heartbeat = asyncio.create_task(self._beat(), name="gateway-heartbeat")
+        self._spawn(self.store_health.watch())
         cut = await asyncio.to_thread(self._turns_cut_off)
         for item in [*cut, *restored]:  # a cut turn first: it came before what waited
             self.scheduler.submit(item)
@@ -222,7 +229,8 @@ class GatewayRunner:
         self._spawn(self._drain_spooled_events())
         self.scheduler.resume()
         self._start_cron()
-        self.hooks.emit("gateway:startup", {"platforms": list(self.adapters)})
+        if self.announces_startup:
+            self.hooks.emit("gateway:startup", {"platforms": list(self.adapters)})
 
     def _start_cron(self) -> None:
         """Every gateway runs the scheduled jobs' scheduler; the store makes each run once."""
@@ -397,6 +405,7 @@ class GatewayRunner:
         scheduler = self.scheduler
         return {
             "status": "stopping" if self.closing else "ok",
+            "store": self.store_health.status(),
             "platforms": sorted(self.adapters),
             "running_turns": scheduler.running if scheduler else 0,
             "waiting": scheduler.waiting if scheduler else 0,

@@ -112,12 +112,13 @@ class GatewayStateFile:
         self._alive = _hold(self.home / GATEWAYS_DIR / f"{self.pid}.lock", self.record)
         self.update(gateway_state="starting")
 
-    def running(self, platforms: list[str]) -> None:
+    def running(self, platforms: list[str], api_url: str | None = None) -> None:
+        """Serving ``platforms``; ``api_url``: where the HTTP API listens (``http://host:port``)."""
         stamp = _now()
         self.state["platforms"] = {
             name: {"state": "connected", "updated_at": stamp} for name in platforms
         }
-        self.update(gateway_state="running")
+        self.update(gateway_state="running", api_url=api_url)
 
     def update(self, **fields: Any) -> None:
         self.state.update(fields, updated_at=_now())

@@ -231,4 +231,9 @@ class Backend(Protocol):
         deleted or replaced under it is not; writes then raise StoreReplacedError)."""
         ...
 
+    def ping(self, timeout: float) -> None:
+        """Raise StoreUnavailableError unless the store answers a query within about
+        ``timeout`` seconds (a watcher's question, answered without the store's patience)."""
+        ...
+
     def close(self) -> None: ...

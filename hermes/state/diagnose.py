@@ -160,6 +160,59 @@ def damaged(path: Path, detail: str) -> Diagnosis:
     )
 
 
+def open_failed(path: Path, detail: str) -> Diagnosis:
+    """Why SQLite failed to open ``path`` ("disk I/O error", "disk is full", ...): damage
+    only when the file itself fails SQLite's check. A healthy file that cannot be
+    opened is a problem beside it (a full disk, a read-only mount, a failing disk or a
+    file-size limit), and restoring it from a backup would overwrite good data."""
+    if not _file_checks_out(path):
+        return damaged(path, detail)
+    if _disk_full(path.parent):
+        return Diagnosis(
+            "disk_full",
+            f"The disk holding {path} is full, so hermes cannot write beside the store "
+            f"({detail}); the file itself is healthy.",
+            "Free some space on that disk, then run the command again; do not restore it.",
+            detail,
+        )
+    found = read_only(path)
+    if found is not None:
+        return found
+    return Diagnosis(
+        "cannot_write",
+        f"hermes cannot write beside {path} ({detail}), though the file itself is healthy: "
+        "the disk may be full for this user, failing, or a file-size limit (ulimit -f) applies.",
+        "Check the disk (df, dmesg) and `ulimit -f`, then run the command again; do not "
+        "restore the file.",
+        detail,
+    )
+
+
+def _file_checks_out(path: Path) -> bool:
+    """SQLite's quick_check of the file alone, read-only (immutable: it writes nothing
+    beside it, not even a -shm file)."""
+    import sqlite3
+
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro&immutable=1", uri=True)
+    except sqlite3.Error:
+        return False
+    try:
+        return bool(conn.execute("PRAGMA quick_check").fetchone()[0] == "ok")
+    except sqlite3.Error:
+        return False
+    finally:
+        conn.close()
+
+
+def _disk_full(folder: Path) -> bool:
+    try:
+        found = os.statvfs(folder)
+    except OSError:
+        return False
+    return found.f_bavail * found.f_frsize < 1024 * 1024
+
+
 # -- the schema -------------------------------------------------------------------
 
 

@@ -3,6 +3,7 @@ HOOK.yaml and handler.py) fire on its event names, and a slow one never holds a 
 
 from __future__ import annotations
 
+import json
 import textwrap
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import openai
 import pytest
 
 from tests.gateway.harness import GatewayThread, wait_for, write_config
+from tests.gateway.processes import free_port
 
 LOGGER = """
 import json
@@ -187,4 +189,23 @@ def test_pre_gateway_dispatch_skips_and_rewrites_a_chat_message(
     assert [m["messages"][-1]["content"] for m in fake_llm.requests] == [
         "HELLO THERE",
         "plain words",
+    ]
+
+
+@pytest.mark.slow  # a gateway of two worker processes
+def test_gateway_startup_fires_once_per_gateway_not_per_worker(
+    hermes_home: Path, fake_llm, model_key: str, run_gateway
+) -> None:
+    write_config(hermes_home, fake_llm.url)
+    logger = add_hook(hermes_home, "logger", ["gateway:startup"], LOGGER)
+    port = free_port()
+    gateway = run_gateway("--api-server", f"127.0.0.1:{port}", "--workers", "2")
+    gateway.wait_ready(port)
+    state = hermes_home / "gateway_state.json"  # "running" once every worker serves
+    wait_for(lambda: state.exists() and '"gateway_state":"running"' in state.read_text())
+    log = logger / "activity.log"
+    wait_for(lambda: log.exists() and log.read_text().strip())
+    assert gateway.terminate() == 0
+    assert [json.loads(line)["event"] for line in log.read_text().splitlines()] == [
+        "gateway:startup"
     ]

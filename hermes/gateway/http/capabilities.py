@@ -157,9 +157,12 @@ class Capabilities:
     async def health_detailed(self, request: web.Request) -> web.Response:
         status = self.status()
         running = int(status.get("running_turns", 0))
+        store = status.get("store") or {"state": "ok"}
+        said = status.get("status", "ok")
         return web.json_response(
             {
-                "status": status.get("status", "ok"),
+                "status": "degraded" if said == "ok" and store["state"] != "ok" else said,
+                "store": store,
                 "platform": PLATFORM,
                 "server": "hermes",
                 "version": __version__,

@@ -15,7 +15,8 @@ after the headers went out.
 A bearer key is always required: beyond loopback the server refuses to start without a
 configured one; on loopback without one it generates a key into ``$HERMES_HOME/api_key``
 (hermes/gateway/http/key.py). ``/health`` needs no key and
-tells nothing but whether the gateway is up. Content-Type, Origin and Host checks hold
+tells nothing but whether the gateway is up and its store answers (a 503 when it does
+not: hermes/gateway/http/failures.py). Content-Type, Origin and Host checks hold
 with or without a key (hermes/gateway/http/guard.py).
 
 The server meets the gateway's core as a ``core.ApiHost`` (it is given it like any
@@ -39,6 +40,7 @@ from hermes.gateway.core import ApiHost
 from hermes.gateway.errors import PlatformStartError
 from hermes.gateway.http import (
     caller,
+    failures,
     jobs,
     openapi,
     responses,
@@ -103,14 +105,17 @@ class ApiServerAdapter(Adapter):
         read_timeout = float(self.host.config.get("gateway.api_read_timeout"))
         app = web.Application(
             middlewares=[
+                failures.json_errors(self.host.store_health),
                 guard,
                 self._authorise,
+                failures.store_gate(self.host.store_health),
                 body_deadline(read_timeout, _error),
                 session_key.session_key,
             ],
             client_max_size=32 * 1024**2,
         )
         app.on_response_prepare.append(session_key.echo)
+        app.on_response_prepare.append(failures.mark_prepared)
         app.router.add_post("/v1/chat/completions", self.chat.handle)
         app.router.add_get("/v1/models", self.models)
         app.router.add_get("/v1/models/{model}", self.model)
@@ -195,7 +200,11 @@ class ApiServerAdapter(Adapter):
     # -- endpoints ----------------------------------------------------------------------
 
     async def health(self, request: web.Request) -> web.Response:
-        return web.json_response({"status": "stopping" if self.host.closing else "ok"})
+        if self.host.closing:
+            return web.json_response({"status": "stopping"})
+        if not self.host.store_health.reachable:  # a 503: a balancer sends callers elsewhere
+            return web.json_response({"status": "degraded", "store": "unreachable"}, status=503)
+        return web.json_response({"status": "ok"})
 
     async def front(self, request: web.Request) -> web.Response:
         """``GET /``: what this server is, for someone who opened it in a browser (there

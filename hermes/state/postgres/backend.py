@@ -647,6 +647,16 @@ class PostgresBackend:
     def in_place(self) -> bool:
         return True  # a server's database cannot be unlinked under a connection
 
+    def ping(self, timeout: float) -> None:
+        # A connection of its own: the pool would wait out the patience for one.
+        self._check_usable()
+        kwargs = {**self._connect_kwargs, "connect_timeout": max(1, round(timeout))}
+        try:
+            with psycopg.connect(self._url, **kwargs) as conn:
+                conn.execute("SELECT 1")
+        except psycopg.Error as exc:
+            raise self._unreachable(exc) from None
+
     def close(self) -> None:
         if self._closed:
             return

@@ -470,6 +470,10 @@ class SQLiteBackend:
         """Whether the database file at the path is still the one this store writes."""
         return self._shared.in_place()
 
+    def ping(self, timeout: float) -> None:
+        # A local file answers or raises at once; a read waits for no writer under WAL.
+        self.transact(lambda tx: tx.one("SELECT 1 AS x"), write=False)
+
     def _with_patience(self, step: Callable[[], object], what: str) -> None:
         _patiently(step, self.path, self.patience, what)
 
@@ -536,7 +540,7 @@ def _check_readable(conn: sqlite3.Connection, path: Path) -> None:
         if _is_busy(exc):
             raise
         conn.close()
-        raise diagnose.damaged(path, str(exc)).error() from exc
+        raise diagnose.open_failed(path, str(exc)).error() from exc
     except sqlite3.DatabaseError as exc:
         conn.close()
         raise diagnose.damaged(path, str(exc)).error() from exc
