@@ -5,9 +5,9 @@ Each one-shot is a fresh process, so every run starts the four servers again. Th
 cases: no servers; four servers never seen (their tools are waited for, all four
 starting at once); four servers whose tools were listed before (offered from
 ``$HERMES_HOME/cache/mcp-tools`` while they start in the background). Target: the last
-within 0.5 s of the first (issue 56). The servers are the test suite's MCP server
-(``tests/fakes/mcp_server.py``, the official SDK) run by this interpreter; the model is
-the fake one, in this process.
+within 0.5 s of the first (issue 56). Each server is a small one written with the
+official SDK (``IDLE_SERVER``), run by this interpreter; the model is the fake one, in
+this process.
 
     python -m benchmarks.bench_mcp [--mcp-runs N]
 """
@@ -30,7 +30,20 @@ from benchmarks.bench_cli import bytecode_cached
 
 TARGET_S = 0.5
 SERVERS = 4
-SERVER = Path(__file__).resolve().parents[1] / "tests" / "fakes" / "mcp_server.py"
+IDLE_SERVER = """\
+from mcp.server.mcpserver import MCPServer
+
+server = MCPServer("idle")
+
+
+@server.tool()
+def add(a: int, b: int) -> str:
+    \"\"\"Add two whole numbers.\"\"\"
+    return str(a + b)
+
+
+server.run("stdio")
+"""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -42,12 +55,11 @@ def _hermes() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "hermes"]
 
 
-def _configure(home: Path, base_url: str, servers: int) -> None:
+def _configure(home: Path, base_url: str, servers: int, program: Path) -> None:
     config: dict[str, Any] = {"model": {"base_url": base_url, "default": "fake-model"}}
     if servers:
         config["mcp_servers"] = {
-            f"idle{n}": {"command": sys.executable, "args": [str(SERVER), "stdio"]}
-            for n in range(servers)
+            f"idle{n}": {"command": sys.executable, "args": [str(program)]} for n in range(servers)
         }
     (home / "config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
 
@@ -69,6 +81,8 @@ def measure(runs: int) -> dict[str, float]:
     medians: dict[str, float] = {}
     with FakeLLMServer() as model, tempfile.TemporaryDirectory() as scratch:
         root = Path(scratch)
+        program = root / "idle_server.py"
+        program.write_text(IDLE_SERVER, encoding="utf-8")
         env = bytecode_cached(root / "pycache", HERMES_API_KEY="k")
         for name, servers, cached in (
             ("no MCP servers", 0, False),
@@ -77,7 +91,7 @@ def measure(runs: int) -> dict[str, float]:
         ):
             home = root / name.replace(" ", "-").replace(",", "")
             home.mkdir()
-            _configure(home, model.url, servers)
+            _configure(home, model.url, servers, program)
             env["HERMES_HOME"] = str(home)
             _one_shot(env)  # warm-up: bytecode, the store, and the tool cache
             times = []

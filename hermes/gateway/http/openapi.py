@@ -62,6 +62,7 @@ def _op(
 
 
 PATHS: dict[str, dict[str, Any]] = {
+    "/": {"get": _op("What this server is and where its API is (no key needed).")},
     "/health": {"get": _op("Whether the gateway is up (no key needed).")},
     "/v1/health": {"get": _op("Whether the gateway is up (no key needed).")},
     "/v1/models": {"get": _op("The models that may be asked for.")},
