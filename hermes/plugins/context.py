@@ -90,7 +90,9 @@ class PluginContext:
             return
         self._manager.set_engine(engine, self.manifest)
 
-    def register_command(self, name: str, handler: Callable[..., Any], **_: Any) -> None:
+    def register_command(
+        self, name: str, handler: Callable[..., Any], description: str = "", **_: Any
+    ) -> None:
         """A slash command ``/name`` the terminal chat and the gateway's chats run:
         ``handler(raw_args)`` returns its answer. A built-in command of the same name
         wins (hermes's commands are looked up first), as in 0.19."""
@@ -102,7 +104,7 @@ class PluginContext:
                 name,
             )
             return
-        self._manager.add_command(clean, handler, self.manifest)
+        self._manager.add_command(clean, handler, self.manifest, str(description or ""))
 
     def register_cli_command(self, name: str, help: str, setup_fn: Any, **_: Any) -> None:
         self._manager.note(self.manifest, f"hermes {name}")

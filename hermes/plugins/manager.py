@@ -76,6 +76,7 @@ class PluginManager:
         self._hooks: dict[str, list[Callable[..., Any]]] = {}
         self._tools: dict[str, Tool] = {}
         self._commands: dict[str, Callable[..., Any]] = {}
+        self._command_info: dict[str, dict[str, Any]] = {}
         self._engine: ContextEngine | None = None
         self._loading: LoadedPlugin | None = None
 
@@ -125,8 +126,15 @@ class PluginManager:
         if self._loading is not None and name not in self._loading.hooks:
             self._loading.hooks.append(name)
 
-    def add_command(self, name: str, handler: Callable[..., Any], manifest: Any) -> None:
+    def add_command(
+        self, name: str, handler: Callable[..., Any], manifest: Any, description: str = ""
+    ) -> None:
         self._commands[name] = handler
+        self._command_info[name] = {
+            "handler": handler,
+            "description": description,
+            "plugin": getattr(manifest, "id", ""),
+        }
         if self._loading is not None:
             self._loading.other.append(f"/{name}")
 
@@ -161,6 +169,10 @@ class PluginManager:
 
     def registered_engine(self) -> ContextEngine | None:
         return self._engine
+
+    def commands(self) -> dict[str, dict[str, Any]]:
+        """0.19's listing of plugin slash commands: name -> handler, description, plugin."""
+        return dict(self._command_info)
 
     def command(self, name: str) -> Callable[..., Any] | None:
         """The handler of the plugin slash command ``/name`` (``handler(raw_args)``)."""

@@ -178,3 +178,7 @@ def test_a_plugins_slash_command_runs_in_the_terminal_chat(hermes_home, fake_llm
             agent.client.close()
     assert (reply.ok, reply.text) == (True, "MAKE IT LOUD")
     assert not unknown.ok and "Unknown command /whisper" in unknown.text
+    from hermes_cli.plugins import get_plugin_command_handler, get_plugin_commands
+
+    assert get_plugin_commands()["shout"]["plugin"] == "shouter"
+    assert get_plugin_command_handler("shout")("hey") == "HEY"
