@@ -4,6 +4,7 @@ from ``hermes.plugins``."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -103,9 +104,9 @@ def get_plugin_context_engine() -> ContextEngine | None:
 
 
 def get_plugin_commands() -> dict[str, dict[str, Any]]:
-    """Plugin slash commands: hermes's chat runs none, so there are none to offer."""
-    return {}
+    """The plugins' slash commands: name -> ``handler``, ``description``, ``plugin``."""
+    return current().commands()
 
 
-def get_plugin_command_handler(name: str) -> None:
-    return None
+def get_plugin_command_handler(name: str) -> Callable[..., Any] | None:
+    return current().command(name)

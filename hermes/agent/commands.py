@@ -98,6 +98,9 @@ def dispatch(agent: AIAgent, line: str) -> Reply:
     name, arg = parse(line)
     found = COMMANDS.get(name)
     if found is None:
+        plugins = getattr(agent, "plugins", None)
+        if plugins is not None and plugins.command(name) is not None:
+            return Reply(plugins.run_command(name, arg) or "")
         return Reply(unknown_message(name), ok=False)
     try:
         return found.handler(agent, arg)

@@ -79,6 +79,11 @@ def help_text() -> str:
     return "\n".join(lines)
 
 
+def is_built_in(name: str) -> bool:
+    """A command of hermes's chat (the gateway runs it, or refuses it in words)."""
+    return name in chat_commands.COMMANDS or name in IMMEDIATE or name in ALIASES
+
+
 def refusal(command: Command) -> str:
     """The answer to a command the gateway does not run."""
     if command.name == "cron":

@@ -442,11 +442,23 @@ class GatewayRunner:
             await self.send(origin, result.text)
             return
         if command is not None and not command.conversational:
-            await self.send(origin, commands.refusal(command))
+            answer = await self._plugin_command(command)
+            await self.send(origin, commands.refusal(command) if answer is None else answer)
             return
         kind = COMMAND if command is not None else MESSAGE
         if await self._submit_in_order(key, origin, kind, text):
             await self.send(origin, QUEUED_ACK)
+
+    async def _plugin_command(self, command: commands.Command) -> str | None:
+        """A plugin's slash command run (its answer, "" for none); None when no plugin
+        registered ``/name``. Built-in commands never get here."""
+        from hermes.plugins import plugins_for
+
+        plugins = plugins_for(self.config, self.home)
+        if commands.is_built_in(command.name) or plugins.command(command.name) is None:
+            return None
+        answer = await asyncio.to_thread(plugins.run_command, command.name, command.argument)
+        return answer or f"/{command.name} done."
 
     async def _pre_dispatch(self, message: IncomingMessage) -> IncomingMessage | None:
         """0.19's ``pre_gateway_dispatch`` plugin hook, before the access check: the first

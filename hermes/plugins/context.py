@@ -90,10 +90,21 @@ class PluginContext:
             return
         self._manager.set_engine(engine, self.manifest)
 
-    def register_command(self, name: str, handler: Callable[..., Any], **_: Any) -> None:
-        """A slash command: kept for ``hermes plugins list``; hermes's chat does not run
-        plugin commands yet."""
-        self._manager.note(self.manifest, f"/{name.strip().lstrip('/')}")
+    def register_command(
+        self, name: str, handler: Callable[..., Any], description: str = "", **_: Any
+    ) -> None:
+        """A slash command ``/name`` the terminal chat and the gateway's chats run:
+        ``handler(raw_args)`` returns its answer. A built-in command of the same name
+        wins (hermes's commands are looked up first), as in 0.19."""
+        clean = name.lower().strip().lstrip("/").replace(" ", "-")
+        if not clean or not callable(handler):
+            log.warning(
+                "plugin %s: slash command %r not registered (no name, or not callable)",
+                self.manifest.id,
+                name,
+            )
+            return
+        self._manager.add_command(clean, handler, self.manifest, str(description or ""))
 
     def register_cli_command(self, name: str, help: str, setup_fn: Any, **_: Any) -> None:
         self._manager.note(self.manifest, f"hermes {name}")

@@ -6,6 +6,9 @@ plugin that fails to load is one warning line on stderr and the start goes on. H
 callbacks run in the order they were registered; one that raises is one log line and
 the others still run (``invoke_hook``). Where hermes fires each hook:
 
+Plugin slash commands (``ctx.register_command(name, handler)``) run in the terminal chat
+and on a gateway's chats as 0.19 runs them: ``handler(raw_args)``, its text the answer.
+
 - ``on_session_start(session_id, model, platform)``: a turn opens a new conversation;
 - ``pre_llm_call(session_id, task_id, turn_id, user_message, conversation_history,
   is_first_turn, model, platform, sender_id)``: once per turn, before the first model
@@ -29,8 +32,10 @@ the others still run (``invoke_hook``). Where hermes fires each hook:
 
 from __future__ import annotations
 
+import asyncio
 import importlib.metadata
 import importlib.util
+import inspect
 import logging
 import sys
 import threading
@@ -70,6 +75,8 @@ class PluginManager:
         self.plugins: dict[str, LoadedPlugin] = {}
         self._hooks: dict[str, list[Callable[..., Any]]] = {}
         self._tools: dict[str, Tool] = {}
+        self._commands: dict[str, Callable[..., Any]] = {}
+        self._command_info: dict[str, dict[str, Any]] = {}
         self._engine: ContextEngine | None = None
         self._loading: LoadedPlugin | None = None
 
@@ -119,6 +126,18 @@ class PluginManager:
         if self._loading is not None and name not in self._loading.hooks:
             self._loading.hooks.append(name)
 
+    def add_command(
+        self, name: str, handler: Callable[..., Any], manifest: Any, description: str = ""
+    ) -> None:
+        self._commands[name] = handler
+        self._command_info[name] = {
+            "handler": handler,
+            "description": description,
+            "plugin": getattr(manifest, "id", ""),
+        }
+        if self._loading is not None:
+            self._loading.other.append(f"/{name}")
+
     def set_engine(self, engine: ContextEngine, manifest: PluginManifest) -> None:
         if self._engine is not None:
             log.warning(
@@ -150,6 +169,29 @@ class PluginManager:
 
     def registered_engine(self) -> ContextEngine | None:
         return self._engine
+
+    def commands(self) -> dict[str, dict[str, Any]]:
+        """0.19's listing of plugin slash commands: name -> handler, description, plugin."""
+        return dict(self._command_info)
+
+    def command(self, name: str) -> Callable[..., Any] | None:
+        """The handler of the plugin slash command ``/name`` (``handler(raw_args)``)."""
+        return self._commands.get(name)
+
+    def run_command(self, name: str, argument: str) -> str | None:
+        """Run the plugin command ``/name`` as 0.19 does: ``handler(raw_args)``, awaited when
+        it is a coroutine function; its text, or a sentence when it failed."""
+        handler = self._commands.get(name)
+        if handler is None:
+            return None
+        try:
+            answer = handler(argument)
+            if inspect.isawaitable(answer):
+                answer = asyncio.run(_awaited(answer))
+        except Exception as exc:  # a plugin's bug is the plugin's answer, not a crash
+            log.warning("plugin command /%s (%s) failed: %s", name, _label(handler), exc)
+            return f"/{name} failed: {exc}"
+        return None if answer is None else str(answer)
 
     def has_hook(self, name: str) -> bool:
         return bool(self._hooks.get(name))
@@ -261,3 +303,7 @@ def current() -> PluginManager:
     from hermes.config import hermes_home
 
     return _manager if _manager is not None else PluginManager(hermes_home())
+
+
+async def _awaited(answer: Any) -> Any:
+    return await answer

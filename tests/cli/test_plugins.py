@@ -164,3 +164,33 @@ def test_pre_api_request_fires_before_each_model_request(hermes, cli_env, fake_l
     assert [s["api_call_count"] for s in seen] == [1, 2]
     assert all(s["tool_count"] >= 1 and s["session_id"] for s in seen)
     assert len(fake_llm.requests) == 2 and helper.exists()
+
+
+SLASH_INIT = """
+def register(ctx):
+    ctx.register_command("shout", lambda raw_args: raw_args.upper())
+"""
+
+
+def test_a_plugins_slash_command_runs_in_the_terminal_chat(hermes_home, fake_llm):
+    """The terminal chat's dispatcher runs a plugin's ``/name`` as 0.19's CLI does."""
+    from hermes.agent import AIAgent
+    from hermes.agent import commands as chat_commands
+    from hermes.state import SessionDB
+
+    install_plugin(hermes_home, "shouter", "name: shouter\n", SLASH_INIT)
+    enable(hermes_home, "shouter")
+    with SessionDB(db_path=hermes_home / "state.db") as db:
+        agent = AIAgent(base_url=fake_llm.url, model="fake-model", session_db=db, source="cli",
+                        skip_context_files=True, skip_memory=True)  # fmt: skip
+        try:
+            reply = chat_commands.dispatch(agent, "/shout make it loud")
+            unknown = chat_commands.dispatch(agent, "/whisper")
+        finally:
+            agent.client.close()
+    assert (reply.ok, reply.text) == (True, "MAKE IT LOUD")
+    assert not unknown.ok and "Unknown command /whisper" in unknown.text
+    from hermes_cli.plugins import get_plugin_command_handler, get_plugin_commands
+
+    assert get_plugin_commands()["shout"]["plugin"] == "shouter"
+    assert get_plugin_command_handler("shout")("hey") == "HEY"

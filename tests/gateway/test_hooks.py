@@ -209,3 +209,41 @@ def test_gateway_startup_fires_once_per_gateway_not_per_worker(
     assert [json.loads(line)["event"] for line in log.read_text().splitlines()] == [
         "gateway:startup"
     ]
+
+
+SLASH_PLUGIN = """
+import asyncio
+
+
+def register(ctx):
+    ctx.register_command("echo-back", lambda raw_args: f"echoed: {raw_args}", description="Echo")
+
+    async def later(raw_args):
+        await asyncio.sleep(0)
+        return "later done"
+    ctx.register_command("/Later", later)
+    ctx.register_command("help", lambda raw_args: "not the built-in")
+"""
+
+
+def test_a_plugins_slash_command_answers_in_a_chat(hermes_home: Path, fake_llm) -> None:
+    """0.19's ``ctx.register_command``: ``/name args`` in a chat runs ``handler(raw_args)``
+    (a coroutine too) and its text is the answer; a built-in of the same name wins; no
+    turn is run and nothing reaches the model."""
+    from tests.gateway.one_chat import chat_gateway, say
+    from tests.plugins.helpers import install_plugin
+
+    write_config(hermes_home, fake_llm.url, plugins={"enabled": ["slash"]})
+    install_plugin(hermes_home, "slash", "name: slash\n", SLASH_PLUGIN)
+    gateway = chat_gateway(hermes_home)
+    try:
+        say(gateway, "/echo-back one two")
+        wait_for(lambda: "echoed: one two" in gateway.chat.texts(), timeout=30)
+        say(gateway, "/later")
+        wait_for(lambda: "later done" in gateway.chat.texts(), timeout=30)
+        say(gateway, "/help")
+        wait_for(lambda: any(t.startswith("Commands:") for t in gateway.chat.texts()), timeout=30)
+    finally:
+        gateway.stop()
+    assert "not the built-in" not in gateway.chat.texts()
+    assert fake_llm.requests == []
