@@ -286,7 +286,10 @@ def _failed(name: str, exc: BaseException, location: StoreLocation) -> Check:
         return Check(name, None, str(found))
     if found is not None:
         return Check(name, False, found.problem, found.fix)
-    return Check(name, False, f"{location.label} could not be read: {_sentence(exc)}")
+    said = f"{location.label} could not be read: {_sentence(exc)}"
+    if "malformed" in str(exc):  # SQLite met a damaged page while checking
+        return Check(name, False, said, BACKUP_FIX)
+    return Check(name, False, said)
 
 
 def _integrity(db: SessionDB) -> Check:

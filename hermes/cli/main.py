@@ -37,6 +37,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "Import a Hermes Agent state.db, or upgrade one in place.",
     ),
     "backup": ("hermes.cli.backup_cmd", "backup", "Zip HERMES_HOME as Hermes Agent's backup."),
+    "recover": ("hermes.cli.recover_cmd", "recover", "Salvage a damaged state.db; keep it."),
     "models": ("hermes.cli.models", "models", "List the models the endpoint offers."),
     "cron": ("hermes.cli.cron_cmd", "cron", "Scheduled jobs: create, list, runs, pause..."),
     "skills": ("hermes.cli.skills_cmd", "skills", "List, show, install and remove skills."),

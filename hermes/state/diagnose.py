@@ -22,7 +22,10 @@ from hermes.state.errors import (
     StoreUnavailableError,
 )
 
-BACKUP_FIX = "Stop hermes, keep a copy of the file, and restore it from a backup."
+BACKUP_FIX = (
+    "Stop hermes, then run `hermes recover` (it salvages what is readable into a new "
+    "store and keeps the damaged file), or restore the file from a backup."
+)
 
 
 @dataclass(frozen=True)
