@@ -110,7 +110,9 @@ def _has_sqlite_header(path: Path) -> bool:
     connection of this process holds a lock on the file. Anything but "not a database"
     (busy, a -shm it cannot make) is left to the open that follows."""
     try:
-        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=0)
+        conn = sqlite3.connect(
+            f"{path.resolve().as_uri()}?mode=ro&immutable=1", uri=True, timeout=0
+        )
     except sqlite3.Error:
         return True
     try:

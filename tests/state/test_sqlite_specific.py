@@ -561,7 +561,7 @@ def test_searching_the_deferred_rows_reads_a_range_of_the_primary_key(path: Path
 
 
 def test_a_store_from_before_migration_9_keeps_every_message_findable(path: Path) -> None:
-    from hermes.state import migrations
+    from hermes.state.schema import migrations
     from hermes.state.search import spaced_cjk
     from hermes.state.sqlite.backend import PENDING_LIMIT, SQLiteBackend
     from hermes.state.sqlite.schema import MIGRATIONS

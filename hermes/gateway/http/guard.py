@@ -19,15 +19,13 @@ request headers have not (aiohttp's keep-alive timer, set to the same value).
 
 from __future__ import annotations
 
-import asyncio
 import ipaddress
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 from aiohttp import web
 
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-ErrorResponse = Callable[[int, str, str], web.Response]
+from hermes.gateway.body_deadline import ErrorResponse, Handler, body_deadline
 
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 _LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "localhost.localdomain"})
@@ -101,27 +99,4 @@ def request_guard(
     return guard
 
 
-def body_deadline(seconds: float, error: ErrorResponse) -> Any:
-    """An aiohttp middleware that reads a request's body within ``seconds`` (else 408).
-
-    The body is read here, once: handlers' ``request.json()`` then finds it cached.
-    """
-
-    @web.middleware
-    async def deadline(request: web.Request, handler: Handler) -> web.StreamResponse:
-        if request.body_exists:
-            try:
-                async with asyncio.timeout(seconds):  # no task of its own, unlike wait_for
-                    await request.read()
-            except TimeoutError:
-                response = error(
-                    408,
-                    f"The request body did not arrive within {seconds:g} seconds; send it "
-                    "whole and promptly.",
-                    "invalid_request_error",
-                )
-                response.force_close()
-                return response
-        return await handler(request)
-
-    return deadline
+__all__ = ["ErrorResponse", "Handler", "body_deadline", "request_guard"]

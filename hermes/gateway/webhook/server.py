@@ -36,10 +36,10 @@ from aiohttp.typedefs import Handler
 from aiohttp.web_protocol import RequestPayloadError
 
 from hermes.gateway.adapters.base import ChatAdapter
+from hermes.gateway.body_deadline import body_deadline
 from hermes.gateway.core import ApiHost
 from hermes.gateway.envelopes import Origin
 from hermes.gateway.errors import PlatformStartError
-from hermes.gateway.http.guard import body_deadline
 from hermes.gateway.lanes import MESSAGE, WorkItem
 from hermes.gateway.settings import WEBHOOK, PlatformSettings, is_loopback
 from hermes.gateway.webhook import events, signatures
