@@ -290,7 +290,10 @@ def _quiet_terminal() -> Iterator[None]:
         yield
         return
     quiet = list(saved)
-    quiet[3] = (quiet[3] & ~(termios.ECHO | termios.ECHOCTL)) | termios.NOFLSH
+    # ISIG: Ctrl-C is a signal during the turn whatever mode the prompt left behind (a
+    # prompt ended from its background task may leave the terminal raw, where ^C is a
+    # character nobody reads and the turn could not be stopped).
+    quiet[3] = (quiet[3] & ~(termios.ECHO | termios.ECHOCTL)) | termios.NOFLSH | termios.ISIG
     termios.tcsetattr(fd, termios.TCSANOW, quiet)
     try:
         yield

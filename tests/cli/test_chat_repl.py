@@ -199,3 +199,32 @@ def test_new_sessions_resume_and_model(chat, cli_env, fake_llm):
     session.child.expect(pexpect.EOF, timeout=TIMEOUT)
     titles = {r["title"] for r in _conversations(cli_env)}
     assert titles == {"Safari notes", "Second chat", "Shopping"}
+
+
+def test_ctrl_c_is_a_signal_during_a_turn_even_after_a_raw_prompt(monkeypatch) -> None:
+    """A prompt that ended in raw mode (no ISIG) must not leave the turn unstoppable:
+    while it runs, the terminal turns ^C into SIGINT again, and gets back what it had."""
+    import os
+    import pty
+    import termios
+    import tty
+
+    from hermes.cli._repl import _quiet_terminal
+
+    leader, follower = pty.openpty()
+    try:
+        tty.setraw(follower)  # what a prompt may leave behind
+        before = termios.tcgetattr(follower)
+        assert not before[3] & termios.ISIG
+
+        class Terminal:
+            def fileno(self) -> int:
+                return follower
+
+        monkeypatch.setattr("sys.stdin", Terminal())
+        with _quiet_terminal():
+            assert termios.tcgetattr(follower)[3] & termios.ISIG
+        assert termios.tcgetattr(follower) == before
+    finally:
+        os.close(leader)
+        os.close(follower)
