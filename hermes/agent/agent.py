@@ -296,7 +296,9 @@ class AIAgent:
             yolo=self.yolo,
             is_fork=self.is_fork,
         )
-        self.toolbox = Toolbox(scope, self.binding, override=tools, extra_tools=self._plugin_tools)
+        self.toolbox = Toolbox(
+            scope, self.binding, override=tools, extra_tools=self._plugin_tools, on_event=self.emit
+        )
 
     def _plugin_tools(self) -> list[Tool]:
         """The plugins' tools and the context engine's, offered after the built-in ones."""

@@ -55,11 +55,13 @@ class Toolbox:
         *,
         override: list[str] | None = None,
         extra_tools: Callable[[], list[Tool]] = list,
+        on_event: Callable[..., None] | None = None,
     ) -> None:
         self.scope = scope
         self.binding = binding
         self.override = override
         self._extra_tools = extra_tools
+        self._on_event = on_event
         self._registry: Any = None
         self._joins_late_servers = False
         self.wire = ToolWire()  # the tool schemas as sent, kept between calls
@@ -69,10 +71,16 @@ class Toolbox:
         if self._registry is None:
             from hermes.tools.toolsets import default_registry
 
-            self._registry = default_registry(self.scope.config, self.scope.hermes_home)
+            self._registry = default_registry(
+                self.scope.config, self.scope.hermes_home, self._tools_waiting
+            )
             self._joins_late_servers = True
             self._add_extra_tools(self._registry)
         return self._registry
+
+    def _tools_waiting(self, servers: list[str]) -> None:
+        if self._on_event is not None:
+            self._on_event("tools_waiting", servers=servers)
 
     def _add_extra_tools(self, registry: Any) -> None:
         """The plugins' tools and the context engine's, after the built-in ones."""

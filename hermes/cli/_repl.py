@@ -171,6 +171,9 @@ class TurnView:
                 self._status = THINKING
             elif kind == "turn_waiting":
                 self._status = "Waiting for another turn on this conversation… (Ctrl-C stops)"
+            elif kind == "tools_waiting":
+                names = ", ".join(str(n) for n in data.get("servers") or ())
+                self._status = f"Starting MCP servers ({names}): their tools are not known yet…"
             elif kind == "moved":
                 self._note(f"this conversation moved on to segment {data.get('session_id')}")
             self._rebuild()

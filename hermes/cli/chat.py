@@ -380,6 +380,9 @@ def _waiting_to_stderr(kind: str, data: dict[str, Any]) -> None:
     if kind == "turn_waiting":
         message = "[waiting for another turn on this conversation… Ctrl-C stops]"
         click.echo(click.style(message, dim=True), err=True)
+    elif kind == "tools_waiting":
+        names = ", ".join(str(n) for n in data.get("servers") or ())
+        click.echo(click.style(f"[starting MCP servers: {names}…]", dim=True), err=True)
 
 
 def _retry_to_stderr(number: int, of: int, delay: float, why: str) -> None:

@@ -15,7 +15,7 @@ acts on the machine).
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
 from pathlib import Path
 
 from hermes.config import Config
@@ -44,13 +44,22 @@ def builtin_tools() -> list[Tool]:
     ]
 
 
-def default_registry(config: Config | None = None, home: Path | None = None) -> ToolRegistry:
+def default_registry(
+    config: Config | None = None,
+    home: Path | None = None,
+    on_wait: Callable[[list[str]], None] | None = None,
+) -> ToolRegistry:
     """A registry holding every built-in tool, and the tools of the MCP servers
-    ``config`` names (``mcp_servers``; each starts on this first use)."""
-    return ToolRegistry(all_tools(config, home))
+    ``config`` names (``mcp_servers``; each starts on this first use; ``on_wait`` is
+    told the names of those waited for)."""
+    return ToolRegistry(all_tools(config, home, on_wait))
 
 
-def all_tools(config: Config | None = None, home: Path | None = None) -> list[Tool]:
+def all_tools(
+    config: Config | None = None,
+    home: Path | None = None,
+    on_wait: Callable[[list[str]], None] | None = None,
+) -> list[Tool]:
     """The built-in tools, then those of the configured MCP servers that answer."""
     from hermes.tools.mcp.config import server_specs
 
@@ -58,7 +67,7 @@ def all_tools(config: Config | None = None, home: Path | None = None) -> list[To
         return builtin_tools()
     from hermes.tools.mcp.tools import mcp_tools
 
-    return builtin_tools() + mcp_tools(config, home)
+    return builtin_tools() + mcp_tools(config, home, on_wait)
 
 
 def add_late_tools(registry: ToolRegistry, config: Config | None, home: Path | None) -> None:

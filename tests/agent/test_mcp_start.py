@@ -267,3 +267,30 @@ def test_the_first_turn_does_not_wait_for_a_server_it_does_not_call(
         finally:
             hold.unlink(missing_ok=True)
         assert tool_results(db, agent.session_id) == {"c1": "5"}
+
+
+def test_a_server_the_turn_waits_for_is_named_before_the_wait(
+    fake_llm: fake.FakeLLMServer, hermes_home: Path, tmp_path: Path, mcp_venv: McpVenv
+) -> None:
+    # A person sees which server the first turn waits for, not just "Thinking…"; one
+    # offered from the cache is not waited for, so it is not named.
+    configure(
+        hermes_home,
+        {"tiny": {"command": str(mcp_venv.python), "args": [str(mcp_venv.server), "stdio"]}},
+    )
+    events: list[tuple[str, dict[str, Any]]] = []
+
+    def record(kind: str, data: dict[str, Any]) -> None:
+        events.append((kind, dict(data, requests_sent=len(fake_llm.requests))))
+
+    with SessionDB(db_path=tmp_path / "state.db") as db:
+        fake_llm.script(fake.text("hello"))
+        fake_agent(fake_llm, db, cwd=tmp_path, skip_memory=True, event_callback=record).run("Hi.")
+        waiting = [data for kind, data in events if kind == "tools_waiting"]
+        assert [w["servers"] for w in waiting] == [["tiny"]]
+        assert waiting[0]["requests_sent"] == 0  # said while the turn waits, before its request
+        hub().close()  # a new process: now the server's tools come from the cache
+        events.clear()
+        fake_llm.script(fake.text("again"))
+        fake_agent(fake_llm, db, cwd=tmp_path, skip_memory=True, event_callback=record).run("Hi.")
+        assert [kind for kind, _ in events if kind == "tools_waiting"] == []

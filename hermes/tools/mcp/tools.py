@@ -14,7 +14,7 @@ import functools
 import json
 import logging
 import re
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -47,12 +47,17 @@ def _safe(value: str) -> str:
     return re.sub(r"[^A-Za-z0-9_]", "_", value)
 
 
-def mcp_tools(config: Config | None, home: Path | None = None) -> list[Tool]:
+def mcp_tools(
+    config: Config | None,
+    home: Path | None = None,
+    on_wait: Callable[[list[str]], None] | None = None,
+) -> list[Tool]:
     """The tools of every configured server: all servers start at once in the
     background; a server that listed its tools before is offered from the cache without
     waiting (a call to it waits for its start), one never seen is waited for (all
-    together, not one after another). A server that does not answer offers nothing this
-    time, said by name, and may join later (``late_tools``)."""
+    together, not one after another), and ``on_wait`` is told their names first (so a
+    person sees what the turn waits for). A server that does not answer offers nothing
+    this time, said by name, and may join later (``late_tools``)."""
     specs = server_specs(config, home)
     cached = {spec: tool_cache.read(home, spec) for spec in specs if hub().listed(spec) is None}
     for spec in specs:
@@ -60,6 +65,9 @@ def mcp_tools(config: Config | None, home: Path | None = None) -> list[Tool]:
         started = hub().start_in_background(spec, delay)
         if started is not None:
             started.add_done_callback(functools.partial(_remember, home, spec))
+    waited = [s.name for s in specs if cached.get(s) is None and hub().listed(s) is None]
+    if waited and on_wait is not None:
+        on_wait(waited)
     tools: list[Tool] = []
     for spec in specs:
         if cached.get(spec) is not None:
