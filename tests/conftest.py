@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import signal
+import warnings
+from collections.abc import Iterator
+
 import pytest
 
 # Fixtures every suite uses without importing them: the fake LLM server, the stores.
@@ -34,6 +38,21 @@ def hermes_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Mo
     for name in _LEAKY_ENV:
         monkeypatch.delenv(name, raising=False)
     return home
+
+
+@pytest.fixture(autouse=True)
+def _sigint_left_as_found(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test that leaves this process's SIGINT ignored or blocked would hand that to
+    every program a later test starts (exec keeps both), and ^C in a chat started then
+    would be lost. Put it back, and name the test in the warnings summary."""
+    handler = signal.getsignal(signal.SIGINT)
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, set())
+    yield
+    if signal.getsignal(signal.SIGINT) is not handler:
+        warnings.warn(f"{request.node.nodeid} left SIGINT's handler changed", stacklevel=1)
+        signal.signal(signal.SIGINT, handler if handler is not None else signal.SIG_DFL)
+    if signal.pthread_sigmask(signal.SIG_SETMASK, mask) != mask:
+        warnings.warn(f"{request.node.nodeid} left the signal mask changed", stacklevel=1)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

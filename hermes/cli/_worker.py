@@ -10,8 +10,10 @@ this dangerous command run?) are passed to the main thread and answered there.
 from __future__ import annotations
 
 import queue
+import signal
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
@@ -49,22 +51,47 @@ def run_in_worker(
         finally:
             done.set()
 
-    threading.Thread(target=run, name="hermes-turn", daemon=True).start()
     outcome: WorkerOutcome[T] = WorkerOutcome()
-    while not done.is_set():
-        try:
-            if service is not None:
-                service(outcome.interrupted)
-            done.wait(POLL_SECONDS)
-        except KeyboardInterrupt:
-            outcome.interrupted = True
-            interrupt()
-            if on_interrupt is not None:
-                on_interrupt()
+    with _sigint_raises():
+        threading.Thread(target=run, name="hermes-turn", daemon=True).start()
+        while not done.is_set():
+            try:
+                if service is not None:
+                    service(outcome.interrupted)
+                done.wait(POLL_SECONDS)
+            except KeyboardInterrupt:
+                outcome.interrupted = True
+                interrupt()
+                if on_interrupt is not None:
+                    on_interrupt()
     if "error" in box:
         raise box["error"]  # type: ignore[misc]
     outcome.value = box.get("value")  # type: ignore[assignment]
     return outcome
+
+
+@contextmanager
+def _sigint_raises() -> Iterator[None]:
+    """While the work runs, SIGINT raises KeyboardInterrupt here, however this process
+    was started: a parent may have left SIGINT ignored (a shell without job control, a
+    test runner's worker), which exec keeps and Python then honours by installing no
+    handler, or blocked, which exec keeps too. Either way ^C would be lost and the turn
+    could not be stopped. What was there before is put back afterwards."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    handler = signal.getsignal(signal.SIGINT)
+    if handler is signal.SIG_IGN or handler is signal.SIG_DFL or handler is None:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    masks = hasattr(signal, "pthread_sigmask")  # not on Windows
+    blocked = masks and signal.SIGINT in signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        if blocked:
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        if handler is not signal.getsignal(signal.SIGINT):
+            signal.signal(signal.SIGINT, handler if handler is not None else signal.SIG_DFL)
 
 
 @dataclass

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 import pexpect
 
@@ -16,10 +17,11 @@ TIMEOUT = 30
 class Chat:
     """A running `hermes ARGS` (the chat) in a pty."""
 
-    def __init__(self, env: Env, *args: str) -> None:
+    def __init__(self, env: Env, *args: str, preexec_fn: Callable[[], None] | None = None) -> None:
         command = hermes_command()
         self.child = pexpect.spawn(command[0], [*command[1:], *args], env=env.vars,
-                                   encoding="utf-8", timeout=TIMEOUT, dimensions=(40, 120))  # fmt: skip
+                                   encoding="utf-8", timeout=TIMEOUT, dimensions=(40, 120),
+                                   preexec_fn=preexec_fn)  # fmt: skip
         self.expect(PROMPT)
 
     def expect(self, pattern: str, timeout: float = TIMEOUT) -> str:

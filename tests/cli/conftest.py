@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -61,8 +61,9 @@ def chat(cli_env: Env) -> Iterator:
     """``chat(*args, bare=False)`` -> a started ``Chat`` (`hermes chat ARGS`); killed after."""
     opened: list[Chat] = []
 
-    def start(*args: str, bare: bool = False) -> Chat:
-        opened.append(Chat(cli_env, *args) if bare else Chat(cli_env, "chat", *args))
+    def start(*args: str, bare: bool = False, preexec_fn: Callable[[], None] | None = None) -> Chat:
+        command = args if bare else ("chat", *args)
+        opened.append(Chat(cli_env, *command, preexec_fn=preexec_fn))
         return opened[-1]
 
     yield start
