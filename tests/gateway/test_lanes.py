@@ -16,6 +16,7 @@ import pytest
 
 from hermes.gateway.errors import GatewayClosed
 from hermes.gateway.lanes import MESSAGE, Lane, QueueStore, ResultSink, Scheduler, WorkItem
+from hermes.gateway.queued_turn import QueuedTurn
 from hermes.gateway.turn_gate import TurnGate
 from hermes.state import SessionDB, make_holder
 from tests.gateway.harness import until
@@ -36,7 +37,11 @@ def db(db_path: Path) -> Iterator[SessionDB]:
 
 def item(conversation: str, text: str, *, sink: ResultSink | None = None) -> WorkItem:
     return WorkItem(
-        kind=MESSAGE, text=text, key=f"test:{conversation}", conversation_id=conversation, sink=sink
+        kind=MESSAGE,
+        key=f"test:{conversation}",
+        conversation_id=conversation,
+        asked=QueuedTurn(text=text),
+        sink=sink,
     )
 
 
