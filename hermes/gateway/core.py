@@ -67,6 +67,7 @@ class ConversationAgent(Protocol):
     def toolbox(self) -> Toolbox:
         """Every tool it can run (a cut turn's calls to them were its own)."""
 
+    # The keywords of AIAgent.run the gateway passes, repeated: a protocol states them.
     def run(
         self,
         user_message: Any,

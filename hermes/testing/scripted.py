@@ -152,6 +152,7 @@ class ScriptedModel:
         with self._lock:
             self._script.extend(items)
 
+    # Model.complete's signature (agent/model/protocol.py), repeated: this is a Model.
     def complete(
         self,
         messages: Sequence[Mapping[str, Any]] = (),
