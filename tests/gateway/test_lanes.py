@@ -68,7 +68,7 @@ class Recorder:
         self.most_at_once = max(self.most_at_once, sum(self.running.values()))
         if self.most_at_once > 1:
             self.company.set()
-        self.ran.append((conversation, work.text))
+        self.ran.append((conversation, work.asked.text))
         self.started.set()
         try:
             if self.gate is not None:
@@ -189,8 +189,8 @@ def test_a_failing_item_answers_its_caller_and_the_lane_goes_on(db: SessionDB) -
         ran: list[str] = []
 
         async def execute(work: WorkItem, lane: Lane) -> None:
-            ran.append(work.text)
-            if work.text == "boom":
+            ran.append(work.asked.text)
+            if work.asked.text == "boom":
                 raise RuntimeError("the turn broke")
 
         scheduler = scheduler_on(db, execute)
