@@ -136,7 +136,7 @@ def _cpu_per_turn(home: Path, url: str, count: int, turns: int) -> tuple[float, 
         start = time.process_time()
         agent.run(f"turn {i}")
         samples.append((time.process_time() - start) * 1000)
-    body = {"model": "fake-model", "messages": [wire_form(m) for m in agent.load_history()]}
+    body = {"model": "fake-model", "messages": [wire_form(m) for m in agent.binding.load_history()]}
     dumps = []
     for _ in range(5):
         start = time.process_time()
@@ -214,7 +214,7 @@ def run(args: argparse.Namespace) -> None:
             )
             agent.run("warm up")  # builds the prompt and the history cache
             if synchronous == "full":
-                history = [wire_form(m) for m in agent.load_history()]
+                history = [wire_form(m) for m in agent.binding.load_history()]
                 raw = _raw_round_trip_ms(
                     server.url, [{"role": "system", "content": "x"}, *history], min(turns, 5)
                 )

@@ -175,12 +175,7 @@ def list_all() -> list[Profile]:
 def create(name: str, clone_from: str | None = None) -> Path:
     """Make the profile ``name`` with 0.19's folders; ``clone_from`` copies that
     profile's config.yaml, .env and SOUL.md (never its conversations)."""
-    name = check_name(name)
-    if name == "default":
-        raise ProfileError("`default` is the root home itself; pick another name.")
-    path = profile_dir(name)
-    if path.exists():
-        raise ProfileError(f"The profile {name!r} already exists at {path}.")
+    path = _free(name)
     source = home_of(clone_from) if clone_from is not None else None
     path.mkdir(mode=0o700, parents=True)
     for sub in PROFILE_DIRS:
@@ -192,6 +187,17 @@ def create(name: str, clone_from: str | None = None) -> Path:
         fd = os.open(env, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(ENV_SEED)
+    return path
+
+
+def _free(name: str) -> Path:
+    """The folder a new profile ``name`` gets (refused if taken, or ``default``)."""
+    name = check_name(name)
+    if name == "default":
+        raise ProfileError("`default` is the root home itself; pick another name.")
+    path = profile_dir(name)
+    if path.exists():
+        raise ProfileError(f"The profile {name!r} already exists at {path}.")
     return path
 
 
@@ -222,16 +228,11 @@ def rename(old: str, new: str) -> Path:
     """Give the named profile ``old`` the name ``new`` (its folder moves; the sticky
     choice follows)."""
     source = _named(old, "renamed")
-    name = check_name(new)
-    if name == "default":
-        raise ProfileError("`default` names the root home: pick another name.")
-    target = profile_dir(name)
-    if target.exists():
-        raise ProfileError(f"The profile {name!r} already exists at {target}.")
+    target = _free(new)
     was_active = active() == source.name
     source.rename(target)
     if was_active:
-        set_active(name)
+        set_active(target.name)
     return target
 
 

@@ -11,7 +11,10 @@ from hermes.state import SessionDB
 from hermes.testing import ScriptedModel
 
 
-def scripted_agent(db: SessionDB, model: ScriptedModel, **overrides: Any) -> AIAgent:
+def scripted_agent(
+    db: SessionDB, model: ScriptedModel, *, kind: type[AIAgent] = AIAgent, **overrides: Any
+) -> AIAgent:
+    """``kind``: the native class, or ``run_agent.AIAgent`` for Hermes Agent's names."""
     options: dict[str, Any] = {
         "session_db": db,
         "model_client": model,
@@ -20,4 +23,4 @@ def scripted_agent(db: SessionDB, model: ScriptedModel, **overrides: Any) -> AIA
         "skip_memory": True,
         "config": load_config(),
     }
-    return AIAgent(**(options | overrides))
+    return kind(**(options | overrides))

@@ -18,7 +18,7 @@ import contextlib
 import logging
 import threading
 import uuid
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -48,13 +48,12 @@ from hermes.config import (
 from hermes.state.context.message import Message
 from hermes.state.errors import SessionNotFoundError
 from hermes.state.lease import make_holder
-from hermes.state.usage import TokenUsage
 
 if TYPE_CHECKING:
-    from hermes.agent.engine_compressor import Endpoint, EngineCompressor
+    from hermes.agent.engine_compressor import Endpoint
     from hermes.agent.model.protocol import Model
     from hermes.agent.turn_result import TurnResult
-    from hermes.state.store import SegmentStamp, SessionDB
+    from hermes.state.store import SessionDB
     from hermes.tools.processes.events import EventBus
     from hermes.tools.registry import Tool
 
@@ -304,7 +303,7 @@ class AIAgent:
         """The plugins' tools and the context engine's, offered after the built-in ones."""
         from hermes.agent.engine_compressor import EngineCompressor, engine_tools
 
-        compressor = self.context_compressor
+        compressor = self.window.compressor
         return self.plugins.tools() + (
             engine_tools(compressor.engine) if isinstance(compressor, EngineCompressor) else []
         )
@@ -397,19 +396,6 @@ class AIAgent:
         """Stop the running turn at the next safe point (a stream stops at once)."""
         self.interruption.set()
 
-    def clear_interrupt(self) -> None:
-        """Forget an interrupt that ended the last turn: a new turn starts clean."""
-        self.interruption.clear()
-
-    @property
-    def interrupt_event(self) -> threading.Event:
-        """Set while an interrupt is pending: a running tool command watches it."""
-        return self.interruption.event
-
-    @property
-    def interrupt_requested(self) -> bool:
-        return self.interruption.requested
-
     def compress(
         self,
         messages: list[Message],
@@ -480,8 +466,8 @@ class AIAgent:
 
     def compress_now(self, focus_topic: str | None = None) -> CompressionOutcome:
         """Force a compression of the current segment (``/compress``); says what happened."""
-        self.clear_interrupt()  # a Ctrl-C that ended the last turn must not stop this
-        self.ensure_session()
+        self.interruption.clear()  # a Ctrl-C that ended the last turn must not stop this
+        self.binding.ensure_session()
         with turn_holding.holding_turn(self):
             return self._compress_now(focus_topic)
 
@@ -492,17 +478,17 @@ class AIAgent:
         if binding.context_stale and binding.writes_transcript:
             return recontext.rebuild(self)  # a compression that reads every standing row
         system = binding.segment_system_prompt() if binding.session_db is not None else None
-        before = self.estimate_tokens(history)
+        before = self.window.estimate_tokens(history)
         # As 0.19's /compress calls it (``force``), so an override sees this one too.
         arguments = {"approx_tokens": before, "focus_topic": focus_topic, "force": True}
         compressed, _ = self._ask_compression(history, system, _Asked(self), **arguments)
-        outcome = self.last_compression or CompressionOutcome()
+        outcome = self.window.last_compression or CompressionOutcome()
         if compressed is history and (outcome.reason or "").startswith(NOTHING_TO_COMPRESS):
             # Asked for, a compression of a short conversation summarises all of it
             # (but an unanswered last message), as /compact does elsewhere.
             all_of_it = _Asked(self, whole=True)
             compressed, _ = self._ask_compression(history, system, all_of_it, **arguments)
-            outcome = self.last_compression or CompressionOutcome()
+            outcome = self.window.last_compression or CompressionOutcome()
         outcome.tokens_before = before
         if compressed is not history and not outcome.rotated:
             binding.forget_cache()
@@ -514,11 +500,12 @@ class AIAgent:
         When a summary the context holds read them, the context is made again without
         them in the same step (``recontext``); if that fails, ``ContextNotRebuiltError``
         says why and nothing was undone."""
-        self.ensure_session()
-        if self.session_db is None or self.session_id is None:
+        binding = self.binding
+        binding.ensure_session()
+        if binding.session_db is None or binding.session_id is None:
             return []
         with turn_holding.holding_turn(self):
-            self.ensure_session()
+            binding.ensure_session()
             return self._undo(turns)
 
     def _undo(self, turns: int) -> list[dict[str, Any]]:
@@ -530,7 +517,7 @@ class AIAgent:
             return []
         undone = rows[starts[-min(turns, len(starts))] :]
         ids = [r["id"] for r in undone]
-        review.withdraw(self.conversation_id)  # a running review may hold these rows
+        review.withdraw(self.binding.conversation_id)  # a running review may hold these rows
         if db.undo_reaches_summary(tip, ids):
             recontext.rebuild(self, undo_ids=ids)
         else:
@@ -546,7 +533,7 @@ class AIAgent:
 
         self.model = model
         self.client.model = model
-        compressor = self.context_compressor
+        compressor = self.window.compressor
         window = context_window(model, self.settings.model.context_length)
         if isinstance(compressor, EngineCompressor):
             compressor.update_model(model, window, self._endpoint())
@@ -556,10 +543,6 @@ class AIAgent:
             # A segment not stored yet is created with the new model at its first turn.
             with contextlib.suppress(SessionNotFoundError):
                 self.binding.bound()[0].set_model(self.session_id, model)
-
-    def forget_cache(self) -> None:
-        """Reload the history from the store on the next turn."""
-        self.binding.forget_cache()
 
     def start_new_conversation(self, title: str | None = None) -> None:
         """Point the agent at a conversation that starts with its next message."""
@@ -581,9 +564,9 @@ class AIAgent:
         plugin's context engine that served it hears so (0.19's ``on_session_end``)."""
         from hermes.agent.engine_compressor import EngineCompressor
 
-        compressor, conversation = self.context_compressor, self.binding.conversation_id
+        compressor, conversation = self.window.compressor, self.binding.conversation_id
         if isinstance(compressor, EngineCompressor) and conversation:
-            compressor.end(conversation, self.load_history())
+            compressor.end(conversation, self.binding.load_history())
 
     def close_conversation(self) -> None:
         """End the stored conversation this agent is bound to, whose turns other agents
@@ -595,10 +578,10 @@ class AIAgent:
         without a message has nothing to end."""
         from hermes.agent.engine_compressor import EngineCompressor
 
-        if not isinstance(self.context_compressor, EngineCompressor) or self.session_id is None:
+        if not isinstance(self.window.compressor, EngineCompressor) or self.session_id is None:
             return
         self.binding.ensure_session()  # follows the bound id to the tip, and its conversation
-        if not self.load_history():
+        if not self.binding.load_history():
             return
         plugin_hooks.bind_engine(self)
         self.end_conversation()
@@ -656,7 +639,7 @@ class AIAgent:
             base_url=self.base_url,
             model=self.model,
             quiet_mode=True,
-            session_db=self.session_db,
+            session_db=self.binding.session_db,
             session_id=self.session_id,
             source=self.source,
             user_id=self.user_id,
@@ -684,7 +667,9 @@ class AIAgent:
         background review's store check: it raises to withdraw the review)."""
         self.client.guard = guard
 
-    # -- the parts, under the names Hermes Agent's callers and tests use --------------
+    # -- the few parts a caller names on the agent; the rest it reads from the parts
+    # (``binding``, ``window``, ``toolbox``, ``interruption``), and Hermes Agent's own
+    # names for them live on the compat subclass (hermes/compat/agent.py) -------------
 
     @property
     def persist_session(self) -> bool:
@@ -697,112 +682,16 @@ class AIAgent:
         self.binding.writes = persist and not self.is_fork
 
     @property
-    def compression_enabled(self) -> bool:
-        return self.window.compression_enabled
-
-    @compression_enabled.setter
-    def compression_enabled(self, enabled: bool) -> None:
-        self.window.compression_enabled = enabled
-
-    @property
-    def context_compressor(self) -> Summariser | EngineCompressor:
-        return self.window.compressor  # type: ignore[no-any-return]
-
-    @context_compressor.setter
-    def context_compressor(self, compressor: Summariser | EngineCompressor) -> None:
-        self.window.compressor = compressor
-
-    @property
-    def last_compression(self) -> CompressionOutcome | None:
-        return self.window.last_compression
-
-    def estimate_tokens(self, messages: list[Message]) -> int:
-        """The size of ``messages`` as the model is sent them (masked results as stubs)."""
-        return self.window.estimate_tokens(messages)
-
-    @property
-    def registry(self) -> Any:
-        return self.toolbox.registry
-
-    def tool_names(self) -> list[str]:
-        return self.toolbox.names()
-
-    @property
-    def tool_names_override(self) -> list[str] | None:
-        return self.toolbox.override
-
-    @tool_names_override.setter
-    def tool_names_override(self, names: list[str] | None) -> None:
-        self.toolbox.override = names
-
-    @property
-    def session_db(self) -> SessionDB | None:
-        return self.binding.session_db
-
-    @session_db.setter
-    def session_db(self, db: SessionDB | None) -> None:
-        self.binding.session_db = db
-
-    @property
     def session_id(self) -> str | None:
+        """The segment the agent writes to now (the tip, after a rotation)."""
         return self.binding.session_id
 
     @session_id.setter
     def session_id(self, session_id: str | None) -> None:
         self.binding.session_id = session_id
 
-    @property
-    def conversation_id(self) -> str | None:
-        return self.binding.conversation_id
-
-    @property
-    def title(self) -> str | None:
-        return self.binding.title
-
-    @property
-    def system_prompt(self) -> str | None:
-        return self.binding.system_prompt
-
-    @property
-    def user_turns(self) -> int:
-        return self.binding.user_turns
-
-    @property
-    def turn_user_uid(self) -> str | None:
-        return self.binding.turn_user_uid
-
-    def ensure_session(self) -> None:
-        """Create the root segment on first use, or follow a bound id to its tip."""
-        self.binding.ensure_session()
-
-    def follow_tip(self) -> str | None:
-        """Move to the conversation's live segment if another path rotated it."""
-        return self.binding.follow_tip()
-
-    def load_history(
-        self,
-        read: tuple[str, SegmentStamp] | None = None,
-        *,
-        awaiting: Collection[str] = (),
-    ) -> list[Message]:
-        """The tip's messages (see ``ConversationBinding.load_history``)."""
-        return self.binding.load_history(read, awaiting=awaiting)
-
-    def persist(self, *messages: Message, token_usage: TokenUsage | None = None) -> None:
-        """Store messages now (invariant 7); adopt the tip if the write was forwarded."""
-        self.binding.persist(*messages, token_usage=token_usage)
-
-    def forget_turn_user_message(self) -> None:
-        """No turn has stored a user message yet (one is about to run, or a command)."""
-        self.binding.forget_turn_user_message()
-
-    def bound(self) -> tuple[SessionDB, str]:
-        """The store and the segment (see ``ConversationBinding.bound``)."""
-        return self.binding.bound()
-
-    @property
-    def writes_transcript(self) -> bool:
-        return self.binding.writes_transcript
+    def tool_names(self) -> list[str]:
+        return self.toolbox.names()
 
 
 def _key_from_dotenv() -> str | None:

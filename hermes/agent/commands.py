@@ -160,10 +160,10 @@ def bind_conversation(agent: AIAgent, tip: str, *, model: str | None = None) -> 
 
 def compression_line(agent: AIAgent, outcome: Any = None) -> str:
     """'segment N → N+1, tokens ~before → ~after' for the last rotation."""
-    outcome = outcome or agent.last_compression
+    outcome = outcome or agent.window.last_compression
     if outcome is None:
         return "compressed"
-    db = agent.session_db
+    db = agent.binding.session_db
     parent = db.get_session(outcome.parent_id) if (db and outcome.parent_id) else None
     child = db.get_session(outcome.child_id) if (db and outcome.child_id) else None
     where = (
@@ -181,7 +181,7 @@ def compression_line(agent: AIAgent, outcome: Any = None) -> str:
 
 @command("new", "/new [title]", "Start a new conversation (the current one stays saved).")
 def _new(agent: AIAgent, arg: str) -> Reply:
-    previous = agent.conversation_id
+    previous = agent.binding.conversation_id
     start_new(agent, arg or None)
     titled = f" '{arg}'" if arg else ""
     back = f" Resume the previous one with /resume {previous}." if previous else ""
@@ -190,7 +190,7 @@ def _new(agent: AIAgent, arg: str) -> Reply:
 
 @command("compress", "/compress [focus]", "Compress the context now, optionally around a topic.")
 def _compress(agent: AIAgent, arg: str) -> Reply:
-    if agent.session_id is None or not agent.load_history():
+    if agent.session_id is None or not agent.binding.load_history():
         return Reply("Nothing to compress yet: the conversation is empty.", ok=False)
     agent.client.clear_interrupt()  # a Ctrl-C that stopped the last turn must not stop this
     outcome = agent.compress_now(arg or None)
@@ -267,7 +267,7 @@ def _undo(agent: AIAgent, arg: str) -> Reply:
 @command("title", "/title TEXT", "Set the conversation's title (shows it without TEXT).")
 def _title(agent: AIAgent, arg: str) -> Reply:
     if not arg:
-        current = _root(agent)["title"] if agent.session_id else agent.title
+        current = _root(agent)["title"] if agent.session_id else agent.binding.title
         return Reply(
             f"Title: {current}"
             if current
@@ -317,7 +317,7 @@ def _sessions(agent: AIAgent, arg: str) -> Reply:
         return Reply("No saved conversations yet.")
     body = [
         (
-            "*" if r["conversation_id"] == agent.conversation_id else "",
+            "*" if r["conversation_id"] == agent.binding.conversation_id else "",
             r["conversation_id"],
             one_line(r["title"] or "(untitled)", 36),
             r["message_count"],
@@ -340,7 +340,7 @@ def _resume(agent: AIAgent, arg: str) -> Reply:
     messages = list(db.iter_conversation_messages(tip))
     undone = sum(1 for m in messages if m["undone"])
     count = len(messages) - undone
-    title = f"'{agent.title}'" if agent.title else segment["conversation_id"]
+    title = f"'{agent.binding.title}'" if agent.binding.title else segment["conversation_id"]
     apart = f" (and {undone} undone)" if undone else ""
     return Reply(
         f"Resumed {title}: {plural(count, 'message')}{apart}, segment {segment['segment_index']}, "
@@ -353,12 +353,12 @@ def _resume(agent: AIAgent, arg: str) -> Reply:
 def _usage(agent: AIAgent, arg: str) -> Reply:
     if agent.session_id is None:
         return Reply("No tokens used yet: the conversation is empty.")
-    db, session_id = agent.bound()
+    db, session_id = agent.binding.bound()
     usage = token_usage(db, session_id)
     seg, conv = usage["segment"], usage["conversation"]
     segments = len(db.get_segments(session_id))
-    context = agent.estimate_tokens(agent.load_history())
-    compressor = agent.context_compressor
+    context = agent.window.estimate_tokens(agent.binding.load_history())
+    compressor = agent.window.compressor
     return Reply(
         f"This segment: {seg['input']:,} input / {seg['output']:,} output tokens.\n"
         f"Whole conversation ({plural(segments, 'segment')}): {conv['input']:,} input / "
@@ -376,7 +376,7 @@ def _tools(agent: AIAgent, arg: str) -> Reply:
         return Reply("No tools are enabled (see agent.toolsets in `hermes config show`).")
     rows = []
     for name in names:
-        tool = agent.registry.get(name)
+        tool = agent.toolbox.registry.get(name)
         rows.append((name, one_line(_first_sentence(tool.description if tool else ""), 80)))
     return Reply(table(("TOOL", "WHAT IT DOES"), rows), data={"tools": names})
 
@@ -408,15 +408,15 @@ def _exit(agent: AIAgent, arg: str) -> Reply:
 
 
 def _root(agent: AIAgent) -> dict[str, Any]:
-    db, session_id = agent.bound()
+    db, session_id = agent.binding.bound()
     return db.get_segments(session_id)[0]
 
 
 def _store(agent: AIAgent) -> SessionDB:
     """The agent's store, for commands that read or write saved conversations."""
-    if agent.session_db is None:
+    if agent.binding.session_db is None:
         raise HermesError("This command needs the state store, and this agent has none.")
-    return agent.session_db
+    return agent.binding.session_db
 
 
 def _first_sentence(text: str) -> str:

@@ -102,6 +102,7 @@ class TurnHost(Protocol):
 
     def emit(self, kind: str, **data: Any) -> None: ...
 
+    # AIAgent.compress's signature, repeated: a protocol states it.
     def compress(
         self,
         messages: list[Message],

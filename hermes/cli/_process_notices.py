@@ -45,7 +45,7 @@ class ProcessNotices:
         """Whether an event of this conversation is spooled (a look: nothing is taken).
 
         Safe from any thread; a failure is logged and counts as nothing waiting."""
-        if self.agent.conversation_id is None:
+        if self.agent.binding.conversation_id is None:
             return False
         try:
             background.refresh_all(self.agent.hermes_home)
@@ -56,7 +56,7 @@ class ProcessNotices:
 
     def take(self) -> list[CompletionEvent]:
         """Take this conversation's spooled events, oldest first (others stay spooled)."""
-        if self.agent.conversation_id is None:
+        if self.agent.binding.conversation_id is None:
             return []
         try:
             background.refresh_all(self.agent.hermes_home)
@@ -68,12 +68,12 @@ class ProcessNotices:
     def _mine(self, event: CompletionEvent) -> bool:
         """Addressed to this chat's conversation, following its segments as the gateway
         does (``GatewayRunner._address``): an event naming a segment of it is its own."""
-        conversation = self.agent.conversation_id
+        conversation = self.agent.binding.conversation_id
         if conversation is None or not event.conversation_id:
             return False
         if event.conversation_id == conversation:
             return True
-        db = self.agent.session_db
+        db = self.agent.binding.session_db
         segment = db.get_session(event.conversation_id) if db is not None else None
         return segment is not None and segment["conversation_id"] == conversation
 

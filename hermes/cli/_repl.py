@@ -474,7 +474,7 @@ class Repl:
     def _banner(self) -> None:
         agent = self.agent
         if agent.session_id:
-            title = agent.title or agent.conversation_id
+            title = agent.binding.title or agent.binding.conversation_id
             where = f"resumed {title}"
         else:
             where = "new conversation"
@@ -485,7 +485,7 @@ class Repl:
 
     def _last_exchange(self) -> None:
         """On resume: the last question and answer, and whether the last one failed."""
-        db, session_id = self.agent.session_db, self.agent.session_id
+        db, session_id = self.agent.binding.session_db, self.agent.session_id
         if db is None or session_id is None:  # an agent without a store has no past
             return
         # The live segment's rows, but a compaction summary (role 'user', asking nothing);
@@ -507,8 +507,8 @@ class Repl:
         self.console.print(Text(f"hermes: {one_line(last['content'], 200)}", style="dim"))
 
     def _goodbye(self) -> None:
-        if self.agent.conversation_id:
-            resume = f"hermes chat --resume {self.agent.conversation_id}"
+        if self.agent.binding.conversation_id:
+            resume = f"hermes chat --resume {self.agent.binding.conversation_id}"
             self.console.print(Text(f"Saved. Continue with: {resume}", style="dim"))
 
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from hermes.cli._env import find_api_key, missing_key_message, needs_key
+from hermes.cli._options import LATEST, continue_option, resume_option
 from hermes.cli._store import opened_store, resolve_conversation
 from hermes.config import Config, ensure_home, load_config
 from hermes.errors import HermesError
@@ -29,7 +30,6 @@ if TYPE_CHECKING:
 
 INTERRUPTED_EXIT = 130  # what a shell reports for a program stopped by Ctrl-C
 CHAT_LOG_HANDLER = "hermes-chat"  # names our log handler so a second setup adds none
-LATEST = "\0latest"  # `-c` given without a title
 
 # Keys of the turn result that `--json` prints (the transcript itself is left out:
 # `hermes sessions export` is the way to get it).
@@ -59,22 +59,8 @@ JSON_KEYS = ("session_id", "iterations", "prompt_tokens", "completion_tokens", "
 )
 @click.option("-m", "--model", help="The model for this run (default: model.default).")
 @click.option("--base-url", help="The endpoint for this run (default: model.base_url).")
-@click.option(
-    "-c",
-    "--continue",
-    "continue_",
-    is_flag=False,
-    flag_value=LATEST,
-    default=None,
-    metavar="[TITLE]",
-    help="Continue the most recent conversation started here, or the one titled TITLE.",
-)
-@click.option(
-    "-r",
-    "--resume",
-    metavar="ID|TITLE",
-    help="Continue a conversation by any of its segment ids or its title.",
-)
+@continue_option
+@resume_option
 @click.option(
     "--read-only",
     "read_only",
@@ -339,7 +325,9 @@ def _ask_once(agent: AIAgent, text: str, as_json: bool) -> None:
         payload: dict[str, Any] = {"final_response": answer}
         payload.update({k: getattr(result, k, None) for k in JSON_KEYS})
         payload.update(
-            conversation_id=agent.conversation_id, model=agent.model, interrupted=interrupted
+            conversation_id=agent.binding.conversation_id,
+            model=agent.model,
+            interrupted=interrupted,
         )
         click.echo(json.dumps(payload, indent=2, ensure_ascii=False))
     elif streamed is not None and streamed["any"]:

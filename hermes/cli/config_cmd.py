@@ -21,6 +21,7 @@ from typing import Any
 import click
 
 from hermes.cli._env import find_api_key, is_loopback, save_api_key
+from hermes.cli._group import DefaultGroup
 from hermes.config import (
     HERMES_AGENT_KEYS,
     SCHEMA,
@@ -60,12 +61,9 @@ def _as_text(value: Any) -> str:
     return str(value)
 
 
-@click.group(invoke_without_command=True)
-@click.pass_context
-def config(ctx: click.Context) -> None:
+@click.group(cls=DefaultGroup, default="show")
+def config() -> None:
     """Show and change configuration (default: show)."""
-    if ctx.invoked_subcommand is None:
-        ctx.invoke(show)
 
 
 @config.command()

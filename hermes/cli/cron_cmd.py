@@ -14,6 +14,7 @@ from typing import Any
 
 import click
 
+from hermes.cli._group import DefaultGroup
 from hermes.cli._store import opened_store
 from hermes.cli._table import echo_listing
 from hermes.config import hermes_home, load_config
@@ -57,12 +58,9 @@ def _when(stamp: float | None) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(stamp)) if stamp else "-"
 
 
-@click.group(invoke_without_command=True)
-@click.pass_context
-def cron(ctx: click.Context) -> None:
+@click.group(cls=DefaultGroup)
+def cron() -> None:
     """Scheduled jobs: list, create, edit, pause, resume, run, runs, remove (default: list)."""
-    if ctx.invoked_subcommand is None:
-        ctx.invoke(list_cmd)
 
 
 @cron.command("list")

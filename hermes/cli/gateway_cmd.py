@@ -325,14 +325,15 @@ def _setup_logging(verbose: bool, worker_index: int | None = None) -> None:
     log_to_files(hermes_home(), gateway=True)
 
 
+def _timeout_option(help: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """``--timeout SECONDS`` (at least 1, 60 by default), as start, stop and restart take it."""
+    return click.option(
+        "--timeout", type=click.FloatRange(min=1), default=60.0, show_default=True, help=help
+    )
+
+
 @gateway.command("restart")
-@click.option(
-    "--timeout",
-    type=click.FloatRange(min=1),
-    default=60.0,
-    show_default=True,
-    help="Seconds to wait for each gateway to stop, then to be serving again.",
-)
+@_timeout_option("Seconds to wait for each gateway to stop, then to be serving again.")
 def restart(timeout: float) -> None:
     """Restart the gateways running on this HERMES_HOME, as Hermes Agent's command does.
 
@@ -350,13 +351,7 @@ def restart(timeout: float) -> None:
 @gateway.command("start")
 @click.option("--api-server", "api_server", metavar="HOST:PORT", help="As for `gateway run`.")
 @click.option("--workers", type=int, default=None, metavar="N", help="As for `gateway run`.")
-@click.option(
-    "--timeout",
-    type=click.FloatRange(min=1),
-    default=60.0,
-    show_default=True,
-    help="Seconds to wait for it to serve.",
-)
+@_timeout_option("Seconds to wait for it to serve.")
 def start(api_server: str | None, workers: int | None, timeout: float) -> None:
     """Start a gateway in the background, as `gateway run` would in the foreground.
 
@@ -373,13 +368,7 @@ def start(api_server: str | None, workers: int | None, timeout: float) -> None:
 
 
 @gateway.command("stop")
-@click.option(
-    "--timeout",
-    type=click.FloatRange(min=1),
-    default=60.0,
-    show_default=True,
-    help="Seconds to wait for each gateway to stop (running turns finish first).",
-)
+@_timeout_option("Seconds to wait for each gateway to stop (running turns finish first).")
 def stop(timeout: float) -> None:
     """Stop the gateways running on this HERMES_HOME, as Hermes Agent's command does.
 

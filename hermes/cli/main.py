@@ -19,6 +19,7 @@ from typing import Any
 import click
 
 from hermes import __version__, profiles
+from hermes.cli._options import LATEST, continue_option, resume_option
 from hermes.errors import HermesError
 
 # Subcommands live in their own modules and are imported only when used, so
@@ -92,9 +93,6 @@ class HermesGroup(click.Group):
             raise click.ClickException(str(exc)) from exc
 
 
-LATEST = "\0latest"  # `-c` given without a title
-
-
 @click.group(cls=HermesGroup, invoke_without_command=True)
 @click.version_option(__version__, "--version", prog_name="hermes")
 @click.option(
@@ -104,22 +102,8 @@ LATEST = "\0latest"  # `-c` given without a title
     help="Answer PROMPT once and print only the answer (as `hermes chat -q`).",
 )
 @click.option("-m", "--model", help="The model for this run (with -z, or the chat).")
-@click.option(
-    "-r",
-    "--resume",
-    metavar="ID|TITLE",
-    help="Continue a conversation by any of its segment ids or its title.",
-)
-@click.option(
-    "-c",
-    "--continue",
-    "continue_",
-    is_flag=False,
-    flag_value=LATEST,
-    default=None,
-    metavar="[TITLE]",
-    help="Continue the most recent conversation started here, or the one titled TITLE.",
-)
+@resume_option
+@continue_option
 @click.option(
     "-p",
     "--profile",

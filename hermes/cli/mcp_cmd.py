@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from hermes.cli._group import DefaultGroup
 from hermes.cli._table import echo_table
 from hermes.config import hermes_home, load_config
 from hermes.tools.mcp.config import read_servers
@@ -26,12 +27,9 @@ def _servers() -> list[ServerSpec]:
     return specs
 
 
-@click.group(invoke_without_command=True)
-@click.pass_context
-def mcp(ctx: click.Context) -> None:
+@click.group(cls=DefaultGroup)
+def mcp() -> None:
     """List the MCP servers of config.yaml, or test one."""
-    if ctx.invoked_subcommand is None:
-        ctx.invoke(list_servers)
 
 
 @mcp.command("list")

@@ -9,18 +9,16 @@ from __future__ import annotations
 
 import click
 
+from hermes.cli._group import DefaultGroup
 from hermes.cli._table import echo_table
 from hermes.config import ensure_home, hermes_home, load_config, save_value
 from hermes.plugins import PluginManager
 from hermes.plugins.manifest import discover
 
 
-@click.group(invoke_without_command=True)
-@click.pass_context
-def plugins(ctx: click.Context) -> None:
+@click.group(cls=DefaultGroup)
+def plugins() -> None:
     """List plugins; enable or disable one."""
-    if ctx.invoked_subcommand is None:
-        ctx.invoke(list_plugins)
 
 
 @plugins.command("list")
@@ -49,10 +47,7 @@ def list_plugins() -> None:
 @click.argument("name")
 def enable(name: str) -> None:
     """Load plugin NAME from the next start on."""
-    _known(name)
-    config = load_config()
-    _save("plugins.enabled", _with(config.get("plugins.enabled"), name))
-    _save("plugins.disabled", _without(config.get("plugins.disabled"), name))
+    _list_in("plugins.enabled", "plugins.disabled", name)
     click.echo(f"Plugin {name} is enabled; it loads at the next start.")
 
 
@@ -60,11 +55,16 @@ def enable(name: str) -> None:
 @click.argument("name")
 def disable(name: str) -> None:
     """Never load plugin NAME."""
+    _list_in("plugins.disabled", "plugins.enabled", name)
+    click.echo(f"Plugin {name} is disabled.")
+
+
+def _list_in(listed: str, unlisted: str, name: str) -> None:
+    """Put plugin ``name`` on the ``listed`` list of config.yaml and off the other."""
     _known(name)
     config = load_config()
-    _save("plugins.enabled", _without(config.get("plugins.enabled"), name))
-    _save("plugins.disabled", _with(config.get("plugins.disabled"), name))
-    click.echo(f"Plugin {name} is disabled.")
+    _save(listed, _with(config.get(listed), name))
+    _save(unlisted, _without(config.get(unlisted), name))
 
 
 def _known(name: str) -> None:

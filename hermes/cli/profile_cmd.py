@@ -10,16 +10,14 @@ from __future__ import annotations
 import click
 
 from hermes import profiles
+from hermes.cli._group import DefaultGroup
 from hermes.cli._table import echo_listing
 from hermes.gateway.state_file import read_status
 
 
-@click.group(invoke_without_command=True)
-@click.pass_context
-def profile(ctx: click.Context) -> None:
+@click.group(cls=DefaultGroup)
+def profile() -> None:
     """Profiles, each a home of its own: list, create, use (default: list)."""
-    if ctx.invoked_subcommand is None:
-        ctx.invoke(list_cmd)
 
 
 @profile.command("list")

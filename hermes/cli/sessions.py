@@ -12,13 +12,14 @@ import json
 import os
 import sys
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
 import click
 
 from hermes.cli._ask import Duration, confirm_or_refuse, describe_duration
+from hermes.cli._group import DefaultGroup
 from hermes.cli._store import opened_store, rename_conversation, resolve_conversation
 from hermes.cli._table import echo_listing, echo_table
 from hermes.config import load_config, register_secrets
@@ -31,12 +32,16 @@ from hermes.text import one_line, plural, stamp, visible, when
 TOOL_OUTPUT_LINES = 20  # `show` cuts long tool results; `export` never does
 
 
-@click.group(invoke_without_command=True)
-@click.pass_context
-def sessions(ctx: click.Context) -> None:
+def _limit_option(help: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """``-n/--limit N`` (at least 1, 20 by default), as list and search take it."""
+    return click.option(
+        "-n", "--limit", type=click.IntRange(min=1), default=20, show_default=True, help=help
+    )
+
+
+@click.group(cls=DefaultGroup)
+def sessions() -> None:
     """List, show, search, export conversations (default: list)."""
-    if ctx.invoked_subcommand is None:
-        ctx.invoke(list_cmd)
 
 
 # -- list -------------------------------------------------------------------------------
@@ -44,14 +49,7 @@ def sessions(ctx: click.Context) -> None:
 
 @sessions.command("list")
 @click.option("--source", help="Only conversations from this source (cli, telegram, api...).")
-@click.option(
-    "-n",
-    "--limit",
-    type=click.IntRange(min=1),
-    default=20,
-    show_default=True,
-    help="How many conversations to show, newest first.",
-)
+@_limit_option("How many conversations to show, newest first.")
 @click.option(
     "--all",
     "show_all",
@@ -231,14 +229,7 @@ def _write_stream(chunks: Iterable[str], out: TextIO) -> None:
 
 @sessions.command("search")
 @click.argument("query", nargs=-1, required=True)
-@click.option(
-    "-n",
-    "--limit",
-    type=click.IntRange(min=1),
-    default=20,
-    show_default=True,
-    help="Most hits to show, newest first.",
-)
+@_limit_option("Most hits to show, newest first.")
 @click.option("--source", help="Only conversations from this source.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 def search_cmd(query: tuple[str, ...], limit: int, source: str | None, as_json: bool) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import click
 
+from hermes.cli._group import DefaultGroup
 from hermes.cli._table import echo_listing
 from hermes.config import ensure_home, hermes_home, load_config
 from hermes.tools.skills import (
@@ -38,12 +39,9 @@ def _scan(*, every: bool = False) -> SkillScan:
     return SkillScan([s for s in scan.skills if s.name not in disabled], scan.problems)
 
 
-@click.group(invoke_without_command=True)
-@click.pass_context
-def skills(ctx: click.Context) -> None:
+@click.group(cls=DefaultGroup)
+def skills() -> None:
     """List, show, install and remove skills (folders holding a SKILL.md)."""
-    if ctx.invoked_subcommand is None:
-        ctx.invoke(list_skills)
 
 
 @skills.command("list")

@@ -20,6 +20,7 @@ from typing import Any
 import click
 import httpx
 
+from hermes.cli._group import DefaultGroup
 from hermes.config import Config, hermes_home, load_config
 from hermes.errors import HermesError
 from hermes.gateway.settings import WEBHOOK, platforms_from_config
@@ -68,9 +69,8 @@ def _subscriptions(home: Path) -> dict[str, dict[str, Any]]:
         raise HermesError(str(exc)) from None
 
 
-@click.group(invoke_without_command=True)
-@click.pass_context
-def webhook(ctx: click.Context) -> None:
+@click.group(cls=DefaultGroup)
+def webhook() -> None:
     """Webhook routes: external services POST events that run the agent.
 
     Each route is HOST:8644/webhooks/NAME on the gateway's webhook platform
@@ -79,8 +79,6 @@ def webhook(ctx: click.Context) -> None:
     X-Gitlab-Token, or X-Webhook-Signature[-V2]); its payload fills the route's prompt
     and the answer goes to the log or a chat. Without a subcommand: list.
     """
-    if ctx.invoked_subcommand is None:
-        ctx.invoke(list_routes)
 
 
 @webhook.command("subscribe")

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hermes.agent import AIAgent as HermesAIAgent
 from hermes.agent.model.client import ModelClient
@@ -22,6 +22,9 @@ from hermes.agent.turn_options import TurnOptions
 from hermes.agent.turn_result import TurnResult
 from hermes.compat import toolsets
 from hermes.state.context.message import Message
+
+if TYPE_CHECKING:
+    pass
 
 log = logging.getLogger("hermes.compat")
 
@@ -49,6 +52,23 @@ RENAMED = {
 _APPLIED = frozenset({"enabled_toolsets", "disabled_toolsets"})
 _init = HermesAIAgent.__init__.__code__  # not inspect.signature: `inspect` costs ~8 ms
 _OWN = frozenset(_init.co_varnames[: _init.co_argcount + _init.co_kwonlyargcount]) - {"self"}
+
+
+class _Forward:
+    """An attribute (or method) of one of the agent's parts, read and set on the agent
+    under the name Hermes Agent gives it: ``session_db = _Forward("binding")``."""
+
+    def __init__(self, part: str, name: str | None = None) -> None:
+        self.part, self.name = part, name
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = self.name or name
+
+    def __get__(self, agent: Any, owner: type | None = None) -> Any:
+        return self if agent is None else getattr(getattr(agent, self.part), str(self.name))
+
+    def __set__(self, agent: Any, value: Any) -> None:
+        setattr(getattr(agent, self.part), str(self.name), value)
 
 
 class AIAgent(HermesAIAgent):
@@ -82,14 +102,34 @@ class AIAgent(HermesAIAgent):
         self.session_input_tokens = 0
         self.session_output_tokens = 0
 
-    @property
-    def _session_db(self) -> Any:
-        """0.19's name for the store; callers (hermes-webui) read and replace it."""
-        return self.session_db
+    # The agent's parts under the names Hermes Agent's callers and tests use (the native
+    # class leaves them to its parts: binding, window, toolbox, interruption).
+    session_db = _Forward("binding")
+    _session_db = _Forward("binding", "session_db")  # 0.19's name (hermes-webui sets it)
+    conversation_id = _Forward("binding")
+    title = _Forward("binding")
+    system_prompt = _Forward("binding")
+    user_turns = _Forward("binding")
+    turn_user_uid = _Forward("binding")
+    writes_transcript = _Forward("binding")
+    ensure_session = _Forward("binding")
+    follow_tip = _Forward("binding")
+    load_history = _Forward("binding")
+    persist = _Forward("binding")
+    forget_turn_user_message = _Forward("binding")
+    forget_cache = _Forward("binding")
+    bound = _Forward("binding")
+    compression_enabled = _Forward("window")
+    context_compressor = _Forward("window", "compressor")
+    last_compression = _Forward("window")
+    estimate_tokens = _Forward("window")
+    registry = _Forward("toolbox")
+    tool_names_override = _Forward("toolbox", "override")
+    clear_interrupt = _Forward("interruption", "clear")
+    interrupt_event = _Forward("interruption", "event")
+    interrupt_requested = _Forward("interruption", "requested")
 
-    @_session_db.setter
-    def _session_db(self, db: Any) -> None:
-        self.session_db = db
+    # -- Hermes Agent 0.19's calls -------------------------------------------------
 
     def interrupt(self, message: str | None = None) -> None:
         """Stop the running turn (0.19's ``message``, the input that interrupted, is

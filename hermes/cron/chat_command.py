@@ -28,11 +28,11 @@ USAGE = (
 # The /help row stays as narrow as the others; `/cron help` gives the whole syntax.
 @command("cron", "/cron [ACTION]", "Scheduled jobs: list, add, pause, resume, run, runs, remove.")
 def cron_command(agent: AIAgent, arg: str) -> Reply:
-    if agent.session_db is None:
+    if agent.binding.session_db is None:
         raise HermesError("This command needs the state store, and this agent has none.")
     store = CronStore(
-        agent.session_db.backend,
-        read_only=agent.session_db.read_only,
+        agent.binding.session_db.backend,
+        read_only=agent.binding.session_db.read_only,
         on_change=files.writer(agent.hermes_home),
     )
     verb, _, rest = arg.strip().partition(" ")

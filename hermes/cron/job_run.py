@@ -12,10 +12,10 @@ from hermes.tools.skills import INSTRUCTION, invocation, load_skills
 from hermes.tools.toolsets import expand, known_toolsets
 
 if TYPE_CHECKING:
+    from hermes.agent.toolbox import Toolbox
     from hermes.agent.turn_options import TurnOptions
     from hermes.agent.turn_result import TurnResult
     from hermes.config import Config
-    from hermes.tools.registry import ToolRegistry
 
 log = logging.getLogger(__name__)
 
@@ -29,8 +29,8 @@ class JobAgent(Protocol):
     user_id: str | None
 
     @property
-    def registry(self) -> ToolRegistry:
-        """Every tool the agent can run."""
+    def toolbox(self) -> Toolbox:
+        """Every tool the agent can run (its ``registry``)."""
 
     def tool_names(self) -> list[str]:
         """The tools its turns offer (``agent.toolsets`` applied)."""
@@ -56,7 +56,7 @@ def job_tools(agent: JobAgent, names: Sequence[str]) -> list[str] | None:
     if not names:
         return None
     offered = agent.tool_names()  # first: an MCP server that is up again joins here
-    tools = agent.registry.tools()
+    tools = agent.toolbox.registry.tools()
     groups = known_toolsets(agent.config, tools)
     wanted, unknown = expand(names, {tool.name for tool in tools}, groups)
     for name in unknown:

@@ -20,7 +20,7 @@ named in ``adapters.ADAPTERS``, and each registers what it serves through
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from hermes.agent import AIAgent
     from hermes.agent.binding import ConversationBinding
     from hermes.agent.model.protocol import Model
+    from hermes.agent.toolbox import Toolbox
     from hermes.agent.turn_options import TurnOptions
     from hermes.agent.turn_result import TurnResult
     from hermes.config import Config
@@ -37,10 +38,7 @@ if TYPE_CHECKING:
     from hermes.gateway.routing import Router
     from hermes.gateway.settings import ApiServerSettings
     from hermes.gateway.store_health import StoreHealth
-    from hermes.state.context.message import Message
     from hermes.state.store import SessionDB
-    from hermes.state.usage import TokenUsage
-    from hermes.tools.registry import ToolRegistry
 
 # The rooms every gateway attaches at start-up: modules with an ``attach(host)``.
 ROOMS = ("hermes.gateway.http.room",)
@@ -48,7 +46,8 @@ ROOMS = ("hermes.gateway.http.room",)
 
 class ConversationAgent(Protocol):
     """What the gateway asks of a conversation's agent (worker threads, one turn at a
-    time): run a turn, settle what a turn left, follow the store, be stopped."""
+    time): run a turn, be stopped; what a turn left and the store's tip it settles
+    through ``binding``, the conversation's own part."""
 
     model: str
 
@@ -65,9 +64,10 @@ class ConversationAgent(Protocol):
         """Its model client (closed when the agent is let go)."""
 
     @property
-    def turn_user_uid(self) -> str | None:
-        """The user message the running or last turn stored, if any."""
+    def toolbox(self) -> Toolbox:
+        """Every tool it can run (a cut turn's calls to them were its own)."""
 
+    # The keywords of AIAgent.run the gateway passes, repeated: a protocol states them.
     def run(
         self,
         user_message: Any,
@@ -80,25 +80,6 @@ class ConversationAgent(Protocol):
         options: TurnOptions | None = None,
     ) -> TurnResult:
         """One turn to its answer (``resume``: answer the stored history as it is)."""
-
-    @property
-    def registry(self) -> ToolRegistry:
-        """Every tool it can run (a cut turn's calls to them were its own)."""
-
-    def load_history(self, read: Any = None, *, awaiting: Collection[str] = ()) -> list[Message]:
-        """The tip's messages (closing a dead turn's open tool calls, once)."""
-
-    def persist(self, *messages: Message, token_usage: TokenUsage | None = None) -> None:
-        """Store messages now."""
-
-    def ensure_session(self) -> None:
-        """Create its conversation in the store if it has none yet."""
-
-    def forget_turn_user_message(self) -> None:
-        """No turn has stored a user message yet (one is about to run)."""
-
-    def forget_cache(self) -> None:
-        """Reload the history from the store next turn."""
 
     def close_conversation(self) -> None:
         """End the stored conversation for its context engine (``/new``)."""

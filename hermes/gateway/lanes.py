@@ -103,12 +103,10 @@ class WorkItem:
     """One thing to do in a conversation, in arrival order."""
 
     kind: str  # MESSAGE, COMMAND, EVENT or RESUME
-    text: str
     key: str  # the session key whose route this conversation is on
     conversation_id: str
+    asked: QueuedTurn  # the turn: its text, history and what its caller chose
     origin: Origin | None = None
-    history: list[dict[str, Any]] | None = None  # seeds a new conversation (HTTP API)
-    asked: QueuedTurn = field(default_factory=QueuedTurn)  # what its caller chose
     process_id: str | None = None  # for EVENT: the background process that finished
     seq: tuple[int, int] = field(default_factory=lambda: (time.time_ns(), next(_sequence)))
     queue_id: int | None = None  # its row in gateway_queue while it waits
@@ -117,15 +115,14 @@ class WorkItem:
     turn: TurnHold | None = field(default=None, repr=False)  # its turn lock, once held
 
     def payload(self) -> dict[str, Any]:
+        """Its ``gateway_queue`` payload: where it goes, beside its turn's keys."""
         return {
             "kind": self.kind,
-            "text": self.text,
             "conversation_id": self.conversation_id,
             "origin": self.origin.to_dict() if self.origin else None,
-            "history": self.history,
-            "options": self.asked.to_json(),
             "process_id": self.process_id,
             "seq": list(self.seq),
+            **self.asked.to_json(),
         }
 
     @classmethod
@@ -134,12 +131,10 @@ class WorkItem:
         seq = data.get("seq") or [int(row.get("enqueued_at", 0) * 1e9), 0]
         return cls(
             kind=data.get("kind", MESSAGE),
-            text=data.get("text", ""),
             key=row["session_key"],
             conversation_id=data["conversation_id"],
+            asked=QueuedTurn.from_json(data),
             origin=Origin.from_dict(data["origin"]) if data.get("origin") else None,
-            history=data.get("history"),
-            asked=QueuedTurn.from_json(data.get("options")),
             process_id=data.get("process_id"),
             seq=(int(seq[0]), int(seq[1])),
             queue_id=int(row["id"]),

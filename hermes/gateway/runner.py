@@ -56,6 +56,7 @@ from hermes.gateway.lanes import (
     Scheduler,
     WorkItem,
 )
+from hermes.gateway.queued_turn import QueuedTurn
 from hermes.gateway.routing import Router, SessionKey
 from hermes.gateway.settings import (
     API_SERVER,
@@ -279,9 +280,9 @@ class GatewayRunner:
         return [
             WorkItem(
                 kind=RESUME,
-                text=cut.question or "",
                 key=cut.session_key,
                 conversation_id=cut.conversation_id,
+                asked=QueuedTurn(text=cut.question or ""),
                 origin=SessionKey.parse(cut.session_key).origin(),
             )
             for cut in found
@@ -498,7 +499,11 @@ class GatewayRunner:
         async with self._order.hold(key):
             conversation = await self.conversation_for(key, origin)
             item = WorkItem(
-                kind=kind, text=text, key=key, conversation_id=conversation, origin=origin
+                kind=kind,
+                key=key,
+                conversation_id=conversation,
+                asked=QueuedTurn(text=text),
+                origin=origin,
             )
             return await self.submit(item)
 
@@ -670,12 +675,13 @@ class GatewayRunner:
         start answers it once, from the beginning, before what came after it."""
 
         def keep() -> None:
-            if result.user_message_uid is not None:
-                undo_turn(self.db, item.conversation_id, result.user_message_uid)
-                item.history = None  # the seeded history is stored already
             # The question is stored again after the restart, under a new uid (the
             # undone row keeps the one its client's retries were told of).
-            item.asked = replace(item.asked, user_uid=None, retried=False)
+            asked = replace(item.asked, user_uid=None, retried=False)
+            if result.user_message_uid is not None:
+                undo_turn(self.db, item.conversation_id, result.user_message_uid)
+                asked = replace(asked, history=None)  # the seeded history is stored already
+            item.asked = asked
             item.turn = None
             item.queue_id = self.queue.save(item)
 
@@ -705,9 +711,9 @@ class GatewayRunner:
         key, conversation = addressed
         item = WorkItem(
             kind=EVENT,
-            text=event.describe(),
             key=key,
             conversation_id=conversation,
+            asked=QueuedTurn(text=event.describe()),
             origin=SessionKey.parse(key).origin(),
             process_id=event.process_id,
         )

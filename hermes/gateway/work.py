@@ -121,7 +121,7 @@ class TurnRunner:
 
     def run_unstored(self, item: WorkItem) -> WorkResult:
         """A turn that keeps nothing (the Responses API's ``store: false``): a fresh agent
-        without the store, its whole context in ``item.history``, no lane, no route."""
+        without the store, its whole context in ``item.asked.history``, no lane, no route."""
         side = item.asked.side_request  # a chat UI's title and such
         agent = self.make_agent(
             session_db=None,
@@ -148,7 +148,7 @@ class TurnRunner:
                 if key == conversation_id or key.startswith(conversation_id + MEMBER_SEP)
             ]
         for agent in agents:
-            agent.forget_cache()
+            agent.binding.forget_cache()
 
     def end_conversation(self, conversation_id: str, key: str, user_id: str | None) -> None:
         """The chat ``key`` left the conversation (``/new``): a plugin's context engine
@@ -198,7 +198,7 @@ class TurnRunner:
 
     def _answer(self, item: WorkItem, agent: ConversationAgent, result: WorkResult) -> None:
         """Run the item; a failure becomes the result's sentence for the user."""
-        agent.forget_turn_user_message()  # set by this item's turn, if it stores a question
+        agent.binding.forget_turn_user_message()  # set by this item's turn, if it stores a question
         try:
             self._run_item(item, agent, result)
         except ToolResultsError as exc:
@@ -222,20 +222,20 @@ class TurnRunner:
         marked undone (its user saw an error, not an answer), a stopped turn stores the
         note its user saw, a cut turn that could not be answered says so."""
         try:
-            uid = agent.turn_user_uid
+            uid = agent.binding.turn_user_uid
             if result.error and uid:
                 undo_turn(self.db, item.conversation_id, uid)
             elif result.error and item.kind == RESUME:
-                agent.persist(transcript.new_message("assistant", INTERRUPTED_NOTICE))
+                agent.binding.persist(transcript.new_message("assistant", INTERRUPTED_NOTICE))
             elif result.interrupted and uid and not result.text:
-                agent.persist(transcript.new_message("assistant", STOPPED_NOTE))
+                agent.binding.persist(transcript.new_message("assistant", STOPPED_NOTE))
         except (AgentError, StateError) as exc:
             log.error("could not close the unanswered turn of %s: %s", item.conversation_id, exc)
 
     def _resume(self, item: WorkItem, agent: ConversationAgent, result: WorkResult) -> None:
         """A turn a crash cut off: answered once from the stored history (its tools'
         results say they were interrupted), or its user told to ask again."""
-        own_tools = agent.registry.names()
+        own_tools = agent.toolbox.registry.names()
         question = self.db.gateway.cut_turn(item.conversation_id, own_tools)
         if question is None:  # answered meanwhile (another gateway got there first)
             result.dropped = True
@@ -247,8 +247,8 @@ class TurnRunner:
             result.interrupted = out.interrupted
             return
         log.info("telling the user of %s that a crash cut their turn off", item.conversation_id)
-        agent.load_history()  # closes the dead turn's open tool calls, once
-        agent.persist(transcript.new_message("assistant", INTERRUPTED_NOTICE))
+        agent.binding.load_history()  # closes the dead turn's open tool calls, once
+        agent.binding.persist(transcript.new_message("assistant", INTERRUPTED_NOTICE))
         result.text = INTERRUPTED_NOTICE
 
     def _finish_earlier_try(
@@ -298,9 +298,9 @@ class TurnRunner:
         asked = item.asked
         if asked.retried and self._finish_earlier_try(item, agent, result):
             return
-        words: str | list[dict[str, Any]] = item.text
+        words: str | list[dict[str, Any]] = asked.text
         if item.kind == COMMAND:
-            command = commands.parse(item.text)
+            command = commands.parse(asked.text)
             if command is not None and self.hooks is not None:
                 self.hooks.emit(f"command:{command.name}", _command_context(item, command))
             if command is None or command.name == "help":
@@ -313,12 +313,12 @@ class TurnRunner:
                     _keep_exchange(agent, item, outcome.text)
                 return
             words = outcome.rerun  # /retry: the undone message, answered again
-        if item.kind != COMMAND and asked.content_parts:
-            words = [dict(part) for part in asked.content_parts]  # text with images: as parts
+        if item.kind != COMMAND:
+            words = asked.user_message  # text with images: as parts
         self._hook_turn("agent:start", item, agent, words)
         out = agent.run(
             words or None,
-            conversation_history=item.history,
+            conversation_history=asked.history,
             tool_results=_listed(asked.tool_results),
             # The Responses API names the answer ahead: its id is known before it exists.
             answer_uid=asked.answer_uid,
@@ -488,11 +488,11 @@ def turn_options(item: WorkItem) -> TurnOptions:
 def _keep_exchange(agent: ConversationAgent, item: WorkItem, answer: str) -> None:
     """Store a command and its answer as chat: a client that sends the whole history
     shows them as messages, and its next request must find them in the conversation."""
-    agent.ensure_session()
-    user = transcript.new_message("user", item.text)
+    agent.binding.ensure_session()
+    user = transcript.new_message("user", item.asked.text)
     # A caller's history, shaped as messages by the HTTP room before it was queued.
-    history = cast(list[Message], item.history or [])
-    agent.persist(*history, user, transcript.new_message("assistant", answer))
+    history = [cast(Message, dict(message)) for message in item.asked.history or ()]
+    agent.binding.persist(*history, user, transcript.new_message("assistant", answer))
 
 
 def _shown_answer(out: TurnResult, words: object) -> str:

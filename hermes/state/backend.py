@@ -72,6 +72,20 @@ class MessageRow:
 
 
 @dataclass(frozen=True)
+class SearchScope:
+    """Which conversations a search looks in: those with every value given."""
+
+    source: str | None = None
+    conversation_id: str | None = None
+    user_id: str | None = None
+
+    def columns(self) -> list[tuple[str, str]]:
+        """(column of ``sessions``, value) for each value given."""
+        named = vars(self).items()
+        return [(column, value) for column, value in named if value]
+
+
+@dataclass(frozen=True)
 class SearchHit:
     """A message row a backend's full-text search matched."""
 
@@ -137,15 +151,7 @@ class Tx(Protocol):
         """Remove message rows (with ``id`` and ``content``) from the full-text index."""
         ...
 
-    def search(
-        self,
-        terms: Sequence[str],
-        *,
-        limit: int,
-        source: str | None,
-        conversation_id: str | None,
-        user_id: str | None = None,
-    ) -> list[SearchHit]:
+    def search(self, terms: Sequence[str], *, limit: int, scope: SearchScope) -> list[SearchHit]:
         """Original (non-compacted) messages matching every term, newest first.
 
         A term is a word or phrase, ending in ``*`` for a prefix (see ``search``)."""

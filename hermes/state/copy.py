@@ -30,6 +30,7 @@ from functools import partial
 from typing import Any
 
 from hermes.state.backend import Row, Tx
+from hermes.state.context.message import SAID_COLUMNS
 from hermes.state.errors import ReadOnlyStoreError, StateError
 from hermes.state.store import SessionDB
 
@@ -42,12 +43,7 @@ CHECKSUM_COLUMNS = (
     "id",
     "session_id",
     "message_uid",
-    "role",
-    "content",
-    "tool_calls",
-    "tool_call_id",
-    "tool_name",
-    "reasoning",
+    *SAID_COLUMNS,
     "compacted",
     "origin_id",
     "undone",

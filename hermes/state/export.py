@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from typing import Any, Protocol
 
 from hermes.state.backend import Row
+from hermes.state.context.message import SAID_COLUMNS
 from hermes.state.segments import PARTIAL_UID_SUFFIX
 
 FORMATS = ("jsonl", "markdown")
@@ -92,12 +93,7 @@ def _jsonl(db: ConversationReader, chain: list[Row]) -> Iterator[str]:
                         for k in (
                             "session_id",
                             "message_uid",
-                            "role",
-                            "content",
-                            "tool_calls",
-                            "tool_call_id",
-                            "tool_name",
-                            "reasoning",
+                            *SAID_COLUMNS,
                             "created_at",
                             "undone",
                         )

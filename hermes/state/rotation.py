@@ -37,6 +37,7 @@ What the user took back (invariant 16): a child whose summary read a row that is
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import fields
 from typing import Any
 
 from hermes.state import lease, segments, undo
@@ -281,31 +282,23 @@ def _tool_groups(rows: Sequence[Any]) -> dict[int, tuple[Any, ...]]:
     return groups
 
 
+# The columns a compacted copy takes from its original as they are: it replays as its
+# original does (Hermes Agent's provider fields too).
+_COPIED = tuple(
+    f.name
+    for f in fields(MessageRow)
+    if f.name not in ("session_id", "message_uid", "compacted", "origin_id", "observed")
+)
+
+
 def _copy(row: Mapping[str, Any], child_id: str) -> MessageRow:
     return MessageRow(
+        **{name: row[name] for name in _COPIED},
         session_id=child_id,
         message_uid=f"{row['message_uid']}@{child_id}",
-        role=row["role"],
-        content=row["content"],
-        tool_calls=row["tool_calls"],
-        tool_call_id=row["tool_call_id"],
-        tool_name=row["tool_name"],
-        reasoning=row["reasoning"],
-        created_at=row["created_at"],
-        token_count=row["token_count"],
         compacted=1,
         origin_id=_origin(row),
-        content_parts=row["content_parts"],
-        # A copy replays as its original does (Hermes Agent's provider fields too).
-        finish_reason=row["finish_reason"],
-        reasoning_content=row["reasoning_content"],
-        reasoning_details=row["reasoning_details"],
-        codex_reasoning_items=row["codex_reasoning_items"],
-        codex_message_items=row["codex_message_items"],
-        platform_message_id=row["platform_message_id"],
         observed=row["observed"] or 0,
-        effect_disposition=row["effect_disposition"],
-        api_content=row["api_content"],
     )
 
 

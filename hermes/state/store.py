@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any, NamedTuple, Self, TypeVar
 
 from hermes.state import blobs, export, history, lease, recall, rotation, segments, undo
-from hermes.state.backend import Backend, MessageRow, Row, Tx
+from hermes.state.backend import Backend, MessageRow, Row, SearchScope, Tx
+from hermes.state.context.message import SAID_COLUMNS
 from hermes.state.errors import MessageNotFoundError, ReadOnlyStoreError, SessionNotFoundError
 from hermes.state.gateway import routes
 from hermes.state.gateway.store import GatewayStore
@@ -711,9 +712,7 @@ class SessionDB:
             lambda tx: tx.search(
                 terms,
                 limit=max(1, int(limit)),
-                source=source,
-                conversation_id=conversation_id,
-                user_id=user_id,
+                scope=SearchScope(source, conversation_id, user_id),
             )
         )
         return [
@@ -961,16 +960,7 @@ def _decode(row: Row) -> Row:
 
 
 def _as_message(row: Mapping[str, Any]) -> Row:
-    keys = (
-        "role",
-        "content",
-        "tool_calls",
-        "tool_call_id",
-        "tool_name",
-        "reasoning",
-        "token_count",
-    )
-    return {k: row.get(k) for k in keys}
+    return {k: row.get(k) for k in (*SAID_COLUMNS, "token_count")}
 
 
 class SegmentStamp(NamedTuple):

@@ -42,17 +42,6 @@ from hermes.agent.model.client import ModelResponse, ToolCall, encode_message, w
 from hermes.agent.model.protocol import Model, RetryCallback
 from hermes.agent.tokens import estimate_text_tokens, estimate_tokens
 
-__all__ = [
-    "ModelRequest",
-    "ScriptExhausted",
-    "Scripted",
-    "ScriptedModel",
-    "context_length_exceeded",
-    "text",
-    "tool_call",
-    "tool_calls",
-]
-
 SCRIPTED_MODEL = "scripted-model"
 NOTHING_SAVED = "Nothing new to save."
 
@@ -163,6 +152,7 @@ class ScriptedModel:
         with self._lock:
             self._script.extend(items)
 
+    # Model.complete's signature (agent/model/protocol.py), repeated: this is a Model.
     def complete(
         self,
         messages: Sequence[Mapping[str, Any]] = (),

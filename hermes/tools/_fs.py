@@ -8,13 +8,14 @@ the writer dies mid-way.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Self
 
 
 def private_dir(path: Path) -> Path:
@@ -81,6 +82,21 @@ def folder_opened_as(folder: Path) -> Iterator[int | None]:
 
 class FolderMovedError(OSError):
     """A folder's path led elsewhere when it was opened (a link was swapped in)."""
+
+
+class JsonRecord:
+    """A dataclass kept as a JSON object (a record file, a spooled event); a key it does
+    not know (written by a later version) is dropped when it is read back."""
+
+    __dataclass_fields__: ClassVar[dict[str, Any]]  # a subclass is a dataclass
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Self:
+        known = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
 
 
 def write_json(path: Path, data: dict[str, Any]) -> None:

@@ -26,7 +26,7 @@ from hermes.tools.files import is_binary
 from hermes.tools.guards import sandbox
 from hermes.tools.guards.environment import command_environment
 from hermes.tools.guards.protected import authorize_read, visibility
-from hermes.tools.registry import Tool, ToolContext, ToolError
+from hermes.tools.registry import Tool, ToolContext, ToolError, object_parameters
 
 SKIP_DIRS = frozenset(
     {
@@ -46,9 +46,8 @@ MAX_LIMIT = 1000
 MATCH_CHARS = 300  # of one matching line
 MAX_FILE_BYTES = 10 * 1024 * 1024  # larger files are data, not code to grep
 
-PARAMETERS: dict[str, Any] = {
-    "type": "object",
-    "properties": {
+PARAMETERS = object_parameters(
+    {
         "pattern": {
             "type": "string",
             "description": "Content mode: a regular expression (or plain text with literal=true). Name mode: a glob such as '*.py' or 'test_*'.",
@@ -78,9 +77,8 @@ PARAMETERS: dict[str, Any] = {
             "description": f"Most results to return (default {DEFAULT_LIMIT}).",
         },
     },
-    "required": ["pattern"],
-    "additionalProperties": False,
-}
+    required=["pattern"],
+)
 
 
 def handle(args: dict[str, Any], ctx: ToolContext) -> str:

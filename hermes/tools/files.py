@@ -16,7 +16,7 @@ from typing import Any
 
 from hermes.tools._fs import FolderMovedError, atomic_write_text, folder_opened_as
 from hermes.tools.guards.protected import authorize_file_write, authorize_read
-from hermes.tools.registry import Tool, ToolContext, ToolError
+from hermes.tools.registry import Tool, ToolContext, ToolError, object_parameters
 from hermes.tools.text_encoding import sniff
 
 READ_CHAR_LIMIT = 50_000
@@ -62,9 +62,8 @@ def _near_names(path: Path) -> str:
 
 # read_file ---------------------------------------------------------------------------
 
-READ_PARAMETERS: dict[str, Any] = {
-    "type": "object",
-    "properties": {
+READ_PARAMETERS = object_parameters(
+    {
         "path": {
             "type": "string",
             "description": "File to read, relative to the working directory or absolute.",
@@ -80,9 +79,8 @@ READ_PARAMETERS: dict[str, Any] = {
             "description": "Last line to show, inclusive (default: the end).",
         },
     },
-    "required": ["path"],
-    "additionalProperties": False,
-}
+    required=["path"],
+)
 
 
 def read_file(args: dict[str, Any], ctx: ToolContext) -> str:
@@ -141,18 +139,16 @@ def _read_result(
 
 # write_file --------------------------------------------------------------------------
 
-WRITE_PARAMETERS: dict[str, Any] = {
-    "type": "object",
-    "properties": {
+WRITE_PARAMETERS = object_parameters(
+    {
         "path": {
             "type": "string",
             "description": "File to write, relative to the working directory or absolute.",
         },
         "content": {"type": "string", "description": "The complete new content of the file."},
     },
-    "required": ["path", "content"],
-    "additionalProperties": False,
-}
+    required=["path", "content"],
+)
 
 
 def write_file(args: dict[str, Any], ctx: ToolContext) -> str:
@@ -189,9 +185,8 @@ def _write_checked(path: Path, text: str, ctx: ToolContext) -> None:
 
 # patch -------------------------------------------------------------------------------
 
-PATCH_PARAMETERS: dict[str, Any] = {
-    "type": "object",
-    "properties": {
+PATCH_PARAMETERS = object_parameters(
+    {
         "path": {
             "type": "string",
             "description": "File to edit, relative to the working directory or absolute.",
@@ -206,9 +201,8 @@ PATCH_PARAMETERS: dict[str, Any] = {
             "description": "Replace every occurrence instead of requiring exactly one.",
         },
     },
-    "required": ["path", "old", "new"],
-    "additionalProperties": False,
-}
+    required=["path", "old", "new"],
+)
 
 
 def patch(args: dict[str, Any], ctx: ToolContext) -> str:

@@ -26,7 +26,7 @@ from filelock import FileLock
 
 from hermes.config import ensure_home
 from hermes.tools._fs import atomic_write_text
-from hermes.tools.registry import Tool, ToolContext, ToolError
+from hermes.tools.registry import Tool, ToolContext, ToolError, object_parameters
 from hermes.tools.workspaces import JOB_SOURCE, per_user
 
 DELIMITER = "\n§\n"
@@ -216,9 +216,8 @@ def _preview(entry: str) -> str:
     return flat if len(flat) <= PREVIEW_CHARS else flat[: PREVIEW_CHARS - 3] + "..."
 
 
-PARAMETERS: dict[str, Any] = {
-    "type": "object",
-    "properties": {
+PARAMETERS = object_parameters(
+    {
         "action": {
             "type": "string",
             "enum": ["add", "replace", "remove"],
@@ -238,9 +237,8 @@ PARAMETERS: dict[str, Any] = {
             "description": "For replace and remove: a piece of the existing entry, unique to it.",
         },
     },
-    "required": ["action", "target"],
-    "additionalProperties": False,
-}
+    required=["action", "target"],
+)
 
 
 def handle(args: dict[str, Any], ctx: ToolContext) -> str:

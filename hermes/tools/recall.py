@@ -16,7 +16,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from hermes.tools.registry import Tool, ToolContext, ToolError
+from hermes.tools.registry import Tool, ToolContext, ToolError, object_parameters
 
 NAME = "recall"
 MAX_ROWS = 8  # messages shown whole (or as an excerpt) per query
@@ -32,9 +32,8 @@ PROMPT_LINE = (
     "error line) or that have a given message id (a masked tool output names it)."
 )
 
-PARAMETERS: dict[str, Any] = {
-    "type": "object",
-    "properties": {
+PARAMETERS = object_parameters(
+    {
         "query": {
             "type": "string",
             "description": (
@@ -54,9 +53,8 @@ PARAMETERS: dict[str, Any] = {
             "description": "With message_id: the character to start from (for a long message).",
         },
     },
-    "required": [],
-    "additionalProperties": False,
-}
+    required=[],
+)
 
 
 def handle(args: dict[str, Any], ctx: ToolContext) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -90,6 +90,17 @@ class ToolContext:
 
 
 Handler = Callable[[dict[str, Any], ToolContext], str]
+
+
+def object_parameters(properties: dict[str, Any], *, required: Sequence[str]) -> dict[str, Any]:
+    """A tool's parameters as JSON Schema: an object of ``properties`` (each a schema),
+    ``required`` among them, and no other key."""
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(required),
+        "additionalProperties": False,
+    }
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from hermes.state.errors import StateError
-from hermes.tools.registry import Tool, ToolContext, ToolError
+from hermes.tools.registry import Tool, ToolContext, ToolError, object_parameters
 
 log = logging.getLogger(__name__)
 
@@ -25,9 +25,8 @@ DEFAULT_LIMIT = 20
 MAX_LIMIT = 100
 SNIPPET_CHARS = 400
 
-PARAMETERS: dict[str, Any] = {
-    "type": "object",
-    "properties": {
+PARAMETERS = object_parameters(
+    {
         "query": {"type": "string", "description": "Words to look for in past messages."},
         "limit": {
             "type": "integer",
@@ -44,9 +43,8 @@ PARAMETERS: dict[str, Any] = {
             "description": "Only search this conversation (all its segments).",
         },
     },
-    "required": ["query"],
-    "additionalProperties": False,
-}
+    required=["query"],
+)
 
 
 def handle(args: dict[str, Any], ctx: ToolContext) -> str:

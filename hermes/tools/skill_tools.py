@@ -21,7 +21,7 @@ from typing import Any
 
 from hermes.tools._fs import atomic_write_text
 from hermes.tools.guards.protected import authorize_write
-from hermes.tools.registry import Tool, ToolContext, ToolError
+from hermes.tools.registry import Tool, ToolContext, ToolError, object_parameters
 from hermes.tools.skills import (
     FILE_CHAR_LIMIT,
     INDEX,
@@ -63,9 +63,8 @@ def _find(ctx: ToolContext, name: str) -> Skill:
 
 # skill_view ---------------------------------------------------------------------------
 
-VIEW_PARAMETERS: dict[str, Any] = {
-    "type": "object",
-    "properties": {
+VIEW_PARAMETERS = object_parameters(
+    {
         "name": {"type": "string", "description": "The skill's name, as listed in the prompt."},
         "file_path": {
             "type": "string",
@@ -73,9 +72,8 @@ VIEW_PARAMETERS: dict[str, Any] = {
             "by a first skill_view call. Omit to load SKILL.md.",
         },
     },
-    "required": ["name"],
-    "additionalProperties": False,
-}
+    required=["name"],
+)
 
 
 def skill_view(args: dict[str, Any], ctx: ToolContext) -> str:
@@ -139,9 +137,8 @@ def _cut(text: str) -> str:
 
 # skill_manage -------------------------------------------------------------------------
 
-MANAGE_PARAMETERS: dict[str, Any] = {
-    "type": "object",
-    "properties": {
+MANAGE_PARAMETERS = object_parameters(
+    {
         "action": {"type": "string", "enum": ["create", "patch", "edit", "delete"]},
         "name": {
             "type": "string",
@@ -159,9 +156,8 @@ MANAGE_PARAMETERS: dict[str, Any] = {
             "description": "For create: an optional category folder (e.g. 'devops').",
         },
     },
-    "required": ["action", "name"],
-    "additionalProperties": False,
-}
+    required=["action", "name"],
+)
 
 
 def skill_manage(args: dict[str, Any], ctx: ToolContext) -> str:

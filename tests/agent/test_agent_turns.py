@@ -162,8 +162,8 @@ def test_a_failing_summary_model_changes_nothing_and_says_which(fake_llm, db, he
 
     assert len(db.get_lineage(agent.session_id)) == 1
     assert any(r.get("model") == "broken-summariser" for r in fake_llm.requests)
-    assert agent.context_compressor.in_cooldown()
-    assert "broken-summariser" in (agent.context_compressor.failure_message() or "")
+    assert agent.window.compressor.in_cooldown()
+    assert "broken-summariser" in (agent.window.compressor.failure_message() or "")
     assert [r for r, _ in stored(db, agent.session_id)].count("user") == 4
 
 
@@ -195,7 +195,7 @@ def test_a_write_forwarded_mid_turn_is_adopted(fake_llm, db) -> None:
         parent, holder=holder, messages=[{"role": "user", "content": "s"}]
     )
 
-    agent.persist({"role": "user", "content": "late", "message_uid": "late-1"})
+    agent.binding.persist({"role": "user", "content": "late", "message_uid": "late-1"})
 
     assert agent.session_id == child
     assert ("user", "late") in stored(db, child)
@@ -310,15 +310,15 @@ def test_undo_reaches_a_turn_compressed_into_the_child(fake_llm, db) -> None:
     parent = agent.session_id
     holder = "h:pid=1:agent=z"
     db.try_acquire_compression_lock(parent, holder)
-    context = [{**m} for m in agent.load_history()]
+    context = [{**m} for m in agent.binding.load_history()]
     db.publish_compression_child(parent, holder=holder, messages=context)
-    agent.follow_tip()
+    agent.binding.follow_tip()
 
     undone = agent.undo(1)
 
     assert [m["content"] for m in undone][0] == "undo me"
-    assert "undo me" not in [m["content"] for m in agent.load_history()]
-    assert "keep me" in [m["content"] for m in agent.load_history()]
+    assert "undo me" not in [m["content"] for m in agent.binding.load_history()]
+    assert "keep me" in [m["content"] for m in agent.binding.load_history()]
     logical = {m["content"]: m["undone"] for m in db.get_conversation_messages(parent)}
     assert logical["undo me"] is True and logical["keep me"] is False
 

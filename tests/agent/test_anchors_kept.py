@@ -113,11 +113,11 @@ def out_of_reach(agent: Any, llm: fake.FakeLLMServer, facts: list[tuple[str, str
 
 def recall(agent: Any, query: str) -> str:
     context = ToolContext(
-        session_db=agent.session_db,
+        session_db=agent.binding.session_db,
         session_id=agent.session_id,
-        conversation_id=agent.conversation_id,
+        conversation_id=agent.binding.conversation_id,
         hermes_home=agent.hermes_home,
         config=agent.config,
         cwd=agent.cwd,
     )
-    return str(agent.registry.dispatch("recall", {"query": query}, context))
+    return str(agent.toolbox.registry.dispatch("recall", {"query": query}, context))

@@ -51,7 +51,7 @@ def make_agent(db: SessionDB, session_id: str, pause: float = 0.25) -> AIAgent:
         skip_context_files=True,
         skip_memory=True,
     )
-    agent.context_compressor = SlowCompressor(pause)
+    agent.window.compressor = SlowCompressor(pause)
     return agent
 
 
@@ -106,8 +106,8 @@ def test_the_loser_returns_its_input_and_never_calls_the_compressor(tmp_path: Pa
     assert compressed is messages
     assert system == "sys"
     assert agent.session_id == parent
-    assert agent.context_compressor.calls == 0
-    assert "external_holder" in agent.last_compression.reason
+    assert agent.window.compressor.calls == 0
+    assert "external_holder" in agent.window.last_compression.reason
 
 
 def test_a_stale_session_id_is_not_rotated_again(tmp_path: Path) -> None:
@@ -121,11 +121,11 @@ def test_a_stale_session_id_is_not_rotated_again(tmp_path: Path) -> None:
     out, _ = late._compress_context(messages, "sys")
 
     assert out is messages
-    assert late.context_compressor.calls == 0
+    assert late.window.compressor.calls == 0
     # Only the call that rotates moves an agent (issue 11): the late one keeps its
     # id and follows the tip at its next store access.
     assert late.session_id == parent
-    late.ensure_session()
+    late.binding.ensure_session()
     assert late.session_id == first.session_id
     assert len(children_of(db, parent)) == 1
     assert db.get_compression_lock_holder(parent) is None
@@ -138,11 +138,11 @@ def test_a_failed_summary_changes_nothing(tmp_path: Path) -> None:
     agent = make_agent(db, parent, pause=0)
 
     def broken(messages, **_kw):
-        agent.context_compressor._last_summary_error = "HTTP 500"
-        agent.context_compressor._last_aux_model_failure_model = "summary/model"
+        agent.window.compressor._last_summary_error = "HTTP 500"
+        agent.window.compressor._last_aux_model_failure_model = "summary/model"
         return messages
 
-    agent.context_compressor.compress = broken
+    agent.window.compressor.compress = broken
     messages = [{"role": "user", "content": f"m{i}"} for i in range(6)]
 
     out, _ = agent._compress_context(messages, "sys")
@@ -152,7 +152,7 @@ def test_a_failed_summary_changes_nothing(tmp_path: Path) -> None:
     assert db.get_session(parent)["ended_at"] is None
     assert children_of(db, parent) == []
     assert [m["content"] for m in db.get_messages(parent)] == ["hello"]
-    assert "summary/model" in agent.last_compression.reason
+    assert "summary/model" in agent.window.last_compression.reason
     assert db.get_compression_lock_holder(parent) is None
 
 
@@ -164,7 +164,7 @@ def test_a_message_written_by_another_path_during_the_snapshot_is_carried_over(
     for i in range(6):
         db.append_message(parent, "user" if i % 2 == 0 else "assistant", f"m{i}")
     agent = make_agent(db, parent, pause=0)
-    snapshot = agent.load_history()
+    snapshot = agent.binding.load_history()
     # Another process writes after our snapshot but before our watermark is read.
     db.append_message(parent, "user", "written elsewhere")
 
@@ -177,4 +177,4 @@ def test_a_message_written_by_another_path_during_the_snapshot_is_carried_over(
     logical = [m["content"] for m in db.get_conversation_messages(child)]
     assert logical.count("written elsewhere") == 1
     # The agent's next history is the child's, with the late message in it.
-    assert "written elsewhere" in [m["content"] for m in agent.load_history()]
+    assert "written elsewhere" in [m["content"] for m in agent.binding.load_history()]

@@ -89,7 +89,7 @@ def test_compression_never_splits_a_displaced_tool_pair(
     agent = fake_agent(strict_llm, db, session_id=sid, tools=[])
     agent.compress_now()
 
-    assert agent.last_compression is not None and agent.last_compression.rotated
+    assert agent.window.last_compression is not None and agent.window.last_compression.rotated
     agent.chat("next")
     assert strict_llm.stats()["invalid_contexts"] == 0
     assert db.coverage_violations() == []
@@ -107,12 +107,12 @@ def test_a_stale_agent_never_drops_a_message_it_never_saw(
         "summary" if "compact the history" in str(body["messages"][0]["content"]) else None
     )
     x = fake_agent(fake_llm, db, session_id=sid, tools=[])
-    stale = x.load_history()
+    stale = x.binding.load_history()
     db.append_message(sid, "user", "M: the message X never saw")
     y = fake_agent(fake_llm, db, session_id=sid, tools=[])
     assert y.compress_now().rotated
     s2 = y.session_id
-    x.persist({"role": "user", "content": "x-new", "message_uid": "x-new-uid"})
+    x.binding.persist({"role": "user", "content": "x-new", "message_uid": "x-new-uid"})
     assert x.session_id == s2  # forwarded and adopted
     stale.append({"role": "user", "content": "x-new", "message_uid": "x-new-uid"})
 
@@ -212,7 +212,7 @@ def test_a_failed_publish_leaves_the_segment_and_the_turn_goes_on(
             self.last_covered_uids = frozenset()
             return [_result("nobody-called", "orphan")]
 
-    agent.context_compressor = InvalidChild(agent.client, model="m", context_length=1_000)
+    agent.window.compressor = InvalidChild(agent.client, model="m", context_length=1_000)
     messages = [{"role": "user", "content": f"m{n}"} for n in range(4)]
 
     out, _ = agent._compress_context(messages, "sys")
@@ -221,8 +221,8 @@ def test_a_failed_publish_leaves_the_segment_and_the_turn_goes_on(
     assert agent.session_id == sid
     assert db.get_lineage(sid) == [sid]
     assert db.get_compression_lock_holder(sid) is None
-    assert "could not be saved" in agent.last_compression.reason
-    assert agent.context_compressor.in_cooldown()
+    assert "could not be saved" in agent.window.last_compression.reason
+    assert agent.window.compressor.in_cooldown()
 
 
 def test_turns_of_one_conversation_never_interleave_between_threads(
@@ -260,8 +260,8 @@ def test_a_partial_summary_rotates_with_full_coverage_in_the_store(
     for n in range(40):
         db.append_message(sid, "user" if n % 2 == 0 else "assistant", f"m{n:02d} " + "w" * 700)
     agent = fake_agent(fake_llm, db, session_id=sid, tools=[])
-    agent.context_compressor.context_length = 2_000
-    agent.context_compressor.max_summary_requests = 2
+    agent.window.compressor.context_length = 2_000
+    agent.window.compressor.max_summary_requests = 2
 
     assert agent.compress_now().rotated
     assert agent.compress_now().rotated  # and again: the unread rest is still compressible

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from hermes.compat.agent import AIAgent as HermesAgentAIAgent
 from hermes.state import SessionDB
 from hermes.testing import ScriptedModel, tool_call
 from tests.scripted import scripted_agent
@@ -54,7 +55,10 @@ def test_persist_session_turned_off_later_stops_the_writes(
 def test_compression_turned_off_later_is_not_attempted(db: SessionDB, hermes_home: Path) -> None:
     events: list[str] = []
     agent = scripted_agent(
-        db, ScriptedModel(["ok"]), event_callback=lambda kind, data: events.append(kind)
+        db,
+        ScriptedModel(["ok"]),
+        kind=HermesAgentAIAgent,  # 0.19's names for the window's settings
+        event_callback=lambda kind, data: events.append(kind),
     )
     agent.compression_enabled = False
     agent.context_compressor.context_length = 10  # any context is over the threshold

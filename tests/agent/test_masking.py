@@ -241,7 +241,7 @@ def test_the_summary_reads_outputs_as_stubs_and_each_stays_one_recall_away(
     assert {r["origin_id"] for r in coverage if r["by_stub"]} == {r["id"] for r in rows}
     assert db.coverage_violations() == []
     # One recall with an anchor the context shows brings the output back verbatim.
-    context = json.dumps(agent.load_history())
+    context = json.dumps(agent.binding.load_history())
     assert "E40417" in context
     found = recall_tool(agent, db, hermes_home, "E40417")
     assert "ERROR ledger.sync: checksum mismatch on shard 7 (code E40417)" in found
@@ -254,12 +254,12 @@ def recall_tool(agent: Any, db: Any, home: Path, query: str) -> str:
     context = ToolContext(
         session_db=db,
         session_id=agent.session_id,
-        conversation_id=agent.conversation_id,
+        conversation_id=agent.binding.conversation_id,
         hermes_home=home,
         config=agent.config,
         cwd=agent.cwd,
     )
-    return str(agent.registry.dispatch("recall", {"query": query}, context))
+    return str(agent.toolbox.registry.dispatch("recall", {"query": query}, context))
 
 
 def test_a_compression_keeps_every_stub_a_stub(
@@ -288,7 +288,7 @@ def test_a_compression_keeps_every_stub_a_stub(
 
 
 def summary_of(agent: Any) -> str:
-    found = [m["content"] for m in agent.load_history() if is_summary_message(m)]
+    found = [m["content"] for m in agent.binding.load_history() if is_summary_message(m)]
     assert len(found) == 1
     return str(found[0])
 

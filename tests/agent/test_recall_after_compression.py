@@ -83,7 +83,7 @@ def test_the_next_request_carries_the_anchors_and_recall_returns_the_original(
     fake_llm.strict_context = True
     fake_llm.responder = model = Model()
     agent = conversation_with_a_log(make_db, fake_llm)
-    db, root = agent.session_db, agent.conversation_id
+    db, root = agent.binding.session_db, agent.binding.conversation_id
     original = next(r for r in db.get_messages(root) if r["role"] == "tool")
 
     assert agent.chat(QUESTION) == "found it"
@@ -120,7 +120,7 @@ def test_the_index_is_the_same_whatever_the_summary_says(
     agents with different summaries differ only in the summary's words."""
     fake_llm.responder = Model()
     agent = conversation_with_a_log(make_db, fake_llm)
-    history = agent.session_db.get_messages(agent.conversation_id)
+    history = agent.binding.session_db.get_messages(agent.binding.conversation_id)
     context = [
         {k: r[k] for k in ("role", "content", "tool_calls", "tool_call_id")} for r in history
     ]
@@ -132,7 +132,7 @@ def test_the_index_is_the_same_whatever_the_summary_says(
     indexes = []
     for words in ("one summary", "another, longer summary of it"):
         fake_llm.responder = lambda body, w=words: fake.text(w)
-        out = agent.context_compressor.compress([{"role": "system", "content": "s"}, *context])
+        out = agent.window.compressor.compress([{"role": "system", "content": "s"}, *context])
         summary = next(m["content"] for m in out if is_summary_message(m))
         assert words in summary
         indexes.append(summary[summary.index(INDEX_HEADER) :])

@@ -118,7 +118,7 @@ def test_review_concurrent_with_the_main_agents_compression(fake_llm, tmp_path, 
         agent.run(f"turn {i} " + "t" * 1200)
     parent = agent.session_id
     db.gateway.set_route("discord:channel-1", parent, platform="discord")
-    review_thread = review.spawn(agent, agent.load_history())
+    review_thread = review.spawn(agent, agent.binding.load_history())
     outcome = agent.compress_now()
     release.set()
     review_thread.join(timeout=30)

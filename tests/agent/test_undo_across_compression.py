@@ -74,7 +74,9 @@ def secret_told_and_compressed(llm: fake.FakeLLMServer, make_db: DBFactory) -> A
         agent.chat(f"then {n}{PADDING}")
     reply = dispatch(agent, "/compress")
     assert reply.ok, reply.text
-    summary = [m for m in agent.load_history() if str(m["content"]).startswith(SUMMARY_PREFIX)]
+    summary = [
+        m for m in agent.binding.load_history() if str(m["content"]).startswith(SUMMARY_PREFIX)
+    ]
     assert summary and SECRET in summary[0]["content"]
     return agent
 
@@ -99,17 +101,17 @@ def test_undo_of_a_summarised_secret_keeps_it_from_every_later_request(
     # The rest of the conversation is still in the context: a summary of it, or itself.
     assert "question 0" in json.dumps(llm.requests[-1]["messages"])
     assert llm.stats()["invalid_contexts"] == 0
-    history = agent.session_db.get_conversation_messages(agent.session_id)
+    history = agent.binding.session_db.get_conversation_messages(agent.session_id)
     told = [m["undone"] for m in history if SECRET in str(m["content"])]
     assert told and all(told)  # still in the history, marked
-    assert agent.session_db.coverage_violations() == []
+    assert agent.binding.session_db.coverage_violations() == []
 
 
 def test_an_undo_whose_summary_cannot_be_made_again_is_refused_and_changes_nothing(
     llm: fake.FakeLLMServer, make_db: DBFactory
 ) -> None:
     agent = secret_told_and_compressed(llm, make_db)
-    db = agent.session_db
+    db = agent.binding.session_db
     tip, before = agent.session_id, db.get_conversation_messages(agent.session_id)
     llm.responder.failing = 1
 

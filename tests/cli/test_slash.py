@@ -68,9 +68,9 @@ def test_exit_and_help(agent):
 def test_title_before_and_after_the_first_message(agent, db):
     assert "will be titled 'Plans'" in chat_commands.dispatch(agent, "/title Plans").text
     agent.run("hello")
-    assert db.get_session(agent.conversation_id)["title"] == "Plans"
+    assert db.get_session(agent.binding.conversation_id)["title"] == "Plans"
     assert chat_commands.dispatch(agent, "/title Better plans").ok
-    assert db.get_session(agent.conversation_id)["title"] == "Better plans"
+    assert db.get_session(agent.binding.conversation_id)["title"] == "Better plans"
     assert chat_commands.dispatch(agent, "/title").text == "Title: Better plans"
 
 
@@ -92,15 +92,15 @@ def test_undo_is_durable_and_retry_reruns(agent, db):
 
 def test_new_and_resume(agent, db):
     agent.run("in the first one")
-    first = agent.conversation_id
+    first = agent.binding.conversation_id
     reply = chat_commands.dispatch(agent, "/new Second")
     assert reply.ok and f"/resume {first}" in reply.text
     assert agent.session_id is None
     agent.run("in the second one")
-    assert agent.conversation_id != first
-    assert db.get_session(agent.conversation_id)["title"] == "Second"
+    assert agent.binding.conversation_id != first
+    assert db.get_session(agent.binding.conversation_id)["title"] == "Second"
     resumed = chat_commands.dispatch(agent, f"/resume {first}")
-    assert resumed.ok and agent.conversation_id == first
+    assert resumed.ok and agent.binding.conversation_id == first
     assert not chat_commands.dispatch(agent, "/resume").ok
     assert not chat_commands.dispatch(agent, "/resume no-such-thing").ok
 
@@ -108,7 +108,7 @@ def test_new_and_resume(agent, db):
 def test_resume_follows_the_tip_and_restores_the_model(agent, db, hermes_home):
     ids = build_compressed(hermes_home / "other.db", model="safari-model")
     with SessionDB(db_path=hermes_home / "other.db") as other:
-        agent.session_db = other
+        agent.binding.session_db = other
         reply = chat_commands.dispatch(agent, f"/resume {ids.root}")
         assert reply.ok, reply.text
         assert agent.session_id == ids.tip and agent.model == "safari-model"

@@ -132,7 +132,7 @@ def _fork_compressing(gateway: GatewayThread, session_id: str) -> threading.Thre
         skip_memory=True,
         is_fork=True,
     )
-    messages = fork.load_history() or gateway.db.get_messages(session_id)
+    messages = fork.binding.load_history() or gateway.db.get_messages(session_id)
 
     def run() -> None:
         fork._compress_context(messages, "system", approx_tokens=10_000)

@@ -16,6 +16,7 @@ import pytest
 
 from hermes.gateway.errors import GatewayClosed
 from hermes.gateway.lanes import MESSAGE, Lane, QueueStore, ResultSink, Scheduler, WorkItem
+from hermes.gateway.queued_turn import QueuedTurn
 from hermes.gateway.turn_gate import TurnGate
 from hermes.state import SessionDB, make_holder
 from tests.gateway.harness import until
@@ -36,7 +37,11 @@ def db(db_path: Path) -> Iterator[SessionDB]:
 
 def item(conversation: str, text: str, *, sink: ResultSink | None = None) -> WorkItem:
     return WorkItem(
-        kind=MESSAGE, text=text, key=f"test:{conversation}", conversation_id=conversation, sink=sink
+        kind=MESSAGE,
+        key=f"test:{conversation}",
+        conversation_id=conversation,
+        asked=QueuedTurn(text=text),
+        sink=sink,
     )
 
 
@@ -63,7 +68,7 @@ class Recorder:
         self.most_at_once = max(self.most_at_once, sum(self.running.values()))
         if self.most_at_once > 1:
             self.company.set()
-        self.ran.append((conversation, work.text))
+        self.ran.append((conversation, work.asked.text))
         self.started.set()
         try:
             if self.gate is not None:
@@ -184,8 +189,8 @@ def test_a_failing_item_answers_its_caller_and_the_lane_goes_on(db: SessionDB) -
         ran: list[str] = []
 
         async def execute(work: WorkItem, lane: Lane) -> None:
-            ran.append(work.text)
-            if work.text == "boom":
+            ran.append(work.asked.text)
+            if work.asked.text == "boom":
                 raise RuntimeError("the turn broke")
 
         scheduler = scheduler_on(db, execute)

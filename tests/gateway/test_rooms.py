@@ -29,11 +29,10 @@ def _queue_a_released_run(db: SessionDB, run_id: str, question: str) -> str:
     Router(db).route_new(key, conversation, platform=API_SERVER)
     item = WorkItem(
         kind=MESSAGE,
-        text=question,
         key=key,
         conversation_id=conversation,
         origin=Origin(platform=API_SERVER, chat_id=conversation),
-        asked=QueuedTurn(model="fake-model", run_id=run_id),
+        asked=QueuedTurn(text=question, model="fake-model", run_id=run_id),
     )
     RunStore(db.gateway.backend).create(
         run_id,

@@ -127,6 +127,7 @@ def test_a_running_gateway_takes_over_the_input_of_a_crashed_one(
 ) -> None:
     from hermes.gateway.envelopes import Origin
     from hermes.gateway.lanes import MESSAGE, WorkItem
+    from hermes.gateway.queued_turn import QueuedTurn
     from tests.state.procs import dead_pid
 
     write_config(hermes_home, fake_llm.url, gateway={"queue_takeover_after": 1})
@@ -138,9 +139,12 @@ def test_a_running_gateway_takes_over_the_input_of_a_crashed_one(
         crashed = f"{socket.gethostname()}:pid={dead_pid()}:agent=crashed"
         origin = Origin(platform="telegram", chat_id="100", user_id="42")
         item = WorkItem(
-            kind=MESSAGE, text="left behind", key=KEY, conversation_id=conversation(b),
+            kind=MESSAGE,
+            key=KEY,
+            conversation_id=conversation(b),
+            asked=QueuedTurn(text="left behind"),
             origin=origin,
-        )  # fmt: skip
+        )
         b.db.gateway.enqueue_gateway_input(KEY, item.payload(), owner=crashed)
 
         wait_for(lambda: b.chat.texts() == ["echo: hello", "echo: left behind"])

@@ -320,6 +320,7 @@ def test_a_gateway_without_the_chat_leaves_its_queued_input_to_one_that_runs_it(
 ) -> None:
     from hermes.gateway.envelopes import Origin
     from hermes.gateway.lanes import MESSAGE, WorkItem
+    from hermes.gateway.queued_turn import QueuedTurn
     from tests.state.procs import dead_pid
 
     write_config(hermes_home, fake_llm.url, gateway={"queue_takeover_after": 1})
@@ -336,9 +337,12 @@ def test_a_gateway_without_the_chat_leaves_its_queued_input_to_one_that_runs_it(
         crashed = f"{socket.gethostname()}:pid={dead_pid()}:agent=crashed"
         origin = Origin(platform="telegram", chat_id="100", user_id="42")
         item = WorkItem(
-            kind=MESSAGE, text="left behind", key=KEY, conversation_id=conversation_id,
+            kind=MESSAGE,
+            key=KEY,
+            conversation_id=conversation_id,
+            asked=QueuedTurn(text="left behind"),
             origin=origin,
-        )  # fmt: skip
+        )
         api_only.db.gateway.enqueue_gateway_input(KEY, item.payload(), owner=crashed)
         time.sleep(1.0)  # four heartbeats, each a claim: none may take the chat's input
         [left] = api_only.db.gateway.pending_gateway_inputs()

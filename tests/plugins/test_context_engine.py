@@ -54,7 +54,7 @@ def test_a_context_engine_plugin_compresses_and_the_store_keeps_its_rules(
     engine_home(hermes_home, "tiny-engine", "tiny")
     db = make_db()  # on both backends
     agent = fake_agent(fake_llm, db)
-    assert isinstance(agent.context_compressor, EngineCompressor)
+    assert isinstance(agent.window.compressor, EngineCompressor)
     asked = turns_until_rotated(agent, db)
     assert (plugin / "calls.log").read_text().startswith("compress ")
     tip = db.get_session(agent.session_id)
@@ -66,7 +66,7 @@ def test_a_context_engine_plugin_compresses_and_the_store_keeps_its_rules(
     compacted = [m for m in db.get_messages(tip["id"]) if m["compacted"]]
     assert len(compacted) == 4 < len(parent)  # the first, the summary, the last two
     # Nothing deleted: every question and answer is still there, once, in order.
-    stored = originals(db, agent.conversation_id)
+    stored = originals(db, agent.binding.conversation_id)
     assert [c for c in stored if c.startswith("question")] == asked
     assert db.coverage_violations() == []
     assert db.invariant_violations() == []
@@ -81,11 +81,11 @@ def test_the_engine_waits_for_the_lease(hermes_home: Path, fake_llm, tmp_path: P
     engine_home(hermes_home, "tiny-engine", "tiny")
     with SessionDB(db_path=tmp_path / "state.db") as db:
         agent = fake_agent(fake_llm, db)
-        assert isinstance(agent.context_compressor, EngineCompressor)
+        assert isinstance(agent.window.compressor, EngineCompressor)
         for i in range(3):
             agent.run(f"q{i}")
         assert db.try_acquire_compression_lock(agent.session_id, "someone-else", 60)
-        history = agent.load_history()
+        history = agent.binding.load_history()
         compressed, _ = agent._compress_context(history, None)
         assert compressed is history
         assert not (plugin / "calls.log").exists()  # the engine never ran
@@ -106,10 +106,10 @@ def test_an_engine_that_only_drops_messages_changes_nothing(
         agent = fake_agent(fake_llm, db)
         for i in range(3):
             agent.run(f"q{i}")
-        history = agent.load_history()
+        history = agent.binding.load_history()
         compressed, _ = agent._compress_context(history, None)
         assert compressed is history
-        assert "wrote no summary" in (agent.last_compression.reason or "")
+        assert "wrote no summary" in (agent.window.last_compression.reason or "")
         assert len(db.get_segments(agent.session_id)) == 1
         assert db.invariant_violations() == []
 
@@ -135,14 +135,14 @@ def test_hermes_lcm_compresses_under_the_store_rules(
     monkeypatch.setenv("LCM_LEAF_CHUNK_TOKENS", "100")
     with SessionDB(db_path=tmp_path / "state.db") as db:
         agent = fake_agent(fake_llm, db)
-        assert isinstance(agent.context_compressor, EngineCompressor)
-        assert agent.context_compressor.name == "lcm"
+        assert isinstance(agent.window.compressor, EngineCompressor)
+        assert agent.window.compressor.name == "lcm"
         assert "lcm_grep" in agent.tool_names()
         asked = turns_until_rotated(agent, db)
         context = [str(m["content"]) for m in db.get_messages(agent.session_id)]
         assert any("Summary (d0" in c for c in context)
         assert (hermes_home / "lcm.db").exists()  # its own store, beside ours
-        stored = originals(db, agent.conversation_id)
+        stored = originals(db, agent.binding.conversation_id)
         assert [c for c in stored if c.startswith("question")] == asked
         assert db.coverage_violations() == []
         assert db.invariant_violations() == []
@@ -159,10 +159,10 @@ def test_the_engine_hears_a_conversation_end_at_new_and_at_another_conversation(
     agent = fake_agent(fake_llm, db)
     agent.run("first")
     agent.run("second")
-    first = agent.conversation_id
+    first = agent.binding.conversation_id
     agent.start_new_conversation()
     agent.run("third")
-    second = agent.conversation_id
+    second = agent.binding.conversation_id
     agent.continue_conversation(agent.session_id, second, None)  # the same one: no boundary
     agent.continue_conversation(first, first, None)
     said = (plugin / "calls.log").read_text().splitlines()
@@ -183,10 +183,10 @@ def test_the_built_in_compressor_takes_the_new_models_window_at_slash_model(
     with SessionDB(db_path=tmp_path / "state.db") as db:
         agent = fake_agent(fake_llm, db)
         agent.run("hello")
-        assert agent.context_compressor.context_length == 128_000
+        assert agent.window.compressor.context_length == 128_000
         reply = chat_commands.dispatch(agent, "/model gpt-4")
         assert reply.ok, reply.text
-        compressor = agent.context_compressor
+        compressor = agent.window.compressor
         assert (compressor.model, compressor.context_length) == ("gpt-4", 8192)
         assert compressor.threshold_tokens == int(compressor.threshold * 8192)
 
@@ -204,9 +204,9 @@ def test_the_engine_is_told_the_new_model_and_its_window_at_slash_model(
         agent.run("hello")
         reply = chat_commands.dispatch(agent, "/model gpt-4")
         assert reply.ok, reply.text
-        engine = agent.context_compressor.engine
+        engine = agent.window.compressor.engine
         assert (engine.context_length, engine.threshold_tokens) == (8192, 6144)
-        assert agent.context_compressor.model == "gpt-4"
+        assert agent.window.compressor.model == "gpt-4"
     assert told_models(plugin) == [
         f"model fake-model 128000 {agent.base_url} True chat_completions",
         f"model gpt-4 8192 {agent.base_url} True chat_completions",

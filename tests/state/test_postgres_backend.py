@@ -34,6 +34,7 @@ from hermes.state import (
     make_holder,
     segments,
 )
+from hermes.state.backend import SearchScope
 from hermes.state.postgres.backend import PostgresBackend
 from hermes.state.postgres.schema import MIGRATIONS
 from hermes.testing.ports import free_port
@@ -409,7 +410,7 @@ def test_search_escapes_like_wildcards_and_skips_compacted_rows(db: SessionDB) -
 
     def search(terms: list[str]) -> list[str]:
         hits = db.backend.transact(
-            lambda tx: tx.search(terms, limit=10, source=None, conversation_id=None), write=False
+            lambda tx: tx.search(terms, limit=10, scope=SearchScope()), write=False
         )
         return [h.content for h in hits]
 

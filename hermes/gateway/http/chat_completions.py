@@ -206,12 +206,10 @@ class ChatCompletions:
         kept = {k: v for k, v in options.items() if k not in ("client_tools", "tool_choice")}
         item = WorkItem(
             kind=MESSAGE,
-            text=text,
             key=f"{caller.source()}:unstored",
             conversation_id="",
             origin=Origin(platform=API_SERVER, chat_id="", user_id=caller.user_id()),
-            history=history or None,
-            asked=QueuedTurn.from_json({**kept, "side_request": True}),
+            asked=QueuedTurn.from_request(text, {**kept, "side_request": True}, history or None),
             sink=ResultSink(),
         )
         try:
@@ -246,12 +244,10 @@ class ChatCompletions:
         sink = ResultSink(stream=stream, events=events)
         item = WorkItem(
             kind=COMMAND if command else MESSAGE,
-            text=text,
             key=key,
             conversation_id=conversation,
             origin=Origin(platform=API_SERVER, chat_id=conversation, user_id=caller.user_id()),
-            history=history if created and history else None,
-            asked=QueuedTurn.from_json(options),
+            asked=QueuedTurn.from_request(text, options, history if created and history else None),
             sink=sink,
         )
         await self.host.submit(item)

@@ -318,17 +318,17 @@ class _ResponsesApi:
     ) -> WorkItem:
         return WorkItem(
             kind=MESSAGE,
-            text=asked.text,
             key=key,
             conversation_id=conversation,
             origin=Origin(platform=API_SERVER, chat_id=conversation, user_id=caller.user_id()),
-            history=history,
-            asked=QueuedTurn.from_json(
+            asked=QueuedTurn.from_request(
+                asked.text,
                 {
                     **asked.options,
                     "answer_uid": draft.answer_uid,
                     "keep_partial_answer": asked.stream,  # if the client stops reading
-                }
+                },
+                history,
             ),
             sink=sink,
         )

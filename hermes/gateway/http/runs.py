@@ -131,12 +131,10 @@ class _RunsApi:
         options["run_id"] = run_id
         item = WorkItem(
             kind=MESSAGE,
-            text=text,
             key=route,
             conversation_id=conversation,
             origin=Origin(platform=API_SERVER, chat_id=conversation, user_id=caller.user_id()),
-            history=history if created and history else None,
-            asked=QueuedTurn.from_json(options),
+            asked=QueuedTurn.from_request(text, options, history if created and history else None),
         )
         # The run and its queued input are one transaction: a crash at any moment
         # leaves both (the next gateway to start answers it) or neither.

@@ -41,6 +41,7 @@ from hermes.gateway.core import ApiHost
 from hermes.gateway.envelopes import Origin
 from hermes.gateway.errors import PlatformStartError
 from hermes.gateway.lanes import MESSAGE, WorkItem
+from hermes.gateway.queued_turn import QueuedTurn
 from hermes.gateway.settings import WEBHOOK, PlatformSettings, is_loopback
 from hermes.gateway.webhook import events, signatures
 from hermes.gateway.webhook.admission import (
@@ -314,7 +315,11 @@ class WebhookAdapter(ChatAdapter):
             self.host.router.conversation_for, key, create, platform=WEBHOOK
         )
         item = WorkItem(
-            kind=MESSAGE, text=event.prompt, key=key, conversation_id=conversation, origin=origin
+            kind=MESSAGE,
+            key=key,
+            conversation_id=conversation,
+            asked=QueuedTurn(text=event.prompt),
+            origin=origin,
         )
         accepted, item.queue_id = await asyncio.to_thread(
             self.deliveries.accept,

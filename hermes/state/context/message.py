@@ -16,6 +16,9 @@ from typing import Any, Required, TypedDict, cast
 
 # Keys the model API understands; everything else stays on our side.
 WIRE_KEYS = ("role", "content", "tool_calls", "tool_call_id", "name")
+# The columns of a stored message row that say what the message says (the store, its
+# export and its copy's checksum read them; the rest is identity and bookkeeping).
+SAID_COLUMNS = ("role", "content", "tool_calls", "tool_call_id", "tool_name", "reasoning")
 
 
 class Message(TypedDict, total=False):

@@ -28,7 +28,7 @@ from urllib.parse import urlsplit
 
 from hermes.redaction import redact, register
 from hermes.state import diagnose
-from hermes.state.backend import Backend, MessageRow, Row, SearchHit
+from hermes.state.backend import Backend, MessageRow, Row, SearchHit, SearchScope
 from hermes.state.errors import (
     ReadOnlyStoreError,
     StateError,
@@ -217,18 +217,8 @@ class PostgresTx:
     def unindex_messages(self, rows: Sequence[Row]) -> None:
         """Nothing to do: the search indexes are derived from the rows themselves."""
 
-    def search(
-        self,
-        terms: Sequence[str],
-        *,
-        limit: int,
-        source: str | None,
-        conversation_id: str | None,
-        user_id: str | None = None,
-    ) -> list[SearchHit]:
-        sql, params = _search_sql(
-            terms, source=source, conversation_id=conversation_id, user_id=user_id
-        )
+    def search(self, terms: Sequence[str], *, limit: int, scope: SearchScope) -> list[SearchHit]:
+        sql, params = _search_sql(terms, scope)
         return [SearchHit.from_row(r) for r in self.all(sql, [*params, limit])]
 
 
@@ -256,13 +246,7 @@ def _message_params(row: MessageRow) -> tuple[Any, ...]:
     )
 
 
-def _search_sql(
-    terms: Sequence[str],
-    *,
-    source: str | None,
-    conversation_id: str | None,
-    user_id: str | None = None,
-) -> tuple[str, list[Any]]:
+def _search_sql(terms: Sequence[str], scope: SearchScope) -> tuple[str, list[Any]]:
     """The search statement (its last placeholder is the limit) and its parameters.
 
     Every term is required (a term mixing CJK and other letters counts as its runs): a
@@ -300,18 +284,12 @@ def _search_sql(
     parts += [f"{_PARTS_TEXT} ILIKE ?" for _ in others]
     arms.append(f"SELECT m.id, m.session_id FROM messages m WHERE {' AND '.join(parts)}")
     params += [*word_params, *others]
-    scope = []
-    for column, value in (
-        ("source", source),
-        ("conversation_id", conversation_id),
-        ("user_id", user_id),
-    ):
-        if value:
-            scope.append(f"s.{column} = ?")
-            params.append(value)
+    narrowed = scope.columns()
+    params += [value for _, value in narrowed]
     top = "SELECT h.id FROM hits h"
-    if scope:
-        top += f" JOIN sessions s ON s.id = h.session_id WHERE {' AND '.join(scope)}"
+    if narrowed:
+        where = " AND ".join(f"s.{column} = ?" for column, _ in narrowed)
+        top += f" JOIN sessions s ON s.id = h.session_id WHERE {where}"
     sql = (
         f"WITH hits AS MATERIALIZED ({' UNION '.join(arms)}),"
         f" top AS ({top} ORDER BY h.id DESC LIMIT ?)"

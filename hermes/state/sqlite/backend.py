@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from hermes.state import diagnose
-from hermes.state.backend import Backend, MessageRow, Row, SearchHit
+from hermes.state.backend import Backend, MessageRow, Row, SearchHit, SearchScope
 from hermes.state.errors import (
     CorruptStoreError,
     StateError,
@@ -268,29 +268,15 @@ class SQLiteTx:
             ],
         )
 
-    def search(
-        self,
-        terms: Sequence[str],
-        *,
-        limit: int,
-        source: str | None,
-        conversation_id: str | None,
-        user_id: str | None = None,
-    ) -> list[SearchHit]:
+    def search(self, terms: Sequence[str], *, limit: int, scope: SearchScope) -> list[SearchHit]:
         columns = "m.id, m.session_id, s.conversation_id, m.role, m.content, m.created_at"
-        scope, params = "", []
-        for column, value in (
-            ("source", source),
-            ("conversation_id", conversation_id),
-            ("user_id", user_id),
-        ):
-            if value:
-                scope += f" AND s.{column} = ?"
-                params.append(value)
+        narrowed = scope.columns()
+        params = [value for _, value in narrowed]
+        scope_sql = "".join(f" AND s.{column} = ?" for column, _ in narrowed)
         indexed = self.all(
             f"SELECT {columns} FROM messages_fts f JOIN messages m ON m.id = f.rowid"
             " JOIN sessions s ON s.id = m.session_id"
-            f" WHERE messages_fts MATCH ? AND m.undone = 0{scope} ORDER BY f.rowid DESC LIMIT ?",
+            f" WHERE messages_fts MATCH ? AND m.undone = 0{scope_sql} ORDER BY f.rowid DESC LIMIT ?",
             [fts5_match(list(terms)), *params, limit],
         )
         # Rows whose index entry is still deferred (fewer than PENDING_LIMIT, above
@@ -302,7 +288,7 @@ class SQLiteTx:
                 f"SELECT {columns}, m.content_parts FROM messages m"
                 " CROSS JOIN sessions s ON s.id = m.session_id"
                 " WHERE m.id > (SELECT indexed_through FROM messages_fts_watermark)"
-                f" AND m.compacted = 0 AND m.undone = 0 AND m.content IS NOT NULL{scope}",
+                f" AND m.compacted = 0 AND m.undone = 0 AND m.content IS NOT NULL{scope_sql}",
                 params,
             )
             if phrase_match(_index_text(r), terms)

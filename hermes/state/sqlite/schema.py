@@ -26,6 +26,9 @@ def _fold_pending_table(tx: Tx) -> None:
     tx.run("DROP TABLE messages_fts_pending")
 
 
+# The same tables as postgres/schema.py's, in each engine's own types and syntax: the DDL
+# stays written twice so each file reads as its engine runs it (test_schema_parity
+# checks they agree).
 MIGRATIONS = (
     Migration(
         1,

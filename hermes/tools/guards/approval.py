@@ -56,13 +56,9 @@ def is_allowed(command: str, config: Config | None) -> bool:
     command (or one that does not parse) is allowed only by an entry that equals it, so
     ``*`` can never stretch over ``; rm -rf ~``.
     """
-    entries = [str(e).strip() for e in _config_list(config, "terminal.dangerous_allow")]
-    if any(_normal(command) == _normal(entry) for entry in entries):
-        return True
-    try:
-        script = shell_parse.parse(command)
-    except shell_parse.ParseError:
-        return False
+    entries, equal, script = _against(command, config, "terminal.dangerous_allow")
+    if equal or script is None:
+        return equal
     return not script.compound and any(_matches(command, entry) for entry in entries)
 
 
@@ -74,17 +70,30 @@ def unlisted_part(command: str, config: Config | None) -> str | None:
     """
     if config is None or config.get("terminal.mode") != "allowlist":
         return None
-    entries = [str(e).strip() for e in _config_list(config, "terminal.allow")]
-    if any(_normal(command) == _normal(entry) for entry in entries):
+    entries, equal, script = _against(command, config, "terminal.allow")
+    if equal:
         return None
-    try:
-        script = shell_parse.parse(command)
-    except shell_parse.ParseError:
+    if script is None:
         return command
     for simple in script.commands:
         if simple.text and not any(_matches(simple.text, entry) for entry in entries):
             return simple.text
     return None if script.commands else command
+
+
+def _against(
+    command: str, config: Config | None, key: str
+) -> tuple[list[str], bool, shell_parse.Script | None]:
+    """The entries of the list ``key``; whether ``command`` equals one (spaces
+    normalised); if not, the command parsed to match them against (None: it does not
+    parse)."""
+    entries = [str(e).strip() for e in _config_list(config, key)]
+    if any(_normal(command) == _normal(entry) for entry in entries):
+        return entries, True, None
+    try:
+        return entries, False, shell_parse.parse(command)
+    except shell_parse.ParseError:
+        return entries, False, None
 
 
 def _matches(text: str, entry: str) -> bool:

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import psutil
+
 from hermes.tools import workspaces
 
 if TYPE_CHECKING:
@@ -147,15 +149,5 @@ def _sweep(holder: Path) -> None:
     with contextlib.suppress(OSError):
         for path in holder.iterdir():
             owner = path.name.split("-")[1] if path.name.count("-") >= 2 else ""
-            if owner.isdigit() and int(owner) != os.getpid() and not _alive(int(owner)):
+            if owner.isdigit() and int(owner) != os.getpid() and not psutil.pid_exists(int(owner)):
                 shutil.rmtree(path, ignore_errors=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True
-    return True

@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import psutil
+
 if TYPE_CHECKING:
     from hermes.tools.registry import ToolContext
 
@@ -150,21 +152,32 @@ def _pids(path: Path) -> list[int]:
 
 
 def _make_cgroup(max_processes: int) -> Path | None:
-    name = f"hermes-{os.getpid()}-{next(_counter)}"
     for root in _pids_roots():
         _sweep(root)
-        path = root / name
-        try:
-            path.mkdir()
-        except OSError:
-            continue
-        try:
-            (path / "pids.max").write_text(str(max_processes))
+        path = _new_cgroup(root, "pids.max", max_processes)
+        if path is not None:
             return path
-        except OSError:
-            with contextlib.suppress(OSError):
-                path.rmdir()
     return None
+
+
+def _new_cgroup(root: Path, control: str, limit: int, also: str | None = None) -> Path | None:
+    """A new cgroup of this process under ``root``, ``limit`` written to its ``control``
+    (and to ``also`` where the kernel has it); None, and nothing left, where it fails."""
+    path = root / f"hermes-{os.getpid()}-{next(_counter)}"
+    try:
+        path.mkdir()
+    except OSError:
+        return None
+    try:
+        (path / control).write_text(str(limit))
+    except OSError:
+        with contextlib.suppress(OSError):
+            path.rmdir()
+        return None
+    if also is not None:
+        with contextlib.suppress(OSError):
+            (path / also).write_text(str(limit))
+    return path
 
 
 def _make_memory_cgroup(pids: Path | None, max_bytes: int) -> Path | None:
@@ -181,20 +194,9 @@ def _make_memory_cgroup(pids: Path | None, max_bytes: int) -> Path | None:
     if not (_V1_MEMORY / "memory.limit_in_bytes").exists():
         return None
     _sweep(_V1_MEMORY)
-    path = _V1_MEMORY / f"hermes-{os.getpid()}-{next(_counter)}"
-    try:
-        path.mkdir()
-    except OSError:
-        return None
-    try:
-        (path / "memory.limit_in_bytes").write_text(str(max_bytes))
-        with contextlib.suppress(OSError):  # swap counted too where the kernel counts it
-            (path / "memory.memsw.limit_in_bytes").write_text(str(max_bytes))
-        return path
-    except OSError:
-        with contextlib.suppress(OSError):
-            path.rmdir()
-        return None
+    # Swap counted too where the kernel counts it.
+    swap = "memory.memsw.limit_in_bytes"
+    return _new_cgroup(_V1_MEMORY, "memory.limit_in_bytes", max_bytes, also=swap)
 
 
 @functools.cache
@@ -217,19 +219,9 @@ def _sweep(root: Path) -> None:
         return
     for path in names:
         owner = path.name.split("-")[1]
-        if owner.isdigit() and int(owner) != os.getpid() and not _alive(int(owner)):
+        if owner.isdigit() and int(owner) != os.getpid() and not psutil.pid_exists(int(owner)):
             with contextlib.suppress(OSError):
                 path.rmdir()  # fails while a process is still in it, as it should
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True
-    return True
 
 
 def _pids_roots() -> list[Path]:

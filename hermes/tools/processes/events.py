@@ -20,7 +20,6 @@ so they still reach the conversation after compression rotates its tip.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import os
 import threading
@@ -29,10 +28,9 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from hermes.redaction import redact
-from hermes.tools._fs import private_dir, read_json, write_json
+from hermes.tools._fs import JsonRecord, private_dir, read_json, write_json
 from hermes.tools._output import tail_lines
 from hermes.tools.processes.store import ProcessRecord, ProcessStore
 
@@ -43,7 +41,7 @@ OUTPUT_TAIL_CHARS = 2000
 
 
 @dataclass(frozen=True)
-class CompletionEvent:
+class CompletionEvent(JsonRecord):
     """A background process ended; tell the conversation that started it."""
 
     process_id: str
@@ -54,14 +52,6 @@ class CompletionEvent:
     finished_at: float
     status: str = "exited"  # or "killed", or "lost" when nobody saw how it ended
     session_id: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> CompletionEvent:
-        known = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in known})
 
     def describe(self) -> str:
         """The event as a message for the model."""

@@ -25,7 +25,7 @@ from typing import Any
 
 from filelock import FileLock
 
-from hermes.tools._fs import private_dir, read_json, write_json
+from hermes.tools._fs import JsonRecord, private_dir, read_json, write_json
 
 RUNNING = "running"
 EXITED = "exited"
@@ -34,7 +34,7 @@ LOST = "lost"  # its pid is gone (or reused) and nobody recorded how it ended
 
 
 @dataclass
-class ProcessRecord:
+class ProcessRecord(JsonRecord):
     """What is known about one background process."""
 
     id: str
@@ -57,14 +57,6 @@ class ProcessRecord:
     @property
     def finished(self) -> bool:
         return self.status != RUNNING
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ProcessRecord:
-        known = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in known})
 
 
 def new_process_id() -> str:

@@ -14,16 +14,15 @@ from typing import Any
 from hermes.tools._output import tail_lines
 from hermes.tools.processes import background
 from hermes.tools.processes.store import RUNNING, ProcessRecord, ProcessStore
-from hermes.tools.registry import Tool, ToolContext, ToolError
+from hermes.tools.registry import Tool, ToolContext, ToolError, object_parameters
 
 DEFAULT_LOG_LINES = 50
 POLL_TAIL_LINES = 10
 DEFAULT_WAIT_SECONDS = 60.0
 LIST_LIMIT = 50
 
-PARAMETERS: dict[str, Any] = {
-    "type": "object",
-    "properties": {
+PARAMETERS = object_parameters(
+    {
         "action": {
             "type": "string",
             "enum": ["list", "poll", "log", "wait", "kill"],
@@ -46,9 +45,8 @@ PARAMETERS: dict[str, Any] = {
             "description": f"For wait: the most seconds to wait (default {DEFAULT_WAIT_SECONDS:g}, at most terminal.timeout).",
         },
     },
-    "required": ["action"],
-    "additionalProperties": False,
-}
+    required=["action"],
+)
 
 
 def handle(args: dict[str, Any], ctx: ToolContext) -> str:
