@@ -233,7 +233,10 @@ class Summariser:
             self._last_summary_error = NOTHING_TO_COMPRESS
             return given
         model = self.summary_model or self.model
-        prior = summary_body(earlier["content"]) if earlier is not None else None
+        # The earlier summary's words, to continue from: its anchors are carried as they are.
+        prior = (
+            anchors.words_only(summary_body(earlier["content"])) if earlier is not None else None
+        )
         read = [self._as_read(m) for m in middle]  # what the summary model is given
         readable = self._readable_count(read, model, prior)
         if 0 < readable < len(middle):
