@@ -26,7 +26,7 @@ def write(home: Path, text: str) -> Path:
 
 def test_defaults_without_a_file(hermes_home: Path) -> None:
     config = load_config()
-    assert config.get("compression.threshold") == 0.5
+    assert config.get("compression.threshold") == 0.45
     assert config.get("model.base_url").startswith("https://")
     assert config.get("compression")["enabled"] is True
 
@@ -59,7 +59,7 @@ def test_an_unknown_key_is_ignored_with_a_warning_that_suggests_the_right_one(
 ) -> None:
     write(hermes_home, "compresion:\n  threshold: 0.4\n")
     config = load_config()
-    assert config.get("compression.threshold") == 0.5
+    assert config.get("compression.threshold") == 0.45
     assert config.ignored == {"compresion.threshold": 0.4}
     warning = capsys.readouterr().err
     assert "compresion.threshold (line 2; did you mean compression.threshold?)" in warning

@@ -228,6 +228,7 @@ class AIAgent:
             threshold=compressing.threshold,
             summary_model=compressing.summary_model,
             tail_share=compressing.tail_share,
+            max_window=compressing.max_window,
             cooldown_seconds=compressing.cooldown_seconds,
             max_summary_requests=compressing.max_summary_requests,
             offers_recall=offers_recall,

@@ -56,11 +56,15 @@ __all__ = [
     "parse",
     "render",
     "stub_digest",
+    "words_only",
 ]
 
-# At most about 400 tokens, enough for a few dozen anchors; an eighth of the covered
-# text below that, so the index of a short middle stays a small share of its summary.
+# About 400 tokens, enough for a few dozen anchors, or PER_MESSAGE_CHARS for each
+# message covered when that is more (a summary of a hundred turns of tool work names a
+# hundred files); an eighth of the covered text below that, so the index of a short
+# middle stays a small share of its summary.
 MAX_INDEX_CHARS = 1600
+PER_MESSAGE_CHARS = 24
 MIN_INDEX_CHARS = 480
 COVERED_SHARE = 8
 MAX_ANCHOR_CHARS = 160
@@ -135,7 +139,8 @@ def index_block(
     index would outweigh what it saves still keeps what earlier summaries showed).
     ``carry``: more anchors (kind, text) to list as carried, before all others."""
     covered = sum(len(_text(m.get("content"))) for m in messages if not is_summary_message(m))
-    cap = min(MAX_INDEX_CHARS, max(MIN_INDEX_CHARS, covered // COVERED_SHARE))
+    most = max(MAX_INDEX_CHARS, PER_MESSAGE_CHARS * len(messages))
+    cap = min(most, max(MIN_INDEX_CHARS, covered // COVERED_SHARE))
     found = extract(messages, carry)
     if not new:
         found = [a for a in found if a.carried]
@@ -194,6 +199,25 @@ def render(anchors: Sequence[Anchor], *, recall: bool, cap: int = MAX_INDEX_CHAR
     return "\n".join(lines)
 
 
+def words_only(summary: str) -> str:
+    """``summary`` (a summary's segments) without its anchor indexes: what the summary
+    model reads of an earlier summary it continues. It writes only what the new messages
+    add; their index is made here, and the earlier anchors are carried mechanically."""
+    labels = {f"{label}:" for label in LABELS.values()}
+    kept: list[str] = []
+    in_index = False
+    for line in summary.split("\n"):
+        if line.startswith(f"{INDEX_HEADER} ") or line == _RECALL_ONLY:
+            in_index = True
+            continue
+        label = line if line.endswith(":") else line.partition(": ")[0] + ":"
+        if in_index and (label in labels or line.startswith("- ")):
+            continue
+        in_index = False
+        kept.append(line)
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(kept)).strip()
+
+
 def stub_digest(stub: str, message: Message, cap: int = MAX_DIGEST_CHARS) -> str:
     """What the summary model reads of a tool output it is not given whole: the stub
     the model is sent, then the output's own anchors (within ``cap`` characters), one
@@ -240,13 +264,15 @@ def _within_cap(anchors: Sequence[Anchor], cap: int) -> list[Anchor]:
     ten commit hashes, the user's five go first), then an earlier one. How often an
     anchor was mentioned does not count: what the work kept coming back to is what the
     summary's words keep, the rest is what they drop. At
-    most ``MAX_ERROR_LINES`` new error lines. A carried anchor is always kept, outside
-    the cap (an earlier summary showed it: it is never dropped)."""
+    most ``MAX_ERROR_LINES`` new error lines per ``MAX_INDEX_CHARS`` of the cap. A
+    carried anchor is always kept, outside the cap (an earlier summary showed it: it is
+    never dropped)."""
+    errors = max(MAX_ERROR_LINES, MAX_ERROR_LINES * cap // MAX_INDEX_CHARS)
     queues = [
         sorted(
             (a for a in anchors if a.kind == kind and not a.carried),
             key=lambda a: (_shape(a), len(a.text), not a.said, a.first),
-        )[: MAX_ERROR_LINES if kind == ERROR else None]
+        )[: errors if kind == ERROR else None]
         for kind in PRIORITY
     ]
     kept = [a for a in anchors if a.carried]

@@ -17,7 +17,14 @@ provider's cached prefix survives. It masks in steps, not one message per turn:
   model is working with them;
 - the results of completed turns after the summary are kept whole until, turn by
   turn, they add up to more than ``keep_tokens``; then all of them up to that turn's
-  end are masked at once, and counting starts again after it.
+  end are masked at once, and counting starts again after it;
+- a long result (over ``preview_over`` characters) is sent as its preview from the
+  first request on, the running turn's too: its head and tail and the ``recall`` call
+  that returns the rest (a command that printed 50 KB costs the whole 50 KB in every
+  request of its turn otherwise, where the model mostly needs how it started and
+  ended). The stored row keeps it whole, so nothing is written anywhere else. Tools
+  the model pages through itself (``recall``, ``read_file``) are never previewed: their
+  output is the part it asked for.
 
 A step breaks the provider's cache only from the first newly masked result on, and
 what follows it is small once masked: the chat of the few turns since the last step.
@@ -32,7 +39,7 @@ from typing import Any
 from hermes.agent.anchors import is_summary_message
 from hermes.agent.tokens import CHARS_PER_TOKEN
 
-__all__ = ["STORED_ID", "MaskPolicy", "Planner", "masked_view", "stub"]
+__all__ = ["STORED_ID", "MaskPolicy", "Planner", "masked_view", "preview", "stub"]
 
 # The key of an agent message that holds the id of the stored row it is (for a copy
 # carried into a later segment: the original's id). Not an API key, so the wire form
@@ -40,6 +47,12 @@ __all__ = ["STORED_ID", "MaskPolicy", "Planner", "masked_view", "stub"]
 STORED_ID = "stored_id"
 
 Message = Mapping[str, Any]
+
+# A result longer than this (~2,500 tokens) is sent as a preview of PREVIEW_CHARS.
+PREVIEW_OVER = 10_000
+PREVIEW_CHARS = 4_000
+# Tools whose output is already the part the model asked for (it pages them itself).
+PAGED_TOOLS = frozenset({"recall", "read_file"})
 
 
 def stub(tool_name: str, chars: int, row_id: int) -> str:
@@ -49,15 +62,38 @@ def stub(tool_name: str, chars: int, row_id: int) -> str:
     )
 
 
+def preview(text: str, row_id: int, chars: int = PREVIEW_CHARS) -> str:
+    """A long result as it is sent before it is masked: its head (three quarters of
+    ``chars``) and its tail, around a line saying how to get the middle back."""
+    head, tail = chars * 3 // 4, chars // 4
+    end = len(text) - tail
+    return (
+        f"{text[:head]}\n\n[output cut for the context: characters {head}-{end} of"
+        f" {len(text)} not shown; recall(message_id={row_id}, offset={head}) returns"
+        f" them]\n\n{text[end:]}"
+    )
+
+
 @dataclass(frozen=True)
 class MaskPolicy:
     """When tool results are masked: see the module's docstring."""
 
     keep_tokens: int  # results of completed turns kept whole, at most, before a step
     min_chars: int = 400  # a shorter result is cheaper whole than as a stub
+    preview_over: int = PREVIEW_OVER  # a longer result is sent as its preview
+
+    def preview_for(self, message: Message) -> str | None:
+        """The preview ``message`` is sent as until it is masked; None if it is sent whole."""
+        if message.get("role") != "tool" or _name(message) in PAGED_TOOLS:
+            return None
+        row_id = message.get(STORED_ID)
+        text = _text(message.get("content"))
+        if row_id is None or len(text) <= self.preview_over:
+            return None  # no way back to the rest, or short enough
+        return preview(text, int(row_id))
 
     def plan(self, messages: Sequence[Message]) -> list[str | None]:
-        """Each message's stub when it is sent masked, else None."""
+        """Each message's stub when it is sent masked (or its preview), else None."""
         planner = Planner(self)
         planner.update(messages)
         return planner.stubs
@@ -70,8 +106,7 @@ class MaskPolicy:
         text = _text(message.get("content"))
         if row_id is None or len(text) < self.min_chars:
             return None  # no way back to it, or not worth it
-        name = message.get("tool_name") or message.get("name") or "tool"
-        return stub(str(name), len(text), int(row_id))
+        return stub(_name(message), len(text), int(row_id))
 
 
 class Planner:
@@ -95,6 +130,10 @@ class Planner:
         seen = len(self.stubs)
         self.stubs.extend([None] * (len(messages) - seen))
         for index in range(seen, len(messages)):
+            shown = self.policy.preview_for(messages[index])
+            if shown is not None:
+                self.stubs[index] = shown
+                changed.append(index)
             if is_summary_message(messages[index]):
                 # Everything before a summary is older than what it covers.
                 changed += self._mask(messages, 0, index)
@@ -123,7 +162,8 @@ class Planner:
     def _mask(self, messages: Sequence[Message], start: int, end: int) -> list[int]:
         changed = []
         for index in range(start, end):
-            text = self.stubs[index] or self.policy.stub_for(messages[index])
+            # A stub once given stays; a preview gives way to the stub.
+            text = self.policy.stub_for(messages[index]) or self.stubs[index]
             if text != self.stubs[index]:
                 self.stubs[index] = text
                 changed.append(index)
@@ -145,6 +185,10 @@ def masked(message: Message, text: str) -> dict[str, Any]:
     copy = {key: value for key, value in message.items() if key != "api_content"}
     copy["content"] = text
     return copy
+
+
+def _name(message: Message) -> str:
+    return str(message.get("tool_name") or message.get("name") or "tool")
 
 
 def _is_user(message: Message) -> bool:

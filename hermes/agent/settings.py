@@ -39,6 +39,7 @@ class CompressionSettings:
     threshold: float
     summary_model: str | None
     tail_share: float
+    max_window: int | None  # the window compression works in, at most (None: the model's)
     cooldown_seconds: float
     max_summary_requests: int
     lease_ttl_seconds: float
@@ -52,6 +53,7 @@ class CompressionSettings:
             threshold=float(config.get("compression.threshold")),
             summary_model=config.get("compression.summary_model"),
             tail_share=float(config.get("compression.tail_share")),
+            max_window=config.get("compression.max_window"),
             cooldown_seconds=float(config.get("compression.cooldown_seconds")),
             max_summary_requests=int(config.get("compression.max_summary_requests")),
             lease_ttl_seconds=float(config.get("compression.lease_ttl_seconds")),

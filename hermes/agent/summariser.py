@@ -108,6 +108,7 @@ class Summariser:
         threshold: float = 0.5,
         summary_model: str | None = None,
         tail_share: float = 0.05,
+        max_window: int | None = None,
         cooldown_seconds: float = 60.0,
         max_summary_requests: int = 8,
         clock: Callable[[], float] = time.monotonic,
@@ -121,6 +122,8 @@ class Summariser:
         self.threshold = threshold
         self.summary_model = summary_model
         self.tail_share = tail_share
+        # The window compression works in, at most (None: the model's whole window).
+        self.max_window = max_window
         self.cooldown_seconds = cooldown_seconds
         self.max_summary_requests = max_summary_requests
         # The model has the recall tool (the agent has a store): the anchor index says so.
@@ -148,17 +151,26 @@ class Summariser:
     # -- deciding
 
     @property
+    def working_window(self) -> int:
+        """The window compression works in: the model's, or ``max_window`` when the
+        model's is larger, so a request's size does not grow with a window it never
+        needs (compression.max_window)."""
+        if self.max_window is None:
+            return self.context_length
+        return min(self.context_length, self.max_window)
+
+    @property
     def threshold_tokens(self) -> int:
-        return int(self.threshold * self.context_length)
+        return int(self.threshold * self.working_window)
 
     @property
     def tail_budget(self) -> int:
-        return int(self.tail_share * self.context_length)
+        return int(self.tail_share * self.working_window)
 
     @property
     def summary_limit(self) -> int:
         """The tokens up to which a summary is extended rather than summarised again."""
-        return int(_SUMMARY_WINDOW_SHARE * self.context_length)
+        return int(_SUMMARY_WINDOW_SHARE * self.working_window)
 
     def sent_tokens(self, messages: Sequence[Message]) -> int:
         """The estimated size of ``messages`` as the model is sent them."""
@@ -171,7 +183,7 @@ class Summariser:
     def should_compress(
         self, prompt_tokens: int | None = None, messages: Sequence[Message] | None = None
     ) -> bool:
-        """True when the context reached ``threshold * context_length`` tokens.
+        """True when the context reached ``threshold * working_window`` tokens.
 
         ``prompt_tokens`` is the provider's last reported figure; when it is unknown the
         messages are estimated instead. Always false during a cooldown.
@@ -221,7 +233,10 @@ class Summariser:
             self._last_summary_error = NOTHING_TO_COMPRESS
             return given
         model = self.summary_model or self.model
-        prior = summary_body(earlier["content"]) if earlier is not None else None
+        # The earlier summary's words, to continue from: its anchors are carried as they are.
+        prior = (
+            anchors.words_only(summary_body(earlier["content"])) if earlier is not None else None
+        )
         read = [self._as_read(m) for m in middle]  # what the summary model is given
         readable = self._readable_count(read, model, prior)
         if 0 < readable < len(middle):

@@ -217,3 +217,42 @@ def test_where_a_tool_cut_its_output_is_not_an_anchor() -> None:
     found = [a.text for a in anchors.extract([{"role": "tool", "content": cap_text(output, 200)}])]
 
     assert found == ["4412873"]  # the count of characters cut is the runtime's, not the work's
+
+
+def _ran(n: int, path: str, output: str) -> list[dict[str, Any]]:
+    call = {
+        "id": f"c{n}",
+        "type": "function",
+        "function": {"name": "terminal", "arguments": json.dumps({"command": f"cat {path}"})},
+    }
+    return [
+        {"role": "user", "content": f"Run `cat {path}` and look at the failures."},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": f"c{n}", "content": output},
+        {"role": "assistant", "content": "Done, nothing failed."},
+    ]
+
+
+def test_a_summary_of_a_hundred_turns_of_tool_work_names_every_file_they_read() -> None:
+    """Issue 55: the cap grows with the messages covered; a fixed one (1,600 characters)
+    held about a fifth of these paths, and so of the ways back to what the files said."""
+    paths = [f"/srv/checkout/shop/logs/run_{n:03d}.log" for n in range(100)]
+    messages = []
+    for n, path in enumerate(paths):
+        names = " ".join(f"ledger_{w}_{n}" for w in ("sync", "merge", "drift"))
+        messages += _ran(n, path, f"INFO {names} " + "steady state " * 60)
+    block = anchors.index_block(messages, recall=True)
+
+    assert [p for p in paths if p not in block] == []
+    assert len(block) <= anchors.PER_MESSAGE_CHARS * len(messages) + 300
+    # A short middle still gets a short index.
+    assert len(anchors.index_block(messages[:8], recall=True)) <= anchors.MAX_INDEX_CHARS + 300
+
+
+def test_the_summary_model_reads_an_earlier_summary_without_its_index() -> None:
+    index = anchors.index_block(TRANSCRIPT, recall=True)
+    summary = f"Summary of 4 messages:\nThe deploy broke.\n\n{index}\n\nContinued: next:\nFixed."
+
+    assert anchors.words_only(summary) == (
+        "Summary of 4 messages:\nThe deploy broke.\n\nContinued: next:\nFixed."
+    )

@@ -15,8 +15,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hermes.agent.masking import STORED_ID, MaskPolicy, Planner, stub
+from hermes.agent.masking import PREVIEW_CHARS, STORED_ID, MaskPolicy, Planner, preview, stub
 from hermes.agent.summariser import FOLLOWS, is_summary_message
+from hermes.config import load_config
+from hermes.tools.registry import ToolContext
 from tests.agent.helpers import fake_agent
 from tests.fakes import llm_server as fake
 from tests.stores import DBFactory
@@ -172,6 +174,47 @@ def test_masking_off_sends_every_output_whole(
     assert "tool output masked" not in json.dumps(llm.requests)
 
 
+def test_a_long_output_is_sent_as_its_preview_and_recall_returns_the_rest(
+    hermes_home: Path, tmp_path: Path, fake_llm: fake.FakeLLMServer, make_db: DBFactory
+) -> None:
+    configure(hermes_home, mask_keep_tokens=0)
+    lines = [f"line {i:05d} of the long log: " + "z" * 60 for i in range(200)]
+    (tmp_path / "long.log").write_text("\n".join(lines) + "\n")  # ~18 KB, stored whole
+    fake_llm.script(
+        fake.tool_call("terminal", {"command": "cat long.log"}, id="call_cat"),
+        fake.text("It is a long log."),
+        fake.text("Still here."),
+    )
+    fake_llm.strict_context = True
+    config = load_config()
+    config.values["terminal.sandbox"] = "off"
+    db = make_db()
+    agent = fake_agent(fake_llm, db, cwd=tmp_path, tools=["terminal", "recall"],
+                       skip_memory=True, config=config)  # fmt: skip
+    agent.chat("show me the log")
+    agent.chat("and now?")
+
+    (row,) = tool_rows(db, agent.session_id)
+    assert "line 00100 of the long log" in row["content"]  # the store keeps it whole
+    # The running turn's request: the head and tail, and how to get the middle back.
+    sent = tool_messages(fake_llm.requests[1])[0]["content"]
+    assert sent == preview(row["content"], row["id"])
+    assert len(sent) < PREVIEW_CHARS + 200 and "line 00100" not in sent
+    assert sent.startswith(row["content"][:2_000]) and sent.endswith(row["content"][-500:])
+    offset = int(re.search(rf"recall\(message_id={row['id']}, offset=(\d+)\)", sent).group(1))
+    # The next turn's request: the usual stub.
+    assert tool_messages(fake_llm.requests[2])[0]["content"] == stub(
+        "terminal", len(row["content"]), row["id"]
+    )
+    # The call the preview names returns what it did not show, from the store.
+    context = ToolContext(session_db=db, session_id=agent.session_id,
+                          conversation_id=agent.conversation_id, hermes_home=hermes_home,
+                          config=agent.config, cwd=tmp_path)  # fmt: skip
+    rest = agent.registry.dispatch("recall", {"message_id": row["id"], "offset": offset}, context)
+    assert "line 00100 of the long log" in rest
+    assert fake_llm.stats()["invalid_contexts"] == 0
+
+
 def test_a_second_compression_extends_the_summary_verbatim_with_full_coverage(
     hermes_home: Path, workspace: Path, llm: fake.FakeLLMServer, make_db: DBFactory
 ) -> None:
@@ -314,7 +357,7 @@ def transcripts(draw: st.DrawFn) -> list[dict[str, Any]]:
                 "function": {"name": "t", "arguments": "{}"},
             }
             messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
-            size = draw(st.sampled_from([10, 500, 2_000, 9_000]))
+            size = draw(st.sampled_from([10, 500, 2_000, 9_000, 12_000]))
             messages.append({"role": "tool", "content": "o" * size, "tool_call_id": f"c{row}",
                              "tool_name": "t", STORED_ID: row})  # fmt: skip
         messages.append({"role": "assistant", "content": "answer"})
@@ -337,6 +380,9 @@ def test_a_plan_only_adds_stubs_as_the_conversation_grows(
         newly = [i for i, text in enumerate(before) if planner.stubs[i] != text]
         assert sorted(changed) == newly + grown
         for earlier, later in zip(planner.stubs, final, strict=False):
-            assert earlier is None or earlier == later
+            # Only a long output's preview gives way (to its stub).
+            assert earlier is None or earlier == later or earlier.startswith("o" * 100)
     newest_user = max(i for i, m in enumerate(messages) if str(m["content"]).startswith("turn"))
-    assert all(stub is None for stub in final[newest_user:])  # the running turn's outputs
+    # The running turn's outputs: whole, or a long one's preview.
+    running = [(m, text) for m, text in zip(messages, final, strict=True)][newest_user:]
+    assert all(text is None or text == preview(m["content"], m[STORED_ID]) for m, text in running)

@@ -277,6 +277,25 @@ def test_an_earlier_summary_is_extended_verbatim(
     assert compressor.compression_count == 2
 
 
+def test_the_summary_model_continues_from_the_earlier_summarys_words_not_its_index(
+    client: ModelClient, summarising: FakeLLMServer, clock: Clock
+) -> None:
+    compressor = make(client, clock)
+    first = long_transcript()
+    first[3] = msg("user", "question 0 about services/billing/invoice_writer.py " + "q" * 600)
+    once = compressor.compress(first)
+    [earlier] = [m for m in once if is_summary_message(m)]
+    assert "services/billing/invoice_writer.py" in earlier["content"]  # its index
+
+    twice = compressor.compress(once + long_transcript(exchanges=10)[1:])
+
+    read = fake.last_user_text(summarising.requests[-1])
+    shown = read.split("<earlier_summary>")[1].split("</earlier_summary>")[0]
+    assert SUMMARY in shown and "invoice_writer" not in shown and "[ANCHORS]" not in shown
+    [summary] = [m for m in twice if is_summary_message(m)]
+    assert summary["content"].startswith(earlier["content"].removesuffix(FOLLOWS))
+
+
 def test_a_summary_past_its_limit_is_summarised_again(
     client: ModelClient, summarising: FakeLLMServer, clock: Clock
 ) -> None:

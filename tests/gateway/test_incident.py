@@ -9,6 +9,7 @@ must be stored once.
 
 from __future__ import annotations
 
+import re
 import threading
 from pathlib import Path
 from typing import Any
@@ -212,7 +213,9 @@ def test_compress_command_moves_the_route_to_the_new_tip(small_context: GatewayT
         for n in range(3):
             ask(f"note {n}: {PADDING[:400]}", root)
         answer, tip = ask("/compress the notes", root)
-        assert answer.startswith("Compressed: segment 1 → 2")
+        # One more segment than before (the notes may have filled the window already).
+        done = re.match(r"Compressed: segment (\d+) → (\d+)", answer)
+        assert done is not None and int(done.group(2)) == int(done.group(1)) + 1
         assert tip != root and gateway.db.resolve_tip(root) == tip
         route = gateway.db._conn.execute(
             "SELECT session_id FROM gateway_routes WHERE session_key = ?", (f"api_server:{root}",)
