@@ -24,7 +24,7 @@ def test_a_large_window_compresses_where_the_default_working_window_says(
 ) -> None:
     monkeypatch.setenv("HERMES_HOME", str(tmp_path))
     _write(tmp_path, "model:\n  context_length: 131072\n")
-    compressor = fake_agent(fake_llm).context_compressor
+    compressor = fake_agent(fake_llm).window.compressor
 
     assert compressor.context_length == 131_072  # the model's window is still known
     # A share of 64k, not of 128k.
@@ -38,11 +38,11 @@ def test_a_1m_token_models_user_raises_or_lifts_the_cap(
 ) -> None:
     monkeypatch.setenv("HERMES_HOME", str(tmp_path))
     _write(tmp_path, "model:\n  context_length: 1000000\ncompression:\n  max_window: 400000\n")
-    compressor = fake_agent(fake_llm).context_compressor
+    compressor = fake_agent(fake_llm).window.compressor
     assert compressor.threshold_tokens == int(compressor.threshold * 400_000)
 
     _write(tmp_path, "model:\n  context_length: 1000000\ncompression:\n  max_window: null\n")
-    compressor = fake_agent(fake_llm).context_compressor
+    compressor = fake_agent(fake_llm).window.compressor
     assert compressor.threshold_tokens == int(compressor.threshold * 1_000_000) > 400_000
     assert not compressor.should_compress(prompt_tokens=400_000)
 
