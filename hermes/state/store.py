@@ -16,7 +16,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, NamedTuple, Self, TypeVar
 
-from hermes.state import blobs, export, history, lease, recall, rotation, segments, undo
+from hermes.state import blobs, export, history, lease, recall, rotation, segments, stopped, undo
 from hermes.state.backend import Backend, MessageRow, Row, Tx
 from hermes.state.errors import MessageNotFoundError, ReadOnlyStoreError, SessionNotFoundError
 from hermes.state.gateway import routes
@@ -490,6 +490,15 @@ class SessionDB:
         of the tip's context that read one of them is retired with them (``undo``): the
         agent makes that context anew before its next model call."""
         return self._write(lambda tx: undo.mark(tx, session_id, message_ids))
+
+    def trim_stopped_answer(
+        self, conversation_id: str, *, after_message_id: int, kept: str
+    ) -> bool:
+        """Trim the conversation's stopped (partial) answer, its latest message, to
+        ``kept``, the start of it a client sent back after message ``after_message_id``:
+        the answer as stored stays in the history, undone, and ``kept`` follows it
+        (``stopped``). False, changing nothing, when ``kept`` is not such a start."""
+        return self._write(lambda tx: stopped.trim(tx, conversation_id, after_message_id, kept))
 
     def undo_reaches_summary(self, session_id: str, message_ids: Sequence[int]) -> bool:
         """Whether undoing these messages would retire a summary of the tip's context:
