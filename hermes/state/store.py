@@ -576,7 +576,8 @@ class SessionDB:
             " (SELECT m.role FROM messages m WHERE m.session_id = t.id AND m.undone = 0"
             "   AND NOT (m.compacted = 1 AND m.origin_id IS NULL)"
             "   ORDER BY m.id DESC LIMIT 1) AS last_role"
-            " FROM sessions t JOIN sessions r ON r.id = t.conversation_id"
+            " FROM sessions t JOIN sessions r ON r.conversation_id = t.conversation_id"
+            " AND r.segment_index = 1"
             " WHERE t.segment_index = (SELECT MAX(segment_index) FROM sessions x"
             "   WHERE x.conversation_id = t.conversation_id)"
         )
