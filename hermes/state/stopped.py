@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 
 from hermes.state import history, segments
-from hermes.state.backend import Tx
+from hermes.state.backend import Row, Tx
 from hermes.state.segments import PARTIAL_UID_SUFFIX
 
 
@@ -52,7 +52,7 @@ def trim(tx: Tx, conversation_id: str, after_message_id: int, kept: str) -> bool
     return True
 
 
-def _trimmable(answer: dict | None, tip_id: str, kept: str) -> bool:
+def _trimmable(answer: Row | None, tip_id: str, kept: str) -> bool:
     if answer is None or not kept or answer["session_id"] != tip_id:
         return False
     if answer["role"] != "assistant" or answer["tool_calls"] or answer["content_parts"]:
