@@ -560,32 +560,35 @@ class AIAgent:
         self.window.note_compression(None)
         self.window.forget_prompt_size()
 
-    def end_conversation(self) -> None:
-        """The user leaves the conversation (``/new``, another one, the chat closed): a
-        plugin's context engine that served it hears so (0.19's ``on_session_end``)."""
+    def end_conversation(self, reason: str = "session_boundary") -> None:
+        """The user leaves the conversation (``/new``, another one, the chat closed:
+        ``reason`` ``shutdown``): a plugin's context engine that served it hears so
+        (0.19's ``on_session_end``), and the plugins' ``on_session_finalize`` fires."""
         from hermes.agent.engine_compressor import EngineCompressor
 
         compressor, conversation = self.window.compressor, self.binding.conversation_id
         if isinstance(compressor, EngineCompressor) and conversation:
             compressor.end(conversation, self.binding.load_history())
+        plugin_hooks.finalize(self, reason)
 
     def close_conversation(self) -> None:
         """End the stored conversation this agent is bound to, whose turns other agents
         served (a gateway chat's ``/new``: the kept agent may still be answering what was
         queued before it). A plugin's context engine hears the conversation as a turn
         would tell it (``on_session_start``), then its end (``on_session_end`` with its
-        messages, ``on_session_reset``), so it can settle what it keeps of it. An agent
-        made with ``persist_session=False`` writes nothing meanwhile; a conversation
-        without a message has nothing to end."""
+        messages, ``on_session_reset``), so it can settle what it keeps of it; the
+        plugins hear ``on_session_finalize``. An agent made with ``persist_session=False``
+        writes nothing meanwhile; a conversation without a message has nothing to end."""
         from hermes.agent.engine_compressor import EngineCompressor
 
-        if not isinstance(self.window.compressor, EngineCompressor) or self.session_id is None:
+        engine = isinstance(self.window.compressor, EngineCompressor)
+        if self.session_id is None or not (engine or plugin_hooks.finalizes(self)):
             return
         self.binding.ensure_session()  # follows the bound id to the tip, and its conversation
         if not self.binding.load_history():
             return
         plugin_hooks.bind_engine(self)
-        self.end_conversation()
+        self.end_conversation("new_session")
 
     def set_title(self, title: str) -> None:
         """The title a conversation this agent creates gets (the store has the rest)."""

@@ -156,6 +156,29 @@ def after_turn(
     )
 
 
+def finalizes(host: TurnHost) -> bool:
+    """Whether a plugin listens for the end of a conversation."""
+    plugins = _fires(host)
+    return plugins is not None and plugins.has_hook("on_session_finalize")
+
+
+def finalize(host: TurnHost, reason: str) -> None:
+    """The user leaves a stored conversation: 0.19's ``on_session_finalize`` with
+    ``reason`` (``shutdown``: the chat closed; ``session_boundary``: ``/new`` or another
+    conversation in the terminal; ``new_session``: a gateway chat's ``/new``)."""
+    binding = host.binding
+    if not finalizes(host) or not binding.session_id:
+        return  # nothing was stored: no conversation to end
+    plugins = _fires(host)
+    assert plugins is not None
+    plugins.invoke_hook(
+        "on_session_finalize",
+        session_id=binding.session_id,
+        platform=binding.origin.source,
+        reason=reason,
+    )
+
+
 def _arguments(arguments: str) -> dict[str, Any]:
     try:
         parsed = json.loads(arguments or "{}")

@@ -363,7 +363,7 @@ class Repl:
                 # A Ctrl-C that lands outside a running turn (a slash command, the
                 # instant a turn ends) stops that step, never the chat.
                 self.console.print(Text("Interrupted.", style="yellow"))
-        self.agent.end_conversation()
+        self.agent.end_conversation("shutdown")
         self._goodbye()
 
     def _prompt(self, typed: str) -> str | None:

@@ -127,7 +127,12 @@ def chat(
 
                 bind_conversation(agent, tip, model=model)
             if text is not None:
-                _ask_once(agent, text, as_json)
+                try:
+                    _ask_once(agent, text, as_json)
+                finally:
+                    from hermes.agent import plugin_hooks
+
+                    plugin_hooks.finalize(agent, "shutdown")  # as 0.19's single query
             else:
                 from hermes.cli._repl import run_repl
 

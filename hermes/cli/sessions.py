@@ -171,7 +171,8 @@ def _transcript(db: SessionDB, chain: list[dict[str, Any]]) -> Iterator[str]:
     root = chain[0]
     yield f"{root['title'] or '(untitled)'}\n"
     yield (
-        f"conversation {root['id']} · {root['source']} · {plural(len(chain), 'segment')} · "
+        f"conversation {root['conversation_id']} · {root['source']} · "
+        f"{plural(len(chain), 'segment')} · "
         f"started {stamp(root['started_at'])}\n\n"
     )
     index = {s["id"]: s for s in chain}
@@ -453,7 +454,7 @@ def lineage_cmd(ref: str, as_json: bool) -> None:
     undone = sum(counts.get(s["id"], (0, 0))[1] for s in chain)
     title = visible(root["title"] or "(untitled)")
     click.echo(
-        f"{title} — conversation {root['id']} ({root['source']}): "
+        f"{title} — conversation {root['conversation_id']} ({root['source']}): "
         f"{plural(total, 'message')}{_undone_note(undone)}, {plural(len(chain), 'segment')}"
     )
     click.echo(" → ".join(str(s["segment_index"]) for s in chain))
@@ -499,7 +500,7 @@ def _lineage_tree(
         if parent is not None:
             parent["children"].append(nodes[segment["id"]])
     return {
-        "conversation_id": root["id"],
+        "conversation_id": root["conversation_id"],
         "title": root["title"],
         "source": root["source"],
         "messages": sum(n["messages"] for n in nodes.values()),
@@ -545,17 +546,19 @@ def delete_cmd(ref: str, yes: bool, dry_run: bool) -> None:
         if dry_run:
             click.echo(
                 f"Would delete conversation '{root['title'] or '(untitled)'}' "
-                f"({root['id']}, {plural(len(chain), 'segment')}); nothing was changed."
+                f"({root['conversation_id']}, {plural(len(chain), 'segment')}); nothing was changed."
             )
             return
         confirm_or_refuse(
-            f"Delete conversation '{root['title'] or '(untitled)'}' ({root['id']}, "
+            f"Delete conversation '{root['title'] or '(untitled)'}' ({root['conversation_id']}, "
             f"{plural(len(chain), 'segment')})? This cannot be undone",
             yes=yes,
-            action=f"deleting conversation {root['id']}",
+            action=f"deleting conversation {root['conversation_id']}",
         )
         removed = db.delete_conversation(root["id"])
-    click.echo(f"Deleted conversation {root['id']} ({plural(removed, 'message row')}).")
+    click.echo(
+        f"Deleted conversation {root['conversation_id']} ({plural(removed, 'message row')})."
+    )
 
 
 @sessions.command("prune")

@@ -15,9 +15,11 @@ children, so the same transactions, routing and exactly-once rules apply:
   becomes a compression chain, as hermes would have rotated it: a segment
   ``<id>~archive`` holding the archived originals (standing history: searchable,
   exported), ended for compression, then the session's own id holding the live rows
-  (the summary and what followed) as the context the model sees. Both keep the title
-  the user gave the session, and a search hit in the archive names the session's own
-  id (hermes.compat.listing), so the user finds the conversation they know. Its summary read
+  (the summary and what followed) as the context the model sees. The conversation is
+  named by the session's own id too (its ``conversation_id``, where a conversation is
+  otherwise named by its first segment), both keep the title the user gave the
+  session, and a search hit in the archive names the session's own id
+  (hermes.compat.listing), so the user finds the conversation they know. Its summary read
   every archived row, which ``segment_coverage`` records (invariant 14); so does each
   child of a rotation Hermes Agent made itself;
 - rewound rows (``active = 0, compacted = 0``: the user took them back) are stored
@@ -368,7 +370,18 @@ def _import_session(db: SessionDB, row: Record, rows: list[Record]) -> int:
     if row["title"]:
         # The session keeps the title its user gave it (a rotation would number it "#2").
         db.set_title(row["id"], str(row["title"]))
+    db._write(lambda tx: _keep_conversation_id(tx, archive, row["id"]))
     return stored
+
+
+def _keep_conversation_id(tx: Any, archive: str, session_id: str) -> None:
+    """A conversation that starts with an archive segment is named by the session's own
+    id, the one Hermes Agent and the tools that read it know it by, not the archive's."""
+    for table in ("sessions", "history_digests"):
+        tx.run(
+            f"UPDATE {table} SET conversation_id = ? WHERE conversation_id = ?",
+            (session_id, archive),
+        )
 
 
 def _import_segment(

@@ -1,8 +1,9 @@
 """Hermes Agent's read queries over the hermes store: search with filters, session lists.
 
 Each function reads through the store's own read transactions. Segments are rows of
-``sessions``; a conversation's root is the segment whose id is its ``conversation_id``
-and its live segment the one with the highest ``segment_index``.
+``sessions``; a conversation's root is its first segment (``segment_index`` 1, whose id
+names the conversation but for an imported in-place compaction) and its live segment
+the one with the highest ``segment_index``.
 """
 
 from __future__ import annotations
@@ -303,7 +304,7 @@ def rich(db: SessionDB, q: RichQuery) -> list[Row]:
     join = f" JOIN sessions t ON {_TIP}" if project else ""
     order = f"{shown}.last_active_at" if q.by_last_active else "r.started_at"
     sql = (
-        f"SELECT r.id AS root_id, r.started_at AS root_started, {shown}.id,"
+        f"SELECT r.id AS root_id, r.conversation_id, r.started_at AS root_started, {shown}.id,"
         f" {_PREVIEW.format(shown)} FROM sessions r{join}"
         + where(clauses)
         + f" ORDER BY {order} DESC, r.id DESC LIMIT ? OFFSET ?"
@@ -318,7 +319,8 @@ def _rich_row(found: Row, segment: Row, projected: bool) -> Row:
     row["preview"] = raw[:60] + ("..." if len(raw) > 60 else "")
     if projected and found["id"] != found["root_id"]:
         row["started_at"] = found["root_started"]
-        row["_lineage_root_id"] = found["root_id"]
+    if projected and found["id"] != found["conversation_id"]:
+        row["_lineage_root_id"] = found["conversation_id"]
     return row
 
 
@@ -338,7 +340,7 @@ def prunable(
     sql = (
         f"SELECT r.conversation_id FROM sessions r JOIN sessions t ON {_TIP}"
         + where(clauses)
-        + " AND r.id = r.conversation_id"
+        + " AND r.segment_index = 1"
     )
 
     def run(tx: Tx) -> list[tuple[str, list[str]]]:

@@ -215,8 +215,22 @@ class SessionDB(StoreSessionDB):
             )
         except SessionNotFoundError:
             return []
+        archived = self._archived_in_place(session_id) if include_inactive else []
         end = None if limit is None else offset + max(0, int(limit))
-        return [shapes.message_row(r) for r in self._with_provider_fields(found[offset:end])]
+        rows = [*archived, *found][offset:end]
+        shaped = [shapes.message_row(r) for r in self._with_provider_fields(rows)]
+        for row in shaped:
+            if row["session_id"] != session_id:  # archived: 0.19 lists it as the session's
+                row["session_id"], row["active"] = session_id, 0
+        return shaped
+
+    def _archived_in_place(self, session_id: str) -> list[Row]:
+        """The rows Hermes Agent archived when it compacted ``session_id`` in place, which
+        hermes keeps in the segment before it (``<id>~archive``, hermes.compat.importer)."""
+        archive = self.get_session(session_id + listing.ARCHIVE_SUFFIX)
+        if archive is None or archive["conversation_id"] != session_id:
+            return []
+        return super().get_messages(archive["id"], include_undone=True)
 
     def get_messages_as_conversation(
         self,

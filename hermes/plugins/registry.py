@@ -26,6 +26,7 @@ VALID_HOOKS = frozenset(
         "post_llm_call",
         "on_session_start",
         "on_session_end",
+        "on_session_finalize",
         "pre_gateway_dispatch",
     }
 )

@@ -51,6 +51,14 @@ def numbered_title(title: str | None, segment_index: int) -> str | None:
     return f"{_TITLE_NUMBER.sub('', title)} #{segment_index}"
 
 
+def branch_marker(parent_id: str) -> str:
+    """Hermes Agent 0.19's mark of a branch in ``sessions.model_config``. Tools that count
+    conversations by 0.19's rule (a row with a parent is a new chat only when so marked;
+    a compression child's parent ended with ``end_reason = 'compression'``) then count a
+    branch as the new conversation it is, and a compression segment as none."""
+    return json.dumps({"_branched_from": parent_id})
+
+
 def get(tx: Tx, session_id: str) -> Row | None:
     return tx.one(f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,))
 
@@ -141,6 +149,8 @@ def _write_target(tx: Tx, session_id: str) -> Row:
 
 
 def insert(tx: Tx, values: Mapping[str, Any]) -> None:
+    if values.get("lineage") == "branch" and values.get("parent_session_id"):
+        values = {**values, "model_config": branch_marker(values["parent_session_id"])}
     columns = ", ".join(values)
     marks = ", ".join("?" for _ in values)
     tx.run(f"INSERT INTO sessions ({columns}) VALUES ({marks})", tuple(values.values()))

@@ -16,7 +16,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, NamedTuple, Self, TypeVar
 
-from hermes.state import blobs, export, history, lease, recall, rotation, segments, undo
+from hermes.state import blobs, export, history, lease, recall, rotation, segments, stopped, undo
 from hermes.state.backend import Backend, MessageRow, Row, SearchScope, Tx
 from hermes.state.context.message import SAID_COLUMNS
 from hermes.state.errors import MessageNotFoundError, ReadOnlyStoreError, SessionNotFoundError
@@ -492,6 +492,15 @@ class SessionDB:
         agent makes that context anew before its next model call."""
         return self._write(lambda tx: undo.mark(tx, session_id, message_ids))
 
+    def trim_stopped_answer(
+        self, conversation_id: str, *, after_message_id: int, kept: str
+    ) -> bool:
+        """Trim the conversation's stopped (partial) answer, its latest message, to
+        ``kept``, the start of it a client sent back after message ``after_message_id``:
+        the answer as stored stays in the history, undone, and ``kept`` follows it
+        (``stopped``). False, changing nothing, when ``kept`` is not such a start."""
+        return self._write(lambda tx: stopped.trim(tx, conversation_id, after_message_id, kept))
+
     def undo_reaches_summary(self, session_id: str, message_ids: Sequence[int]) -> bool:
         """Whether undoing these messages would retire a summary of the tip's context:
         one that read them (an undo that must then make a new context, or change nothing)."""
@@ -568,7 +577,8 @@ class SessionDB:
             " (SELECT m.role FROM messages m WHERE m.session_id = t.id AND m.undone = 0"
             "   AND NOT (m.compacted = 1 AND m.origin_id IS NULL)"
             "   ORDER BY m.id DESC LIMIT 1) AS last_role"
-            " FROM sessions t JOIN sessions r ON r.id = t.conversation_id"
+            " FROM sessions t JOIN sessions r ON r.conversation_id = t.conversation_id"
+            " AND r.segment_index = 1"
             " WHERE t.segment_index = (SELECT MAX(segment_index) FROM sessions x"
             "   WHERE x.conversation_id = t.conversation_id)"
         )

@@ -5,8 +5,16 @@ from __future__ import annotations
 
 import json
 
+from tests.cli.chat_pty import PROMPT
 from tests.fakes.llm_server import text, tool_call
-from tests.plugins.helpers import HELLO_INIT, HELLO_MANIFEST, enable, install_plugin
+from tests.plugins.helpers import (
+    HELLO_INIT,
+    HELLO_MANIFEST,
+    TITLER_INIT,
+    TITLER_MANIFEST,
+    enable,
+    install_plugin,
+)
 
 
 def test_a_plugin_tool_runs_and_its_hooks_fire_in_order(hermes, cli_env, fake_llm):
@@ -194,3 +202,43 @@ def test_a_plugins_slash_command_runs_in_the_terminal_chat(hermes_home, fake_llm
 
     assert get_plugin_commands()["shout"]["plugin"] == "shouter"
     assert get_plugin_command_handler("shout")("hey") == "HEY"
+
+
+def _titles(hermes) -> dict[str, str | None]:
+    listed = json.loads(hermes("sessions", "list", "--json").stdout)
+    return {row["tip_id"]: row["title"] for row in listed}
+
+
+def test_a_titling_plugin_titles_each_conversation_the_chat_leaves(chat, hermes, cli_env):
+    """hermes-session-titler's way: ``on_session_finalize`` as 0.19's terminal chat fires
+    it (``/new``: ``session_boundary``; the chat closed: ``shutdown``), and the plugin
+    titles the conversation through 0.19's ``set_auto_title_if_empty``."""
+    plugin = install_plugin(cli_env.home, "titler", TITLER_MANIFEST, TITLER_INIT)
+    enable(cli_env.home, "titler")
+    session = chat()
+    session.say("how do I feed a starter", "echo: how do I feed a starter")
+    session.expect(PROMPT)
+    session.command("/new", "Started a new conversation")
+    session.say("and the levain?", "echo: and the levain?")
+    session.expect(PROMPT)
+    assert session.leave() == 0
+    fired = (plugin / "fired.log").read_text().splitlines()
+    finals = [line.split() for line in fired if line.startswith("finalize")]
+    assert [(platform, reason) for _, _, platform, reason in finals] == [
+        ("cli", "session_boundary"),
+        ("cli", "shutdown"),
+    ]
+    titles = _titles(hermes)
+    assert titles == {sid: f"Titled {sid}" for _, sid, _, _ in finals} and len(titles) == 2
+    assert not [line for line in fired if line.startswith("pre_command")]  # 0.19 has none
+
+
+def test_one_question_ends_its_conversation_for_the_plugins(hermes, cli_env, fake_llm):
+    plugin = install_plugin(cli_env.home, "titler", TITLER_MANIFEST, TITLER_INIT)
+    enable(cli_env.home, "titler")
+    result = hermes("chat", "-q", "how do I feed a starter")
+    assert result.returncode == 0, result.stderr
+    [final] = [line.split() for line in (plugin / "fired.log").read_text().splitlines()
+               if line.startswith("finalize")]  # fmt: skip
+    assert final[2:] == ["cli", "shutdown"]
+    assert _titles(hermes) == {final[1]: f"Titled {final[1]}"}

@@ -89,3 +89,42 @@ def test_a_dropped_responses_stream_keeps_what_was_shown(
     assert raw.parse().output_text == "echo: go on"
     assert "X-Hermes-Branched-From" not in raw.headers
     assert len(gateway.db.list_conversations()) == 1
+
+
+def test_a_shorter_start_of_the_stopped_answer_continues_it(
+    client: openai.OpenAI, gateway: GatewayThread, fake_llm
+) -> None:
+    """The client was sent "one two " but kept "one t" (what it had drawn): the stored
+    answer is trimmed to that, the answer as sent stays in the history (undone), and
+    the turn continues the conversation with what the client holds."""
+    fake_llm.enqueue(stall("one two three four five", after_chunks=3, seconds=8))
+    assert shown_before_stop(gateway, pieces=2) == "one two "
+
+    def partial() -> list[dict]:
+        rows = [r for c in gateway.db.list_conversations()
+                for r in gateway.db.get_conversation_messages(c["conversation_id"])]  # fmt: skip
+        return [r for r in rows if r["role"] == "assistant"]
+
+    wait_for(partial, timeout=6)
+    history = [QUESTION, {"role": "assistant", "content": "one t"},
+               {"role": "user", "content": "go on"}]  # fmt: skip
+    raw = client.chat.completions.with_raw_response.create(model="fake-model", messages=history)
+    assert raw.parse().choices[0].message.content == "echo: go on"
+    assert "X-Hermes-Branched-From" not in raw.headers
+    [conversation] = gateway.db.list_conversations()
+    cid = conversation["conversation_id"]
+    stored = gateway.db.get_conversation_messages(cid)  # the history, undone rows too
+    assert [(m["content"], m["undone"]) for m in stored] == [
+        ("count slowly", 0),
+        ("one two ", 1),
+        ("one t", 0),
+        ("go on", 0),
+        ("echo: go on", 0),
+    ]
+    assert stored[2]["message_uid"].endswith(":partial")
+    sent = fake_llm.requests[-1]["messages"]
+    assert [m["content"] for m in sent if m["role"] == "assistant"] == ["one t"]
+    # The same history again (a retry): the same conversation, nothing trimmed twice.
+    again = client.chat.completions.with_raw_response.create(model="fake-model", messages=history)
+    assert "X-Hermes-Branched-From" in again.headers  # it diverges from "echo: go on" now
+    assert gateway.db.invariant_violations() == []

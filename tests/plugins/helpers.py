@@ -144,3 +144,41 @@ TinyEngine.update_model = _update_model
 def told_models(plugin: Path) -> list[str]:
     said = (plugin / "calls.log").read_text().splitlines()
     return [line for line in said if line.startswith("model ")]
+
+
+# A titling plugin registered as hermes-session-titler registers itself (on_session_start,
+# pre_command for /quit and /exit, on_session_finalize): at the end of a conversation it
+# titles it through 0.19's SessionDB, as that plugin does once its model has answered.
+TITLER_MANIFEST = """\
+name: titler
+version: "0.1"
+description: Titles a conversation when it ends
+"""
+
+TITLER_INIT = """
+from pathlib import Path
+
+LOG = Path(__file__).with_name("fired.log")
+
+
+def _note(*words):
+    with LOG.open("a") as f:
+        f.write(" ".join(str(w) for w in words) + "\\n")
+
+
+def _on_finalize(**kw):
+    _note("finalize", kw.get("session_id"), kw.get("platform"), kw.get("reason"))
+    from hermes_state import SessionDB
+
+    db = SessionDB()
+    try:
+        db.set_auto_title_if_empty(kw["session_id"], "Titled " + kw["session_id"])
+    finally:
+        db.close()
+
+
+def register(ctx):
+    ctx.register_hook("on_session_start", lambda **kw: _note("start", kw.get("session_id")))
+    ctx.register_hook("pre_command", lambda **kw: _note("pre_command", kw.get("command")))
+    ctx.register_hook("on_session_finalize", _on_finalize)
+"""

@@ -481,26 +481,38 @@ def test_writers_outwait_another_process_holding_the_lock_for_seven_seconds(
     )
 
 
-# -- the deferred search index ---------------------------------------------------------
+# -- the search index, current at every commit ------------------------------------------
 
-# The rows whose index entry is deferred: those above the watermark.
+# The rows whose index entry is deferred: those above the watermark. A commit leaves none;
+# a store an older hermes wrote may hold some until its next write.
 DEFERRED = (
     "SELECT COUNT(*) AS n FROM messages"
     " WHERE id > (SELECT indexed_through FROM messages_fts_watermark)"
 )
 
 
-def test_deferred_index_entries_are_found_before_and_after_folding(path: Path, opened) -> None:
-    from hermes.state.sqlite.backend import PENDING_LIMIT
+def plant_deferred(path: Path, session_id: str, texts: list[str]) -> None:
+    """Rows as an older hermes left them: stored, their index entry deferred."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        first = conn.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM messages").fetchone()[0]
+        conn.executemany(
+            "INSERT INTO messages (id, session_id, message_uid, role, content, created_at,"
+            " timestamp) VALUES (?, ?, ?, 'user', ?, 1.0, 1.0)",
+            [(first + n, session_id, f"planted{first + n}", t) for n, t in enumerate(texts)],
+        )
+    finally:
+        conn.close()
 
+
+def test_every_commit_leaves_the_index_current(path: Path, opened) -> None:
     db = opened(db_path=path)
     db.create_session("s", source="cli")
-    count = PENDING_LIMIT * 2 + 7
+    count = 40
     for n in range(count):
         db.append_message("s", "user", f"note number{n} about café 東京{n}")
-    pending = db._conn.execute(DEFERRED).fetchone()["n"]
-    assert 0 < pending < PENDING_LIMIT  # some deferred, the rest folded into the index
-    for n in (0, PENDING_LIMIT + 1, count - 1):  # folded early, folded later, still deferred
+        assert db._conn.execute(DEFERRED).fetchone()["n"] == 0
+    for n in (0, count // 2, count - 1):
         hits = db.search_messages(f"number{n}")
         assert [h["snippet"] for h in hits] == [f"note number{n} about café 東京{n}"]
     assert len(db.search_messages("cafe", limit=500)) == count  # diacritics fold alike
@@ -511,16 +523,30 @@ def test_deferred_index_entries_are_found_before_and_after_folding(path: Path, o
     )
 
 
-def test_deleting_deferred_rows_keeps_the_index_sound(path: Path, opened) -> None:
-    from hermes.state.sqlite.backend import PENDING_LIMIT
-
+def test_rows_an_older_hermes_deferred_are_found_then_indexed(path: Path, opened) -> None:
     db = opened(db_path=path)
-    per = PENDING_LIMIT + PENDING_LIMIT // 2 + 3  # "a" ends with deferred rows
+    db.create_session("s", source="cli")
+    db.append_message("s", "user", "an indexed note")
+    plant_deferred(path, "s", [f"deferred word{n}" for n in range(5)])
+    assert db._conn.execute(DEFERRED).fetchone()["n"] == 5
+    assert [h["snippet"] for h in db.search_messages("word3")] == ["deferred word3"]
+    db.append_message("s", "user", "the next write")  # its commit indexes them too
+    assert db._conn.execute(DEFERRED).fetchone()["n"] == 0
+    db._conn.execute("INSERT INTO messages_fts (messages_fts) VALUES ('integrity-check')")
+    indexed = db._conn.execute("SELECT COUNT(*) AS n FROM messages_fts").fetchone()["n"]
+    assert indexed == 7
+    assert len(db.search_messages("deferred", limit=50)) == 5
+
+
+def test_deleting_deferred_rows_keeps_the_index_sound(path: Path, opened) -> None:
+    db = opened(db_path=path)
+    per = 5
     for sid in ("b", "a"):
         db.create_session(sid, source="cli")
         for n in range(per):
             db.append_message(sid, "user", f"{sid} message {n}")
-    assert db._conn.execute(DEFERRED).fetchone()["n"] == (2 * per) % PENDING_LIMIT > 0
+    plant_deferred(path, "a", [f"a message {n}" for n in range(per, 2 * per)])
+    assert db._conn.execute(DEFERRED).fetchone()["n"] == per
     db.delete_conversation("a")
     db._conn.execute("INSERT INTO messages_fts (messages_fts) VALUES ('integrity-check')")
     assert db._conn.execute(DEFERRED).fetchone()["n"] == 0
@@ -529,22 +555,20 @@ def test_deleting_deferred_rows_keeps_the_index_sound(path: Path, opened) -> Non
 
 
 def test_ids_stay_above_the_watermark_when_the_newest_rows_are_deleted(path: Path, opened) -> None:
-    from hermes.state.sqlite.backend import DIRECT_INDEX_BATCH, PENDING_LIMIT
-
     db = opened(db_path=path)
     for sid in ("kept", "gone"):
         db.create_session(sid, source="cli")
     db.append_message("kept", "user", "an older note")
-    db.append_messages(  # indexed at once: the watermark passes the newest ids
-        "gone", [{"role": "user", "content": f"gone {n}"} for n in range(DIRECT_INDEX_BATCH)]
+    db.append_messages(  # indexed at its commit: the watermark passes the newest ids
+        "gone", [{"role": "user", "content": f"gone {n}"} for n in range(3)]
     )
     db.delete_conversation("gone")  # MAX(id) falls below the watermark
     db.append_message("kept", "user", "a fresh kiwi")
     assert [h["snippet"] for h in db.search_messages("kiwi")] == ["a fresh kiwi"]
-    for n in range(PENDING_LIMIT):  # folded: each message indexed once, none lost
+    for n in range(5):  # each message indexed once, none lost
         db.append_message("kept", "user", f"later {n}")
     indexed = db._conn.execute("SELECT COUNT(*) AS n FROM messages_fts").fetchone()["n"]
-    assert indexed + db._conn.execute(DEFERRED).fetchone()["n"] == 2 + PENDING_LIMIT
+    assert indexed == 2 + 5 and db._conn.execute(DEFERRED).fetchone()["n"] == 0
     assert len(db.search_messages("kiwi")) == 1
 
 
@@ -563,7 +587,7 @@ def test_searching_the_deferred_rows_reads_a_range_of_the_primary_key(path: Path
 def test_a_store_from_before_migration_9_keeps_every_message_findable(path: Path) -> None:
     from hermes.state.schema import migrations
     from hermes.state.search import spaced_cjk
-    from hermes.state.sqlite.backend import PENDING_LIMIT, SQLiteBackend
+    from hermes.state.sqlite.backend import SQLiteBackend
     from hermes.state.sqlite.schema import MIGRATIONS
 
     texts = {n: f"note word{n} 東京{n}" for n in range(1, 41)}
@@ -601,9 +625,9 @@ def test_a_store_from_before_migration_9_keeps_every_message_findable(path: Path
         for n in (1, 30, 31, 40):
             assert [h["snippet"] for h in db.search_messages(f"word{n}")] == [texts[n]]
         assert len(db.search_messages("東京", limit=500)) == len(texts)
-        for n in range(PENDING_LIMIT):
+        for n in range(5):
             db.append_message("s", "user", f"after {n}")
         conn.execute("INSERT INTO messages_fts (messages_fts) VALUES ('integrity-check')")
         count = conn.execute("SELECT COUNT(*) AS n FROM messages_fts").fetchone()["n"]
-        deferred = conn.execute(DEFERRED).fetchone()["n"]
-        assert count + deferred == len(texts) + PENDING_LIMIT  # every message indexed once
+        assert count == len(texts) + 5  # every message indexed once
+        assert conn.execute(DEFERRED).fetchone()["n"] == 0

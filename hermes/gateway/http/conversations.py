@@ -22,7 +22,7 @@ from hermes.gateway.errors import NotYourConversation
 from hermes.gateway.http import caller, side_requests
 from hermes.gateway.settings import API_PRINCIPALS, API_SERVER, PLATFORMS, api_hidden_sources
 from hermes.state.errors import StateError
-from hermes.state.history import HistoryMatch
+from hermes.state.history import HistoryMatch, normalised
 from hermes.state.segments import new_session_id
 
 log = logging.getLogger(__name__)
@@ -85,6 +85,8 @@ class ApiConversations:
         X-Hermes-Session-Key, or none for callers without).
         """
         match = await asyncio.to_thread(self._find_history, history)
+        if match is not None and await asyncio.to_thread(self._kept_less, history, match):
+            match = await asyncio.to_thread(self._find_history, history)
         if match is not None and match.latest and match.matched == len(history):
             key, conversation, _ = await self.open(match.conversation_id)
             return StatelessConversation(key, conversation)
@@ -137,6 +139,20 @@ class ApiConversations:
     def _find_history(self, history: list[dict[str, Any]]) -> HistoryMatch | None:
         """``db.find_history`` among the current caller's own conversations."""
         return self.db.find_history(history, user_id=caller.user_id(), source=caller.source())
+
+    def _kept_less(self, history: list[dict[str, Any]], match: HistoryMatch) -> bool:
+        """A history that ends with the start of the conversation's stopped answer (the
+        client showed less than it was sent): the stored answer is trimmed to it, so
+        the history continues the conversation instead of branching from it."""
+        last = history[-1] if history else {}
+        if match.matched != len(history) - 1 or last.get("role") != "assistant":
+            return False
+        if last.get("tool_calls"):
+            return False
+        kept = normalised(last.get("content"))
+        return self.db.trim_stopped_answer(
+            match.conversation_id, after_message_id=match.message_id, kept=kept
+        )
 
     def _start_stateless(
         self, history: list[dict[str, Any]], match: HistoryMatch | None

@@ -203,7 +203,7 @@ class _SessionsApi:
             {
                 "object": "hermes.session",
                 "session": session,
-                "id": root["id"],
+                "id": root["conversation_id"],
                 "tip_id": tip["id"],
                 "title": root.get("title"),
                 "source": tip.get("source"),
@@ -252,7 +252,7 @@ class _SessionsApi:
         return web.json_response(
             {
                 "object": "list",
-                "session_id": segments[0]["id"],
+                "session_id": segments[0]["conversation_id"],
                 "data": data,
                 "limit": limit,
                 "offset": offset,
@@ -275,13 +275,13 @@ class _SessionsApi:
             raise _bad_request("Send a JSON object with 'title': a string, or null to clear it.")
         title = title.strip()[:200] or None if isinstance(title, str) else None
         await asyncio.to_thread(self.db.set_title, segments[0]["id"], title)
-        return web.json_response({"id": segments[0]["id"], "title": title})
+        return web.json_response({"id": segments[0]["conversation_id"], "title": title})
 
     async def delete(self, request: web.Request) -> web.Response:
         segments = await self._segments(request)
         removed = await asyncio.to_thread(self.db.delete_conversation, segments[0]["id"])
         return web.json_response(
-            {"id": segments[0]["id"], "deleted": True, "messages_removed": removed}
+            {"id": segments[0]["conversation_id"], "deleted": True, "messages_removed": removed}
         )
 
     async def fork(self, request: web.Request) -> web.Response:
@@ -307,7 +307,8 @@ class _SessionsApi:
             fresh = await asyncio.to_thread(branch)
         except (KeyError, ValueError, StateError) as exc:
             raise _bad_request(f"Cannot fork at message {at}: {exc}") from None
-        return web.json_response({"id": fresh, "branched_from": root}, status=201)
+        branched_from = segments[0]["conversation_id"]
+        return web.json_response({"id": fresh, "branched_from": branched_from}, status=201)
 
     async def chat(self, request: web.Request) -> web.Response:
         """One turn in this conversation, answered when it is done."""
@@ -400,7 +401,7 @@ def _session_019(root: dict[str, Any], segments: list[dict[str, Any]]) -> dict[s
     """The conversation as Hermes Agent 0.19's ``session`` object shows a session."""
     tip = segments[-1]
     return {
-        "id": root["id"],
+        "id": root.get("conversation_id") or root["id"],
         "source": tip.get("source"),
         "user_id": tip.get("user_id"),
         "model": tip.get("model"),

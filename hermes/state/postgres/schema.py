@@ -430,4 +430,16 @@ MIGRATIONS = (
             "CREATE INDEX webhook_deliveries_age ON webhook_deliveries (received_at)",
         ),
     ),
+    Migration(
+        19,
+        "branch_marker",
+        (
+            # Hermes Agent 0.19's mark of a branch (hermes/state/segments.py,
+            # branch_marker), so tools counting conversations by 0.19's rule count the
+            # branches made before it was written.
+            "UPDATE sessions SET model_config = json_build_object('_branched_from', parent_session_id)::text"
+            " WHERE lineage = 'branch' AND parent_session_id IS NOT NULL"
+            " AND model_config IS NULL",
+        ),
+    ),
 )

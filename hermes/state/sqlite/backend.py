@@ -52,8 +52,6 @@ def _is_busy(exc: sqlite3.OperationalError) -> bool:
 
 
 MAX_READERS = 4  # read connections kept per database file per process
-PENDING_LIMIT = 32  # rows above the index watermark folded into one FTS5 segment at this count
-DIRECT_INDEX_BATCH = 16  # a batch at least this large is indexed at once
 
 
 @dataclass
@@ -143,6 +141,7 @@ class SQLiteTx:
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
+        self.stored_messages = False  # rows whose index entry waits for the commit
 
     def one(self, sql: str, params: Sequence[Any] = ()) -> Row | None:
         row: Row | None = self.conn.execute(sql, params).fetchone()  # by _dict_row
@@ -209,12 +208,9 @@ class SQLiteTx:
                 for i, r in zip(ids, rows, strict=True)
             ],
         )
-        # A small write defers its index entry: an FTS5 segment costs ~8 pages per
-        # commit, and a deferred row nothing more than the row itself (it is deferred
-        # for being above the watermark). Searches read those rows directly meanwhile.
-        direct = sum(1 for r in rows if _indexed(r)) >= DIRECT_INDEX_BATCH
-        if direct or ids[-1] - indexed >= PENDING_LIMIT:
-            self.fold_pending()
+        # The index entries wait for the commit (``index_pending``): one FTS5 segment
+        # per commit, whatever the number of inserts and savepoints before it.
+        self.stored_messages = True
         return ids
 
     def _last_ids(self) -> tuple[int, int]:
@@ -243,9 +239,13 @@ class SQLiteTx:
         if last > indexed:
             self.conn.execute("UPDATE messages_fts_watermark SET indexed_through = ?", (last,))
 
-    def fold_pending(self) -> None:
-        """Index every deferred row in one FTS5 segment."""
-        self.index_messages([])
+    def index_pending(self) -> None:
+        """Index the rows this transaction deferred, in one FTS5 segment, just before its
+        COMMIT: the index is current at every commit, as Hermes Agent 0.19's is, for the
+        readers that MATCH ``messages_fts`` themselves (converseek, hermesd)."""
+        last, indexed = self._last_ids()
+        if last > indexed:
+            self.index_messages([])
 
     def _deferred_rows(self, indexed: int) -> list[Row]:
         """The rows above the watermark the index is to hold (originals with text)."""
@@ -314,10 +314,6 @@ def _index_text(row: Row) -> str:
     return spaced_cjk(searchable_text(row["content"], row.get("content_parts", 0)))
 
 
-def _indexed(row: MessageRow) -> bool:
-    return not row.compacted and bool(row.content)
-
-
 class SQLiteBackend:
     """A SQLite database file, opened for writing (shared) or read-only (private)."""
 
@@ -336,6 +332,7 @@ class SQLiteBackend:
         self.read_only = read_only
         self.patience = patience
         self._closed = False
+        self._grouped_messages = False  # a job of the group commit stored messages
         if read_only:
             self._shared = _Shared(conn=self._open_read_only(), pid=os.getpid())
         else:
@@ -404,7 +401,10 @@ class SQLiteBackend:
     def _run(self, conn: sqlite3.Connection, fn: Callable[[SQLiteTx], T], *, write: bool) -> T:
         self._begin(conn, write)
         try:
-            result = fn(SQLiteTx(conn))
+            tx = SQLiteTx(conn)
+            result = fn(tx)
+            if tx.stored_messages:
+                tx.index_pending()
             self._commit(conn)
         except BaseException as exc:
             if conn.in_transaction:
@@ -430,14 +430,21 @@ class SQLiteBackend:
         self._begin(self.conn, True)
 
     def commit(self) -> None:
+        if self._grouped_messages:
+            SQLiteTx(self.conn).index_pending()
+        self._grouped_messages = False
         self._commit(self.conn)
 
     def call(self, work: Callable[[SQLiteTx], T]) -> T:
+        tx = SQLiteTx(self.conn)
         try:
-            return work(SQLiteTx(self.conn))
+            return work(tx)
         except BaseException as exc:
             self._raise_if_refused(exc)
             raise
+        finally:
+            # Under the writer's lock, so the group's COMMIT indexes every job's rows.
+            self._grouped_messages |= tx.stored_messages
 
     def _begin(self, conn: sqlite3.Connection, write: bool) -> None:
         if write:
