@@ -15,6 +15,7 @@ pass. A line naming no test is an error, so the list cannot go stale.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,6 +47,7 @@ def read_listed() -> list[Listed]:
 LISTED = read_listed()
 LISTED_FILES = {entry.node: entry for entry in LISTED if "::" not in entry.node}
 LISTED_TESTS = [entry for entry in LISTED if "::" in entry.node]
+TAKEN_OUT: Counter[str] = Counter()  # the collected tests listed, by kind
 
 
 def _names(nodeid: str, node: str) -> bool:
@@ -66,6 +68,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             kept.append(item)
             continue
         used.add(entry.node)
+        TAKEN_OUT[entry.kind] += 1
         if entry.kind == "gap":
             item.add_marker(pytest.mark.xfail(reason=entry.reason, strict=True))
             kept.append(item)
@@ -81,11 +84,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def pytest_terminal_summary(terminalreporter) -> None:  # type: ignore[no-untyped-def]
-    counts = {kind: sum(e.kind == kind for e in LISTED_TESTS) for kind in KINDS}
-    files = {kind: sum(e.kind == kind for e in LISTED_FILES.values()) for kind in KINDS}
+    files = Counter(entry.kind for entry in LISTED_FILES.values())
     terminalreporter.write_line(
-        "listed.txt: tests/classes "
-        + ", ".join(f"{k} {counts[k]}" for k in KINDS)
+        "listed.txt: collected tests listed "
+        + ", ".join(f"{kind} {TAKEN_OUT[kind]}" for kind in KINDS)
         + "; files not collected "
-        + ", ".join(f"{k} {files[k]}" for k in KINDS)
+        + ", ".join(f"{kind} {files[kind]}" for kind in KINDS)
     )
