@@ -525,6 +525,7 @@ def test_config_expands_variables_and_saves_as_0_19_does(
 
     config = load_config()
     config["model"]["default"] = "saved-model"
+    assert config["display"]["compact"] is False  # 0.19's default sections are there
     config["display"] = {"skin": "mono"}  # a 0.19 section hermes does not read: kept
     save_config(config)
     written = (hermes_home / "config.yaml").read_text(encoding="utf-8")
@@ -532,7 +533,8 @@ def test_config_expands_variables_and_saves_as_0_19_does(
     assert hermes_config.load_config(hermes_home / "config.yaml").get("model.default") == (
         "saved-model"
     )
-    assert load_config()["display"] == {"skin": "mono"}
+    assert "display:\n  skin: mono\n" in written  # only what differs from 0.19's defaults
+    assert load_config()["display"]["skin"] == "mono"
     assert oct((hermes_home / "config.yaml").stat().st_mode & 0o777) == "0o600"
     with pytest.raises(ValueError, match="compression.threshold"):
         save_config({**load_config(), "compression": {"threshold": "half"}})
