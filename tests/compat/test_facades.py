@@ -250,7 +250,11 @@ def test_cron_jobs_schedule_helpers_and_job_names_as_0_19(hermes_home: Path) -> 
         trigger_job,
     )
 
-    assert parse_schedule("every 2h") == {"kind": "interval", "minutes": 120, "display": "every 120m"}
+    assert parse_schedule("every 2h") == {
+        "kind": "interval",
+        "minutes": 120,
+        "display": "every 120m",
+    }
     assert parse_schedule("0 9 * * *") == {
         "kind": "cron",
         "expr": "0 9 * * *",
