@@ -11,9 +11,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 SUITE = Path(__file__).resolve().parents[1] / "hermes_agent_suite"
 
 
+@pytest.mark.timeout(900)  # some 2,500 tests in one process: longer than one test's budget
 def test_hermes_agent_own_tests_pass_on_hermes(tmp_path: Path) -> None:
     env = {key: value for key, value in os.environ.items() if not key.startswith("PYTEST_")}
     run = subprocess.run(
