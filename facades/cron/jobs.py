@@ -48,6 +48,7 @@ __all__ = [
     "parse_duration",
     "parse_schedule",
     "pause_job",
+    "record_ticker_heartbeat",
     "remove_job",
     "resolve_job_ref",
     "resume_job",
@@ -436,6 +437,13 @@ def claim_dispatch(job_id: str) -> bool:
     if job is None or job["schedule"].get("kind") != "once":
         return True
     return not job.get("last_run_at")
+
+
+def record_ticker_heartbeat(success: bool = False) -> None:
+    """A ticker's sign of life in this home's ``cron/ticker_heartbeat`` (and, for a tick
+    that did not fail, ``cron/ticker_last_success``), as a gateway's scheduler writes them;
+    a write that fails is skipped."""
+    files.TickerFiles(_store.home())(success)
 
 
 def get_ticker_heartbeat_age() -> float | None:
