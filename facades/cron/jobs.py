@@ -127,7 +127,7 @@ def compute_next_run(schedule: dict[str, Any], last_run_at: str | None = None) -
     if parsed.kind == "once":
         assert parsed.run_at is not None
         fresh = parsed.run_at >= now.timestamp() - ONESHOT_GRACE_SECONDS and not last_run_at
-        return parsed.text if fresh else None
+        return str(schedule.get("run_at") or parsed.text) if fresh else None  # as given
     if parsed.kind == "interval":
         return (base + timedelta(seconds=parsed.seconds or 0)).isoformat()
     from croniter import croniter
