@@ -16,6 +16,10 @@ pytest_plugins = (
     "tests.hermes_agent_venv",
 )
 
+# Hermes Agent's own tests run in a pytest of their own, with their conftest and options
+# (tests/compat/test_hermes_agent_suite.py starts it).
+collect_ignore = ["hermes_agent_suite"]
+
 
 _LEAKY_ENV = (
     "HERMES_MODEL",

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import yaml
 from hermes_constants import get_hermes_home
 
 from hermes.tools import skills as _skills
@@ -23,14 +24,19 @@ __all__ = [
     "SKILL_SUPPORT_DIRS",
     "get_all_skills_dirs",
     "get_disabled_skill_names",
+    "extract_skill_conditions",
     "get_external_skills_dirs",
     "is_excluded_skill_path",
+    "is_external_skill_path",
+    "is_skill_support_path",
     "is_valid_namespace",
     "iter_skill_index_files",
     "parse_config_string_list",
     "parse_frontmatter",
     "parse_qualified_name",
+    "resolve_skill_config_values",
     "skill_matches_platform",
+    "yaml_load",
 ]
 
 PLATFORM_MAP = {"macos": "darwin", "linux": "linux", "windows": "win32"}
@@ -51,6 +57,11 @@ EXCLUDED_SKILL_DIRS = frozenset(
 # A skill's own references/templates/assets/scripts are its files, not more skills.
 SKILL_SUPPORT_DIRS = frozenset(("references", "templates", "assets", "scripts"))
 _NAMESPACE_RE = re.compile(r"^[a-zA-Z0-9_-]+$")
+
+
+def yaml_load(content: str) -> Any:
+    """YAML text as Python values (safe loading, the C loader when there is one)."""
+    return yaml.load(content, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
 def parse_frontmatter(content: str) -> tuple[dict[str, Any], str]:
@@ -83,7 +94,60 @@ def skill_matches_platform(frontmatter: dict[str, Any]) -> bool:
 
 
 def is_excluded_skill_path(path: str | Path) -> bool:
-    return any(part in EXCLUDED_SKILL_DIRS for part in Path(path).parts)
+    """A ``SKILL.md`` a scan skips: under an excluded folder, or a skill's support files."""
+    return any(part in EXCLUDED_SKILL_DIRS for part in Path(path).parts) or (
+        is_skill_support_path(path)
+    )
+
+
+def is_skill_support_path(path: str | Path) -> bool:
+    """Under a ``references``/``templates``/``assets``/``scripts`` folder that sits right in
+    a skill (beside its ``SKILL.md``): the skill's files, not a skill of their own."""
+    parts = Path(path).parts
+    return any(
+        part in SKILL_SUPPORT_DIRS and index > 0 and (Path(*parts[:index]) / "SKILL.md").exists()
+        for index, part in enumerate(parts[:-1])
+    )
+
+
+def is_external_skill_path(path: str | Path) -> bool:
+    """Under one of ``skills.external_dirs`` (skills the user keeps elsewhere)."""
+    candidate = _resolved(path)
+    return any(candidate.is_relative_to(_resolved(root)) for root in get_external_skills_dirs())
+
+
+def _resolved(path: str | Path) -> Path:
+    try:
+        return Path(path).expanduser().resolve()
+    except (OSError, RuntimeError):
+        return Path(path).expanduser().absolute()
+
+
+def extract_skill_conditions(frontmatter: dict[str, Any]) -> dict[str, list[Any]]:
+    """When a skill is offered: ``metadata.hermes``'s ``requires_*``/``fallback_for_*``
+    lists (empty when absent or malformed)."""
+    metadata = frontmatter.get("metadata")
+    hermes = metadata.get("hermes") if isinstance(metadata, dict) else None
+    hermes = hermes if isinstance(hermes, dict) else {}
+    keys = ("fallback_for_toolsets", "requires_toolsets", "fallback_for_tools", "requires_tools")
+    return {key: hermes.get(key, []) for key in keys}
+
+
+def resolve_skill_config_values(config_vars: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each declared skill setting's value from ``skills.config.<key>`` in config.yaml, or
+    its default when unset or blank; ``~`` and ``${VAR}`` expanded in text values."""
+    section = _skills_config().get("config")
+    resolved: dict[str, Any] = {}
+    for var in config_vars:
+        value: Any = section
+        for part in str(var["key"]).split("."):
+            value = value.get(part) if isinstance(value, dict) else None
+        if value is None or (isinstance(value, str) and not value.strip()):
+            value = var.get("default", "")
+        if isinstance(value, str) and ("~" in value or "${" in value):
+            value = os.path.expanduser(os.path.expandvars(value))
+        resolved[var["key"]] = value
+    return resolved
 
 
 def iter_skill_index_files(skills_dir: Path, filename: str) -> Iterator[Path]:

@@ -12,6 +12,7 @@ reads the home it runs in.
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -32,16 +33,22 @@ __all__ = [
     "TICKER_HEARTBEAT_FILE",
     "TICKER_INTERVAL_SECONDS",
     "TICKER_SUCCESS_FILE",
+    "AmbiguousJobReference",
+    "advance_next_run",
+    "claim_dispatch",
     "compute_next_run",
     "create_job",
+    "get_due_jobs",
     "get_job",
     "get_ticker_heartbeat_age",
     "get_ticker_success_age",
     "list_jobs",
     "load_jobs",
     "mark_job_run",
+    "parse_duration",
     "parse_schedule",
     "pause_job",
+    "record_ticker_heartbeat",
     "remove_job",
     "resolve_job_ref",
     "resume_job",
@@ -78,6 +85,18 @@ def _record(store: CronStore, job: dict[str, Any] | None) -> dict[str, Any] | No
 ONESHOT_GRACE_SECONDS = 120  # 0.19's: a one-shot this late still runs
 
 
+_DURATION = re.compile(r"^(\d+)\s*(m|min|mins|minute|minutes|h|hr|hrs|hour|hours|d|day|days)$")
+
+
+def parse_duration(s: str) -> int:
+    """``30m``, ``2h``, ``1d`` (and 0.19's other spellings) in minutes; ValueError else."""
+    text = s.strip().lower()
+    match = _DURATION.match(text)
+    if not match:
+        raise ValueError(f"Invalid duration: '{text}'. Use format like '30m', '2h', or '1d'")
+    return int(match.group(1)) * {"m": 1, "h": 60, "d": 1440}[match.group(2)[0]]
+
+
 def parse_schedule(schedule: str) -> dict[str, Any]:
     """0.19's schedule dict (``kind``, ``minutes``/``expr``/``run_at``, ``display``) of a
     schedule as ``hermes cron create`` reads it; ValueError for one it cannot read."""
@@ -108,7 +127,7 @@ def compute_next_run(schedule: dict[str, Any], last_run_at: str | None = None) -
     if parsed.kind == "once":
         assert parsed.run_at is not None
         fresh = parsed.run_at >= now.timestamp() - ONESHOT_GRACE_SECONDS and not last_run_at
-        return parsed.text if fresh else None
+        return str(schedule.get("run_at") or parsed.text) if fresh else None  # as given
     if parsed.kind == "interval":
         return (base + timedelta(seconds=parsed.seconds or 0)).isoformat()
     from croniter import croniter
@@ -135,14 +154,23 @@ def get_job(job_id: str) -> dict[str, Any] | None:
     return next((job for job in load_jobs() if job["id"] == job_id), None)
 
 
+class AmbiguousJobReference(LookupError):
+    """A job name that more than one job has (``matches``: their records)."""
+
+    def __init__(self, ref: str, matches: list[dict[str, Any]]) -> None:
+        self.ref = ref
+        self.matches = matches
+        ids = ", ".join(job["id"] for job in matches)
+        super().__init__(f"Job name {ref!r} is ambiguous ({ids}): use the job id instead.")
+
+
 def resolve_job_ref(ref: str) -> dict[str, Any] | None:
     """The job whose id is ``ref``, else the one job so named (any case)."""
     jobs = load_jobs()
     exact = [job for job in jobs if job["id"] == ref]
     named = [job for job in jobs if str(job["name"]).lower() == str(ref).lower()]
     if len(named) > 1 and not exact:
-        ids = ", ".join(job["id"] for job in named)
-        raise LookupError(f"Job name {ref!r} is ambiguous ({ids}): use the job id instead.")
+        raise AmbiguousJobReference(ref, named)
     found = exact or named
     return found[0] if found else None
 
@@ -230,6 +258,8 @@ def update_job(job_id: str, updates: dict[str, Any]) -> dict[str, Any] | None:
             fields["skills"] = [value] if value else []
         elif key == "schedule":
             fields["schedule"] = parse(schedule_text(value)).text
+        elif key == "next_run_at":
+            fields["next_run_at"] = _epoch(value)
         elif key == "enabled":
             fields["enabled"] = 1 if value else 0
             if not value:
@@ -247,6 +277,17 @@ def update_job(job_id: str, updates: dict[str, Any]) -> dict[str, Any] | None:
             return _record(store, changed if changed and changed["id"] == job_id else None)
     except (ScheduleError, TargetError, WorkdirError) as exc:
         raise ValueError(str(exc)) from exc
+
+
+def _epoch(when: str | None) -> float | None:
+    """An ISO time (a naive one in the configured zone) as epoch seconds; None for none."""
+    if not when:
+        return None
+    try:
+        moment = datetime.fromisoformat(str(when))
+    except ValueError as exc:
+        raise ValueError(f"next_run_at {when!r} is not an ISO time.") from exc
+    return (moment if moment.tzinfo else moment.replace(tzinfo=zone(None))).timestamp()
 
 
 def _job_id(ref: str) -> str | None:
@@ -315,6 +356,7 @@ _SAVED_FIELDS = (
     "enabled",
     "enabled_toolsets",
     "workdir",
+    "next_run_at",
 )
 
 
@@ -354,6 +396,54 @@ def mark_job_run(
     with _store.cron_store(read_only=True) as store:
         if store is not None:
             files.write_files(_store.home(), store)
+
+
+def get_due_jobs() -> list[dict[str, Any]]:
+    """The enabled jobs whose next run time has come. Only a view: a gateway's scheduler
+    makes their runs (0.19's caller would run them itself and fast-forward stale ones)."""
+    now = datetime.now().astimezone()
+    return [job for job in load_jobs() if job["enabled"] and _is_due(job.get("next_run_at"), now)]
+
+
+def _is_due(next_run_at: str | None, now: datetime) -> bool:
+    if not next_run_at:
+        return False
+    try:
+        when = datetime.fromisoformat(next_run_at)
+    except ValueError:
+        return False
+    return (when if when.tzinfo else when.replace(tzinfo=zone(None))) <= now
+
+
+def advance_next_run(job_id: str) -> bool:
+    """Move a recurring job's next run to its next time after now (0.19 calls this before a
+    run, so a crash does not fire it again); False for a one-shot, an unknown job or a
+    time that does not change."""
+    job = get_job(job_id)
+    if job is None or job["schedule"].get("kind") not in ("cron", "interval"):
+        return False
+    after = compute_next_run(job["schedule"], datetime.now().astimezone().isoformat())
+    if not after or after == job.get("next_run_at"):
+        return False
+    with _store.cron_store(read_only=False) as store:
+        assert store is not None
+        return store.update_job(job_id, next_run_at=_epoch(after)) is not None
+
+
+def claim_dispatch(job_id: str) -> bool:
+    """Whether a run of the job may start: False only for a one-shot that has already run
+    (hermes runs a one-shot once). Nothing is written: the store records each run."""
+    job = get_job(job_id)
+    if job is None or job["schedule"].get("kind") != "once":
+        return True
+    return not job.get("last_run_at")
+
+
+def record_ticker_heartbeat(success: bool = False) -> None:
+    """A ticker's sign of life in this home's ``cron/ticker_heartbeat`` (and, for a tick
+    that did not fail, ``cron/ticker_last_success``), as a gateway's scheduler writes them;
+    a write that fails is skipped."""
+    files.TickerFiles(_store.home())(success)
 
 
 def get_ticker_heartbeat_age() -> float | None:

@@ -15,9 +15,12 @@ from hermes_constants import get_hermes_home
 from hermes.gateway import state_file
 
 __all__ = [
+    "derive_gateway_busy",
+    "derive_gateway_drainable",
     "get_running_pid",
     "get_runtime_status_running_pid",
     "is_gateway_running",
+    "parse_active_agents",
     "read_runtime_status",
 ]
 
@@ -58,3 +61,23 @@ def get_runtime_status_running_pid(
 
 def is_gateway_running() -> bool:
     return get_running_pid() is not None
+
+
+def parse_active_agents(raw: Any) -> int:
+    """A recorded ``active_agents`` as a count: never negative, 0 when it is not a number."""
+    try:
+        return max(0, int(raw))
+    except (TypeError, ValueError):
+        return 0
+
+
+def derive_gateway_busy(*, gateway_running: bool, gateway_state: Any, active_agents: Any) -> bool:
+    """A live gateway in the ``running`` state with a turn under way; False when unknown."""
+    return derive_gateway_drainable(
+        gateway_running=gateway_running, gateway_state=gateway_state
+    ) and (parse_active_agents(active_agents) > 0)
+
+
+def derive_gateway_drainable(*, gateway_running: bool, gateway_state: Any) -> bool:
+    """A live gateway in the ``running`` state (one a drain can be asked of)."""
+    return bool(gateway_running) and gateway_state == "running"

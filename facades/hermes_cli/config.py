@@ -1,9 +1,10 @@
 """Hermes Agent 0.19's ``hermes_cli.config``: the home and config.yaml, over hermes.config.
 
 ``load_config`` is the file as its author wrote it (Hermes Agent's names, which hermes
-reads as they are) over hermes's defaults (``DEFAULT_CONFIG``), as one nested dict, with
-``${VAR}`` in its strings read from the environment as 0.19 reads them. ``save_config``
-writes what differs from those defaults, once hermes has read it without complaint.
+reads as they are) over the defaults (``DEFAULT_CONFIG``: hermes's, and 0.19's sections
+hermes does not have, from ``defaults_019.yaml``), as one nested dict, with ``${VAR}`` in
+its strings read from the environment as 0.19 reads them. ``save_config`` writes what
+differs from those defaults, once hermes has read it without complaint.
 """
 
 from __future__ import annotations
@@ -33,7 +34,25 @@ __all__ = [
 ]
 
 # hermes's defaults as one nested dict (what load_config puts under the file).
-DEFAULT_CONFIG: dict[str, Any] = _config.Config(_config.defaults(), Path("config.yaml")).as_tree()
+_HERMES_DEFAULTS = _config.Config(_config.defaults(), Path("config.yaml")).as_tree()
+
+
+def _defaults_019() -> dict[str, Any]:
+    import yaml
+
+    text = (Path(__file__).with_name("defaults_019.yaml")).read_text(encoding="utf-8")
+    loaded = yaml.safe_load(text)
+    return loaded if isinstance(loaded, dict) else {}
+
+
+# hermes's defaults, then 0.19's sections hermes has not (tools read them; hermes does not).
+DEFAULT_CONFIG: dict[str, Any] = {
+    **_HERMES_DEFAULTS,
+    **{key: value for key, value in _defaults_019().items() if key not in _HERMES_DEFAULTS},
+}
+# What each config.yaml's ``${VAR}``s read as when load_config last gave it out, so a save
+# after the variable changed still writes the reference, not the value read then.
+_LOADED: dict[str, Any] = {}
 _VARIABLE = re.compile(r"\$\{([^}]+)\}")
 # The folders 0.19 makes in a home (its tools list and write into them).
 _HOME_FOLDERS = ("cron", "sessions", "logs", "memories", "hooks", "skills")
@@ -57,8 +76,10 @@ def read_raw_config() -> dict[str, Any]:
 def load_config() -> dict[str, Any]:
     """hermes's defaults with config.yaml over them (its keys as written, ``${VAR}``
     expanded; an unset variable stays as written)."""
-    merged = _config.load_config(get_config_path()).as_tree()
-    return _merge(merged, _expand(read_raw_config()))
+    merged = _merge(DEFAULT_CONFIG, _config.load_config(get_config_path()).as_tree())
+    expanded = _expand(read_raw_config())
+    _LOADED[str(get_config_path())] = copy.deepcopy(expanded)
+    return _merge(merged, expanded)
 
 
 def save_config(config: dict[str, Any]) -> None:
@@ -69,7 +90,8 @@ def save_config(config: dict[str, Any]) -> None:
 
     path = get_config_path()
     ensure_hermes_home()
-    kept = _with_variables(_without_defaults(config, DEFAULT_CONFIG), read_raw_config())
+    loaded = _LOADED.get(str(path))
+    kept = _with_variables(_without_defaults(config, DEFAULT_CONFIG), read_raw_config(), loaded)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
@@ -123,16 +145,47 @@ def _without_defaults(config: dict[str, Any], defaults: dict[str, Any]) -> dict[
     return kept
 
 
-def _with_variables(config: Any, raw: Any) -> Any:
-    """``config`` with each value that is the expansion of the file's ``${VAR}`` put back
-    as written, so a save does not write a secret's value into the file."""
+def _with_variables(config: Any, raw: Any, loaded: Any = None) -> Any:
+    """``config`` with each value that is the file's ``${VAR}`` as read (at the last
+    ``load_config``, or now) put back as written, so a save does not write a secret's value
+    into the file. List items with a unique ``name`` are matched by it, else by place."""
     if isinstance(config, dict) and isinstance(raw, dict):
-        return {key: _with_variables(value, raw.get(key)) for key, value in config.items()}
-    if isinstance(config, list) and isinstance(raw, list) and len(config) == len(raw):
-        return [_with_variables(value, was) for value, was in zip(config, raw, strict=True)]
-    if isinstance(raw, str) and _VARIABLE.search(raw) and _expand(raw) == config:
+        was = loaded if isinstance(loaded, dict) else {}
+        return {
+            key: _with_variables(value, raw.get(key), was.get(key)) for key, value in config.items()
+        }
+    if isinstance(config, list) and isinstance(raw, list):
+        named, raw_named = _by_name(config), _by_name(raw)
+        if named is not None and raw_named is not None:
+            loaded_named = _by_name(loaded) or {}
+            return [
+                _with_variables(
+                    item, raw_named.get(str(item["name"])), loaded_named.get(str(item["name"]))
+                )
+                for item in config
+            ]
+        was_list = loaded if isinstance(loaded, list) else []
+        return [
+            _with_variables(
+                value,
+                raw[index] if index < len(raw) else None,
+                was_list[index] if index < len(was_list) else None,
+            )
+            for index, value in enumerate(config)
+        ]
+    if isinstance(raw, str) and _VARIABLE.search(raw) and config in (raw, loaded, _expand(raw)):
         return raw
     return config
+
+
+def _by_name(items: Any) -> dict[str, Any] | None:
+    """List items by their ``name``, when every item is a mapping with a unique one."""
+    if not isinstance(items, list):
+        return None
+    names = [item.get("name") if isinstance(item, dict) else None for item in items]
+    if None in names or len(set(names)) != len(names):
+        return None
+    return {str(name): item for name, item in zip(names, items, strict=True)}
 
 
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from hermes.cron.schedule import Schedule, parse, zone
 def as_019(job: dict[str, Any]) -> dict[str, Any]:
     """0.19's job record of one of ours."""
     schedule = parse(job["schedule"], timezone=job["timezone"], now=job["created_at"])
+    shape = schedule_019(schedule)
     return {
         "id": job["id"],
         "name": job["name"],
@@ -18,8 +19,8 @@ def as_019(job: dict[str, Any]) -> dict[str, Any]:
         "skills": job["skills"],
         "skill": job["skills"][0] if job["skills"] else None,
         "model": job["model"],
-        "schedule": schedule_019(schedule),
-        "schedule_display": schedule.display,
+        "schedule": shape,
+        "schedule_display": shape["display"],
         "repeat": {"times": 1 if schedule.kind == "once" else None, "completed": 0},
         "enabled": job["enabled"],
         "state": job["state"],
@@ -37,11 +38,9 @@ def as_019(job: dict[str, Any]) -> dict[str, Any]:
 def schedule_019(schedule: Schedule) -> dict[str, Any]:
     if schedule.kind == "interval":
         minutes = (schedule.seconds or 0) / 60
-        return {
-            "kind": "interval",
-            "minutes": int(minutes) if minutes.is_integer() else minutes,
-            "display": schedule.display,
-        }
+        count = int(minutes) if minutes.is_integer() else minutes
+        # 0.19 says an interval in minutes (``every 120m``) whatever unit it was given in.
+        return {"kind": "interval", "minutes": count, "display": f"every {count}m"}
     if schedule.kind == "cron":
         return {"kind": "cron", "expr": schedule.text, "display": schedule.display}
     return {"kind": "once", "run_at": schedule.text, "display": schedule.display}

@@ -192,7 +192,7 @@ def test_jobs_through_the_facade_are_the_stores_and_jobs_json_follows(hermes_hom
     assert resume_job(job["id"])["state"] == "scheduled"
 
     changed = update_job(job["id"], {"schedule": "every 1h", "name": "weather hourly"})
-    assert changed["schedule_display"] == "every 1h" and changed["name"] == "weather hourly"
+    assert changed["schedule_display"] == "every 60m" and changed["name"] == "weather hourly"
     assert get_job(job["id"])["name"] == "weather hourly"
 
     with pytest.raises(ValueError, match="schedule"):
@@ -250,7 +250,11 @@ def test_cron_jobs_schedule_helpers_and_job_names_as_0_19(hermes_home: Path) -> 
         trigger_job,
     )
 
-    assert parse_schedule("every 2h") == {"kind": "interval", "minutes": 120, "display": "every 2h"}
+    assert parse_schedule("every 2h") == {
+        "kind": "interval",
+        "minutes": 120,
+        "display": "every 120m",
+    }
     assert parse_schedule("0 9 * * *") == {
         "kind": "cron",
         "expr": "0 9 * * *",
@@ -302,7 +306,7 @@ def test_save_jobs_brings_the_store_to_the_list(hermes_home: Path) -> None:
     after = {job["id"]: job for job in load_jobs()}
     assert set(after) == {kept["id"], "abc123def456"}
     assert (after[kept["id"]]["name"], after[kept["id"]]["state"]) == ("kept and renamed", "paused")
-    assert after["abc123def456"]["schedule_display"] == "every 3h"
+    assert after["abc123def456"]["schedule_display"] == "every 180m"
     cli = hermes(hermes_home, "cron", "list", "--all", "--json")
     assert {j["id"] for j in json.loads(cli.stdout)} == set(after)
     with pytest.raises(ValueError, match="job id"):
@@ -525,6 +529,7 @@ def test_config_expands_variables_and_saves_as_0_19_does(
 
     config = load_config()
     config["model"]["default"] = "saved-model"
+    assert config["display"]["compact"] is False  # 0.19's default sections are there
     config["display"] = {"skin": "mono"}  # a 0.19 section hermes does not read: kept
     save_config(config)
     written = (hermes_home / "config.yaml").read_text(encoding="utf-8")
@@ -532,7 +537,8 @@ def test_config_expands_variables_and_saves_as_0_19_does(
     assert hermes_config.load_config(hermes_home / "config.yaml").get("model.default") == (
         "saved-model"
     )
-    assert load_config()["display"] == {"skin": "mono"}
+    assert "display:\n  skin: mono\n" in written  # only what differs from 0.19's defaults
+    assert load_config()["display"]["skin"] == "mono"
     assert oct((hermes_home / "config.yaml").stat().st_mode & 0o777) == "0o600"
     with pytest.raises(ValueError, match="compression.threshold"):
         save_config({**load_config(), "compression": {"threshold": "half"}})

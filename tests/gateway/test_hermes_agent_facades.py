@@ -54,7 +54,7 @@ def test_a_job_made_and_run_through_the_facades_runs_on_the_gateway(
     assert on_disk["jobs"][0]["schedule"] == {
         "kind": "interval",
         "minutes": 120,
-        "display": "every 2h",
+        "display": "every 120m",
     }
 
     # hermes-webui's manual run: run_job, then save_job_output and mark_job_run.

@@ -12,7 +12,7 @@ def test_the_jobs_api_in_hermes_agent_shapes(gateway, fake_llm) -> None:
     assert status == 200
     job = made["job"]
     job_id = job["id"]
-    assert job["schedule"] == {"kind": "interval", "minutes": 120, "display": "every 2h"}
+    assert job["schedule"] == {"kind": "interval", "minutes": 120, "display": "every 120m"}
     assert (job["name"], job["enabled"], job["state"], job["deliver"]) == (
         "briefing", True, "scheduled", "local")  # fmt: skip
     assert call(gateway, "GET", "/api/jobs")[1]["jobs"][0]["id"] == job_id
