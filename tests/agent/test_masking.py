@@ -210,7 +210,9 @@ def test_a_long_output_is_sent_as_its_preview_and_recall_returns_the_rest(
     context = ToolContext(session_db=db, session_id=agent.session_id,
                           conversation_id=agent.binding.conversation_id, hermes_home=hermes_home,
                           config=agent.config, cwd=tmp_path)  # fmt: skip
-    rest = agent.toolbox.registry.dispatch("recall", {"message_id": row["id"], "offset": offset}, context)
+    rest = agent.toolbox.registry.dispatch(
+        "recall", {"message_id": row["id"], "offset": offset}, context
+    )
     assert "line 00100 of the long log" in rest
     assert fake_llm.stats()["invalid_contexts"] == 0
 
