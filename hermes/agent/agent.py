@@ -297,7 +297,11 @@ class AIAgent:
             is_fork=self.is_fork,
         )
         self.toolbox = Toolbox(
-            scope, self.binding, override=tools, extra_tools=self._plugin_tools, on_event=self.emit
+            scope=scope,
+            binding=self.binding,
+            override=tools,
+            extra_tools=self._plugin_tools,
+            on_event=self.emit,
         )
 
     def _plugin_tools(self) -> list[Tool]:

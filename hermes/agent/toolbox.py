@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -45,26 +45,20 @@ class ToolScope:
         return "review" if self.is_fork else self.source
 
 
+@dataclass(kw_only=True, eq=False)  # one agent's: compared and hashed by identity
 class Toolbox:
-    """One agent's tools; ``override`` (a caller's list) replaces the surface's toolset."""
+    """One agent's tools; ``override`` (a caller's list) replaces the surface's toolset;
+    ``extra_tools`` are the plugins' and the context engine's; ``on_event`` hears that the
+    first turn waits for MCP servers never seen before (``tools_waiting``)."""
 
-    def __init__(
-        self,
-        scope: ToolScope,
-        binding: ConversationBinding,
-        *,
-        override: list[str] | None = None,
-        extra_tools: Callable[[], list[Tool]] = list,
-        on_event: Callable[..., None] | None = None,
-    ) -> None:
-        self.scope = scope
-        self.binding = binding
-        self.override = override
-        self._extra_tools = extra_tools
-        self._on_event = on_event
-        self._registry: Any = None
-        self._joins_late_servers = False
-        self.wire = ToolWire()  # the tool schemas as sent, kept between calls
+    scope: ToolScope
+    binding: ConversationBinding
+    override: list[str] | None = None
+    extra_tools: Callable[[], list[Tool]] = list
+    on_event: Callable[..., None] | None = None
+    _registry: Any = field(default=None, init=False)
+    _joins_late_servers: bool = field(default=False, init=False)
+    wire: ToolWire = field(default_factory=ToolWire, init=False)  # schemas as sent, kept
 
     @property
     def registry(self) -> Any:
@@ -79,12 +73,12 @@ class Toolbox:
         return self._registry
 
     def _tools_waiting(self, servers: list[str]) -> None:
-        if self._on_event is not None:
-            self._on_event("tools_waiting", servers=servers)
+        if self.on_event is not None:
+            self.on_event("tools_waiting", servers=servers)
 
     def _add_extra_tools(self, registry: Any) -> None:
         """The plugins' tools and the context engine's, after the built-in ones."""
-        for tool in self._extra_tools():
+        for tool in self.extra_tools():
             if registry.get(tool.name) is None:  # a built-in tool is never replaced
                 registry.register(tool)
             else:
