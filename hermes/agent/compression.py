@@ -141,6 +141,7 @@ def _compress_under_lease(
     compressed = with_uids(compressed)
     covered, by_stub = coverage(compressor)
     try:
+        # By name: what the child holds, from which watermark, which uids its summary read.
         child = db.publish_compression_child(
             session_id,
             holder=holder,
