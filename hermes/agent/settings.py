@@ -33,9 +33,8 @@ class ModelSettings:
         )
 
 
+# One frozen record per concern, each read by its own from_config: the fields differ.
 @dataclass(frozen=True)
-# One frozen record per concern, each read by its own from_config: the fields differ, the shape
-# is the dataclass's.
 class CompressionSettings:
     enabled: bool
     threshold: float
