@@ -80,6 +80,7 @@ _ASKED: ContextVar[_Asked | None] = ContextVar("hermes_compression_asked", defau
 class AIAgent:
     """An LLM agent whose transcript lives in a SessionDB segment chain."""
 
+    # Hermes Agent 0.19's constructor keywords, one a line: the drop-in's contract.
     def __init__(
         self,
         api_key: str | None = None,
@@ -642,6 +643,7 @@ class AIAgent:
         tools, its requests capped in time."""
         from hermes.tools.toolsets import review_tools
 
+        # The agent's settings handed on by name: the fork is built as the agent it reviews.
         fork = AIAgent(
             api_key=self.api_key,
             base_url=self.base_url,

@@ -122,6 +122,7 @@ class ConversationBinding:
         if not self.writes_transcript:
             return
         origin = self.origin
+        # The origin's fields by name: the keywords say which column each one fills.
         self.session_id = db.create_session(
             self.session_id,
             source=origin.source,

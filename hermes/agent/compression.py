@@ -138,12 +138,10 @@ def _compress_under_lease(
     if failed(compressor, messages, compressed):
         outcome.reason = describe_failure(compressor)
         return messages, system_message
-    # Every message the child holds gets an identity the agent keeps in memory too.
-    compressed = [
-        m if m.get("message_uid") else {**m, "message_uid": uuid.uuid4().hex} for m in compressed
-    ]
+    compressed = with_uids(compressed)
     covered, by_stub = coverage(compressor)
     try:
+        # By name: what the child holds, from which watermark, which uids its summary read.
         child = db.publish_compression_child(
             session_id,
             holder=holder,
@@ -155,17 +153,32 @@ def _compress_under_lease(
     except (LeaseNotHeldError, NotTipError) as exc:
         outcome.reason = str(exc)
         return messages, system_message
-    new_system = host.binding.adopt_segment(child, rotated_from=session_id)
-    outcome.rotated, outcome.parent_id, outcome.child_id = True, session_id, child
+    new_system = adopt_child(host, outcome, session_id, child, compressed)
+    return compressed, new_system if new_system is not None else system_message
+
+
+def with_uids(messages: list[Message]) -> list[Message]:
+    """``messages``, each with a uid: every message a child holds gets an identity the
+    agent keeps in memory too."""
+    return [m if m.get("message_uid") else {**m, "message_uid": uuid.uuid4().hex} for m in messages]
+
+
+def adopt_child(
+    host: TurnHost, outcome: CompressionOutcome, parent: str, child: str, compressed: list[Message]
+) -> str | None:
+    """Move the agent onto the published ``child`` of ``parent`` and say so (the outcome,
+    the ``compressed`` event); the child's system prompt, if it has its own."""
+    new_system = host.binding.adopt_segment(child, rotated_from=parent)
+    outcome.rotated, outcome.parent_id, outcome.child_id = True, parent, child
     outcome.tokens_after = host.window.estimate_tokens(compressed)
     host.emit(
         "compressed",
-        parent=session_id,
+        parent=parent,
         child=child,
         tokens_before=outcome.tokens_before,
         tokens_after=outcome.tokens_after,
     )
-    return compressed, new_system if new_system is not None else system_message
+    return new_system
 
 
 def coverage(compressor: Any) -> tuple[set[str], set[str]]:

@@ -162,6 +162,8 @@ class EngineCompressor:
             log.warning("context engine %s: should_compress failed: %s", self.name, exc)
             return False
 
+    # Summariser.compress's signature, repeated: an engine stands where the Summariser does
+    # (ContextWindow.compressor).
     def compress(
         self,
         messages: list[Message],

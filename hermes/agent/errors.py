@@ -75,6 +75,8 @@ class ModelError(AgentError):
             reason = f"HTTP {self.status}: {reason}" if reason else f"HTTP {self.status}"
         return f" ({reason})" if reason else ""
 
+    # Each subclass writes its own message and reason in full, alike in shape: a shared template
+    # would hide the sentence the user reads.
     def _default_message(self) -> str:
         return (
             f"The endpoint {self.base_url} failed for model {self.model}{self._detail_part()}; "

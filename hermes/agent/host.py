@@ -68,6 +68,7 @@ class ReviewFork(Protocol):
 class TurnHost(Protocol):
     """The parts of an agent a turn and the compression path use (see the module doc)."""
 
+    # One read-only property a member, alike by design: this list is the seam.
     @property
     def binding(self) -> ConversationBinding: ...
 

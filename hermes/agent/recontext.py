@@ -17,16 +17,17 @@ refuses the undo (or the turn) in one sentence: the old summary never reaches a 
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from hermes.agent import transcript
 from hermes.agent.compression import (
     LeaseKeeper,
+    adopt_child,
     coverage,
     describe_failure,
     failed,
+    with_uids,
 )
 from hermes.agent.errors import AgentError
 from hermes.agent.summariser import NOTHING_TO_COMPRESS, Summariser
@@ -99,9 +100,7 @@ def _rebuild_under_lease(
         compressed = messages  # few enough to keep verbatim: no summary at all
     else:
         covered, by_stub = coverage(compressor)
-    compressed = [
-        m if m.get("message_uid") else {**m, "message_uid": uuid.uuid4().hex} for m in compressed
-    ]
+    compressed = with_uids(compressed)
     child = db.publish_compression_child(
         tip,
         holder=host.lease.holder,
@@ -111,16 +110,7 @@ def _rebuild_under_lease(
         stub_covered_uids=by_stub,
         undo_ids=list(undo_ids),
     )
-    host.binding.adopt_segment(child, rotated_from=tip)
-    outcome.rotated, outcome.parent_id, outcome.child_id = True, tip, child
-    outcome.tokens_after = window.estimate_tokens(compressed)
-    host.emit(
-        "compressed",
-        parent=tip,
-        child=child,
-        tokens_before=outcome.tokens_before,
-        tokens_after=outcome.tokens_after,
-    )
+    adopt_child(host, outcome, tip, child, compressed)
 
 
 def remaining(host: TurnHost, undo_ids: Sequence[int]) -> list[Message]:

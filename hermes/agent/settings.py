@@ -33,6 +33,7 @@ class ModelSettings:
         )
 
 
+# One frozen record per concern, each read by its own from_config: the fields differ.
 @dataclass(frozen=True)
 class CompressionSettings:
     enabled: bool

@@ -38,7 +38,7 @@ import logging
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from hermes.agent import anchors
@@ -96,56 +96,44 @@ class Cut:
         return [messages[i] for i in span if i not in (self.pinned, self.earlier)]
 
 
+@dataclass(eq=False)
 class Summariser:
     """Summarises the middle of a transcript with a (possibly cheaper) summary model."""
 
-    def __init__(
-        self,
-        client: Model | None,
-        *,
-        model: str,
-        context_length: int,
-        threshold: float = 0.5,
-        summary_model: str | None = None,
-        tail_share: float = 0.05,
-        max_window: int | None = None,
-        cooldown_seconds: float = 60.0,
-        max_summary_requests: int = 8,
-        clock: Callable[[], float] = time.monotonic,
-        offers_recall: bool = False,
-        sent_as: Callable[[Sequence[Message]], Sequence[Mapping[str, Any]]] | None = None,
-        stub_of: Callable[[Message], str | None] | None = None,
-    ) -> None:
-        self.client = client
-        self.model = model
-        self.context_length = context_length
-        self.threshold = threshold
-        self.summary_model = summary_model
-        self.tail_share = tail_share
-        # The window compression works in, at most (None: the model's whole window).
-        self.max_window = max_window
-        self.cooldown_seconds = cooldown_seconds
-        self.max_summary_requests = max_summary_requests
-        # The model has the recall tool (the agent has a store): the anchor index says so.
-        self.offers_recall = offers_recall
-        self._clock = clock
-        # The messages as the model is sent them (old tool results masked): sizes are
-        # measured on that, since that is what fills the window.
-        self.sent_as = sent_as or list
-        # The stub a tool result is sent as once masked (None: it has no way back, so
-        # the summary model reads it whole); None when nothing can be recalled.
-        self.stub_of = stub_of
-        self._cooldown_until: float | None = None
-        self._last_summary_error: str | None = None
-        self.compression_count = 0
-        # Usage of the last summary call (the agent also stores the provider's last
-        # prompt size here between calls; see hermes.agent.turn).
-        self.last_prompt_tokens = 0
-        self.last_completion_tokens = 0
-        # The uids of the messages the last successful summary read, and of those
-        # among them it read as their stub (invariant 14: covered by stub).
-        self.last_covered_uids: frozenset[str] = frozenset()
-        self.last_stub_covered_uids: frozenset[str] = frozenset()
+    client: Model | None
+    _: KW_ONLY
+    model: str
+    context_length: int
+    threshold: float = 0.5
+    summary_model: str | None = None
+    tail_share: float = 0.05
+    # The window compression works in, at most (None: the model's whole window).
+    max_window: int | None = None
+    cooldown_seconds: float = 60.0
+    max_summary_requests: int = 8
+    clock: Callable[[], float] = time.monotonic
+    # The model has the recall tool (the agent has a store): the anchor index says so.
+    offers_recall: bool = False
+    # The messages as the model is sent them (old tool results masked): sizes are
+    # measured on that, since that is what fills the window.
+    sent_as: Callable[[Sequence[Message]], Sequence[Mapping[str, Any]]] = list
+    # The stub a tool result is sent as once masked (None: it has no way back, so
+    # the summary model reads it whole); None when nothing can be recalled.
+    stub_of: Callable[[Message], str | None] | None = None
+
+    compression_count: int = field(default=0, init=False)
+    # Usage of the last summary call (the agent also stores the provider's last
+    # prompt size here between calls; see hermes.agent.turn).
+    last_prompt_tokens: int = field(default=0, init=False)
+    last_completion_tokens: int = field(default=0, init=False)
+    # The uids of the messages the last successful summary read, and of those
+    # among them it read as their stub (invariant 14: covered by stub).
+    last_covered_uids: frozenset[str] = field(default=frozenset(), init=False)
+    last_stub_covered_uids: frozenset[str] = field(default=frozenset(), init=False)
+    _cooldown_until: float | None = field(default=None, init=False)
+    _last_summary_error: str | None = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
         self._reset_failure()
 
     # -- deciding
@@ -178,7 +166,7 @@ class Summariser:
 
     def in_cooldown(self) -> bool:
         """True for ``cooldown_seconds`` after a failed or useless compression."""
-        return self._cooldown_until is not None and self._clock() < self._cooldown_until
+        return self._cooldown_until is not None and self.clock() < self._cooldown_until
 
     def should_compress(
         self, prompt_tokens: int | None = None, messages: Sequence[Message] | None = None
@@ -442,7 +430,7 @@ class Summariser:
         self._last_compress_aborted = True
         self._last_aux_model_failure_model = model
         self._last_aux_model_failure_error = reason
-        self._cooldown_until = self._clock() + self.cooldown_seconds
+        self._cooldown_until = self.clock() + self.cooldown_seconds
         log.warning("Context compression with %s failed: %s", model, reason)
 
     def _succeed(self, usage: tuple[int, int]) -> None:

@@ -261,6 +261,7 @@ def runs(job_ref: str | None, limit: int, as_json: bool) -> None:
     with _jobs(read_only=True) as store:
         job_id = _find(store, job_ref)["id"] if job_ref else None
         rows = store.runs(job_id, limit)
+    # echo_listing is the shared part; what stays is each listing's own columns and words.
     echo_listing(
         rows,
         as_json=as_json,

@@ -23,7 +23,8 @@ from hermes.cli._options import LATEST, continue_option, resume_option
 from hermes.errors import HermesError
 
 # Subcommands live in their own modules and are imported only when used, so
-# `hermes --help` starts fast. name -> (module, attribute, one-line help)
+# `hermes --help` starts fast. name -> (module, attribute, one-line help); one row a
+# command, alike by design: a table.
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "chat": ("hermes.cli.chat", "chat", "Chat with the agent (the default command)."),
     "sessions": ("hermes.cli.sessions", "sessions", "List, show, search, export conversations."),

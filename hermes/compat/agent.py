@@ -204,6 +204,7 @@ class AIAgent(HermesAIAgent):
             log.info("run_conversation: moa_config has no meaning in hermes; answering alone")
         if stream_callback is not None:
             options = replace(options or TurnOptions(), stream_callback=stream_callback)
+        # 0.19's arguments handed on by name to the native run: this edge only translates.
         result = self.run(
             user_message,
             conversation_history=conversation_history,

@@ -43,6 +43,7 @@ from hermes.compat.listing import ARCHIVE_SUFFIX
 from hermes.compat.session_db import SessionDB
 from hermes.state.diagnose import file_problem
 from hermes.state.errors import StateError
+from hermes.state.usage import COUNTERS
 
 UID_PREFIX = "hermes-agent"
 _NEEDED = {
@@ -55,12 +56,7 @@ _SESSION_FIELDS = ("model", "system_prompt", "user_id", "session_key", "title", 
 # A session's usage and cost figures, kept as the source holds them (on the segment that
 # carries the session's id, so a compacted-in-place session counts them once).
 _USAGE_FIELDS = (
-    "input_tokens",
-    "output_tokens",
-    "cache_read_tokens",
-    "cache_write_tokens",
-    "reasoning_tokens",
-    "api_call_count",
+    *COUNTERS,
     "estimated_cost_usd",
     "actual_cost_usd",
     "cost_status",
@@ -72,12 +68,7 @@ _USAGE_FIELDS = (
 )
 _MODEL_USAGE_KEY = ("model", "billing_provider", "billing_base_url", "billing_mode", "task")
 _MODEL_USAGE_FIGURES = (
-    "api_call_count",
-    "input_tokens",
-    "output_tokens",
-    "cache_read_tokens",
-    "cache_write_tokens",
-    "reasoning_tokens",
+    *COUNTERS,
     "estimated_cost_usd",
     "actual_cost_usd",
     "cost_status",

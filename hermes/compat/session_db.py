@@ -103,6 +103,7 @@ class SessionDB(StoreSessionDB):
     def update_session_model(self, session_id: str, model: str) -> None:
         self.set_model(session_id, model)
 
+    # 0.19's signature kept whole: a drop-in takes every keyword its callers pass.
     def update_token_counts(
         self,
         session_id: str,
@@ -149,6 +150,7 @@ class SessionDB(StoreSessionDB):
 
     # -- messages -------------------------------------------------------------------
 
+    # 0.19's signature kept whole, positional order included: a drop-in takes every call.
     def append_message(  # type: ignore[override]
         self,
         session_id: str,
@@ -489,6 +491,7 @@ class SessionDB(StoreSessionDB):
         segment with ``include_children``; each with ``preview`` and ``last_active``."""
         return listing.rich(
             self,
+            # 0.19's keywords gathered by name into one query value.
             listing.RichQuery(
                 source=source,
                 exclude_sources=exclude_sources,

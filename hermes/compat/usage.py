@@ -14,16 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from hermes.state.backend import Tx
-from hermes.state.usage import TokenUsage, figures
+from hermes.state.usage import COUNTERS, TokenUsage, add_model_usage, figures
 
-_COUNTERS = (
-    "input_tokens",
-    "output_tokens",
-    "cache_read_tokens",
-    "cache_write_tokens",
-    "reasoning_tokens",
-    "api_call_count",
-)
 _ROUTE = ("billing_provider", "billing_base_url", "billing_mode")
 
 
@@ -47,7 +39,7 @@ class TokenUpdate:
         return self.usage.model
 
     def counters(self) -> tuple[int, ...]:
-        """The figures in the order of ``_COUNTERS`` (0.19's column names)."""
+        """The figures in the order of ``COUNTERS`` (0.19's column names)."""
         return figures(self.usage)
 
     @property
@@ -87,7 +79,7 @@ def apply(tx: Tx, session_id: str, update: TokenUpdate, *, absolute: bool) -> No
 def _session_update(update: TokenUpdate, *, absolute: bool) -> tuple[str, tuple[Any, ...]]:
     sets: list[str] = []
     params: list[Any] = []
-    for name, value in zip(_COUNTERS, update.counters(), strict=True):
+    for name, value in zip(COUNTERS, update.counters(), strict=True):
         sets.append(f"{name} = ?" if absolute else f"{name} = COALESCE({name}, 0) + ?")
         params.append(value)
     estimated = float(update.estimated_cost_usd or 0.0)
@@ -128,37 +120,14 @@ def _add_model_usage(tx: Tx, session_id: str, update: TokenUpdate) -> None:
         update.model or session.get("model") or "unknown",
         *(getattr(update, k) or session.get(k) or "" for k in _ROUTE),
     )
-    now = time.time()
-    tx.run(
-        "INSERT INTO session_model_usage (session_id, model, billing_provider,"
-        " billing_base_url, billing_mode, task, input_tokens, output_tokens,"
-        " cache_read_tokens, cache_write_tokens, reasoning_tokens, api_call_count,"
-        " estimated_cost_usd, actual_cost_usd, cost_status, cost_source, first_seen, last_seen)"
-        " VALUES (?, ?, ?, ?, ?, '', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-        " ON CONFLICT (session_id, model, billing_provider, billing_base_url, billing_mode, task)"
-        " DO UPDATE SET input_tokens = session_model_usage.input_tokens + excluded.input_tokens,"
-        " output_tokens = session_model_usage.output_tokens + excluded.output_tokens,"
-        " cache_read_tokens = session_model_usage.cache_read_tokens"
-        "   + excluded.cache_read_tokens,"
-        " cache_write_tokens = session_model_usage.cache_write_tokens"
-        "   + excluded.cache_write_tokens,"
-        " reasoning_tokens = session_model_usage.reasoning_tokens + excluded.reasoning_tokens,"
-        " api_call_count = session_model_usage.api_call_count + excluded.api_call_count,"
-        " estimated_cost_usd = session_model_usage.estimated_cost_usd"
-        "   + excluded.estimated_cost_usd,"
-        " actual_cost_usd = session_model_usage.actual_cost_usd + excluded.actual_cost_usd,"
-        " cost_status = COALESCE(excluded.cost_status, session_model_usage.cost_status),"
-        " cost_source = COALESCE(excluded.cost_source, session_model_usage.cost_source),"
-        " last_seen = excluded.last_seen",
-        (
-            session_id,
-            *key,
-            *update.counters(),
-            float(update.estimated_cost_usd or 0.0),
-            float(update.actual_cost_usd or 0.0),
-            update.cost_status,
-            update.cost_source,
-            now,
-            now,
-        ),
+    add_model_usage(
+        tx,
+        session_id,
+        key,
+        update.counters(),
+        estimated_cost_usd=float(update.estimated_cost_usd or 0.0),
+        actual_cost_usd=float(update.actual_cost_usd or 0.0),
+        cost_status=update.cost_status,
+        cost_source=update.cost_source,
+        now=time.time(),
     )

@@ -353,6 +353,8 @@ class CronStore(Tables):
             )
             return [r for r in rows if _deliverable(r, platforms, now)]
 
+        # take_run's steps (a read first, then claim the first candidate in one write), each
+        # with its own table, columns and claim: one helper would take three callbacks.
         if not self._read(candidates):
             return None
 

@@ -38,6 +38,8 @@ log = logging.getLogger(__name__)
 MAX_SETTLED = 100_000  # keys whose settled route is remembered
 
 
+# Origin's first four fields as a value of its own: the key names a conversation (a group
+# member only when members are apart), the origin a message.
 @dataclass(frozen=True)
 class SessionKey:
     """``platform:chat[:t<thread>][:u<user>]``: one conversation's address on a platform."""

@@ -21,7 +21,7 @@ import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import KW_ONLY, dataclass, field, replace
 from typing import TYPE_CHECKING, Any, cast
 
 from hermes.agent import transcript
@@ -58,36 +58,25 @@ INTERRUPTED_NOTICE = (
 STOPPED_NOTE = "(stopped)"
 
 
+@dataclass(eq=False)
 class TurnRunner:
     """Runs work items (in worker threads) with one cached agent per conversation."""
 
-    def __init__(
-        self,
-        db: SessionDB,
-        router: Router,
-        make_agent: AgentFactory,
-        *,
-        max_agents: int = 256,
-        on_agent_event: EventSink | None = None,
-        resume_interrupted: bool = True,
-        hooks: HookRegistry | None = None,
-        members_apart: bool = True,
-        choose_model: Callable[[WorkItem], str | None] | None = None,
-    ) -> None:
-        self.db = db
-        # A group chat's members each get an agent of their own (see _agent_key).
-        self.members_apart = members_apart
-        self.hooks = hooks
-        # A chat turn's model, when something other than its conversation's is chosen
-        # (GatewayRunner._resolve_session_agent_runtime, which tools patch).
-        self.choose_model = choose_model
-        self.resume_interrupted = resume_interrupted
-        self.router = router
-        self.make_agent = make_agent
-        self.max_agents = max_agents
-        self.on_agent_event = on_agent_event
-        self._agents: OrderedDict[str, ConversationAgent] = OrderedDict()
-        self._agents_lock = threading.Lock()
+    db: SessionDB
+    router: Router
+    make_agent: AgentFactory
+    _: KW_ONLY
+    max_agents: int = 256
+    on_agent_event: EventSink | None = None
+    resume_interrupted: bool = True
+    hooks: HookRegistry | None = None
+    # A group chat's members each get an agent of their own (see _agent_key).
+    members_apart: bool = True
+    # A chat turn's model, when something other than its conversation's is chosen
+    # (GatewayRunner._resolve_session_agent_runtime, which tools patch).
+    choose_model: Callable[[WorkItem], str | None] | None = None
+    _agents: OrderedDict[str, ConversationAgent] = field(default_factory=OrderedDict, init=False)
+    _agents_lock: threading.Lock = field(default_factory=threading.Lock, init=False)
 
     def run(self, item: WorkItem, lane: Lane) -> WorkResult:
         hold = item.turn

@@ -17,6 +17,7 @@ from typing import Any
 class ContextEngine(ABC):
     """Base class all context engines implement (0.19's names and defaults)."""
 
+    # 0.19's public attributes and defaults, one a line where engines read them.
     last_prompt_tokens: int = 0
     last_completion_tokens: int = 0
     last_total_tokens: int = 0

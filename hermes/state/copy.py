@@ -96,6 +96,7 @@ class CopyReport:
     seconds: float
 
 
+# As state/errors.py's: its own sentence, its context kept as attributes.
 class TargetNotEmptyError(StateError):
     """The target store already holds rows; a copy goes into an empty store only."""
 

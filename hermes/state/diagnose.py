@@ -244,6 +244,8 @@ def hermes_agent_store(location: str) -> Diagnosis:
     )
 
 
+# Each diagnosis its own sentence and remedy (as newer_schema): a template would hide what the
+# user reads.
 def older_schema(location: str, current: int, latest: int) -> Diagnosis:
     return Diagnosis(
         "older",

@@ -28,6 +28,8 @@ class StateError(HermesError):
     diagnosis: object | None = None
 
 
+# Each error below writes its own sentence and keeps its context as attributes: alike in shape,
+# a template would hide what the user reads.
 class SessionNotFoundError(StateError):
     def __init__(self, session_id: str) -> None:
         super().__init__(f"No session with id '{session_id}' in the state store.")

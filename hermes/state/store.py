@@ -146,6 +146,7 @@ class SessionDB:
 
     # -- segments -------------------------------------------------------------------
 
+    # Keyword-only, one a line: the columns a caller may set (append_message's alike).
     def create_session(
         self,
         session_id: str | None = None,

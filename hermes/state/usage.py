@@ -19,7 +19,15 @@ from typing import Any
 
 from hermes.state.backend import Tx
 
-__all__ = ["TokenUsage", "backfill_tool_call_counts", "figures", "record", "tool_calls_in"]
+__all__ = [
+    "COUNTERS",
+    "TokenUsage",
+    "add_model_usage",
+    "backfill_tool_call_counts",
+    "figures",
+    "record",
+    "tool_calls_in",
+]
 
 
 @dataclass(frozen=True)
@@ -91,10 +99,36 @@ def record(tx: Tx, session_id: str, usage: TokenUsage, now: float) -> None:
     if not model:
         row = tx.one("SELECT model FROM sessions WHERE id = ?", (session_id,))
         model = row["model"] if row else None
+    add_model_usage(
+        tx,
+        session_id,
+        (model or "unknown", "", "", ""),
+        figures(usage),
+        actual_cost_usd=usage.cost_usd or 0.0,
+        now=now,
+    )
+
+
+def add_model_usage(
+    tx: Tx,
+    session_id: str,
+    key: tuple[str, ...],
+    counters: tuple[int, ...],
+    *,
+    estimated_cost_usd: float = 0.0,
+    actual_cost_usd: float = 0.0,
+    cost_status: str | None = None,
+    cost_source: str | None = None,
+    now: float,
+) -> None:
+    """Add one call's ``counters`` (``COUNTERS``' order) and costs to the
+    ``session_model_usage`` row of ``key`` (model, billing provider, base URL, mode)."""
     tx.run(
-        "INSERT INTO session_model_usage (session_id, model, input_tokens, output_tokens,"
+        "INSERT INTO session_model_usage (session_id, model, billing_provider,"
+        " billing_base_url, billing_mode, task, input_tokens, output_tokens,"
         " cache_read_tokens, cache_write_tokens, reasoning_tokens, api_call_count,"
-        " actual_cost_usd, first_seen, last_seen) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        " estimated_cost_usd, actual_cost_usd, cost_status, cost_source, first_seen, last_seen)"
+        " VALUES (?, ?, ?, ?, ?, '', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
         " ON CONFLICT (session_id, model, billing_provider, billing_base_url, billing_mode, task)"
         " DO UPDATE SET input_tokens = session_model_usage.input_tokens + excluded.input_tokens,"
         " output_tokens = session_model_usage.output_tokens + excluded.output_tokens,"
@@ -104,21 +138,39 @@ def record(tx: Tx, session_id: str, usage: TokenUsage, now: float) -> None:
         "   + excluded.cache_write_tokens,"
         " reasoning_tokens = session_model_usage.reasoning_tokens + excluded.reasoning_tokens,"
         " api_call_count = session_model_usage.api_call_count + excluded.api_call_count,"
+        " estimated_cost_usd = session_model_usage.estimated_cost_usd"
+        "   + excluded.estimated_cost_usd,"
         " actual_cost_usd = session_model_usage.actual_cost_usd + excluded.actual_cost_usd,"
+        " cost_status = COALESCE(excluded.cost_status, session_model_usage.cost_status),"
+        " cost_source = COALESCE(excluded.cost_source, session_model_usage.cost_source),"
         " last_seen = excluded.last_seen",
         (
             session_id,
-            model or "unknown",
-            *figures(usage),
-            usage.cost_usd or 0.0,
+            *key,
+            *counters,
+            estimated_cost_usd,
+            actual_cost_usd,
+            cost_status,
+            cost_source,
             now,
             now,
         ),
     )
 
 
+# The counter columns of ``sessions`` and ``session_model_usage``, as 0.19 names them.
+COUNTERS = (
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "reasoning_tokens",
+    "api_call_count",
+)
+
+
 def figures(usage: TokenUsage) -> tuple[int, ...]:
-    """The counters in the order of the ``sessions`` columns, ``input_tokens`` first."""
+    """The counters in the order of ``COUNTERS``."""
     return (
         int(usage.input_tokens or 0),
         int(usage.output_tokens or 0),

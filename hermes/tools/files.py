@@ -312,6 +312,8 @@ READ_TOOL = Tool(
     toolsets=("files",),
 )
 
+# Each tool declared as its own Tool value (as every tool module does): name, description and
+# schema are what the model reads.
 WRITE_TOOL = Tool(
     name="write_file",
     description="Write a whole file (created with its folders if missing, replaced atomically if present).",

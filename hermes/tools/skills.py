@@ -303,6 +303,7 @@ def _operator_indexes(root: Path) -> list[Path]:
 _reported: set[str] = set()  # the malformed SKILL.md sentences this process logged
 
 
+# skill_roots' parameters, repeated: the skills shown are those of that agent's roots.
 def load_skills(
     hermes_home: Path,
     cwd: Path | None,

@@ -114,6 +114,7 @@ class ChatCompletions:
                 session, history = earlier, []  # where the earlier try's question is
         try:
             return await self._turn(request, body, text, history, session, options, attempt)
+        # Each endpoint maps errors to its own wire shape (responses.py's alike).
         except NotYourConversation as exc:
             return _error(404, str(exc), "invalid_request_error", "session_not_found")
         finally:
@@ -193,6 +194,7 @@ class ChatCompletions:
             return _error(503, str(exc), "server_error", "shutting_down")
         return await self._answer(request, body, result, extra)
 
+    # _turn's leading parameters, repeated: both answer the same parsed request.
     async def _side_request(
         self,
         request: web.Request,

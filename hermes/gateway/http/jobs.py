@@ -162,8 +162,7 @@ class _JobsApi:
                 fields["workdir"] = self._workdir(given["workdir"])
         except HermesError as exc:
             return _error(400, str(exc))
-        updated = await asyncio.to_thread(lambda: self.store.update_job(job["id"], **fields))
-        return web.json_response({"job": as_019(updated or job)})
+        return await self._updated(job, fields)
 
     async def delete(self, request: web.Request) -> web.Response:
         job = await self._job(request)
@@ -182,6 +181,10 @@ class _JobsApi:
         job = await self._job(request)
         if isinstance(job, web.Response):
             return job
+        return await self._updated(job, fields)
+
+    async def _updated(self, job: dict[str, Any], fields: dict[str, Any]) -> web.Response:
+        """The job as it stands once ``fields`` are written to it."""
         updated = await asyncio.to_thread(lambda: self.store.update_job(job["id"], **fields))
         return web.json_response({"job": as_019(updated or job)})
 

@@ -61,6 +61,7 @@ def _op(
     return op
 
 
+# One entry a route, written out (as AGENT_PATHS and JOB_PATHS): the document reads as a table.
 PATHS: dict[str, dict[str, Any]] = {
     "/": {"get": _op("What this server is and where its API is (no key needed).")},
     "/health": {"get": _op("Whether the gateway is up (no key needed).")},

@@ -92,6 +92,7 @@ def _text(text: Any) -> dict[str, Any]:
     return found
 
 
+# Each parameter checked by its own function (as _text), with the sentence the client reads.
 def _reasoning(reasoning: Any) -> dict[str, Any]:
     if reasoning is None:
         return {}

@@ -60,6 +60,7 @@ def add_routes(
 ) -> None:
     """Register the runs API on ``app``; runs queue on ``host``'s lanes."""
     api = _RunsApi(host, conversations, models)
+    # One line a route, as aiohttp registers them (sessions.py's alike): the room's table.
     app.router.add_post("/v1/runs", api.start)
     app.router.add_get("/v1/runs/{id}", api.get)
     app.router.add_get("/v1/runs/{id}/events", api.events)
