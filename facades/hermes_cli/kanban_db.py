@@ -1,8 +1,161 @@
-"""Hermes Agent 0.19's ``hermes_cli.kanban_db`` is not stood in for: hermes keeps no Kanban
-board. Importing it says so (an ImportError, as when the module is missing, so callers
-such as hermes-webui's Kanban panel fall back as they do without it)."""
+"""Hermes Agent 0.19's ``hermes_cli.kanban_db``: the Kanban task board, kept by hermes
+(hermes/kanban/) in 0.19's place and tables, so hermes-webui's Kanban panel and its own SQL
+work on it.
 
-raise ImportError(
-    "hermes has no Kanban board: hermes_cli.kanban_db (Hermes Agent 0.19's task board) is "
-    "not provided; use `hermes cron` for scheduled work."
+What differs from 0.19 (docs/hermes-agent.md): hermes starts no Kanban workers
+(``dispatch_once`` promotes and reports, and starts a task only through a ``spawn_fn`` the
+caller passes); no git worktrees, attachments, notification subscriptions, projects or
+goal loops.
+"""
+
+from __future__ import annotations
+
+from hermes.kanban.boards import (
+    board_metadata_path,
+    create_board,
+    list_boards,
+    read_board_metadata,
+    remove_board,
+    write_board_metadata,
 )
+from hermes.kanban.db import (
+    _INITIALIZED_PATHS,
+    DEFAULT_BUSY_TIMEOUT_MS,
+    connect,
+    connect_closing,
+    init_db,
+    write_txn,
+)
+from hermes.kanban.flow import (
+    BLOCK_RECURRENCE_LIMIT,
+    DEFAULT_CLAIM_TTL_SECONDS,
+    VALID_BLOCK_KINDS,
+    HallucinatedCardsError,
+    archive_task,
+    block_task,
+    board_stats,
+    claim_task,
+    complete_task,
+    dispatch_once,
+    known_assignees,
+    list_profiles_on_disk,
+    task_age,
+    unblock_task,
+)
+from hermes.kanban.flow import claimer_id as _claimer_id
+from hermes.kanban.paths import (
+    DEFAULT_BOARD,
+    board_dir,
+    board_exists,
+    boards_root,
+    clear_current_board,
+    current_board_path,
+    get_current_board,
+    kanban_db_path,
+    kanban_home,
+    read_worker_log,
+    set_current_board,
+    worker_log_path,
+    worker_logs_dir,
+    workspaces_root,
+)
+from hermes.kanban.paths import normalize_slug as _normalize_board_slug
+from hermes.kanban.records import Comment, DispatchResult, Event, Run, Task
+from hermes.kanban.schema import SCHEMA_SQL
+from hermes.kanban.tasks import (
+    DEFAULT_FAILURE_LIMIT,
+    VALID_INITIAL_STATUSES,
+    VALID_SORT_ORDERS,
+    VALID_STATUSES,
+    VALID_WORKSPACE_KINDS,
+    add_comment,
+    assign_task,
+    child_ids,
+    create_task,
+    get_task,
+    link_tasks,
+    list_comments,
+    list_events,
+    list_runs,
+    list_tasks,
+    parent_ids,
+    recompute_ready,
+    unlink_tasks,
+)
+from hermes.kanban.tasks import append_event as _append_event
+from hermes.kanban.tasks import end_run as _end_run
+from hermes.kanban.tasks import new_task_id as _new_task_id
+from hermes.kanban.tasks import record_ended_run as _synthesize_ended_run
+
+__all__ = [
+    "BLOCK_RECURRENCE_LIMIT",
+    "DEFAULT_BOARD",
+    "DEFAULT_BUSY_TIMEOUT_MS",
+    "DEFAULT_CLAIM_TTL_SECONDS",
+    "DEFAULT_FAILURE_LIMIT",
+    "SCHEMA_SQL",
+    "VALID_BLOCK_KINDS",
+    "VALID_INITIAL_STATUSES",
+    "VALID_SORT_ORDERS",
+    "VALID_STATUSES",
+    "VALID_WORKSPACE_KINDS",
+    "_INITIALIZED_PATHS",
+    "Comment",
+    "DispatchResult",
+    "Event",
+    "HallucinatedCardsError",
+    "Run",
+    "Task",
+    "_append_event",
+    "_claimer_id",
+    "_end_run",
+    "_new_task_id",
+    "_normalize_board_slug",
+    "_synthesize_ended_run",
+    "add_comment",
+    "archive_task",
+    "assign_task",
+    "block_task",
+    "board_dir",
+    "board_exists",
+    "board_metadata_path",
+    "board_stats",
+    "boards_root",
+    "child_ids",
+    "claim_task",
+    "clear_current_board",
+    "complete_task",
+    "connect",
+    "connect_closing",
+    "create_board",
+    "create_task",
+    "current_board_path",
+    "dispatch_once",
+    "get_current_board",
+    "get_task",
+    "init_db",
+    "kanban_db_path",
+    "kanban_home",
+    "known_assignees",
+    "link_tasks",
+    "list_boards",
+    "list_comments",
+    "list_events",
+    "list_profiles_on_disk",
+    "list_runs",
+    "list_tasks",
+    "parent_ids",
+    "read_board_metadata",
+    "read_worker_log",
+    "recompute_ready",
+    "remove_board",
+    "set_current_board",
+    "task_age",
+    "unblock_task",
+    "unlink_tasks",
+    "worker_log_path",
+    "worker_logs_dir",
+    "workspaces_root",
+    "write_board_metadata",
+    "write_txn",
+]
