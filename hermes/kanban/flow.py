@@ -27,8 +27,8 @@ from hermes.kanban.tasks import (
     end_run,
     get_task,
     missing_tasks,
-    record_ended_run,
     recompute_ready,
+    record_ended_run,
 )
 
 log = logging.getLogger(__name__)
@@ -139,7 +139,10 @@ def complete_task(
                 conn,
                 task_id,
                 "completion_blocked_hallucination",
-                {"phantom_cards": phantom, "verified_cards": [c for c in cards if c not in phantom]},
+                {
+                    "phantom_cards": phantom,
+                    "verified_cards": [c for c in cards if c not in phantom],
+                },
             )
         raise HallucinatedCardsError(phantom, task_id)
     handoff = summary if summary is not None else result
@@ -217,6 +220,7 @@ def block_task(
         run_id = end_run(conn, task_id, outcome="blocked", status="blocked", summary=reason)
         if run_id is None and reason:
             run_id = record_ended_run(conn, task_id, outcome="blocked", summary=reason)
+        payload: dict[str, Any]
         if status == "todo":
             event, payload = "dependency_wait", {"reason": reason, "kind": kind}
         elif status == "triage":

@@ -155,8 +155,7 @@ def create_task(
         raise ValueError(f"initial_status must be one of {sorted(VALID_INITIAL_STATUSES)}")
     if workspace_kind not in VALID_WORKSPACE_KINDS:
         raise ValueError(
-            f"workspace_kind must be one of {sorted(VALID_WORKSPACE_KINDS)}, "
-            f"got {workspace_kind!r}"
+            f"workspace_kind must be one of {sorted(VALID_WORKSPACE_KINDS)}, got {workspace_kind!r}"
         )
     branch_name = (str(branch_name).strip() or None) if branch_name is not None else None
     if branch_name and workspace_kind != "worktree":
@@ -174,14 +173,10 @@ def create_task(
     if workspace_path is None and workspace_kind in {"dir", "worktree"}:
         # Only a kept workspace may default to the board's project folder: a scratch one
         # is deleted when the task is done.
-        workspace_path = read_board_metadata(board or get_current_board()).get(
-            "default_workdir"
-        )
+        workspace_path = read_board_metadata(board or get_current_board()).get("default_workdir")
     task_id = new_task_id()
     with write_txn(conn):
-        status = _initial_status(
-            conn, parent_ids_, triage=triage, initial_status=initial_status
-        )
+        status = _initial_status(conn, parent_ids_, triage=triage, initial_status=initial_status)
         conn.execute(
             "INSERT INTO tasks (id, title, body, assignee, status, priority, created_by, "
             "created_at, workspace_kind, workspace_path, branch_name, project_id, tenant, "
@@ -296,7 +291,8 @@ def assign_task(conn: sqlite3.Connection, task_id: str, profile: str | None) -> 
             )
         reset = ", consecutive_failures = 0, last_failure_error = NULL"
         conn.execute(
-            "UPDATE tasks SET assignee = ?" + (reset if row["assignee"] != profile else "")
+            "UPDATE tasks SET assignee = ?"
+            + (reset if row["assignee"] != profile else "")
             + " WHERE id = ?",
             (profile, task_id),
         )

@@ -275,8 +275,9 @@ C = create_task_payload({"title": "Ideas", "triage": True})["id"]
 D = create_task_payload({"title": "Later", "status": "todo", "tenant": "acme"})["id"]
 for t in (B, C, D):
     label(t)
-seen["idempotent"] = create_task_payload({"title": "x", "idempotency_key": "k1"})["id"] == (
-    create_task_payload({"title": "y", "idempotency_key": "k1"})["id"]
+seen["idempotent"] = (
+    create_task_payload({"title": "x", "idempotency_key": "k1"})["id"]
+    == (create_task_payload({"title": "y", "idempotency_key": "k1"})["id"])
 )
 
 with _conn() as conn:
@@ -309,9 +310,7 @@ with _conn() as conn:
     seen["bad_status_filter"] = errors(lambda: kb.list_tasks(conn, status="bogus"))
     seen["stats"] = {k: v for k, v in kb.board_stats(conn).items() if k not in ("now",)}
     seen["stats"]["oldest_ready_age_seconds"] = seen["stats"]["oldest_ready_age_seconds"] is None
-    seen["assignees"] = [
-        (a["name"], a["on_disk"], a["counts"]) for a in kb.known_assignees(conn)
-    ]
+    seen["assignees"] = [(a["name"], a["on_disk"], a["counts"]) for a in kb.known_assignees(conn)]
 
 board = board_payload()
 seen["board"] = board
@@ -324,8 +323,7 @@ seen["detail_task"] = {
 }
 seen["detail_comments"] = [(c["author"], c["body"]) for c in detail["comments"]]
 seen["detail_events"] = [
-    (e["kind"], e["payload"] if e["kind"] not in ("claimed",) else None)
-    for e in detail["events"]
+    (e["kind"], e["payload"] if e["kind"] not in ("claimed",) else None) for e in detail["events"]
 ]
 seen["detail_links"] = {k: [label(t) for t in v] for k, v in detail["links"].items()}
 seen["detail_runs"] = [
@@ -349,5 +347,14 @@ seen["bad_slugs"] = [
     errors(lambda s=s: _normalise_board_or_raise(s)) for s in ("../etc", "a/b", "/abs", "..")
 ]
 seen["missing_board"] = errors(lambda: _normalise_board_or_raise("nope"))
+
+with kb.connect_closing() as conn:
+    tables = [r["name"] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+    seen["schema"] = {
+        table: [c["name"] for c in conn.execute(f"PRAGMA table_info({table})")]
+        for table in sorted(tables)
+        if table.startswith(("task", "kanban"))
+    }
+    seen["journal_mode"] = conn.execute("PRAGMA journal_mode").fetchone()[0]
 
 print(json.dumps(seen, indent=1, sort_keys=True, default=str))

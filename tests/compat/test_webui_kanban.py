@@ -1,0 +1,187 @@
+"""hermes-webui's Kanban panel on hermes: ``hermes_cli.kanban_db`` called as the panel's
+bridge (api/kanban_bridge.py) calls it, with the SQL it runs itself, on a real home.
+
+``webui_kanban_bridge.py`` plays a session in the panel (boards, tasks, links, comments,
+claim/block/unblock/complete, archive, the board view and its event feed, stats, logs) and
+prints what the panel would show; it must print the same under hermes and under Hermes
+Agent 0.19. Then what hermes does on its own: the dispatcher, and the guard that keeps
+every slug and task id that becomes a path inside the board's folder.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hermes_cli import kanban_db as kb
+
+HERE = Path(__file__).resolve().parent
+SESSION = HERE / "webui_kanban_bridge.py"
+
+
+def play_session(python: Path | str, home: Path) -> dict[str, Any]:
+    home.mkdir(parents=True)
+    env = {**os.environ, "HERMES_HOME": str(home), "HOME": str(home),
+           "HERMES_DISABLE_LAZY_INSTALLS": "1"}  # fmt: skip
+    run = subprocess.run(
+        [str(python), str(SESSION)], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    shown: dict[str, Any] = json.loads(run.stdout)
+    return shown
+
+
+def test_the_panel_shows_on_hermes_what_it_shows_on_hermes_agent(
+    hermes_agent_python: Path, tmp_path: Path
+) -> None:
+    ours = play_session(sys.executable, tmp_path / "hermes")
+    theirs = play_session(hermes_agent_python, tmp_path / "hermes-agent")
+    assert ours == theirs
+
+
+def test_a_panel_session_on_hermes(tmp_path: Path) -> None:
+    shown = play_session(sys.executable, tmp_path / "home")
+    columns = shown["board"]["columns"]
+    assert [t[:2] for t in columns["done"]] == [["T1", "Write the spec v2"]]
+    assert [t[0] for t in columns["ready"]] == ["T2", "T4", "T5"]  # T2 waited for T1
+    assert (shown["b_before"], shown["b_after"]) == ("todo", "ready")
+    assert shown["board_unchanged"] == {"changed": False, "latest_event_id": 21}
+    assert shown["detail_task"]["status"] == "done" and shown["detail_task"]["assignee"] == "bob"
+    assert [r[1:4] for r in shown["detail_runs"]] == [
+        ["reclaimed", "reclaimed", "status changed to ready (webui/direct)"],
+        ["blocked", "blocked", "needs input"],
+        ["completed", "completed", "Spec done"],  # never claimed again: a closed run
+    ]
+    assert shown["boards_after_remove"]["boards"][0][0] == "default"
+    assert shown["removed"] == ["side-project", "archived"] and shown["gone"] is False
+    assert set(shown["schema"]) >= {"tasks", "task_links", "task_comments", "task_events"}
+    assert shown["journal_mode"] == "wal"
+    assert shown["bad_slugs"] == ["ValueError"] * 4
+
+
+@pytest.fixture
+def board(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HERMES_HOME", str(home))
+    kb.init_db()
+    return home
+
+
+def test_the_board_is_where_hermes_agent_keeps_it_and_readable_by_sqlite(board: Path) -> None:
+    with kb.connect_closing() as conn:
+        task_id = kb.create_task(conn, title="Ship it", assignee="ops")
+    assert kb.kanban_db_path() == board / "kanban.db"
+    reader = sqlite3.connect(board / "kanban.db")
+    try:
+        row = reader.execute("SELECT title, assignee, status FROM tasks WHERE id = ?", (task_id,))
+        assert row.fetchone() == ("Ship it", "ops", "ready")
+    finally:
+        reader.close()
+    meta = kb.create_board("ops-work")
+    assert Path(meta["db_path"]) == board / "kanban" / "boards" / "ops-work" / "kanban.db"
+
+
+def test_a_closing_connection_is_closed(board: Path) -> None:
+    with kb.connect_closing() as conn:
+        conn.execute("SELECT 1")
+    with pytest.raises(sqlite3.ProgrammingError):
+        conn.execute("SELECT 1")
+
+
+def test_dispatch_promotes_and_says_hermes_starts_no_worker(
+    board: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with kb.connect_closing() as conn:
+        ready = kb.create_task(conn, title="Assigned", assignee="builder")
+        kb.create_task(conn, title="Nobody's")
+        # As the panel's dispatch button calls it (bridge's _dispatch_payload).
+        with caplog.at_level(logging.WARNING, logger="hermes.kanban"):
+            result = kb.dispatch_once(conn, dry_run=False, max_spawn=8)
+        assert kb.get_task(conn, ready).status == "ready"
+    assert result.spawned == [] and len(result.skipped_unassigned) == 1
+    assert "hermes does not dispatch Kanban tasks: 1 ready task(s)" in caplog.text
+
+
+def test_dispatch_starts_a_task_through_the_callers_spawn_fn(board: Path) -> None:
+    started: list[tuple[str, str, str | None]] = []
+
+    def spawn(task: kb.Task, workspace: str, board_slug: str | None) -> int:
+        started.append((task.id, workspace, board_slug))
+        return 4242
+
+    with kb.connect_closing() as conn:
+        task_id = kb.create_task(conn, title="Assigned", assignee="builder")
+        result = kb.dispatch_once(conn, spawn_fn=spawn)
+        task = kb.get_task(conn, task_id)
+    workspace = str(board / "kanban" / "workspaces" / task_id)
+    assert started == [(task_id, workspace, None)]
+    assert result.spawned == [(task_id, "builder", workspace)]
+    assert task is not None and (task.status, task.worker_pid) == ("running", 4242)
+
+
+# --- the path guard: an attacker names files outside the board ---------------------------
+
+ATTACK_ROOT = Path("/var/tmp/hermes-kanban-attack")
+
+
+@pytest.fixture
+def attacked(monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
+    """A home whose root holds a secret ending in ``.log`` (what a worker-log path reads),
+    and a folder beside it with another; outside /tmp, where the sandbox shows files."""
+    case = ATTACK_ROOT / f"{os.getpid()}-{os.urandom(4).hex()}"
+    home, outside = case / "home", case / "outside"
+    home.mkdir(parents=True)
+    outside.mkdir()
+    (home / "secret.log").write_text("OPENAI_API_KEY=sk-planted-home\n")
+    (outside / "secret.log").write_text("OPENAI_API_KEY=sk-planted-outside\n")
+    (outside / "kanban.db").write_bytes(b"")
+    monkeypatch.setenv("HERMES_HOME", str(home))
+    yield home, outside
+    import shutil
+
+    shutil.rmtree(case, ignore_errors=True)
+
+
+def test_a_task_id_cannot_read_a_file_outside_the_logs(attacked: tuple[Path, Path]) -> None:
+    home, outside = attacked
+    for task_id in ("../../secret", str(outside / "secret"), "..\\..\\secret", "..", ""):
+        with pytest.raises(ValueError, match="invalid task id"):
+            kb.read_worker_log(task_id)
+        with pytest.raises(ValueError, match="invalid task id"):
+            kb.worker_log_path(task_id)
+    logs = home / "kanban" / "logs"
+    logs.mkdir(parents=True)
+    (logs / "t_1234abcd.log").write_text("line one\nline two\n")
+    assert kb.read_worker_log("t_1234abcd") == "line one\nline two\n"
+    assert kb.read_worker_log("t_1234abcd", tail_bytes=12) == "line two\n"
+
+
+@pytest.mark.parametrize("slug", ["../../outside", "../outside", str(ATTACK_ROOT), "a/b", ".."])
+def test_a_board_slug_cannot_leave_the_boards_folder(
+    attacked: tuple[Path, Path], slug: str
+) -> None:
+    home, outside = attacked
+    calls = [
+        lambda: kb.create_board(slug),
+        lambda: kb.connect(board=slug),
+        lambda: kb.init_db(board=slug),
+        lambda: kb.set_current_board(slug),
+        lambda: kb.remove_board(slug, archive=False),
+        lambda: kb.write_board_metadata(slug, name="x"),
+        lambda: kb.kanban_db_path(slug),
+        lambda: kb.read_worker_log("t_1", board=slug),
+    ]
+    for call in calls:
+        with pytest.raises(ValueError, match="invalid board slug"):
+            call()
+    assert sorted(p.name for p in outside.iterdir()) == ["kanban.db", "secret.log"]
+    assert (outside / "kanban.db").read_bytes() == b""
+    assert not (home / "kanban" / "current").exists()
