@@ -37,12 +37,16 @@ from hermes.kanban.flow import (
     claim_task,
     complete_task,
     dispatch_once,
+    heartbeat_claim,
     known_assignees,
     list_profiles_on_disk,
     task_age,
     unblock_task,
 )
 from hermes.kanban.flow import claimer_id as _claimer_id
+from hermes.kanban.flow import record_failure as _record_task_failure
+from hermes.kanban.flow import set_worker_pid as _set_worker_pid
+from hermes.kanban.flow import to_epoch as _to_epoch
 from hermes.kanban.paths import (
     DEFAULT_BOARD,
     board_dir,
@@ -72,7 +76,13 @@ from hermes.kanban.tasks import (
     assign_task,
     child_ids,
     create_task,
+    delete_archived_task,
+    delete_task,
+    get_run,
     get_task,
+    latest_run,
+    latest_summaries,
+    latest_summary,
     link_tasks,
     list_comments,
     list_events,
@@ -83,7 +93,7 @@ from hermes.kanban.tasks import (
     unlink_tasks,
 )
 from hermes.kanban.tasks import append_event as _append_event
-from hermes.kanban.tasks import end_run as _end_run
+from hermes.kanban.tasks import close_run as _end_run
 from hermes.kanban.tasks import new_task_id as _new_task_id
 from hermes.kanban.tasks import record_ended_run as _synthesize_ended_run
 
@@ -111,6 +121,9 @@ __all__ = [
     "_end_run",
     "_new_task_id",
     "_normalize_board_slug",
+    "_record_task_failure",
+    "_set_worker_pid",
+    "_to_epoch",
     "_synthesize_ended_run",
     "add_comment",
     "archive_task",
@@ -130,13 +143,20 @@ __all__ = [
     "create_board",
     "create_task",
     "current_board_path",
+    "delete_archived_task",
+    "delete_task",
     "dispatch_once",
     "get_current_board",
+    "get_run",
     "get_task",
+    "heartbeat_claim",
     "init_db",
     "kanban_db_path",
     "kanban_home",
     "known_assignees",
+    "latest_run",
+    "latest_summaries",
+    "latest_summary",
     "link_tasks",
     "list_boards",
     "list_comments",

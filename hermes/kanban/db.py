@@ -40,6 +40,10 @@ def connect(db_path: Path | None = None, *, board: str | None = None) -> sqlite3
         conn.execute(f"PRAGMA busy_timeout={timeout}")
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=FULL")
+        conn.execute("PRAGMA wal_autocheckpoint=100")
+        conn.execute("PRAGMA foreign_keys=ON")
+        conn.execute("PRAGMA secure_delete=ON")  # a torn write later shows no stale cells
+        conn.execute("PRAGMA cell_size_check=ON")  # a corrupt cell is an error, not data
         key = str(path.resolve())
         with _INIT_LOCK:
             if key not in _INITIALIZED_PATHS:

@@ -9,12 +9,14 @@ caller passes (0.19's hook for the same thing).
 
 from __future__ import annotations
 
+import inspect
 import logging
 import os
 import socket
 import sqlite3
 import time
 from collections.abc import Callable, Iterable
+from datetime import datetime
 from typing import Any
 
 from hermes import profiles
@@ -24,7 +26,7 @@ from hermes.kanban.records import DispatchResult, Task
 from hermes.kanban.tasks import (
     DEFAULT_FAILURE_LIMIT,
     append_event,
-    end_run,
+    close_run,
     get_task,
     missing_tasks,
     recompute_ready,
@@ -37,7 +39,7 @@ DEFAULT_CLAIM_TTL_SECONDS = 15 * 60
 VALID_BLOCK_KINDS = {"dependency", "needs_input", "capability", "transient"}
 # The same cause blocking a task this often after unblocks sends it to triage instead.
 BLOCK_RECURRENCE_LIMIT = 2
-SpawnFn = Callable[[Task, str, str | None], int | None]
+SpawnFn = Callable[..., Any]  # (task, workspace[, board=]) -> the worker's pid or None
 
 
 class HallucinatedCardsError(ValueError):
@@ -50,6 +52,15 @@ class HallucinatedCardsError(ValueError):
             f"task {task_id} claims to have created {', '.join(phantom)}, which are not "
             "on the board; complete it again without them"
         )
+
+
+def claim_ttl_seconds(ttl_seconds: int | None = None) -> int:
+    """The caller's TTL, else ``HERMES_KANBAN_CLAIM_TTL_SECONDS``, else 15 minutes."""
+    if ttl_seconds is not None:
+        return max(1, int(ttl_seconds))
+    raw = os.environ.get("HERMES_KANBAN_CLAIM_TTL_SECONDS", "").strip()
+    value = int(raw) if raw.isdigit() else 0
+    return value if value > 0 else DEFAULT_CLAIM_TTL_SECONDS
 
 
 def claimer_id() -> str:
@@ -68,7 +79,7 @@ def claim_task(
     ready, already claimed, or has a parent not done (then it goes back to ``todo``)."""
     now = int(time.time())
     lock = claimer or claimer_id()
-    expires = now + int(ttl_seconds or DEFAULT_CLAIM_TTL_SECONDS)
+    expires = now + claim_ttl_seconds(ttl_seconds)
     with write_txn(conn):
         unfinished = conn.execute(
             "SELECT 1 FROM task_links l JOIN tasks p ON p.id = l.parent_id "
@@ -118,6 +129,30 @@ def claim_task(
     return get_task(conn, task_id)
 
 
+def heartbeat_claim(
+    conn: sqlite3.Connection,
+    task_id: str,
+    *,
+    ttl_seconds: int | None = None,
+    claimer: str | None = None,
+) -> bool:
+    """Extend a running claim (on the task and its run); whether ``claimer`` still holds it."""
+    expires = int(time.time()) + claim_ttl_seconds(ttl_seconds)
+    with write_txn(conn):
+        held = conn.execute(
+            "UPDATE tasks SET claim_expires = ? "
+            "WHERE id = ? AND status = 'running' AND claim_lock = ?",
+            (expires, task_id, claimer or claimer_id()),
+        ).rowcount
+        if held == 1:
+            conn.execute(
+                "UPDATE task_runs SET claim_expires = ? "
+                "WHERE id = (SELECT current_run_id FROM tasks WHERE id = ?)",
+                (expires, task_id),
+            )
+    return held == 1
+
+
 def complete_task(
     conn: sqlite3.Connection,
     task_id: str,
@@ -159,7 +194,7 @@ def complete_task(
             params.append(int(expected_run_id))
         if conn.execute(query, params).rowcount != 1:
             return False
-        run_id = end_run(
+        run_id = close_run(
             conn, task_id, outcome="completed", status="done", summary=handoff, metadata=metadata
         )
         if run_id is None and (summary or metadata or result):
@@ -217,7 +252,7 @@ def block_task(
             params.append(int(expected_run_id))
         if conn.execute(query, params).rowcount != 1:
             return False
-        run_id = end_run(conn, task_id, outcome="blocked", status="blocked", summary=reason)
+        run_id = close_run(conn, task_id, outcome="blocked", status="blocked", summary=reason)
         if run_id is None and reason:
             run_id = record_ended_run(conn, task_id, outcome="blocked", summary=reason)
         payload: dict[str, Any]
@@ -278,7 +313,7 @@ def archive_task(conn: sqlite3.Connection, task_id: str) -> bool:
         ).rowcount
         if moved != 1:
             return False
-        run_id = end_run(
+        run_id = close_run(
             conn,
             task_id,
             outcome="reclaimed",
@@ -316,14 +351,33 @@ def board_stats(conn: sqlite3.Connection) -> dict[str, Any]:
     }
 
 
+def to_epoch(value: Any) -> int | None:
+    """Seconds since the epoch from an int, a digit string or ISO-8601; ``None`` for
+    anything else (a corrupt row must not break a board view)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return int(value)
+    text = value.strip() if isinstance(value, str) else ""
+    if text.lstrip("-").isdigit():
+        return int(text)
+    try:
+        return int(datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp())
+    except ValueError:
+        return None
+
+
 def task_age(task: Task) -> dict[str, int | None]:
+    """Seconds since the task was created and started, and how long it took to complete."""
     now = int(time.time())
-    created, started, completed = task.created_at, task.started_at, task.completed_at
+    created, started = to_epoch(task.created_at), to_epoch(task.started_at)
+    completed = to_epoch(task.completed_at)
+    since = started if started is not None else created
     return {
-        "created_age_seconds": now - int(created) if created is not None else None,
-        "started_age_seconds": now - int(started) if started is not None else None,
+        "created_age_seconds": now - created if created is not None else None,
+        "started_age_seconds": now - started if started is not None else None,
         "time_to_complete_seconds": (
-            int(completed) - int(started or created) if completed is not None else None
+            completed - since if completed is not None and since is not None else None
         ),
     }
 
@@ -348,18 +402,128 @@ def known_assignees(conn: sqlite3.Connection) -> list[dict[str, Any]]:
     ]
 
 
-def _spawn(
-    conn: sqlite3.Connection, task: Task, spawn_fn: SpawnFn, board: str | None
-) -> tuple[str, str, str] | None:
-    claimed = claim_task(conn, task.id)
+def record_failure(
+    conn: sqlite3.Connection,
+    task_id: str,
+    error: str,
+    *,
+    outcome: str,
+    failure_limit: int | None = None,
+    release_claim: bool = False,
+    end_run: bool = False,
+) -> bool:
+    """Count a failed attempt (``spawn_failed``, ``crashed``, ...); at the task's limit
+    (its ``max_retries``, else ``failure_limit``) it is blocked with a ``gave_up`` event.
+    ``release_claim`` sends a running task back to ``ready``. Whether it was blocked."""
+    error = error[:500]
+    with write_txn(conn):
+        row = conn.execute(
+            "SELECT consecutive_failures, max_retries FROM tasks WHERE id = ?", (task_id,)
+        ).fetchone()
+        if row is None:
+            return False
+        failures = int(row["consecutive_failures"] or 0) + 1
+        own = row["max_retries"] is not None
+        limit = int(row["max_retries"] if own else (failure_limit or DEFAULT_FAILURE_LIMIT))
+        gave_up = failures >= limit
+        status = "blocked" if gave_up else ("ready" if release_claim else None)
+        claim = ", claim_lock = NULL, claim_expires = NULL, worker_pid = NULL"
+        conn.execute(
+            "UPDATE tasks SET consecutive_failures = ?, last_failure_error = ?"
+            + (", status = ?" if status else "")
+            + (claim if release_claim else "")
+            + " WHERE id = ?",
+            (failures, error, *([status] if status else []), task_id),
+        )
+        run_id = None
+        if end_run:
+            run_id = close_run(
+                conn,
+                task_id,
+                outcome="gave_up" if gave_up else outcome,
+                error=error,
+                metadata={"failures": failures},
+            )
+        if gave_up:
+            payload = {
+                "failures": failures,
+                "effective_limit": limit,
+                "limit_source": "task" if own else "dispatcher",
+                "error": error,
+                "trigger_outcome": outcome,
+            }
+            append_event(conn, task_id, "gave_up", payload, run_id=run_id)
+        elif end_run:
+            append_event(
+                conn, task_id, outcome, {"error": error, "failures": failures}, run_id=run_id
+            )
+    return gave_up
+
+
+def set_worker_pid(conn: sqlite3.Connection, task_id: str, pid: int) -> None:
+    """Record the started worker's pid on the task and its run, with a ``spawned`` event."""
+    with write_txn(conn):
+        conn.execute("UPDATE tasks SET worker_pid = ? WHERE id = ?", (pid, task_id))
+        row = conn.execute("SELECT current_run_id FROM tasks WHERE id = ?", (task_id,))
+        run_id = row.fetchone()["current_run_id"]
+        if run_id is not None:
+            conn.execute("UPDATE task_runs SET worker_pid = ? WHERE id = ?", (pid, run_id))
+        append_event(conn, task_id, "spawned", {"pid": pid}, run_id=run_id)
+
+
+def _call_spawn(spawn_fn: SpawnFn, task: Task, workspace: str, board: str | None) -> Any:
+    """``spawn_fn(task, workspace)``, with ``board=`` when it takes one (0.19's convention)."""
+    try:
+        takes_board = "board" in inspect.signature(spawn_fn).parameters
+    except (TypeError, ValueError):
+        takes_board = False
+    return spawn_fn(task, workspace, board=board) if takes_board else spawn_fn(task, workspace)
+
+
+def _start(
+    conn: sqlite3.Connection,
+    task_id: str,
+    spawn_fn: SpawnFn,
+    *,
+    board: str | None,
+    ttl_seconds: int | None,
+    failure_limit: int,
+    result: DispatchResult,
+) -> bool:
+    """Claim a ready task and start it through ``spawn_fn`` in its workspace (a scratch
+    folder under the board's ``workspaces/`` unless it names one)."""
+    claimed = claim_task(conn, task_id, ttl_seconds=ttl_seconds)
     if claimed is None:
-        return None
+        return False
     workspace = claimed.workspace_path or str(workspaces_root(board) / claimed.id)
-    os.makedirs(workspace, exist_ok=True)
-    pid = spawn_fn(claimed, workspace, board)
+    try:
+        os.makedirs(workspace, exist_ok=True)
+        conn.execute("UPDATE tasks SET workspace_path = ? WHERE id = ?", (workspace, task_id))
+        pid = _call_spawn(spawn_fn, claimed, workspace, board)
+    except Exception as exc:  # the caller's spawner failed: count it, as 0.19 does
+        if record_failure(
+            conn,
+            task_id,
+            str(exc),
+            outcome="spawn_failed",
+            failure_limit=failure_limit,
+            release_claim=True,
+            end_run=True,
+        ):
+            result.auto_blocked.append(task_id)
+        return False
     if pid:
-        conn.execute("UPDATE tasks SET worker_pid = ? WHERE id = ?", (int(pid), claimed.id))
-    return (claimed.id, claimed.assignee or "", workspace)
+        set_worker_pid(conn, task_id, int(pid))
+    result.spawned.append((task_id, claimed.assignee or "", workspace))
+    return True
+
+
+def _running_by_assignee(conn: sqlite3.Connection) -> dict[str, int]:
+    rows = conn.execute(
+        "SELECT assignee, COUNT(*) AS n FROM tasks "
+        "WHERE status = 'running' AND assignee IS NOT NULL GROUP BY assignee"
+    )
+    return {r["assignee"]: int(r["n"]) for r in rows}
 
 
 def dispatch_once(
@@ -376,39 +540,51 @@ def dispatch_once(
     default_assignee: str | None = None,
     max_in_progress_per_profile: int | None = None,
 ) -> DispatchResult:
-    """One dispatcher tick: promote what is ready; then, with a ``spawn_fn``, claim ready
-    assigned tasks and start each through it (up to ``max_spawn`` running). Without one,
-    hermes starts nothing and logs that the ready tasks wait for a worker."""
+    """One dispatcher tick: promote what is ready; then, given a ``spawn_fn``, claim ready
+    assigned tasks and start each through it, keeping at most ``max_spawn`` /
+    ``max_in_progress`` running (and ``max_in_progress_per_profile`` per assignee). Without
+    one, hermes starts nothing and logs that the ready tasks wait for a worker."""
     result = DispatchResult()
     if not dry_run:
         result.promoted = recompute_ready(conn, failure_limit=failure_limit)
     ready = conn.execute(
-        "SELECT * FROM tasks WHERE status = 'ready' AND claim_lock IS NULL "
+        "SELECT id, assignee FROM tasks WHERE status = 'ready' AND claim_lock IS NULL "
         "ORDER BY priority DESC, created_at ASC"
     ).fetchall()
-    waiting = []
-    for row in ready:
-        task = Task.from_row(row)
-        if not task.assignee:
-            result.skipped_unassigned.append(task.id)
-        else:
-            waiting.append(task)
-    if spawn_fn is None or dry_run:
+    waiting = [r for r in ready if r["assignee"]]
+    result.skipped_unassigned = [r["id"] for r in ready if not r["assignee"]]
+    if spawn_fn is None:
         if waiting and not dry_run:
             log.warning(
                 "hermes does not dispatch Kanban tasks: %d ready task(s) wait for a worker "
                 "(assignees: %s)",
                 len(waiting),
-                ", ".join(sorted({t.assignee or "" for t in waiting})),
+                ", ".join(sorted({r["assignee"] for r in waiting})),
             )
         return result
-    cap = max_spawn if max_spawn is not None else max_in_progress
+    caps = [c for c in (max_spawn, max_in_progress) if c is not None]
     running = conn.execute("SELECT COUNT(*) FROM tasks WHERE status = 'running'").fetchone()[0]
-    for task in waiting:
-        if cap is not None and running >= cap:
+    per_profile = _running_by_assignee(conn)
+    for row in waiting:
+        if caps and running >= min(caps):
             break
-        spawned = _spawn(conn, task, spawn_fn, board)
-        if spawned:
-            result.spawned.append(spawned)
-            running += 1
+        assignee = row["assignee"]
+        busy = per_profile.get(assignee, 0)
+        if max_in_progress_per_profile and busy >= max_in_progress_per_profile:
+            result.skipped_per_profile_capped.append((row["id"], assignee, busy))
+            continue
+        if dry_run:
+            result.spawned.append((row["id"], assignee, ""))
+        elif not _start(
+            conn,
+            row["id"],
+            spawn_fn,
+            board=board,
+            ttl_seconds=ttl_seconds,
+            failure_limit=failure_limit,
+            result=result,
+        ):
+            continue
+        running += 1
+        per_profile[assignee] = busy + 1
     return result

@@ -431,7 +431,7 @@ def list_runs(
     return [Run.from_row(r) for r in conn.execute(query, params)]
 
 
-def end_run(
+def close_run(
     conn: sqlite3.Connection,
     task_id: str,
     *,
@@ -463,6 +463,62 @@ def end_run(
     )
     conn.execute("UPDATE tasks SET current_run_id = NULL WHERE id = ?", (task_id,))
     return run_id
+
+
+def get_run(conn: sqlite3.Connection, run_id: int) -> Run | None:
+    row = conn.execute("SELECT * FROM task_runs WHERE id = ?", (int(run_id),)).fetchone()
+    return Run.from_row(row) if row else None
+
+
+def latest_run(conn: sqlite3.Connection, task_id: str) -> Run | None:
+    row = conn.execute(
+        "SELECT * FROM task_runs WHERE task_id = ? ORDER BY started_at DESC, id DESC LIMIT 1",
+        (task_id,),
+    ).fetchone()
+    return Run.from_row(row) if row else None
+
+
+def latest_summaries(conn: sqlite3.Connection, task_ids: Iterable[str]) -> dict[str, str]:
+    """Each task's newest non-empty run summary, for the tasks that have one."""
+    ids = list(task_ids)
+    if not ids:
+        return {}
+    marks = ",".join("?" * len(ids))
+    rows = conn.execute(
+        "SELECT task_id, summary FROM (SELECT task_id, summary, ROW_NUMBER() OVER ("
+        "PARTITION BY task_id ORDER BY COALESCE(ended_at, started_at) DESC, id DESC) AS n "
+        f"FROM task_runs WHERE task_id IN ({marks}) AND summary IS NOT NULL AND summary != '') "
+        "WHERE n = 1",
+        ids,
+    )
+    return {r["task_id"]: r["summary"] for r in rows}
+
+
+def latest_summary(conn: sqlite3.Connection, task_id: str) -> str | None:
+    return latest_summaries(conn, [task_id]).get(task_id)
+
+
+def _delete_rows(conn: sqlite3.Connection, task_id: str) -> bool:
+    conn.execute("DELETE FROM task_links WHERE parent_id = ? OR child_id = ?", (task_id, task_id))
+    for table in ("task_comments", "task_events", "task_runs", "kanban_notify_subs"):
+        conn.execute(f"DELETE FROM {table} WHERE task_id = ?", (task_id,))
+    return conn.execute("DELETE FROM tasks WHERE id = ?", (task_id,)).rowcount == 1
+
+
+def delete_task(conn: sqlite3.Connection, task_id: str) -> bool:
+    """Delete a task and everything recorded about it; ``False`` for an unknown task."""
+    with write_txn(conn):
+        deleted = not missing_tasks(conn, [task_id]) and _delete_rows(conn, task_id)
+    if deleted:
+        recompute_ready(conn)
+    return deleted
+
+
+def delete_archived_task(conn: sqlite3.Connection, task_id: str) -> bool:
+    """``delete_task`` for an archived task only (anything else must be archived first)."""
+    with write_txn(conn):
+        row = conn.execute("SELECT status FROM tasks WHERE id = ?", (task_id,)).fetchone()
+        return bool(row) and row["status"] == "archived" and _delete_rows(conn, task_id)
 
 
 def record_ended_run(

@@ -113,8 +113,8 @@ def test_dispatch_promotes_and_says_hermes_starts_no_worker(
 def test_dispatch_starts_a_task_through_the_callers_spawn_fn(board: Path) -> None:
     started: list[tuple[str, str, str | None]] = []
 
-    def spawn(task: kb.Task, workspace: str, board_slug: str | None) -> int:
-        started.append((task.id, workspace, board_slug))
+    def spawn(task: kb.Task, workspace: str, board: str | None = None) -> int:
+        started.append((task.id, workspace, board))
         return 4242
 
     with kb.connect_closing() as conn:
@@ -125,6 +125,26 @@ def test_dispatch_starts_a_task_through_the_callers_spawn_fn(board: Path) -> Non
     assert started == [(task_id, workspace, None)]
     assert result.spawned == [(task_id, "builder", workspace)]
     assert task is not None and (task.status, task.worker_pid) == ("running", 4242)
+    assert task.workspace_path == workspace and Path(workspace).is_dir()
+
+
+def test_a_spawn_that_fails_puts_the_task_back_then_gives_up(board: Path) -> None:
+    def broken(task: kb.Task, workspace: str) -> int:
+        raise OSError("no such worker")
+
+    with kb.connect_closing() as conn:
+        task_id = kb.create_task(conn, title="Assigned", assignee="builder")
+        first = kb.dispatch_once(conn, spawn_fn=broken, failure_limit=2)
+        after_one = kb.get_task(conn, task_id)
+        second = kb.dispatch_once(conn, spawn_fn=broken, failure_limit=2)
+        after_two = kb.get_task(conn, task_id)
+        runs = kb.list_runs(conn, task_id)
+    assert first.spawned == [] and first.auto_blocked == []
+    assert after_one is not None and (after_one.status, after_one.claim_lock) == ("ready", None)
+    assert second.auto_blocked == [task_id]
+    assert after_two is not None and after_two.status == "blocked"
+    assert after_two.last_failure_error == "no such worker"
+    assert [r.outcome for r in runs] == ["spawn_failed", "gave_up"]
 
 
 # --- the path guard: an attacker names files outside the board ---------------------------
