@@ -96,6 +96,19 @@ def test_a_closing_connection_is_closed(board: Path) -> None:
         conn.execute("SELECT 1")
 
 
+def test_two_claimers_of_one_task_one_wins(board: Path) -> None:
+    """Two processes' connections claim the same ready task: SQLite serialises the
+    writers, and the claim's compare-and-set lets only the first through."""
+    with kb.connect_closing() as first, kb.connect_closing() as second:
+        task_id = kb.create_task(first, title="Contested", assignee="builder")
+        won = kb.claim_task(first, task_id, claimer="host:1")
+        lost = kb.claim_task(second, task_id, claimer="host:2")
+        runs = kb.list_runs(second, task_id)
+    assert won is not None and won.claim_lock == "host:1"
+    assert lost is None
+    assert [(r.status, r.claim_lock) for r in runs] == [("running", "host:1")]
+
+
 def test_dispatch_promotes_and_says_hermes_starts_no_worker(
     board: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
