@@ -1,10 +1,11 @@
 """A task's moves on the board (claim, complete, block, unblock, archive), the board's
 counts, and the dispatcher tick.
 
-0.19's dispatcher starts a worker process (``hermes -p <assignee>``) for each ready task
-with an assignee. hermes does not: ``dispatch_once`` promotes what is ready, says in the
-log how many ready tasks wait for a worker, and starts one only through a ``spawn_fn`` the
-caller passes (0.19's hook for the same thing).
+As 0.19's, ``dispatch_once`` claims each ready task whose assignee is a profile and starts
+a worker for it: ``hermes -p <assignee> kanban work <task>`` (hermes/cli/kanban_cmd.py, one
+agent turn whose answer completes the task), or the caller's ``spawn_fn``. What hermes
+does not do of 0.19's supervision: it reclaims a claim that expired (the worker renews
+it while it runs) but does not watch worker pids, runtimes or retries' causes.
 """
 
 from __future__ import annotations
@@ -14,14 +15,23 @@ import logging
 import os
 import socket
 import sqlite3
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any
 
 from hermes import profiles
+from hermes.errors import HermesError
 from hermes.kanban.db import write_txn
-from hermes.kanban.paths import workspaces_root
+from hermes.kanban.paths import (
+    get_current_board,
+    kanban_db_path,
+    normalize_slug,
+    worker_log_path,
+    workspaces_root,
+)
 from hermes.kanban.records import DispatchResult, Task
 from hermes.kanban.tasks import (
     DEFAULT_FAILURE_LIMIT,
@@ -518,6 +528,66 @@ def _start(
     return True
 
 
+def spawn_hermes_worker(task: Task, workspace: str, board: str | None = None) -> int:
+    """Start ``hermes -p ASSIGNEE kanban work TASK`` in the task's workspace, its output in
+    the task's worker log, pinned to this board's database; the worker's pid."""
+    slug = normalize_slug(board) or get_current_board()
+    log_path = worker_log_path(task.id, board=slug)
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    env = {
+        **os.environ,
+        "HERMES_KANBAN_DB": str(kanban_db_path(slug)),
+        "HERMES_KANBAN_BOARD": slug,
+    }
+    argv = [sys.executable, "-m", "hermes", "-p", task.assignee or "default"]
+    argv += ["kanban", "work", task.id, "--board", slug]
+    with open(log_path, "ab") as log_file:
+        worker = subprocess.Popen(
+            argv,
+            cwd=workspace,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # outlives a dispatcher that stops (a web UI request)
+        )
+    return worker.pid
+
+
+def is_profile(name: str) -> bool:
+    try:
+        return profiles.exists(name)
+    except HermesError:
+        return False
+
+
+def release_stale_claims(conn: sqlite3.Connection) -> int:
+    """Put back to ``ready`` each running task whose claim expired (its worker stopped
+    renewing it), closing its run as ``reclaimed``; how many."""
+    now = int(time.time())
+    released = 0
+    with write_txn(conn):
+        stale = conn.execute(
+            "SELECT id, claim_lock FROM tasks WHERE status = 'running' "
+            "AND claim_expires IS NOT NULL AND claim_expires < ?",
+            (now,),
+        ).fetchall()
+        for row in stale:
+            conn.execute(
+                "UPDATE tasks SET status = 'ready', claim_lock = NULL, claim_expires = NULL, "
+                "worker_pid = NULL WHERE id = ? AND status = 'running'",
+                (row["id"],),
+            )
+            run_id = close_run(
+                conn, row["id"], outcome="reclaimed", summary="claim expired (no heartbeat)"
+            )
+            append_event(
+                conn, row["id"], "reclaimed", {"stale_lock": row["claim_lock"]}, run_id=run_id
+            )
+            released += 1
+    return released
+
+
 def _running_by_assignee(conn: sqlite3.Connection) -> dict[str, int]:
     rows = conn.execute(
         "SELECT assignee, COUNT(*) AS n FROM tasks "
@@ -540,12 +610,13 @@ def dispatch_once(
     default_assignee: str | None = None,
     max_in_progress_per_profile: int | None = None,
 ) -> DispatchResult:
-    """One dispatcher tick: promote what is ready; then, given a ``spawn_fn``, claim ready
-    assigned tasks and start each through it, keeping at most ``max_spawn`` /
-    ``max_in_progress`` running (and ``max_in_progress_per_profile`` per assignee). Without
-    one, hermes starts nothing and logs that the ready tasks wait for a worker."""
+    """One dispatcher tick: reclaim expired claims, promote what is ready, then claim ready
+    assigned tasks and start a worker for each (``spawn_fn``, else ``hermes -p ASSIGNEE
+    kanban work``: a task whose assignee is no profile waits), keeping at most
+    ``max_spawn`` / ``max_in_progress`` running (``max_in_progress_per_profile`` each)."""
     result = DispatchResult()
     if not dry_run:
+        result.reclaimed = release_stale_claims(conn)
         result.promoted = recompute_ready(conn, failure_limit=failure_limit)
     ready = conn.execute(
         "SELECT id, assignee FROM tasks WHERE status = 'ready' AND claim_lock IS NULL "
@@ -554,14 +625,17 @@ def dispatch_once(
     waiting = [r for r in ready if r["assignee"]]
     result.skipped_unassigned = [r["id"] for r in ready if not r["assignee"]]
     if spawn_fn is None:
-        if waiting and not dry_run:
+        spawn_fn = spawn_hermes_worker
+        nobody = [r for r in waiting if not is_profile(r["assignee"])]
+        result.skipped_nonspawnable = [r["id"] for r in nobody]
+        waiting = [r for r in waiting if r not in nobody]
+        for row in nobody:
             log.warning(
-                "hermes does not dispatch Kanban tasks: %d ready task(s) wait for a worker "
-                "(assignees: %s)",
-                len(waiting),
-                ", ".join(sorted({r["assignee"] for r in waiting})),
+                "Kanban task %s waits: its assignee %r is no profile of this home "
+                "(create the profile or reassign the task).",
+                row["id"],
+                row["assignee"],
             )
-        return result
     caps = [c for c in (max_spawn, max_in_progress) if c is not None]
     running = conn.execute("SELECT COUNT(*) FROM tasks WHERE status = 'running'").fetchone()[0]
     per_profile = _running_by_assignee(conn)

@@ -16,11 +16,15 @@ import os
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from hermes_cli import kanban_db as kb
+
+from hermes import profiles
+from tests.fakes import llm_server as fake
 
 HERE = Path(__file__).resolve().parent
 SESSION = HERE / "webui_kanban_bridge.py"
@@ -109,18 +113,77 @@ def test_two_claimers_of_one_task_one_wins(board: Path) -> None:
     assert [(r.status, r.claim_lock) for r in runs] == [("running", "host:1")]
 
 
-def test_dispatch_promotes_and_says_hermes_starts_no_worker(
+def wait_for(conn: sqlite3.Connection, task_id: str, status: str) -> kb.Task:
+    """The task once it reaches ``status`` (a worker process moves it)."""
+    deadline = time.monotonic() + 120
+    while True:
+        task = kb.get_task(conn, task_id)
+        assert task is not None
+        if task.status == status or time.monotonic() > deadline:
+            return task
+        time.sleep(0.1)
+
+
+@pytest.fixture
+def builder(board: Path, fake_llm: fake.FakeLLMServer, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A profile ``builder`` whose agent talks to the fake model."""
+    monkeypatch.setenv("HERMES_BASE_URL", fake_llm.url)
+    monkeypatch.setenv("HERMES_MODEL", fake.DEFAULT_MODEL)
+    profiles.create("builder")
+    return "builder"
+
+
+def test_dispatch_runs_a_task_as_a_turn_of_its_assignees_agent(
+    board: Path, builder: str, fake_llm: fake.FakeLLMServer
+) -> None:
+    fake_llm.script(fake.text("The spec: three endpoints, one table."))
+    with kb.connect_closing() as conn:
+        spec = kb.create_task(conn, title="Write the spec", assignee=builder)
+        build = kb.create_task(conn, title="Build it", assignee=builder, parents=[spec])
+        kb.add_comment(conn, spec, "webui", "Keep it short")
+        # As the panel's Dispatch button calls it (bridge's _dispatch_payload).
+        result = kb.dispatch_once(conn, dry_run=False, max_spawn=8)
+        assert [s[:2] for s in result.spawned] == [(spec, builder)]
+        done = wait_for(conn, spec, "done")
+        runs = kb.list_runs(conn, spec)
+        child = kb.get_task(conn, build)
+    assert done.status == "done", kb.read_worker_log(spec)
+    assert done.result == "The spec: three endpoints, one table."
+    assert [(r.profile, r.outcome, r.summary) for r in runs] == [
+        (builder, "completed", "The spec: three endpoints, one table.")
+    ]
+    assert child is not None and child.status == "ready"  # it waited for the spec
+    asked = fake_llm.requests[0]["messages"][-1]["content"]
+    assert "Write the spec" in asked and "webui: Keep it short" in asked
+    assert "The spec: three endpoints" in (kb.read_worker_log(spec) or "")
+
+
+def test_a_turn_that_fails_blocks_its_task_with_the_reason(
+    board: Path, builder: str, fake_llm: fake.FakeLLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HERMES_BASE_URL", "http://127.0.0.1:9/v1")  # nothing listens
+    with kb.connect_closing() as conn:
+        task_id = kb.create_task(conn, title="Unreachable", assignee=builder, max_retries=1)
+        kb.dispatch_once(conn)
+        blocked = wait_for(conn, task_id, "blocked")
+        runs = kb.list_runs(conn, task_id)
+    assert blocked.status == "blocked", kb.read_worker_log(task_id)
+    assert runs[-1].outcome == "blocked" and runs[-1].summary
+
+
+def test_a_task_whose_assignee_is_no_profile_waits(
     board: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     with kb.connect_closing() as conn:
-        ready = kb.create_task(conn, title="Assigned", assignee="builder")
+        ready = kb.create_task(conn, title="Assigned", assignee="ghost")
         kb.create_task(conn, title="Nobody's")
-        # As the panel's dispatch button calls it (bridge's _dispatch_payload).
         with caplog.at_level(logging.WARNING, logger="hermes.kanban"):
             result = kb.dispatch_once(conn, dry_run=False, max_spawn=8)
-        assert kb.get_task(conn, ready).status == "ready"
-    assert result.spawned == [] and len(result.skipped_unassigned) == 1
-    assert "hermes does not dispatch Kanban tasks: 1 ready task(s)" in caplog.text
+        task = kb.get_task(conn, ready)
+    assert task is not None and task.status == "ready"
+    assert result.spawned == [] and result.skipped_nonspawnable == [ready]
+    assert len(result.skipped_unassigned) == 1
+    assert f"Kanban task {ready} waits: its assignee 'ghost' is no profile" in caplog.text
 
 
 def test_dispatch_starts_a_task_through_the_callers_spawn_fn(board: Path) -> None:
