@@ -2,9 +2,9 @@
 (hermes/kanban/) in 0.19's place and tables, so hermes-webui's Kanban panel and its own SQL
 work on it.
 
-What differs from 0.19 (docs/hermes-agent.md): hermes starts no Kanban workers
-(``dispatch_once`` promotes and reports, and starts a task only through a ``spawn_fn`` the
-caller passes); no git worktrees, attachments, notification subscriptions, projects or
+What differs from 0.19 (docs/hermes-agent.md): a dispatched task is one turn of its
+assignee's agent (``hermes kanban work``), whose answer completes it; no worker supervision
+beyond expired claims, git worktrees, attachments, notification subscriptions, projects or
 goal loops.
 """
 

@@ -14,5 +14,5 @@ on it, so the table and column names are an interface.
 - ``records``: typed rows (``Task``, ``Run``, ``Comment``, ``Event``, ``DispatchResult``).
 - ``tasks``: creating, reading, assigning and linking tasks, comments, events, runs.
 - ``flow``: a task's moves (claim, complete, block, unblock, archive), the board's counts
-  and the dispatcher tick. hermes starts no Kanban workers: see ``flow.dispatch_once``.
+  and the dispatcher tick, which starts ``hermes -p ASSIGNEE kanban work TASK`` (cli/).
 """

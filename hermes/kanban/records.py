@@ -117,8 +117,7 @@ class Event:
 
 @dataclass
 class DispatchResult:
-    """What one dispatcher tick did (0.19's fields; hermes starts no workers, so
-    ``spawned`` stays empty unless the caller passes its own ``spawn_fn``)."""
+    """What one dispatcher tick did, in 0.19's fields."""
 
     reclaimed: int = 0
     promoted: int = 0
