@@ -75,6 +75,8 @@ def work(task_id: str, board: str | None) -> None:
         answer, error = _run_turn(prompt)
     finally:
         stop.set()
+    if error is None:
+        click.echo(answer)  # the log holds the answer before the board says done
     with board_db.connect_closing(board=board) as conn:
         if error is None:
             flow.complete_task(
@@ -84,7 +86,6 @@ def work(task_id: str, board: str | None) -> None:
             flow.block_task(conn, task_id, reason=error, expected_run_id=task.current_run_id)
     if error is not None:
         raise HermesError(f"Kanban task {task_id} is blocked: {error}")
-    click.echo(answer)
 
 
 def _run_turn(prompt: str) -> tuple[str, str | None]:

@@ -10,6 +10,7 @@ it while it runs) but does not watch worker pids, runtimes or retries' causes.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import logging
 import os
@@ -528,15 +529,23 @@ def _start(
     return True
 
 
-def spawn_hermes_worker(task: Task, workspace: str, board: str | None = None) -> int:
+def database_file(conn: sqlite3.Connection) -> str:
+    """The file ``conn`` has open (the board a caller dispatches on, whatever is current)."""
+    return str(conn.execute("PRAGMA database_list").fetchone()[2])
+
+
+def spawn_hermes_worker(
+    task: Task, workspace: str, board: str | None = None, *, db_file: str | None = None
+) -> int:
     """Start ``hermes -p ASSIGNEE kanban work TASK`` in the task's workspace, its output in
-    the task's worker log, pinned to this board's database; the worker's pid."""
+    the task's worker log, pinned to the board's database (``db_file``: the one the task
+    was claimed in); the worker's pid."""
     slug = normalize_slug(board) or get_current_board()
     log_path = worker_log_path(task.id, board=slug)
     log_path.parent.mkdir(parents=True, exist_ok=True)
     env = {
         **os.environ,
-        "HERMES_KANBAN_DB": str(kanban_db_path(slug)),
+        "HERMES_KANBAN_DB": db_file or str(kanban_db_path(slug)),
         "HERMES_KANBAN_BOARD": slug,
     }
     argv = [sys.executable, "-m", "hermes", "-p", task.assignee or "default"]
@@ -625,7 +634,7 @@ def dispatch_once(
     waiting = [r for r in ready if r["assignee"]]
     result.skipped_unassigned = [r["id"] for r in ready if not r["assignee"]]
     if spawn_fn is None:
-        spawn_fn = spawn_hermes_worker
+        spawn_fn = functools.partial(spawn_hermes_worker, db_file=database_file(conn))
         nobody = [r for r in waiting if not is_profile(r["assignee"])]
         result.skipped_nonspawnable = [r["id"] for r in nobody]
         waiting = [r for r in waiting if r not in nobody]

@@ -146,7 +146,7 @@ def test_dispatch_runs_a_task_as_a_turn_of_its_assignees_agent(
         assert [s[:2] for s in result.spawned] == [(spec, builder)]
         done = wait_for(conn, spec, "done")
         runs = kb.list_runs(conn, spec)
-        child = kb.get_task(conn, build)
+        child = wait_for(conn, build, "ready")  # promoted just after the parent is done
     assert done.status == "done", kb.read_worker_log(spec)
     assert done.result == "The spec: three endpoints, one table."
     assert [(r.profile, r.outcome, r.summary) for r in runs] == [
@@ -156,6 +156,23 @@ def test_dispatch_runs_a_task_as_a_turn_of_its_assignees_agent(
     asked = fake_llm.requests[0]["messages"][-1]["content"]
     assert "Write the spec" in asked and "webui: Keep it short" in asked
     assert "The spec: three endpoints" in (kb.read_worker_log(spec) or "")
+
+
+def test_a_task_dispatched_on_a_board_not_current_runs_on_its_board(
+    board: Path, builder: str, fake_llm: fake.FakeLLMServer
+) -> None:
+    """The panel dispatches ``?board=side`` on that board's connection while ``default``
+    is the active board: the worker must find its task where it was claimed."""
+    fake_llm.script(fake.text("Done on the side board."))
+    kb.create_board("side")
+    with kb.connect_closing(board="side") as conn:
+        task_id = kb.create_task(conn, title="Side work", assignee=builder)
+        kb.dispatch_once(conn)
+        done = wait_for(conn, task_id, "done")
+    assert kb.get_current_board() == "default"
+    assert (done.status, done.result) == ("done", "Done on the side board."), kb.read_worker_log(
+        task_id
+    )
 
 
 def test_a_turn_that_fails_blocks_its_task_with_the_reason(
