@@ -26,6 +26,9 @@ from hermes.kanban.db import (
     init_db,
     write_txn,
 )
+from hermes.kanban.dispatch import dispatch_once, release_stale_claims
+from hermes.kanban.dispatch import record_failure as _record_task_failure
+from hermes.kanban.dispatch import set_worker_pid as _set_worker_pid
 from hermes.kanban.flow import (
     BLOCK_RECURRENCE_LIMIT,
     DEFAULT_CLAIM_TTL_SECONDS,
@@ -36,7 +39,6 @@ from hermes.kanban.flow import (
     board_stats,
     claim_task,
     complete_task,
-    dispatch_once,
     heartbeat_claim,
     known_assignees,
     list_profiles_on_disk,
@@ -44,8 +46,6 @@ from hermes.kanban.flow import (
     unblock_task,
 )
 from hermes.kanban.flow import claimer_id as _claimer_id
-from hermes.kanban.flow import record_failure as _record_task_failure
-from hermes.kanban.flow import set_worker_pid as _set_worker_pid
 from hermes.kanban.flow import to_epoch as _to_epoch
 from hermes.kanban.paths import (
     DEFAULT_BOARD,
@@ -168,6 +168,7 @@ __all__ = [
     "read_board_metadata",
     "read_worker_log",
     "recompute_ready",
+    "release_stale_claims",
     "remove_board",
     "set_current_board",
     "task_age",

@@ -1,6 +1,6 @@
 """`hermes kanban work TASK`: one Kanban task as a turn of this profile's agent.
 
-The board's dispatcher (hermes.kanban.flow.dispatch_once) claims a ready task and starts
+The board's dispatcher (hermes.kanban.dispatch.dispatch_once) claims a ready task and starts
 this command as ``hermes -p ASSIGNEE kanban work TASK --board SLUG``, its output going to
 the task's worker log. The turn's answer completes the task (its result, and the run's
 summary); a turn that fails blocks it with the reason, for a person to look at. While the

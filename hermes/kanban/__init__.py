@@ -13,6 +13,7 @@ on it, so the table and column names are an interface.
 - ``boards``: a board's display metadata; creating, listing and removing boards.
 - ``records``: typed rows (``Task``, ``Run``, ``Comment``, ``Event``, ``DispatchResult``).
 - ``tasks``: creating, reading, assigning and linking tasks, comments, events, runs.
-- ``flow``: a task's moves (claim, complete, block, unblock, archive), the board's counts
-  and the dispatcher tick, which starts ``hermes -p ASSIGNEE kanban work TASK`` (cli/).
+- ``flow``: a task's moves (claim, complete, block, unblock, archive), the board's counts.
+- ``dispatch``: the dispatcher tick, which starts ``hermes -p ASSIGNEE kanban work TASK``
+  (cli/kanban_cmd.py) for each ready task of a profile.
 """
