@@ -31,6 +31,11 @@ _LEAKY_ENV = (
     "HERMES_GATEWAY_KEY",
     "HERMES_DEBUG",
     "HERMES_PROFILE",
+    # Where the Kanban board is: a worker started by a test's dispatch pins these.
+    "HERMES_KANBAN_HOME",
+    "HERMES_KANBAN_DB",
+    "HERMES_KANBAN_BOARD",
+    "HERMES_KANBAN_WORKSPACES_ROOT",
 )
 
 

@@ -1,4 +1,5 @@
 """Dependencies point one way (docs/design.md): cli, gateway -> cron -> agent -> plugins -> tools, state.
+The Kanban board (``kanban``) stands beside them, reached only from ``cli`` and the facades.
 
 ``state`` imports nothing of the others and nothing imports ``cli``. Inside a room, two
 sub-rooms keep to themselves: the model transport (``agent/model``) imports nothing of
@@ -15,18 +16,20 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "hermes"
-ROOMS = ("state", "agent", "tools", "plugins", "cron", "gateway", "compat", "cli")
+ROOMS = ("state", "agent", "tools", "plugins", "cron", "gateway", "compat", "cli", "kanban")
 # room -> rooms it must not import
 FORBIDDEN = {
-    "state": {"agent", "tools", "plugins", "cron", "gateway", "compat", "cli"},
-    "tools": {"agent", "plugins", "cron", "gateway", "compat", "cli"},
+    "state": {"agent", "tools", "plugins", "cron", "gateway", "compat", "cli", "kanban"},
+    "tools": {"agent", "plugins", "cron", "gateway", "compat", "cli", "kanban"},
     # Plugins are loaded by the agent and the gateway; they see tools, never the agent.
-    "plugins": {"agent", "cron", "gateway", "compat", "cli"},
-    "agent": {"cron", "gateway", "compat", "cli"},
-    "cron": {"gateway", "compat", "cli"},
-    "gateway": {"compat", "cli"},
-    "compat": {"gateway", "cli"},
+    "plugins": {"agent", "cron", "gateway", "compat", "cli", "kanban"},
+    "agent": {"cron", "gateway", "compat", "cli", "kanban"},
+    "cron": {"gateway", "compat", "cli", "kanban"},
+    "gateway": {"compat", "cli", "kanban"},
+    "compat": {"gateway", "cli", "kanban"},
     "cli": set(),
+    # The board is a database of its own: it starts no agent and reads no store.
+    "kanban": {"state", "agent", "tools", "plugins", "cron", "gateway", "compat", "cli"},
 }
 
 

@@ -111,6 +111,7 @@ SCHEMAS = {
     "hermes/state/postgres/schema.py",
     "hermes/state/schema/hermes_agent.py",  # Hermes Agent's tables, built by both schemas
     "hermes/state/schema/migrations.py",  # the record of the migrations applied
+    "hermes/kanban/schema.py",  # the Kanban board: a database of its own, in 0.19's shape
 }
 GROUPS = {
     "hermes/state/gateway/": (
@@ -124,6 +125,7 @@ GROUPS = {
         "webhook_deliveries",
     ),
     "hermes/cron/": ("cron_jobs", "cron_runs", "cron_outbox"),
+    "hermes/kanban/": ("tasks", "task_links", "task_comments", "task_events", "task_runs"),
 }
 
 

@@ -47,6 +47,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "profile": ("hermes.cli.profile_cmd", "profile", "Profiles: list, create, use."),
     "plugins": ("hermes.cli.plugins_cmd", "plugins", "List plugins; enable or disable one."),
     "webhook": ("hermes.cli.webhook_cmd", "webhook", "Webhook routes: subscribe, list, test."),
+    "kanban": ("hermes.cli.kanban_cmd", "kanban", "The Kanban board's worker: work TASK."),
 }
 
 

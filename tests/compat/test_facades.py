@@ -552,13 +552,6 @@ def test_config_expands_variables_and_saves_as_0_19_does(
     assert {p.name for p in home.iterdir()} >= {"cron", "sessions", "logs", "memories", "skills"}
 
 
-def test_kanban_db_says_it_is_not_provided() -> None:
-    """hermes-webui's Kanban panel imports ``from hermes_cli import kanban_db``: a module
-    hermes does not claim says so on import, in words, instead of a bare missing name."""
-    with pytest.raises(ImportError, match="no Kanban board"):
-        from hermes_cli import kanban_db  # noqa: F401
-
-
 def test_hermes_constants_helpers_of_0_19(hermes_home: Path) -> None:
     import hermes_constants
 

@@ -1,0 +1,19 @@
+"""The Kanban board: Hermes Agent 0.19's task board, kept by hermes for the tools that use it
+(hermes-webui's Kanban panel reaches it as ``hermes_cli.kanban_db``).
+
+A board is a SQLite database with 0.19's tables and columns, where 0.19 keeps it: the
+``default`` board at ``<root>/kanban.db``, others at ``<root>/kanban/boards/<slug>/``
+(``<root>`` is the profiles' root, shared by every profile). Its readers run their own SQL
+on it, so the table and column names are an interface.
+
+- ``paths``: the root, board slugs, each board's files, the current-board pointer and the
+  worker logs; everything that becomes a path is checked here (no ``..``, no separators).
+- ``schema``: the tables, as 0.19 names them.
+- ``db``: opening a board (WAL, busy timeout) and its write transaction.
+- ``boards``: a board's display metadata; creating, listing and removing boards.
+- ``records``: typed rows (``Task``, ``Run``, ``Comment``, ``Event``, ``DispatchResult``).
+- ``tasks``: creating, reading, assigning and linking tasks, comments, events, runs.
+- ``flow``: a task's moves (claim, complete, block, unblock, archive), the board's counts.
+- ``dispatch``: the dispatcher tick, which starts ``hermes -p ASSIGNEE kanban work TASK``
+  (cli/kanban_cmd.py) for each ready task of a profile.
+"""

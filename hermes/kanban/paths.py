@@ -1,0 +1,173 @@
+"""Where a board's files are, as Hermes Agent 0.19 lays them out, and the checks that keep
+every name that becomes a path inside them.
+
+A board slug is 1-64 characters of lower-case letters, digits, ``-`` and ``_``; a task id
+(it names a worker log) may not be absolute, hold a separator or ``..``. Both refuse with
+``ValueError``, as 0.19 does for slugs.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from hermes import profiles
+
+DEFAULT_BOARD = "default"
+_SLUG = re.compile(r"^[a-z0-9][a-z0-9\-_]{0,63}$")
+
+
+def normalize_slug(slug: str | None) -> str | None:
+    """``slug`` stripped and lower-cased, ``None`` when empty; ``ValueError`` when it could
+    leave the boards folder or is otherwise not a slug."""
+    if slug is None:
+        return None
+    text = str(slug).strip().lower()
+    if not text:
+        return None
+    if not _SLUG.match(text):
+        raise ValueError(
+            f"invalid board slug {slug!r}: must be 1-64 chars, lowercase "
+            "alphanumerics / hyphens / underscores, not starting with '-' or '_'"
+        )
+    return text
+
+
+def check_task_id(task_id: str) -> str:
+    """``task_id`` when it can name a file in a board's folder, else ``ValueError``."""
+    text = str(task_id)
+    bad = (
+        not text.strip()
+        or text in (".", "..")
+        or ".." in text
+        or "/" in text
+        or "\\" in text
+        or "\x00" in text
+        or os.path.isabs(text)
+    )
+    if bad:
+        raise ValueError(
+            f"invalid task id {task_id!r}: a task id names a file in the board's folder, "
+            "so it cannot be empty, absolute, or hold '/', '\\' or '..'"
+        )
+    return text
+
+
+def kanban_home() -> Path:
+    """The root that holds every board: ``HERMES_KANBAN_HOME``, else the profiles' root
+    (boards are shared by all profiles, as in 0.19)."""
+    override = os.environ.get("HERMES_KANBAN_HOME", "").strip()
+    return Path(override).expanduser() if override else profiles.root()
+
+
+def boards_root() -> Path:
+    return kanban_home() / "kanban" / "boards"
+
+
+def current_board_path() -> Path:
+    return kanban_home() / "kanban" / "current"
+
+
+def board_dir(board: str | None = None) -> Path:
+    return boards_root() / (normalize_slug(board) or DEFAULT_BOARD)
+
+
+def board_exists(board: str | None = None) -> bool:
+    """``default`` always exists; another board once it has metadata or a database."""
+    slug = normalize_slug(board) or DEFAULT_BOARD
+    if slug == DEFAULT_BOARD:
+        return True
+    folder = board_dir(slug)
+    return (folder / "board.json").exists() or (folder / "kanban.db").exists()
+
+
+def _readable_slug(text: str) -> str | None:
+    try:
+        slug = normalize_slug(text)
+    except ValueError:
+        return None
+    return slug if slug and board_exists(slug) else None
+
+
+def get_current_board() -> str:
+    """The active board: ``HERMES_KANBAN_BOARD``, else the pointer file, else ``default``
+    (a pointer to a board that is gone or malformed falls through)."""
+    env = _readable_slug(os.environ.get("HERMES_KANBAN_BOARD", ""))
+    if env:
+        return env
+    try:
+        pointed = current_board_path().read_text(encoding="utf-8").strip()
+    except OSError:
+        pointed = ""
+    return _readable_slug(pointed) or DEFAULT_BOARD
+
+
+def set_current_board(slug: str) -> Path:
+    normed = normalize_slug(slug)
+    if not normed:
+        raise ValueError("board slug is required")
+    path = current_board_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(normed + "\n", encoding="utf-8")
+    return path
+
+
+def clear_current_board() -> None:
+    current_board_path().unlink(missing_ok=True)
+
+
+def _slug_or_current(board: str | None) -> str:
+    return normalize_slug(board) or get_current_board()
+
+
+def kanban_db_path(board: str | None = None) -> Path:
+    """``HERMES_KANBAN_DB`` if set; ``default`` at ``<root>/kanban.db`` (0.19's place from
+    before boards); any other board in its own folder."""
+    override = os.environ.get("HERMES_KANBAN_DB", "").strip()
+    if override:
+        return Path(override).expanduser()
+    slug = _slug_or_current(board)
+    if slug == DEFAULT_BOARD:
+        return kanban_home() / "kanban.db"
+    return board_dir(slug) / "kanban.db"
+
+
+def workspaces_root(board: str | None = None) -> Path:
+    override = os.environ.get("HERMES_KANBAN_WORKSPACES_ROOT", "").strip()
+    if override:
+        return Path(override).expanduser()
+    slug = _slug_or_current(board)
+    if slug == DEFAULT_BOARD:
+        return kanban_home() / "kanban" / "workspaces"
+    return board_dir(slug) / "workspaces"
+
+
+def worker_logs_dir(board: str | None = None) -> Path:
+    slug = _slug_or_current(board)
+    if slug == DEFAULT_BOARD:
+        return kanban_home() / "kanban" / "logs"
+    return board_dir(slug) / "logs"
+
+
+def worker_log_path(task_id: str, *, board: str | None = None) -> Path:
+    """Where a task's worker log would be (it may not exist)."""
+    return worker_logs_dir(board=board) / f"{check_task_id(task_id)}.log"
+
+
+def read_worker_log(
+    task_id: str, *, tail_bytes: int | None = None, board: str | None = None
+) -> str | None:
+    """The worker log's text, or its last ``tail_bytes`` from a line start; ``None`` when
+    there is none."""
+    path = worker_log_path(task_id, board=board)
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    if tail_bytes is not None and len(data) > tail_bytes:
+        data = data[-tail_bytes:]
+        newline = data.find(b"\n")
+        if 0 <= newline < len(data) - 1:
+            data = data[newline + 1 :]
+    return data.decode("utf-8", errors="replace")
