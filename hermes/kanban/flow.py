@@ -203,6 +203,7 @@ def _block_route(kind: str | None, prev_kind: str | None, prev_count: int) -> tu
     return ("triage" if count >= BLOCK_RECURRENCE_LIMIT else "blocked"), count
 
 
+# 0.19's signature kept whole: hermes-webui and 0.19's kanban tools pass these keywords.
 def block_task(
     conn: sqlite3.Connection,
     task_id: str,

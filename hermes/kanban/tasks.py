@@ -138,6 +138,7 @@ def _initial_status(
     return "ready"
 
 
+# 0.19's signature kept whole: hermes-webui and 0.19's callers pass these keywords.
 def create_task(
     conn: sqlite3.Connection,
     *,
@@ -251,6 +252,7 @@ def get_task(conn: sqlite3.Connection, task_id: str) -> Task | None:
     return Task.from_row(row) if row else None
 
 
+# 0.19's signature kept whole: hermes-webui filters the board by these keywords.
 def list_tasks(
     conn: sqlite3.Connection,
     *,
@@ -447,6 +449,7 @@ def list_runs(
     return [Run.from_row(r) for r in conn.execute(query, params)]
 
 
+# 0.19's ``_end_run`` kept whole: hermes-webui's bridge calls it by these keywords.
 def close_run(
     conn: sqlite3.Connection,
     task_id: str,
@@ -537,6 +540,8 @@ def delete_archived_task(conn: sqlite3.Connection, task_id: str) -> bool:
         return bool(row) and row["status"] == "archived" and _delete_rows(conn, task_id)
 
 
+# 0.19's ``_synthesize_ended_run``, kept whole: the facade exports it under that name,
+# with ``close_run``'s keywords less ``status`` (a zero-length run has no other state).
 def record_ended_run(
     conn: sqlite3.Connection,
     task_id: str,
