@@ -55,6 +55,7 @@ def read_board_metadata(board: str | None = None) -> dict[str, Any]:
     return meta
 
 
+# 0.19's signature kept whole: hermes-webui and 0.19's CLI pass these keywords.
 def write_board_metadata(
     board: str | None,
     *,
@@ -86,6 +87,7 @@ def write_board_metadata(
     return meta
 
 
+# 0.19's signature kept whole (``write_board_metadata``'s fields): hermes-webui passes them.
 def create_board(
     slug: str,
     *,

@@ -32,7 +32,13 @@ from hermes.kanban.paths import (
     workspaces_root,
 )
 from hermes.kanban.records import DispatchResult, Task
-from hermes.kanban.tasks import DEFAULT_FAILURE_LIMIT, append_event, close_run, recompute_ready
+from hermes.kanban.tasks import (
+    DEFAULT_FAILURE_LIMIT,
+    append_event,
+    close_run,
+    recompute_ready,
+    task_fields,
+)
 
 log = logging.getLogger(__name__)
 
@@ -54,9 +60,7 @@ def record_failure(
     ``release_claim`` sends a running task back to ``ready``. Whether it was blocked."""
     error = error[:500]
     with write_txn(conn):
-        row = conn.execute(
-            "SELECT consecutive_failures, max_retries FROM tasks WHERE id = ?", (task_id,)
-        ).fetchone()
+        row = task_fields(conn, task_id, "consecutive_failures", "max_retries")
         if row is None:
             return False
         failures = int(row["consecutive_failures"] or 0) + 1

@@ -21,6 +21,8 @@ from hermes.kanban.tasks import (
     missing_tasks,
     recompute_ready,
     record_ended_run,
+    task_fields,
+    waits_for_parent,
 )
 
 DEFAULT_CLAIM_TTL_SECONDS = 15 * 60
@@ -68,12 +70,7 @@ def claim_task(
     lock = claimer or claimer_id()
     expires = now + claim_ttl_seconds(ttl_seconds)
     with write_txn(conn):
-        unfinished = conn.execute(
-            "SELECT 1 FROM task_links l JOIN tasks p ON p.id = l.parent_id "
-            "WHERE l.child_id = ? AND p.status NOT IN ('done', 'archived') LIMIT 1",
-            (task_id,),
-        ).fetchone()
-        if unfinished:
+        if waits_for_parent(conn, task_id):
             conn.execute(
                 "UPDATE tasks SET status = 'todo' WHERE id = ? AND status = 'ready'", (task_id,)
             )
@@ -87,10 +84,7 @@ def claim_task(
         ).rowcount
         if claimed != 1:
             return None
-        task = conn.execute(
-            "SELECT assignee, max_runtime_seconds, current_step_key FROM tasks WHERE id = ?",
-            (task_id,),
-        ).fetchone()
+        task = task_fields(conn, task_id, "assignee", "max_runtime_seconds", "current_step_key")
         run_id = conn.execute(
             "INSERT INTO task_runs (task_id, profile, step_key, status, claim_lock, "
             "claim_expires, max_runtime_seconds, started_at) "
@@ -209,6 +203,7 @@ def _block_route(kind: str | None, prev_kind: str | None, prev_count: int) -> tu
     return ("triage" if count >= BLOCK_RECURRENCE_LIMIT else "blocked"), count
 
 
+# 0.19's signature kept whole: hermes-webui and 0.19's kanban tools pass these keywords.
 def block_task(
     conn: sqlite3.Connection,
     task_id: str,
@@ -222,9 +217,7 @@ def block_task(
     if kind is not None and kind not in VALID_BLOCK_KINDS:
         raise ValueError(f"block kind must be one of {sorted(VALID_BLOCK_KINDS)} or None")
     with write_txn(conn):
-        row = conn.execute(
-            "SELECT block_kind, block_recurrences FROM tasks WHERE id = ?", (task_id,)
-        ).fetchone()
+        row = task_fields(conn, task_id, "block_kind", "block_recurrences")
         if row is None:
             return False
         status, count = _block_route(kind, row["block_kind"], int(row["block_recurrences"] or 0))

@@ -18,6 +18,7 @@ def _json_or_none(text: str | None) -> Any:
         return None
 
 
+# 0.19's fields, one a line in 0.19's order: hermes-webui reads them by name from asdict.
 @dataclass
 class Task:
     id: str

@@ -76,6 +76,24 @@ def append_event(
     )
 
 
+def task_fields(conn: sqlite3.Connection, task_id: str, *columns: str) -> Any:
+    """The named columns of one task's row (a ``sqlite3.Row``); ``None`` for an unknown
+    task. Typed as ``fetchone`` is, since most callers know the task is there."""
+    return conn.execute(
+        f"SELECT {', '.join(columns)} FROM tasks WHERE id = ?", (task_id,)
+    ).fetchone()
+
+
+def waits_for_parent(conn: sqlite3.Connection, task_id: str) -> bool:
+    """Whether a parent of the task is neither done nor archived."""
+    unfinished = conn.execute(
+        "SELECT 1 FROM task_links l JOIN tasks p ON p.id = l.parent_id "
+        "WHERE l.child_id = ? AND p.status NOT IN ('done', 'archived') LIMIT 1",
+        (task_id,),
+    ).fetchone()
+    return unfinished is not None
+
+
 def missing_tasks(conn: sqlite3.Connection, ids: Iterable[str]) -> list[str]:
     wanted = list(ids)
     if not wanted:
@@ -120,6 +138,7 @@ def _initial_status(
     return "ready"
 
 
+# 0.19's signature kept whole: hermes-webui and 0.19's callers pass these keywords.
 def create_task(
     conn: sqlite3.Connection,
     *,
@@ -233,6 +252,7 @@ def get_task(conn: sqlite3.Connection, task_id: str) -> Task | None:
     return Task.from_row(row) if row else None
 
 
+# 0.19's signature kept whole: hermes-webui filters the board by these keywords.
 def list_tasks(
     conn: sqlite3.Connection,
     *,
@@ -279,9 +299,7 @@ def assign_task(conn: sqlite3.Connection, task_id: str, profile: str | None) -> 
     while it runs under a claim. A new assignee starts with a clean failure count."""
     profile = canonical_assignee(profile)
     with write_txn(conn):
-        row = conn.execute(
-            "SELECT status, claim_lock, assignee FROM tasks WHERE id = ?", (task_id,)
-        ).fetchone()
+        row = task_fields(conn, task_id, "status", "claim_lock", "assignee")
         if not row:
             return False
         if row["claim_lock"] is not None and row["status"] == "running":
@@ -328,7 +346,7 @@ def link_tasks(conn: sqlite3.Connection, parent_id: str, child_id: str) -> None:
             "INSERT OR IGNORE INTO task_links (parent_id, child_id) VALUES (?, ?)",
             (parent_id, child_id),
         )
-        parent = conn.execute("SELECT status FROM tasks WHERE id = ?", (parent_id,)).fetchone()
+        parent = task_fields(conn, parent_id, "status")
         if parent["status"] != "done":
             conn.execute(
                 "UPDATE tasks SET status = 'todo' WHERE id = ? AND status = 'ready'",
@@ -431,6 +449,7 @@ def list_runs(
     return [Run.from_row(r) for r in conn.execute(query, params)]
 
 
+# 0.19's ``_end_run`` kept whole: hermes-webui's bridge calls it by these keywords.
 def close_run(
     conn: sqlite3.Connection,
     task_id: str,
@@ -443,7 +462,7 @@ def close_run(
 ) -> int | None:
     """Close the task's run in flight (inside the caller's transaction); its id, or
     ``None`` when no run was open."""
-    row = conn.execute("SELECT current_run_id FROM tasks WHERE id = ?", (task_id,)).fetchone()
+    row = task_fields(conn, task_id, "current_run_id")
     if not row or not row["current_run_id"]:
         return None
     run_id = int(row["current_run_id"])
@@ -517,10 +536,12 @@ def delete_task(conn: sqlite3.Connection, task_id: str) -> bool:
 def delete_archived_task(conn: sqlite3.Connection, task_id: str) -> bool:
     """``delete_task`` for an archived task only (anything else must be archived first)."""
     with write_txn(conn):
-        row = conn.execute("SELECT status FROM tasks WHERE id = ?", (task_id,)).fetchone()
+        row = task_fields(conn, task_id, "status")
         return bool(row) and row["status"] == "archived" and _delete_rows(conn, task_id)
 
 
+# 0.19's ``_synthesize_ended_run``, kept whole: the facade exports it under that name,
+# with ``close_run``'s keywords less ``status`` (a zero-length run has no other state).
 def record_ended_run(
     conn: sqlite3.Connection,
     task_id: str,
@@ -532,9 +553,7 @@ def record_ended_run(
 ) -> int:
     """A closed, zero-length run, so what a never-claimed task ended with is kept."""
     now = int(time.time())
-    task = conn.execute(
-        "SELECT assignee, current_step_key FROM tasks WHERE id = ?", (task_id,)
-    ).fetchone()
+    task = task_fields(conn, task_id, "assignee", "current_step_key")
     cur = conn.execute(
         "INSERT INTO task_runs (task_id, profile, step_key, status, outcome, summary, error, "
         "metadata, started_at, ended_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -582,12 +601,7 @@ def recompute_ready(conn: sqlite3.Connection, failure_limit: int | None = None) 
                     int(row["consecutive_failures"] or 0) >= int(own_limit)
                 ):
                     continue
-            unfinished = conn.execute(
-                "SELECT 1 FROM task_links l JOIN tasks p ON p.id = l.parent_id "
-                "WHERE l.child_id = ? AND p.status NOT IN ('done', 'archived') LIMIT 1",
-                (row["id"],),
-            ).fetchone()
-            if unfinished:
+            if waits_for_parent(conn, row["id"]):
                 continue
             conn.execute(
                 "UPDATE tasks SET status = 'ready' WHERE id = ? AND status = ?",
