@@ -75,11 +75,17 @@ def _tools(tools: Any) -> list[Any]:
     return converted
 
 
+def _an_object(name: str, value: Any, example: str) -> dict[str, Any] | None:
+    """``value`` if it is an object, None if it is absent; else the client's sentence."""
+    if value is not None and not isinstance(value, dict):
+        raise _bad(name, f"'{name}' must be an object like {example}.")
+    return value
+
+
 def _text(text: Any) -> dict[str, Any]:
+    text = _an_object("text", text, '{"format": {"type": "text"}}')
     if text is None:
         return {}
-    if not isinstance(text, dict):
-        raise _bad("text", '\'text\' must be an object like {"format": {"type": "text"}}.')
     found: dict[str, Any] = {}
     form = text.get("format")
     if isinstance(form, dict) and form.get("type") == "json_schema":
@@ -92,12 +98,10 @@ def _text(text: Any) -> dict[str, Any]:
     return found
 
 
-# Each parameter checked by its own function (as _text), with the sentence the client reads.
 def _reasoning(reasoning: Any) -> dict[str, Any]:
+    reasoning = _an_object("reasoning", reasoning, '{"effort": "low"}')
     if reasoning is None:
         return {}
-    if not isinstance(reasoning, dict):
-        raise _bad("reasoning", '\'reasoning\' must be an object like {"effort": "low"}.')
     if reasoning.get("summary") not in (None, "none"):
         raise RequestProblem(
             400,
