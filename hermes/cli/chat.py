@@ -326,10 +326,11 @@ def _ask_once(agent: AIAgent, text: str, as_json: bool) -> None:
     answer = result.answer if result is not None else None
     interrupted = outcome.interrupted or (result is not None and result.interrupted)
     if as_json:
-        # The documented `--json` keys (the answer under Hermes Agent's name for it).
-        payload: dict[str, Any] = {"final_response": answer}
-        payload.update({k: getattr(result, k, None) for k in JSON_KEYS})
-        payload.update(
+        from hermes.compat.agent import one_shot_document
+
+        payload = one_shot_document(
+            answer,
+            **{k: getattr(result, k, None) for k in JSON_KEYS},
             conversation_id=agent.binding.conversation_id,
             model=agent.model,
             interrupted=interrupted,

@@ -277,6 +277,12 @@ def _last_reasoning(messages: Sequence[Message]) -> str | None:
     return None
 
 
+def one_shot_document(answer: str | None, **fields: Any) -> dict[str, Any]:
+    """``hermes chat -q ... --json``'s document: the answer under Hermes Agent's key for
+    it (``final_response``, so a script written for 0.19 reads it), then hermes's fields."""
+    return {"final_response": answer, **fields}
+
+
 def translate_keywords(kwargs: dict[str, Any]) -> tuple[dict[str, Any], set[str]]:
     """(hermes keywords, the names dropped) for Hermes Agent constructor keywords."""
     own: dict[str, Any] = {}
