@@ -614,6 +614,36 @@ def test_call_llm_answers_on_hermes_endpoint(hermes_home: Path, fake_llm) -> Non
     assert fake_llm.requests[-1]["model"] == "fake-model"
 
 
+def test_resolve_provider_client_is_a_client_on_hermes_endpoint(
+    hermes_home: Path, fake_llm
+) -> None:
+    """0.19's ``resolve_provider_client``: a caller making its own requests gets an openai
+    client on the home's endpoint and model; a provider hermes has no endpoint for is
+    ``(None, None)``, as 0.19 answers one without credentials."""
+    import asyncio
+
+    from agent.auxiliary_client import resolve_provider_client
+
+    (hermes_home / "config.yaml").write_text(
+        f"model:\n  default: fake-model\n  base_url: {fake_llm.url}\n", encoding="utf-8"
+    )
+    client, model = resolve_provider_client("auto")
+    assert model == "fake-model"
+    answer = client.chat.completions.create(
+        model=model, messages=[{"role": "user", "content": "hello"}]
+    )
+    assert answer.choices[0].message.content == "echo: hello"
+    assert fake_llm.requests[-1]["model"] == "fake-model"
+
+    client, model = resolve_provider_client("main", "other-model", async_mode=True)
+    answer = asyncio.run(
+        client.chat.completions.create(model=model, messages=[{"role": "user", "content": "hi"}])
+    )
+    assert answer.choices[0].message.content == "echo: hi"
+    assert fake_llm.requests[-1]["model"] == "other-model"
+    assert resolve_provider_client("no-such-provider") == (None, None)
+
+
 def test_async_call_llm_and_the_answers_text(hermes_home: Path, fake_llm) -> None:
     """0.19's ``async_call_llm`` and ``extract_content_or_reasoning`` (plug-ins' side work)."""
     import asyncio
