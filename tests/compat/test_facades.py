@@ -482,6 +482,39 @@ def test_gateway_status_reads_the_state_file(hermes_home: Path) -> None:
     assert gateway.status.get_running_pid() is None
 
 
+def test_gateway_status_clears_only_a_dead_gateways_pid_file(hermes_home: Path) -> None:
+    """0.19's ``get_running_pid`` removes a stale ``gateway.pid``: never a live hermes
+    gateway's (it holds ``gateway.lock``), and a killed one's is gone at the next call."""
+    import signal
+
+    import gateway.status
+
+    code = (
+        "import sys, time\nfrom pathlib import Path\n"
+        "from hermes.gateway.state_file import GatewayStateFile\n"
+        "state = GatewayStateFile(Path(sys.argv[1]))\nstate.starting()\n"
+        "state.running(['api_server'])\nprint('up', flush=True)\ntime.sleep(120)\n"
+    )
+    child = subprocess.Popen(
+        [sys.executable, "-c", code, str(hermes_home)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "up"
+        assert gateway.status.get_running_pid() == child.pid
+        assert gateway.status.is_gateway_runtime_lock_active() is True
+        assert (hermes_home / "gateway.pid").exists()
+        with pytest.raises(FileExistsError):  # a second gateway loses the race
+            gateway.status.write_pid_file()
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait(timeout=60)
+    assert (hermes_home / "gateway.pid").exists()  # a hard kill leaves it behind
+    assert gateway.status.get_running_pid() is None
+    assert not (hermes_home / "gateway.pid").exists()
+    assert gateway.status.acquire_gateway_runtime_lock() is True  # free for the next one
+    gateway.status.release_gateway_runtime_lock()
+
+
 def test_config_helpers_read_this_home(hermes_home: Path) -> None:
     import hermes_constants
     from hermes_cli.config import get_hermes_home, load_config
