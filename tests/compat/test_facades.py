@@ -358,6 +358,27 @@ def test_an_imported_job_with_an_unsafe_id_writes_only_under_cron_output(
     assert not (hermes_home / "cron" / "escape").exists()
 
 
+def test_an_imported_job_without_name_or_prompt_is_named_as_0_19_names_it(
+    hermes_home: Path,
+) -> None:
+    """An old or hand-edited 0.19 jobs.json with ``name``/``prompt`` null: the job comes
+    over (the import does not stop), named by its first skill, else its id."""
+    from hermes.compat.cron_jobs import import_jobs
+    from hermes.cron import CronStore
+    from hermes.state import SessionDB
+
+    (hermes_home / "cron").mkdir()
+    legacy = [
+        {"id": "abc123deadbe", "name": None, "prompt": None, "schedule": "every 1h"},
+        {"id": "bcd234", "name": " ", "prompt": None, "skills": ["digest"], "schedule": "1h"},
+    ]
+    (hermes_home / "cron" / "jobs.json").write_text(json.dumps(legacy), encoding="utf-8")
+    with SessionDB(db_path=hermes_home / "state.db") as db:
+        assert import_jobs(hermes_home / "cron" / "jobs.json", db.backend) == 2
+        named = {job["id"]: (job["name"], job["prompt"]) for job in CronStore(db.backend).jobs()}
+    assert named == {"abc123deadbe": ("abc123deadbe", ""), "bcd234": ("digest", "")}
+
+
 def test_no_store_yet_means_no_jobs_and_no_store_made(hermes_home: Path) -> None:
     from cron.jobs import list_jobs
 
