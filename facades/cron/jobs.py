@@ -70,8 +70,11 @@ TICKER_INTERVAL_SECONDS = 60  # 0.19's; a gateway's scheduler ticks more often
 def _records(store: CronStore | None) -> list[dict[str, Any]]:
     if store is None:  # no store yet, or Hermes Agent's: its own jobs.json, if any
         return cron_jobs.read_jobs(cron_jobs.jobs_file(_store.home()))
+    counts = store.finished_runs()
     return [
-        files.job_record(job, next(iter(store.runs(job["id"], limit=1)), None))
+        files.job_record(
+            job, next(iter(store.runs(job["id"], limit=1)), None), counts.get(job["id"], 0)
+        )
         for job in store.jobs()
     ]
 
@@ -79,7 +82,8 @@ def _records(store: CronStore | None) -> list[dict[str, Any]]:
 def _record(store: CronStore, job: dict[str, Any] | None) -> dict[str, Any] | None:
     if job is None:
         return None
-    return files.job_record(job, next(iter(store.runs(job["id"], limit=1)), None))
+    latest = next(iter(store.runs(job["id"], limit=1)), None)
+    return files.job_record(job, latest, store.finished_runs().get(job["id"], 0))
 
 
 ONESHOT_GRACE_SECONDS = 120  # 0.19's: a one-shot this late still runs
@@ -200,6 +204,8 @@ def create_job(
     """
     if script or no_agent:
         raise ValueError("hermes runs every job as an agent prompt: script jobs are not supported.")
+    if repeat is not None and repeat <= 0:
+        repeat = None  # 0.19 reads 0 or -1 as "forever": as often as the schedule says
     if repeat not in (None, 1):
         raise ValueError("hermes jobs repeat by their schedule: give no repeat count.")
     if context_from:
@@ -391,11 +397,25 @@ def _add_019(job: dict[str, Any]) -> None:
 def mark_job_run(
     job_id: str, success: bool, error: str | None = None, delivery_error: str | None = None
 ) -> None:
-    """Nothing to record: the store holds each run as the gateway that ran it finished it.
-    The files are brought up to date."""
-    with _store.cron_store(read_only=True) as store:
-        if store is not None:
-            files.write_files(_store.home(), store)
+    """Record a run of the job its caller made: ``last_status``/``last_error`` and
+    ``last_delivery_error`` from it, ``repeat.completed`` one more; a one-shot has then
+    had its run and goes, as in 0.19. After ``run_job`` the gateway that ran the job
+    recorded that run already: nothing more is recorded."""
+    ran = (str(_store.home()), job_id)
+    if ran in _store.RAN_ON_A_GATEWAY:
+        _store.RAN_ON_A_GATEWAY.discard(ran)
+        with _store.cron_store(read_only=True) as store:
+            if store is not None:
+                files.write_files(_store.home(), store)
+        return
+    with _store.cron_store(read_only=False) as store:
+        assert store is not None
+        failure = None if success else (error or "The run failed.")
+        if store.record_run(job_id, error=failure, delivery_error=delivery_error) is None:
+            return
+        job = store.job(job_id)
+        if job is not None and parse(job["schedule"]).kind == "once":
+            store.remove_job(job_id)
 
 
 def get_due_jobs() -> list[dict[str, Any]]:

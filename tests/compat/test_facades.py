@@ -379,6 +379,32 @@ def test_an_imported_job_without_name_or_prompt_is_named_as_0_19_names_it(
     assert named == {"abc123deadbe": ("abc123deadbe", ""), "bcd234": ("digest", "")}
 
 
+def test_mark_job_run_records_the_run_its_caller_made(hermes_home: Path) -> None:
+    """A tool that ran a job itself records the run as in 0.19: its status and errors,
+    one more ``repeat.completed``, jobs.json following; a one-shot goes after its run."""
+    from cron.executions import list_executions
+    from cron.jobs import create_job, get_job, mark_job_run
+
+    job = create_job(prompt="report", schedule="every 1h", repeat=-1)  # -1: forever
+    assert job["repeat"] == {"times": None, "completed": 0}
+    mark_job_run(job["id"], success=False, error="model timeout", delivery_error="no telegram")
+    marked = get_job(job["id"])
+    assert marked is not None and marked["repeat"]["completed"] == 1
+    assert (marked["last_status"], marked["last_error"]) == ("error", "model timeout")
+    assert marked["last_delivery_error"] == "no telegram" and marked["last_run_at"]
+    mark_job_run(job["id"], success=True)
+    marked = get_job(job["id"])
+    assert marked is not None and marked["repeat"]["completed"] == 2
+    assert (marked["last_status"], marked["last_delivery_error"]) == ("ok", None)
+    assert [e["status"] for e in list_executions(job_id=job["id"])] == ["completed", "failed"]
+    (on_disk,) = jobs_file(hermes_home)
+    assert on_disk["repeat"]["completed"] == 2 and on_disk["last_status"] == "ok"
+
+    once = create_job(prompt="once", schedule="30m")
+    mark_job_run(once["id"], success=True)
+    assert get_job(once["id"]) is None
+
+
 def test_no_store_yet_means_no_jobs_and_no_store_made(hermes_home: Path) -> None:
     from cron.jobs import list_jobs
 

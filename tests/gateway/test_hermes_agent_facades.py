@@ -74,6 +74,7 @@ def test_a_job_made_and_run_through_the_facades_runs_on_the_gateway(
     assert [p.read_text(encoding="utf-8") for p in outputs] == [document]  # one, not two
     listed = cron.jobs.get_job(job["id"])
     assert listed is not None and listed["last_status"] == "ok" and listed["last_run_at"]
+    assert listed["repeat"]["completed"] == 1  # the gateway's run, not recorded twice
     assert [e["status"] for e in cron.executions.list_executions(job_id=job["id"])] == ["completed"]
 
     # An API conversation, made by the gateway before the model answered: its model is
