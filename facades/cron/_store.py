@@ -18,7 +18,6 @@ from hermes.state import SessionDB
 from hermes.state.errors import HermesAgentStoreError
 from hermes.state.location import STATE_FILE, StoreLocation, location_of
 
-
 # Jobs whose run ``cron.scheduler.run_job`` waited for in this process, by home: the
 # gateway that ran it recorded it, so 0.19's ``mark_job_run`` after it records nothing more.
 RAN_ON_A_GATEWAY: set[tuple[str, str]] = set()
