@@ -26,6 +26,8 @@ __all__ = [
     "async_call_llm",
     "call_llm",
     "extract_content_or_reasoning",
+    "get_async_text_auxiliary_client",
+    "get_text_auxiliary_client",
     "resolve_provider_client",
 ]
 
@@ -107,3 +109,37 @@ def resolve_provider_client(
     settings = endpoint(config, explicit_base_url, explicit_api_key)
     client = openai.AsyncOpenAI(**settings) if async_mode else openai.OpenAI(**settings)
     return client, model or str(config.get("model.default"))
+
+
+def _task_model(task: str | None) -> str | None:
+    """The model a side task uses: ``compression.summary_model`` for ``compression``."""
+    if task != "compression":
+        return None
+    summary = load_config(get_hermes_home() / "config.yaml").get("compression.summary_model")
+    return str(summary) if summary else None
+
+
+def get_text_auxiliary_client(
+    task: str = "", *, main_runtime: dict[str, Any] | None = None
+) -> tuple[Any, str | None]:
+    """``(client, model)`` for a text side task (hermes-webui's update summaries and commit
+    messages ask for ``compression``): hermes's endpoint, with the task's model."""
+    return resolve_provider_client("main", _task_model(task))
+
+
+def get_async_text_auxiliary_client(
+    task: str = "", *, main_runtime: dict[str, Any] | None = None
+) -> tuple[Any, str | None]:
+    """``get_text_auxiliary_client`` with an ``AsyncOpenAI`` client."""
+    return resolve_provider_client("main", _task_model(task), async_mode=True)
+
+
+def _read_main_model() -> str:
+    """The home's main model (``model.default``); hermes-webui reads it by this name."""
+    return str(load_config(get_hermes_home() / "config.yaml").get("model.default") or "")
+
+
+def _read_main_provider() -> str:
+    """The home's ``model.provider``, lower case ("" when unset)."""
+    provider = load_config(get_hermes_home() / "config.yaml").get("model.provider")
+    return str(provider or "").strip().lower()

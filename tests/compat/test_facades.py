@@ -724,6 +724,31 @@ def test_resolve_provider_client_is_a_client_on_hermes_endpoint(
     assert resolve_provider_client("no-such-provider") == (None, None)
 
 
+def test_text_auxiliary_client_as_hermes_webui_asks_for_one(hermes_home: Path, fake_llm) -> None:
+    """hermes-webui's update summaries and commit messages: ``get_text_auxiliary_client(
+    "compression", main_runtime=...)``, the client's own request on the summary model."""
+    from agent.auxiliary_client import (
+        _read_main_model,
+        _read_main_provider,
+        get_text_auxiliary_client,
+    )
+
+    (hermes_home / "config.yaml").write_text(
+        f"model:\n  default: fake-model\n  base_url: {fake_llm.url}\n"
+        "compression:\n  summary_model: small-model\n",
+        encoding="utf-8",
+    )
+    client, model = get_text_auxiliary_client("compression", main_runtime={"model": "x"})
+    assert model == "small-model"
+    answer = client.chat.completions.create(
+        model=model, messages=[{"role": "user", "content": "summarize"}]
+    )
+    assert answer.choices[0].message.content == "echo: summarize"
+    assert fake_llm.requests[-1]["model"] == "small-model"
+    assert get_text_auxiliary_client()[1] == "fake-model"
+    assert (_read_main_model(), _read_main_provider()) == ("fake-model", "")
+
+
 def test_async_call_llm_and_the_answers_text(hermes_home: Path, fake_llm) -> None:
     """0.19's ``async_call_llm`` and ``extract_content_or_reasoning`` (plug-ins' side work)."""
     import asyncio
