@@ -19,7 +19,7 @@ from hermes.plugins import (
     plugins_for,
 )
 from hermes.plugins import PluginManager as _PluginManager
-from hermes.plugins.manager import LoadedPlugin
+from hermes.plugins.manager import LoadedPlugin, command_result
 
 __all__ = [
     "ENTRY_POINTS_GROUP",
@@ -35,6 +35,7 @@ __all__ = [
     "get_plugin_manager",
     "has_hook",
     "invoke_hook",
+    "resolve_plugin_command_result",
 ]
 
 
@@ -110,3 +111,9 @@ def get_plugin_commands() -> dict[str, dict[str, Any]]:
 
 def get_plugin_command_handler(name: str) -> Callable[..., Any] | None:
     return current().command(name)
+
+
+def resolve_plugin_command_result(result: Any) -> Any:
+    """A plugin command handler's return value, awaited when it is a coroutine (in a thread
+    of its own when the caller already runs an event loop, as hermes-webui's does)."""
+    return command_result(result)
