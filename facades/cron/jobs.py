@@ -399,15 +399,17 @@ def mark_job_run(
 ) -> None:
     """Record a run of the job its caller made: ``last_status``/``last_error`` and
     ``last_delivery_error`` from it, ``repeat.completed`` one more; a one-shot has then
-    had its run and goes, as in 0.19. After ``run_job`` the gateway that ran the job
-    recorded that run already: nothing more is recorded."""
-    ran = (str(_store.home()), job_id)
-    if ran in _store.RAN_ON_A_GATEWAY:
-        _store.RAN_ON_A_GATEWAY.discard(ran)
-        with _store.cron_store(read_only=True) as store:
-            if store is not None:
-                files.write_files(_store.home(), store)
-        return
+    had its run and goes, as in 0.19. After ``run_job`` (in any process) the gateway that
+    ran the job recorded that run already: unless the job ran again since, nothing more is
+    recorded."""
+    seen = _store.take_gateway_run(job_id)
+    with _store.cron_store(read_only=True) as store:
+        if store is None:
+            return  # no store yet (no such job), or Hermes Agent's own, not upgraded yet
+        latest = next(iter(store.runs(job_id, limit=1)), None)
+        if seen is not None and latest is not None and latest["id"] == seen:
+            files.write_files(_store.home(), store)
+            return
     with _store.cron_store(read_only=False) as store:
         assert store is not None
         failure = None if success else (error or "The run failed.")

@@ -8,8 +8,11 @@ gateway seen by ``gateway.status``, and its log lines in ``logs/agent.log`` and
 from __future__ import annotations
 
 import json
+import os
 import re
 import sqlite3
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -22,6 +25,12 @@ from tests.gateway.processes import free_port
 # 0.19's hermes_logging line: "2026-02-03 14:00:00,123 INFO name: message"
 LOG_LINE = re.compile(
     r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} (DEBUG|INFO|WARNING|ERROR|CRITICAL) [\w.]+: "
+)
+
+
+RUN_JOB_IN_A_CHILD = (
+    "import json, sys\nfrom cron.scheduler import run_job\n"
+    "print(json.dumps(run_job(json.loads(sys.argv[1]))))\n"
 )
 
 
@@ -57,8 +66,17 @@ def test_a_job_made_and_run_through_the_facades_runs_on_the_gateway(
         "display": "every 120m",
     }
 
-    # hermes-webui's manual run: run_job, then save_job_output and mark_job_run.
-    success, document, final, error = cron.scheduler.run_job(job)
+    # hermes-webui's manual run: run_job in a child process, then save_job_output and
+    # mark_job_run in its own.
+    child = subprocess.run(
+        [sys.executable, "-c", RUN_JOB_IN_A_CHILD, json.dumps(job)],
+        env={**os.environ, "HERMES_HOME": str(hermes_home)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert child.returncode == 0, child.stderr
+    success, document, final, error = json.loads(child.stdout)
     assert (success, error) == (True, None)
     assert final.startswith("echo:")
     assert "## Response" in document and job["id"] in document
