@@ -10,12 +10,15 @@ request); ``get_default_hermes_root`` is the root that holds ``profiles/`` and
 from __future__ import annotations
 
 import contextvars
+import logging
 import os
+import re
 import shutil
 import stat
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from hermes import profiles
 from hermes.config import hermes_home
@@ -367,3 +370,244 @@ def with_hermes_node_path(env: dict[str, str] | None = None) -> dict[str, str]:
     managed = [str(folder) for folder in iter_hermes_node_dirs() if folder.is_dir()]
     merged["PATH"] = os.pathsep.join(managed + [part for part in parts if part not in managed])
     return merged
+
+
+# --- the rest of 0.19's names ------------------------------------------------------
+
+PARTIAL_STREAM_STUB_ID = "partial-stream-stub"  # 0.19's id of a stream cut short
+
+
+def _data_dir(variable: str, default: Path | None, in_home: str) -> Path:
+    override = os.environ.get(variable, "").strip()
+    if override:
+        return Path(override)
+    return default if default is not None else get_hermes_home() / in_home
+
+
+def get_bundled_skills_dir(default: Path | None = None) -> Path:
+    """Where bundled skills are: ``$HERMES_BUNDLED_SKILLS``, else ``default``, else the
+    home's ``skills`` (hermes installs no bundled skills of its own)."""
+    return _data_dir("HERMES_BUNDLED_SKILLS", default, "skills")
+
+
+def get_optional_skills_dir(default: Path | None = None) -> Path:
+    """``$HERMES_OPTIONAL_SKILLS``, else ``default``, else the home's ``optional-skills``."""
+    return _data_dir("HERMES_OPTIONAL_SKILLS", default, "optional-skills")
+
+
+def get_optional_mcps_dir(default: Path | None = None) -> Path:
+    """``$HERMES_OPTIONAL_MCPS``, else ``default``, else the home's ``optional-mcps``."""
+    return _data_dir("HERMES_OPTIONAL_MCPS", default, "optional-mcps")
+
+
+def windows_path_to_wsl(path: str) -> str | None:
+    """``C:\\Users\\me`` as WSL sees it (``/mnt/c/Users/me``); None for another path."""
+    match = re.match(r"^([A-Za-z]):[\\/](.*)$", str(path or "").strip())
+    if not match:
+        return None
+    return f"/mnt/{match.group(1).lower()}/{match.group(2).replace(chr(92), '/')}"
+
+
+def wsl_unc_path_to_posix(path: str) -> str | None:
+    """``\\\\wsl.localhost\\Ubuntu\\home\\me`` (or ``\\\\wsl$\\...``) as the path inside the
+    distribution (``/home/me``); None for another path."""
+    text = str(path or "").strip().replace("/", "\\")
+    match = re.match(r"^\\\\wsl(?:\.localhost|\$)\\[^\\]+\\(.*)$", text, re.IGNORECASE)
+    if not match:
+        return None
+    return "/" + match.group(1).replace("\\", "/")
+
+
+def translate_cwd_for_wsl_backend(cwd: str) -> str:
+    """Inside WSL, a folder a Windows program named (a drive path, a WSL UNC path) as a
+    path this side can enter; elsewhere, or for a POSIX path, ``cwd`` as it is."""
+    if not is_wsl():
+        return cwd
+    for translate in (wsl_unc_path_to_posix, windows_path_to_wsl):
+        translated = translate(cwd)
+        if translated is not None:
+            return translated
+    return cwd
+
+
+def _same_path(a: str | None, b: str | None) -> bool:
+    def norm(path: str) -> str:
+        return os.path.normcase(os.path.abspath(os.path.expanduser(path.strip())))
+
+    return bool(a and b and a.strip() and b.strip() and norm(a) == norm(b))
+
+
+def _profile_home(env: dict[str, str] | None) -> str | None:
+    """``<HERMES_HOME>/home`` when that folder exists (0.19's per-profile HOME)."""
+    home = _OVERRIDE.get() or (env or {}).get("HERMES_HOME") or os.environ.get("HERMES_HOME")
+    if not home:
+        return None
+    folder = os.path.join(home, "home")
+    return folder if os.path.isdir(folder) else None
+
+
+def _home_candidates(env: dict[str, str]) -> list[str]:
+    """The user's home as the environment and the account database say it, most trusted
+    first."""
+    found = [
+        str(env.get(name) or os.environ.get(name, "")).strip()
+        for name in ("HERMES_REAL_HOME", "HOME")
+    ]
+    try:
+        import pwd
+
+        found.append(pwd.getpwuid(os.getuid()).pw_dir.strip())
+    except (ImportError, KeyError):
+        pass
+    found.append(str(env.get("USERPROFILE") or os.environ.get("USERPROFILE", "")).strip())
+    expanded = os.path.expanduser("~")
+    found.append(expanded if expanded != "~" else "")
+    return [candidate for candidate in found if candidate]
+
+
+def get_real_home(env: dict[str, str] | None = None) -> str:
+    """The user's own home, never a profile's ``<HERMES_HOME>/home`` that a parent process
+    put in ``HOME`` (other programs keep their credentials under the real one)."""
+    profile_home = _profile_home(env)
+    for candidate in _home_candidates(env or {}):
+        if not _same_path(candidate, profile_home):
+            return candidate
+    return "/tmp"
+
+
+def get_subprocess_home(env: dict[str, str] | None = None) -> str | None:
+    """The ``HOME`` a child process should get, or None to leave it, by 0.19's
+    ``TERMINAL_HOME_MODE``: ``profile`` (the profile's ``home`` folder when it exists),
+    ``real`` (the user's home), ``auto`` (the profile's in a container; else the user's,
+    and only to repair a ``HOME`` that points at the profile's)."""
+    env = env or {}
+    profile_home = _profile_home(env)
+    mode = str(env.get("TERMINAL_HOME_MODE") or os.environ.get("TERMINAL_HOME_MODE", ""))
+    mode = mode.strip().lower() or "auto"
+    if mode in {"profile", "isolated", "profile_home", "profile-home"}:
+        return profile_home
+    real = get_real_home(env)
+    current = str(env.get("HOME") or os.environ.get("HOME", "")).strip()
+    differs = real if not _same_path(real, current) else None
+    if mode in {"real", "host", "user", "real_home", "real-home"}:
+        return differs
+    if profile_home and is_container():
+        return profile_home
+    return differs if _same_path(current, profile_home) else None
+
+
+def apply_subprocess_home_env(env: dict[str, str]) -> None:
+    """Put 0.19's ``HERMES_REAL_HOME`` and, when it changes, ``HOME`` into ``env``."""
+    env["HERMES_REAL_HOME"] = get_real_home(env)
+    home = get_subprocess_home(env)
+    if home:
+        env["HOME"] = home
+
+
+_MODEL_PREFIXES = (
+    "anthropic",
+    "openai",
+    "google",
+    "openrouter",
+    "groq",
+    "mistral",
+    "xai",
+    "cohere",
+    "perplexity",
+    "together",
+    "fireworks",
+    "deepseek",
+)
+_AGGREGATORS = ("openrouter", "opencode", "fireworks", "groq", "together")
+
+
+def _spellings(model: str) -> list[str]:
+    """The ways a config may spell ``model``, the exact one first: dots and dashes
+    swapped (a version's ``4.5``/``4-5`` too), without its provider or aggregator, and
+    with the usual provider and aggregator prefixes."""
+    found: dict[str, None] = {}
+
+    def add_forms(name: str) -> None:
+        dashed, dotted = name.replace(".", "-"), name.replace("-", ".")
+        for form in (name, dashed, dotted):
+            found.setdefault(form, None)
+            found.setdefault(re.sub(r"(\d)-(\d)", r"\1.\2", form), None)
+            found.setdefault(re.sub(r"(\d)\.(\d)", r"\1-\2", form), None)
+
+    add_forms(model)
+    parts = model.split("/")
+    if len(parts) >= 2:
+        add_forms(parts[-1])
+    if len(parts) >= 3:
+        add_forms("/".join(parts[1:]))
+    for bare in [name for name in found if "/" not in name]:
+        for prefix in _MODEL_PREFIXES:
+            found.setdefault(f"{prefix}/{bare}", None)
+    for named in [name for name in found if name.count("/") == 1]:
+        for aggregator in _AGGREGATORS:
+            found.setdefault(f"{aggregator}/{named}", None)
+    return list(found)
+
+
+def resolve_per_model_reasoning_effort(
+    model: str, overrides: dict[str, Any] | None
+) -> dict[str, object] | None:
+    """The reasoning setting ``overrides`` gives ``model`` under any usual spelling of its
+    name (``claude-opus-4.5``, ``anthropic/claude-opus-4-5``, ...); None: none does."""
+    if not model or not isinstance(overrides, dict) or not overrides:
+        return None
+    for name in _spellings(model):
+        if name in overrides:
+            parsed = parse_reasoning_effort(overrides[name])
+            if parsed is not None:
+                return parsed
+    return None
+
+
+def resolve_reasoning_config(
+    cfg: dict[str, Any] | None, model: str = ""
+) -> dict[str, object] | None:
+    """The reasoning setting for ``model`` (default: the config's main model): its
+    ``agent.reasoning_overrides`` entry, else ``agent.reasoning_effort``; None: the
+    provider's default."""
+    cfg = cfg if isinstance(cfg, dict) else {}
+    agent: dict[str, Any] = cfg["agent"] if isinstance(cfg.get("agent"), dict) else {}
+    if not model:
+        main = cfg.get("model")
+        if isinstance(main, dict):
+            main = main.get("default") or main.get("model") or ""
+        model = str(main or "").strip()
+    per_model = resolve_per_model_reasoning_effort(model, agent.get("reasoning_overrides"))
+    if per_model is not None:
+        return per_model
+    effort = agent.get("reasoning_effort", "")
+    parsed = parse_reasoning_effort(effort)
+    if parsed is None and effort not in (None, True) and str(effort).strip():
+        logging.getLogger(__name__).warning(
+            "agent.reasoning_effort %r is not a level (%s): the provider's default is used.",
+            effort,
+            ", ".join(("none", *VALID_REASONING_EFFORTS)),
+        )
+    return parsed
+
+
+def apply_ipv4_preference(force: bool = False) -> None:
+    """With ``force``, resolve host names to IPv4 first for this process (a host whose
+    IPv6 is broken otherwise waits out a timeout on every connection); a host with no
+    IPv4 address still resolves. Once per process."""
+    import socket
+
+    if not force or getattr(socket.getaddrinfo, "_ipv4_first", False):
+        return
+    resolve = socket.getaddrinfo
+
+    def ipv4_first(host, port, family=0, type=0, proto=0, flags=0):  # type: ignore[no-untyped-def]
+        if family == socket.AF_UNSPEC:
+            try:
+                return resolve(host, port, socket.AF_INET, type, proto, flags)
+            except socket.gaierror:
+                pass  # no IPv4 address: as asked
+        return resolve(host, port, family, type, proto, flags)
+
+    ipv4_first._ipv4_first = True  # type: ignore[attr-defined]
+    socket.getaddrinfo = ipv4_first

@@ -562,6 +562,57 @@ def test_gateway_status_clears_only_a_dead_gateways_pid_file(hermes_home: Path) 
     gateway.status.release_gateway_runtime_lock()
 
 
+def test_hermes_constants_rest_of_0_19s_names(
+    hermes_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """0.19's remaining ``hermes_constants`` names: reasoning settings per model, WSL
+    paths, the HOME a child process gets, data folders, IPv4 first."""
+    import socket
+
+    import hermes_constants as hc
+
+    config = {
+        "model": {"default": "claude-opus-4-5"},
+        "agent": {
+            "reasoning_effort": "low",
+            "reasoning_overrides": {"anthropic/claude-opus-4.5": "High", "gpt-5": "none"},
+        },
+    }
+    assert hc.resolve_reasoning_config(config) == {"enabled": True, "effort": "high"}
+    assert hc.resolve_reasoning_config(config, "openrouter/openai/gpt-5") == {"enabled": False}
+    assert hc.resolve_reasoning_config(config, "other") == {"enabled": True, "effort": "low"}
+    assert hc.resolve_reasoning_config({"agent": {"reasoning_effort": False}}) == {"enabled": False}
+    assert hc.resolve_per_model_reasoning_effort("x", None) is None
+
+    assert hc.windows_path_to_wsl("C:\\Users\\me\\code") == "/mnt/c/Users/me/code"
+    assert hc.wsl_unc_path_to_posix("\\\\wsl.localhost\\Ubuntu\\home\\me") == "/home/me"
+    assert hc.windows_path_to_wsl("/home/me") is None
+    monkeypatch.setattr(hc, "is_wsl", lambda: True)
+    assert hc.translate_cwd_for_wsl_backend("D:\\work") == "/mnt/d/work"
+
+    real = hermes_home.parent / "real-home"
+    profile_home = hermes_home / "home"
+    profile_home.mkdir()
+    env = {"HOME": str(profile_home), "HERMES_REAL_HOME": str(real)}
+    assert hc.get_real_home(env) == str(real)
+    assert hc.get_subprocess_home({**env, "TERMINAL_HOME_MODE": "real"}) == str(real)
+    assert hc.get_subprocess_home({**env, "TERMINAL_HOME_MODE": "profile"}) == str(profile_home)
+    env["TERMINAL_HOME_MODE"] = "real"  # ("auto" is the profile's in a container)
+    hc.apply_subprocess_home_env(env)
+    assert env["HOME"] == env["HERMES_REAL_HOME"] == str(real)
+
+    assert hc.get_optional_skills_dir() == hermes_home / "optional-skills"
+    monkeypatch.setenv("HERMES_BUNDLED_SKILLS", "/opt/skills")
+    assert hc.get_bundled_skills_dir() == Path("/opt/skills")
+    assert hc.PARTIAL_STREAM_STUB_ID == "partial-stream-stub"
+
+    monkeypatch.setattr(socket, "getaddrinfo", socket.getaddrinfo)  # put back afterwards
+    hc.apply_ipv4_preference(force=False)
+    assert not getattr(socket.getaddrinfo, "_ipv4_first", False)
+    hc.apply_ipv4_preference(force=True)
+    assert {a[0] for a in socket.getaddrinfo("localhost", 80)} == {socket.AF_INET}
+
+
 def test_config_helpers_read_this_home(hermes_home: Path) -> None:
     import hermes_constants
     from hermes_cli.config import get_hermes_home, load_config
