@@ -41,6 +41,8 @@ __all__ = [
     "has_bundled_skills_opt_out",
     "import_profile",
     "profiles_to_serve",
+    "read_profile_meta",
+    "write_profile_meta",
     "remove_wrapper_script",
     "validate_alias_name",
     "create_profile",
@@ -215,6 +217,52 @@ def _info(profile: _profiles.Profile, aliases: dict[str, str]) -> ProfileInfo:
         skill_count=_count_skills(profile.path),
         alias_path=_get_wrapper_dir() / alias_file if alias_file else None,
         alias_name=alias,
+        **read_profile_meta(profile.path),
+    )
+
+
+# A profile's description, as 0.19 keeps it: ``profile.yaml`` in its folder, apart from
+# config.yaml (what the profile is, not how it runs). hermes itself does not read it.
+_META_FILE = "profile.yaml"
+
+
+def read_profile_meta(profile_dir: Path) -> dict[str, Any]:
+    """``{"description", "description_auto"}`` of the profile at ``profile_dir``; empty
+    when it has none or the file cannot be read (a listing never fails on it)."""
+    import yaml
+
+    try:
+        data = yaml.safe_load((Path(profile_dir) / _META_FILE).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        data = None
+    data = data if isinstance(data, dict) else {}
+    return {
+        "description": str(data.get("description") or "").strip(),
+        "description_auto": bool(data.get("description_auto", False)),
+    }
+
+
+def write_profile_meta(
+    profile_dir: Path, *, description: str | None = None, description_auto: bool | None = None
+) -> None:
+    """Set the fields given in the profile's ``profile.yaml``, keeping the others;
+    ``FileNotFoundError`` when there is no profile folder there."""
+    import yaml
+
+    folder = Path(profile_dir)
+    if not folder.is_dir():
+        raise FileNotFoundError(f"There is no profile folder at {folder}.")
+    try:
+        held = yaml.safe_load((folder / _META_FILE).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        held = None
+    meta = held if isinstance(held, dict) else {}
+    if description is not None:
+        meta["description"] = description.strip()
+    if description_auto is not None:
+        meta["description_auto"] = bool(description_auto)
+    (folder / _META_FILE).write_text(
+        yaml.safe_dump(meta, sort_keys=False, default_flow_style=False), encoding="utf-8"
     )
 
 
@@ -237,7 +285,8 @@ def create_profile(
     skills and memory notes, ``clone_all`` the whole home but its history (hermes.profiles).
     As 0.19 does, a profile gets a SOUL.md when it has none, and a copied config.yaml is
     stamped with 0.19's ``_config_version`` (not after ``clone_all``: a snapshot stays as
-    it was). ``no_skills`` leaves 0.19's marker that keeps bundled skills out."""
+    it was). ``description`` goes into its ``profile.yaml``. ``no_skills`` leaves 0.19's
+    marker that keeps bundled skills out."""
     if no_skills and (clone_from is not None or clone_config or clone_all):
         raise ValueError(
             "--no-skills is mutually exclusive with --clone / --clone-from / --clone-all "
@@ -252,6 +301,8 @@ def create_profile(
         (path / "SOUL.md").write_text(DEFAULT_SOUL, encoding="utf-8")
     if not clone_all:
         _stamp_config_version(path / "config.yaml")
+    if description and description.strip():
+        write_profile_meta(path, description=description, description_auto=False)
     if no_skills:
         (path / NO_BUNDLED_SKILLS_MARKER).write_text(
             "Created with `hermes profile create --no-skills`: bundled skills are not seeded "

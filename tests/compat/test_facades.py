@@ -463,6 +463,28 @@ def test_profiles_as_the_webui_lists_and_makes_them(hermes_home: Path) -> None:
     ]
 
 
+def test_a_profiles_description_as_0_19_keeps_it(hermes_home: Path) -> None:
+    """``create_profile(description=...)``, ``read_profile_meta``/``write_profile_meta``
+    (``profile.yaml``) and ``ProfileInfo.description``, as hermes-webui lists them."""
+    from hermes_cli.profiles import (
+        create_profile,
+        list_profiles,
+        read_profile_meta,
+        write_profile_meta,
+    )
+
+    path = create_profile("research", no_alias=True, description="  reads papers  ")
+    assert read_profile_meta(path) == {"description": "reads papers", "description_auto": False}
+    write_profile_meta(path, description_auto=True)
+    assert read_profile_meta(path) == {"description": "reads papers", "description_auto": True}
+    described = {p.name: (p.description, p.description_auto) for p in list_profiles()}
+    assert described == {"default": ("", False), "research": ("reads papers", True)}
+    (path / "profile.yaml").write_text("description: [unclosed", encoding="utf-8")
+    assert read_profile_meta(path) == {"description": "", "description_auto": False}
+    with pytest.raises(FileNotFoundError):
+        write_profile_meta(hermes_home / "profiles" / "missing", description="x")
+
+
 def test_profiles_deleted_renamed_and_named_as_0_19_does(hermes_home: Path) -> None:
     """hermes-webui's Profiles panel: a new profile has its own .env; names are checked as
     stored (lower case); rename and delete, the sticky choice following."""
