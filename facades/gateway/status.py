@@ -18,16 +18,20 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shlex
+import signal
 import sys
+import time
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, NamedTuple
 
 from hermes_constants import get_hermes_home, get_process_hermes_home
 
 from hermes.gateway import state_file
 
 __all__ = [
+    "StormInfo",
     "acquire_gateway_runtime_lock",
     "acquire_scoped_lock",
     "clear_planned_stop_marker",
@@ -38,15 +42,21 @@ __all__ = [
     "derive_gateway_drainable",
     "get_process_start_time",
     "get_running_pid",
+    "get_running_pid_cached",
     "get_runtime_status_running_pid",
     "is_gateway_running",
     "is_gateway_runtime_lock_active",
+    "looks_like_gateway_command_line",
+    "looks_like_gateway_runtime_command_line",
     "parse_active_agents",
+    "planned_stop_marker_targets_self",
     "read_runtime_status",
+    "record_start_and_check_storm",
     "release_all_scoped_locks",
     "release_gateway_runtime_lock",
     "release_scoped_lock",
     "remove_pid_file",
+    "terminate_pid",
     "write_pid_file",
     "write_planned_stop_marker",
     "write_runtime_status",
@@ -347,12 +357,11 @@ def release_all_scoped_locks(
     return removed
 
 
-def _write_marker(name: str, target_pid: int) -> bool:
+def _write_marker(name: str, target_pid: int, writer: dict[str, Any]) -> bool:
     record = {
         "target_pid": target_pid,
         "target_start_time": _get_process_start_time(target_pid),
-        "replacer_pid": os.getpid(),
-        "replacer_hermes_home": str(_own_home()),
+        **writer,
         "written_at": _now(),
     }
     try:
@@ -391,7 +400,8 @@ def _consume_marker(name: str) -> bool:
 def write_takeover_marker(target_pid: int) -> bool:
     """Say that this process replaces the gateway ``target_pid`` (``--replace``), so its
     exit on the coming SIGTERM is planned; False when it could not be written."""
-    return _write_marker(_TAKEOVER_MARKER, target_pid)
+    writer = {"replacer_pid": os.getpid(), "replacer_hermes_home": str(_own_home())}
+    return _write_marker(_TAKEOVER_MARKER, target_pid, writer)
 
 
 def consume_takeover_marker_for_self() -> bool:
@@ -404,7 +414,7 @@ def clear_takeover_marker() -> None:
 
 def write_planned_stop_marker(target_pid: int) -> bool:
     """Say that the gateway ``target_pid`` is being stopped on purpose."""
-    return _write_marker(_PLANNED_STOP_MARKER, target_pid)
+    return _write_marker(_PLANNED_STOP_MARKER, target_pid, {"stopper_pid": os.getpid()})
 
 
 def consume_planned_stop_marker_for_self() -> bool:
@@ -413,3 +423,148 @@ def consume_planned_stop_marker_for_self() -> bool:
 
 def clear_planned_stop_marker() -> None:
     (_own_home() / _PLANNED_STOP_MARKER).unlink(missing_ok=True)
+
+
+def planned_stop_marker_targets_self() -> bool:
+    """Whether a fresh planned-stop marker names this process; unlike ``consume_...`` it
+    leaves such a marker in place (a stale or broken one is removed)."""
+    path = _own_home() / _PLANNED_STOP_MARKER
+    record = state_file.read_json(path)
+    if record is None:
+        return False
+    target = record.get("target_pid")
+    try:
+        written = datetime.fromisoformat(str(record.get("written_at")))
+        fresh = (datetime.now(UTC) - written).total_seconds() <= _MARKER_TTL_SECONDS
+    except (TypeError, ValueError):
+        fresh = False
+    if not isinstance(target, int) or not fresh:
+        path.unlink(missing_ok=True)
+        return False
+    recorded, ours = record.get("target_start_time"), _get_process_start_time(os.getpid())
+    return target == os.getpid() and (recorded is None or ours is None or recorded == ours)
+
+
+def get_running_pid_cached(
+    pid_path: Path | None = None, *, cleanup_stale: bool = True, ttl_seconds: float = 1.0
+) -> int | None:
+    """``get_running_pid`` for a status page polled many times a second: the answer of
+    the last ``ttl_seconds``, while the gateway's files are unchanged."""
+    home = Path(pid_path or _get_pid_path()).parent
+    if ttl_seconds <= 0:
+        return get_running_pid(pid_path, cleanup_stale=cleanup_stale)
+    key = (str(home), cleanup_stale)
+    stamp = _files_stamp(home)
+    now = time.monotonic()
+    held = _PID_CACHE.get(key)
+    if held is not None and now - held[0] <= ttl_seconds and held[1] == stamp:
+        return held[2]
+    pid = get_running_pid(pid_path, cleanup_stale=cleanup_stale)
+    _PID_CACHE[key] = (time.monotonic(), _files_stamp(home), pid)
+    return pid
+
+
+_PID_CACHE: dict[tuple[str, bool], tuple[float, tuple[Any, ...], int | None]] = {}
+
+
+def _files_stamp(home: Path) -> tuple[Any, ...]:
+    stamps: list[Any] = []
+    for name in (_PID_FILE, state_file.LOCK_FILE, _RUNTIME_STATUS_FILE):
+        try:
+            info = (home / name).stat()
+            stamps.append((info.st_mtime_ns, info.st_size))
+        except OSError:
+            stamps.append(None)
+    return tuple(stamps)
+
+
+def _gateway_subcommand(command: str | None) -> str | None:
+    """The ``gateway`` subcommand a command line runs (``run`` for a bare ``gateway`` or a
+    gateway entry point), None when it is no hermes gateway command; ``--profile``/``-p``
+    and their values are skipped wherever they stand."""
+    if not command:
+        return None
+    try:
+        words = shlex.split(command, posix=False)
+    except ValueError:
+        words = command.split()
+    tokens = [word.strip("\"'").replace("\\", "/").lower() for word in words]
+    for token in tokens:
+        if token.endswith("gateway/run.py") or token.rsplit("/", 1)[-1] in (
+            "hermes-gateway",
+            "hermes-gateway.exe",
+        ):
+            return "run"
+    names = {token.rsplit("/", 1)[-1] for token in tokens}
+    joined = " ".join(tokens)
+    if not (names & {"hermes", "hermes.exe"} or "hermes_cli" in joined or "-m hermes" in joined):
+        return None
+    kept: list[str] = []
+    skip = False
+    for token in tokens:
+        if skip:
+            skip = False
+        elif token in ("--profile", "-p"):
+            skip = True
+        elif not token.startswith(("--profile=", "-p=")):
+            kept.append(token)
+    if "gateway" not in kept:
+        return None
+    after = kept[kept.index("gateway") + 1 :]
+    return after[0] if after else "run"
+
+
+def looks_like_gateway_command_line(command: str | None) -> bool:
+    """Whether ``command`` runs a gateway (``hermes gateway run``, ``hermes -p x gateway``),
+    not another ``gateway`` subcommand (``status``, ``stop``) or a program merely so named."""
+    return _gateway_subcommand(command) == "run"
+
+
+def looks_like_gateway_runtime_command_line(command: str | None) -> bool:
+    """``looks_like_gateway_command_line``, or ``gateway restart`` (0.19 runs the gateway
+    in that process where no service manager restarts it)."""
+    return _gateway_subcommand(command) in ("run", "restart")
+
+
+def terminate_pid(pid: int, *, force: bool = False) -> None:
+    """Ask the process ``pid`` to stop (SIGTERM), or with ``force`` kill it (SIGKILL)."""
+    os.kill(pid, signal.SIGKILL if force else signal.SIGTERM)
+
+
+class StormInfo(NamedTuple):
+    """Too many gateway starts: ``count`` within ``window_s`` seconds; wait ``backoff_s``."""
+
+    count: int  # type: ignore[assignment]  # 0.19's field name; it hides tuple.count
+    window_s: float
+    backoff_s: float
+
+
+def record_start_and_check_storm(
+    max_starts: int = 5, window_s: float = 120.0, *, backoff_cap_s: float = 300.0
+) -> StormInfo | None:
+    """Note a gateway start in the home's ``gateway-starts.log`` (the last 40 or so) and say
+    whether more than ``max_starts`` came within ``window_s`` (a restart loop): then a
+    backoff doubling with each start over, at most ``backoff_cap_s``. Never raises."""
+    path = _own_home() / "gateway-starts.log"
+    now = time.time()
+    try:
+        held = path.read_text(encoding="utf-8").split() if path.exists() else []
+        starts = [float(word) for word in held if _is_number(word)] + [now]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        kept = starts[-max(max_starts * 4, 40) :]
+        state_file.write_text_atomic(path, "\n".join(repr(s) for s in kept) + "\n")
+    except OSError:
+        return None
+    recent = [start for start in starts if now - start <= window_s]
+    if len(recent) <= max_starts:
+        return None
+    backoff = min(backoff_cap_s, 5.0 * 2 ** min(len(recent) - max_starts, 6))
+    return StormInfo(len(recent), window_s, backoff)
+
+
+def _is_number(word: str) -> bool:
+    try:
+        float(word)
+    except ValueError:
+        return False
+    return True

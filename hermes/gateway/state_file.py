@@ -53,10 +53,15 @@ def process_start_time(pid: int) -> int | None:
 
 
 def write_json(path: Path, payload: dict[str, Any]) -> None:
+    write_text_atomic(path, json.dumps(payload, separators=(",", ":")))
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """``text`` as the whole of ``path`` (0600): readers see the old file or the new one."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        json.dump(payload, handle, separators=(",", ":"))
+        handle.write(text)
     os.replace(tmp, path)
 
 

@@ -635,6 +635,36 @@ def test_hermes_constants_rest_of_0_19s_names(
     assert {a[0] for a in socket.getaddrinfo("localhost", 80)} == {socket.AF_INET}
 
 
+def test_gateway_status_rest_of_0_19s_names(hermes_home: Path) -> None:
+    """0.19's gateway-lifecycle helpers: which command lines run a gateway, the restart-loop
+    breaker, the planned-stop probe, the cached pid read, stopping a process."""
+    import signal
+
+    import gateway.status as gs
+
+    assert gs.looks_like_gateway_command_line("/venv/bin/hermes gateway run --replace")
+    assert gs.looks_like_gateway_command_line("python -m hermes_cli.main -p gateway gateway")
+    assert not gs.looks_like_gateway_command_line("/venv/bin/hermes gateway status")
+    assert not gs.looks_like_gateway_command_line("python -m tui_gateway")
+    assert gs.looks_like_gateway_runtime_command_line("hermes --profile=x gateway restart")
+
+    assert [gs.record_start_and_check_storm(max_starts=2) for _ in range(2)] == [None, None]
+    storm = gs.record_start_and_check_storm(max_starts=2)
+    assert storm is not None and storm.count == 3 and storm.backoff_s == 10.0
+    assert len((hermes_home / "gateway-starts.log").read_text().split()) == 3
+
+    assert gs.planned_stop_marker_targets_self() is False
+    assert gs.write_planned_stop_marker(os.getpid())
+    assert gs.planned_stop_marker_targets_self() is True  # and the marker stays
+    assert gs.consume_planned_stop_marker_for_self() is True
+    assert gs.planned_stop_marker_targets_self() is False
+
+    assert gs.get_running_pid_cached() is None
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    gs.terminate_pid(child.pid)
+    assert child.wait(timeout=30) == -signal.SIGTERM
+
+
 def test_config_helpers_read_this_home(hermes_home: Path) -> None:
     import hermes_constants
     from hermes_cli.config import get_hermes_home, load_config
