@@ -13,9 +13,13 @@ reads the home it runs in.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
+
+from hermes_constants import reset_hermes_home_override, set_hermes_home_override
 
 from cron import _store
 from hermes.compat import cron_jobs
@@ -34,10 +38,13 @@ __all__ = [
     "TICKER_INTERVAL_SECONDS",
     "TICKER_SUCCESS_FILE",
     "AmbiguousJobReference",
+    "ONESHOT_RUN_CLAIM_TTL_SECONDS",
     "advance_next_run",
     "claim_dispatch",
     "compute_next_run",
     "create_job",
+    "ensure_dirs",
+    "get_cron_output_dir",
     "get_due_jobs",
     "get_job",
     "get_ticker_heartbeat_age",
@@ -48,14 +55,17 @@ __all__ = [
     "parse_duration",
     "parse_schedule",
     "pause_job",
+    "referenced_skill_names",
     "record_ticker_heartbeat",
     "remove_job",
     "resolve_job_ref",
     "resume_job",
+    "rewrite_skill_refs",
     "save_job_output",
     "save_jobs",
     "trigger_job",
     "update_job",
+    "use_cron_store",
 ]
 
 HERMES_DIR = _store.home()
@@ -65,6 +75,7 @@ OUTPUT_DIR = CRON_DIR / "output"
 TICKER_HEARTBEAT_FILE = CRON_DIR / files.HEARTBEAT_FILE
 TICKER_SUCCESS_FILE = CRON_DIR / files.SUCCESS_FILE
 TICKER_INTERVAL_SECONDS = 60  # 0.19's; a gateway's scheduler ticks more often
+ONESHOT_RUN_CLAIM_TTL_SECONDS = 1800  # 0.19's; hermes's runs are held under leases
 
 
 def _records(store: CronStore | None) -> list[dict[str, Any]]:
@@ -491,3 +502,70 @@ def save_job_output(job_id: str, output: str) -> Path:
     if job is not None and latest is not None and latest["finished_at"]:
         when = latest["finished_at"] if files.run_document(job, latest) == output else None
     return files.save_output(_store.home(), job_id, output, when=when)
+
+
+@contextmanager
+def use_cron_store(home: str | Path) -> Iterator[None]:
+    """Every ``cron.jobs`` call inside reads and changes the jobs of ``home`` (this
+    context only: other threads and tasks keep theirs)."""
+    token = set_hermes_home_override(Path(home).expanduser().resolve())
+    try:
+        yield
+    finally:
+        reset_hermes_home_override(token)
+
+
+def get_cron_output_dir() -> Path:
+    """``cron/output`` of the home in effect, where run documents go."""
+    return files.cron_dir(_store.home()) / "output"
+
+
+def ensure_dirs() -> None:
+    """Make the home's ``cron/`` and ``cron/output/`` (private to the user)."""
+    for folder in (files.cron_dir(_store.home()), get_cron_output_dir()):
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        folder.chmod(0o700)
+
+
+def referenced_skill_names() -> set[str]:
+    """The skills any job names, paused ones too (they still need them when resumed)."""
+    try:
+        jobs = load_jobs()
+    except (OSError, ValueError):
+        return set()
+    return {str(name) for job in jobs for name in job.get("skills") or () if name}
+
+
+def rewrite_skill_refs(
+    consolidated: dict[str, str] | None = None, pruned: list[str] | None = None
+) -> dict[str, Any]:
+    """After skills were merged (``consolidated``: old name -> the one it went into) or
+    removed (``pruned``), point each job's skills at what is left, in their order, as 0.19
+    reports it: ``rewrites`` (per job: ``before``, ``after``, ``mapped``, ``dropped``),
+    ``jobs_updated``, ``jobs_scanned``."""
+    merged = dict(consolidated or {})
+    removed = set(pruned or ()) - set(merged)
+    if not merged and not removed:
+        return {"rewrites": [], "jobs_updated": 0, "jobs_scanned": 0}
+    jobs = load_jobs()
+    rewrites = []
+    for job in jobs:
+        before = [str(name) for name in job.get("skills") or ()]
+        after: list[str] = []
+        for name in before:
+            kept = merged.get(name, None if name in removed else name)
+            if kept is not None and kept not in after:
+                after.append(kept)
+        if after != before:
+            update_job(job["id"], {"skills": after})
+            rewrites.append(
+                {
+                    "job_id": job["id"],
+                    "job_name": job["name"],
+                    "before": before,
+                    "after": after,
+                    "mapped": {old: merged[old] for old in before if old in merged},
+                    "dropped": [old for old in before if old in removed],
+                }
+            )
+    return {"rewrites": rewrites, "jobs_updated": len(rewrites), "jobs_scanned": len(jobs)}

@@ -405,6 +405,49 @@ def test_mark_job_run_records_the_run_its_caller_made(hermes_home: Path) -> None
     assert get_job(once["id"]) is None
 
 
+def test_cron_jobs_rest_of_0_19s_names(hermes_home: Path) -> None:
+    """0.19's skill bookkeeping over the jobs (``referenced_skill_names``,
+    ``rewrite_skill_refs`` after skills were merged or removed), ``use_cron_store`` on
+    another home, ``ensure_dirs``/``get_cron_output_dir``."""
+    from cron.jobs import (
+        create_job,
+        ensure_dirs,
+        get_cron_output_dir,
+        get_job,
+        list_jobs,
+        referenced_skill_names,
+        rewrite_skill_refs,
+        use_cron_store,
+    )
+
+    digest = create_job(prompt="news", schedule="every 1h", skills=["rss", "summary", "tone"])
+    plain = create_job(prompt="hi", schedule="every 2h")
+    assert referenced_skill_names() == {"rss", "summary", "tone"}
+    report = rewrite_skill_refs({"rss": "feeds", "tone": "summary"}, ["gone"])
+    assert (report["jobs_updated"], report["jobs_scanned"]) == (1, 2)
+    (change,) = report["rewrites"]
+    assert (change["job_id"], change["before"], change["after"]) == (
+        digest["id"],
+        ["rss", "summary", "tone"],
+        ["feeds", "summary"],
+    )
+    assert change["mapped"] == {"rss": "feeds", "tone": "summary"} and change["dropped"] == []
+    assert get_job(digest["id"])["skills"] == ["feeds", "summary"]  # type: ignore[index]
+    assert get_job(plain["id"])["skills"] == []  # type: ignore[index]
+    assert rewrite_skill_refs() == {"rewrites": [], "jobs_updated": 0, "jobs_scanned": 0}
+
+    other = hermes_home / "profiles" / "other"
+    other.mkdir(parents=True)
+    with use_cron_store(other):
+        assert list_jobs() == []
+        ensure_dirs()
+        assert get_cron_output_dir() == other / "cron" / "output"
+        create_job(prompt="elsewhere", schedule="every 3h")
+    assert (other / "cron" / "output").is_dir()
+    assert [job["prompt"] for job in list_jobs()] == ["news", "hi"]
+    assert get_cron_output_dir() == hermes_home / "cron" / "output"
+
+
 def test_no_store_yet_means_no_jobs_and_no_store_made(hermes_home: Path) -> None:
     from cron.jobs import list_jobs
 
