@@ -149,6 +149,52 @@ def test_external_and_disabled_skills_follow_config(hermes_home: Path, tmp_path:
     assert get_disabled_skill_names() == {"notes"}
 
 
+def test_skill_utils_rest_of_0_19s_names(
+    hermes_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """0.19's skill settings (``metadata.hermes.config``) found over the home's skills, a
+    skill's one-line description, a skill named by its absolute path, environment tags."""
+    from agent.skill_utils import (
+        SKILL_CONFIG_PREFIX,
+        discover_all_skill_config_vars,
+        extract_skill_description,
+        normalize_skill_lookup_name,
+        skill_matches_environment,
+    )
+
+    skills = hermes_home / "skills"
+    settings = (
+        "name: wiki\ndescription: Keep notes\nmetadata:\n  hermes:\n    config:\n"
+        "      - key: wiki.path\n        description: Where the wiki is\n"
+        "        default: ~/wiki\n      - key: wiki.path\n        description: again\n"
+        "      - key: no.description\n"
+    )
+    write_skill(skills, "notes/wiki", settings)
+    write_skill(skills, "other", "name: other\ndescription: x")
+    assert discover_all_skill_config_vars() == [
+        {
+            "key": "wiki.path",
+            "description": "Where the wiki is",
+            "default": "~/wiki",
+            "prompt": "Where the wiki is",
+            "skill": "wiki",
+        }
+    ]
+    assert SKILL_CONFIG_PREFIX == "skills.config"
+    assert extract_skill_description({"description": "'" + "x" * 70 + "'"}) == "x" * 57 + "..."
+    assert normalize_skill_lookup_name(str(skills / "notes" / "wiki")) == "notes/wiki"
+    assert normalize_skill_lookup_name("/elsewhere/wiki") == "/elsewhere/wiki"
+    assert normalize_skill_lookup_name("notes/wiki") == "notes/wiki"
+
+    monkeypatch.delenv("HERMES_KANBAN_TASK", raising=False)
+    monkeypatch.delenv("HERMES_KANBAN_BOARD", raising=False)
+    assert skill_matches_environment({}) is True
+    assert skill_matches_environment({"environments": ["kanban"]}) is False
+    assert skill_matches_environment({"environments": ["somewhere-new"]}) is True
+    monkeypatch.setenv("HERMES_KANBAN_TASK", "t1")
+    assert skill_matches_environment({"environments": "kanban"}) is True
+
+
 def jobs_file(home: Path) -> list[dict]:
     return json.loads((home / "cron" / "jobs.json").read_text(encoding="utf-8"))["jobs"]
 
