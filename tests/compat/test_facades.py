@@ -195,6 +195,32 @@ def test_skill_utils_rest_of_0_19s_names(
     assert skill_matches_environment({"environments": "kanban"}) is True
 
 
+def test_skills_tool_rest_of_0_19s_names(hermes_home: Path) -> None:
+    """0.19's ``tools.skills_tool`` extras: the profile's .env, the readiness values
+    ``skill_view`` answers with, its tool schemas."""
+    import json as json_
+
+    from tools.skills_tool import (
+        SKILL_VIEW_SCHEMA,
+        SKILLS_LIST_SCHEMA,
+        SkillReadinessStatus,
+        check_skills_requirements,
+        load_env,
+        skill_matches_environment,
+        skill_view,
+    )
+
+    (hermes_home / ".env").write_text("# keys\nexport WIKI_TOKEN='abc'\n", encoding="utf-8")
+    assert load_env() == {"WIKI_TOKEN": "abc"}
+    write_skill(hermes_home / "skills", "wiki", "name: wiki\ndescription: notes")
+    viewed = json_.loads(skill_view("wiki"))
+    assert viewed["readiness_status"] == SkillReadinessStatus.AVAILABLE
+    assert SkillReadinessStatus("setup_needed") is SkillReadinessStatus.SETUP_NEEDED
+    assert check_skills_requirements() is True and skill_matches_environment({}) is True
+    assert SKILL_VIEW_SCHEMA["parameters"]["required"] == ["name"]
+    assert SKILLS_LIST_SCHEMA["name"] == "skills_list"
+
+
 def jobs_file(home: Path) -> list[dict]:
     return json.loads((home / "cron" / "jobs.json").read_text(encoding="utf-8"))["jobs"]
 
