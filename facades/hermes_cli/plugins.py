@@ -99,18 +99,24 @@ def has_hook(hook_name: str) -> bool:
     return current().has_hook(hook_name)
 
 
+def _discovered() -> _PluginManager:
+    """The process's manager with ``$HERMES_HOME``'s plugins loaded (once), as 0.19's
+    readers find it before any agent has run."""
+    return plugins_for(load_config(), hermes_home())
+
+
 def get_plugin_context_engine() -> ContextEngine | None:
     """The context engine a plugin registered, whatever its name."""
-    return current().registered_engine()
+    return _discovered().registered_engine()
 
 
 def get_plugin_commands() -> dict[str, dict[str, Any]]:
     """The plugins' slash commands: name -> ``handler``, ``description``, ``plugin``."""
-    return current().commands()
+    return _discovered().commands()
 
 
 def get_plugin_command_handler(name: str) -> Callable[..., Any] | None:
-    return current().command(name)
+    return _discovered().command(name)
 
 
 def resolve_plugin_command_result(result: Any) -> Any:
