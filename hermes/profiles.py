@@ -41,6 +41,27 @@ PROFILE_DIRS = (
     "home",
 )
 CLONED_FILES = ("config.yaml", ".env", "SOUL.md")
+CLONED_NOTES = ("memories/MEMORY.md", "memories/USER.md")  # the agent's own notes
+# What a whole-home clone leaves behind, at the top of the source: its history (the
+# store, sessions, backups, snapshots, checkpoints) and what a running gateway writes.
+WHOLE_CLONE_SKIPS = frozenset(
+    {
+        "state.db",
+        "state.db-wal",
+        "state.db-shm",
+        "sessions",
+        "backups",
+        "state-snapshots",
+        "checkpoints",
+        "gateway.pid",
+        "gateway.lock",
+        "gateway_state.json",
+        "gateways",
+        "processes.json",
+    }
+)
+# ... and what only the root holds: other profiles, a Hermes Agent checkout, programs.
+ROOT_ONLY = frozenset({"profiles", "hermes-agent", ".worktrees", "bin", "node_modules"})
 # A new profile's own .env (0.19 seeds one, so its keys are never read from elsewhere).
 ENV_SEED = (
     "# Per-profile secrets for this Hermes profile.\n"
@@ -172,16 +193,22 @@ def list_all() -> list[Profile]:
     return found
 
 
-def create(name: str, clone_from: str | None = None) -> Path:
-    """Make the profile ``name`` with 0.19's folders; ``clone_from`` copies that
-    profile's config.yaml, .env and SOUL.md (never its conversations)."""
+def create(name: str, clone_from: str | None = None, *, whole: bool = False) -> Path:
+    """Make the profile ``name`` with 0.19's folders. ``clone_from`` copies that profile's
+    settings as 0.19's ``--clone`` does (config.yaml, .env, SOUL.md, its skills and its
+    memory notes); with ``whole`` its whole home as 0.19's ``--clone-all`` does, but its
+    history and what only a running gateway or the root holds (``WHOLE_CLONE_SKIPS``).
+    Never its conversations."""
     path = _free(name)
     source = home_of(clone_from) if clone_from is not None else None
-    path.mkdir(mode=0o700, parents=True)
-    for sub in PROFILE_DIRS:
-        (path / sub).mkdir(mode=0o700, exist_ok=True)
-    if source is not None:
-        _copy_settings(source, path)
+    if whole and source is not None:
+        _copy_whole(source, path)
+    else:
+        path.mkdir(mode=0o700, parents=True)
+        for sub in PROFILE_DIRS:
+            (path / sub).mkdir(mode=0o700, exist_ok=True)
+        if source is not None:
+            _copy_settings(source, path)
     env = path / ".env"
     if not env.exists():
         fd = os.open(env, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -237,11 +264,38 @@ def rename(old: str, new: str) -> Path:
 
 
 def _copy_settings(source: Path, path: Path) -> None:
+    import shutil
+
     for file in CLONED_FILES:
         if (source / file).is_file():
             (path / file).write_bytes((source / file).read_bytes())
             if file == ".env":
                 (path / file).chmod(0o600)
+    if (source / "skills").is_dir():
+        shutil.copytree(source / "skills", path / "skills", symlinks=True, dirs_exist_ok=True)
+    for note in CLONED_NOTES:
+        if (source / note).is_file():
+            (path / note).write_bytes((source / note).read_bytes())
+
+
+def _copy_whole(source: Path, path: Path) -> None:
+    import shutil
+
+    at_root = source.resolve() == root().resolve()
+    skipped_here = WHOLE_CLONE_SKIPS | (ROOT_ONLY if at_root else frozenset())
+
+    def skipped(folder: str, names: list[str]) -> list[str]:
+        top = Path(folder).resolve() == source.resolve()
+        return [
+            entry
+            for entry in names
+            if entry == "__pycache__"
+            or entry.endswith((".pyc", ".pyo", ".sock", ".tmp"))
+            or (top and entry in skipped_here)
+        ]
+
+    shutil.copytree(source, path, symlinks=True, ignore=skipped)
+    path.chmod(0o700)
 
 
 # Options whose value may itself look like ``-p``: their values are skipped (as 0.19 does).

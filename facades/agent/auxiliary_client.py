@@ -5,12 +5,14 @@ hermes's (``model.base_url``, the key ``hermes setup`` saved, ``model.default``)
 ``task="compression"`` call uses ``compression.summary_model`` when one is set. The
 answer is the SDK's ChatCompletion, as 0.19 returns it. The work is
 ``hermes.plugins.llm.call_llm``'s; this reads the config of the home in effect (the
-web UI's per-request one included).
+web UI's per-request one included). ``resolve_provider_client`` gives an openai client
+on that endpoint for callers that make their own requests.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 from typing import Any
 
@@ -18,8 +20,18 @@ from hermes_constants import get_hermes_home
 
 from hermes.config import load_config
 from hermes.plugins.llm import call_llm as _call_llm
+from hermes.plugins.llm import endpoint
 
-__all__ = ["async_call_llm", "call_llm", "extract_content_or_reasoning"]
+__all__ = [
+    "async_call_llm",
+    "call_llm",
+    "extract_content_or_reasoning",
+    "get_async_text_auxiliary_client",
+    "get_text_auxiliary_client",
+    "resolve_provider_client",
+]
+
+logger = logging.getLogger(__name__)
 
 # Reasoning a model wrote inline: never the answer.
 _THINKING = re.compile(
@@ -57,3 +69,77 @@ def extract_content_or_reasoning(response: Any) -> str:
             if text and str(text).strip() not in parts:
                 parts.append(str(text).strip())
     return "\n\n".join(parts)
+
+
+# The provider names that mean hermes's own endpoint: 0.19's automatic choice, the main
+# model's provider, an OpenAI-compatible endpoint.
+_OWN_ENDPOINT = frozenset({"", "auto", "main", "custom", "openai", "openai-compatible"})
+_LOGGED_UNKNOWN_PROVIDER_KEYS: set[str] = set()  # said once per process (0.19's name)
+
+
+def resolve_provider_client(
+    provider: str | None,
+    model: str | None = None,
+    async_mode: bool = False,
+    raw_codex: bool = False,
+    explicit_base_url: str | None = None,
+    explicit_api_key: str | None = None,
+    **_: Any,  # 0.19's api_mode, main_runtime, is_vision, task: one endpoint here
+) -> tuple[Any, str | None]:
+    """``(client, model)``: an openai client (``AsyncOpenAI`` for ``async_mode``) on
+    hermes's endpoint, or on ``explicit_base_url`` with ``explicit_api_key``, and
+    ``model`` or the home's ``model.default``. hermes has one endpoint per home, so a
+    provider other than ``auto``/``main``/``custom`` or the configured one answers
+    ``(None, None)`` as 0.19 answers one it has no credentials for (said once, at debug:
+    callers retry)."""
+    import openai
+
+    config = load_config(get_hermes_home() / "config.yaml")
+    name = (provider or "").strip().lower()
+    configured = str(config.get("model.provider") or "").strip().lower()
+    if not explicit_base_url and name not in _OWN_ENDPOINT and name != configured:
+        if name not in _LOGGED_UNKNOWN_PROVIDER_KEYS:
+            _LOGGED_UNKNOWN_PROVIDER_KEYS.add(name)
+            logger.debug(
+                "resolve_provider_client: unknown provider %r (hermes answers on its one "
+                "endpoint: use 'main')",
+                provider,
+            )
+        return None, None
+    settings = endpoint(config, explicit_base_url, explicit_api_key)
+    client = openai.AsyncOpenAI(**settings) if async_mode else openai.OpenAI(**settings)
+    return client, model or str(config.get("model.default"))
+
+
+def _task_model(task: str | None) -> str | None:
+    """The model a side task uses: ``compression.summary_model`` for ``compression``."""
+    if task != "compression":
+        return None
+    summary = load_config(get_hermes_home() / "config.yaml").get("compression.summary_model")
+    return str(summary) if summary else None
+
+
+def get_text_auxiliary_client(
+    task: str = "", *, main_runtime: dict[str, Any] | None = None
+) -> tuple[Any, str | None]:
+    """``(client, model)`` for a text side task (hermes-webui's update summaries and commit
+    messages ask for ``compression``): hermes's endpoint, with the task's model."""
+    return resolve_provider_client("main", _task_model(task))
+
+
+def get_async_text_auxiliary_client(
+    task: str = "", *, main_runtime: dict[str, Any] | None = None
+) -> tuple[Any, str | None]:
+    """``get_text_auxiliary_client`` with an ``AsyncOpenAI`` client."""
+    return resolve_provider_client("main", _task_model(task), async_mode=True)
+
+
+def _read_main_model() -> str:
+    """The home's main model (``model.default``); hermes-webui reads it by this name."""
+    return str(load_config(get_hermes_home() / "config.yaml").get("model.default") or "")
+
+
+def _read_main_provider() -> str:
+    """The home's ``model.provider``, lower case ("" when unset)."""
+    provider = load_config(get_hermes_home() / "config.yaml").get("model.provider")
+    return str(provider or "").strip().lower()

@@ -15,13 +15,20 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from hermes_constants import get_hermes_home
+from hermes_constants import get_hermes_home, is_container, is_termux
 
 from hermes.tools import skills as _skills
 
 __all__ = [
     "EXCLUDED_SKILL_DIRS",
+    "SKILL_CONFIG_PREFIX",
     "SKILL_SUPPORT_DIRS",
+    "discover_all_skill_config_vars",
+    "extract_skill_config_vars",
+    "extract_skill_description",
+    "normalize_skill_lookup_name",
+    "skill_matches_environment",
+    "skill_matches_platform_list",
     "get_all_skills_dirs",
     "get_disabled_skill_names",
     "extract_skill_conditions",
@@ -83,14 +90,124 @@ def parse_frontmatter(content: str) -> tuple[dict[str, Any], str]:
 
 def skill_matches_platform(frontmatter: dict[str, Any]) -> bool:
     """False only for a skill whose ``platforms`` leave this OS out."""
-    platforms = frontmatter.get("platforms")
+    return skill_matches_platform_list(frontmatter.get("platforms"))
+
+
+def skill_matches_platform_list(platforms: Any) -> bool:
+    """Whether this OS is among ``platforms`` (none: every OS; Termux counts as Linux)."""
     if not platforms:
         return True
+    termux = is_termux()
     for platform in platforms if isinstance(platforms, list) else [platforms]:
         name = str(platform).lower().strip()
-        if sys.platform.startswith(PLATFORM_MAP.get(name, name)):
+        wanted = PLATFORM_MAP.get(name, name)
+        if sys.platform.startswith(wanted) or (termux and wanted in ("linux", "termux", "android")):
             return True
     return False
+
+
+# The environments a skill may say it is for; a tag not among them never hides one.
+_ENVIRONMENTS = frozenset({"kanban", "docker", "s6"})
+
+
+def _in_environment(name: str) -> bool:
+    if name == "kanban":  # a Kanban worker: its dispatcher names the task or board
+        return bool(os.environ.get("HERMES_KANBAN_TASK") or os.environ.get("HERMES_KANBAN_BOARD"))
+    if name == "docker":
+        return is_container()
+    return os.path.isdir("/run/s6") or os.path.isdir("/package/admin/s6-overlay")  # s6
+
+
+def skill_matches_environment(frontmatter: dict[str, Any]) -> bool:
+    """Whether a skill that names ``environments`` (``kanban``, ``docker``, ``s6``) is for
+    this one, so listings offer it: any of them active, or a tag this does not know. A
+    skill asked for by name loads wherever it is."""
+    tags = frontmatter.get("environments")
+    if not tags:
+        return True
+    for tag in tags if isinstance(tags, list) else [tags]:
+        name = str(tag).lower().strip()
+        if name and (name not in _ENVIRONMENTS or _in_environment(name)):
+            return True
+    return False
+
+
+def normalize_skill_lookup_name(identifier: str) -> str:
+    """A skill named by an absolute path under a skills folder of this home (as slash
+    commands and jobs may store it) as the relative name ``skill_view`` takes; any other
+    name as it is (a path elsewhere stays absolute, and ``skill_view`` refuses it)."""
+    raw = (identifier or "").strip()
+    path = Path(raw).expanduser()
+    if not raw or not path.is_absolute():
+        return raw.lstrip("/")
+    roots = get_all_skills_dirs()
+    for root in roots:  # the path as written first: a linked skill stays under its root
+        try:
+            return str(path.relative_to(root))
+        except ValueError:
+            continue
+    try:
+        return str(path.resolve().relative_to(roots[0].resolve()))
+    except ValueError:
+        return raw
+
+
+SKILL_CONFIG_PREFIX = "skills.config"  # where skills' settings live in config.yaml
+
+
+def extract_skill_config_vars(frontmatter: dict[str, Any]) -> list[dict[str, Any]]:
+    """The settings a skill declares under ``metadata.hermes.config`` (``key``,
+    ``description``, ``default``, ``prompt``); an entry without key or description, or
+    a repeated key, is left out."""
+    metadata = frontmatter.get("metadata")
+    hermes = metadata.get("hermes") if isinstance(metadata, dict) else None
+    declared = hermes.get("config") if isinstance(hermes, dict) else None
+    if isinstance(declared, dict):
+        declared = [declared]
+    found: dict[str, dict[str, Any]] = {}
+    for item in declared if isinstance(declared, list) else ():
+        if not isinstance(item, dict):
+            continue
+        key = str(item.get("key", "")).strip()
+        description = str(item.get("description", "")).strip()
+        if not key or not description or key in found:
+            continue
+        entry: dict[str, Any] = {"key": key, "description": description}
+        if item.get("default") is not None:
+            entry["default"] = item["default"]
+        prompt = item.get("prompt")
+        entry["prompt"] = (
+            prompt.strip() if isinstance(prompt, str) and prompt.strip() else description
+        )
+        found[key] = entry
+    return list(found.values())
+
+
+def discover_all_skill_config_vars() -> list[dict[str, Any]]:
+    """Every setting the enabled skills for this OS declare, each key once, with the
+    ``skill`` that declared it."""
+    disabled = get_disabled_skill_names()
+    found: dict[str, dict[str, Any]] = {}
+    for folder in get_all_skills_dirs():
+        if not folder.is_dir():
+            continue
+        for skill_file in iter_skill_index_files(folder, "SKILL.md"):
+            try:
+                frontmatter, _ = parse_frontmatter(skill_file.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError):
+                continue
+            name = str(frontmatter.get("name") or skill_file.parent.name)
+            if name in disabled or not skill_matches_platform(frontmatter):
+                continue
+            for var in extract_skill_config_vars(frontmatter):
+                found.setdefault(var["key"], {**var, "skill": name})
+    return list(found.values())
+
+
+def extract_skill_description(frontmatter: dict[str, Any]) -> str:
+    """The skill's description for a one-line listing: at most 60 characters."""
+    text = str(frontmatter.get("description") or "").strip().strip("'\"")
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def is_excluded_skill_path(path: str | Path) -> bool:

@@ -13,9 +13,13 @@ reads the home it runs in.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
+
+from hermes_constants import reset_hermes_home_override, set_hermes_home_override
 
 from cron import _store
 from hermes.compat import cron_jobs
@@ -34,10 +38,13 @@ __all__ = [
     "TICKER_INTERVAL_SECONDS",
     "TICKER_SUCCESS_FILE",
     "AmbiguousJobReference",
+    "ONESHOT_RUN_CLAIM_TTL_SECONDS",
     "advance_next_run",
     "claim_dispatch",
     "compute_next_run",
     "create_job",
+    "ensure_dirs",
+    "get_cron_output_dir",
     "get_due_jobs",
     "get_job",
     "get_ticker_heartbeat_age",
@@ -48,14 +55,17 @@ __all__ = [
     "parse_duration",
     "parse_schedule",
     "pause_job",
+    "referenced_skill_names",
     "record_ticker_heartbeat",
     "remove_job",
     "resolve_job_ref",
     "resume_job",
+    "rewrite_skill_refs",
     "save_job_output",
     "save_jobs",
     "trigger_job",
     "update_job",
+    "use_cron_store",
 ]
 
 HERMES_DIR = _store.home()
@@ -65,13 +75,17 @@ OUTPUT_DIR = CRON_DIR / "output"
 TICKER_HEARTBEAT_FILE = CRON_DIR / files.HEARTBEAT_FILE
 TICKER_SUCCESS_FILE = CRON_DIR / files.SUCCESS_FILE
 TICKER_INTERVAL_SECONDS = 60  # 0.19's; a gateway's scheduler ticks more often
+ONESHOT_RUN_CLAIM_TTL_SECONDS = 1800  # 0.19's; hermes's runs are held under leases
 
 
 def _records(store: CronStore | None) -> list[dict[str, Any]]:
     if store is None:  # no store yet, or Hermes Agent's: its own jobs.json, if any
         return cron_jobs.read_jobs(cron_jobs.jobs_file(_store.home()))
+    counts = store.finished_runs()
     return [
-        files.job_record(job, next(iter(store.runs(job["id"], limit=1)), None))
+        files.job_record(
+            job, next(iter(store.runs(job["id"], limit=1)), None), counts.get(job["id"], 0)
+        )
         for job in store.jobs()
     ]
 
@@ -79,7 +93,8 @@ def _records(store: CronStore | None) -> list[dict[str, Any]]:
 def _record(store: CronStore, job: dict[str, Any] | None) -> dict[str, Any] | None:
     if job is None:
         return None
-    return files.job_record(job, next(iter(store.runs(job["id"], limit=1)), None))
+    latest = next(iter(store.runs(job["id"], limit=1)), None)
+    return files.job_record(job, latest, store.finished_runs().get(job["id"], 0))
 
 
 ONESHOT_GRACE_SECONDS = 120  # 0.19's: a one-shot this late still runs
@@ -200,6 +215,8 @@ def create_job(
     """
     if script or no_agent:
         raise ValueError("hermes runs every job as an agent prompt: script jobs are not supported.")
+    if repeat is not None and repeat <= 0:
+        repeat = None  # 0.19 reads 0 or -1 as "forever": as often as the schedule says
     if repeat not in (None, 1):
         raise ValueError("hermes jobs repeat by their schedule: give no repeat count.")
     if context_from:
@@ -391,11 +408,27 @@ def _add_019(job: dict[str, Any]) -> None:
 def mark_job_run(
     job_id: str, success: bool, error: str | None = None, delivery_error: str | None = None
 ) -> None:
-    """Nothing to record: the store holds each run as the gateway that ran it finished it.
-    The files are brought up to date."""
+    """Record a run of the job its caller made: ``last_status``/``last_error`` and
+    ``last_delivery_error`` from it, ``repeat.completed`` one more; a one-shot has then
+    had its run and goes, as in 0.19. After ``run_job`` (in any process) the gateway that
+    ran the job recorded that run already: unless the job ran again since, nothing more is
+    recorded."""
+    seen = _store.take_gateway_run(job_id)
     with _store.cron_store(read_only=True) as store:
-        if store is not None:
+        if store is None:
+            return  # no store yet (no such job), or Hermes Agent's own, not upgraded yet
+        latest = next(iter(store.runs(job_id, limit=1)), None)
+        if seen is not None and latest is not None and latest["id"] == seen:
             files.write_files(_store.home(), store)
+            return
+    with _store.cron_store(read_only=False) as store:
+        assert store is not None
+        failure = None if success else (error or "The run failed.")
+        if store.record_run(job_id, error=failure, delivery_error=delivery_error) is None:
+            return
+        job = store.job(job_id)
+        if job is not None and parse(job["schedule"]).kind == "once":
+            store.remove_job(job_id)
 
 
 def get_due_jobs() -> list[dict[str, Any]]:
@@ -469,3 +502,70 @@ def save_job_output(job_id: str, output: str) -> Path:
     if job is not None and latest is not None and latest["finished_at"]:
         when = latest["finished_at"] if files.run_document(job, latest) == output else None
     return files.save_output(_store.home(), job_id, output, when=when)
+
+
+@contextmanager
+def use_cron_store(home: str | Path) -> Iterator[None]:
+    """Every ``cron.jobs`` call inside reads and changes the jobs of ``home`` (this
+    context only: other threads and tasks keep theirs)."""
+    token = set_hermes_home_override(Path(home).expanduser().resolve())
+    try:
+        yield
+    finally:
+        reset_hermes_home_override(token)
+
+
+def get_cron_output_dir() -> Path:
+    """``cron/output`` of the home in effect, where run documents go."""
+    return files.cron_dir(_store.home()) / "output"
+
+
+def ensure_dirs() -> None:
+    """Make the home's ``cron/`` and ``cron/output/`` (private to the user)."""
+    for folder in (files.cron_dir(_store.home()), get_cron_output_dir()):
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        folder.chmod(0o700)
+
+
+def referenced_skill_names() -> set[str]:
+    """The skills any job names, paused ones too (they still need them when resumed)."""
+    try:
+        jobs = load_jobs()
+    except (OSError, ValueError):
+        return set()
+    return {str(name) for job in jobs for name in job.get("skills") or () if name}
+
+
+def rewrite_skill_refs(
+    consolidated: dict[str, str] | None = None, pruned: list[str] | None = None
+) -> dict[str, Any]:
+    """After skills were merged (``consolidated``: old name -> the one it went into) or
+    removed (``pruned``), point each job's skills at what is left, in their order, as 0.19
+    reports it: ``rewrites`` (per job: ``before``, ``after``, ``mapped``, ``dropped``),
+    ``jobs_updated``, ``jobs_scanned``."""
+    merged = dict(consolidated or {})
+    removed = set(pruned or ()) - set(merged)
+    if not merged and not removed:
+        return {"rewrites": [], "jobs_updated": 0, "jobs_scanned": 0}
+    jobs = load_jobs()
+    rewrites = []
+    for job in jobs:
+        before = [str(name) for name in job.get("skills") or ()]
+        after: list[str] = []
+        for name in before:
+            kept = merged.get(name, None if name in removed else name)
+            if kept is not None and kept not in after:
+                after.append(kept)
+        if after != before:
+            update_job(job["id"], {"skills": after})
+            rewrites.append(
+                {
+                    "job_id": job["id"],
+                    "job_name": job["name"],
+                    "before": before,
+                    "after": after,
+                    "mapped": {old: merged[old] for old in before if old in merged},
+                    "dropped": [old for old in before if old in removed],
+                }
+            )
+    return {"rewrites": rewrites, "jobs_updated": len(rewrites), "jobs_scanned": len(jobs)}

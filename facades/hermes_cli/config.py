@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from hermes.errors import ConfigError
 
 __all__ = [
     "DEFAULT_CONFIG",
+    "ConfigIssue",
     "ensure_hermes_home",
     "get_config_path",
     "get_env_path",
@@ -31,10 +33,21 @@ __all__ = [
     "load_env",
     "read_raw_config",
     "save_config",
+    "validate_config_structure",
 ]
 
 # hermes's defaults as one nested dict (what load_config puts under the file).
 _HERMES_DEFAULTS = _config.Config(_config.defaults(), Path("config.yaml")).as_tree()
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    merged = copy.deepcopy(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _merge(merged[key], value)
+        else:
+            merged[key] = copy.deepcopy(value)
+    return merged
 
 
 def _defaults_019() -> dict[str, Any]:
@@ -45,11 +58,9 @@ def _defaults_019() -> dict[str, Any]:
     return loaded if isinstance(loaded, dict) else {}
 
 
-# hermes's defaults, then 0.19's sections hermes has not (tools read them; hermes does not).
-DEFAULT_CONFIG: dict[str, Any] = {
-    **_HERMES_DEFAULTS,
-    **{key: value for key, value in _defaults_019().items() if key not in _HERMES_DEFAULTS},
-}
+# hermes's defaults, and 0.19's keys hermes has not, in its sections too (``cron.provider``
+# beside hermes's ``cron.tick_seconds``): tools read them; hermes does not.
+DEFAULT_CONFIG: dict[str, Any] = _merge(_defaults_019(), _HERMES_DEFAULTS)
 # What each config.yaml's ``${VAR}``s read as when load_config last gave it out, so a save
 # after the variable changed still writes the reference, not the value read then.
 _LOADED: dict[str, Any] = {}
@@ -188,11 +199,130 @@ def _by_name(items: Any) -> dict[str, Any] | None:
     return {str(name): item for name, item in zip(names, items, strict=True)}
 
 
-def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
-    merged = copy.deepcopy(base)
-    for key, value in over.items():
-        if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = _merge(merged[key], value)
-        else:
-            merged[key] = copy.deepcopy(value)
-    return merged
+# --- 0.19's structure check of its provider sections --------------------------------
+# hermes reads one endpoint from ``model``; ``custom_providers`` and ``fallback_model`` are
+# 0.19's, and a config.yaml carried over from it (or edited for both) is checked as 0.19
+# checks it, so a tool showing these problems shows the same ones.
+
+
+@dataclass
+class ConfigIssue:
+    """One problem in config.yaml's layout: ``severity`` is ``error`` or ``warning``."""
+
+    severity: str
+    message: str
+    hint: str
+
+
+# Keys of a custom_providers entry, which a slip of indentation puts at the top.
+_PROVIDER_ENTRY_KEYS = frozenset({"base_url", "api_key", "rate_limit_delay", "api_mode"})
+
+
+def validate_config_structure(config: dict[str, Any] | None = None) -> list[ConfigIssue]:
+    """The layout mistakes 0.19 names in ``config`` (default: the home's config.yaml as
+    written): ``custom_providers`` as a mapping instead of a list, entries without a name
+    or URL, a ``fallback_model`` that is no mapping (or list of them) of provider and
+    model, a fallback nested in the providers, provider keys at the top."""
+    config = read_raw_config() if config is None else config
+    providers = config.get("custom_providers")
+    issues = _provider_issues(providers) + _fallback_issues(config.get("fallback_model"))
+    nested = isinstance(providers, dict) and "fallback_model" in providers
+    if nested and "fallback_model" not in config:
+        issues.append(
+            ConfigIssue(
+                "error",
+                "fallback_model is inside custom_providers instead of at the top level",
+                "Move fallback_model to the top of config.yaml (no indentation).",
+            )
+        )
+    if providers and not config.get("model"):
+        issues.append(
+            ConfigIssue(
+                "warning",
+                "custom_providers is set but there is no 'model' section to choose one",
+                "Add `model:` with `provider: custom` and `default: <model name>`.",
+            )
+        )
+    issues += [
+        ConfigIssue(
+            "warning",
+            f"Top-level key '{key}' looks misplaced: it belongs under 'model:' or in a "
+            "custom_providers entry",
+            f"Move '{key}' into the section it belongs to.",
+        )
+        for key in config
+        if key in _PROVIDER_ENTRY_KEYS
+    ]
+    return issues
+
+
+def _provider_issues(providers: Any) -> list[ConfigIssue]:
+    if isinstance(providers, dict):
+        issues = [
+            ConfigIssue(
+                "error",
+                "custom_providers is a dict: it must be a YAML list (each entry starts with '- ')",
+                "Write it as:\n  custom_providers:\n    - name: my-provider\n"
+                "      base_url: https://...",
+            )
+        ]
+        misplaced = sorted(set(providers) & _PROVIDER_ENTRY_KEYS)
+        if misplaced:
+            issues.append(
+                ConfigIssue(
+                    "warning",
+                    f"Keys {misplaced} look like custom_providers entry fields",
+                    "Indent them under a '- name: ...' entry of the list.",
+                )
+            )
+        return issues
+    if not isinstance(providers, list):
+        return []
+    issues = []
+    for index, entry in enumerate(providers):
+        where = f"custom_providers[{index}]"
+        if not isinstance(entry, dict):
+            issues.append(
+                ConfigIssue(
+                    "warning",
+                    f"{where} is not a dict (it is a {type(entry).__name__})",
+                    "Each entry needs at least a name and a base_url.",
+                )
+            )
+            continue
+        issues += [
+            ConfigIssue("warning", f"{where} is missing '{key}'", f"Add `{key}:` to the entry.")
+            for key in ("name", "base_url")
+            if not entry.get(key)
+        ]
+    return issues
+
+
+def _fallback_issues(fallback: Any) -> list[ConfigIssue]:
+    if fallback is None or fallback == {}:
+        return []  # none, or an empty mapping: no fallback, nothing to say
+    entries = list(enumerate(fallback)) if isinstance(fallback, list) else [(None, fallback)]
+    issues = []
+    for index, entry in entries:
+        where = "fallback_model" if index is None else f"fallback_model[{index}]"
+        if not isinstance(entry, dict):
+            issues.append(
+                ConfigIssue(
+                    "error",
+                    f"{where} should be a dict of 'provider' and 'model', not a "
+                    f"{type(entry).__name__}",
+                    "Write it as:\n  fallback_model:\n    provider: openrouter\n"
+                    "    model: <model name>",
+                )
+            )
+            continue
+        issues += [
+            ConfigIssue(
+                "warning",
+                f"{where} is missing '{key}' (that fallback is not used)",
+                f"Add `{key}:` to it.",
+            )
+            for key in ("provider", "model")
+            if not entry.get(key)
+        ]
+    return issues

@@ -19,7 +19,7 @@ from hermes.plugins import (
     plugins_for,
 )
 from hermes.plugins import PluginManager as _PluginManager
-from hermes.plugins.manager import LoadedPlugin
+from hermes.plugins.manager import LoadedPlugin, command_result
 
 __all__ = [
     "ENTRY_POINTS_GROUP",
@@ -35,6 +35,7 @@ __all__ = [
     "get_plugin_manager",
     "has_hook",
     "invoke_hook",
+    "resolve_plugin_command_result",
 ]
 
 
@@ -98,15 +99,27 @@ def has_hook(hook_name: str) -> bool:
     return current().has_hook(hook_name)
 
 
+def _discovered() -> _PluginManager:
+    """The process's manager with ``$HERMES_HOME``'s plugins loaded (once), as 0.19's
+    readers find it before any agent has run."""
+    return plugins_for(load_config(), hermes_home())
+
+
 def get_plugin_context_engine() -> ContextEngine | None:
     """The context engine a plugin registered, whatever its name."""
-    return current().registered_engine()
+    return _discovered().registered_engine()
 
 
 def get_plugin_commands() -> dict[str, dict[str, Any]]:
     """The plugins' slash commands: name -> ``handler``, ``description``, ``plugin``."""
-    return current().commands()
+    return _discovered().commands()
 
 
 def get_plugin_command_handler(name: str) -> Callable[..., Any] | None:
-    return current().command(name)
+    return _discovered().command(name)
+
+
+def resolve_plugin_command_result(result: Any) -> Any:
+    """A plugin command handler's return value, awaited when it is a coroutine (in a thread
+    of its own when the caller already runs an event loop, as hermes-webui's does)."""
+    return command_result(result)

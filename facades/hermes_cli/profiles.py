@@ -4,8 +4,8 @@ The names and shapes are 0.19's (``ProfileInfo``, ``list_profiles``, ``create_pr
 the sticky ``active_profile``); errors are 0.19's kinds (``ValueError`` for a bad name,
 ``FileNotFoundError`` for a missing profile, ``FileExistsError`` for a taken one) with
 hermes's sentences. 0.19's wrapper aliases and profile archives are here as 0.19 makes
-them; there are no bundled skills to seed, a clone copies config.yaml, .env and SOUL.md
-only, and ``delete_profile``/``rename_profile`` refuse a profile whose gateway is running
+them; there are no bundled skills to seed, a clone copies the settings (or with
+``clone_all`` the whole home but its history) as 0.19's does, and ``delete_profile``/``rename_profile`` refuse a profile whose gateway is running
 (0.19 stops it) rather than stop another process.
 """
 
@@ -41,6 +41,8 @@ __all__ = [
     "has_bundled_skills_opt_out",
     "import_profile",
     "profiles_to_serve",
+    "read_profile_meta",
+    "write_profile_meta",
     "remove_wrapper_script",
     "validate_alias_name",
     "create_profile",
@@ -215,6 +217,52 @@ def _info(profile: _profiles.Profile, aliases: dict[str, str]) -> ProfileInfo:
         skill_count=_count_skills(profile.path),
         alias_path=_get_wrapper_dir() / alias_file if alias_file else None,
         alias_name=alias,
+        **read_profile_meta(profile.path),
+    )
+
+
+# A profile's description, as 0.19 keeps it: ``profile.yaml`` in its folder, apart from
+# config.yaml (what the profile is, not how it runs). hermes itself does not read it.
+_META_FILE = "profile.yaml"
+
+
+def read_profile_meta(profile_dir: Path) -> dict[str, Any]:
+    """``{"description", "description_auto"}`` of the profile at ``profile_dir``; empty
+    when it has none or the file cannot be read (a listing never fails on it)."""
+    import yaml
+
+    try:
+        data = yaml.safe_load((Path(profile_dir) / _META_FILE).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        data = None
+    data = data if isinstance(data, dict) else {}
+    return {
+        "description": str(data.get("description") or "").strip(),
+        "description_auto": bool(data.get("description_auto", False)),
+    }
+
+
+def write_profile_meta(
+    profile_dir: Path, *, description: str | None = None, description_auto: bool | None = None
+) -> None:
+    """Set the fields given in the profile's ``profile.yaml``, keeping the others;
+    ``FileNotFoundError`` when there is no profile folder there."""
+    import yaml
+
+    folder = Path(profile_dir)
+    if not folder.is_dir():
+        raise FileNotFoundError(f"There is no profile folder at {folder}.")
+    try:
+        held = yaml.safe_load((folder / _META_FILE).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        held = None
+    meta = held if isinstance(held, dict) else {}
+    if description is not None:
+        meta["description"] = description.strip()
+    if description_auto is not None:
+        meta["description_auto"] = bool(description_auto)
+    (folder / _META_FILE).write_text(
+        yaml.safe_dump(meta, sort_keys=False, default_flow_style=False), encoding="utf-8"
     )
 
 
@@ -233,9 +281,12 @@ def create_profile(
     no_skills: bool = False,
     description: str | None = None,
 ) -> Path:
-    """Make a profile; ``clone_config``/``clone_from`` copy config.yaml, .env and SOUL.md
-    (``clone_all`` does the same: a profile never takes another's conversations).
-    ``no_skills`` leaves 0.19's marker that keeps bundled skills out."""
+    """Make a profile; ``clone_config``/``clone_from`` copy config.yaml, .env, SOUL.md,
+    skills and memory notes, ``clone_all`` the whole home but its history (hermes.profiles).
+    As 0.19 does, a profile gets a SOUL.md when it has none, and a copied config.yaml is
+    stamped with 0.19's ``_config_version`` (not after ``clone_all``: a snapshot stays as
+    it was). ``description`` goes into its ``profile.yaml``. ``no_skills`` leaves 0.19's
+    marker that keeps bundled skills out."""
     if no_skills and (clone_from is not None or clone_config or clone_all):
         raise ValueError(
             "--no-skills is mutually exclusive with --clone / --clone-from / --clone-all "
@@ -245,7 +296,13 @@ def create_profile(
     if source is None and (clone_config or clone_all):
         source = get_active_profile_name()
         source = None if source == "custom" else source
-    path = _call(name, lambda: _profiles.create(name, clone_from=source))
+    path = _call(name, lambda: _profiles.create(name, clone_from=source, whole=clone_all))
+    if not (path / "SOUL.md").exists():
+        (path / "SOUL.md").write_text(DEFAULT_SOUL, encoding="utf-8")
+    if not clone_all:
+        _stamp_config_version(path / "config.yaml")
+    if description and description.strip():
+        write_profile_meta(path, description=description, description_auto=False)
     if no_skills:
         (path / NO_BUNDLED_SKILLS_MARKER).write_text(
             "Created with `hermes profile create --no-skills`: bundled skills are not seeded "
@@ -253,6 +310,43 @@ def create_profile(
             encoding="utf-8",
         )
     return path
+
+
+# 0.19 seeds every new profile with a persona to edit; hermes itself does not read it.
+DEFAULT_SOUL = (
+    "You are a capable, direct assistant. You help with questions, code, writing and "
+    "research, use your tools when they help, say when you are unsure, and keep answers "
+    "as short as they can be while still being useful.\n"
+)
+_CONFIG_VERSION_LINE = re.compile(r"^_config_version:.*$", re.MULTILINE)
+
+
+def _stamp_config_version(config: Path) -> None:
+    """Mark a copied config.yaml with 0.19's current schema version, so 0.19's tools do
+    not call the new profile outdated. hermes reads config.yaml by its own keys; only that
+    one line is written, the rest stays as the source had it."""
+    from hermes_cli.config import DEFAULT_CONFIG
+
+    latest = int(DEFAULT_CONFIG["_config_version"])
+    try:
+        text = config.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return
+    import yaml
+
+    try:
+        held = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return
+    current = held.get("_config_version") if isinstance(held, dict) else None
+    if not isinstance(held, dict) or (isinstance(current, int) and current >= latest):
+        return
+    line = f"_config_version: {latest}"
+    if _CONFIG_VERSION_LINE.search(text):
+        text = _CONFIG_VERSION_LINE.sub(line, text, count=1)
+    else:
+        text = text + ("" if text.endswith("\n") or not text else "\n") + line + "\n"
+    config.write_text(text, encoding="utf-8")
 
 
 def seed_profile_skills(profile_dir: Path, quiet: bool = False) -> dict[str, Any] | None:

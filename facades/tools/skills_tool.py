@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from agent.skill_utils import (
     get_disabled_skill_names,
     get_external_skills_dirs,
     parse_frontmatter,
+    skill_matches_environment,
     skill_matches_platform,
 )
 from hermes_constants import get_hermes_home
@@ -28,6 +30,12 @@ from hermes.tools import skills as _skills
 __all__ = [
     "MAX_DESCRIPTION_LENGTH",
     "SKILLS_DIR",
+    "SKILLS_LIST_SCHEMA",
+    "SKILL_VIEW_SCHEMA",
+    "SkillReadinessStatus",
+    "check_skills_requirements",
+    "load_env",
+    "skill_matches_environment",
     "skill_matches_platform",
     "skill_view",
     "skills_list",
@@ -227,3 +235,56 @@ def _required_variables(front: dict[str, Any]) -> list[dict[str, Any]]:
 
 def _is_set(name: str) -> bool:
     return bool(os.environ.get(name) or _config.dotenv_values(get_hermes_home()).get(name))
+
+
+class SkillReadinessStatus(StrEnum):
+    """``skill_view``'s ``readiness_status``: ready, or a setting still to be given."""
+
+    AVAILABLE = "available"
+    SETUP_NEEDED = "setup_needed"
+    UNSUPPORTED = "unsupported"
+
+
+def load_env() -> dict[str, str]:
+    """The ``KEY=value`` lines of the home's ``.env`` (the profile's secrets)."""
+    return _config.dotenv_values(get_hermes_home())
+
+
+def check_skills_requirements() -> bool:
+    """The skills tools need nothing installed: always True."""
+    return True
+
+
+# 0.19's tool schemas of the two calls above, for callers that offer them to a model.
+SKILLS_LIST_SCHEMA: dict[str, Any] = {
+    "name": "skills_list",
+    "description": "List the skills there are (name and description); load one with "
+    "skill_view(name).",
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "category": {"type": "string", "description": "Only the skills of this category."}
+        },
+        "required": [],
+    },
+}
+SKILL_VIEW_SCHEMA: dict[str, Any] = {
+    "name": "skill_view",
+    "description": "Load a skill's instructions (SKILL.md) and the list of its files, or, "
+    "with file_path, one of those files (references, templates, scripts).",
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "name": {
+                "type": "string",
+                "description": "The skill's name, or category/name (see skills_list).",
+            },
+            "file_path": {
+                "type": "string",
+                "description": "Optional: a file of the skill, such as references/api.md; "
+                "without it, SKILL.md.",
+            },
+        },
+        "required": ["name"],
+    },
+}

@@ -48,19 +48,26 @@ def list_cmd(as_json: bool) -> None:
 @click.option(
     "--clone",
     is_flag=True,
-    help="Copy config.yaml, .env and SOUL.md from the profile this command runs in.",
+    help="Copy config.yaml, .env, SOUL.md, skills and memory notes from the profile this "
+    "command runs in.",
+)
+@click.option(
+    "--clone-all",
+    is_flag=True,
+    help="Copy the whole home of the profile this command runs in (or of --clone-from), "
+    "but its conversations, backups and running gateway's files.",
 )
 @click.option(
     "--clone-from",
     metavar="PROFILE",
-    help="Copy config.yaml, .env and SOUL.md from PROFILE (implies --clone).",
+    help="Copy from PROFILE instead (implies --clone).",
 )
-def create_cmd(name: str, clone: bool, clone_from: str | None) -> None:
+def create_cmd(name: str, clone: bool, clone_all: bool, clone_from: str | None) -> None:
     """Create the profile NAME (lower-case letters, digits, '-' and '_')."""
-    source = clone_from or (profiles.current_name() if clone else None)
+    source = clone_from or (profiles.current_name() if clone or clone_all else None)
     if source == "custom":
         source = None  # HERMES_HOME is no profile: there is nothing named to copy
-    path = profiles.create(name, clone_from=source)
+    path = profiles.create(name, clone_from=source, whole=clone_all)
     click.echo(f"Created profile {profiles.normalize(name)} at {path}.")
     click.echo(
         f"Use it once with `hermes --profile {profiles.normalize(name)} chat`, "

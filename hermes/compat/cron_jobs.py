@@ -88,10 +88,14 @@ def _add(store: CronStore, job: dict[str, Any], workdir: str | None) -> None:
     now = time.time()
     schedule = parse(schedule_text(job.get("schedule")), now=now)
     skills = job.get("skills") or ([job["skill"]] if job.get("skill") else [])
+    prompt = str(job.get("prompt") or "")
+    # 0.19 names a nameless job (an old or hand-edited record) by its prompt, its first
+    # skill, else its id.
+    label = prompt or (str(skills[0]) if skills else "") or str(job.get("id") or "")
     made = store.create_job(
-        name=str(job.get("name") or job.get("prompt", "")[:50] or "job"),
+        name=str(job.get("name") or "").strip() or label[:50].strip() or "cron job",
         schedule=schedule,
-        prompt=str(job.get("prompt") or ""),
+        prompt=prompt,
         deliver=_target(job),
         skills=[str(s) for s in skills],
         model=job.get("model") or None,

@@ -52,15 +52,20 @@ def process_start_time(pid: int) -> int | None:
         return None
 
 
-def _write_json(path: Path, payload: dict[str, Any]) -> None:
+def write_json(path: Path, payload: dict[str, Any]) -> None:
+    write_text_atomic(path, json.dumps(payload, separators=(",", ":")))
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """``text`` as the whole of ``path`` (0600): readers see the old file or the new one."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        json.dump(payload, handle, separators=(",", ":"))
+        handle.write(text)
     os.replace(tmp, path)
 
 
-def _read_json(path: Path) -> dict[str, Any] | None:
+def read_json(path: Path) -> dict[str, Any] | None:
     try:
         payload = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError):
@@ -109,7 +114,7 @@ class GatewayStateFile:
 
     def starting(self) -> None:
         _prune_stale(self.home)
-        self._alive = _hold(self.home / GATEWAYS_DIR / f"{self.pid}.lock", self.record)
+        self._alive = hold_lock(self.home / GATEWAYS_DIR / f"{self.pid}.lock", self.record)
         self.update(gateway_state="starting")
 
     def running(self, platforms: list[str], api_url: str | None = None) -> None:
@@ -136,7 +141,7 @@ class GatewayStateFile:
         self.update(gateway_state=ended, exit_reason=exit_reason, active_agents=0)
         if self._primary is not None:
             pid_path = self.home / PID_FILE
-            found = _read_json(pid_path)
+            found = read_json(pid_path)
             if found is not None and found.get("pid") == self.pid:  # never another's
                 pid_path.unlink(missing_ok=True)
             _release(self._primary)
@@ -150,14 +155,14 @@ class GatewayStateFile:
             self.update()
 
     def _take_primary(self) -> None:
-        self._primary = _hold(self.home / LOCK_FILE, self.record)
+        self._primary = hold_lock(self.home / LOCK_FILE, self.record)
         if self._primary is not None:
             self._save(self.home / PID_FILE, self.record)
 
     def _save(self, path: Path, payload: dict[str, Any]) -> None:
         try:
             path.parent.mkdir(mode=0o700, exist_ok=True)
-            _write_json(path, payload)
+            write_json(path, payload)
         except OSError:
             pass  # a read-only home: the gateway serves all the same
 
@@ -165,7 +170,7 @@ class GatewayStateFile:
 ENDED = ("stopped", "startup_failed")
 
 
-def _hold(path: Path, record: dict[str, Any]) -> IO[str] | None:
+def hold_lock(path: Path, record: dict[str, Any]) -> IO[str] | None:
     """Take ``path``'s lock for this process's lifetime, with ``record`` in it; None
     when another process holds it (or the home is read-only)."""
     try:
@@ -191,7 +196,7 @@ def _release(handle: IO[str] | None) -> None:
     return None
 
 
-def _held(path: Path) -> bool:
+def lock_held(path: Path) -> bool:
     """Whether a live process holds ``path``'s lock."""
     try:
         with open(path, encoding="utf-8") as handle:
@@ -208,7 +213,7 @@ def _prune_stale(home: Path) -> None:
     """Drop the records of gateways that are gone (their lock is free)."""
     folder = home / GATEWAYS_DIR
     for lock in folder.glob("*.lock") if folder.is_dir() else ():
-        if not _held(lock):
+        if not lock_held(lock):
             for path in (lock, lock.with_suffix(".json")):
                 try:
                     path.unlink(missing_ok=True)
@@ -221,8 +226,8 @@ def running_gateways(home: Path) -> list[dict[str, Any]]:
     folder = Path(home) / GATEWAYS_DIR
     found = []
     for lock in sorted(folder.glob("*.lock")) if folder.is_dir() else ():
-        record = _read_json(lock.with_suffix(".json"))
-        if record is not None and record.get("gateway_state") not in ENDED and _held(lock):
+        record = read_json(lock.with_suffix(".json"))
+        if record is not None and record.get("gateway_state") not in ENDED and lock_held(lock):
             found.append(record)
     return sorted(found, key=lambda r: (r.get("start_time") or 0, r.get("pid") or 0))
 
@@ -242,7 +247,7 @@ class GatewayStatus:
 
 def read_status(home: Path) -> GatewayStatus:
     """Whether a gateway runs on ``home``: its state file, and that process alive."""
-    state = _read_json(Path(home) / STATE_FILE)
+    state = read_json(Path(home) / STATE_FILE)
     if state is None:
         return GatewayStatus(False, None)
     pid = state.get("pid")

@@ -34,13 +34,6 @@ def call_llm(
 
     config = config if config is not None else load_config()
     summary = config.get("compression.summary_model") if task == "compression" else None
-    saved = dotenv_values()
-    key = (
-        api_key
-        or api_key_from_env()
-        or next((saved[n] for n in API_KEY_ENV if saved.get(n)), None)
-        or config.get("model.api_key")
-    )
     options: dict[str, Any] = {}
     for name, value in (
         ("temperature", temperature),
@@ -50,14 +43,32 @@ def call_llm(
     ):
         if value is not None:
             options[name] = value
-    with openai.OpenAI(
-        base_url=base_url or config.get("model.base_url"),
-        api_key=key or "no-key-configured",  # a local endpoint needs none
-        timeout=timeout or float(config.get("model.request_timeout")),
-        max_retries=int(config.get("model.max_retries")),
-    ) as client:
+    with openai.OpenAI(**endpoint(config, base_url, api_key, timeout)) as client:
         return client.chat.completions.create(
             model=model or summary or config.get("model.default"),
             messages=messages,  # type: ignore[arg-type]  # the plugin's OpenAI messages
             **options,
         )
+
+
+def endpoint(
+    config: Config,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    timeout: float | None = None,
+) -> dict[str, Any]:
+    """The openai client's settings for hermes's endpoint (or the ``base_url`` and key a
+    caller names): ``base_url``, ``api_key``, ``timeout``, ``max_retries``."""
+    saved = dotenv_values()
+    key = (
+        api_key
+        or api_key_from_env()
+        or next((saved[n] for n in API_KEY_ENV if saved.get(n)), None)
+        or config.get("model.api_key")
+    )
+    return {
+        "base_url": base_url or config.get("model.base_url"),
+        "api_key": key or "no-key-configured",  # a local endpoint needs none
+        "timeout": timeout or float(config.get("model.request_timeout")),
+        "max_retries": int(config.get("model.max_retries")),
+    }

@@ -185,9 +185,7 @@ class PluginManager:
         if handler is None:
             return None
         try:
-            answer = handler(argument)
-            if inspect.isawaitable(answer):
-                answer = asyncio.run(_awaited(answer))
+            answer = command_result(handler(argument))
         except Exception as exc:  # a plugin's bug is the plugin's answer, not a crash
             log.warning("plugin command /%s (%s) failed: %s", name, _label(handler), exc)
             return f"/{name} failed: {exc}"
@@ -307,3 +305,34 @@ def current() -> PluginManager:
 
 async def _awaited(answer: Any) -> Any:
     return await answer
+
+
+COMMAND_TIMEOUT = 30.0  # an async plugin command awaited from inside a running loop
+
+
+def command_result(answer: Any) -> Any:
+    """A plugin command's answer; an awaitable one awaited here, in a thread of its own when
+    this thread already runs an event loop (a web server's handler), for at most
+    ``COMMAND_TIMEOUT`` seconds (then ``TimeoutError``)."""
+    if not inspect.isawaitable(answer):
+        return answer
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(_awaited(answer))
+    outcome: dict[str, Any] = {}
+
+    def await_it() -> None:
+        try:
+            outcome["value"] = asyncio.run(_awaited(answer))
+        except BaseException as exc:  # handed back to the caller below
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=await_it, name="plugin-command", daemon=True)
+    worker.start()
+    worker.join(COMMAND_TIMEOUT)
+    if worker.is_alive():
+        raise TimeoutError(f"The plugin command did not answer within {COMMAND_TIMEOUT:.0f} s.")
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome.get("value")

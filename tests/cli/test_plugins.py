@@ -175,8 +175,17 @@ def test_pre_api_request_fires_before_each_model_request(hermes, cli_env, fake_l
 
 
 SLASH_INIT = """
+import asyncio
+
+
+async def whisper(raw_args):
+    await asyncio.sleep(0)
+    return raw_args.lower()
+
+
 def register(ctx):
     ctx.register_command("shout", lambda raw_args: raw_args.upper())
+    ctx.register_command("whisper-async", whisper)
 """
 
 
@@ -202,6 +211,27 @@ def test_a_plugins_slash_command_runs_in_the_terminal_chat(hermes_home, fake_llm
 
     assert get_plugin_commands()["shout"]["plugin"] == "shouter"
     assert get_plugin_command_handler("shout")("hey") == "HEY"
+
+
+def test_plugin_commands_as_hermes_webui_runs_them(hermes_home):
+    """hermes-webui's ``/name`` for a plugin: ``get_plugin_command_handler`` and
+    ``resolve_plugin_command_result(handler(args))`` (imported together), a coroutine
+    awaited whether or not the caller's thread runs an event loop."""
+    import asyncio
+
+    from hermes_cli.plugins import get_plugin_command_handler, resolve_plugin_command_result
+
+    install_plugin(hermes_home, "shouter", "name: shouter\n", SLASH_INIT)
+    enable(hermes_home, "shouter")
+    assert resolve_plugin_command_result(get_plugin_command_handler("shout")("hey")) == "HEY"
+    handler = get_plugin_command_handler("whisper-async")
+    assert handler is not None
+    assert resolve_plugin_command_result(handler("QUIET PLEASE")) == "quiet please"
+
+    async def from_a_server_handler() -> str:
+        return str(resolve_plugin_command_result(handler("INSIDE A LOOP")))
+
+    assert asyncio.run(from_a_server_handler()) == "inside a loop"
 
 
 def _titles(hermes) -> dict[str, str | None]:

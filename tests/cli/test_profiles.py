@@ -101,3 +101,39 @@ def test_the_flag_is_found_where_hermes_agent_finds_it() -> None:
     assert take_profile_flag(["-z", "-p", "work"]) == (["-z", "-p", "work"], None)
     assert take_profile_flag(["--", "-p", "work"]) == (["--", "-p", "work"], None)
     assert take_profile_flag(["mcp", "-p", "no:xdist"]) == (["mcp", "-p", "no:xdist"], None)
+
+
+def test_clones_copy_settings_or_the_whole_home_but_its_history(hermes: Run, cli_env: Env) -> None:
+    """0.19's `--clone` copies the settings, skills and memory notes; `--clone-all` the
+    whole home but its conversations, backups, a running gateway's files and what only
+    the root holds (other profiles, programs)."""
+    home = cli_env.home
+    (home / "config.yaml").write_text("model:\n  default: big-model\n", encoding="utf-8")
+    (home / "skills" / "ops" / "disk-check").mkdir(parents=True)
+    (home / "skills" / "ops" / "disk-check" / "SKILL.md").write_text("---\nname: d\n---\n")
+    (home / "memories").mkdir(exist_ok=True)
+    (home / "memories" / "MEMORY.md").write_text("the user likes tea\n", encoding="utf-8")
+    (home / "notes").mkdir()
+    (home / "notes" / "todo.txt").write_text("mine\n", encoding="utf-8")
+    assert hermes("cron", "create", "every 1h", "stretch").returncode == 0  # makes state.db
+    (home / "gateway.pid").write_text("12345", encoding="utf-8")
+    (home / "backups").mkdir()
+    (home / "notes" / "backups").mkdir()  # only the top level's history is left out
+    (home / "notes" / "backups" / "kept.txt").write_text("kept\n", encoding="utf-8")
+
+    made = hermes("profile", "create", "copy", "--clone")
+    assert made.returncode == 0, made.stderr
+    copy = home / "profiles" / "copy"
+    assert (copy / "skills" / "ops" / "disk-check" / "SKILL.md").is_file()
+    assert (copy / "memories" / "MEMORY.md").read_text(encoding="utf-8") == "the user likes tea\n"
+    assert not (copy / "notes").exists() and not (copy / "state.db").exists()
+
+    made = hermes("profile", "create", "snap", "--clone-all")
+    assert made.returncode == 0, made.stderr
+    snap = home / "profiles" / "snap"
+    assert (snap / "notes" / "todo.txt").read_text(encoding="utf-8") == "mine\n"
+    assert (snap / "notes" / "backups" / "kept.txt").is_file()
+    assert (snap / "config.yaml").read_text(encoding="utf-8").startswith("model:")
+    for left_out in ("state.db", "gateway.pid", "backups", "profiles", "sessions"):
+        assert not (snap / left_out).exists(), left_out
+    assert "No scheduled jobs" in hermes("-p", "snap", "cron", "list").stdout

@@ -149,6 +149,78 @@ def test_external_and_disabled_skills_follow_config(hermes_home: Path, tmp_path:
     assert get_disabled_skill_names() == {"notes"}
 
 
+def test_skill_utils_rest_of_0_19s_names(
+    hermes_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """0.19's skill settings (``metadata.hermes.config``) found over the home's skills, a
+    skill's one-line description, a skill named by its absolute path, environment tags."""
+    from agent.skill_utils import (
+        SKILL_CONFIG_PREFIX,
+        discover_all_skill_config_vars,
+        extract_skill_description,
+        normalize_skill_lookup_name,
+        skill_matches_environment,
+    )
+
+    skills = hermes_home / "skills"
+    settings = (
+        "name: wiki\ndescription: Keep notes\nmetadata:\n  hermes:\n    config:\n"
+        "      - key: wiki.path\n        description: Where the wiki is\n"
+        "        default: ~/wiki\n      - key: wiki.path\n        description: again\n"
+        "      - key: no.description\n"
+    )
+    write_skill(skills, "notes/wiki", settings)
+    write_skill(skills, "other", "name: other\ndescription: x")
+    assert discover_all_skill_config_vars() == [
+        {
+            "key": "wiki.path",
+            "description": "Where the wiki is",
+            "default": "~/wiki",
+            "prompt": "Where the wiki is",
+            "skill": "wiki",
+        }
+    ]
+    assert SKILL_CONFIG_PREFIX == "skills.config"
+    assert extract_skill_description({"description": "'" + "x" * 70 + "'"}) == "x" * 57 + "..."
+    assert normalize_skill_lookup_name(str(skills / "notes" / "wiki")) == "notes/wiki"
+    assert normalize_skill_lookup_name("/elsewhere/wiki") == "/elsewhere/wiki"
+    assert normalize_skill_lookup_name("notes/wiki") == "notes/wiki"
+
+    monkeypatch.delenv("HERMES_KANBAN_TASK", raising=False)
+    monkeypatch.delenv("HERMES_KANBAN_BOARD", raising=False)
+    assert skill_matches_environment({}) is True
+    assert skill_matches_environment({"environments": ["kanban"]}) is False
+    assert skill_matches_environment({"environments": ["somewhere-new"]}) is True
+    monkeypatch.setenv("HERMES_KANBAN_TASK", "t1")
+    assert skill_matches_environment({"environments": "kanban"}) is True
+
+
+def test_skills_tool_rest_of_0_19s_names(hermes_home: Path) -> None:
+    """0.19's ``tools.skills_tool`` extras: the profile's .env, the readiness values
+    ``skill_view`` answers with, its tool schemas."""
+    import json as json_
+
+    from tools.skills_tool import (
+        SKILL_VIEW_SCHEMA,
+        SKILLS_LIST_SCHEMA,
+        SkillReadinessStatus,
+        check_skills_requirements,
+        load_env,
+        skill_matches_environment,
+        skill_view,
+    )
+
+    (hermes_home / ".env").write_text("# keys\nexport WIKI_TOKEN='abc'\n", encoding="utf-8")
+    assert load_env() == {"WIKI_TOKEN": "abc"}
+    write_skill(hermes_home / "skills", "wiki", "name: wiki\ndescription: notes")
+    viewed = json_.loads(skill_view("wiki"))
+    assert viewed["readiness_status"] == SkillReadinessStatus.AVAILABLE
+    assert SkillReadinessStatus("setup_needed") is SkillReadinessStatus.SETUP_NEEDED
+    assert check_skills_requirements() is True and skill_matches_environment({}) is True
+    assert SKILL_VIEW_SCHEMA["parameters"]["required"] == ["name"]
+    assert SKILLS_LIST_SCHEMA["name"] == "skills_list"
+
+
 def jobs_file(home: Path) -> list[dict]:
     return json.loads((home / "cron" / "jobs.json").read_text(encoding="utf-8"))["jobs"]
 
@@ -358,6 +430,96 @@ def test_an_imported_job_with_an_unsafe_id_writes_only_under_cron_output(
     assert not (hermes_home / "cron" / "escape").exists()
 
 
+def test_an_imported_job_without_name_or_prompt_is_named_as_0_19_names_it(
+    hermes_home: Path,
+) -> None:
+    """An old or hand-edited 0.19 jobs.json with ``name``/``prompt`` null: the job comes
+    over (the import does not stop), named by its first skill, else its id."""
+    from hermes.compat.cron_jobs import import_jobs
+    from hermes.cron import CronStore
+    from hermes.state import SessionDB
+
+    (hermes_home / "cron").mkdir()
+    legacy = [
+        {"id": "abc123deadbe", "name": None, "prompt": None, "schedule": "every 1h"},
+        {"id": "bcd234", "name": " ", "prompt": None, "skills": ["digest"], "schedule": "1h"},
+    ]
+    (hermes_home / "cron" / "jobs.json").write_text(json.dumps(legacy), encoding="utf-8")
+    with SessionDB(db_path=hermes_home / "state.db") as db:
+        assert import_jobs(hermes_home / "cron" / "jobs.json", db.backend) == 2
+        named = {job["id"]: (job["name"], job["prompt"]) for job in CronStore(db.backend).jobs()}
+    assert named == {"abc123deadbe": ("abc123deadbe", ""), "bcd234": ("digest", "")}
+
+
+def test_mark_job_run_records_the_run_its_caller_made(hermes_home: Path) -> None:
+    """A tool that ran a job itself records the run as in 0.19: its status and errors,
+    one more ``repeat.completed``, jobs.json following; a one-shot goes after its run."""
+    from cron.executions import list_executions
+    from cron.jobs import create_job, get_job, mark_job_run
+
+    job = create_job(prompt="report", schedule="every 1h", repeat=-1)  # -1: forever
+    assert job["repeat"] == {"times": None, "completed": 0}
+    mark_job_run(job["id"], success=False, error="model timeout", delivery_error="no telegram")
+    marked = get_job(job["id"])
+    assert marked is not None and marked["repeat"]["completed"] == 1
+    assert (marked["last_status"], marked["last_error"]) == ("error", "model timeout")
+    assert marked["last_delivery_error"] == "no telegram" and marked["last_run_at"]
+    mark_job_run(job["id"], success=True)
+    marked = get_job(job["id"])
+    assert marked is not None and marked["repeat"]["completed"] == 2
+    assert (marked["last_status"], marked["last_delivery_error"]) == ("ok", None)
+    assert [e["status"] for e in list_executions(job_id=job["id"])] == ["completed", "failed"]
+    (on_disk,) = jobs_file(hermes_home)
+    assert on_disk["repeat"]["completed"] == 2 and on_disk["last_status"] == "ok"
+
+    once = create_job(prompt="once", schedule="30m")
+    mark_job_run(once["id"], success=True)
+    assert get_job(once["id"]) is None
+
+
+def test_cron_jobs_rest_of_0_19s_names(hermes_home: Path) -> None:
+    """0.19's skill bookkeeping over the jobs (``referenced_skill_names``,
+    ``rewrite_skill_refs`` after skills were merged or removed), ``use_cron_store`` on
+    another home, ``ensure_dirs``/``get_cron_output_dir``."""
+    from cron.jobs import (
+        create_job,
+        ensure_dirs,
+        get_cron_output_dir,
+        get_job,
+        list_jobs,
+        referenced_skill_names,
+        rewrite_skill_refs,
+        use_cron_store,
+    )
+
+    digest = create_job(prompt="news", schedule="every 1h", skills=["rss", "summary", "tone"])
+    plain = create_job(prompt="hi", schedule="every 2h")
+    assert referenced_skill_names() == {"rss", "summary", "tone"}
+    report = rewrite_skill_refs({"rss": "feeds", "tone": "summary"}, ["gone"])
+    assert (report["jobs_updated"], report["jobs_scanned"]) == (1, 2)
+    (change,) = report["rewrites"]
+    assert (change["job_id"], change["before"], change["after"]) == (
+        digest["id"],
+        ["rss", "summary", "tone"],
+        ["feeds", "summary"],
+    )
+    assert change["mapped"] == {"rss": "feeds", "tone": "summary"} and change["dropped"] == []
+    assert get_job(digest["id"])["skills"] == ["feeds", "summary"]  # type: ignore[index]
+    assert get_job(plain["id"])["skills"] == []  # type: ignore[index]
+    assert rewrite_skill_refs() == {"rewrites": [], "jobs_updated": 0, "jobs_scanned": 0}
+
+    other = hermes_home / "profiles" / "other"
+    other.mkdir(parents=True)
+    with use_cron_store(other):
+        assert list_jobs() == []
+        ensure_dirs()
+        assert get_cron_output_dir() == other / "cron" / "output"
+        create_job(prompt="elsewhere", schedule="every 3h")
+    assert (other / "cron" / "output").is_dir()
+    assert [job["prompt"] for job in list_jobs()] == ["news", "hi"]
+    assert get_cron_output_dir() == hermes_home / "cron" / "output"
+
+
 def test_no_store_yet_means_no_jobs_and_no_store_made(hermes_home: Path) -> None:
     from cron.jobs import list_jobs
 
@@ -414,6 +576,28 @@ def test_profiles_as_the_webui_lists_and_makes_them(hermes_home: Path) -> None:
     assert "* " in listed.stdout and "coder" in [
         line.split()[1] for line in listed.stdout.splitlines() if line.startswith("*")
     ]
+
+
+def test_a_profiles_description_as_0_19_keeps_it(hermes_home: Path) -> None:
+    """``create_profile(description=...)``, ``read_profile_meta``/``write_profile_meta``
+    (``profile.yaml``) and ``ProfileInfo.description``, as hermes-webui lists them."""
+    from hermes_cli.profiles import (
+        create_profile,
+        list_profiles,
+        read_profile_meta,
+        write_profile_meta,
+    )
+
+    path = create_profile("research", no_alias=True, description="  reads papers  ")
+    assert read_profile_meta(path) == {"description": "reads papers", "description_auto": False}
+    write_profile_meta(path, description_auto=True)
+    assert read_profile_meta(path) == {"description": "reads papers", "description_auto": True}
+    described = {p.name: (p.description, p.description_auto) for p in list_profiles()}
+    assert described == {"default": ("", False), "research": ("reads papers", True)}
+    (path / "profile.yaml").write_text("description: [unclosed", encoding="utf-8")
+    assert read_profile_meta(path) == {"description": "", "description_auto": False}
+    with pytest.raises(FileNotFoundError):
+        write_profile_meta(hermes_home / "profiles" / "missing", description="x")
 
 
 def test_profiles_deleted_renamed_and_named_as_0_19_does(hermes_home: Path) -> None:
@@ -482,6 +666,120 @@ def test_gateway_status_reads_the_state_file(hermes_home: Path) -> None:
     assert gateway.status.get_running_pid() is None
 
 
+def test_gateway_status_clears_only_a_dead_gateways_pid_file(hermes_home: Path) -> None:
+    """0.19's ``get_running_pid`` removes a stale ``gateway.pid``: never a live hermes
+    gateway's (it holds ``gateway.lock``), and a killed one's is gone at the next call."""
+    import signal
+
+    import gateway.status
+
+    code = (
+        "import sys, time\nfrom pathlib import Path\n"
+        "from hermes.gateway.state_file import GatewayStateFile\n"
+        "state = GatewayStateFile(Path(sys.argv[1]))\nstate.starting()\n"
+        "state.running(['api_server'])\nprint('up', flush=True)\ntime.sleep(120)\n"
+    )
+    child = subprocess.Popen(
+        [sys.executable, "-c", code, str(hermes_home)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "up"
+        assert gateway.status.get_running_pid() == child.pid
+        assert gateway.status.is_gateway_runtime_lock_active() is True
+        assert (hermes_home / "gateway.pid").exists()
+        with pytest.raises(FileExistsError):  # a second gateway loses the race
+            gateway.status.write_pid_file()
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait(timeout=60)
+    assert (hermes_home / "gateway.pid").exists()  # a hard kill leaves it behind
+    assert gateway.status.get_running_pid() is None
+    assert not (hermes_home / "gateway.pid").exists()
+    assert gateway.status.acquire_gateway_runtime_lock() is True  # free for the next one
+    gateway.status.release_gateway_runtime_lock()
+
+
+def test_hermes_constants_rest_of_0_19s_names(
+    hermes_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """0.19's remaining ``hermes_constants`` names: reasoning settings per model, WSL
+    paths, the HOME a child process gets, data folders, IPv4 first."""
+    import socket
+
+    import hermes_constants as hc
+
+    config = {
+        "model": {"default": "claude-opus-4-5"},
+        "agent": {
+            "reasoning_effort": "low",
+            "reasoning_overrides": {"anthropic/claude-opus-4.5": "High", "gpt-5": "none"},
+        },
+    }
+    assert hc.resolve_reasoning_config(config) == {"enabled": True, "effort": "high"}
+    assert hc.resolve_reasoning_config(config, "openrouter/openai/gpt-5") == {"enabled": False}
+    assert hc.resolve_reasoning_config(config, "other") == {"enabled": True, "effort": "low"}
+    assert hc.resolve_reasoning_config({"agent": {"reasoning_effort": False}}) == {"enabled": False}
+    assert hc.resolve_per_model_reasoning_effort("x", None) is None
+
+    assert hc.windows_path_to_wsl("C:\\Users\\me\\code") == "/mnt/c/Users/me/code"
+    assert hc.wsl_unc_path_to_posix("\\\\wsl.localhost\\Ubuntu\\home\\me") == "/home/me"
+    assert hc.windows_path_to_wsl("/home/me") is None
+    monkeypatch.setattr(hc, "is_wsl", lambda: True)
+    assert hc.translate_cwd_for_wsl_backend("D:\\work") == "/mnt/d/work"
+
+    real = hermes_home.parent / "real-home"
+    profile_home = hermes_home / "home"
+    profile_home.mkdir()
+    env = {"HOME": str(profile_home), "HERMES_REAL_HOME": str(real)}
+    assert hc.get_real_home(env) == str(real)
+    assert hc.get_subprocess_home({**env, "TERMINAL_HOME_MODE": "real"}) == str(real)
+    assert hc.get_subprocess_home({**env, "TERMINAL_HOME_MODE": "profile"}) == str(profile_home)
+    env["TERMINAL_HOME_MODE"] = "real"  # ("auto" is the profile's in a container)
+    hc.apply_subprocess_home_env(env)
+    assert env["HOME"] == env["HERMES_REAL_HOME"] == str(real)
+
+    assert hc.get_optional_skills_dir() == hermes_home / "optional-skills"
+    monkeypatch.setenv("HERMES_BUNDLED_SKILLS", "/opt/skills")
+    assert hc.get_bundled_skills_dir() == Path("/opt/skills")
+    assert hc.PARTIAL_STREAM_STUB_ID == "partial-stream-stub"
+
+    monkeypatch.setattr(socket, "getaddrinfo", socket.getaddrinfo)  # put back afterwards
+    hc.apply_ipv4_preference(force=False)
+    assert not getattr(socket.getaddrinfo, "_ipv4_first", False)
+    hc.apply_ipv4_preference(force=True)
+    assert {a[0] for a in socket.getaddrinfo("localhost", 80)} == {socket.AF_INET}
+
+
+def test_gateway_status_rest_of_0_19s_names(hermes_home: Path) -> None:
+    """0.19's gateway-lifecycle helpers: which command lines run a gateway, the restart-loop
+    breaker, the planned-stop probe, the cached pid read, stopping a process."""
+    import signal
+
+    import gateway.status as gs
+
+    assert gs.looks_like_gateway_command_line("/venv/bin/hermes gateway run --replace")
+    assert gs.looks_like_gateway_command_line("python -m hermes_cli.main -p gateway gateway")
+    assert not gs.looks_like_gateway_command_line("/venv/bin/hermes gateway status")
+    assert not gs.looks_like_gateway_command_line("python -m tui_gateway")
+    assert gs.looks_like_gateway_runtime_command_line("hermes --profile=x gateway restart")
+
+    assert [gs.record_start_and_check_storm(max_starts=2) for _ in range(2)] == [None, None]
+    storm = gs.record_start_and_check_storm(max_starts=2)
+    assert storm is not None and storm.count == 3 and storm.backoff_s == 10.0
+    assert len((hermes_home / "gateway-starts.log").read_text().split()) == 3
+
+    assert gs.planned_stop_marker_targets_self() is False
+    assert gs.write_planned_stop_marker(os.getpid())
+    assert gs.planned_stop_marker_targets_self() is True  # and the marker stays
+    assert gs.consume_planned_stop_marker_for_self() is True
+    assert gs.planned_stop_marker_targets_self() is False
+
+    assert gs.get_running_pid_cached() is None
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    gs.terminate_pid(child.pid)
+    assert child.wait(timeout=30) == -signal.SIGTERM
+
+
 def test_config_helpers_read_this_home(hermes_home: Path) -> None:
     import hermes_constants
     from hermes_cli.config import get_hermes_home, load_config
@@ -522,10 +820,10 @@ def test_config_expands_variables_and_saves_as_0_19_does(
     assert config["model"]["default"] == "env-model"
     assert config["web"]["backend"] == "${NOT_SET_ANYWHERE}"
     assert config["fallback_models"] == ["x", "env-model"]
-    assert (
-        DEFAULT_CONFIG["compression"]
-        == hermes_config.load_config(hermes_home / "absent.yaml").as_tree()["compression"]
-    )
+    # hermes's defaults as hermes has them; 0.19's keys hermes has not fill in beside them.
+    ours = hermes_config.load_config(hermes_home / "absent.yaml").as_tree()["compression"]
+    assert {key: DEFAULT_CONFIG["compression"][key] for key in ours} == ours
+    assert DEFAULT_CONFIG["cron"]["provider"] == "" and "tick_seconds" in DEFAULT_CONFIG["cron"]
 
     config = load_config()
     config["model"]["default"] = "saved-model"
@@ -605,6 +903,61 @@ def test_call_llm_answers_on_hermes_endpoint(hermes_home: Path, fake_llm) -> Non
     )
     assert response.choices[0].message.content == "echo: sum up"
     assert fake_llm.requests[-1]["model"] == "fake-model"
+
+
+def test_resolve_provider_client_is_a_client_on_hermes_endpoint(
+    hermes_home: Path, fake_llm
+) -> None:
+    """0.19's ``resolve_provider_client``: a caller making its own requests gets an openai
+    client on the home's endpoint and model; a provider hermes has no endpoint for is
+    ``(None, None)``, as 0.19 answers one without credentials."""
+    import asyncio
+
+    from agent.auxiliary_client import resolve_provider_client
+
+    (hermes_home / "config.yaml").write_text(
+        f"model:\n  default: fake-model\n  base_url: {fake_llm.url}\n", encoding="utf-8"
+    )
+    client, model = resolve_provider_client("auto")
+    assert model == "fake-model"
+    answer = client.chat.completions.create(
+        model=model, messages=[{"role": "user", "content": "hello"}]
+    )
+    assert answer.choices[0].message.content == "echo: hello"
+    assert fake_llm.requests[-1]["model"] == "fake-model"
+
+    client, model = resolve_provider_client("main", "other-model", async_mode=True)
+    answer = asyncio.run(
+        client.chat.completions.create(model=model, messages=[{"role": "user", "content": "hi"}])
+    )
+    assert answer.choices[0].message.content == "echo: hi"
+    assert fake_llm.requests[-1]["model"] == "other-model"
+    assert resolve_provider_client("no-such-provider") == (None, None)
+
+
+def test_text_auxiliary_client_as_hermes_webui_asks_for_one(hermes_home: Path, fake_llm) -> None:
+    """hermes-webui's update summaries and commit messages: ``get_text_auxiliary_client(
+    "compression", main_runtime=...)``, the client's own request on the summary model."""
+    from agent.auxiliary_client import (
+        _read_main_model,
+        _read_main_provider,
+        get_text_auxiliary_client,
+    )
+
+    (hermes_home / "config.yaml").write_text(
+        f"model:\n  default: fake-model\n  base_url: {fake_llm.url}\n"
+        "compression:\n  summary_model: small-model\n",
+        encoding="utf-8",
+    )
+    client, model = get_text_auxiliary_client("compression", main_runtime={"model": "x"})
+    assert model == "small-model"
+    answer = client.chat.completions.create(
+        model=model, messages=[{"role": "user", "content": "summarize"}]
+    )
+    assert answer.choices[0].message.content == "echo: summarize"
+    assert fake_llm.requests[-1]["model"] == "small-model"
+    assert get_text_auxiliary_client()[1] == "fake-model"
+    assert (_read_main_model(), _read_main_provider()) == ("fake-model", "")
 
 
 def test_async_call_llm_and_the_answers_text(hermes_home: Path, fake_llm) -> None:

@@ -122,3 +122,34 @@ def test_a_cron_expression_keeps_its_wall_clock_across_a_dst_change() -> None:
     second = schedule.next_after(first or 0, anchor=before, timezone="Europe/Berlin")
     assert first is not None and second is not None
     assert second - first == 23 * 3600  # 09:00 CET, then 09:00 CEST
+
+
+def test_a_run_its_caller_made_is_recorded_finished(store: StoreSpec, make_db) -> None:
+    """0.19's ``mark_job_run``: a run made outside the gateways is stored finished, with a
+    failed delivery where people see them; concurrent callers each get their own run, and
+    the scheduler never takes one to run again."""
+    cron = CronStore(make_db().backend)
+    job = _job(cron)
+    assert cron.record_run(job, now=T0 + 1) is not None
+    failed = cron.record_run(job, error="timeout", delivery_error="telegram down", now=T0 + 2)
+    assert cron.record_run("no-such-job") is None
+    latest = cron.runs(job)[0]
+    assert (latest["id"], latest["status"], latest["error"]) == (failed, "failed", "timeout")
+    assert (latest["delivery"], latest["delivery_error"]) == ("failed", "telegram down")
+    assert [d["last_error"] for d in cron.failed_deliveries()] == ["telegram down"]
+    assert cron.job(job)["last_run_at"] == T0 + 2  # type: ignore[index]
+
+    others = [CronStore(make_db().backend) for _ in range(4)]
+    barrier = threading.Barrier(len(others))
+
+    def mark(other: CronStore) -> None:
+        barrier.wait()
+        other.record_run(job, now=T0 + 3)  # the same instant for all four
+
+    threads = [threading.Thread(target=mark, args=(other,)) for other in others]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert cron.finished_runs() == {job: 6}
+    assert cron.take_run("gateway-1", ttl=60, now=T0 + 4) is None

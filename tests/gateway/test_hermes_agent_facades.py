@@ -8,8 +8,11 @@ gateway seen by ``gateway.status``, and its log lines in ``logs/agent.log`` and
 from __future__ import annotations
 
 import json
+import os
 import re
 import sqlite3
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -22,6 +25,12 @@ from tests.gateway.processes import free_port
 # 0.19's hermes_logging line: "2026-02-03 14:00:00,123 INFO name: message"
 LOG_LINE = re.compile(
     r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} (DEBUG|INFO|WARNING|ERROR|CRITICAL) [\w.]+: "
+)
+
+
+RUN_JOB_IN_A_CHILD = (
+    "import json, sys\nfrom cron.scheduler import run_job\n"
+    "print(json.dumps(run_job(json.loads(sys.argv[1]))))\n"
 )
 
 
@@ -58,8 +67,17 @@ def test_a_job_made_and_run_through_the_facades_runs_on_the_gateway(
         "display": "every 120m",
     }
 
-    # hermes-webui's manual run: run_job, then save_job_output and mark_job_run.
-    success, document, final, error = cron.scheduler.run_job(job)
+    # hermes-webui's manual run: run_job in a child process, then save_job_output and
+    # mark_job_run in its own.
+    child = subprocess.run(
+        [sys.executable, "-c", RUN_JOB_IN_A_CHILD, json.dumps(job)],
+        env={**os.environ, "HERMES_HOME": str(hermes_home)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert child.returncode == 0, child.stderr
+    success, document, final, error = json.loads(child.stdout)
     assert (success, error) == (True, None)
     assert final.startswith("echo:")
     assert "## Response" in document and job["id"] in document
@@ -75,6 +93,7 @@ def test_a_job_made_and_run_through_the_facades_runs_on_the_gateway(
     assert [p.read_text(encoding="utf-8") for p in outputs] == [document]  # one, not two
     listed = cron.jobs.get_job(job["id"])
     assert listed is not None and listed["last_status"] == "ok" and listed["last_run_at"]
+    assert listed["repeat"]["completed"] == 1  # the gateway's run, not recorded twice
     assert [e["status"] for e in cron.executions.list_executions(job_id=job["id"])] == ["completed"]
 
     # An API conversation, made by the gateway before the model answered: its model is
