@@ -307,16 +307,12 @@ class CronStore(Tables):
         return finished
 
     def record_run(
-        self,
-        job_id: str,
-        *,
-        error: str | None = None,
-        delivery_error: str | None = None,
-        now: float | None = None,
+        self, job_id: str, error: str | None, delivery_error: str | None, now: float | None = None
     ) -> str | None:
         """A run its caller made itself (0.19's ``mark_job_run``), stored finished: failed
         with ``error``, else completed; a ``delivery_error`` is its delivery's, failed (for
-        people to see, as a delivery that gave up). None: no such job."""
+        people to see, as a delivery that gave up). The caller states both outcomes, as
+        ``mark_job_run`` is told them. None: no such job."""
         now = time.time() if now is None else now
 
         def record(tx: Tx) -> str | None:

@@ -130,9 +130,9 @@ def test_a_run_its_caller_made_is_recorded_finished(store: StoreSpec, make_db) -
     the scheduler never takes one to run again."""
     cron = CronStore(make_db().backend)
     job = _job(cron)
-    assert cron.record_run(job, now=T0 + 1) is not None
-    failed = cron.record_run(job, error="timeout", delivery_error="telegram down", now=T0 + 2)
-    assert cron.record_run("no-such-job") is None
+    assert cron.record_run(job, None, None, now=T0 + 1) is not None
+    failed = cron.record_run(job, "timeout", "telegram down", now=T0 + 2)
+    assert cron.record_run("no-such-job", None, None) is None
     latest = cron.runs(job)[0]
     assert (latest["id"], latest["status"], latest["error"]) == (failed, "failed", "timeout")
     assert (latest["delivery"], latest["delivery_error"]) == ("failed", "telegram down")
@@ -144,7 +144,7 @@ def test_a_run_its_caller_made_is_recorded_finished(store: StoreSpec, make_db) -
 
     def mark(other: CronStore) -> None:
         barrier.wait()
-        other.record_run(job, now=T0 + 3)  # the same instant for all four
+        other.record_run(job, None, None, now=T0 + 3)  # the same instant for all four
 
     threads = [threading.Thread(target=mark, args=(other,)) for other in others]
     for thread in threads:
