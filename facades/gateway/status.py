@@ -375,26 +375,39 @@ def _consume_marker(name: str) -> bool:
     """Whether the marker names this very process (its pid and start time), fresh and
     from this home; a marker is used once: it goes unless it is another home's."""
     path = _own_home() / name
-    record = state_file.read_json(path)
+    record = _fresh_marker(path)
     if record is None:
-        return False
-    target = record.get("target_pid")
-    try:
-        written = datetime.fromisoformat(str(record.get("written_at")))
-        fresh = (datetime.now(UTC) - written).total_seconds() <= _MARKER_TTL_SECONDS
-    except (TypeError, ValueError):
-        fresh = False
-    if not isinstance(target, int) or not fresh:
-        path.unlink(missing_ok=True)
         return False
     home = record.get("replacer_hermes_home")
     if home is not None and home != str(_own_home()):
         return False
     path.unlink(missing_ok=True)
-    if target != os.getpid():
-        return False
+    return _names_this_process(record)
+
+
+def _fresh_marker(path: Path) -> dict[str, Any] | None:
+    """The marker at ``path`` if it names a pid and is fresh; a stale or broken one is
+    removed."""
+    record = state_file.read_json(path)
+    if record is None:
+        return None
+    try:
+        written = datetime.fromisoformat(str(record.get("written_at")))
+        fresh = (datetime.now(UTC) - written).total_seconds() <= _MARKER_TTL_SECONDS
+    except (TypeError, ValueError):
+        fresh = False
+    if not isinstance(record.get("target_pid"), int) or not fresh:
+        path.unlink(missing_ok=True)
+        return None
+    return record
+
+
+def _names_this_process(record: dict[str, Any]) -> bool:
+    """Whether the marker's pid (and start time, when it has one) is this process's."""
     recorded, ours = record.get("target_start_time"), _get_process_start_time(os.getpid())
-    return recorded is None or ours is None or recorded == ours
+    return record["target_pid"] == os.getpid() and (
+        recorded is None or ours is None or recorded == ours
+    )
 
 
 def write_takeover_marker(target_pid: int) -> bool:
@@ -428,21 +441,8 @@ def clear_planned_stop_marker() -> None:
 def planned_stop_marker_targets_self() -> bool:
     """Whether a fresh planned-stop marker names this process; unlike ``consume_...`` it
     leaves such a marker in place (a stale or broken one is removed)."""
-    path = _own_home() / _PLANNED_STOP_MARKER
-    record = state_file.read_json(path)
-    if record is None:
-        return False
-    target = record.get("target_pid")
-    try:
-        written = datetime.fromisoformat(str(record.get("written_at")))
-        fresh = (datetime.now(UTC) - written).total_seconds() <= _MARKER_TTL_SECONDS
-    except (TypeError, ValueError):
-        fresh = False
-    if not isinstance(target, int) or not fresh:
-        path.unlink(missing_ok=True)
-        return False
-    recorded, ours = record.get("target_start_time"), _get_process_start_time(os.getpid())
-    return target == os.getpid() and (recorded is None or ours is None or recorded == ours)
+    record = _fresh_marker(_own_home() / _PLANNED_STOP_MARKER)
+    return record is not None and _names_this_process(record)
 
 
 def get_running_pid_cached(
