@@ -22,7 +22,6 @@ from hermes.state.location import STATE_FILE, StoreLocation, location_of
 # after it: the gateway that ran it recorded it, so that call records nothing more. A file
 # in the home, since hermes-webui calls run_job in a child process and mark_job_run in its
 # own.
-_GATEWAY_RUNS = ".gateway-runs"
 
 
 def home() -> Path:
@@ -57,24 +56,3 @@ def cron_store(*, read_only: bool) -> Iterator[CronStore | None]:
         yield CronStore(db.backend, read_only=db.read_only, on_change=files.writer(where))
     finally:
         db.close()
-
-
-def note_gateway_run(job_id: str, run_id: str) -> None:
-    """``run_job`` saw the gateway finish ``run_id`` of the job."""
-    folder = files.cron_dir(home()) / _GATEWAY_RUNS
-    try:
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        (folder / files.check_job_id(job_id)).write_text(run_id, encoding="utf-8")
-    except (OSError, ValueError):
-        pass  # then mark_job_run records the run once more: a count, not a lost run
-
-
-def take_gateway_run(job_id: str) -> str | None:
-    """The run ``run_job`` last saw the gateway finish for the job, once; None: none."""
-    try:
-        path = files.cron_dir(home()) / _GATEWAY_RUNS / files.check_job_id(job_id)
-        run_id = path.read_text(encoding="utf-8").strip()
-        path.unlink()
-    except (OSError, ValueError):
-        return None
-    return run_id or None

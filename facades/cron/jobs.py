@@ -413,7 +413,7 @@ def mark_job_run(
     had its run and goes, as in 0.19. After ``run_job`` (in any process) the gateway that
     ran the job recorded that run already: unless the job ran again since, nothing more is
     recorded."""
-    seen = _store.take_gateway_run(job_id)
+    seen = files.take_gateway_run(_store.home(), job_id)
     with _store.cron_store(read_only=True) as store:
         if store is None:
             return  # no store yet (no such job), or Hermes Agent's own, not upgraded yet

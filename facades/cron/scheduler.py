@@ -46,7 +46,7 @@ def run_job(job: dict[str, Any], **_: Any) -> tuple[bool, str, str, str | None]:
             run = next((r for r in store.runs(job_id, limit=20) if r["id"] == run_id), None)
             held = store.job(job_id)
         if run is not None and run["status"] in ("completed", "failed") and held is not None:
-            _store.note_gateway_run(job_id, run_id)
+            files.note_gateway_run(_store.home(), job_id, run_id)
             document = files.run_document(held, run)
             if run["status"] == "failed":
                 return False, document, "", run["error"]

@@ -195,3 +195,30 @@ def _write_atomic(path: Path, text: str) -> None:
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         handle.write(text)  # no fsync: a reader's copy, rewritten at the next change anyway
     os.replace(tmp, path)
+
+
+# Runs ``cron.jobs.run_job`` saw the gateway finish, one file per job, so 0.19's
+# ``mark_job_run`` after it (maybe in another process: hermes-webui runs jobs in a child)
+# does not record the same run a second time.
+GATEWAY_RUNS = ".gateway-runs"
+
+
+def note_gateway_run(home: Path, job_id: str, run_id: str) -> None:
+    """``run_job`` saw the gateway finish ``run_id`` of the job."""
+    folder = cron_dir(home) / GATEWAY_RUNS
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        (folder / check_job_id(job_id)).write_text(run_id, encoding="utf-8")
+    except (OSError, ValueError):
+        pass  # then mark_job_run records the run once more: a count, not a lost run
+
+
+def take_gateway_run(home: Path, job_id: str) -> str | None:
+    """The run ``run_job`` last saw the gateway finish for the job, once; None: none."""
+    try:
+        path = cron_dir(home) / GATEWAY_RUNS / check_job_id(job_id)
+        run_id = path.read_text(encoding="utf-8").strip()
+        path.unlink()
+    except (OSError, ValueError):
+        return None
+    return run_id or None
