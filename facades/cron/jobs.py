@@ -25,7 +25,7 @@ from cron import _store
 from hermes.compat import cron_jobs
 from hermes.cron import ScheduleError, TargetError, check_target, files, parse
 from hermes.cron.schedule import zone
-from hermes.cron.shape import schedule_019, schedule_text
+from hermes.cron.shape import origin_target, schedule_019, schedule_text
 from hermes.cron.store import CronStore
 from hermes.cron.workdir import WorkdirError, check_workdir
 
@@ -212,6 +212,7 @@ def create_job(
     """A new job in the store, as ``hermes cron create`` makes one; 0.19's record of it.
 
     ``script``/``no_agent`` jobs and a ``repeat`` count are 0.19's alone: refused.
+    ``context_from`` (a job id or ids): each run is given those jobs' latest answers first.
     """
     if script or no_agent:
         raise ValueError("hermes runs every job as an agent prompt: script jobs are not supported.")
@@ -219,16 +220,12 @@ def create_job(
         repeat = None  # 0.19 reads 0 or -1 as "forever": as often as the schedule says
     if repeat not in (None, 1):
         raise ValueError("hermes jobs repeat by their schedule: give no repeat count.")
-    if context_from:
-        raise ValueError(
-            "hermes jobs do not read other jobs' output (context_from): put what the job "
-            "needs in its prompt."
-        )
+    sources = _job_refs(context_from)
     chosen = list(skills or ([skill] if skill else []))
     text = prompt or ""
     target = deliver or ("origin" if origin else "local")
-    if target == "origin" and origin:
-        target = f"{origin.get('platform')}:{origin.get('chat_id')}"
+    if target == "origin":
+        target = origin_target(origin) or "local"  # 0.19 keeps a job with no chat local
     try:
         parsed = parse(schedule_text(schedule))
         check_target(target)
@@ -244,6 +241,8 @@ def create_job(
                 model=model or None,
                 toolsets=[str(t).strip() for t in enabled_toolsets or () if str(t).strip()],
                 workdir=folder,
+                origin=dict(origin) if origin else None,
+                context_from=sources,
             )
             record = _record(store, made)
     except (ScheduleError, TargetError, WorkdirError) as exc:
@@ -263,8 +262,9 @@ _UPDATABLE = {
 
 
 def update_job(job_id: str, updates: dict[str, Any]) -> dict[str, Any] | None:
-    """Change a job's name, prompt, schedule, skills, model, delivery, toolsets, workdir
-    (empty: none) or whether it runs; None: no such job. ``id`` cannot change."""
+    """Change a job's name, prompt, schedule, skills, model, delivery (``origin``: the chat
+    in its ``origin``), toolsets, workdir (empty: none), ``origin``, ``context_from`` or
+    whether it runs; None: no such job. ``id`` cannot change."""
     if "id" in (updates or {}):
         raise ValueError("A job's id cannot change.")
     fields: dict[str, Any] = {}
@@ -281,11 +281,18 @@ def update_job(job_id: str, updates: dict[str, Any]) -> dict[str, Any] | None:
             fields["enabled"] = 1 if value else 0
             if not value:
                 fields["next_run_at"] = None
+        elif key == "context_from":
+            fields["context_from"] = _job_refs(value)
+        elif key == "origin":
+            fields["origin"] = dict(value) if isinstance(value, dict) and value else None
     try:
-        if "deliver" in fields:
-            check_target(fields["deliver"])
         with _store.cron_store(read_only=False) as store:
             assert store is not None
+            if fields.get("deliver") == "origin":  # 0.19's: the chat the job was made from
+                held = store.job(job_id) or {}
+                fields["deliver"] = origin_target(fields.get("origin", held.get("origin")))
+            if "deliver" in fields:
+                fields["deliver"] = check_target(fields["deliver"])
             if "workdir" in (updates or {}):
                 fields["workdir"] = check_workdir(
                     updates["workdir"], hermes_home=_store.home(), store=store.backend
@@ -294,6 +301,12 @@ def update_job(job_id: str, updates: dict[str, Any]) -> dict[str, Any] | None:
             return _record(store, changed if changed and changed["id"] == job_id else None)
     except (ScheduleError, TargetError, WorkdirError) as exc:
         raise ValueError(str(exc)) from exc
+
+
+def _job_refs(value: str | list[str] | None) -> list[str]:
+    """0.19's ``context_from`` (a job id or a list of them; blank: none) as a list."""
+    refs = [value] if isinstance(value, str) else list(value or ())
+    return [str(ref).strip() for ref in refs if str(ref).strip()]
 
 
 def _epoch(when: str | None) -> float | None:
@@ -374,6 +387,8 @@ _SAVED_FIELDS = (
     "enabled_toolsets",
     "workdir",
     "next_run_at",
+    "origin",
+    "context_from",
 )
 
 

@@ -101,12 +101,20 @@ def _add(store: CronStore, job: dict[str, Any], workdir: str | None) -> None:
         model=job.get("model") or None,
         toolsets=_toolsets(job.get("enabled_toolsets") or []),
         workdir=workdir,
+        origin=job["origin"] if isinstance(job.get("origin"), dict) else None,
+        context_from=_context_from(job.get("context_from")),
         # A one-shot whose time passed while nothing ran it is due now (run once late).
         now=now if schedule.run_at is None or schedule.run_at >= now else schedule.run_at,
         job_id=_kept_id(job),
     )
     if job.get("enabled") is False or job.get("state") in ("paused", "completed"):
         store.update_job(made["id"], enabled=0, next_run_at=None)
+
+
+def _context_from(value: Any) -> list[str]:
+    """0.19's ``context_from`` (a job id, a list of them, or none) as a list of ids."""
+    refs = [value] if isinstance(value, str) else value if isinstance(value, list) else []
+    return [str(ref).strip() for ref in refs if str(ref).strip()]
 
 
 def _kept_id(job: dict[str, Any]) -> str | None:

@@ -133,8 +133,6 @@ def job_record(
         base_url=None,
         script=None,
         no_agent=False,
-        context_from=None,
-        origin=None,
         last_status=None
         if not finished
         else ("ok" if latest["status"] == "completed" else "error"),  # type: ignore[index]

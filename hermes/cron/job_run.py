@@ -91,3 +91,12 @@ def job_prompt(agent: JobAgent, prompt: str, skills: Sequence[str], *, project: 
     if prompt:
         parts += ["", INSTRUCTION.format(prompt=prompt)]
     return "\n".join(parts)
+
+
+def with_context(prompt: str, answers: dict[str, str]) -> str:
+    """The prompt after the latest answers of the jobs it reads (``context_from``), each
+    under its job's id, as Hermes Agent 0.19's scheduler gives them."""
+    if not answers:
+        return prompt
+    parts = [f"## Output from job '{job_id}'\n\n{answer}" for job_id, answer in answers.items()]
+    return "\n\n".join([*parts, prompt])

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hermes.agent.turn_options import TurnOptions
-from hermes.cron.job_run import JobAgent, job_prompt, job_tools
+from hermes.cron.job_run import JobAgent, job_prompt, job_tools, with_context
 from hermes.cron.store import CronStore
 from hermes.cron.targets import split_target
 from hermes.cron.workdir import run_folder
@@ -188,6 +188,7 @@ class CronService:
             offered = job_tools(agent, job["toolsets"])
             chosen = TurnOptions(tools=None if offered is None else tuple(offered))
             prompt = job_prompt(agent, job["prompt"], job["skills"], project=project)
+            prompt = with_context(prompt, self.store.latest_answers(job["context_from"]))
             result = agent.run(prompt, options=chosen)
             if result.interrupted and self.closing:
                 self.store.release(run["id"], self.holder)

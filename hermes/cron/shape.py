@@ -29,10 +29,20 @@ def as_019(job: dict[str, Any]) -> dict[str, Any]:
         "created_at": _iso(job["created_at"], job["timezone"]),
         "next_run_at": _iso(job["next_run_at"], job["timezone"]),
         "last_run_at": _iso(job["last_run_at"], job["timezone"]),
-        "deliver": job["deliver"],
+        "deliver": "origin" if job["deliver"] == origin_target(job["origin"]) else job["deliver"],
+        "origin": job["origin"],
+        "context_from": job["context_from"] or None,
         "enabled_toolsets": job["toolsets"] or None,
         "workdir": job["workdir"],
     }
+
+
+def origin_target(origin: dict[str, Any] | None) -> str | None:
+    """The target of 0.19's ``deliver: origin``: the chat the job was made from (None:
+    no chat)."""
+    if not origin or not origin.get("platform") or not origin.get("chat_id"):
+        return None
+    return f"{origin['platform']}:{origin['chat_id']}"
 
 
 def schedule_019(schedule: Schedule) -> dict[str, Any]:

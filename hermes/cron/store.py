@@ -37,7 +37,8 @@ MAX_ATTEMPTS = 8
 MISSED_AFTER = 60.0  # a run this late (seconds) was missed, not merely picked up late
 _JOB_COLUMNS = (
     "id, name, schedule, timezone, prompt, skills, model, toolsets, deliver, enabled,"
-    " paused_reason, next_run_at, last_run_at, created_at, updated_at, workdir"
+    " paused_reason, next_run_at, last_run_at, created_at, updated_at, workdir, origin,"
+    " context_from"
 )
 _RUN_COLUMNS = (
     "id, job_id, due_at, status, holder, lease_expires_at, attempts, session_id, output,"
@@ -90,10 +91,14 @@ class CronStore(Tables):
         model: str | None = None,
         toolsets: Sequence[str] = (),
         workdir: str | None = None,
+        origin: dict[str, Any] | None = None,
+        context_from: Sequence[str] = (),
         now: float | None = None,
         job_id: str | None = None,
     ) -> dict[str, Any]:
-        """A new job; ``workdir`` was checked by the caller (``cron.workdir``)."""
+        """A new job; ``workdir`` was checked by the caller (``cron.workdir``). ``origin``:
+        the chat it was made from (0.19's dict); ``context_from``: the jobs whose latest
+        answer each run is given before its prompt."""
         now = time.time() if now is None else now
         if schedule.run_at is not None and schedule.run_at < now - MISSED_AFTER:
             raise ScheduleError(
@@ -107,7 +112,7 @@ class CronStore(Tables):
         def create(tx: Tx) -> dict[str, Any]:
             tx.run(
                 f"INSERT INTO cron_jobs ({_JOB_COLUMNS}) VALUES"
-                " (?, ?, ?, ?, ?, ?, ?, ?, ?, 1, NULL, ?, NULL, ?, ?, ?)",
+                " (?, ?, ?, ?, ?, ?, ?, ?, ?, 1, NULL, ?, NULL, ?, ?, ?, ?, ?)",
                 (
                     job_id,
                     name,
@@ -122,6 +127,8 @@ class CronStore(Tables):
                     now,
                     now,
                     workdir,
+                    json.dumps(origin) if origin else None,
+                    json.dumps(list(context_from)) if context_from else None,
                 ),
             )
             return _job(_one_job(tx, job_id))
@@ -165,6 +172,9 @@ class CronStore(Tables):
             for key in ("skills", "toolsets"):
                 if key in values:
                     values[key] = json.dumps(list(values[key] or []))
+            for key in ("origin", "context_from"):
+                if key in values:
+                    values[key] = json.dumps(values[key]) if values[key] else None
             if "schedule" in values or values.get("enabled") == 1:
                 text = str(values.get("schedule", row["schedule"]))
                 schedule = parse(text, timezone=row["timezone"], now=now)
@@ -354,6 +364,24 @@ class CronStore(Tables):
         )
         return {row["job_id"]: int(row["n"]) for row in rows}
 
+    def latest_answers(self, job_ids: Sequence[str]) -> dict[str, str]:
+        """The answer of each job's latest completed run that gave one (a job with none
+        is left out), in the order asked: what a ``context_from`` job is given."""
+
+        def latest(tx: Tx) -> dict[str, str]:
+            answers = {}
+            for job_id in job_ids:
+                row = tx.one(
+                    "SELECT output FROM cron_runs WHERE job_id = ? AND status = 'completed'"
+                    " AND output IS NOT NULL ORDER BY finished_at DESC LIMIT 1",
+                    (job_id,),
+                )
+                if row is not None and row["output"]:
+                    answers[job_id] = str(row["output"])
+            return answers
+
+        return self._read(latest) if job_ids else {}
+
     def release(self, run_id: str, holder: str) -> bool:
         """Give a run this holder will not finish back to the others (a shutdown)."""
 
@@ -537,6 +565,8 @@ def _job(row: Row) -> dict[str, Any]:
     job = dict(row)
     job["skills"] = json.loads(job["skills"] or "[]")
     job["toolsets"] = json.loads(job["toolsets"] or "[]")
+    job["origin"] = json.loads(job["origin"]) if job["origin"] else None
+    job["context_from"] = json.loads(job["context_from"]) if job["context_from"] else []
     job["enabled"] = bool(job["enabled"])
     job["state"] = "scheduled" if job["enabled"] else "paused"
     if job["enabled"] and job["next_run_at"] is None:

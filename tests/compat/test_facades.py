@@ -351,8 +351,9 @@ def test_cron_jobs_schedule_helpers_and_job_names_as_0_19(hermes_home: Path) -> 
     tools = create_job(prompt="y", schedule="every 1h", enabled_toolsets=["web", " ", ""])
     assert tools["enabled_toolsets"] == get_job(tools["id"])["enabled_toolsets"]
     assert all(name.strip() for name in tools["enabled_toolsets"])
-    with pytest.raises(ValueError, match="context_from"):
-        create_job(prompt="z", schedule="every 1h", context_from="abc123")
+    assert create_job(prompt="z", schedule="every 1h", context_from="abc123")["context_from"] == [
+        "abc123"
+    ]
 
     assert pause_job("reminder")["state"] == "paused"  # by name, any case
     assert resume_job("Reminder")["state"] == "scheduled"
@@ -1067,3 +1068,30 @@ def test_commands_are_resolved_as_0_19_resolves_them() -> None:
     assert commands.COMMANDS["/title"].startswith(commands.resolve_command("title").description)
     assert "/title" in commands.COMMANDS_BY_CATEGORY["Session"]
     assert any(line.startswith("`/title") for line in commands.gateway_help_lines())
+
+
+def test_a_jobs_origin_and_context_from_through_the_facade(hermes_home: Path) -> None:
+    """0.19's ``origin`` (kept as a dict beside ``deliver: origin``, which delivers to that
+    chat) and ``context_from`` (a job id or ids), kept by the store, in jobs.json, and
+    carried by ``save_jobs``."""
+    from cron import _store
+    from cron.jobs import create_job, get_job, load_jobs, save_jobs, update_job
+
+    news = create_job(prompt="find news", schedule="every 1h")
+    chat = {"platform": "telegram", "chat_id": "123", "chat_name": "me"}
+    digest = create_job(prompt="sum up", schedule="every 2h", origin=chat, context_from=news["id"])
+    assert (digest["deliver"], digest["origin"], digest["context_from"]) == (
+        "origin", chat, [news["id"]])  # fmt: skip
+    on_disk = next(j for j in jobs_file(hermes_home) if j["id"] == digest["id"])
+    assert (on_disk["deliver"], on_disk["origin"]) == ("origin", chat)
+    with _store.cron_store(read_only=True) as store:
+        assert store.job(digest["id"])["deliver"] == "telegram:123"  # where its runs go
+    assert create_job(prompt="x", schedule="every 1h", context_from="")["context_from"] is None
+    assert update_job(digest["id"], {"deliver": "local"})["deliver"] == "local"
+    jobs = load_jobs()
+    for job in jobs:
+        if job["id"] == digest["id"]:
+            job.update(deliver="origin", context_from=[])
+    save_jobs(jobs)
+    assert get_job(digest["id"])["deliver"] == "origin"
+    assert get_job(digest["id"])["context_from"] is None

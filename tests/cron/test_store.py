@@ -153,3 +153,44 @@ def test_a_run_its_caller_made_is_recorded_finished(store: StoreSpec, make_db) -
         thread.join()
     assert cron.finished_runs() == {job: 6}
     assert cron.take_run("gateway-1", ttl=60, now=T0 + 4) is None
+
+
+def test_a_job_keeps_its_origin_and_the_jobs_it_reads(cron: CronStore) -> None:
+    source = _job(cron)
+    made = cron.create_job(
+        name="digest", schedule=parse("every 1h", now=T0), prompt="sum up",
+        deliver="telegram:123", origin={"platform": "telegram", "chat_id": "123"},
+        context_from=[source], now=T0,
+    )  # fmt: skip
+    again = cron.job(made["id"])
+    assert again is not None
+    assert again["origin"] == {"platform": "telegram", "chat_id": "123"}
+    assert again["context_from"] == [source]
+    assert cron.update_job(made["id"], context_from=[], origin=None)["context_from"] == []  # type: ignore[index]
+    assert cron.job(made["id"])["origin"] is None  # type: ignore[index]
+
+
+def test_a_reading_job_is_given_the_latest_answer_of_each_job_it_reads(cron: CronStore) -> None:
+    news, quiet = _job(cron), _job(cron)
+    for n, answer in enumerate(("old news", "new news")):
+        cron.run_now(news, now=T0 + n)
+        run = cron.take_run("me", 60, now=T0 + n)
+        assert run is not None
+        assert cron.finish(run["id"], "me", output=answer, error=None, deliver="local")
+    assert cron.latest_answers([quiet, news]) == {news: "new news"}
+
+
+def test_a_store_from_before_the_cron_job_fields_upgrades_with_its_jobs(
+    store: StoreSpec, make_db
+) -> None:
+    from hermes.state.sqlite.schema import MIGRATIONS
+
+    made = CronStore(make_db().backend)
+    job = _job(made)
+    # The store as the migration before these fields left it, its job still in it.
+    for column in ("origin", "context_from"):
+        store.execute(f"ALTER TABLE cron_jobs DROP COLUMN {column}")
+    store.execute("DELETE FROM schema_version WHERE version = ?", (MIGRATIONS[-1].version,))
+    upgraded = CronStore(make_db().backend)
+    kept = upgraded.job(job)
+    assert kept is not None and kept["origin"] is None and kept["context_from"] == []

@@ -442,4 +442,16 @@ MIGRATIONS = (
             " AND model_config IS NULL",
         ),
     ),
+    Migration(
+        20,
+        "cron_job_origin_context",
+        (
+            # Hermes Agent 0.19's job fields: ``origin``, the chat a job was made from
+            # (JSON: platform, chat_id ...), kept beside ``deliver`` (its resolved target);
+            # ``context_from``, the ids of the jobs whose latest answer a run is given
+            # first (JSON list). NULL: none.
+            "ALTER TABLE cron_jobs ADD COLUMN origin TEXT",
+            "ALTER TABLE cron_jobs ADD COLUMN context_from TEXT",
+        ),
+    ),
 )
