@@ -183,14 +183,12 @@ def test_a_reading_job_is_given_the_latest_answer_of_each_job_it_reads(cron: Cro
 def test_a_store_from_before_the_cron_job_fields_upgrades_with_its_jobs(
     store: StoreSpec, make_db
 ) -> None:
-    from hermes.state.sqlite.schema import MIGRATIONS
-
     made = CronStore(make_db().backend)
     job = _job(made)
     # The store as the migration before these fields left it, its job still in it.
     for column in ("origin", "context_from"):
         store.execute(f"ALTER TABLE cron_jobs DROP COLUMN {column}")
-    store.execute("DELETE FROM schema_version WHERE version = ?", (MIGRATIONS[-1].version,))
+    store.execute("DELETE FROM schema_version WHERE version >= 20")  # migration 20 added them
     upgraded = CronStore(make_db().backend)
     kept = upgraded.job(job)
     assert kept is not None and kept["origin"] is None and kept["context_from"] == []
