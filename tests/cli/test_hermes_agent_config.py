@@ -46,10 +46,11 @@ context:
 
 
 def write_with_hermes_agent(python: Path, home: Path, base_url: str) -> Path:
-    hermes_agent = python.with_name("hermes")
+    # As `python -m`: the venv's `hermes` script names the folder it was built in.
+    hermes_agent = [str(python), "-m", "hermes_cli.main"]
     env = {**os.environ, "HERMES_HOME": str(home), "HERMES_DISABLE_LAZY_INSTALLS": "1"}
     for key, value in (*HERMES_AGENT_SETS, ("model.base_url", base_url)):
-        done = subprocess.run([str(hermes_agent), "config", "set", key, value], env=env,
+        done = subprocess.run([*hermes_agent, "config", "set", key, value], env=env,
                               capture_output=True, text=True, timeout=120)  # fmt: skip
         assert done.returncode == 0, done.stdout + done.stderr
     path = home / "config.yaml"
