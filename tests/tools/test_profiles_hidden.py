@@ -65,3 +65,29 @@ def test_no_profile_reads_another_profiles_home(
     for result in results:
         assert not any(secret in result for secret in SECRETS.values()), result
     assert all(r.startswith("Error: Refused:") for r in results[:-1]), results
+
+
+@pytest.mark.parametrize("layout", ["root outside the home", "~/.hermes"])
+@pytest.mark.parametrize("source", ["cli", "telegram"])
+def test_a_profiles_commands_run_wherever_its_root_lies(
+    machine: Path, registry: ToolRegistry, monkeypatch: pytest.MonkeyPatch, layout: str, source: str
+) -> None:
+    """The profile's home lies inside the root, both hidden: only the root is mounted
+    (an empty folder), else bubblewrap had no place for the inner one and refused
+    every command of every profile but the default."""
+    work = machine / "data" / "profiles" / "work"
+    if layout == "~/.hermes":
+        work = machine / "home" / ".hermes" / "profiles" / "work"
+        work.mkdir(parents=True)
+        monkeypatch.setenv("HERMES_HOME", str(work))
+    write_config(work, {"terminal.sandbox": "bwrap", "tools.workspace": str(machine / "project")})
+    ctx = ToolContext(
+        hermes_home=work,
+        cwd=machine / "project",
+        config=load_config(work / "config.yaml"),
+        surface="gateway" if source != "cli" else "cli",
+        interactive=False,
+        source=source,
+    )
+    result = registry.dispatch("terminal", json.dumps({"command": "echo ran-in-the-sandbox"}), ctx)
+    assert "ran-in-the-sandbox" in result and "bwrap:" not in result, result

@@ -329,7 +329,10 @@ def hermes_homes(ctx: ToolContext) -> list[Path]:
     and ``profiles/`` (wherever ``HERMES_HOME`` puts it), and ``~/.hermes``."""
     own = Path(ctx.hermes_home)
     around = profiles.root({"HERMES_HOME": str(own)})
-    return _unique(real(p) for p in (own, around, profiles.native_root()))
+    homes = _unique(real(p) for p in (own, around, profiles.native_root()))
+    # Only the outermost: a home hidden inside the root's already hidden (empty) folder has
+    # no place to be mounted, and bubblewrap would refuse every command.
+    return [h for h in homes if not any(o != h and inside(h, o) for o in homes)]
 
 
 _HERMES_HOME = "is in hermes's home, which holds its secrets and is never readable by tools"
