@@ -287,6 +287,7 @@ def _make_agent(
     interactive: bool,
     system: str | None = None,
     yolo: bool = False,
+    source: str = "cli",
 ) -> AIAgent:
     from hermes.agent import AIAgent
 
@@ -296,7 +297,7 @@ def _make_agent(
         model=model,
         config=config,
         session_db=db,
-        source="cli",
+        source=source,
         quiet_mode=not interactive,
         interactive=interactive,
         ephemeral_system_prompt=system,

@@ -20,6 +20,7 @@ from hermes.config import load_config
 from hermes.errors import HermesError
 from hermes.kanban import db as board_db
 from hermes.kanban import flow, tasks
+from hermes.tools.workspaces import KANBAN_SOURCE
 
 HEARTBEAT_SECONDS = 60.0
 
@@ -95,8 +96,16 @@ def _run_turn(prompt: str) -> tuple[str, str | None]:
         base_url = config.get("model.base_url")
         api_key = _require_key(base_url)
         with opened_store(read_only=False, create=True) as db:
+            # Its own source: an unattended turn (no memory written, no network by
+            # default), and no terminal chat for `hermes chat --continue` to pick up.
             agent = _make_agent(
-                config, db, api_key=api_key, base_url=base_url, model=None, interactive=False
+                config,
+                db,
+                api_key=api_key,
+                base_url=base_url,
+                model=None,
+                interactive=False,
+                source=KANBAN_SOURCE,
             )
             try:
                 result = agent.run(prompt)

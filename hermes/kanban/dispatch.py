@@ -25,11 +25,11 @@ from hermes.errors import HermesError
 from hermes.kanban.db import write_txn
 from hermes.kanban.flow import claim_task
 from hermes.kanban.paths import (
+    checked_workspace,
     get_current_board,
     kanban_db_path,
     normalize_slug,
     worker_log_path,
-    workspaces_root,
 )
 from hermes.kanban.records import DispatchResult, Task
 from hermes.kanban.tasks import (
@@ -132,12 +132,12 @@ def _start(
     result: DispatchResult,
 ) -> bool:
     """Claim a ready task and start it through ``spawn_fn`` in its workspace (a scratch
-    folder under the board's ``workspaces/`` unless it names one)."""
+    folder under the board's ``workspaces/`` unless it names one: ``checked_workspace``)."""
     claimed = claim_task(conn, task_id, ttl_seconds=ttl_seconds)
     if claimed is None:
         return False
-    workspace = claimed.workspace_path or str(workspaces_root(board) / claimed.id)
     try:
+        workspace = str(checked_workspace(claimed.id, claimed.workspace_path, board=board))
         os.makedirs(workspace, exist_ok=True)
         conn.execute("UPDATE tasks SET workspace_path = ? WHERE id = ?", (workspace, task_id))
         pid = _call_spawn(spawn_fn, claimed, workspace, board)

@@ -171,3 +171,29 @@ def read_worker_log(
         if 0 <= newline < len(data) - 1:
             data = data[newline + 1 :]
     return data.decode("utf-8", errors="replace")
+
+
+def checked_workspace(task_id: str, named: str | None, *, board: str | None = None) -> Path:
+    """The folder a task works in: its own scratch folder under the board's workspaces,
+    or the one it names, checked before hermes makes it with the dispatcher's authority.
+    A relative path (found from wherever the dispatcher runs: 0.19 refuses it too), ``/``,
+    the home folder and anything in a profile's home are refused with ``ValueError``."""
+    scratch = workspaces_root(board) / check_task_id(task_id)
+    if not named or Path(named) == scratch:
+        return scratch
+    why = None
+    given = Path(named).expanduser()
+    real = Path(os.path.realpath(given))
+    homes = {Path(os.path.realpath(p)) for p in (profiles.root(), profiles.native_root())}
+    if not given.is_absolute():
+        why = "it is not an absolute path (it would be found from wherever the dispatcher runs)"
+    elif real in (Path("/"), Path(os.path.realpath(Path.home()))):
+        why = "it would open all of it to the task's tools"
+    elif any(real == home or home in real.parents for home in homes):
+        why = "it is in a profile's home, which no task's tools may see"
+    if why:
+        raise ValueError(
+            f"Kanban task {task_id} cannot work in {named}: {why}; give the full path of a "
+            "project folder outside hermes's homes."
+        )
+    return given

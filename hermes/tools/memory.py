@@ -27,13 +27,19 @@ from filelock import FileLock
 from hermes.config import ensure_home
 from hermes.tools._fs import atomic_write_text
 from hermes.tools.registry import Tool, ToolContext, ToolError, object_parameters
-from hermes.tools.workspaces import JOB_SOURCE, per_user
+from hermes.tools.workspaces import JOB_SOURCE, KANBAN_SOURCE, per_user, unattended
 
 DELIMITER = "\n§\n"
 FILES = {"memory": "MEMORY.md", "user": "USER.md"}
 LIMIT_KEYS = {"memory": "memory.memory_char_limit", "user": "memory.user_char_limit"}
 FOLDER = "memories"
 PREVIEW_CHARS = 80
+UNATTENDED_REFUSALS = {
+    JOB_SOURCE: "Refused: a scheduled job does not change the operator's memory, since nobody "
+    "is there to approve it; put what should be remembered in the job's answer.",
+    KANBAN_SOURCE: "Refused: a Kanban task does not change the profile's memory, since nobody "
+    "is there to approve it; put what should be remembered in the task's result.",
+}
 
 
 def memory_dir(hermes_home: Path) -> Path:
@@ -242,13 +248,11 @@ PARAMETERS = object_parameters(
 
 
 def handle(args: dict[str, Any], ctx: ToolContext) -> str:
-    if ctx.source == JOB_SOURCE:
-        # A job's memory is the operator's, and text from strangers may drive its turn:
-        # a line it wrote would instruct every later prompt, with nobody there to approve.
-        raise ToolError(
-            "Refused: a scheduled job does not change the operator's memory, since nobody "
-            "is there to approve it; put what should be remembered in the job's answer."
-        )
+    if unattended(ctx.source):
+        # A job's or a Kanban task's memory is the operator's, and text others wrote may
+        # drive its turn: a line it wrote would instruct every later prompt, with nobody
+        # there to approve.
+        raise ToolError(UNATTENDED_REFUSALS[ctx.source])
     target = args["target"]
     limit = int(ctx.setting(LIMIT_KEYS[target]))
     return apply(

@@ -15,7 +15,9 @@ the gateway's working directory, since text from strangers (a web page, an email
 drive them. Only the confinement is shared: a job's memory and skills stay the
 operator's (``per_user`` is False for ``cron``).
 
-The terminal chat (``cli``) keeps its working directory, or ``tools.workspace``.
+The terminal chat (``cli``) keeps its working directory, or ``tools.workspace``; so does a
+Kanban task's turn (``kanban``), in the task's workspace, but like a job's it is
+``unattended``: no memory written, no network by default.
 """
 
 from __future__ import annotations
@@ -34,6 +36,12 @@ FOLDER = "workspaces"
 USER_SOURCES = frozenset({"telegram", "discord", "slack", "api_server", "api", "webhook"})
 # Scheduled jobs' runs: confined like a gateway user's turns, each job in its own folder.
 JOB_SOURCE = "cron"
+# A Kanban task's turn (``hermes kanban work``): the assignee profile's, in the task's
+# workspace, led by the task's text (its body, comments, the results of other turns).
+KANBAN_SOURCE = "kanban"
+# Turns nobody watches, driven by text others wrote: they change no memory, and their
+# commands have no network unless the operator turns it on.
+UNATTENDED_SOURCES = frozenset({JOB_SOURCE, KANBAN_SOURCE})
 
 
 def per_user(source: str) -> bool:
@@ -46,6 +54,12 @@ def confined(source: str) -> bool:
     """Whether turns from ``source`` work in a workspace of their own, given to them as
     their working directory: a gateway user's, or a scheduled job's."""
     return per_user(source) or source == JOB_SOURCE
+
+
+def unattended(source: str) -> bool:
+    """Whether turns from ``source`` run with nobody there to approve, led by text that
+    others wrote: a scheduled job's, a Kanban task's."""
+    return source in UNATTENDED_SOURCES
 
 
 def base(config: Any, hermes_home: Path) -> Path:

@@ -164,11 +164,11 @@ def workspace(ctx: ToolContext) -> Path:
 def network_on(ctx: ToolContext) -> bool:
     """Whether the command shares the host's network: ``terminal.network`` when set (a
     list of hosts turns it on whole: nothing filters by host yet), else on in the
-    terminal chat and off for a gateway user's turns and a scheduled job's runs (text
-    from strangers drives them)."""
+    terminal chat and off for a gateway user's turns, a scheduled job's runs and a
+    Kanban task's turn (text from strangers drives them)."""
     value = ctx.setting("terminal.network")
     if value is None:
-        return not workspaces.confined(ctx.source)
+        return not (workspaces.confined(ctx.source) or workspaces.unattended(ctx.source))
     return bool(value)
 
 
