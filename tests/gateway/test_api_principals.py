@@ -220,3 +220,37 @@ def test_naming_anothers_id_on_creation_answers_as_an_unknown_id(running: Runnin
     # The operator, and alice for her own id, are answered as before.
     assert running.call("alice", "POST", "/api/sessions", json={"id": conversation})[0] == 409
     assert running.call(None, "POST", "/api/sessions", json={"id": "operator-1"})[0] == 201
+
+
+def test_a_principal_neither_makes_nor_reaches_the_operators_jobs(running: Running) -> None:
+    """Jobs run as the operator and deliver to any chat, so a principal that named the
+    operator's job in ``context_from`` (to receive its answers) or another user's chat as
+    its ``origin`` would act with the operator's authority: every jobs route is a 403."""
+    job = {"name": "nightly", "schedule": "every 1h", "prompt": "Report.", "deliver": "local"}
+    status, made, _ = running.call(None, "POST", "/api/jobs", json=job)
+    assert status == 200, made
+    job_id = made["job"]["id"]
+    stolen = {
+        "name": "mine",
+        "schedule": "every 1m",
+        "prompt": "Repeat what you were given.",
+        "context_from": [job_id],
+        "origin": {"platform": "telegram", "chat_id": "4242"},
+        "deliver": "origin",
+    }
+    tries = [
+        ("POST", "/api/jobs", stolen),
+        ("PATCH", f"/api/jobs/{job_id}", {"deliver": "telegram:4242"}),
+        ("POST", f"/api/jobs/{job_id}/run", {}),
+        ("GET", f"/api/jobs/{job_id}", None),
+        ("DELETE", f"/api/jobs/{job_id}", None),
+    ]
+    for method, path, body in tries:
+        status, answer, _ = running.call("alice", method, path, json=body)
+        assert status == 403, (method, path, answer)
+        assert answer["error"].startswith("Scheduled jobs are the operator's")
+    status, listed, _ = running.call(None, "GET", "/api/jobs?include_disabled=true")
+    assert status == 200
+    assert [(j["id"], j["deliver"], j["last_run_at"]) for j in listed["jobs"]] == [
+        (job_id, "local", None)
+    ]
