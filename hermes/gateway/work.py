@@ -31,7 +31,7 @@ from hermes.agent.turn_options import TurnOptions
 from hermes.agent.turn_result import TurnResult
 from hermes.gateway import commands
 from hermes.gateway.core import AgentFactory, ConversationAgent
-from hermes.gateway.envelopes import WorkResult
+from hermes.gateway.envelopes import Origin, WorkResult
 from hermes.gateway.hooks import TEXT_LIMIT, HookRegistry, step_context, turn_context
 from hermes.gateway.lanes import COMMAND, EVENT, MESSAGE, RESUME, Lane, ResultSink, WorkItem
 from hermes.gateway.routing import Router, SessionKey
@@ -421,10 +421,11 @@ class TurnRunner:
             # sent them (the operator may continue it), so they use its workspace and memory.
             # A webhook delivery's is its route's, also when a restart resumes it.
             user = segment.get("user_id")
-        if kept != conversation:
+        if kept != conversation and origin is not None:
             # The group's stored prompt is read by every member's agent: it carries no
             # member's memory nor the context files of a member's workspace.
             extra.update(skip_memory=True, skip_context_files=True)
+            user = group_member(origin)
         agent = self.make_agent(
             session_id=tip,
             source=platform,
@@ -439,6 +440,14 @@ class TurnRunner:
                 # Not closed: it may still be answering; its pool goes with it.
                 self._agents.popitem(last=False)
         return agent
+
+
+def group_member(origin: Origin) -> str:
+    """The principal a group member's turns act as: that member *in that group*. Every
+    member's text is in the group's conversation and may lead any member's turn, so a
+    turn there reaches only what that member did in that group (its own workspace, memory
+    and skills, its conversations there), never their direct chats' things."""
+    return f"{origin.user_id}@{origin.chat_id}"
 
 
 def _close(agent: ConversationAgent) -> None:
