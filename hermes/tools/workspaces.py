@@ -27,6 +27,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
+from hermes import profiles
+
 if TYPE_CHECKING:
     from hermes.tools.registry import ToolContext
 
@@ -114,12 +116,29 @@ def carved_out(ctx: ToolContext) -> Path | None:
     """A gateway user's (or a job's) workspace inside a hidden folder
     (``$HERMES_HOME/workspaces``, the other users' workspaces): reachable by its own tools
     although the folder around it is hidden. Only a folder strictly inside one of those qualifies, never
-    ``$HERMES_HOME`` itself or a part of it holding anything else."""
+    ``$HERMES_HOME`` itself or a part of it holding anything else. A Kanban task's turn
+    has its own scratch folder carved out the same way (``task_scratch``)."""
+    if ctx.source == KANBAN_SOURCE:
+        return task_scratch(ctx)
     if not confined(ctx.source):
         return None
     real = Path(os.path.realpath(ctx.cwd))
     holders = (Path(os.path.realpath(ctx.hermes_home)) / FOLDER, base(ctx.config, ctx.hermes_home))
     return real if any(folder in real.parents for folder in holders) else None
+
+
+def task_scratch(ctx: ToolContext) -> Path | None:
+    """A Kanban task's turn working in its scratch folder, which the board keeps inside
+    the profiles' root as 0.19 does (``<root>/kanban/workspaces/<task>``, or a board's
+    ``<root>/kanban/boards/<slug>/workspaces/<task>``): that one folder, else None."""
+    real = Path(os.path.realpath(ctx.cwd))
+    kanban = Path(os.path.realpath(profiles.root({"HERMES_HOME": str(ctx.hermes_home)}))) / "kanban"
+    folder = real.parent
+    if folder.name != "workspaces" or real.name in ("", ".", ".."):
+        return None
+    board = folder.parent
+    ok = board == kanban or (board.parent == kanban / "boards" and board.name != "")
+    return real if ok else None
 
 
 def others(ctx: ToolContext) -> Path | None:

@@ -148,6 +148,33 @@ def test_planted_text_in_a_task_reads_no_secret_and_changes_nothing_of_the_profi
     assert (other / "memories" / "MEMORY.md").read_text() == OTHER_MEMORY + "\n"
 
 
+def test_a_task_works_in_its_own_scratch_folder_and_in_no_other(machine: Path) -> None:
+    """The board keeps a task's scratch folder inside the profiles' root (0.19's place),
+    which every profile's tools see hidden: the task's own folder is carved out of it,
+    writable by its turn, and the other tasks' folders stay hidden."""
+    data = machine / "data"
+    scratch = data / "kanban" / "workspaces"
+    (scratch / "t_other").mkdir(parents=True)
+    (scratch / "t_other" / "result.txt").write_text(OTHER_ENV + "\n")
+    body = planted(
+        ("write_file", {"path": "notes.txt", "content": "written-by-the-task"}),
+        ("terminal", {"command": "cat notes.txt; pwd; echo more >> notes.txt"}),
+        ("terminal", {"command": f"cat ../t_other/result.txt {scratch}/t_other/result.txt"}),
+        ("read_file", {"path": str(scratch / "t_other" / "result.txt")}),
+    )
+    with kb.connect_closing() as conn:
+        task_id = kb.create_task(conn, title="Take notes", body=body, assignee="work")
+        kb.dispatch_once(conn)
+        task = finished(conn, task_id)
+    answer = task.result or ""
+    assert task.status == "done", kb.read_worker_log(task_id)
+    outputs = answer.removeprefix("RESULT<<").removesuffix(">>").split("\n----\n")
+    assert outputs[0].startswith("Created"), outputs[0]
+    assert "written-by-the-task" in outputs[1] and str(scratch / task_id) in outputs[1]
+    assert (scratch / task_id / "notes.txt").read_text() == "written-by-the-taskmore\n"
+    assert OTHER_ENV not in answer and outputs[3].startswith("Error: Refused"), outputs[3]
+
+
 def test_a_workers_conversation_is_no_terminal_chat_to_continue(machine: Path) -> None:
     """The worker's turn is stored as a Kanban turn, so the profile's ``hermes chat
     --continue`` (its latest terminal chat) never continues what a task's text drove."""
