@@ -16,4 +16,9 @@ on it, so the table and column names are an interface.
 - ``flow``: a task's moves (claim, complete, block, unblock, archive), the board's counts.
 - ``dispatch``: the dispatcher tick, which starts ``hermes -p ASSIGNEE kanban work TASK``
   (cli/kanban_cmd.py) for each ready task of a profile.
+- ``respawn``: the respawn guard, which holds a ready task whose last run says a new
+  worker would only repeat it (a rate-limit cool-down, a quota or credential error, a
+  recent success, an open pull request).
+- ``review``: the review lane (a task in ``review`` gets its assignee's agent again, with
+  the reviewer's skill) and which lanes hold a task a worker could start.
 """

@@ -4,7 +4,8 @@ profile and start a worker for it: ``hermes -p <assignee> kanban work <task>``
 (hermes/cli/kanban_cmd.py, one agent turn whose answer completes the task), or the
 caller's ``spawn_fn``. Of 0.19's supervision hermes keeps the expired claim (a worker
 renews its claim while it runs); it does not watch worker pids, runtimes or the causes of
-retries.
+retries. Before starting a ready task it asks the respawn guard (``respawn``); after
+the ready lane it serves the review lane (``review``).
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ from hermes.kanban.paths import (
     workspaces_root,
 )
 from hermes.kanban.records import DispatchResult, Task
+from hermes.kanban.respawn import check_respawn_guard
+from hermes.kanban.review import claim_for_review
 from hermes.kanban.tasks import (
     DEFAULT_FAILURE_LIMIT,
     append_event,
@@ -43,6 +46,7 @@ from hermes.kanban.tasks import (
 log = logging.getLogger(__name__)
 
 SpawnFn = Callable[..., Any]  # (task, workspace[, board=]) -> the worker's pid or None
+ClaimFn = Callable[..., Task | None]  # (conn, task_id, ttl_seconds=) -> the claimed task
 
 
 def record_failure(
@@ -130,10 +134,12 @@ def _start(
     ttl_seconds: int | None,
     failure_limit: int,
     result: DispatchResult,
+    claim: ClaimFn = claim_task,
 ) -> bool:
-    """Claim a ready task and start it through ``spawn_fn`` in its workspace (a scratch
-    folder under the board's ``workspaces/`` unless it names one)."""
-    claimed = claim_task(conn, task_id, ttl_seconds=ttl_seconds)
+    """Claim a task (a ready one unless ``claim`` says otherwise) and start it through
+    ``spawn_fn`` in its workspace (a scratch folder under the board's ``workspaces/``
+    unless it names one)."""
+    claimed = claim(conn, task_id, ttl_seconds=ttl_seconds)
     if claimed is None:
         return False
     workspace = claimed.workspace_path or str(workspaces_root(board) / claimed.id)
@@ -169,7 +175,7 @@ def spawn_hermes_worker(
 ) -> int:
     """Start ``hermes -p ASSIGNEE kanban work TASK`` in the task's workspace, its output in
     the task's worker log, pinned to the board's database (``db_file``: the one the task
-    was claimed in); the worker's pid."""
+    was claimed in), with the task's skills; the worker's pid."""
     slug = normalize_slug(board) or get_current_board()
     log_path = worker_log_path(task.id, board=slug)
     log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -180,6 +186,8 @@ def spawn_hermes_worker(
     }
     argv = [sys.executable, "-m", "hermes", "-p", task.assignee or "default"]
     argv += ["kanban", "work", task.id, "--board", slug]
+    for skill in task.skills or ():
+        argv += ["--skill", skill]
     with open(log_path, "ab") as log_file:
         worker = subprocess.Popen(
             argv,
@@ -235,6 +243,36 @@ def _running_by_assignee(conn: sqlite3.Connection) -> dict[str, int]:
     return {r["assignee"]: int(r["n"]) for r in rows}
 
 
+def _waiting(
+    conn: sqlite3.Connection,
+    status: str,
+    result: DispatchResult,
+    assignee_is_profile: Callable[[str], bool] | None,
+) -> list[sqlite3.Row]:
+    """The unclaimed tasks of a lane a worker can start for, in dispatch order; the rest
+    go to ``result``'s skipped lists. ``assignee_is_profile`` (when hermes starts the
+    workers) sets apart the tasks whose assignee is no profile."""
+    rows = conn.execute(
+        "SELECT id, assignee FROM tasks WHERE status = ? AND claim_lock IS NULL "
+        "ORDER BY priority DESC, created_at ASC",
+        (status,),
+    ).fetchall()
+    result.skipped_unassigned += [r["id"] for r in rows if not r["assignee"]]
+    waiting = [r for r in rows if r["assignee"]]
+    if assignee_is_profile is None:
+        return waiting
+    nobody = [r for r in waiting if not assignee_is_profile(r["assignee"])]
+    result.skipped_nonspawnable += [r["id"] for r in nobody]
+    for row in nobody:
+        log.warning(
+            "Kanban task %s waits: its assignee %r is no profile of this home "
+            "(create the profile or reassign the task).",
+            row["id"],
+            row["assignee"],
+        )
+    return [r for r in waiting if r not in nobody]
+
+
 def dispatch_once(
     conn: sqlite3.Connection,
     *,
@@ -248,44 +286,45 @@ def dispatch_once(
     board: str | None = None,
     default_assignee: str | None = None,
     max_in_progress_per_profile: int | None = None,
+    assignee_is_profile: Callable[[str], bool] = is_profile,
 ) -> DispatchResult:
     """One dispatcher tick: reclaim expired claims, promote what is ready, then claim ready
     assigned tasks and start a worker for each (``spawn_fn``, else ``hermes -p ASSIGNEE
     kanban work``: a task whose assignee is no profile waits), keeping at most
-    ``max_spawn`` / ``max_in_progress`` running (``max_in_progress_per_profile`` each)."""
+    ``max_spawn`` / ``max_in_progress`` running (``max_in_progress_per_profile`` each).
+    A ready task the respawn guard holds waits for a later tick, with a
+    ``respawn_guarded`` event; then review tasks get their reviewer. A dry run writes
+    nothing."""
     result = DispatchResult()
     if not dry_run:
         result.reclaimed = release_stale_claims(conn)
         result.promoted = recompute_ready(conn, failure_limit=failure_limit)
-    ready = conn.execute(
-        "SELECT id, assignee FROM tasks WHERE status = 'ready' AND claim_lock IS NULL "
-        "ORDER BY priority DESC, created_at ASC"
-    ).fetchall()
-    waiting = [r for r in ready if r["assignee"]]
-    result.skipped_unassigned = [r["id"] for r in ready if not r["assignee"]]
+    profile_check = None
     if spawn_fn is None:
         spawn_fn = functools.partial(spawn_hermes_worker, db_file=database_file(conn))
-        nobody = [r for r in waiting if not is_profile(r["assignee"])]
-        result.skipped_nonspawnable = [r["id"] for r in nobody]
-        waiting = [r for r in waiting if r not in nobody]
-        for row in nobody:
-            log.warning(
-                "Kanban task %s waits: its assignee %r is no profile of this home "
-                "(create the profile or reassign the task).",
-                row["id"],
-                row["assignee"],
-            )
+        profile_check = assignee_is_profile
+    ready = _waiting(conn, "ready", result, profile_check)
+    review = _waiting(conn, "review", result, profile_check)
     caps = [c for c in (max_spawn, max_in_progress) if c is not None]
     running = conn.execute("SELECT COUNT(*) FROM tasks WHERE status = 'running'").fetchone()[0]
     per_profile = _running_by_assignee(conn)
-    for row in waiting:
+    lanes = [(row, claim_task) for row in ready] + [(row, claim_for_review) for row in review]
+    for row, claim in lanes:
         if caps and running >= min(caps):
             break
         assignee = row["assignee"]
         busy = per_profile.get(assignee, 0)
-        if max_in_progress_per_profile and busy >= max_in_progress_per_profile:
-            result.skipped_per_profile_capped.append((row["id"], assignee, busy))
-            continue
+        if claim is claim_task:  # 0.19 caps and guards the ready lane only
+            if max_in_progress_per_profile and busy >= max_in_progress_per_profile:
+                result.skipped_per_profile_capped.append((row["id"], assignee, busy))
+                continue
+            reason = check_respawn_guard(conn, row["id"])
+            if reason is not None:
+                result.respawn_guarded.append((row["id"], reason))
+                if not dry_run:
+                    with write_txn(conn):
+                        append_event(conn, row["id"], "respawn_guarded", {"reason": reason})
+                continue
         if dry_run:
             result.spawned.append((row["id"], assignee, ""))
         elif not _start(
@@ -296,6 +335,7 @@ def dispatch_once(
             ttl_seconds=ttl_seconds,
             failure_limit=failure_limit,
             result=result,
+            claim=claim,
         ):
             continue
         running += 1

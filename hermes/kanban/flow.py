@@ -84,8 +84,24 @@ def claim_task(
         ).rowcount
         if claimed != 1:
             return None
-        task = task_fields(conn, task_id, "assignee", "max_runtime_seconds", "current_step_key")
-        run_id = conn.execute(
+        open_run(conn, task_id, lock=lock, expires=expires, now=now)
+    return get_task(conn, task_id)
+
+
+def open_run(
+    conn: sqlite3.Connection,
+    task_id: str,
+    *,
+    lock: str,
+    expires: int,
+    now: int,
+    event: dict[str, Any] | None = None,
+) -> int:
+    """Open the run of a task just claimed (inside the caller's transaction), with a
+    ``claimed`` event (``event`` adds to its payload); the run's id."""
+    task = task_fields(conn, task_id, "assignee", "max_runtime_seconds", "current_step_key")
+    run_id = int(
+        conn.execute(
             "INSERT INTO task_runs (task_id, profile, step_key, status, claim_lock, "
             "claim_expires, max_runtime_seconds, started_at) "
             "VALUES (?, ?, ?, 'running', ?, ?, ?, ?)",
@@ -99,15 +115,12 @@ def claim_task(
                 now,
             ),
         ).lastrowid
-        conn.execute("UPDATE tasks SET current_run_id = ? WHERE id = ?", (run_id, task_id))
-        append_event(
-            conn,
-            task_id,
-            "claimed",
-            {"lock": lock, "expires": expires, "run_id": run_id},
-            run_id=run_id,
-        )
-    return get_task(conn, task_id)
+        or 0
+    )
+    conn.execute("UPDATE tasks SET current_run_id = ? WHERE id = ?", (run_id, task_id))
+    payload = {"lock": lock, "expires": expires, "run_id": run_id, **(event or {})}
+    append_event(conn, task_id, "claimed", payload, run_id=run_id)
+    return run_id
 
 
 def heartbeat_claim(
