@@ -3,10 +3,10 @@
 The board's dispatcher (hermes.kanban.dispatch.dispatch_once) claims a ready task and starts
 this command as ``hermes -p ASSIGNEE kanban work TASK --board SLUG``, its output going to
 the task's worker log, with ``--skill NAME`` for each skill the task names (a review
-task's worker gets the reviewer's). The turn's answer completes the task (its result, and the run's
-summary); a turn that fails blocks it with the reason, for a person to look at, but one
-the provider refused for a rate limit or quota puts it back in the queue, where the
-dispatcher's respawn guard lets it wait out the cool-down (hermes/kanban/respawn.py). While
+task's worker gets the reviewer's). The turn's answer completes the task (its result, and
+the run's summary); a turn that fails blocks it with the reason, for a person to look at,
+but one the provider refused for its rate limit puts it back in the queue, where the
+dispatcher's respawn guard holds it for the cool-down (hermes/kanban/respawn.py). While
 the turn runs, the claim is renewed so the dispatcher does not hand the task out again.
 """
 

@@ -308,13 +308,13 @@ def dispatch_once(
     caps = [c for c in (max_spawn, max_in_progress) if c is not None]
     running = conn.execute("SELECT COUNT(*) FROM tasks WHERE status = 'running'").fetchone()[0]
     per_profile = _running_by_assignee(conn)
-    lanes = [(row, claim_task) for row in ready] + [(row, claim_for_review) for row in review]
-    for row, claim in lanes:
+    lanes = [(row, "ready") for row in ready] + [(row, "review") for row in review]
+    for row, lane in lanes:
         if caps and running >= min(caps):
             break
         assignee = row["assignee"]
         busy = per_profile.get(assignee, 0)
-        if claim is claim_task:  # 0.19 caps and guards the ready lane only
+        if lane == "ready":  # 0.19 caps per profile and guards the ready lane only
             if max_in_progress_per_profile and busy >= max_in_progress_per_profile:
                 result.skipped_per_profile_capped.append((row["id"], assignee, busy))
                 continue
@@ -335,7 +335,7 @@ def dispatch_once(
             ttl_seconds=ttl_seconds,
             failure_limit=failure_limit,
             result=result,
-            claim=claim,
+            claim=claim_task if lane == "ready" else claim_for_review,
         ):
             continue
         running += 1
