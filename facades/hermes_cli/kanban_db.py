@@ -10,6 +10,11 @@ goal loops.
 
 from __future__ import annotations
 
+import os  # noqa: F401  0.19's tests patch ``kanban_db.os.waitpid`` and ``kanban_db.time.time``
+import time  # noqa: F401
+from typing import TYPE_CHECKING, Any
+
+from hermes.kanban import supervision
 from hermes.kanban.boards import (
     board_metadata_path,
     create_board,
@@ -26,8 +31,7 @@ from hermes.kanban.db import (
     init_db,
     write_txn,
 )
-from hermes.kanban.dispatch import dispatch_once, release_stale_claims
-from hermes.kanban.dispatch import record_failure as _record_task_failure
+from hermes.kanban.dispatch import dispatch_once
 from hermes.kanban.dispatch import set_worker_pid as _set_worker_pid
 from hermes.kanban.flow import (
     BLOCK_RECURRENCE_LIMIT,
@@ -66,6 +70,16 @@ from hermes.kanban.paths import (
 from hermes.kanban.paths import normalize_slug as _normalize_board_slug
 from hermes.kanban.records import Comment, DispatchResult, Event, Run, Task
 from hermes.kanban.schema import SCHEMA_SQL
+from hermes.kanban.supervision import (
+    DEFAULT_CLAIM_HEARTBEAT_MAX_STALE_SECONDS,
+    DEFAULT_CRASH_GRACE_SECONDS,
+    RECLAIM_DEFER_GRACE_SECONDS,
+)
+from hermes.kanban.supervision import crash_grace_seconds as _resolve_crash_grace_seconds
+from hermes.kanban.supervision import pid_alive as _pid_alive
+from hermes.kanban.supervision import record_failure as _record_task_failure
+from hermes.kanban.supervision import record_worker_exit as _record_worker_exit
+from hermes.kanban.supervision import survived as _worker_survived_termination
 from hermes.kanban.tasks import (
     DEFAULT_FAILURE_LIMIT,
     VALID_INITIAL_STATUSES,
@@ -96,6 +110,49 @@ from hermes.kanban.tasks import append_event as _append_event
 from hermes.kanban.tasks import close_run as _end_run
 from hermes.kanban.tasks import new_task_id as _new_task_id
 from hermes.kanban.tasks import record_ended_run as _synthesize_ended_run
+
+if TYPE_CHECKING:
+    import sqlite3
+
+# Worker supervision (hermes/kanban/supervision.py). 0.19's tools and tests put their own
+# ``_pid_alive``, ``_terminate_reclaimed_worker`` and ``_record_worker_exit`` on this
+# module, so the functions below hand the ones found here at call time to hermes's.
+
+
+def _terminate_reclaimed_worker(
+    pid: int | None, claim_lock: str | None, *, signal_fn: Any = None
+) -> dict[str, Any]:
+    return supervision.terminate_worker(pid, claim_lock, signal_fn=signal_fn, pid_alive=_pid_alive)
+
+
+def release_stale_claims(conn: sqlite3.Connection, *, signal_fn: Any = None) -> int:
+    return supervision.release_stale_claims(
+        conn, signal_fn=signal_fn, pid_alive=_pid_alive, terminate=_terminate_reclaimed_worker
+    )
+
+
+def detect_stale_running(
+    conn: sqlite3.Connection, *, stale_timeout_seconds: int = 0, signal_fn: Any = None
+) -> list[str]:
+    return supervision.detect_stale_running(
+        conn,
+        stale_timeout_seconds=stale_timeout_seconds,
+        signal_fn=signal_fn,
+        terminate=_terminate_reclaimed_worker,
+    )
+
+
+def detect_crashed_workers(conn: sqlite3.Connection) -> list[str]:
+    return supervision.detect_crashed_workers(conn, pid_alive=_pid_alive)
+
+
+def enforce_max_runtime(conn: sqlite3.Connection, *, signal_fn: Any = None) -> list[str]:
+    return supervision.enforce_max_runtime(conn, signal_fn=signal_fn, pid_alive=_pid_alive)
+
+
+def reap_worker_zombies() -> list[int]:
+    return supervision.reap_worker_zombies(record_exit=_record_worker_exit)
+
 
 __all__ = [
     "BLOCK_RECURRENCE_LIMIT",
@@ -179,4 +236,16 @@ __all__ = [
     "workspaces_root",
     "write_board_metadata",
     "write_txn",
+    "DEFAULT_CLAIM_HEARTBEAT_MAX_STALE_SECONDS",
+    "DEFAULT_CRASH_GRACE_SECONDS",
+    "RECLAIM_DEFER_GRACE_SECONDS",
+    "_pid_alive",
+    "_record_worker_exit",
+    "_resolve_crash_grace_seconds",
+    "_terminate_reclaimed_worker",
+    "_worker_survived_termination",
+    "detect_crashed_workers",
+    "detect_stale_running",
+    "enforce_max_runtime",
+    "reap_worker_zombies",
 ]
