@@ -3,9 +3,9 @@
 work on it.
 
 What differs from 0.19 (docs/hermes-agent.md): a dispatched task is one turn of its
-assignee's agent (``hermes kanban work``), whose answer completes it; no worker supervision
-beyond expired claims, git worktrees, attachments, notification subscriptions, projects or
-goal loops.
+assignee's agent (``hermes kanban work``), whose answer completes it; no respawn guard,
+review lanes, git worktrees, attachments, notification subscriptions, projects or goal
+loops.
 """
 
 from __future__ import annotations
@@ -74,6 +74,7 @@ from hermes.kanban.supervision import (
     DEFAULT_CLAIM_HEARTBEAT_MAX_STALE_SECONDS,
     DEFAULT_CRASH_GRACE_SECONDS,
     RECLAIM_DEFER_GRACE_SECONDS,
+    heartbeat_worker,
 )
 from hermes.kanban.supervision import crash_grace_seconds as _resolve_crash_grace_seconds
 from hermes.kanban.supervision import pid_alive as _pid_alive
@@ -207,6 +208,7 @@ __all__ = [
     "get_run",
     "get_task",
     "heartbeat_claim",
+    "heartbeat_worker",
     "init_db",
     "kanban_db_path",
     "kanban_home",

@@ -16,4 +16,6 @@ on it, so the table and column names are an interface.
 - ``flow``: a task's moves (claim, complete, block, unblock, archive), the board's counts.
 - ``dispatch``: the dispatcher tick, which starts ``hermes -p ASSIGNEE kanban work TASK``
   (cli/kanban_cmd.py) for each ready task of a profile.
+- ``supervision``: the tick's watch over the workers it started (expired claims, stale,
+  crashed and timed-out workers, reaping them) and the failure count that blocks a task.
 """

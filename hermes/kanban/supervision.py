@@ -266,6 +266,37 @@ def release_stale_claims(
     return released
 
 
+def heartbeat_worker(
+    conn: sqlite3.Connection,
+    task_id: str,
+    *,
+    note: str | None = None,
+    expected_run_id: int | None = None,
+    quiet: bool = False,
+) -> bool:
+    """A running task's worker says it is making progress: ``last_heartbeat_at`` on the
+    task and its run, and a ``heartbeat`` event unless ``quiet`` (hermes's own worker
+    beats every minute of its turn, too often for the board's feed). Whether the task
+    was running (in ``expected_run_id``, when given)."""
+    now = int(time.time())
+    query = "UPDATE tasks SET last_heartbeat_at = ? WHERE id = ? AND status = 'running'"
+    params: list[Any] = [now, task_id]
+    if expected_run_id is not None:
+        query += " AND current_run_id = ?"
+        params.append(int(expected_run_id))
+    with write_txn(conn):
+        if conn.execute(query, params).rowcount != 1:
+            return False
+        run_id = task_fields(conn, task_id, "current_run_id")["current_run_id"]
+        if run_id is not None:
+            conn.execute("UPDATE task_runs SET last_heartbeat_at = ? WHERE id = ?", (now, run_id))
+        if not quiet:
+            append_event(
+                conn, task_id, "heartbeat", {"note": note} if note else None, run_id=run_id
+            )
+    return True
+
+
 def _running_since(conn: sqlite3.Connection, extra_where: str = "") -> list[sqlite3.Row]:
     """Running tasks with the start of their current attempt (the run's start; the task's
     ``started_at`` is its first attempt's)."""

@@ -88,6 +88,11 @@ def watch_only(conn: sqlite3.Connection) -> kb.DispatchResult:
     return kb.dispatch_once(conn, max_spawn=0, failure_limit=2)
 
 
+def heartbeat_of(conn: sqlite3.Connection, task_id: str) -> int | None:
+    task = kb.get_task(conn, task_id)
+    return task.last_heartbeat_at if task else None
+
+
 def kinds(conn: sqlite3.Connection, task_id: str) -> list[str]:
     return [e.kind for e in kb.list_events(conn, task_id)]
 
@@ -182,3 +187,26 @@ def test_the_dispatcher_reaps_only_the_workers_it_started(board: Path) -> None:
         with contextlib.suppress(OSError):
             other.kill()
         other.wait(timeout=30)
+
+
+def test_a_worker_in_its_turn_beats_so_the_stale_check_leaves_it_alone(
+    board: Path, builder: str, fake_llm: fake.FakeLLMServer, workers: list[int]
+) -> None:
+    fake_llm.script(HANG)
+    with kb.connect_closing() as conn:
+        task_id = kb.create_task(conn, title="Slow but alive", assignee=builder)
+        pid = start_worker(conn, task_id, workers)
+        beat = wait_until(lambda: heartbeat_of(conn, task_id), "the worker's heartbeat")
+        # Its attempt started two hours ago, as if the turn had been that long.
+        conn.execute(
+            "UPDATE task_runs SET started_at = started_at - 7200 "
+            "WHERE id = (SELECT current_run_id FROM tasks WHERE id = ?)",
+            (task_id,),
+        )
+        result = kb.dispatch_once(conn, max_spawn=0, stale_timeout_seconds=3600)
+        task = kb.get_task(conn, task_id)
+        events = kinds(conn, task_id)
+    assert beat is not None and result.stale == []
+    assert task is not None and (task.status, task.worker_pid) == ("running", pid)
+    assert "heartbeat" not in events  # the worker's beats stay out of the board's feed
+    assert not exited(pid)
