@@ -73,9 +73,11 @@ from hermes.kanban.schema import SCHEMA_SQL
 from hermes.kanban.supervision import (
     DEFAULT_CLAIM_HEARTBEAT_MAX_STALE_SECONDS,
     DEFAULT_CRASH_GRACE_SECONDS,
+    KANBAN_RATE_LIMIT_EXIT_CODE,
     RECLAIM_DEFER_GRACE_SECONDS,
     heartbeat_worker,
 )
+from hermes.kanban.supervision import classify_exit as _classify_worker_exit
 from hermes.kanban.supervision import crash_grace_seconds as _resolve_crash_grace_seconds
 from hermes.kanban.supervision import pid_alive as _pid_alive
 from hermes.kanban.supervision import record_failure as _record_task_failure
@@ -144,7 +146,15 @@ def detect_stale_running(
 
 
 def detect_crashed_workers(conn: sqlite3.Connection) -> list[str]:
-    return supervision.detect_crashed_workers(conn, pid_alive=_pid_alive)
+    blocked: list[str] = []
+    limited: list[str] = []
+    crashed = supervision.detect_crashed_workers(
+        conn, pid_alive=_pid_alive, auto_blocked=blocked, rate_limited=limited
+    )
+    # 0.19 leaves the tasks blocked and rate-limited on the function, for its callers.
+    detect_crashed_workers._last_auto_blocked = blocked  # type: ignore[attr-defined]
+    detect_crashed_workers._last_rate_limited = limited  # type: ignore[attr-defined]
+    return crashed
 
 
 def enforce_max_runtime(conn: sqlite3.Connection, *, signal_fn: Any = None) -> list[str]:
@@ -161,6 +171,7 @@ __all__ = [
     "DEFAULT_BUSY_TIMEOUT_MS",
     "DEFAULT_CLAIM_TTL_SECONDS",
     "DEFAULT_FAILURE_LIMIT",
+    "KANBAN_RATE_LIMIT_EXIT_CODE",
     "SCHEMA_SQL",
     "VALID_BLOCK_KINDS",
     "VALID_INITIAL_STATUSES",
@@ -176,6 +187,7 @@ __all__ = [
     "Task",
     "_append_event",
     "_claimer_id",
+    "_classify_worker_exit",
     "_end_run",
     "_new_task_id",
     "_normalize_board_slug",

@@ -43,6 +43,8 @@ STALE_HEARTBEAT_GAP_SECONDS = 60 * 60
 # This many crashes with the same error in one tick are the system's fault, not the
 # task's: each is blocked at its first failure.
 SYSTEMIC_CRASH_COUNT = 3
+# A worker's exit code for "stopped at a provider's rate limit" (sysexits' EX_TEMPFAIL).
+KANBAN_RATE_LIMIT_EXIT_CODE = 75
 # How long a SIGTERMed worker has to stop before SIGKILL.
 TERMINATE_WAIT_SECONDS = 5.0
 
@@ -536,29 +538,44 @@ def reap_started_workers(*, record_exit: RecordExit = record_worker_exit) -> lis
     return reaped
 
 
-def exit_cause(pid: int) -> tuple[str, dict[str, Any]]:
-    """Why a dead worker is dead, from its reaped exit status: the error and the event's
-    extra fields."""
+def classify_exit(pid: int) -> tuple[str, int | None]:
+    """How a reaped worker ended: ``signaled`` (the signal), ``rate_limited`` (it stopped
+    at a provider's rate limit, exit code ``KANBAN_RATE_LIMIT_EXIT_CODE``), ``clean_exit``
+    (0, its task still running), ``nonzero_exit`` (the code), or ``unknown`` (not reaped
+    here)."""
     with _lock:
-        raw = _exits.pop(int(pid), None)
+        raw = _exits.get(int(pid))
     if raw is not None and os.WIFSIGNALED(raw):
-        sig = os.WTERMSIG(raw)
-        try:
-            name = signal.Signals(sig).name
-        except ValueError:
-            name = "unknown"
-        return f"pid {pid} killed by signal {sig} ({name})", {
-            "exit_kind": "signaled",
-            "exit_code": sig,
-        }
+        return "signaled", os.WTERMSIG(raw)
     if raw is not None and os.WIFEXITED(raw):
         code = os.WEXITSTATUS(raw)
-        if code == 0:
-            error = f"pid {pid} exited (code 0) without completing or blocking its task"
-            return error, {"exit_kind": "clean_exit", "exit_code": 0}
+        if code == KANBAN_RATE_LIMIT_EXIT_CODE:
+            return "rate_limited", code
+        return ("clean_exit" if code == 0 else "nonzero_exit"), code
+    return "unknown", None
+
+
+def _death(pid: int) -> tuple[str, str, dict[str, Any]]:
+    """A dead worker's end (``classify_exit``), the error its run gets and the event's
+    extra fields; its exit status is used up."""
+    kind, code = classify_exit(pid)
+    with _lock:
+        _exits.pop(int(pid), None)
+    if kind == "signaled" and code is not None:
+        try:
+            name = signal.Signals(code).name
+        except ValueError:
+            name = "unknown"
+        error = f"pid {pid} killed by signal {code} ({name})"
+    elif kind == "rate_limited":
+        error = f"pid {pid} exited rate-limited (quota wall): requeued without counting a failure"
+    elif kind == "clean_exit":
+        error = f"pid {pid} exited (code 0) without completing or blocking its task"
+    elif kind == "nonzero_exit":
         error = f"pid {pid} exited with code {code}"
-        return error, {"exit_kind": "nonzero_exit", "exit_code": code}
-    return f"pid {pid} not alive", {}
+    else:
+        return kind, f"pid {pid} not alive", {}
+    return kind, error, {"exit_kind": kind, "exit_code": code}
 
 
 def fingerprint(error: str) -> str:
@@ -574,12 +591,15 @@ def detect_crashed_workers(
     pid_alive: PidAlive = pid_alive,
     failure_limit: int | None = None,
     auto_blocked: list[str] | None = None,
+    rate_limited: list[str] | None = None,
 ) -> list[str]:
     """Put back to ``ready`` each running task whose worker on this host is dead (run and
     event ``crashed``, a failure counted; blocked at the limit, or at once when
     ``SYSTEMIC_CRASH_COUNT`` tasks crashed with the same error); their ids. A worker
     started less than ``HERMES_KANBAN_CRASH_GRACE_SECONDS`` ago is not judged. Tasks
-    blocked go in ``auto_blocked``."""
+    blocked go in ``auto_blocked``. A worker that stopped at a rate limit is no crash:
+    its task goes back with no failure counted (run and event ``rate_limited``, the
+    error kept for the respawn guard), listed in ``rate_limited``."""
     crashed: list[tuple[str, int, str | None, str]] = []
     grace = crash_grace_seconds()
     rows = conn.execute(
@@ -594,7 +614,8 @@ def detect_crashed_workers(
             continue
         if pid_alive(pid):
             continue
-        error, exit_fields = exit_cause(pid)
+        kind, error, exit_fields = _death(pid)
+        outcome = "rate_limited" if kind == "rate_limited" else "crashed"
         with write_txn(conn):
             moved = conn.execute(
                 "UPDATE tasks SET status = 'ready', claim_lock = NULL, claim_expires = NULL, "
@@ -605,8 +626,16 @@ def detect_crashed_workers(
             if moved != 1:
                 continue
             payload = {"pid": pid, "claimer": lock} | exit_fields
-            run_id = close_run(conn, row["id"], outcome="crashed", error=error, metadata=payload)
-            append_event(conn, row["id"], "crashed", payload, run_id=run_id)
+            run_id = close_run(conn, row["id"], outcome=outcome, error=error, metadata=payload)
+            append_event(conn, row["id"], outcome, payload, run_id=run_id)
+            if outcome == "rate_limited":
+                conn.execute(
+                    "UPDATE tasks SET last_failure_error = ? WHERE id = ?", (error, row["id"])
+                )
+        if outcome == "rate_limited":
+            if rate_limited is not None:
+                rate_limited.append(row["id"])
+            continue
         crashed.append((row["id"], pid, lock, error))
     causes = Counter(fingerprint(error) for *_, error in crashed)
     for task_id, pid, lock, error in crashed:
@@ -638,6 +667,9 @@ def supervise(
     result.reclaimed = release_stale_claims(conn)
     result.stale = detect_stale_running(conn, stale_timeout_seconds=stale_timeout_seconds)
     result.crashed = detect_crashed_workers(
-        conn, failure_limit=failure_limit, auto_blocked=result.auto_blocked
+        conn,
+        failure_limit=failure_limit,
+        auto_blocked=result.auto_blocked,
+        rate_limited=result.rate_limited,
     )
     result.timed_out = enforce_max_runtime(conn)

@@ -73,14 +73,18 @@ def exited(pid: int) -> bool:
         return True
 
 
+def worker_pid(conn: sqlite3.Connection, task_id: str) -> int:
+    task = kb.get_task(conn, task_id)
+    assert task is not None and task.worker_pid
+    return task.worker_pid
+
+
 def start_worker(conn: sqlite3.Connection, task_id: str, workers: list[int]) -> int:
     """One tick that starts the task's worker; its pid."""
     result = kb.dispatch_once(conn)
     assert [s[0] for s in result.spawned] == [task_id]
-    task = kb.get_task(conn, task_id)
-    assert task is not None and task.worker_pid
-    workers.append(task.worker_pid)
-    return task.worker_pid
+    workers.append(worker_pid(conn, task_id))
+    return workers[-1]
 
 
 def watch_only(conn: sqlite3.Connection) -> kb.DispatchResult:
@@ -210,3 +214,45 @@ def test_a_worker_in_its_turn_beats_so_the_stale_check_leaves_it_alone(
     assert task is not None and (task.status, task.worker_pid) == ("running", pid)
     assert "heartbeat" not in events  # the worker's beats stay out of the board's feed
     assert not exited(pid)
+
+
+def test_a_worker_that_stops_at_a_rate_limit_is_requeued_without_a_failure(
+    board: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A caller's workers, real processes: one exits with 0.19's rate-limit code (75), the
+    other with 3. The first is no crash and counts no failure; the second is a crash."""
+    monkeypatch.setenv("HERMES_KANBAN_CRASH_GRACE_SECONDS", "0")
+    started: list[subprocess.Popen[bytes]] = []
+
+    def spawn(task: kb.Task, workspace: str) -> int:
+        code = kb.KANBAN_RATE_LIMIT_EXIT_CODE if task.title == "Throttled" else 3
+        started.append(subprocess.Popen([sys.executable, "-c", f"raise SystemExit({code})"]))
+        return started[-1].pid
+
+    try:
+        with kb.connect_closing() as conn:
+            throttled = kb.create_task(conn, title="Throttled", assignee="builder")
+            failing = kb.create_task(conn, title="Failing", assignee="builder")
+            assert len(kb.dispatch_once(conn, spawn_fn=spawn).spawned) == 2
+            pids = {task_id: worker_pid(conn, task_id) for task_id in (throttled, failing)}
+            for pid in pids.values():
+                wait_until(lambda pid=pid: exited(pid), "the workers to exit")
+            result = kb.dispatch_once(conn, spawn_fn=spawn, max_spawn=0)
+            waiting, crashed = kb.get_task(conn, throttled), kb.get_task(conn, failing)
+            throttled_runs, failing_runs = (
+                kb.list_runs(conn, throttled),
+                kb.list_runs(conn, failing),
+            )
+    finally:
+        for process in started:
+            with contextlib.suppress(OSError):
+                process.kill()
+            process.wait(timeout=30)
+    assert result.rate_limited == [throttled] and result.crashed == [failing]
+    assert waiting is not None and (waiting.status, waiting.consecutive_failures) == ("ready", 0)
+    assert "rate-limited" in (waiting.last_failure_error or "")
+    assert [r.outcome for r in throttled_runs] == ["rate_limited"]
+    assert crashed is not None and (crashed.status, crashed.consecutive_failures) == ("ready", 1)
+    assert [(r.outcome, r.error) for r in failing_runs] == [
+        ("crashed", f"pid {pids[failing]} exited with code 3")
+    ]
