@@ -3,9 +3,8 @@
 work on it.
 
 What differs from 0.19 (docs/hermes-agent.md): a dispatched task is one turn of its
-assignee's agent (``hermes kanban work``), whose answer completes it; no worker supervision
-beyond expired claims, the respawn guard and the review lane, git worktrees, attachments,
-notification subscriptions, projects or goal loops.
+assignee's agent (``hermes kanban work``), whose answer completes it; no git worktrees,
+attachments, notification subscriptions, projects or goal loops.
 
 Whether an assignee is a profile is asked of ``hermes_cli.profiles.profile_exists`` at
 each call, as 0.19's dispatcher asks it (its callers replace it to make lanes spawnable).
@@ -13,12 +12,14 @@ each call, as 0.19's dispatcher asks it (its callers replace it to make lanes sp
 
 from __future__ import annotations
 
+import os  # noqa: F401  0.19's tests patch ``kanban_db.os.waitpid`` and ``kanban_db.time.time``
 import sqlite3
-import time  # noqa: F401 (0.19's module has it: its callers set the board's clock through it)
+import time  # noqa: F401
 from typing import Any
 
 from hermes.kanban import dispatch as _dispatch
 from hermes.kanban import review as _review
+from hermes.kanban import supervision
 from hermes.kanban.boards import (
     board_metadata_path,
     create_board,
@@ -35,8 +36,6 @@ from hermes.kanban.db import (
     init_db,
     write_txn,
 )
-from hermes.kanban.dispatch import record_failure as _record_task_failure
-from hermes.kanban.dispatch import release_stale_claims
 from hermes.kanban.dispatch import set_worker_pid as _set_worker_pid
 from hermes.kanban.flow import (
     BLOCK_RECURRENCE_LIMIT,
@@ -84,6 +83,19 @@ from hermes.kanban.respawn import (
 )
 from hermes.kanban.review import claim_review_task
 from hermes.kanban.schema import SCHEMA_SQL
+from hermes.kanban.supervision import (
+    DEFAULT_CLAIM_HEARTBEAT_MAX_STALE_SECONDS,
+    DEFAULT_CRASH_GRACE_SECONDS,
+    KANBAN_RATE_LIMIT_EXIT_CODE,
+    RECLAIM_DEFER_GRACE_SECONDS,
+    heartbeat_worker,
+)
+from hermes.kanban.supervision import classify_exit as _classify_worker_exit
+from hermes.kanban.supervision import crash_grace_seconds as _resolve_crash_grace_seconds
+from hermes.kanban.supervision import pid_alive as _pid_alive
+from hermes.kanban.supervision import record_failure as _record_task_failure
+from hermes.kanban.supervision import record_worker_exit as _record_worker_exit
+from hermes.kanban.supervision import survived as _worker_survived_termination
 from hermes.kanban.tasks import (
     DEFAULT_FAILURE_LIMIT,
     VALID_INITIAL_STATUSES,
@@ -139,6 +151,54 @@ def has_spawnable_review(conn: sqlite3.Connection) -> bool:
     return _review.has_spawnable(conn, "review", _profile_exists)
 
 
+# Worker supervision (hermes/kanban/supervision.py). 0.19's tools and tests put their own
+# ``_pid_alive``, ``_terminate_reclaimed_worker`` and ``_record_worker_exit`` on this
+# module, so the functions below hand the ones found here at call time to hermes's.
+
+
+def _terminate_reclaimed_worker(
+    pid: int | None, claim_lock: str | None, *, signal_fn: Any = None
+) -> dict[str, Any]:
+    return supervision.terminate_worker(pid, claim_lock, signal_fn=signal_fn, pid_alive=_pid_alive)
+
+
+def release_stale_claims(conn: sqlite3.Connection, *, signal_fn: Any = None) -> int:
+    return supervision.release_stale_claims(
+        conn, signal_fn=signal_fn, pid_alive=_pid_alive, terminate=_terminate_reclaimed_worker
+    )
+
+
+def detect_stale_running(
+    conn: sqlite3.Connection, *, stale_timeout_seconds: int = 0, signal_fn: Any = None
+) -> list[str]:
+    return supervision.detect_stale_running(
+        conn,
+        stale_timeout_seconds=stale_timeout_seconds,
+        signal_fn=signal_fn,
+        terminate=_terminate_reclaimed_worker,
+    )
+
+
+def detect_crashed_workers(conn: sqlite3.Connection) -> list[str]:
+    blocked: list[str] = []
+    limited: list[str] = []
+    crashed = supervision.detect_crashed_workers(
+        conn, pid_alive=_pid_alive, auto_blocked=blocked, rate_limited=limited
+    )
+    # 0.19 leaves the tasks blocked and rate-limited on the function, for its callers.
+    detect_crashed_workers._last_auto_blocked = blocked  # type: ignore[attr-defined]
+    detect_crashed_workers._last_rate_limited = limited  # type: ignore[attr-defined]
+    return crashed
+
+
+def enforce_max_runtime(conn: sqlite3.Connection, *, signal_fn: Any = None) -> list[str]:
+    return supervision.enforce_max_runtime(conn, signal_fn=signal_fn, pid_alive=_pid_alive)
+
+
+def reap_worker_zombies() -> list[int]:
+    return supervision.reap_worker_zombies(record_exit=_record_worker_exit)
+
+
 __all__ = [
     "BLOCK_RECURRENCE_LIMIT",
     "DEFAULT_BOARD",
@@ -146,6 +206,7 @@ __all__ = [
     "DEFAULT_CLAIM_TTL_SECONDS",
     "DEFAULT_FAILURE_LIMIT",
     "DEFAULT_RATE_LIMIT_COOLDOWN_SECONDS",
+    "KANBAN_RATE_LIMIT_EXIT_CODE",
     "SCHEMA_SQL",
     "VALID_BLOCK_KINDS",
     "VALID_INITIAL_STATUSES",
@@ -166,6 +227,7 @@ __all__ = [
     "Task",
     "_append_event",
     "_claimer_id",
+    "_classify_worker_exit",
     "_end_run",
     "_new_task_id",
     "_normalize_board_slug",
@@ -202,6 +264,7 @@ __all__ = [
     "has_spawnable_ready",
     "has_spawnable_review",
     "heartbeat_claim",
+    "heartbeat_worker",
     "init_db",
     "kanban_db_path",
     "kanban_home",
@@ -231,4 +294,16 @@ __all__ = [
     "workspaces_root",
     "write_board_metadata",
     "write_txn",
+    "DEFAULT_CLAIM_HEARTBEAT_MAX_STALE_SECONDS",
+    "DEFAULT_CRASH_GRACE_SECONDS",
+    "RECLAIM_DEFER_GRACE_SECONDS",
+    "_pid_alive",
+    "_record_worker_exit",
+    "_resolve_crash_grace_seconds",
+    "_terminate_reclaimed_worker",
+    "_worker_survived_termination",
+    "detect_crashed_workers",
+    "detect_stale_running",
+    "enforce_max_runtime",
+    "reap_worker_zombies",
 ]

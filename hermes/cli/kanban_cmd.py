@@ -24,7 +24,7 @@ from hermes.config import load_config
 from hermes.cron.job_run import job_prompt
 from hermes.errors import HermesError
 from hermes.kanban import db as board_db
-from hermes.kanban import flow, respawn, tasks
+from hermes.kanban import flow, respawn, supervision, tasks
 
 HEARTBEAT_SECONDS = 60.0
 
@@ -47,10 +47,15 @@ def task_prompt(conn: Any, task: Any) -> str:
 
 
 def _keep_claim(task_id: str, claimer: str, board: str | None, stop: threading.Event) -> None:
-    while not stop.wait(HEARTBEAT_SECONDS):
+    """Renew the claim and say the worker is alive (the dispatcher's stale check reads
+    the heartbeat), from the start of the turn and every minute of it."""
+    while True:
         with board_db.connect_closing(board=board) as conn:
             if not flow.heartbeat_claim(conn, task_id, claimer=claimer):
                 return  # the claim was taken back: nothing left to keep
+            supervision.heartbeat_worker(conn, task_id, quiet=True)
+        if stop.wait(HEARTBEAT_SECONDS):
+            return
 
 
 @click.group()

@@ -21,4 +21,6 @@ on it, so the table and column names are an interface.
   recent success, an open pull request).
 - ``review``: the review lane (a task in ``review`` gets its assignee's agent again, with
   the reviewer's skill) and which lanes hold a task a worker could start.
+- ``supervision``: the tick's watch over the workers it started (expired claims, stale,
+  crashed and timed-out workers, reaping them) and the failure count that blocks a task.
 """

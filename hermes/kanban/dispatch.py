@@ -2,10 +2,10 @@
 promote those whose parents are done, then claim each ready task whose assignee is a
 profile and start a worker for it: ``hermes -p <assignee> kanban work <task>``
 (hermes/cli/kanban_cmd.py, one agent turn whose answer completes the task), or the
-caller's ``spawn_fn``. Of 0.19's supervision hermes keeps the expired claim (a worker
-renews its claim while it runs); it does not watch worker pids, runtimes or the causes of
-retries. Before starting a ready task it asks the respawn guard (``respawn``); after
-the ready lane it serves the review lane (``review``).
+caller's ``spawn_fn``. Before that, ``supervision`` watches the workers already
+started (expired claims, stale, crashed and timed-out workers). Before starting a ready
+task it asks the respawn guard (``respawn``); after the ready lane it serves the review
+lane (``review``).
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ import os
 import sqlite3
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -35,74 +34,17 @@ from hermes.kanban.paths import (
 from hermes.kanban.records import DispatchResult, Task
 from hermes.kanban.respawn import check_respawn_guard
 from hermes.kanban.review import claim_for_review
+from hermes.kanban.supervision import record_failure, supervise, watch
 from hermes.kanban.tasks import (
     DEFAULT_FAILURE_LIMIT,
     append_event,
-    close_run,
     recompute_ready,
-    task_fields,
 )
 
 log = logging.getLogger(__name__)
 
 SpawnFn = Callable[..., Any]  # (task, workspace[, board=]) -> the worker's pid or None
 ClaimFn = Callable[..., Task | None]  # (conn, task_id, ttl_seconds=) -> the claimed task
-
-
-def record_failure(
-    conn: sqlite3.Connection,
-    task_id: str,
-    error: str,
-    *,
-    outcome: str,
-    failure_limit: int | None = None,
-    release_claim: bool = False,
-    end_run: bool = False,
-) -> bool:
-    """Count a failed attempt (``spawn_failed``, ``crashed``, ...); at the task's limit
-    (its ``max_retries``, else ``failure_limit``) it is blocked with a ``gave_up`` event.
-    ``release_claim`` sends a running task back to ``ready``. Whether it was blocked."""
-    error = error[:500]
-    with write_txn(conn):
-        row = task_fields(conn, task_id, "consecutive_failures", "max_retries")
-        if row is None:
-            return False
-        failures = int(row["consecutive_failures"] or 0) + 1
-        own = row["max_retries"] is not None
-        limit = int(row["max_retries"] if own else (failure_limit or DEFAULT_FAILURE_LIMIT))
-        gave_up = failures >= limit
-        status = "blocked" if gave_up else ("ready" if release_claim else None)
-        claim = ", claim_lock = NULL, claim_expires = NULL, worker_pid = NULL"
-        conn.execute(
-            "UPDATE tasks SET consecutive_failures = ?, last_failure_error = ?"
-            + (", status = ?" if status else "")
-            + (claim if release_claim else "")
-            + " WHERE id = ?",
-            (failures, error, *([status] if status else []), task_id),
-        )
-        run_id = None
-        if end_run:
-            run_id = close_run(
-                conn,
-                task_id,
-                outcome="gave_up" if gave_up else outcome,
-                error=error,
-                metadata={"failures": failures},
-            )
-        if gave_up:
-            payload = {
-                "failures": failures,
-                "effective_limit": limit,
-                "limit_source": "task" if own else "dispatcher",
-                "error": error,
-                "trigger_outcome": outcome,
-            }
-            append_event(conn, task_id, "gave_up", payload, run_id=run_id)
-        elif end_run:
-            append_event(
-                conn, task_id, outcome, {"error": error, "failures": failures}, run_id=run_id
-            )
-    return gave_up
 
 
 def set_worker_pid(conn: sqlite3.Connection, task_id: str, pid: int) -> None:
@@ -161,6 +103,7 @@ def _start(
         return False
     if pid:
         set_worker_pid(conn, task_id, int(pid))
+        watch(int(pid))
     result.spawned.append((task_id, claimed.assignee or "", workspace))
     return True
 
@@ -206,33 +149,6 @@ def is_profile(name: str) -> bool:
         return profiles.exists(name)
     except HermesError:
         return False
-
-
-def release_stale_claims(conn: sqlite3.Connection) -> int:
-    """Put back to ``ready`` each running task whose claim expired (its worker stopped
-    renewing it), closing its run as ``reclaimed``; how many."""
-    now = int(time.time())
-    released = 0
-    with write_txn(conn):
-        stale = conn.execute(
-            "SELECT id, claim_lock FROM tasks WHERE status = 'running' "
-            "AND claim_expires IS NOT NULL AND claim_expires < ?",
-            (now,),
-        ).fetchall()
-        for row in stale:
-            conn.execute(
-                "UPDATE tasks SET status = 'ready', claim_lock = NULL, claim_expires = NULL, "
-                "worker_pid = NULL WHERE id = ? AND status = 'running'",
-                (row["id"],),
-            )
-            run_id = close_run(
-                conn, row["id"], outcome="reclaimed", summary="claim expired (no heartbeat)"
-            )
-            append_event(
-                conn, row["id"], "reclaimed", {"stale_lock": row["claim_lock"]}, run_id=run_id
-            )
-            released += 1
-    return released
 
 
 def _running_by_assignee(conn: sqlite3.Connection) -> dict[str, int]:
@@ -288,16 +204,20 @@ def dispatch_once(
     max_in_progress_per_profile: int | None = None,
     assignee_is_profile: Callable[[str], bool] = is_profile,
 ) -> DispatchResult:
-    """One dispatcher tick: reclaim expired claims, promote what is ready, then claim ready
+    """One dispatcher tick: watch the running workers (``supervision``), promote what is
+    ready, then claim ready
     assigned tasks and start a worker for each (``spawn_fn``, else ``hermes -p ASSIGNEE
     kanban work``: a task whose assignee is no profile waits), keeping at most
     ``max_spawn`` / ``max_in_progress`` running (``max_in_progress_per_profile`` each).
     A ready task the respawn guard holds waits for a later tick, with a
-    ``respawn_guarded`` event; then review tasks get their reviewer. A dry run writes
-    nothing."""
+    ``respawn_guarded`` event; then review tasks get their reviewer. A dry run changes
+    nothing but what supervision finds (a dead worker frees its task, as in 0.19)."""
     result = DispatchResult()
+    # Workers are watched even on a dry run, as 0.19 does (a dead one frees its task).
+    supervise(
+        conn, result, stale_timeout_seconds=stale_timeout_seconds, failure_limit=failure_limit
+    )
     if not dry_run:
-        result.reclaimed = release_stale_claims(conn)
         result.promoted = recompute_ready(conn, failure_limit=failure_limit)
     profile_check = None
     if spawn_fn is None:
