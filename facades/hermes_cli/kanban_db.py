@@ -18,6 +18,7 @@ from hermes.kanban.boards import (
     remove_board,
     write_board_metadata,
 )
+from hermes.kanban.context import build_worker_context
 from hermes.kanban.db import (
     _INITIALIZED_PATHS,
     DEFAULT_BUSY_TIMEOUT_MS,
@@ -42,6 +43,7 @@ from hermes.kanban.flow import (
     heartbeat_claim,
     known_assignees,
     list_profiles_on_disk,
+    schedule_task,
     task_age,
     unblock_task,
 )
@@ -96,6 +98,11 @@ from hermes.kanban.tasks import append_event as _append_event
 from hermes.kanban.tasks import close_run as _end_run
 from hermes.kanban.tasks import new_task_id as _new_task_id
 from hermes.kanban.tasks import record_ended_run as _synthesize_ended_run
+from hermes.kanban.workspaces import (
+    resolve_workspace,
+    set_branch_name,
+    set_workspace_path,
+)
 
 __all__ = [
     "BLOCK_RECURRENCE_LIMIT",
@@ -134,6 +141,7 @@ __all__ = [
     "board_metadata_path",
     "board_stats",
     "boards_root",
+    "build_worker_context",
     "child_ids",
     "claim_task",
     "clear_current_board",
@@ -170,7 +178,11 @@ __all__ = [
     "recompute_ready",
     "release_stale_claims",
     "remove_board",
+    "resolve_workspace",
+    "schedule_task",
+    "set_branch_name",
     "set_current_board",
+    "set_workspace_path",
     "task_age",
     "unblock_task",
     "unlink_tasks",

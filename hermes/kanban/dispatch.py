@@ -29,7 +29,6 @@ from hermes.kanban.paths import (
     kanban_db_path,
     normalize_slug,
     worker_log_path,
-    workspaces_root,
 )
 from hermes.kanban.records import DispatchResult, Task
 from hermes.kanban.tasks import (
@@ -39,6 +38,7 @@ from hermes.kanban.tasks import (
     recompute_ready,
     task_fields,
 )
+from hermes.kanban.workspaces import prepare_workspace
 
 log = logging.getLogger(__name__)
 
@@ -131,15 +131,13 @@ def _start(
     failure_limit: int,
     result: DispatchResult,
 ) -> bool:
-    """Claim a ready task and start it through ``spawn_fn`` in its workspace (a scratch
-    folder under the board's ``workspaces/`` unless it names one)."""
+    """Claim a ready task and start it through ``spawn_fn`` in its workspace (made by
+    ``workspaces.prepare_workspace``; one that cannot be made counts as a failed start)."""
     claimed = claim_task(conn, task_id, ttl_seconds=ttl_seconds)
     if claimed is None:
         return False
-    workspace = claimed.workspace_path or str(workspaces_root(board) / claimed.id)
     try:
-        os.makedirs(workspace, exist_ok=True)
-        conn.execute("UPDATE tasks SET workspace_path = ? WHERE id = ?", (workspace, task_id))
+        workspace = str(prepare_workspace(conn, claimed, board=board))
         pid = _call_spawn(spawn_fn, claimed, workspace, board)
     except Exception as exc:  # the caller's spawner failed: count it, as 0.19 does
         if record_failure(
