@@ -10,6 +10,9 @@ goal loops.
 
 from __future__ import annotations
 
+# 0.19's own tests reach sqlite3 through this module (``kanban_db.sqlite3.connect``).
+import sqlite3  # noqa: F401
+
 from hermes.kanban.boards import (
     board_metadata_path,
     create_board,
@@ -22,6 +25,7 @@ from hermes.kanban.context import build_worker_context
 from hermes.kanban.db import (
     _INITIALIZED_PATHS,
     DEFAULT_BUSY_TIMEOUT_MS,
+    KanbanDbCorruptError,
     connect,
     connect_closing,
     init_db,
@@ -121,6 +125,7 @@ __all__ = [
     "DispatchResult",
     "Event",
     "HallucinatedCardsError",
+    "KanbanDbCorruptError",
     "Run",
     "Task",
     "_append_event",
