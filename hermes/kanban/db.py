@@ -12,18 +12,16 @@ process's SQLite locks on it. A lock or a busy board is not damage: that error p
 from __future__ import annotations
 
 import contextlib
-import functools
 import logging
 import os
 import sqlite3
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 from hermes.errors import HermesError
 from hermes.kanban.paths import kanban_db_path
-from hermes.kanban.schema import SCHEMA_SQL
+from hermes.kanban.schema import make_schema
 
 log = logging.getLogger(__name__)
 
@@ -115,60 +113,6 @@ def _quick_check(conn: sqlite3.Connection) -> str | None:
     return None if found == ["ok"] else "; ".join(found[:3]) or "quick_check found nothing"
 
 
-@functools.cache
-def _reference() -> tuple[list[tuple[str, str, list[tuple[Any, ...]]]], list[str]]:
-    """``SCHEMA_SQL`` as SQLite parses it: each table's ``CREATE TABLE IF NOT EXISTS`` and
-    columns (``PRAGMA table_info`` rows), and each ``CREATE INDEX IF NOT EXISTS``."""
-
-    def if_not_exists(kind: str, sql: str) -> str:
-        prefix = f"CREATE {kind} "
-        return prefix + "IF NOT EXISTS " + sql[len(prefix) :]
-
-    with contextlib.closing(sqlite3.connect(":memory:")) as fresh:
-        fresh.executescript(SCHEMA_SQL)
-        rows = fresh.execute(
-            "SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL "
-            "AND name NOT LIKE 'sqlite_%' ORDER BY rowid"
-        ).fetchall()
-        tables = [
-            (
-                name,
-                if_not_exists("TABLE", sql),
-                fresh.execute(f"PRAGMA table_info({name})").fetchall(),
-            )
-            for kind, name, sql in rows
-            if kind == "table"
-        ]
-    indexes = [if_not_exists("INDEX", sql) for kind, _name, sql in rows if kind == "index"]
-    return tables, indexes
-
-
-def _add_missing_columns(
-    conn: sqlite3.Connection, table: str, wanted: list[tuple[Any, ...]]
-) -> None:
-    """Give a board's table from before 0.19 the columns it lacks, with their defaults."""
-    have = {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}
-    for _cid, name, kind, notnull, default, pk in wanted:
-        if name in have or pk:
-            continue
-        column = f'"{name}" {kind}'
-        if default is not None:
-            column += f" DEFAULT {default}" + (" NOT NULL" if notnull else "")
-        conn.execute(f"ALTER TABLE {table} ADD COLUMN {column}")
-
-
-def _make_schema(conn: sqlite3.Connection) -> None:
-    """Tables, then the columns an older board lacks, then indexes (some index those
-    columns), in one write transaction so two processes opening a board do it once."""
-    tables, indexes = _reference()
-    with write_txn(conn):
-        for table, create, columns in tables:
-            conn.execute(create)
-            _add_missing_columns(conn, table, columns)
-        for create in indexes:
-            conn.execute(create)
-
-
 def connect(db_path: Path | None = None, *, board: str | None = None) -> sqlite3.Connection:
     """A connection to ``db_path`` or ``board``'s database (the active board when neither),
     checked and brought to 0.19's tables on its first use in this process;
@@ -193,7 +137,8 @@ def connect(db_path: Path | None = None, *, board: str | None = None) -> sqlite3
                     finding = _quick_check(conn)
                     if finding is not None:
                         raise KanbanDbCorruptError(path, _backup_damaged(conn, path), finding)
-                    _make_schema(conn)
+                    with write_txn(conn):  # two processes opening a board do it once
+                        make_schema(conn)
                     _INITIALIZED_PATHS.add(key)
         except sqlite3.DatabaseError as exc:
             if not _is_damage(exc):
