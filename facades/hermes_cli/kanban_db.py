@@ -4,8 +4,8 @@ work on it.
 
 What differs from 0.19 (docs/hermes-agent.md): a dispatched task is one turn of its
 assignee's agent (``hermes kanban work``), whose answer completes it; no worker supervision
-beyond expired claims, git worktrees, attachments, notification subscriptions, projects or
-goal loops.
+beyond expired claims, attachments, notification subscriptions, projects or goal loops;
+a damaged board is copied with SQLite's backup API, never read byte for byte.
 """
 
 from __future__ import annotations
