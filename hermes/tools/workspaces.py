@@ -140,9 +140,12 @@ def others(ctx: ToolContext) -> Path | None:
 
 def is_job_folder(config: Any, hermes_home: Path, path: Path) -> bool:
     """Whether ``path`` is a job's own folder (``<base>/cron/<job id>/``, not a workdir
-    the operator chose): nothing in it is a project's, since what a run writes there
-    must never instruct a later run (no context files, no project skills)."""
+    the operator chose) or a Kanban task's scratch folder: nothing in it is a project's,
+    since what a run writes there must never instruct a later run (no context files, no
+    project skills)."""
+    real = Path(os.path.realpath(path))
+    if is_kanban_scratch(real, hermes_home):
+        return True
     if config is None:
         return False
-    jobs = base(config, hermes_home) / JOB_SOURCE
-    return Path(os.path.realpath(path)).parent == jobs
+    return real.parent == base(config, hermes_home) / JOB_SOURCE
