@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
@@ -258,3 +259,39 @@ def test_a_worker_in_its_scratch_folder_works_there_and_reaches_nothing_else(
     assert LEFT_BEHIND not in sent  # what a run wrote there instructs no later run
     assert not (kb.workspaces_root() / "planted.txt").exists()
     assert not mine.exists()  # swept once the task was done
+
+
+def _git(*args: str) -> str:
+    run = subprocess.run(["git", *args], capture_output=True, text=True, timeout=60, check=True)
+    return run.stdout
+
+
+def test_a_worker_on_a_worktree_task_works_in_its_own_linked_worktree(
+    worker_home: Path,
+) -> None:
+    repo = worker_home / "repo"
+    repo.mkdir()
+    _git("init", "-q", "-b", "main", str(repo))
+    (repo / "README.md").write_text("hello\n", encoding="utf-8")
+    _git("-C", str(repo), "add", "README.md")
+    _git("-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@x", "commit", "-qm", "init")
+    body = _planted(("write_file", {"path": "notes.txt", "content": "on the branch"}))
+    with kb.connect_closing() as conn:
+        task_id = kb.create_task(
+            conn,
+            title="Ship it",
+            body=body,
+            assignee="builder",
+            workspace_kind="worktree",
+            workspace_path=str(repo),
+        )
+        result = kb.dispatch_once(conn)
+    tree = repo / ".worktrees" / task_id
+    assert [s[:3] for s in result.spawned] == [(task_id, "builder", str(tree))]
+    done = _wait_done(task_id)
+    assert done.status == "done", kb.read_worker_log(task_id)
+    assert (done.workspace_path, done.branch_name) == (str(tree), f"wt/{task_id}")
+    assert (tree / "notes.txt").read_text(encoding="utf-8") == "on the branch"
+    assert not (repo / "notes.txt").exists()  # the checkout the task named is untouched
+    assert _git("-C", str(tree), "branch", "--show-current").strip() == f"wt/{task_id}"
+    assert tree.is_dir()  # a worktree is the owner's: never swept
