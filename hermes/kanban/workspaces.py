@@ -105,6 +105,8 @@ def _add_worktree(repo: Path, target: Path, branch: str) -> None:
 def resolve_worktree(task: Task, *, board: str | None = None) -> tuple[Path, str]:
     """The task's linked worktree (made if missing) and its branch."""
     branch = (task.branch_name or "").strip() or f"wt/{check_task_id(task.id)}"
+    if branch.startswith("-"):  # git would read it as an option
+        raise ValueError(f"task {task.id}'s branch {branch!r} cannot start with '-'")
     if not task.workspace_path:
         slug = board or get_current_board()
         anchor = (read_board_metadata(slug).get("default_workdir") or "").strip()

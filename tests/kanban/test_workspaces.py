@@ -295,3 +295,18 @@ def test_a_worker_on_a_worktree_task_works_in_its_own_linked_worktree(
     assert not (repo / "notes.txt").exists()  # the checkout the task named is untouched
     assert _git("-C", str(tree), "branch", "--show-current").strip() == f"wt/{task_id}"
     assert tree.is_dir()  # a worktree is the owner's: never swept
+
+
+def test_a_branch_name_git_would_read_as_an_option_is_refused(board: Path, tmp_path: Path) -> None:
+    with kb.connect_closing() as conn:
+        task_id = kb.create_task(
+            conn,
+            title="ship",
+            workspace_kind="worktree",
+            workspace_path=str(tmp_path / "repo"),
+            branch_name="--orphan",
+        )
+        task = kb.get_task(conn, task_id)
+    assert task is not None
+    with pytest.raises(ValueError, match="cannot start with '-'"):
+        kb.resolve_workspace(task)
