@@ -3,8 +3,9 @@
 work on it.
 
 What differs from 0.19 (docs/hermes-agent.md): a dispatched task is one turn of its
-assignee's agent (``hermes kanban work``), whose answer completes it; no git worktrees,
-attachments, notification subscriptions, projects or goal loops.
+assignee's agent (``hermes kanban work``), whose answer completes it; no attachments,
+notification subscriptions, projects or goal loops; a damaged board is copied with
+SQLite's backup API, never read byte for byte.
 
 Whether an assignee is a profile is asked of ``hermes_cli.profiles.profile_exists`` at
 each call, as 0.19's dispatcher asks it (its callers replace it to make lanes spawnable).
@@ -13,7 +14,7 @@ each call, as 0.19's dispatcher asks it (its callers replace it to make lanes sp
 from __future__ import annotations
 
 import os  # noqa: F401  0.19's tests patch ``kanban_db.os.waitpid`` and ``kanban_db.time.time``
-import sqlite3
+import sqlite3  # 0.19's own tests reach it here (``kanban_db.sqlite3.connect``)
 import time  # noqa: F401
 from typing import Any
 
@@ -28,9 +29,11 @@ from hermes.kanban.boards import (
     remove_board,
     write_board_metadata,
 )
+from hermes.kanban.context import build_worker_context
 from hermes.kanban.db import (
     _INITIALIZED_PATHS,
     DEFAULT_BUSY_TIMEOUT_MS,
+    KanbanDbCorruptError,
     connect,
     connect_closing,
     init_db,
@@ -50,6 +53,7 @@ from hermes.kanban.flow import (
     heartbeat_claim,
     known_assignees,
     list_profiles_on_disk,
+    schedule_task,
     task_age,
     unblock_task,
 )
@@ -126,6 +130,11 @@ from hermes.kanban.tasks import append_event as _append_event
 from hermes.kanban.tasks import close_run as _end_run
 from hermes.kanban.tasks import new_task_id as _new_task_id
 from hermes.kanban.tasks import record_ended_run as _synthesize_ended_run
+from hermes.kanban.workspaces import (
+    resolve_workspace,
+    set_branch_name,
+    set_workspace_path,
+)
 from hermes_cli import profiles as _cli_profiles
 
 
@@ -223,6 +232,7 @@ __all__ = [
     "DispatchResult",
     "Event",
     "HallucinatedCardsError",
+    "KanbanDbCorruptError",
     "Run",
     "Task",
     "_append_event",
@@ -244,6 +254,7 @@ __all__ = [
     "board_metadata_path",
     "board_stats",
     "boards_root",
+    "build_worker_context",
     "check_respawn_guard",
     "child_ids",
     "claim_review_task",
@@ -285,7 +296,11 @@ __all__ = [
     "recompute_ready",
     "release_stale_claims",
     "remove_board",
+    "resolve_workspace",
+    "schedule_task",
+    "set_branch_name",
     "set_current_board",
+    "set_workspace_path",
     "task_age",
     "unblock_task",
     "unlink_tasks",

@@ -25,25 +25,15 @@ from hermes.cron.job_run import job_prompt
 from hermes.errors import HermesError
 from hermes.kanban import db as board_db
 from hermes.kanban import flow, respawn, supervision, tasks
+from hermes.kanban.context import build_worker_context
 
 HEARTBEAT_SECONDS = 60.0
 
 
 def task_prompt(conn: Any, task: Any) -> str:
-    """What the agent is asked: the task, what the tasks it waited for produced, and the
-    comments people left on it."""
-    parts = [f"Kanban task {task.id}: {task.title}"]
-    if task.body:
-        parts.append(task.body)
-    for parent in tasks.parent_ids(conn, task.id):
-        done = tasks.get_task(conn, parent)
-        if done is not None and done.result:
-            parts.append(f"Result of {parent} ({done.title}):\n{done.result}")
-    comments = tasks.list_comments(conn, task.id)
-    if comments:
-        parts.append("Comments:\n" + "\n".join(f"- {c.author}: {c.body}" for c in comments))
-    parts.append("Do the task and answer with its result.")
-    return "\n\n".join(parts)
+    """What the agent is asked: the worker's context for the task (its attempts, what the
+    tasks it waited for produced, the comments people left on it) and what to answer."""
+    return build_worker_context(conn, task.id) + "\nDo the task and answer with its result.\n"
 
 
 def _keep_claim(task_id: str, claimer: str, board: str | None, stop: threading.Event) -> None:

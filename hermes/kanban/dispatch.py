@@ -29,7 +29,6 @@ from hermes.kanban.paths import (
     kanban_db_path,
     normalize_slug,
     worker_log_path,
-    workspaces_root,
 )
 from hermes.kanban.records import DispatchResult, Task
 from hermes.kanban.respawn import check_respawn_guard
@@ -40,6 +39,7 @@ from hermes.kanban.tasks import (
     append_event,
     recompute_ready,
 )
+from hermes.kanban.workspaces import prepare_workspace
 
 log = logging.getLogger(__name__)
 
@@ -79,15 +79,13 @@ def _start(
     claim: ClaimFn = claim_task,
 ) -> bool:
     """Claim a task (a ready one unless ``claim`` says otherwise) and start it through
-    ``spawn_fn`` in its workspace (a scratch folder under the board's ``workspaces/``
-    unless it names one)."""
+    ``spawn_fn`` in its workspace (made by ``workspaces.prepare_workspace``; one that
+    cannot be made counts as a failed start)."""
     claimed = claim(conn, task_id, ttl_seconds=ttl_seconds)
     if claimed is None:
         return False
-    workspace = claimed.workspace_path or str(workspaces_root(board) / claimed.id)
     try:
-        os.makedirs(workspace, exist_ok=True)
-        conn.execute("UPDATE tasks SET workspace_path = ? WHERE id = ?", (workspace, task_id))
+        workspace = str(prepare_workspace(conn, claimed, board=board))
         pid = _call_spawn(spawn_fn, claimed, workspace, board)
     except Exception as exc:  # the caller's spawner failed: count it, as 0.19 does
         if record_failure(

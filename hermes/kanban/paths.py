@@ -171,3 +171,35 @@ def read_worker_log(
         if 0 <= newline < len(data) - 1:
             data = data[newline + 1 :]
     return data.decode("utf-8", errors="replace")
+
+
+def scratch_workspace(task_id: str, *, board: str | None = None) -> Path:
+    """The scratch folder hermes makes for a task: ``<workspaces root>/<task id>``."""
+    return workspaces_root(board=board) / check_task_id(task_id)
+
+
+def scratch_roots() -> list[Path]:
+    """Every folder hermes makes scratch workspaces in: ``HERMES_KANBAN_WORKSPACES_ROOT``,
+    the ``default`` board's and each other board's ``workspaces/``."""
+    roots = [kanban_home() / "kanban" / "workspaces"]
+    override = os.environ.get("HERMES_KANBAN_WORKSPACES_ROOT", "").strip()
+    if override:
+        roots.insert(0, Path(override).expanduser())
+    try:
+        boards = sorted(p for p in boards_root().iterdir() if p.is_dir())
+    except OSError:
+        boards = []
+    roots += [b / "workspaces" for b in boards]
+    return roots
+
+
+def absolute_workspace(task_id: str, path: str) -> Path:
+    """A workspace path a task names, which must be absolute (a relative one would be read
+    against whatever folder the dispatcher runs in); ``ValueError`` otherwise."""
+    candidate = Path(path).expanduser()
+    if "\x00" in path or not candidate.is_absolute():
+        raise ValueError(
+            f"task {task_id} has workspace path {path!r}, which is not absolute; "
+            "give the workspace as an absolute path"
+        )
+    return candidate

@@ -15,7 +15,10 @@ the gateway's working directory, since text from strangers (a web page, an email
 drive them. Only the confinement is shared: a job's memory and skills stay the
 operator's (``per_user`` is False for ``cron``).
 
-The terminal chat (``cli``) keeps its working directory, or ``tools.workspace``.
+The terminal chat (``cli``) keeps its working directory, or ``tools.workspace``. A Kanban
+worker (``hermes kanban work``, a ``cli`` turn) works in its task's workspace; a scratch
+one lies in the profiles' root, hidden like the rest of it, so the worker's own folder is
+carved out of it (``is_kanban_scratch``).
 """
 
 from __future__ import annotations
@@ -24,6 +27,8 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
+
+from hermes import profiles
 
 if TYPE_CHECKING:
     from hermes.tools.registry import ToolContext
@@ -100,12 +105,24 @@ def carved_out(ctx: ToolContext) -> Path | None:
     """A gateway user's (or a job's) workspace inside a hidden folder
     (``$HERMES_HOME/workspaces``, the other users' workspaces): reachable by its own tools
     although the folder around it is hidden. Only a folder strictly inside one of those qualifies, never
-    ``$HERMES_HOME`` itself or a part of it holding anything else."""
-    if not confined(ctx.source):
-        return None
+    ``$HERMES_HOME`` itself or a part of it holding anything else. Elsewhere, a Kanban
+    task's scratch folder when it is the working directory (its worker's own)."""
     real = Path(os.path.realpath(ctx.cwd))
+    if not confined(ctx.source):
+        return real if is_kanban_scratch(real, Path(ctx.hermes_home)) else None
     holders = (Path(os.path.realpath(ctx.hermes_home)) / FOLDER, base(ctx.config, ctx.hermes_home))
     return real if any(folder in real.parents for folder in holders) else None
+
+
+def is_kanban_scratch(real: Path, hermes_home: Path) -> bool:
+    """Whether ``real`` is a Kanban task's scratch folder, which hermes makes in the
+    profiles' root (``kanban/workspaces/<task>``, ``kanban/boards/<board>/workspaces/<task>``)
+    and starts the task's worker in: the worker's own, though hermes's home around it is
+    hidden. Only such a folder itself, never ``workspaces/`` or the board around it."""
+    kanban = Path(os.path.realpath(profiles.root({"HERMES_HOME": str(hermes_home)}))) / "kanban"
+    holder = real.parent
+    boards = kanban / "boards"
+    return holder == kanban / FOLDER or (holder.name == FOLDER and holder.parent.parent == boards)
 
 
 def others(ctx: ToolContext) -> Path | None:
@@ -123,9 +140,12 @@ def others(ctx: ToolContext) -> Path | None:
 
 def is_job_folder(config: Any, hermes_home: Path, path: Path) -> bool:
     """Whether ``path`` is a job's own folder (``<base>/cron/<job id>/``, not a workdir
-    the operator chose): nothing in it is a project's, since what a run writes there
-    must never instruct a later run (no context files, no project skills)."""
+    the operator chose) or a Kanban task's scratch folder: nothing in it is a project's,
+    since what a run writes there must never instruct a later run (no context files, no
+    project skills)."""
+    real = Path(os.path.realpath(path))
+    if is_kanban_scratch(real, hermes_home):
+        return True
     if config is None:
         return False
-    jobs = base(config, hermes_home) / JOB_SOURCE
-    return Path(os.path.realpath(path)).parent == jobs
+    return real.parent == base(config, hermes_home) / JOB_SOURCE
