@@ -72,8 +72,7 @@ def write_files(home: Path, store: CronStore) -> None:
             latest = [
                 (job, next(iter(store.runs(job["id"], limit=1)), None)) for job in store.jobs()
             ]
-            counts = store.finished_runs()
-            records = [job_record(job, run, counts.get(job["id"], 0)) for job, run in latest]
+            records = [job_record(job, run) for job, run in latest]
             payload = {
                 "jobs": records,
                 "updated_at": datetime.now(UTC).isoformat(),
@@ -120,13 +119,9 @@ def epoch_age(path: Path) -> float | None:
         return None
 
 
-def job_record(
-    job: dict[str, Any], latest: dict[str, Any] | None, completed: int = 0
-) -> dict[str, Any]:
-    """0.19's record of a job, with the outcome of its latest run and how many of its
-    runs finished (``repeat.completed``)."""
+def job_record(job: dict[str, Any], latest: dict[str, Any] | None) -> dict[str, Any]:
+    """0.19's record of a job, with the outcome of its latest run."""
     record = as_019(job)
-    record["repeat"]["completed"] = completed
     finished = latest is not None and latest["status"] in ("completed", "failed")
     record.update(
         provider=None,
