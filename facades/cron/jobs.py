@@ -365,10 +365,13 @@ def trigger_job(job_id: str) -> dict[str, Any] | None:
 
 
 def remove_job(job_id: str) -> bool:
-    """Remove the job with this id or name; False: no such job."""
+    """Remove the job with this id or name; False: no such job. A job whose id names no
+    folder under cron/output (``../x``, saved as 0.19 saves it) is a ``ValueError`` and
+    stays, as in 0.19 (``hermes cron remove`` removes it)."""
     found = _job_id(job_id)
     if found is None:
         return False
+    files.check_job_id(found)
     with _store.cron_store(read_only=False) as store:
         assert store is not None
         return store.remove_job(found)
@@ -393,10 +396,13 @@ _SAVED_FIELDS = (
 
 def save_jobs(jobs: list[dict[str, Any]]) -> None:
     """Bring the store to ``jobs`` (0.19's records, as ``load_jobs`` gives them): each
-    changed field of a held job is updated, a job not held is added under its id, a held
-    job not listed is removed. Ids are checked first: a bad one changes nothing."""
+    changed field of a held job is updated, a job not held is added under its id (as 0.19,
+    even one that names no output folder, such as ``../x``: every use of an id as a path
+    refuses it), a held job not listed is removed. Ids are checked first: a blank one
+    changes nothing."""
     for job in jobs:
-        files.check_job_id(str(job.get("id") or ""))
+        if not str(job.get("id") or "").strip():
+            raise ValueError("A job in the list has no id: give each job its id.")
     held = {job["id"]: job for job in load_jobs()}
     for job in jobs:
         before = held.get(job["id"])
@@ -408,15 +414,19 @@ def save_jobs(jobs: list[dict[str, Any]]) -> None:
             changes["repeat"] = None  # saved without its count: it keeps none
         if changes:
             update_job(job["id"], changes)
-    for gone in set(held) - {job["id"] for job in jobs}:
-        remove_job(gone)
+    gone = set(held) - {job["id"] for job in jobs}
+    if gone:  # as 0.19 writes the list: no id is used as a path here
+        with _store.cron_store(read_only=False) as store:
+            assert store is not None
+            for job_id in gone:
+                store.remove_job(job_id)
 
 
 def _add_019(job: dict[str, Any]) -> None:
     try:
         with _store.cron_store(read_only=False) as store:
             assert store is not None
-            cron_jobs.add_job(store, job, _store.home())
+            cron_jobs.add_job(store, job, _store.home(), any_id=True)
     except (ScheduleError, TargetError) as exc:
         raise ValueError(str(exc)) from exc
 

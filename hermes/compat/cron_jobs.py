@@ -64,10 +64,12 @@ def import_jobs(
     return added
 
 
-def add_job(store: CronStore, job: dict[str, Any], home: Path) -> None:
+def add_job(store: CronStore, job: dict[str, Any], home: Path, *, any_id: bool = False) -> None:
     """One 0.19 job record into the store, under its id (a workdir hermes refuses is
-    dropped, said in the log); ScheduleError/TargetError when hermes cannot take it."""
-    _add(store, job, _workdir(job, home, store.backend))
+    dropped, said in the log); ScheduleError/TargetError when hermes cannot take it.
+    An id that names no output folder (``../x``) gets a new one, unless ``any_id``
+    (0.19's ``save_jobs`` stores it as given: every use of it as a path refuses it)."""
+    _add(store, job, _workdir(job, home, store.backend), any_id=any_id)
 
 
 def _workdir(job: dict[str, Any], home: Path, backend: Backend) -> str | None:
@@ -84,7 +86,7 @@ def _workdir(job: dict[str, Any], home: Path, backend: Backend) -> str | None:
         return None
 
 
-def _add(store: CronStore, job: dict[str, Any], workdir: str | None) -> None:
+def _add(store: CronStore, job: dict[str, Any], workdir: str | None, *, any_id: bool) -> None:
     now = time.time()
     schedule = parse(schedule_text(job.get("schedule")), now=now)
     skills = job.get("skills") or ([job["skill"]] if job.get("skill") else [])
@@ -108,7 +110,7 @@ def _add(store: CronStore, job: dict[str, Any], workdir: str | None) -> None:
         completed=completed,
         # A one-shot whose time passed while nothing ran it is due now (run once late).
         now=now if schedule.run_at is None or schedule.run_at >= now else schedule.run_at,
-        job_id=_kept_id(job),
+        job_id=str(job["id"]) if any_id and job.get("id") else _kept_id(job),
     )
     later: dict[str, Any] = {}
     if times is None and made["repeat_times"] is not None:

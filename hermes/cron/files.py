@@ -162,6 +162,13 @@ def save_output(home: Path, job_id: str, text: str, when: float | None = None) -
 
 
 def _write_run_document(home: Path, job: dict[str, Any], run: dict[str, Any]) -> None:
+    """The run's document under ``cron/output/<job id>/``; none for a job whose id names
+    no folder there (one saved through 0.19's ``save_jobs``, as 0.19 stores it)."""
+    try:
+        check_job_id(job["id"])
+    except ValueError:
+        log.debug("No run document for job %r: its id names no folder.", job["id"])
+        return
     stamp = time.strftime("%Y-%m-%d_%H-%M-%S", time.localtime(run["finished_at"]))
     if not (output_dir(home, job["id"]) / f"{stamp}.md").exists():
         save_output(home, job["id"], run_document(job, run), when=run["finished_at"])
