@@ -523,6 +523,13 @@ def test_mark_job_run_records_the_run_its_caller_made(hermes_home: Path) -> None
     mark_job_run(once["id"], success=True)
     assert get_job(once["id"]) is None
 
+    twice = create_job(prompt="twice", schedule="every 1h", repeat=2)
+    assert twice["repeat"] == {"times": 2, "completed": 0}
+    mark_job_run(twice["id"], success=True)
+    assert get_job(twice["id"])["repeat"] == {"times": 2, "completed": 1}  # type: ignore[index]
+    mark_job_run(twice["id"], success=True)
+    assert get_job(twice["id"]) is None  # its runs are made: it goes, as in 0.19
+
 
 def test_cron_jobs_rest_of_0_19s_names(hermes_home: Path) -> None:
     """0.19's skill bookkeeping over the jobs (``referenced_skill_names``,
