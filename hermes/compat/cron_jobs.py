@@ -127,7 +127,7 @@ def repeat_count(value: Any) -> tuple[int | None, int | None]:
     if not isinstance(value, dict):
         return None, None
     times, completed = _count(value.get("times")), _count(value.get("completed"))
-    return times or None, completed or 0
+    return times or None, completed
 
 
 def _count(value: Any) -> int:

@@ -393,8 +393,8 @@ class CronStore(Tables):
         return outcome != "spent"
 
     def finished_runs(self) -> dict[str, int]:
-        """How many runs of each job have finished (kept runs: a job's ``completed``
-        counts its runs as 0.19 does)."""
+        """How many of each job's stored runs have finished (a job's ``completed`` is
+        0.19's count, kept as its runs are made)."""
         rows = self._read(
             lambda tx: tx.all(
                 "SELECT job_id, COUNT(*) AS n FROM cron_runs"

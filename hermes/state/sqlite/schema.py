@@ -449,7 +449,8 @@ MIGRATIONS = (
             # ``completed``, how many it has made (a finite one-shot's run is counted when
             # first taken, before it runs; any other job's when it finishes). NULL
             # ``completed``: a job saved through 0.19's ``save_jobs`` with no repeat record,
-            # counted by nobody. Jobs already stored count their finished runs.
+            # counted by nobody. Jobs already stored count their finished runs, and a
+            # one-shot among them (its schedule stored as its ISO time) gets 1.
             "ALTER TABLE cron_jobs ADD COLUMN repeat_times INTEGER",
             "ALTER TABLE cron_jobs ADD COLUMN completed INTEGER",
             "UPDATE cron_jobs SET repeat_times = 1"
