@@ -60,6 +60,7 @@ def test_short_soak_finds_no_violation_and_really_injected_faults(
     # every run marked sent was delivered.
     assert int(got["cron_runs"]) > 0 and int(got["cron_delivered"]) > 0, report
     assert got["cron_undelivered_sent"] == "0", report
+    assert got["cron_miscounted"] == "0", report  # each finish counted in its transaction
     # Runs and retries across the gateways ran under the kills: none stranded or lost,
     # no question answered twice.
     assert int(got["runs"]) > 0, report

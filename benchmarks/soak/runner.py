@@ -314,7 +314,8 @@ def _figures_line(
         f" cli_runs={figures['cli_runs']} acknowledged_missing={figures['acknowledged_missing']}"
         f" cron_runs={figures['cron_runs']} cron_delivered={figures['cron_delivered']}"
         f" cron_redelivered={figures['cron_redelivered']}"
-        f" cron_undelivered_sent={figures['cron_undelivered_sent']} violations={total}"
+        f" cron_undelivered_sent={figures['cron_undelivered_sent']}"
+        f" cron_miscounted={figures['cron_miscounted']} violations={total}"
     )
 
 

@@ -81,11 +81,8 @@ ONESHOT_RUN_CLAIM_TTL_SECONDS = 1800  # 0.19's; hermes's runs are held under lea
 def _records(store: CronStore | None) -> list[dict[str, Any]]:
     if store is None:  # no store yet, or Hermes Agent's: its own jobs.json, if any
         return cron_jobs.read_jobs(cron_jobs.jobs_file(_store.home()))
-    counts = store.finished_runs()
     return [
-        files.job_record(
-            job, next(iter(store.runs(job["id"], limit=1)), None), counts.get(job["id"], 0)
-        )
+        files.job_record(job, next(iter(store.runs(job["id"], limit=1)), None))
         for job in store.jobs()
     ]
 
@@ -94,7 +91,7 @@ def _record(store: CronStore, job: dict[str, Any] | None) -> dict[str, Any] | No
     if job is None:
         return None
     latest = next(iter(store.runs(job["id"], limit=1)), None)
-    return files.job_record(job, latest, store.finished_runs().get(job["id"], 0))
+    return files.job_record(job, latest)
 
 
 ONESHOT_GRACE_SECONDS = 120  # 0.19's: a one-shot this late still runs
@@ -211,15 +208,12 @@ def create_job(
 ) -> dict[str, Any]:
     """A new job in the store, as ``hermes cron create`` makes one; 0.19's record of it.
 
-    ``script``/``no_agent`` jobs and a ``repeat`` count are 0.19's alone: refused.
+    ``script``/``no_agent`` jobs are 0.19's alone: refused. ``repeat``: how many runs
+    the job makes (None, 0 or less: as many as its schedule gives; a one-shot's is 1).
     ``context_from`` (a job id or ids): each run is given those jobs' latest answers first.
     """
     if script or no_agent:
         raise ValueError("hermes runs every job as an agent prompt: script jobs are not supported.")
-    if repeat is not None and repeat <= 0:
-        repeat = None  # 0.19 reads 0 or -1 as "forever": as often as the schedule says
-    if repeat not in (None, 1):
-        raise ValueError("hermes jobs repeat by their schedule: give no repeat count.")
     sources = _job_refs(context_from)
     chosen = list(skills or ([skill] if skill else []))
     text = prompt or ""
@@ -243,6 +237,7 @@ def create_job(
                 workdir=folder,
                 origin=dict(origin) if origin else None,
                 context_from=sources,
+                repeat_times=repeat if repeat and repeat > 0 else None,
             )
             record = _record(store, made)
     except (ScheduleError, TargetError, WorkdirError) as exc:
@@ -263,8 +258,9 @@ _UPDATABLE = {
 
 def update_job(job_id: str, updates: dict[str, Any]) -> dict[str, Any] | None:
     """Change a job's name, prompt, schedule, skills, model, delivery (``origin``: the chat
-    in its ``origin``), toolsets, workdir (empty: none), ``origin``, ``context_from`` or
-    whether it runs; None: no such job. ``id`` cannot change."""
+    in its ``origin``), toolsets, workdir (empty: none), ``origin``, ``context_from``,
+    ``repeat`` (its ``times`` and ``completed``; none: it keeps no count) or whether it
+    runs; None: no such job. ``id`` cannot change."""
     if "id" in (updates or {}):
         raise ValueError("A job's id cannot change.")
     fields: dict[str, Any] = {}
@@ -285,6 +281,8 @@ def update_job(job_id: str, updates: dict[str, Any]) -> dict[str, Any] | None:
             fields["context_from"] = _job_refs(value)
         elif key == "origin":
             fields["origin"] = dict(value) if isinstance(value, dict) and value else None
+        elif key == "repeat":
+            fields["repeat_times"], fields["completed"] = cron_jobs.repeat_count(value)
     try:
         with _store.cron_store(read_only=False) as store:
             assert store is not None
@@ -367,10 +365,13 @@ def trigger_job(job_id: str) -> dict[str, Any] | None:
 
 
 def remove_job(job_id: str) -> bool:
-    """Remove the job with this id or name; False: no such job."""
+    """Remove the job with this id or name; False: no such job. A job whose id names no
+    folder under cron/output (``../x``, saved as 0.19 saves it) is a ``ValueError`` and
+    stays, as in 0.19 (``hermes cron remove`` removes it)."""
     found = _job_id(job_id)
     if found is None:
         return False
+    files.check_job_id(found)
     with _store.cron_store(read_only=False) as store:
         assert store is not None
         return store.remove_job(found)
@@ -389,15 +390,19 @@ _SAVED_FIELDS = (
     "next_run_at",
     "origin",
     "context_from",
+    "repeat",
 )
 
 
 def save_jobs(jobs: list[dict[str, Any]]) -> None:
     """Bring the store to ``jobs`` (0.19's records, as ``load_jobs`` gives them): each
-    changed field of a held job is updated, a job not held is added under its id, a held
-    job not listed is removed. Ids are checked first: a bad one changes nothing."""
+    changed field of a held job is updated, a job not held is added under its id (as 0.19,
+    even one that names no output folder, such as ``../x``: every use of an id as a path
+    refuses it), a held job not listed is removed. Ids are checked first: a blank one
+    changes nothing."""
     for job in jobs:
-        files.check_job_id(str(job.get("id") or ""))
+        if not str(job.get("id") or "").strip():
+            raise ValueError("A job in the list has no id: give each job its id.")
     held = {job["id"]: job for job in load_jobs()}
     for job in jobs:
         before = held.get(job["id"])
@@ -405,17 +410,23 @@ def save_jobs(jobs: list[dict[str, Any]]) -> None:
             _add_019(job)
             continue
         changes = {k: job[k] for k in _SAVED_FIELDS if k in job and job[k] != before.get(k)}
+        if "repeat" not in job and "repeat" in before:
+            changes["repeat"] = None  # saved without its count: it keeps none
         if changes:
             update_job(job["id"], changes)
-    for gone in set(held) - {job["id"] for job in jobs}:
-        remove_job(gone)
+    gone = set(held) - {job["id"] for job in jobs}
+    if gone:  # as 0.19 writes the list: no id is used as a path here
+        with _store.cron_store(read_only=False) as store:
+            assert store is not None
+            for job_id in gone:
+                store.remove_job(job_id)
 
 
 def _add_019(job: dict[str, Any]) -> None:
     try:
         with _store.cron_store(read_only=False) as store:
             assert store is not None
-            cron_jobs.add_job(store, job, _store.home())
+            cron_jobs.add_job(store, job, _store.home(), any_id=True)
     except (ScheduleError, TargetError) as exc:
         raise ValueError(str(exc)) from exc
 
@@ -424,10 +435,11 @@ def mark_job_run(
     job_id: str, success: bool, error: str | None = None, delivery_error: str | None = None
 ) -> None:
     """Record a run of the job its caller made: ``last_status``/``last_error`` and
-    ``last_delivery_error`` from it, ``repeat.completed`` one more; a one-shot has then
-    had its run and goes, as in 0.19. After ``run_job`` (in any process) the gateway that
-    ran the job recorded that run already: unless the job ran again since, nothing more is
-    recorded."""
+    ``last_delivery_error`` from it, ``repeat.completed`` one more (not for a one-shot
+    ``claim_dispatch`` counted already); a job that made its ``repeat.times`` runs then
+    goes, and a one-shot that may run again is ``completed``, as in 0.19. After
+    ``run_job`` (in any process) the gateway that ran the job recorded that run already:
+    unless the job ran again since, nothing more is recorded."""
     seen = files.take_gateway_run(_store.home(), job_id)
     with _store.cron_store(read_only=True) as store:
         if store is None:
@@ -442,15 +454,38 @@ def mark_job_run(
         if store.record_run(job_id, error=failure, delivery_error=delivery_error) is None:
             return
         job = store.job(job_id)
-        if job is not None and parse(job["schedule"]).kind == "once":
+        if job is None:
+            return
+        if _spent(job["repeat_times"], job["completed"]):
             store.remove_job(job_id)
+        elif parse(job["schedule"]).kind == "once":
+            store.update_job(job_id, next_run_at=None)  # its time is past: it is completed
 
 
 def get_due_jobs() -> list[dict[str, Any]]:
-    """The enabled jobs whose next run time has come. Only a view: a gateway's scheduler
-    makes their runs (0.19's caller would run them itself and fast-forward stale ones)."""
+    """The enabled jobs whose next run time has come: a gateway's scheduler makes their
+    runs (0.19's caller would run them itself and fast-forward stale ones). A due one-shot
+    that made its ``repeat.times`` runs (claimed, then lost) is removed instead, as in
+    0.19."""
     now = datetime.now().astimezone()
-    return [job for job in load_jobs() if job["enabled"] and _is_due(job.get("next_run_at"), now)]
+    due = [job for job in load_jobs() if job["enabled"] and _is_due(job.get("next_run_at"), now)]
+    spent = [job for job in due if job["schedule"].get("kind") == "once" and _spent_019(job)]
+    if spent:
+        with _store.cron_store(read_only=False) as store:
+            assert store is not None
+            for job in spent:
+                store.remove_job(job["id"])
+    return [job for job in due if job not in spent]
+
+
+def _spent(times: int | None, completed: int | None) -> bool:
+    return times is not None and times > 0 and completed is not None and completed >= times
+
+
+def _spent_019(job: dict[str, Any]) -> bool:
+    """A 0.19 record whose ``repeat.times`` runs were all made."""
+    repeat = job.get("repeat") or {}
+    return _spent(repeat.get("times"), repeat.get("completed"))
 
 
 def _is_due(next_run_at: str | None, now: datetime) -> bool:
@@ -479,12 +514,12 @@ def advance_next_run(job_id: str) -> bool:
 
 
 def claim_dispatch(job_id: str) -> bool:
-    """Whether a run of the job may start: False only for a one-shot that has already run
-    (hermes runs a one-shot once). Nothing is written: the store records each run."""
-    job = get_job(job_id)
-    if job is None or job["schedule"].get("kind") != "once":
-        return True
-    return not job.get("last_run_at")
+    """Count a finite one-shot's run before it runs (so a run lost midway is not made
+    again); False when its ``repeat.times`` runs were all made: the job is removed. Any
+    other job, or an unknown id: True, nothing written (as 0.19)."""
+    with _store.cron_store(read_only=False) as store:
+        assert store is not None
+        return store.claim_dispatch(job_id)
 
 
 def record_ticker_heartbeat(success: bool = False) -> None:

@@ -3,13 +3,24 @@
 work on it.
 
 What differs from 0.19 (docs/hermes-agent.md): a dispatched task is one turn of its
-assignee's agent (``hermes kanban work``), whose answer completes it; no worker supervision
-beyond expired claims, git worktrees, attachments, notification subscriptions, projects or
-goal loops.
+assignee's agent (``hermes kanban work``), whose answer completes it; no attachments,
+notification subscriptions, projects or goal loops; a damaged board is copied with
+SQLite's backup API, never read byte for byte.
+
+Whether an assignee is a profile is asked of ``hermes_cli.profiles.profile_exists`` at
+each call, as 0.19's dispatcher asks it (its callers replace it to make lanes spawnable).
 """
 
 from __future__ import annotations
 
+import os  # noqa: F401  0.19's tests patch ``kanban_db.os.waitpid`` and ``kanban_db.time.time``
+import sqlite3  # 0.19's own tests reach it here (``kanban_db.sqlite3.connect``)
+import time  # noqa: F401
+from typing import Any
+
+from hermes.kanban import dispatch as _dispatch
+from hermes.kanban import review as _review
+from hermes.kanban import supervision
 from hermes.kanban.boards import (
     board_metadata_path,
     create_board,
@@ -18,16 +29,16 @@ from hermes.kanban.boards import (
     remove_board,
     write_board_metadata,
 )
+from hermes.kanban.context import build_worker_context
 from hermes.kanban.db import (
     _INITIALIZED_PATHS,
     DEFAULT_BUSY_TIMEOUT_MS,
+    KanbanDbCorruptError,
     connect,
     connect_closing,
     init_db,
     write_txn,
 )
-from hermes.kanban.dispatch import dispatch_once, release_stale_claims
-from hermes.kanban.dispatch import record_failure as _record_task_failure
 from hermes.kanban.dispatch import set_worker_pid as _set_worker_pid
 from hermes.kanban.flow import (
     BLOCK_RECURRENCE_LIMIT,
@@ -42,6 +53,7 @@ from hermes.kanban.flow import (
     heartbeat_claim,
     known_assignees,
     list_profiles_on_disk,
+    schedule_task,
     task_age,
     unblock_task,
 )
@@ -65,7 +77,29 @@ from hermes.kanban.paths import (
 )
 from hermes.kanban.paths import normalize_slug as _normalize_board_slug
 from hermes.kanban.records import Comment, DispatchResult, Event, Run, Task
+from hermes.kanban.respawn import BLOCKER_ERROR as _RESPAWN_BLOCKER_RE
+from hermes.kanban.respawn import DEFAULT_RATE_LIMIT_COOLDOWN_SECONDS, check_respawn_guard
+from hermes.kanban.respawn import PULL_REQUEST_URL as _RESPAWN_GUARD_PR_URL_RE
+from hermes.kanban.respawn import PULL_REQUEST_WINDOW_SECONDS as _RESPAWN_GUARD_PR_WINDOW
+from hermes.kanban.respawn import SUCCESS_WINDOW_SECONDS as _RESPAWN_GUARD_SUCCESS_WINDOW
+from hermes.kanban.respawn import (
+    rate_limit_cooldown_seconds as _resolve_rate_limit_cooldown_seconds,
+)
+from hermes.kanban.review import claim_review_task
 from hermes.kanban.schema import SCHEMA_SQL
+from hermes.kanban.supervision import (
+    DEFAULT_CLAIM_HEARTBEAT_MAX_STALE_SECONDS,
+    DEFAULT_CRASH_GRACE_SECONDS,
+    KANBAN_RATE_LIMIT_EXIT_CODE,
+    RECLAIM_DEFER_GRACE_SECONDS,
+    heartbeat_worker,
+)
+from hermes.kanban.supervision import classify_exit as _classify_worker_exit
+from hermes.kanban.supervision import crash_grace_seconds as _resolve_crash_grace_seconds
+from hermes.kanban.supervision import pid_alive as _pid_alive
+from hermes.kanban.supervision import record_failure as _record_task_failure
+from hermes.kanban.supervision import record_worker_exit as _record_worker_exit
+from hermes.kanban.supervision import survived as _worker_survived_termination
 from hermes.kanban.tasks import (
     DEFAULT_FAILURE_LIMIT,
     VALID_INITIAL_STATUSES,
@@ -96,6 +130,83 @@ from hermes.kanban.tasks import append_event as _append_event
 from hermes.kanban.tasks import close_run as _end_run
 from hermes.kanban.tasks import new_task_id as _new_task_id
 from hermes.kanban.tasks import record_ended_run as _synthesize_ended_run
+from hermes.kanban.workspaces import (
+    resolve_workspace,
+    set_branch_name,
+    set_workspace_path,
+)
+from hermes_cli import profiles as _cli_profiles
+
+
+def _profile_exists(name: str) -> bool:
+    try:
+        return bool(_cli_profiles.profile_exists(name))  # looked up now: callers replace it
+    except ValueError:  # not a profile name at all
+        return False
+
+
+def dispatch_once(conn: sqlite3.Connection, **options: Any) -> DispatchResult:
+    """0.19's dispatcher tick (hermes.kanban.dispatch.dispatch_once, same keywords)."""
+    return _dispatch.dispatch_once(conn, assignee_is_profile=_profile_exists, **options)
+
+
+def has_spawnable_ready(conn: sqlite3.Connection) -> bool:
+    """Whether a ready task is assigned, unclaimed and its assignee a profile."""
+    return _review.has_spawnable(conn, "ready", _profile_exists)
+
+
+def has_spawnable_review(conn: sqlite3.Connection) -> bool:
+    """Whether a review task is assigned, unclaimed and its assignee a profile."""
+    return _review.has_spawnable(conn, "review", _profile_exists)
+
+
+# Worker supervision (hermes/kanban/supervision.py). 0.19's tools and tests put their own
+# ``_pid_alive``, ``_terminate_reclaimed_worker`` and ``_record_worker_exit`` on this
+# module, so the functions below hand the ones found here at call time to hermes's.
+
+
+def _terminate_reclaimed_worker(
+    pid: int | None, claim_lock: str | None, *, signal_fn: Any = None
+) -> dict[str, Any]:
+    return supervision.terminate_worker(pid, claim_lock, signal_fn=signal_fn, pid_alive=_pid_alive)
+
+
+def release_stale_claims(conn: sqlite3.Connection, *, signal_fn: Any = None) -> int:
+    return supervision.release_stale_claims(
+        conn, signal_fn=signal_fn, pid_alive=_pid_alive, terminate=_terminate_reclaimed_worker
+    )
+
+
+def detect_stale_running(
+    conn: sqlite3.Connection, *, stale_timeout_seconds: int = 0, signal_fn: Any = None
+) -> list[str]:
+    return supervision.detect_stale_running(
+        conn,
+        stale_timeout_seconds=stale_timeout_seconds,
+        signal_fn=signal_fn,
+        terminate=_terminate_reclaimed_worker,
+    )
+
+
+def detect_crashed_workers(conn: sqlite3.Connection) -> list[str]:
+    blocked: list[str] = []
+    limited: list[str] = []
+    crashed = supervision.detect_crashed_workers(
+        conn, pid_alive=_pid_alive, auto_blocked=blocked, rate_limited=limited
+    )
+    # 0.19 leaves the tasks blocked and rate-limited on the function, for its callers.
+    detect_crashed_workers._last_auto_blocked = blocked  # type: ignore[attr-defined]
+    detect_crashed_workers._last_rate_limited = limited  # type: ignore[attr-defined]
+    return crashed
+
+
+def enforce_max_runtime(conn: sqlite3.Connection, *, signal_fn: Any = None) -> list[str]:
+    return supervision.enforce_max_runtime(conn, signal_fn=signal_fn, pid_alive=_pid_alive)
+
+
+def reap_worker_zombies() -> list[int]:
+    return supervision.reap_worker_zombies(record_exit=_record_worker_exit)
+
 
 __all__ = [
     "BLOCK_RECURRENCE_LIMIT",
@@ -103,6 +214,8 @@ __all__ = [
     "DEFAULT_BUSY_TIMEOUT_MS",
     "DEFAULT_CLAIM_TTL_SECONDS",
     "DEFAULT_FAILURE_LIMIT",
+    "DEFAULT_RATE_LIMIT_COOLDOWN_SECONDS",
+    "KANBAN_RATE_LIMIT_EXIT_CODE",
     "SCHEMA_SQL",
     "VALID_BLOCK_KINDS",
     "VALID_INITIAL_STATUSES",
@@ -110,14 +223,21 @@ __all__ = [
     "VALID_STATUSES",
     "VALID_WORKSPACE_KINDS",
     "_INITIALIZED_PATHS",
+    "_RESPAWN_BLOCKER_RE",
+    "_RESPAWN_GUARD_PR_URL_RE",
+    "_RESPAWN_GUARD_PR_WINDOW",
+    "_RESPAWN_GUARD_SUCCESS_WINDOW",
+    "_resolve_rate_limit_cooldown_seconds",
     "Comment",
     "DispatchResult",
     "Event",
     "HallucinatedCardsError",
+    "KanbanDbCorruptError",
     "Run",
     "Task",
     "_append_event",
     "_claimer_id",
+    "_classify_worker_exit",
     "_end_run",
     "_new_task_id",
     "_normalize_board_slug",
@@ -134,7 +254,10 @@ __all__ = [
     "board_metadata_path",
     "board_stats",
     "boards_root",
+    "build_worker_context",
+    "check_respawn_guard",
     "child_ids",
+    "claim_review_task",
     "claim_task",
     "clear_current_board",
     "complete_task",
@@ -149,7 +272,10 @@ __all__ = [
     "get_current_board",
     "get_run",
     "get_task",
+    "has_spawnable_ready",
+    "has_spawnable_review",
     "heartbeat_claim",
+    "heartbeat_worker",
     "init_db",
     "kanban_db_path",
     "kanban_home",
@@ -170,7 +296,11 @@ __all__ = [
     "recompute_ready",
     "release_stale_claims",
     "remove_board",
+    "resolve_workspace",
+    "schedule_task",
+    "set_branch_name",
     "set_current_board",
+    "set_workspace_path",
     "task_age",
     "unblock_task",
     "unlink_tasks",
@@ -179,4 +309,16 @@ __all__ = [
     "workspaces_root",
     "write_board_metadata",
     "write_txn",
+    "DEFAULT_CLAIM_HEARTBEAT_MAX_STALE_SECONDS",
+    "DEFAULT_CRASH_GRACE_SECONDS",
+    "RECLAIM_DEFER_GRACE_SECONDS",
+    "_pid_alive",
+    "_record_worker_exit",
+    "_resolve_crash_grace_seconds",
+    "_terminate_reclaimed_worker",
+    "_worker_survived_termination",
+    "detect_crashed_workers",
+    "detect_stale_running",
+    "enforce_max_runtime",
+    "reap_worker_zombies",
 ]

@@ -2,9 +2,12 @@
 
 The board's dispatcher (hermes.kanban.dispatch.dispatch_once) claims a ready task and starts
 this command as ``hermes -p ASSIGNEE kanban work TASK --board SLUG``, its output going to
-the task's worker log. The turn's answer completes the task (its result, and the run's
-summary); a turn that fails blocks it with the reason, for a person to look at. While the
-turn runs, the claim is renewed so the dispatcher does not hand the task out again.
+the task's worker log, with ``--skill NAME`` for each skill the task names (a review
+task's worker gets the reviewer's). The turn's answer completes the task (its result, and
+the run's summary); a turn that fails blocks it with the reason, for a person to look at,
+but one the provider refused for its rate limit puts it back in the queue, where the
+dispatcher's respawn guard holds it for the cool-down (hermes/kanban/respawn.py). While
+the turn runs, the claim is renewed so the dispatcher does not hand the task out again.
 """
 
 from __future__ import annotations
@@ -14,39 +17,36 @@ from typing import Any
 
 import click
 
+from hermes.agent.errors import ModelUnavailableError
 from hermes.cli._store import opened_store
 from hermes.cli.chat import _make_agent, _require_key
 from hermes.config import load_config
+from hermes.cron.job_run import job_prompt
 from hermes.errors import HermesError
 from hermes.kanban import db as board_db
-from hermes.kanban import flow, tasks
+from hermes.kanban import flow, respawn, supervision, tasks
+from hermes.kanban.context import build_worker_context
 from hermes.tools.workspaces import KANBAN_SOURCE
 
 HEARTBEAT_SECONDS = 60.0
 
 
 def task_prompt(conn: Any, task: Any) -> str:
-    """What the agent is asked: the task, what the tasks it waited for produced, and the
-    comments people left on it."""
-    parts = [f"Kanban task {task.id}: {task.title}"]
-    if task.body:
-        parts.append(task.body)
-    for parent in tasks.parent_ids(conn, task.id):
-        done = tasks.get_task(conn, parent)
-        if done is not None and done.result:
-            parts.append(f"Result of {parent} ({done.title}):\n{done.result}")
-    comments = tasks.list_comments(conn, task.id)
-    if comments:
-        parts.append("Comments:\n" + "\n".join(f"- {c.author}: {c.body}" for c in comments))
-    parts.append("Do the task and answer with its result.")
-    return "\n\n".join(parts)
+    """What the agent is asked: the worker's context for the task (its attempts, what the
+    tasks it waited for produced, the comments people left on it) and what to answer."""
+    return build_worker_context(conn, task.id) + "\nDo the task and answer with its result.\n"
 
 
 def _keep_claim(task_id: str, claimer: str, board: str | None, stop: threading.Event) -> None:
-    while not stop.wait(HEARTBEAT_SECONDS):
+    """Renew the claim and say the worker is alive (the dispatcher's stale check reads
+    the heartbeat), from the start of the turn and every minute of it."""
+    while True:
         with board_db.connect_closing(board=board) as conn:
             if not flow.heartbeat_claim(conn, task_id, claimer=claimer):
                 return  # the claim was taken back: nothing left to keep
+            supervision.heartbeat_worker(conn, task_id, quiet=True)
+        if stop.wait(HEARTBEAT_SECONDS):
+            return
 
 
 @click.group()
@@ -57,7 +57,8 @@ def kanban() -> None:
 @kanban.command()
 @click.argument("task_id")
 @click.option("--board", default=None, help="The board's slug (default: the active board).")
-def work(task_id: str, board: str | None) -> None:
+@click.option("--skill", "skills", multiple=True, help="A skill to load into the turn.")
+def work(task_id: str, board: str | None, skills: tuple[str, ...]) -> None:
     """Do one claimed Kanban task as a turn of this profile's agent."""
     with board_db.connect_closing(board=board) as conn:
         task = tasks.get_task(conn, task_id)
@@ -73,7 +74,7 @@ def work(task_id: str, board: str | None) -> None:
     )
     keeper.start()
     try:
-        answer, error = _run_turn(prompt)
+        answer, error, throttled = _run_turn(prompt, skills)
     finally:
         stop.set()
     if error is None:
@@ -83,14 +84,20 @@ def work(task_id: str, board: str | None) -> None:
             flow.complete_task(
                 conn, task_id, result=answer, summary=answer, expected_run_id=task.current_run_id
             )
+        elif throttled:
+            respawn.requeue_rate_limited(conn, task_id, error, expected_run_id=task.current_run_id)
         else:
             flow.block_task(conn, task_id, reason=error, expected_run_id=task.current_run_id)
     if error is not None:
-        raise HermesError(f"Kanban task {task_id} is blocked: {error}")
+        where = "back in the queue" if throttled else "blocked"
+        raise HermesError(f"Kanban task {task_id} is {where}: {error}")
 
 
-def _run_turn(prompt: str) -> tuple[str, str | None]:
-    """The agent's answer, or what went wrong in one sentence."""
+def _run_turn(prompt: str, skills: tuple[str, ...] = ()) -> tuple[str, str | None, bool]:
+    """The agent's answer, or what went wrong in one sentence and whether it was the
+    provider's rate limit (HTTP 429 after every retry). Each skill is loaded
+    before the prompt as a cron job's are (the operator's skills only: a workspace's own
+    were written by earlier runs)."""
     try:
         config = load_config()
         base_url = config.get("model.base_url")
@@ -108,12 +115,13 @@ def _run_turn(prompt: str) -> tuple[str, str | None]:
                 source=KANBAN_SOURCE,
             )
             try:
-                result = agent.run(prompt)
+                result = agent.run(job_prompt(agent, prompt, skills, project=None))
             finally:
                 agent.client.close()
     except HermesError as exc:
-        return "", str(exc)
+        throttled = isinstance(exc, ModelUnavailableError) and exc.status == 429
+        return "", str(exc), throttled
     answer = (result.answer or "").strip()
     if result.interrupted or not answer:
-        return "", "the agent's turn ended without an answer"
-    return answer, None
+        return "", "the agent's turn ended without an answer", False
+    return answer, None, False

@@ -64,10 +64,12 @@ def import_jobs(
     return added
 
 
-def add_job(store: CronStore, job: dict[str, Any], home: Path) -> None:
+def add_job(store: CronStore, job: dict[str, Any], home: Path, *, any_id: bool = False) -> None:
     """One 0.19 job record into the store, under its id (a workdir hermes refuses is
-    dropped, said in the log); ScheduleError/TargetError when hermes cannot take it."""
-    _add(store, job, _workdir(job, home, store.backend))
+    dropped, said in the log); ScheduleError/TargetError when hermes cannot take it.
+    An id that names no output folder (``../x``) gets a new one, unless ``any_id``
+    (0.19's ``save_jobs`` stores it as given: every use of it as a path refuses it)."""
+    _add(store, job, _workdir(job, home, store.backend), any_id=any_id)
 
 
 def _workdir(job: dict[str, Any], home: Path, backend: Backend) -> str | None:
@@ -84,7 +86,7 @@ def _workdir(job: dict[str, Any], home: Path, backend: Backend) -> str | None:
         return None
 
 
-def _add(store: CronStore, job: dict[str, Any], workdir: str | None) -> None:
+def _add(store: CronStore, job: dict[str, Any], workdir: str | None, *, any_id: bool) -> None:
     now = time.time()
     schedule = parse(schedule_text(job.get("schedule")), now=now)
     skills = job.get("skills") or ([job["skill"]] if job.get("skill") else [])
@@ -92,6 +94,7 @@ def _add(store: CronStore, job: dict[str, Any], workdir: str | None) -> None:
     # 0.19 names a nameless job (an old or hand-edited record) by its prompt, its first
     # skill, else its id.
     label = prompt or (str(skills[0]) if skills else "") or str(job.get("id") or "")
+    times, completed = repeat_count(job.get("repeat"))
     made = store.create_job(
         name=str(job.get("name") or "").strip() or label[:50].strip() or "cron job",
         schedule=schedule,
@@ -103,12 +106,35 @@ def _add(store: CronStore, job: dict[str, Any], workdir: str | None) -> None:
         workdir=workdir,
         origin=job["origin"] if isinstance(job.get("origin"), dict) else None,
         context_from=_context_from(job.get("context_from")),
+        repeat_times=times,
+        completed=completed,
         # A one-shot whose time passed while nothing ran it is due now (run once late).
         now=now if schedule.run_at is None or schedule.run_at >= now else schedule.run_at,
-        job_id=_kept_id(job),
+        job_id=str(job["id"]) if any_id and job.get("id") else _kept_id(job),
     )
+    later: dict[str, Any] = {}
+    if times is None and made["repeat_times"] is not None:
+        later["repeat_times"] = None  # a one-shot 0.19 lets run as often as it is due
     if job.get("enabled") is False or job.get("state") in ("paused", "completed"):
-        store.update_job(made["id"], enabled=0, next_run_at=None)
+        later.update(enabled=0, next_run_at=None)
+    if later:
+        store.update_job(made["id"], **later)
+
+
+def repeat_count(value: Any) -> tuple[int | None, int | None]:
+    """0.19's ``repeat`` (``{"times": n or None, "completed": n}``) as the job's
+    ``repeat_times`` (None: no limit) and ``completed`` (None: no record, no count)."""
+    if not isinstance(value, dict):
+        return None, None
+    times, completed = _count(value.get("times")), _count(value.get("completed"))
+    return times or None, completed
+
+
+def _count(value: Any) -> int:
+    try:
+        return max(0, int(value or 0))
+    except (TypeError, ValueError):
+        return 0
 
 
 def _context_from(value: Any) -> list[str]:

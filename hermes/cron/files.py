@@ -72,8 +72,7 @@ def write_files(home: Path, store: CronStore) -> None:
             latest = [
                 (job, next(iter(store.runs(job["id"], limit=1)), None)) for job in store.jobs()
             ]
-            counts = store.finished_runs()
-            records = [job_record(job, run, counts.get(job["id"], 0)) for job, run in latest]
+            records = [job_record(job, run) for job, run in latest]
             payload = {
                 "jobs": records,
                 "updated_at": datetime.now(UTC).isoformat(),
@@ -120,13 +119,9 @@ def epoch_age(path: Path) -> float | None:
         return None
 
 
-def job_record(
-    job: dict[str, Any], latest: dict[str, Any] | None, completed: int = 0
-) -> dict[str, Any]:
-    """0.19's record of a job, with the outcome of its latest run and how many of its
-    runs finished (``repeat.completed``)."""
+def job_record(job: dict[str, Any], latest: dict[str, Any] | None) -> dict[str, Any]:
+    """0.19's record of a job, with the outcome of its latest run."""
     record = as_019(job)
-    record["repeat"]["completed"] = completed
     finished = latest is not None and latest["status"] in ("completed", "failed")
     record.update(
         provider=None,
@@ -167,6 +162,13 @@ def save_output(home: Path, job_id: str, text: str, when: float | None = None) -
 
 
 def _write_run_document(home: Path, job: dict[str, Any], run: dict[str, Any]) -> None:
+    """The run's document under ``cron/output/<job id>/``; none for a job whose id names
+    no folder there (one saved through 0.19's ``save_jobs``, as 0.19 stores it)."""
+    try:
+        check_job_id(job["id"])
+    except ValueError:
+        log.debug("No run document for job %r: its id names no folder.", job["id"])
+        return
     stamp = time.strftime("%Y-%m-%d_%H-%M-%S", time.localtime(run["finished_at"]))
     if not (output_dir(home, job["id"]) / f"{stamp}.md").exists():
         save_output(home, job["id"], run_document(job, run), when=run["finished_at"])

@@ -9,10 +9,12 @@ from hermes.cron.schedule import Schedule, parse, zone
 
 
 def as_019(job: dict[str, Any]) -> dict[str, Any]:
-    """0.19's job record of one of ours."""
+    """0.19's job record of one of ours: ``repeat`` only when the job keeps a count (one
+    saved through 0.19's ``save_jobs`` without it keeps none); a job whose runs are over
+    is not ``enabled``, as 0.19 says of it."""
     schedule = parse(job["schedule"], timezone=job["timezone"], now=job["created_at"])
     shape = schedule_019(schedule)
-    return {
+    record = {
         "id": job["id"],
         "name": job["name"],
         "prompt": job["prompt"],
@@ -21,8 +23,8 @@ def as_019(job: dict[str, Any]) -> dict[str, Any]:
         "model": job["model"],
         "schedule": shape,
         "schedule_display": shape["display"],
-        "repeat": {"times": 1 if schedule.kind == "once" else None, "completed": 0},
-        "enabled": job["enabled"],
+        "repeat": {"times": job["repeat_times"], "completed": job["completed"]},
+        "enabled": job["state"] == "scheduled",
         "state": job["state"],
         "paused_at": None,
         "paused_reason": job["paused_reason"],
@@ -35,6 +37,9 @@ def as_019(job: dict[str, Any]) -> dict[str, Any]:
         "enabled_toolsets": job["toolsets"] or None,
         "workdir": job["workdir"],
     }
+    if job["completed"] is None:
+        del record["repeat"]
+    return record
 
 
 def origin_target(origin: dict[str, Any] | None) -> str | None:

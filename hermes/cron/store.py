@@ -12,6 +12,11 @@ Exactly once, step by step, each a single write transaction:
 ``finish``
     only the holder can finish a run; the answer and its outbox row are written in the
     same transaction.
+``repeat_times`` / ``completed``
+    Hermes Agent 0.19's repeat counts: a finite one-shot's run is counted in the
+    transaction that first takes it (before it runs: 0.19's ``claim_dispatch``), any
+    other job's in the one that finishes it; a job whose count reached its
+    ``repeat_times`` gets no next run (it is ``completed``).
 ``take_delivery`` / ``sent`` / ``retry_later``
     the outbox row is leased the same way, marked sent after the platform accepted it,
     or put back with a backoff; after ``MAX_ATTEMPTS`` it is ``failed``, for people to see.
@@ -38,7 +43,7 @@ MISSED_AFTER = 60.0  # a run this late (seconds) was missed, not merely picked u
 _JOB_COLUMNS = (
     "id, name, schedule, timezone, prompt, skills, model, toolsets, deliver, enabled,"
     " paused_reason, next_run_at, last_run_at, created_at, updated_at, workdir, origin,"
-    " context_from"
+    " context_from, repeat_times, completed"
 )
 _RUN_COLUMNS = (
     "id, job_id, due_at, status, holder, lease_expires_at, attempts, session_id, output,"
@@ -93,12 +98,16 @@ class CronStore(Tables):
         workdir: str | None = None,
         origin: dict[str, Any] | None = None,
         context_from: Sequence[str] = (),
+        repeat_times: int | None = None,
+        completed: int | None = 0,
         now: float | None = None,
         job_id: str | None = None,
     ) -> dict[str, Any]:
         """A new job; ``workdir`` was checked by the caller (``cron.workdir``). ``origin``:
         the chat it was made from (0.19's dict); ``context_from``: the jobs whose latest
-        answer each run is given before its prompt."""
+        answer each run is given before its prompt; ``repeat_times``: how many runs it
+        makes (None: a one-shot's one, else as many as its schedule gives);
+        ``completed``: how many it made already (None: it keeps no count)."""
         now = time.time() if now is None else now
         if schedule.run_at is not None and schedule.run_at < now - MISSED_AFTER:
             raise ScheduleError(
@@ -108,11 +117,13 @@ class CronStore(Tables):
         first = schedule.next_after(now - 1, anchor=now, timezone=timezone)
         if schedule.kind == "interval":
             first = now + (schedule.seconds or 0)
+        if repeat_times is None and schedule.kind == "once":
+            repeat_times = 1
 
         def create(tx: Tx) -> dict[str, Any]:
             tx.run(
                 f"INSERT INTO cron_jobs ({_JOB_COLUMNS}) VALUES"
-                " (?, ?, ?, ?, ?, ?, ?, ?, ?, 1, NULL, ?, NULL, ?, ?, ?, ?, ?)",
+                " (?, ?, ?, ?, ?, ?, ?, ?, ?, 1, NULL, ?, NULL, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     job_id,
                     name,
@@ -129,6 +140,8 @@ class CronStore(Tables):
                     workdir,
                     json.dumps(origin) if origin else None,
                     json.dumps(list(context_from)) if context_from else None,
+                    repeat_times if repeat_times and repeat_times > 0 else None,
+                    completed,
                 ),
             )
             return _job(_one_job(tx, job_id))
@@ -254,6 +267,8 @@ class CronStore(Tables):
                     (holder, now + ttl, row["id"], row["attempts"], row["status"]),
                 )
                 if taken:
+                    if row["attempts"] == 0:  # its first take: a run taken over was counted
+                        _claim_dispatch(tx, row["job_id"])
                     return _one_run(tx, row["id"])
             return None
 
@@ -303,6 +318,7 @@ class CronStore(Tables):
                 return False
             run = _one_run(tx, run_id)
             tx.run("UPDATE cron_jobs SET last_run_at = ? WHERE id = ?", (now, run["job_id"]))
+            _count_run(tx, run["job_id"])
             if deliver != "local" and not error and output:
                 tx.run(
                     f"INSERT INTO cron_outbox ({_OUTBOX_COLUMNS}) VALUES"
@@ -322,7 +338,8 @@ class CronStore(Tables):
         """A run its caller made itself (0.19's ``mark_job_run``), stored finished: failed
         with ``error``, else completed; a ``delivery_error`` is its delivery's, failed (for
         people to see, as a delivery that gave up). The caller states both outcomes, as
-        ``mark_job_run`` is told them. None: no such job."""
+        ``mark_job_run`` is told them; the job's count goes up as 0.19's does (not for
+        a one-shot ``claim_dispatch`` counted already). None: no such job."""
         now = time.time() if now is None else now
 
         def record(tx: Tx) -> str | None:
@@ -341,6 +358,7 @@ class CronStore(Tables):
                 (error, now, run_id),
             )
             tx.run("UPDATE cron_jobs SET last_run_at = ? WHERE id = ?", (now, job_id))
+            _count_run(tx, job_id)
             if delivery_error:
                 tx.run(
                     f"INSERT INTO cron_outbox ({_OUTBOX_COLUMNS}) VALUES"
@@ -354,8 +372,29 @@ class CronStore(Tables):
             self._changed()
         return run_id
 
+    def claim_dispatch(self, job_id: str) -> bool:
+        """0.19's ``claim_dispatch``: count a finite one-shot's run before it runs. False
+        when its count is reached already (a run claimed, then lost): the job is removed,
+        as 0.19 removes it. Any other job, or none: True, nothing written."""
+
+        def claim(tx: Tx) -> str:
+            job = tx.one(f"SELECT {_JOB_COLUMNS} FROM cron_jobs WHERE id = ?", (job_id,))
+            if job is None or not _finite_oneshot(job):
+                return "free"
+            if _spent(job):
+                tx.run("DELETE FROM cron_jobs WHERE id = ?", (job_id,))
+                return "spent"
+            _claim_dispatch(tx, job_id)
+            return "claimed"
+
+        outcome = self._write(claim)
+        if outcome != "free":
+            self._changed()
+        return outcome != "spent"
+
     def finished_runs(self) -> dict[str, int]:
-        """How many runs of each job have finished (0.19's ``repeat.completed``)."""
+        """How many of each job's stored runs have finished (a job's ``completed`` is
+        0.19's count, kept as its runs are made)."""
         rows = self._read(
             lambda tx: tx.all(
                 "SELECT job_id, COUNT(*) AS n FROM cron_runs"
@@ -512,6 +551,12 @@ class CronStore(Tables):
 def _advance(tx: Tx, *, job: Row, now: float, missed: str) -> dict[str, Any] | None:
     """Move the job past ``now`` and write the run of its due time, if this call wins."""
     due = job["next_run_at"]
+    if _spent(job):  # its runs are all made: it stops (0.19 would remove it)
+        tx.run(
+            "UPDATE cron_jobs SET next_run_at = NULL WHERE id = ? AND next_run_at = ?",
+            (job["id"], due),
+        )
+        return None
     schedule = parse(job["schedule"], timezone=job["timezone"], now=job["created_at"])
     following = schedule.next_after(now, anchor=job["created_at"], timezone=job["timezone"])
     moved = tx.run(
@@ -525,6 +570,41 @@ def _advance(tx: Tx, *, job: Row, now: float, missed: str) -> dict[str, Any] | N
     if run_id is None:
         return None
     return _one_run(tx, run_id)
+
+
+def _finite_oneshot(job: Row) -> bool:
+    """A one-shot with a count of runs to make (0.19 claims these before each run)."""
+    if not job["repeat_times"] or job["completed"] is None:
+        return False
+    return parse(job["schedule"], timezone=job["timezone"], now=job["created_at"]).kind == "once"
+
+
+def _spent(job: Row) -> bool:
+    """The job made the runs its ``repeat_times`` allows."""
+    times, completed = job["repeat_times"], job["completed"]
+    return bool(times) and completed is not None and completed >= times
+
+
+def _claim_dispatch(tx: Tx, job_id: str) -> None:
+    """Count a finite one-shot's run before it runs (0.19's ``claim_dispatch``)."""
+    job = tx.one(f"SELECT {_JOB_COLUMNS} FROM cron_jobs WHERE id = ?", (job_id,))
+    if job is not None and _finite_oneshot(job):
+        tx.run("UPDATE cron_jobs SET completed = completed + 1 WHERE id = ?", (job_id,))
+
+
+def _count_run(tx: Tx, job_id: str) -> None:
+    """After a run, as 0.19's ``mark_job_run``: one more in its count (not for a one-shot
+    claimed before it ran), and no next run once the count is reached."""
+    job = tx.one(f"SELECT {_JOB_COLUMNS} FROM cron_jobs WHERE id = ?", (job_id,))
+    if job is None or job["completed"] is None:
+        return  # a job that keeps no count
+    if not (_finite_oneshot(job) and job["completed"] > 0):
+        tx.run("UPDATE cron_jobs SET completed = completed + 1 WHERE id = ?", (job_id,))
+    tx.run(
+        "UPDATE cron_jobs SET next_run_at = NULL WHERE id = ? AND repeat_times > 0"
+        " AND completed >= repeat_times",
+        (job_id,),
+    )
 
 
 def _insert_run(tx: Tx, job_id: str, due: float, status: str, now: float) -> str | None:

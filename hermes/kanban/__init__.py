@@ -9,11 +9,22 @@ on it, so the table and column names are an interface.
 - ``paths``: the root, board slugs, each board's files, the current-board pointer and the
   worker logs; everything that becomes a path is checked here (no ``..``, no separators).
 - ``schema``: the tables, as 0.19 names them.
-- ``db``: opening a board (WAL, busy timeout) and its write transaction.
+- ``db``: opening a board (WAL, busy timeout), refusing a damaged one, and its write
+  transaction.
 - ``boards``: a board's display metadata; creating, listing and removing boards.
 - ``records``: typed rows (``Task``, ``Run``, ``Comment``, ``Event``, ``DispatchResult``).
 - ``tasks``: creating, reading, assigning and linking tasks, comments, events, runs.
 - ``flow``: a task's moves (claim, complete, block, unblock, archive), the board's counts.
+- ``workspaces``: a task's workspace (scratch folder, ``dir``, git worktree), made for its
+  worker and, for a scratch folder hermes made, removed when the task is done.
+- ``context``: what a worker reads before it starts (``build_worker_context``).
 - ``dispatch``: the dispatcher tick, which starts ``hermes -p ASSIGNEE kanban work TASK``
   (cli/kanban_cmd.py) for each ready task of a profile.
+- ``respawn``: the respawn guard, which holds a ready task whose last run says a new
+  worker would only repeat it (a rate-limit cool-down, a quota or credential error, a
+  recent success, an open pull request).
+- ``review``: the review lane (a task in ``review`` gets its assignee's agent again, with
+  the reviewer's skill) and which lanes hold a task a worker could start.
+- ``supervision``: the tick's watch over the workers it started (expired claims, stale,
+  crashed and timed-out workers, reaping them) and the failure count that blocks a task.
 """

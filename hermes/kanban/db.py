@@ -1,18 +1,32 @@
 """Opening a board's database, only ever through sqlite3: WAL, a long busy timeout (many
 readers poll one board), autocommit between explicit ``BEGIN IMMEDIATE`` transactions, as
-0.19's connections are, so a caller's own ``UPDATE`` outside ``write_txn`` commits at once."""
+0.19's connections are, so a caller's own ``UPDATE`` outside ``write_txn`` commits at once.
+
+The first open of a board in a process checks it (``PRAGMA quick_check``), brings a board
+from before 0.19 up to its columns, then makes what is missing. A damaged board is refused
+(``KanbanDbCorruptError``), left as it is, and copied aside with SQLite's backup API: the
+file is never read outside SQLite, since closing any descriptor of it would drop the
+process's SQLite locks on it. A lock or a busy board is not damage: that error passes as is.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import sqlite3
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+from hermes.errors import HermesError
 from hermes.kanban.paths import kanban_db_path
-from hermes.kanban.schema import SCHEMA_SQL
+from hermes.kanban.schema import make_schema
+
+log = logging.getLogger(__name__)
+
+# SQLite's primary result codes for a damaged file and for one that is not a database.
+_DAMAGED = {sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB}
 
 DEFAULT_BUSY_TIMEOUT_MS = 120_000
 _INITIALIZED_PATHS: set[str] = set()
@@ -28,27 +42,108 @@ def busy_timeout_ms() -> int:
     return value if value > 0 else DEFAULT_BUSY_TIMEOUT_MS
 
 
+class KanbanDbCorruptError(HermesError, RuntimeError):
+    """A board's file is damaged: refused, left in place, with a copy beside it."""
+
+    def __init__(self, db_path: Path, backup_path: Path | None, reason: str) -> None:
+        self.db_path = db_path
+        self.backup_path = backup_path
+        self.reason = reason
+        kept = (
+            f"it is left as it is and SQLite's copy of it is at {backup_path}"
+            if backup_path is not None
+            else "it is left as it is (SQLite could not copy it)"
+        )
+        super().__init__(
+            f"The Kanban board {db_path} is damaged ({reason}); {kept}: restore it from "
+            f"a backup of your own, or move {db_path.name} aside to start an empty board."
+        )
+
+
+def _is_damage(exc: sqlite3.DatabaseError) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code is not None and (code & 0xFF) in _DAMAGED
+
+
+def _backup_damaged(conn: sqlite3.Connection, path: Path) -> Path | None:
+    """SQLite's copy of a damaged board beside it, one per version of the file (named by
+    its size and modification time, so a board refused again and again is copied once);
+    ``None`` when SQLite cannot copy it."""
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    backup = path.with_name(f"{path.name}.corrupt.{stat.st_size}-{stat.st_mtime_ns}.bak")
+    if backup.exists():
+        return backup
+    try:
+        with contextlib.closing(sqlite3.connect(str(backup))) as copy:
+            conn.backup(copy)
+    except sqlite3.Error:
+        with contextlib.suppress(OSError):
+            backup.unlink()
+        return None
+    return backup
+
+
+def _set_journal(conn: sqlite3.Connection, path: Path) -> None:
+    """WAL; on a filesystem whose locking WAL cannot use (NFS, SMB: "locking protocol") a
+    rollback journal instead, unless the board is already in WAL (other processes may
+    have it open so: switching under them is worse than the error)."""
+    try:
+        conn.execute("PRAGMA journal_mode=WAL")
+    except sqlite3.OperationalError as exc:
+        code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
+        if code != sqlite3.SQLITE_PROTOCOL and "locking protocol" not in str(exc).lower():
+            raise
+        if str(conn.execute("PRAGMA journal_mode").fetchone()[0]).lower() == "wal":
+            raise
+        conn.execute("PRAGMA journal_mode=DELETE")
+        log.warning(
+            "Kanban board %s is on a filesystem without the locking WAL needs (%s): "
+            "it uses a rollback journal instead, which is slower with many readers.",
+            path,
+            exc,
+        )
+
+
+def _quick_check(conn: sqlite3.Connection) -> str | None:
+    """What ``PRAGMA quick_check`` finds wrong, or ``None`` when the board is sound."""
+    found = [str(r[0]) for r in conn.execute("PRAGMA quick_check").fetchall()]
+    return None if found == ["ok"] else "; ".join(found[:3]) or "quick_check found nothing"
+
+
 def connect(db_path: Path | None = None, *, board: str | None = None) -> sqlite3.Connection:
     """A connection to ``db_path`` or ``board``'s database (the active board when neither),
-    created with its tables on first use in this process."""
+    checked and brought to 0.19's tables on its first use in this process;
+    ``KanbanDbCorruptError`` for a damaged board."""
     path = Path(db_path) if db_path is not None else kanban_db_path(board=board)
     path.parent.mkdir(parents=True, exist_ok=True)
     timeout = busy_timeout_ms()
     conn = sqlite3.connect(str(path), isolation_level=None, timeout=timeout / 1000)
     try:
         conn.row_factory = sqlite3.Row
-        conn.execute(f"PRAGMA busy_timeout={timeout}")
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=FULL")
-        conn.execute("PRAGMA wal_autocheckpoint=100")
-        conn.execute("PRAGMA foreign_keys=ON")
-        conn.execute("PRAGMA secure_delete=ON")  # a torn write later shows no stale cells
-        conn.execute("PRAGMA cell_size_check=ON")  # a corrupt cell is an error, not data
         key = str(path.resolve())
-        with _INIT_LOCK:
-            if key not in _INITIALIZED_PATHS:
-                conn.executescript(SCHEMA_SQL)
-                _INITIALIZED_PATHS.add(key)
+        try:
+            conn.execute(f"PRAGMA busy_timeout={timeout}")
+            _set_journal(conn, path)
+            conn.execute("PRAGMA synchronous=FULL")
+            conn.execute("PRAGMA wal_autocheckpoint=100")
+            conn.execute("PRAGMA foreign_keys=ON")
+            conn.execute("PRAGMA secure_delete=ON")  # a torn write later shows no stale cells
+            conn.execute("PRAGMA cell_size_check=ON")  # a corrupt cell is an error, not data
+            with _INIT_LOCK:
+                if key not in _INITIALIZED_PATHS:
+                    finding = _quick_check(conn)
+                    if finding is not None:
+                        raise KanbanDbCorruptError(path, _backup_damaged(conn, path), finding)
+                    with write_txn(conn):  # two processes opening a board do it once
+                        make_schema(conn)
+                    _INITIALIZED_PATHS.add(key)
+        except sqlite3.DatabaseError as exc:
+            if not _is_damage(exc):
+                raise
+            raise KanbanDbCorruptError(path, _backup_damaged(conn, path), str(exc)) from None
     except BaseException:
         conn.close()
         raise

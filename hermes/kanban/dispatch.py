@@ -2,9 +2,10 @@
 promote those whose parents are done, then claim each ready task whose assignee is a
 profile and start a worker for it: ``hermes -p <assignee> kanban work <task>``
 (hermes/cli/kanban_cmd.py, one agent turn whose answer completes the task), or the
-caller's ``spawn_fn``. Of 0.19's supervision hermes keeps the expired claim (a worker
-renews its claim while it runs); it does not watch worker pids, runtimes or the causes of
-retries.
+caller's ``spawn_fn``. Before that, ``supervision`` watches the workers already
+started (expired claims, stale, crashed and timed-out workers). Before starting a ready
+task it asks the respawn guard (``respawn``); after the ready lane it serves the review
+lane (``review``).
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ import os
 import sqlite3
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -25,80 +25,26 @@ from hermes.errors import HermesError
 from hermes.kanban.db import write_txn
 from hermes.kanban.flow import claim_task
 from hermes.kanban.paths import (
-    checked_workspace,
     get_current_board,
     kanban_db_path,
     normalize_slug,
     worker_log_path,
 )
 from hermes.kanban.records import DispatchResult, Task
+from hermes.kanban.respawn import check_respawn_guard
+from hermes.kanban.review import claim_for_review
+from hermes.kanban.supervision import record_failure, supervise, watch
 from hermes.kanban.tasks import (
     DEFAULT_FAILURE_LIMIT,
     append_event,
-    close_run,
     recompute_ready,
-    task_fields,
 )
+from hermes.kanban.workspaces import prepare_workspace
 
 log = logging.getLogger(__name__)
 
 SpawnFn = Callable[..., Any]  # (task, workspace[, board=]) -> the worker's pid or None
-
-
-def record_failure(
-    conn: sqlite3.Connection,
-    task_id: str,
-    error: str,
-    *,
-    outcome: str,
-    failure_limit: int | None = None,
-    release_claim: bool = False,
-    end_run: bool = False,
-) -> bool:
-    """Count a failed attempt (``spawn_failed``, ``crashed``, ...); at the task's limit
-    (its ``max_retries``, else ``failure_limit``) it is blocked with a ``gave_up`` event.
-    ``release_claim`` sends a running task back to ``ready``. Whether it was blocked."""
-    error = error[:500]
-    with write_txn(conn):
-        row = task_fields(conn, task_id, "consecutive_failures", "max_retries")
-        if row is None:
-            return False
-        failures = int(row["consecutive_failures"] or 0) + 1
-        own = row["max_retries"] is not None
-        limit = int(row["max_retries"] if own else (failure_limit or DEFAULT_FAILURE_LIMIT))
-        gave_up = failures >= limit
-        status = "blocked" if gave_up else ("ready" if release_claim else None)
-        claim = ", claim_lock = NULL, claim_expires = NULL, worker_pid = NULL"
-        conn.execute(
-            "UPDATE tasks SET consecutive_failures = ?, last_failure_error = ?"
-            + (", status = ?" if status else "")
-            + (claim if release_claim else "")
-            + " WHERE id = ?",
-            (failures, error, *([status] if status else []), task_id),
-        )
-        run_id = None
-        if end_run:
-            run_id = close_run(
-                conn,
-                task_id,
-                outcome="gave_up" if gave_up else outcome,
-                error=error,
-                metadata={"failures": failures},
-            )
-        if gave_up:
-            payload = {
-                "failures": failures,
-                "effective_limit": limit,
-                "limit_source": "task" if own else "dispatcher",
-                "error": error,
-                "trigger_outcome": outcome,
-            }
-            append_event(conn, task_id, "gave_up", payload, run_id=run_id)
-        elif end_run:
-            append_event(
-                conn, task_id, outcome, {"error": error, "failures": failures}, run_id=run_id
-            )
-    return gave_up
+ClaimFn = Callable[..., Task | None]  # (conn, task_id, ttl_seconds=) -> the claimed task
 
 
 def set_worker_pid(conn: sqlite3.Connection, task_id: str, pid: int) -> None:
@@ -130,16 +76,16 @@ def _start(
     ttl_seconds: int | None,
     failure_limit: int,
     result: DispatchResult,
+    claim: ClaimFn = claim_task,
 ) -> bool:
-    """Claim a ready task and start it through ``spawn_fn`` in its workspace (a scratch
-    folder under the board's ``workspaces/`` unless it names one: ``checked_workspace``)."""
-    claimed = claim_task(conn, task_id, ttl_seconds=ttl_seconds)
+    """Claim a task (a ready one unless ``claim`` says otherwise) and start it through
+    ``spawn_fn`` in its workspace (made by ``workspaces.prepare_workspace``; one that
+    cannot be made counts as a failed start)."""
+    claimed = claim(conn, task_id, ttl_seconds=ttl_seconds)
     if claimed is None:
         return False
     try:
-        workspace = str(checked_workspace(claimed.id, claimed.workspace_path, board=board))
-        os.makedirs(workspace, exist_ok=True)
-        conn.execute("UPDATE tasks SET workspace_path = ? WHERE id = ?", (workspace, task_id))
+        workspace = str(prepare_workspace(conn, claimed, board=board))
         pid = _call_spawn(spawn_fn, claimed, workspace, board)
     except Exception as exc:  # the caller's spawner failed: count it, as 0.19 does
         if record_failure(
@@ -155,6 +101,7 @@ def _start(
         return False
     if pid:
         set_worker_pid(conn, task_id, int(pid))
+        watch(int(pid))
     result.spawned.append((task_id, claimed.assignee or "", workspace))
     return True
 
@@ -169,7 +116,7 @@ def spawn_hermes_worker(
 ) -> int:
     """Start ``hermes -p ASSIGNEE kanban work TASK`` in the task's workspace, its output in
     the task's worker log, pinned to the board's database (``db_file``: the one the task
-    was claimed in); the worker's pid."""
+    was claimed in), with the task's skills; the worker's pid."""
     slug = normalize_slug(board) or get_current_board()
     log_path = worker_log_path(task.id, board=slug)
     log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -180,6 +127,8 @@ def spawn_hermes_worker(
     }
     argv = [sys.executable, "-m", "hermes", "-p", task.assignee or "default"]
     argv += ["kanban", "work", task.id, "--board", slug]
+    for skill in task.skills or ():
+        argv += ["--skill", skill]
     with open(log_path, "ab") as log_file:
         worker = subprocess.Popen(
             argv,
@@ -200,39 +149,42 @@ def is_profile(name: str) -> bool:
         return False
 
 
-def release_stale_claims(conn: sqlite3.Connection) -> int:
-    """Put back to ``ready`` each running task whose claim expired (its worker stopped
-    renewing it), closing its run as ``reclaimed``; how many."""
-    now = int(time.time())
-    released = 0
-    with write_txn(conn):
-        stale = conn.execute(
-            "SELECT id, claim_lock FROM tasks WHERE status = 'running' "
-            "AND claim_expires IS NOT NULL AND claim_expires < ?",
-            (now,),
-        ).fetchall()
-        for row in stale:
-            conn.execute(
-                "UPDATE tasks SET status = 'ready', claim_lock = NULL, claim_expires = NULL, "
-                "worker_pid = NULL WHERE id = ? AND status = 'running'",
-                (row["id"],),
-            )
-            run_id = close_run(
-                conn, row["id"], outcome="reclaimed", summary="claim expired (no heartbeat)"
-            )
-            append_event(
-                conn, row["id"], "reclaimed", {"stale_lock": row["claim_lock"]}, run_id=run_id
-            )
-            released += 1
-    return released
-
-
 def _running_by_assignee(conn: sqlite3.Connection) -> dict[str, int]:
     rows = conn.execute(
         "SELECT assignee, COUNT(*) AS n FROM tasks "
         "WHERE status = 'running' AND assignee IS NOT NULL GROUP BY assignee"
     )
     return {r["assignee"]: int(r["n"]) for r in rows}
+
+
+def _waiting(
+    conn: sqlite3.Connection,
+    status: str,
+    result: DispatchResult,
+    assignee_is_profile: Callable[[str], bool] | None,
+) -> list[sqlite3.Row]:
+    """The unclaimed tasks of a lane a worker can start for, in dispatch order; the rest
+    go to ``result``'s skipped lists. ``assignee_is_profile`` (when hermes starts the
+    workers) sets apart the tasks whose assignee is no profile."""
+    rows = conn.execute(
+        "SELECT id, assignee FROM tasks WHERE status = ? AND claim_lock IS NULL "
+        "ORDER BY priority DESC, created_at ASC",
+        (status,),
+    ).fetchall()
+    result.skipped_unassigned += [r["id"] for r in rows if not r["assignee"]]
+    waiting = [r for r in rows if r["assignee"]]
+    if assignee_is_profile is None:
+        return waiting
+    nobody = [r for r in waiting if not assignee_is_profile(r["assignee"])]
+    result.skipped_nonspawnable += [r["id"] for r in nobody]
+    for row in nobody:
+        log.warning(
+            "Kanban task %s waits: its assignee %r is no profile of this home "
+            "(create the profile or reassign the task).",
+            row["id"],
+            row["assignee"],
+        )
+    return [r for r in waiting if r not in nobody]
 
 
 def dispatch_once(
@@ -248,44 +200,49 @@ def dispatch_once(
     board: str | None = None,
     default_assignee: str | None = None,
     max_in_progress_per_profile: int | None = None,
+    assignee_is_profile: Callable[[str], bool] = is_profile,
 ) -> DispatchResult:
-    """One dispatcher tick: reclaim expired claims, promote what is ready, then claim ready
+    """One dispatcher tick: watch the running workers (``supervision``), promote what is
+    ready, then claim ready
     assigned tasks and start a worker for each (``spawn_fn``, else ``hermes -p ASSIGNEE
     kanban work``: a task whose assignee is no profile waits), keeping at most
-    ``max_spawn`` / ``max_in_progress`` running (``max_in_progress_per_profile`` each)."""
+    ``max_spawn`` / ``max_in_progress`` running (``max_in_progress_per_profile`` each).
+    A ready task the respawn guard holds waits for a later tick, with a
+    ``respawn_guarded`` event; then review tasks get their reviewer. A dry run changes
+    nothing but what supervision finds (a dead worker frees its task, as in 0.19)."""
     result = DispatchResult()
+    # Workers are watched even on a dry run, as 0.19 does (a dead one frees its task).
+    supervise(
+        conn, result, stale_timeout_seconds=stale_timeout_seconds, failure_limit=failure_limit
+    )
     if not dry_run:
-        result.reclaimed = release_stale_claims(conn)
         result.promoted = recompute_ready(conn, failure_limit=failure_limit)
-    ready = conn.execute(
-        "SELECT id, assignee FROM tasks WHERE status = 'ready' AND claim_lock IS NULL "
-        "ORDER BY priority DESC, created_at ASC"
-    ).fetchall()
-    waiting = [r for r in ready if r["assignee"]]
-    result.skipped_unassigned = [r["id"] for r in ready if not r["assignee"]]
+    profile_check = None
     if spawn_fn is None:
         spawn_fn = functools.partial(spawn_hermes_worker, db_file=database_file(conn))
-        nobody = [r for r in waiting if not is_profile(r["assignee"])]
-        result.skipped_nonspawnable = [r["id"] for r in nobody]
-        waiting = [r for r in waiting if r not in nobody]
-        for row in nobody:
-            log.warning(
-                "Kanban task %s waits: its assignee %r is no profile of this home "
-                "(create the profile or reassign the task).",
-                row["id"],
-                row["assignee"],
-            )
+        profile_check = assignee_is_profile
+    ready = _waiting(conn, "ready", result, profile_check)
+    review = _waiting(conn, "review", result, profile_check)
     caps = [c for c in (max_spawn, max_in_progress) if c is not None]
     running = conn.execute("SELECT COUNT(*) FROM tasks WHERE status = 'running'").fetchone()[0]
     per_profile = _running_by_assignee(conn)
-    for row in waiting:
+    lanes = [(row, "ready") for row in ready] + [(row, "review") for row in review]
+    for row, lane in lanes:
         if caps and running >= min(caps):
             break
         assignee = row["assignee"]
         busy = per_profile.get(assignee, 0)
-        if max_in_progress_per_profile and busy >= max_in_progress_per_profile:
-            result.skipped_per_profile_capped.append((row["id"], assignee, busy))
-            continue
+        if lane == "ready":  # 0.19 caps per profile and guards the ready lane only
+            if max_in_progress_per_profile and busy >= max_in_progress_per_profile:
+                result.skipped_per_profile_capped.append((row["id"], assignee, busy))
+                continue
+            reason = check_respawn_guard(conn, row["id"])
+            if reason is not None:
+                result.respawn_guarded.append((row["id"], reason))
+                if not dry_run:
+                    with write_txn(conn):
+                        append_event(conn, row["id"], "respawn_guarded", {"reason": reason})
+                continue
         if dry_run:
             result.spawned.append((row["id"], assignee, ""))
         elif not _start(
@@ -296,6 +253,7 @@ def dispatch_once(
             ttl_seconds=ttl_seconds,
             failure_limit=failure_limit,
             result=result,
+            claim=claim_task if lane == "ready" else claim_for_review,
         ):
             continue
         running += 1

@@ -24,6 +24,7 @@ from hermes.kanban.tasks import (
     task_fields,
     waits_for_parent,
 )
+from hermes.kanban.workspaces import cleanup_workspace
 
 DEFAULT_CLAIM_TTL_SECONDS = 15 * 60
 VALID_BLOCK_KINDS = {"dependency", "needs_input", "capability", "transient"}
@@ -84,8 +85,24 @@ def claim_task(
         ).rowcount
         if claimed != 1:
             return None
-        task = task_fields(conn, task_id, "assignee", "max_runtime_seconds", "current_step_key")
-        run_id = conn.execute(
+        open_run(conn, task_id, lock=lock, expires=expires, now=now)
+    return get_task(conn, task_id)
+
+
+def open_run(
+    conn: sqlite3.Connection,
+    task_id: str,
+    *,
+    lock: str,
+    expires: int,
+    now: int,
+    event: dict[str, Any] | None = None,
+) -> int:
+    """Open the run of a task just claimed (inside the caller's transaction), with a
+    ``claimed`` event (``event`` adds to its payload); the run's id."""
+    task = task_fields(conn, task_id, "assignee", "max_runtime_seconds", "current_step_key")
+    run_id = int(
+        conn.execute(
             "INSERT INTO task_runs (task_id, profile, step_key, status, claim_lock, "
             "claim_expires, max_runtime_seconds, started_at) "
             "VALUES (?, ?, ?, 'running', ?, ?, ?, ?)",
@@ -99,15 +116,12 @@ def claim_task(
                 now,
             ),
         ).lastrowid
-        conn.execute("UPDATE tasks SET current_run_id = ? WHERE id = ?", (run_id, task_id))
-        append_event(
-            conn,
-            task_id,
-            "claimed",
-            {"lock": lock, "expires": expires, "run_id": run_id},
-            run_id=run_id,
-        )
-    return get_task(conn, task_id)
+        or 0
+    )
+    conn.execute("UPDATE tasks SET current_run_id = ? WHERE id = ?", (run_id, task_id))
+    payload = {"lock": lock, "expires": expires, "run_id": run_id, **(event or {})}
+    append_event(conn, task_id, "claimed", payload, run_id=run_id)
+    return run_id
 
 
 def heartbeat_claim(
@@ -191,6 +205,7 @@ def complete_task(
             payload["verified_cards"] = cards
         append_event(conn, task_id, "completed", payload, run_id=run_id)
     recompute_ready(conn)
+    cleanup_workspace(conn, task_id)
     return True
 
 
@@ -249,6 +264,34 @@ def block_task(
         else:
             event, payload = "blocked", {"reason": reason, "kind": kind, "recurrences": count}
         append_event(conn, task_id, event, payload, run_id=run_id)
+    return True
+
+
+def schedule_task(
+    conn: sqlite3.Connection,
+    task_id: str,
+    *,
+    reason: str | None = None,
+    expected_run_id: int | None = None,
+) -> bool:
+    """Park a task in ``scheduled``: waiting on time, never dispatched, until something (a
+    cron job, a person) calls ``unblock_task``. ``False`` when it was not ``todo``,
+    ``ready``, ``running`` or ``blocked``."""
+    with write_txn(conn):
+        query = (
+            "UPDATE tasks SET status = 'scheduled', claim_lock = NULL, claim_expires = NULL, "
+            "worker_pid = NULL WHERE id = ? AND status IN ('todo', 'ready', 'running', 'blocked')"
+        )
+        params: list[Any] = [task_id]
+        if expected_run_id is not None:
+            query += " AND current_run_id = ?"
+            params.append(int(expected_run_id))
+        if conn.execute(query, params).rowcount != 1:
+            return False
+        run_id = close_run(conn, task_id, outcome="scheduled", status="scheduled", summary=reason)
+        if run_id is None and reason:
+            run_id = record_ended_run(conn, task_id, outcome="scheduled", summary=reason)
+        append_event(conn, task_id, "scheduled", {"reason": reason}, run_id=run_id)
     return True
 
 

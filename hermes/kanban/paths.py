@@ -173,27 +173,54 @@ def read_worker_log(
     return data.decode("utf-8", errors="replace")
 
 
-def checked_workspace(task_id: str, named: str | None, *, board: str | None = None) -> Path:
-    """The folder a task works in: its own scratch folder under the board's workspaces,
-    or the one it names, checked before hermes makes it with the dispatcher's authority.
-    A relative path (found from wherever the dispatcher runs: 0.19 refuses it too), ``/``,
-    the home folder and anything in a profile's home are refused with ``ValueError``."""
-    scratch = workspaces_root(board) / check_task_id(task_id)
-    if not named or Path(named) == scratch:
-        return scratch
+def scratch_workspace(task_id: str, *, board: str | None = None) -> Path:
+    """The scratch folder hermes makes for a task: ``<workspaces root>/<task id>``."""
+    return workspaces_root(board=board) / check_task_id(task_id)
+
+
+def scratch_roots() -> list[Path]:
+    """Every folder hermes makes scratch workspaces in: ``HERMES_KANBAN_WORKSPACES_ROOT``,
+    the ``default`` board's and each other board's ``workspaces/``."""
+    roots = [kanban_home() / "kanban" / "workspaces"]
+    override = os.environ.get("HERMES_KANBAN_WORKSPACES_ROOT", "").strip()
+    if override:
+        roots.insert(0, Path(override).expanduser())
+    try:
+        boards = sorted(p for p in boards_root().iterdir() if p.is_dir())
+    except OSError:
+        boards = []
+    roots += [b / "workspaces" for b in boards]
+    return roots
+
+
+def absolute_workspace(task_id: str, path: str) -> Path:
+    """A workspace path a task names, which hermes makes with the dispatcher's authority
+    before any worker runs: it must be absolute (a relative one would be read against
+    whatever folder the dispatcher runs in), and neither ``/``, the home folder nor in a
+    profile's home, links resolved (but the task's own scratch folder, once recorded);
+    ``ValueError`` otherwise."""
+    candidate = Path(path).expanduser()
+    if "\x00" in path or not candidate.is_absolute():
+        raise ValueError(
+            f"task {task_id} has workspace path {path!r}, which is not absolute; "
+            "give the workspace as an absolute path"
+        )
+    real = Path(os.path.realpath(candidate))
+    if real in (_real(root) / check_task_id(task_id) for root in scratch_roots()):
+        return candidate
+    homes = [_real(profiles.root()), _real(profiles.native_root())]
     why = None
-    given = Path(named).expanduser()
-    real = Path(os.path.realpath(given))
-    homes = {Path(os.path.realpath(p)) for p in (profiles.root(), profiles.native_root())}
-    if not given.is_absolute():
-        why = "it is not an absolute path (it would be found from wherever the dispatcher runs)"
-    elif real in (Path("/"), Path(os.path.realpath(Path.home()))):
-        why = "it would open all of it to the task's tools"
+    if real in (Path("/"), _real(Path.home())):
+        why = "would open all of it to the task's tools"
     elif any(real == home or home in real.parents for home in homes):
-        why = "it is in a profile's home, which no task's tools may see"
+        why = "is in a profile's home, which no task's tools may see"
     if why:
         raise ValueError(
-            f"Kanban task {task_id} cannot work in {named}: {why}; give the full path of a "
-            "project folder outside hermes's homes."
+            f"task {task_id} has workspace path {path!r}, which {why}; "
+            "give the full path of a project folder outside hermes's homes"
         )
-    return given
+    return candidate
+
+
+def _real(path: Path) -> Path:
+    return Path(os.path.realpath(path))

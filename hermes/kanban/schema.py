@@ -1,7 +1,13 @@
 """A board's tables, with Hermes Agent 0.19's names and columns: its readers (hermes-webui's
-Kanban panel, 0.19 itself after a switch back) run their own SQL on them."""
+Kanban panel, 0.19 itself after a switch back) run their own SQL on them. ``make_schema``
+makes what a board lacks, columns of a board from before 0.19 included."""
 
 from __future__ import annotations
+
+import contextlib
+import functools
+import sqlite3
+from typing import Any
 
 SCHEMA_SQL = """
 CREATE TABLE IF NOT EXISTS tasks (
@@ -124,3 +130,56 @@ CREATE INDEX IF NOT EXISTS idx_tasks_idempotency     ON tasks(idempotency_key);
 CREATE INDEX IF NOT EXISTS idx_tasks_session_id      ON tasks(session_id);
 CREATE INDEX IF NOT EXISTS idx_events_run            ON task_events(run_id, id);
 """
+
+
+@functools.cache
+def _reference() -> tuple[list[tuple[str, str, list[tuple[Any, ...]]]], list[str]]:
+    """``SCHEMA_SQL`` as SQLite parses it: each table's ``CREATE TABLE IF NOT EXISTS`` and
+    columns (``PRAGMA table_info`` rows), and each ``CREATE INDEX IF NOT EXISTS``."""
+
+    def if_not_exists(kind: str, sql: str) -> str:
+        prefix = f"CREATE {kind} "
+        return prefix + "IF NOT EXISTS " + sql[len(prefix) :]
+
+    with contextlib.closing(sqlite3.connect(":memory:")) as fresh:
+        fresh.executescript(SCHEMA_SQL)
+        rows = fresh.execute(
+            "SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL "
+            "AND name NOT LIKE 'sqlite_%' ORDER BY rowid"
+        ).fetchall()
+        tables = [
+            (
+                name,
+                if_not_exists("TABLE", sql),
+                fresh.execute(f"PRAGMA table_info({name})").fetchall(),
+            )
+            for kind, name, sql in rows
+            if kind == "table"
+        ]
+    indexes = [if_not_exists("INDEX", sql) for kind, _name, sql in rows if kind == "index"]
+    return tables, indexes
+
+
+def _add_missing_columns(
+    conn: sqlite3.Connection, table: str, wanted: list[tuple[Any, ...]]
+) -> None:
+    """Give a board's table from before 0.19 the columns it lacks, with their defaults."""
+    have = {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}
+    for _cid, name, kind, notnull, default, pk in wanted:
+        if name in have or pk:
+            continue
+        column = f'"{name}" {kind}'
+        if default is not None:
+            column += f" DEFAULT {default}" + (" NOT NULL" if notnull else "")
+        conn.execute(f"ALTER TABLE {table} ADD COLUMN {column}")
+
+
+def make_schema(conn: sqlite3.Connection) -> None:
+    """Tables, then the columns a board from before 0.19 lacks, then indexes (some index
+    those columns), inside the caller's write transaction."""
+    tables, indexes = _reference()
+    for table, create, columns in tables:
+        conn.execute(create)
+        _add_missing_columns(conn, table, columns)
+    for create in indexes:
+        conn.execute(create)

@@ -15,8 +15,10 @@ the gateway's working directory, since text from strangers (a web page, an email
 drive them. Only the confinement is shared: a job's memory and skills stay the
 operator's (``per_user`` is False for ``cron``).
 
-The terminal chat (``cli``) keeps its working directory, or ``tools.workspace``; so does a
-Kanban task's turn (``kanban``), in the task's workspace, but like a job's it is
+The terminal chat (``cli``) keeps its working directory, or ``tools.workspace``. A Kanban
+task's turn (``hermes kanban work``, source ``kanban``) works in its task's workspace; a
+scratch one lies in the profiles' root, hidden like the rest of it, so the worker's own
+folder is carved out of it (``is_kanban_scratch``). Like a job's, that turn is
 ``unattended``: no memory written, no network by default.
 """
 
@@ -116,29 +118,24 @@ def carved_out(ctx: ToolContext) -> Path | None:
     """A gateway user's (or a job's) workspace inside a hidden folder
     (``$HERMES_HOME/workspaces``, the other users' workspaces): reachable by its own tools
     although the folder around it is hidden. Only a folder strictly inside one of those qualifies, never
-    ``$HERMES_HOME`` itself or a part of it holding anything else. A Kanban task's turn
-    has its own scratch folder carved out the same way (``task_scratch``)."""
-    if ctx.source == KANBAN_SOURCE:
-        return task_scratch(ctx)
-    if not confined(ctx.source):
-        return None
+    ``$HERMES_HOME`` itself or a part of it holding anything else. Elsewhere, a Kanban
+    task's scratch folder when it is the working directory (its worker's own)."""
     real = Path(os.path.realpath(ctx.cwd))
+    if not confined(ctx.source):
+        return real if is_kanban_scratch(real, Path(ctx.hermes_home)) else None
     holders = (Path(os.path.realpath(ctx.hermes_home)) / FOLDER, base(ctx.config, ctx.hermes_home))
     return real if any(folder in real.parents for folder in holders) else None
 
 
-def task_scratch(ctx: ToolContext) -> Path | None:
-    """A Kanban task's turn working in its scratch folder, which the board keeps inside
-    the profiles' root as 0.19 does (``<root>/kanban/workspaces/<task>``, or a board's
-    ``<root>/kanban/boards/<slug>/workspaces/<task>``): that one folder, else None."""
-    real = Path(os.path.realpath(ctx.cwd))
-    kanban = Path(os.path.realpath(profiles.root({"HERMES_HOME": str(ctx.hermes_home)}))) / "kanban"
-    folder = real.parent
-    if folder.name != "workspaces" or real.name in ("", ".", ".."):
-        return None
-    board = folder.parent
-    ok = board == kanban or (board.parent == kanban / "boards" and board.name != "")
-    return real if ok else None
+def is_kanban_scratch(real: Path, hermes_home: Path) -> bool:
+    """Whether ``real`` is a Kanban task's scratch folder, which hermes makes in the
+    profiles' root (``kanban/workspaces/<task>``, ``kanban/boards/<board>/workspaces/<task>``)
+    and starts the task's worker in: the worker's own, though hermes's home around it is
+    hidden. Only such a folder itself, never ``workspaces/`` or the board around it."""
+    kanban = Path(os.path.realpath(profiles.root({"HERMES_HOME": str(hermes_home)}))) / "kanban"
+    holder = real.parent
+    boards = kanban / "boards"
+    return holder == kanban / FOLDER or (holder.name == FOLDER and holder.parent.parent == boards)
 
 
 def others(ctx: ToolContext) -> Path | None:
@@ -156,9 +153,12 @@ def others(ctx: ToolContext) -> Path | None:
 
 def is_job_folder(config: Any, hermes_home: Path, path: Path) -> bool:
     """Whether ``path`` is a job's own folder (``<base>/cron/<job id>/``, not a workdir
-    the operator chose): nothing in it is a project's, since what a run writes there
-    must never instruct a later run (no context files, no project skills)."""
+    the operator chose) or a Kanban task's scratch folder: nothing in it is a project's,
+    since what a run writes there must never instruct a later run (no context files, no
+    project skills)."""
+    real = Path(os.path.realpath(path))
+    if is_kanban_scratch(real, hermes_home):
+        return True
     if config is None:
         return False
-    jobs = base(config, hermes_home) / JOB_SOURCE
-    return Path(os.path.realpath(path)).parent == jobs
+    return real.parent == base(config, hermes_home) / JOB_SOURCE

@@ -83,9 +83,9 @@ def test_branches_made_before_the_marker_get_it_on_upgrade(store: StoreSpec) -> 
         root = db.create_session(source="cli")
         branch = db.branch_session(root)
     store.execute("UPDATE sessions SET model_config = NULL")
-    # The store as migration 18 left it: migration 20's columns go too (migrations run
-    # from the highest version recorded).
-    for column in ("origin", "context_from"):
+    # The store as migration 18 left it: migrations 20's and 21's columns go too
+    # (migrations run from the highest version recorded).
+    for column in ("origin", "context_from", "repeat_times", "completed"):
         store.execute(f"ALTER TABLE cron_jobs DROP COLUMN {column}")
     store.execute("DELETE FROM schema_version WHERE version >= 19")
     with store.open():

@@ -382,8 +382,8 @@ def test_save_jobs_brings_the_store_to_the_list(hermes_home: Path) -> None:
     assert after["abc123def456"]["schedule_display"] == "every 180m"
     cli = hermes(hermes_home, "cron", "list", "--all", "--json")
     assert {j["id"] for j in json.loads(cli.stdout)} == set(after)
-    with pytest.raises(ValueError, match="job id"):
-        save_jobs([{"id": "../x", "name": "bad", "prompt": "p", "schedule": "every 1h"}])
+    with pytest.raises(ValueError, match="no id"):
+        save_jobs([{"id": " ", "name": "bad", "prompt": "p", "schedule": "every 1h"}])
     assert set(job["id"] for job in load_jobs()) == set(after)
 
 
@@ -431,6 +431,52 @@ def test_an_imported_job_with_an_unsafe_id_writes_only_under_cron_output(
     assert not (hermes_home / "cron" / "escape").exists()
 
 
+@pytest.mark.parametrize("kind", ["relative", "absolute"])
+def test_a_saved_job_whose_id_names_no_output_folder_is_never_used_as_a_path(
+    hermes_home: Path, kind: str
+) -> None:
+    """0.19's ``save_jobs`` stores a legacy id such as ``../x`` or an absolute path, as
+    hermes does now; every use of a job id as a path refuses it (its run document, its
+    removal, the documents of its runs written after each change) and a file planted
+    where it points survives."""
+    from cron.jobs import (
+        create_job,
+        get_cron_output_dir,
+        load_jobs,
+        mark_job_run,
+        remove_job,
+        save_job_output,
+        save_jobs,
+    )
+
+    outside = hermes_home.parent / f"{hermes_home.name}-outside"
+    bad, planted = (
+        ("../x", hermes_home / "cron" / "x" / "keep.txt")  # cron/output/../x
+        if kind == "relative"
+        else (str(outside), outside / "keep.txt")
+    )
+    job = create_job(prompt="legacy", schedule="every 1h")
+    job["id"] = bad
+    save_jobs([job])
+    planted.parent.mkdir(parents=True)
+    planted.write_text("keep", encoding="utf-8")
+    assert [j["id"] for j in load_jobs()] == [bad]
+    with pytest.raises(ValueError, match="output path"):
+        save_job_output(bad, "# run\n")
+    mark_job_run(bad, success=True)  # a finished run: the files follow, its document is not written
+    good = create_job(prompt="fine", schedule="every 1h")["id"]
+    mark_job_run(good, success=True)  # another job's documents are still written
+    assert [j["last_status"] for j in load_jobs()] == ["ok", "ok"]
+    with pytest.raises(ValueError, match="output path"):
+        remove_job(bad)
+    assert [j["id"] for j in load_jobs()] == [bad, good]  # refused before anything changed
+    assert planted.read_text(encoding="utf-8") == "keep"
+    assert list(planted.parent.iterdir()) == [planted]
+    written = sorted(p.relative_to(get_cron_output_dir()).parts[0]
+                     for p in get_cron_output_dir().rglob("*.md"))  # fmt: skip
+    assert written == [good]
+
+
 def test_an_imported_job_without_name_or_prompt_is_named_as_0_19_names_it(
     hermes_home: Path,
 ) -> None:
@@ -476,6 +522,13 @@ def test_mark_job_run_records_the_run_its_caller_made(hermes_home: Path) -> None
     once = create_job(prompt="once", schedule="30m")
     mark_job_run(once["id"], success=True)
     assert get_job(once["id"]) is None
+
+    twice = create_job(prompt="twice", schedule="every 1h", repeat=2)
+    assert twice["repeat"] == {"times": 2, "completed": 0}
+    mark_job_run(twice["id"], success=True)
+    assert get_job(twice["id"])["repeat"] == {"times": 2, "completed": 1}  # type: ignore[index]
+    mark_job_run(twice["id"], success=True)
+    assert get_job(twice["id"]) is None  # its runs are made: it goes, as in 0.19
 
 
 def test_cron_jobs_rest_of_0_19s_names(hermes_home: Path) -> None:

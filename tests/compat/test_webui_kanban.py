@@ -154,7 +154,8 @@ def test_dispatch_runs_a_task_as_a_turn_of_its_assignees_agent(
     ]
     assert child is not None and child.status == "ready"  # it waited for the spec
     asked = fake_llm.requests[0]["messages"][-1]["content"]
-    assert "Write the spec" in asked and "webui: Keep it short" in asked
+    assert "Write the spec" in asked  # 0.19's worker context: the comment under its author
+    assert "comment from worker `webui`:\nKeep it short" in asked
     assert "The spec: three endpoints" in (kb.read_worker_log(spec) or "")
 
 

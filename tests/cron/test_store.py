@@ -185,10 +185,67 @@ def test_a_store_from_before_the_cron_job_fields_upgrades_with_its_jobs(
 ) -> None:
     made = CronStore(make_db().backend)
     job = _job(made)
-    # The store as the migration before these fields left it, its job still in it.
-    for column in ("origin", "context_from"):
+    # The store as the migration before these fields left it, its job still in it
+    # (migration 21's columns go too: migrations run from the highest version recorded).
+    for column in ("origin", "context_from", "repeat_times", "completed"):
         store.execute(f"ALTER TABLE cron_jobs DROP COLUMN {column}")
     store.execute("DELETE FROM schema_version WHERE version >= 20")  # migration 20 added them
     upgraded = CronStore(make_db().backend)
     kept = upgraded.job(job)
     assert kept is not None and kept["origin"] is None and kept["context_from"] == []
+
+
+def _run_once(cron: CronStore, job: str, now: float, *, error: str | None = None) -> None:
+    cron.run_now(job, now=now)
+    run = cron.take_run("me", 60, now=now)
+    assert run is not None
+    assert cron.finish(run["id"], "me", output="ok", error=error, deliver="local")
+
+
+def test_a_store_of_schema_20_upgrades_with_its_jobs_counts(store: StoreSpec, make_db) -> None:
+    made = CronStore(make_db().backend)
+    recurring, once = _job(made), _job(made, schedule="in 30m")
+    _run_once(made, recurring, T0 + 1)
+    _run_once(made, recurring, T0 + 2, error="boom")  # a failed run counts too, as in 0.19
+    # The store as migration 20 left it, its jobs and their runs still in it.
+    for column in ("repeat_times", "completed"):
+        store.execute(f"ALTER TABLE cron_jobs DROP COLUMN {column}")
+    store.execute("DELETE FROM schema_version WHERE version >= 21")
+    upgraded = CronStore(make_db().backend)
+    kept = {job["id"]: (job["repeat_times"], job["completed"]) for job in upgraded.jobs()}
+    assert kept == {recurring: (None, 2), once: (1, 0)}
+
+
+def test_a_one_shot_is_counted_when_first_taken_and_not_again(cron: CronStore) -> None:
+    job = _job(cron, schedule="in 30m")
+    [run] = cron.make_due_runs(T0 + 1800)
+    taken = cron.take_run("me", 60, now=T0 + 1800)
+    assert taken is not None and taken["id"] == run["id"]
+    assert cron.job(job)["completed"] == 1  # type: ignore[index]  # before it ran
+    # Its holder died: another takes the run over, and it is not counted again.
+    again = cron.take_run("other", 60, now=T0 + 1900)
+    assert again is not None and again["id"] == run["id"]
+    assert cron.finish(run["id"], "other", output="done", error=None, deliver="local")
+    assert (cron.job(job)["completed"], cron.job(job)["state"]) == (1, "completed")  # type: ignore[index]
+
+
+def test_a_recurring_job_stops_at_its_repeat_times(cron: CronStore) -> None:
+    made = cron.create_job(name="j", schedule=parse("every 10s", now=T0), prompt="p",
+                           repeat_times=2, now=T0)  # fmt: skip
+    job, ran = made["id"], []
+    for now in (T0 + 10, T0 + 20, T0 + 30, T0 + 40):
+        for run in cron.make_due_runs(now):
+            taken = cron.take_run("me", 60, now=now)
+            assert taken is not None
+            assert cron.finish(taken["id"], "me", output="ok", error=None, deliver="local")
+            ran.append(run["due_at"])
+    assert ran == [T0 + 10, T0 + 20]
+    assert (cron.job(job)["completed"], cron.job(job)["state"]) == (2, "completed")  # type: ignore[index]
+
+
+def test_a_job_that_keeps_no_count_is_never_counted(cron: CronStore) -> None:
+    made = cron.create_job(name="j", schedule=parse("every 10s", now=T0), prompt="p",
+                           completed=None, now=T0)  # fmt: skip
+    _run_once(cron, made["id"], T0 + 1)
+    assert cron.job(made["id"])["completed"] is None  # type: ignore[index]
+    assert cron.claim_dispatch(made["id"]) is True

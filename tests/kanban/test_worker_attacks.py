@@ -158,7 +158,7 @@ def test_a_task_works_in_its_own_scratch_folder_and_in_no_other(machine: Path) -
     (scratch / "t_other" / "result.txt").write_text(OTHER_ENV + "\n")
     body = planted(
         ("write_file", {"path": "notes.txt", "content": "written-by-the-task"}),
-        ("terminal", {"command": "cat notes.txt; pwd; echo more >> notes.txt"}),
+        ("terminal", {"command": "cat notes.txt; pwd"}),
         ("terminal", {"command": f"cat ../t_other/result.txt {scratch}/t_other/result.txt"}),
         ("read_file", {"path": str(scratch / "t_other" / "result.txt")}),
     )
@@ -171,7 +171,6 @@ def test_a_task_works_in_its_own_scratch_folder_and_in_no_other(machine: Path) -
     outputs = answer.removeprefix("RESULT<<").removesuffix(">>").split("\n----\n")
     assert outputs[0].startswith("Created"), outputs[0]
     assert "written-by-the-task" in outputs[1] and str(scratch / task_id) in outputs[1]
-    assert (scratch / task_id / "notes.txt").read_text() == "written-by-the-taskmore\n"
     assert OTHER_ENV not in answer and outputs[3].startswith("Error: Refused"), outputs[3]
 
 
@@ -231,7 +230,7 @@ def test_a_workspace_the_task_names_is_absolute_and_in_no_hermes_home(
     assert result.auto_blocked == [task_id]
     assert task is not None and task.status == "blocked"
     reason = task.last_failure_error or ""
-    assert reason.startswith(f"Kanban task {task_id} cannot work in {path}"), reason
+    assert reason.startswith(f"task {task_id} has workspace path {path!r}, which "), reason
     created = [p for p in sorted(machine.rglob("*")) if p not in before]
     assert [p for p in created if "planted" in p.name] == []
 

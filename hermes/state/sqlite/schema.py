@@ -440,4 +440,23 @@ MIGRATIONS = (
             "ALTER TABLE cron_jobs ADD COLUMN context_from TEXT",
         ),
     ),
+    Migration(
+        21,
+        "cron_job_repeat",
+        (
+            # Hermes Agent 0.19's ``repeat``: ``repeat_times``, how many runs the job makes
+            # before it stops (NULL: as many as its schedule gives; a one-shot's is 1), and
+            # ``completed``, how many it has made (a finite one-shot's run is counted when
+            # first taken, before it runs; any other job's when it finishes). NULL
+            # ``completed``: a job saved through 0.19's ``save_jobs`` with no repeat record,
+            # counted by nobody. Jobs already stored count their finished runs, and a
+            # one-shot among them (its schedule stored as its ISO time) gets 1.
+            "ALTER TABLE cron_jobs ADD COLUMN repeat_times INTEGER",
+            "ALTER TABLE cron_jobs ADD COLUMN completed INTEGER",
+            "UPDATE cron_jobs SET repeat_times = 1"
+            " WHERE schedule LIKE '____-__-__%' AND schedule NOT LIKE '% %'",
+            "UPDATE cron_jobs SET completed = (SELECT COUNT(*) FROM cron_runs"
+            " WHERE cron_runs.job_id = cron_jobs.id AND status IN ('completed', 'failed'))",
+        ),
+    ),
 )

@@ -24,7 +24,8 @@ the two cannot disagree. From first to last:
   credential stores, daemon sockets, ``terminal.hidden_paths`` and, in an allow-list,
   the system's own secrets (``SYSTEM_SECRETS``): hidden;
 - on a gateway, every user's workspace hidden but the user's own (``workspaces``),
-  which is writable even where it lies in ``$HERMES_HOME/workspaces``.
+  which is writable even where it lies in ``$HERMES_HOME/workspaces``; likewise a Kanban
+  worker's scratch folder, its working directory in the profiles' root.
 """
 
 from __future__ import annotations

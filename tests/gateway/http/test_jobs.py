@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hermes.cron import CronStore
+from hermes.cron import CronStore, parse
 from tests.gateway.api_calls import call
 
 
@@ -66,3 +66,23 @@ def test_a_jobs_workdir_over_the_api(gateway, tmp_path) -> None:
     assert status == 200 and cleared["job"]["workdir"] is None
     status, refused = call(gateway, "POST", "/api/jobs", json={**job, "workdir": "rel"})
     assert status == 400 and "is not an absolute path" in refused["error"]
+
+
+def test_a_job_whose_id_names_no_folder_is_refused_by_the_api(gateway) -> None:
+    """A legacy id such as ``../x`` (0.19's ``save_jobs`` stores it): the API refuses it
+    before any use, the job stays listed, and a file where it points survives."""
+    from urllib.parse import quote
+
+    store = CronStore(gateway.db.backend)
+    planted = gateway.home / "cron" / "x" / "keep.txt"  # cron/output/../x
+    planted.parent.mkdir(parents=True)
+    planted.write_text("keep", encoding="utf-8")
+    store.create_job(name="legacy", schedule=parse("every 1h"), prompt="p", job_id="../x")
+    for method, path in (("GET", ""), ("DELETE", ""), ("POST", "/run"), ("POST", "/pause")):
+        url = f"/api/jobs/{quote('../x', safe='')}{path}"
+        status, answer = call(gateway, method, url, json={} if method == "POST" else None)
+        assert status in (400, 404), (method, path, status, answer)
+    assert [j["id"] for j in call(gateway, "GET", "/api/jobs")[1]["jobs"]] == ["../x"]
+    assert store.runs("../x") == []
+    assert planted.read_text(encoding="utf-8") == "keep"
+    assert list(planted.parent.iterdir()) == [planted]

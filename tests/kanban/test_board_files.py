@@ -1,0 +1,134 @@
+"""A board's file as hermes finds it: damaged, not a database at all, locked by another
+writer, or made by a release before 0.19. Every file here is made and damaged through
+SQLite (the test never reads a board's bytes, as hermes never does).
+
+A damaged board is refused in one sentence naming the file and SQLite's copy of it, and
+left as it is; refused again, it is copied once. A busy board is no damage: that error
+passes as SQLite gave it, with no copy made.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hermes_cli import kanban_db as kb
+
+
+def _damage(path: Path) -> int:
+    """Point the ``tasks`` table at its title index's pages, as a torn write could: the
+    header stays sound, so only a check of the pages finds it. The damaged root page."""
+    with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as conn:
+        conn.execute("CREATE INDEX IF NOT EXISTS damage_titles ON tasks(title)")
+        index_root = conn.execute(
+            "SELECT rootpage FROM sqlite_master WHERE name = 'damage_titles'"
+        ).fetchone()[0]
+        conn.execute("PRAGMA writable_schema=ON")
+        conn.execute("UPDATE sqlite_master SET rootpage = ? WHERE name = 'tasks'", (index_root,))
+    return int(index_root)
+
+
+def _tasks_root(path: Path) -> int:
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        row = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = 'tasks'").fetchone()
+    return int(row[0])
+
+
+@pytest.fixture
+def damaged(tmp_path: Path) -> tuple[Path, int]:
+    path = tmp_path / "kanban.db"
+    with kb.connect_closing(path) as conn:
+        for n in range(20):
+            kb.create_task(conn, title=f"task {n}")
+    return path, _damage(path)
+
+
+def _backups(path: Path) -> list[Path]:
+    return sorted(path.parent.glob(f"{path.name}.corrupt.*"))
+
+
+def test_a_damaged_board_is_refused_kept_and_copied_once(damaged: tuple[Path, int]) -> None:
+    path, root = damaged
+    kb._INITIALIZED_PATHS.clear()  # a process that has not opened it yet
+    with pytest.raises(kb.KanbanDbCorruptError) as refused:
+        kb.connect(path)
+    error = refused.value
+    assert error.db_path == path and error.backup_path is not None
+    message = str(error)
+    assert str(path) in message and str(error.backup_path) in message
+    assert "move kanban.db aside to start an empty board" in message
+    assert _tasks_root(path) == root  # left as it was: no schema written over it
+    with contextlib.closing(sqlite3.connect(error.backup_path)) as copy:
+        assert copy.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] > 0
+    for _ in range(3):  # a dispatcher retrying every tick
+        kb._INITIALIZED_PATHS.clear()
+        with pytest.raises(kb.KanbanDbCorruptError):
+            kb.init_db(path)
+    assert _backups(path) == [error.backup_path]
+
+
+def test_a_file_that_is_no_database_is_refused_as_damaged(tmp_path: Path) -> None:
+    path = tmp_path / "kanban.db"
+    path.write_text("these are someone's notes, not a board\n" * 20, encoding="utf-8")
+    with pytest.raises(kb.KanbanDbCorruptError, match="file is not a database"):
+        kb.connect(path)
+    assert path.read_text(encoding="utf-8").startswith("these are someone's notes")
+
+
+def test_a_board_busy_with_another_writer_is_not_damage(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = kb.init_db(tmp_path / "kanban.db")
+    kb._INITIALIZED_PATHS.clear()
+    monkeypatch.setenv("HERMES_KANBAN_BUSY_TIMEOUT_MS", "200")
+    with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as writer:
+        writer.execute("BEGIN EXCLUSIVE")
+        with pytest.raises(sqlite3.OperationalError, match="locked"):
+            kb.connect(path)
+        writer.execute("ROLLBACK")
+    assert _backups(path) == []
+    with kb.connect_closing(path) as conn:
+        kb.create_task(conn, title="after the writer")
+
+
+def test_a_board_from_before_0_19_gets_its_columns_and_keeps_its_tasks(tmp_path: Path) -> None:
+    path = tmp_path / "kanban.db"
+    with contextlib.closing(sqlite3.connect(path)) as old:
+        old.execute(
+            "CREATE TABLE tasks (id TEXT PRIMARY KEY, title TEXT NOT NULL, body TEXT, "
+            "assignee TEXT, status TEXT NOT NULL, priority INTEGER NOT NULL DEFAULT 0, "
+            "created_by TEXT, created_at INTEGER NOT NULL, started_at INTEGER, "
+            "completed_at INTEGER, workspace_kind TEXT NOT NULL DEFAULT 'scratch', "
+            "workspace_path TEXT, claim_lock TEXT, claim_expires INTEGER)"
+        )
+        old.execute(
+            "INSERT INTO tasks (id, title, status, created_at) VALUES ('t_old', 'kept', 'ready', 1)"
+        )
+        old.commit()
+    with kb.connect_closing(path) as conn:
+        assert kb.get_task(conn, "t_old").title == "kept"  # type: ignore[union-attr]
+        new = kb.create_task(conn, title="new", tenant="ops", session_id="s1")
+        assert [t.id for t in kb.list_tasks(conn, tenant="ops")] == [new]
+
+
+def test_the_worker_command_says_the_board_is_damaged_in_one_sentence(
+    damaged: tuple[Path, int],
+) -> None:
+    path, _root = damaged
+    env = {**os.environ, "HERMES_KANBAN_DB": str(path)}
+    run = subprocess.run(
+        [sys.executable, "-m", "hermes", "kanban", "work", "t_any"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode != 0
+    assert "Traceback" not in run.stderr
+    lines = [line for line in run.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and str(path) in lines[0] and ".corrupt." in lines[0], run.stderr

@@ -1,0 +1,36 @@
+"""What a worker reads before it starts a task (``build_worker_context``): the task, its
+earlier attempts, what its parents handed off and the comments on it, each capped."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hermes_cli import kanban_db as kb
+
+
+@pytest.fixture
+def board(hermes_home: Path) -> Path:
+    kb.init_db()
+    return hermes_home
+
+
+def test_a_retried_task_shows_its_earlier_attempt_and_its_parents_handoff(board: Path) -> None:
+    with kb.connect_closing() as conn:
+        parent = kb.create_task(conn, title="Write the spec")
+        kb.claim_task(conn, parent)
+        kb.complete_task(conn, parent, result="raw", summary="SPEC: three endpoints")
+        child = kb.create_task(conn, title="Build it", assignee="builder", parents=[parent])
+        kb.claim_task(conn, child)
+        kb.block_task(conn, child, reason="the database was down")
+        kb.unblock_task(conn, child)
+        kb.add_comment(conn, child, "system`", "x" * 5000)
+        context = kb.build_worker_context(conn, child)
+    assert context.startswith(f"# Kanban task {child}: Build it\n")
+    attempts = context.index("## Prior attempts on this task")
+    assert context.index("the database was down") > attempts
+    assert f"### {parent} (Write the spec)\nSPEC: three endpoints" in context  # the run's
+    assert "comment from worker `system`:" in context  # an author cannot close the quote
+    assert "[truncated, 2952 chars omitted]" in context
+    with kb.connect_closing() as conn, pytest.raises(ValueError, match="unknown task"):
+        kb.build_worker_context(conn, "t_none")
