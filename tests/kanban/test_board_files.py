@@ -176,6 +176,23 @@ def test_copying_a_board_aside_keeps_this_process_locks_on_it(tmp_path: Path) ->
         assert copy is not None and copy.backup.exists()
         assert copy.backup.name == f"kanban.db.corrupt.{copy.sha256[:16]}.bak"
         assert copy.head.startswith(b"SQLite format 3\x00")
+        assert copy.backup.stat().st_mode & 0o777 == 0o600  # it may hold task text
         assert _write_from_another_process(path) == "database is locked"
         conn.execute("COMMIT")
     assert _write_from_another_process(path) == "written"
+
+
+def test_the_copy_of_a_board_in_wal_holds_what_its_log_holds(tmp_path: Path) -> None:
+    path = tmp_path / "kanban.db"
+    with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as conn:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA wal_autocheckpoint=0")  # the commits stay in kanban.db-wal
+        conn.execute("CREATE TABLE notes (text TEXT)")
+        conn.execute("INSERT INTO notes VALUES ('only in the log')")
+
+        copy = copy_damaged(path)
+
+    assert copy is not None
+    assert copy.backup.with_name(copy.backup.name + "-wal").exists()
+    with contextlib.closing(sqlite3.connect(copy.backup)) as backup:
+        assert backup.execute("SELECT text FROM notes").fetchall() == [("only in the log",)]
