@@ -84,8 +84,12 @@ def copy_damaged(path: Path) -> DamagedCopy | None:
         why = (run.stderr.strip().splitlines() or ["no output"])[-1]
         log.warning("Could not copy the damaged Kanban board %s aside: %s", path, why)
         return None
-    found = json.loads(run.stdout)
-    return DamagedCopy(Path(found["backup"]), found["sha256"], bytes.fromhex(found["head"]))
+    try:
+        found = json.loads(run.stdout)
+        return DamagedCopy(Path(found["backup"]), found["sha256"], bytes.fromhex(found["head"]))
+    except (ValueError, KeyError, TypeError):
+        log.warning("Could not copy the damaged Kanban board %s aside: %r", path, run.stdout)
+        return None
 
 
 # --- the child's side: only here is a board's file opened outside SQLite -----------------
