@@ -11,6 +11,8 @@ on it, so the table and column names are an interface.
 - ``schema``: the tables, as 0.19 names them.
 - ``db``: opening a board (WAL, busy timeout), refusing a damaged one, and its write
   transaction.
+- ``board_bytes``: a damaged board's byte-for-byte copy, made by a child process (this
+  process's SQLite locks on the file live through it).
 - ``boards``: a board's display metadata; creating, listing and removing boards.
 - ``records``: typed rows (``Task``, ``Run``, ``Comment``, ``Event``, ``DispatchResult``).
 - ``tasks``: creating, reading, assigning and linking tasks, comments, events, runs.

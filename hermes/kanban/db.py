@@ -4,9 +4,10 @@ readers poll one board), autocommit between explicit ``BEGIN IMMEDIATE`` transac
 
 The first open of a board in a process checks it (``PRAGMA quick_check``), brings a board
 from before 0.19 up to its columns, then makes what is missing. A damaged board is refused
-(``KanbanDbCorruptError``), left as it is, and copied aside with SQLite's backup API: the
-file is never read outside SQLite, since closing any descriptor of it would drop the
-process's SQLite locks on it. A lock or a busy board is not damage: that error passes as is.
+(``KanbanDbCorruptError``), left as it is, and copied aside byte for byte by a child process
+(``board_bytes``): this process never opens the file outside SQLite, since closing any
+descriptor of it would drop the process's SQLite locks on it. A lock or a busy board is not
+damage: that error passes as is, and no child is started.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from hermes.errors import HermesError
+from hermes.kanban.board_bytes import DamagedCopy, copy_damaged
 from hermes.kanban.paths import kanban_db_path
 from hermes.kanban.schema import make_schema
 
@@ -42,17 +44,18 @@ def busy_timeout_ms() -> int:
     return value if value > 0 else DEFAULT_BUSY_TIMEOUT_MS
 
 
-class KanbanDbCorruptError(HermesError, RuntimeError):
-    """A board's file is damaged: refused, left in place, with a copy beside it."""
+class KanbanDbCorruptError(HermesError, sqlite3.DatabaseError, RuntimeError):
+    """A board's file is damaged: refused, left in place, with a copy beside it. A
+    ``sqlite3.DatabaseError`` too, as 0.19 raises for a file that is no database."""
 
     def __init__(self, db_path: Path, backup_path: Path | None, reason: str) -> None:
         self.db_path = db_path
         self.backup_path = backup_path
         self.reason = reason
         kept = (
-            f"it is left as it is and SQLite's copy of it is at {backup_path}"
+            f"it is left as it is and a byte-for-byte copy of it is at {backup_path}"
             if backup_path is not None
-            else "it is left as it is (SQLite could not copy it)"
+            else "it is left as it is (it could not be copied)"
         )
         super().__init__(
             f"The Kanban board {db_path} is damaged ({reason}); {kept}: restore it from "
@@ -65,25 +68,19 @@ def _is_damage(exc: sqlite3.DatabaseError) -> bool:
     return code is not None and (code & 0xFF) in _DAMAGED
 
 
-def _backup_damaged(conn: sqlite3.Connection, path: Path) -> Path | None:
-    """SQLite's copy of a damaged board beside it, one per version of the file (named by
-    its size and modification time, so a board refused again and again is copied once);
-    ``None`` when SQLite cannot copy it."""
-    try:
-        stat = path.stat()
-    except OSError:
-        return None
-    backup = path.with_name(f"{path.name}.corrupt.{stat.st_size}-{stat.st_mtime_ns}.bak")
-    if backup.exists():
-        return backup
-    try:
-        with contextlib.closing(sqlite3.connect(str(backup))) as copy:
-            conn.backup(copy)
-    except sqlite3.Error:
-        with contextlib.suppress(OSError):
-            backup.unlink()
-        return None
-    return backup
+def _refuse(path: Path, finding: str) -> KanbanDbCorruptError:
+    """The error for a board SQLite refused, after copying it aside; when its first bytes
+    are no SQLite header they are quoted, with what wrote them if 0.19 would name it."""
+    copy: DamagedCopy | None = copy_damaged(path)
+    if copy is None:
+        return KanbanDbCorruptError(path, None, finding)
+    reason = finding
+    if not copy.head.startswith(b"SQLite format 3\x00"):
+        signature = copy.signature()
+        if signature is not None:
+            reason += f", {signature}"
+        reason += f"; its first bytes are {copy.head.hex(' ')}"
+    return KanbanDbCorruptError(path, copy.backup, reason)
 
 
 def _set_journal(conn: sqlite3.Connection, path: Path) -> None:
@@ -124,6 +121,7 @@ def connect(db_path: Path | None = None, *, board: str | None = None) -> sqlite3
     try:
         conn.row_factory = sqlite3.Row
         key = str(path.resolve())
+        finding: str | None = None  # what SQLite found wrong with the file
         try:
             conn.execute(f"PRAGMA busy_timeout={timeout}")
             _set_journal(conn, path)
@@ -135,15 +133,16 @@ def connect(db_path: Path | None = None, *, board: str | None = None) -> sqlite3
             with _INIT_LOCK:
                 if key not in _INITIALIZED_PATHS:
                     finding = _quick_check(conn)
-                    if finding is not None:
-                        raise KanbanDbCorruptError(path, _backup_damaged(conn, path), finding)
-                    with write_txn(conn):  # two processes opening a board do it once
-                        make_schema(conn)
-                    _INITIALIZED_PATHS.add(key)
+                    if finding is None:
+                        with write_txn(conn):  # two processes opening a board do it once
+                            make_schema(conn)
+                        _INITIALIZED_PATHS.add(key)
         except sqlite3.DatabaseError as exc:
             if not _is_damage(exc):
                 raise
-            raise KanbanDbCorruptError(path, _backup_damaged(conn, path), str(exc)) from None
+            finding = str(exc)
+        if finding is not None:
+            raise _refuse(path, finding) from None
     except BaseException:
         conn.close()
         raise

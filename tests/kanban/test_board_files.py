@@ -1,10 +1,11 @@
 """A board's file as hermes finds it: damaged, not a database at all, locked by another
 writer, or made by a release before 0.19. Every file here is made and damaged through
-SQLite (the test never reads a board's bytes, as hermes never does).
+SQLite, and this process never reads a board's bytes, as hermes's own process never does.
 
-A damaged board is refused in one sentence naming the file and SQLite's copy of it, and
-left as it is; refused again, it is copied once. A busy board is no damage: that error
-passes as SQLite gave it, with no copy made.
+A damaged board is refused in one sentence naming the file and its byte-for-byte copy, and
+left as it is; refused again, it is copied once. The copy is made by a child process, so
+the SQLite locks this process holds on the file live through it. A busy board is no
+damage: that error passes as SQLite gave it, with no copy made.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from pathlib import Path
 
 import pytest
 from hermes_cli import kanban_db as kb
+
+from hermes.kanban.board_bytes import copy_damaged
 
 
 def _damage(path: Path) -> int:
@@ -132,3 +135,64 @@ def test_the_worker_command_says_the_board_is_damaged_in_one_sentence(
     assert "Traceback" not in run.stderr
     lines = [line for line in run.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and str(path) in lines[0] and ".corrupt." in lines[0], run.stderr
+
+
+_WRITE_FROM_ANOTHER_PROCESS = """
+import sqlite3, sys
+conn = sqlite3.connect(sys.argv[1], timeout=0, isolation_level=None)
+try:
+    conn.execute("INSERT INTO notes VALUES ('from the other process')")
+except sqlite3.OperationalError as exc:
+    print(exc)
+else:
+    print("written")
+"""
+
+
+def _write_from_another_process(path: Path) -> str:
+    run = subprocess.run(
+        [sys.executable, "-c", _WRITE_FROM_ANOTHER_PROCESS, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    return run.stdout.strip()
+
+
+def test_copying_a_board_aside_keeps_this_process_locks_on_it(tmp_path: Path) -> None:
+    # A rollback journal keeps the writer's lock on the board's own file (WAL keeps it
+    # in -shm), so a descriptor of the file opened and closed here would drop it.
+    path = tmp_path / "kanban.db"
+    with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as conn:
+        conn.execute("PRAGMA journal_mode=DELETE")
+        conn.execute("CREATE TABLE notes (text TEXT)")
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("INSERT INTO notes VALUES ('ours, not yet committed')")
+        assert _write_from_another_process(path) == "database is locked"
+
+        copy = copy_damaged(path)
+
+        assert copy is not None and copy.backup.exists()
+        assert copy.backup.name == f"kanban.db.corrupt.{copy.sha256[:16]}.bak"
+        assert copy.head.startswith(b"SQLite format 3\x00")
+        assert copy.backup.stat().st_mode & 0o777 == 0o600  # it may hold task text
+        assert _write_from_another_process(path) == "database is locked"
+        conn.execute("COMMIT")
+    assert _write_from_another_process(path) == "written"
+
+
+def test_the_copy_of_a_board_in_wal_holds_what_its_log_holds(tmp_path: Path) -> None:
+    path = tmp_path / "kanban.db"
+    with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as conn:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA wal_autocheckpoint=0")  # the commits stay in kanban.db-wal
+        conn.execute("CREATE TABLE notes (text TEXT)")
+        conn.execute("INSERT INTO notes VALUES ('only in the log')")
+
+        copy = copy_damaged(path)
+
+    assert copy is not None
+    assert copy.backup.with_name(copy.backup.name + "-wal").exists()
+    with contextlib.closing(sqlite3.connect(copy.backup)) as backup:
+        assert backup.execute("SELECT text FROM notes").fetchall() == [("only in the log",)]
