@@ -91,3 +91,39 @@ def test_a_profiles_commands_run_wherever_its_root_lies(
     )
     result = registry.dispatch("terminal", json.dumps({"command": "echo ran-in-the-sandbox"}), ctx)
     assert "ran-in-the-sandbox" in result and "bwrap:" not in result, result
+
+
+@pytest.mark.parametrize("where", ["HERMES_KANBAN_HOME", "HERMES_KANBAN_DB"])
+@pytest.mark.parametrize("source", ["kanban", "telegram"])
+def test_a_kanban_board_kept_outside_the_root_is_hidden_too(
+    machine: Path, registry: ToolRegistry, monkeypatch: pytest.MonkeyPatch, where: str, source: str
+) -> None:
+    """A board moved out of the profiles' root (0.19's overrides) holds every profile's
+    tasks: a worker led by one task's text, or a gateway user, reads none of it."""
+    from hermes.kanban import db as board_db
+    from hermes.kanban import paths, tasks
+
+    boards = machine / "boards"
+    if where == "HERMES_KANBAN_HOME":
+        monkeypatch.setenv("HERMES_KANBAN_HOME", str(boards))
+    else:
+        monkeypatch.setenv("HERMES_KANBAN_DB", str(boards / "team.db"))
+    with board_db.connect_closing() as conn:
+        tasks.create_task(conn, title="rotate", body="the deploy token is board-secret-6e1f")
+    path = paths.kanban_db_path()
+    assert path.parent == boards and path.exists()
+    work = machine / "data" / "profiles" / "work"
+    write_config(work, {"terminal.sandbox": "bwrap", "tools.workspace": str(machine / "project")})
+    ctx = ToolContext(
+        hermes_home=work,
+        cwd=machine / "project",
+        config=load_config(work / "config.yaml"),
+        surface="gateway" if source != "cli" else "cli",
+        interactive=False,
+        source=source,
+    )
+    read = registry.dispatch("read_file", json.dumps({"path": str(path)}), ctx)
+    command = f"grep -rao board-secret-.... {boards}; echo done"
+    ran = registry.dispatch("terminal", json.dumps({"command": command}), ctx)
+    assert read.startswith("Error: Refused:") and "Kanban board" in read, read
+    assert "done" in ran and "board-secret-6e1f" not in ran, ran

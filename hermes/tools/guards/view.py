@@ -310,6 +310,10 @@ def _hidden(ctx: ToolContext, home: Path) -> list[Rule]:
         for p in store_files(ctx)
     ]
     found += [
+        Rule(p, HIDDEN, HIDE, "is a Kanban board's database and is never readable by tools")
+        for p in kanban_boards()
+    ]
+    found += [
         Rule(real(Path(p)), HIDDEN, HIDE, "is a daemon's socket, hidden from tools")
         for p in _SOCKETS
     ]
@@ -346,6 +350,19 @@ def store_files(ctx: ToolContext) -> list[Path]:
         return []
     base = real(Path(str(url)).expanduser())
     return [Path(f"{base}{suffix}") for suffix in _STORE_SUFFIXES]
+
+
+def kanban_boards() -> list[Path]:
+    """The files of Kanban boards kept outside hermes's homes (``HERMES_KANBAN_DB``, or
+    under ``HERMES_KANBAN_HOME``: hermes/kanban/paths.py): a task's text must not reach
+    other tasks through them. In the default place they lie in the hidden root already."""
+    boards = []
+    if db := os.environ.get("HERMES_KANBAN_DB", "").strip():
+        boards.append(real(Path(db).expanduser()))
+    if root := os.environ.get("HERMES_KANBAN_HOME", "").strip():
+        base = real(Path(root).expanduser())
+        boards += [base / "kanban.db", *sorted((base / "kanban" / "boards").glob("*/kanban.db"))]
+    return _unique(Path(f"{board}{suffix}") for board in boards for suffix in _STORE_SUFFIXES)
 
 
 def _configured(ctx: ToolContext, key: str) -> list[Path]:
