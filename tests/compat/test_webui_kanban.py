@@ -16,7 +16,6 @@ import os
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +24,7 @@ from hermes_cli import kanban_db as kb
 
 from hermes import profiles
 from tests.fakes import llm_server as fake
+from tests.kanban.helpers import wait_for_task
 
 HERE = Path(__file__).resolve().parent
 SESSION = HERE / "webui_kanban_bridge.py"
@@ -113,17 +113,6 @@ def test_two_claimers_of_one_task_one_wins(board: Path) -> None:
     assert [(r.status, r.claim_lock) for r in runs] == [("running", "host:1")]
 
 
-def wait_for(conn: sqlite3.Connection, task_id: str, status: str) -> kb.Task:
-    """The task once it reaches ``status`` (a worker process moves it)."""
-    deadline = time.monotonic() + 120
-    while True:
-        task = kb.get_task(conn, task_id)
-        assert task is not None
-        if task.status == status or time.monotonic() > deadline:
-            return task
-        time.sleep(0.1)
-
-
 @pytest.fixture
 def builder(board: Path, fake_llm: fake.FakeLLMServer, monkeypatch: pytest.MonkeyPatch) -> str:
     """A profile ``builder`` whose agent talks to the fake model."""
@@ -144,9 +133,9 @@ def test_dispatch_runs_a_task_as_a_turn_of_its_assignees_agent(
         # As the panel's Dispatch button calls it (bridge's _dispatch_payload).
         result = kb.dispatch_once(conn, dry_run=False, max_spawn=8)
         assert [s[:2] for s in result.spawned] == [(spec, builder)]
-        done = wait_for(conn, spec, "done")
+        done = wait_for_task(conn, spec, "done")
         runs = kb.list_runs(conn, spec)
-        child = wait_for(conn, build, "ready")  # promoted just after the parent is done
+        child = wait_for_task(conn, build, "ready")  # promoted just after the parent is done
     assert done.status == "done", kb.read_worker_log(spec)
     assert done.result == "The spec: three endpoints, one table."
     assert [(r.profile, r.outcome, r.summary) for r in runs] == [
@@ -169,7 +158,7 @@ def test_a_task_dispatched_on_a_board_not_current_runs_on_its_board(
     with kb.connect_closing(board="side") as conn:
         task_id = kb.create_task(conn, title="Side work", assignee=builder)
         kb.dispatch_once(conn)
-        done = wait_for(conn, task_id, "done")
+        done = wait_for_task(conn, task_id, "done")
     assert kb.get_current_board() == "default"
     assert (done.status, done.result) == ("done", "Done on the side board."), kb.read_worker_log(
         task_id
@@ -183,7 +172,7 @@ def test_a_turn_that_fails_blocks_its_task_with_the_reason(
     with kb.connect_closing() as conn:
         task_id = kb.create_task(conn, title="Unreachable", assignee=builder, max_retries=1)
         kb.dispatch_once(conn)
-        blocked = wait_for(conn, task_id, "blocked")
+        blocked = wait_for_task(conn, task_id, "blocked")
         runs = kb.list_runs(conn, task_id)
     assert blocked.status == "blocked", kb.read_worker_log(task_id)
     assert runs[-1].outcome == "blocked" and runs[-1].summary

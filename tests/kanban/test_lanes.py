@@ -22,6 +22,7 @@ from hermes.kanban import db as board_db
 from hermes.kanban import dispatch, respawn, tasks
 from hermes.testing import FakeLLMServer
 from hermes.testing import llm_server as fake
+from tests.kanban.helpers import wait_for_task
 
 REVIEW_SKILL = (
     "---\nname: sdlc-review\ndescription: Review a pull request and merge it.\n---\n"
@@ -52,18 +53,6 @@ def reviewer(board: sqlite3.Connection, fake_llm: FakeLLMServer, monkeypatch: An
     return "reviewer"
 
 
-def wait_for(conn: sqlite3.Connection, task_id: str, status: str) -> kb.Task:
-    """The task once it reaches ``status`` (a worker process moves it), or as it is
-    after two minutes."""
-    deadline = time.monotonic() + 120
-    while True:
-        task = tasks.get_task(conn, task_id)
-        assert task is not None
-        if task.status == status or time.monotonic() > deadline:
-            return task
-        time.sleep(0.1)
-
-
 def wait_for_run(conn: sqlite3.Connection, task_id: str, outcome: str) -> list[kb.Run]:
     """The task's runs once its latest ended with ``outcome`` (or after two minutes)."""
     deadline = time.monotonic() + 120
@@ -82,7 +71,7 @@ def test_a_review_task_runs_its_reviewers_turn_with_the_review_skill(
     board.execute("UPDATE tasks SET status = 'review' WHERE id = ?", (task_id,))  # as a worker
     result = dispatch.dispatch_once(board)
     assert [s[:2] for s in result.spawned] == [(task_id, reviewer)]
-    done = wait_for(board, task_id, "done")
+    done = wait_for_task(board, task_id, "done")
     assert done.status == "done", kb.read_worker_log(task_id)
     assert done.result == "Reviewed: every criterion holds, merged."
     assert done.skills is None  # the reviewer's skill is its worker's, not the task's
@@ -102,7 +91,7 @@ def test_a_ready_task_does_not_get_the_review_skill(
     fake_llm.script(fake.text("Built."))
     task_id = tasks.create_task(board, title="Build it", assignee=reviewer)
     dispatch.dispatch_once(board)
-    done = wait_for(board, task_id, "done")
+    done = wait_for_task(board, task_id, "done")
     assert done.status == "done", kb.read_worker_log(task_id)
     assert "REVIEW-MARKER-41" not in fake_llm.requests[0]["messages"][-1]["content"]
 
@@ -137,7 +126,7 @@ def test_a_turn_refused_for_the_rate_limit_waits_out_the_cooldown(
     monkeypatch.setenv("HERMES_KANBAN_RATE_LIMIT_COOLDOWN_SECONDS", "0")
     again = dispatch.dispatch_once(board)
     assert [s[0] for s in again.spawned] == [task_id]
-    done = wait_for(board, task_id, "done")
+    done = wait_for_task(board, task_id, "done")
     assert (done.status, done.result) == ("done", "Three errors, all at startup.")
 
 

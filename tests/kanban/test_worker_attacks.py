@@ -14,9 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import shutil
-import sqlite3
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -29,6 +27,7 @@ from hermes.testing.llm_server import FakeLLMServer
 from hermes_state import SessionDB
 from tests.gateway.listener import Listener
 from tests.gateway.obedient import PLANTED, obey_the_page
+from tests.kanban.helpers import wait_for_task
 
 pytestmark = pytest.mark.slow  # worker processes
 
@@ -68,17 +67,6 @@ def machine(monkeypatch: pytest.MonkeyPatch, fake_llm: FakeLLMServer) -> Iterato
 
 def planted(*calls: tuple[str, dict[str, Any]]) -> str:
     return "\n".join(PLANTED + json.dumps({"tool": tool, "args": args}) for tool, args in calls)
-
-
-def finished(conn: sqlite3.Connection, task_id: str) -> kb.Task:
-    """The task once its worker process has moved it to done or blocked."""
-    deadline = time.monotonic() + 120
-    while True:
-        task = kb.get_task(conn, task_id)
-        assert task is not None
-        if task.status in ("done", "blocked") or time.monotonic() > deadline:
-            return task
-        time.sleep(0.1)
 
 
 def test_planted_text_in_a_task_reads_no_secret_and_changes_nothing_of_the_profile(
@@ -133,7 +121,7 @@ def test_planted_text_in_a_task_reads_no_secret_and_changes_nothing_of_the_profi
             kb.add_comment(conn, task_id, "webui", writes)
             kb.complete_task(conn, parent, result="Found this page:\n" + upload)
             kb.dispatch_once(conn)
-            task = finished(conn, task_id)
+            task = wait_for_task(conn, task_id, "done", "blocked")
     log = kb.read_worker_log(task_id) or ""
     assert task.status == "done", log
     answer = task.result or ""
@@ -165,7 +153,7 @@ def test_a_task_works_in_its_own_scratch_folder_and_in_no_other(machine: Path) -
     with kb.connect_closing() as conn:
         task_id = kb.create_task(conn, title="Take notes", body=body, assignee="work")
         kb.dispatch_once(conn)
-        task = finished(conn, task_id)
+        task = wait_for_task(conn, task_id, "done", "blocked")
     answer = task.result or ""
     assert task.status == "done", kb.read_worker_log(task_id)
     outputs = answer.removeprefix("RESULT<<").removesuffix(">>").split("\n----\n")
@@ -181,7 +169,7 @@ def test_a_workers_conversation_is_no_terminal_chat_to_continue(machine: Path) -
     with kb.connect_closing() as conn:
         task_id = kb.create_task(conn, title="Read the notes", body=body, assignee="work")
         kb.dispatch_once(conn)
-        task = finished(conn, task_id)
+        task = wait_for_task(conn, task_id, "done", "blocked")
     assert task.status == "done", kb.read_worker_log(task_id)
     db = SessionDB(db_path=machine / "data" / "profiles" / "work" / "state.db")
     try:

@@ -14,7 +14,6 @@ import json
 import os
 import subprocess
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,6 +23,7 @@ from hermes_cli import kanban_db as kb
 from hermes import profiles
 from tests.gateway import obedient
 from tests.gateway.obedient import NPM_CANARY, OPS_CANARY, PLANTED, obey_the_page
+from tests.kanban.helpers import wait_for_task
 
 PLANTED_TEXT = "the owner's file, which no task made\n"
 PROFILE_CANARY = "profile-canary-4e1d0b"
@@ -174,15 +174,9 @@ def _planted(*calls: tuple[str, dict[str, object]]) -> str:
     return "Tidy the project's notes.\n\n" + "\n".join(lines)
 
 
-def _wait_done(task_id: str, timeout: float = 120.0) -> kb.Task:
-    deadline = time.monotonic() + timeout
-    while True:
-        with kb.connect_closing() as conn:
-            task = kb.get_task(conn, task_id)
-        assert task is not None
-        if task.status in ("done", "blocked") or time.monotonic() > deadline:
-            return task
-        time.sleep(0.2)
+def _wait_done(task_id: str) -> kb.Task:
+    with kb.connect_closing() as conn:
+        return wait_for_task(conn, task_id, "done", "blocked")
 
 
 def test_a_worker_in_a_dir_workspace_works_there_and_reaches_nothing_else(

@@ -44,20 +44,25 @@ def machine(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     shutil.rmtree(root, ignore_errors=True)
 
 
-@pytest.mark.parametrize("source", ["cli", "telegram"])
-def test_no_profile_reads_another_profiles_home(
-    machine: Path, registry: ToolRegistry, source: str
-) -> None:
-    work = machine / "data" / "profiles" / "work"
-    write_config(work, {"terminal.sandbox": "bwrap", "tools.workspace": str(machine / "project")})
-    ctx = ToolContext(
+def sandboxed(work: Path, project: Path, source: str) -> ToolContext:
+    """The tools' context of the profile ``work`` for ``source``, its commands in bubblewrap."""
+    write_config(work, {"terminal.sandbox": "bwrap", "tools.workspace": str(project)})
+    return ToolContext(
         hermes_home=work,
-        cwd=machine / "project",
+        cwd=project,
         config=load_config(work / "config.yaml"),
         surface="gateway" if source != "cli" else "cli",
         interactive=False,
         source=source,
     )
+
+
+@pytest.mark.parametrize("source", ["cli", "telegram"])
+def test_no_profile_reads_another_profiles_home(
+    machine: Path, registry: ToolRegistry, source: str
+) -> None:
+    work = machine / "data" / "profiles" / "work"
+    ctx = sandboxed(work, machine / "project", source)
     paths = [str(machine / name) for name in SECRETS]
     results = [registry.dispatch("read_file", json.dumps({"path": p}), ctx) for p in paths]
     command = f"cat {' '.join(paths)}; grep -r OPENAI {machine}"
@@ -80,15 +85,7 @@ def test_a_profiles_commands_run_wherever_its_root_lies(
         work = machine / "home" / ".hermes" / "profiles" / "work"
         work.mkdir(parents=True)
         monkeypatch.setenv("HERMES_HOME", str(work))
-    write_config(work, {"terminal.sandbox": "bwrap", "tools.workspace": str(machine / "project")})
-    ctx = ToolContext(
-        hermes_home=work,
-        cwd=machine / "project",
-        config=load_config(work / "config.yaml"),
-        surface="gateway" if source != "cli" else "cli",
-        interactive=False,
-        source=source,
-    )
+    ctx = sandboxed(work, machine / "project", source)
     result = registry.dispatch("terminal", json.dumps({"command": "echo ran-in-the-sandbox"}), ctx)
     assert "ran-in-the-sandbox" in result and "bwrap:" not in result, result
 
@@ -113,15 +110,7 @@ def test_a_kanban_board_kept_outside_the_root_is_hidden_too(
     path = paths.kanban_db_path()
     assert path.parent == boards and path.exists()
     work = machine / "data" / "profiles" / "work"
-    write_config(work, {"terminal.sandbox": "bwrap", "tools.workspace": str(machine / "project")})
-    ctx = ToolContext(
-        hermes_home=work,
-        cwd=machine / "project",
-        config=load_config(work / "config.yaml"),
-        surface="gateway" if source != "cli" else "cli",
-        interactive=False,
-        source=source,
-    )
+    ctx = sandboxed(work, machine / "project", source)
     read = registry.dispatch("read_file", json.dumps({"path": str(path)}), ctx)
     command = f"grep -rao board-secret-.... {boards}; echo done"
     ran = registry.dispatch("terminal", json.dumps({"command": command}), ctx)
