@@ -124,6 +124,29 @@ def open_run(
     return run_id
 
 
+def back_to_ready(
+    conn: sqlite3.Connection,
+    task_id: str,
+    *,
+    where: str = "",
+    params: Iterable[Any] = (),
+    forget_heartbeat: bool = False,
+    failure: str | None = None,
+) -> bool:
+    """A running task back to ``ready``, its claim and worker cleared (its heartbeat too,
+    or ``failure`` kept as its last error), if it still is as its caller saw it (``where``
+    with ``params``: another tick may have moved it since). Inside the caller's
+    transaction; whether it moved."""
+    sets = ", last_heartbeat_at = NULL" if forget_heartbeat else ""
+    sets += ", last_failure_error = ?" if failure is not None else ""
+    moved = conn.execute(
+        "UPDATE tasks SET status = 'ready', claim_lock = NULL, claim_expires = NULL, "
+        f"worker_pid = NULL{sets} WHERE id = ? AND status = 'running'{where}",
+        (*([failure] if failure is not None else []), task_id, *params),
+    )
+    return moved.rowcount == 1
+
+
 def heartbeat_claim(
     conn: sqlite3.Connection,
     task_id: str,
@@ -183,11 +206,7 @@ def complete_task(
             "consecutive_failures = 0, last_failure_error = NULL "
             "WHERE id = ? AND status IN ('running', 'ready', 'blocked')"
         )
-        params: list[Any] = [result, int(time.time()), task_id]
-        if expected_run_id is not None:
-            query += " AND current_run_id = ?"
-            params.append(int(expected_run_id))
-        if conn.execute(query, params).rowcount != 1:
+        if not _moved(conn, query, [result, int(time.time()), task_id], expected_run_id):
             return False
         run_id = close_run(
             conn, task_id, outcome="completed", status="done", summary=handoff, metadata=metadata
@@ -241,15 +260,9 @@ def block_task(
             "worker_pid = NULL, block_kind = ?, block_recurrences = ? "
             "WHERE id = ? AND status IN ('running', 'ready')"
         )
-        params: list[Any] = [status, kind, count, task_id]
-        if expected_run_id is not None:
-            query += " AND current_run_id = ?"
-            params.append(int(expected_run_id))
-        if conn.execute(query, params).rowcount != 1:
+        if not _moved(conn, query, [status, kind, count, task_id], expected_run_id):
             return False
-        run_id = close_run(conn, task_id, outcome="blocked", status="blocked", summary=reason)
-        if run_id is None and reason:
-            run_id = record_ended_run(conn, task_id, outcome="blocked", summary=reason)
+        run_id = _close_or_keep_run(conn, task_id, "blocked", reason)
         payload: dict[str, Any]
         if status == "todo":
             event, payload = "dependency_wait", {"reason": reason, "kind": kind}
@@ -267,6 +280,28 @@ def block_task(
     return True
 
 
+def _moved(
+    conn: sqlite3.Connection, query: str, params: list[Any], expected_run_id: int | None
+) -> bool:
+    """Run a move's UPDATE, held to the run the caller saw (``expected_run_id``, when
+    given); whether the task moved."""
+    if expected_run_id is not None:
+        query += " AND current_run_id = ?"
+        params = [*params, int(expected_run_id)]
+    return conn.execute(query, params).rowcount == 1
+
+
+def _close_or_keep_run(
+    conn: sqlite3.Connection, task_id: str, outcome: str, reason: str | None
+) -> int | None:
+    """Close the task's run in flight as ``outcome`` or, for a task no worker claimed, keep
+    ``reason`` in a zero-length run; the run's id, or None when there was neither."""
+    run_id = close_run(conn, task_id, outcome=outcome, status=outcome, summary=reason)
+    if run_id is None and reason:
+        run_id = record_ended_run(conn, task_id, outcome=outcome, summary=reason)
+    return run_id
+
+
 def schedule_task(
     conn: sqlite3.Connection,
     task_id: str,
@@ -282,15 +317,9 @@ def schedule_task(
             "UPDATE tasks SET status = 'scheduled', claim_lock = NULL, claim_expires = NULL, "
             "worker_pid = NULL WHERE id = ? AND status IN ('todo', 'ready', 'running', 'blocked')"
         )
-        params: list[Any] = [task_id]
-        if expected_run_id is not None:
-            query += " AND current_run_id = ?"
-            params.append(int(expected_run_id))
-        if conn.execute(query, params).rowcount != 1:
+        if not _moved(conn, query, [task_id], expected_run_id):
             return False
-        run_id = close_run(conn, task_id, outcome="scheduled", status="scheduled", summary=reason)
-        if run_id is None and reason:
-            run_id = record_ended_run(conn, task_id, outcome="scheduled", summary=reason)
+        run_id = _close_or_keep_run(conn, task_id, "scheduled", reason)
         append_event(conn, task_id, "scheduled", {"reason": reason}, run_id=run_id)
     return True
 

@@ -25,9 +25,9 @@ import os
 import re
 import sqlite3
 import time
-from typing import Any
 
 from hermes.kanban.db import write_txn
+from hermes.kanban.flow import back_to_ready
 from hermes.kanban.tasks import append_event, close_run
 
 # A failure no immediate retry fixes: quotas, rate limits, credentials, billing.
@@ -115,15 +115,9 @@ def requeue_rate_limited(
     cool-down. ``False`` when the task was not running (under ``expected_run_id``)."""
     error = error[:500]
     with write_txn(conn):
-        query = (
-            "UPDATE tasks SET status = 'ready', claim_lock = NULL, claim_expires = NULL, "
-            "worker_pid = NULL, last_failure_error = ? WHERE id = ? AND status = 'running'"
-        )
-        params: list[Any] = [error, task_id]
-        if expected_run_id is not None:
-            query += " AND current_run_id = ?"
-            params.append(int(expected_run_id))
-        if conn.execute(query, params).rowcount != 1:
+        run = () if expected_run_id is None else (int(expected_run_id),)
+        where = " AND current_run_id = ?" if run else ""
+        if not back_to_ready(conn, task_id, where=where, params=run, failure=error):
             return False
         run_id = close_run(conn, task_id, outcome="rate_limited", error=error)
         append_event(conn, task_id, "rate_limited", {"error": error}, run_id=run_id)

@@ -28,7 +28,7 @@ from typing import Any
 import psutil
 
 from hermes.kanban.db import write_txn
-from hermes.kanban.flow import claim_ttl_seconds, claimer_id
+from hermes.kanban.flow import back_to_ready, claim_ttl_seconds, claimer_id
 from hermes.kanban.records import DispatchResult
 from hermes.kanban.tasks import DEFAULT_FAILURE_LIMIT, append_event, close_run, task_fields
 
@@ -238,13 +238,12 @@ def release_stale_claims(
             _defer(conn, row["id"], lock, now, termination, "ttl_expired_worker_alive")
             continue
         with write_txn(conn):
-            moved = conn.execute(
-                "UPDATE tasks SET status = 'ready', claim_lock = NULL, claim_expires = NULL, "
-                "worker_pid = NULL WHERE id = ? AND status = 'running' AND claim_lock IS ? "
-                "AND claim_expires IS NOT NULL AND claim_expires < ?",
-                (row["id"], lock, now),
-            ).rowcount
-            if moved != 1:
+            if not back_to_ready(
+                conn,
+                row["id"],
+                where=" AND claim_lock IS ? AND claim_expires IS NOT NULL AND claim_expires < ?",
+                params=(lock, now),
+            ):
                 continue
             run_id = close_run(
                 conn,
@@ -340,13 +339,9 @@ def detect_stale_running(
             _defer(conn, task_id, lock, now, termination, "heartbeat_stale_worker_alive")
             continue
         with write_txn(conn):
-            moved = conn.execute(
-                "UPDATE tasks SET status = 'ready', claim_lock = NULL, claim_expires = NULL, "
-                "worker_pid = NULL, last_heartbeat_at = NULL "
-                "WHERE id = ? AND status = 'running' AND claim_lock IS ?",
-                (task_id, lock),
-            ).rowcount
-            if moved != 1:
+            if not back_to_ready(
+                conn, task_id, where=" AND claim_lock IS ?", params=(lock,), forget_heartbeat=True
+            ):
                 continue
             payload = {
                 "elapsed_seconds": elapsed,
@@ -453,13 +448,13 @@ def enforce_max_runtime(
         sigkill = _kill_if_still_alive(pid, kill, pid_alive)
         error = f"elapsed {elapsed}s > limit {limit}s"
         with write_txn(conn):
-            moved = conn.execute(
-                "UPDATE tasks SET status = 'ready', claim_lock = NULL, claim_expires = NULL, "
-                "worker_pid = NULL, last_heartbeat_at = NULL "
-                "WHERE id = ? AND status = 'running' AND worker_pid = ? AND claim_lock IS ?",
-                (task_id, pid, lock),
-            ).rowcount
-            if moved != 1:
+            if not back_to_ready(
+                conn,
+                task_id,
+                where=" AND worker_pid = ? AND claim_lock IS ?",
+                params=(pid, lock),
+                forget_heartbeat=True,
+            ):
                 continue
             payload = {
                 "pid": pid,
@@ -617,13 +612,9 @@ def detect_crashed_workers(
         kind, error, exit_fields = _death(pid)
         outcome = "rate_limited" if kind == "rate_limited" else "crashed"
         with write_txn(conn):
-            moved = conn.execute(
-                "UPDATE tasks SET status = 'ready', claim_lock = NULL, claim_expires = NULL, "
-                "worker_pid = NULL WHERE id = ? AND status = 'running' AND worker_pid = ? "
-                "AND claim_lock IS ?",
-                (row["id"], pid, lock),
-            ).rowcount
-            if moved != 1:
+            if not back_to_ready(
+                conn, row["id"], where=" AND worker_pid = ? AND claim_lock IS ?", params=(pid, lock)
+            ):
                 continue
             payload = {"pid": pid, "claimer": lock} | exit_fields
             run_id = close_run(conn, row["id"], outcome=outcome, error=error, metadata=payload)
