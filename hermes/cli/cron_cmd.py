@@ -106,6 +106,11 @@ def _job_row(job: dict[str, Any]) -> list[Any]:
     "--workdir",
     help="The folder (absolute path) the job's runs work in; default: a folder of its own.",
 )
+@click.option(
+    "--repeat",
+    type=click.IntRange(min=1),
+    help="Stop after this many runs (default: as often as the schedule says; a one-shot runs once).",
+)
 def create(
     schedule_arg: str | None,
     prompt_arg: str | None,
@@ -118,6 +123,7 @@ def create(
     model: str | None,
     toolsets: tuple[str, ...],
     workdir: str | None,
+    repeat: int | None,
 ) -> None:
     """Create a scheduled job."""
     when, ask = schedule or schedule_arg, prompt or prompt_arg
@@ -140,6 +146,7 @@ def create(
             model=model,
             toolsets=limited,
             workdir=folder,
+            repeat_times=repeat,
         )
     click.echo(
         f"Created job {job['id']} ({job['name']}): {parsed.display}, next run {_when(job['next_run_at'])}."
@@ -185,6 +192,11 @@ cron.add_command(create, "add")
     "--workdir",
     help="A new folder (absolute path) for the job's runs; '' for the job's own folder.",
 )
+@click.option(
+    "--repeat",
+    type=click.IntRange(min=0),
+    help="How many runs the job makes in all, those made counted (0: as often as its schedule says).",
+)
 def edit(
     job_ref: str,
     schedule: str | None,
@@ -195,6 +207,7 @@ def edit(
     toolsets: tuple[str, ...],
     all_toolsets: bool,
     workdir: str | None,
+    repeat: int | None,
 ) -> None:
     """Change a job."""
     fields: dict[str, Any] = {}
@@ -206,13 +219,15 @@ def edit(
         fields["deliver"] = check_target(deliver)
     if workdir is not None:
         fields["workdir"] = workdir  # checked once the store is open
+    if repeat is not None:
+        fields["repeat_times"] = repeat or None
     fields.update(
         {k: v for k, v in (("prompt", prompt), ("name", name), ("model", model)) if v is not None}
     )
     if not fields:
         raise HermesError(
             "Nothing to change: give --schedule, --prompt, --name, --deliver, --model, "
-            "--toolset or --workdir."
+            "--toolset, --workdir or --repeat."
         )
     job = _change(job_ref, **fields)
     click.echo(f"Updated job {job['id']} ({job['name']}); next run {_when(job['next_run_at'])}.")

@@ -174,7 +174,8 @@ class CronStore(Tables):
     def update_job(
         self, job_id: str, now: float | None = None, **fields: Any
     ) -> dict[str, Any] | None:
-        """Set columns of a job; a new schedule or a resume computes the next run again."""
+        """Set columns of a job; a new schedule, a resume or a new repeat count computes the
+        next run again (a job past a lowered count stops at its next due time)."""
         now = time.time() if now is None else now
 
         def update(tx: Tx) -> dict[str, Any] | None:
@@ -188,7 +189,10 @@ class CronStore(Tables):
             for key in ("origin", "context_from"):
                 if key in values:
                     values[key] = json.dumps(values[key]) if values[key] else None
-            if "schedule" in values or values.get("enabled") == 1:
+            if "repeat_times" in values and row["completed"] is None:
+                values["completed"] = 0  # a count set on a job that kept none starts now
+            recount = "repeat_times" in values and row["enabled"]
+            if "schedule" in values or values.get("enabled") == 1 or recount:
                 text = str(values.get("schedule", row["schedule"]))
                 schedule = parse(text, timezone=row["timezone"], now=now)
                 anchor = now

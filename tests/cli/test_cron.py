@@ -206,3 +206,14 @@ def test_a_job_works_in_the_workdir_it_is_given(hermes, cli_env, tmp_path) -> No
         assert workdir() == str(project)
     assert hermes("cron", "edit", job_id, "--workdir", "").returncode == 0
     assert workdir() is None  # '' gives the job its own folder again, as in 0.19
+
+
+def test_a_repeat_count_is_set_at_create_and_edit_as_hermes_agent_takes_it(hermes) -> None:
+    made = hermes("cron", "create", "every 1h", "the news", "--repeat", "3")
+    assert made.returncode == 0, made.stderr
+    [job] = json.loads(hermes("cron", "list", "--json").stdout)
+    assert (job["repeat_times"], job["completed"]) == (3, 0)
+    assert hermes("cron", "edit", job["id"], "--repeat", "0").returncode == 0
+    assert json.loads(hermes("cron", "list", "--json").stdout)[0]["repeat_times"] is None
+    bad = hermes("cron", "create", "every 1h", "x", "--repeat", "0")
+    assert bad.returncode != 0 and "--repeat" in bad.stderr and "Traceback" not in bad.stderr

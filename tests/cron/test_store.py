@@ -243,6 +243,38 @@ def test_a_recurring_job_stops_at_its_repeat_times(cron: CronStore) -> None:
     assert (cron.job(job)["completed"], cron.job(job)["state"]) == (2, "completed")  # type: ignore[index]
 
 
+def test_a_raised_repeat_count_gives_a_completed_job_its_next_runs(cron: CronStore) -> None:
+    made = cron.create_job(name="j", schedule=parse("every 10s", now=T0), prompt="p",
+                           repeat_times=1, now=T0)  # fmt: skip
+    job = made["id"]
+    _run_all_due(cron, T0 + 10)
+    assert cron.job(job)["state"] == "completed"  # type: ignore[index]
+    raised = cron.update_job(job, repeat_times=3, now=T0 + 15)
+    assert raised is not None and raised["state"] == "scheduled"
+    ran = [_run_all_due(cron, now) for now in (T0 + 25, T0 + 35, T0 + 45, T0 + 55)]
+    assert ran == [1, 1, 0, 0]
+    assert (cron.job(job)["completed"], cron.job(job)["state"]) == (3, "completed")  # type: ignore[index]
+
+
+def test_a_count_set_on_a_job_that_kept_none_starts_from_zero(cron: CronStore) -> None:
+    made = cron.create_job(name="j", schedule=parse("every 10s", now=T0), prompt="p",
+                           completed=None, now=T0)  # fmt: skip
+    changed = cron.update_job(made["id"], repeat_times=1, now=T0 + 5)
+    assert changed is not None and (changed["repeat_times"], changed["completed"]) == (1, 0)
+    assert [_run_all_due(cron, now) for now in (T0 + 15, T0 + 25)] == [1, 0]
+
+
+def _run_all_due(cron: CronStore, now: float) -> int:
+    """Make, take and finish every run due by ``now``; how many ran."""
+    ran = 0
+    for _ in cron.make_due_runs(now):
+        taken = cron.take_run("me", 60, now=now)
+        assert taken is not None
+        assert cron.finish(taken["id"], "me", output="ok", error=None, deliver="local")
+        ran += 1
+    return ran
+
+
 def test_a_job_that_keeps_no_count_is_never_counted(cron: CronStore) -> None:
     made = cron.create_job(name="j", schedule=parse("every 10s", now=T0), prompt="p",
                            completed=None, now=T0)  # fmt: skip
