@@ -43,6 +43,7 @@ _UPDATABLE = {
     "enabled_toolsets",
     "toolsets",
     "workdir",
+    "repeat",
 }
 MAX_NAME = 200
 MAX_PROMPT = 5000
@@ -129,6 +130,7 @@ class _JobsApi:
             skills = _skills(body)
             toolsets = _toolsets(body, self.config)
             workdir = self._workdir(body.get("workdir"))
+            repeat = _repeat(body.get("repeat"), forever_ok=False)
             job = await asyncio.to_thread(
                 lambda: self.store.create_job(
                     name=name,
@@ -138,6 +140,7 @@ class _JobsApi:
                     skills=skills,
                     toolsets=toolsets,
                     workdir=workdir,
+                    repeat_times=repeat,
                 )
             )
         except HermesError as exc:
@@ -210,6 +213,17 @@ def _toolsets(body: dict[str, Any], config: Config | None) -> list[str]:
     return check_names(names, config)
 
 
+def _repeat(value: Any, *, forever_ok: bool) -> int | None:
+    """0.19's ``repeat``: how many runs the job makes (an integer, or ``{"times": N}`` as
+    a job shows it); None: as many as its schedule gives (on a change: null or 0)."""
+    times = value.get("times") if isinstance(value, dict) else value
+    if times is None or (forever_ok and times == 0):
+        return None
+    if isinstance(times, bool) or not isinstance(times, int) or times < 1:
+        raise HermesError("Repeat must be a positive integer")
+    return times
+
+
 def _fields(given: dict[str, Any], config: Config | None) -> dict[str, Any]:
     fields: dict[str, Any] = {}
     if "name" in given:
@@ -229,6 +243,8 @@ def _fields(given: dict[str, Any], config: Config | None) -> dict[str, Any]:
         fields["skills"] = _skills(given)
     if "enabled_toolsets" in given or "toolsets" in given:
         fields["toolsets"] = _toolsets(given, config)
+    if "repeat" in given:
+        fields["repeat_times"] = _repeat(given["repeat"], forever_ok=True)
     if "enabled" in given:
         fields["enabled"] = 1 if given["enabled"] else 0
         if not given["enabled"]:

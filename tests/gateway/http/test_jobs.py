@@ -86,3 +86,18 @@ def test_a_job_whose_id_names_no_folder_is_refused_by_the_api(gateway) -> None:
     assert store.runs("../x") == []
     assert planted.read_text(encoding="utf-8") == "keep"
     assert list(planted.parent.iterdir()) == [planted]
+
+
+def test_a_repeat_count_over_the_api_as_hermes_agent_takes_it(gateway) -> None:
+    job = {"name": "thrice", "schedule": "every 1h", "prompt": "p"}
+    status, made = call(gateway, "POST", "/api/jobs", json={**job, "repeat": 3})
+    assert status == 200 and made["job"]["repeat"] == {"times": 3, "completed": 0}, made
+    job_id = made["job"]["id"]
+    status, changed = call(gateway, "PATCH", f"/api/jobs/{job_id}", json={"repeat": {"times": 5}})
+    assert status == 200 and changed["job"]["repeat"]["times"] == 5, changed
+    status, forever = call(gateway, "PATCH", f"/api/jobs/{job_id}", json={"repeat": None})
+    assert status == 200 and forever["job"]["repeat"]["times"] is None, forever
+    for bad in (0, -1, "3", True):
+        status, answer = call(gateway, "POST", "/api/jobs", json={**job, "repeat": bad})
+        assert (status, answer) == (400, {"error": "Repeat must be a positive integer"})
+    assert [j["id"] for j in call(gateway, "GET", "/api/jobs")[1]["jobs"]] == [job_id]
