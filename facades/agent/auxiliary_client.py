@@ -13,22 +13,28 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import re
 from typing import Any
+from urllib.parse import urlparse
 
-from hermes_constants import get_hermes_home
+from hermes_constants import OPENROUTER_BASE_URL, get_hermes_home
 
 from hermes.config import load_config
 from hermes.plugins.llm import call_llm as _call_llm
 from hermes.plugins.llm import endpoint
 
 __all__ = [
+    "OPENROUTER_BASE_URL",
     "async_call_llm",
+    "auxiliary_max_tokens_param",
     "call_llm",
     "extract_content_or_reasoning",
     "get_async_text_auxiliary_client",
+    "get_available_vision_backends",
     "get_text_auxiliary_client",
     "resolve_provider_client",
+    "resolve_vision_provider_client",
 ]
 
 logger = logging.getLogger(__name__)
@@ -143,3 +149,55 @@ def _read_main_provider() -> str:
     """The home's ``model.provider``, lower case ("" when unset)."""
     provider = load_config(get_hermes_home() / "config.yaml").get("model.provider")
     return str(provider or "").strip().lower()
+
+
+def get_available_vision_backends() -> list[str]:
+    """The providers a vision side task may use, in order: hermes's one endpoint, named
+    by ``model.provider`` (``main`` when unset)."""
+    return [_read_main_provider() or "main"]
+
+
+def resolve_vision_provider_client(
+    provider: str | None = None,
+    model: str | None = None,
+    *,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    async_mode: bool = False,
+    main_runtime: dict[str, Any] | None = None,
+) -> tuple[str | None, Any, str | None]:
+    """``(provider, client, model)`` for a vision side task: ``base_url`` (with
+    ``api_key``) when given, as 0.19's ``custom``, else hermes's endpoint; a provider
+    hermes has no endpoint for answers ``(provider, None, None)``, as 0.19's without
+    credentials."""
+    requested = (provider or "auto").strip().lower()
+    if base_url:
+        named = requested if requested not in ("", "auto") else "custom"
+        client, final = resolve_provider_client(
+            named, model, async_mode, explicit_base_url=base_url, explicit_api_key=api_key
+        )
+        return named, client, final if client is not None else None
+    named = requested if requested != "auto" else (_read_main_provider() or "main")
+    client, final = resolve_provider_client(named, model, async_mode)
+    return named, client, final
+
+
+# OpenAI's newer families refuse ``max_tokens`` and want ``max_completion_tokens``.
+_COMPLETION_TOKENS_MODELS = ("gpt-4o", "gpt-4.1", "gpt-5", "o1", "o3", "o4")
+_COMPLETION_TOKENS_HOSTS = ("api.openai.com", "api.githubcopilot.com")
+
+
+def auxiliary_max_tokens_param(value: int, *, model: str | None = None) -> dict[str, int]:
+    """The token-limit argument of a side task's request, as 0.19 names it:
+    ``max_completion_tokens`` for OpenAI's own API (and Copilot's) or a model of OpenAI's
+    newer families (``gpt-4o``, ``gpt-4.1``, ``gpt-5``, ``o1``/``o3``/``o4``, a vendor
+    prefix ignored), else ``max_tokens``."""
+    base_url = load_config(get_hermes_home() / "config.yaml").get("model.base_url")
+    host = (urlparse(str(base_url or "")).hostname or "").lower()
+    direct = host in _COMPLETION_TOKENS_HOSTS or host.endswith(".githubcopilot.com")
+    name = (model or "").strip().lower().rsplit("/", 1)[-1]
+    if (direct and not os.environ.get("OPENROUTER_API_KEY")) or (
+        name.startswith(_COMPLETION_TOKENS_MODELS)
+    ):
+        return {"max_completion_tokens": value}
+    return {"max_tokens": value}
