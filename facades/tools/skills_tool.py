@@ -12,7 +12,7 @@ import json
 import os
 import re
 from enum import StrEnum
-from pathlib import Path
+from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 
 import agent.skill_utils as _skill_utils
@@ -179,6 +179,9 @@ def skill_view(name: str, file_path: str | None = None, task_id: str | None = No
     """One skill (or one of its files) as 0.19's JSON answer; ``success: false`` with an
     ``error`` sentence when there is no such skill or file, when the name is ambiguous
     (0.19 refuses to guess) or when the skill is disabled."""
+    refused = _lookup_error(name)
+    if refused:
+        return json.dumps({"success": False, "error": refused})
     matches = _matches(name)
     if len(matches) > 1:
         return json.dumps(
@@ -216,20 +219,38 @@ def skill_view(name: str, file_path: str | None = None, task_id: str | None = No
     return json.dumps(_view(skill_name, index, folder, text, front, body))
 
 
+def _lookup_error(name: str) -> str | None:
+    """Why ``name`` may not be looked up: it is joined onto the skills folders, so an
+    absolute path or a ``..`` would reach outside them."""
+    candidate = name.strip()
+    if (
+        PurePosixPath(candidate).is_absolute()
+        or PureWindowsPath(candidate).is_absolute()
+        or PureWindowsPath(candidate).drive
+    ):
+        return "Skill name must be a relative path within the skills directory."
+    if ".." in Path(candidate).parts:
+        return "Skill name cannot contain '..' path traversal components."
+    return None
+
+
 def _matches(name: str) -> list[Path]:
     """The SKILL.md files (or legacy flat ``<name>.md``) ``name`` may mean: a skill of
-    that name or folder, ``category/name``, or ``<name>.md`` at a skills folder's top."""
-    wanted = name.strip("/")
-    found: list[Path] = []
+    that name or folder, ``category/name`` (a SKILL.md there even without front matter,
+    as 0.19 reads one), or ``<name>.md`` at a skills folder's top; once each."""
+    wanted = name.strip().strip("/")
+    found: dict[Path, Path] = {}  # resolved -> as found
     for skill in _scan(every=True).skills:
         relative = _relative_path(skill).removesuffix("/" + _skills.INDEX)
-        if wanted in (skill.name, skill.folder.name, relative) and skill.index not in found:
-            found.append(skill.index)
+        if wanted in (skill.name, skill.folder.name, relative):
+            found.setdefault(skill.index.resolve(), skill.index)
     for root in _roots():
+        direct = root / wanted / _skills.INDEX
         flat = root / f"{wanted}.md"
-        if flat.is_file() and not is_skill_support_path(flat):
-            found.append(flat)
-    return found
+        for path in (direct, flat):
+            if path.is_file() and not is_skill_support_path(path):
+                found.setdefault(path.resolve(), path)
+    return list(found.values())
 
 
 def _not_found(name: str) -> str:
@@ -253,8 +274,22 @@ def _not_found(name: str) -> str:
 
 
 def _view_file(name: str, folder: Path, file_path: str) -> str:
+    """One file of the skill in ``folder``; never one outside it (0.19's words)."""
+    hint = "Use a relative path within the skill directory"
+    if ".." in Path(file_path).parts:
+        return json.dumps(
+            {"success": False, "error": "Path traversal ('..') is not allowed.", "hint": hint}
+        )
     target = (folder / file_path).resolve()
-    if not target.is_relative_to(folder.resolve()) or not target.is_file():
+    if not target.is_relative_to(folder.resolve()):
+        return json.dumps(
+            {
+                "success": False,
+                "error": f"Path escapes allowed directory: {file_path} is outside the skill.",
+                "hint": hint,
+            }
+        )
+    if not target.is_file():
         return json.dumps(
             {"success": False, "error": f"File '{file_path}' not found in skill '{name}'."}
         )
