@@ -12,9 +12,11 @@ on that endpoint for callers that make their own requests.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import re
+from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlparse
 
@@ -25,16 +27,24 @@ from hermes.plugins.llm import call_llm as _call_llm
 from hermes.plugins.llm import endpoint
 
 __all__ = [
+    "MINIMUM_CONTEXT_LENGTH",
+    "OMIT_TEMPERATURE",
     "OPENROUTER_BASE_URL",
+    "aux_interrupt_protection",
     "async_call_llm",
+    "auxiliary_is_nous",
     "auxiliary_max_tokens_param",
+    "cleanup_stale_async_clients",
     "call_llm",
     "extract_content_or_reasoning",
     "get_async_text_auxiliary_client",
+    "get_auxiliary_extra_body",
     "get_available_vision_backends",
     "get_text_auxiliary_client",
+    "neuter_async_httpx_del",
     "resolve_provider_client",
     "resolve_vision_provider_client",
+    "shutdown_cached_clients",
 ]
 
 logger = logging.getLogger(__name__)
@@ -201,3 +211,36 @@ def auxiliary_max_tokens_param(value: int, *, model: str | None = None) -> dict[
     ):
         return {"max_completion_tokens": value}
     return {"max_tokens": value}
+
+
+MINIMUM_CONTEXT_LENGTH = 64_000  # 0.19's floor for a model's context window, in tokens
+# 0.19's sentinel for "send no temperature" (models that set their own).
+OMIT_TEMPERATURE: object = object()
+# Side tasks never go through Nous Portal here: no product tags to add to a request.
+auxiliary_is_nous: bool = False
+
+
+def get_auxiliary_extra_body() -> dict[str, Any]:
+    """The ``extra_body`` 0.19 adds to side-task requests (Nous Portal's tags): none."""
+    return {}
+
+
+@contextlib.contextmanager
+def aux_interrupt_protection(active: bool = True) -> Iterator[None]:
+    """0.19 keeps a gateway interrupt from aborting a side call made inside this block;
+    hermes never aborts one, so the block runs as it is."""
+    yield
+
+
+# hermes keeps no cache of side-task clients (each call makes its own), so 0.19's
+# housekeeping of that cache has nothing to do.
+def shutdown_cached_clients() -> None:
+    """Close the cached side-task clients: there are none."""
+
+
+def cleanup_stale_async_clients() -> None:
+    """Close cached async clients whose event loop ended: there are none."""
+
+
+def neuter_async_httpx_del() -> None:
+    """0.19 patches httpx's async client finaliser for its cached clients: not needed."""

@@ -1090,6 +1090,20 @@ def test_vision_client_and_token_argument_as_0_19_names_them(
     assert auxiliary_max_tokens_param(7) == {"max_tokens": 7}
 
 
+def test_auxiliary_client_housekeeping_names_answer_as_0_19s() -> None:
+    """0.19's constants and housekeeping calls a plug-in may make around its side work."""
+    from agent import auxiliary_client as aux
+
+    assert aux.MINIMUM_CONTEXT_LENGTH == 64_000
+    assert aux.auxiliary_is_nous is False
+    assert aux.get_auxiliary_extra_body() == {}
+    with aux.aux_interrupt_protection():
+        aux.shutdown_cached_clients()
+        aux.cleanup_stale_async_clients()
+        aux.neuter_async_httpx_del()
+    assert aux.OMIT_TEMPERATURE is aux.OMIT_TEMPERATURE
+
+
 @pytest.mark.hermes_agent
 def test_before_the_upgrade_jobs_are_hermes_agents_own(hermes_agent_python, hermes_home) -> None:
     """A home still holding Hermes Agent's state.db: its jobs.json is still the truth, read
