@@ -12,23 +12,39 @@ on that endpoint for callers that make their own requests.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import os
 import re
+from collections.abc import Iterator
 from typing import Any
+from urllib.parse import urlparse
 
-from hermes_constants import get_hermes_home
+from hermes_constants import OPENROUTER_BASE_URL, get_hermes_home
 
 from hermes.config import load_config
 from hermes.plugins.llm import call_llm as _call_llm
 from hermes.plugins.llm import endpoint
 
 __all__ = [
+    "MINIMUM_CONTEXT_LENGTH",
+    "OMIT_TEMPERATURE",
+    "OPENROUTER_BASE_URL",
+    "aux_interrupt_protection",
     "async_call_llm",
+    "auxiliary_is_nous",
+    "auxiliary_max_tokens_param",
+    "cleanup_stale_async_clients",
     "call_llm",
     "extract_content_or_reasoning",
     "get_async_text_auxiliary_client",
+    "get_auxiliary_extra_body",
+    "get_available_vision_backends",
     "get_text_auxiliary_client",
+    "neuter_async_httpx_del",
     "resolve_provider_client",
+    "resolve_vision_provider_client",
+    "shutdown_cached_clients",
 ]
 
 logger = logging.getLogger(__name__)
@@ -143,3 +159,88 @@ def _read_main_provider() -> str:
     """The home's ``model.provider``, lower case ("" when unset)."""
     provider = load_config(get_hermes_home() / "config.yaml").get("model.provider")
     return str(provider or "").strip().lower()
+
+
+def get_available_vision_backends() -> list[str]:
+    """The providers a vision side task may use, in order: hermes's one endpoint, named
+    by ``model.provider`` (``main`` when unset)."""
+    return [_read_main_provider() or "main"]
+
+
+def resolve_vision_provider_client(
+    provider: str | None = None,
+    model: str | None = None,
+    *,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    async_mode: bool = False,
+    main_runtime: dict[str, Any] | None = None,
+) -> tuple[str | None, Any, str | None]:
+    """``(provider, client, model)`` for a vision side task: ``base_url`` (with
+    ``api_key``) when given, as 0.19's ``custom``, else hermes's endpoint; a provider
+    hermes has no endpoint for answers ``(provider, None, None)``, as 0.19's without
+    credentials."""
+    requested = (provider or "auto").strip().lower()
+    if base_url:
+        named = requested if requested not in ("", "auto") else "custom"
+        client, final = resolve_provider_client(
+            named, model, async_mode, explicit_base_url=base_url, explicit_api_key=api_key
+        )
+        return named, client, final if client is not None else None
+    named = requested if requested != "auto" else (_read_main_provider() or "main")
+    client, final = resolve_provider_client(named, model, async_mode)
+    return named, client, final
+
+
+# OpenAI's newer families refuse ``max_tokens`` and want ``max_completion_tokens``.
+_COMPLETION_TOKENS_MODELS = ("gpt-4o", "gpt-4.1", "gpt-5", "o1", "o3", "o4")
+_COMPLETION_TOKENS_HOSTS = ("api.openai.com", "api.githubcopilot.com")
+
+
+def auxiliary_max_tokens_param(value: int, *, model: str | None = None) -> dict[str, int]:
+    """The token-limit argument of a side task's request, as 0.19 names it:
+    ``max_completion_tokens`` for OpenAI's own API (and Copilot's) or a model of OpenAI's
+    newer families (``gpt-4o``, ``gpt-4.1``, ``gpt-5``, ``o1``/``o3``/``o4``, a vendor
+    prefix ignored), else ``max_tokens``."""
+    base_url = load_config(get_hermes_home() / "config.yaml").get("model.base_url")
+    host = (urlparse(str(base_url or "")).hostname or "").lower()
+    direct = host in _COMPLETION_TOKENS_HOSTS or host.endswith(".githubcopilot.com")
+    name = (model or "").strip().lower().rsplit("/", 1)[-1]
+    if (direct and not os.environ.get("OPENROUTER_API_KEY")) or (
+        name.startswith(_COMPLETION_TOKENS_MODELS)
+    ):
+        return {"max_completion_tokens": value}
+    return {"max_tokens": value}
+
+
+MINIMUM_CONTEXT_LENGTH = 64_000  # 0.19's floor for a model's context window, in tokens
+# 0.19's sentinel for "send no temperature" (models that set their own).
+OMIT_TEMPERATURE: object = object()
+# Side tasks never go through Nous Portal here: no product tags to add to a request.
+auxiliary_is_nous: bool = False
+
+
+def get_auxiliary_extra_body() -> dict[str, Any]:
+    """The ``extra_body`` 0.19 adds to side-task requests (Nous Portal's tags): none."""
+    return {}
+
+
+@contextlib.contextmanager
+def aux_interrupt_protection(active: bool = True) -> Iterator[None]:
+    """0.19 keeps a gateway interrupt from aborting a side call made inside this block;
+    hermes never aborts one, so the block runs as it is."""
+    yield
+
+
+# hermes keeps no cache of side-task clients (each call makes its own), so 0.19's
+# housekeeping of that cache has nothing to do.
+def shutdown_cached_clients() -> None:
+    """Close the cached side-task clients: there are none."""
+
+
+def cleanup_stale_async_clients() -> None:
+    """Close cached async clients whose event loop ended: there are none."""
+
+
+def neuter_async_httpx_del() -> None:
+    """0.19 patches httpx's async client finaliser for its cached clients: not needed."""

@@ -1044,6 +1044,66 @@ def test_async_call_llm_and_the_answers_text(hermes_home: Path, fake_llm) -> Non
     assert extract_content_or_reasoning(answer(content="")) == ""
 
 
+def test_vision_client_and_token_argument_as_0_19_names_them(
+    hermes_home: Path, fake_llm, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """0.19's ``get_available_vision_backends``, ``resolve_vision_provider_client`` (a
+    ``(provider, client, model)`` on hermes's endpoint, or the ``base_url`` given) and
+    ``auxiliary_max_tokens_param`` (OpenAI's newer families want
+    ``max_completion_tokens``)."""
+    from agent.auxiliary_client import (
+        OPENROUTER_BASE_URL,
+        auxiliary_max_tokens_param,
+        get_available_vision_backends,
+        resolve_vision_provider_client,
+    )
+
+    assert OPENROUTER_BASE_URL == "https://openrouter.ai/api/v1"
+    (hermes_home / "config.yaml").write_text(
+        f"model:\n  default: fake-model\n  base_url: {fake_llm.url}\n", encoding="utf-8"
+    )
+    assert get_available_vision_backends() == ["main"]
+    provider, client, model = resolve_vision_provider_client()
+    assert (provider, model) == ("main", "fake-model")
+    answer = client.chat.completions.create(
+        model=model, messages=[{"role": "user", "content": "what is in it"}]
+    )
+    assert answer.choices[0].message.content == "echo: what is in it"
+    provider, client, model = resolve_vision_provider_client(
+        model="seeing-model", base_url=fake_llm.url, api_key="k"
+    )
+    assert (provider, model) == ("custom", "seeing-model")
+    client.chat.completions.create(model=model, messages=[{"role": "user", "content": "x"}])
+    assert fake_llm.requests[-1]["model"] == "seeing-model"
+    assert resolve_vision_provider_client("no-such-provider") == ("no-such-provider", None, None)
+
+    monkeypatch.delenv("OPENROUTER_API_KEY", raising=False)
+    assert auxiliary_max_tokens_param(100) == {"max_tokens": 100}
+    assert auxiliary_max_tokens_param(100, model="openai/gpt-5.4") == {"max_completion_tokens": 100}
+    assert auxiliary_max_tokens_param(100, model="o3-mini") == {"max_completion_tokens": 100}
+    (hermes_home / "config.yaml").write_text(
+        "model:\n  default: gpt-3.5-turbo\n  base_url: https://api.openai.com/v1\n",
+        encoding="utf-8",
+    )
+    assert auxiliary_max_tokens_param(7) == {"max_completion_tokens": 7}
+    monkeypatch.setenv("OPENROUTER_API_KEY", "sk-or-planted")
+    assert auxiliary_max_tokens_param(7) == {"max_tokens": 7}
+
+
+def test_auxiliary_client_housekeeping_names_answer_as_0_19s() -> None:
+    """0.19's constants and housekeeping calls a plug-in may make around its side work."""
+    from agent import auxiliary_client as aux
+
+    assert aux.MINIMUM_CONTEXT_LENGTH == 64_000
+    assert aux.auxiliary_is_nous is False
+    assert aux.get_auxiliary_extra_body() == {}
+    with aux.aux_interrupt_protection():
+        aux.shutdown_cached_clients()
+        aux.cleanup_stale_async_clients()
+        aux.neuter_async_httpx_del()
+    assert aux.OMIT_TEMPERATURE is aux.OMIT_TEMPERATURE
+
+
 @pytest.mark.hermes_agent
 def test_before_the_upgrade_jobs_are_hermes_agents_own(hermes_agent_python, hermes_home) -> None:
     """A home still holding Hermes Agent's state.db: its jobs.json is still the truth, read
