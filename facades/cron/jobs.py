@@ -97,6 +97,13 @@ def _record(store: CronStore, job: dict[str, Any] | None) -> dict[str, Any] | No
 ONESHOT_GRACE_SECONDS = 120  # 0.19's: a one-shot this late still runs
 
 
+def _hermes_now() -> datetime:
+    """Now, zone-aware: 0.19's clock (``hermes_time.now``) in the machine's zone, as 0.19's
+    is with no ``timezone`` configured (hermes keeps a zone per job, none for the home).
+    Read through the module, so a test can set the clock as it does on 0.19."""
+    return datetime.now().astimezone()
+
+
 _DURATION = re.compile(r"^(\d+)\s*(m|min|mins|minute|minutes|h|hr|hrs|hour|hours|d|day|days)$")
 
 
@@ -127,7 +134,7 @@ def compute_next_run(schedule: dict[str, Any], last_run_at: str | None = None) -
         parsed = parse(schedule_text(schedule))
     except ScheduleError:
         return None
-    now = datetime.now().astimezone()
+    now = _hermes_now()
     base = now
     if last_run_at:
         try:
@@ -467,7 +474,7 @@ def get_due_jobs() -> list[dict[str, Any]]:
     runs (0.19's caller would run them itself and fast-forward stale ones). A due one-shot
     that made its ``repeat.times`` runs (claimed, then lost) is removed instead, as in
     0.19."""
-    now = datetime.now().astimezone()
+    now = _hermes_now()
     due = [job for job in load_jobs() if job["enabled"] and _is_due(job.get("next_run_at"), now)]
     spent = [job for job in due if job["schedule"].get("kind") == "once" and _spent_019(job)]
     if spent:
@@ -505,7 +512,7 @@ def advance_next_run(job_id: str) -> bool:
     job = get_job(job_id)
     if job is None or job["schedule"].get("kind") not in ("cron", "interval"):
         return False
-    after = compute_next_run(job["schedule"], datetime.now().astimezone().isoformat())
+    after = compute_next_run(job["schedule"], _hermes_now().isoformat())
     if not after or after == job.get("next_run_at"):
         return False
     with _store.cron_store(read_only=False) as store:
