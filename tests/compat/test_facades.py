@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -589,6 +590,46 @@ def test_run_job_without_a_gateway_says_to_start_one(hermes_home: Path) -> None:
     success, document, final, error = run_job(job)
     assert (success, final) == (False, "")
     assert "hermes gateway run" in error and error in document
+
+
+def make_due(home: Path, job_id: str) -> None:
+    """The job's next run a second ago, in the home's store."""
+    from hermes.cron import CronStore
+    from hermes.state import SessionDB
+
+    db = SessionDB(db_path=home / "state.db")
+    try:
+        CronStore(db.backend).update_job(job_id, next_run_at=time.time() - 1)
+    finally:
+        db.close()
+
+
+def test_a_tick_without_a_gateway_runs_nothing_and_leaves_the_job_due(hermes_home: Path) -> None:
+    from cron.jobs import create_job, get_job
+    from cron.scheduler import get_running_job_ids, tick
+
+    job = create_job(prompt="hi", schedule="every 1h")
+    make_due(hermes_home, job["id"])
+    before = get_job(job["id"])
+    assert tick(verbose=False) == 0
+    assert tick(verbose=False, can_dispatch=lambda: False) == 0
+    assert get_job(job["id"]) == before  # no run made for a gateway to take later
+    assert get_running_job_ids() == frozenset()
+
+
+def test_cron_delivery_targets_are_the_platforms_the_config_enables(hermes_home: Path) -> None:
+    from cron.scheduler import cron_delivery_targets
+
+    assert cron_delivery_targets() == []
+    (hermes_home / "config.yaml").write_text(
+        "gateway:\n  platforms:\n    slack: {}\n    telegram: {}\n    discord: {enabled: false}\n",
+        encoding="utf-8",
+    )
+    # 0.19's shape, in its platform order; hermes has no home channel to report as set.
+    assert cron_delivery_targets() == [
+        {"id": "telegram", "name": "Telegram", "home_target_set": False, "home_env_var": None},
+        {"id": "slack", "name": "Slack", "home_target_set": False, "home_env_var": None},
+    ]
 
 
 def test_profiles_as_the_webui_lists_and_makes_them(hermes_home: Path) -> None:
