@@ -31,6 +31,7 @@ from hermes.cron.workdir import WorkdirError, check_workdir
 
 __all__ = [
     "CRON_DIR",
+    "HAS_CRONITER",
     "HERMES_DIR",
     "JOBS_FILE",
     "OUTPUT_DIR",
@@ -49,6 +50,7 @@ __all__ = [
     "get_job",
     "get_ticker_heartbeat_age",
     "get_ticker_success_age",
+    "heartbeat_run_claim",
     "list_jobs",
     "load_jobs",
     "mark_job_run",
@@ -76,6 +78,7 @@ TICKER_HEARTBEAT_FILE = CRON_DIR / files.HEARTBEAT_FILE
 TICKER_SUCCESS_FILE = CRON_DIR / files.SUCCESS_FILE
 TICKER_INTERVAL_SECONDS = 60  # 0.19's; a gateway's scheduler ticks more often
 ONESHOT_RUN_CLAIM_TTL_SECONDS = 1800  # 0.19's; hermes's runs are held under leases
+HAS_CRONITER = True  # croniter is one of hermes's dependencies (optional in 0.19)
 
 
 def _records(store: CronStore | None) -> list[dict[str, Any]]:
@@ -527,6 +530,32 @@ def claim_dispatch(job_id: str) -> bool:
     with _store.cron_store(read_only=False) as store:
         assert store is not None
         return store.claim_dispatch(job_id)
+
+
+def heartbeat_run_claim(job_id: str, *, expected_owner: str) -> bool:
+    """Keep a one-shot's run held while it is alive: its lease, held by ``expected_owner``
+    (the holder of a gateway's run, 0.19's claim owner), runs 0.19's claim time more from
+    now. False when the job is no one-shot or no run of it is held by that owner (another
+    has taken it over), as in 0.19."""
+    with _store.cron_store(read_only=True) as store:
+        job = None if store is None else store.job(job_id)
+        if store is None or job is None or job["id"] != job_id:
+            return False
+        if parse(job["schedule"]).kind != "once":
+            return False
+        held = [
+            run["id"]
+            for run in store.runs(job_id, limit=20)
+            if run["status"] == "running" and run["holder"] == expected_owner
+        ]
+    if not held:
+        return False
+    with _store.cron_store(read_only=False) as store:
+        assert store is not None
+        return any(
+            store.refresh_run(run_id, expected_owner, ONESHOT_RUN_CLAIM_TTL_SECONDS)
+            for run_id in held
+        )
 
 
 def record_ticker_heartbeat(success: bool = False) -> None:

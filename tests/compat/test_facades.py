@@ -632,6 +632,33 @@ def test_cron_delivery_targets_are_the_platforms_the_config_enables(hermes_home:
     ]
 
 
+def test_heartbeat_run_claim_keeps_its_owners_one_shot_run_held(hermes_home: Path) -> None:
+    from cron.jobs import ONESHOT_RUN_CLAIM_TTL_SECONDS, create_job, heartbeat_run_claim
+
+    from hermes.cron import CronStore
+    from hermes.state import SessionDB
+
+    once = create_job(prompt="once", schedule="30m")
+    every = create_job(prompt="often", schedule="every 1h")
+    assert not heartbeat_run_claim(once["id"], expected_owner="gw-1")  # no run held yet
+    db = SessionDB(db_path=hermes_home / "state.db")
+    try:
+        store = CronStore(db.backend)
+        for job in (once, every):
+            store.run_now(job["id"])
+            assert store.take_run("gw-1", ttl=10)["job_id"] == job["id"]
+        assert not heartbeat_run_claim(once["id"], expected_owner="gw-2")  # not its owner
+        assert not heartbeat_run_claim(every["id"], expected_owner="gw-1")  # no one-shot
+        assert not heartbeat_run_claim("nope", expected_owner="gw-1")
+        before = time.time()
+        assert heartbeat_run_claim(once["id"], expected_owner="gw-1")
+        (run,) = store.runs(once["id"])
+        assert run["holder"] == "gw-1" and run["status"] == "running"
+        assert run["lease_expires_at"] >= before + ONESHOT_RUN_CLAIM_TTL_SECONDS
+    finally:
+        db.close()
+
+
 def test_profiles_as_the_webui_lists_and_makes_them(hermes_home: Path) -> None:
     from hermes_cli.profiles import (
         _check_gateway_running,
