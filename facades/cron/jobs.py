@@ -31,6 +31,7 @@ from hermes.cron.workdir import WorkdirError, check_workdir
 
 __all__ = [
     "CRON_DIR",
+    "HAS_CRONITER",
     "HERMES_DIR",
     "JOBS_FILE",
     "OUTPUT_DIR",
@@ -49,6 +50,7 @@ __all__ = [
     "get_job",
     "get_ticker_heartbeat_age",
     "get_ticker_success_age",
+    "heartbeat_run_claim",
     "list_jobs",
     "load_jobs",
     "mark_job_run",
@@ -76,6 +78,7 @@ TICKER_HEARTBEAT_FILE = CRON_DIR / files.HEARTBEAT_FILE
 TICKER_SUCCESS_FILE = CRON_DIR / files.SUCCESS_FILE
 TICKER_INTERVAL_SECONDS = 60  # 0.19's; a gateway's scheduler ticks more often
 ONESHOT_RUN_CLAIM_TTL_SECONDS = 1800  # 0.19's; hermes's runs are held under leases
+HAS_CRONITER = True  # croniter is one of hermes's dependencies (optional in 0.19)
 
 
 def _records(store: CronStore | None) -> list[dict[str, Any]]:
@@ -95,6 +98,13 @@ def _record(store: CronStore, job: dict[str, Any] | None) -> dict[str, Any] | No
 
 
 ONESHOT_GRACE_SECONDS = 120  # 0.19's: a one-shot this late still runs
+
+
+def _hermes_now() -> datetime:
+    """Now, zone-aware: 0.19's clock (``hermes_time.now``) in the machine's zone, as 0.19's
+    is with no ``timezone`` configured (hermes keeps a zone per job, none for the home).
+    Read through the module, so a test can set the clock as it does on 0.19."""
+    return datetime.now().astimezone()
 
 
 _DURATION = re.compile(r"^(\d+)\s*(m|min|mins|minute|minutes|h|hr|hrs|hour|hours|d|day|days)$")
@@ -127,7 +137,7 @@ def compute_next_run(schedule: dict[str, Any], last_run_at: str | None = None) -
         parsed = parse(schedule_text(schedule))
     except ScheduleError:
         return None
-    now = datetime.now().astimezone()
+    now = _hermes_now()
     base = now
     if last_run_at:
         try:
@@ -467,7 +477,7 @@ def get_due_jobs() -> list[dict[str, Any]]:
     runs (0.19's caller would run them itself and fast-forward stale ones). A due one-shot
     that made its ``repeat.times`` runs (claimed, then lost) is removed instead, as in
     0.19."""
-    now = datetime.now().astimezone()
+    now = _hermes_now()
     due = [job for job in load_jobs() if job["enabled"] and _is_due(job.get("next_run_at"), now)]
     spent = [job for job in due if job["schedule"].get("kind") == "once" and _spent_019(job)]
     if spent:
@@ -505,7 +515,7 @@ def advance_next_run(job_id: str) -> bool:
     job = get_job(job_id)
     if job is None or job["schedule"].get("kind") not in ("cron", "interval"):
         return False
-    after = compute_next_run(job["schedule"], datetime.now().astimezone().isoformat())
+    after = compute_next_run(job["schedule"], _hermes_now().isoformat())
     if not after or after == job.get("next_run_at"):
         return False
     with _store.cron_store(read_only=False) as store:
@@ -520,6 +530,32 @@ def claim_dispatch(job_id: str) -> bool:
     with _store.cron_store(read_only=False) as store:
         assert store is not None
         return store.claim_dispatch(job_id)
+
+
+def heartbeat_run_claim(job_id: str, *, expected_owner: str) -> bool:
+    """Keep a one-shot's run held while it is alive: its lease, held by ``expected_owner``
+    (the holder of a gateway's run, 0.19's claim owner), runs 0.19's claim time more from
+    now. False when the job is no one-shot or no run of it is held by that owner (another
+    has taken it over), as in 0.19."""
+    with _store.cron_store(read_only=True) as store:
+        job = None if store is None else store.job(job_id)
+        if store is None or job is None or job["id"] != job_id:
+            return False
+        if parse(job["schedule"]).kind != "once":
+            return False
+        held = [
+            run["id"]
+            for run in store.runs(job_id, limit=20)
+            if run["status"] == "running" and run["holder"] == expected_owner
+        ]
+    if not held:
+        return False
+    with _store.cron_store(read_only=False) as store:
+        assert store is not None
+        return any(
+            store.refresh_run(run_id, expected_owner, ONESHOT_RUN_CLAIM_TTL_SECONDS)
+            for run_id in held
+        )
 
 
 def record_ticker_heartbeat(success: bool = False) -> None:

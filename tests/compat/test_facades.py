@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -589,6 +590,73 @@ def test_run_job_without_a_gateway_says_to_start_one(hermes_home: Path) -> None:
     success, document, final, error = run_job(job)
     assert (success, final) == (False, "")
     assert "hermes gateway run" in error and error in document
+
+
+def make_due(home: Path, job_id: str) -> None:
+    """The job's next run a second ago, in the home's store."""
+    from hermes.cron import CronStore
+    from hermes.state import SessionDB
+
+    db = SessionDB(db_path=home / "state.db")
+    try:
+        CronStore(db.backend).update_job(job_id, next_run_at=time.time() - 1)
+    finally:
+        db.close()
+
+
+def test_a_tick_without_a_gateway_runs_nothing_and_leaves_the_job_due(hermes_home: Path) -> None:
+    from cron.jobs import create_job, get_job
+    from cron.scheduler import get_running_job_ids, tick
+
+    job = create_job(prompt="hi", schedule="every 1h")
+    make_due(hermes_home, job["id"])
+    before = get_job(job["id"])
+    assert tick(verbose=False) == 0
+    assert tick(verbose=False, can_dispatch=lambda: False) == 0
+    assert get_job(job["id"]) == before  # no run made for a gateway to take later
+    assert get_running_job_ids() == frozenset()
+
+
+def test_cron_delivery_targets_are_the_platforms_the_config_enables(hermes_home: Path) -> None:
+    from cron.scheduler import cron_delivery_targets
+
+    assert cron_delivery_targets() == []
+    (hermes_home / "config.yaml").write_text(
+        "gateway:\n  platforms:\n    slack: {}\n    telegram: {}\n    discord: {enabled: false}\n",
+        encoding="utf-8",
+    )
+    # 0.19's shape, in its platform order; hermes has no home channel to report as set.
+    assert cron_delivery_targets() == [
+        {"id": "telegram", "name": "Telegram", "home_target_set": False, "home_env_var": None},
+        {"id": "slack", "name": "Slack", "home_target_set": False, "home_env_var": None},
+    ]
+
+
+def test_heartbeat_run_claim_keeps_its_owners_one_shot_run_held(hermes_home: Path) -> None:
+    from cron.jobs import ONESHOT_RUN_CLAIM_TTL_SECONDS, create_job, heartbeat_run_claim
+
+    from hermes.cron import CronStore
+    from hermes.state import SessionDB
+
+    once = create_job(prompt="once", schedule="30m")
+    every = create_job(prompt="often", schedule="every 1h")
+    assert not heartbeat_run_claim(once["id"], expected_owner="gw-1")  # no run held yet
+    db = SessionDB(db_path=hermes_home / "state.db")
+    try:
+        store = CronStore(db.backend)
+        for job in (once, every):
+            store.run_now(job["id"])
+            assert store.take_run("gw-1", ttl=10)["job_id"] == job["id"]
+        assert not heartbeat_run_claim(once["id"], expected_owner="gw-2")  # not its owner
+        assert not heartbeat_run_claim(every["id"], expected_owner="gw-1")  # no one-shot
+        assert not heartbeat_run_claim("nope", expected_owner="gw-1")
+        before = time.time()
+        assert heartbeat_run_claim(once["id"], expected_owner="gw-1")
+        (run,) = store.runs(once["id"])
+        assert run["holder"] == "gw-1" and run["status"] == "running"
+        assert run["lease_expires_at"] >= before + ONESHOT_RUN_CLAIM_TTL_SECONDS
+    finally:
+        db.close()
 
 
 def test_profiles_as_the_webui_lists_and_makes_them(hermes_home: Path) -> None:

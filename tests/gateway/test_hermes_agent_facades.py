@@ -117,6 +117,52 @@ def test_a_job_made_and_run_through_the_facades_runs_on_the_gateway(
     wait_for(lambda: gateway.status.get_running_pid() is None, timeout=10)
 
 
+@pytest.mark.slow  # a gateway process
+def test_a_tick_makes_each_due_run_once_and_a_shutdown_stops_the_wait(
+    hermes_home: Path, fake_llm, run_gateway
+) -> None:
+    import threading
+
+    import cron.jobs
+    import cron.scheduler
+
+    from hermes.cron import CronStore
+    from hermes.state import SessionDB
+
+    # The gateway ticks once as it starts, then not for an hour: the runs made here wait.
+    write_config(hermes_home, fake_llm.url, cron={"tick_seconds": 3600})
+    port = free_port()
+    gw = run_gateway("--api-server", f"127.0.0.1:{port}", "--workers", "1")
+    gw.wait_ready(port)
+    assert wait_for(lambda: cron.jobs.get_ticker_heartbeat_age() is not None)
+
+    job = cron.jobs.create_job(prompt="say hi", schedule="every 2h", name="greet")
+    db = SessionDB(db_path=hermes_home / "state.db")
+    try:
+        store = CronStore(db.backend)
+        store.update_job(job["id"], next_run_at=time.time() - 1)
+        assert cron.scheduler.tick(verbose=False, sync=False) == 1
+        assert cron.scheduler.tick(verbose=False, sync=False) == 0  # made once, not again
+        assert [run["status"] for run in store.runs(job["id"])] == ["due"]
+    finally:
+        db.close()
+
+    # 0.19's gateway shutdown: a run_job waiting on its run stops with the reason given.
+    answers = []
+    waiting = threading.Thread(
+        target=lambda: answers.append(cron.scheduler.run_job(job)), daemon=True
+    )
+    waiting.start()
+    assert wait_for(lambda: cron.scheduler.get_running_job_ids() == {job["id"]})
+    assert cron.scheduler.mark_running_jobs_interrupted("gateway shutting down") == [job["id"]]
+    waiting.join(timeout=60)
+    assert [(ok, final, error) for ok, _doc, final, error in answers] == [
+        (False, "", "gateway shutting down")
+    ]
+    assert cron.scheduler.get_running_job_ids() == frozenset()
+    assert gw.terminate() == 0
+
+
 def kit_patch_gateway_resolver(overrides: dict[str, str]) -> None:
     """hermes-agent-kit's ``bridge.patch_gateway_resolver``, as it patches 0.19."""
     import asyncio
