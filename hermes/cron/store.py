@@ -189,9 +189,13 @@ class CronStore(Tables):
             for key in ("origin", "context_from"):
                 if key in values:
                     values[key] = json.dumps(values[key]) if values[key] else None
-            if "repeat_times" in values and row["completed"] is None:
+            new_count = "repeat_times" in values and values["repeat_times"] != row["repeat_times"]
+            counted = "completed" in values or row["completed"] is not None
+            if new_count and values["repeat_times"] and not counted:
                 values["completed"] = 0  # a count set on a job that kept none starts now
-            recount = "repeat_times" in values and row["enabled"]
+            # A changed count on a job that runs gives it its next run again, unless the
+            # caller says when that is (0.19's ``save_jobs`` carries ``next_run_at``).
+            recount = new_count and row["enabled"] and "next_run_at" not in values
             if "schedule" in values or values.get("enabled") == 1 or recount:
                 text = str(values.get("schedule", row["schedule"]))
                 schedule = parse(text, timezone=row["timezone"], now=now)
