@@ -49,6 +49,7 @@ class CommandSpec:
     usage: str
     help: str
     handler: Handler
+    subcommands: tuple[str, ...] = ()  # the words its first argument takes, for completion
 
 
 COMMANDS: dict[str, CommandSpec] = {}
@@ -71,9 +72,11 @@ _HABITS = {
 }
 
 
-def command(name: str, usage: str, help: str) -> Callable[[Handler], Handler]:
+def command(
+    name: str, usage: str, help: str, subcommands: tuple[str, ...] = ()
+) -> Callable[[Handler], Handler]:
     def register(handler: Handler) -> Handler:
-        COMMANDS[name] = CommandSpec(name, usage, help, handler)
+        COMMANDS[name] = CommandSpec(name, usage, help, handler, subcommands)
         return handler
 
     return register

@@ -257,11 +257,21 @@ def _arguments_preview(arguments: Any) -> str:
 
 
 class SlashCompleter(Completer):
-    """Completes command names after a leading slash."""
+    """Completes command names after a leading slash, then a command's first word
+    (``/cron pa`` -> ``pause``)."""
 
     def get_completions(self, document: Any, complete_event: Any) -> Iterable[Completion]:
         text = document.text_before_cursor
-        if not text.startswith("/") or " " in text:
+        if not text.startswith("/"):
+            return
+        if " " in text:
+            name, _, typed = text[1:].partition(" ")
+            found = chat_commands.COMMANDS.get(name.lower())
+            if found is None or " " in typed:
+                return
+            for word in found.subcommands:
+                if word.startswith(typed.lower()) and word != typed.lower():
+                    yield Completion(word, start_position=-len(typed))
             return
         for name, cmd in chat_commands.COMMANDS.items():
             if name.startswith(text[1:]):

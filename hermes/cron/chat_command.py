@@ -26,7 +26,12 @@ USAGE = (
 
 
 # The /help row stays as narrow as the others; `/cron help` gives the whole syntax.
-@command("cron", "/cron [ACTION]", "Scheduled jobs: list, add, pause, resume, run, runs, remove.")
+@command(
+    "cron",
+    "/cron [ACTION]",
+    "Scheduled jobs: list, add, pause, resume, run, runs, remove.",
+    subcommands=("list", "add", "pause", "resume", "run", "runs", "remove", "help"),
+)
 def cron_command(agent: AIAgent, arg: str) -> Reply:
     if agent.binding.session_db is None:
         raise HermesError("This command needs the state store, and this agent has none.")

@@ -181,3 +181,24 @@ def test_a_compressed_conversation_is_not_left_unanswered(agent, db, hermes, cha
     assert "not answered" not in shown and "/retry" not in shown
     assert "hermes: echo: remember the zebra named Otto" in shown
     assert resumed.leave() == 0
+
+
+def test_the_prompt_completes_a_command_then_its_first_word():
+    """Tab after ``/cr`` gives ``/cron``; after ``/cron pa``, ``pause``; a word typed in
+    full, a second word or a command without words gives nothing."""
+    from prompt_toolkit.completion import CompleteEvent
+    from prompt_toolkit.document import Document
+
+    from hermes.cli._repl import SlashCompleter
+
+    def completed(text: str) -> list[str]:
+        found = SlashCompleter().get_completions(Document(text), CompleteEvent())
+        return [c.text for c in found]
+
+    assert completed("/cr") == ["/cron"]
+    assert completed("/cron pa") == ["pause"]
+    assert completed("/cron ru") == ["run", "runs"]
+    assert completed("/cron ") == list(chat_commands.COMMANDS["cron"].subcommands)
+    assert completed("/cron pause") == []
+    assert completed("/cron pause da") == []
+    assert completed("/help ") == []
