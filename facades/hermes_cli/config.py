@@ -88,7 +88,7 @@ def load_config() -> dict[str, Any]:
     """hermes's defaults with config.yaml over them (its keys as written, ``${VAR}``
     expanded; an unset variable stays as written)."""
     merged = _merge(DEFAULT_CONFIG, _config.load_config(get_config_path()).as_tree())
-    expanded = _expand(read_raw_config())
+    expanded = _expand_env_vars(read_raw_config())
     _LOADED[str(get_config_path())] = copy.deepcopy(expanded)
     return _merge(merged, expanded)
 
@@ -133,13 +133,15 @@ def get_env_value(key: str) -> str | None:
     return os.environ.get(key) or load_env().get(key)
 
 
-def _expand(value: Any) -> Any:
+def _expand_env_vars(value: Any) -> Any:
+    """``value`` with each ``${VAR}`` in its strings (not its keys) read from the
+    environment; an unset variable stays as written (0.19's name and behaviour)."""
     if isinstance(value, str):
         return _VARIABLE.sub(lambda m: os.environ.get(m.group(1), m.group(0)), value)
     if isinstance(value, dict):
-        return {key: _expand(item) for key, item in value.items()}
+        return {key: _expand_env_vars(item) for key, item in value.items()}
     if isinstance(value, list):
-        return [_expand(item) for item in value]
+        return [_expand_env_vars(item) for item in value]
     return value
 
 
@@ -184,7 +186,11 @@ def _with_variables(config: Any, raw: Any, loaded: Any = None) -> Any:
             )
             for index, value in enumerate(config)
         ]
-    if isinstance(raw, str) and _VARIABLE.search(raw) and config in (raw, loaded, _expand(raw)):
+    if (
+        isinstance(raw, str)
+        and _VARIABLE.search(raw)
+        and config in (raw, loaded, _expand_env_vars(raw))
+    ):
         return raw
     return config
 
