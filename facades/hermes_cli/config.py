@@ -54,6 +54,18 @@ __all__ = [
     "save_env_value_secure",
     "validate_config_structure",
     "write_platform_config_field",
+    "cfg_get",
+    "get_env_value_prefer_dotenv",
+    "get_missing_config_fields",
+    "get_missing_env_vars",
+    "invalidate_env_cache",
+    "is_provider_enabled",
+    "load_config_readonly",
+    "normalize_extra_headers",
+    "reload_env",
+    "save_anthropic_api_key",
+    "save_anthropic_oauth_token",
+    "use_anthropic_claude_code_credentials",
 ]
 
 # 0.19 asks for no variable before it runs (its catalogue's are all optional).
@@ -294,6 +306,117 @@ def load_env() -> dict[str, str]:
 def get_env_value(key: str) -> str | None:
     """The variable from the environment, else from the home's .env."""
     return os.environ[key] if key in os.environ else load_env().get(key)
+
+
+def get_env_value_prefer_dotenv(key: str) -> str | None:
+    """The variable from the home's .env, else from the environment (a key changed in
+    .env wins over the one a shell passed down)."""
+    return load_env().get(key) or os.environ.get(key)
+
+
+def reload_env() -> int:
+    """Read the home's .env into this process's environment again: its values set, and
+    0.19's known variables it no longer has removed; how many changed."""
+    values = load_env()
+    changed = 0
+    for key, value in values.items():
+        if os.environ.get(key) != value:
+            os.environ[key] = value
+            changed += 1
+    for key in _env_file._KNOWN_NAMES - values.keys():
+        if os.environ.pop(key, None) is not None:
+            changed += 1
+    return changed
+
+
+def invalidate_env_cache() -> None:
+    """0.19 keeps .env read in memory; hermes reads it on every call: nothing to drop."""
+
+
+def get_missing_env_vars(required_only: bool = False) -> list[dict[str, Any]]:
+    """0.19's catalogued variables set neither in the environment nor in .env (none are
+    required)."""
+    wanted = {**REQUIRED_ENV_VARS, **({} if required_only else OPTIONAL_ENV_VARS)}
+    return [
+        {"name": name, **info, "is_required": name in REQUIRED_ENV_VARS}
+        for name, info in wanted.items()
+        if not get_env_value(name)
+    ]
+
+
+def get_missing_config_fields() -> list[dict[str, Any]]:
+    """``DEFAULT_CONFIG``'s keys (not ``_``-prefixed) that ``load_config()`` lacks, by
+    dotted path, with their default."""
+    missing: list[dict[str, Any]] = []
+
+    def walk(defaults: dict[str, Any], current: dict[str, Any], prefix: str) -> None:
+        for key, default in defaults.items():
+            path = f"{prefix}{key}"
+            if key.startswith("_"):
+                continue
+            if key not in current:
+                missing.append(
+                    {"key": path, "default": default, "description": f"New config option: {path}"}
+                )
+            elif isinstance(default, dict) and isinstance(current[key], dict):
+                walk(default, current[key], f"{path}.")
+
+    walk(DEFAULT_CONFIG, load_config(), "")
+    return missing
+
+
+def load_config_readonly() -> dict[str, Any]:
+    """``load_config()`` (0.19's variant that skips a copy; hermes reads afresh)."""
+    return load_config()
+
+
+def cfg_get(cfg: dict[str, Any] | None, *keys: str, default: Any = None) -> Any:
+    """``cfg[k1][k2]...``, or ``default`` when a key is missing or a step is no mapping
+    (a value that is there, even None, is given as it is)."""
+    if not isinstance(cfg, dict):
+        return default
+    node: Any = cfg
+    for key in keys:
+        if not isinstance(node, dict) or key not in node:
+            return default
+        node = node[key]
+    return node
+
+
+def is_provider_enabled(provider_cfg: dict[str, Any] | None) -> bool:
+    """Whether a ``providers.<name>`` block is on: only ``enabled: false`` (or "false",
+    "0", "no", "off") turns it off."""
+    if not isinstance(provider_cfg, dict):
+        return True
+    flag = provider_cfg.get("enabled", True)
+    if isinstance(flag, str):
+        return flag.strip().lower() not in ("false", "0", "no", "off")
+    return bool(flag)
+
+
+def normalize_extra_headers(extra_headers: Any) -> dict[str, str]:
+    """A provider's ``extra_headers`` as text to text, None values left out."""
+    if not isinstance(extra_headers, dict):
+        return {}
+    return {str(k): str(v) for k, v in extra_headers.items() if v is not None}
+
+
+def save_anthropic_api_key(value: str, save_fn: Any = None) -> None:
+    """Store an Anthropic API key and empty the OAuth token's slot."""
+    (save_fn or save_env_value)("ANTHROPIC_API_KEY", value)
+    (save_fn or save_env_value)("ANTHROPIC_TOKEN", "")
+
+
+def save_anthropic_oauth_token(value: str, save_fn: Any = None) -> None:
+    """Store an Anthropic OAuth (setup) token and empty the API key's slot."""
+    (save_fn or save_env_value)("ANTHROPIC_TOKEN", value)
+    (save_fn or save_env_value)("ANTHROPIC_API_KEY", "")
+
+
+def use_anthropic_claude_code_credentials(save_fn: Any = None) -> None:
+    """Empty both Anthropic slots, so Claude Code's own credential files are used."""
+    (save_fn or save_env_value)("ANTHROPIC_TOKEN", "")
+    (save_fn or save_env_value)("ANTHROPIC_API_KEY", "")
 
 
 def save_env_value(key: str, value: str) -> None:
