@@ -749,11 +749,16 @@ def migrate_config(interactive: bool = True, quiet: bool = False) -> dict[str, A
     """Bring config.yaml (and .env) from the version it has to the latest, as 0.19's
     steps do, then record the latest version: run-together .env lines split; display's
     tool progress and the time zone moved out of .env (v4, v5); ``ANTHROPIC_TOKEN``
-    emptied (v9); ``custom_providers`` moved into ``providers`` (v12); ``write_mode``
-    turned into ``write_approval`` (v29); ``verify_on_stop`` switched off once (v31,
+    emptied (v9); ``custom_providers`` moved into ``providers`` (v12); ``LLM_MODEL`` and
+    ``OPENAI_MODEL`` emptied (v13); ``stt.model`` moved under its provider (v14);
+    ``display.tool_progress_overrides`` moved to ``display.platforms`` (v16);
+    ``compression.summary_*`` moved to ``auxiliary.compression`` (v17); the model
+    catalogue's day-long cache cut to an hour (v25); ``write_mode`` turned into
+    ``write_approval`` (v29); ``verify_on_stop`` switched off once (v31,
     v32); ``delegation.max_async_children`` folded into ``max_concurrent_children``
     (v33). Answers ``{"env_added", "config_added", "warnings"}``; hermes asks for nothing
-    here, so ``interactive`` changes nothing."""
+    here, so ``interactive`` changes nothing. Not carried: 0.19's v21 step, which
+    enables the plugins found in the home (hermes keeps plugins opt-in)."""
     results: dict[str, list[str]] = {"env_added": [], "config_added": [], "warnings": []}
     fixes = sanitize_env_file()
     if fixes and not quiet:
@@ -764,6 +769,11 @@ def migrate_config(interactive: bool = True, quiet: bool = False) -> dict[str, A
         (5, _timezone_from_env),
         (9, _clear_anthropic_token),
         (12, _custom_providers_to_providers),
+        (13, _clear_dead_model_variables),
+        (14, _stt_model_to_its_provider),
+        (16, _tool_progress_overrides_to_platforms),
+        (17, _compression_summary_to_auxiliary),
+        (25, _model_catalog_hourly),
         (29, _write_mode_to_write_approval),
         (31, _verify_on_stop_off),
         (32, _verify_on_stop_literal_true_off),
@@ -814,6 +824,96 @@ def _clear_anthropic_token(config: dict[str, Any]) -> list[str] | None:
     if get_env_value("ANTHROPIC_TOKEN"):
         save_env_value("ANTHROPIC_TOKEN", "")
     return None  # .env only: config.yaml is not written
+
+
+def _clear_dead_model_variables(config: dict[str, Any]) -> list[str] | None:
+    for name in ("LLM_MODEL", "OPENAI_MODEL"):
+        if get_env_value(name):
+            save_env_value(name, "")
+    return None  # .env only
+
+
+# The speech-to-text models a local whisper runs, which v14 moves under ``stt.local``.
+_LOCAL_STT_MODELS = frozenset(
+    [
+        "tiny.en",
+        "tiny",
+        "base.en",
+        "base",
+        "small.en",
+        "small",
+        "medium.en",
+        "medium",
+        "large-v1",
+        "large-v2",
+        "large-v3",
+        "large",
+        "distil-large-v2",
+        "distil-medium.en",
+        "distil-small.en",
+        "distil-large-v3",
+        "distil-large-v3.5",
+        "large-v3-turbo",
+        "turbo",
+    ]
+)
+
+
+def _stt_model_to_its_provider(config: dict[str, Any]) -> list[str] | None:
+    stt = config.get("stt")
+    if not isinstance(stt, dict) or "model" not in stt:
+        return None
+    model = stt.pop("model")
+    provider = stt.get("provider", "local")
+    where = "local" if provider in ("local", "local_command") else provider
+    if where == "local" and model not in _LOCAL_STT_MODELS:
+        return []
+    section = stt.get(where)
+    if not isinstance(section, dict) or "model" not in section:
+        stt[where] = {**(section if isinstance(section, dict) else {}), "model": model}
+    return []
+
+
+def _tool_progress_overrides_to_platforms(config: dict[str, Any]) -> list[str] | None:
+    display = config.get("display")
+    overrides = display.get("tool_progress_overrides") if isinstance(display, dict) else None
+    if not isinstance(display, dict) or not isinstance(overrides, dict) or not overrides:
+        return None
+    platforms = display.get("platforms")
+    if not isinstance(platforms, dict):
+        platforms = display["platforms"] = {}
+    for platform, mode in overrides.items():
+        platforms.setdefault(platform, {}).setdefault("tool_progress", mode)
+    return ["display.platforms"]
+
+
+def _compression_summary_to_auxiliary(config: dict[str, Any]) -> list[str] | None:
+    compression = config.get("compression")
+    if not isinstance(compression, dict):
+        return None
+    old = {
+        key: compression.pop(f"summary_{key}", None) for key in ("model", "provider", "base_url")
+    }
+    if all(value is None for value in old.values()):
+        return None
+    moved = []
+    for key, value in old.items():
+        text = str(value).strip() if value is not None else ""
+        if not text or (key == "provider" and text == "auto"):
+            continue
+        target = config.setdefault("auxiliary", {}).setdefault("compression", {})
+        if not target.get(key) or (key == "provider" and target.get(key) == "auto"):
+            target[key] = text
+            moved.append(f"auxiliary.compression.{key}")
+    return moved
+
+
+def _model_catalog_hourly(config: dict[str, Any]) -> list[str] | None:
+    catalog = config.get("model_catalog")
+    if not isinstance(catalog, dict) or catalog.get("ttl_hours") != 24:
+        return None
+    catalog["ttl_hours"] = 1
+    return ["model_catalog.ttl_hours"]
 
 
 def _custom_providers_to_providers(config: dict[str, Any]) -> list[str] | None:
