@@ -20,21 +20,57 @@ from hermes_constants import get_env_path, get_hermes_home
 
 from hermes import config as _config
 from hermes.errors import ConfigError
+from hermes_cli import _env_file
+from hermes_cli._env_file import ENV_VARS_BY_VERSION, OPTIONAL_ENV_VARS
+from hermes_cli._providers import (
+    _normalize_custom_provider_entry,
+    compatible_custom_providers,
+    provider_config_from_custom,
+    providers_dict_to_custom_providers,
+)
 
 __all__ = [
     "DEFAULT_CONFIG",
+    "ENV_VARS_BY_VERSION",
+    "OPTIONAL_ENV_VARS",
+    "REQUIRED_ENV_VARS",
     "ConfigIssue",
+    "check_config_version",
     "ensure_hermes_home",
+    "get_compatible_custom_providers",
     "get_config_path",
     "get_env_path",
     "get_env_value",
     "get_hermes_home",
     "load_config",
     "load_env",
+    "migrate_config",
+    "providers_dict_to_custom_providers",
     "read_raw_config",
+    "remove_env_value",
+    "sanitize_env_file",
     "save_config",
+    "save_env_value",
+    "save_env_value_secure",
     "validate_config_structure",
+    "write_platform_config_field",
+    "cfg_get",
+    "get_env_value_prefer_dotenv",
+    "get_missing_config_fields",
+    "get_missing_env_vars",
+    "invalidate_env_cache",
+    "is_provider_enabled",
+    "load_config_readonly",
+    "normalize_extra_headers",
+    "reload_env",
+    "save_anthropic_api_key",
+    "save_anthropic_oauth_token",
+    "use_anthropic_claude_code_credentials",
 ]
+
+# 0.19 asks for no variable before it runs (its catalogue's are all optional).
+REQUIRED_ENV_VARS: dict[str, dict[str, Any]] = {}
+_ = _normalize_custom_provider_entry  # 0.19's name, imported from here by its tools
 
 # hermes's defaults as one nested dict (what load_config puts under the file).
 _HERMES_DEFAULTS = _config.Config(_config.defaults(), Path("config.yaml")).as_tree()
@@ -86,23 +122,120 @@ def read_raw_config() -> dict[str, Any]:
 
 def load_config() -> dict[str, Any]:
     """hermes's defaults with config.yaml over them (its keys as written, ``${VAR}``
-    expanded; an unset variable stays as written)."""
-    merged = _merge(DEFAULT_CONFIG, _config.load_config(get_config_path()).as_tree())
-    expanded = _expand(read_raw_config())
-    _LOADED[str(get_config_path())] = copy.deepcopy(expanded)
-    return _merge(merged, expanded)
+    expanded; an unset variable stays as written; a top-level ``max_turns`` read as
+    ``agent.max_turns``, as 0.19 reads it)."""
+    path = get_config_path()
+    problem = _yaml_problem(path)
+    if problem is not None:
+        # 0.19 reads on with the last config this process read (else the defaults) and
+        # says so once per version of the broken file, keeping a copy of it.
+        last = _LOADED.get(str(path))
+        _warn_config_parse_failure(path, problem, kept_last=last is not None)
+        return _normalize_max_turns_config(_merge(DEFAULT_CONFIG, copy.deepcopy(last or {})))
+    merged = _merge(DEFAULT_CONFIG, _config.load_config(path).as_tree())
+    expanded = _expand_env_vars(_normalize_max_turns_config(read_raw_config()))
+    _LOADED[str(path)] = copy.deepcopy(expanded)
+    return _normalize_max_turns_config(_merge(merged, expanded))
 
 
-def save_config(config: dict[str, Any]) -> None:
-    """Write ``config`` as config.yaml (0600, atomically), leaving out what equals
-    ``DEFAULT_CONFIG``; a ``${VAR}`` the file had stays written so. A value hermes would
-    refuse is a ``ValueError`` and the file is left as it was."""
+def _yaml_problem(path: Path) -> Exception | None:
+    """Why config.yaml cannot be read as YAML, or None (also when there is none)."""
+    import yaml
+
+    try:
+        yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, yaml.YAMLError) as exc:
+        return exc
+    except OSError:
+        return None
+    return None
+
+
+# The broken config.yaml files already reported: (path, mtime_ns, size).
+_CONFIG_PARSE_WARNED: set[tuple[str, int, int]] = set()
+
+
+def _warn_config_parse_failure(path: Path, problem: Exception, *, kept_last: bool) -> None:
+    """Say once per version of the file (log and stderr) that config.yaml is no YAML
+    and what is used instead, with where a copy of it was kept."""
+    import logging
+    import sys
+
+    try:
+        info = path.stat()
+        key = (str(path), info.st_mtime_ns, info.st_size)
+    except OSError:
+        key = (str(path), 0, 0)
+    if key in _CONFIG_PARSE_WARNED:
+        return
+    _CONFIG_PARSE_WARNED.add(key)
+    instead = (
+        "Keeping the previously loaded config for this process"
+        if kept_last
+        else "Falling back to default config: every setting of yours is ignored"
+    )
+    message = f"Failed to parse {path}: {problem}. {instead} until the YAML is fixed."
+    backup = _backup_corrupt_config(path)
+    if backup is not None:
+        message += f" A copy of the broken file was saved to {backup}."
+    logging.getLogger(__name__).warning(message)
+    sys.stderr.write(f"hermes config: {message}\n")
+
+
+def _backup_corrupt_config(path: Path) -> Path | None:
+    """Copy a broken config.yaml to ``config.yaml.corrupt.<time>.bak`` (not a link, and
+    not when a copy of the same size is there already), so a later rewrite does not lose
+    what its author meant."""
+    import shutil
+    import time
+
+    try:
+        if path.is_symlink() or not path.stat().st_size:
+            return None
+        size = path.stat().st_size
+        if any(
+            bak.stat().st_size == size for bak in path.parent.glob(f"{path.name}.corrupt.*.bak")
+        ):
+            return None
+        backup = path.with_name(f"{path.name}.corrupt.{time.strftime('%Y%m%d-%H%M%S')}.bak")
+        if backup.exists():
+            return None
+        shutil.copy2(path, backup)
+        return backup
+    except OSError:
+        return None
+
+
+def save_config(
+    config: dict[str, Any],
+    *,
+    strip_defaults: bool = True,
+    preserve_keys: set[tuple[str, ...]] | None = None,
+    merge_existing: bool = False,
+) -> None:
+    """Write ``config`` as config.yaml (0600, atomically). What equals ``DEFAULT_CONFIG``
+    is left out (unless ``strip_defaults`` is false), except ``_config_version``, the
+    keys the file already had and ``preserve_keys`` (paths of keys); ``merge_existing``
+    keeps the file's sections ``config`` leaves out. A ``${VAR}`` the file had stays
+    written so. A value hermes would refuse is a ``ValueError`` and the file is left as
+    it was."""
     import yaml
 
     path = get_config_path()
     ensure_hermes_home()
-    loaded = _LOADED.get(str(path))
-    kept = _with_variables(_without_defaults(config, DEFAULT_CONFIG), read_raw_config(), loaded)
+    raw = read_raw_config()
+    if merge_existing and raw:
+        config = {
+            **raw,
+            **{
+                k: _merge(raw[k], v) if _both_dicts(raw.get(k), v) else v for k, v in config.items()
+            },
+        }
+    kept = _normalize_max_turns_config(config)
+    if strip_defaults:
+        keep = {("_config_version",)} | _explicit_config_paths(raw) | set(preserve_keys or ())
+        kept = _strip_default_values(kept, DEFAULT_CONFIG, keep)
+    kept = _with_variables(kept, raw, _LOADED.get(str(path)))
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
@@ -116,44 +249,308 @@ def save_config(config: dict[str, Any]) -> None:
 
 
 def ensure_hermes_home() -> None:
-    """The home (0700) and the folders 0.19 keeps in it."""
+    """The home (0700), the folders 0.19 keeps in it and, when it has none, the SOUL.md
+    persona 0.19 seeds (hermes does not read it; 0.19's tools show and edit it)."""
+    from hermes_cli.profiles import DEFAULT_SOUL
+
     home = _config.ensure_home(get_hermes_home())
     for name in _HOME_FOLDERS:
         (home / name).mkdir(mode=0o700, exist_ok=True)
+    soul = home / "SOUL.md"
+    if not soul.exists():
+        soul.write_text(DEFAULT_SOUL, encoding="utf-8")
+
+
+def write_platform_config_field(
+    platform_key: str, field_key: str, value: Any, *, raw: bool = False
+) -> None:
+    """Set ``platforms.<platform_key>.<field_key>`` in config.yaml (over the file as
+    written when ``raw``, else over ``load_config()``); a section that is no mapping is
+    replaced by one."""
+    config = read_raw_config() if raw else load_config()
+    if not isinstance(config.get("platforms"), dict):
+        config["platforms"] = {}
+    if not isinstance(config["platforms"].get(platform_key), dict):
+        config["platforms"][platform_key] = {}
+    config["platforms"][platform_key][field_key] = value
+    save_config(config)
+
+
+def check_config_version() -> tuple[int, int]:
+    """(the ``_config_version`` config.yaml has, the latest): a file without one is
+    version 0; no file, or one that is no YAML, counts as current (nothing to migrate)."""
+    import yaml
+
+    latest = _version(DEFAULT_CONFIG.get("_config_version")) or 1
+    try:
+        data = yaml.safe_load(get_config_path().read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return latest, latest
+    return _version(data.get("_config_version") if isinstance(data, dict) else None), latest
+
+
+def _version(value: Any) -> int:
+    if isinstance(value, bool):
+        return 0
+    try:
+        return max(int(value), 0)
+    except (TypeError, ValueError):
+        return 0
 
 
 def load_env() -> dict[str, str]:
-    """The ``KEY=value`` lines of the home's .env."""
-    return _config.dotenv_values(get_hermes_home())
+    """The ``KEY=value`` lines of the home's .env (lines run together split first)."""
+    return _env_file.read(get_env_path())
 
 
 def get_env_value(key: str) -> str | None:
-    import os
+    """The variable from the environment, else from the home's .env."""
+    return os.environ[key] if key in os.environ else load_env().get(key)
 
-    return os.environ.get(key) or load_env().get(key)
+
+def get_env_value_prefer_dotenv(key: str) -> str | None:
+    """The variable from the home's .env, else from the environment (a key changed in
+    .env wins over the one a shell passed down)."""
+    return load_env().get(key) or os.environ.get(key)
 
 
-def _expand(value: Any) -> Any:
+def reload_env() -> int:
+    """Read the home's .env into this process's environment again: its values set, and
+    0.19's known variables it no longer has removed; how many changed."""
+    values = load_env()
+    changed = 0
+    for key, value in values.items():
+        if os.environ.get(key) != value:
+            os.environ[key] = value
+            changed += 1
+    for key in _env_file._KNOWN_NAMES - values.keys():
+        if os.environ.pop(key, None) is not None:
+            changed += 1
+    return changed
+
+
+def invalidate_env_cache() -> None:
+    """0.19 keeps .env read in memory; hermes reads it on every call: nothing to drop."""
+
+
+def get_missing_env_vars(required_only: bool = False) -> list[dict[str, Any]]:
+    """0.19's catalogued variables set neither in the environment nor in .env (none are
+    required)."""
+    wanted = {**REQUIRED_ENV_VARS, **({} if required_only else OPTIONAL_ENV_VARS)}
+    return [
+        {"name": name, **info, "is_required": name in REQUIRED_ENV_VARS}
+        for name, info in wanted.items()
+        if not get_env_value(name)
+    ]
+
+
+def get_missing_config_fields() -> list[dict[str, Any]]:
+    """``DEFAULT_CONFIG``'s keys (not ``_``-prefixed) that ``load_config()`` lacks, by
+    dotted path, with their default."""
+    missing: list[dict[str, Any]] = []
+
+    def walk(defaults: dict[str, Any], current: dict[str, Any], prefix: str) -> None:
+        for key, default in defaults.items():
+            path = f"{prefix}{key}"
+            if key.startswith("_"):
+                continue
+            if key not in current:
+                missing.append(
+                    {"key": path, "default": default, "description": f"New config option: {path}"}
+                )
+            elif isinstance(default, dict) and isinstance(current[key], dict):
+                walk(default, current[key], f"{path}.")
+
+    walk(DEFAULT_CONFIG, load_config(), "")
+    return missing
+
+
+def load_config_readonly() -> dict[str, Any]:
+    """``load_config()`` (0.19's variant that skips a copy; hermes reads afresh)."""
+    return load_config()
+
+
+def cfg_get(cfg: dict[str, Any] | None, *keys: str, default: Any = None) -> Any:
+    """``cfg[k1][k2]...``, or ``default`` when a key is missing or a step is no mapping
+    (a value that is there, even None, is given as it is)."""
+    if not isinstance(cfg, dict):
+        return default
+    node: Any = cfg
+    for key in keys:
+        if not isinstance(node, dict) or key not in node:
+            return default
+        node = node[key]
+    return node
+
+
+def is_provider_enabled(provider_cfg: dict[str, Any] | None) -> bool:
+    """Whether a ``providers.<name>`` block is on: only ``enabled: false`` (or "false",
+    "0", "no", "off") turns it off."""
+    if not isinstance(provider_cfg, dict):
+        return True
+    flag = provider_cfg.get("enabled", True)
+    if isinstance(flag, str):
+        return flag.strip().lower() not in ("false", "0", "no", "off")
+    return bool(flag)
+
+
+def normalize_extra_headers(extra_headers: Any) -> dict[str, str]:
+    """A provider's ``extra_headers`` as text to text, None values left out."""
+    if not isinstance(extra_headers, dict):
+        return {}
+    return {str(k): str(v) for k, v in extra_headers.items() if v is not None}
+
+
+def save_anthropic_api_key(value: str, save_fn: Any = None) -> None:
+    """Store an Anthropic API key and empty the OAuth token's slot."""
+    (save_fn or save_env_value)("ANTHROPIC_API_KEY", value)
+    (save_fn or save_env_value)("ANTHROPIC_TOKEN", "")
+
+
+def save_anthropic_oauth_token(value: str, save_fn: Any = None) -> None:
+    """Store an Anthropic OAuth (setup) token and empty the API key's slot."""
+    (save_fn or save_env_value)("ANTHROPIC_TOKEN", value)
+    (save_fn or save_env_value)("ANTHROPIC_API_KEY", "")
+
+
+def use_anthropic_claude_code_credentials(save_fn: Any = None) -> None:
+    """Empty both Anthropic slots, so Claude Code's own credential files are used."""
+    (save_fn or save_env_value)("ANTHROPIC_TOKEN", "")
+    (save_fn or save_env_value)("ANTHROPIC_API_KEY", "")
+
+
+def save_env_value(key: str, value: str) -> None:
+    """Set ``key`` in the home's .env (its one line, or a new one at the end) and in
+    this process's environment. A name that is no variable name, or one that steers
+    how programs start (``PATH``, ``LD_PRELOAD``, ``HERMES_HOME``...), is a
+    ``ValueError``."""
+    _env_file.check_writable(key)
+    value = value.replace("\n", "").replace("\r", "")
+    path = get_env_path()
+    # The home, not ensure_hermes_home(): that tightens .env to 0600, where 0.19 keeps
+    # the mode an operator gave it (0640 for a container's group); hermes tightens it
+    # when it starts.
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    lines = _env_file.read_lines(path)
+    line = f"{key}={_env_file.quote(value)}\n"
+    at = next((i for i, old in enumerate(lines) if _env_file.defines(old, key)), None)
+    if at is None:
+        lines.append(line)
+    else:
+        lines[at] = line
+    _env_file.write(path, lines)
+    os.environ[key] = value
+
+
+def save_env_value_secure(key: str, value: str) -> dict[str, Any]:
+    """``save_env_value``, answering with what was stored where, never the value."""
+    save_env_value(key, value)
+    return {"success": True, "stored_as": key, "validated": False}
+
+
+def remove_env_value(key: str) -> bool:
+    """Take ``key`` out of the home's .env and this process's environment; whether the
+    file had it."""
+    if not _env_file._NAME.match(key):
+        raise ValueError(f"Invalid environment variable name: {key!r}")
+    os.environ.pop(key, None)
+    path = get_env_path()
+    lines = _env_file.read_lines(path)
+    kept = [line for line in lines if not _env_file.defines(line, key)]
+    if len(kept) == len(lines):
+        return False
+    _env_file.write(path, kept)
+    return True
+
+
+def sanitize_env_file() -> int:
+    """Split the home's .env lines that run two known keys together; how many lines
+    changed (0: the file was left alone)."""
+    path = get_env_path()
+    try:
+        with open(path, encoding="utf-8-sig", errors="replace") as handle:
+            original = handle.readlines()
+    except FileNotFoundError:
+        return 0
+    fixed = _env_file.sanitize_lines(original)
+    if fixed == original:
+        return 0
+    _env_file.write(path, fixed)
+    changed = abs(len(fixed) - len(original))
+    return changed or sum(1 for a, b in zip(original, fixed, strict=False) if a != b)
+
+
+def _sanitize_env_lines(lines: list[str]) -> list[str]:
+    """0.19's name for the repair ``sanitize_env_file`` applies."""
+    return _env_file.sanitize_lines(lines)
+
+
+def _explicit_config_paths(config: dict[str, Any]) -> set[tuple[str, ...]]:
+    """The paths of the leaves ``config`` sets (an empty section sets none)."""
+    paths: set[tuple[str, ...]] = set()
+    for key, value in config.items():
+        if isinstance(value, dict):
+            paths |= {(key, *inner) for inner in _explicit_config_paths(value)}
+        else:
+            paths.add((key,))
+    return paths
+
+
+def _normalize_max_turns_config(config: dict[str, Any]) -> dict[str, Any]:
+    """``config`` with a top-level ``max_turns`` moved to ``agent.max_turns`` (where
+    that is unset); no default is put in when neither is set."""
+    config = dict(config)
+    agent = dict(config.get("agent") or {})
+    if "max_turns" in config and "max_turns" not in agent:
+        agent["max_turns"] = config["max_turns"]
+    config.pop("max_turns", None)
+    config["agent"] = agent
+    return config
+
+
+def _strip_default_values(
+    config: dict[str, Any],
+    defaults: dict[str, Any],
+    preserve_keys: set[tuple[str, ...]] | None = None,
+) -> dict[str, Any]:
+    """``config`` without the values equal to ``defaults`` (a section left empty goes
+    too), keeping the ``preserve_keys`` paths whatever their value."""
+    keep = {("_config_version",)} | set(preserve_keys or ())
+
+    def strip(value: Any, default: Any, path: tuple[str, ...]) -> Any:
+        if path in keep:
+            return copy.deepcopy(value)
+        if isinstance(value, dict) and value:
+            inner = default if isinstance(default, dict) else {}
+            kept = {
+                key: child
+                for key, item in value.items()
+                if (child := strip(item, inner.get(key), (*path, key))) is not None
+            }
+            return kept or None
+        return None if value == default else copy.deepcopy(value)
+
+    return {
+        key: kept
+        for key, value in config.items()
+        if (kept := strip(value, defaults.get(key), (key,))) is not None
+    }
+
+
+def _both_dicts(a: Any, b: Any) -> bool:
+    return isinstance(a, dict) and isinstance(b, dict)
+
+
+def _expand_env_vars(value: Any) -> Any:
+    """``value`` with each ``${VAR}`` in its strings (not its keys) read from the
+    environment; an unset variable stays as written (0.19's name and behaviour)."""
     if isinstance(value, str):
         return _VARIABLE.sub(lambda m: os.environ.get(m.group(1), m.group(0)), value)
     if isinstance(value, dict):
-        return {key: _expand(item) for key, item in value.items()}
+        return {key: _expand_env_vars(item) for key, item in value.items()}
     if isinstance(value, list):
-        return [_expand(item) for item in value]
+        return [_expand_env_vars(item) for item in value]
     return value
-
-
-def _without_defaults(config: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
-    kept: dict[str, Any] = {}
-    for key, value in config.items():
-        default = defaults.get(key)
-        if isinstance(value, dict) and isinstance(default, dict):
-            inner = _without_defaults(value, default)
-            if inner:
-                kept[key] = inner
-        elif key not in defaults or value != default:
-            kept[key] = copy.deepcopy(value)
-    return kept
 
 
 def _with_variables(config: Any, raw: Any, loaded: Any = None) -> Any:
@@ -184,7 +581,11 @@ def _with_variables(config: Any, raw: Any, loaded: Any = None) -> Any:
             )
             for index, value in enumerate(config)
         ]
-    if isinstance(raw, str) and _VARIABLE.search(raw) and config in (raw, loaded, _expand(raw)):
+    if (
+        isinstance(raw, str)
+        and _VARIABLE.search(raw)
+        and config in (raw, loaded, _expand_env_vars(raw))
+    ):
         return raw
     return config
 
@@ -326,3 +727,279 @@ def _fallback_issues(fallback: Any) -> list[ConfigIssue]:
             if not entry.get(key)
         ]
     return issues
+
+
+# --- 0.19's custom providers and config versions --------------------------------------
+
+
+def get_compatible_custom_providers(config: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """``custom_providers`` and ``providers`` of ``config`` (default: ``load_config()``)
+    as one list of entries, each provider once (the list's entry first)."""
+    return compatible_custom_providers(load_config() if config is None else config)
+
+
+def _persist_migration(config: dict[str, Any]) -> None:
+    """Every migration step writes through here: the whole file as read, changed, with
+    schema defaults left out (``save_config``), so a version bump never writes
+    ``DEFAULT_CONFIG`` into a short config.yaml."""
+    save_config(config)
+
+
+def migrate_config(interactive: bool = True, quiet: bool = False) -> dict[str, Any]:
+    """Bring config.yaml (and .env) from the version it has to the latest, as 0.19's
+    steps do, then record the latest version: run-together .env lines split; display's
+    tool progress and the time zone moved out of .env (v4, v5); ``ANTHROPIC_TOKEN``
+    emptied (v9); ``custom_providers`` moved into ``providers`` (v12); ``LLM_MODEL`` and
+    ``OPENAI_MODEL`` emptied (v13); ``stt.model`` moved under its provider (v14);
+    ``display.tool_progress_overrides`` moved to ``display.platforms`` (v16);
+    ``compression.summary_*`` moved to ``auxiliary.compression`` (v17); the model
+    catalogue's day-long cache cut to an hour (v25); ``write_mode`` turned into
+    ``write_approval`` (v29); ``verify_on_stop`` switched off once (v31,
+    v32); ``delegation.max_async_children`` folded into ``max_concurrent_children``
+    (v33). Answers ``{"env_added", "config_added", "warnings"}``; hermes asks for nothing
+    here, so ``interactive`` changes nothing. Not carried: 0.19's v21 step, which
+    enables the plugins found in the home (hermes keeps plugins opt-in)."""
+    results: dict[str, list[str]] = {"env_added": [], "config_added": [], "warnings": []}
+    fixes = sanitize_env_file()
+    if fixes and not quiet:
+        print(f"  ✓ Repaired .env file ({fixes} corrupted entries fixed)")
+    current, latest = check_config_version()
+    steps = (
+        (4, _tool_progress_from_env),
+        (5, _timezone_from_env),
+        (9, _clear_anthropic_token),
+        (12, _custom_providers_to_providers),
+        (13, _clear_dead_model_variables),
+        (14, _stt_model_to_its_provider),
+        (16, _tool_progress_overrides_to_platforms),
+        (17, _compression_summary_to_auxiliary),
+        (25, _model_catalog_hourly),
+        (29, _write_mode_to_write_approval),
+        (31, _verify_on_stop_off),
+        (32, _verify_on_stop_literal_true_off),
+        (33, _fold_max_async_children),
+    )
+    for version, step in steps:
+        if current < version:
+            config = read_raw_config()
+            added = step(config)
+            if added is not None:
+                results["config_added"] += added
+                _persist_migration(config)
+    if current < latest:
+        config = read_raw_config()
+        config["_config_version"] = latest
+        _persist_migration(config)
+    return results
+
+
+def _section(config: dict[str, Any], name: str) -> dict[str, Any]:
+    section = config.get(name)
+    if not isinstance(section, dict):
+        section = config[name] = {}
+    return section
+
+
+def _tool_progress_from_env(config: dict[str, Any]) -> list[str] | None:
+    display = _section(config, "display")
+    if "tool_progress" in display:
+        return None
+    enabled = (get_env_value("HERMES_TOOL_PROGRESS") or "").lower()
+    mode = (get_env_value("HERMES_TOOL_PROGRESS_MODE") or "").lower()
+    if enabled in ("false", "0", "no"):
+        display["tool_progress"] = "off"
+    else:
+        display["tool_progress"] = mode if mode in ("new", "all", "verbose") else "all"
+    return [f"display.tool_progress={display['tool_progress']}"]
+
+
+def _timezone_from_env(config: dict[str, Any]) -> list[str] | None:
+    if "timezone" in config:
+        return None
+    config["timezone"] = os.environ.get("HERMES_TIMEZONE", "").strip()
+    return [f"timezone={config['timezone']}"]
+
+
+def _clear_anthropic_token(config: dict[str, Any]) -> list[str] | None:
+    if get_env_value("ANTHROPIC_TOKEN"):
+        save_env_value("ANTHROPIC_TOKEN", "")
+    return None  # .env only: config.yaml is not written
+
+
+def _clear_dead_model_variables(config: dict[str, Any]) -> list[str] | None:
+    for name in ("LLM_MODEL", "OPENAI_MODEL"):
+        if get_env_value(name):
+            save_env_value(name, "")
+    return None  # .env only
+
+
+# The speech-to-text models a local whisper runs, which v14 moves under ``stt.local``.
+_LOCAL_STT_MODELS = frozenset(
+    [
+        "tiny.en",
+        "tiny",
+        "base.en",
+        "base",
+        "small.en",
+        "small",
+        "medium.en",
+        "medium",
+        "large-v1",
+        "large-v2",
+        "large-v3",
+        "large",
+        "distil-large-v2",
+        "distil-medium.en",
+        "distil-small.en",
+        "distil-large-v3",
+        "distil-large-v3.5",
+        "large-v3-turbo",
+        "turbo",
+    ]
+)
+
+
+def _stt_model_to_its_provider(config: dict[str, Any]) -> list[str] | None:
+    stt = config.get("stt")
+    if not isinstance(stt, dict) or "model" not in stt:
+        return None
+    model = stt.pop("model")
+    provider = stt.get("provider", "local")
+    where = "local" if provider in ("local", "local_command") else provider
+    if where == "local" and model not in _LOCAL_STT_MODELS:
+        return []
+    section = stt.get(where)
+    if not isinstance(section, dict) or "model" not in section:
+        stt[where] = {**(section if isinstance(section, dict) else {}), "model": model}
+    return []
+
+
+def _tool_progress_overrides_to_platforms(config: dict[str, Any]) -> list[str] | None:
+    display = config.get("display")
+    overrides = display.get("tool_progress_overrides") if isinstance(display, dict) else None
+    if not isinstance(display, dict) or not isinstance(overrides, dict) or not overrides:
+        return None
+    platforms = display.get("platforms")
+    if not isinstance(platforms, dict):
+        platforms = display["platforms"] = {}
+    for platform, mode in overrides.items():
+        platforms.setdefault(platform, {}).setdefault("tool_progress", mode)
+    return ["display.platforms"]
+
+
+def _compression_summary_to_auxiliary(config: dict[str, Any]) -> list[str] | None:
+    compression = config.get("compression")
+    if not isinstance(compression, dict):
+        return None
+    old = {
+        key: compression.pop(f"summary_{key}", None) for key in ("model", "provider", "base_url")
+    }
+    if all(value is None for value in old.values()):
+        return None
+    moved = []
+    for key, value in old.items():
+        text = str(value).strip() if value is not None else ""
+        if not text or (key == "provider" and text == "auto"):
+            continue
+        target = config.setdefault("auxiliary", {}).setdefault("compression", {})
+        if not target.get(key) or (key == "provider" and target.get(key) == "auto"):
+            target[key] = text
+            moved.append(f"auxiliary.compression.{key}")
+    return moved
+
+
+def _model_catalog_hourly(config: dict[str, Any]) -> list[str] | None:
+    catalog = config.get("model_catalog")
+    if not isinstance(catalog, dict) or catalog.get("ttl_hours") != 24:
+        return None
+    catalog["ttl_hours"] = 1
+    return ["model_catalog.ttl_hours"]
+
+
+def _custom_providers_to_providers(config: dict[str, Any]) -> list[str] | None:
+    listed = config.get("custom_providers")
+    if not isinstance(listed, list) or not listed:
+        return None
+    providers = config.get("providers")
+    if not isinstance(providers, dict):
+        providers = {}
+    moved: list[str] = []
+    for entry in listed:
+        if not isinstance(entry, dict):
+            continue
+        url = entry.get("base_url") or entry.get("url") or entry.get("api") or ""
+        if not url:
+            continue
+        key = _provider_key(str(entry.get("name") or ""), str(url), len(moved))
+        base, suffix = key, len(moved)
+        while key in providers:
+            key, suffix = f"{base}-{suffix}", suffix + 1
+        converted = provider_config_from_custom(dict(entry), provider_key=key)
+        if converted is None:
+            continue
+        if not entry.get("name"):
+            converted.pop("name", None)
+        if converted.get("api_key") in ("no-key", "no-key-required", ""):
+            converted.pop("api_key", None)
+        providers[key] = converted
+        moved.append(key)
+    if not moved:
+        return None
+    config["providers"] = providers
+    config.pop("custom_providers", None)
+    return [f"providers.{key}" for key in moved]
+
+
+def _provider_key(name: str, url: str, index: int) -> str:
+    """0.19's key for a moved provider: its name in kebab case, else its URL's host."""
+    key = re.sub(
+        r"-{2,}", "-", name.strip().lower().replace(" ", "-").translate({40: None, 41: None})
+    )
+    key = key.strip("-")
+    if key:
+        return key
+    from urllib.parse import urlparse
+
+    host = urlparse(url).hostname
+    return host.replace(".", "-") if host else f"endpoint-{index}"
+
+
+def _write_mode_to_write_approval(config: dict[str, Any]) -> list[str] | None:
+    added = []
+    for name in ("memory", "skills"):
+        section = config.get(name)
+        if isinstance(section, dict) and "write_mode" in section:
+            old = section.pop("write_mode")
+            section["write_approval"] = (
+                old.strip().lower() if isinstance(old, str) else old
+            ) == "approve"
+            added.append(f"{name}.write_approval={section['write_approval']}")
+    return added or None
+
+
+def _verify_on_stop_off(config: dict[str, Any]) -> list[str] | None:
+    agent = _section(config, "agent")
+    value = agent.get("verify_on_stop")
+    if value is not None and not (isinstance(value, str) and value.strip().lower() == "auto"):
+        return None
+    agent["verify_on_stop"] = False
+    return ["agent.verify_on_stop=false"]
+
+
+def _verify_on_stop_literal_true_off(config: dict[str, Any]) -> list[str] | None:
+    agent = config.get("agent")
+    if not isinstance(agent, dict) or agent.get("verify_on_stop") is not True:
+        return None
+    agent["verify_on_stop"] = False
+    return ["agent.verify_on_stop=false"]
+
+
+def _fold_max_async_children(config: dict[str, Any]) -> list[str] | None:
+    delegation = config.get("delegation")
+    if not isinstance(delegation, dict) or "max_async_children" not in delegation:
+        return None
+    old = _version(delegation.pop("max_async_children"))
+    if old > 3 and old > _version(delegation.get("max_concurrent_children", 3)):
+        delegation["max_concurrent_children"] = old
+        return [f"delegation.max_concurrent_children={old}"]
+    return []
