@@ -61,6 +61,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help=f"postgres needs {PG_ENV} (scripts/with-postgres sets it)",
     )
     parser.add_argument("--minutes", type=float, default=1.0, help="how long faults run")
+    parser.add_argument(
+        "--until-rotations",
+        type=int,
+        default=0,
+        help="after --minutes, keep the faults running until this many compressions happened "
+        "(a loaded machine makes fewer turns), for at most --max-minutes in all",
+    )
+    parser.add_argument("--max-minutes", type=float, default=None, help="default: 3 × --minutes")
     parser.add_argument("--workers", type=int, default=4, help="agent worker processes")
     parser.add_argument("--writers", type=int, default=2, help="direct store writer processes")
     parser.add_argument("--conversations", type=int, default=2, help="shared conversations")
@@ -191,14 +199,29 @@ class ShortCommands:
             self.running = None
 
 
-def _progress(started: float, model: SoakModel, killer: Killer, location: str) -> str:
+def _rotations(location: str) -> int | None:
+    """How many compressions the store holds; None while the lock holder has it."""
     try:
-        rotations = query(location, "SELECT COUNT(*) FROM sessions WHERE lineage = 'compression'")
-        rotated = rotations[0][0]
+        return int(
+            query(location, "SELECT COUNT(*) FROM sessions WHERE lineage = 'compression'")[0][0]
+        )
     except Exception:  # the lock holder has the store: say so rather than wait
-        rotated = "?"
+        return None
+
+
+def _progress(started: float, model: SoakModel, killer: Killer, location: str) -> str:
+    rotated = _rotations(location)
     return (f"soak: {time.time() - started:5.0f}s turns={model.counts['turns']} "
-            f"kills={killer.kills['total']} rotations={rotated}")  # fmt: skip
+            f"kills={killer.kills['total']} rotations={'?' if rotated is None else rotated}")  # fmt: skip
+
+
+def _wants_more(args: argparse.Namespace, location: str, started: float) -> bool:
+    """Whether the faults should run on past --minutes: fewer compressions than
+    --until-rotations so far, and time left under --max-minutes."""
+    most = (args.max_minutes if args.max_minutes is not None else 3 * args.minutes) * 60
+    if not args.until_rotations or time.time() - started >= most:
+        return False
+    return (_rotations(location) or 0) < args.until_rotations
 
 
 def run(args: argparse.Namespace, workdir: Path) -> int:
@@ -248,6 +271,10 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
                 if time.time() - last_report >= 10:
                     last_report = time.time()
                     print(_progress(started, model, killer, location), flush=True)
+                    # Extended before it passes, so the fault threads never stop early;
+                    # workers started with the old deadline end then and are started again.
+                    if fleet.deadline - time.time() < 12 and _wants_more(args, location, started):
+                        fleet.deadline = windows.deadline = locker.deadline = fleet.deadline + 15
                 time.sleep(0.1)
         finally:
             windows.stopping.set()
