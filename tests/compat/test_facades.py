@@ -1276,3 +1276,19 @@ def test_a_jobs_origin_and_context_from_through_the_facade(hermes_home: Path) ->
     save_jobs(jobs)
     assert get_job(digest["id"])["deliver"] == "origin"
     assert get_job(digest["id"])["context_from"] is None
+
+
+def test_a_memory_providers_context_is_masked_and_cut_as_0_19_cuts_it() -> None:
+    from agent.context_engine import MEMORY_CONTEXT_MAX_CHARS, sanitize_memory_context
+
+    key = "sk-" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6"
+    said = sanitize_memory_context(
+        f"  user prefers tea; token {key}; db postgres://u:hunter22@db/x \n"
+    )
+    assert key not in said and "hunter22" not in said and said.startswith("user prefers tea")
+    long = "old " * 1000 + "middle " * 500 + "newest fact"
+    cut = sanitize_memory_context(long)
+    assert len(long) > MEMORY_CONTEXT_MAX_CHARS and len(cut) < MEMORY_CONTEXT_MAX_CHARS
+    assert cut.startswith("old old") and cut.endswith("newest fact")
+    assert "[memory provider context truncated]" in cut
+    assert sanitize_memory_context("short") == "short"
