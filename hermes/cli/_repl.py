@@ -266,7 +266,7 @@ class SlashCompleter(Completer):
             return
         if " " in text:
             name, _, typed = text[1:].partition(" ")
-            found = chat_commands.COMMANDS.get(name.lower())
+            found = chat_commands.lookup(name)
             if found is None or " " in typed:
                 return
             for word in found.subcommands:
@@ -274,7 +274,7 @@ class SlashCompleter(Completer):
                     yield Completion(word, start_position=-len(typed))
             return
         for name, cmd in chat_commands.COMMANDS.items():
-            if name.startswith(text[1:]):
+            if name.startswith(text[1:]) and not cmd.gateway_only:
                 yield Completion("/" + name, start_position=-len(text), display_meta=cmd.help)
 
 

@@ -10,7 +10,7 @@ Three kinds:
   ``/usage``, ``/tools``) act on the conversation, so they wait their turn in its lane
   like a message and run in the worker thread with the conversation's agent, through
   the CLI's own ``dispatch``;
-* the terminal's ``/sessions``, ``/resume`` and ``/exit`` (they would show or switch to
+* the terminal's ``/sessions``, ``/resume`` and ``/quit`` (they would show or switch to
   other people's conversations), ``/cron`` (scheduled jobs are the operator's, shared by
   every chat, so a chat does not manage them) and unknown commands get a one-line answer.
 
@@ -27,7 +27,7 @@ from hermes.agent import commands as chat_commands
 
 IMMEDIATE = ("new", "stop", "help")
 CONVERSATION = ("compress", "retry", "undo", "title", "model", "usage", "tools")
-TERMINAL_ONLY = ("sessions", "resume", "exit")
+TERMINAL_ONLY = ("sessions", "resume", "quit")
 CRON_REFUSAL = (
     "Scheduled jobs are managed from the terminal (hermes cron, or /cron in hermes chat) "
     "or the API (/api/jobs), not from a chat."
@@ -65,7 +65,8 @@ def parse(text: str) -> Command | None:
         return None
     name, argument = chat_commands.parse(text)
     name = name.split("@", 1)[0]  # /new@MyBot in Telegram groups
-    return Command(name=ALIASES.get(name, name), argument=argument)
+    name = ALIASES.get(name) or chat_commands.ALIASES.get(name, name)
+    return Command(name=name, argument=argument)
 
 
 def help_text() -> str:
@@ -88,7 +89,8 @@ def refusal(command: Command) -> str:
     """The answer to a command the gateway does not run."""
     if command.name == "cron":
         return CRON_REFUSAL
-    if command.name in TERMINAL_ONLY:
+    spec = chat_commands.COMMANDS.get(command.name)
+    if command.name in TERMINAL_ONLY or (spec is not None and spec.cli_only):
         return (
             f"/{command.name} works in the terminal chat only. Type /help to see the commands here."
         )
