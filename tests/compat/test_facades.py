@@ -1249,7 +1249,10 @@ def test_commands_are_resolved_as_0_19_resolves_them() -> None:
     assert commands.resolve_command("/no-such-command") is None
     assert commands.is_gateway_known_command("title") and not commands.is_gateway_known_command("")
     assert commands.resolve_command("/RESET") is commands.resolve_command("new")
-    assert commands.COMMANDS["/reset"] == "Start a new conversation (the current one stays saved). (alias for /new)"
+    assert (
+        commands.COMMANDS["/reset"]
+        == "Start a new conversation (the current one stays saved). (alias for /new)"
+    )
     assert commands.should_bypass_active_session("new")
     assert commands.COMMANDS["/title"].startswith(commands.resolve_command("title").description)
     assert "/title" in commands.COMMANDS_BY_CATEGORY["Session"]
