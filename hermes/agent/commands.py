@@ -498,3 +498,7 @@ def _first_sentence(text: str) -> str:
     flat = " ".join(text.split())
     end = flat.find(". ")
     return flat[: end + 1] if end > 0 else flat
+
+
+# The chat's other commands live in rooms of their own and register themselves on import;
+# importing them here gives every surface the whole set. (At the end: they import this.)
