@@ -23,6 +23,7 @@ from prompt_toolkit.document import Document
 
 import hermes.agent.agent  # noqa: F401 - registers the chat's commands
 import hermes.cron.chat_command  # noqa: F401 - registers /cron
+import hermes.gateway.platforms_command  # noqa: F401 - registers /platforms
 from hermes.agent import commands as _commands
 from hermes.gateway import command_names as _names
 
