@@ -218,7 +218,15 @@ def toggled(
         if named or (members is None and entry in off):
             continue
         if members and set(members) & off:
-            kept += [m for m in members if m not in off and m not in kept]
+            rest = [m for m in members if m not in off and m not in kept]
+            tied = next((m for m in rest if set(groups.get(m, [m])) & off), None)
+            if tied is not None:  # its name is the toolset's: it would bring them back
+                raise ConfigError(
+                    f"The tool {tied} is named like the toolset {tied}, which holds "
+                    f"{', '.join(sorted(set(groups[tied]) & off))}: those go with the toolset; "
+                    f"disable {tied} to turn them off."
+                )
+            kept += rest
         else:
             kept.append(entry)
     return kept
