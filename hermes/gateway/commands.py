@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import hermes.gateway.platforms_command  # noqa: F401 - /platforms, refused here in words
 from hermes.agent import AIAgent
 from hermes.agent import commands as chat_commands
 
