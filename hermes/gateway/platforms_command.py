@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 @command(
     "platforms",
     "/platforms",
-    "Show whether the gateway runs and which messaging platforms it serves.",
+    "Show whether a gateway runs and the platforms it serves.",
     aliases=("gateway",),
     category="Info",
     cli_only=True,
