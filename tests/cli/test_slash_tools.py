@@ -127,6 +127,22 @@ def test_tools_refuses_unknown_names_and_says_how_to_use_it(make_agent, hermes_h
     assert plain.ok and "terminal" in plain.data["tools"]
 
 
+def test_tools_turns_off_an_mcp_server_that_is_down_by_either_name(make_agent, hermes_home: Path):
+    config = {"mcp_servers": {"gone": {"command": "/nonexistent/mcp-server"}}}
+    (hermes_home / "config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    agent = make_agent()
+    try:
+        assert run(agent, "/tools list").data["mcp-gone"] == "enabled"  # down, yet chosen
+        assert run(agent, "/tools disable gone").ok  # the server's own name
+        entries = saved_toolsets(hermes_home)
+        assert "mcp-gone" not in entries and "gone" not in entries and "terminal" in entries
+        assert run(agent, "/tools list").data["mcp-gone"] == "disabled"
+        assert run(agent, "/tools enable mcp-gone").ok
+        assert "mcp-gone" in saved_toolsets(hermes_home)
+    finally:
+        hub().close()
+
+
 # -- /skills ---------------------------------------------------------------------------
 
 
