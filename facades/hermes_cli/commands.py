@@ -1,7 +1,7 @@
 """Hermes Agent 0.19's ``hermes_cli.commands``: the chat's slash commands, from hermes's own.
 
-``COMMAND_REGISTRY`` lists hermes's commands (hermes.agent.commands, /cron included) as
-0.19's ``CommandDef``, with their aliases, /help groups and where they work (the
+``COMMAND_REGISTRY`` lists hermes's commands (hermes.agent.commands, /cron and
+/platforms included) as 0.19's ``CommandDef``, with their aliases, /help groups and where they work (the
 terminal only, a messaging chat only, or a terminal command a config key offers on the
 gateway); hermes-webui builds its command palette from it. From it come 0.19's menus for
 the messaging platforms (Telegram's bot commands, Slack's slashes and manifest,
@@ -23,6 +23,7 @@ from prompt_toolkit.document import Document
 
 import hermes.agent.agent  # noqa: F401 - registers the chat's commands
 import hermes.cron.chat_command  # noqa: F401 - registers /cron
+import hermes.gateway.platforms_command  # noqa: F401 - registers /platforms
 from hermes.agent import commands as _commands
 from hermes.gateway import command_names as _names
 

@@ -13,6 +13,7 @@ slash, so a message that starts with a path (``/etc/hosts is empty``) is a messa
 from __future__ import annotations
 
 import difflib
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -430,32 +431,6 @@ def _usage(agent: AIAgent, arg: str) -> Reply:
     )
 
 
-@command("tools", "/tools", "List the tools the agent may use.", category="Tools & Skills")
-def _tools(agent: AIAgent, arg: str) -> Reply:
-    names = agent.tool_names()
-    if not names:
-        return Reply("No tools are enabled (see agent.toolsets in `hermes config show`).")
-    rows = []
-    for name in names:
-        tool = agent.toolbox.registry.get(name)
-        rows.append((name, one_line(_first_sentence(tool.description if tool else ""), 80)))
-    return Reply(table(("TOOL", "WHAT IT DOES"), rows), data={"tools": names})
-
-
-@command("skills", "/skills", "List the skills the agent can load.", category="Tools & Skills")
-def _skills(agent: AIAgent, arg: str) -> Reply:
-    from hermes.tools.skills import load_skills
-
-    found = load_skills(
-        agent.hermes_home, agent.cwd, agent.config, source=agent.source, user_id=agent.user_id
-    ).skills
-    if not found:
-        return Reply("No skills yet (see `hermes skills install PATH`).", data={"skills": []})
-    rows = [(s.name, s.category or "", one_line(s.description, 80)) for s in found]
-    listing = [s.as_listing() for s in found]
-    return Reply(table(("SKILL", "CATEGORY", "WHAT IT IS FOR"), rows), data={"skills": listing})
-
-
 @command("help", "/help", "Show available commands", category="Info")
 def _help(agent: AIAgent, arg: str) -> Reply:
     rows = [(_with_aliases(c), c.help) for c in COMMANDS.values() if not c.gateway_only]
@@ -494,11 +469,12 @@ def _store(agent: AIAgent) -> SessionDB:
     return agent.binding.session_db
 
 
-def _first_sentence(text: str) -> str:
-    flat = " ".join(text.split())
-    end = flat.find(". ")
-    return flat[: end + 1] if end > 0 else flat
-
-
 # The chat's other commands live in rooms of their own and register themselves on import;
 # importing them here gives every surface the whole set. (At the end: they import this.)
+# Loaded by name, as a registry loads its rooms: they import this module, which is the
+# way the dependency points (tests/test_import_cycles.py).
+COMMAND_ROOMS = (
+    "hermes.agent.commands_tools",  # /tools, /skills, /reload-mcp, /debug, /update, /version
+)
+for _room in COMMAND_ROOMS:
+    importlib.import_module(_room)

@@ -37,6 +37,7 @@ from rich.spinner import Spinner
 from rich.text import Text
 
 import hermes.cron.chat_command  # noqa: F401 - registers /cron with the chat's commands
+import hermes.gateway.platforms_command  # noqa: F401 - registers /platforms
 from hermes.agent import commands as chat_commands
 from hermes.cli._process_notices import ProcessNotices, notice_line
 from hermes.cli._worker import Approvals, run_in_worker

@@ -7,12 +7,13 @@ Three kinds:
   ``/stop`` interrupts it, ``/new`` points the chat at a fresh conversation (replies
   already queued still answer in the old one), ``/help`` lists what works here;
 * *conversation* commands (``/compress``, ``/retry``, ``/undo``, ``/title``, ``/model``,
-  ``/usage``, ``/tools``) act on the conversation, so they wait their turn in its lane
-  like a message and run in the worker thread with the conversation's agent, through
-  the CLI's own ``dispatch``;
+  ``/usage``, and ``/reload-mcp``, ``/debug``, ``/update``, ``/version``) act on the
+  conversation or its agent, so they wait their turn in its lane like a message and run
+  in the worker thread with the conversation's agent, through the CLI's own ``dispatch``;
 * the terminal's ``/sessions``, ``/resume`` and ``/quit`` (they would show or switch to
   other people's conversations), ``/cron`` (scheduled jobs are the operator's, shared by
-  every chat, so a chat does not manage them) and unknown commands get a one-line answer.
+  every chat, so a chat does not manage them), ``/tools``, ``/skills`` and ``/platforms``
+  (they change or show the operator's profile) and unknown commands get a one-line answer.
 
 A line is a command when the CLI says so (``/etc/hosts is empty`` is a message);
 Telegram's ``/cmd@BotName`` form is understood.
@@ -22,11 +23,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import hermes.gateway.platforms_command  # noqa: F401 - /platforms, refused here in words
 from hermes.agent import AIAgent
 from hermes.agent import commands as chat_commands
 
 IMMEDIATE = ("new", "stop", "help")
-CONVERSATION = ("compress", "retry", "undo", "title", "model", "usage", "tools")
+CONVERSATION: tuple[str, ...] = ("compress", "retry", "undo", "title", "model", "usage")
+# The install's and the MCP servers', which 0.19 offers in a messaging chat too.
+CONVERSATION += ("reload-mcp", "debug", "update", "version")
 TERMINAL_ONLY = ("sessions", "resume", "quit")
 CRON_REFUSAL = (
     "Scheduled jobs are managed from the terminal (hermes cron, or /cron in hermes chat) "

@@ -52,9 +52,11 @@ def test_unknown_commands_get_a_suggestion(agent):
 
 def test_every_command_has_usage_and_help():
     expected = {"new", "compress", "retry", "undo", "title", "model", "sessions", "resume",
-                "usage", "tools", "skills", "help", "quit"}  # fmt: skip
-    # /cron is registered by hermes.cron.chat_command, which the chat surfaces import.
-    assert set(chat_commands.COMMANDS) - {"cron"} == expected
+                "usage", "tools", "skills", "help", "quit", "reload-mcp", "debug", "update",
+                "version"}  # fmt: skip
+    # /cron and /platforms are registered by hermes.cron.chat_command and
+    # hermes.gateway.platforms_command, which the chat surfaces import.
+    assert set(chat_commands.COMMANDS) - {"cron", "platforms"} == expected
     for command in chat_commands.COMMANDS.values():
         assert command.usage.startswith("/" + command.name) and command.help[:1].isupper()
 
