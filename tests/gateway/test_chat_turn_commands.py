@@ -3,6 +3,7 @@ store, its turn workers), a fake chat platform and the fake model over HTTP."""
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import psutil
@@ -11,6 +12,7 @@ import pytest
 from hermes.gateway.runner import QUEUED_ACK
 from hermes.tools.processes.store import KILLED, ProcessStore
 from tests.fakes.llm_server import hang, text, tool_call
+from tests.gateway.api_calls import ask
 from tests.gateway.fakechat import FakeChat, incoming
 from tests.gateway.harness import GatewayThread, wait_for
 
@@ -134,3 +136,23 @@ def test_stop_also_stops_the_chat_background_processes(chat_gateway, fake_llm, h
     send(chat_gateway, "/stop")
     wait_for(lambda: len(chat_gateway.chat.texts()) == 3)
     assert chat_gateway.chat.texts()[2] == "Nothing is running right now."
+
+
+def test_queue_steer_and_status_over_the_http_api(client, gateway, fake_llm) -> None:
+    _, session = ask(client, "one")
+    assert ask(client, "/queue", session)[0].startswith("Usage: /queue <prompt>")
+    assert ask(client, "/q two", session)[0] == "echo: two"
+    assert ask(client, "/steer three", session)[0] == "echo: three"  # no turn runs
+    status = ask(client, "/status", session)[0]
+    assert f"Conversation: {session} (untitled)" in status and "no turn is running" in status
+    asked = len(fake_llm.requests)
+    fake_llm.enqueue(hang(3, then=tool_call("read_file", {"path": "x.txt"})), text("Both done."))
+    with ThreadPoolExecutor(1) as pool:
+        running = pool.submit(ask, client, "four", session)
+        wait_for(lambda: len(fake_llm.requests) > asked)
+        steered = ask(client, "/steer also check the tests", session)[0]
+        assert running.result(timeout=60)[0] == "Both done."
+    assert steered == STEERED
+    assert fake_llm.requests[-1]["messages"][-1]["content"] == "also check the tests"
+    users = [m["content"] for m in gateway.db.get_messages(session) if m["role"] == "user"]
+    assert users == ["one", "two", "three", "four", "also check the tests"]
