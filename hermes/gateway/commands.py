@@ -85,7 +85,11 @@ def parse(text: str) -> Command | None:
 
 
 _PROMPT_USAGE = {"queue": QUEUE_USAGE, "steer": STEER_USAGE}
-STEERED = steered_text  # what /steer answers when the running turn took it
+
+
+def steered(prompt: str) -> str:
+    """What /steer answers when the running turn took ``prompt``."""
+    return steered_text(prompt)
 
 
 def missing_prompt(command: Command) -> str | None:

@@ -438,7 +438,7 @@ class GatewayRunner:
         if command is not None and command.name == "steer":
             conversation = await asyncio.to_thread(self.router.current_conversation, key)
             if conversation is not None and self.steer(conversation, command.argument):
-                await self.send(origin, commands.STEERED(command.argument))
+                await self.send(origin, commands.steered(command.argument))
                 return
             text, command = command.argument, None  # no turn runs: a message, as in 0.19
         elif command is not None and command.as_message:  # /queue: behind what runs
@@ -558,7 +558,10 @@ class GatewayRunner:
             return WorkResult(text=commands.missing_prompt(command) or "")
         if command.name == "status":
             conversation = await asyncio.to_thread(self.router.current_conversation, key)
-            text = await asyncio.to_thread(self._status_text, conversation)
+            lane = self.scheduler.lane(conversation) if conversation and self.scheduler else None
+            running = lane is not None and lane.running is not None
+            queued = len(lane.items) if lane is not None else 0
+            text = await asyncio.to_thread(self._status_text, conversation, running, queued)
             return WorkResult(text=text, conversation_id=conversation, session_id=None)
         if command.name == "stop":
             conversation = await asyncio.to_thread(self.router.current_conversation, key)
@@ -641,10 +644,10 @@ class GatewayRunner:
         steer = getattr(agent, "steer", None)  # a factory's own agent may take none
         return bool(steer is not None and steer(text))
 
-    def _status_text(self, conversation: str | None) -> str:
+    def _status_text(self, conversation: str | None, running: bool, queued: int) -> str:
         """/status of a chat's conversation: the store's figures, the kept agent's model
-        and context, the lane's running and waiting items (worker thread)."""
-        lane = self.scheduler.lane(conversation) if conversation and self.scheduler else None
+        and context, and what its lane runs and holds (read on the loop; this runs in a
+        worker thread)."""
         tip = self.router.tip(conversation) if conversation else None
         agent = self.turns.kept_agent(conversation) if conversation else None
         segment = (self.db.get_session(tip) if tip else None) or {}
@@ -662,8 +665,8 @@ class GatewayRunner:
         facts = StatusFacts(
             model=str(model or self.config.get("model.default")),
             endpoint=str(endpoint or self.config.get("model.base_url")),
-            running=lane is not None and lane.running is not None,
-            queued=len(lane.items) if lane is not None else 0,
+            running=running,
+            queued=queued,
             context=context,
             processes=len(background.running_of(self.home, {conversation})) if conversation else 0,
         )
@@ -727,6 +730,8 @@ class GatewayRunner:
             return None
         if item.sink is not None:
             item.sink.done(result)
+            if result.pending_steer:  # its caller has its answer; nobody waits for more
+                log.warning("%s: a /steer the turn did not take was dropped", item.conversation_id)
         elif chat is not None and origin is not None and not result.dropped:
             await self.send(origin, result.reply_text)
             if result.pending_steer:  # /steer the turn ended without: the next message

@@ -137,7 +137,7 @@ class ChatCompletions:
         if command is not None and command.name == "steer" and session is not None:
             _, conversation, _ = await self.conversations.open(session)
             if self.host.steer(conversation, command.argument):
-                steered = WorkResult(text=commands.STEERED(command.argument), session_id=session)
+                steered = WorkResult(text=commands.steered(command.argument), session_id=session)
                 return await self._answer(request, body, steered)
         if command is not None and (command.as_message or command.name == "steer"):
             text, command = command.argument, None  # /queue, or /steer with no turn running
