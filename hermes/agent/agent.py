@@ -31,6 +31,7 @@ from hermes.agent.interruption import Interruption
 from hermes.agent.masking import MaskPolicy
 from hermes.agent.model.client import ModelClient
 from hermes.agent.settings import AgentOptions
+from hermes.agent.steering import SteeringInbox
 from hermes.agent.summariser import NOTHING_TO_COMPRESS, Summariser
 from hermes.agent.tokens import context_window
 from hermes.agent.toolbox import Toolbox, ToolScope
@@ -210,6 +211,7 @@ class AIAgent:
             else model_client
         )
         self.interruption = Interruption(self.client)
+        self.steering = SteeringInbox()  # /steer: guidance for the running turn
 
     def _make_context_window(self, *, offers_recall: bool) -> None:
         """The compressor (the summariser, or a plugin's engine) and the masking of old
@@ -399,8 +401,16 @@ class AIAgent:
         return self.run(message, options=options).answer or ""
 
     def interrupt(self) -> None:
-        """Stop the running turn at the next safe point (a stream stops at once)."""
+        """Stop the running turn at the next safe point (a stream stops at once); the
+        steering it had not taken yet is dropped."""
         self.interruption.set()
+        self.steering.drop()
+
+    def steer(self, text: str) -> bool:
+        """Guide the running turn without stopping it: ``text`` joins it as a user
+        message after its next tool results. False when no turn runs (or ``text`` is
+        blank): send it as a message of its own then."""
+        return self.steering.steer(text)
 
     def compress(
         self,

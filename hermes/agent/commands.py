@@ -475,6 +475,7 @@ def _store(agent: AIAgent) -> SessionDB:
 # way the dependency points (tests/test_import_cycles.py).
 COMMAND_ROOMS = (
     "hermes.agent.commands_tools",  # /tools, /skills, /reload-mcp, /debug, /update, /version
+    "hermes.agent.commands_turns",  # /status, /stop, /queue, /steer, /copy
 )
 for _room in COMMAND_ROOMS:
     importlib.import_module(_room)

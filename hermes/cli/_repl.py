@@ -10,6 +10,11 @@ compressed. Ctrl-C stops the running turn and keeps the chat; Ctrl-D leaves.
 A background process of this conversation that finishes (``_process_notices``) is
 heard before each prompt and, while the prompt waits, within a second: one line, then
 a turn on its notice, as if typed; a half-typed line comes back in the next prompt.
+
+A line typed while a turn runs (Enter ends it; it is not echoed, so the live area stays
+whole) is read at once: ``/steer``, ``/status``, ``/stop`` and ``/queue`` act then
+(``/steer`` reaches the running turn); any other line waits and runs after the turn,
+in the order typed, as ``/queue``'s prompt does.
 """
 
 from __future__ import annotations
@@ -17,8 +22,10 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import select
 import sys
 import threading
+from collections import deque
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -39,6 +46,7 @@ from rich.text import Text
 import hermes.cron.chat_command  # noqa: F401 - registers /cron with the chat's commands
 import hermes.gateway.platforms_command  # noqa: F401 - registers /platforms
 from hermes.agent import commands as chat_commands
+from hermes.cli import _clipboard
 from hermes.cli._process_notices import ProcessNotices, notice_line
 from hermes.cli._worker import Approvals, run_in_worker
 from hermes.config import ensure_home
@@ -60,6 +68,8 @@ PROMPT = "› "
 THINKING = "Thinking…"
 IDLE_LOOK = 1.0  # seconds between looks for a finished background process, at the prompt
 UNANSWERED = "Your last message was not answered (the model call failed); /retry sends it again."
+# The commands a line typed during a turn runs at once; any other line waits for the turn.
+DURING_A_TURN = frozenset({"steer", "status", "stop", "queue"})
 
 
 class TurnView:
@@ -130,6 +140,13 @@ class TurnView:
     def set_status(self, status: str | None) -> None:
         with self._lock:
             self._status = status
+            self._rebuild()
+
+    def note(self, text: str) -> None:
+        """One dim line above the live area now (main thread, during a turn)."""
+        with self._lock:
+            self._note(text)
+            self._flush_notes()
             self._rebuild()
 
     # -- callbacks (worker thread)
@@ -294,8 +311,9 @@ def _quiet_terminal() -> Iterator[None]:
     """While a turn runs: no echo of typed keys or ^C, and Ctrl-C flushes no output.
 
     Echoed keys would land inside the live area and the kernel's flush on SIGINT
-    would drop half an escape sequence; both scramble the screen. What is typed
-    meanwhile stays queued for the next prompt.
+    would drop half an escape sequence; both scramble the screen. A line typed
+    meanwhile is read when Enter ends it (``_typed_lines``); a half-typed one stays
+    for the next prompt.
     """
     try:
         fd = sys.stdin.fileno()
@@ -307,12 +325,33 @@ def _quiet_terminal() -> Iterator[None]:
     # ISIG: Ctrl-C is a signal during the turn whatever mode the prompt left behind (a
     # prompt ended from its background task may leave the terminal raw, where ^C is a
     # character nobody reads and the turn could not be stopped).
-    quiet[3] = (quiet[3] & ~(termios.ECHO | termios.ECHOCTL)) | termios.NOFLSH | termios.ISIG
+    # ICANON: a line typed meanwhile reaches ``_typed_lines`` whole, once Enter ends it.
+    quiet[3] = (quiet[3] & ~(termios.ECHO | termios.ECHOCTL)) | (
+        termios.NOFLSH | termios.ISIG | termios.ICANON
+    )
     termios.tcsetattr(fd, termios.TCSANOW, quiet)
     try:
         yield
     finally:
         termios.tcsetattr(fd, termios.TCSANOW, saved)
+
+
+def _typed_lines() -> list[str]:
+    """The whole lines typed since the last look, without waiting (during a turn the
+    terminal hands over a line once Enter ends it); none when stdin is no terminal."""
+    try:
+        fd = sys.stdin.fileno()
+        if not os.isatty(fd):
+            return []
+        lines = []
+        while select.select([fd], [], [], 0)[0]:
+            chunk = os.read(fd, 4096)
+            if not chunk:  # Ctrl-D on an empty line: nothing to run
+                break
+            lines.extend(chunk.decode("utf-8", errors="replace").splitlines())
+        return lines
+    except (OSError, ValueError):
+        return []
 
 
 def _history_path() -> Path:
@@ -335,6 +374,7 @@ class Repl:
         self.approvals = Approvals(self._ask_approval)
         self.notices = ProcessNotices(agent)
         self._heard = False  # the prompt was ended for a finished process
+        self.waiting: deque[str] = deque()  # lines to run after the turn, in order
         agent.connect(
             stream_callback=self.view.on_text,
             event_callback=self.view.on_event,
@@ -355,7 +395,7 @@ class Repl:
         while True:
             try:
                 self._hear_processes()  # after each turn (and on resume)
-                line = self._prompt(typed)
+                line = self._next_waiting() if self.waiting else self._prompt(typed)
             except KeyboardInterrupt:
                 typed = ""
                 continue  # Ctrl-C at the prompt clears the line
@@ -383,6 +423,32 @@ class Repl:
         self._heard = False
         line = self.session.prompt(PROMPT, default=typed, pre_run=self._listen_while_idle)
         return None if self._heard else line
+
+    def _next_waiting(self) -> str:
+        """A line typed during the last turn (or /queue's prompt), shown as if typed now."""
+        line = self.waiting.popleft()
+        self.console.print(Text(f"{PROMPT}{one_line(line, 200)}", style="dim"))
+        return line
+
+    def _during_turn(self, interrupted: bool) -> None:
+        """Between the waits of a running turn (main thread): its approval questions,
+        and the lines typed meanwhile."""
+        self.approvals.service(interrupted)
+        for line in _typed_lines():
+            if line.strip():
+                self._typed_during_turn(line)
+
+    def _typed_during_turn(self, line: str) -> None:
+        name = chat_commands.parse(line)[0] if chat_commands.is_command(line) else ""
+        spec = chat_commands.lookup(name) if name else None
+        if spec is None or spec.name not in DURING_A_TURN:
+            self.waiting.append(line)
+            self.view.note(f"after this turn: {one_line(line, 70)}")
+            return
+        reply = chat_commands.dispatch(self.agent, line)
+        if reply.rerun:  # /queue's prompt, or a /steer the turn ended before taking
+            self.waiting.append(reply.rerun)
+        self.view.note(reply.text)
 
     def _listen_while_idle(self) -> None:
         # A task of the prompt's own event loop: it ends with the prompt, and ending
@@ -427,7 +493,7 @@ class Repl:
                     lambda: self.agent.run(text),
                     interrupt=self.agent.interrupt,
                     on_interrupt=lambda: self.view.set_status("Interrupting…"),
-                    service=self.approvals.service,
+                    service=self._during_turn,
                 )
         except HermesError as exc:
             self.view.end()
@@ -440,6 +506,10 @@ class Repl:
         self.view.end(result.answer if result is not None else None)
         if outcome.interrupted or (result is not None and result.interrupted):
             self.console.print(Text("Interrupted.", style="yellow"))
+        if result is not None and result.pending_steer:
+            # The turn answered without another tool call: the steer waits its turn
+            # after what was typed before it, as 0.19 queues it.
+            self.waiting.append(result.pending_steer)
         self.console.print()
 
     def chat_commands(self, line: str) -> bool:
@@ -457,6 +527,8 @@ class Repl:
             reply = chat_commands.dispatch(self.agent, line)
         if reply is None:
             return True
+        if "clipboard" in reply.data:  # /copy: the terminal takes it (OSC 52)
+            _clipboard.copy(reply.data["clipboard"], self.console.file)
         if reply.text:
             self.console.print(Text(reply.text, style="" if reply.ok else "yellow"))
         if reply.exit:

@@ -1,11 +1,16 @@
 """Slash commands in chat: the CLI's commands (``hermes.agent.commands``) with the same
 meaning, plus what only a gateway has.
 
-Three kinds:
+Four kinds:
 
-* *immediate* (``/new``, ``/stop``, ``/help``) act at once, even while a turn runs:
-  ``/stop`` interrupts it, ``/new`` points the chat at a fresh conversation (replies
-  already queued still answer in the old one), ``/help`` lists what works here;
+* *immediate* (``/new``, ``/stop``, ``/help``, ``/status``, ``/steer``) act at once,
+  even while a turn runs: ``/stop`` interrupts it and stops the conversation's
+  background processes, ``/new`` points the chat at a fresh conversation (replies
+  already queued still answer in the old one), ``/help`` lists what works here,
+  ``/status`` tells what the conversation is and what runs, ``/steer`` hands the running
+  turn guidance it takes after its next tool call (with no turn running, it is a message);
+* *as a message* (``/queue``): its prompt goes to the conversation's lane as an ordinary
+  message, after what runs and waits there, interrupting nothing;
 * *conversation* commands (``/compress``, ``/retry``, ``/undo``, ``/title``, ``/model``,
   ``/usage``, and ``/reload-mcp``, ``/debug``, ``/update``, ``/version``) act on the
   conversation or its agent, so they wait their turn in its lane like a message and run
@@ -26,8 +31,10 @@ from dataclasses import dataclass
 import hermes.gateway.platforms_command  # noqa: F401 - /platforms, refused here in words
 from hermes.agent import AIAgent
 from hermes.agent import commands as chat_commands
+from hermes.agent.commands_turns import QUEUE_USAGE, STEER_USAGE, steered_text
 
-IMMEDIATE = ("new", "stop", "help")
+IMMEDIATE = ("new", "stop", "help", "status", "steer")
+AS_MESSAGE = ("queue",)
 CONVERSATION: tuple[str, ...] = ("compress", "retry", "undo", "title", "model", "usage")
 # The install's and the MCP servers', which 0.19 offers in a messaging chat too.
 CONVERSATION += ("reload-mcp", "debug", "update", "version")
@@ -40,7 +47,11 @@ ALIASES = {"reset": "new", "start": "help", "clear": "new"}
 
 _GATEWAY_HELP = {
     "new": ("/new", "Start a new conversation in this chat (the current one stays saved)."),
-    "stop": ("/stop", "Stop the reply being written; queued messages are still answered."),
+    "stop": (
+        "/stop",
+        "Stop the reply being written and this chat's background processes; queued "
+        "messages are still answered.",
+    ),
     "help": ("/help", "Show this list."),
 }
 
@@ -59,6 +70,10 @@ class Command:
         return self.name in CONVERSATION
 
     @property
+    def as_message(self) -> bool:
+        return self.name in AS_MESSAGE
+
+    @property
     def line(self) -> str:
         return f"/{self.name} {self.argument}".rstrip()
 
@@ -73,9 +88,22 @@ def parse(text: str) -> Command | None:
     return Command(name=name, argument=argument)
 
 
+_PROMPT_USAGE = {"queue": QUEUE_USAGE, "steer": STEER_USAGE}
+
+
+def steered(prompt: str) -> str:
+    """What /steer answers when the running turn took ``prompt``."""
+    return steered_text(prompt)
+
+
+def missing_prompt(command: Command) -> str | None:
+    """The usage line of /queue or /steer sent without its prompt; None otherwise."""
+    return None if command.argument else _PROMPT_USAGE.get(command.name)
+
+
 def help_text() -> str:
     lines = ["Commands:"]
-    for name in (*IMMEDIATE[:2], *CONVERSATION, "help"):
+    for name in ("new", "stop", "status", "queue", "steer", *CONVERSATION, "help"):
         usage, text = _GATEWAY_HELP.get(name) or (
             chat_commands.COMMANDS[name].usage,
             chat_commands.COMMANDS[name].help,

@@ -321,6 +321,7 @@ class TurnRunner:
         result.tool_calls = list(out.tool_calls)
         result.prompt_tokens = out.prompt_tokens
         result.completion_tokens = out.completion_tokens
+        result.pending_steer = out.pending_steer
         self._hook_turn("agent:end", item, agent, words, response=result.text or "")
 
     def _hook_turn(
@@ -397,6 +398,15 @@ class TurnRunner:
         if agent is None:
             agent = self._new_agent(item, platform, self.router.tip(item.conversation_id))
         return agent
+
+    def kept_agent(self, conversation_id: str) -> ConversationAgent | None:
+        """The agent kept for the conversation (its last turn's), if any; for /status."""
+        with self._agents_lock:
+            return self._agents.get(conversation_id) or next(
+                (a for k, a in reversed(self._agents.items())
+                 if k.startswith(conversation_id + MEMBER_SEP)),
+                None,
+            )  # fmt: skip
 
     def _agent_key(self, item: WorkItem) -> str:
         """Whose agent answers: the conversation's, or in a group chat its speaker's, so

@@ -53,7 +53,7 @@ def test_unknown_commands_get_a_suggestion(agent):
 def test_every_command_has_usage_and_help():
     expected = {"new", "compress", "retry", "undo", "title", "model", "sessions", "resume",
                 "usage", "tools", "skills", "help", "quit", "reload-mcp", "debug", "update",
-                "version"}  # fmt: skip
+                "version", "status", "stop", "queue", "steer", "copy"}  # fmt: skip
     # /cron and /platforms are registered by hermes.cron.chat_command and
     # hermes.gateway.platforms_command, which the chat surfaces import.
     assert set(chat_commands.COMMANDS) - {"cron", "platforms"} == expected
