@@ -7,12 +7,15 @@ Three kinds:
   ``/stop`` interrupts it, ``/new`` points the chat at a fresh conversation (replies
   already queued still answer in the old one), ``/help`` lists what works here;
 * *conversation* commands (``/compress``, ``/retry``, ``/undo``, ``/title``, ``/model``,
-  ``/usage``, ``/tools``) act on the conversation, so they wait their turn in its lane
-  like a message and run in the worker thread with the conversation's agent, through
-  the CLI's own ``dispatch``;
-* the terminal's ``/sessions``, ``/resume`` and ``/quit`` (they would show or switch to
-  other people's conversations), ``/cron`` (scheduled jobs are the operator's, shared by
-  every chat, so a chat does not manage them) and unknown commands get a one-line answer.
+  ``/usage``, ``/tools``, and the settings ``/reasoning``, ``/fast``, ``/personality``,
+  ``/voice``, ``/codex-runtime``) act on the conversation, so they wait their turn in its
+  lane like a message and run in the worker thread with the conversation's agent,
+  through the CLI's own ``dispatch`` (the agent kept for the conversation keeps the
+  settings);
+* the terminal's ``/sessions``, ``/resume``, ``/quit`` and ``/verbose`` (the first would
+  show or switch to other people's conversations; a chat shows no tool lines), ``/cron``
+  (scheduled jobs are the operator's, shared by every chat, so a chat does not manage
+  them) and unknown commands get a one-line answer.
 
 A line is a command when the CLI says so (``/etc/hosts is empty`` is a message);
 Telegram's ``/cmd@BotName`` form is understood.
@@ -26,7 +29,11 @@ from hermes.agent import AIAgent
 from hermes.agent import commands as chat_commands
 
 IMMEDIATE = ("new", "stop", "help")
-CONVERSATION = ("compress", "retry", "undo", "title", "model", "usage", "tools")
+CONVERSATION = (
+    "compress", "retry", "undo", "title", "model", "usage", "tools",
+    # hermes/agent/commands_settings.py: this conversation's agent keeps what they set
+    "reasoning", "fast", "personality", "voice", "codex-runtime",
+)  # fmt: skip
 TERMINAL_ONLY = ("sessions", "resume", "quit")
 CRON_REFUSAL = (
     "Scheduled jobs are managed from the terminal (hermes cron, or /cron in hermes chat) "
