@@ -272,6 +272,11 @@ _HERMES_AGENT_ONLY = frozenset(
     for name in names.split()
 )
 
+# Sections hermes shares with Hermes Agent whose other keys are many and nested (display:
+# per platform, per tool, its pet...): a key there hermes does not have is Hermes Agent's,
+# ignored like a section of its own, never taken for a typo of hermes's few.
+OPEN_SECTIONS = frozenset({"display"})
+
 # How many ignored keys the start-up warning names before it says "and N more".
 _WARN_NAMES = 6
 # Set by a gateway's supervisor for its workers: it warned about the config already.
@@ -752,7 +757,7 @@ def typo_of(key: str) -> str | None:
 
     section = key.split(".")[0]
     sections = {k.split(".")[0] for k in SCHEMA}
-    if key in _HERMES_AGENT_ONLY:
+    if key in _HERMES_AGENT_ONLY or section in OPEN_SECTIONS:
         return None
     if section not in sections and not difflib.get_close_matches(section, sections, 1, 0.8):
         return None  # a section of its own (display, plugins...): no typo of ours

@@ -13,7 +13,7 @@ import yaml
 from hermes.agent import AIAgent
 from hermes.agent import commands as chat_commands
 from hermes.agent.turn_options import TurnOptions
-from hermes.config import load_config
+from hermes.config import load_config, typo_of
 from hermes.errors import ConfigError
 from hermes.state import SessionDB
 from tests.cli.helpers import FAKE_MODEL
@@ -167,6 +167,14 @@ def test_the_configured_choices_and_bad_ones(hermes_home):
     chosen = ChatPreferences.from_config(load_config())
     assert chosen.request_parameters() == {"reasoning_effort": "xhigh", "service_tier": "priority"}
     assert chosen.tool_progress == "off" and chosen.show_reasoning  # YAML's bare off
+    # Hermes Agent's other display keys stay its own: ignored, never taken for a typo.
+    (hermes_home / "config.yaml").write_text(
+        "display:\n  tool_progress: new\n  skin: mono\n"
+        "  platforms:\n    telegram:\n      tool_progress: all\n"
+    )
+    config = load_config()
+    assert set(config.ignored) == {"display.skin", "display.platforms.telegram.tool_progress"}
+    assert typo_of("display.platforms.telegram.tool_progress") is None
     (hermes_home / "config.yaml").write_text("agent:\n  reasoning_effort: extreme\n")
     with pytest.raises(ConfigError, match="agent.reasoning_effort"):
         load_config()
