@@ -38,9 +38,10 @@ from rich.text import Text
 
 import hermes.cron.chat_command  # noqa: F401 - registers /cron with the chat's commands
 from hermes.agent import commands as chat_commands
+from hermes.agent.preferences import personalities
 from hermes.cli._process_notices import ProcessNotices, notice_line
 from hermes.cli._worker import Approvals, run_in_worker
-from hermes.config import ensure_home
+from hermes.config import Config, ensure_home
 from hermes.errors import HermesError
 from hermes.state.context.message import is_summary_row
 from hermes.text import one_line, plural, retry_note, visible
@@ -302,7 +303,11 @@ def _arguments_preview(arguments: Any) -> str:
 
 class SlashCompleter(Completer):
     """Completes command names after a leading slash, then a command's first word
-    (``/cron pa`` -> ``pause``)."""
+    (``/cron pa`` -> ``pause``; ``/personality`` takes the personalities ``config``
+    offers)."""
+
+    def __init__(self, config: Config | None = None) -> None:
+        self.config = config
 
     def get_completions(self, document: Any, complete_event: Any) -> Iterable[Completion]:
         text = document.text_before_cursor
@@ -313,7 +318,10 @@ class SlashCompleter(Completer):
             found = chat_commands.lookup(name)
             if found is None or " " in typed:
                 return
-            for word in found.subcommands:
+            words = found.subcommands
+            if found.name == "personality" and self.config is not None:
+                words = ("none", *personalities(self.config))
+            for word in words:
                 if word.startswith(typed.lower()) and word != typed.lower():
                     yield Completion(word, start_position=-len(typed))
             return
@@ -386,7 +394,7 @@ class Repl:
         )
         self.session: PromptSession[str] = PromptSession(
             history=FileHistory(str(_history_path())),
-            completer=SlashCompleter(),
+            completer=SlashCompleter(agent.config),
             complete_while_typing=True,
             key_bindings=_key_bindings(),
             prompt_continuation=lambda width, line, soft: ".".rjust(width - 1) + " ",
