@@ -51,14 +51,22 @@ def _in_terminal(agent: AIAgent) -> bool:
 def _applied(agent: AIAgent, key: str, value: Any, is_global: bool, what: str) -> Reply:
     """The reply for a choice made: for this chat, or saved to config.yaml with --global."""
     if not is_global:
-        return Reply(f"{what} for this chat (add --global to keep it for new chats).")
+        hint = " (add --global to keep it for new chats)" if _in_terminal(agent) else ""
+        return Reply(f"{what} for this chat{hint}.")
     if not _in_terminal(agent):
         return Reply(
             f"{what} for this chat. --global changes the operator's config.yaml, which "
             "only the terminal chat (hermes chat) may do.",
             ok=False,
         )
-    path = save_value(key, value, agent.config.path)
+    try:
+        path = save_value(key, value, agent.config.path)
+    except OSError as exc:
+        return Reply(
+            f"{what} for this chat, but {agent.config.path} could not be written "
+            f"({exc.strerror}); check its permissions.",
+            ok=False,
+        )
     return Reply(f"{what}, and saved to {path} for new chats.")
 
 
@@ -83,8 +91,8 @@ def _reasoning(agent: AIAgent, arg: str) -> Reply:
     if word in ("show", "on", "hide", "off", "full", "all", "clamp", "collapse", "short"):
         if not _in_terminal(agent):
             return Reply(
-                "A messaging chat shows answers only; the model's reasoning shows in the "
-                "terminal chat (hermes chat). /reasoning LEVEL sets its effort here.",
+                "Only the terminal chat (hermes chat) shows the model's reasoning; here "
+                "/reasoning LEVEL sets its effort.",
                 ok=False,
             )
         if word in ("show", "on", "hide", "off"):

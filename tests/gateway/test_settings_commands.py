@@ -65,6 +65,7 @@ def test_what_a_messaging_chat_cannot_do_is_said(chat_gateway, config_file) -> N
     assert _say(chat_gateway, "/voice status").startswith("Voice mode: off")
     assert _say(chat_gateway, "/codex_runtime").startswith("Runtime: auto")
     assert "Usage: /reasoning" in _say(chat_gateway, "/reasoning sideways")
+    assert "Only the terminal chat" in _say(chat_gateway, "/reasoning show")
     _say(chat_gateway, "/help")  # a long answer comes in pieces
     wait_for(lambda: any("/personality [name]" in t for t in chat_gateway.chat.texts()))
 
