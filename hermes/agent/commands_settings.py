@@ -82,11 +82,9 @@ def _reasoning(agent: AIAgent, arg: str) -> Reply:
     word, is_global = _scope(arg)
     if not word:
         effort = chosen.reasoning_effort or "the model's default (none sent)"
-        shown = (
-            ("on, whole" if chosen.reasoning_full else "on, first 10 lines")
-            if (chosen.show_reasoning)
-            else "off"
-        )
+        shown = "off"
+        if chosen.show_reasoning:
+            shown = "on, whole" if chosen.reasoning_full else "on, first 10 lines"
         return Reply(f"Reasoning effort: {effort}.\nReasoning display: {shown}.\n{REASONING_USAGE}")
     if word in ("show", "on", "hide", "off", "full", "all", "clamp", "collapse", "short"):
         if not _in_terminal(agent):
