@@ -497,12 +497,28 @@ class SlashCommandCompleter(Completer):
                 )
 
     def _subcommands(self, command: str, typed: str) -> Iterable[Completion]:
-        if " " in typed or command not in SUBCOMMANDS or not self._command_allowed(command):
+        if " " in typed or not self._command_allowed(command):
             return
         lowered = typed.lower()
-        for sub in SUBCOMMANDS[command]:
+        for sub, meta in _first_words(command):
             if sub.startswith(lowered) and sub != lowered:
-                yield Completion(sub, start_position=-len(typed), display=sub)
+                yield Completion(sub, start_position=-len(typed), display=sub, display_meta=meta)
+
+
+def _first_words(command: str) -> list[tuple[str, str]]:
+    """The words a command's first argument takes, with a note: its SUBCOMMANDS, or for
+    /personality the personalities the config offers now (as 0.19 completes them)."""
+    if command != "/personality":
+        return [(sub, "") for sub in SUBCOMMANDS.get(command, [])]
+    from hermes.agent.preferences import personalities, personality_prompt
+    from hermes.config import load_config
+
+    try:
+        offered = personalities(load_config())
+    except Exception:  # a config that cannot be read completes nothing, never fails
+        return []
+    words = [("none", "clear personality overlay")]
+    return words + [(name, personality_prompt(v)[:50]) for name, v in offered.items()]
 
 
 class SlashCommandAutoSuggest(AutoSuggest):

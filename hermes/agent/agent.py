@@ -30,6 +30,7 @@ from hermes.agent.host import Lease
 from hermes.agent.interruption import Interruption
 from hermes.agent.masking import MaskPolicy
 from hermes.agent.model.client import ModelClient
+from hermes.agent.preferences import ChatPreferences
 from hermes.agent.settings import AgentOptions
 from hermes.agent.steering import SteeringInbox
 from hermes.agent.summariser import NOTHING_TO_COMPRESS, Summariser
@@ -177,6 +178,7 @@ class AIAgent:
         from hermes.plugins import plugins_for  # here: `import run_agent` stays light
 
         self.plugins = plugins_for(self.config, self.hermes_home)
+        self.preferences = ChatPreferences.from_config(self.config)
 
     def _connect_surface(
         self,
@@ -634,10 +636,17 @@ class AIAgent:
         return TurnDefaults(
             model=self.model,
             max_iterations=self.max_iterations,
-            instructions=self.ephemeral_system_prompt,
+            # The chat's personality, then the owner's own instructions (never stored).
+            instructions="\n\n".join(
+                text
+                for text in (self.preferences.personality_prompt, self.ephemeral_system_prompt)
+                if text
+            )
+            or None,
             stream_callback=self.stream_callback,
             approve=self.approve,
             interactive=self.interactive,
+            sampling=self.preferences.request_parameters(),
         )
 
     def emit(self, kind: str, **data: Any) -> None:

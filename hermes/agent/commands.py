@@ -476,6 +476,7 @@ def _store(agent: AIAgent) -> SessionDB:
 COMMAND_ROOMS = (
     "hermes.agent.commands_tools",  # /tools, /skills, /reload-mcp, /debug, /update, /version
     "hermes.agent.commands_turns",  # /status, /stop, /queue, /steer, /copy
+    "hermes.agent.commands_settings",  # /reasoning, /fast, /personality, /verbose, /voice, ...
 )
 for _room in COMMAND_ROOMS:
     importlib.import_module(_room)

@@ -148,7 +148,7 @@ def resolve(host: TurnHost, options: TurnOptions) -> ResolvedOptions:
         instructions=_joined(options.instructions, mine.instructions),
         tools=options.tools,
         client_tools=options.client_tools,
-        sampling=options.sampling,
+        sampling={**mine.sampling, **options.sampling} if mine.sampling else options.sampling,
         stream_callback=options.stream_callback or mine.stream_callback,
         event_callback=options.event_callback,
         approve=options.approve or mine.approve,

@@ -46,13 +46,14 @@ from rich.text import Text
 import hermes.cron.chat_command  # noqa: F401 - registers /cron with the chat's commands
 import hermes.gateway.platforms_command  # noqa: F401 - registers /platforms
 from hermes.agent import commands as chat_commands
+from hermes.agent.preferences import personalities
 from hermes.cli import _clipboard
 from hermes.cli._process_notices import ProcessNotices, notice_line
 from hermes.cli._worker import Approvals, run_in_worker
-from hermes.config import ensure_home
+from hermes.config import Config, ensure_home
 from hermes.errors import HermesError
 from hermes.state.context.message import is_summary_row
-from hermes.text import one_line, retry_note, visible
+from hermes.text import one_line, plural, retry_note, visible
 from hermes.tools.processes.events import spool_event
 
 try:
@@ -93,6 +94,7 @@ class TurnView:
         self._events = True
         self._notes: list[str] = []
         self._compression_pending = False
+        self._last_tool: Any = None  # the last tool call's name (/verbose's "new" mode)
         self.streamed = False
 
     # -- lifecycle (main thread)
@@ -100,6 +102,7 @@ class TurnView:
     def begin(self, status: str = THINKING, *, events: bool = True) -> None:
         with self._lock:
             self._text, self._status, self._events, self.streamed = "", status, events, False
+            self._last_tool = None
             self._live = Live(
                 console=self.console,
                 get_renderable=lambda: self._renderable,
@@ -169,10 +172,14 @@ class TurnView:
             self._flush_notes()
             if kind == "tool_start":
                 self._commit(all_of_it=True)
-                self._note(f"⚙ {data.get('name')} {_arguments_preview(data.get('arguments'))}")
+                if line := self._tool_line(data):
+                    self._note(line)
                 self._flush_notes()
                 self._status = f"Running {data.get('name')}…"
             elif kind == "tool_end":
+                if self.agent.preferences.tool_progress == "log":
+                    mark = "✗ failed" if data.get("error") else "✓"
+                    self._note(f"  {mark} {data.get('name')} ({data.get('seconds', 0):.1f}s)")
                 self._status = THINKING
             elif kind == "compressing":
                 self._commit(all_of_it=True)
@@ -195,6 +202,16 @@ class TurnView:
             elif kind == "moved":
                 self._note(f"this conversation moved on to segment {data.get('session_id')}")
             self._rebuild()
+
+    def _tool_line(self, data: dict[str, Any]) -> str | None:
+        """The line a tool call gets, as /verbose chose (off, new, all, verbose, log)."""
+        mode, name = self.agent.preferences.tool_progress, data.get("name")
+        last, self._last_tool = self._last_tool, name
+        if mode == "off" or (mode == "new" and name == last):
+            return None
+        if mode == "verbose":
+            return f"⚙ {name} {_arguments_whole(data.get('arguments'))}"
+        return f"⚙ {name} {_arguments_preview(data.get('arguments'))}"
 
     # -- rendering (under the lock)
 
@@ -260,6 +277,34 @@ def _last_block_end(text: str) -> int:
     return end
 
 
+def _arguments_whole(arguments: Any) -> str:
+    try:
+        parsed = json.loads(arguments) if isinstance(arguments, str) else arguments
+    except ValueError:
+        return visible(str(arguments))
+    return visible(json.dumps(parsed, ensure_ascii=False, indent=2)) if parsed else ""
+
+
+REASONING_LINES = 10  # the reasoning shown after an answer, unless /reasoning full
+
+
+def reasoning_recap(result: Any, *, whole: bool) -> str | None:
+    """The model's reasoning in a turn (its answers' ``reasoning``), for /reasoning show."""
+    texts = [
+        str(m["reasoning"]).strip()
+        for m in result.messages
+        if m.get("role") == "assistant" and m.get("reasoning") and str(m["reasoning"]).strip()
+    ]
+    if not texts:
+        return None
+    lines = "\n\n".join(texts).splitlines()
+    if whole or len(lines) <= REASONING_LINES:
+        return "\n".join(lines)
+    hidden = len(lines) - REASONING_LINES
+    more = f"… {plural(hidden, 'more line')} (/reasoning full shows them)"
+    return "\n".join([*lines[:REASONING_LINES], more])
+
+
 def _arguments_preview(arguments: Any) -> str:
     try:
         parsed = json.loads(arguments) if isinstance(arguments, str) else arguments
@@ -276,7 +321,11 @@ def _arguments_preview(arguments: Any) -> str:
 
 class SlashCompleter(Completer):
     """Completes command names after a leading slash, then a command's first word
-    (``/cron pa`` -> ``pause``)."""
+    (``/cron pa`` -> ``pause``; ``/personality`` takes the personalities ``config``
+    offers)."""
+
+    def __init__(self, config: Config | None = None) -> None:
+        self.config = config
 
     def get_completions(self, document: Any, complete_event: Any) -> Iterable[Completion]:
         text = document.text_before_cursor
@@ -287,7 +336,10 @@ class SlashCompleter(Completer):
             found = chat_commands.lookup(name)
             if found is None or " " in typed:
                 return
-            for word in found.subcommands:
+            words = found.subcommands
+            if found.name == "personality" and self.config is not None:
+                words = ("none", *personalities(self.config))
+            for word in words:
                 if word.startswith(typed.lower()) and word != typed.lower():
                     yield Completion(word, start_position=-len(typed))
             return
@@ -383,7 +435,7 @@ class Repl:
         )
         self.session: PromptSession[str] = PromptSession(
             history=FileHistory(str(_history_path())),
-            completer=SlashCompleter(),
+            completer=SlashCompleter(agent.config),
             complete_while_typing=True,
             key_bindings=_key_bindings(),
             prompt_continuation=lambda width, line, soft: ".".rjust(width - 1) + " ",
@@ -504,6 +556,11 @@ class Repl:
             raise
         result = outcome.value
         self.view.end(result.answer if result is not None else None)
+        chosen = self.agent.preferences
+        if result is not None and chosen.show_reasoning:
+            recap = reasoning_recap(result, whole=chosen.reasoning_full)
+            if recap:
+                self.console.print(Text("reasoning:\n" + visible(recap), style="dim italic"))
         if outcome.interrupted or (result is not None and result.interrupted):
             self.console.print(Text("Interrupted.", style="yellow"))
         if result is not None and result.pending_steer:

@@ -12,13 +12,16 @@ Four kinds:
 * *as a message* (``/queue``): its prompt goes to the conversation's lane as an ordinary
   message, after what runs and waits there, interrupting nothing;
 * *conversation* commands (``/compress``, ``/retry``, ``/undo``, ``/title``, ``/model``,
-  ``/usage``, and ``/reload-mcp``, ``/debug``, ``/update``, ``/version``) act on the
-  conversation or its agent, so they wait their turn in its lane like a message and run
-  in the worker thread with the conversation's agent, through the CLI's own ``dispatch``;
-* the terminal's ``/sessions``, ``/resume`` and ``/quit`` (they would show or switch to
-  other people's conversations), ``/cron`` (scheduled jobs are the operator's, shared by
-  every chat, so a chat does not manage them), ``/tools``, ``/skills`` and ``/platforms``
-  (they change or show the operator's profile) and unknown commands get a one-line answer.
+  ``/usage``, the settings ``/reasoning``, ``/fast``, ``/personality``, ``/voice``,
+  ``/codex-runtime``, and ``/reload-mcp``, ``/debug``, ``/update``, ``/version``) act on
+  the conversation or its agent, so they wait their turn in its lane like a message and
+  run in the worker thread with the conversation's agent, through the CLI's own
+  ``dispatch`` (the agent kept for the conversation keeps the settings);
+* the terminal's ``/sessions``, ``/resume``, ``/quit`` and ``/verbose`` (the first would
+  show or switch to other people's conversations; a chat shows no tool lines), ``/cron``
+  (scheduled jobs are the operator's, shared by every chat, so a chat does not manage
+  them), ``/tools``, ``/skills`` and ``/platforms`` (they change or show the operator's
+  profile) and unknown commands get a one-line answer.
 
 A line is a command when the CLI says so (``/etc/hosts is empty`` is a message);
 Telegram's ``/cmd@BotName`` form is understood.
@@ -35,9 +38,13 @@ from hermes.agent.commands_turns import QUEUE_USAGE, STEER_USAGE, steered_text
 
 IMMEDIATE = ("new", "stop", "help", "status", "steer")
 AS_MESSAGE = ("queue",)
-CONVERSATION: tuple[str, ...] = ("compress", "retry", "undo", "title", "model", "usage")
-# The install's and the MCP servers', which 0.19 offers in a messaging chat too.
-CONVERSATION += ("reload-mcp", "debug", "update", "version")
+CONVERSATION: tuple[str, ...] = (
+    "compress", "retry", "undo", "title", "model", "usage",
+    # hermes/agent/commands_settings.py: this conversation's agent keeps what they set
+    "reasoning", "fast", "personality", "voice", "codex-runtime",
+    # the install's and the MCP servers', which 0.19 offers in a messaging chat too
+    "reload-mcp", "debug", "update", "version",
+)  # fmt: skip
 TERMINAL_ONLY = ("sessions", "resume", "quit")
 CRON_REFUSAL = (
     "Scheduled jobs are managed from the terminal (hermes cron, or /cron in hermes chat) "

@@ -53,7 +53,9 @@ def test_unknown_commands_get_a_suggestion(agent):
 def test_every_command_has_usage_and_help():
     expected = {"new", "compress", "retry", "undo", "title", "model", "sessions", "resume",
                 "usage", "tools", "skills", "help", "quit", "reload-mcp", "debug", "update",
-                "version", "status", "stop", "queue", "steer", "copy"}  # fmt: skip
+                "version", "status", "stop", "queue", "steer", "copy",
+                # hermes/agent/commands_settings.py
+                "reasoning", "fast", "personality", "verbose", "voice", "codex-runtime"}  # fmt: skip
     # /cron and /platforms are registered by hermes.cron.chat_command and
     # hermes.gateway.platforms_command, which the chat surfaces import.
     assert set(chat_commands.COMMANDS) - {"cron", "platforms"} == expected
@@ -235,3 +237,19 @@ def test_the_prompt_completes_a_command_then_its_first_word():
     assert completed("/cron pause") == []
     assert completed("/cron pause da") == []
     assert completed("/help ") == []
+
+
+def test_the_prompt_completes_the_configured_personalities(hermes_home):
+    from prompt_toolkit.completion import CompleteEvent
+    from prompt_toolkit.document import Document
+
+    from hermes.cli._repl import SlashCompleter
+    from hermes.config import load_config
+
+    (hermes_home / "config.yaml").write_text("agent:\n  personalities:\n    butler: Sir.\n")
+    completer = SlashCompleter(load_config())
+    found = completer.get_completions(Document("/personality "), CompleteEvent())
+    names = [c.text for c in found]
+    assert names[0] == "none" and {"pirate", "butler"} <= set(names)
+    found = completer.get_completions(Document("/personality bu"), CompleteEvent())
+    assert [c.text for c in found] == ["butler"]
