@@ -3,8 +3,9 @@
 work on it.
 
 What differs from 0.19 (docs/hermes-agent.md): a dispatched task is one turn of its
-assignee's agent (``hermes kanban work``), whose answer completes it; no attachments,
-notification subscriptions, projects or goal loops; a damaged board is copied with
+assignee's agent (``hermes kanban work``), whose answer completes it; an attachment's
+name may not be a path, and only a file in its task's own folder is recorded or deleted;
+no projects or goal loops; a damaged board is copied with
 SQLite's backup API, never read byte for byte.
 
 Whether an assignee is a profile is asked of ``hermes_cli.profiles.profile_exists`` at
@@ -21,6 +22,15 @@ from typing import Any
 from hermes.kanban import dispatch as _dispatch
 from hermes.kanban import review as _review
 from hermes.kanban import supervision
+from hermes.kanban.attachments import (
+    KANBAN_ATTACHMENT_MAX_BYTES,
+    AttachmentTooLarge,
+    add_attachment,
+    delete_attachment,
+    get_attachment,
+    list_attachments,
+    store_attachment_bytes,
+)
 from hermes.kanban.boards import (
     board_metadata_path,
     create_board,
@@ -59,8 +69,18 @@ from hermes.kanban.flow import (
 )
 from hermes.kanban.flow import claimer_id as _claimer_id
 from hermes.kanban.flow import to_epoch as _to_epoch
+from hermes.kanban.notify import (
+    add_notify_sub,
+    advance_notify_cursor,
+    claim_unseen_events_for_sub,
+    list_notify_subs,
+    remove_notify_sub,
+    rewind_notify_cursor,
+    unseen_events_for_sub,
+)
 from hermes.kanban.paths import (
     DEFAULT_BOARD,
+    attachments_root,
     board_dir,
     board_exists,
     boards_root,
@@ -71,12 +91,13 @@ from hermes.kanban.paths import (
     kanban_home,
     read_worker_log,
     set_current_board,
+    task_attachments_dir,
     worker_log_path,
     worker_logs_dir,
     workspaces_root,
 )
 from hermes.kanban.paths import normalize_slug as _normalize_board_slug
-from hermes.kanban.records import Comment, DispatchResult, Event, Run, Task
+from hermes.kanban.records import Attachment, Comment, DispatchResult, Event, Run, Task
 from hermes.kanban.respawn import BLOCKER_ERROR as _RESPAWN_BLOCKER_RE
 from hermes.kanban.respawn import DEFAULT_RATE_LIMIT_COOLDOWN_SECONDS, check_respawn_guard
 from hermes.kanban.respawn import PULL_REQUEST_URL as _RESPAWN_GUARD_PR_URL_RE
@@ -209,6 +230,23 @@ def reap_worker_zombies() -> list[int]:
 
 
 __all__ = [
+    "KANBAN_ATTACHMENT_MAX_BYTES",
+    "Attachment",
+    "AttachmentTooLarge",
+    "add_attachment",
+    "attachments_root",
+    "delete_attachment",
+    "get_attachment",
+    "list_attachments",
+    "store_attachment_bytes",
+    "task_attachments_dir",
+    "add_notify_sub",
+    "advance_notify_cursor",
+    "claim_unseen_events_for_sub",
+    "list_notify_subs",
+    "remove_notify_sub",
+    "rewind_notify_cursor",
+    "unseen_events_for_sub",
     "BLOCK_RECURRENCE_LIMIT",
     "DEFAULT_BOARD",
     "DEFAULT_BUSY_TIMEOUT_MS",

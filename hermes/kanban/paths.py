@@ -150,6 +150,35 @@ def worker_logs_dir(board: str | None = None) -> Path:
     return board_dir(slug) / "logs"
 
 
+def attachments_root(board: str | None = None) -> Path:
+    """Where a board keeps the files given to its tasks: ``HERMES_KANBAN_ATTACHMENTS_ROOT``,
+    else ``<root>/kanban/attachments`` for ``default`` and ``<board>/attachments`` for another."""
+    override = os.environ.get("HERMES_KANBAN_ATTACHMENTS_ROOT", "").strip()
+    if override:
+        return Path(override).expanduser()
+    slug = _slug_or_current(board)
+    if slug == DEFAULT_BOARD:
+        return kanban_home() / "kanban" / "attachments"
+    return board_dir(slug) / "attachments"
+
+
+def task_attachments_dir(task_id: str, board: str | None = None) -> Path:
+    """A task's own attachments folder, ``<attachments root>/<task id>``."""
+    return attachments_root(board=board) / check_task_id(task_id)
+
+
+def board_of_database(db_file: str) -> str:
+    """The board whose database is ``db_file``: ``default`` at ``<root>/kanban.db``, the
+    slug of ``boards/<slug>/kanban.db``, else (``HERMES_KANBAN_DB``) the active board."""
+    path = _real(Path(db_file)) if db_file else None
+    if path is not None:
+        if path == _real(kanban_home() / "kanban.db"):
+            return DEFAULT_BOARD
+        if path.name == "kanban.db" and path.parent.parent == _real(boards_root()):
+            return path.parent.name
+    return get_current_board()
+
+
 def worker_log_path(task_id: str, *, board: str | None = None) -> Path:
     """Where a task's worker log would be (it may not exist)."""
     return worker_logs_dir(board=board) / f"{check_task_id(task_id)}.log"

@@ -408,21 +408,21 @@ def list_comments(conn: sqlite3.Connection, task_id: str) -> list[Comment]:
     return [Comment(**dict(r)) for r in rows]
 
 
+def event_from_row(row: sqlite3.Row) -> Event:
+    """A ``task_events`` row as an ``Event`` (a payload that is not JSON reads as none)."""
+    try:
+        payload = json.loads(row["payload"]) if row["payload"] else None
+    except ValueError:
+        payload = None
+    return Event(row["id"], row["task_id"], row["kind"], payload, row["created_at"], row["run_id"])
+
+
 def list_events(conn: sqlite3.Connection, task_id: str) -> list[Event]:
     rows = conn.execute(
         "SELECT * FROM task_events WHERE task_id = ? ORDER BY created_at ASC, id ASC",
         (task_id,),
     )
-    events = []
-    for r in rows:
-        try:
-            payload = json.loads(r["payload"]) if r["payload"] else None
-        except ValueError:
-            payload = None
-        events.append(
-            Event(r["id"], r["task_id"], r["kind"], payload, r["created_at"], r["run_id"])
-        )
-    return events
+    return [event_from_row(r) for r in rows]
 
 
 def list_runs(
