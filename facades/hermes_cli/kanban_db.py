@@ -20,6 +20,7 @@ import time  # noqa: F401
 from typing import Any
 
 from hermes.kanban import dispatch as _dispatch
+from hermes.kanban import manual as _manual
 from hermes.kanban import review as _review
 from hermes.kanban import supervision
 from hermes.kanban.attachments import (
@@ -69,6 +70,7 @@ from hermes.kanban.flow import (
 )
 from hermes.kanban.flow import claimer_id as _claimer_id
 from hermes.kanban.flow import to_epoch as _to_epoch
+from hermes.kanban.manual import edit_completed_task_result, promote_task
 from hermes.kanban.notify import (
     add_notify_sub,
     advance_notify_cursor,
@@ -144,6 +146,7 @@ from hermes.kanban.tasks import (
     list_runs,
     list_tasks,
     parent_ids,
+    parent_results,
     recompute_ready,
     unlink_tasks,
 )
@@ -225,11 +228,37 @@ def enforce_max_runtime(conn: sqlite3.Connection, *, signal_fn: Any = None) -> l
     return supervision.enforce_max_runtime(conn, signal_fn=signal_fn, pid_alive=_pid_alive)
 
 
+def reclaim_task(
+    conn: sqlite3.Connection, task_id: str, *, reason: str | None = None, signal_fn: Any = None
+) -> bool:
+    return _manual.reclaim_task(
+        conn, task_id, reason=reason, signal_fn=signal_fn, terminate=_terminate_reclaimed_worker
+    )
+
+
+def reassign_task(
+    conn: sqlite3.Connection,
+    task_id: str,
+    profile: str | None,
+    *,
+    reclaim_first: bool = False,
+    reason: str | None = None,
+) -> bool:
+    return _manual.reassign_task(
+        conn, task_id, profile, reclaim_first=reclaim_first, reason=reason, reclaim=reclaim_task
+    )
+
+
 def reap_worker_zombies() -> list[int]:
     return supervision.reap_worker_zombies(record_exit=_record_worker_exit)
 
 
 __all__ = [
+    "edit_completed_task_result",
+    "parent_results",
+    "promote_task",
+    "reassign_task",
+    "reclaim_task",
     "KANBAN_ATTACHMENT_MAX_BYTES",
     "Attachment",
     "AttachmentTooLarge",

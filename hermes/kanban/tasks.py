@@ -382,6 +382,17 @@ def child_ids(conn: sqlite3.Connection, task_id: str) -> list[str]:
     return [r["child_id"] for r in rows]
 
 
+def parent_results(conn: sqlite3.Connection, task_id: str) -> list[tuple[str, str | None]]:
+    """``(parent id, result)`` of each done parent of the task, first completed first
+    (within a second, first created first)."""
+    rows = conn.execute(
+        "SELECT p.id, p.result FROM tasks p JOIN task_links l ON l.parent_id = p.id "
+        "WHERE l.child_id = ? AND p.status = 'done' ORDER BY p.completed_at ASC, p.rowid ASC",
+        (task_id,),
+    )
+    return [(r["id"], r["result"]) for r in rows]
+
+
 def add_comment(conn: sqlite3.Connection, task_id: str, author: str, body: str) -> int:
     """The new comment's id; ``ValueError`` for a blank body or author, or no such task."""
     if not body or not body.strip():
