@@ -108,6 +108,13 @@ from hermes.kanban.respawn import SUCCESS_WINDOW_SECONDS as _RESPAWN_GUARD_SUCCE
 from hermes.kanban.respawn import (
     rate_limit_cooldown_seconds as _resolve_rate_limit_cooldown_seconds,
 )
+from hermes.kanban.retention import (
+    DEFAULT_LOG_BACKUP_COUNT,
+    DEFAULT_LOG_ROTATE_BYTES,
+    gc_events,
+    gc_worker_logs,
+    worker_log_rotation_config,
+)
 from hermes.kanban.review import claim_review_task
 from hermes.kanban.schema import SCHEMA_SQL
 from hermes.kanban.supervision import (
@@ -254,6 +261,11 @@ def reap_worker_zombies() -> list[int]:
 
 
 __all__ = [
+    "DEFAULT_LOG_BACKUP_COUNT",
+    "DEFAULT_LOG_ROTATE_BYTES",
+    "gc_events",
+    "gc_worker_logs",
+    "worker_log_rotation_config",
     "edit_completed_task_result",
     "parent_results",
     "promote_task",

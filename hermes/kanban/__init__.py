@@ -19,6 +19,7 @@ on it, so the table and column names are an interface.
 - ``flow``: a task's moves (claim, complete, block, unblock, archive), the board's counts.
 - ``workspaces``: a task's workspace (scratch folder, ``dir``, git worktree), made for its
   worker and, for a scratch folder hermes made, removed when the task is done.
+- ``retention``: worker-log rotation, and deleting old events and logs.
 - ``manual``: a person's own moves (reclaim, reassign, promote, edit a completed result).
 - ``attachments``: the files a user gives a task, each in its task's own folder.
 - ``notify``: notification subscriptions, a chat's cursor over a task's events.
