@@ -92,6 +92,7 @@ from hermes.kanban.paths import (
     kanban_db_path,
     kanban_home,
     read_worker_log,
+    scoped_current_board,
     set_current_board,
     task_attachments_dir,
     worker_log_path,
@@ -161,12 +162,15 @@ from hermes.kanban.tasks import append_event as _append_event
 from hermes.kanban.tasks import close_run as _end_run
 from hermes.kanban.tasks import new_task_id as _new_task_id
 from hermes.kanban.tasks import record_ended_run as _synthesize_ended_run
+from hermes.kanban.triage import decompose_triage_task, specify_triage_task
 from hermes.kanban.workspaces import (
     resolve_workspace,
     set_branch_name,
     set_workspace_path,
 )
 from hermes_cli import profiles as _cli_profiles
+
+DEFAULT_SPAWN_FAILURE_LIMIT = DEFAULT_FAILURE_LIMIT  # 0.19's older name, which it keeps
 
 
 def _profile_exists(name: str) -> bool:
@@ -261,6 +265,10 @@ def reap_worker_zombies() -> list[int]:
 
 
 __all__ = [
+    "DEFAULT_SPAWN_FAILURE_LIMIT",
+    "decompose_triage_task",
+    "scoped_current_board",
+    "specify_triage_task",
     "DEFAULT_LOG_BACKUP_COUNT",
     "DEFAULT_LOG_ROTATE_BYTES",
     "gc_events",

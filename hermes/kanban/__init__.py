@@ -6,8 +6,8 @@ A board is a SQLite database with 0.19's tables and columns, where 0.19 keeps it
 (``<root>`` is the profiles' root, shared by every profile). Its readers run their own SQL
 on it, so the table and column names are an interface.
 
-- ``paths``: the root, board slugs, each board's files, the current-board pointer and the
-  worker logs; everything that becomes a path is checked here (no ``..``, no separators).
+- ``paths``: the root, board slugs, each board's files, the current-board pointer (and a
+  board pinned for one context), the worker logs and attachments folders; everything that becomes a path is checked here (no ``..``, no separators).
 - ``schema``: the tables, as 0.19 names them.
 - ``db``: opening a board (WAL, busy timeout), refusing a damaged one, and its write
   transaction.
@@ -19,6 +19,7 @@ on it, so the table and column names are an interface.
 - ``flow``: a task's moves (claim, complete, block, unblock, archive), the board's counts.
 - ``workspaces``: a task's workspace (scratch folder, ``dir``, git worktree), made for its
   worker and, for a scratch folder hermes made, removed when the task is done.
+- ``triage``: taking a task out of triage, specified or decomposed into children.
 - ``retention``: worker-log rotation, and deleting old events and logs.
 - ``manual``: a person's own moves (reclaim, reassign, promote, edit a completed result).
 - ``attachments``: the files a user gives a task, each in its task's own folder.

@@ -8,8 +8,11 @@ A board slug is 1-64 characters of lower-case letters, digits, ``-`` and ``_``; 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+from collections.abc import Iterator
+from contextvars import ContextVar
 from pathlib import Path
 
 from hermes import profiles
@@ -90,9 +93,28 @@ def _readable_slug(text: str) -> str | None:
     return slug if slug and board_exists(slug) else None
 
 
+# A board pinned for one context (a thread, an asyncio task): a web server's request on
+# board X must not move every other request, nor the pointer file other processes read.
+_SCOPED_BOARD: ContextVar[str | None] = ContextVar("hermes_kanban_scoped_board", default=None)
+
+
+@contextlib.contextmanager
+def scoped_current_board(slug: str) -> Iterator[None]:
+    """Make ``slug`` the active board inside the ``with``, for this context only."""
+    token = _SCOPED_BOARD.set(slug)
+    try:
+        yield
+    finally:
+        _SCOPED_BOARD.reset(token)
+
+
 def get_current_board() -> str:
-    """The active board: ``HERMES_KANBAN_BOARD``, else the pointer file, else ``default``
-    (a pointer to a board that is gone or malformed falls through)."""
+    """The active board: the one pinned by ``scoped_current_board``, else
+    ``HERMES_KANBAN_BOARD``, else the pointer file, else ``default`` (a board that is gone
+    or a malformed slug falls through)."""
+    scoped = _readable_slug(_SCOPED_BOARD.get() or "")
+    if scoped:
+        return scoped
     env = _readable_slug(os.environ.get("HERMES_KANBAN_BOARD", ""))
     if env:
         return env
