@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import os  # noqa: F401  0.19's tests patch ``kanban_db.os.waitpid`` and ``kanban_db.time.time``
 import sqlite3  # 0.19's own tests reach it here (``kanban_db.sqlite3.connect``)
+import threading
 import time  # noqa: F401
 from typing import Any
 
+from hermes.kanban import daemon as _daemon
 from hermes.kanban import dispatch as _dispatch
 from hermes.kanban import manual as _manual
 from hermes.kanban import review as _review
@@ -185,6 +187,26 @@ def dispatch_once(conn: sqlite3.Connection, **options: Any) -> DispatchResult:
     return _dispatch.dispatch_once(conn, assignee_is_profile=_profile_exists, **options)
 
 
+def run_daemon(
+    *,
+    interval: float = 60.0,
+    max_spawn: int | None = None,
+    failure_limit: int = DEFAULT_SPAWN_FAILURE_LIMIT,
+    stop_event: threading.Event | None = None,
+    on_tick: Any = None,
+) -> None:
+    """0.19's ``hermes kanban daemon``: ``dispatch_once`` on the active board every
+    ``interval`` seconds until SIGINT/SIGTERM or ``stop_event`` (hermes/kanban/daemon.py)."""
+    _daemon.run_daemon(
+        dispatch_once,
+        interval=interval,
+        max_spawn=max_spawn,
+        failure_limit=failure_limit,
+        stop_event=stop_event,
+        on_tick=on_tick,
+    )
+
+
 def has_spawnable_ready(conn: sqlite3.Connection) -> bool:
     """Whether a ready task is assigned, unclaimed and its assignee a profile."""
     return _review.has_spawnable(conn, "ready", _profile_exists)
@@ -265,6 +287,7 @@ def reap_worker_zombies() -> list[int]:
 
 
 __all__ = [
+    "run_daemon",
     "DEFAULT_SPAWN_FAILURE_LIMIT",
     "decompose_triage_task",
     "scoped_current_board",
