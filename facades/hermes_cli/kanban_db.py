@@ -124,6 +124,7 @@ from hermes.kanban.supervision import (
     DEFAULT_CLAIM_HEARTBEAT_MAX_STALE_SECONDS,
     DEFAULT_CRASH_GRACE_SECONDS,
     KANBAN_RATE_LIMIT_EXIT_CODE,
+    KANBAN_TERMINAL_TIMEOUT_GRACE_SECONDS,
     RECLAIM_DEFER_GRACE_SECONDS,
     heartbeat_worker,
 )
@@ -142,7 +143,6 @@ from hermes.kanban.tasks import (
     add_comment,
     assign_task,
     child_ids,
-    create_task,
     delete_archived_task,
     delete_task,
     get_run,
@@ -162,6 +162,7 @@ from hermes.kanban.tasks import (
 )
 from hermes.kanban.tasks import append_event as _append_event
 from hermes.kanban.tasks import close_run as _end_run
+from hermes.kanban.tasks import create_task as _create_task
 from hermes.kanban.tasks import new_task_id as _new_task_id
 from hermes.kanban.tasks import record_ended_run as _synthesize_ended_run
 from hermes.kanban.triage import decompose_triage_task, specify_triage_task
@@ -170,9 +171,18 @@ from hermes.kanban.workspaces import (
     set_branch_name,
     set_workspace_path,
 )
+from hermes.tools.toolsets import toolsets as _toolsets
 from hermes_cli import profiles as _cli_profiles
 
 DEFAULT_SPAWN_FAILURE_LIMIT = DEFAULT_FAILURE_LIMIT  # 0.19's older name, which it keeps
+# hermes's toolsets, lower case: a task's skill so named is a toolset mistaken for a skill.
+KNOWN_TOOLSET_NAMES = frozenset(name.casefold() for name in _toolsets())
+
+
+def create_task(conn: sqlite3.Connection, **fields: Any) -> str:
+    """0.19's ``create_task`` (hermes.kanban.tasks, same keywords), refusing a skill named
+    like one of ``KNOWN_TOOLSET_NAMES``."""
+    return _create_task(conn, toolset_names=KNOWN_TOOLSET_NAMES, **fields)
 
 
 def _profile_exists(name: str) -> bool:
@@ -287,6 +297,8 @@ def reap_worker_zombies() -> list[int]:
 
 
 __all__ = [
+    "KANBAN_TERMINAL_TIMEOUT_GRACE_SECONDS",
+    "KNOWN_TOOLSET_NAMES",
     "run_daemon",
     "DEFAULT_SPAWN_FAILURE_LIMIT",
     "decompose_triage_task",
