@@ -25,6 +25,7 @@ from hermes.kanban import dispatch as _dispatch
 from hermes.kanban import manual as _manual
 from hermes.kanban import review as _review
 from hermes.kanban import supervision
+from hermes.kanban.artifacts import ArtifactPreservationError
 from hermes.kanban.attachments import (
     KANBAN_ATTACHMENT_MAX_BYTES,
     AttachmentTooLarge,
@@ -297,6 +298,7 @@ def reap_worker_zombies() -> list[int]:
 
 
 __all__ = [
+    "ArtifactPreservationError",
     "KANBAN_TERMINAL_TIMEOUT_GRACE_SECONDS",
     "KNOWN_TOOLSET_NAMES",
     "run_daemon",

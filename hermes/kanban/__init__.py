@@ -25,6 +25,7 @@ on it, so the table and column names are an interface.
 - ``retention``: worker-log rotation, and deleting old events and logs.
 - ``manual``: a person's own moves (reclaim, reassign, promote, edit a completed result).
 - ``attachments``: the files a user gives a task, each in its task's own folder.
+- ``artifacts``: a completed task's deliverables, copied out of its scratch folder.
 - ``notify``: notification subscriptions, a chat's cursor over a task's events.
 - ``context``: what a worker reads before it starts (``build_worker_context``).
 - ``dispatch``: the dispatcher tick, which starts ``hermes -p ASSIGNEE kanban work TASK``

@@ -74,7 +74,7 @@ def _inside(path: Path, task_id: str, board: str) -> bool:
     return not path.is_symlink() and real.parent == _real_folder(task_id, board)
 
 
-def _own_folder(task_id: str, board: str) -> Path:
+def own_folder(task_id: str, board: str) -> Path:
     """The task's attachments folder, made if missing; ``ValueError`` when it is a link
     (or under one) leading out of the board's attachments root."""
     folder = task_attachments_dir(task_id, board=board)
@@ -88,7 +88,7 @@ def _own_folder(task_id: str, board: str) -> Path:
     return real
 
 
-def _write_new(folder: Path, name: str, data: bytes) -> Path:
+def write_new(folder: Path, name: str, data: bytes) -> Path:
     """Write ``data`` to a new file in ``folder``: ``name``, else ``stem (1).ext``, ...
     (0.19's names). Created exclusively, so no existing file or link is followed."""
     stem, dot, ext = name.partition(".")
@@ -164,7 +164,7 @@ def store_attachment_bytes(
     name = plain_name(filename)
     if missing_tasks(conn, [task_id]):
         raise ValueError(f"unknown task {task_id}")
-    path = _write_new(_own_folder(task_id, board or connection_board(conn)), name, data)
+    path = write_new(own_folder(task_id, board or connection_board(conn)), name, data)
     try:
         return _record(
             conn,

@@ -1,7 +1,9 @@
 """Task attachments and notification subscriptions of ``hermes_cli.kanban_db`` on a real
 board: ``kanban_files_session.py`` must print the same under hermes and under Hermes Agent
 0.19; then what hermes adds, the guard that keeps every attached file in its task's own
-folder (a name that is a path, a link, a row naming a file elsewhere)."""
+folder (a name that is a path, a link, a row naming a file elsewhere). Then a completed
+task's deliverables kept from its scratch folder (``kanban_artifacts_session.py``, the
+same under both), and a real worker's."""
 
 from __future__ import annotations
 
@@ -16,6 +18,10 @@ from typing import Any
 
 import pytest
 from hermes_cli import kanban_db as kb
+
+from hermes import profiles
+from tests.fakes import llm_server as fake
+from tests.kanban.helpers import wait_for_task
 
 SESSION = Path(__file__).resolve().with_name("kanban_files_session.py")
 
@@ -152,3 +158,73 @@ def test_two_notifiers_claim_each_event_once(board: sqlite3.Connection) -> None:
         second = kb.claim_unseen_events_for_sub(other, **sub)
     assert [e.kind for e in first[2]] == ["created", "completed"]
     assert second == (first[1], first[1], [])
+
+
+ARTIFACTS = SESSION.with_name("kanban_artifacts_session.py")
+
+
+def test_completion_artifacts_as_on_hermes_agent(hermes_agent_python: Path, tmp_path: Path) -> None:
+    def run(python: Path | str, home: Path) -> dict[str, Any]:
+        home.mkdir(parents=True)
+        env = {**os.environ, "HERMES_HOME": str(home), "HOME": str(home),
+               "HERMES_DISABLE_LAZY_INSTALLS": "1"}  # fmt: skip
+        done = subprocess.run(
+            [str(python), str(ARTIFACTS)], env=env, capture_output=True, text=True, timeout=300
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        shown: dict[str, Any] = json.loads(done.stdout)
+        return shown
+
+    ours = run(sys.executable, tmp_path / "hermes")
+    assert ours == run(hermes_agent_python, tmp_path / "hermes-agent")
+    assert ours["copies"] == ["<h1>report</h1>", "notes"]  # named, and named in prose
+    assert ours["named"]["completed"][0]["artifacts"] == [
+        "~/kanban/attachments/T1/report.html", "~/elsewhere.txt",
+        "~/kanban/attachments/T1/notes.md",
+    ]  # fmt: skip
+    assert [ours[k]["status"] for k in ("missing", "too_big")] == ["running", "running"]
+    assert ours["missing"]["returned"] == ["ArtifactPreservationError", True]
+
+
+def test_a_link_out_of_the_scratch_folder_is_not_copied(
+    board: sqlite3.Connection, tmp_path: Path
+) -> None:
+    """A worker cannot make a file outside its folder an attachment by linking to it."""
+    secret = tmp_path / "secret.txt"
+    secret.write_text("not the worker's")
+    task = kb.create_task(board, title="t")
+    kb.claim_task(board, task, claimer="elsewhere:1")
+    folder = kb.workspaces_root() / task
+    folder.mkdir(parents=True)
+    kb.set_workspace_path(board, task, folder)
+    (folder / "report.txt").symlink_to(secret)
+    named = str(folder / "report.txt")
+    assert kb.complete_task(board, task, result=f"see {named}", metadata={"artifacts": [named]})
+    assert kb.list_attachments(board, task) == []
+    run = kb.latest_run(board, task)
+    assert run is not None and run.metadata == {"artifacts": [named]}
+
+
+def test_a_workers_deliverable_outlives_its_scratch_folder(
+    tmp_path: Path, fake_llm: fake.FakeLLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """hermes's worker answers in prose, naming the file it wrote in its scratch folder:
+    the file is kept as an attachment, then the folder goes."""
+    monkeypatch.setenv("HERMES_HOME", str(tmp_path))
+    monkeypatch.setenv("HERMES_BASE_URL", fake_llm.url)
+    monkeypatch.setenv("HERMES_MODEL", fake.DEFAULT_MODEL)
+    profiles.create("builder")
+    with kb.connect_closing() as conn:
+        task = kb.create_task(conn, title="Write it", assignee="builder")
+        folder = kb.workspaces_root() / task
+        fake_llm.script(
+            fake.tool_call("terminal", {"command": "echo deliverable > report.txt"}),
+            fake.text(f"Wrote {folder}/report.txt."),
+        )
+        kb.dispatch_once(conn)
+        done = wait_for_task(conn, task, "done")
+        attached = kb.list_attachments(conn, task)
+    assert done.status == "done", kb.read_worker_log(task)
+    assert not folder.exists()
+    assert [(a.filename, a.uploaded_by) for a in attached] == [("report.txt", "kanban_complete")]
+    assert Path(attached[0].stored_path).read_text() == "deliverable\n"
