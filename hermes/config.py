@@ -181,6 +181,10 @@ SCHEMA: dict[str, tuple[tuple[type | None, ...], Any]] = {
     "cron.tick_seconds": ((int, float), 1.0),
     "cron.missed": ((str,), "run_once"),
     "cron.lease_ttl": ((int, float), 120),
+    # A Kanban worker's log over this many bytes is rotated when the task's next worker
+    # starts, keeping this many older generations (<task>.log.1, ...), as in 0.19.
+    "kanban.worker_log_rotate_bytes": ((int,), 2 * 1024 * 1024),
+    "kanban.worker_log_backup_count": ((int,), 1),
 }
 
 # The words of agent.reasoning_effort (0.19's levels), agent.service_tier (0.19 writes
@@ -543,6 +547,8 @@ _CHECKS: dict[str, Any] = {
     "cron.tick_seconds": _more_than_zero,
     "cron.missed": _one_of("run_once", "skip"),
     "cron.lease_ttl": _more_than_zero,
+    "kanban.worker_log_rotate_bytes": _more_than_zero,
+    "kanban.worker_log_backup_count": _zero_or_more,
 }
 
 
