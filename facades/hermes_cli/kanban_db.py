@@ -5,8 +5,8 @@ work on it.
 What differs from 0.19 (docs/hermes-agent.md): a dispatched task is one turn of its
 assignee's agent (``hermes kanban work``), whose answer completes it; an attachment's
 name may not be a path, and only a file in its task's own folder is recorded or deleted;
-no projects or goal loops; a damaged board is copied with
-SQLite's backup API, never read byte for byte.
+no projects or goal loops; a damaged board's byte-for-byte backup is made by a child
+process, so this one never opens the file outside SQLite.
 
 Whether an assignee is a profile is asked of ``hermes_cli.profiles.profile_exists`` at
 each call, as 0.19's dispatcher asks it (its callers replace it to make lanes spawnable).
