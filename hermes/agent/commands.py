@@ -502,3 +502,4 @@ def _first_sentence(text: str) -> str:
 
 # The chat's other commands live in rooms of their own and register themselves on import;
 # importing them here gives every surface the whole set. (At the end: they import this.)
+from hermes.agent import commands_background  # noqa: E402, F401  (/background, /agents)
