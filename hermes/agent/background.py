@@ -19,7 +19,6 @@ import time
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from hermes.errors import HermesError
@@ -185,7 +184,7 @@ def elapsed(started_at: float, now: float | None = None) -> str:
 
 
 def _task_id() -> str:
-    return f"bg_{datetime.now().strftime('%H%M%S')}_{os.urandom(3).hex()}"
+    return f"bg_{time.strftime('%H%M%S')}_{os.urandom(3).hex()}"
 
 
 def _conversation_of(agent: Any) -> str | None:

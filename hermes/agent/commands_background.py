@@ -78,7 +78,9 @@ def agents_text(
 ) -> str:
     """What /agents shows: this chat's agent, its running background tasks and processes."""
     lines = [f"This chat's agent: {own}", "", f"Background tasks running: {len(tasks)}"]
-    lines += [f"  #{t.number} {t.task_id} · {elapsed(t.started_at)} · {t.preview}" for t in tasks[:SHOWN]]
+    lines += [
+        f"  #{t.number} {t.task_id} · {elapsed(t.started_at)} · {t.preview}" for t in tasks[:SHOWN]
+    ]
     if len(tasks) > SHOWN:
         lines.append(f"  ... and {len(tasks) - SHOWN} more")
     lines += ["", f"Background processes running: {len(processes)}"]
