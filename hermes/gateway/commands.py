@@ -1,7 +1,7 @@
 """Slash commands in chat: the CLI's commands (``hermes.agent.commands``) with the same
 meaning, plus what only a gateway has.
 
-Three kinds:
+Four kinds:
 
 * *immediate* (``/new``, ``/stop``, ``/help``) act at once, even while a turn runs:
   ``/stop`` interrupts it, ``/new`` points the chat at a fresh conversation (replies
@@ -10,6 +10,9 @@ Three kinds:
   ``/usage``, ``/tools``) act on the conversation, so they wait their turn in its lane
   like a message and run in the worker thread with the conversation's agent, through
   the CLI's own ``dispatch``;
+* the gateway's *own* commands (``/background``, ``/agents``, ``/commands``) act on the
+  chat at once (``own_commands.py``): a background task, what the chat has running, the
+  list of commands;
 * the terminal's ``/sessions``, ``/resume`` and ``/quit`` (they would show or switch to
   other people's conversations), ``/cron`` (scheduled jobs are the operator's, shared by
   every chat, so a chat does not manage them) and unknown commands get a one-line answer.
@@ -27,6 +30,7 @@ from hermes.agent import commands as chat_commands
 
 IMMEDIATE = ("new", "stop", "help")
 CONVERSATION = ("compress", "retry", "undo", "title", "model", "usage", "tools")
+OWN = ("background", "agents", "commands")
 TERMINAL_ONLY = ("sessions", "resume", "quit")
 CRON_REFUSAL = (
     "Scheduled jobs are managed from the terminal (hermes cron, or /cron in hermes chat) "
@@ -55,6 +59,10 @@ class Command:
         return self.name in CONVERSATION
 
     @property
+    def own(self) -> bool:
+        return self.name in OWN
+
+    @property
     def line(self) -> str:
         return f"/{self.name} {self.argument}".rstrip()
 
@@ -70,14 +78,19 @@ def parse(text: str) -> Command | None:
 
 
 def help_text() -> str:
-    lines = ["Commands:"]
-    for name in (*IMMEDIATE[:2], *CONVERSATION, "help"):
+    return "\n".join(["Commands:", *help_lines()])
+
+
+def help_lines() -> list[str]:
+    """'/usage — what it does' for each command that works in a messaging chat."""
+    lines = []
+    for name in (*IMMEDIATE[:2], *CONVERSATION, *OWN, "help"):
         usage, text = _GATEWAY_HELP.get(name) or (
             chat_commands.COMMANDS[name].usage,
             chat_commands.COMMANDS[name].help,
         )
         lines.append(f"{usage} — {text}")
-    return "\n".join(lines)
+    return lines
 
 
 def is_built_in(name: str) -> bool:
@@ -89,6 +102,8 @@ def refusal(command: Command) -> str:
     """The answer to a command the gateway does not run."""
     if command.name == "cron":
         return CRON_REFUSAL
+    if command.own:  # asked over the HTTP API: there is no chat to act on
+        return f"/{command.name} works in a messaging chat (Telegram, Discord, Slack) only."
     spec = chat_commands.COMMANDS.get(command.name)
     if command.name in TERMINAL_ONLY or (spec is not None and spec.cli_only):
         return (

@@ -56,6 +56,7 @@ from hermes.gateway.lanes import (
     Scheduler,
     WorkItem,
 )
+from hermes.gateway.own_commands import ChatCommands
 from hermes.gateway.queued_turn import QueuedTurn
 from hermes.gateway.routing import Router, SessionKey
 from hermes.gateway.settings import (
@@ -183,6 +184,14 @@ class GatewayRunner:
         self._stopped = asyncio.Event()
         self._heartbeat: asyncio.Task[None] | None = None
         self._stop_beating = asyncio.Event()
+        self.own_commands = ChatCommands(
+            home=self.home,
+            make_agent=self.turns.make_agent,
+            send=self.send,
+            current_conversation=self.router.current_conversation,
+            answering=self.input_waits,
+            plugin_lines=self._plugin_lines,
+        )
         attach_rooms(self)
 
     # -- life -------------------------------------------------------------------------
@@ -442,6 +451,14 @@ class GatewayRunner:
                 result = await self.immediate_command(command, key, origin)
             await self.send(origin, result.text)
             return
+        if command is not None and command.own:
+            answer = (
+                "The gateway is restarting; try again in a moment."
+                if self.closing
+                else await self.own_commands.run(command, key, origin)
+            )
+            await self.send(origin, answer)
+            return
         if command is not None and not command.conversational:
             answer = await self._plugin_command(command)
             await self.send(origin, commands.refusal(command) if answer is None else answer)
@@ -460,6 +477,17 @@ class GatewayRunner:
             return None
         answer = await asyncio.to_thread(plugins.run_command, command.name, command.argument)
         return answer or f"/{command.name} done."
+
+    def _plugin_lines(self) -> list[str]:
+        """'/name — what it does' of each plugin slash command (for /commands)."""
+        from hermes.plugins import plugins_for
+
+        listed = plugins_for(self.config, self.home).commands()
+        return [
+            f"/{name} — {info.get('description') or 'A plugin command.'}"
+            for name, info in sorted(listed.items())
+            if not commands.is_built_in(name)
+        ]
 
     async def _pre_dispatch(self, message: IncomingMessage) -> IncomingMessage | None:
         """0.19's ``pre_gateway_dispatch`` plugin hook, before the access check: the first

@@ -116,6 +116,10 @@ def test_slash_commands_over_the_api(client, gateway, fake_llm) -> None:
     assert ask(client, "/sessions", session)[0].startswith(
         "/sessions works in the terminal chat only"
     )
+    # The gateway's own commands act on a chat, which an API caller has not.
+    assert ask(client, "/bg look it up", session)[0].startswith(
+        "/background works in a messaging chat (Telegram, Discord, Slack) only"
+    )
     assert ask(client, "/etc/hosts is empty", session)[0] == "echo: /etc/hosts is empty"
     answer, fresh = ask(client, "/new", session)
     assert answer == "Started a new conversation." and fresh != session

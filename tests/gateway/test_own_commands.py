@@ -1,0 +1,127 @@
+"""The gateway's own commands in a messaging chat (``hermes/gateway/own_commands.py``):
+``/background`` answers beside the chat and sends its answer when done, ``/agents``
+shows what the chat has running, ``/commands`` pages through every command. A real
+runner on a real store, real agents asking the fake model, a recording chat adapter."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hermes.gateway.runner import QUEUED_ACK
+from hermes.state import SessionDB
+from tests.gateway.harness import until, write_config
+from tests.gateway.test_runner import KEY, Chat, Model, scenario
+
+
+@pytest.fixture
+def db(hermes_home: Path, config_file: Path) -> Iterator[SessionDB]:
+    with SessionDB(db_path=hermes_home / "state.db") as store:
+        yield store
+
+
+def test_background_answers_apart_and_reports_to_the_chat(
+    hermes_home: Path, db: SessionDB, fake_llm
+) -> None:
+    model = Model(fake_llm)
+    chat = Chat(hermes_home, db)
+
+    async def run() -> dict[str, Any]:
+        await chat.runner.start()
+        try:
+            await chat.say("hello")
+            await until(lambda: "answer to hello" in chat.texts())
+            model.hold()  # the chat's next turn waits, and so does the task
+            await chat.say("slow one")
+            await until(lambda: model.asked[-1:] == ["slow one"])
+            await chat.say("/bg what is new?")  # at once, though a turn runs
+            started = chat.texts()[-1]
+            await until(lambda: "what is new?" in model.asked)
+            await chat.say("/agents")
+            listed = chat.texts()[-1]
+            model.release()
+            await until(lambda: any("answer to what is new?" in t for t in chat.texts()))
+            await until(lambda: "answer to slow one" in chat.texts())
+            await chat.say("/agents")
+            return {"started": started, "listed": listed, "after": chat.texts()[-1]}
+        finally:
+            model.release()
+            await chat.runner.stop(grace=5)
+
+    seen = scenario(run)
+    assert seen["started"].startswith("Background task #1 started")
+    assert QUEUED_ACK not in chat.texts()  # it waited in no lane
+    assert "This chat's agent: answering a message" in seen["listed"]
+    assert "Background tasks running: 1" in seen["listed"] and "what is new?" in seen["listed"]
+    assert "Background tasks running: 0" in seen["after"]
+    [report] = [t for t in chat.texts() if "answer to what is new?" in t]
+    assert "Background task #1" in report and "is done" in report
+    # Its own conversation, the chat's platform and user; the chat's conversation is its own.
+    chat_conversation = db.gateway.get_route(KEY)
+    rows = {r["conversation_id"]: r for r in db.list_conversations()}
+    [apart] = [c for c in rows if c != chat_conversation]
+    assert rows[apart]["source"] == "telegram"
+    assert db.get_session(apart)["user_id"] == "42"
+    assert [m["content"] for m in db.get_conversation_messages(apart)] == [
+        "what is new?", "answer to what is new?"
+    ]  # fmt: skip
+    assert [m["content"] for m in db.get_conversation_messages(chat_conversation)] == [
+        "hello", "answer to hello", "slow one", "answer to slow one"
+    ]  # fmt: skip
+
+
+def test_background_without_a_prompt_says_how_to_use_it(
+    hermes_home: Path, db: SessionDB, fake_llm
+) -> None:
+    model = Model(fake_llm)
+    chat = Chat(hermes_home, db)
+
+    async def run() -> None:
+        await chat.runner.start()
+        try:
+            await chat.say("/background", "/btw  ")
+        finally:
+            await chat.runner.stop(grace=5)
+
+    scenario(run)
+    assert [t[:27] for t in chat.texts()] == ["Usage: /background PROMPT ("] * 2
+    assert model.asked == [] and db.list_conversations() == []
+
+
+PLUGIN = """
+def register(ctx):
+    for n in range(6):
+        ctx.register_command(f"chore-{n}", lambda raw_args: "done", description=f"Chore {n}")
+"""
+
+
+def test_commands_pages_through_every_command(hermes_home: Path, db: SessionDB, fake_llm) -> None:
+    from tests.plugins.helpers import install_plugin
+
+    write_config(hermes_home, fake_llm.url, plugins={"enabled": ["chores"]})
+    install_plugin(hermes_home, "chores", "name: chores\n", PLUGIN)
+    Model(fake_llm)
+    chat = Chat(hermes_home, db)
+
+    async def run() -> list[str]:
+        await chat.runner.start()
+        answers = []
+        try:
+            for line in ("/commands", "/commands 2", "/commands 99", "/commands two"):
+                before = len(chat.texts())
+                await chat.say(line)
+                answers.append("\n".join(chat.texts()[before:]))  # sent in pieces
+            return answers
+        finally:
+            await chat.runner.stop(grace=5)
+
+    first, second, last, wrong = scenario(run)
+    assert first.startswith("Commands (") and "page 1 of 2" in first
+    assert "/new — " in first and "/commands 2 for the next" in first
+    assert "/background <prompt> — " in first + second and "/help — " in first + second
+    assert "Plugin commands:" in first and "/chore-5 — Chore 5" in second
+    assert "page 2 of 2" in last and "There is no page 99" in last
+    assert wrong.startswith("Usage: /commands [page]")
