@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,7 +47,7 @@ class ChatCommands:
     home: Path
     # (source=, user_id=) -> a new agent bound to a new conversation (the runner's factory)
     make_agent: Callable[..., Any]
-    send: Callable[[Origin, str], Awaitable[None]]
+    send: Callable[[Origin, str], Coroutine[Any, Any, None]]
     current_conversation: Callable[[str], str | None]  # chat key -> its conversation
     answering: Callable[[str], bool]  # conversation -> a turn of it runs here now
     plugin_lines: Callable[[], list[str]]  # "/name — what it does" of each plugin command

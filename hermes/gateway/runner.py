@@ -452,12 +452,12 @@ class GatewayRunner:
             await self.send(origin, result.text)
             return
         if command is not None and command.own:
-            answer = (
+            said = (
                 "The gateway is restarting; try again in a moment."
                 if self.closing
                 else await self.own_commands.run(command, key, origin)
             )
-            await self.send(origin, answer)
+            await self.send(origin, said)
             return
         if command is not None and not command.conversational:
             answer = await self._plugin_command(command)
