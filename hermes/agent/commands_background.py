@@ -6,8 +6,9 @@ has running: its own agent, its background tasks and the background processes it
 tools started. In a messaging chat the gateway runs both itself (it reports a task's
 answer as a message to the chat): what they show is written here, once, for both.
 
-The gateway's own commands (``/commands``) are registered here too, ``gateway_only``,
-so every surface knows them; the terminal refuses them before their handler.
+The gateway's own commands (``/commands``, ``/restart``) are registered here too,
+``gateway_only``, so every surface knows them; the terminal refuses them before their
+handler.
 """
 
 from __future__ import annotations
@@ -64,6 +65,16 @@ def _agents(agent: AIAgent, arg: str) -> Reply:
 )
 def _commands(agent: AIAgent, arg: str) -> Reply:  # the gateway runs its own
     return Reply("/commands works in a messaging chat only.", ok=False)
+
+
+@command(
+    "restart",
+    "/restart",
+    "Restart the gateway once the replies being written are done (its admins only).",
+    gateway_only=True,
+)
+def _restart(agent: AIAgent, arg: str) -> Reply:  # the gateway runs its own
+    return Reply("/restart works in a messaging chat only.", ok=False)
 
 
 def started_text(task: BackgroundTask) -> str:

@@ -9,7 +9,11 @@ while a turn runs:
 * ``/agents`` shows whether the chat's agent is answering, the chat's running
   background tasks and the background processes its conversation's tools started;
 * ``/commands [page]`` lists every command the chat has, plugins' included, a page at a
-  time.
+  time;
+* ``/restart``, for the platform's admins (``allow_admin_from``), restarts the gateways
+  of this home as ``hermes gateway restart`` does, from a process of its own: each stops
+  as on SIGTERM (the replies being written finish, queued input stays in the store), then
+  starts again with the command line it had.
 
 ``ChatCommands`` is handed what it needs of the runner as functions, so it knows
 nothing of the runner.
@@ -19,6 +23,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import subprocess
+import sys
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +40,7 @@ from hermes.agent.commands_background import (
 )
 from hermes.gateway import commands
 from hermes.gateway.envelopes import Origin
+from hermes.gateway.state_file import running_gateways
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +59,7 @@ class ChatCommands:
     current_conversation: Callable[[str], str | None]  # chat key -> its conversation
     answering: Callable[[str], bool]  # conversation -> a turn of it runs here now
     plugin_lines: Callable[[], list[str]]  # "/name — what it does" of each plugin command
+    is_admin: Callable[[Origin], bool]  # the sender may run the operator's commands
     _tasks: dict[str, BackgroundTasks] = field(default_factory=dict, init=False)
 
     async def run(self, command: commands.Command, key: str, origin: Origin) -> str:
@@ -58,6 +67,8 @@ class ChatCommands:
             return self.background(command.argument, key, origin)
         if command.name == "agents":
             return await self.agents(key)
+        if command.name == "restart":
+            return await self.restart(origin)
         return self.listing(command.argument, origin)
 
     def background(self, prompt: str, key: str, origin: Origin) -> str:
@@ -113,6 +124,43 @@ class ChatCommands:
             lines.append(f"(There is no page {wanted}; this is page {page}.)")
         return "\n".join(lines)
 
+    async def restart(self, origin: Origin) -> str:
+        if not self.is_admin(origin):
+            return (
+                "Only the gateway's admins may restart it; the operator lists their user ids "
+                f"in gateway.platforms.{origin.platform}.allow_admin_from."
+            )
+        if not await asyncio.to_thread(running_gateways, self.home):
+            return (
+                "This gateway was not started with `hermes gateway run`, so it cannot restart "
+                "itself; restart it where it runs."
+            )
+        # Said before the restart begins: the stop closes this chat's adapter.
+        await self.send(
+            origin,
+            "Restarting the gateway: the replies being written finish first, and messages "
+            "sent meanwhile are answered once it is back.",
+        )
+        await asyncio.to_thread(_start_restart, self.home)
+        log.info("%s user %s asked for a restart", origin.platform, origin.user_id)
+        return ""
+
     def tasks(self, key: str) -> BackgroundTasks:
         """The background tasks of the chat ``key`` (on the event loop only)."""
         return self._tasks.setdefault(key, BackgroundTasks())
+
+
+def _start_restart(home: Path) -> None:
+    """``hermes gateway restart`` in a process of its own session (it stops this gateway,
+    so it must outlive it), its output appended to ``logs/gateway.log``."""
+    logs = home / "logs"
+    logs.mkdir(mode=0o700, exist_ok=True)
+    with open(logs / "gateway.log", "ab") as output:
+        subprocess.Popen(
+            [sys.executable, "-m", "hermes", "gateway", "restart"],
+            env={**os.environ, "HERMES_HOME": str(home)},
+            stdin=subprocess.DEVNULL,
+            stdout=output,
+            stderr=output,
+            start_new_session=True,
+        )

@@ -191,6 +191,7 @@ class GatewayRunner:
             current_conversation=self.router.current_conversation,
             answering=self.input_waits,
             plugin_lines=self._plugin_lines,
+            is_admin=self.access.is_admin,
         )
         attach_rooms(self)
 

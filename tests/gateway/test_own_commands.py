@@ -5,6 +5,9 @@ runner on a real store, real agents asking the fake model, a recording chat adap
 
 from __future__ import annotations
 
+import json
+import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,8 +16,10 @@ import pytest
 
 from hermes.gateway.runner import QUEUED_ACK
 from hermes.state import SessionDB
-from tests.gateway.harness import until, write_config
+from tests.gateway.harness import until, wait_for, write_config
+from tests.gateway.processes import free_port
 from tests.gateway.test_runner import KEY, Chat, Model, scenario
+from tests.gateway.test_telegram import TOKEN
 
 
 @pytest.fixture
@@ -122,6 +127,58 @@ def test_commands_pages_through_every_command(hermes_home: Path, db: SessionDB, 
     assert first.startswith("Commands (") and "page 1 of 2" in first
     assert "/new — " in first and "/commands 2 for the next" in first
     assert "/background <prompt> — " in first + second and "/help — " in first + second
-    assert "Plugin commands:" in first and "/chore-5 — Chore 5" in second
+    assert "Plugin commands:" in first + second and "/chore-5 — Chore 5" in second
     assert "page 2 of 2" in last and "There is no page 99" in last
     assert wrong.startswith("Usage: /commands [page]")
+
+
+def test_restart_is_for_the_admins_and_restarts_the_gateway(
+    hermes_home: Path, fake_llm, model_key: str, run_gateway
+) -> None:
+    """/restart from Telegram: a user who is not an admin is refused and nothing stops; an
+    admin's stops the gateway as SIGTERM does and starts it again as it was, and the chat
+    is answered by the new one."""
+    from tests.gateway.fake_platforms import FakeTelegram
+
+    state = hermes_home / "gateway_state.json"
+
+    def pid() -> int:
+        return int(json.loads(state.read_text())["pid"])
+
+    with FakeTelegram(TOKEN) as telegram:
+        telegram_options = {"token": TOKEN, "allowed_users": [42, 7], "allow_admin_from": [42],
+                            "base_url": telegram.base_url, "poll_timeout": 1}  # fmt: skip
+        write_config(
+            hermes_home, fake_llm.url, gateway={"platforms": {"telegram": telegram_options}}
+        )
+        port = free_port()
+        first = run_gateway("--api-server", f"127.0.0.1:{port}", "--workers", "1")
+        first.wait_ready(port)
+        wait_for(
+            lambda: state.exists() and json.loads(state.read_text())["gateway_state"] == "running"
+        )
+        telegram.user_sends("/restart", user_id=7, chat_id=7)
+        wait_for(lambda: len(telegram.called("sendMessage")) == 1, timeout=30)
+        assert first.proc.poll() is None  # still serving
+        telegram.user_sends("/restart")
+        wait_for(lambda: len(telegram.called("sendMessage")) == 2, timeout=30)
+        assert first.proc.wait(60) == 0  # stopped as on SIGTERM
+        wait_for(lambda: pid() != first.proc.pid and _serving(state), timeout=90)
+        new = pid()
+        try:
+            telegram.user_sends("are you back?")
+            wait_for(lambda: len(telegram.called("sendMessage")) == 3, timeout=30)
+        finally:
+            os.kill(new, signal.SIGTERM)
+            wait_for(
+                lambda: json.loads(state.read_text())["gateway_state"] == "stopped", timeout=60
+            )
+        said = [m["text"] for m in telegram.called("sendMessage")]
+    assert said[0].startswith("Only the gateway's admins may restart it")
+    assert "gateway.platforms.telegram.allow_admin_from" in said[0]
+    assert said[1].startswith("Restarting the gateway")
+    assert said[2] == "echo: are you back?"
+
+
+def _serving(state: Path) -> bool:
+    return json.loads(state.read_text())["gateway_state"] == "running"
