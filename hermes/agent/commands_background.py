@@ -6,7 +6,7 @@ has running: its own agent, its background tasks and the background processes it
 tools started. In a messaging chat the gateway runs both itself (it reports a task's
 answer as a message to the chat): what they show is written here, once, for both.
 
-The gateway's own commands (``/commands``, ``/restart``) are registered here too,
+The gateway's own commands (``/commands``, ``/restart``, ``/topic``) are registered here too,
 ``gateway_only``, so every surface knows them; the terminal refuses them before their
 handler.
 """
@@ -75,6 +75,16 @@ def _commands(agent: AIAgent, arg: str) -> Reply:  # the gateway runs its own
 )
 def _restart(agent: AIAgent, arg: str) -> Reply:  # the gateway runs its own
     return Reply("/restart works in a messaging chat only.", ok=False)
+
+
+@command(
+    "topic",
+    "/topic [off|help|session-id]",
+    "In a Telegram private chat: show this topic's conversation, or continue one of yours here.",
+    gateway_only=True,
+)
+def _topic(agent: AIAgent, arg: str) -> Reply:  # the gateway runs its own
+    return Reply("/topic works in a messaging chat only.", ok=False)
 
 
 def started_text(task: BackgroundTask) -> str:

@@ -10,6 +10,10 @@ while a turn runs:
   background tasks and the background processes its conversation's tools started;
 * ``/commands [page]`` lists every command the chat has, plugins' included, a page at a
   time;
+* ``/topic [help|off|ID]`` in a Telegram private chat: each topic of the chat is a
+  conversation of its own (its own session key), always; ``/topic`` in a topic names its
+  conversation, ``/topic ID`` continues one of the sender's own conversations there (as
+  0.19 restores a session into a topic), ``/topic off`` says there is nothing to turn off;
 * ``/restart``, for the platform's admins (``allow_admin_from``), restarts the gateways
   of this home as ``hermes gateway restart`` does, from a process of its own: each stops
   as on SIGTERM (the replies being written finish, queued input stays in the store), then
@@ -29,23 +33,34 @@ import sys
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hermes.agent.background import BackgroundTask, BackgroundTasks
+from hermes.agent.commands import CLOSED_FOR_GOOD
 from hermes.agent.commands_background import (
     BACKGROUND_USAGE,
     agents_text,
     running_processes,
     started_text,
 )
+from hermes.errors import HermesError
 from hermes.gateway import commands
 from hermes.gateway.envelopes import Origin
 from hermes.gateway.state_file import running_gateways
+from hermes.state.lookup import resolve_conversation
+
+if TYPE_CHECKING:
+    from hermes.state.store import SessionDB
 
 log = logging.getLogger(__name__)
 
 PAGE = 20  # lines of /commands a page; Telegram's shorter screens get 15, as 0.19
 TELEGRAM_PAGE = 15
+TOPIC_HELP = (
+    "Each topic you open in this chat is a conversation of its own. In a topic: /topic "
+    "shows its conversation, /topic ID continues one of your conversations there (its id "
+    "or title), /new starts the topic over."
+)
 
 
 @dataclass(eq=False)
@@ -60,6 +75,10 @@ class ChatCommands:
     answering: Callable[[str], bool]  # conversation -> a turn of it runs here now
     plugin_lines: Callable[[], list[str]]  # "/name — what it does" of each plugin command
     is_admin: Callable[[Origin], bool]  # the sender may run the operator's commands
+    db: SessionDB
+    # (key, origin, make) -> points the chat key at the conversation ``make`` returns, as
+    # /new does (the old one's plugins hear it ended)
+    switch: Callable[[str, Origin, Callable[[], str]], Coroutine[Any, Any, str]]
     _tasks: dict[str, BackgroundTasks] = field(default_factory=dict, init=False)
 
     async def run(self, command: commands.Command, key: str, origin: Origin) -> str:
@@ -69,6 +88,8 @@ class ChatCommands:
             return await self.agents(key)
         if command.name == "restart":
             return await self.restart(origin)
+        if command.name == "topic":
+            return await self.topic(command.argument, key, origin)
         return self.listing(command.argument, origin)
 
     def background(self, prompt: str, key: str, origin: Origin) -> str:
@@ -144,6 +165,59 @@ class ChatCommands:
         await asyncio.to_thread(_start_restart, self.home)
         log.info("%s user %s asked for a restart", origin.platform, origin.user_id)
         return ""
+
+    async def topic(self, argument: str, key: str, origin: Origin) -> str:
+        if origin.platform != "telegram" or origin.is_group:
+            return "/topic works in a private chat with the bot on Telegram, in its topics."
+        word = argument.strip()
+        if word.lower() in ("help", "?", "-h", "--help"):
+            return TOPIC_HELP
+        if word.lower() in ("off", "disable", "stop"):
+            return (
+                "Each topic of this chat is a conversation of its own, always; there is nothing "
+                "to turn off. /new starts the topic you are in over."
+            )
+        if origin.thread_id is None:
+            if word:
+                return "Open a topic first: /topic ID continues a conversation in the topic it is sent in."
+            return TOPIC_HELP
+        if not word:
+            return await asyncio.to_thread(self._topic_status, key)
+        try:
+            tip = await asyncio.to_thread(self._own_conversation, word, origin)
+        except HermesError as exc:
+            return str(exc)
+        conversation = await self.switch(key, origin, lambda: tip)
+        return f"This topic now continues the conversation {conversation}."
+
+    def _topic_status(self, key: str) -> str:
+        conversation = self.current_conversation(key)
+        if conversation is None:
+            return "This topic has no conversation yet: your first message here starts one."
+        title = (self.db.get_session(conversation) or {}).get("title")
+        named = f" ('{title}')" if title else ""
+        return f"This topic is the conversation {conversation}{named}."
+
+    def _own_conversation(self, ref: str, origin: Origin) -> str:
+        """The tip of the sender's own conversation on this platform that ``ref`` names."""
+        mine = (
+            f"You have no conversation '{ref}' on {origin.platform}; /topic ID takes the id "
+            "or title of one of yours."
+        )
+        try:
+            tip = resolve_conversation(self.db, ref)
+        except HermesError:
+            raise HermesError(mine) from None
+        root = self.db.get_segments(tip)[0]
+        if root["source"] != origin.platform or str(root["user_id"]) != str(origin.user_id):
+            raise HermesError(mine)  # someone else's: not said to exist
+        segment = self.db.get_session(tip) or {}
+        if segment.get("end_reason") in CLOSED_FOR_GOOD:
+            raise HermesError(
+                f"Conversation {root['id']} was ended ({segment['end_reason']}) and takes no "
+                "more messages; start a new one with /new."
+            )
+        return tip
 
     def tasks(self, key: str) -> BackgroundTasks:
         """The background tasks of the chat ``key`` (on the event loop only)."""

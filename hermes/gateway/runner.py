@@ -192,6 +192,8 @@ class GatewayRunner:
             answering=self.input_waits,
             plugin_lines=self._plugin_lines,
             is_admin=self.access.is_admin,
+            db=db,
+            switch=self.start_over,
         )
         attach_rooms(self)
 

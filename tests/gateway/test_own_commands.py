@@ -16,6 +16,7 @@ import pytest
 
 from hermes.gateway.runner import QUEUED_ACK
 from hermes.state import SessionDB
+from tests.gateway.fakechat import incoming
 from tests.gateway.harness import until, wait_for, write_config
 from tests.gateway.processes import free_port
 from tests.gateway.test_runner import KEY, Chat, Model, scenario
@@ -182,3 +183,53 @@ def test_restart_is_for_the_admins_and_restarts_the_gateway(
 
 def _serving(state: Path) -> bool:
     return json.loads(state.read_text())["gateway_state"] == "running"
+
+
+def test_topic_continues_one_of_the_senders_conversations_in_a_telegram_topic(
+    hermes_home: Path, db: SessionDB, fake_llm
+) -> None:
+    Model(fake_llm)
+    chat = Chat(hermes_home, db)
+    someone_elses = db.create_session(source="telegram", user_id="7")
+    db.append_message(someone_elses, "user", "secret plans")
+    in_topic = "telegram:100:t5"
+
+    async def said(text: str, **where: Any) -> str:
+        before = len(chat.texts())
+        await chat.runner.handle_message(incoming(text, **where))
+        await until(lambda: len(chat.texts()) > before)
+        return "\n".join(chat.texts()[before:])
+
+    async def run() -> dict[str, str]:
+        await chat.runner.start()
+        try:
+            await said("plan the trip")
+            seen = {"fresh": await said("/topic", thread="5")}
+            seen["other"] = await said(f"/topic {someone_elses}", thread="5")
+            conversation = db.gateway.get_route(KEY)
+            seen["moved"] = await said(f"/topic {conversation}", thread="5")
+            seen["answer"] = await said("what next?", thread="5")
+            seen["status"] = await said("/topic", thread="5")
+            seen["root"] = await said(f"/topic {conversation}")
+            seen["off"] = await said("/topic off", thread="5")
+            seen["group"] = await said("/topic", group=True, chat="-300")
+            return seen
+        finally:
+            await chat.runner.stop(grace=5)
+
+    seen = scenario(run)
+    conversation = db.gateway.get_route(KEY)
+    assert seen["fresh"].startswith("This topic has no conversation yet")
+    assert seen["other"].startswith(f"You have no conversation '{someone_elses}' on telegram")
+    assert seen["moved"] == f"This topic now continues the conversation {conversation}."
+    assert seen["answer"] == "answer to what next?"
+    assert seen["status"] == f"This topic is the conversation {conversation}."
+    assert seen["root"].startswith("Open a topic first")
+    assert "nothing to turn off" in seen["off"]
+    assert seen["group"].startswith("/topic works in a private chat")
+    # The topic continued the chat's conversation; the other user's is untouched.
+    assert db.gateway.get_route(in_topic) == conversation
+    assert [m["content"] for m in db.get_conversation_messages(conversation)] == [
+        "plan the trip", "answer to plan the trip", "what next?", "answer to what next?"
+    ]  # fmt: skip
+    assert [m["content"] for m in db.get_conversation_messages(someone_elses)] == ["secret plans"]
