@@ -6,9 +6,9 @@ has running: its own agent, its background tasks and the background processes it
 tools started. In a messaging chat the gateway runs both itself (it reports a task's
 answer as a message to the chat): what they show is written here, once, for both.
 
-The gateway's own commands (``/commands``, ``/restart``, ``/topic``) are registered here too,
-``gateway_only``, so every surface knows them; the terminal refuses them before their
-handler.
+The gateway's own commands (``/commands``, ``/restart``, ``/topic``, ``/sethome``) are
+registered here too, ``gateway_only``, so every surface knows them; the terminal refuses
+them before their handler.
 """
 
 from __future__ import annotations
@@ -35,8 +35,7 @@ SHOWN = 12  # rows of each list /agents shows, as 0.19
 @command(
     "background",
     "/background <prompt>",
-    "Answer a prompt in the background, in a conversation of its own; the answer shows "
-    "here when done.",
+    "Answer a prompt apart, in a conversation of its own.",
     aliases=("bg", "btw"),
 )
 def _background(agent: AIAgent, arg: str) -> Reply:
@@ -85,6 +84,17 @@ def _restart(agent: AIAgent, arg: str) -> Reply:  # the gateway runs its own
 )
 def _topic(agent: AIAgent, arg: str) -> Reply:  # the gateway runs its own
     return Reply("/topic works in a messaging chat only.", ok=False)
+
+
+@command(
+    "sethome",
+    "/sethome",
+    "Make this chat the home channel, where scheduled jobs answer (its admins only).",
+    aliases=("set-home",),
+    gateway_only=True,
+)
+def _sethome(agent: AIAgent, arg: str) -> Reply:  # the gateway runs its own
+    return Reply("/sethome works in a messaging chat only.", ok=False)
 
 
 def started_text(task: BackgroundTask) -> str:

@@ -11,9 +11,9 @@ Four kinds:
   like a message and run in the worker thread with the conversation's agent, through
   the CLI's own ``dispatch``;
 * the gateway's *own* commands (``/background``, ``/agents``, ``/commands``,
-  ``/restart``, ``/topic``) act on the chat at once (``own_commands.py``): a background
-  task, what the chat has running, the list of commands, the gateway restarted, a
-  Telegram topic's conversation;
+  ``/restart``, ``/topic``, ``/sethome``) act on the chat at once (``own_commands.py``):
+  a background task, what the chat has running, the list of commands, the gateway
+  restarted, a Telegram topic's conversation, the platform's home channel;
 * the terminal's ``/sessions``, ``/resume`` and ``/quit`` (they would show or switch to
   other people's conversations), ``/cron`` (scheduled jobs are the operator's, shared by
   every chat, so a chat does not manage them) and unknown commands get a one-line answer.
@@ -31,7 +31,7 @@ from hermes.agent import commands as chat_commands
 
 IMMEDIATE = ("new", "stop", "help")
 CONVERSATION = ("compress", "retry", "undo", "title", "model", "usage", "tools")
-OWN = ("background", "agents", "commands", "restart", "topic")
+OWN = ("background", "agents", "commands", "restart", "topic", "sethome")
 TERMINAL_ONLY = ("sessions", "resume", "quit")
 CRON_REFUSAL = (
     "Scheduled jobs are managed from the terminal (hermes cron, or /cron in hermes chat) "

@@ -14,6 +14,8 @@ while a turn runs:
   conversation of its own (its own session key), always; ``/topic`` in a topic names its
   conversation, ``/topic ID`` continues one of the sender's own conversations there (as
   0.19 restores a session into a topic), ``/topic off`` says there is nothing to turn off;
+* ``/sethome``, for the platform's admins, makes this chat the platform's home channel:
+  where scheduled jobs delivered to the platform alone (``deliver: telegram``) answer;
 * ``/restart``, for the platform's admins (``allow_admin_from``), restarts the gateways
   of this home as ``hermes gateway restart`` does, from a process of its own: each stops
   as on SIGTERM (the replies being written finish, queued input stays in the store), then
@@ -43,6 +45,7 @@ from hermes.agent.commands_background import (
     running_processes,
     started_text,
 )
+from hermes.cron.targets import PLATFORMS, set_home_channel
 from hermes.errors import HermesError
 from hermes.gateway import commands
 from hermes.gateway.envelopes import Origin
@@ -90,6 +93,8 @@ class ChatCommands:
             return await self.restart(origin)
         if command.name == "topic":
             return await self.topic(command.argument, key, origin)
+        if command.name == "sethome":
+            return await self.sethome(origin)
         return self.listing(command.argument, origin)
 
     def background(self, prompt: str, key: str, origin: Origin) -> str:
@@ -145,12 +150,22 @@ class ChatCommands:
             lines.append(f"(There is no page {wanted}; this is page {page}.)")
         return "\n".join(lines)
 
+    async def sethome(self, origin: Origin) -> str:
+        if origin.platform not in PLATFORMS:
+            return "/sethome works in a Telegram, Discord or Slack chat."
+        if not self.is_admin(origin):
+            return _admins_only("choose the home channel", origin)
+        await asyncio.to_thread(set_home_channel, self.home, origin.platform, origin.chat_id)
+        log.info("%s: home channel set to %s", origin.platform, origin.chat_id)
+        thread = " (its main thread)" if origin.thread_id else ""
+        return (
+            f"This chat{thread} is now the home channel of {origin.platform}: scheduled jobs "
+            f"delivered to '{origin.platform}' answer here."
+        )
+
     async def restart(self, origin: Origin) -> str:
         if not self.is_admin(origin):
-            return (
-                "Only the gateway's admins may restart it; the operator lists their user ids "
-                f"in gateway.platforms.{origin.platform}.allow_admin_from."
-            )
+            return _admins_only("restart it", origin)
         if not await asyncio.to_thread(running_gateways, self.home):
             return (
                 "This gateway was not started with `hermes gateway run`, so it cannot restart "
@@ -222,6 +237,13 @@ class ChatCommands:
     def tasks(self, key: str) -> BackgroundTasks:
         """The background tasks of the chat ``key`` (on the event loop only)."""
         return self._tasks.setdefault(key, BackgroundTasks())
+
+
+def _admins_only(what: str, origin: Origin) -> str:
+    return (
+        f"Only the gateway's admins may {what}; the operator lists their user ids in "
+        f"gateway.platforms.{origin.platform}.allow_admin_from."
+    )
 
 
 def _start_restart(home: Path) -> None:

@@ -53,7 +53,7 @@ def test_unknown_commands_get_a_suggestion(agent):
 def test_every_command_has_usage_and_help():
     expected = {"new", "compress", "retry", "undo", "title", "model", "sessions", "resume",
                 "usage", "tools", "skills", "help", "quit", "background", "agents",
-                "commands", "restart", "topic"}  # fmt: skip
+                "commands", "restart", "topic", "sethome"}  # fmt: skip
     # /cron is registered by hermes.cron.chat_command, which the chat surfaces import.
     assert set(chat_commands.COMMANDS) - {"cron"} == expected
     for command in chat_commands.COMMANDS.values():

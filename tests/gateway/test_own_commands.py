@@ -233,3 +233,40 @@ def test_topic_continues_one_of_the_senders_conversations_in_a_telegram_topic(
         "plan the trip", "answer to plan the trip", "what next?", "answer to what next?"
     ]  # fmt: skip
     assert [m["content"] for m in db.get_conversation_messages(someone_elses)] == ["secret plans"]
+
+
+def test_sethome_makes_this_chat_where_home_deliveries_go(
+    hermes_home: Path, fake_llm, model_key: str
+) -> None:
+    """A job delivered to 'telegram' alone waits, saying why, until an admin's /sethome
+    names the chat; then its answer arrives there. Someone else's /sethome changes nothing."""
+    from hermes.config import dotenv_values
+    from hermes.cron import CronStore, parse
+    from tests.gateway.fake_platforms import FakeTelegram
+    from tests.gateway.harness import GatewayThread
+
+    write_config(hermes_home, fake_llm.url, cron={"tick_seconds": 0.1})
+    with FakeTelegram(TOKEN) as telegram:
+        platforms = {"telegram": {"token": TOKEN, "allowed_users": [42, 7],
+                                  "allow_admin_from": [42], "base_url": telegram.base_url,
+                                  "poll_timeout": 1}}  # fmt: skip
+        with GatewayThread(hermes_home, api=None, platforms=platforms) as gateway:
+            cron = CronStore(gateway.db.backend)
+            job = cron.create_job(name="digest", schedule=parse("every 1d"),
+                                  prompt="the morning digest", deliver="telegram")  # fmt: skip
+            cron.run_now(job["id"])
+            wait_for(lambda: "no home channel" in (cron.runs(job["id"])[0]["delivery_error"] or ""),
+                     timeout=30, interval=0.1)  # fmt: skip
+            telegram.user_sends("/sethome", user_id=7, chat_id=7)
+            wait_for(lambda: len(telegram.called("sendMessage")) == 1, timeout=30)
+            assert "TELEGRAM_HOME_CHANNEL" not in dotenv_values(hermes_home)
+            telegram.user_sends("/set-home", user_id=42, chat_id=42)
+            wait_for(
+                lambda: cron.runs(job["id"])[0]["delivery"] == "sent", timeout=60, interval=0.1
+            )
+    sent = [(int(m["chat_id"]), m["text"]) for m in telegram.called("sendMessage")]
+    assert sent[0][0] == 7 and sent[0][1].startswith("Only the gateway's admins may choose")
+    assert sent[1] == (42, "This chat is now the home channel of telegram: scheduled jobs "
+                           "delivered to 'telegram' answer here.")  # fmt: skip
+    assert sent[2] == (42, "echo: the morning digest")
+    assert dotenv_values(hermes_home)["TELEGRAM_HOME_CHANNEL"] == "42"
