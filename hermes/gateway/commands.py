@@ -78,14 +78,16 @@ def parse(text: str) -> Command | None:
     return Command(name=name, argument=argument)
 
 
-def help_text() -> str:
-    return "\n".join(["Commands:", *help_lines()])
+def help_text(*, chat: bool = True) -> str:
+    """What /help answers: in a messaging chat, or (``chat`` False) over the HTTP API,
+    which has no chat for the gateway's own commands to act on."""
+    return "\n".join(["Commands:", *help_lines(chat=chat)])
 
 
-def help_lines() -> list[str]:
+def help_lines(*, chat: bool = True) -> list[str]:
     """'/usage — what it does' for each command that works in a messaging chat."""
     lines = []
-    for name in (*IMMEDIATE[:2], *CONVERSATION, *OWN, "help"):
+    for name in (*IMMEDIATE[:2], *CONVERSATION, *(OWN if chat else ()), "help"):
         usage, text = _GATEWAY_HELP.get(name) or (
             chat_commands.COMMANDS[name].usage,
             chat_commands.COMMANDS[name].help,

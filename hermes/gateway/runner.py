@@ -571,7 +571,7 @@ class GatewayRunner:
     ) -> WorkResult:
         """``/stop``, ``/new`` and ``/help``: they act at once, never wait in a lane."""
         if command.name == "help":
-            return WorkResult(text=commands.help_text())
+            return WorkResult(text=commands.help_text(chat=origin.platform in CHAT_PLATFORMS))
         if command.name == "stop":
             conversation = await asyncio.to_thread(self.router.current_conversation, key)
             scheduler = self.scheduler  # None before start(): nothing runs yet

@@ -265,7 +265,7 @@ class ChatCompletions:
             )
         if session is None:
             return WorkResult(
-                text=commands.help_text()
+                text=commands.help_text(chat=False)
                 if command.name == "help"
                 else "Nothing is running right now."
             )
