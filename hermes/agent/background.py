@@ -45,6 +45,7 @@ class BackgroundTask:
     answer: str | None = None
     error: str | None = None
     finished: threading.Event = field(default_factory=threading.Event)
+    agent: Any = field(default=None, repr=False)  # while it runs: what ``stop`` interrupts
 
     @property
     def running(self) -> bool:
@@ -96,6 +97,18 @@ class BackgroundTasks:
         with self._lock:
             return sorted(self._running.values(), key=lambda t: t.number)
 
+    def stop(self, wait: float) -> None:
+        """Interrupt every running task (its chat is told it stopped); wait up to ``wait``
+        seconds for them to end."""
+        running = self.running()
+        for task in running:
+            agent = task.agent
+            if agent is not None and hasattr(agent, "interrupt"):
+                agent.interrupt()
+        deadline = time.monotonic() + wait
+        for task in running:
+            task.finished.wait(max(0.0, deadline - time.monotonic()))
+
     def has_unshown(self) -> bool:
         with self._lock:
             return bool(self._unshown)
@@ -111,7 +124,7 @@ class BackgroundTasks:
     ) -> None:
         agent = None
         try:
-            agent = make_agent()
+            agent = task.agent = make_agent()
             result = agent.run(task.prompt)
             task.answer = result.answer
             if result.interrupted and not result.answer:
@@ -124,6 +137,7 @@ class BackgroundTasks:
         finally:
             if agent is not None:
                 task.conversation_id = _conversation_of(agent)
+                task.agent = None
                 _close(agent)
             with self._lock:
                 self._running.pop(task.task_id, None)

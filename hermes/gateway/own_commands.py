@@ -28,10 +28,12 @@ nothing of the runner.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -83,6 +85,9 @@ class ChatCommands:
     # /new does (the old one's plugins hear it ended)
     switch: Callable[[str, Origin, Callable[[], str]], Coroutine[Any, Any, str]]
     _tasks: dict[str, BackgroundTasks] = field(default_factory=dict, init=False)
+    # The reports of finished tasks on their way to a chat (added from the tasks' threads).
+    _reports: set[concurrent.futures.Future[None]] = field(default_factory=set, init=False)
+    _reports_lock: threading.Lock = field(default_factory=threading.Lock, init=False)
 
     async def run(self, command: commands.Command, key: str, origin: Origin) -> str:
         if command.name == "background":
@@ -104,7 +109,10 @@ class ChatCommands:
 
         def report(task: BackgroundTask) -> None:  # in the task's thread
             if not loop.is_closed():
-                asyncio.run_coroutine_threadsafe(self.send(origin, task.report()), loop)
+                sent = asyncio.run_coroutine_threadsafe(self.send(origin, task.report()), loop)
+                with self._reports_lock:
+                    self._reports.add(sent)
+                sent.add_done_callback(self._sent)
 
         user = origin.user_id  # the sender's, also in a group: the task is theirs
 
@@ -233,6 +241,23 @@ class ChatCommands:
                 "more messages; start a new one with /new."
             )
         return tip
+
+    async def close(self, wait: float) -> None:
+        """At shutdown: interrupt every chat's background tasks, wait up to ``wait``
+        seconds for them to end, and for their chats to be told."""
+
+        def stop() -> None:
+            for tasks in list(self._tasks.values()):
+                tasks.stop(wait)
+
+        await asyncio.to_thread(stop)
+        with self._reports_lock:
+            reports = [asyncio.wrap_future(f) for f in self._reports]
+        await asyncio.gather(*reports, return_exceptions=True)
+
+    def _sent(self, report: concurrent.futures.Future[None]) -> None:
+        with self._reports_lock:
+            self._reports.discard(report)
 
     def tasks(self, key: str) -> BackgroundTasks:
         """The background tasks of the chat ``key`` (on the event loop only)."""

@@ -332,6 +332,8 @@ class GatewayRunner:
                 await _quietly(adapter.stop_receiving(), f"{adapter.name}: stopping")
             if self.scheduler is not None:
                 await self.scheduler.close(DEFAULT_GRACE if grace is None else grace)
+            # While the adapters still send: each chat hears its tasks stopped.
+            await self.own_commands.close(wait=5.0)
             for task in list(self._background):
                 task.cancel()
             await self._release_queue()

@@ -270,3 +270,26 @@ def test_sethome_makes_this_chat_where_home_deliveries_go(
                            "delivered to 'telegram' answer here.")  # fmt: skip
     assert sent[2] == (42, "echo: the morning digest")
     assert dotenv_values(hermes_home)["TELEGRAM_HOME_CHANNEL"] == "42"
+
+
+def test_a_background_task_running_at_shutdown_is_stopped_and_its_chat_told(
+    hermes_home: Path, db: SessionDB, fake_llm
+) -> None:
+    model = Model(fake_llm)
+    chat = Chat(hermes_home, db)
+
+    async def run() -> None:
+        await chat.runner.start()
+        model.hold()
+        try:
+            await chat.say("/background a long study")
+            await until(lambda: model.asked == ["a long study"])
+        finally:
+            await chat.runner.stop(grace=5)  # the model still holds its answer
+            model.release()
+
+    scenario(run)
+    started, report = chat.texts()
+    assert started.startswith("Background task #1 started")
+    assert report.startswith("Background task #1") and "failed" in report
+    assert "stopped before it answered" in report
