@@ -357,6 +357,32 @@ def dotenv_values(home: Path | None = None) -> dict[str, str]:
     return values
 
 
+def set_dotenv_value(name: str, value: str, home: Path | None = None) -> None:
+    """Set ``NAME=value`` in ``$HERMES_HOME/.env`` (its line replaced, else one added),
+    written whole to a private file first, so a reader never sees half of it."""
+    path = (home or hermes_home()) / ".env"
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        lines = []
+    line = f"{name}={value}"
+    at = next((i for i, old in enumerate(lines) if _defines(old, name)), None)
+    if at is None:
+        lines.append(line)
+    else:
+        lines[at] = line
+    fresh = path.with_name(f".env.{os.getpid()}.tmp")
+    fd = os.open(fresh, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write("\n".join(lines) + "\n")
+    os.replace(fresh, path)
+
+
+def _defines(line: str, name: str) -> bool:
+    text = line.strip().removeprefix("export ").strip()
+    return text.split("=", 1)[0].strip() == name and "=" in text
+
+
 def register_secrets(config: Config, home: Path | None = None) -> None:
     """Make every secret this configuration and environment hold known to the redactor."""
     redaction.register_environment(os.environ, dotenv_values(home))

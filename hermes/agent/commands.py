@@ -433,7 +433,7 @@ def _usage(agent: AIAgent, arg: str) -> Reply:
 
 @command("help", "/help", "Show available commands", category="Info")
 def _help(agent: AIAgent, arg: str) -> Reply:
-    rows = [(_with_aliases(c), c.help) for c in COMMANDS.values() if not c.gateway_only]
+    rows = [(c.usage, _with_aliases(c)) for c in COMMANDS.values() if not c.gateway_only]
     keys = "Enter sends, Esc Enter adds a line, Ctrl-C stops a turn, Ctrl-D leaves."
     return Reply(table(("COMMAND", ""), rows) + "\n" + keys)
 
@@ -451,10 +451,11 @@ def _quit(agent: AIAgent, arg: str) -> Reply:
 
 
 def _with_aliases(spec: CommandSpec) -> str:
-    """'/new [title]  (also /reset)': a usage line with the command's other names."""
+    """'Start a new conversation ... (also /reset)': the help with the command's other
+    names (after it, so the usage column stays narrow)."""
     if not spec.aliases:
-        return spec.usage
-    return f"{spec.usage}  (also {', '.join('/' + a for a in spec.aliases)})"
+        return spec.help
+    return f"{spec.help} (also {', '.join('/' + a for a in spec.aliases)})"
 
 
 def _root(agent: AIAgent) -> dict[str, Any]:
@@ -477,6 +478,7 @@ COMMAND_ROOMS = (
     "hermes.agent.commands_tools",  # /tools, /skills, /reload-mcp, /debug, /update, /version
     "hermes.agent.commands_turns",  # /status, /stop, /queue, /steer, /copy
     "hermes.agent.commands_settings",  # /reasoning, /fast, /personality, /verbose, /voice, ...
+    "hermes.agent.commands_background",  # /background, /agents; the gateway's own commands
 )
 for _room in COMMAND_ROOMS:
     importlib.import_module(_room)

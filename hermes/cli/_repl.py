@@ -46,6 +46,7 @@ from rich.text import Text
 import hermes.cron.chat_command  # noqa: F401 - registers /cron with the chat's commands
 import hermes.gateway.platforms_command  # noqa: F401 - registers /platforms
 from hermes.agent import commands as chat_commands
+from hermes.agent.background import tasks_of
 from hermes.agent.preferences import personalities
 from hermes.cli import _clipboard
 from hermes.cli._process_notices import ProcessNotices, notice_line
@@ -425,6 +426,7 @@ class Repl:
         self.view = TurnView(self.console, agent)
         self.approvals = Approvals(self._ask_approval)
         self.notices = ProcessNotices(agent)
+        self.background = tasks_of(agent)  # what /background started, to show when done
         self._heard = False  # the prompt was ended for a finished process
         self.waiting: deque[str] = deque()  # lines to run after the turn, in order
         agent.connect(
@@ -447,6 +449,7 @@ class Repl:
         while True:
             try:
                 self._hear_processes()  # after each turn (and on resume)
+                self._show_background()
                 line = self._next_waiting() if self.waiting else self._prompt(typed)
             except KeyboardInterrupt:
                 typed = ""
@@ -511,7 +514,7 @@ class Repl:
         app = self.session.app
         while True:
             await asyncio.sleep(IDLE_LOOK)
-            if await asyncio.to_thread(self.notices.waiting):
+            if self.background.has_unshown() or await asyncio.to_thread(self.notices.waiting):
                 break
         if not app.is_done:  # the person's Enter, in this same loop, comes first
             self._heard = True
@@ -529,6 +532,12 @@ class Repl:
                     for untold in heard[done + 1 :]:  # stopped (Ctrl-C): the rest waits
                         spool_event(self.agent.hermes_home, untold)
                     raise
+
+    def _show_background(self) -> None:
+        """The answers of the /background tasks finished since the prompt last waited."""
+        for task in self.background.take_finished():
+            self.console.print(Text(visible(task.report()), style="cyan"))
+            self.console.print()
 
     def _handle(self, line: str) -> bool:
         """Run one line; False means leave the chat."""

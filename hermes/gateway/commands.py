@@ -21,7 +21,11 @@ Four kinds:
   show or switch to other people's conversations; a chat shows no tool lines), ``/cron``
   (scheduled jobs are the operator's, shared by every chat, so a chat does not manage
   them), ``/tools``, ``/skills`` and ``/platforms`` (they change or show the operator's
-  profile) and unknown commands get a one-line answer.
+  profile) and unknown commands get a one-line answer;
+* the gateway's *own* commands (``/background``, ``/agents``, ``/commands``,
+  ``/restart``, ``/topic``, ``/sethome``) act on the chat at once (``own_commands.py``):
+  a background task, what the chat has running, the list of commands, the gateway
+  restarted, a Telegram topic's conversation, the platform's home channel.
 
 A line is a command when the CLI says so (``/etc/hosts is empty`` is a message);
 Telegram's ``/cmd@BotName`` form is understood.
@@ -45,6 +49,7 @@ CONVERSATION: tuple[str, ...] = (
     # the install's and the MCP servers', which 0.19 offers in a messaging chat too
     "reload-mcp", "debug", "update", "version",
 )  # fmt: skip
+OWN = ("background", "agents", "commands", "restart", "topic", "sethome")
 TERMINAL_ONLY = ("sessions", "resume", "quit")
 CRON_REFUSAL = (
     "Scheduled jobs are managed from the terminal (hermes cron, or /cron in hermes chat) "
@@ -81,6 +86,10 @@ class Command:
         return self.name in AS_MESSAGE
 
     @property
+    def own(self) -> bool:
+        return self.name in OWN
+
+    @property
     def line(self) -> str:
         return f"/{self.name} {self.argument}".rstrip()
 
@@ -108,15 +117,31 @@ def missing_prompt(command: Command) -> str | None:
     return None if command.argument else _PROMPT_USAGE.get(command.name)
 
 
-def help_text() -> str:
-    lines = ["Commands:"]
-    for name in ("new", "stop", "status", "queue", "steer", *CONVERSATION, "help"):
+def help_text(*, chat: bool = True) -> str:
+    """What /help answers: in a messaging chat, or (``chat`` False) over the HTTP API,
+    which has no chat for the gateway's own commands to act on."""
+    return "\n".join(["Commands:", *help_lines(chat=chat)])
+
+
+def help_lines(*, chat: bool = True) -> list[str]:
+    """'/usage — what it does' for each command that works in a messaging chat."""
+    lines = []
+    for name in (
+        "new",
+        "stop",
+        "status",
+        "queue",
+        "steer",
+        *CONVERSATION,
+        *(OWN if chat else ()),
+        "help",
+    ):
         usage, text = _GATEWAY_HELP.get(name) or (
             chat_commands.COMMANDS[name].usage,
             chat_commands.COMMANDS[name].help,
         )
         lines.append(f"{usage} — {text}")
-    return "\n".join(lines)
+    return lines
 
 
 def is_built_in(name: str) -> bool:
@@ -128,6 +153,8 @@ def refusal(command: Command) -> str:
     """The answer to a command the gateway does not run."""
     if command.name == "cron":
         return CRON_REFUSAL
+    if command.own:  # asked over the HTTP API: there is no chat to act on
+        return f"/{command.name} works in a messaging chat (Telegram, Discord, Slack) only."
     spec = chat_commands.COMMANDS.get(command.name)
     if command.name in TERMINAL_ONLY or (spec is not None and spec.cli_only):
         return (

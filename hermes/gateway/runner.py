@@ -57,6 +57,7 @@ from hermes.gateway.lanes import (
     Scheduler,
     WorkItem,
 )
+from hermes.gateway.own_commands import ChatCommands
 from hermes.gateway.queued_turn import QueuedTurn
 from hermes.gateway.routing import Router, SessionKey
 from hermes.gateway.settings import (
@@ -184,6 +185,17 @@ class GatewayRunner:
         self._stopped = asyncio.Event()
         self._heartbeat: asyncio.Task[None] | None = None
         self._stop_beating = asyncio.Event()
+        self.own_commands = ChatCommands(
+            home=self.home,
+            make_agent=self.turns.make_agent,
+            send=self.send,
+            current_conversation=self.router.current_conversation,
+            answering=self.input_waits,
+            plugin_lines=self._plugin_lines,
+            is_admin=self.access.is_admin,
+            db=db,
+            switch=self.start_over,
+        )
         attach_rooms(self)
 
     # -- life -------------------------------------------------------------------------
@@ -321,6 +333,8 @@ class GatewayRunner:
                 await _quietly(adapter.stop_receiving(), f"{adapter.name}: stopping")
             if self.scheduler is not None:
                 await self.scheduler.close(DEFAULT_GRACE if grace is None else grace)
+            # While the adapters still send: each chat hears its tasks stopped.
+            await self.own_commands.close(wait=5.0)
             for task in list(self._background):
                 task.cancel()
             await self._release_queue()
@@ -454,6 +468,14 @@ class GatewayRunner:
                 result = await self.immediate_command(command, key, origin)
             await self.send(origin, result.text)
             return
+        if command is not None and command.own:
+            said = (
+                "The gateway is restarting; try again in a moment."
+                if self.closing
+                else await self.own_commands.run(command, key, origin)
+            )
+            await self.send(origin, said)
+            return
         if command is not None and not command.conversational:
             answer = await self._plugin_command(command)
             await self.send(origin, commands.refusal(command) if answer is None else answer)
@@ -472,6 +494,17 @@ class GatewayRunner:
             return None
         answer = await asyncio.to_thread(plugins.run_command, command.name, command.argument)
         return answer or f"/{command.name} done."
+
+    def _plugin_lines(self) -> list[str]:
+        """'/name — what it does' of each plugin slash command (for /commands)."""
+        from hermes.plugins import plugins_for
+
+        listed = plugins_for(self.config, self.home).commands()
+        return [
+            f"/{name} — {info.get('description') or 'A plugin command.'}"
+            for name, info in sorted(listed.items())
+            if not commands.is_built_in(name)
+        ]
 
     async def _pre_dispatch(self, message: IncomingMessage) -> IncomingMessage | None:
         """0.19's ``pre_gateway_dispatch`` plugin hook, before the access check: the first
@@ -553,7 +586,7 @@ class GatewayRunner:
         """``/stop``, ``/new``, ``/help``, ``/status`` (and ``/steer`` without its
         prompt): they act at once, never wait in a lane."""
         if command.name == "help":
-            return WorkResult(text=commands.help_text())
+            return WorkResult(text=commands.help_text(chat=origin.platform in CHAT_PLATFORMS))
         if command.name in ("queue", "steer"):  # handle_message takes them with a prompt
             return WorkResult(text=commands.missing_prompt(command) or "")
         if command.name == "status":

@@ -35,7 +35,7 @@ from hermes.gateway.envelopes import Origin, WorkResult
 from hermes.gateway.hooks import TEXT_LIMIT, HookRegistry, step_context, turn_context
 from hermes.gateway.lanes import COMMAND, EVENT, MESSAGE, RESUME, Lane, ResultSink, WorkItem
 from hermes.gateway.routing import Router, SessionKey
-from hermes.gateway.settings import API_PRINCIPALS, WEBHOOK
+from hermes.gateway.settings import API_PRINCIPALS, CHAT_PLATFORMS, WEBHOOK
 from hermes.redaction import redact
 from hermes.state.context.message import Message
 from hermes.state.errors import StateError
@@ -293,7 +293,8 @@ class TurnRunner:
             if command is not None and self.hooks is not None:
                 self.hooks.emit(f"command:{command.name}", _command_context(item, command))
             if command is None or command.name == "help":
-                outcome = commands.CommandOutcome(commands.help_text())
+                in_chat = SessionKey.parse(item.key).platform in CHAT_PLATFORMS
+                outcome = commands.CommandOutcome(commands.help_text(chat=in_chat))
             else:
                 outcome = commands.run(command, agent)
             if outcome.rerun is None:

@@ -625,11 +625,14 @@ def test_cron_delivery_targets_are_the_platforms_the_config_enables(hermes_home:
         "gateway:\n  platforms:\n    slack: {}\n    telegram: {}\n    discord: {enabled: false}\n",
         encoding="utf-8",
     )
-    # 0.19's shape, in its platform order; hermes has no home channel to report as set.
+    # 0.19's shape, in its platform order; a home channel is set by /sethome (in .env).
+    (hermes_home / ".env").write_text("SLACK_HOME_CHANNEL=C42\n", encoding="utf-8")
     assert cron_delivery_targets() == [
-        {"id": "telegram", "name": "Telegram", "home_target_set": False, "home_env_var": None},
-        {"id": "slack", "name": "Slack", "home_target_set": False, "home_env_var": None},
-    ]
+        {"id": "telegram", "name": "Telegram", "home_target_set": False,
+         "home_env_var": "TELEGRAM_HOME_CHANNEL"},
+        {"id": "slack", "name": "Slack", "home_target_set": True,
+         "home_env_var": "SLACK_HOME_CHANNEL"},
+    ]  # fmt: skip
 
 
 def test_heartbeat_run_claim_keeps_its_owners_one_shot_run_held(hermes_home: Path) -> None:

@@ -274,7 +274,7 @@ class ChatCompletions:
             )
         if session is None:
             idle = {
-                "help": commands.help_text(),
+                "help": commands.help_text(chat=False),
                 "status": "No conversation yet: this request names none (send a message first).",
             }
             return WorkResult(text=idle.get(command.name, "Nothing is running right now."))
