@@ -231,8 +231,15 @@ _SLACK_PRIORITY_ALIASES = ("btw", "bg")
 _DEFAULT_TELEGRAM_MENU_MAX_COMMANDS = 60
 _TELEGRAM_BOT_API_MAX_COMMANDS = 100
 _TELEGRAM_PRIORITY_MODES = frozenset({"prepend", "append", "replace"})
-# The commands kept at the top of Telegram's capped menu, most typed first.
-_TELEGRAM_MENU_PRIORITY = ("help", "new", "resume", "sessions", "model", "usage", "cron")
+# The commands kept at the top of Telegram's capped menu, as 0.19 orders them: the most
+# typed, then maintenance, turn control, then other operational ones (those hermes has not
+# are skipped).
+_TELEGRAM_MENU_PRIORITY = (
+    "help", "new", "stop", "status", "resume", "sessions", "model",
+    "debug", "restart", "update", "verbose", "commands",
+    "approve", "deny", "queue", "steer", "background",
+    "reasoning", "usage", "platforms", "platform", "profile", "whoami",
+)  # fmt: skip
 
 
 def _requires_argument(args_hint: str) -> bool:

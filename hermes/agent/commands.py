@@ -486,6 +486,7 @@ COMMAND_ROOMS = (
     "hermes.agent.commands_turns",  # /status, /stop, /queue, /steer, /copy
     "hermes.agent.commands_settings",  # /reasoning, /fast, /personality, /verbose, /voice, ...
     "hermes.agent.commands_background",  # /background, /agents; the gateway's own commands
+    "hermes.agent.commands_info",  # /whoami, /profile
 )
 for _room in COMMAND_ROOMS:
     importlib.import_module(_room)

@@ -47,9 +47,9 @@ CONVERSATION: tuple[str, ...] = (
     # hermes/agent/commands_settings.py: this conversation's agent keeps what they set
     "reasoning", "fast", "personality", "voice", "codex-runtime",
     # the install's and the MCP servers', which 0.19 offers in a messaging chat too
-    "reload-mcp", "debug", "update", "version",
+    "reload-mcp", "debug", "update", "version", "profile",
 )  # fmt: skip
-OWN = ("background", "agents", "commands", "restart", "topic", "sethome")
+OWN = ("background", "agents", "commands", "restart", "topic", "sethome", "whoami")
 TERMINAL_ONLY = ("sessions", "resume", "quit")
 CRON_REFUSAL = (
     "Scheduled jobs are managed from the terminal (hermes cron, or /cron in hermes chat) "

@@ -100,7 +100,19 @@ class ChatCommands:
             return await self.topic(command.argument, key, origin)
         if command.name == "sethome":
             return await self.sethome(origin)
+        if command.name == "whoami":
+            return self.whoami(origin)
         return self.listing(command.argument, origin)
+
+    def whoami(self, origin: Origin) -> str:
+        """Who the gateway takes the sender for, and whether they are one of its admins."""
+        who = f"You are user {origin.user_id or '(unknown)'} on {origin.platform}"
+        if self.is_admin(origin):
+            return f"{who}: an admin (you may also run /sethome and /restart)."
+        return (
+            f"{who}: a user (the chat's commands work for you; /sethome and /restart are "
+            f"for the ids in gateway.platforms.{origin.platform}.allow_admin_from)."
+        )
 
     def background(self, prompt: str, key: str, origin: Origin) -> str:
         if not prompt.strip():

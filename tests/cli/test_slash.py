@@ -57,7 +57,8 @@ def test_every_command_has_usage_and_help():
                 # hermes/agent/commands_settings.py
                 "reasoning", "fast", "personality", "verbose", "voice", "codex-runtime",
                 # hermes/agent/commands_background.py
-                "background", "agents", "commands", "restart", "topic", "sethome"}  # fmt: skip
+                "background", "agents", "commands", "restart", "topic", "sethome",
+                "whoami", "profile", "start"}  # fmt: skip
     # /cron and /platforms are registered by hermes.cron.chat_command and
     # hermes.gateway.platforms_command, which the chat surfaces import.
     assert set(chat_commands.COMMANDS) - {"cron", "platforms"} == expected
@@ -256,3 +257,11 @@ def test_the_prompt_completes_the_configured_personalities(hermes_home):
     assert names[0] == "none" and {"pirate", "butler"} <= set(names)
     found = completer.get_completions(Document("/personality bu"), CompleteEvent())
     assert [c.text for c in found] == ["butler"]
+
+
+def test_whoami_and_profile_at_the_terminal(agent):
+    """The terminal's user is the operator; /profile names the profile and its home."""
+    assert "the operator" in chat_commands.dispatch(agent, "/whoami").text
+    profile = chat_commands.dispatch(agent, "/profile").text
+    assert profile.startswith("Profile: ") and str(agent.hermes_home) in profile
+    assert not chat_commands.dispatch(agent, "/start").ok  # a platform's ping, not the terminal's

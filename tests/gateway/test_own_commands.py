@@ -296,3 +296,30 @@ def test_a_background_task_running_at_shutdown_is_stopped_and_its_chat_told(
     assert started.startswith("Background task #1 started")
     assert report.startswith("Background task #1") and "failed" in report
     assert "stopped before it answered" in report
+
+
+def test_whoami_profile_and_start_in_a_telegram_chat(
+    hermes_home: Path, fake_llm, model_key: str
+) -> None:
+    """/whoami tells a user from an admin (``allow_admin_from``), /profile names the profile
+    without the operator's folder, Telegram's /start ping answers with the commands; none
+    of them asks the model."""
+    from tests.gateway.fake_platforms import FakeTelegram
+    from tests.gateway.harness import GatewayThread
+
+    write_config(hermes_home, fake_llm.url)
+    with FakeTelegram(TOKEN) as telegram:
+        platforms = {"telegram": {"token": TOKEN, "allowed_users": [42, 7],
+                                  "allow_admin_from": [42], "base_url": telegram.base_url,
+                                  "poll_timeout": 1}}  # fmt: skip
+        with GatewayThread(hermes_home, api=None, platforms=platforms):
+            lines = ((7, "/whoami"), (42, "/whoami"), (7, "/profile"), (7, "/start"))
+            for sent, (user, line) in enumerate(lines, start=1):
+                telegram.user_sends(line, user_id=user, chat_id=user)
+                wait_for(lambda n=sent: len(telegram.called("sendMessage")) >= n, timeout=30)
+    user, admin, profile, start = (m["text"] for m in telegram.called("sendMessage"))
+    assert user.startswith("You are user 7 on telegram: a user") and "allow_admin_from" in user
+    assert admin.startswith("You are user 42 on telegram: an admin")
+    assert profile == "Profile: default." and str(hermes_home) not in profile
+    assert start.startswith("Commands:") and "/whoami" in start
+    assert fake_llm.requests == []
