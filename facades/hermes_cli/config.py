@@ -51,6 +51,12 @@ from hermes_cli._providers import (
 from hermes_cli._soul import DEFAULT_SOUL_MD
 
 __all__ = [
+    "apply_custom_provider_extra_headers_to_client_kwargs",
+    "apply_custom_provider_tls_to_client_kwargs",
+    "get_custom_provider_context_length",
+    "get_custom_provider_extra_headers",
+    "get_custom_provider_tls_settings",
+    "clear_model_endpoint_credentials",
     "PLATFORM_SUPPORT_DOCS_URL",
     "detect_install_method",
     "format_docker_update_message",
@@ -1523,3 +1529,167 @@ def _check_or_migrate(*, migrate: bool) -> None:
         print("✓ Configuration updated!" if results["config_added"] else "✓ Version updated.")
     elif current < latest:
         print("  Run 'hermes config migrate' to update it.")
+
+
+# --- 0.19's per-provider TLS, headers and context length ------------------------------
+# Read from the ``providers``/``custom_providers`` entry whose URL is the one asked about
+# (case and a trailing slash aside). hermes's own model client reads one endpoint from
+# ``model`` and takes none of these; the openai clients this package makes for 0.19's
+# tools (``agent.auxiliary_client.resolve_provider_client``) take the TLS and headers.
+
+
+def _provider_entry(
+    base_url: str,
+    custom_providers: list[dict[str, Any]] | None,
+    config: dict[str, Any] | None,
+    *,
+    fold_case: bool = True,
+) -> dict[str, Any] | None:
+    """The provider entry for ``base_url`` (the first whose URL is it), or None."""
+    if custom_providers is None:
+        custom_providers = _providers_or_none(config)
+    if not base_url or not isinstance(custom_providers, list):
+        return None
+
+    def same(url: Any) -> str:
+        text = str(url or "").rstrip("/")
+        return text.lower() if fold_case else text
+
+    return next(
+        (
+            entry
+            for entry in custom_providers
+            if isinstance(entry, dict) and same(entry.get("base_url")) == same(base_url)
+        ),
+        None,
+    )
+
+
+def _providers_or_none(config: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The provider entries, or none when config.yaml has a value hermes refuses."""
+    try:
+        return get_compatible_custom_providers(config)
+    except ConfigError:
+        return []
+
+
+def _as_verify(value: Any) -> bool | None:
+    """``ssl_verify`` as 0.19 reads it: a bool, or true/false words; None otherwise."""
+    if isinstance(value, bool):
+        return value
+    words = {"false": False, "0": False, "no": False, "off": False}
+    words |= {"true": True, "1": True, "yes": True, "on": True}
+    return words.get(value.strip().lower()) if isinstance(value, str) else None
+
+
+def get_custom_provider_tls_settings(
+    base_url: str,
+    custom_providers: list[dict[str, Any]] | None = None,
+    config: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The TLS settings of ``base_url``'s provider entry: ``ssl_ca_cert`` (a CA file)
+    and ``ssl_verify`` (false: no certificate check), each when set; {} otherwise."""
+    entry = _provider_entry(base_url, custom_providers, config) or {}
+    found: dict[str, Any] = {}
+    ca = entry.get("ssl_ca_cert")
+    if isinstance(ca, str) and ca.strip():
+        found["ssl_ca_cert"] = ca.strip()
+    verify = _as_verify(entry.get("ssl_verify"))
+    if verify is not None:
+        found["ssl_verify"] = verify
+    return found
+
+
+def apply_custom_provider_tls_to_client_kwargs(
+    client_kwargs: dict[str, Any],
+    base_url: str,
+    custom_providers: list[dict[str, Any]] | None = None,
+    config: dict[str, Any] | None = None,
+) -> None:
+    """Put ``base_url``'s provider TLS settings into ``client_kwargs`` (``ssl_ca_cert``,
+    ``ssl_verify``), for the caller's client to honour."""
+    tls = get_custom_provider_tls_settings(base_url, custom_providers, config)
+    if tls.get("ssl_ca_cert"):
+        client_kwargs["ssl_ca_cert"] = tls["ssl_ca_cert"]
+    if "ssl_verify" in tls:
+        client_kwargs["ssl_verify"] = tls["ssl_verify"]
+
+
+def get_custom_provider_extra_headers(
+    base_url: str,
+    custom_providers: list[dict[str, Any]] | None = None,
+    config: dict[str, Any] | None = None,
+) -> dict[str, str]:
+    """The ``extra_headers`` of ``base_url``'s provider entry, as text (they often carry
+    credentials: never log them); {} when none."""
+    entry = _provider_entry(base_url, custom_providers, config) or {}
+    return normalize_extra_headers(entry.get("extra_headers"))
+
+
+def apply_custom_provider_extra_headers_to_client_kwargs(
+    client_kwargs: dict[str, Any],
+    base_url: str,
+    custom_providers: list[dict[str, Any]] | None = None,
+    config: dict[str, Any] | None = None,
+) -> None:
+    """Merge ``base_url``'s provider headers over ``client_kwargs["default_headers"]``
+    (the provider's win); nothing when it has none."""
+    headers = get_custom_provider_extra_headers(base_url, custom_providers, config)
+    if headers:
+        client_kwargs["default_headers"] = {
+            **(client_kwargs.get("default_headers") or {}),
+            **headers,
+        }
+
+
+def get_custom_provider_context_length(
+    model: str,
+    base_url: str,
+    custom_providers: list[dict[str, Any]] | None = None,
+    config: dict[str, Any] | None = None,
+) -> int | None:
+    """``models.<model>.context_length`` of ``base_url``'s provider entry (the URL
+    compared as written, a trailing slash aside), when it is a positive whole number."""
+    if not model:
+        return None
+    if custom_providers is None:
+        custom_providers = _providers_or_none(config)
+    for entry in custom_providers if isinstance(custom_providers, list) else ():
+        if (
+            not isinstance(entry, dict)
+            or _provider_entry(base_url, [entry], None, fold_case=False) is None
+        ):
+            continue
+        models = entry.get("models")
+        settings = models.get(model) if isinstance(models, dict) else None
+        raw: Any = settings.get("context_length") if isinstance(settings, dict) else None
+        try:
+            length = int(raw)
+        except (TypeError, ValueError):
+            continue
+        if length > 0:
+            return length
+    return None
+
+
+def clear_model_endpoint_credentials(
+    model_cfg: dict[str, Any],
+    *,
+    clear_api_key: bool = True,
+    clear_api_mode: bool = True,
+    clear_base_url: bool = False,
+) -> dict[str, Any]:
+    """``model_cfg`` (the ``model`` section, changed in place) without a custom
+    endpoint's key (``api_key``, ``api``), ``api_mode`` and, when asked, ``base_url``:
+    switching to another provider leaves no secret behind in config.yaml."""
+    if not isinstance(model_cfg, dict):
+        return model_cfg
+    for key, clear in (
+        ("api_key", clear_api_key),
+        ("api", clear_api_key),
+        ("api_mode", clear_api_mode),
+        ("base_url", clear_base_url),
+    ):
+        if clear:
+            model_cfg.pop(key, None)
+    return model_cfg

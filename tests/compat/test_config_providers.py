@@ -1,0 +1,166 @@
+"""Hermes Agent 0.19's per-provider TLS, headers and context length (``hermes_cli.config``),
+read from a real config.yaml, and honoured by the openai clients hermes makes for 0.19's
+tools (``agent.auxiliary_client.resolve_provider_client``) on real HTTP and HTTPS."""
+
+from __future__ import annotations
+
+import json
+import ssl
+import subprocess
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import openai
+import pytest
+
+PROVIDERS = """\
+providers:
+  work:
+    api: HTTPS://LLM.Example.com/v1/
+    extra_headers: {{CF-Access-Client-Id: abc, X-Empty: null}}
+    ssl_verify: "no"
+    models:
+      big: {{context_length: 200000}}
+      odd: {{context_length: lots}}
+custom_providers:
+  - name: lab
+    base_url: {lab}
+    ssl_ca_cert: " /etc/lab-ca.pem "
+    models:
+      small: {{context_length: 8192}}
+"""
+
+
+def test_provider_settings_read_as_0_19_reads_them(hermes_home: Path) -> None:
+    from hermes_cli.config import (
+        apply_custom_provider_extra_headers_to_client_kwargs,
+        apply_custom_provider_tls_to_client_kwargs,
+        clear_model_endpoint_credentials,
+        get_custom_provider_context_length,
+        get_custom_provider_extra_headers,
+        get_custom_provider_tls_settings,
+    )
+
+    (hermes_home / "config.yaml").write_text(
+        PROVIDERS.format(lab="http://10.0.0.5:8080/v1"), encoding="utf-8"
+    )
+    work = "https://llm.example.com/v1"  # the entry's URL, case and slash aside
+    assert get_custom_provider_tls_settings(work) == {"ssl_verify": False}
+    assert get_custom_provider_tls_settings("http://10.0.0.5:8080/v1/") == {
+        "ssl_ca_cert": "/etc/lab-ca.pem"
+    }
+    assert get_custom_provider_tls_settings("https://elsewhere/v1") == {}
+    assert get_custom_provider_extra_headers(work) == {"CF-Access-Client-Id": "abc"}
+    kwargs = {"default_headers": {"CF-Access-Client-Id": "old", "User-Agent": "tool"}}
+    apply_custom_provider_extra_headers_to_client_kwargs(kwargs, work)
+    apply_custom_provider_tls_to_client_kwargs(kwargs, work)
+    assert kwargs == {
+        "default_headers": {"CF-Access-Client-Id": "abc", "User-Agent": "tool"},
+        "ssl_verify": False,
+    }
+    assert get_custom_provider_context_length("small", "http://10.0.0.5:8080/v1") == 8192
+    assert get_custom_provider_context_length("big", "https://llm.example.com/v1") is None
+    assert get_custom_provider_context_length("odd", "HTTPS://LLM.Example.com/v1") is None
+    assert get_custom_provider_context_length("big", "HTTPS://LLM.Example.com/v1") == 200000
+    listed = [{"base_url": "http://x/v1", "extra_headers": {"A": 1}}]
+    assert get_custom_provider_extra_headers("http://x/v1", listed) == {"A": "1"}
+
+    model = {"default": "m", "api_key": "sk-x", "api": "sk-y", "api_mode": "r", "base_url": "u"}
+    assert clear_model_endpoint_credentials(model) is model
+    assert model == {"default": "m", "base_url": "u"}
+    assert clear_model_endpoint_credentials(model, clear_base_url=True) == {"default": "m"}
+
+
+def test_a_providers_extra_headers_reach_its_endpoint(hermes_home: Path, fake_llm) -> None:
+    from agent.auxiliary_client import resolve_provider_client
+
+    (hermes_home / "config.yaml").write_text(
+        f"model:\n  default: fake-model\n  base_url: {fake_llm.url}\n"
+        f"providers:\n  mine:\n    api: {fake_llm.url}/\n"
+        "    extra_headers:\n      X-Proxy-Auth: let-me-in\n",
+        encoding="utf-8",
+    )
+    client, model = resolve_provider_client("main")
+    answer = client.chat.completions.create(
+        model=model, messages=[{"role": "user", "content": "hi"}]
+    )
+    assert answer.choices[0].message.content == "echo: hi"
+    assert fake_llm.request_headers[-1]["x-proxy-auth"] == "let-me-in"
+
+
+class _Answer(BaseHTTPRequestHandler):
+    def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+        self.rfile.read(int(self.headers["Content-Length"]))
+        body = json.dumps(
+            {
+                "id": "c1",
+                "object": "chat.completion",
+                "created": 0,
+                "model": "m",
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": "over tls"},
+                        "finish_reason": "stop",
+                    }
+                ],
+            }
+        ).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def https_endpoint(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """A real HTTPS endpoint whose certificate no system CA signed: (its URL, the cert)."""
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key),
+         "-out", str(cert), "-days", "1", "-subj", "/CN=127.0.0.1",
+         "-addext", "subjectAltName=IP:127.0.0.1"],
+        check=True, capture_output=True, timeout=60,
+    )  # fmt: skip
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Answer)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"https://127.0.0.1:{server.server_address[1]}/v1", cert
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_providers_ca_and_verify_settings_reach_the_tls_check(
+    hermes_home: Path, https_endpoint: tuple[str, Path]
+) -> None:
+    from agent.auxiliary_client import resolve_provider_client
+
+    url, cert = https_endpoint
+
+    def ask(entry: str) -> str | None:
+        (hermes_home / "config.yaml").write_text(
+            f"model:\n  default: m\n  base_url: {url}\n  max_retries: 0\n"
+            f"custom_providers:\n  - name: lab\n    base_url: {url}\n{entry}",
+            encoding="utf-8",
+        )
+        client, model = resolve_provider_client("main")
+        answer = client.chat.completions.create(
+            model=model, messages=[{"role": "user", "content": "hi"}]
+        )
+        return answer.choices[0].message.content
+
+    with pytest.raises(openai.APIConnectionError):
+        ask("")  # a certificate no CA the system trusts signed: refused
+    assert ask(f"    ssl_ca_cert: {cert}\n") == "over tls"
+    assert ask("    ssl_verify: false\n") == "over tls"
