@@ -285,3 +285,49 @@ def test_install_helpers_answer_for_the_running_hermes(
 
     cfg.ensure_hermes_home()
     assert (hermes_home / "SOUL.md").read_text(encoding="utf-8") == cfg.DEFAULT_SOUL_MD
+
+
+# `hermes config set` of keys only 0.19 has, then `get` of each, as a tool would call them.
+SETS = [
+    ("display.compact", "yes"),
+    ("approvals.mode", "off"),
+    ("agent.verify_on_stop", "false"),
+    ("tts.provider", "edge"),
+    ("my_tool.level", "12"),
+    ("my_tool.ratio", "1.5"),
+    ("my_tool.name", "007"),
+]
+SET_THEN_GET = """
+import json, sys
+from hermes_cli.config import get_config_value, set_config_value
+for key, value in json.loads(sys.argv[1]):
+    set_config_value(key, value, force=True)
+for key, _ in json.loads(sys.argv[1]):
+    get_config_value(key, as_json=True)
+"""
+
+
+def test_set_and_get_of_0_19s_keys_write_and_read_as_0_19s(
+    hermes_home: Path, hermes_agent_python: Path, tmp_path: Path
+) -> None:
+    import json
+    import subprocess
+
+    from tests.cli.helpers import hermes_command
+
+    theirs_home = tmp_path / "ha-home"
+    theirs_home.mkdir()
+    env = {**os.environ, "HERMES_HOME": str(theirs_home), "HOME": str(tmp_path)}
+    theirs = subprocess.run(
+        [str(hermes_agent_python), "-c", SET_THEN_GET, json.dumps(SETS)],
+        env=env, capture_output=True, text=True, timeout=300, check=True,
+    ).stdout  # fmt: skip
+    python = Path(hermes_command()[0]).with_name("python")
+    ours = subprocess.run(
+        [str(python if python.exists() else sys.executable), "-c", SET_THEN_GET, json.dumps(SETS)],
+        env={**os.environ, "HERMES_HOME": str(hermes_home)},
+        capture_output=True, text=True, timeout=300, check=True,
+    ).stdout  # fmt: skip
+    assert ours.replace(str(hermes_home), "HOME") == theirs.replace(str(theirs_home), "HOME")
+    written = yaml.safe_load((hermes_home / "config.yaml").read_text(encoding="utf-8"))
+    assert written == yaml.safe_load((theirs_home / "config.yaml").read_text(encoding="utf-8"))

@@ -5,12 +5,14 @@ tools (``agent.auxiliary_client.resolve_provider_client``) on real HTTP and HTTP
 from __future__ import annotations
 
 import json
+import os
 import ssl
 import subprocess
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import openai
 import pytest
@@ -164,3 +166,58 @@ def test_a_providers_ca_and_verify_settings_reach_the_tls_check(
         ask("")  # a certificate no CA the system trusts signed: refused
     assert ask(f"    ssl_ca_cert: {cert}\n") == "over tls"
     assert ask("    ssl_verify: false\n") == "over tls"
+
+
+# The questions, asked of ``c`` (0.19's module there, the facade here).
+ANSWERS = """
+def answers(c, tree):
+    urls = ["https://llm.example.com/v1", "HTTPS://LLM.Example.com/v1",
+            "http://10.0.0.5:8080/v1/", "https://elsewhere/v1"]
+    kwargs = {"default_headers": {"CF-Access-Client-Id": "old"}}
+    c.apply_custom_provider_extra_headers_to_client_kwargs(kwargs, urls[0])
+    c.apply_custom_provider_tls_to_client_kwargs(kwargs, urls[2])
+    return {
+        "tls": [c.get_custom_provider_tls_settings(u) for u in urls],
+        "headers": [c.get_custom_provider_extra_headers(u) for u in urls],
+        "context": [c.get_custom_provider_context_length(m, u)
+                    for m in ("big", "odd", "small") for u in urls],
+        "kwargs": kwargs,
+        "redacted": c.redact_config_value(tree),
+        "keys": [c.redact_key(k) for k in ("sk-proj-abcdef1234567890", "short", "12345678901")],
+        "cleared": c.clear_model_endpoint_credentials(
+            {"default": "m", "api_key": "k", "api": "a", "api_mode": "r", "base_url": "u"}),
+    }
+"""
+ASK_0_19 = (
+    ANSWERS
+    + "import json, sys\nfrom hermes_cli import config\n"
+    + "print(json.dumps(answers(config, json.loads(sys.argv[1]))))\n"
+)
+TREE = {
+    "model": {"API_KEY": "sk-or-v1-abcdefghij", "token_count": 5, "Key": "abcdefghijklmnop"},
+    "list": [{"password": "hunter2"}, "text", {"bearer": ""}],
+    "auth": "x" * 30,
+}
+
+
+def test_provider_helpers_answer_as_0_19_answers(
+    hermes_home: Path, hermes_agent_python: Path, tmp_path: Path
+) -> None:
+    """The same config.yaml, asked the same questions, in a real 0.19 install and here."""
+    import hermes_cli.config as ours
+
+    theirs_home = tmp_path / "ha-home"
+    for home in (hermes_home, theirs_home):
+        home.mkdir(exist_ok=True)
+        (home / "config.yaml").write_text(
+            PROVIDERS.format(lab="http://10.0.0.5:8080/v1"), encoding="utf-8"
+        )
+    env = {**os.environ, "HERMES_HOME": str(theirs_home), "HOME": str(tmp_path)}
+    run = subprocess.run(
+        [str(hermes_agent_python), "-c", ASK_0_19, json.dumps(TREE)],
+        env=env, capture_output=True, text=True, timeout=300, check=True,
+    )  # fmt: skip
+    theirs = json.loads(run.stdout.strip().splitlines()[-1])
+    namespace: dict[str, Any] = {}
+    exec(ANSWERS, namespace)  # the very questions asked of 0.19
+    assert json.loads(json.dumps(namespace["answers"](ours, TREE))) == theirs
