@@ -6,11 +6,7 @@ from __future__ import annotations
 
 import json
 import os
-import ssl
 import subprocess
-import threading
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -92,57 +88,6 @@ def test_a_providers_extra_headers_reach_its_endpoint(hermes_home: Path, fake_ll
     assert fake_llm.request_headers[-1]["x-proxy-auth"] == "let-me-in"
 
 
-class _Answer(BaseHTTPRequestHandler):
-    def do_POST(self) -> None:  # noqa: N802 (http.server's name)
-        self.rfile.read(int(self.headers["Content-Length"]))
-        body = json.dumps(
-            {
-                "id": "c1",
-                "object": "chat.completion",
-                "created": 0,
-                "model": "m",
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": {"role": "assistant", "content": "over tls"},
-                        "finish_reason": "stop",
-                    }
-                ],
-            }
-        ).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
-@pytest.fixture
-def https_endpoint(tmp_path: Path) -> Iterator[tuple[str, Path]]:
-    """A real HTTPS endpoint whose certificate no system CA signed: (its URL, the cert)."""
-    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
-    subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key),
-         "-out", str(cert), "-days", "1", "-subj", "/CN=127.0.0.1",
-         "-addext", "subjectAltName=IP:127.0.0.1"],
-        check=True, capture_output=True, timeout=60,
-    )  # fmt: skip
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Answer)
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(cert, key)
-    server.socket = context.wrap_socket(server.socket, server_side=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"https://127.0.0.1:{server.server_address[1]}/v1", cert
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
 def test_a_providers_ca_and_verify_settings_reach_the_tls_check(
     hermes_home: Path, https_endpoint: tuple[str, Path]
 ) -> None:
@@ -221,3 +166,33 @@ def test_provider_helpers_answer_as_0_19_answers(
     namespace: dict[str, Any] = {}
     exec(ANSWERS, namespace)  # the very questions asked of 0.19
     assert json.loads(json.dumps(namespace["answers"](ours, TREE))) == theirs
+
+
+def test_call_llm_takes_the_endpoints_provider_headers_and_certificate_check(
+    hermes_home: Path, fake_llm, https_endpoint: tuple[str, Path]
+) -> None:
+    """0.19's ``call_llm`` (hermes-lcm's summaries) on hermes: the same entry's headers and
+    TLS settings as hermes's own chat."""
+    from agent.auxiliary_client import call_llm
+
+    hi = [{"role": "user", "content": "hi"}]
+    (hermes_home / "config.yaml").write_text(
+        f"model:\n  default: fake-model\n  base_url: {fake_llm.url}\n"
+        f"providers:\n  mine:\n    api: {fake_llm.url}\n    extra_headers: {{X-Gate: open}}\n",
+        encoding="utf-8",
+    )
+    assert call_llm(messages=hi).choices[0].message.content == "echo: hi"
+    assert fake_llm.request_headers[-1]["x-gate"] == "open"
+
+    url, cert = https_endpoint
+    for entry, answered in (("", False), (f"ssl_ca_cert: {cert}", True), ("ssl_verify: no", True)):
+        (hermes_home / "config.yaml").write_text(
+            f"model:\n  default: m\n  base_url: {url}\n  max_retries: 0\n"
+            f"custom_providers:\n  - name: lab\n    base_url: {url}\n    {entry}\n",
+            encoding="utf-8",
+        )
+        if answered:
+            assert call_llm(messages=hi).choices[0].message.content == "over tls"
+        else:
+            with pytest.raises(openai.APIConnectionError):
+                call_llm(messages=hi)
