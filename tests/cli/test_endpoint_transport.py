@@ -51,3 +51,19 @@ def test_a_chat_checks_the_certificate_as_the_provider_entry_says(
     )
     result = hermes("chat", "-q", "hi")
     assert (result.returncode, result.stdout) == (0, "over tls\n"), result.stderr
+
+
+def test_doctor_and_models_reach_an_endpoint_with_a_private_certificate(
+    hermes, cli_env, https_endpoint: tuple[str, Path]
+):
+    url, cert = https_endpoint
+    cli_env.vars["HERMES_BASE_URL"] = url
+    cli_env.vars["HERMES_MODEL"] = "m"
+    (cli_env.home / "config.yaml").write_text(
+        f"custom_providers:\n  - name: lab\n    base_url: {url}\n    ssl_ca_cert: {cert}\n",
+        encoding="utf-8",
+    )
+    listed = hermes("models")
+    assert (listed.returncode, listed.stdout.split()) == (0, ["*", "m"]), listed.stderr
+    doctor = hermes("doctor")
+    assert f"ok    endpoint: {url} answers (1 model)." in doctor.stdout, doctor.stdout
