@@ -761,7 +761,8 @@ def endpoint_transport(config: Config, base_url: str) -> EndpointTransport:
     """The ``extra_headers``, ``ssl_ca_cert`` and ``ssl_verify`` of ``base_url``'s entry in
     Hermes Agent's ``custom_providers`` list or ``providers`` mapping (its ``base_url``,
     ``url`` or ``api``, compared without case or a trailing slash), which Hermes Agent
-    applies to its model client; none when no entry is the endpoint's."""
+    applies to its model client; none when no entry is the endpoint's. The headers'
+    values are made known to the redactor."""
     wanted = base_url.rstrip("/").lower()
     for entry in _provider_entries(config.ignored):
         url = next((entry[k] for k in ("base_url", "url", "api") if entry.get(k)), "")
@@ -773,6 +774,7 @@ def endpoint_transport(config: Config, base_url: str) -> EndpointTransport:
             for name, value in (headers.items() if isinstance(headers, Mapping) else ())
             if value is not None
         )
+        redaction.register(*(value for _, value in pairs))  # often a credential
         return EndpointTransport(pairs, _verify(entry))
     return EndpointTransport()
 

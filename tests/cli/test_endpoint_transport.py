@@ -67,3 +67,19 @@ def test_doctor_and_models_reach_an_endpoint_with_a_private_certificate(
     assert (listed.returncode, listed.stdout.split()) == (0, ["*", "m"]), listed.stderr
     doctor = hermes("doctor")
     assert f"ok    endpoint: {url} answers (1 model)." in doctor.stdout, doctor.stdout
+
+
+def test_a_providers_header_values_are_secrets_to_the_redactor(hermes_home):
+    from hermes import redaction
+    from hermes.config import endpoint_transport, load_config
+
+    (hermes_home / "config.yaml").write_text(
+        "model:\n  base_url: https://gated.example/v1\n"
+        "custom_providers:\n  - base_url: https://gated.example/v1/\n"
+        "    extra_headers: {X-Gate: gate-secret-0123456789}\n",
+        encoding="utf-8",
+    )
+    config = load_config()
+    transport = endpoint_transport(config, config.get("model.base_url"))
+    assert transport.headers == (("X-Gate", "gate-secret-0123456789"),)
+    assert "gate-secret" not in redaction.redact("the gate said gate-secret-0123456789")
