@@ -196,3 +196,31 @@ def test_call_llm_takes_the_endpoints_provider_headers_and_certificate_check(
         else:
             with pytest.raises(openai.APIConnectionError):
                 call_llm(messages=hi)
+
+
+def test_switch_model_sends_each_endpoint_its_own_headers_only(hermes_home: Path) -> None:
+    """hermes-webui's in-chat switch to another endpoint: the gate token of the first is
+    never sent to the second, which gets its own entry's."""
+    from hermes.testing.llm_server import FakeLLMServer
+    from hermes_state import SessionDB
+    from run_agent import AIAgent
+
+    with FakeLLMServer() as first, FakeLLMServer() as second, FakeLLMServer() as third:
+        (hermes_home / "config.yaml").write_text(
+            f"providers:\n  a:\n    api: {first.url}\n    extra_headers: {{X-Gate: first-only}}\n"
+            f"  b:\n    api: {second.url}\n    extra_headers: {{X-Gate: second-own}}\n",
+            encoding="utf-8",
+        )
+        with SessionDB(db_path=hermes_home / "state.db") as db:
+            agent = AIAgent(
+                model="m", provider="custom", base_url=first.url, api_key="k",
+                platform="webui", quiet_mode=True, session_id="s1", session_db=db,
+            )  # fmt: skip
+            agent.run_conversation(user_message="one")
+            agent.switch_model("m", "other", api_key="k2", base_url=second.url)
+            agent.run_conversation(user_message="two")
+            agent.switch_model("m", "plain", api_key="k3", base_url=third.url)
+            agent.run_conversation(user_message="three")
+    assert first.request_headers[-1]["x-gate"] == "first-only"
+    assert second.request_headers[-1]["x-gate"] == "second-own"
+    assert "x-gate" not in third.request_headers[-1]

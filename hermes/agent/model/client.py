@@ -270,12 +270,21 @@ class ModelClient:
         Makes no network call."""
         self._openai_client()
 
-    def use_endpoint(self, api_key: str | None, base_url: str) -> None:
-        """Send the next requests to ``base_url`` with ``api_key`` (a call already
-        running finishes where it started)."""
+    def use_endpoint(
+        self,
+        api_key: str | None,
+        base_url: str,
+        headers: Mapping[str, str] | None = None,
+        verify: bool | str = True,
+    ) -> None:
+        """Send the next requests to ``base_url`` with ``api_key``, and that endpoint's
+        own ``headers`` and ``verify`` (never the last endpoint's: its headers may be a
+        credential for it alone); a call already running finishes where it started."""
         register(api_key)
+        register(*(headers or {}).values())
         with self._lock:
             self.api_key, self.base_url = api_key, base_url.rstrip("/")
+            self.headers, self.verify = dict(headers or {}), verify
             self._client = None  # rebuilt for the new endpoint on the next request
 
     def close(self) -> None:
