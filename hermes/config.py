@@ -69,6 +69,20 @@ SCHEMA: dict[str, tuple[tuple[type | None, ...], Any]] = {
     "agent.max_iterations": ((int,), 30),
     "agent.review_interval": ((int,), 10),
     "agent.toolsets": ((list, None), None),
+    # What the chat asks of the model (/reasoning, /fast, /personality; --global writes
+    # them here): a reasoning_effort level (unset: the endpoint's default), the service
+    # tier ("fast" sends service_tier "priority"), and personalities by name, each a
+    # prompt or {system_prompt, tone, style} (added to 0.19's built-in ones).
+    "agent.reasoning_effort": ((str, bool, None), None),
+    "agent.service_tier": ((str, None), None),
+    "agent.personalities": ((dict,), {}),
+    # The terminal chat's display: the model's reasoning after each answer (whole, or
+    # its first 10 lines), and how tool calls show (off, new, all, verbose, log; /verbose).
+    "display.show_reasoning": ((bool,), False),
+    "display.reasoning_full": ((bool,), False),
+    "display.tool_progress": ((str, bool), "all"),
+    # Offers the terminal's /verbose in messaging chats (0.19's gateway_config_gate).
+    "display.tool_progress_command": ((bool,), False),
     "memory.memory_char_limit": ((int,), 2200),
     "memory.user_char_limit": ((int,), 1375),
     # One memory for every gateway user (true), or one each (hermes/tools/memory.py).
@@ -167,7 +181,17 @@ SCHEMA: dict[str, tuple[tuple[type | None, ...], Any]] = {
     "cron.tick_seconds": ((int, float), 1.0),
     "cron.missed": ((str,), "run_once"),
     "cron.lease_ttl": ((int, float), 120),
+    # A Kanban worker's log over this many bytes is rotated when the task's next worker
+    # starts, keeping this many older generations (<task>.log.1, ...), as in 0.19.
+    "kanban.worker_log_rotate_bytes": ((int,), 2 * 1024 * 1024),
+    "kanban.worker_log_backup_count": ((int,), 1),
 }
+
+# The words of agent.reasoning_effort (0.19's levels), agent.service_tier (0.19 writes
+# fast or normal; the others are its synonyms) and display.tool_progress.
+REASONING_LEVELS = ("none", "minimal", "low", "medium", "high", "xhigh", "max", "ultra")
+SERVICE_TIERS = ("", "fast", "priority", "on", "normal", "default", "standard", "off", "none")
+TOOL_PROGRESS_MODES = ("off", "new", "all", "verbose", "log")
 
 # Environment variables that override a key.
 ENV_OVERRIDES = {
@@ -212,7 +236,7 @@ _HERMES_AGENT_ONLY = frozenset(
     for section, names in {
         "model": "api_mode",
         "agent": (
-            "gateway_timeout restart_drain_timeout service_tier tool_use_enforcement "
+            "gateway_timeout restart_drain_timeout tool_use_enforcement "
             "intent_ack_continuation task_completion_guidance parallel_tool_call_guidance "
             "environment_probe environment_hint coding_context coding_instructions "
             "verify_guidance max_verify_nudges verify_on_stop gateway_timeout_warning "
@@ -251,6 +275,11 @@ _HERMES_AGENT_ONLY = frozenset(
     }.items()
     for name in names.split()
 )
+
+# Sections hermes shares with Hermes Agent whose other keys are many and nested (display:
+# per platform, per tool, its pet...): a key there hermes does not have is Hermes Agent's,
+# ignored like a section of its own, never taken for a typo of hermes's few.
+OPEN_SECTIONS = frozenset({"display"})
 
 # How many ignored keys the start-up warning names before it says "and N more".
 _WARN_NAMES = 6
@@ -326,6 +355,32 @@ def dotenv_values(home: Path | None = None) -> dict[str, str]:
         name = name.removeprefix("export ").strip()
         values[name] = value.strip().strip("'\"")
     return values
+
+
+def set_dotenv_value(name: str, value: str, home: Path | None = None) -> None:
+    """Set ``NAME=value`` in ``$HERMES_HOME/.env`` (its line replaced, else one added),
+    written whole to a private file first, so a reader never sees half of it."""
+    path = (home or hermes_home()) / ".env"
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        lines = []
+    line = f"{name}={value}"
+    at = next((i for i, old in enumerate(lines) if _defines(old, name)), None)
+    if at is None:
+        lines.append(line)
+    else:
+        lines[at] = line
+    fresh = path.with_name(f".env.{os.getpid()}.tmp")
+    fd = os.open(fresh, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write("\n".join(lines) + "\n")
+    os.replace(fresh, path)
+
+
+def _defines(line: str, name: str) -> bool:
+    text = line.strip().removeprefix("export ").strip()
+    return text.split("=", 1)[0].strip() == name and "=" in text
 
 
 def register_secrets(config: Config, home: Path | None = None) -> None:
@@ -480,6 +535,19 @@ _CHECKS: dict[str, Any] = {
     "state.synchronous": _one_of("full", "normal"),
     "agent.max_iterations": _more_than_zero,
     "agent.review_interval": _zero_or_more,
+    "agent.reasoning_effort": lambda v: (
+        None
+        if v is False or str(v).strip().lower() in (*REASONING_LEVELS, "", "false", "disabled")
+        else "must be one of " + ", ".join(REASONING_LEVELS)
+    ),
+    "agent.service_tier": lambda v: (
+        None if str(v).strip().lower() in SERVICE_TIERS else "must be 'fast' or 'normal'"
+    ),
+    "display.tool_progress": lambda v: (
+        None
+        if isinstance(v, bool) or v in TOOL_PROGRESS_MODES
+        else "must be " + ", ".join(TOOL_PROGRESS_MODES)
+    ),
     "memory.memory_char_limit": _more_than_zero,
     "memory.user_char_limit": _more_than_zero,
     "terminal.timeout": _more_than_zero,
@@ -505,6 +573,8 @@ _CHECKS: dict[str, Any] = {
     "cron.tick_seconds": _more_than_zero,
     "cron.missed": _one_of("run_once", "skip"),
     "cron.lease_ttl": _more_than_zero,
+    "kanban.worker_log_rotate_bytes": _more_than_zero,
+    "kanban.worker_log_backup_count": _zero_or_more,
 }
 
 
@@ -719,7 +789,7 @@ def typo_of(key: str) -> str | None:
 
     section = key.split(".")[0]
     sections = {k.split(".")[0] for k in SCHEMA}
-    if key in _HERMES_AGENT_ONLY:
+    if key in _HERMES_AGENT_ONLY or section in OPEN_SECTIONS:
         return None
     if section not in sections and not difflib.get_close_matches(section, sections, 1, 0.8):
         return None  # a section of its own (display, plugins...): no typo of ours

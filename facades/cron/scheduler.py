@@ -19,7 +19,7 @@ from typing import Any
 from cron import _store
 from hermes.config import load_config
 from hermes.cron import files
-from hermes.cron.targets import PLATFORMS, configured_platforms
+from hermes.cron.targets import HOME_CHANNEL_ENV, PLATFORMS, configured_platforms, home_channel
 from hermes.gateway.state_file import read_status
 
 __all__ = [
@@ -73,12 +73,18 @@ def mark_running_jobs_interrupted(reason: str) -> list[str]:
 
 def cron_delivery_targets() -> list[dict[str, Any]]:
     """The chat platforms a job can deliver to: those this home's ``gateway.platforms``
-    enables, in 0.19's shape (``id``, ``name``, ``home_target_set``, ``home_env_var``).
-    hermes has no home channel (a target names its chat: ``telegram:CHAT``), so
-    ``home_target_set`` is False and ``home_env_var`` None."""
-    enabled = configured_platforms(load_config(_store.home() / "config.yaml"))
+    enables, in 0.19's shape (``id``, ``name``, ``home_target_set``, ``home_env_var``):
+    a home channel is the chat an admin's ``/sethome`` named, kept in ``.env`` under
+    0.19's name (``TELEGRAM_HOME_CHANNEL``)."""
+    home = _store.home()
+    enabled = configured_platforms(load_config(home / "config.yaml"))
     return [
-        {"id": name, "name": name.title(), "home_target_set": False, "home_env_var": None}
+        {
+            "id": name,
+            "name": name.title(),
+            "home_target_set": home_channel(home, name) is not None,
+            "home_env_var": HOME_CHANNEL_ENV[name],
+        }
         for name in PLATFORMS
         if name in enabled
     ]

@@ -1,12 +1,13 @@
 """Hermes Agent 0.19's ``hermes_cli.commands``: the chat's slash commands, from hermes's own.
 
-``COMMAND_REGISTRY`` lists hermes's commands (hermes.agent.commands, /cron included) as
-0.19's ``CommandDef``; hermes-webui builds its command palette from it. Every command
-works in the chat and on the gateway, so none is ``cli_only`` or ``gateway_only``, and
-none has an alias or a config gate. From it come 0.19's menus for the messaging
-platforms (Telegram's bot commands, Slack's slashes and manifest, Discord's plugin
-commands), with the plugins' commands after hermes's, and the prompt's completer and
-ghost text. Hermes has no per-skill slash commands, so the menus list no skills.
+``COMMAND_REGISTRY`` lists hermes's commands (hermes.agent.commands, /cron and
+/platforms included) as 0.19's ``CommandDef``, with their aliases, /help groups and where they work (the
+terminal only, a messaging chat only, or a terminal command a config key offers on the
+gateway); hermes-webui builds its command palette from it. From it come 0.19's menus for
+the messaging platforms (Telegram's bot commands, Slack's slashes and manifest,
+Discord's plugin commands), with the plugins' commands after hermes's, and the prompt's
+completer and ghost text. Hermes has no per-skill slash commands, so the menus list no
+skills.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from prompt_toolkit.document import Document
 
 import hermes.agent.agent  # noqa: F401 - registers the chat's commands
 import hermes.cron.chat_command  # noqa: F401 - registers /cron
+import hermes.gateway.platforms_command  # noqa: F401 - registers /platforms
 from hermes.agent import commands as _commands
 from hermes.gateway import command_names as _names
 
@@ -71,44 +73,44 @@ def _args_hint(usage: str, name: str) -> str:
     return first.removeprefix(f"/{name}").strip()
 
 
-# 0.19's /help groups: hermes's commands under the group 0.19 gives the same command.
-_CATEGORIES = {
-    "exit": "Exit",
-    "help": "Info",
-    "usage": "Info",
-    "model": "Configuration",
-    "cron": "Tools & Skills",
-    "skills": "Tools & Skills",
-    "tools": "Tools & Skills",
-}
-
 COMMAND_REGISTRY: list[CommandDef] = [
     CommandDef(
         name=spec.name,
         description=spec.help,
-        category=_CATEGORIES.get(spec.name, "Session"),
+        category=spec.category,
+        aliases=spec.aliases,
         args_hint=_args_hint(spec.usage, spec.name),
         subcommands=spec.subcommands,
+        cli_only=spec.cli_only,
+        gateway_only=spec.gateway_only,
+        gateway_config_gate=spec.config_gate,
     )
-    for spec in sorted(_commands.COMMANDS.values(), key=lambda s: s.name)
+    for spec in _commands.COMMANDS.values()
 ]
-GATEWAY_KNOWN_COMMANDS: frozenset[str] = frozenset(c.name for c in COMMAND_REGISTRY)
 
-_BY_NAME = {c.name: c for c in COMMAND_REGISTRY}
+_BY_NAME = {name: c for c in COMMAND_REGISTRY for name in (c.name, *c.aliases)}
 
-# 0.19's derived tables: "/name" -> its description (with the usage), by category, and
-# the words a command takes as its first argument (its own, else "[on|off]" in its usage).
-COMMANDS: dict[str, str] = {
-    f"/{c.name}": f"{c.description} (usage: /{c.name} {c.args_hint})"
-    if c.args_hint
-    else c.description
-    for c in COMMAND_REGISTRY
-}
+
+def _describe(command: CommandDef) -> str:
+    if command.args_hint:
+        return f"{command.description} (usage: /{command.name} {command.args_hint})"
+    return command.description
+
+
+# 0.19's derived tables, the terminal's view (no gateway-only command): "/name" and
+# "/alias" -> the description, the same by category, and the words a command takes as
+# its first argument (its own, else the "a|b" in its usage).
+COMMANDS: dict[str, str] = {}
 COMMANDS_BY_CATEGORY: dict[str, dict[str, str]] = {}
 for _command in COMMAND_REGISTRY:
-    COMMANDS_BY_CATEGORY.setdefault(_command.category, {})[f"/{_command.name}"] = COMMANDS[
-        f"/{_command.name}"
-    ]
+    if _command.gateway_only:
+        continue
+    _group = COMMANDS_BY_CATEGORY.setdefault(_command.category, {})
+    _group[f"/{_command.name}"] = COMMANDS[f"/{_command.name}"] = _describe(_command)
+    for _alias in _command.aliases:
+        _group[f"/{_alias}"] = COMMANDS[f"/{_alias}"] = (
+            f"{_command.description} (alias for /{_command.name})"
+        )
 _PIPE_WORDS = re.compile(r"[a-z]+(?:\|[a-z]+)+")
 SUBCOMMANDS: dict[str, list[str]] = {}
 for _command in COMMAND_REGISTRY:
@@ -117,14 +119,54 @@ for _command in COMMAND_REGISTRY:
         SUBCOMMANDS[f"/{_command.name}"] = list(_command.subcommands) or (
             _hinted.group(0).split("|") if _hinted else []
         )
+# Every name the gateway dispatches: a terminal-only command only when a config key
+# may offer it there (the handler checks that key when it runs).
+GATEWAY_KNOWN_COMMANDS: frozenset[str] = frozenset(
+    name
+    for c in COMMAND_REGISTRY
+    if not c.cli_only or c.gateway_config_gate
+    for name in (c.name, *c.aliases)
+)
 # A command never waits behind a running turn: the gateway answers every one at once
 # or runs it as the conversation's next item, as 0.19 dispatches them.
 ACTIVE_SESSION_BYPASS_COMMANDS: frozenset[str] = GATEWAY_KNOWN_COMMANDS
 
 
 def resolve_command(name: str) -> CommandDef | None:
-    """The command ``name`` (with or without its slash, any case) names; None if none."""
+    """The command ``name`` (with or without its slash, any case, or an alias) names."""
     return _BY_NAME.get(str(name or "").lower().lstrip("/"))
+
+
+def _config_gates_on() -> set[str]:
+    """The terminal-only commands whose ``gateway_config_gate`` key is true in the
+    config; none when the config cannot be read (a menu never fails for it)."""
+    gated = [c for c in COMMAND_REGISTRY if c.gateway_config_gate]
+    if not gated:
+        return set()
+    try:
+        from hermes_cli.config import read_raw_config
+
+        raw = read_raw_config() or {}
+    except Exception:
+        return set()
+    on = set()
+    for command in gated:
+        value: Any = raw
+        for key in str(command.gateway_config_gate).split("."):
+            value = value.get(key) if isinstance(value, Mapping) else None
+        if value is True or str(value).strip().lower() in ("1", "true", "yes", "on"):
+            on.add(command.name)
+    return on
+
+
+def _on_gateway(command: CommandDef, gates_on: set[str]) -> bool:
+    """Whether a messaging chat offers ``command`` (its help, menus and maps)."""
+    return not command.cli_only or command.name in gates_on
+
+
+def _gateway_commands() -> list[CommandDef]:
+    gates_on = _config_gates_on()
+    return [c for c in COMMAND_REGISTRY if _on_gateway(c, gates_on)]
 
 
 def _plugin_commands() -> list[tuple[str, str, str]]:
@@ -157,11 +199,16 @@ def should_bypass_active_session(command_name: str | None) -> bool:
 
 
 def gateway_help_lines() -> list[str]:
-    """One ``/name args -- description`` line per command, as 0.19's /help lists them."""
-    return [
-        f"`/{c.name}{' ' + c.args_hint if c.args_hint else ''}` -- {c.description}"
-        for c in COMMAND_REGISTRY
-    ]
+    """One ``/name args -- description (alias: ...)`` line per command a messaging chat
+    offers, as 0.19's /help lists them (``reload_mcp`` for ``reload-mcp`` is not news)."""
+    lines = []
+    for c in _gateway_commands():
+        others = [f"`/{a}`" for a in c.aliases if a.replace("-", "_") != c.name.replace("-", "_")]
+        note = f" (alias: {', '.join(others)})" if others else ""
+        lines.append(
+            f"`/{c.name}{' ' + c.args_hint if c.args_hint else ''}` -- {c.description}{note}"
+        )
+    return lines
 
 
 # -- the messaging platforms' menus ----------------------------------------------------
@@ -175,9 +222,11 @@ _clamp_telegram_names = _clamp_command_names
 _SLACK_RESERVED_COMMANDS = _names.SLACK_RESERVED
 _SLACK_MAX_SLASH_COMMANDS = _names.SLACK_MAX_SLASHES
 _SLACK_NAME_LIMIT = _names.NAME_LIMIT
-# 0.19 keeps these off Slack's 50 slashes (reached as /hermes <command>); hermes has none
-# of them, so the set only keeps them off should a plugin bring one.
+# 0.19 keeps these off Slack's 50 slashes (reached as /hermes <command>), and so does
+# hermes, for whichever of them it or a plugin has.
 _SLACK_VIA_HERMES_ONLY = frozenset({"topup", "moa", "debug"})
+# Aliases that take a Slack slot ahead of every command, as 0.19 pins them.
+_SLACK_PRIORITY_ALIASES = ("btw", "bg")
 
 _DEFAULT_TELEGRAM_MENU_MAX_COMMANDS = 60
 _TELEGRAM_BOT_API_MAX_COMMANDS = 100
@@ -194,7 +243,7 @@ def _requires_argument(args_hint: str) -> bool:
 def telegram_bot_commands() -> list[tuple[str, str]]:
     """(name, description) for Telegram's setMyCommands: every command under a name
     Telegram takes, then the plugins' commands that run without an argument."""
-    result = [(_sanitize_telegram_name(c.name), c.description) for c in COMMAND_REGISTRY]
+    result = [(_sanitize_telegram_name(c.name), c.description) for c in _gateway_commands()]
     for name, description, args_hint in _plugin_commands():
         if not _requires_argument(args_hint):
             result.append((_sanitize_telegram_name(name), description))
@@ -305,12 +354,25 @@ def discord_skill_commands_by_category(
 
 def slack_native_slashes() -> list[tuple[str, str, str]]:
     """(name, description, usage hint) of each Slack slash: ``/hermes`` first (it takes
-    any command as its first word), then each command and plugin command Slack lets an
-    app register, 50 at most."""
+    any command as its first word), then /btw and /bg, each command a messaging chat
+    offers, their aliases and the plugins' commands, as Slack lets an app register them
+    (50 at most; Slack's own names are reached as ``/hermes <command>``)."""
     entries = [("hermes", "Talk to Hermes or run a subcommand", "[subcommand] [args]")]
     seen = {"hermes"}
-    candidates = [(c.name, c.description, c.args_hint) for c in COMMAND_REGISTRY]
-    for name, description, hint in candidates + _plugin_commands():
+    offered = _gateway_commands()
+    by_alias = {alias: c for c in offered for alias in c.aliases}
+    pinned = [
+        (a, f"Alias for /{by_alias[a].name} — {by_alias[a].description}", by_alias[a].args_hint)
+        for a in _SLACK_PRIORITY_ALIASES
+        if a in by_alias
+    ]
+    canonical = [(c.name, c.description, c.args_hint) for c in offered]
+    aliases = [
+        (a, f"Alias for /{c.name} — {c.description}", c.args_hint)
+        for c in offered
+        for a in c.aliases
+    ]
+    for name, description, hint in pinned + canonical + aliases + _plugin_commands():
         slack = _sanitize_slack_name(name)
         if (
             not slack
@@ -321,7 +383,7 @@ def slack_native_slashes() -> list[tuple[str, str, str]]:
         ):
             continue
         seen.add(slack)
-        entries.append((slack, description, hint or ""))
+        entries.append((slack, description[:140], (hint or "")[:100]))
     return entries
 
 
@@ -347,7 +409,7 @@ def slack_app_manifest(
 def slack_subcommand_map() -> dict[str, str]:
     """``/hermes <word>`` -> the command it runs: every command, then the plugins'
     (a plugin never shadows a built-in)."""
-    mapping = {c.name: f"/{c.name}" for c in COMMAND_REGISTRY}
+    mapping = {name: f"/{name}" for c in _gateway_commands() for name in (c.name, *c.aliases)}
     for name, _, _ in _plugin_commands():
         mapping.setdefault(name, f"/{name}")
     return mapping
@@ -435,12 +497,28 @@ class SlashCommandCompleter(Completer):
                 )
 
     def _subcommands(self, command: str, typed: str) -> Iterable[Completion]:
-        if " " in typed or command not in SUBCOMMANDS or not self._command_allowed(command):
+        if " " in typed or not self._command_allowed(command):
             return
         lowered = typed.lower()
-        for sub in SUBCOMMANDS[command]:
+        for sub, meta in _first_words(command):
             if sub.startswith(lowered) and sub != lowered:
-                yield Completion(sub, start_position=-len(typed), display=sub)
+                yield Completion(sub, start_position=-len(typed), display=sub, display_meta=meta)
+
+
+def _first_words(command: str) -> list[tuple[str, str]]:
+    """The words a command's first argument takes, with a note: its SUBCOMMANDS, or for
+    /personality the personalities the config offers now (as 0.19 completes them)."""
+    if command != "/personality":
+        return [(sub, "") for sub in SUBCOMMANDS.get(command, [])]
+    from hermes.agent.preferences import personalities, personality_prompt
+    from hermes.config import load_config
+
+    try:
+        offered = personalities(load_config())
+    except Exception:  # a config that cannot be read completes nothing, never fails
+        return []
+    words = [("none", "clear personality overlay")]
+    return words + [(name, personality_prompt(v)[:50]) for name, v in offered.items()]
 
 
 class SlashCommandAutoSuggest(AutoSuggest):

@@ -3,9 +3,10 @@
 work on it.
 
 What differs from 0.19 (docs/hermes-agent.md): a dispatched task is one turn of its
-assignee's agent (``hermes kanban work``), whose answer completes it; no attachments,
-notification subscriptions, projects or goal loops; a damaged board is copied with
-SQLite's backup API, never read byte for byte.
+assignee's agent (``hermes kanban work``), whose answer completes it; an attachment's
+name may not be a path, and only a file in its task's own folder is recorded or deleted;
+no projects or goal loops; a damaged board's byte-for-byte backup is made by a child
+process, so this one never opens the file outside SQLite.
 
 Whether an assignee is a profile is asked of ``hermes_cli.profiles.profile_exists`` at
 each call, as 0.19's dispatcher asks it (its callers replace it to make lanes spawnable).
@@ -15,12 +16,25 @@ from __future__ import annotations
 
 import os  # noqa: F401  0.19's tests patch ``kanban_db.os.waitpid`` and ``kanban_db.time.time``
 import sqlite3  # 0.19's own tests reach it here (``kanban_db.sqlite3.connect``)
+import threading
 import time  # noqa: F401
 from typing import Any
 
+from hermes.kanban import daemon as _daemon
 from hermes.kanban import dispatch as _dispatch
+from hermes.kanban import manual as _manual
 from hermes.kanban import review as _review
 from hermes.kanban import supervision
+from hermes.kanban.artifacts import ArtifactPreservationError
+from hermes.kanban.attachments import (
+    KANBAN_ATTACHMENT_MAX_BYTES,
+    AttachmentTooLarge,
+    add_attachment,
+    delete_attachment,
+    get_attachment,
+    list_attachments,
+    store_attachment_bytes,
+)
 from hermes.kanban.boards import (
     board_metadata_path,
     create_board,
@@ -59,8 +73,19 @@ from hermes.kanban.flow import (
 )
 from hermes.kanban.flow import claimer_id as _claimer_id
 from hermes.kanban.flow import to_epoch as _to_epoch
+from hermes.kanban.manual import edit_completed_task_result, promote_task
+from hermes.kanban.notify import (
+    add_notify_sub,
+    advance_notify_cursor,
+    claim_unseen_events_for_sub,
+    list_notify_subs,
+    remove_notify_sub,
+    rewind_notify_cursor,
+    unseen_events_for_sub,
+)
 from hermes.kanban.paths import (
     DEFAULT_BOARD,
+    attachments_root,
     board_dir,
     board_exists,
     boards_root,
@@ -70,13 +95,15 @@ from hermes.kanban.paths import (
     kanban_db_path,
     kanban_home,
     read_worker_log,
+    scoped_current_board,
     set_current_board,
+    task_attachments_dir,
     worker_log_path,
     worker_logs_dir,
     workspaces_root,
 )
 from hermes.kanban.paths import normalize_slug as _normalize_board_slug
-from hermes.kanban.records import Comment, DispatchResult, Event, Run, Task
+from hermes.kanban.records import Attachment, Comment, DispatchResult, Event, Run, Task
 from hermes.kanban.respawn import BLOCKER_ERROR as _RESPAWN_BLOCKER_RE
 from hermes.kanban.respawn import DEFAULT_RATE_LIMIT_COOLDOWN_SECONDS, check_respawn_guard
 from hermes.kanban.respawn import PULL_REQUEST_URL as _RESPAWN_GUARD_PR_URL_RE
@@ -85,12 +112,20 @@ from hermes.kanban.respawn import SUCCESS_WINDOW_SECONDS as _RESPAWN_GUARD_SUCCE
 from hermes.kanban.respawn import (
     rate_limit_cooldown_seconds as _resolve_rate_limit_cooldown_seconds,
 )
+from hermes.kanban.retention import (
+    DEFAULT_LOG_BACKUP_COUNT,
+    DEFAULT_LOG_ROTATE_BYTES,
+    gc_events,
+    gc_worker_logs,
+    worker_log_rotation_config,
+)
 from hermes.kanban.review import claim_review_task
 from hermes.kanban.schema import SCHEMA_SQL
 from hermes.kanban.supervision import (
     DEFAULT_CLAIM_HEARTBEAT_MAX_STALE_SECONDS,
     DEFAULT_CRASH_GRACE_SECONDS,
     KANBAN_RATE_LIMIT_EXIT_CODE,
+    KANBAN_TERMINAL_TIMEOUT_GRACE_SECONDS,
     RECLAIM_DEFER_GRACE_SECONDS,
     heartbeat_worker,
 )
@@ -109,7 +144,6 @@ from hermes.kanban.tasks import (
     add_comment,
     assign_task,
     child_ids,
-    create_task,
     delete_archived_task,
     delete_task,
     get_run,
@@ -123,19 +157,33 @@ from hermes.kanban.tasks import (
     list_runs,
     list_tasks,
     parent_ids,
+    parent_results,
     recompute_ready,
     unlink_tasks,
 )
 from hermes.kanban.tasks import append_event as _append_event
 from hermes.kanban.tasks import close_run as _end_run
+from hermes.kanban.tasks import create_task as _create_task
 from hermes.kanban.tasks import new_task_id as _new_task_id
 from hermes.kanban.tasks import record_ended_run as _synthesize_ended_run
+from hermes.kanban.triage import decompose_triage_task, specify_triage_task
 from hermes.kanban.workspaces import (
     resolve_workspace,
     set_branch_name,
     set_workspace_path,
 )
+from hermes.tools.toolsets import toolsets as _toolsets
 from hermes_cli import profiles as _cli_profiles
+
+DEFAULT_SPAWN_FAILURE_LIMIT = DEFAULT_FAILURE_LIMIT  # 0.19's older name, which it keeps
+# hermes's toolsets, lower case: a task's skill so named is a toolset mistaken for a skill.
+KNOWN_TOOLSET_NAMES = frozenset(name.casefold() for name in _toolsets())
+
+
+def create_task(conn: sqlite3.Connection, **fields: Any) -> str:
+    """0.19's ``create_task`` (hermes.kanban.tasks, same keywords), refusing a skill named
+    like one of ``KNOWN_TOOLSET_NAMES``."""
+    return _create_task(conn, toolset_names=KNOWN_TOOLSET_NAMES, **fields)
 
 
 def _profile_exists(name: str) -> bool:
@@ -148,6 +196,26 @@ def _profile_exists(name: str) -> bool:
 def dispatch_once(conn: sqlite3.Connection, **options: Any) -> DispatchResult:
     """0.19's dispatcher tick (hermes.kanban.dispatch.dispatch_once, same keywords)."""
     return _dispatch.dispatch_once(conn, assignee_is_profile=_profile_exists, **options)
+
+
+def run_daemon(
+    *,
+    interval: float = 60.0,
+    max_spawn: int | None = None,
+    failure_limit: int = DEFAULT_SPAWN_FAILURE_LIMIT,
+    stop_event: threading.Event | None = None,
+    on_tick: Any = None,
+) -> None:
+    """0.19's ``hermes kanban daemon``: ``dispatch_once`` on the active board every
+    ``interval`` seconds until SIGINT/SIGTERM or ``stop_event`` (hermes/kanban/daemon.py)."""
+    _daemon.run_daemon(
+        dispatch_once,
+        interval=interval,
+        max_spawn=max_spawn,
+        failure_limit=failure_limit,
+        stop_event=stop_event,
+        on_tick=on_tick,
+    )
 
 
 def has_spawnable_ready(conn: sqlite3.Connection) -> bool:
@@ -204,11 +272,67 @@ def enforce_max_runtime(conn: sqlite3.Connection, *, signal_fn: Any = None) -> l
     return supervision.enforce_max_runtime(conn, signal_fn=signal_fn, pid_alive=_pid_alive)
 
 
+def reclaim_task(
+    conn: sqlite3.Connection, task_id: str, *, reason: str | None = None, signal_fn: Any = None
+) -> bool:
+    return _manual.reclaim_task(
+        conn, task_id, reason=reason, signal_fn=signal_fn, terminate=_terminate_reclaimed_worker
+    )
+
+
+def reassign_task(
+    conn: sqlite3.Connection,
+    task_id: str,
+    profile: str | None,
+    *,
+    reclaim_first: bool = False,
+    reason: str | None = None,
+) -> bool:
+    return _manual.reassign_task(
+        conn, task_id, profile, reclaim_first=reclaim_first, reason=reason, reclaim=reclaim_task
+    )
+
+
 def reap_worker_zombies() -> list[int]:
     return supervision.reap_worker_zombies(record_exit=_record_worker_exit)
 
 
 __all__ = [
+    "ArtifactPreservationError",
+    "KANBAN_TERMINAL_TIMEOUT_GRACE_SECONDS",
+    "KNOWN_TOOLSET_NAMES",
+    "run_daemon",
+    "DEFAULT_SPAWN_FAILURE_LIMIT",
+    "decompose_triage_task",
+    "scoped_current_board",
+    "specify_triage_task",
+    "DEFAULT_LOG_BACKUP_COUNT",
+    "DEFAULT_LOG_ROTATE_BYTES",
+    "gc_events",
+    "gc_worker_logs",
+    "worker_log_rotation_config",
+    "edit_completed_task_result",
+    "parent_results",
+    "promote_task",
+    "reassign_task",
+    "reclaim_task",
+    "KANBAN_ATTACHMENT_MAX_BYTES",
+    "Attachment",
+    "AttachmentTooLarge",
+    "add_attachment",
+    "attachments_root",
+    "delete_attachment",
+    "get_attachment",
+    "list_attachments",
+    "store_attachment_bytes",
+    "task_attachments_dir",
+    "add_notify_sub",
+    "advance_notify_cursor",
+    "claim_unseen_events_for_sub",
+    "list_notify_subs",
+    "remove_notify_sub",
+    "rewind_notify_cursor",
+    "unseen_events_for_sub",
     "BLOCK_RECURRENCE_LIMIT",
     "DEFAULT_BOARD",
     "DEFAULT_BUSY_TIMEOUT_MS",

@@ -30,7 +30,9 @@ from hermes.agent.host import Lease
 from hermes.agent.interruption import Interruption
 from hermes.agent.masking import MaskPolicy
 from hermes.agent.model.client import ModelClient
+from hermes.agent.preferences import ChatPreferences
 from hermes.agent.settings import AgentOptions
+from hermes.agent.steering import SteeringInbox
 from hermes.agent.summariser import NOTHING_TO_COMPRESS, Summariser
 from hermes.agent.tokens import context_window
 from hermes.agent.toolbox import Toolbox, ToolScope
@@ -176,6 +178,7 @@ class AIAgent:
         from hermes.plugins import plugins_for  # here: `import run_agent` stays light
 
         self.plugins = plugins_for(self.config, self.hermes_home)
+        self.preferences = ChatPreferences.from_config(self.config)
 
     def _connect_surface(
         self,
@@ -212,6 +215,7 @@ class AIAgent:
             else model_client
         )
         self.interruption = Interruption(self.client)
+        self.steering = SteeringInbox()  # /steer: guidance for the running turn
 
     def _make_context_window(self, *, offers_recall: bool) -> None:
         """The compressor (the summariser, or a plugin's engine) and the masking of old
@@ -401,8 +405,16 @@ class AIAgent:
         return self.run(message, options=options).answer or ""
 
     def interrupt(self) -> None:
-        """Stop the running turn at the next safe point (a stream stops at once)."""
+        """Stop the running turn at the next safe point (a stream stops at once); the
+        steering it had not taken yet is dropped."""
         self.interruption.set()
+        self.steering.drop()
+
+    def steer(self, text: str) -> bool:
+        """Guide the running turn without stopping it: ``text`` joins it as a user
+        message after its next tool results. False when no turn runs (or ``text`` is
+        blank): send it as a message of its own then."""
+        return self.steering.steer(text)
 
     def compress(
         self,
@@ -626,10 +638,17 @@ class AIAgent:
         return TurnDefaults(
             model=self.model,
             max_iterations=self.max_iterations,
-            instructions=self.ephemeral_system_prompt,
+            # The chat's personality, then the owner's own instructions (never stored).
+            instructions="\n\n".join(
+                text
+                for text in (self.preferences.personality_prompt, self.ephemeral_system_prompt)
+                if text
+            )
+            or None,
             stream_callback=self.stream_callback,
             approve=self.approve,
             interactive=self.interactive,
+            sampling=self.preferences.request_parameters(),
         )
 
     def emit(self, kind: str, **data: Any) -> None:

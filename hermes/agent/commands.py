@@ -13,6 +13,7 @@ slash, so a message that starts with a path (``/etc/hosts is empty``) is a messa
 from __future__ import annotations
 
 import difflib
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -33,7 +34,7 @@ class Reply:
 
     text: str = ""
     ok: bool = True
-    exit: bool = False  # /exit: the surface should leave the chat
+    exit: bool = False  # /quit: the surface should leave the chat
     rerun: str | None = None  # /retry: the surface should run this message as a new turn
     data: dict[str, Any] = field(default_factory=dict)
 
@@ -43,24 +44,34 @@ Handler = Callable[["AIAgent", str], Reply]
 
 @dataclass(frozen=True)
 class CommandSpec:
-    """A slash command the chat knows: its name, usage line, help and handler."""
+    """A slash command the chat knows: its name, usage line, help and handler.
+
+    ``category`` is the /help group (Hermes Agent 0.19's: Session, Configuration,
+    Tools & Skills, Info, Exit). A ``cli_only`` command means nothing in a messaging chat
+    (the gateway answers it in words) unless the config key ``config_gate`` is true; a
+    ``gateway_only`` one means nothing in the terminal (its handler is the gateway's).
+    """
 
     name: str
     usage: str
     help: str
     handler: Handler
     subcommands: tuple[str, ...] = ()  # the words its first argument takes, for completion
+    aliases: tuple[str, ...] = ()
+    category: str = "Session"
+    cli_only: bool = False
+    gateway_only: bool = False
+    config_gate: str | None = None  # a dotted config key that offers a cli_only one on the gateway
 
 
 COMMANDS: dict[str, CommandSpec] = {}
+ALIASES: dict[str, str] = {}  # another name -> the command's own name
 
 # Words people type out of habit elsewhere, for the suggestion only.
 _HABITS = {
-    "quit": "exit",
-    "q": "exit",
-    "bye": "exit",
+    "q": "quit",
+    "bye": "quit",
     "clear": "new",
-    "reset": "new",
     "rename": "title",
     "history": "sessions",
     "continue": "resume",
@@ -73,13 +84,36 @@ _HABITS = {
 
 
 def command(
-    name: str, usage: str, help: str, subcommands: tuple[str, ...] = ()
+    name: str,
+    usage: str,
+    help: str,
+    subcommands: tuple[str, ...] = (),
+    *,
+    aliases: tuple[str, ...] = (),
+    category: str = "Session",
+    cli_only: bool = False,
+    gateway_only: bool = False,
+    config_gate: str | None = None,
 ) -> Callable[[Handler], Handler]:
     def register(handler: Handler) -> Handler:
-        COMMANDS[name] = CommandSpec(name, usage, help, handler, subcommands)
+        for other in (name, *aliases):
+            taken = COMMANDS.get(ALIASES.get(other, other))
+            if taken is not None and taken.name != name:
+                raise ValueError(f"/{other} is already the command /{taken.name}")
+        COMMANDS[name] = CommandSpec(
+            name, usage, help, handler, subcommands, aliases, category, cli_only,
+            gateway_only, config_gate,
+        )  # fmt: skip
+        ALIASES.update(dict.fromkeys(aliases, name))
         return handler
 
     return register
+
+
+def lookup(name: str) -> CommandSpec | None:
+    """The command ``name`` (its own name or an alias, any case) names; None if none."""
+    name = name.lower()
+    return COMMANDS.get(ALIASES.get(name, name))
 
 
 def is_command(line: str) -> bool:
@@ -99,12 +133,18 @@ def parse(line: str) -> tuple[str, str]:
 def dispatch(agent: AIAgent, line: str) -> Reply:
     """Run the slash command ``line``; a HermesError becomes a failed Reply."""
     name, arg = parse(line)
-    found = COMMANDS.get(name)
+    found = lookup(name)
     if found is None:
         plugins = getattr(agent, "plugins", None)
         if plugins is not None and plugins.command(name) is not None:
             return Reply(plugins.run_command(name, arg) or "")
         return Reply(unknown_message(name), ok=False)
+    if found.gateway_only:
+        return Reply(
+            f"/{found.name} works in a messaging chat (the gateway) only. Type /help to see "
+            "the commands here.",
+            ok=False,
+        )
     try:
         return found.handler(agent, arg)
     except HermesError as exc:
@@ -182,7 +222,12 @@ def compression_line(agent: AIAgent, outcome: Any = None) -> str:
 # -- the commands -----------------------------------------------------------------------
 
 
-@command("new", "/new [title]", "Start a new conversation (the current one stays saved).")
+@command(
+    "new",
+    "/new [title]",
+    "Start a new conversation (the current one stays saved).",
+    aliases=("reset",),
+)
 def _new(agent: AIAgent, arg: str) -> Reply:
     previous = agent.binding.conversation_id
     start_new(agent, arg or None)
@@ -284,7 +329,12 @@ def _title(agent: AIAgent, arg: str) -> Reply:
     return Reply(f"Title set to '{arg}'.")
 
 
-@command("model", "/model NAME", "Switch the model for this conversation (shows it without NAME).")
+@command(
+    "model",
+    "/model NAME",
+    "Switch the model for this conversation (shows it without NAME).",
+    category="Configuration",
+)
 def _model(agent: AIAgent, arg: str) -> Reply:
     if not arg:
         return Reply(f"Model: {agent.model} at {agent.base_url}")
@@ -313,7 +363,9 @@ def _offered_models(agent: AIAgent) -> list[str]:
         return []
 
 
-@command("sessions", "/sessions", "List recent conversations.")
+# /sessions and /resume would show or switch to other people's conversations in a
+# messaging chat, so they are the terminal's.
+@command("sessions", "/sessions", "List recent conversations.", cli_only=True)
 def _sessions(agent: AIAgent, arg: str) -> Reply:
     rows = _store(agent).list_conversations(limit=10)
     if not rows:
@@ -333,7 +385,12 @@ def _sessions(agent: AIAgent, arg: str) -> Reply:
     return Reply(text + "\nResume one with /resume ID or /resume TITLE.", data={"rows": rows})
 
 
-@command("resume", "/resume ID", "Continue a saved conversation (by any segment id or title).")
+@command(
+    "resume",
+    "/resume ID",
+    "Continue a saved conversation (by any segment id or title).",
+    cli_only=True,
+)
 def _resume(agent: AIAgent, arg: str) -> Reply:
     if not arg:
         return Reply("Usage: /resume ID or /resume TITLE (see /sessions).", ok=False)
@@ -352,7 +409,9 @@ def _resume(agent: AIAgent, arg: str) -> Reply:
     )
 
 
-@command("usage", "/usage", "Tokens used by this segment and by the whole conversation.")
+@command(
+    "usage", "/usage", "Tokens used by this segment and by the whole conversation.", category="Info"
+)
 def _usage(agent: AIAgent, arg: str) -> Reply:
     if agent.session_id is None:
         return Reply("No tokens used yet: the conversation is empty.")
@@ -372,42 +431,31 @@ def _usage(agent: AIAgent, arg: str) -> Reply:
     )
 
 
-@command("tools", "/tools", "List the tools the agent may use.")
-def _tools(agent: AIAgent, arg: str) -> Reply:
-    names = agent.tool_names()
-    if not names:
-        return Reply("No tools are enabled (see agent.toolsets in `hermes config show`).")
-    rows = []
-    for name in names:
-        tool = agent.toolbox.registry.get(name)
-        rows.append((name, one_line(_first_sentence(tool.description if tool else ""), 80)))
-    return Reply(table(("TOOL", "WHAT IT DOES"), rows), data={"tools": names})
-
-
-@command("skills", "/skills", "List the skills the agent can load.")
-def _skills(agent: AIAgent, arg: str) -> Reply:
-    from hermes.tools.skills import load_skills
-
-    found = load_skills(
-        agent.hermes_home, agent.cwd, agent.config, source=agent.source, user_id=agent.user_id
-    ).skills
-    if not found:
-        return Reply("No skills yet (see `hermes skills install PATH`).", data={"skills": []})
-    rows = [(s.name, s.category or "", one_line(s.description, 80)) for s in found]
-    listing = [s.as_listing() for s in found]
-    return Reply(table(("SKILL", "CATEGORY", "WHAT IT IS FOR"), rows), data={"skills": listing})
-
-
-@command("help", "/help", "Show this list.")
+@command("help", "/help", "Show available commands", category="Info")
 def _help(agent: AIAgent, arg: str) -> Reply:
-    rows = [(c.usage, c.help) for c in COMMANDS.values()]
+    rows = [(c.usage, _with_aliases(c)) for c in COMMANDS.values() if not c.gateway_only]
     keys = "Enter sends, Esc Enter adds a line, Ctrl-C stops a turn, Ctrl-D leaves."
     return Reply(table(("COMMAND", ""), rows) + "\n" + keys)
 
 
-@command("exit", "/exit", "Leave the chat (the conversation stays saved).")
-def _exit(agent: AIAgent, arg: str) -> Reply:
+@command(
+    "quit",
+    "/quit",
+    "Leave the chat (the conversation stays saved).",
+    aliases=("exit",),
+    category="Exit",
+    cli_only=True,
+)
+def _quit(agent: AIAgent, arg: str) -> Reply:
     return Reply(exit=True)
+
+
+def _with_aliases(spec: CommandSpec) -> str:
+    """'Start a new conversation ... (also /reset)': the help with the command's other
+    names (after it, so the usage column stays narrow)."""
+    if not spec.aliases:
+        return spec.help
+    return f"{spec.help} (also {', '.join('/' + a for a in spec.aliases)})"
 
 
 def _root(agent: AIAgent) -> dict[str, Any]:
@@ -422,7 +470,15 @@ def _store(agent: AIAgent) -> SessionDB:
     return agent.binding.session_db
 
 
-def _first_sentence(text: str) -> str:
-    flat = " ".join(text.split())
-    end = flat.find(". ")
-    return flat[: end + 1] if end > 0 else flat
+# The chat's other commands live in rooms of their own and register themselves on import;
+# importing them here gives every surface the whole set. (At the end: they import this.)
+# Loaded by name, as a registry loads its rooms: they import this module, which is the
+# way the dependency points (tests/test_import_cycles.py).
+COMMAND_ROOMS = (
+    "hermes.agent.commands_tools",  # /tools, /skills, /reload-mcp, /debug, /update, /version
+    "hermes.agent.commands_turns",  # /status, /stop, /queue, /steer, /copy
+    "hermes.agent.commands_settings",  # /reasoning, /fast, /personality, /verbose, /voice, ...
+    "hermes.agent.commands_background",  # /background, /agents; the gateway's own commands
+)
+for _room in COMMAND_ROOMS:
+    importlib.import_module(_room)

@@ -10,7 +10,8 @@ each one concern, and a few calls.
 - ``window``: the compressor, the masking and the encoded context (window.py);
 - ``settings``: the configuration, typed (settings.py); ``defaults()``: the agent's
   choices where a turn's options make none;
-- ``interruption``: the user's stop (interruption.py); ``emit``: the owner's events;
+- ``interruption``: the user's stop (interruption.py); ``steering``: the user's
+  ``/steer`` for the running turn (steering.py); ``emit``: the owner's events;
 - ``compress()``: the turn's compressions, through the agent's ``_compress_context``
   (Hermes Agent's extension point: a subclass or a patch may override it);
 - ``lease``: who this agent is when it takes a conversation's compression lease;
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from hermes.agent.interruption import Interruption
     from hermes.agent.model.protocol import Model
     from hermes.agent.settings import AgentOptions
+    from hermes.agent.steering import SteeringInbox
     from hermes.agent.toolbox import Toolbox
     from hermes.agent.turn_options import TurnDefaults
     from hermes.agent.turn_result import TurnResult
@@ -86,6 +88,9 @@ class TurnHost(Protocol):
 
     @property
     def interruption(self) -> Interruption: ...
+
+    @property
+    def steering(self) -> SteeringInbox: ...
 
     @property
     def lease(self) -> Lease: ...

@@ -98,6 +98,23 @@ class Toolbox:
         unusable = set() if self.binding.session_db is not None else {"recall"}
         return [n for n in offered if self.registry.get(n) and n not in unusable]
 
+    def choose_toolsets(self, entries: list[str]) -> None:
+        """Offer ``entries`` (``agent.toolsets``, already saved by the caller) from the next
+        turn on; the registry stays, so nothing is started again."""
+        self.scope.config.values["agent.toolsets"] = list(entries)
+
+    def reload_mcp(self) -> list[str]:
+        """Read ``mcp_servers`` from config.yaml again, restart every MCP server of this
+        process, and list the tools afresh at the next turn; one line per server."""
+        from hermes.config import load_config
+        from hermes.tools.mcp.tools import restart_servers
+
+        config = self.scope.config
+        config.values["mcp_servers"] = load_config(config.path).values["mcp_servers"]
+        lines = restart_servers(config, self.scope.hermes_home)
+        self._registry = None
+        return lines
+
     def context(self, options: ResolvedOptions, cancel: threading.Event) -> ToolContext:
         """What this turn's tool calls run with (``cancel`` is set when the user stops)."""
         from hermes.tools.registry import ToolContext

@@ -148,7 +148,7 @@ def resolve(host: TurnHost, options: TurnOptions) -> ResolvedOptions:
         instructions=_joined(options.instructions, mine.instructions),
         tools=options.tools,
         client_tools=options.client_tools,
-        sampling=options.sampling,
+        sampling={**mine.sampling, **options.sampling} if mine.sampling else options.sampling,
         stream_callback=options.stream_callback or mine.stream_callback,
         event_callback=options.event_callback,
         approve=options.approve or mine.approve,
@@ -172,16 +172,24 @@ def run_turn(
     host.interruption.clear()
     binding.forget_turn_user_message()
     binding.locate_conversation()
+    host.steering.begin()
     try:
         with turn_holding.holding_turn(host):
             binding.ensure_session()  # another turn may have rotated it while we waited
-            return _run_locked(host, user_message, given, resolved)
+            result = _run_locked(host, user_message, given, resolved)
     except TurnInterrupted:  # while waiting for another turn: nothing was stored
+        host.steering.close()
         turn = TurnState(
             messages=[], options=resolved, interrupted=True, system_prompt=binding.system_prompt
         )
         _emit(host, turn, "interrupted")
         return _result(host, turn)
+    except BaseException:
+        if host.steering.close():
+            log.warning("the turn failed; the /steer text it had not taken is dropped")
+        raise
+    leftover = host.steering.close()
+    return dataclasses.replace(result, pending_steer=leftover) if leftover else result
 
 
 def _emit(host: TurnHost, turn: TurnState, kind: str, **data: Any) -> None:
@@ -422,11 +430,16 @@ def _tool_names(host: TurnHost, turn: TurnState) -> list[str]:
 
 def _take_steering(host: TurnHost, turn: TurnState) -> None:
     """Guidance sent while the turn runs joins it as user messages before the next
-    model call (after the tool results it follows, so the context stays well-formed)."""
+    model call (after the tool results it follows, so the context stays well-formed):
+    an API run's before any call, the agent's ``/steer`` after a tool call only (Hermes
+    Agent 0.19's "after the next tool call"; what a turn never takes is handed back)."""
     steering = turn.options.steering
-    if steering is None:
-        return
-    for text in steering():
+    texts = list(steering()) if steering is not None else []
+    if turn.messages and turn.messages[-1].get("role") == "tool":
+        steered = host.steering.take()
+        if steered:
+            texts.append(steered)
+    for text in texts:
         note = transcript.new_message("user", text)
         turn.messages.append(note)
         _save(host, turn, note)

@@ -73,7 +73,8 @@ class ResolvedOptions:
 @dataclass(frozen=True)
 class TurnDefaults:
     """What an agent chose for its turns, where a turn's ``TurnOptions`` choose nothing:
-    its model, its own instructions and its owner's callbacks (``AIAgent.connect``)."""
+    its model, its own instructions, its chat's request parameters and its owner's
+    callbacks (``AIAgent.connect``)."""
 
     model: str
     max_iterations: int  # model calls a turn may make before it stops
@@ -81,3 +82,5 @@ class TurnDefaults:
     stream_callback: StreamCallback | None = None
     approve: Approver | None = None
     interactive: bool = False
+    # Request parameters the chat chose (/reasoning, /fast): a turn's own sampling wins.
+    sampling: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))

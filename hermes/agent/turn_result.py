@@ -28,3 +28,5 @@ class TurnResult:
     completion_tokens: int
     compressions: list[dict[str, Any]]
     system_prompt: str | None
+    # /steer text the turn ended without taking: the caller sends it as the next turn.
+    pending_steer: str | None = None

@@ -10,6 +10,11 @@ compressed. Ctrl-C stops the running turn and keeps the chat; Ctrl-D leaves.
 A background process of this conversation that finishes (``_process_notices``) is
 heard before each prompt and, while the prompt waits, within a second: one line, then
 a turn on its notice, as if typed; a half-typed line comes back in the next prompt.
+
+A line typed while a turn runs (Enter ends it; it is not echoed, so the live area stays
+whole) is read at once: ``/steer``, ``/status``, ``/stop`` and ``/queue`` act then
+(``/steer`` reaches the running turn); any other line waits and runs after the turn,
+in the order typed, as ``/queue``'s prompt does.
 """
 
 from __future__ import annotations
@@ -17,8 +22,10 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import select
 import sys
 import threading
+from collections import deque
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -37,13 +44,17 @@ from rich.spinner import Spinner
 from rich.text import Text
 
 import hermes.cron.chat_command  # noqa: F401 - registers /cron with the chat's commands
+import hermes.gateway.platforms_command  # noqa: F401 - registers /platforms
 from hermes.agent import commands as chat_commands
+from hermes.agent.background import tasks_of
+from hermes.agent.preferences import personalities
+from hermes.cli import _clipboard
 from hermes.cli._process_notices import ProcessNotices, notice_line
 from hermes.cli._worker import Approvals, run_in_worker
-from hermes.config import ensure_home
+from hermes.config import Config, ensure_home
 from hermes.errors import HermesError
 from hermes.state.context.message import is_summary_row
-from hermes.text import one_line, retry_note, visible
+from hermes.text import one_line, plural, retry_note, visible
 from hermes.tools.processes.events import spool_event
 
 try:
@@ -59,6 +70,8 @@ PROMPT = "› "
 THINKING = "Thinking…"
 IDLE_LOOK = 1.0  # seconds between looks for a finished background process, at the prompt
 UNANSWERED = "Your last message was not answered (the model call failed); /retry sends it again."
+# The commands a line typed during a turn runs at once; any other line waits for the turn.
+DURING_A_TURN = frozenset({"steer", "status", "stop", "queue"})
 
 
 class TurnView:
@@ -82,6 +95,7 @@ class TurnView:
         self._events = True
         self._notes: list[str] = []
         self._compression_pending = False
+        self._last_tool: Any = None  # the last tool call's name (/verbose's "new" mode)
         self.streamed = False
 
     # -- lifecycle (main thread)
@@ -89,6 +103,7 @@ class TurnView:
     def begin(self, status: str = THINKING, *, events: bool = True) -> None:
         with self._lock:
             self._text, self._status, self._events, self.streamed = "", status, events, False
+            self._last_tool = None
             self._live = Live(
                 console=self.console,
                 get_renderable=lambda: self._renderable,
@@ -131,6 +146,13 @@ class TurnView:
             self._status = status
             self._rebuild()
 
+    def note(self, text: str) -> None:
+        """One dim line above the live area now (main thread, during a turn)."""
+        with self._lock:
+            self._note(text)
+            self._flush_notes()
+            self._rebuild()
+
     # -- callbacks (worker thread)
 
     def on_text(self, chunk: str) -> None:
@@ -151,10 +173,14 @@ class TurnView:
             self._flush_notes()
             if kind == "tool_start":
                 self._commit(all_of_it=True)
-                self._note(f"⚙ {data.get('name')} {_arguments_preview(data.get('arguments'))}")
+                if line := self._tool_line(data):
+                    self._note(line)
                 self._flush_notes()
                 self._status = f"Running {data.get('name')}…"
             elif kind == "tool_end":
+                if self.agent.preferences.tool_progress == "log":
+                    mark = "✗ failed" if data.get("error") else "✓"
+                    self._note(f"  {mark} {data.get('name')} ({data.get('seconds', 0):.1f}s)")
                 self._status = THINKING
             elif kind == "compressing":
                 self._commit(all_of_it=True)
@@ -177,6 +203,16 @@ class TurnView:
             elif kind == "moved":
                 self._note(f"this conversation moved on to segment {data.get('session_id')}")
             self._rebuild()
+
+    def _tool_line(self, data: dict[str, Any]) -> str | None:
+        """The line a tool call gets, as /verbose chose (off, new, all, verbose, log)."""
+        mode, name = self.agent.preferences.tool_progress, data.get("name")
+        last, self._last_tool = self._last_tool, name
+        if mode == "off" or (mode == "new" and name == last):
+            return None
+        if mode == "verbose":
+            return f"⚙ {name} {_arguments_whole(data.get('arguments'))}"
+        return f"⚙ {name} {_arguments_preview(data.get('arguments'))}"
 
     # -- rendering (under the lock)
 
@@ -242,6 +278,34 @@ def _last_block_end(text: str) -> int:
     return end
 
 
+def _arguments_whole(arguments: Any) -> str:
+    try:
+        parsed = json.loads(arguments) if isinstance(arguments, str) else arguments
+    except ValueError:
+        return visible(str(arguments))
+    return visible(json.dumps(parsed, ensure_ascii=False, indent=2)) if parsed else ""
+
+
+REASONING_LINES = 10  # the reasoning shown after an answer, unless /reasoning full
+
+
+def reasoning_recap(result: Any, *, whole: bool) -> str | None:
+    """The model's reasoning in a turn (its answers' ``reasoning``), for /reasoning show."""
+    texts = [
+        str(m["reasoning"]).strip()
+        for m in result.messages
+        if m.get("role") == "assistant" and m.get("reasoning") and str(m["reasoning"]).strip()
+    ]
+    if not texts:
+        return None
+    lines = "\n\n".join(texts).splitlines()
+    if whole or len(lines) <= REASONING_LINES:
+        return "\n".join(lines)
+    hidden = len(lines) - REASONING_LINES
+    more = f"… {plural(hidden, 'more line')} (/reasoning full shows them)"
+    return "\n".join([*lines[:REASONING_LINES], more])
+
+
 def _arguments_preview(arguments: Any) -> str:
     try:
         parsed = json.loads(arguments) if isinstance(arguments, str) else arguments
@@ -258,7 +322,11 @@ def _arguments_preview(arguments: Any) -> str:
 
 class SlashCompleter(Completer):
     """Completes command names after a leading slash, then a command's first word
-    (``/cron pa`` -> ``pause``)."""
+    (``/cron pa`` -> ``pause``; ``/personality`` takes the personalities ``config``
+    offers)."""
+
+    def __init__(self, config: Config | None = None) -> None:
+        self.config = config
 
     def get_completions(self, document: Any, complete_event: Any) -> Iterable[Completion]:
         text = document.text_before_cursor
@@ -266,15 +334,18 @@ class SlashCompleter(Completer):
             return
         if " " in text:
             name, _, typed = text[1:].partition(" ")
-            found = chat_commands.COMMANDS.get(name.lower())
+            found = chat_commands.lookup(name)
             if found is None or " " in typed:
                 return
-            for word in found.subcommands:
+            words = found.subcommands
+            if found.name == "personality" and self.config is not None:
+                words = ("none", *personalities(self.config))
+            for word in words:
                 if word.startswith(typed.lower()) and word != typed.lower():
                     yield Completion(word, start_position=-len(typed))
             return
         for name, cmd in chat_commands.COMMANDS.items():
-            if name.startswith(text[1:]):
+            if name.startswith(text[1:]) and not cmd.gateway_only:
                 yield Completion("/" + name, start_position=-len(text), display_meta=cmd.help)
 
 
@@ -293,8 +364,9 @@ def _quiet_terminal() -> Iterator[None]:
     """While a turn runs: no echo of typed keys or ^C, and Ctrl-C flushes no output.
 
     Echoed keys would land inside the live area and the kernel's flush on SIGINT
-    would drop half an escape sequence; both scramble the screen. What is typed
-    meanwhile stays queued for the next prompt.
+    would drop half an escape sequence; both scramble the screen. A line typed
+    meanwhile is read when Enter ends it (``_typed_lines``); a half-typed one stays
+    for the next prompt.
     """
     try:
         fd = sys.stdin.fileno()
@@ -306,12 +378,33 @@ def _quiet_terminal() -> Iterator[None]:
     # ISIG: Ctrl-C is a signal during the turn whatever mode the prompt left behind (a
     # prompt ended from its background task may leave the terminal raw, where ^C is a
     # character nobody reads and the turn could not be stopped).
-    quiet[3] = (quiet[3] & ~(termios.ECHO | termios.ECHOCTL)) | termios.NOFLSH | termios.ISIG
+    # ICANON: a line typed meanwhile reaches ``_typed_lines`` whole, once Enter ends it.
+    quiet[3] = (quiet[3] & ~(termios.ECHO | termios.ECHOCTL)) | (
+        termios.NOFLSH | termios.ISIG | termios.ICANON
+    )
     termios.tcsetattr(fd, termios.TCSANOW, quiet)
     try:
         yield
     finally:
         termios.tcsetattr(fd, termios.TCSANOW, saved)
+
+
+def _typed_lines() -> list[str]:
+    """The whole lines typed since the last look, without waiting (during a turn the
+    terminal hands over a line once Enter ends it); none when stdin is no terminal."""
+    try:
+        fd = sys.stdin.fileno()
+        if not os.isatty(fd):
+            return []
+        lines = []
+        while select.select([fd], [], [], 0)[0]:
+            chunk = os.read(fd, 4096)
+            if not chunk:  # Ctrl-D on an empty line: nothing to run
+                break
+            lines.extend(chunk.decode("utf-8", errors="replace").splitlines())
+        return lines
+    except (OSError, ValueError):
+        return []
 
 
 def _history_path() -> Path:
@@ -333,7 +426,9 @@ class Repl:
         self.view = TurnView(self.console, agent)
         self.approvals = Approvals(self._ask_approval)
         self.notices = ProcessNotices(agent)
+        self.background = tasks_of(agent)  # what /background started, to show when done
         self._heard = False  # the prompt was ended for a finished process
+        self.waiting: deque[str] = deque()  # lines to run after the turn, in order
         agent.connect(
             stream_callback=self.view.on_text,
             event_callback=self.view.on_event,
@@ -342,7 +437,7 @@ class Repl:
         )
         self.session: PromptSession[str] = PromptSession(
             history=FileHistory(str(_history_path())),
-            completer=SlashCompleter(),
+            completer=SlashCompleter(agent.config),
             complete_while_typing=True,
             key_bindings=_key_bindings(),
             prompt_continuation=lambda width, line, soft: ".".rjust(width - 1) + " ",
@@ -354,7 +449,8 @@ class Repl:
         while True:
             try:
                 self._hear_processes()  # after each turn (and on resume)
-                line = self._prompt(typed)
+                self._show_background()
+                line = self._next_waiting() if self.waiting else self._prompt(typed)
             except KeyboardInterrupt:
                 typed = ""
                 continue  # Ctrl-C at the prompt clears the line
@@ -383,6 +479,32 @@ class Repl:
         line = self.session.prompt(PROMPT, default=typed, pre_run=self._listen_while_idle)
         return None if self._heard else line
 
+    def _next_waiting(self) -> str:
+        """A line typed during the last turn (or /queue's prompt), shown as if typed now."""
+        line = self.waiting.popleft()
+        self.console.print(Text(f"{PROMPT}{one_line(line, 200)}", style="dim"))
+        return line
+
+    def _during_turn(self, interrupted: bool) -> None:
+        """Between the waits of a running turn (main thread): its approval questions,
+        and the lines typed meanwhile."""
+        self.approvals.service(interrupted)
+        for line in _typed_lines():
+            if line.strip():
+                self._typed_during_turn(line)
+
+    def _typed_during_turn(self, line: str) -> None:
+        name = chat_commands.parse(line)[0] if chat_commands.is_command(line) else ""
+        spec = chat_commands.lookup(name) if name else None
+        if spec is None or spec.name not in DURING_A_TURN:
+            self.waiting.append(line)
+            self.view.note(f"after this turn: {one_line(line, 70)}")
+            return
+        reply = chat_commands.dispatch(self.agent, line)
+        if reply.rerun:  # /queue's prompt, or a /steer the turn ended before taking
+            self.waiting.append(reply.rerun)
+        self.view.note(reply.text)
+
     def _listen_while_idle(self) -> None:
         # A task of the prompt's own event loop: it ends with the prompt, and ending
         # the prompt from there needs no hop between threads.
@@ -392,7 +514,7 @@ class Repl:
         app = self.session.app
         while True:
             await asyncio.sleep(IDLE_LOOK)
-            if await asyncio.to_thread(self.notices.waiting):
+            if self.background.has_unshown() or await asyncio.to_thread(self.notices.waiting):
                 break
         if not app.is_done:  # the person's Enter, in this same loop, comes first
             self._heard = True
@@ -411,6 +533,12 @@ class Repl:
                         spool_event(self.agent.hermes_home, untold)
                     raise
 
+    def _show_background(self) -> None:
+        """The answers of the /background tasks finished since the prompt last waited."""
+        for task in self.background.take_finished():
+            self.console.print(Text(visible(task.report()), style="cyan"))
+            self.console.print()
+
     def _handle(self, line: str) -> bool:
         """Run one line; False means leave the chat."""
         if chat_commands.is_command(line):
@@ -426,7 +554,7 @@ class Repl:
                     lambda: self.agent.run(text),
                     interrupt=self.agent.interrupt,
                     on_interrupt=lambda: self.view.set_status("Interrupting…"),
-                    service=self.approvals.service,
+                    service=self._during_turn,
                 )
         except HermesError as exc:
             self.view.end()
@@ -437,8 +565,17 @@ class Repl:
             raise
         result = outcome.value
         self.view.end(result.answer if result is not None else None)
+        chosen = self.agent.preferences
+        if result is not None and chosen.show_reasoning:
+            recap = reasoning_recap(result, whole=chosen.reasoning_full)
+            if recap:
+                self.console.print(Text("reasoning:\n" + visible(recap), style="dim italic"))
         if outcome.interrupted or (result is not None and result.interrupted):
             self.console.print(Text("Interrupted.", style="yellow"))
+        if result is not None and result.pending_steer:
+            # The turn answered without another tool call: the steer waits its turn
+            # after what was typed before it, as 0.19 queues it.
+            self.waiting.append(result.pending_steer)
         self.console.print()
 
     def chat_commands(self, line: str) -> bool:
@@ -456,6 +593,8 @@ class Repl:
             reply = chat_commands.dispatch(self.agent, line)
         if reply is None:
             return True
+        if "clipboard" in reply.data:  # /copy: the terminal takes it (OSC 52)
+            _clipboard.copy(reply.data["clipboard"], self.console.file)
         if reply.text:
             self.console.print(Text(reply.text, style="" if reply.ok else "yellow"))
         if reply.exit:

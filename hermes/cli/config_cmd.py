@@ -25,6 +25,7 @@ from hermes.cli._env import find_api_key, is_loopback, save_api_key
 from hermes.cli._group import DefaultGroup
 from hermes.config import (
     HERMES_AGENT_KEYS,
+    OPEN_SECTIONS,
     SCHEMA,
     Config,
     closest_key,
@@ -203,10 +204,11 @@ def remove_key(key: str, path: Path) -> bool:
 
 
 def _foreign(key: str) -> bool:
-    """A key of a section hermes has none of (display, plugins...): not a typo of ours."""
+    """A key of a section hermes has none of (plugins...), or Hermes Agent's in a section
+    both have many keys in (display): not a typo of ours."""
     section = key.split(".")[0]
     ours = {k.split(".")[0] for k in SCHEMA}
-    return section not in ours and typo_of(key) is None
+    return (section not in ours or section in OPEN_SECTIONS) and typo_of(key) is None
 
 
 def _parse_foreign(text: str) -> Any:

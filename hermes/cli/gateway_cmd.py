@@ -391,7 +391,7 @@ def status(as_json: bool) -> None:
     (or "running" in --json) says which.
     """
     from hermes.config import hermes_home
-    from hermes.gateway.state_file import read_status, running_gateways
+    from hermes.gateway.state_file import describe_gateway, read_status, running_gateways
 
     home = hermes_home()
     found = read_status(home)
@@ -402,42 +402,6 @@ def status(as_json: bool) -> None:
         click.echo(json.dumps({"running": bool(live), **record, "gateways": live}, indent=2))
     elif live:
         for state in live:
-            click.echo(_describe(True, state))
+            click.echo(describe_gateway(True, state))
     else:
-        click.echo(_describe(False, found.state or {}))
-
-
-def _describe(running: bool, state: dict[str, Any]) -> str:
-    platforms = state.get("platforms") or {}
-    names = ", ".join(
-        f"{name} ({info.get('state', '?')})" if isinstance(info, dict) else str(name)
-        for name, info in sorted(platforms.items())
-    )
-    if running:
-        busy = state.get("active_agents") or 0
-        where = f"; API at {state['api_url']}/v1" if state.get("api_url") else ""
-        line = (
-            f"Gateway is running (pid {state.get('pid')}, {state.get('gateway_state')}, "
-            f"{busy} turn{'' if busy == 1 else 's'} running) — platforms: {names or 'none'}"
-            f"{where}."
-        )
-        store = state.get("store") or {}
-        if store.get("state") == "unreachable":
-            line += f" Its store is unreachable, so it refuses requests: {store.get('error')}"
-        if state.get("config_changed"):
-            keys = ", ".join(state["config_changed"])
-            line += (
-                f" config.yaml changed since it started ({keys}): restart it to apply "
-                "(`hermes gateway restart`)."
-            )
-        return line
-    if not state:
-        return "Gateway is not running (it has never run on this HERMES_HOME)."
-    last = state.get("gateway_state")
-    if last in ("stopped", "startup_failed"):
-        why = f": {state['exit_reason']}" if state.get("exit_reason") else ""
-        return f"Gateway is not running ({last} at {state.get('updated_at')}{why})."
-    return (
-        f"Gateway is not running: pid {state.get('pid')} is gone without stopping "
-        f"(last {last} at {state.get('updated_at')})."
-    )
+        click.echo(describe_gateway(False, found.state or {}))

@@ -74,7 +74,7 @@ def work(task_id: str, board: str | None, skills: tuple[str, ...]) -> None:
     )
     keeper.start()
     try:
-        answer, error, throttled = _run_turn(prompt, skills)
+        answer, error, throttled = _run_turn(prompt, skills, task.max_runtime_seconds)
     finally:
         stop.set()
     if error is None:
@@ -93,13 +93,19 @@ def work(task_id: str, board: str | None, skills: tuple[str, ...]) -> None:
         raise HermesError(f"Kanban task {task_id} is {where}: {error}")
 
 
-def _run_turn(prompt: str, skills: tuple[str, ...] = ()) -> tuple[str, str | None, bool]:
+def _run_turn(
+    prompt: str, skills: tuple[str, ...] = (), max_runtime: int | None = None
+) -> tuple[str, str | None, bool]:
     """The agent's answer, or what went wrong in one sentence and whether it was the
     provider's rate limit (HTTP 429 after every retry). Each skill is loaded
     before the prompt as a cron job's are (the operator's skills only: a workspace's own
-    were written by earlier runs)."""
+    were written by earlier runs). Under a task's ``max_runtime`` a terminal command may
+    run until shortly before it (0.19's terminal timeout for workers)."""
     try:
         config = load_config()
+        longer = supervision.worker_terminal_timeout(max_runtime, config.get("terminal.timeout"))
+        if longer is not None:
+            config.values["terminal.timeout"] = longer
         base_url = config.get("model.base_url")
         api_key = _require_key(base_url)
         with opened_store(read_only=False, create=True) as db:

@@ -15,12 +15,11 @@ from hermes.cli._group import DefaultGroup
 from hermes.cli._table import echo_listing
 from hermes.config import ensure_home, hermes_home, load_config
 from hermes.tools.skills import (
-    INDEX,
-    SkillFormatError,
+    SkillInstallError,
     SkillScan,
     all_skill_roots,
     home_skills_dir,
-    read_skill,
+    install_skill,
     scan_skills,
     skill_files,
     skill_roots,
@@ -78,20 +77,9 @@ def show(name: str) -> None:
 def install(path: Path) -> None:
     """Copy the skill folder PATH (holding a SKILL.md) into $HERMES_HOME/skills."""
     try:
-        skill = read_skill(path / INDEX, path.parent)
-    except (SkillFormatError, FileNotFoundError) as exc:
-        reason = exc if isinstance(exc, SkillFormatError) else "it has no SKILL.md"
-        raise click.ClickException(f"{path} is not a skill: {reason}.") from exc
-    if Path(skill.name).name != skill.name or skill.name.startswith("."):
-        raise click.ClickException(
-            f"{path} is not a skill: its name '{skill.name}' cannot be a folder name."
-        )
-    target = home_skills_dir(ensure_home()) / skill.name
-    if target.exists():
-        raise click.ClickException(
-            f"A skill named '{skill.name}' is installed at {target}; remove it first."
-        )
-    shutil.copytree(path, target, symlinks=True)
+        skill, target = install_skill(path, home_skills_dir(ensure_home()))
+    except SkillInstallError as exc:
+        raise click.ClickException(str(exc)) from exc
     click.echo(f"Installed the skill '{skill.name}' at {target}.")
 
 

@@ -137,11 +137,6 @@ class AIAgent(HermesAIAgent):
         not kept: the caller sends it as the next turn)."""
         super().interrupt()
 
-    def steer(self, text: str) -> bool:
-        """0.19 slips ``text`` into the running turn's next tool result; hermes does not,
-        so this says no (False) and the caller sends it as a message of its own."""
-        return False
-
     def switch_model(
         self,
         new_model: str,
@@ -264,6 +259,7 @@ class AIAgent(HermesAIAgent):
             "cost_status": "unknown",
             "cost_source": "none",
             "service_tier": None,
+            **({"pending_steer": result.pending_steer} if result.pending_steer else {}),
         }
 
 

@@ -4,8 +4,10 @@ Each job keeps its id (one that could not name its output folder, such as ``../x
 a new one), name, prompt, skills, model, toolsets, schedule, workdir and
 whether it is paused (a workdir hermes refuses, ``cron.workdir``, is dropped with a
 warning: the job's runs then work in a folder of their own); a delivery to a chat (``telegram:123``, or ``origin`` with the chat it was
-made in) keeps its chat, one naming only a platform's home channel becomes ``local``
-(hermes has no home channels; the log says so). Running it again adds nothing twice.
+made in) keeps its chat, one naming only a platform (``telegram``: its home channel)
+keeps it (the home channel is the one 0.19's ``.env`` names, or ``/sethome`` sets), and
+one to a platform hermes does not serve becomes ``local`` (the log says so). Running it
+again adds nothing twice.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 from hermes.compat import toolsets
 from hermes.cron import CronStore, ScheduleError, TargetError, check_target, files, parse
 from hermes.cron.shape import schedule_text
+from hermes.cron.targets import PLATFORMS
 from hermes.cron.workdir import WorkdirError, check_workdir
 from hermes.state.backend import Backend
 
@@ -173,14 +176,15 @@ def _target(job: dict[str, Any]) -> str:
             deliver = f"{origin['platform']}:{origin['chat_id']}"
         else:
             deliver = "local"
-    if ":" not in deliver and deliver != "local":
+    deliver = deliver.split(",")[0]
+    if ":" not in deliver and deliver != "local" and deliver not in PLATFORMS:
         log.warning(
             "job %s delivered to %s's home channel; it is stored only (local) here",
             job.get("id"),
             deliver,
         )
         deliver = "local"
-    try:
-        return check_target(deliver.split(",")[0])
+    try:  # a platform alone stays: its home channel, 0.19's TELEGRAM_HOME_CHANNEL in .env
+        return check_target(deliver)
     except TargetError:
         return "local"

@@ -31,6 +31,8 @@ USAGE = (
     "/cron [ACTION]",
     "Scheduled jobs: list, add, pause, resume, run, runs, remove.",
     subcommands=("list", "add", "pause", "resume", "run", "runs", "remove", "help"),
+    category="Tools & Skills",
+    cli_only=True,  # jobs are the operator's: a messaging chat does not manage them
 )
 def cron_command(agent: AIAgent, arg: str) -> Reply:
     if agent.binding.session_db is None:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from hermes.agent.turn_options import TurnOptions
 from hermes.cron.job_run import JobAgent, job_prompt, job_tools, with_context
 from hermes.cron.store import CronStore
-from hermes.cron.targets import split_target
+from hermes.cron.targets import home_chat, split_target
 from hermes.cron.workdir import run_folder
 
 if TYPE_CHECKING:
@@ -222,6 +222,7 @@ class CronService:
     async def _deliver(self, row: dict[str, Any]) -> None:
         platform, chat = split_target(row["target"])
         try:
+            chat = chat or await asyncio.to_thread(home_chat, self.home, platform)
             await self.send(platform, chat, row["body"], row["run_id"])
         except Exception as exc:
             status = await asyncio.to_thread(

@@ -32,6 +32,11 @@ class AccessControl:
         settings = self.platforms.get(origin.platform)
         return settings is not None and settings.allows(origin.user_id)
 
+    def is_admin(self, origin: Origin) -> bool:
+        """Whether the sender may run the operator's commands (``/restart``)."""
+        settings = self.platforms.get(origin.platform)
+        return settings is not None and self.allows(origin) and settings.is_admin(origin.user_id)
+
     def refusal(self, origin: Origin) -> str | None:
         """The refusal to send, the first time this user is turned away; else None."""
         who = (origin.platform, origin.user_id)

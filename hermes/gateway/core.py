@@ -157,7 +157,7 @@ class ApiHost(AdapterHost, Protocol):
         raises ``GatewayError`` when the platform is not connected or refused it."""
 
     async def immediate_command(self, command: Command, key: str, origin: Origin) -> WorkResult:
-        """``/stop``, ``/new`` and ``/help``, at once."""
+        """``/stop``, ``/new``, ``/help`` and ``/status``, at once."""
 
     async def start_over(self, key: str, origin: Origin, create: Callable[[], str]) -> str:
         """Point ``key`` at a new conversation made by ``create``; its id. The old
@@ -165,6 +165,9 @@ class ApiHost(AdapterHost, Protocol):
 
     def interrupt(self, conversation_id: str) -> bool:
         """Stop the conversation's running turn; False if none runs here."""
+
+    def steer(self, conversation_id: str, text: str) -> bool:
+        """Hand ``text`` to the conversation's running turn; False if none runs here."""
 
     def abandon(self, conversation_id: str, sink: ResultSink) -> None:
         """The caller waiting on ``sink`` went away: stop its turn if it runs."""

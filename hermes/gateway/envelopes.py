@@ -76,6 +76,7 @@ class WorkResult:
     user_message_uid: str | None = None  # the turn's stored user message, if it got that far
     tool_calls: list[dict[str, Any]] = field(default_factory=list)  # for the API caller to run
     caller_fault: bool = False  # the error is the caller's to fix (an HTTP 400)
+    pending_steer: str | None = None  # /steer text the turn did not take: the next message
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property

@@ -37,6 +37,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from hermes.agent.commands_turns import StatusFacts, status_text, stopped_text
 from hermes.config import Config, hermes_home, load_config, register_secrets
 from hermes.gateway import adapters as adapter_registry
 from hermes.gateway import commands
@@ -56,6 +57,7 @@ from hermes.gateway.lanes import (
     Scheduler,
     WorkItem,
 )
+from hermes.gateway.own_commands import ChatCommands
 from hermes.gateway.queued_turn import QueuedTurn
 from hermes.gateway.routing import Router, SessionKey
 from hermes.gateway.settings import (
@@ -73,7 +75,7 @@ from hermes.gateway.turn_gate import TurnGate
 from hermes.gateway.work import TurnRunner, undo_turn
 from hermes.redaction import register
 from hermes.tools import drain_events, workspaces
-from hermes.tools.processes import events
+from hermes.tools.processes import background, events
 
 if TYPE_CHECKING:
     from hermes.agent import AIAgent
@@ -183,6 +185,17 @@ class GatewayRunner:
         self._stopped = asyncio.Event()
         self._heartbeat: asyncio.Task[None] | None = None
         self._stop_beating = asyncio.Event()
+        self.own_commands = ChatCommands(
+            home=self.home,
+            make_agent=self.turns.make_agent,
+            send=self.send,
+            current_conversation=self.router.current_conversation,
+            answering=self.input_waits,
+            plugin_lines=self._plugin_lines,
+            is_admin=self.access.is_admin,
+            db=db,
+            switch=self.start_over,
+        )
         attach_rooms(self)
 
     # -- life -------------------------------------------------------------------------
@@ -320,6 +333,8 @@ class GatewayRunner:
                 await _quietly(adapter.stop_receiving(), f"{adapter.name}: stopping")
             if self.scheduler is not None:
                 await self.scheduler.close(DEFAULT_GRACE if grace is None else grace)
+            # While the adapters still send: each chat hears its tasks stopped.
+            await self.own_commands.close(wait=5.0)
             for task in list(self._background):
                 task.cancel()
             await self._release_queue()
@@ -431,6 +446,17 @@ class GatewayRunner:
             return
         key = str(SessionKey.for_origin(origin, group_per_user=self.group_per_user))
         command = commands.parse(text)
+        if command is not None and (usage := commands.missing_prompt(command)):
+            await self.send(origin, usage)
+            return
+        if command is not None and command.name == "steer":
+            conversation = await asyncio.to_thread(self.router.current_conversation, key)
+            if conversation is not None and self.steer(conversation, command.argument):
+                await self.send(origin, commands.steered(command.argument))
+                return
+            text, command = command.argument, None  # no turn runs: a message, as in 0.19
+        elif command is not None and command.as_message:  # /queue: behind what runs
+            text, command = command.argument, None
         if command is not None and command.immediate:
             if self.closing:
                 await self.send(origin, "The gateway is restarting; try again in a moment.")
@@ -441,6 +467,14 @@ class GatewayRunner:
             else:
                 result = await self.immediate_command(command, key, origin)
             await self.send(origin, result.text)
+            return
+        if command is not None and command.own:
+            said = (
+                "The gateway is restarting; try again in a moment."
+                if self.closing
+                else await self.own_commands.run(command, key, origin)
+            )
+            await self.send(origin, said)
             return
         if command is not None and not command.conversational:
             answer = await self._plugin_command(command)
@@ -460,6 +494,17 @@ class GatewayRunner:
             return None
         answer = await asyncio.to_thread(plugins.run_command, command.name, command.argument)
         return answer or f"/{command.name} done."
+
+    def _plugin_lines(self) -> list[str]:
+        """'/name — what it does' of each plugin slash command (for /commands)."""
+        from hermes.plugins import plugins_for
+
+        listed = plugins_for(self.config, self.home).commands()
+        return [
+            f"/{name} — {info.get('description') or 'A plugin command.'}"
+            for name, info in sorted(listed.items())
+            if not commands.is_built_in(name)
+        ]
 
     async def _pre_dispatch(self, message: IncomingMessage) -> IncomingMessage | None:
         """0.19's ``pre_gateway_dispatch`` plugin hook, before the access check: the first
@@ -538,13 +583,23 @@ class GatewayRunner:
     async def immediate_command(
         self, command: commands.Command, key: str, origin: Origin
     ) -> WorkResult:
-        """``/stop``, ``/new`` and ``/help``: they act at once, never wait in a lane."""
+        """``/stop``, ``/new``, ``/help``, ``/status`` (and ``/steer`` without its
+        prompt): they act at once, never wait in a lane."""
         if command.name == "help":
-            return WorkResult(text=commands.help_text())
+            return WorkResult(text=commands.help_text(chat=origin.platform in CHAT_PLATFORMS))
+        if command.name in ("queue", "steer"):  # handle_message takes them with a prompt
+            return WorkResult(text=commands.missing_prompt(command) or "")
+        if command.name == "status":
+            conversation = await asyncio.to_thread(self.router.current_conversation, key)
+            lane = self.scheduler.lane(conversation) if conversation and self.scheduler else None
+            running = lane is not None and lane.running is not None
+            queued = len(lane.items) if lane is not None else 0
+            text = await asyncio.to_thread(self._status_text, conversation, running, queued)
+            return WorkResult(text=text, conversation_id=conversation, session_id=None)
         if command.name == "stop":
             conversation = await asyncio.to_thread(self.router.current_conversation, key)
             scheduler = self.scheduler  # None before start(): nothing runs yet
-            text = "Nothing is running right now."
+            text = ""
             if conversation and scheduler is not None:
                 if scheduler.interrupt(conversation):
                     text = "Stopping the current reply."
@@ -553,6 +608,13 @@ class GatewayRunner:
                     text = (
                         "Another gateway is writing the current reply; it cannot be stopped here."
                     )
+            if conversation:  # and, as 0.19's /stop, the chat's background processes
+                stopped = await asyncio.to_thread(
+                    background.kill_running, self.home, {conversation}, event_bus=self.event_bus
+                )
+                if stopped:
+                    text = f"{text} {stopped_text(stopped)}".strip()
+            text = text or "Nothing is running right now."
             return WorkResult(text=text, conversation_id=conversation, session_id=None)
         # /new: a fresh conversation; items already queued finish in the old one.
         platform = origin.platform
@@ -606,6 +668,42 @@ class GatewayRunner:
     def interrupt(self, conversation_id: str) -> bool:
         """Stop the conversation's running turn; False if none runs here."""
         return bool(self.scheduler and self.scheduler.interrupt(conversation_id))
+
+    def steer(self, conversation_id: str, text: str) -> bool:
+        """Hand ``text`` to the conversation's running turn (``/steer``), which takes it
+        after its next tool call; False when no turn of it runs here."""
+        lane = self.scheduler.lane(conversation_id) if self.scheduler is not None else None
+        agent = lane.agent if lane is not None and lane.running is not None else None
+        steer = getattr(agent, "steer", None)  # a factory's own agent may take none
+        return bool(steer is not None and steer(text))
+
+    def _status_text(self, conversation: str | None, running: bool, queued: int) -> str:
+        """/status of a chat's conversation: the store's figures, the kept agent's model
+        and context, and what its lane runs and holds (read on the loop; this runs in a
+        worker thread)."""
+        tip = self.router.tip(conversation) if conversation else None
+        agent = self.turns.kept_agent(conversation) if conversation else None
+        segment = (self.db.get_session(tip) if tip else None) or {}
+        model = getattr(agent, "model", None) or segment.get("model")
+        endpoint = getattr(agent, "base_url", None) or self.agent_options.get("base_url")
+        context = None
+        window = getattr(agent, "window", None)  # hermes's own agent (not a factory's)
+        if window is not None and window.compressor.last_prompt_tokens:
+            compressor = window.compressor
+            context = (
+                compressor.last_prompt_tokens,
+                compressor.context_length,
+                compressor.threshold_tokens,
+            )
+        facts = StatusFacts(
+            model=str(model or self.config.get("model.default")),
+            endpoint=str(endpoint or self.config.get("model.base_url")),
+            running=running,
+            queued=queued,
+            context=context,
+            processes=len(background.running_of(self.home, {conversation})) if conversation else 0,
+        )
+        return status_text(self.db, tip, facts)
 
     def abandon(self, conversation_id: str, sink: ResultSink) -> None:
         """The caller waiting on ``sink`` went away: its turn stops as /stop would."""
@@ -665,8 +763,12 @@ class GatewayRunner:
             return None
         if item.sink is not None:
             item.sink.done(result)
+            if result.pending_steer:  # its caller has its answer; nobody waits for more
+                log.warning("%s: a /steer the turn did not take was dropped", item.conversation_id)
         elif chat is not None and origin is not None and not result.dropped:
             await self.send(origin, result.reply_text)
+            if result.pending_steer:  # /steer the turn ended without: the next message
+                await self._submit_in_order(item.key, origin, MESSAGE, result.pending_steer)
         return result
 
     async def _keep_for_restart(self, item: WorkItem, result: WorkResult) -> bool:

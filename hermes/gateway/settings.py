@@ -16,6 +16,8 @@ from the environment instead (``TELEGRAM_BOT_TOKEN``, ``DISCORD_BOT_TOKEN``,
 ``WEBHOOK_ENABLED=true`` in the environment or ``$HERMES_HOME/.env`` turns the webhook
 platform on, as in Hermes Agent 0.19. ``allowed_users`` lists the user ids that may
 talk to the bot; ``"*"`` allows everyone; absent or empty, everyone is refused.
+``allow_admin_from`` (Hermes Agent 0.19's key) lists the ones who may also run the
+operator's commands in a chat (``/restart``); absent or empty, nobody may.
 """
 
 from __future__ import annotations
@@ -71,6 +73,13 @@ class PlatformSettings:
 
     def allows(self, user_id: str | None) -> bool:
         return self.allow_everyone or (user_id is not None and str(user_id) in self.allowed_users)
+
+    def is_admin(self, user_id: str | None) -> bool:
+        """Whether ``user_id`` may run the operator's commands (``allow_admin_from``)."""
+        admins = self.get("allow_admin_from") or ()
+        if isinstance(admins, (str, int)):
+            admins = (admins,)
+        return user_id is not None and str(user_id) in {str(a) for a in admins}
 
 
 @dataclass(frozen=True)

@@ -272,3 +272,40 @@ def _alive(pid: int, start_time: Any) -> bool:
 def served_platforms(home: Path) -> set[str]:
     """The platforms the gateways running on ``home`` serve now."""
     return {name for gateway in running_gateways(home) for name in gateway.get("platforms") or {}}
+
+
+def describe_gateway(running: bool, state: dict[str, Any]) -> str:
+    """One sentence on a gateway: running (pid, state, platforms, API) or not, and why."""
+    platforms = state.get("platforms") or {}
+    names = ", ".join(
+        f"{name} ({info.get('state', '?')})" if isinstance(info, dict) else str(name)
+        for name, info in sorted(platforms.items())
+    )
+    if running:
+        busy = state.get("active_agents") or 0
+        where = f"; API at {state['api_url']}/v1" if state.get("api_url") else ""
+        line = (
+            f"Gateway is running (pid {state.get('pid')}, {state.get('gateway_state')}, "
+            f"{busy} turn{'' if busy == 1 else 's'} running) — platforms: {names or 'none'}"
+            f"{where}."
+        )
+        store = state.get("store") or {}
+        if store.get("state") == "unreachable":
+            line += f" Its store is unreachable, so it refuses requests: {store.get('error')}"
+        if state.get("config_changed"):
+            keys = ", ".join(state["config_changed"])
+            line += (
+                f" config.yaml changed since it started ({keys}): restart it to apply "
+                "(`hermes gateway restart`)."
+            )
+        return line
+    if not state:
+        return "Gateway is not running (it has never run on this HERMES_HOME)."
+    last = state.get("gateway_state")
+    if last in ("stopped", "startup_failed"):
+        why = f": {state['exit_reason']}" if state.get("exit_reason") else ""
+        return f"Gateway is not running ({last} at {state.get('updated_at')}{why})."
+    return (
+        f"Gateway is not running: pid {state.get('pid')} is gone without stopping "
+        f"(last {last} at {state.get('updated_at')})."
+    )

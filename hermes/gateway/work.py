@@ -35,7 +35,7 @@ from hermes.gateway.envelopes import Origin, WorkResult
 from hermes.gateway.hooks import TEXT_LIMIT, HookRegistry, step_context, turn_context
 from hermes.gateway.lanes import COMMAND, EVENT, MESSAGE, RESUME, Lane, ResultSink, WorkItem
 from hermes.gateway.routing import Router, SessionKey
-from hermes.gateway.settings import API_PRINCIPALS, WEBHOOK
+from hermes.gateway.settings import API_PRINCIPALS, CHAT_PLATFORMS, WEBHOOK
 from hermes.redaction import redact
 from hermes.state.context.message import Message
 from hermes.state.errors import StateError
@@ -293,7 +293,8 @@ class TurnRunner:
             if command is not None and self.hooks is not None:
                 self.hooks.emit(f"command:{command.name}", _command_context(item, command))
             if command is None or command.name == "help":
-                outcome = commands.CommandOutcome(commands.help_text())
+                in_chat = SessionKey.parse(item.key).platform in CHAT_PLATFORMS
+                outcome = commands.CommandOutcome(commands.help_text(chat=in_chat))
             else:
                 outcome = commands.run(command, agent)
             if outcome.rerun is None:
@@ -321,6 +322,7 @@ class TurnRunner:
         result.tool_calls = list(out.tool_calls)
         result.prompt_tokens = out.prompt_tokens
         result.completion_tokens = out.completion_tokens
+        result.pending_steer = out.pending_steer
         self._hook_turn("agent:end", item, agent, words, response=result.text or "")
 
     def _hook_turn(
@@ -397,6 +399,15 @@ class TurnRunner:
         if agent is None:
             agent = self._new_agent(item, platform, self.router.tip(item.conversation_id))
         return agent
+
+    def kept_agent(self, conversation_id: str) -> ConversationAgent | None:
+        """The agent kept for the conversation (its last turn's), if any; for /status."""
+        with self._agents_lock:
+            return self._agents.get(conversation_id) or next(
+                (a for k, a in reversed(self._agents.items())
+                 if k.startswith(conversation_id + MEMBER_SEP)),
+                None,
+            )  # fmt: skip
 
     def _agent_key(self, item: WorkItem) -> str:
         """Whose agent answers: the conversation's, or in a group chat its speaker's, so

@@ -32,6 +32,7 @@ from hermes.kanban.paths import (
 )
 from hermes.kanban.records import DispatchResult, Task
 from hermes.kanban.respawn import check_respawn_guard
+from hermes.kanban.retention import rotate_worker_log, worker_log_rotation_config
 from hermes.kanban.review import claim_for_review
 from hermes.kanban.supervision import record_failure, supervise, watch
 from hermes.kanban.tasks import (
@@ -120,6 +121,7 @@ def spawn_hermes_worker(
     slug = normalize_slug(board) or get_current_board()
     log_path = worker_log_path(task.id, board=slug)
     log_path.parent.mkdir(parents=True, exist_ok=True)
+    rotate_worker_log(log_path, *worker_log_rotation_config())
     env = {
         **os.environ,
         "HERMES_KANBAN_DB": db_file or str(kanban_db_path(slug)),

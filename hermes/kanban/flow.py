@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from hermes import profiles
+from hermes.kanban.artifacts import preserve_scratch_artifacts
 from hermes.kanban.db import write_txn
 from hermes.kanban.records import Task
 from hermes.kanban.tasks import (
@@ -208,6 +209,10 @@ def complete_task(
         )
         if not _moved(conn, query, [result, int(time.time()), task_id], expected_run_id):
             return False
+        # Before the scratch folder goes (cleanup_workspace, below).
+        metadata = preserve_scratch_artifacts(
+            conn, task_id, metadata, summary=summary, result=result
+        )
         run_id = close_run(
             conn, task_id, outcome="completed", status="done", summary=handoff, metadata=metadata
         )
@@ -222,6 +227,9 @@ def complete_task(
         }
         if cards:
             payload["verified_cards"] = cards
+        artifacts = (metadata or {}).get("artifacts")
+        if isinstance(artifacts, list) and artifacts:  # for a notifier to send them
+            payload["artifacts"] = artifacts
         append_event(conn, task_id, "completed", payload, run_id=run_id)
     recompute_ready(conn)
     cleanup_workspace(conn, task_id)

@@ -8,8 +8,11 @@ A board slug is 1-64 characters of lower-case letters, digits, ``-`` and ``_``; 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+from collections.abc import Iterator
+from contextvars import ContextVar
 from pathlib import Path
 
 from hermes import profiles
@@ -90,9 +93,28 @@ def _readable_slug(text: str) -> str | None:
     return slug if slug and board_exists(slug) else None
 
 
+# A board pinned for one context (a thread, an asyncio task): a web server's request on
+# board X must not move every other request, nor the pointer file other processes read.
+_SCOPED_BOARD: ContextVar[str | None] = ContextVar("hermes_kanban_scoped_board", default=None)
+
+
+@contextlib.contextmanager
+def scoped_current_board(slug: str) -> Iterator[None]:
+    """Make ``slug`` the active board inside the ``with``, for this context only."""
+    token = _SCOPED_BOARD.set(slug)
+    try:
+        yield
+    finally:
+        _SCOPED_BOARD.reset(token)
+
+
 def get_current_board() -> str:
-    """The active board: ``HERMES_KANBAN_BOARD``, else the pointer file, else ``default``
-    (a pointer to a board that is gone or malformed falls through)."""
+    """The active board: the one pinned by ``scoped_current_board``, else
+    ``HERMES_KANBAN_BOARD``, else the pointer file, else ``default`` (a board that is gone
+    or a malformed slug falls through)."""
+    scoped = _readable_slug(_SCOPED_BOARD.get() or "")
+    if scoped:
+        return scoped
     env = _readable_slug(os.environ.get("HERMES_KANBAN_BOARD", ""))
     if env:
         return env
@@ -148,6 +170,35 @@ def worker_logs_dir(board: str | None = None) -> Path:
     if slug == DEFAULT_BOARD:
         return kanban_home() / "kanban" / "logs"
     return board_dir(slug) / "logs"
+
+
+def attachments_root(board: str | None = None) -> Path:
+    """Where a board keeps the files given to its tasks: ``HERMES_KANBAN_ATTACHMENTS_ROOT``,
+    else ``<root>/kanban/attachments`` for ``default`` and ``<board>/attachments`` for another."""
+    override = os.environ.get("HERMES_KANBAN_ATTACHMENTS_ROOT", "").strip()
+    if override:
+        return Path(override).expanduser()
+    slug = _slug_or_current(board)
+    if slug == DEFAULT_BOARD:
+        return kanban_home() / "kanban" / "attachments"
+    return board_dir(slug) / "attachments"
+
+
+def task_attachments_dir(task_id: str, board: str | None = None) -> Path:
+    """A task's own attachments folder, ``<attachments root>/<task id>``."""
+    return attachments_root(board=board) / check_task_id(task_id)
+
+
+def board_of_database(db_file: str) -> str:
+    """The board whose database is ``db_file``: ``default`` at ``<root>/kanban.db``, the
+    slug of ``boards/<slug>/kanban.db``, else (``HERMES_KANBAN_DB``) the active board."""
+    path = _real(Path(db_file)) if db_file else None
+    if path is not None:
+        if path == _real(kanban_home() / "kanban.db"):
+            return DEFAULT_BOARD
+        if path.name == "kanban.db" and path.parent.parent == _real(boards_root()):
+            return path.parent.name
+    return get_current_board()
 
 
 def worker_log_path(task_id: str, *, board: str | None = None) -> Path:

@@ -107,6 +107,26 @@ class Comment:
 
 
 @dataclass
+class Attachment:
+    """A file given to a task (a ``task_attachments`` row); ``stored_path`` is the file."""
+
+    id: int
+    task_id: str
+    filename: str
+    stored_path: str
+    content_type: str | None
+    size: int
+    uploaded_by: str | None
+    created_at: int
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> Attachment:
+        values = {f.name: row[f.name] for f in fields(cls)}
+        values["size"] = int(values["size"] or 0)
+        return cls(**values)
+
+
+@dataclass
 class Event:
     id: int
     task_id: str

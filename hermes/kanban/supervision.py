@@ -45,6 +45,9 @@ STALE_HEARTBEAT_GAP_SECONDS = 60 * 60
 SYSTEMIC_CRASH_COUNT = 3
 # A worker's exit code for "stopped at a provider's rate limit" (sysexits' EX_TEMPFAIL).
 KANBAN_RATE_LIMIT_EXIT_CODE = 75
+# What a worker's terminal commands leave of its task's max runtime, to report or block the
+# task before the runtime's limit stops the worker.
+KANBAN_TERMINAL_TIMEOUT_GRACE_SECONDS = 30
 # How long a SIGTERMed worker has to stop before SIGKILL.
 TERMINATE_WAIT_SECONDS = 5.0
 
@@ -59,6 +62,25 @@ _exits: dict[int, int] = {}
 # The workers this process started and has not reaped yet.
 _started: set[int] = set()
 _lock = threading.Lock()
+
+
+def worker_terminal_timeout(max_runtime_seconds: Any, current: Any) -> int | None:
+    """The terminal timeout a worker's commands get under a task's max runtime: the
+    runtime less ``KANBAN_TERMINAL_TIMEOUT_GRACE_SECONDS`` (at least 1s) when that is
+    longer than ``current`` (so a long build is not cut off by the usual terminal
+    default first); ``None`` to keep ``current`` (no runtime, or ``current`` is longer)."""
+    try:
+        runtime = int(max_runtime_seconds)
+    except (TypeError, ValueError):
+        return None
+    if runtime <= 0:
+        return None
+    wanted = max(1, runtime - KANBAN_TERMINAL_TIMEOUT_GRACE_SECONDS)
+    try:
+        have = float(current) if current is not None else 0.0
+    except (TypeError, ValueError):
+        have = 0.0
+    return wanted if wanted > have else None
 
 
 def crash_grace_seconds() -> int:

@@ -8,7 +8,7 @@ import json
 import secrets
 import sqlite3
 import time
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import Any
 
 from hermes import profiles
@@ -104,10 +104,15 @@ def missing_tasks(conn: sqlite3.Connection, ids: Iterable[str]) -> list[str]:
     return [i for i in wanted if i not in present]
 
 
-def _clean_skills(skills: Iterable[str] | None) -> list[str] | None:
+def _clean_skills(
+    skills: Iterable[str] | None, toolset_names: Collection[str] = ()
+) -> list[str] | None:
+    """The skill names, blank and repeated ones dropped; ``ValueError`` for a name holding
+    a comma, or naming a toolset (``toolset_names``, lower case) rather than a skill."""
     if skills is None:
         return None
     cleaned: list[str] = []
+    toolsets: list[str] = []
     for raw in skills:
         name = str(raw or "").strip()
         if "," in name:
@@ -115,8 +120,17 @@ def _clean_skills(skills: Iterable[str] | None) -> list[str] | None:
                 f"skill name cannot contain comma: {name!r} "
                 "(pass a list of separate names instead of a comma-joined string)"
             )
-        if name and name not in cleaned:
+        if name.casefold() in toolset_names:
+            toolsets.append(name)
+        elif name and name not in cleaned:
             cleaned.append(name)
+    if toolsets:  # all of them at once: an agent that confuses the two passes several
+        names = ", ".join(repr(n) for n in toolsets)
+        noun = "is a toolset name" if len(toolsets) == 1 else "are toolset names"
+        raise ValueError(
+            f"{names} {noun}, not skill name(s): give the assignee profile its tools in "
+            "its config (`agent.toolsets`) and name only skills here."
+        )
     return cleaned
 
 
@@ -163,10 +177,12 @@ def create_task(
     session_id: str | None = None,
     board: str | None = None,
     project_id: str | None = None,
+    toolset_names: Collection[str] = (),
 ) -> str:
     """A new task's id: ``ready`` with no unfinished parent, ``todo`` with one, ``triage``
     when asked. An ``idempotency_key`` already on a live task returns that task's id.
-    ``project_id`` is dropped: hermes keeps no projects (0.19 drops one it cannot find)."""
+    ``project_id`` is dropped: hermes keeps no projects (0.19 drops one it cannot find).
+    A skill named like one of ``toolset_names`` is refused (``ValueError``)."""
     assignee = canonical_assignee(assignee)
     if not title or not title.strip():
         raise ValueError("title is required")
@@ -180,7 +196,7 @@ def create_task(
     if branch_name and workspace_kind != "worktree":
         raise ValueError("branch_name is only valid for worktree workspaces")
     parent_ids_ = tuple(p for p in parents if p)
-    skills_list = _clean_skills(skills)
+    skills_list = _clean_skills(skills, toolset_names)
     if idempotency_key:
         row = conn.execute(
             "SELECT id FROM tasks WHERE idempotency_key = ? AND status != 'archived' "
@@ -382,6 +398,17 @@ def child_ids(conn: sqlite3.Connection, task_id: str) -> list[str]:
     return [r["child_id"] for r in rows]
 
 
+def parent_results(conn: sqlite3.Connection, task_id: str) -> list[tuple[str, str | None]]:
+    """``(parent id, result)`` of each done parent of the task, first completed first
+    (within a second, first created first)."""
+    rows = conn.execute(
+        "SELECT p.id, p.result FROM tasks p JOIN task_links l ON l.parent_id = p.id "
+        "WHERE l.child_id = ? AND p.status = 'done' ORDER BY p.completed_at ASC, p.rowid ASC",
+        (task_id,),
+    )
+    return [(r["id"], r["result"]) for r in rows]
+
+
 def add_comment(conn: sqlite3.Connection, task_id: str, author: str, body: str) -> int:
     """The new comment's id; ``ValueError`` for a blank body or author, or no such task."""
     if not body or not body.strip():
@@ -408,21 +435,21 @@ def list_comments(conn: sqlite3.Connection, task_id: str) -> list[Comment]:
     return [Comment(**dict(r)) for r in rows]
 
 
+def event_from_row(row: sqlite3.Row) -> Event:
+    """A ``task_events`` row as an ``Event`` (a payload that is not JSON reads as none)."""
+    try:
+        payload = json.loads(row["payload"]) if row["payload"] else None
+    except ValueError:
+        payload = None
+    return Event(row["id"], row["task_id"], row["kind"], payload, row["created_at"], row["run_id"])
+
+
 def list_events(conn: sqlite3.Connection, task_id: str) -> list[Event]:
     rows = conn.execute(
         "SELECT * FROM task_events WHERE task_id = ? ORDER BY created_at ASC, id ASC",
         (task_id,),
     )
-    events = []
-    for r in rows:
-        try:
-            payload = json.loads(r["payload"]) if r["payload"] else None
-        except ValueError:
-            payload = None
-        events.append(
-            Event(r["id"], r["task_id"], r["kind"], payload, r["created_at"], r["run_id"])
-        )
-    return events
+    return [event_from_row(r) for r in rows]
 
 
 def list_runs(

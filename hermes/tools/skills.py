@@ -385,3 +385,33 @@ def _user_skill_files(skill: Skill, files: UserFiles) -> list[str]:
         dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS)
         names += [(here / name).relative_to(top).as_posix() for name in found]
     return sorted(name for name in names if name != INDEX)
+
+
+class SkillInstallError(ValueError):
+    """A skill folder that cannot be installed; the message is one sentence."""
+
+
+def install_skill(source: Path, skills_dir: Path) -> tuple[Skill, Path]:
+    """Copy the skill folder ``source`` (holding a SKILL.md) into ``skills_dir``; the
+    skill and where it now lies. Raises SkillInstallError saying why not."""
+    import shutil
+
+    if not source.is_dir():
+        raise SkillInstallError(f"{source} is not a folder; give the folder holding SKILL.md.")
+    try:
+        skill = read_skill(source / INDEX, source.parent)
+    except (SkillFormatError, FileNotFoundError) as exc:
+        reason = exc if isinstance(exc, SkillFormatError) else "it has no SKILL.md"
+        raise SkillInstallError(f"{source} is not a skill: {reason}.") from exc
+    if Path(skill.name).name != skill.name or skill.name.startswith("."):
+        raise SkillInstallError(
+            f"{source} is not a skill: its name '{skill.name}' cannot be a folder name."
+        )
+    target = skills_dir / skill.name
+    if target.exists():
+        raise SkillInstallError(
+            f"A skill named '{skill.name}' is installed at {target}; remove it first."
+        )
+    skills_dir.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(source, target, symlinks=True)
+    return skill, target

@@ -180,3 +180,59 @@ def expand(
         else:
             unknown.append(name)
     return wanted, unknown
+
+
+def known_names(config: Config | None, tools: list[Tool]) -> list[str]:
+    """Every name ``agent.toolsets`` may hold here: the toolsets (an MCP server's too,
+    by either name) and the tools."""
+    return sorted({*known_toolsets(config, tools), *(tool.name for tool in tools)})
+
+
+def toggled(
+    entries: list[str] | None,
+    names: list[str],
+    *,
+    enable: bool,
+    config: Config | None,
+    tools: list[Tool],
+) -> list[str]:
+    """``agent.toolsets`` after enabling or disabling ``names`` (toolsets or tools, each
+    known here: see ``known_names``). Unset ``entries`` means everything: it becomes every
+    toolset by name first, so disabling one keeps the rest. Disabling a tool out of a
+    toolset listed whole replaces the toolset by its other tools."""
+    groups = known_toolsets(config, tools)
+    # A server's own name stands for its mcp-<server> toolset: one entry per server.
+    aliases = {s for s in _server_names(config) if groups.get(s) is groups.get(f"mcp-{s}")}
+    names = [f"mcp-{n}" if n in aliases else n for n in names]
+    if entries is None:
+        entries = [g for g in groups if g not in aliases]
+        grouped = {name for members in groups.values() for name in members}
+        entries += [t.name for t in tools if t.name not in grouped]
+    if enable:
+        return [*entries, *(n for n in names if n not in entries)]
+    off, _ = expand(names, [t.name for t in tools], groups)
+    kept: list[str] = []
+    for entry in entries:
+        members = groups.get(entry)
+        named = entry in names or (entry in aliases and f"mcp-{entry}" in names)
+        if named or (members is None and entry in off):
+            continue
+        if members and set(members) & off:
+            rest = [m for m in members if m not in off and m not in kept]
+            tied = next((m for m in rest if set(groups.get(m, [m])) & off), None)
+            if tied is not None:  # its name is the toolset's: it would bring them back
+                raise ConfigError(
+                    f"The tool {tied} is named like the toolset {tied}, which holds "
+                    f"{', '.join(sorted(set(groups[tied]) & off))}: those go with the toolset; "
+                    f"disable {tied} to turn them off."
+                )
+            kept += rest
+        else:
+            kept.append(entry)
+    return kept
+
+
+def _server_names(config: Config | None) -> list[str]:
+    from hermes.tools.mcp.config import server_names
+
+    return server_names(config)

@@ -43,7 +43,7 @@ def test_typing_pasting_slash_commands_and_ctrl_d(chat, cli_env, fake_llm):
     session.command("/title Greetings", "Title set to 'Greetings'")
     session.command("/usage", "This segment:")
     session.command("/nope", "Unknown command /nope")
-    session.command("/quit", "Did you mean /exit?")
+    session.command("/bye", "Did you mean /quit?")
     session.command("/help", "/compress [focus]")
     session.command("/tools", "terminal")
     assert session.leave() == 0

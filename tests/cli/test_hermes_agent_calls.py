@@ -55,13 +55,13 @@ def test_oneshot_prints_only_the_answer(hermes, fake_llm):
 
 def test_oneshot_on_a_hermes_agent_config_keeps_stdout_clean(hermes, cli_env):
     (cli_env.home / "config.yaml").write_text(
-        "model:\n  provider: custom\ndisplay:\n  show_reasoning: true\nmcp_servers: {}\n"
+        "model:\n  provider: custom\ndisplay:\n  compact: true\nmcp_servers: {}\n"
     )
     (cli_env.home / "MEMORY.md").write_text("prefers short answers\n")
     done = hermes("-z", "hi")
     assert done.returncode == 0, done.stderr
     assert done.stdout == "echo: hi\n"  # the warning and the memory move go to stderr
-    assert "display.show_reasoning" in done.stderr and "moved" in done.stderr
+    assert "display.compact" in done.stderr and "moved" in done.stderr
 
 
 def test_agent_deck_reads_the_id_and_resumes_it(hermes, cli_env, fake_llm):

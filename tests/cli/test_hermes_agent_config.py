@@ -20,7 +20,7 @@ from tests.cli.helpers import assert_one_line_error
 HERMES_AGENT_SETS = (
     ("model.default", "fake-model"),
     ("model.provider", "custom"),
-    ("display.show_reasoning", "true"),
+    ("display.compact", "true"),
     ("terminal.timeout", "240"),
     ("terminal.backend", "local"),
     ("terminal.env_passthrough", "[GITHUB_TOKEN]"),
@@ -72,7 +72,7 @@ def test_a_hermes_agent_config_is_read_with_one_warning(
     assert listed.returncode == 0, listed.stderr
     warning = [line for line in listed.stderr.splitlines() if line.strip()]
     assert len(warning) == 1, listed.stderr
-    for key in ("display.show_reasoning", "terminal.backend", "compression.target_ratio"):
+    for key in ("display.compact", "terminal.backend", "compression.target_ratio"):
         assert f"{key} (line {line_of(path, key.split('.')[-1] + ':')}" in warning[0]
     # hermes's keys too: plugins load, a context engine is chosen, shell hooks run.
     for quiet in ("mcp_servers", "hooks", "plugins", "context.engine", "deja-vu", "max_turns",
@@ -94,10 +94,10 @@ def test_a_hermes_agent_config_is_read_with_one_warning(
     assert get("compression.summary_model") == "summary-model"
     assert get("agent.max_iterations") == "60" == get("agent.max_turns")
     assert get("memory.memory_char_limit") == "3000"
-    assert get("display.show_reasoning") == "true"  # ignored, but readable
+    assert get("display.compact") == "true"  # ignored, but readable
     shown = hermes("config", "show").stdout
     ignored = shown[shown.index("# Ignored") :]
-    assert "display.show_reasoning: true" in ignored
+    assert "display.compact: true" in ignored
     assert "mcp_servers" not in ignored and "plugins.enabled" not in ignored
 
 
@@ -130,16 +130,16 @@ def test_run_agent_builds_an_agent_on_it(cli_env, hermes_agent_venv_python, fake
 def test_a_tool_setting_a_key_hermes_does_not_use_breaks_nothing(hermes, cli_env) -> None:
     path = cli_env.home / "config.yaml"
     path.write_text("mcp_servers:\n  deja-vu:\n    command: deja-vu\nmodel:\n  default: m1\n")
-    done = hermes("config", "set", "display.show_reasoning", "true")
+    done = hermes("config", "set", "display.compact", "true")
     assert done.returncode == 0, done.stderr
     assert hermes("config", "get", "model.default").returncode == 0
     assert hermes("config", "set", "model.default", "m2").returncode == 0
     written = yaml.safe_load(path.read_text())
-    assert written["display"] == {"show_reasoning": True}
+    assert written["display"] == {"compact": True}
     assert written["mcp_servers"] == {"deja-vu": {"command": "deja-vu"}}  # kept, untouched
     assert written["model"]["default"] == "m2"
     again = hermes("sessions", "list")
-    assert again.returncode == 0 and "display.show_reasoning (line" in again.stderr
+    assert again.returncode == 0 and "display.compact (line" in again.stderr
 
 
 def test_a_known_key_with_a_bad_value_is_still_an_error(hermes, cli_env) -> None:

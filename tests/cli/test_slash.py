@@ -46,23 +46,61 @@ def test_parse_splits_name_and_argument():
 def test_unknown_commands_get_a_suggestion(agent):
     reply = chat_commands.dispatch(agent, "/compres")
     assert not reply.ok and "Did you mean /compress?" in reply.text
-    assert "Did you mean /exit?" in chat_commands.dispatch(agent, "/quit").text
+    assert "Did you mean /quit?" in chat_commands.dispatch(agent, "/bye").text
     assert "/help" in chat_commands.dispatch(agent, "/zzzzzz").text
 
 
 def test_every_command_has_usage_and_help():
     expected = {"new", "compress", "retry", "undo", "title", "model", "sessions", "resume",
-                "usage", "tools", "skills", "help", "exit"}  # fmt: skip
-    # /cron is registered by hermes.cron.chat_command, which the chat surfaces import.
-    assert set(chat_commands.COMMANDS) - {"cron"} == expected
+                "usage", "tools", "skills", "help", "quit", "reload-mcp", "debug", "update",
+                "version", "status", "stop", "queue", "steer", "copy",
+                # hermes/agent/commands_settings.py
+                "reasoning", "fast", "personality", "verbose", "voice", "codex-runtime",
+                # hermes/agent/commands_background.py
+                "background", "agents", "commands", "restart", "topic", "sethome"}  # fmt: skip
+    # /cron and /platforms are registered by hermes.cron.chat_command and
+    # hermes.gateway.platforms_command, which the chat surfaces import.
+    assert set(chat_commands.COMMANDS) - {"cron", "platforms"} == expected
     for command in chat_commands.COMMANDS.values():
-        assert command.usage.startswith("/" + command.name) and command.help.endswith(".")
+        assert command.usage.startswith("/" + command.name) and command.help[:1].isupper()
 
 
 def test_exit_and_help(agent):
-    assert chat_commands.dispatch(agent, "/exit").exit
+    assert chat_commands.dispatch(agent, "/quit").exit
+    assert chat_commands.dispatch(agent, "/EXIT").exit  # an alias, any case
     help_text = chat_commands.dispatch(agent, "/help").text
-    assert all(c.usage in help_text for c in chat_commands.COMMANDS.values())
+    here = [c for c in chat_commands.COMMANDS.values() if not c.gateway_only]
+    assert all(c.usage in help_text for c in here)
+    assert "(also /exit)" in help_text and "(also /reset)" in help_text
+
+
+def test_an_alias_runs_its_command(agent, db):
+    agent.run("hello")
+    before = agent.binding.conversation_id
+    reply = chat_commands.dispatch(agent, "/reset Fresh start")
+    assert reply.ok and reply.data["previous"] == before
+    assert agent.binding.title == "Fresh start" and agent.session_id is None
+
+
+def test_a_name_or_alias_is_one_command_only():
+    handler = chat_commands.COMMANDS["new"].handler
+    with pytest.raises(ValueError, match="already the command /new"):
+        chat_commands.command("renew", "/renew", "Another.", aliases=("reset",))(handler)
+    with pytest.raises(ValueError, match="already the command /quit"):
+        chat_commands.command("exit", "/exit", "Another.")(handler)
+    assert "renew" not in chat_commands.COMMANDS and "exit" not in chat_commands.COMMANDS
+
+
+def test_a_gateway_only_command_is_refused_in_the_terminal(agent):
+    ran = []
+    chat_commands.command("ping-chat", "/ping-chat", "Gateway only.", gateway_only=True)(
+        lambda agent, arg: ran.append(arg) or chat_commands.Reply("pong")
+    )
+    try:
+        reply = chat_commands.dispatch(agent, "/ping-chat now")
+    finally:
+        del chat_commands.COMMANDS["ping-chat"]
+    assert not reply.ok and "messaging chat" in reply.text and ran == []
 
 
 def test_title_before_and_after_the_first_message(agent, db):
@@ -202,3 +240,19 @@ def test_the_prompt_completes_a_command_then_its_first_word():
     assert completed("/cron pause") == []
     assert completed("/cron pause da") == []
     assert completed("/help ") == []
+
+
+def test_the_prompt_completes_the_configured_personalities(hermes_home):
+    from prompt_toolkit.completion import CompleteEvent
+    from prompt_toolkit.document import Document
+
+    from hermes.cli._repl import SlashCompleter
+    from hermes.config import load_config
+
+    (hermes_home / "config.yaml").write_text("agent:\n  personalities:\n    butler: Sir.\n")
+    completer = SlashCompleter(load_config())
+    found = completer.get_completions(Document("/personality "), CompleteEvent())
+    names = [c.text for c in found]
+    assert names[0] == "none" and {"pirate", "butler"} <= set(names)
+    found = completer.get_completions(Document("/personality bu"), CompleteEvent())
+    assert [c.text for c in found] == ["butler"]

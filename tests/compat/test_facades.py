@@ -625,11 +625,14 @@ def test_cron_delivery_targets_are_the_platforms_the_config_enables(hermes_home:
         "gateway:\n  platforms:\n    slack: {}\n    telegram: {}\n    discord: {enabled: false}\n",
         encoding="utf-8",
     )
-    # 0.19's shape, in its platform order; hermes has no home channel to report as set.
+    # 0.19's shape, in its platform order; a home channel is set by /sethome (in .env).
+    (hermes_home / ".env").write_text("SLACK_HOME_CHANNEL=C42\n", encoding="utf-8")
     assert cron_delivery_targets() == [
-        {"id": "telegram", "name": "Telegram", "home_target_set": False, "home_env_var": None},
-        {"id": "slack", "name": "Slack", "home_target_set": False, "home_env_var": None},
-    ]
+        {"id": "telegram", "name": "Telegram", "home_target_set": False,
+         "home_env_var": "TELEGRAM_HOME_CHANNEL"},
+        {"id": "slack", "name": "Slack", "home_target_set": True,
+         "home_env_var": "SLACK_HOME_CHANNEL"},
+    ]  # fmt: skip
 
 
 def test_heartbeat_run_claim_keeps_its_owners_one_shot_run_held(hermes_home: Path) -> None:
@@ -1232,7 +1235,10 @@ def test_the_command_palette_lists_hermes_commands() -> None:
         for c in COMMAND_REGISTRY
         if not c.gateway_only
     ]
-    assert {c["name"] for c in listed} == set(COMMANDS) and "cron" in GATEWAY_KNOWN_COMMANDS
+    assert {c["name"] for c in listed} == {n for n, c in COMMANDS.items() if not c.gateway_only}
+    # /cron is the terminal's (a chat does not manage the operator's jobs); /reset is /new's
+    assert "cron" not in GATEWAY_KNOWN_COMMANDS and {"new", "reset"} <= GATEWAY_KNOWN_COMMANDS
+    assert next(c for c in listed if c["name"] == "cron")["cli_only"]
     title = next(c for c in listed if c["name"] == "title")
     assert title["description"] == COMMANDS["title"].help and title["args_hint"]
 
@@ -1244,7 +1250,12 @@ def test_commands_are_resolved_as_0_19_resolves_them() -> None:
     assert commands.resolve_command("/Title") is commands.resolve_command("title")
     assert commands.resolve_command("/title").name == "title"
     assert commands.resolve_command("/no-such-command") is None
-    assert commands.is_gateway_known_command("cron") and not commands.is_gateway_known_command("")
+    assert commands.is_gateway_known_command("title") and not commands.is_gateway_known_command("")
+    assert commands.resolve_command("/RESET") is commands.resolve_command("new")
+    assert (
+        commands.COMMANDS["/reset"]
+        == "Start a new conversation (the current one stays saved). (alias for /new)"
+    )
     assert commands.should_bypass_active_session("new")
     assert commands.COMMANDS["/title"].startswith(commands.resolve_command("title").description)
     assert "/title" in commands.COMMANDS_BY_CATEGORY["Session"]

@@ -26,6 +26,7 @@ weekly = create_job("weekly report", "0 9 * * 1", name="weekly", deliver="local"
 pause_job(weekly["id"])
 create_job("ping", "30m", name="later", deliver="origin",
            origin={"platform": "slack", "chat_id": "C42"})
+create_job("the digest", "every 1d", name="digest", deliver="telegram")
 """
 
 
@@ -49,7 +50,7 @@ def hermes(home: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 def check(jobs: dict[str, dict], made: list[dict], workdir: Path) -> None:
-    assert set(jobs) == {"briefing", "weekly", "later"}
+    assert set(jobs) == {"briefing", "weekly", "later", "digest"}
     assert {j["id"] for j in jobs.values()} == {j["id"] for j in made}
     briefing, weekly, later = jobs["briefing"], jobs["weekly"], jobs["later"]
     assert (briefing["schedule"], briefing["deliver"], briefing["skills"]) == (
@@ -58,6 +59,7 @@ def check(jobs: dict[str, dict], made: list[dict], workdir: Path) -> None:
     assert weekly["toolsets"] == ["read_file", "write_file", "patch", "search_files"]
     assert briefing["toolsets"] == []
     assert later["deliver"] == "slack:C42" and later["state"] == "scheduled"
+    assert jobs["digest"]["deliver"] == "telegram"  # its home channel, as in 0.19
     assert (weekly["workdir"], briefing["workdir"]) == (str(workdir.resolve()), None)
 
 
@@ -68,11 +70,11 @@ def test_import_brings_the_jobs_once(hermes_agent_python, tmp_path, hermes_home)
     made = make_jobs(hermes_agent_python, source.parent, tmp_path / "project")
     first = hermes(hermes_home, "import", "hermes-agent", str(source))
     assert first.returncode == 0, first.stderr
-    assert "Imported 3 scheduled jobs" in first.stdout
+    assert "Imported 4 scheduled jobs" in first.stdout
     check(jobs_in(hermes_home / "state.db"), made, tmp_path / "project")
     again = hermes(hermes_home, "import", "hermes-agent", str(source))
-    assert "Imported 0 scheduled jobs" in again.stdout and "3 held already" in again.stdout
-    assert len(jobs_in(hermes_home / "state.db")) == 3
+    assert "Imported 0 scheduled jobs" in again.stdout and "4 held already" in again.stdout
+    assert len(jobs_in(hermes_home / "state.db")) == 4
 
 
 @pytest.mark.hermes_agent

@@ -132,6 +132,15 @@ class ChatCompletions:
         attempt: retrying.Attempt | None = None,
     ) -> web.StreamResponse:
         command = commands.parse(text)
+        if command is not None and (usage := commands.missing_prompt(command)):
+            return await self._answer(request, body, WorkResult(text=usage, session_id=session))
+        if command is not None and command.name == "steer" and session is not None:
+            _, conversation, _ = await self.conversations.open(session)
+            if self.host.steer(conversation, command.argument):
+                steered = WorkResult(text=commands.steered(command.argument), session_id=session)
+                return await self._answer(request, body, steered)
+        if command is not None and (command.as_message or command.name == "steer"):
+            text, command = command.argument, None  # /queue, or /steer with no turn running
         if command is not None and command.name == "help" and session is None:
             # A chat UI shows /help and its answer as messages and resends them: they
             # go into the conversation its history names, which the answer names too.
@@ -264,11 +273,11 @@ class ChatCompletions:
                 conversation_id=conversation,
             )
         if session is None:
-            return WorkResult(
-                text=commands.help_text()
-                if command.name == "help"
-                else "Nothing is running right now."
-            )
+            idle = {
+                "help": commands.help_text(chat=False),
+                "status": "No conversation yet: this request names none (send a message first).",
+            }
+            return WorkResult(text=idle.get(command.name, "Nothing is running right now."))
         key, conversation, _ = await self.conversations.open(session)
         origin = Origin(platform=API_SERVER, chat_id=conversation, user_id=caller.user_id())
         result = await self.host.immediate_command(command, key, origin)

@@ -159,3 +159,24 @@ def _block_text(block: Any) -> str:
         return f"[resource: {getattr(block, 'uri', '')}]"
     mime = getattr(block, "mime_type", "") or ""
     return f"[{kind or 'content'} {mime}]".replace(" ]", "]")
+
+
+def restart_servers(config: Config | None, home: Path | None) -> list[str]:
+    """Stop every MCP server of this process and start those ``config`` names again, all
+    at once, each waited for up to its ``connect_timeout``; one line per server saying
+    whether it is connected (and its tool count) or why not, the config's problems too."""
+    hub().close()  # a later use starts afresh: new connections, no back-off remembered
+    specs, problems = read_servers(config, home)
+    for spec in specs:
+        started = hub().start_in_background(spec)
+        if started is not None:
+            started.add_done_callback(functools.partial(_remember, home, spec))
+    lines = []
+    for spec in specs:
+        try:
+            count = len(server_tools(spec))
+        except McpError as exc:
+            lines.append(f"{spec.name}: not connected: {exc}")
+            continue
+        lines.append(f"{spec.name}: connected, {count} tool{'' if count == 1 else 's'}")
+    return lines + problems

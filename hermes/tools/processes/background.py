@@ -315,6 +315,36 @@ def kill(
     return finish(store, process_id, -signal.SIGKILL, KILLED, event_bus=event_bus)
 
 
+def running_of(
+    hermes_home: Path, conversations: set[str], *, owner_pid: int | None = None
+) -> list[ProcessRecord]:
+    """The running processes a chat may stop (``/stop``): those started in one of
+    ``conversations`` (conversation or segment ids), and, with ``owner_pid``, those
+    that process started (the terminal chat's, whatever conversation they were for)."""
+
+    def ours(record: ProcessRecord) -> bool:
+        started_in = {record.conversation_id, record.session_id} & conversations
+        return bool(started_in) or (owner_pid is not None and record.owner_pid == owner_pid)
+
+    return [r for r in refresh_all(hermes_home) if not r.finished and ours(r)]
+
+
+def kill_running(
+    hermes_home: Path,
+    conversations: set[str],
+    *,
+    owner_pid: int | None = None,
+    event_bus: events.EventBus | None = None,
+) -> list[ProcessRecord]:
+    """Stop what ``running_of`` finds; the records of the processes stopped."""
+    stopped = []
+    for record in running_of(hermes_home, conversations, owner_pid=owner_pid):
+        ended = kill(hermes_home, record.id, event_bus=event_bus)
+        if ended is not None:
+            stopped.append(ended)
+    return stopped
+
+
 # Set in a foreground command's environment (inherited by all it starts) to its record's
 # id: a command whose hermes process died before its pid was recorded is still found.
 RUN_MARKER = "HERMES_TOOL_RUN"

@@ -112,9 +112,14 @@ def test_slash_commands_over_the_api(client, gateway, fake_llm) -> None:
     assert "each request's 'model' chooses" in ask(client, "/model other-model", session)[0]
     ask(client, "three", session)
     assert fake_llm.requests[-1]["model"] == "fake-model"
-    assert "/compress" in ask(client, "/help", session)[0]
+    helped = ask(client, "/help", session)[0]
+    assert "/compress" in helped and "/background" not in helped  # a chat's, not the API's
     assert ask(client, "/sessions", session)[0].startswith(
         "/sessions works in the terminal chat only"
+    )
+    # The gateway's own commands act on a chat, which an API caller has not.
+    assert ask(client, "/bg look it up", session)[0].startswith(
+        "/background works in a messaging chat (Telegram, Discord, Slack) only"
     )
     assert ask(client, "/etc/hosts is empty", session)[0] == "echo: /etc/hosts is empty"
     answer, fresh = ask(client, "/new", session)
