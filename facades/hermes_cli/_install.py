@@ -2,14 +2,14 @@
 hermes that is running.
 
 0.19 asks these before it updates itself, and its tools (a status page, a web UI's
-"update" hint) show what they say. hermes does not update itself, so each answers what
-is true of this install: where hermes's code is (``get_project_root``), how it was put
-there (a git checkout installed editable, or a package from pip or ``uv tool``), and
-the command that updates it. 0.19's managed mode (``HERMES_MANAGED``, a ``.managed``
-file in the home, for NixOS or Homebrew packages) and container mode (a
-``.container-mode`` file) are read as 0.19 reads them: 0.19's config handlers here
-refuse to write a managed install's config as 0.19's do; hermes's own CLI does not
-read them.
+"update" hint) show what they say. hermes does not update itself; what each answers is
+hermes's own account of this install (hermes/install.py, which `/update` says too):
+where its code is (``get_project_root``), how it was put there (a checkout installed
+editable: ``git``; a package from pip, uv, pipx or ``uv tool``: ``pip``), and the command
+that updates it. 0.19's managed mode (``HERMES_MANAGED``, a ``.managed`` file in the
+home, for NixOS or Homebrew packages) and container mode (a ``.container-mode`` file)
+are read as 0.19 reads them: 0.19's config handlers here refuse to write a managed
+install's config as 0.19's do; hermes's own CLI does not read them.
 """
 
 from __future__ import annotations
@@ -22,10 +22,8 @@ from typing import Any
 
 from hermes_constants import get_hermes_home, is_container
 
-import hermes
+from hermes.install import DISTRIBUTION, this_install
 
-# The distribution hermes is installed as (pyproject.toml's name).
-DISTRIBUTION = "hermes-agent-runtime"
 # 0.19's page of supported install methods, which its deprecation notice links to.
 PLATFORM_SUPPORT_DOCS_URL = (
     "https://hermes-agent.nousresearch.com/docs/getting-started/platform-support"
@@ -47,9 +45,9 @@ _UNSUPPORTED_INSTALL_METHODS: frozenset[str] = frozenset()
 
 
 def get_project_root() -> Path:
-    """The folder that holds hermes's code: the checkout for a source install, the
-    environment's site-packages for a package."""
-    return Path(hermes.__file__).resolve().parent.parent
+    """The folder that holds hermes's code: the checkout of an editable install, else
+    the environment it is installed in."""
+    return Path(this_install().where)
 
 
 def get_managed_system() -> str | None:
@@ -79,9 +77,9 @@ def get_managed_update_command() -> str | None:
 def detect_install_method(project_root: Path | None = None) -> str:
     """How hermes was installed: the ``.install_method`` stamp beside its code (else in
     the home: a ``docker`` one only inside a container), else the managing package
-    manager (``nixos``, ``homebrew``), else ``git`` for a checkout (``make install``:
-    editable), else ``pip`` (``uv tool`` installs count as ``pip``, see
-    ``is_uv_tool_install``)."""
+    manager (``nixos``, ``homebrew``), else ``git`` for a checkout installed editable
+    (``make install``), else ``pip`` (pip, uv, pipx and ``uv tool`` installs alike).
+    Given a ``project_root``, a checkout is one with a ``.git`` there."""
     root = project_root or get_project_root()
     for stamp in (root / ".install_method", get_hermes_home() / ".install_method"):
         try:
@@ -93,12 +91,12 @@ def detect_install_method(project_root: Path | None = None) -> str:
     managed = get_managed_system()
     if managed:
         return managed.lower().replace(" ", "-")
+    if project_root is None:
+        return "git" if this_install().kind == "editable" else "pip"
     git = root / ".git"
-    if git.is_dir():
-        return "git"
     try:
-        if git.is_file() and git.read_text(encoding="utf-8").startswith("gitdir:"):
-            return "git"  # a git worktree
+        if git.is_dir() or git.read_text(encoding="utf-8").startswith("gitdir:"):
+            return "git"  # a checkout, or a git worktree
     except OSError:
         pass
     return "pip"
@@ -131,15 +129,14 @@ def recommended_update_command_for_method(method: str) -> str:
         return _NIX_UPDATE
     if method == "homebrew":
         return f"brew upgrade {DISTRIBUTION}"
+    install = this_install()
+    if method == detect_install_method():
+        return install.update  # hermes's own account of this install
     if method == "git":
-        return f"git -C {get_project_root()} pull && make -C {get_project_root()} install"
-    if method == "pip":
-        if is_uv_tool_install():
-            return f"uv tool upgrade {DISTRIBUTION}"
-        if shutil.which("uv"):
-            return f"uv pip install --upgrade {DISTRIBUTION}"
-        return f"pip install --upgrade {DISTRIBUTION}"
-    return f"pip install --upgrade {DISTRIBUTION}"
+        return f"git -C <checkout> pull && {sys.executable} -m pip install -e <checkout>"
+    if shutil.which("uv"):
+        return f"uv pip install --upgrade {DISTRIBUTION}"
+    return f"{sys.executable} -m pip install --upgrade {DISTRIBUTION}"
 
 
 def recommended_update_command() -> str:

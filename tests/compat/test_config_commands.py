@@ -239,16 +239,20 @@ def test_missing_skill_config_vars_are_the_unset_settings_skills_declare(
 def test_install_helpers_answer_for_the_running_hermes(
     hermes_home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import hermes_cli._install as install
+    import hermes_cli._install as install_helpers
     import hermes_cli.config as cfg
 
-    import hermes
+    from hermes.install import this_install
 
-    root = Path(hermes.__file__).resolve().parent.parent
-    assert cfg.get_project_root() == root
-    # This checkout is installed editable (make install): a git install.
-    assert cfg.detect_install_method() == ("git" if (root / ".git").exists() else "pip")
-    assert cfg.recommended_update_command_for_method("git").startswith(f"git -C {root} pull")
+    # What hermes itself says of this install (hermes/install.py, `/update`).
+    install = this_install()
+    assert cfg.get_project_root() == Path(install.where)
+    method = "git" if install.kind == "editable" else "pip"
+    assert cfg.detect_install_method() == method
+    assert cfg.recommended_update_command() == install.update
+    assert cfg.recommended_update_command_for_method(method) == install.update
+    other = "pip" if method == "git" else "git"
+    assert cfg.recommended_update_command_for_method(other) != install.update
     assert "hermes-agent-runtime" in cfg.recommended_update_command_for_method("pip")
     assert not cfg.is_uv_tool_install()
     assert not cfg.is_unsupported_install_method("pip")  # hermes's ordinary install
@@ -260,9 +264,9 @@ def test_install_helpers_answer_for_the_running_hermes(
     (hermes_home / ".install_method").write_text("docker\n")
     other = hermes_home / "other-tree"
     # A home a container shares with a host install: its docker stamp is the container's.
-    monkeypatch.setattr(install, "is_container", lambda: True)
+    monkeypatch.setattr(install_helpers, "is_container", lambda: True)
     assert cfg.detect_install_method(other) == "docker"
-    monkeypatch.setattr(install, "is_container", lambda: False)
+    monkeypatch.setattr(install_helpers, "is_container", lambda: False)
     assert cfg.detect_install_method(other) == "pip"
 
     assert not cfg.is_managed() and cfg.get_managed_update_command() is None
