@@ -1,6 +1,6 @@
 """Hermes Agent's ``hermes_cli.plugins``: what plugins and the tools around them import
-(``PluginContext``'s method names, the manager, ``invoke_hook``, ``discover_plugins``),
-from ``hermes.plugins``."""
+(``PluginContext``'s method names, the manager, ``invoke_hook``, ``discover_plugins``, the
+middleware and the ``pre_tool_call`` directives), from ``hermes.plugins``."""
 
 from __future__ import annotations
 
@@ -17,25 +17,40 @@ from hermes.plugins import (
     PluginManifest,
     current,
     plugins_for,
+    pre_tool,
 )
 from hermes.plugins import PluginManager as _PluginManager
+from hermes.plugins.context import PluginToolOverrideError
 from hermes.plugins.manager import LoadedPlugin, command_result
+from hermes.plugins.middleware import OBSERVER_SCHEMA_VERSION, VALID_MIDDLEWARE
 
 __all__ = [
     "ENTRY_POINTS_GROUP",
+    "OBSERVER_SCHEMA_VERSION",
     "VALID_HOOKS",
+    "VALID_MIDDLEWARE",
     "LoadedPlugin",
     "PluginContext",
     "PluginManager",
     "PluginManifest",
+    "PluginToolOverrideError",
+    "clear_thread_tool_whitelist",
     "discover_plugins",
     "get_plugin_command_handler",
     "get_plugin_commands",
     "get_plugin_context_engine",
     "get_plugin_manager",
+    "get_plugin_toolsets",
+    "get_pre_tool_call_block_message",
+    "get_pre_tool_call_directive",
+    "get_pre_verify_continue_message",
     "has_hook",
+    "has_middleware",
     "invoke_hook",
+    "invoke_middleware",
     "resolve_plugin_command_result",
+    "resolve_pre_tool_block",
+    "set_thread_tool_whitelist",
 ]
 
 
@@ -83,6 +98,7 @@ class _LoadedAsHermesAgent:
         self.error = loaded.error
         self.tools_registered = list(loaded.tools)
         self.hooks_registered = list(loaded.hooks)
+        self.middleware_registered = list(loaded.middleware)
         self.commands_registered: list[str] = []
 
 
@@ -97,6 +113,135 @@ def invoke_hook(hook_name: str, **kwargs: Any) -> list[Any]:
 
 def has_hook(hook_name: str) -> bool:
     return current().has_hook(hook_name)
+
+
+def invoke_middleware(kind: str, **kwargs: Any) -> list[Any]:
+    """Call every callback of middleware ``kind``; their answers that are not None."""
+    return current().invoke_middleware(kind, **kwargs)
+
+
+def has_middleware(kind: str) -> bool:
+    return current().has_middleware(kind)
+
+
+def set_thread_tool_whitelist(
+    allowed: set[str] | None, deny_msg_fmt: str = pre_tool.DEFAULT_DENIED
+) -> None:
+    """Only ``allowed`` tools run on this thread (its turns' tool calls); another is
+    answered ``deny_msg_fmt`` (``{tool_name}`` filled). None: any tool."""
+    pre_tool.set_thread_allowed(allowed, deny_msg_fmt)
+
+
+def clear_thread_tool_whitelist() -> None:
+    pre_tool.clear_thread_allowed()
+
+
+def _directive(tool_name: str, args: dict[str, Any] | None, **keywords: Any) -> pre_tool.Directive:
+    refused = pre_tool.thread_refusal(tool_name)
+    if refused is not None:
+        return pre_tool.Directive("block", refused)
+    keywords["middleware_trace"] = list(keywords.get("middleware_trace") or [])
+    answers = current().invoke_hook(
+        "pre_tool_call",
+        tool_name=tool_name,
+        args=args if isinstance(args, dict) else {},
+        **keywords,
+    )
+    return pre_tool.directive(answers)
+
+
+def get_pre_tool_call_directive(
+    tool_name: str,
+    args: dict[str, Any] | None,
+    task_id: str = "",
+    session_id: str = "",
+    tool_call_id: str = "",
+    turn_id: str = "",
+    api_request_id: str = "",
+    middleware_trace: list[dict[str, Any]] | None = None,
+) -> tuple[str | None, str | None]:
+    """``(directive, message)`` of the ``pre_tool_call`` hooks (and the thread's allowed
+    tools) for a call: ``("block", why)``, ``("approve", why)`` or ``(None, None)``."""
+    found = _directive(
+        tool_name, args, task_id=task_id, session_id=session_id, tool_call_id=tool_call_id,
+        turn_id=turn_id, api_request_id=api_request_id, middleware_trace=middleware_trace,
+    )  # fmt: skip
+    return found.action, found.message
+
+
+def get_pre_tool_call_block_message(
+    tool_name: str,
+    args: dict[str, Any] | None,
+    task_id: str = "",
+    session_id: str = "",
+    tool_call_id: str = "",
+    turn_id: str = "",
+    api_request_id: str = "",
+    middleware_trace: list[dict[str, Any]] | None = None,
+) -> str | None:
+    """The message of a ``block`` directive, else None (an ``approve`` is not a block)."""
+    action, message = get_pre_tool_call_directive(
+        tool_name, args, task_id, session_id, tool_call_id, turn_id, api_request_id,
+        middleware_trace,
+    )  # fmt: skip
+    return message if action == "block" else None
+
+
+def resolve_pre_tool_block(
+    tool_name: str,
+    args: dict[str, Any] | None,
+    task_id: str = "",
+    session_id: str = "",
+    tool_call_id: str = "",
+    turn_id: str = "",
+    api_request_id: str = "",
+    middleware_trace: list[dict[str, Any]] | None = None,
+) -> str | None:
+    """What a blocked call is answered, or None when it may run. An ``approve`` is blocked
+    here (nobody can be asked outside a turn; in a turn hermes asks the user first)."""
+    found = _directive(
+        tool_name, args, task_id=task_id, session_id=session_id, tool_call_id=tool_call_id,
+        turn_id=turn_id, api_request_id=api_request_id, middleware_trace=middleware_trace,
+    )  # fmt: skip
+    return pre_tool.block_message(found, tool_name, None)
+
+
+def get_pre_verify_continue_message(
+    *,
+    session_id: str = "",
+    platform: str = "",
+    model: str = "",
+    coding: bool = False,
+    attempt: int = 0,
+    final_response: str = "",
+    changed_paths: list[str] | None = None,
+) -> str | None:
+    """The follow-up a ``pre_verify`` hook asks for (``{"action": "continue", "message":
+    m}``, or ``{"decision": "block", "reason": m}``), else None. hermes's own turns do not
+    fire ``pre_verify``; a caller that verifies asks here."""
+    answers = current().invoke_hook(
+        "pre_verify", session_id=session_id, platform=platform, model=model, coding=coding,
+        attempt=attempt, final_response=final_response, changed_paths=list(changed_paths or []),
+    )  # fmt: skip
+    return pre_tool.verify_continue(answers)
+
+
+def get_plugin_toolsets() -> list[tuple[str, str, str]]:
+    """The plugins' toolsets as ``(key, label, description)``, by key: the label 0.19's
+    ``hermes tools`` shows, the description the plugin's (else its tools' names)."""
+    manager = current()
+    tools: dict[str, list[str]] = {}
+    owner: dict[str, str] = {}
+    for loaded in manager.plugins.values():
+        for name in loaded.tools:
+            tool = manager.tool(name)
+            for toolset in tool.toolsets if tool is not None else ():
+                tools.setdefault(toolset, []).append(name)
+                owner.setdefault(toolset, loaded.manifest.description)
+    return [
+        (key, f"🔌 {key.replace('_', ' ').title()}", owner[key] or ", ".join(sorted(tools[key])))
+        for key in sorted(tools)
+    ]
 
 
 def _discovered() -> _PluginManager:

@@ -10,6 +10,12 @@ one answers its own endpoint, without that key unless it is the configured endpo
 hermes holds no key for another. hermes speaks
 one API, so ``api_mode`` is always ``chat_completions``. A provider hermes does not know
 is 0.19's ``AuthError`` ("Unknown provider ..."), as 0.19 raises it.
+
+A named endpoint of config.yaml's ``providers:`` (or 0.19's older ``custom_providers:``
+list) answers its own URL and key (``key_env``, else ``api_key``), asked for by its name
+or ``custom:<name>``; ``has_named_custom_provider``, ``find_custom_provider_identity``
+and ``canonical_custom_identity`` find those entries as 0.19 does. hermes's own agent
+reads only ``model``: these serve the tools that pick an endpoint per chat.
 """
 
 from __future__ import annotations
@@ -17,13 +23,19 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from hermes_constants import get_hermes_home
+from hermes_constants import OPENROUTER_BASE_URL, get_hermes_home
 
 from hermes import config as _config
+from hermes_cli.config import get_compatible_custom_providers, is_provider_enabled
+from hermes_cli.config import load_config as _load_019
 
 __all__ = [
+    "OPENROUTER_BASE_URL",
     "AuthError",
+    "canonical_custom_identity",
+    "find_custom_provider_identity",
     "format_runtime_provider_error",
+    "has_named_custom_provider",
     "resolve_requested_provider",
     "resolve_runtime_provider",
 ]
@@ -76,7 +88,10 @@ def resolve_runtime_provider(
     requested_provider = resolve_requested_provider(requested)
     configured = _configured_provider(config)
     configured_url = str(config.get("model.base_url")).strip().rstrip("/")
-    if requested_provider in (_AUTO, configured) or requested_provider in _CUSTOM:
+    named = _named_entry(requested_provider)
+    if named is not None and requested_provider not in _CUSTOM:
+        base_url = named["base_url"]
+    elif requested_provider in (_AUTO, configured) or requested_provider in _CUSTOM:
         base_url = configured_url
     elif requested_provider in _config.PROVIDER_BASE_URLS:
         base_url = _config.PROVIDER_BASE_URLS[requested_provider]
@@ -89,11 +104,18 @@ def resolve_runtime_provider(
             code="invalid_provider",
         )
     base_url = (explicit_base_url or base_url).strip().rstrip("/")
-    # hermes holds one key, for its configured endpoint: never sent elsewhere.
-    key = _hermes_key(config) if base_url == configured_url else None
+    # hermes holds one key, for its configured endpoint: never sent elsewhere; a named
+    # endpoint has its own.
+    key: str | None
+    if named is not None and requested_provider not in _CUSTOM:
+        key = _entry_key(named) if base_url == named["base_url"].rstrip("/") else None
+    else:
+        key = _hermes_key(config) if base_url == configured_url else None
     explicit = bool(explicit_api_key or explicit_base_url)
     return {
-        "provider": _provider_name(requested_provider, configured, base_url),
+        "provider": "custom"
+        if named is not None
+        else _provider_name(requested_provider, configured, base_url),
         "api_mode": API_MODE,
         "base_url": base_url,
         "api_key": explicit_api_key or key or "",
@@ -104,6 +126,95 @@ def resolve_runtime_provider(
 
 def format_runtime_provider_error(error: Exception) -> str:
     return str(error)
+
+
+def has_named_custom_provider(requested_provider: str) -> bool:
+    """Whether config.yaml names an endpoint so (its name, or ``custom:<name>``; a name
+    of a provider hermes knows means that provider, unless written ``custom:``)."""
+    return _named_entry(requested_provider) is not None
+
+
+def find_custom_provider_identity(base_url: str) -> str | None:
+    """``custom:<name>`` of the first named endpoint at ``base_url``; None: none is."""
+    wanted = _url(base_url)
+    if not wanted:
+        return None
+    for entry in _named_entries():
+        if _url(entry.get("base_url")) == wanted:
+            return f"custom:{_entry_name(entry)}"
+    return None
+
+
+def canonical_custom_identity(
+    *, base_url: str | None = None, config_provider: str | None = None
+) -> str | None:
+    """The ``custom:<name>`` a bare ``custom`` provider stands for: the named endpoint at
+    ``base_url``, else the one ``config_provider`` (else ``model.provider``, else
+    ``HERMES_INFERENCE_PROVIDER``) names; None when neither is one."""
+    if base_url and (found := find_custom_provider_identity(base_url)):
+        return found
+    candidate = str(config_provider or "").strip()
+    if not candidate:
+        configured = _load_019().get("model")
+        configured = configured.get("provider") if isinstance(configured, dict) else None
+        candidate = str(configured or os.environ.get("HERMES_INFERENCE_PROVIDER", "")).strip()
+    name = _name(candidate)
+    if not name or name in {"custom", _AUTO, "openrouter"} or _named_entry(name) is None:
+        return None
+    return name if name.startswith("custom:") else f"custom:{name}"
+
+
+def _named_entries() -> list[dict[str, Any]]:
+    """The endpoints config.yaml names (``providers:``, ``custom_providers:``), those
+    switched off (``enabled: false``) left out."""
+    config = _load_019()
+    providers = config.get("providers")
+    off = {
+        str(key).strip().lower()
+        for key, entry in (providers.items() if isinstance(providers, dict) else ())
+        if not is_provider_enabled(entry)
+    }
+    return [
+        entry
+        for entry in get_compatible_custom_providers(config)
+        if str(entry.get("provider_key", "")).strip().lower() not in off
+    ]
+
+
+def _named_entry(requested: str | None) -> dict[str, Any] | None:
+    wanted = _name(requested or "")
+    if not wanted or wanted == _AUTO:
+        return None
+    if not wanted.startswith("custom:") and wanted in _config.PROVIDER_BASE_URLS:
+        return None  # a provider hermes knows is that provider
+    for entry in _named_entries():
+        names = {_name(str(entry.get("provider_key", ""))), _name(str(entry["name"]))} - {""}
+        if wanted in names or wanted in {f"custom:{n}" for n in names}:
+            return entry
+    return None
+
+
+def _entry_key(entry: dict[str, Any]) -> str:
+    """A named endpoint's key: the variable its ``key_env`` names (the environment, then
+    the home's .env), else its ``api_key``."""
+    variable = str(entry.get("key_env") or "").strip()
+    if variable:
+        found = os.environ.get(variable) or _config.dotenv_values(get_hermes_home()).get(variable)
+        if found:
+            return str(found).strip()
+    return str(entry.get("api_key") or "").strip()
+
+
+def _entry_name(entry: dict[str, Any]) -> str:
+    return _name(str(entry.get("provider_key") or entry["name"]))
+
+
+def _name(value: str) -> str:
+    return value.strip().lower().replace(" ", "-")
+
+
+def _url(value: Any) -> str:
+    return str(value or "").strip().rstrip("/").lower()
 
 
 def _configuration() -> _config.Config:

@@ -36,22 +36,34 @@ from typing import Any
 
 from hermes_constants import get_hermes_home
 
-from hermes.config import load_config
+from hermes.config import defaults, load_config
 from hermes.redaction import redact
 from hermes.state import SessionDB
 from hermes.state.errors import HermesAgentStoreError, StateError
 from hermes.state.location import STATE_FILE, StoreLocation, location_of
 from hermes.tools.processes import background, events
 from hermes.tools.processes.store import KILLED, ProcessRecord, ProcessStore
+from hermes.tools.processes.tool import TOOL
 
 __all__ = [
+    "MAX_ACTIVE_PROCESS_AGE",
+    "MAX_OUTPUT_CHARS",
+    "PROCESS_SCHEMA",
     "ProcessRegistry",
     "ProcessSession",
     "format_process_notification",
+    "format_uptime_short",
     "process_registry",
 ]
 
-OUTPUT_CHARS = 20_000  # the tail of the log a ProcessSession carries as output_buffer
+# The tail of the log a ProcessSession carries as ``output_buffer`` (0.19 keeps 200 000 in
+# memory; here it is read from the log and redacted on every call).
+MAX_OUTPUT_CHARS = 20_000
+# The seconds a background process may run by default before hermes ends it
+# (``terminal.background_timeout``; 0.19's 24 h is a session reset's limit).
+MAX_ACTIVE_PROCESS_AGE = int(defaults()["terminal.background_timeout"])
+# The process tool as the model is given it, in 0.19's shape (name, description, parameters).
+PROCESS_SCHEMA = TOOL.schema()["function"]
 _POLL_SECONDS = 0.2  # how often a blocking get looks at the spool again
 _REFRESH_SECONDS = 5.0  # how often the queue checks the records for unwatched endings
 
@@ -72,6 +84,7 @@ class ProcessSession:
     completion_reason: str = "exited"
     termination_source: str = ""
     output_buffer: str = ""
+    max_output_chars: int = MAX_OUTPUT_CHARS
     detached: bool = False
     notify_on_complete: bool = False
 
@@ -293,7 +306,7 @@ def _session(home: Path, record: ProcessRecord) -> ProcessSession:
         exit_code=record.exit_code,
         completion_reason=record.status if record.finished else "exited",
         termination_source="process.kill" if record.status == KILLED else "",
-        output_buffer=redact(_tail(log, OUTPUT_CHARS)),
+        output_buffer=redact(_tail(log, MAX_OUTPUT_CHARS)),
         notify_on_complete=record.notify_on_complete,
     )
 
@@ -385,6 +398,18 @@ def _is_gateway_key(key: str | None) -> bool:
     from hermes.gateway.settings import PLATFORMS  # only when there are events
 
     return key.split(":", 1)[0] in PLATFORMS
+
+
+def format_uptime_short(seconds: int) -> str:
+    """0.19's short uptime: ``42s``, ``3m 5s``, ``2h 7m``."""
+    total = max(0, int(seconds))
+    if total < 60:
+        return f"{total}s"
+    minutes, secs = divmod(total, 60)
+    if minutes < 60:
+        return f"{minutes}m {secs}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h {minutes}m"
 
 
 def _tail(path: Path, chars: int) -> str:

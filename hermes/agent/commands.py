@@ -433,7 +433,7 @@ def _usage(agent: AIAgent, arg: str) -> Reply:
 
 @command("help", "/help", "Show available commands", category="Info")
 def _help(agent: AIAgent, arg: str) -> Reply:
-    rows = [(c.usage, _with_aliases(c)) for c in COMMANDS.values() if not c.gateway_only]
+    rows = [(_short_usage(c), _with_aliases(c)) for c in COMMANDS.values() if not c.gateway_only]
     keys = "Enter sends, Esc Enter adds a line, Ctrl-C stops a turn, Ctrl-D leaves."
     return Reply(table(("COMMAND", ""), rows) + "\n" + keys)
 
@@ -450,12 +450,19 @@ def _quit(agent: AIAgent, arg: str) -> Reply:
     return Reply(exit=True)
 
 
+def _short_usage(spec: CommandSpec) -> str:
+    """The usage column of /help: a long usage (0.19's full syntax) as '/name [...]', so
+    one command does not widen every row; the command itself answers with the whole."""
+    return spec.usage if len(spec.usage) <= 20 else f"/{spec.name} [...]"
+
+
 def _with_aliases(spec: CommandSpec) -> str:
-    """'Start a new conversation ... (also /reset)': the help with the command's other
-    names (after it, so the usage column stays narrow)."""
-    if not spec.aliases:
+    """The help text and the command's other names ('(also /reset)'); a spelling with
+    '_' for '-' (/reload_mcp) is no news."""
+    others = [a for a in spec.aliases if a.replace("_", "-") != spec.name]
+    if not others:
         return spec.help
-    return f"{spec.help} (also {', '.join('/' + a for a in spec.aliases)})"
+    return f"{spec.help} (also {', '.join('/' + a for a in others)})"
 
 
 def _root(agent: AIAgent) -> dict[str, Any]:

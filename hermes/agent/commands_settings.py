@@ -228,7 +228,7 @@ def _voice(agent: AIAgent, arg: str) -> Reply:
 @command(
     "codex-runtime",
     "/codex-runtime [auto|codex_app_server]",
-    "Show the model runtime (hermes has one: auto, its OpenAI-compatible client).",
+    "Show the model runtime (hermes has one: its OpenAI-compatible client).",
     ("auto", "codex_app_server"),
     aliases=("codex_runtime",),
     category="Configuration",

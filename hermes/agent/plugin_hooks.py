@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
+
+from hermes.agent.model.client import SAMPLING_KEYS, ModelResponse, encode_message
 
 if TYPE_CHECKING:
     from hermes.agent.host import TurnHost
@@ -103,23 +105,74 @@ def before_request(host: TurnHost, messages: list[Message], call_count: int, too
 
 
 def around_tool(
-    host: TurnHost, name: str, arguments: str, call_id: str, run: Callable[[], str]
+    host: TurnHost,
+    name: str,
+    arguments: str,
+    call_id: str,
+    run: Callable[[str], str],
+    ask: Callable[[str, str], bool] | None = None,
 ) -> str:
-    """``pre_tool_call`` (which may block the call), the tool, ``post_tool_call``."""
+    """A tool call as 0.19 makes it: the thread's allowed tools, the ``tool_request``
+    middleware (which may change its arguments), ``pre_tool_call`` (which may block it,
+    or have ``ask(tool, why)`` ask the user), the tool through the ``tool_execution``
+    middleware, ``post_tool_call``. ``run(arguments)`` runs the tool."""
+    from hermes.plugins import middleware, pre_tool
+
+    refused = pre_tool.thread_refusal(name)
     plugins = _fires(host)
     if plugins is None or not (
-        plugins.has_hook("pre_tool_call") or plugins.has_hook("post_tool_call")
+        plugins.has_hook("pre_tool_call")
+        or plugins.has_hook("post_tool_call")
+        or plugins.has_middleware(middleware.TOOL_REQUEST)
+        or plugins.has_middleware(middleware.TOOL_EXECUTION)
     ):
-        return run()
+        return refused if refused is not None else run(arguments)
     args = _arguments(arguments)
-    keywords = {**_common(host), "tool_name": name, "args": args, "tool_call_id": call_id}
-    blocked = _block_message(plugins.invoke_hook("pre_tool_call", **keywords))
+    keywords = {**_common(host), "tool_name": name, "tool_call_id": call_id}
+    trace: list[dict[str, Any]] = []
+    if plugins.has_middleware(middleware.TOOL_REQUEST):
+        args, trace = middleware.rewrite(
+            middleware.TOOL_REQUEST,
+            plugins.middleware(middleware.TOOL_REQUEST),
+            "args",
+            args,
+            **keywords,
+        )
+        if trace:
+            arguments = json.dumps(args, ensure_ascii=False)
+    blocked = refused
+    if blocked is None and plugins.has_hook("pre_tool_call"):
+        said = plugins.invoke_hook(
+            "pre_tool_call", **keywords, args=args, middleware_trace=list(trace)
+        )
+        blocked = pre_tool.block_message(pre_tool.directive(said), name, ask)
     began = time.monotonic()
-    result = blocked if blocked is not None else run()
+    if blocked is not None:
+        result = blocked
+    elif plugins.has_middleware(middleware.TOOL_EXECUTION):
+        given = args
+
+        def last(chosen: dict[str, Any]) -> str:
+            return run(arguments if chosen is given else json.dumps(chosen, ensure_ascii=False))
+
+        answer = middleware.run_chain(
+            middleware.TOOL_EXECUTION,
+            plugins.middleware(middleware.TOOL_EXECUTION),
+            "args",
+            args,
+            last,
+            **keywords,
+            original_args=args,
+            middleware_trace=list(trace),
+        )
+        result = answer if isinstance(answer, str) else json.dumps(answer, default=str)
+    else:
+        result = run(arguments)
     failed = result.startswith(("Error:", "Refused:"))
     plugins.invoke_hook(
         "post_tool_call",
         **keywords,
+        args=args,
         result=result,
         duration_ms=int((time.monotonic() - began) * 1000),
         status="blocked" if blocked is not None else ("error" if failed else "ok"),
@@ -127,6 +180,78 @@ def around_tool(
         error_message=result if failed else None,
     )
     return result
+
+
+def model_call(
+    host: TurnHost,
+    complete: Callable[..., ModelResponse],
+    *,
+    encoded: list[bytes],
+    encoded_tools: list[bytes] | None,
+    model: str | None,
+    options: Mapping[str, Any] | None,
+    call_count: int,
+) -> ModelResponse:
+    """One model request through the ``llm_request`` middleware (which may change the
+    request: ``model``, ``messages``, ``tools``, sampling options) and the
+    ``llm_execution`` middleware around ``complete`` (the client's, given the rest of its
+    keywords by the caller)."""
+    from hermes.plugins import middleware
+
+    plugins = _fires(host)
+    if plugins is None or not (
+        plugins.has_middleware(middleware.LLM_REQUEST)
+        or plugins.has_middleware(middleware.LLM_EXECUTION)
+    ):
+        return complete(encoded=encoded, encoded_tools=encoded_tools, model=model, options=options)
+    request: dict[str, Any] = {
+        "model": model or host.binding.model,
+        "messages": [json.loads(piece) for piece in encoded],
+        **({"tools": [json.loads(t) for t in encoded_tools]} if encoded_tools else {}),
+        **(options or {}),
+    }
+    keywords = {**_common(host), "api_call_count": call_count}
+    original = request
+    trace: list[dict[str, Any]] = []
+    if plugins.has_middleware(middleware.LLM_REQUEST):
+        request, trace = middleware.rewrite(
+            middleware.LLM_REQUEST,
+            plugins.middleware(middleware.LLM_REQUEST),
+            "request",
+            request,
+            **keywords,
+        )
+
+    def last(chosen: dict[str, Any]) -> ModelResponse:
+        if chosen is original:  # unchanged: as encoded already
+            return complete(
+                encoded=encoded, encoded_tools=encoded_tools, model=model, options=options
+            )
+        return complete(
+            encoded=[encode_message(m) for m in chosen.get("messages") or []],
+            encoded_tools=[encode_message(t) for t in chosen.get("tools") or []] or None,
+            model=chosen.get("model") or model,
+            options={k: v for k, v in chosen.items() if k in SAMPLING_KEYS} or None,
+        )
+
+    if not plugins.has_middleware(middleware.LLM_EXECUTION):
+        return last(request)
+    answer = middleware.run_chain(
+        middleware.LLM_EXECUTION,
+        plugins.middleware(middleware.LLM_EXECUTION),
+        "request",
+        request,
+        last,
+        **keywords,
+        original_request=original,
+        middleware_trace=list(trace),
+    )
+    if not isinstance(answer, ModelResponse):
+        raise TypeError(
+            "an llm_execution middleware returned something other than the model's answer "
+            f"({type(answer).__name__}); return what next_call() gave."
+        )
+    return answer
 
 
 def after_turn(

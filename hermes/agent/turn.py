@@ -49,7 +49,10 @@ from hermes.state.segments import PARTIAL_UID_SUFFIX
 from hermes.state.usage import TokenUsage
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from hermes.agent.host import TurnHost
+    from hermes.tools.registry import ToolContext
 
 log = logging.getLogger(__name__)
 
@@ -389,12 +392,14 @@ def _next_step(host: TurnHost, turn: TurnState, tools: list[bytes]) -> Step:
     stream = _scrubbed_stream(turn)
     plugin_hooks.before_request(host, turn.messages, turn.iterations, len(tools or ()))
     try:
-        response = host.client.complete(
+        response = plugin_hooks.model_call(
+            host,
+            partial(host.client.complete, stream_callback=None if stream is None else stream.feed),
             encoded=[encode_message(system), *host.window.wire.pieces],
             encoded_tools=tools,
             model=turn.options.model,
-            stream_callback=None if stream is None else stream.feed,
             options=turn.options.sampling,
+            call_count=turn.iterations,
         )
     except ContextLengthError as exc:
         return CompressAndRetry(exc)
@@ -590,10 +595,10 @@ def _run_tools(host: TurnHost, turn: TurnState, response: Any) -> list[dict[str,
         else:
             _emit(host, turn, "tool_start", name=call.name, arguments=call.arguments, id=call.id)
             began = time.monotonic()
-            dispatch = partial(
-                host.toolbox.registry.dispatch, call.name, call.arguments, context, allowed=names
+            dispatch = partial(_dispatch, host, call.name, context, names)
+            result = plugin_hooks.around_tool(
+                host, call.name, call.arguments, call.id, dispatch, ask=_plugin_ask(context)
             )
-            result = plugin_hooks.around_tool(host, call.name, call.arguments, call.id, dispatch)
             _emit(
                 host,
                 turn,
@@ -608,6 +613,22 @@ def _run_tools(host: TurnHost, turn: TurnState, response: Any) -> list[dict[str,
         _save(host, turn, message)
     _check_interrupt(host)
     return [c for c in calls if c["function"]["name"] in theirs]
+
+
+def _dispatch(
+    host: TurnHost, name: str, context: ToolContext, allowed: list[str], arguments: str
+) -> str:
+    result: str = host.toolbox.registry.dispatch(name, arguments, context, allowed=allowed)
+    return result
+
+
+def _plugin_ask(context: ToolContext) -> Callable[[str, str], bool] | None:
+    """How a plugin's ``approve`` directive asks the user: the surface's approval prompt,
+    where someone is there to answer it; else None (the call is blocked)."""
+    approve = context.approve
+    if approve is None or not context.interactive:
+        return None
+    return lambda tool, why: approve(tool, why or f"a plugin asks before {tool} runs")
 
 
 def _last_tools(messages: list[Message]) -> list[dict[str, Any]]:

@@ -23,15 +23,19 @@ import socket
 import sys
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from hermes.cli.gateway_workers import STORE_GONE_EXIT
+from hermes.cli.gateway_workers import FATAL_CONFIG_EXIT, STORE_GONE_EXIT
+from hermes.errors import ConfigError, HermesError
 from hermes.gateway.runner import DEFAULT_GRACE
 from hermes.gateway.state_file import GatewayStateFile
 from hermes.redaction import install_log_scrubber
 from hermes.state.errors import StoreReplacedError
+
+if TYPE_CHECKING:
+    from hermes.config import Config
 
 log = logging.getLogger("hermes.gateway")
 
@@ -124,11 +128,15 @@ def run(
     from hermes.gateway.runner import GatewayRunner
     from hermes.gateway.settings import API_SERVER, api_server_settings, platforms_from_config
 
-    config = load_config()
-    platforms = platforms_from_config(config)
-    api = None
-    if api_server or API_SERVER in platforms:
-        api = api_server_settings(config, platforms.get(API_SERVER), api_server)
+    try:
+        config = load_config()
+        platforms = platforms_from_config(config)
+        api = None
+        if api_server or API_SERVER in platforms:
+            api = api_server_settings(config, platforms.get(API_SERVER), api_server)
+    except ConfigError as exc:
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(FATAL_CONFIG_EXIT)
     if worker_index is not None and api is not None:  # one of a supervisor's workers
         api = replace(api, shared=True)
         if worker_index > 0:  # one bot connection per token: chats stay in worker 0
@@ -180,6 +188,24 @@ def _supervise(count: int, api: Any, grace: float, verbose: bool, platforms: lis
         reason = None if code == 0 else supervisor.reason or "a worker could not run"
         state.stopped(reason, failed=not supervisor.announced)
     return code
+
+
+async def serve_home(config: Config, *, grace: float = DEFAULT_GRACE) -> bool:
+    """This home's gateway in one process, in the running event loop, until SIGTERM or
+    SIGINT (as ``hermes gateway run --workers 1``, state file included). False: it could
+    not start (the reason logged); True: it ran and stopped. Its store replaced under
+    it: ``SystemExit(STORE_GONE_EXIT)``, as the command exits."""
+    from hermes.gateway.runner import GatewayRunner
+
+    try:
+        runner = GatewayRunner(config)
+        store_gone = await _serve(runner, grace, None, GatewayStateFile(runner.home))
+    except HermesError as exc:
+        log.error("The gateway could not start: %s", exc)
+        return False
+    if store_gone:
+        raise SystemExit(STORE_GONE_EXIT)
+    return True
 
 
 STORE_WATCH_SECONDS = 1.0

@@ -39,6 +39,9 @@ RESTART_LIMIT = 5
 # A worker that exits with this code found its store file deleted or replaced: the
 # supervisor stops the gateway instead of starting a worker on whatever file is there now.
 STORE_GONE_EXIT = 75
+# EX_CONFIG (sysexits.h), as Hermes Agent 0.19 exits: config.yaml is wrong, so a service
+# manager starting the gateway again would fail the same way.
+FATAL_CONFIG_EXIT = 78
 RESTART_WINDOW = 60.0
 READY = b"ready\n"
 

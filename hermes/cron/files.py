@@ -81,7 +81,7 @@ def write_files(home: Path, store: CronStore) -> None:
             _keep_hermes_agents_own(folder / "jobs.json")
             _write_atomic(folder / "jobs.json", json.dumps(payload, indent=2) + "\n")
             for job, run in latest:
-                if run is not None and run["finished_at"] and run["status"] != "skipped":
+                if run is not None and run["status"] in ("completed", "failed"):
                     _write_run_document(home, job, run)
     except (OSError, Timeout, ValueError) as exc:
         log.warning(
@@ -197,14 +197,15 @@ def _write_atomic(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-# Runs ``cron.jobs.run_job`` saw the gateway finish, one file per job, so 0.19's
-# ``mark_job_run`` after it (maybe in another process: hermes-webui runs jobs in a child)
-# does not record the same run a second time.
+# Runs recorded already, one file per job: those ``cron.scheduler.run_job`` saw the
+# gateway finish, and those a caller ended with ``cron.executions.finish_execution``, so
+# 0.19's ``mark_job_run`` after it (maybe in another process: hermes-webui runs jobs in a
+# child) does not record the same run a second time.
 GATEWAY_RUNS = ".gateway-runs"
 
 
 def note_gateway_run(home: Path, job_id: str, run_id: str) -> None:
-    """``run_job`` saw the gateway finish ``run_id`` of the job."""
+    """``run_id`` of the job is recorded already (``mark_job_run`` is to skip it)."""
     folder = cron_dir(home) / GATEWAY_RUNS
     try:
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)

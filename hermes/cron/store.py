@@ -380,6 +380,89 @@ class CronStore(Tables):
             self._changed()
         return run_id
 
+    # -- runs a caller makes itself (Hermes Agent 0.19's ``cron.executions``) ------------
+    #
+    # Statuses the scheduler never takes (it takes ``due`` and lapsed ``running`` runs):
+    # ``claimed``, then ``started`` while the caller runs it, then ``completed``/``failed``,
+    # or ``unknown`` once its holder died first (0.19's ledger: not a retry queue).
+
+    def claim_execution(self, job_id: str, holder: str, now: float | None = None) -> dict[str, Any]:
+        """A run ``holder`` (``lease.make_holder()``) is about to make of ``job_id``."""
+        now = time.time() if now is None else now
+
+        def claim(tx: Tx) -> dict[str, Any]:
+            for nudge in range(1000):  # one run per due time: a twin instant gets the next
+                run_id = _insert_run(tx, job_id, now + nudge * 1e-6, "claimed", now)
+                if run_id is not None:
+                    tx.run("UPDATE cron_runs SET holder = ? WHERE id = ?", (holder, run_id))
+                    return _one_run(tx, run_id)
+            raise RuntimeError(f"Could not record a run of job {job_id}: too many at once.")
+
+        return self._write(claim)
+
+    def start_execution(self, run_id: str) -> dict[str, Any] | None:
+        """A claimed run started (once); None: it is not a claimed one."""
+
+        def start(tx: Tx) -> dict[str, Any] | None:
+            changed = tx.run(
+                "UPDATE cron_runs SET status = 'started' WHERE id = ? AND status = 'claimed'",
+                (run_id,),
+            )
+            return _one_run(tx, run_id) if changed else None
+
+        return self._write(start)
+
+    def finish_execution(
+        self, run_id: str, error: str | None, now: float | None = None
+    ) -> dict[str, Any] | None:
+        """A claimed or started run ended: failed with ``error``, else completed, counted
+        as ``finish`` counts a gateway's run. Once only: None when it had ended already."""
+        now = time.time() if now is None else now
+
+        def end(tx: Tx) -> dict[str, Any] | None:
+            changed = tx.run(
+                "UPDATE cron_runs SET status = ?, error = ?, finished_at = ?"
+                " WHERE id = ? AND status IN ('claimed', 'started')",
+                ("failed" if error else "completed", error, now, run_id),
+            )
+            if not changed:
+                return None
+            run = _one_run(tx, run_id)
+            tx.run("UPDATE cron_jobs SET last_run_at = ? WHERE id = ?", (now, run["job_id"]))
+            _count_run(tx, run["job_id"])
+            return run
+
+        ended = self._write(end)
+        if ended is not None:
+            self._changed()
+        return ended
+
+    def recover_executions(self, now: float | None = None) -> int:
+        """Claimed or started runs whose holder died on this host are ``unknown`` (whether
+        their work was done is not known, so none is run again); how many."""
+        now = time.time() if now is None else now
+        why = (
+            "The process running this job ended before it recorded how the run ended;"
+            " whether its work was done is unknown."
+        )
+
+        def recover(tx: Tx) -> int:
+            rows = tx.all("SELECT id, holder FROM cron_runs WHERE status IN ('claimed', 'started')")
+            dead = [r["id"] for r in rows if lease.holder_is_dead(r["holder"] or "")]
+            return sum(
+                tx.run(
+                    "UPDATE cron_runs SET status = 'unknown', finished_at = ?, error = ?"
+                    " WHERE id = ? AND status IN ('claimed', 'started')",
+                    (now, why, run_id),
+                )
+                for run_id in dead
+            )
+
+        changed = self._write(recover)
+        if changed:
+            self._changed()
+        return changed
+
     def claim_dispatch(self, job_id: str) -> bool:
         """0.19's ``claim_dispatch``: count a finite one-shot's run before it runs. False
         when its count is reached already (a run claimed, then lost): the job is removed,

@@ -90,6 +90,9 @@ AdapterFactory = Callable[[ApiHost, PlatformSettings], Adapter]
 
 QUEUED_ACK = "Queued: I will answer after the current reply."
 DEFAULT_GRACE = 30.0
+# The most seconds between a gateway's heartbeats in the store (a quarter of
+# ``gateway.queue_takeover_after`` when that is shorter): by default every 30 s.
+MAX_HEARTBEAT_SECONDS = 30.0
 
 
 class GatewayRunner:
@@ -147,7 +150,7 @@ class GatewayRunner:
         delivering = (*CHAT_PLATFORMS, WEBHOOK)
         unserved = [name for name in delivering if name not in self.platforms]
         self.queue = QueueStore(db, self.holder, takeover_after=takeover_after, unserved=unserved)
-        self.heartbeat_every = min(30.0, takeover_after / 4)
+        self.heartbeat_every = min(MAX_HEARTBEAT_SECONDS, takeover_after / 4)
         self.access = AccessControl(self.platforms)
         # This gateway's agents' background processes report here, and only here.
         self.event_bus = events.EventBus()

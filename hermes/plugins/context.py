@@ -1,6 +1,7 @@
 """``PluginContext``: what a plugin's ``register(ctx)`` is handed (0.19's method names).
 
-A plugin registers tools, lifecycle hooks and a context engine here. The other
+A plugin registers tools, lifecycle hooks, middleware (hermes/plugins/middleware.py) and a
+context engine here. The other
 ``register_*`` methods of Hermes Agent (image providers, platforms, ...) name things
 hermes does not have: they are accepted with one log line, so such a plugin still loads.
 """
@@ -18,10 +19,16 @@ from typing import Any
 
 from hermes.plugins.engine import ContextEngine
 from hermes.plugins.manifest import PluginManifest
+from hermes.plugins.middleware import VALID_MIDDLEWARE
 from hermes.plugins.registry import VALID_HOOKS, PluginRegistry
 from hermes.tools.registry import Tool, ToolContext
 
 log = logging.getLogger(__name__)
+
+
+class PluginToolOverrideError(PermissionError):
+    """A plugin asked to replace one of hermes's own tools (``override=True``): hermes never
+    lets one, so that plugin does not load (0.19 allows it only when the operator opts in)."""
 
 
 class PluginContext:
@@ -51,7 +58,17 @@ class PluginContext:
         override: bool = False,
     ) -> None:
         """A tool the model may call, in its own ``toolset`` (``agent.toolsets`` names it).
-        A built-in tool of the same name is never replaced."""
+        A built-in tool of the same name is never replaced: asked to (``override``), it
+        is a ``PluginToolOverrideError``."""
+        if override:
+            from hermes.tools.toolsets import builtin_tools
+
+            if name in {tool.name for tool in builtin_tools()}:
+                raise PluginToolOverrideError(
+                    f"Plugin {self.manifest.id!r} cannot override built-in tool {name!r}: "
+                    "hermes never lets a plugin replace its own tools; give the plugin's "
+                    "tool a name of its own."
+                )
         if check_fn is not None and not _passes(check_fn):
             log.info("plugin %s: tool %s is not available here (check_fn)", self.manifest.id, name)
             return
@@ -79,6 +96,19 @@ class PluginContext:
                 ", ".join(sorted(VALID_HOOKS)),
             )
         self._manager.add_hook(hook_name, callback, self.manifest)
+
+    def register_middleware(self, kind: str, callback: Callable[..., Any]) -> None:
+        """A callback that changes a tool call or a model request (``VALID_MIDDLEWARE``,
+        hermes/plugins/middleware.py); another kind is kept (a newer plugin) with one
+        warning."""
+        if kind not in VALID_MIDDLEWARE:
+            log.warning(
+                "plugin %s registered middleware %r, which hermes never runs (it runs: %s)",
+                self.manifest.id,
+                kind,
+                ", ".join(sorted(VALID_MIDDLEWARE)),
+            )
+        self._manager.add_middleware(kind, callback, self.manifest)
 
     def register_context_engine(self, engine: Any) -> None:
         """The context engine ``context.engine: <engine.name>`` selects (one per process)."""

@@ -18,12 +18,16 @@ and on a gateway's chats as 0.19 runs them: ``handler(raw_args)``, its text the 
   message_count, tool_count, model, platform, started_at)``: before each model request
   of a turn (its answer is not read, as in 0.19);
 - ``pre_tool_call(tool_name, args, task_id, session_id, tool_call_id, ...)``: before each
-  tool; ``{"action": "block", "message": m}`` answers the call with ``m`` instead;
+  tool; ``{"action": "block", "message": m}`` answers the call with ``m`` instead,
+  ``{"action": "approve", ...}`` asks the user first (hermes/plugins/pre_tool.py);
 - ``post_tool_call(..., result, duration_ms, status, ...)``: after each tool;
 - ``post_llm_call(session_id, task_id, turn_id, user_message, assistant_response,
   conversation_history, model, platform)``: once per answered turn;
 - ``on_session_end(session_id, task_id, turn_id, completed, interrupted, model,
   platform)``: at the end of every turn, as 0.19 does;
+- middleware (``ctx.register_middleware``: ``tool_request``, ``tool_execution``,
+  ``llm_request``, ``llm_execution``) changes a tool call or a model request where
+  hooks only hear of it (hermes/plugins/middleware.py);
 - ``pre_gateway_dispatch(event, gateway, session_store)``: each chat platform message
   a gateway receives, before its access check (hermes/gateway/runner.py): ``event`` is
   the ``IncomingMessage`` (``text``, ``origin``); ``{"action": "skip"}`` drops it,
@@ -64,6 +68,7 @@ class LoadedPlugin:
     error: str | None = None
     tools: list[str] = field(default_factory=list)
     hooks: list[str] = field(default_factory=list)
+    middleware: list[str] = field(default_factory=list)
     other: list[str] = field(default_factory=list)  # commands and skills hermes keeps aside
 
 
@@ -74,6 +79,7 @@ class PluginManager:
         self.home = home
         self.plugins: dict[str, LoadedPlugin] = {}
         self._hooks: dict[str, list[Callable[..., Any]]] = {}
+        self._middleware: dict[str, list[Callable[..., Any]]] = {}
         self._tools: dict[str, Tool] = {}
         self._commands: dict[str, Callable[..., Any]] = {}
         self._command_info: dict[str, dict[str, Any]] = {}
@@ -125,6 +131,11 @@ class PluginManager:
         self._hooks.setdefault(name, []).append(callback)
         if self._loading is not None and name not in self._loading.hooks:
             self._loading.hooks.append(name)
+
+    def add_middleware(self, kind: str, callback: Callable[..., Any], manifest: Any) -> None:
+        self._middleware.setdefault(kind, []).append(callback)
+        if self._loading is not None and kind not in self._loading.middleware:
+            self._loading.middleware.append(kind)
 
     def add_command(
         self, name: str, handler: Callable[..., Any], manifest: Any, description: str = ""
@@ -193,6 +204,27 @@ class PluginManager:
 
     def has_hook(self, name: str) -> bool:
         return bool(self._hooks.get(name))
+
+    def has_middleware(self, kind: str) -> bool:
+        return bool(self._middleware.get(kind))
+
+    def middleware(self, kind: str) -> list[Callable[..., Any]]:
+        """The callbacks of middleware ``kind``, in the order they were registered."""
+        return list(self._middleware.get(kind, ()))
+
+    def invoke_middleware(self, kind: str, **kwargs: Any) -> list[Any]:
+        """Call every callback of middleware ``kind`` (one that raises is one log line);
+        their answers that are not None."""
+        answers = []
+        for callback in self.middleware(kind):
+            try:
+                answer = callback(**kwargs)
+            except Exception as exc:  # a plugin's bug must not break the caller
+                log.warning("plugin middleware %s (%s) failed: %s", kind, _label(callback), exc)
+                continue
+            if answer is not None:
+                answers.append(answer)
+        return answers
 
     def invoke_hook(self, name: str, **kwargs: Any) -> list[Any]:
         """Call every callback of hook ``name``; their answers that are not None."""

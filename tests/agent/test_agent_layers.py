@@ -24,7 +24,8 @@ FACADE = "hermes.agent.agent"
 # of commands it imports, commands_*.py), a surface of the facade like the CLI (they
 # drive its public commands: undo, compress_now, set_model, ...; the facade never
 # imports them, so no cycle).
-MAY_IMPORT_THE_FACADE = {"hermes.agent", FACADE, "hermes.agent.commands"}
+# hermes.agent.background too: /background builds an agent of its own for its prompt.
+MAY_IMPORT_THE_FACADE = {"hermes.agent", FACADE, "hermes.agent.commands", "hermes.agent.background"}
 COMMAND_ROOMS = "hermes.agent.commands_"
 
 

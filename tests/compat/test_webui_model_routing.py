@@ -243,3 +243,54 @@ def test_a_switch_hermes_cannot_make_changes_nothing(
         first.url,
     )
     assert [r["model"] for r in first.requests] == [fake.DEFAULT_MODEL]
+
+
+def test_a_named_endpoint_of_config_yaml_is_found_and_resolved_as_0_19(
+    hermes_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """config.yaml's ``providers:`` and 0.19's older ``custom_providers:`` name endpoints:
+    asked for by name or ``custom:<name>``, one answers its own URL and key; the identity
+    helpers find it by URL or by the configured provider, as 0.19's do."""
+    from hermes_cli.runtime_provider import (
+        OPENROUTER_BASE_URL,
+        canonical_custom_identity,
+        find_custom_provider_identity,
+        has_named_custom_provider,
+    )
+
+    monkeypatch.setenv("LAB_KEY", "sk-lab")
+    write_home(
+        hermes_home,
+        "model:\n  default: m\n  provider: Lab Box\n  base_url: http://127.0.0.1:9/v1\n"
+        "providers:\n"
+        "  Lab Box:\n    api: http://10.0.0.5:8000/v1/\n    key_env: LAB_KEY\n"
+        "  old-box:\n    api: http://10.0.0.6:8000/v1\n    enabled: false\n"
+        "  deepseek:\n    api: http://10.0.0.7:8000/v1\n"
+        "custom_providers:\n  - name: Legacy\n    base_url: http://10.0.0.8/v1\n"
+        "    api_key: sk-legacy\n",
+    )
+    assert has_named_custom_provider("lab-box") and has_named_custom_provider("custom:lab-box")
+    assert has_named_custom_provider("legacy")
+    assert not has_named_custom_provider("old-box")  # switched off
+    assert not has_named_custom_provider("deepseek")  # the provider hermes knows wins
+    assert has_named_custom_provider("custom:deepseek")
+    assert not has_named_custom_provider("nowhere")
+
+    assert find_custom_provider_identity("HTTP://10.0.0.5:8000/v1") == "custom:lab-box"
+    assert find_custom_provider_identity("http://10.0.0.8/v1/") == "custom:legacy"
+    assert find_custom_provider_identity("http://10.0.0.6:8000/v1") is None
+    assert canonical_custom_identity(base_url="http://10.0.0.8/v1") == "custom:legacy"
+    assert canonical_custom_identity() == "custom:lab-box"  # model.provider names it
+    assert canonical_custom_identity(config_provider="openrouter") is None
+
+    lab = resolve(requested="custom:lab-box")
+    assert (lab["provider"], lab["base_url"], lab["api_key"]) == (
+        "custom",
+        "http://10.0.0.5:8000/v1",
+        "sk-lab",
+    )
+    legacy = resolve(requested="Legacy")
+    assert (legacy["base_url"], legacy["api_key"]) == ("http://10.0.0.8/v1", "sk-legacy")
+    elsewhere = resolve(requested="legacy", explicit_base_url="http://10.9.9.9/v1")
+    assert elsewhere["api_key"] == ""  # an endpoint's key goes to that endpoint only
+    assert OPENROUTER_BASE_URL == "https://openrouter.ai/api/v1"

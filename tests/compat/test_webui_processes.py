@@ -254,3 +254,38 @@ def test_a_process_outliving_the_webui_that_started_it_is_recovered_and_heard(
     assert "outlived" in evt["output"]
     with pytest.raises(queue.Empty):
         process_registry.completion_queue.get_nowait()
+
+
+def test_a_long_log_is_carried_to_max_output_chars_and_uptime_told_as_0_19(
+    fake_llm: fake.FakeLLMServer, db: SessionDB, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The tail of a process's log a ProcessSession carries is MAX_OUTPUT_CHARS long, its
+    newest output last; ``format_uptime_short`` says an uptime as 0.19's /status does."""
+    from tools.process_registry import MAX_OUTPUT_CHARS, format_uptime_short, process_registry
+
+    monkeypatch.chdir(tmp_path)
+    command = f"yes abcdefgh | head -c {MAX_OUTPUT_CHARS + 5000}; echo; echo LAST-LINE"
+    pid = start_in_a_webui_turn(fake_llm, db, "webui-long", command)
+    wait_until(lambda: bool((proc := process_registry.get(pid)) and proc.exited))
+    proc = process_registry.get(pid)
+    assert proc is not None and proc.max_output_chars == MAX_OUTPUT_CHARS
+    assert len(proc.output_buffer) == MAX_OUTPUT_CHARS
+    assert proc.output_buffer.endswith("LAST-LINE\n")
+
+    told = [format_uptime_short(s) for s in (-3, 0, 59, 60, 185, 3599, 3600, 7625, 90061)]
+    assert told == ["0s", "0s", "59s", "1m 0s", "3m 5s", "59m 59s", "1h 0m", "2h 7m", "25h 1m"]
+
+
+def test_the_process_tool_schema_and_file_requirements_are_hermess_own() -> None:
+    """PROCESS_SCHEMA is the process tool the model is given (0.19's shape: name,
+    description, parameters); hermes's file tools need no terminal backend."""
+    from tools import check_file_requirements
+    from tools.process_registry import PROCESS_SCHEMA
+
+    from hermes.tools import default_registry
+
+    (given,) = default_registry().schemas(["process"])
+    assert given["function"] == PROCESS_SCHEMA and PROCESS_SCHEMA["name"] == "process"
+    assert set(PROCESS_SCHEMA["parameters"]["properties"]) >= {"action", "id"}
+    assert check_file_requirements() is True
+    assert {"read_file", "write_file", "patch"} <= set(default_registry().names())

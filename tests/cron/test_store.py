@@ -4,12 +4,14 @@ retried and then marked failed where people see them."""
 
 from __future__ import annotations
 
+import platform
 import threading
 
 import pytest
 
 from hermes.cron import CronStore, parse
 from hermes.cron.store import MAX_ATTEMPTS, MISSED_AFTER
+from hermes.state.lease import make_holder
 from tests.state.helpers import StoreSpec
 
 T0 = 1_800_000_000.0
@@ -281,3 +283,29 @@ def test_a_job_that_keeps_no_count_is_never_counted(cron: CronStore) -> None:
     _run_once(cron, made["id"], T0 + 1)
     assert cron.job(made["id"])["completed"] is None  # type: ignore[index]
     assert cron.claim_dispatch(made["id"]) is True
+
+
+def test_a_run_its_caller_makes_itself_is_never_taken_and_ends_once(cron: CronStore) -> None:
+    """0.19's ``cron.executions``: claimed, started, ended once, counted as a run; the
+    scheduler takes none of it, and one whose holder died is ``unknown``, not run again."""
+    job = _job(cron, deliver="local")
+    mine = cron.claim_execution(job, make_holder(), now=T0)
+    twin = cron.claim_execution(job, make_holder(), now=T0)  # the same instant: both kept
+    assert (mine["status"], twin["due_at"] > mine["due_at"]) == ("claimed", True)
+    assert cron.take_run("gateway", ttl=60, now=T0 + 1) is None
+    started = cron.start_execution(mine["id"])
+    assert started is not None and started["status"] == "started"
+    assert cron.start_execution(mine["id"]) is None
+    assert cron.take_run("gateway", ttl=60, now=T0 + 1) is None
+    ended = cron.finish_execution(mine["id"], "boom", now=T0 + 2)
+    assert ended is not None and (ended["status"], ended["error"]) == ("failed", "boom")
+    assert cron.finish_execution(mine["id"], None) is None
+    assert cron.job(job)["last_run_at"] == T0 + 2  # type: ignore[index]
+
+    lost = cron.claim_execution(job, "elsewhere:pid=1:agent=x", now=T0 + 3)  # another host's
+    dead = cron.claim_execution(job, f"{platform.node()}:pid=999999999:agent=x", now=T0 + 4)
+    assert cron.recover_executions(now=T0 + 5) == 1  # the twin's holder (this process) lives
+    statuses = {r["id"]: r["status"] for r in cron.runs(job)}
+    assert statuses[dead["id"]] == "unknown" and statuses[twin["id"]] == "claimed"
+    assert statuses[lost["id"]] == "claimed"  # on another host: only that host can tell
+    assert cron.take_run("gateway", ttl=60, now=T0 + 6) is None
