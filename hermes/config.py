@@ -816,6 +816,76 @@ def load_config(path: Path | None = None) -> Config:
     return Config(values=values, path=path, lines=lines, ignored=ignored)
 
 
+@dataclass(frozen=True)
+class EndpointTransport:
+    """What Hermes Agent's provider entry for an endpoint adds to each request to it:
+    ``headers`` (often a credential: a proxy's or Cloudflare Access's token) and how its
+    certificate is checked, ``verify``: True (the system's CAs), False (not at all) or
+    the path of a CA file."""
+
+    headers: tuple[tuple[str, str], ...] = ()
+    verify: bool | str = True
+
+
+def endpoint_transport(config: Config, base_url: str) -> EndpointTransport:
+    """The ``extra_headers``, ``ssl_ca_cert`` and ``ssl_verify`` of ``base_url``'s entry in
+    Hermes Agent's ``custom_providers`` list or ``providers`` mapping (its ``base_url``,
+    ``url`` or ``api``, compared without case or a trailing slash), which Hermes Agent
+    applies to its model client; none when no entry is the endpoint's. The headers'
+    values are made known to the redactor."""
+    wanted = base_url.rstrip("/").lower()
+    for entry in _provider_entries(config.ignored):
+        url = next((entry[k] for k in ("base_url", "url", "api") if entry.get(k)), "")
+        if not isinstance(url, str) or url.rstrip("/").lower() != wanted:
+            continue
+        headers = entry.get("extra_headers")
+        pairs = tuple(
+            (str(name), str(value))
+            for name, value in (headers.items() if isinstance(headers, Mapping) else ())
+            if value is not None
+        )
+        redaction.register(*(value for _, value in pairs))  # often a credential
+        return EndpointTransport(pairs, _verify(entry))
+    return EndpointTransport()
+
+
+def _provider_entries(ignored: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """Hermes Agent's provider entries (hermes reads neither section: they are among the
+    file's ignored keys, ``providers.<name>.<key>`` flattened), the list's first."""
+    listed = ignored.get("custom_providers")
+    entries = [e for e in listed if isinstance(e, Mapping)] if isinstance(listed, list) else []
+    named: dict[str, dict[str, Any]] = {}
+    for key, value in ignored.items():
+        if not key.startswith("providers."):
+            continue
+        name, _, rest = key.removeprefix("providers.").partition(".")
+        node = named.setdefault(name, {})
+        *parents, leaf = rest.split(".") if rest else [""]
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = value
+    return entries + list(named.values())
+
+
+def _verify(entry: Mapping[str, Any]) -> bool | str:
+    """How an entry's endpoint certificate is checked: ``ssl_verify: false`` turns the
+    check off; else ``ssl_ca_cert`` names the CA to check it with (when the file is
+    there: Hermes Agent, too, falls back to the system's CAs)."""
+    verify = entry.get("ssl_verify")
+    if verify is False or (
+        isinstance(verify, str) and verify.strip().lower() in ("false", "0", "no", "off")
+    ):
+        return False
+    ca = entry.get("ssl_ca_cert")
+    if isinstance(ca, str) and ca.strip():
+        path = Path(ca.strip()).expanduser()
+        if path.is_file():
+            return str(path)
+        print(f"hermes: the CA file {path} (ssl_ca_cert) is not there; using the system's.",
+              file=sys.stderr)  # fmt: skip
+    return True
+
+
 def save_value(key: str, value: Any, path: Path | None = None) -> Path:
     """Set one key in the config file, keeping every other (hermes's or not) and the
     file's comments, order and list style; returns the path.

@@ -19,7 +19,10 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import CommentMark
+from ruamel.yaml.scalarstring import ScalarString, SingleQuotedScalarString
 from ruamel.yaml.tokens import CommentToken
+
+from hermes.errors import ConfigError
 
 
 def set_key(path: Path, key: str, value: Any) -> None:
@@ -31,13 +34,22 @@ def set_key(path: Path, key: str, value: Any) -> None:
         tree = CommentedMap()
     if isinstance(tree.get("model"), str):  # `model: NAME`, Hermes Agent's short form
         tree["model"] = CommentedMap({"default": tree["model"]})
-    node, parts = tree, key.split(".")
-    while len(parts) > 1 and isinstance(node.get(parts[0]), CommentedMap):
-        node, parts = node[parts[0]], parts[1:]
+    node: Any = tree
+    parts = key.split(".")
+    while len(parts) > 1 and isinstance(_item(node, parts[0]), CommentedMap | CommentedSeq):
+        node, parts = _item(node, parts[0]), parts[1:]
     head, rest = parts[0], parts[1:]
+    value = _read_back_as_written(value)
     for part in reversed(rest):  # the sections still missing, built whole before adding
         value = CommentedMap({part: value})
-    if head in node:
+    if isinstance(node, CommentedSeq):  # `custom_providers.0.api_key`: an item there
+        if _index(node, head) is None:
+            raise ConfigError(
+                f"Cannot set '{key}': {head!r} is not an index of that list (it has "
+                f"{len(node)} items, from 0)."
+            )
+        node[int(head)] = _updated(node[int(head)], value)
+    elif head in node:
         node[head] = _updated(node[head], value)
     else:
         _add(node, head, value)
@@ -54,23 +66,68 @@ def unset_key(path: Path, key: str) -> bool:
         return False
     if key == "model.default" and isinstance(tree.get("model"), str):
         key = "model"  # `model: NAME` is model.default
-    trail: list[CommentedMap] = [tree]
+    trail: list[Any] = [tree]
     *parents, leaf = key.split(".")
     for part in parents:
-        child = trail[-1].get(part)
-        if not isinstance(child, CommentedMap):
+        child = _item(trail[-1], part)
+        if not isinstance(child, CommentedMap | CommentedSeq):
             return False
         trail.append(child)
-    if leaf not in trail[-1]:
+    if isinstance(trail[-1], CommentedSeq):  # an item of a list, by its index
+        at = _index(trail[-1], leaf)
+        if at is None:
+            return False
+        del trail[-1][at]
+    elif leaf in trail[-1]:
+        _remove(trail[-1], leaf)
+    else:
         return False
-    _remove(trail[-1], leaf)
-    # A section the removal left empty goes too (`plugins: {}` would say something).
+    # A section the removal left empty goes too (`plugins: {}` would say something); a
+    # list the user wrote stays, even empty.
     for parent, part in zip(reversed(trail[:-1]), reversed(parents), strict=True):
-        if parent[part]:
+        if (
+            not isinstance(parent, CommentedMap)
+            or parent[part]
+            or isinstance(parent[part], CommentedSeq)
+        ):
             break
         _remove(parent, part)
     _write(path, yaml, tree)
     return True
+
+
+def _read_back_as_written(value: Any) -> Any:
+    """``value`` with each text that a YAML 1.1 reader (PyYAML, which reads config.yaml
+    here and in Hermes Agent) would read as something else quoted: ruamel writes YAML
+    1.2, where ``off``, ``yes`` or ``1_000`` are plain text and need no quotes."""
+    import yaml
+
+    if isinstance(value, ScalarString):
+        return value  # quoted as the file had it
+    if isinstance(value, str):
+        try:
+            same = yaml.safe_load(value) == value
+        except yaml.YAMLError:
+            same = False
+        return value if same else SingleQuotedScalarString(value)
+    if isinstance(value, list) and not isinstance(value, CommentedSeq):
+        return [_read_back_as_written(item) for item in value]
+    if isinstance(value, dict) and not isinstance(value, CommentedMap):
+        return {key: _read_back_as_written(item) for key, item in value.items()}
+    return value
+
+
+def _index(sequence: CommentedSeq, part: str) -> int | None:
+    """``part`` as an index of ``sequence`` (``0``, ``1``...), or None when it is none."""
+    return int(part) if part.isdigit() and int(part) < len(sequence) else None
+
+
+def _item(container: Any, part: str) -> Any:
+    """``container``'s entry named by one part of a dotted key (a list's by its index)."""
+    if isinstance(container, CommentedSeq):
+        at = _index(container, part)
+        return None if at is None else container[at]
+    return container.get(part) if isinstance(container, CommentedMap) else None
 
 
 def _read(path: Path) -> str:

@@ -123,8 +123,40 @@ def resolve_provider_client(
             )
         return None, None
     settings = endpoint(config, explicit_base_url, explicit_api_key)
+    _provider_tls_and_headers(settings, async_mode=async_mode)
     client = openai.AsyncOpenAI(**settings) if async_mode else openai.OpenAI(**settings)
     return client, model or str(config.get("model.default"))
+
+
+def _provider_tls_and_headers(settings: dict[str, Any], *, async_mode: bool) -> None:
+    """The ``extra_headers``, ``ssl_ca_cert`` and ``ssl_verify`` of the endpoint's entry
+    in 0.19's ``providers``/``custom_providers`` into the openai client's ``settings``,
+    as 0.19 builds its clients."""
+    import ssl
+
+    import httpx2
+    from hermes_cli.config import (
+        apply_custom_provider_extra_headers_to_client_kwargs,
+        get_custom_provider_tls_settings,
+    )
+
+    base_url = str(settings["base_url"])
+    apply_custom_provider_extra_headers_to_client_kwargs(settings, base_url)
+    tls = get_custom_provider_tls_settings(base_url)
+    if not tls:
+        return
+    verify: bool | ssl.SSLContext = True
+    if tls.get("ssl_verify") is False:
+        logger.warning("TLS certificate verification is off (ssl_verify: false) for %s", base_url)
+        verify = False
+    elif tls.get("ssl_ca_cert"):
+        cafile = os.path.expanduser(tls["ssl_ca_cert"])
+        if os.path.isfile(cafile):
+            verify = ssl.create_default_context(cafile=cafile)
+        else:
+            logger.warning("The CA file %s (ssl_ca_cert) is not there: using the system's", cafile)
+    http = httpx2.AsyncClient if async_mode else httpx2.Client
+    settings["http_client"] = http(verify=verify, timeout=settings.get("timeout"))
 
 
 def _task_model(task: str | None) -> str | None:

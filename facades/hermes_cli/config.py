@@ -12,9 +12,10 @@ from __future__ import annotations
 import copy
 import os
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from hermes_constants import get_env_path, get_hermes_home
 
@@ -22,14 +23,70 @@ from hermes import config as _config
 from hermes.errors import ConfigError
 from hermes_cli import _env_file
 from hermes_cli._env_file import ENV_VARS_BY_VERSION, OPTIONAL_ENV_VARS
+from hermes_cli._install import (
+    PLATFORM_SUPPORT_DOCS_URL,
+    detect_install_method,
+    format_docker_update_message,
+    format_managed_message,
+    format_unsupported_install_warning,
+    get_container_exec_info,
+    get_managed_system,
+    get_managed_update_command,
+    get_project_root,
+    is_managed,
+    is_unsupported_install_method,
+    is_uv_tool_install,
+    managed_error,
+    recommended_update_command,
+    recommended_update_command_for_method,
+    stamp_install_method,
+    unsupported_install_method_label,
+)
 from hermes_cli._providers import (
     _normalize_custom_provider_entry,
     compatible_custom_providers,
     provider_config_from_custom,
     providers_dict_to_custom_providers,
 )
+from hermes_cli._soul import DEFAULT_SOUL_MD
 
 __all__ = [
+    "apply_custom_provider_extra_headers_to_client_kwargs",
+    "apply_custom_provider_tls_to_client_kwargs",
+    "get_custom_provider_context_length",
+    "get_custom_provider_extra_headers",
+    "get_custom_provider_tls_settings",
+    "clear_model_endpoint_credentials",
+    "PLATFORM_SUPPORT_DOCS_URL",
+    "detect_install_method",
+    "format_docker_update_message",
+    "format_managed_message",
+    "format_unsupported_install_warning",
+    "get_container_exec_info",
+    "get_managed_system",
+    "get_managed_update_command",
+    "get_project_root",
+    "is_managed",
+    "is_unsupported_install_method",
+    "is_uv_tool_install",
+    "managed_error",
+    "recommended_update_command",
+    "recommended_update_command_for_method",
+    "stamp_install_method",
+    "unsupported_install_method_label",
+    "DEFAULT_SOUL_MD",
+    "atomic_config_write",
+    "require_readable_config_before_write",
+    "get_missing_skill_config_vars",
+    "config_command",
+    "edit_config",
+    "get_config_value",
+    "print_config_warnings",
+    "redact_config_value",
+    "redact_key",
+    "set_config_value",
+    "show_config",
+    "unset_config_value",
     "DEFAULT_CONFIG",
     "ENV_VARS_BY_VERSION",
     "OPTIONAL_ENV_VARS",
@@ -217,11 +274,10 @@ def save_config(
     is left out (unless ``strip_defaults`` is false), except ``_config_version``, the
     keys the file already had and ``preserve_keys`` (paths of keys); ``merge_existing``
     keeps the file's sections ``config`` leaves out. A ``${VAR}`` the file had stays
-    written so. A value hermes would refuse is a ``ValueError`` and the file is left as
-    it was."""
-    import yaml
-
+    written so. A value hermes would refuse is a ``ValueError``, and a file that is
+    there but cannot be read a ``RuntimeError``; the file is then left as it was."""
     path = get_config_path()
+    require_readable_config_before_write(path)
     ensure_hermes_home()
     raw = read_raw_config()
     if merge_existing and raw:
@@ -236,29 +292,26 @@ def save_config(
         keep = {("_config_version",)} | _explicit_config_paths(raw) | set(preserve_keys or ())
         kept = _strip_default_values(kept, DEFAULT_CONFIG, keep)
     kept = _with_variables(kept, raw, _LOADED.get(str(path)))
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        yaml.safe_dump(kept, handle, sort_keys=False, allow_unicode=True)
+    _write_yaml(path, kept, check=_hermes_reads)
+
+
+def _hermes_reads(path: Path) -> None:
+    """A ``ValueError`` (hermes's one sentence) when hermes would refuse this config file."""
     try:
-        _config.load_config(tmp)
+        _config.load_config(path)
     except ConfigError as exc:
-        tmp.unlink()
         raise ValueError(str(exc)) from None
-    os.replace(tmp, path)
 
 
 def ensure_hermes_home() -> None:
     """The home (0700), the folders 0.19 keeps in it and, when it has none, the SOUL.md
     persona 0.19 seeds (hermes does not read it; 0.19's tools show and edit it)."""
-    from hermes_cli.profiles import DEFAULT_SOUL
-
     home = _config.ensure_home(get_hermes_home())
     for name in _HOME_FOLDERS:
         (home / name).mkdir(mode=0o700, exist_ok=True)
     soul = home / "SOUL.md"
     if not soul.exists():
-        soul.write_text(DEFAULT_SOUL, encoding="utf-8")
+        soul.write_text(DEFAULT_SOUL_MD, encoding="utf-8")
 
 
 def write_platform_config_field(
@@ -1003,3 +1056,640 @@ def _fold_max_async_children(config: dict[str, Any]) -> list[str] | None:
         delegation["max_concurrent_children"] = old
         return [f"delegation.max_concurrent_children={old}"]
     return []
+
+
+# --- writing config.yaml whole -----------------------------------------------------------
+
+
+def require_readable_config_before_write(config_path: Path | None = None) -> None:
+    """Refuse (``RuntimeError``) to replace a config.yaml that is there but cannot be
+    read: ``read_raw_config`` reads such a file as ``{}``, and a write over it would
+    lose every setting in it. No file is no refusal."""
+    path = get_config_path() if config_path is None else Path(config_path)
+    try:
+        path.stat()
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise RuntimeError(
+            f"Refusing to overwrite {path}: it cannot be accessed ({exc.strerror}). Fix its "
+            "permissions or move it aside first."
+        ) from exc
+    try:
+        with open(path, "rb") as handle:
+            handle.read(1)
+    except OSError as exc:
+        raise RuntimeError(
+            f"Refusing to overwrite {path}: it cannot be read ({exc.strerror}). Fix its "
+            "permissions or move it aside first."
+        ) from exc
+
+
+def atomic_config_write(config_path: Path, data: Any, **kwargs: Any) -> None:
+    """Write ``data`` as the YAML file ``config_path`` whole, atomically (a crash leaves
+    the old file), after ``require_readable_config_before_write``; ``sort_keys``,
+    ``default_flow_style`` and ``extra_content`` (text put after the YAML) as 0.19's
+    writer takes them. The file is 0600, as hermes keeps config.yaml (0.19 keeps an
+    existing file's mode)."""
+    require_readable_config_before_write(config_path)
+    _write_yaml(Path(config_path), data, **kwargs)
+
+
+def _write_yaml(
+    path: Path,
+    data: Any,
+    *,
+    sort_keys: bool = False,
+    default_flow_style: bool = False,
+    extra_content: str | None = None,
+    check: Any = None,
+) -> None:
+    """``data`` as YAML into a temporary file (0600) beside ``path``, ``check(tmp)``
+    (which may raise: the file is then left as it was), then renamed over ``path``."""
+    import yaml
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            yaml.safe_dump(
+                data,
+                handle,
+                sort_keys=sort_keys,
+                default_flow_style=default_flow_style,
+                allow_unicode=True,
+            )
+            if extra_content:
+                handle.write(extra_content)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if check is not None:
+            check(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def get_missing_skill_config_vars() -> list[dict[str, Any]]:
+    """The settings the enabled skills declare (``metadata.hermes.config``) that
+    config.yaml's ``skills.config`` leaves unset or blank, each as the skill declares it
+    (with the ``skill`` that does)."""
+    from agent.skill_utils import SKILL_CONFIG_PREFIX, discover_all_skill_config_vars
+
+    declared = discover_all_skill_config_vars()
+    if not declared:
+        return []
+    config = load_config()
+    missing = []
+    for var in declared:
+        value = cfg_get(config, *f"{SKILL_CONFIG_PREFIX}.{var['key']}".split("."))
+        if value is None or (isinstance(value, str) and not value.strip()):
+            missing.append(var)
+    return missing
+
+
+# --- 0.19's `hermes config` handlers, on hermes's own (hermes/cli/config_cmd.py) ---------
+# Same arguments and effects as 0.19's: dotted keys (a list's item by its index),
+# 0.19's API-key names kept in .env, a refusal said on stderr with exit status 1. What is
+# hermes's: a value of one of hermes's keys is checked as `hermes config set` checks it
+# (a bad one is refused, the file untouched), an edit keeps the file's comments, and
+# `get` shows secrets masked.
+
+# Key names whose value is a credential, wherever they stand (0.19's list).
+_SECRET_CONFIG_KEYS = frozenset(
+    {
+        "api_key",
+        "apikey",
+        "key",
+        "token",
+        "access_token",
+        "refresh_token",
+        "id_token",
+        "secret",
+        "client_secret",
+        "password",
+        "passwd",
+        "auth",
+        "authorization",
+        "private_key",
+        "bearer",
+        "jwt",
+    }
+)
+# The names `config set` keeps in .env, not config.yaml (besides *_API_KEY, *_TOKEN and
+# TERMINAL_SSH*), as 0.19 routes them.
+_ENV_CONFIG_KEYS = frozenset(
+    [
+        "OPENROUTER_API_KEY",
+        "OPENAI_API_KEY",
+        "ANTHROPIC_API_KEY",
+        "VOICE_TOOLS_OPENAI_KEY",
+        "EXA_API_KEY",
+        "PARALLEL_API_KEY",
+        "FIRECRAWL_API_KEY",
+        "FIRECRAWL_API_URL",
+        "FIRECRAWL_GATEWAY_URL",
+        "TOOL_GATEWAY_DOMAIN",
+        "TOOL_GATEWAY_SCHEME",
+        "TOOL_GATEWAY_USER_TOKEN",
+        "TAVILY_API_KEY",
+        "BROWSERBASE_API_KEY",
+        "BROWSERBASE_PROJECT_ID",
+        "BROWSER_USE_API_KEY",
+        "FAL_KEY",
+        "TELEGRAM_BOT_TOKEN",
+        "DISCORD_BOT_TOKEN",
+        "SUDO_PASSWORD",
+        "SLACK_BOT_TOKEN",
+        "SLACK_APP_TOKEN",
+        "GITHUB_TOKEN",
+        "HONCHO_API_KEY",
+    ]
+)
+# Sections whose keys the user names (a server, a provider, a platform): any key below
+# them is a known one.
+_OPEN_SECTIONS = frozenset(
+    [
+        "providers",
+        "custom_providers",
+        "credential_pool_strategies",
+        "mcp_servers",
+        "hooks",
+        "quick_commands",
+        "personalities",
+        "command_allowlist",
+        "model_catalog",
+        "channel_prompts",
+        "server_actions",
+        "secrets",
+        "goals",
+        "platforms",
+    ]
+)
+_NOT_SET = object()
+
+
+def _mask_secret(value: str | None, *, empty: str = "") -> str:
+    """0.19's display of a secret: its first and last four characters, ``***`` when it is
+    shorter than 12, ``empty`` when there is none."""
+    if not value:
+        return empty
+    return "***" if len(value) < 12 else f"{value[:4]}...{value[-4:]}"
+
+
+def redact_key(key: str | None) -> str:
+    """An API key for display (``sk-p...7890``; ``***`` when short; ``(not set)``)."""
+    return _mask_secret(key, empty="(not set)")
+
+
+def redact_config_value(value: Any, _depth: int = 0) -> Any:
+    """A copy of ``value`` for display: the text of every credential-named key
+    (``api_key``, ``token``, ``password``...; any case) masked as ``redact_key`` masks,
+    in nested mappings and lists too."""
+    if _depth > 20:
+        return value
+    if isinstance(value, dict):
+        return {
+            key: _mask_secret(item)
+            if isinstance(key, str)
+            and key.lower() in _SECRET_CONFIG_KEYS
+            and isinstance(item, str)
+            and item
+            else redact_config_value(item, _depth + 1)
+            for key, item in value.items()
+        }
+    if isinstance(value, list):
+        return [redact_config_value(item, _depth + 1) for item in value]
+    return value
+
+
+def _is_env_config_key(key: str) -> bool:
+    """Whether `config set` keeps ``key`` in .env (an API key's or token's name)."""
+    name = key.upper()
+    return "." not in key and (
+        name in _ENV_CONFIG_KEYS
+        or name.endswith(("_API_KEY", "_TOKEN"))
+        or name.startswith("TERMINAL_SSH")
+    )
+
+
+def _fail(message: str) -> NoReturn:
+    print(message, file=sys.stderr)
+    sys.exit(1)
+
+
+def _get_nested(config: Any, key: str) -> Any:
+    """The value at a dotted ``key`` (a list's item by its index), or ``_NOT_SET``."""
+    node = config
+    for part in key.split("."):
+        if isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        elif isinstance(node, dict) and part in node:
+            node = node[part]
+        else:
+            return _NOT_SET
+    return node
+
+
+def _default_of(key: str) -> Any:
+    """``DEFAULT_CONFIG``'s value at ``key`` (``_NOT_SET`` when it has none)."""
+    return _get_nested(DEFAULT_CONFIG, key)
+
+
+def _coerced(key: str, text: str) -> Any:
+    """0.19's reading of a typed value: kept as text for a key whose default is text,
+    else ``true``/``yes``/``on``, ``false``/``no``/``off``, a whole number or a decimal."""
+    if isinstance(_default_of(key), str):
+        return text
+    lowered = text.lower()
+    if lowered in ("true", "yes", "on"):
+        return True
+    if lowered in ("false", "no", "off"):
+        return False
+    if text.isdigit():
+        return int(text)
+    if text.replace(".", "", 1).isdigit():
+        return float(text)
+    return text
+
+
+def _value_to_set(key: str, text: str) -> Any:
+    """What ``set_config_value`` writes: one of hermes's keys (or 0.19's name for one)
+    read and checked as `hermes config set` does; any other key as 0.19 reads it,
+    unless it looks like a typo of one of hermes's keys (a ``ConfigError`` that says
+    which)."""
+    from hermes.cli import config_cmd
+
+    if _config.HERMES_AGENT_KEYS.get(key, key) in _config.SCHEMA:
+        return config_cmd.parse_for_set(key, text)
+    if _default_of(key) is not _NOT_SET or _config.typo_of(key) is None:
+        return _coerced(key, text)
+    return config_cmd.parse_for_set(key, text)  # raises, naming the key meant
+
+
+def _unknown_key_notice(key: str) -> str | None:
+    """0.19's notice for a key neither it nor hermes reads (with the closest known one),
+    or None for a known key."""
+    import difflib
+
+    node: Any = DEFAULT_CONFIG
+    parts = key.split(".")
+    for depth, part in enumerate(parts):
+        if part.startswith("_") or part in _OPEN_SECTIONS or not isinstance(node, dict) or not node:
+            return None  # private, the user's own names, or below a value
+        if part not in node:
+            close = difflib.get_close_matches(part, sorted(map(str, node)), n=1, cutoff=0.6)
+            hint = f"\n  Did you mean: {'.'.join([*parts[:depth], close[0]])}" if close else ""
+            return (
+                f"⚠ '{key}' is not a recognized config key — it was saved anyway, but "
+                f"Hermes may not read it.{hint}\n  (Use --force to skip this notice.)"
+            )
+        node = node[part]
+    return None
+
+
+def set_config_value(key: str, value: str, force: bool = False) -> None:
+    """`hermes config set KEY VALUE`: an API key's or token's name into .env, any other
+    dotted key into config.yaml (the rest of the file kept as written); says what it
+    set, secrets masked, and (unless ``force``) when the key is one no Hermes reads."""
+    from hermes.cli import config_cmd
+
+    if is_managed():
+        managed_error("set configuration values")
+        return
+    if _is_env_config_key(key):
+        try:
+            save_env_value(key.upper(), value)
+        except ValueError as exc:
+            _fail(str(exc))
+        print(f"✓ Set {key} in {get_env_path()}")
+        return
+    path = get_config_path()
+    try:
+        require_readable_config_before_write(path)
+        ensure_hermes_home()
+        parsed = _value_to_set(key, value)
+        config_cmd.write_value(key, parsed, path)
+    except (RuntimeError, ConfigError) as exc:
+        _fail(str(exc))
+    leaf = key.rsplit(".", 1)[-1].lower()
+    secret = leaf in _SECRET_CONFIG_KEYS and isinstance(parsed, str) and parsed
+    print(f"✓ Set {key} = {_mask_secret(parsed) if secret else parsed} in {path}")
+    notice = None if force else _unknown_key_notice(key)
+    if notice:
+        print(notice)
+
+
+def get_config_value(key: str, *, as_json: bool = False) -> None:
+    """`hermes config get KEY [--json]`: the value in effect (an API key's name: from the
+    environment or .env), credentials masked; a key not set is said on stderr, exit 1."""
+    import json
+
+    import yaml
+
+    if _is_env_config_key(key):
+        found = get_env_value(key.upper())
+        value: Any = _NOT_SET if found is None else _mask_secret(found)
+    else:
+        value = _get_nested(load_config(), key)
+        if key.rsplit(".", 1)[-1].lower() in _SECRET_CONFIG_KEYS and isinstance(value, str):
+            value = _mask_secret(value)
+        value = redact_config_value(value) if value is not _NOT_SET else value
+    if value is _NOT_SET:
+        _fail(f"Config key not set: {key}")
+    if as_json:
+        print(json.dumps(value, ensure_ascii=False))
+    elif isinstance(value, bool) or value is None:
+        print(json.dumps(value))
+    elif isinstance(value, dict | list):
+        print(yaml.safe_dump(value, sort_keys=False, allow_unicode=True).rstrip())
+    else:
+        print(value)
+
+
+def unset_config_value(key: str) -> None:
+    """`hermes config unset KEY`: the key out of .env (an API key's name) or config.yaml
+    (the rest kept as written; its default applies again); a key not set is said on
+    stderr, exit 1."""
+    from hermes.cli import config_cmd
+
+    if is_managed():
+        managed_error("unset configuration values")
+        return
+    if _is_env_config_key(key):
+        if not remove_env_value(key.upper()):
+            _fail(f"Config key not set: {key}")
+        print(f"✓ Unset {key} from {get_env_path()}")
+        return
+    path = get_config_path()
+    try:
+        require_readable_config_before_write(path)
+        removed = config_cmd.remove_key(key, path)
+    except (RuntimeError, ConfigError) as exc:
+        _fail(str(exc))
+    if not removed:
+        _fail(f"Config key not set: {key}")
+    print(f"✓ Unset {key} from {path}")
+
+
+def show_config() -> None:
+    """`hermes config show`: where the config and .env are, then the configuration in
+    effect as hermes reads it (YAML, secrets masked, the keys hermes ignores listed)."""
+    from hermes.cli import config_cmd
+
+    print(f"Config:   {get_config_path()}")
+    print(f"Secrets:  {get_env_path()}")
+    print(f"Install:  {get_project_root()}")
+    try:
+        current = _config.load_config(get_config_path())
+    except ConfigError as exc:
+        _fail(str(exc))
+    print(config_cmd.render(current))
+
+
+def edit_config() -> None:
+    """`hermes config edit`: config.yaml in the user's editor ($EDITOR, $VISUAL, nano,
+    vim, vi), made when there is none; what was saved is checked when it closes."""
+    from hermes.cli import config_cmd
+
+    if is_managed():
+        managed_error("edit configuration")
+        return
+    ensure_hermes_home()
+    path = get_config_path()
+    editor = config_cmd.find_editor()
+    if editor is None:
+        print(f"No editor found. Config file is at:\n  {path}")
+        return
+    print(f"Opening {path} in {editor[0]}...")
+    try:
+        config_cmd.edit_file(path, editor)
+    except ConfigError as exc:
+        print(str(exc), file=sys.stderr)
+
+
+def print_config_warnings(config: dict[str, Any] | None = None) -> None:
+    """Say on stderr the layout problems ``validate_config_structure`` finds (nothing
+    when there are none)."""
+    issues = validate_config_structure(config)
+    if not issues:
+        return
+    lines = ["⚠ Config issues detected in config.yaml:"]
+    lines += [f"  {'✗' if i.severity == 'error' else '⚠'} {i.message}" for i in issues]
+    lines.append("  Run 'hermes doctor' for fix suggestions.")
+    sys.stderr.write("\n".join(lines) + "\n\n")
+
+
+def config_command(args: Any) -> None:
+    """`hermes config <command>` from an argparse Namespace as 0.19's parser makes it
+    (``config_command``: show, edit, get, set, unset, path, env-path, check, migrate;
+    ``key``, ``value``, ``json``, ``force``)."""
+    command = getattr(args, "config_command", None)
+    key = getattr(args, "key", None)
+    if command in (None, "show"):
+        show_config()
+    elif command == "edit":
+        edit_config()
+    elif command == "get":
+        if not key:
+            _fail("Usage: hermes config get <key> [--json]")
+        get_config_value(key, as_json=bool(getattr(args, "json", False)))
+    elif command == "set":
+        value = getattr(args, "value", None)
+        if not key or value is None:
+            _fail("Usage: hermes config set [--force] <key> <value>")
+        set_config_value(key, value, force=bool(getattr(args, "force", False)))
+    elif command == "unset":
+        if not key:
+            _fail("Usage: hermes config unset <key>")
+        unset_config_value(key)
+    elif command == "path":
+        print(get_config_path())
+    elif command == "env-path":
+        print(get_env_path())
+    elif command in ("check", "migrate"):
+        _check_or_migrate(migrate=command == "migrate")
+    else:
+        _fail(
+            f"Unknown config command: {command}. Use one of: show, edit, get, set, unset, "
+            "check, migrate, path, env-path."
+        )
+
+
+def _check_or_migrate(*, migrate: bool) -> None:
+    current, latest = check_config_version()
+    if current >= latest:
+        print(f"Config version: {current} ✓")
+    else:
+        print(f"Config version: {current} → {latest} (update available)")
+    if migrate and current < latest:
+        results = migrate_config(interactive=False, quiet=False)
+        print("✓ Configuration updated!" if results["config_added"] else "✓ Version updated.")
+    elif current < latest:
+        print("  Run 'hermes config migrate' to update it.")
+
+
+# --- 0.19's per-provider TLS, headers and context length ------------------------------
+# Read from the ``providers``/``custom_providers`` entry whose URL is the one asked about
+# (case and a trailing slash aside). hermes's own model client reads one endpoint from
+# ``model`` and takes none of these; the openai clients this package makes for 0.19's
+# tools (``agent.auxiliary_client.resolve_provider_client``) take the TLS and headers.
+
+
+def _provider_entry(
+    base_url: str,
+    custom_providers: list[dict[str, Any]] | None,
+    config: dict[str, Any] | None,
+    *,
+    fold_case: bool = True,
+) -> dict[str, Any] | None:
+    """The provider entry for ``base_url`` (the first whose URL is it), or None."""
+    if custom_providers is None:
+        custom_providers = _providers_or_none(config)
+    if not base_url or not isinstance(custom_providers, list):
+        return None
+
+    def same(url: Any) -> str:
+        text = str(url or "").rstrip("/")
+        return text.lower() if fold_case else text
+
+    return next(
+        (
+            entry
+            for entry in custom_providers
+            if isinstance(entry, dict) and same(entry.get("base_url")) == same(base_url)
+        ),
+        None,
+    )
+
+
+def _providers_or_none(config: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The provider entries, or none when config.yaml has a value hermes refuses."""
+    try:
+        return get_compatible_custom_providers(config)
+    except ConfigError:
+        return []
+
+
+def _as_verify(value: Any) -> bool | None:
+    """``ssl_verify`` as 0.19 reads it: a bool, or true/false words; None otherwise."""
+    if isinstance(value, bool):
+        return value
+    words = {"false": False, "0": False, "no": False, "off": False}
+    words |= {"true": True, "1": True, "yes": True, "on": True}
+    return words.get(value.strip().lower()) if isinstance(value, str) else None
+
+
+def get_custom_provider_tls_settings(
+    base_url: str,
+    custom_providers: list[dict[str, Any]] | None = None,
+    config: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The TLS settings of ``base_url``'s provider entry: ``ssl_ca_cert`` (a CA file)
+    and ``ssl_verify`` (false: no certificate check), each when set; {} otherwise."""
+    entry = _provider_entry(base_url, custom_providers, config) or {}
+    found: dict[str, Any] = {}
+    ca = entry.get("ssl_ca_cert")
+    if isinstance(ca, str) and ca.strip():
+        found["ssl_ca_cert"] = ca.strip()
+    verify = _as_verify(entry.get("ssl_verify"))
+    if verify is not None:
+        found["ssl_verify"] = verify
+    return found
+
+
+def apply_custom_provider_tls_to_client_kwargs(
+    client_kwargs: dict[str, Any],
+    base_url: str,
+    custom_providers: list[dict[str, Any]] | None = None,
+    config: dict[str, Any] | None = None,
+) -> None:
+    """Put ``base_url``'s provider TLS settings into ``client_kwargs`` (``ssl_ca_cert``,
+    ``ssl_verify``), for the caller's client to honour."""
+    tls = get_custom_provider_tls_settings(base_url, custom_providers, config)
+    if tls.get("ssl_ca_cert"):
+        client_kwargs["ssl_ca_cert"] = tls["ssl_ca_cert"]
+    if "ssl_verify" in tls:
+        client_kwargs["ssl_verify"] = tls["ssl_verify"]
+
+
+def get_custom_provider_extra_headers(
+    base_url: str,
+    custom_providers: list[dict[str, Any]] | None = None,
+    config: dict[str, Any] | None = None,
+) -> dict[str, str]:
+    """The ``extra_headers`` of ``base_url``'s provider entry, as text (they often carry
+    credentials: never log them); {} when none."""
+    entry = _provider_entry(base_url, custom_providers, config) or {}
+    return normalize_extra_headers(entry.get("extra_headers"))
+
+
+def apply_custom_provider_extra_headers_to_client_kwargs(
+    client_kwargs: dict[str, Any],
+    base_url: str,
+    custom_providers: list[dict[str, Any]] | None = None,
+    config: dict[str, Any] | None = None,
+) -> None:
+    """Merge ``base_url``'s provider headers over ``client_kwargs["default_headers"]``
+    (the provider's win); nothing when it has none."""
+    headers = get_custom_provider_extra_headers(base_url, custom_providers, config)
+    if headers:
+        client_kwargs["default_headers"] = {
+            **(client_kwargs.get("default_headers") or {}),
+            **headers,
+        }
+
+
+def get_custom_provider_context_length(
+    model: str,
+    base_url: str,
+    custom_providers: list[dict[str, Any]] | None = None,
+    config: dict[str, Any] | None = None,
+) -> int | None:
+    """``models.<model>.context_length`` of ``base_url``'s provider entry (the URL
+    compared as written, a trailing slash aside), when it is a positive whole number."""
+    if not model:
+        return None
+    if custom_providers is None:
+        custom_providers = _providers_or_none(config)
+    for entry in custom_providers if isinstance(custom_providers, list) else ():
+        if (
+            not isinstance(entry, dict)
+            or _provider_entry(base_url, [entry], None, fold_case=False) is None
+        ):
+            continue
+        models = entry.get("models")
+        settings = models.get(model) if isinstance(models, dict) else None
+        raw: Any = settings.get("context_length") if isinstance(settings, dict) else None
+        try:
+            length = int(raw)
+        except (TypeError, ValueError):
+            continue
+        if length > 0:
+            return length
+    return None
+
+
+def clear_model_endpoint_credentials(
+    model_cfg: dict[str, Any],
+    *,
+    clear_api_key: bool = True,
+    clear_api_mode: bool = True,
+    clear_base_url: bool = False,
+) -> dict[str, Any]:
+    """``model_cfg`` (the ``model`` section, changed in place) without a custom
+    endpoint's key (``api_key``, ``api``), ``api_mode`` and, when asked, ``base_url``:
+    switching to another provider leaves no secret behind in config.yaml."""
+    if not isinstance(model_cfg, dict):
+        return model_cfg
+    for key, clear in (
+        ("api_key", clear_api_key),
+        ("api", clear_api_key),
+        ("api_mode", clear_api_mode),
+        ("base_url", clear_base_url),
+    ):
+        if clear:
+            model_cfg.pop(key, None)
+    return model_cfg

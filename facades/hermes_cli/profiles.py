@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 
 from hermes import profiles as _profiles
 from hermes.gateway.state_file import read_status
+from hermes_cli._soul import DEFAULT_SOUL_MD
 
 T = TypeVar("T")
 
@@ -313,11 +314,7 @@ def create_profile(
 
 
 # 0.19 seeds every new profile with a persona to edit; hermes itself does not read it.
-DEFAULT_SOUL = (
-    "You are a capable, direct assistant. You help with questions, code, writing and "
-    "research, use your tools when they help, say when you are unsure, and keep answers "
-    "as short as they can be while still being useful.\n"
-)
+DEFAULT_SOUL = DEFAULT_SOUL_MD
 _CONFIG_VERSION_LINE = re.compile(r"^_config_version:.*$", re.MULTILINE)
 
 

@@ -208,6 +208,8 @@ class AIAgent:
                 self.model,
                 timeout=self.settings.model.request_timeout,
                 max_retries=self.settings.model.max_retries,
+                headers=dict(self.settings.model.transport.headers),
+                verify=self.settings.model.transport.verify,
             )
             if model_client is None
             else model_client

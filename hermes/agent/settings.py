@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hermes.config import Config
+from hermes.config import Config, EndpointTransport, endpoint_transport
 
 
 @dataclass(frozen=True)
@@ -19,17 +19,21 @@ class ModelSettings:
     request_timeout: float
     max_retries: int
     context_length: int | None  # None: from the model table (tokens.context_window)
+    # Headers and certificate check of Hermes Agent's provider entry for the endpoint.
+    transport: EndpointTransport
 
     @classmethod
     def from_config(
         cls, config: Config, *, name: str | None = None, base_url: str | None = None
     ) -> ModelSettings:
+        url = base_url or str(config.get("model.base_url"))
         return cls(
             name=name or str(config.get("model.default")),
-            base_url=base_url or str(config.get("model.base_url")),
+            base_url=url,
             request_timeout=float(config.get("model.request_timeout")),
             max_retries=int(config.get("model.max_retries")),
             context_length=config.get("model.context_length"),
+            transport=endpoint_transport(config, url),
         )
 
 

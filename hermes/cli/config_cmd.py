@@ -1,4 +1,4 @@
-"""`hermes config show|get|set|unset|path` and `hermes setup`.
+"""`hermes config show|get|set|unset|edit|path` and `hermes setup`.
 
 Keys and values are checked against ``hermes.config.SCHEMA`` before anything is
 written: a mistyped key in one of hermes's sections gets the closest known one as a
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
 import re
 import sys
 from pathlib import Path
@@ -71,22 +72,26 @@ def config() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of YAML.")
 def show(as_json: bool) -> None:
     """Print the configuration in effect (defaults, file and environment merged)."""
-    current = load_config()
+    click.echo(render(load_config(), as_json=as_json))
+
+
+def render(current: Config, *, as_json: bool = False) -> str:
+    """The configuration in effect as `config show` prints it: YAML (or JSON) with
+    secrets masked, then the file's keys hermes ignores."""
     values = {k: mask_fields(k, v) for k, v in current.values.items()}
     if as_json:
-        click.echo(json.dumps(values, indent=2, sort_keys=True, ensure_ascii=False))
-        return
+        return json.dumps(values, indent=2, sort_keys=True, ensure_ascii=False)
     import yaml
 
     tree = Config(values=values, path=current.path).as_tree()
-    click.echo(f"# {current.path}")
-    click.echo(yaml.safe_dump(tree, sort_keys=True, allow_unicode=True).rstrip())
+    lines = [f"# {current.path}", yaml.safe_dump(tree, sort_keys=True, allow_unicode=True).rstrip()]
     if current.ignored:
-        click.echo("# Ignored: in the file, but hermes does not use them")
+        lines.append("# Ignored: in the file, but hermes does not use them")
         for key, value in current.ignored.items():
             line = current.lines.get(key)
             where = f"  (line {line})" if line else ""
-            click.echo(f"#   {key}: {_as_text(mask_fields(key, value))}{where}")
+            lines.append(f"#   {key}: {_as_text(mask_fields(key, value))}{where}")
+    return "\n".join(lines)
 
 
 @config.command(short_help="Print one value (secrets masked).")
@@ -126,25 +131,43 @@ def set_(key: str, value: str) -> None:
 
     A key of a section hermes does not have is written as given and ignored by hermes.
     """
+    parsed = parse_for_set(key, value)
+    path = ensure_home() / "config.yaml"
+    write_value(key, parsed, path)
+    click.echo(f"Set {key} = {_as_text(mask_fields(key, parsed))} in {path}.")
+
+
+def parse_for_set(key: str, text: str) -> Any:
+    """What `config set KEY TEXT` writes: the key's type for one of hermes's keys (or
+    Hermes Agent's name for one), YAML's reading for a key of a section hermes does not
+    have; ConfigError for an unknown key of hermes's sections or a section itself."""
     ours = HERMES_AGENT_KEYS.get(key, key)  # Hermes Agent's name: checked as hermes's key
-    foreign = ours not in SCHEMA and _foreign(key)
-    if ours not in SCHEMA and not foreign:
+    if ours in SCHEMA:
+        return parse_cli_value(ours, text)
+    if not _foreign(key):
         check_key(key)  # unknown: raises with a suggestion
         raise ConfigError(f"'{key}' is a section; set one of its keys, e.g. '{first_key_in(key)}'.")
-    parsed = _parse_foreign(value) if foreign else parse_cli_value(ours, value)
-    path = ensure_home() / "config.yaml"
+    return _parse_foreign(text)
+
+
+def write_value(key: str, value: Any, path: Path) -> None:
+    """Set ``key`` to ``value`` in the config file at ``path`` (the rest kept as written);
+    a value the whole file then fails on is a ConfigError and the file is put back."""
     before = path.read_bytes() if path.exists() else None
     try:
-        save_value(key, parsed, path)
+        save_value(key, value, path)
     except OSError as exc:
         raise ConfigError(f"Cannot write {path}: {exc.strerror}; check its permissions.") from exc
+    _check_or_restore(path, before)
+
+
+def _check_or_restore(path: Path, before: bytes | None) -> None:
     try:
         load_config(path)  # range checks that span the whole file
     except ConfigError as exc:
         _restore(path, before)
         # The line it names is in the rejected version of the file, which is gone.
         raise ConfigError(re.sub(r" \(line \d+\)", "", str(exc))) from exc
-    click.echo(f"Set {key} = {_as_text(mask_fields(key, parsed))} in {path}.")
 
 
 @config.command(short_help="Remove one key from config.yaml (its default applies).")
@@ -153,6 +176,21 @@ def unset(key: str) -> None:
     """Remove one key from config.yaml, e.g. `hermes config unset model.context_length`;
     hermes's default for it applies again. The rest of the file is kept as written."""
     path = _config_path()
+    if not remove_key(key, path):
+        click.echo(f"{key} is not set in {path}; nothing to remove.")
+        return
+    default = (
+        f" (hermes's default applies: {_as_text(mask_fields(key, SCHEMA[key][1]))})"
+        if key in SCHEMA
+        else ""
+    )
+    click.echo(f"Removed {key} from {path}{default}.")
+
+
+def remove_key(key: str, path: Path) -> bool:
+    """Take ``key`` (or Hermes Agent's name for it) out of the config file at ``path``;
+    False when the file does not set it. A removal the file then fails on is a
+    ConfigError and the file is put back."""
     before = path.read_bytes() if path.exists() else None
     try:
         removed = remove_value(key, path) or (
@@ -160,20 +198,9 @@ def unset(key: str) -> None:
         )
     except OSError as exc:
         raise ConfigError(f"Cannot write {path}: {exc.strerror}; check its permissions.") from exc
-    if not removed:
-        click.echo(f"{key} is not set in {path}; nothing to remove.")
-        return
-    try:
-        load_config(path)  # range checks that span the whole file
-    except ConfigError as exc:
-        _restore(path, before)
-        raise ConfigError(re.sub(r" \(line \d+\)", "", str(exc))) from exc
-    default = (
-        f" (hermes's default applies: {_as_text(mask_fields(key, SCHEMA[key][1]))})"
-        if key in SCHEMA
-        else ""
-    )
-    click.echo(f"Removed {key} from {path}{default}.")
+    if removed:
+        _check_or_restore(path, before)
+    return removed
 
 
 def _foreign(key: str) -> bool:
@@ -198,6 +225,58 @@ def _restore(path: Path, before: bytes | None) -> None:
         path.unlink(missing_ok=True)
     else:
         path.write_bytes(before)
+
+
+@config.command(short_help="Open config.yaml in your editor.")
+def edit() -> None:
+    """Open config.yaml in $EDITOR (else $VISUAL, nano, vim or vi); what you saved is
+    checked when the editor closes."""
+    path = ensure_home() / "config.yaml"
+    editor = find_editor()
+    if editor is None:
+        raise ConfigError(f"No editor found: set EDITOR (e.g. EDITOR=nano), or edit {path}.")
+    edit_file(path, editor)
+    click.echo(f"Saved {path}.")
+
+
+def find_editor() -> list[str] | None:
+    """The user's editor as a command: $EDITOR, $VISUAL, else the first of nano, vim, vi
+    installed; None when there is none."""
+    import shlex
+    import shutil
+
+    for variable in ("EDITOR", "VISUAL"):
+        if os.environ.get(variable, "").strip():
+            return shlex.split(os.environ[variable])
+    found = next((shutil.which(name) for name in ("nano", "vim", "vi") if shutil.which(name)), None)
+    return [found] if found else None
+
+
+def edit_file(path: Path, editor: list[str]) -> None:
+    """Run ``editor`` on the config file at ``path`` (made, 0600, when there is none);
+    a file hermes then cannot use is a ConfigError saying why (the edit is kept)."""
+    import subprocess
+
+    if not path.exists():
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(_NEW_FILE)
+    try:
+        subprocess.run([*editor, str(path)], check=False)
+    except OSError as exc:
+        raise ConfigError(
+            f"Cannot start the editor {editor[0]}: {exc.strerror}; set EDITOR to one you have."
+        ) from exc
+    try:
+        load_config(path)
+    except ConfigError as exc:
+        raise ConfigError(
+            f"{exc} Your edit is saved; run `hermes config edit` again to fix it."
+        ) from exc
+
+
+# What `config edit` opens when there is no config.yaml yet.
+_NEW_FILE = "# hermes's settings: `hermes config show` prints every key with the value in effect.\n"
 
 
 @config.command()

@@ -20,7 +20,14 @@ import psutil
 
 from hermes.cli._env import env_file, find_api_key, is_loopback
 from hermes.cli._store import open_db
-from hermes.config import ENV_OVERRIDES, Config, defaults, hermes_home, load_config
+from hermes.config import (
+    ENV_OVERRIDES,
+    Config,
+    defaults,
+    endpoint_transport,
+    hermes_home,
+    load_config,
+)
 from hermes.errors import HermesError
 from hermes.state import SessionDB
 from hermes.state.diagnose import BACKUP_FIX, diagnosis_of, read_only, writers_of_a_gone_file
@@ -395,7 +402,16 @@ def _endpoint_checks(config: Config) -> Iterator[Check]:
         yield Check("api key", True, f"found in {where}.")
     from hermes.agent.model.client import ModelClient
 
-    client = ModelClient(key, base_url, model, timeout=15, max_retries=0)
+    transport = endpoint_transport(config, base_url)
+    client = ModelClient(
+        key,
+        base_url,
+        model,
+        timeout=15,
+        max_retries=0,
+        headers=dict(transport.headers),
+        verify=transport.verify,
+    )
     try:
         models = client.list_models()
     except HermesError as exc:

@@ -7,7 +7,7 @@ import json
 import click
 
 from hermes.cli._env import find_api_key
-from hermes.config import load_config
+from hermes.config import endpoint_transport, load_config
 
 
 @click.command()
@@ -20,12 +20,15 @@ def models(base_url: str | None, as_json: bool) -> None:
     config = load_config()
     base_url = base_url or config.get("model.base_url")
     current = config.get("model.default")
+    transport = endpoint_transport(config, base_url)
     client = ModelClient(
         find_api_key()[0],
         base_url,
         current,
         timeout=config.get("model.request_timeout"),
         max_retries=config.get("model.max_retries"),
+        headers=dict(transport.headers),
+        verify=transport.verify,
     )
     try:
         ids = sorted(client.list_models())

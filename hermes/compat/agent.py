@@ -21,6 +21,7 @@ from hermes.agent.model.client import ModelClient
 from hermes.agent.turn_options import TurnOptions
 from hermes.agent.turn_result import TurnResult
 from hermes.compat import toolsets
+from hermes.config import endpoint_transport
 from hermes.state.context.message import Message
 
 if TYPE_CHECKING:
@@ -167,7 +168,10 @@ class AIAgent(HermesAIAgent):
             self.base_url = (base_url or self.base_url).rstrip("/")
             self.api_key = api_key or self.api_key
             if isinstance(self.client, ModelClient):  # a model given by the caller stays
-                self.client.use_endpoint(self.api_key, self.base_url)
+                transport = endpoint_transport(self.config, self.base_url)
+                self.client.use_endpoint(
+                    self.api_key, self.base_url, dict(transport.headers), transport.verify
+                )
         self.set_model(new_model)  # after the endpoint: an engine is told the new one
 
     def run_conversation(

@@ -11,7 +11,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from hermes.config import API_KEY_ENV, Config, api_key_from_env, dotenv_values, load_config
+from hermes.config import (
+    API_KEY_ENV,
+    Config,
+    api_key_from_env,
+    dotenv_values,
+    endpoint_transport,
+    load_config,
+)
 
 
 def call_llm(
@@ -43,7 +50,18 @@ def call_llm(
     ):
         if value is not None:
             options[name] = value
-    with openai.OpenAI(**endpoint(config, base_url, api_key, timeout)) as client:
+    settings = endpoint(config, base_url, api_key, timeout)
+    transport = endpoint_transport(config, str(settings["base_url"]))
+    if transport.headers:  # Hermes Agent's provider entry for the endpoint: as its client
+        settings["default_headers"] = dict(transport.headers)
+    if isinstance(transport.verify, str):  # a CA file
+        import ssl
+
+        ca = ssl.create_default_context(cafile=transport.verify)
+        settings["http_client"] = openai.DefaultHttpxClient(verify=ca)
+    elif transport.verify is False:
+        settings["http_client"] = openai.DefaultHttpxClient(verify=False)
+    with openai.OpenAI(**settings) as client:
         return client.chat.completions.create(
             model=model or summary or config.get("model.default"),
             messages=messages,  # type: ignore[arg-type]  # the plugin's OpenAI messages

@@ -1,4 +1,4 @@
-"""pytest fixtures for the fake OpenAI-compatible server.
+"""pytest fixtures for the fake OpenAI-compatible server (and an HTTPS endpoint).
 
 ``tests/conftest.py`` loads this module as a plugin (``pytest_plugins``), so its
 fixtures are available to the whole suite.
@@ -11,8 +11,9 @@ from collections.abc import Iterator
 import pytest
 
 from hermes.testing.llm_server import FakeLLMServer
+from tests.fakes.https_endpoint import https_endpoint
 
-__all__ = ["fake_llm"]
+__all__ = ["fake_llm", "https_endpoint"]
 
 
 @pytest.fixture

@@ -30,23 +30,34 @@ class LeftToTheSDK(Exception):
     those (the redirect's POST is sent again there, as the SDK itself would follow it)."""
 
 
-def post_chat(base_url: str, api_key: str, timeout: float, body: bytes, abort: Any = None) -> bytes:
+def post_chat(
+    base_url: str,
+    api_key: str,
+    timeout: float,
+    body: bytes,
+    abort: Any = None,
+    extra_headers: Mapping[str, str] | None = None,
+    verify: bool | str = True,
+) -> bytes:
     """POST ``body`` to ``{base_url}/chat/completions``; the answer's bytes (status 2xx).
 
     Raises ``openai.APIStatusError`` (its subclass for the status),
     ``openai.APITimeoutError`` or ``openai.APIConnectionError``; ``LeftToTheSDK`` for a
     proxy or a redirect. With ``abort`` (a ``kept_http.Abort``) the post runs only on an
     idle kept connection, ended by ``abort.request()``, and raises
-    ``kept_http.NoKeptConnection`` when there is none (see ``kept_http``)."""
+    ``kept_http.NoKeptConnection`` when there is none (see ``kept_http``).
+    ``extra_headers`` go with it (over ours, as the SDK puts its ``default_headers``);
+    ``verify`` is how the endpoint's certificate is checked (``kept_http.ssl_context``)."""
     headers = {
         "Authorization": f"Bearer {api_key}",
         "Content-Type": "application/json",
         "Accept": "application/json",
+        **(extra_headers or {}),
     }
     url = f"{base_url}/chat/completions"
     if _through_proxy(base_url):
         raise LeftToTheSDK()
-    answer = _post_kept(url, body, headers, timeout, abort)
+    answer = _post_kept(url, body, headers, timeout, abort, verify)
     if 300 <= answer.status < 400:
         raise LeftToTheSDK()
     if answer.status >= 400:
@@ -55,14 +66,19 @@ def post_chat(base_url: str, api_key: str, timeout: float, body: bytes, abort: A
 
 
 def _post_kept(
-    url: str, body: bytes, headers: dict[str, str], timeout: float, abort: Any = None
+    url: str,
+    body: bytes,
+    headers: dict[str, str],
+    timeout: float,
+    abort: Any = None,
+    verify: bool | str = True,
 ) -> Any:
     """The POST on a kept ``http.client`` connection (a ``kept_http.Answer``), its
     failures as the SDK's."""
     from hermes.agent.model import kept_http  # http.client and ssl: not at `import run_agent`
 
     try:
-        return kept_http.post(url, body, headers, timeout, abort)
+        return kept_http.post(url, body, headers, timeout, abort, verify)
     except kept_http.RequestTimedOut as exc:
         openai, httpx2 = _openai(), _httpx2()
         raise openai.APITimeoutError(request=httpx2.Request("POST", url)) from exc

@@ -133,9 +133,16 @@ class ModelClient:
         sleep: Callable[[float], None] | None = None,
         rng: random.Random | None = None,
         cancel_event: threading.Event | None = None,
+        headers: Mapping[str, str] | None = None,
+        verify: bool | str = True,
     ) -> None:
         self.api_key = api_key
         register(api_key)  # a provider echoing it back is scrubbed everywhere
+        # Sent with every request (a proxy's or Cloudflare Access's token, say), and how
+        # the endpoint's certificate is checked: True, False (not at all), a CA file.
+        self.headers = dict(headers or {})
+        register(*self.headers.values())
+        self.verify = verify
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.timeout = timeout
@@ -263,12 +270,21 @@ class ModelClient:
         Makes no network call."""
         self._openai_client()
 
-    def use_endpoint(self, api_key: str | None, base_url: str) -> None:
-        """Send the next requests to ``base_url`` with ``api_key`` (a call already
-        running finishes where it started)."""
+    def use_endpoint(
+        self,
+        api_key: str | None,
+        base_url: str,
+        headers: Mapping[str, str] | None = None,
+        verify: bool | str = True,
+    ) -> None:
+        """Send the next requests to ``base_url`` with ``api_key``, and that endpoint's
+        own ``headers`` and ``verify`` (never the last endpoint's: its headers may be a
+        credential for it alone); a call already running finishes where it started."""
         register(api_key)
+        register(*(headers or {}).values())
         with self._lock:
             self.api_key, self.base_url = api_key, base_url.rstrip("/")
+            self.headers, self.verify = dict(headers or {}), verify
             self._client = None  # rebuilt for the new endpoint on the next request
 
     def close(self) -> None:
@@ -287,6 +303,8 @@ class ModelClient:
             max_retries=self.max_retries,
             backoff_base=self.backoff_base,
             backoff_cap=self.backoff_cap,
+            headers=self.headers,
+            verify=self.verify,
         )
 
     # -- retries
@@ -383,7 +401,9 @@ class ModelClient:
             answer = self._post_in_place(key, body)
             if answer is None:  # no idle kept connection: connect in a model-call thread
                 answer = self._run_interruptibly(
-                    lambda: post_chat(self.base_url, key, self.timeout, body)
+                    lambda: post_chat(
+                        self.base_url, key, self.timeout, body, None, self.headers, self.verify
+                    )
                 )
         except LeftToTheSDK:
             answer = self._run_interruptibly(
@@ -406,7 +426,9 @@ class ModelClient:
         if cancelled:
             raise TurnInterrupted()
         try:
-            return post_chat(self.base_url, key, self.timeout, body, abort)
+            return post_chat(
+                self.base_url, key, self.timeout, body, abort, self.headers, self.verify
+            )
         except kept_http.NoKeptConnection:
             return None
         except BaseException as exc:
@@ -521,29 +543,42 @@ class ModelClient:
         with self._lock:
             if self._client is None:
                 self._client = _shared_openai_client(
-                    openai, self.api_key, self.base_url, self.timeout
+                    openai, self.api_key, self.base_url, self.timeout, self.headers, self.verify
                 )
             return self._client
 
 
-# One openai client per (endpoint, key, timeout) for the whole process: building one
-# costs ~25 ms of CPU (its TLS context), and a gateway runs hundreds of agents. The
-# client and its connection pool are thread-safe.
-_shared_clients: dict[tuple[str, str, float], Any] = {}
+# One openai client per (endpoint, key, timeout, headers, certificate check) for the
+# whole process: building one costs ~25 ms of CPU (its TLS context), and a gateway runs
+# hundreds of agents. The client and its connection pool are thread-safe.
+_shared_clients: dict[tuple[Any, ...], Any] = {}
 _shared_lock = threading.Lock()
 
 
-def _shared_openai_client(openai: Any, api_key: str | None, base_url: str, timeout: float) -> Any:
-    key = (base_url, api_key or _NO_KEY, timeout)
+def _shared_openai_client(
+    openai: Any,
+    api_key: str | None,
+    base_url: str,
+    timeout: float,
+    headers: Mapping[str, str] | None = None,
+    verify: bool | str = True,
+) -> Any:
+    key = (base_url, api_key or _NO_KEY, timeout, tuple(sorted((headers or {}).items())), verify)
     with _shared_lock:
         client = _shared_clients.get(key)
         if client is None:
+            from hermes.agent.model import kept_http  # ssl: not at `import run_agent`
+
             client = openai.OpenAI(
                 api_key=api_key or _NO_KEY,
                 base_url=base_url,
                 timeout=timeout,
                 # Retries are ours (policy, Retry-After, interrupts), never the SDK's.
                 max_retries=0,
+                default_headers=dict(headers) if headers else None,
+                http_client=None
+                if verify is True
+                else openai.DefaultHttpxClient(verify=kept_http.ssl_context(verify)),
             )
             _shared_clients[key] = client
         return client

@@ -108,14 +108,20 @@ def proxied(url: str) -> bool:
 
 
 def post(
-    url: str, body: bytes, headers: dict[str, str], timeout: float, abort: Abort | None = None
+    url: str,
+    body: bytes,
+    headers: dict[str, str],
+    timeout: float,
+    abort: Abort | None = None,
+    verify: bool | str = True,
 ) -> Answer:
     """POST ``body`` to ``url``; the answer whatever its status. Raises
     ``RequestTimedOut`` or ``ConnectionFailed`` (``Aborted`` after ``abort.request()``);
-    with ``abort``, ``NoKeptConnection`` where it would have to connect."""
+    with ``abort``, ``NoKeptConnection`` where it would have to connect. ``verify`` is
+    how an https endpoint's certificate is checked (``ssl_context``)."""
     parts = urlsplit(url)
     path = parts.path + (f"?{parts.query}" if parts.query else "")
-    pool = _pool(parts.scheme, parts.hostname or "", parts.port, timeout)
+    pool = _pool(parts.scheme, parts.hostname or "", parts.port, timeout, verify)
     if abort is not None:
         return _post_abortable(pool, url, path, body, headers, abort)
     connection, reused = pool.take()
@@ -183,16 +189,13 @@ def _exchange(
 class _Pool:
     """Idle connections to one endpoint."""
 
-    def __init__(self, scheme: str, host: str, port: int | None, timeout: float) -> None:
+    def __init__(
+        self, scheme: str, host: str, port: int | None, timeout: float, verify: bool | str
+    ) -> None:
         self.scheme, self.host, self.port, self.timeout = scheme, host, port, timeout
         self.idle: list[http.client.HTTPConnection] = []
         self.lock = threading.Lock()
-        self.context: ssl.SSLContext | None = None
-        if scheme == "https":
-            import httpx2
-
-            # The SDK's HTTP library's own TLS settings (CA bundle, SSL_CERT_FILE, ...).
-            self.context = httpx2.create_ssl_context()
+        self.context = ssl_context(verify) if scheme == "https" else None
 
     def take_idle(self) -> http.client.HTTPConnection | None:
         with self.lock:
@@ -221,14 +224,30 @@ class _Pool:
         connection.close()
 
 
-_pools: dict[tuple[str, str, int | None, float], _Pool] = {}
+def ssl_context(verify: bool | str = True) -> ssl.SSLContext:
+    """The TLS settings of a connection: the SDK's HTTP library's own (its CA bundle,
+    SSL_CERT_FILE...) for True, that CA file's for a path, no certificate check at all
+    for False (an endpoint's ``ssl_verify: false``)."""
+    if verify is False:
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+        return context
+    if isinstance(verify, str):
+        return ssl.create_default_context(cafile=verify)
+    import httpx2
+
+    return httpx2.create_ssl_context()
+
+
+_pools: dict[tuple[str, str, int | None, float, bool | str], _Pool] = {}
 _pools_lock = threading.Lock()
 
 
-def _pool(scheme: str, host: str, port: int | None, timeout: float) -> _Pool:
-    key = (scheme, host, port, timeout)
+def _pool(scheme: str, host: str, port: int | None, timeout: float, verify: bool | str) -> _Pool:
+    key = (scheme, host, port, timeout, verify)
     with _pools_lock:
         pool = _pools.get(key)
         if pool is None:
-            pool = _pools[key] = _Pool(scheme, host, port, timeout)
+            pool = _pools[key] = _Pool(scheme, host, port, timeout, verify)
         return pool
