@@ -7,11 +7,27 @@ import json
 import os
 import subprocess
 from pathlib import Path
+from typing import Any
 
 from hermes.compat.session_db import SessionDB
 
 VERSION = "0.19.0"
 HERE = Path(__file__).parent
+
+
+def play_session(python: Path | str, script: Path, home: Path) -> dict[str, Any]:
+    """What ``script`` (a session that prints one JSON document) prints, run by ``python``
+    with ``home``, made fresh, as its Hermes home: the same script under hermes and under a
+    real Hermes Agent 0.19 must print the same."""
+    home.mkdir(parents=True)
+    env = {**os.environ, "HERMES_HOME": str(home), "HOME": str(home),
+           "HERMES_DISABLE_LAZY_INSTALLS": "1"}  # fmt: skip
+    run = subprocess.run(
+        [str(python), str(script)], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    shown: dict[str, Any] = json.loads(run.stdout)
+    return shown
 
 
 def build_store(python: Path, path: Path, *, extra_sessions: int = 0) -> list[dict]:

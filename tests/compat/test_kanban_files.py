@@ -7,10 +7,8 @@ same under both), and a real worker's."""
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +18,7 @@ import pytest
 from hermes_cli import kanban_db as kb
 
 from hermes import profiles
+from tests.compat.hermes_agent import play_session
 from tests.fakes import llm_server as fake
 from tests.kanban.helpers import wait_for_task
 
@@ -27,15 +26,7 @@ SESSION = Path(__file__).resolve().with_name("kanban_files_session.py")
 
 
 def play(python: Path | str, home: Path) -> dict[str, Any]:
-    home.mkdir(parents=True)
-    env = {**os.environ, "HERMES_HOME": str(home), "HOME": str(home),
-           "HERMES_DISABLE_LAZY_INSTALLS": "1"}  # fmt: skip
-    run = subprocess.run(
-        [str(python), str(SESSION)], env=env, capture_output=True, text=True, timeout=300
-    )
-    assert run.returncode == 0, run.stderr[-3000:]
-    shown: dict[str, Any] = json.loads(run.stdout)
-    return shown
+    return play_session(python, SESSION, home)
 
 
 def test_attachments_and_subscriptions_as_on_hermes_agent(
@@ -164,19 +155,8 @@ ARTIFACTS = SESSION.with_name("kanban_artifacts_session.py")
 
 
 def test_completion_artifacts_as_on_hermes_agent(hermes_agent_python: Path, tmp_path: Path) -> None:
-    def run(python: Path | str, home: Path) -> dict[str, Any]:
-        home.mkdir(parents=True)
-        env = {**os.environ, "HERMES_HOME": str(home), "HOME": str(home),
-               "HERMES_DISABLE_LAZY_INSTALLS": "1"}  # fmt: skip
-        done = subprocess.run(
-            [str(python), str(ARTIFACTS)], env=env, capture_output=True, text=True, timeout=300
-        )
-        assert done.returncode == 0, done.stderr[-3000:]
-        shown: dict[str, Any] = json.loads(done.stdout)
-        return shown
-
-    ours = run(sys.executable, tmp_path / "hermes")
-    assert ours == run(hermes_agent_python, tmp_path / "hermes-agent")
+    ours = play_session(sys.executable, ARTIFACTS, tmp_path / "hermes")
+    assert ours == play_session(hermes_agent_python, ARTIFACTS, tmp_path / "hermes-agent")
     assert ours["copies"] == ["<h1>report</h1>", "notes"]  # named, and named in prose
     assert ours["named"]["completed"][0]["artifacts"] == [
         "~/kanban/attachments/T1/report.html", "~/elsewhere.txt",

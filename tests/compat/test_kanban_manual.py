@@ -5,8 +5,6 @@ then a reclaim stops a real worker process on this host."""
 
 from __future__ import annotations
 
-import json
-import os
 import sqlite3
 import subprocess
 import sys
@@ -15,19 +13,13 @@ from typing import Any
 
 from hermes_cli import kanban_db as kb
 
+from tests.compat.hermes_agent import play_session
+
 SESSION = Path(__file__).resolve().with_name("kanban_manual_session.py")
 
 
 def play(python: Path | str, home: Path) -> dict[str, Any]:
-    home.mkdir(parents=True)
-    env = {**os.environ, "HERMES_HOME": str(home), "HOME": str(home),
-           "HERMES_DISABLE_LAZY_INSTALLS": "1"}  # fmt: skip
-    run = subprocess.run(
-        [str(python), str(SESSION)], env=env, capture_output=True, text=True, timeout=300
-    )
-    assert run.returncode == 0, run.stderr[-3000:]
-    shown: dict[str, Any] = json.loads(run.stdout)
-    return shown
+    return play_session(python, SESSION, home)
 
 
 def test_manual_moves_as_on_hermes_agent(hermes_agent_python: Path, tmp_path: Path) -> None:

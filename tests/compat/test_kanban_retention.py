@@ -5,9 +5,6 @@ it starts the task's next worker (a real worker process, the fake model answerin
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -16,6 +13,7 @@ import pytest
 from hermes_cli import kanban_db as kb
 
 from hermes import profiles
+from tests.compat.hermes_agent import play_session
 from tests.fakes import llm_server as fake
 from tests.kanban.helpers import wait_for_task
 
@@ -23,15 +21,7 @@ SESSION = Path(__file__).resolve().with_name("kanban_retention_session.py")
 
 
 def play(python: Path | str, home: Path) -> dict[str, Any]:
-    home.mkdir(parents=True)
-    env = {**os.environ, "HERMES_HOME": str(home), "HOME": str(home),
-           "HERMES_DISABLE_LAZY_INSTALLS": "1"}  # fmt: skip
-    run = subprocess.run(
-        [str(python), str(SESSION)], env=env, capture_output=True, text=True, timeout=300
-    )
-    assert run.returncode == 0, run.stderr[-3000:]
-    shown: dict[str, Any] = json.loads(run.stdout)
-    return shown
+    return play_session(python, SESSION, home)
 
 
 def test_retention_as_on_hermes_agent(hermes_agent_python: Path, tmp_path: Path) -> None:

@@ -10,11 +10,9 @@ every slug and task id that becomes a path inside the board's folder.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import sqlite3
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -23,6 +21,7 @@ import pytest
 from hermes_cli import kanban_db as kb
 
 from hermes import profiles
+from tests.compat.hermes_agent import play_session
 from tests.fakes import llm_server as fake
 from tests.kanban.helpers import wait_for_task
 
@@ -30,28 +29,20 @@ HERE = Path(__file__).resolve().parent
 SESSION = HERE / "webui_kanban_bridge.py"
 
 
-def play_session(python: Path | str, home: Path) -> dict[str, Any]:
-    home.mkdir(parents=True)
-    env = {**os.environ, "HERMES_HOME": str(home), "HOME": str(home),
-           "HERMES_DISABLE_LAZY_INSTALLS": "1"}  # fmt: skip
-    run = subprocess.run(
-        [str(python), str(SESSION)], env=env, capture_output=True, text=True, timeout=300
-    )
-    assert run.returncode == 0, run.stderr[-3000:]
-    shown: dict[str, Any] = json.loads(run.stdout)
-    return shown
+def play(python: Path | str, home: Path) -> dict[str, Any]:
+    return play_session(python, SESSION, home)
 
 
 def test_the_panel_shows_on_hermes_what_it_shows_on_hermes_agent(
     hermes_agent_python: Path, tmp_path: Path
 ) -> None:
-    ours = play_session(sys.executable, tmp_path / "hermes")
-    theirs = play_session(hermes_agent_python, tmp_path / "hermes-agent")
+    ours = play(sys.executable, tmp_path / "hermes")
+    theirs = play(hermes_agent_python, tmp_path / "hermes-agent")
     assert ours == theirs
 
 
 def test_a_panel_session_on_hermes(tmp_path: Path) -> None:
-    shown = play_session(sys.executable, tmp_path / "home")
+    shown = play(sys.executable, tmp_path / "home")
     columns = shown["board"]["columns"]
     assert [t[:2] for t in columns["done"]] == [["T1", "Write the spec v2"]]
     assert [t[0] for t in columns["ready"]] == ["T2", "T4", "T5"]  # T2 waited for T1
