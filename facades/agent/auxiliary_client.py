@@ -6,7 +6,9 @@ hermes's (``model.base_url``, the key ``hermes setup`` saved, ``model.default``)
 answer is the SDK's ChatCompletion, as 0.19 returns it. The work is
 ``hermes.plugins.llm.call_llm``'s; this reads the config of the home in effect (the
 web UI's per-request one included). ``resolve_provider_client`` gives an openai client
-on that endpoint for callers that make their own requests.
+on that endpoint for callers that make their own requests. ``set_runtime_main`` (and
+``scoped_runtime_main``) give this context's side tasks the model and endpoint of the
+agent that runs them, instead of config.yaml's, as in 0.19.
 """
 
 from __future__ import annotations
@@ -17,24 +19,28 @@ import logging
 import os
 import re
 from collections.abc import Iterator
+from contextvars import Token
 from typing import Any
 from urllib.parse import urlparse
 
 from hermes_constants import OPENROUTER_BASE_URL, get_hermes_home
+from openai import OpenAI  # 0.19's module has the SDK's class under this name
 
 from hermes.config import load_config
 from hermes.plugins.llm import call_llm as _call_llm
-from hermes.plugins.llm import endpoint
+from hermes.plugins.llm import endpoint, main_runtime, reset_main_runtime, set_main_runtime
 
 __all__ = [
     "MINIMUM_CONTEXT_LENGTH",
     "OMIT_TEMPERATURE",
     "OPENROUTER_BASE_URL",
+    "OpenAI",
     "aux_interrupt_protection",
     "async_call_llm",
     "auxiliary_is_nous",
     "auxiliary_max_tokens_param",
     "cleanup_stale_async_clients",
+    "clear_runtime_main",
     "call_llm",
     "extract_content_or_reasoning",
     "get_async_text_auxiliary_client",
@@ -42,8 +48,11 @@ __all__ = [
     "get_available_vision_backends",
     "get_text_auxiliary_client",
     "neuter_async_httpx_del",
+    "reset_runtime_main",
     "resolve_provider_client",
     "resolve_vision_provider_client",
+    "scoped_runtime_main",
+    "set_runtime_main",
     "shutdown_cached_clients",
 ]
 
@@ -100,19 +109,23 @@ def resolve_provider_client(
     raw_codex: bool = False,
     explicit_base_url: str | None = None,
     explicit_api_key: str | None = None,
-    **_: Any,  # 0.19's api_mode, main_runtime, is_vision, task: one endpoint here
+    main_runtime: dict[str, Any] | None = None,
+    **_: Any,  # 0.19's api_mode, is_vision, task: one endpoint here
 ) -> tuple[Any, str | None]:
     """``(client, model)``: an openai client (``AsyncOpenAI`` for ``async_mode``) on
     hermes's endpoint, or on ``explicit_base_url`` with ``explicit_api_key``, and
-    ``model`` or the home's ``model.default``. hermes has one endpoint per home, so a
+    ``model`` or the home's ``model.default``; the main runtime (``main_runtime``, else
+    the one ``set_runtime_main`` set) stands in for config.yaml's provider, endpoint, key
+    and model. hermes has one endpoint per home, so a
     provider other than ``auto``/``main``/``custom`` or the configured one answers
     ``(None, None)`` as 0.19 answers one it has no credentials for (said once, at debug:
     callers retry)."""
     import openai
 
     config = load_config(get_hermes_home() / "config.yaml")
+    runtime = _runtime(main_runtime)
     name = (provider or "").strip().lower()
-    configured = str(config.get("model.provider") or "").strip().lower()
+    configured = runtime.get("provider") or str(config.get("model.provider") or "").strip().lower()
     if not explicit_base_url and name not in _OWN_ENDPOINT and name != configured:
         if name not in _LOGGED_UNKNOWN_PROVIDER_KEYS:
             _LOGGED_UNKNOWN_PROVIDER_KEYS.add(name)
@@ -122,10 +135,54 @@ def resolve_provider_client(
                 provider,
             )
         return None, None
+    if not explicit_base_url:  # the runtime's key goes only to its own endpoint
+        explicit_base_url = runtime.get("base_url")
+        explicit_api_key = explicit_api_key or runtime.get("api_key")
     settings = endpoint(config, explicit_base_url, explicit_api_key)
     _provider_tls_and_headers(settings, async_mode=async_mode)
     client = openai.AsyncOpenAI(**settings) if async_mode else openai.OpenAI(**settings)
-    return client, model or str(config.get("model.default"))
+    return client, model or runtime.get("model") or str(config.get("model.default"))
+
+
+def _runtime(explicit: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The main runtime in effect: ``explicit`` when given, else this context's."""
+    return main_runtime(explicit)
+
+
+def set_runtime_main(
+    provider: str,
+    model: str,
+    *,
+    base_url: str = "",
+    api_key: Any = "",
+    api_mode: str = "",
+    auth_mode: str = "",
+) -> Token[dict[str, Any] | None]:
+    """Make this context's side tasks use ``provider``/``model`` (on ``base_url`` with
+    ``api_key`` when given) instead of config.yaml's; the token undoes it."""
+    fields = {"provider": provider, "model": model, "base_url": base_url, "api_key": api_key}
+    return set_main_runtime({**fields, "api_mode": api_mode, "auth_mode": auth_mode})
+
+
+def reset_runtime_main(token: Token[dict[str, Any] | None] | None) -> None:
+    """The main runtime that ``set_runtime_main``'s ``token`` replaced."""
+    reset_main_runtime(token)
+
+
+@contextlib.contextmanager
+def scoped_runtime_main(runtime: dict[str, Any] | None) -> Iterator[dict[str, Any]]:
+    """``runtime`` as this context's main runtime inside the block (``None``: config.yaml's);
+    yields it cleaned of empty fields."""
+    token = set_main_runtime(runtime)
+    try:
+        yield main_runtime()
+    finally:
+        reset_main_runtime(token)
+
+
+def clear_runtime_main() -> None:
+    """Side tasks of this context follow config.yaml again."""
+    set_main_runtime(None)
 
 
 def _provider_tls_and_headers(settings: dict[str, Any], *, async_mode: bool) -> None:
@@ -172,23 +229,31 @@ def get_text_auxiliary_client(
 ) -> tuple[Any, str | None]:
     """``(client, model)`` for a text side task (hermes-webui's update summaries and commit
     messages ask for ``compression``): hermes's endpoint, with the task's model."""
-    return resolve_provider_client("main", _task_model(task))
+    return resolve_provider_client("main", _task_model(task), main_runtime=main_runtime)
 
 
 def get_async_text_auxiliary_client(
     task: str = "", *, main_runtime: dict[str, Any] | None = None
 ) -> tuple[Any, str | None]:
     """``get_text_auxiliary_client`` with an ``AsyncOpenAI`` client."""
-    return resolve_provider_client("main", _task_model(task), async_mode=True)
+    return resolve_provider_client(
+        "main", _task_model(task), async_mode=True, main_runtime=main_runtime
+    )
 
 
 def _read_main_model() -> str:
-    """The home's main model (``model.default``); hermes-webui reads it by this name."""
-    return str(load_config(get_hermes_home() / "config.yaml").get("model.default") or "")
+    """The main model: the main runtime's, else the home's ``model.default`` (hermes-webui
+    reads it by this name)."""
+    return _runtime().get("model") or str(
+        load_config(get_hermes_home() / "config.yaml").get("model.default") or ""
+    )
 
 
 def _read_main_provider() -> str:
-    """The home's ``model.provider``, lower case ("" when unset)."""
+    """The main runtime's provider, else the home's ``model.provider``, lower case ("" when
+    unset)."""
+    if provider := _runtime().get("provider"):
+        return str(provider)
     provider = load_config(get_hermes_home() / "config.yaml").get("model.provider")
     return str(provider or "").strip().lower()
 

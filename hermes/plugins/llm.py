@@ -5,10 +5,15 @@ One chat completion on hermes's endpoint and key (``model.base_url``, the API ke
 the environment, ``$HERMES_HOME/.env`` or ``model.api_key``), with the model the caller
 names, else ``compression.summary_model`` for the ``compression`` task, else
 ``model.default``. The answer is the openai SDK's ``ChatCompletion``, as in 0.19.
+
+A running agent (or a tool) may set the "main runtime" of its context, 0.19's
+``set_runtime_main``: the provider, model, endpoint and key its side tasks follow instead
+of config.yaml's, for this context only (concurrent gateway sessions do not see it).
 """
 
 from __future__ import annotations
 
+from contextvars import ContextVar, Token
 from typing import Any
 
 from hermes.config import (
@@ -19,6 +24,50 @@ from hermes.config import (
     endpoint_transport,
     load_config,
 )
+
+# 0.19's fields of a main runtime; hermes speaks chat completions, so ``api_mode`` and
+# ``auth_mode`` are kept as given and change nothing.
+RUNTIME_FIELDS = ("provider", "model", "base_url", "api_key", "api_mode", "auth_mode")
+_MAIN_RUNTIME: ContextVar[dict[str, Any] | None] = ContextVar("hermes_main_runtime", default=None)
+
+
+def normalize_runtime(runtime: dict[str, Any] | None) -> dict[str, Any]:
+    """The non-empty fields of ``runtime``, stripped (``provider`` lower case); a callable
+    ``api_key`` (a token provider the openai SDK calls) is kept as it is."""
+    normalized: dict[str, Any] = {}
+    for field in RUNTIME_FIELDS:
+        value = (runtime or {}).get(field)
+        if field == "api_key" and callable(value):
+            normalized[field] = value
+        elif isinstance(value, str) and value.strip():
+            normalized[field] = value.strip()
+    if "provider" in normalized:
+        normalized["provider"] = normalized["provider"].lower()
+    return normalized
+
+
+def set_main_runtime(runtime: dict[str, Any] | None) -> Token[dict[str, Any] | None]:
+    """Make ``runtime`` this context's main runtime (``None``: config.yaml's again); the
+    token undoes it (``reset_main_runtime``)."""
+    return _MAIN_RUNTIME.set(normalize_runtime(runtime) or None)
+
+
+def reset_main_runtime(token: Token[dict[str, Any] | None] | None) -> None:
+    """The main runtime before ``set_main_runtime`` gave ``token``; a token of another
+    context (a worker thread's copy) changes nothing, as in 0.19."""
+    if token is None:
+        return
+    try:
+        _MAIN_RUNTIME.reset(token)
+    except (RuntimeError, ValueError):
+        pass
+
+
+def main_runtime(explicit: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``explicit`` when given, else this context's main runtime ({} when none is set)."""
+    if explicit is not None:
+        return normalize_runtime(explicit)
+    return dict(_MAIN_RUNTIME.get() or {})
 
 
 def call_llm(
@@ -36,11 +85,16 @@ def call_llm(
     config: Config | None = None,
     **_: Any,  # 0.19's provider routing and streaming: not offered to plugins here
 ) -> Any:
-    """One completion of ``messages`` (``config``: the home's, else this process's)."""
+    """One completion of ``messages`` (``config``: the home's, else this process's), on the
+    main runtime's model and endpoint when one is set and the caller names none."""
     import openai
 
     config = config if config is not None else load_config()
     summary = config.get("compression.summary_model") if task == "compression" else None
+    runtime = main_runtime()
+    if not base_url:  # the runtime's key goes only to the runtime's (or the home's) endpoint
+        base_url = runtime.get("base_url")
+        api_key = api_key or runtime.get("api_key")
     options: dict[str, Any] = {}
     for name, value in (
         ("temperature", temperature),
@@ -63,7 +117,7 @@ def call_llm(
         settings["http_client"] = openai.DefaultHttpxClient(verify=False)
     with openai.OpenAI(**settings) as client:
         return client.chat.completions.create(
-            model=model or summary or config.get("model.default"),
+            model=model or summary or runtime.get("model") or config.get("model.default"),
             messages=messages,  # type: ignore[arg-type]  # the plugin's OpenAI messages
             **options,
         )

@@ -1085,6 +1085,72 @@ def test_text_auxiliary_client_as_hermes_webui_asks_for_one(hermes_home: Path, f
     assert (_read_main_model(), _read_main_provider()) == ("fake-model", "")
 
 
+def test_a_runtime_main_override_gives_side_tasks_the_agents_model(
+    hermes_home: Path, fake_llm
+) -> None:
+    """0.19's ``set_runtime_main``: a tool run by an agent on another model and endpoint
+    than config.yaml's gets that model, endpoint and key for its side calls, in its own
+    context only; ``reset``/``clear``/``scoped_runtime_main`` put config.yaml's back."""
+    import contextvars
+    import threading
+
+    from agent.auxiliary_client import (
+        OpenAI,
+        _read_main_model,
+        _read_main_provider,
+        call_llm,
+        clear_runtime_main,
+        reset_runtime_main,
+        resolve_provider_client,
+        scoped_runtime_main,
+        set_runtime_main,
+    )
+
+    from hermes.testing.llm_server import FakeLLMServer
+
+    (hermes_home / "config.yaml").write_text(
+        f"model:\n  default: fake-model\n  base_url: {fake_llm.url}\n", encoding="utf-8"
+    )
+    ask = [{"role": "user", "content": "sum up"}]
+    with FakeLLMServer() as live:
+        token = set_runtime_main("Custom", "live-model", base_url=live.url, api_key="live-key")
+        try:
+            assert (_read_main_model(), _read_main_provider()) == ("live-model", "custom")
+            assert call_llm(task="compression", messages=ask).choices[0].message.content == (
+                "echo: sum up"
+            )
+            assert live.requests[-1]["model"] == "live-model"
+            assert live.request_headers[-1]["authorization"] == "Bearer live-key"
+            client, model = resolve_provider_client("custom")
+            assert isinstance(client, OpenAI) and model == "live-model"
+            client.chat.completions.create(model=model, messages=ask)  # type: ignore[arg-type]
+            assert len(live.requests) == 2 and not fake_llm.requests
+
+            # Another context (a concurrent gateway session) keeps config.yaml's.
+            seen: list[str] = []
+            other = threading.Thread(target=lambda: seen.append(_read_main_model()))
+            other.start()
+            other.join(timeout=30)
+            assert seen == ["fake-model"]
+            # A worker that copies this context follows the runtime.
+            copied = contextvars.copy_context()
+            assert copied.run(_read_main_model) == "live-model"
+        finally:
+            reset_runtime_main(token)
+        call_llm(messages=ask)
+        assert fake_llm.requests[-1]["model"] == "fake-model" and len(live.requests) == 2
+
+        with scoped_runtime_main({"model": " scoped-model ", "provider": ""}) as runtime:
+            assert runtime == {"model": "scoped-model"}
+            call_llm(messages=ask)
+            assert fake_llm.requests[-1]["model"] == "scoped-model"
+        assert _read_main_model() == "fake-model"
+
+        set_runtime_main("custom", "cleared-model")
+        clear_runtime_main()
+        assert _read_main_model() == "fake-model"
+
+
 def test_async_call_llm_and_the_answers_text(hermes_home: Path, fake_llm) -> None:
     """0.19's ``async_call_llm`` and ``extract_content_or_reasoning`` (plug-ins' side work)."""
     import asyncio
