@@ -38,6 +38,10 @@ OPERATOR_READS = {
     ("tools/skills.py", "_operator_skill_files"): "the files of an operator's skill",
     ("tools/skills.py", "all_skill_roots"): "the users' skill folders in $HERMES_HOME",
     ("tools/skill_tools.py", "_read_operator_file"): "a file of an operator's skill",
+    # `hermes skills install` copies a folder the operator names; a chat's /skills install
+    # first checks every path of the folder, links resolved, is inside the chat's view
+    # (agent/commands_tools.py _hidden_from_view). Links are copied as links, not followed.
+    ("tools/skills.py", "install_skill"): "a skill folder the operator or a checked chat names",
 }
 
 

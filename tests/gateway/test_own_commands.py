@@ -20,8 +20,9 @@ from hermes.state import SessionDB
 from tests.gateway.fakechat import incoming
 from tests.gateway.harness import until, wait_for, write_config
 from tests.gateway.processes import free_port
-from tests.gateway.test_runner import KEY, Chat, Model, scenario
-from tests.gateway.test_telegram import TOKEN
+from tests.gateway.runner_chat import KEY, Chat, Model, scenario
+
+TOKEN = "424242:AAE-fake-telegram-token-do-not-log"  # as the Telegram tests' own
 
 
 @pytest.fixture
