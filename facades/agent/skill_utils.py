@@ -292,9 +292,17 @@ def parse_config_string_list(value: Any) -> list[str]:
 
 
 def _skills_config() -> dict[str, Any]:
-    from hermes_cli.config import read_raw_config
+    """config.yaml's ``skills`` section as written ({} without one). Read here, not
+    through ``hermes_cli.config``, whose ``get_missing_skill_config_vars`` reads this
+    module: the two facades would lean on each other."""
+    import yaml
+    from hermes_constants import get_config_path
 
-    section = read_raw_config().get("skills")
+    try:
+        raw = yaml.safe_load(get_config_path().read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return {}
+    section = raw.get("skills") if isinstance(raw, dict) else None
     return section if isinstance(section, dict) else {}
 
 
