@@ -151,6 +151,12 @@ def dispatch(agent: AIAgent, line: str) -> Reply:
         return Reply(str(exc), ok=False)
 
 
+def runs_on_the_gateway(agent: AIAgent, arg: str) -> Reply:
+    """The handler of a gateway-only command: the gateway runs its own, and ``dispatch``
+    refuses the command in the terminal before any handler runs."""
+    return Reply("This command works in a messaging chat only.", ok=False)
+
+
 def unknown_message(name: str) -> str:
     if not name:
         return "Type a command after the slash; /help lists them."

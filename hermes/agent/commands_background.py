@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from hermes.agent.background import BackgroundTask, background_agent, elapsed, tasks_of
-from hermes.agent.commands import Reply, command
+from hermes.agent.commands import Reply, command, runs_on_the_gateway
 from hermes.text import one_line
 
 if TYPE_CHECKING:
@@ -55,46 +55,23 @@ def _agents(agent: AIAgent, arg: str) -> Reply:
     return Reply(agents_text(own, tasks_of(agent).running(), processes))
 
 
-@command(
-    "commands",
-    "/commands [page]",
-    "List every command of this chat, a page at a time.",
-    category="Info",
-    gateway_only=True,
-)
-def _commands(agent: AIAgent, arg: str) -> Reply:  # the gateway runs its own
-    return Reply("/commands works in a messaging chat only.", ok=False)
-
-
-@command(
-    "restart",
-    "/restart",
-    "Restart the gateway once the replies being written are done (its admins only).",
-    gateway_only=True,
-)
-def _restart(agent: AIAgent, arg: str) -> Reply:  # the gateway runs its own
-    return Reply("/restart works in a messaging chat only.", ok=False)
-
-
-@command(
-    "topic",
-    "/topic [off|help|session-id]",
-    "In a Telegram private chat: show this topic's conversation, or continue one of yours here.",
-    gateway_only=True,
-)
-def _topic(agent: AIAgent, arg: str) -> Reply:  # the gateway runs its own
-    return Reply("/topic works in a messaging chat only.", ok=False)
-
-
-@command(
-    "sethome",
-    "/sethome",
-    "Make this chat the home channel, where scheduled jobs answer (its admins only).",
-    aliases=("set-home",),
-    gateway_only=True,
-)
-def _sethome(agent: AIAgent, arg: str) -> Reply:  # the gateway runs its own
-    return Reply("/sethome works in a messaging chat only.", ok=False)
+# The messaging chat's own commands: the gateway runs them (hermes.gateway.own_commands).
+# Registered here so every surface lists them; the terminal refuses them before any
+# handler runs.
+GATEWAY_ONLY: tuple[tuple[str, str, str, dict[str, Any]], ...] = (
+    ("commands", "/commands [page]", "List every command of this chat, a page at a time.",
+     {"category": "Info"}),
+    ("restart", "/restart",
+     "Restart the gateway once the replies being written are done (its admins only).", {}),
+    ("topic", "/topic [off|help|session-id]",
+     "In a Telegram private chat: show this topic's conversation, or continue one of yours here.",
+     {}),
+    ("sethome", "/sethome",
+     "Make this chat the home channel, where scheduled jobs answer (its admins only).",
+     {"aliases": ("set-home",)}),
+)  # fmt: skip
+for _name, _usage, _help, _more in GATEWAY_ONLY:
+    command(_name, _usage, _help, gateway_only=True, **_more)(runs_on_the_gateway)
 
 
 def started_text(task: BackgroundTask) -> str:

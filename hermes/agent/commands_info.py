@@ -13,7 +13,7 @@ import os
 from typing import TYPE_CHECKING
 
 from hermes import profiles
-from hermes.agent.commands import Reply, command
+from hermes.agent.commands import Reply, command, runs_on_the_gateway
 
 if TYPE_CHECKING:
     from hermes.agent import AIAgent
@@ -43,11 +43,6 @@ def _user() -> str:
 
 # A messaging platform's first message (Telegram's Start button sends /start): the
 # gateway answers it with /help's list (hermes.gateway.commands.ALIASES).
-@command(
-    "start",
-    "/start",
-    "A platform's start ping: answered with the commands.",
-    gateway_only=True,
-)
-def _start(agent: AIAgent, arg: str) -> Reply:  # the gateway answers it as /help
-    return Reply("/start works in a messaging chat only.", ok=False)
+command(
+    "start", "/start", "A platform's start ping: answered with the commands.", gateway_only=True
+)(runs_on_the_gateway)
