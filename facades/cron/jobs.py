@@ -28,6 +28,7 @@ from hermes.cron.schedule import zone
 from hermes.cron.shape import origin_target, schedule_019, schedule_text
 from hermes.cron.store import CronStore
 from hermes.cron.workdir import WorkdirError, check_workdir
+from hermes.state import lease
 
 __all__ = [
     "CRON_DIR",
@@ -42,6 +43,7 @@ __all__ = [
     "ONESHOT_RUN_CLAIM_TTL_SECONDS",
     "advance_next_run",
     "claim_dispatch",
+    "claim_job_for_fire",
     "compute_next_run",
     "create_job",
     "ensure_dirs",
@@ -530,6 +532,21 @@ def claim_dispatch(job_id: str) -> bool:
     with _store.cron_store(read_only=False) as store:
         assert store is not None
         return store.claim_dispatch(job_id)
+
+
+_FIRE_CLAIM_TTL_SECONDS = 300  # 0.19's: a claimed fire stands this long
+
+
+def claim_job_for_fire(job_id: str, *, claim_ttl_seconds: int = _FIRE_CLAIM_TTL_SECONDS) -> bool:
+    """Claim one fire of a job, at most once across processes and hosts on the store: True
+    only for the one caller that wins. False for a missing or paused job, or while an
+    earlier claim younger than ``claim_ttl_seconds`` stands (a crashed claimer's too, until
+    then). A recurring job's next run moves past now, as in 0.19; ``create_execution`` in
+    the claiming process, or ``mark_job_run``, records the run as that fire's."""
+    holder = lease.make_holder("execution:fire")
+    with _store.cron_store(read_only=False) as store:
+        assert store is not None
+        return store.claim_fire(str(job_id), holder, float(claim_ttl_seconds))
 
 
 def heartbeat_run_claim(job_id: str, *, expected_owner: str) -> bool:

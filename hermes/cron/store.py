@@ -355,15 +355,16 @@ class CronStore(Tables):
             if job is None:
                 return None
             status = "failed" if error else "completed"
-            run_id = None
-            for nudge in range(1000):  # one run per due time: a twin instant gets the next
+            fire = _open_fire(tx, job_id)
+            run_id = None if fire is None else fire["id"]  # the fire it claimed ends here
+            for nudge in range(1000 if run_id is None else 0):  # a twin instant: the next
                 run_id = _insert_run(tx, job_id, now + nudge * 1e-6, status, now)
                 if run_id is not None:
                     break
             assert run_id is not None
             tx.run(
-                "UPDATE cron_runs SET error = ?, finished_at = ? WHERE id = ?",
-                (error, now, run_id),
+                "UPDATE cron_runs SET status = ?, error = ?, finished_at = ? WHERE id = ?",
+                (status, error, now, run_id),
             )
             tx.run("UPDATE cron_jobs SET last_run_at = ? WHERE id = ?", (now, job_id))
             _count_run(tx, job_id)
@@ -387,10 +388,15 @@ class CronStore(Tables):
     # or ``unknown`` once its holder died first (0.19's ledger: not a retry queue).
 
     def claim_execution(self, job_id: str, holder: str, now: float | None = None) -> dict[str, Any]:
-        """A run ``holder`` (``lease.make_holder()``) is about to make of ``job_id``."""
+        """A run ``holder`` (``lease.make_holder()``) is about to make of ``job_id``: the
+        fire this process claimed of it (``claim_fire``), if any, else a new one."""
         now = time.time() if now is None else now
 
         def claim(tx: Tx) -> dict[str, Any]:
+            fire = _open_fire(tx, job_id, mine=holder)
+            if fire is not None:
+                tx.run("UPDATE cron_runs SET holder = ? WHERE id = ?", (holder, fire["id"]))
+                return _one_run(tx, fire["id"])
             for nudge in range(1000):  # one run per due time: a twin instant gets the next
                 run_id = _insert_run(tx, job_id, now + nudge * 1e-6, "claimed", now)
                 if run_id is not None:
@@ -399,6 +405,61 @@ class CronStore(Tables):
             raise RuntimeError(f"Could not record a run of job {job_id}: too many at once.")
 
         return self._write(claim)
+
+    def claim_fire(self, job_id: str, holder: str, ttl: float, now: float | None = None) -> bool:
+        """0.19's ``claim_job_for_fire``: take one fire of an enabled job, at most once
+        while a claim younger than ``ttl`` seconds stands (whoever made it, alive or not).
+        The claim is a ``claimed`` run whose ``lease_expires_at`` is set (no caller's
+        other run has one); a recurring job's next run moves past now, so no scheduler
+        fires this time again. A stale claim is ``unknown``. False: the job is missing,
+        paused, or claimed."""
+
+        def claim(tx: Tx) -> bool:
+            # Now as the lock is held: a claimer's clock read before it waited would see
+            # the claim made meanwhile as stamped ahead of it, hence stale.
+            at = tx.clock() if now is None else now
+            # The job's row first: on PostgreSQL a second claimer waits here, then reads
+            # the first one's claim (SQLite's writers are serialised already).
+            locked = tx.run(
+                "UPDATE cron_jobs SET updated_at = updated_at WHERE id = ? AND enabled = 1",
+                (job_id,),
+            )
+            if not locked:
+                return False
+            stale = []
+            for fire in _fires(tx, job_id):
+                if 0 <= at - fire["created_at"] < ttl:
+                    return False  # a fresh claim: a claim stamped ahead of now is stale
+                stale.append(fire["id"])
+            for run_id in stale:
+                tx.run(
+                    "UPDATE cron_runs SET status = 'unknown', finished_at = ?, error = ?"
+                    " WHERE id = ?",
+                    (at, "Its fire was claimed but no run was recorded in time.", run_id),
+                )
+            run_id = None
+            for nudge in range(1000):  # one run per due time: a twin instant gets the next
+                run_id = _insert_run(tx, job_id, at + nudge * 1e-6, "claimed", at)
+                if run_id is not None:
+                    break
+            assert run_id is not None
+            tx.run(
+                "UPDATE cron_runs SET holder = ?, lease_expires_at = ? WHERE id = ?",
+                (holder, at + ttl, run_id),
+            )
+            job = _one_job(tx, job_id)
+            schedule = parse(job["schedule"], timezone=job["timezone"], now=job["created_at"])
+            if schedule.kind != "once":
+                following = schedule.next_after(
+                    at, anchor=job["created_at"], timezone=job["timezone"]
+                )
+                tx.run("UPDATE cron_jobs SET next_run_at = ? WHERE id = ?", (following, job_id))
+            return True
+
+        claimed = self._write(claim)
+        if claimed:
+            self._changed()
+        return claimed
 
     def start_execution(self, run_id: str) -> dict[str, Any] | None:
         """A claimed run started (once); None: it is not a claimed one."""
@@ -681,6 +742,26 @@ def _claim_dispatch(tx: Tx, job_id: str) -> None:
     job = tx.one(f"SELECT {_JOB_COLUMNS} FROM cron_jobs WHERE id = ?", (job_id,))
     if job is not None and _finite_oneshot(job):
         tx.run("UPDATE cron_jobs SET completed = completed + 1 WHERE id = ?", (job_id,))
+
+
+def _fires(tx: Tx, job_id: str) -> list[Row]:
+    """The job's claimed fires (``claim_fire``) not yet ended, oldest first."""
+    return tx.all(
+        "SELECT id, holder, created_at FROM cron_runs WHERE job_id = ?"
+        " AND status IN ('claimed', 'started') AND lease_expires_at IS NOT NULL"
+        " ORDER BY created_at",
+        (job_id,),
+    )
+
+
+def _open_fire(tx: Tx, job_id: str, mine: str | None = None) -> Row | None:
+    """The newest claimed fire of the job, only one claimed by ``mine``'s process if
+    given (a run the claimer then records is that fire, not a second run)."""
+    fires = _fires(tx, job_id)
+    if mine is not None:
+        process = mine.split(":agent=", 1)[0]
+        fires = [f for f in fires if (f["holder"] or "").split(":agent=", 1)[0] == process]
+    return fires[-1] if fires else None
 
 
 def _count_run(tx: Tx, job_id: str) -> None:
