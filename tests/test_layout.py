@@ -112,6 +112,7 @@ SCHEMAS = {
     "hermes/state/schema/hermes_agent.py",  # Hermes Agent's tables, built by both schemas
     "hermes/state/schema/migrations.py",  # the record of the migrations applied
     "hermes/kanban/schema.py",  # the Kanban board: a database of its own, in 0.19's shape
+    "hermes/cron/ledger.py",  # cron/executions.db: a readers' copy of the runs, 0.19's shape
 }
 GROUPS = {
     "hermes/state/gateway/": (

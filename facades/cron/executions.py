@@ -3,21 +3,25 @@
 Each of hermes's runs (``hermes cron runs``) as 0.19's execution row: ``id``, ``job_id``,
 ``source``, ``process_id``/``pid`` (the process that ran it), ``status`` (``claimed``,
 ``running``, ``completed``, ``failed``, ``unknown``), ISO ``claimed_at``, ``started_at``,
-``finished_at`` and ``error``, newest first. The writers record a run a caller makes
-itself into the store, where the gateways' scheduler never takes it, and keep
-``cron/jobs.json`` in step; 0.19's ``executions.db`` is not written (the store is the ledger).
+``finished_at`` and ``error``, newest first, kept as 0.19 keeps them (every open run, the
+newest ``MAX_TERMINAL_EXECUTIONS`` finished ones). The writers record a run a caller makes
+itself into the store, where the gateways' scheduler never takes it; ``cron/jobs.json``
+and ``EXECUTIONS_FILE`` (``cron/executions.db``, 0.19's schema) follow the store for
+readers that open them (hermes.cron.ledger).
 """
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 from cron import _store
-from hermes.cron import files
+from hermes.cron import files, ledger
+from hermes.cron.ledger import MAX_TERMINAL_EXECUTIONS
 from hermes.state import lease
 
 __all__ = [
+    "EXECUTIONS_FILE",
+    "MAX_TERMINAL_EXECUTIONS",
     "create_execution",
     "finish_execution",
     "latest_execution",
@@ -27,54 +31,25 @@ __all__ = [
     "recover_interrupted_executions",
 ]
 
-_STATUS = {
-    "due": "claimed",
-    "claimed": "claimed",
-    "running": "running",
-    "started": "running",
-    "completed": "completed",
-    "failed": "failed",
-    "skipped": "failed",
-    "unknown": "unknown",
-}
-_SOURCE = "execution:"  # a caller's run: its holder's agent part names its source
-
-
-def _iso(stamp: float | None) -> str | None:
-    return None if stamp is None else datetime.fromtimestamp(stamp, UTC).isoformat()
-
-
-def _execution(run: dict[str, Any]) -> dict[str, Any]:
-    holder = run["holder"] or ""
-    _, _, agent = holder.partition(":agent=")
-    pid = holder.split(":pid=", 1)[1].split(":", 1)[0] if ":pid=" in holder else ""
-    return {
-        "id": run["id"],
-        "job_id": run["job_id"],
-        "source": agent[len(_SOURCE) :] if agent.startswith(_SOURCE) else "scheduler",
-        "process_id": holder or None,
-        "pid": int(pid) if pid.isdigit() else None,
-        "process_started_at": None,
-        "status": _STATUS.get(run["status"], "unknown"),
-        "claimed_at": _iso(run["due_at"]),
-        "started_at": _iso(run["due_at"]) if run["status"] != "due" else None,
-        "finished_at": _iso(run["finished_at"]),
-        "error": run["error"]
-        or ("missed while no gateway ran" if run["status"] == "skipped" else None),
-        "session_id": run["session_id"],
-    }
+EXECUTIONS_FILE = _store.home().resolve() / "cron" / ledger.EXECUTIONS_FILE
 
 
 def list_executions(
     *, job_id: str | None = None, limit: int = 50, before_claimed_at: str | None = None
 ) -> list[dict[str, Any]]:
+    """Newest claim first, from 0.19's ledger (its newest ``MAX_TERMINAL_EXECUTIONS``
+    finished runs and every open one), ``limit`` at most 500; ``before_claimed_at``: a
+    cursor, the rows claimed earlier."""
     with _store.cron_store(read_only=True) as store:
         if store is None:
             return []
-        rows = [_execution(r) for r in store.runs(job_id, limit=max(1, min(int(limit), 500)))]
+        runs = store.ledger_runs(MAX_TERMINAL_EXECUTIONS)
+    rows = ledger.kept([ledger.execution(run) for run in runs])
+    if job_id is not None:
+        rows = [r for r in rows if r["job_id"] == str(job_id)]
     if before_claimed_at is not None:
         rows = [r for r in rows if (r["claimed_at"] or "") < before_claimed_at]
-    return rows
+    return rows[: max(1, min(int(limit), 500))]
 
 
 def latest_execution(job_id: str) -> dict[str, Any] | None:
@@ -93,10 +68,10 @@ def latest_executions(job_ids: list[str]) -> dict[str, dict[str, Any]]:
 
 def create_execution(job_id: str, *, source: str) -> dict[str, Any]:
     """Record a run this process is about to make of ``job_id`` (``claimed``)."""
-    holder = lease.make_holder(f"{_SOURCE}{source}")
+    holder = lease.make_holder(f"{ledger.SOURCE}{source}")
     with _store.cron_store(read_only=False) as store:
         assert store is not None
-        return _execution(store.claim_execution(str(job_id), holder))
+        return ledger.execution(store.claim_execution(str(job_id), holder))
 
 
 def mark_execution_running(execution_id: str) -> dict[str, Any] | None:
@@ -104,7 +79,7 @@ def mark_execution_running(execution_id: str) -> dict[str, Any] | None:
     with _store.cron_store(read_only=False) as store:
         assert store is not None
         run = store.start_execution(execution_id)
-    return None if run is None else _execution(run)
+    return None if run is None else ledger.execution(run)
 
 
 def finish_execution(
@@ -119,7 +94,7 @@ def finish_execution(
     if run is None:
         return None
     files.note_gateway_run(_store.home(), run["job_id"], run["id"])
-    return _execution(run)
+    return ledger.execution(run)
 
 
 def recover_interrupted_executions() -> int:

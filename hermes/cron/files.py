@@ -2,7 +2,8 @@
 
 ``$HERMES_HOME/cron/jobs.json`` (``{"jobs": [...], "updated_at": ...}``, each job in 0.19's
 shape with ``last_status``/``last_error`` of its latest run) and one
-``cron/output/<job id>/<time>.md`` per finished run (0.19's run document), and 0.19's
+``cron/output/<job id>/<time>.md`` per finished run (0.19's run document), its
+execution ledger ``cron/executions.db`` (hermes.cron.ledger), and 0.19's
 ticker files ``cron/ticker_heartbeat`` / ``cron/ticker_last_success`` (the epoch of the
 scheduler's latest tick, and of its latest tick that did not fail). Dashboards
 such as hermesd and hermes-webui read these; nothing in hermes does: the store stays the
@@ -16,6 +17,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import sqlite3
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -24,6 +26,7 @@ from typing import Any
 
 from filelock import FileLock, Timeout
 
+from hermes.cron import ledger
 from hermes.cron.shape import as_019
 from hermes.cron.store import CronStore
 
@@ -83,7 +86,8 @@ def write_files(home: Path, store: CronStore) -> None:
             for job, run in latest:
                 if run is not None and run["status"] in ("completed", "failed"):
                     _write_run_document(home, job, run)
-    except (OSError, Timeout, ValueError) as exc:
+            ledger.write_executions_file(home, store)
+    except (OSError, Timeout, ValueError, sqlite3.Error) as exc:
         log.warning(
             "Could not update %s (%s); the store still holds the jobs.", folder / "jobs.json", exc
         )

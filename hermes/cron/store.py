@@ -280,7 +280,10 @@ class CronStore(Tables):
                     return _one_run(tx, row["id"])
             return None
 
-        return self._write(take)
+        run = self._write(take)
+        if run is not None:
+            self._changed()  # readers' ledger shows it running
+        return run
 
     def refresh_run(self, run_id: str, holder: str, ttl: float) -> bool:
         def refresh(tx: Tx) -> bool:
@@ -404,7 +407,9 @@ class CronStore(Tables):
                     return _one_run(tx, run_id)
             raise RuntimeError(f"Could not record a run of job {job_id}: too many at once.")
 
-        return self._write(claim)
+        claimed = self._write(claim)
+        self._changed()
+        return claimed
 
     def claim_fire(self, job_id: str, holder: str, ttl: float, now: float | None = None) -> bool:
         """0.19's ``claim_job_for_fire``: take one fire of an enabled job, at most once
@@ -471,7 +476,10 @@ class CronStore(Tables):
             )
             return _one_run(tx, run_id) if changed else None
 
-        return self._write(start)
+        started = self._write(start)
+        if started is not None:
+            self._changed()
+        return started
 
     def finish_execution(
         self, run_id: str, error: str | None, now: float | None = None
@@ -603,6 +611,21 @@ class CronStore(Tables):
             )
         )
         return [dict(row) for row in rows]
+
+    def ledger_runs(self, finished: int) -> list[dict[str, Any]]:
+        """Every run not yet ended, and the newest ``finished`` ended ones (0.19's ledger,
+        hermes.cron.ledger)."""
+        ended = "('completed', 'failed', 'skipped', 'unknown')"
+
+        def read(tx: Tx) -> list[Row]:
+            open_runs = tx.all(f"SELECT {_RUN_COLUMNS} FROM cron_runs WHERE status NOT IN {ended}")
+            newest = tx.all(
+                f"SELECT {_RUN_COLUMNS} FROM cron_runs WHERE status IN {ended}"
+                f" ORDER BY due_at DESC, id DESC LIMIT {int(finished)}"
+            )
+            return [*open_runs, *newest]
+
+        return [dict(row) for row in self._read(read)]
 
     # -- the outbox ---------------------------------------------------------------------
 

@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+from contextlib import closing
 from pathlib import Path
 
 from hermes.cron import CronStore
@@ -103,3 +104,84 @@ def test_the_cron_package_gives_jobs_file_as_0_19_does(hermes_home: Path) -> Non
 
     assert cron.JOBS_FILE == cron.jobs.JOBS_FILE
     assert cron.JOBS_FILE.name == "jobs.json" and cron.tick is not None
+
+
+READ_WITH_0_19 = """
+import json
+from cron.executions import list_executions
+print(json.dumps(list_executions(limit=500)))
+"""
+
+
+def test_executions_db_is_written_with_0_19s_schema_and_cap_for_its_readers(
+    hermes_home: Path, hermes_agent_python: Path
+) -> None:
+    import sqlite3
+
+    from cron.executions import (
+        EXECUTIONS_FILE,
+        MAX_TERMINAL_EXECUTIONS,
+        create_execution,
+        finish_execution,
+        list_executions,
+    )
+    from cron.jobs import create_job
+
+    assert MAX_TERMINAL_EXECUTIONS == 1000
+    assert EXECUTIONS_FILE.parts[-2:] == ("cron", "executions.db")  # the home at import
+    job = create_job(prompt="report", schedule="every 1h")
+    with SessionDB(db_path=hermes_home / "state.db") as db:  # 1,002 old runs, quickly
+        store = CronStore(db.backend)
+        old = [store.record_run(job["id"], None, None, now=1e9 + i) for i in range(1002)]
+    done = create_execution(job["id"], source="direct")
+    finish_execution(done["id"], success=True)
+    open_run = create_execution(job["id"], source="direct")
+
+    with closing(sqlite3.connect(hermes_home / "cron" / "executions.db")) as conn:  # a watchdog
+        rows = conn.execute(
+            "SELECT id, status, source, pid FROM executions ORDER BY claimed_at DESC, id DESC"
+        ).fetchall()
+    assert rows[:2] == [
+        (open_run["id"], "claimed", "direct", os.getpid()),
+        (done["id"], "completed", "direct", os.getpid()),
+    ]
+    assert len(rows) == 1 + MAX_TERMINAL_EXECUTIONS  # the oldest finished ones are gone
+    assert {row[0] for row in rows}.isdisjoint(old[:3])
+    listed = list_executions(job_id=job["id"], limit=500)
+    cursor = list_executions(
+        job_id=job["id"], limit=500, before_claimed_at=listed[-1]["claimed_at"]
+    )
+    assert len(listed) + len(cursor) == 1000 and old[2] not in {r["id"] for r in cursor}
+
+    # 0.19's own reader, pointed at this home, reads hermes's file.
+    read = subprocess.run(
+        [str(hermes_agent_python), "-c", READ_WITH_0_19],
+        env={**os.environ, "HERMES_HOME": str(hermes_home), "HERMES_DISABLE_LAZY_INSTALLS": "1"},
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    theirs = json.loads(read.stdout)
+    assert [r["id"] for r in theirs[:2]] == [open_run["id"], done["id"]]
+    assert theirs[0]["status"] == "claimed" and len(theirs) == 500
+
+
+def test_an_executions_db_0_19_wrote_is_kept_aside(hermes_home: Path) -> None:
+    import sqlite3
+
+    from cron.executions import create_execution
+    from cron.jobs import create_job
+
+    theirs = hermes_home / "cron" / "executions.db"
+    theirs.parent.mkdir(parents=True, exist_ok=True)
+    with closing(sqlite3.connect(theirs)) as conn, conn:
+        conn.execute("CREATE TABLE executions (id TEXT PRIMARY KEY, job_id TEXT)")
+        conn.execute("INSERT INTO executions VALUES ('from-0.19', 'j')")
+    job = create_job(prompt="report", schedule="every 1h")
+    create_execution(job["id"], source="direct")
+    kept = hermes_home / "cron" / "executions.db.hermes-agent"
+    with closing(sqlite3.connect(kept)) as conn:
+        assert conn.execute("SELECT id FROM executions").fetchall() == [("from-0.19",)]
+    with closing(sqlite3.connect(theirs)) as conn:
+        assert conn.execute("SELECT COUNT(*) FROM executions").fetchone() == (1,)
