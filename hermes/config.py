@@ -148,6 +148,9 @@ SCHEMA: dict[str, tuple[tuple[type | None, ...], Any]] = {
     # Disk a gateway user's or a job's workspace may hold (hermes/tools/guards/disk.py).
     "tools.workspace_quota_mb": ((int, None), 10240),
     "gateway.platforms": ((dict,), {}),
+    # Hermes Agent 0.19's one gateway for several profiles: read only to be refused at
+    # start (hermes.gateway.settings.check_single_profile), never said to be ignored.
+    "gateway.multiplex_profiles": ((bool, str, None), None),
     "gateway.max_concurrent_turns": ((int,), 8),
     "gateway.api_key": ((str, None), None),
     # One bearer key per API caller, each its own principal (hermes/gateway/settings.py):

@@ -12,7 +12,11 @@ class; hermes's gateway calls them as 0.19's does:
 The process side: ``main()`` (``python -m gateway.run``) is ``hermes gateway run``;
 ``start_gateway()`` serves the home's gateway in the caller's event loop until SIGTERM or
 SIGINT; ``load_gateway_config_for_runner()`` is the home's config it runs on. The exit
-codes are the ones hermes's gateway exits with.
+codes are the ones hermes's gateway exits with; config.yaml asking for 0.19's
+``gateway.multiplex_profiles`` is a ``MultiplexConfigError`` (exit 78): a hermes gateway
+serves one home. ``INTERRUPT_WAITING_FOR_MODEL_PREFIX`` starts the answer to a turn
+stopped while it waited for the model, as in 0.19; ``CWD_PLACEHOLDERS`` are 0.19's
+"no fixed folder" values of ``terminal.cwd`` (hermes.compat.terminal_env).
 """
 
 from __future__ import annotations
@@ -23,16 +27,23 @@ from typing import Any
 
 from hermes_constants import get_hermes_home
 
+from hermes.agent.turn_result import INTERRUPT_WAITING_FOR_MODEL_PREFIX
 from hermes.cli.gateway_workers import FATAL_CONFIG_EXIT, STORE_GONE_EXIT
+from hermes.compat.terminal_env import CWD_PLACEHOLDERS
 from hermes.config import Config, load_config
 from hermes.gateway.runner import DEFAULT_GRACE, MAX_HEARTBEAT_SECONDS, GatewayRunner
+from hermes.gateway.settings import MultiplexConfigError, SecondaryPortBindingConfigError
 
 __all__ = [
+    "CWD_PLACEHOLDERS",
     "DEFAULT_GATEWAY_RESTART_DRAIN_TIMEOUT",
     "DEFAULT_HEARTBEAT_INTERVAL_S",
     "GATEWAY_FATAL_CONFIG_EXIT_CODE",
     "GATEWAY_SERVICE_RESTART_EXIT_CODE",
+    "INTERRUPT_WAITING_FOR_MODEL_PREFIX",
     "GatewayRunner",
+    "MultiplexConfigError",
+    "SecondaryPortBindingConfigError",
     "build_resume_recovery_note",
     "load_gateway_config_for_runner",
     "main",

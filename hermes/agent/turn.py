@@ -84,6 +84,8 @@ class TurnState:
     instructions: str | None = None  # the caller's system message for this turn
     streamed: list[str] = field(default_factory=list)  # the current model call's text so far
     streamed_before: int = 0  # characters the turn's earlier model calls streamed
+    model_call_since: float | None = None  # monotonic start of the running model call
+    waited_for_model: float | None = None  # set when an interrupt stopped a model call
     unsaved_usage: TokenUsage = field(default_factory=TokenUsage)  # with the next write
 
     def take_unsaved_usage(self) -> TokenUsage:
@@ -240,6 +242,8 @@ def _run_locked(
         _loop(host, turn)
     except TurnInterrupted:
         turn.interrupted = True
+        if turn.model_call_since is not None:
+            turn.waited_for_model = time.monotonic() - turn.model_call_since
         _keep_partial_answer(host, turn)
     plugin_hooks.after_turn(host, user_message, turn.messages, turn.answer, turn.interrupted)
     usage = turn.take_unsaved_usage()
@@ -320,6 +324,7 @@ def _result(host: TurnHost, turn: TurnState) -> TurnResult:
         completion_tokens=turn.completion_tokens,
         compressions=turn.compressions,
         system_prompt=turn.system_prompt,
+        waited_for_model=turn.waited_for_model,
     )
 
 
@@ -391,6 +396,7 @@ def _next_step(host: TurnHost, turn: TurnState, tools: list[bytes]) -> Step:
     turn.streamed = []
     stream = _scrubbed_stream(turn)
     plugin_hooks.before_request(host, turn.messages, turn.iterations, len(tools or ()))
+    turn.model_call_since = time.monotonic()  # left set if an interrupt ends the call
     try:
         response = plugin_hooks.model_call(
             host,
@@ -402,7 +408,9 @@ def _next_step(host: TurnHost, turn: TurnState, tools: list[bytes]) -> Step:
             call_count=turn.iterations,
         )
     except ContextLengthError as exc:
+        turn.model_call_since = None
         return CompressAndRetry(exc)
+    turn.model_call_since = None
     if stream is not None:
         stream.flush()
     response = _scrubbed(response)

@@ -12,6 +12,19 @@ from typing import Any
 
 from hermes.state.context.message import Message
 
+# Hermes Agent 0.19's answer to a turn interrupted while it waited for the model starts
+# so; its tools (and hermes's gateway) tell such an answer by this start.
+INTERRUPT_WAITING_FOR_MODEL_PREFIX = "Operation interrupted: waiting for model response ("
+STOPPED_NOTE = "(stopped)"  # an interrupted turn that was not waiting for the model
+
+
+def stopped_note(waited_for_model: float | None) -> str:
+    """What an interrupted turn with no answer says: 0.19's sentence with the seconds it
+    waited for the model, or hermes's short note when it was not waiting."""
+    if waited_for_model is None:
+        return STOPPED_NOTE
+    return f"{INTERRUPT_WAITING_FOR_MODEL_PREFIX}{waited_for_model:.1f}s elapsed)."
+
 
 @dataclass(frozen=True)
 class TurnResult:
@@ -30,3 +43,6 @@ class TurnResult:
     system_prompt: str | None
     # /steer text the turn ended without taking: the caller sends it as the next turn.
     pending_steer: str | None = None
+    # Seconds the interrupted turn had waited for the model's answer when it stopped;
+    # None when it was not interrupted during a model call.
+    waited_for_model: float | None = None

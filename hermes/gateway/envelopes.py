@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from hermes.agent.turn_result import stopped_note
+
 
 @dataclass(frozen=True)
 class Origin:
@@ -68,6 +70,7 @@ class WorkResult:
     conversation_id: str | None = None
     model: str | None = None
     interrupted: bool = False
+    waited_for_model: float | None = None  # an interrupted turn's wait for the model
     error: str | None = None  # a sentence for the user when the turn failed
     upstream_failed: bool = False  # the model endpoint failed (error holds operator advice)
     dropped: bool = False  # a completion event of a conversation that was reset
@@ -85,5 +88,5 @@ class WorkResult:
         if self.error:
             return f"Sorry, I could not answer: {self.error}"
         if self.interrupted and not self.text:
-            return "(stopped)"
+            return stopped_note(self.waited_for_model)
         return self.text

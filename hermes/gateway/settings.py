@@ -107,8 +107,49 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+class MultiplexConfigError(ConfigError, RuntimeError):
+    """config.yaml asks for one gateway serving several profiles (Hermes Agent 0.19's
+    ``gateway.multiplex_profiles``): a RuntimeError as 0.19's is, and a ConfigError, so
+    ``hermes gateway run`` exits with the config-error code."""
+
+
+class SecondaryPortBindingConfigError(MultiplexConfigError):
+    """0.19's: a secondary profile of a multiplexing gateway binds a port of its own.
+    Hermes never multiplexes, so it never raises this; 0.19's handlers may name it."""
+
+
+_TRUTHY = frozenset({"1", "true", "yes", "on"})
+_FALSY = frozenset({"0", "false", "no", "off"})
+
+
+def _multiplexing(config: Config) -> bool:
+    """0.19's reading of its switch: ``GATEWAY_MULTIPLEX_PROFILES`` (a yes or no word)
+    over ``multiplex_profiles`` (top level, then in ``gateway``) over off."""
+    word = os.environ.get("GATEWAY_MULTIPLEX_PROFILES", "").strip().lower()
+    if word in _TRUTHY | _FALSY:
+        return word in _TRUTHY
+    for key in ("multiplex_profiles", "gateway.multiplex_profiles"):
+        value = config.ignored.get(key, config.values.get(key))
+        if value is not None:
+            return value is True or str(value).strip().lower() in _TRUTHY
+    return False
+
+
+def check_single_profile(config: Config) -> None:
+    """MultiplexConfigError when config.yaml (or GATEWAY_MULTIPLEX_PROFILES) turns on
+    0.19's multiplexing: a hermes gateway serves its own home only."""
+    if _multiplexing(config):
+        raise MultiplexConfigError(
+            "gateway.multiplex_profiles asks one gateway to serve several profiles, which "
+            "hermes does not do: remove it from config.yaml and run each profile's own "
+            "gateway (`hermes -p NAME gateway run`)."
+        )
+
+
 def platforms_from_config(config: Config) -> dict[str, PlatformSettings]:
-    """The enabled platforms of ``gateway.platforms``, secrets resolved and protected."""
+    """The enabled platforms of ``gateway.platforms``, secrets resolved and protected
+    (MultiplexConfigError if the config asks one gateway to serve several profiles)."""
+    check_single_profile(config)
     raw = config.get("gateway.platforms") or {}
     enabled: dict[str, PlatformSettings] = {}
     for name, options in raw.items():

@@ -55,7 +55,6 @@ INTERRUPTED_NOTICE = (
     "Your last message was interrupted before I could answer it (hermes stopped "
     "unexpectedly); please send it again."
 )
-STOPPED_NOTE = "(stopped)"
 
 
 @dataclass(eq=False)
@@ -217,7 +216,7 @@ class TurnRunner:
             elif result.error and item.kind == RESUME:
                 agent.binding.persist(transcript.new_message("assistant", INTERRUPTED_NOTICE))
             elif result.interrupted and uid and not result.text:
-                agent.binding.persist(transcript.new_message("assistant", STOPPED_NOTE))
+                agent.binding.persist(transcript.new_message("assistant", result.reply_text))
         except (AgentError, StateError) as exc:
             log.error("could not close the unanswered turn of %s: %s", item.conversation_id, exc)
 
@@ -234,6 +233,7 @@ class TurnRunner:
             out = agent.run(None, resume=True)
             result.text = out.answer or ""
             result.interrupted = out.interrupted
+            result.waited_for_model = out.waited_for_model
             return
         log.info("telling the user of %s that a crash cut their turn off", item.conversation_id)
         agent.binding.load_history()  # closes the dead turn's open tool calls, once
@@ -275,6 +275,7 @@ class TurnRunner:
         )
         result.text = out.answer or ""
         result.interrupted = out.interrupted
+        result.waited_for_model = out.waited_for_model
         result.user_message_uid = question["message_uid"]
         result.prompt_tokens = out.prompt_tokens
         result.completion_tokens = out.completion_tokens
@@ -318,6 +319,7 @@ class TurnRunner:
         )
         result.text = _shown_answer(out, words)
         result.interrupted = out.interrupted
+        result.waited_for_model = out.waited_for_model
         result.user_message_uid = _user_message_uid(out.messages, words)
         result.tool_calls = list(out.tool_calls)
         result.prompt_tokens = out.prompt_tokens

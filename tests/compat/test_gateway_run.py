@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from hermes.testing.ports import free_port
 
@@ -115,3 +116,42 @@ def test_the_notes_read_as_0_19s(hermes_agent_python: Path, tmp_path: Path) -> N
     ours = [build_resume_recovery_note(r, m, interactive=i) for r, m, i in calls]
     ours += [render_notice_line(Notice()), render_notice_line(None)]
     assert ours == json.loads(theirs.stdout)
+
+
+def test_a_gateway_asked_to_serve_several_profiles_exits_as_a_wrong_config(
+    hermes_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gateway.run import MultiplexConfigError, SecondaryPortBindingConfigError
+
+    assert issubclass(SecondaryPortBindingConfigError, MultiplexConfigError)
+    assert issubclass(MultiplexConfigError, RuntimeError)  # 0.19's handlers catch it so
+    env = {**os.environ, "HERMES_HOME": str(hermes_home)}
+    for config in ("gateway:\n  multiplex_profiles: true\n", "multiplex_profiles: 'yes'\n"):
+        (hermes_home / "config.yaml").write_text(config, encoding="utf-8")
+        ran = subprocess.run(
+            [sys.executable, "-m", "hermes", "gateway", "run"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert ran.returncode == 78, ran.stderr
+        if config.startswith("gateway"):  # 0.19's key, known: only the refusal is said
+            assert len(ran.stderr.strip().splitlines()) == 1, ran.stderr
+        said = [line for line in ran.stderr.splitlines() if line.startswith("Error")]
+        assert "Traceback" not in ran.stderr
+        assert said == [
+            "Error: gateway.multiplex_profiles asks one gateway to serve several profiles, "
+            "which hermes does not do: remove it from config.yaml and run each profile's own "
+            "gateway (`hermes -p NAME gateway run`)."
+        ]
+    # 0.19's variable over the file: off, the gateway starts as ever; on, it is refused.
+    from hermes.config import load_config
+    from hermes.gateway.settings import check_single_profile
+
+    monkeypatch.setenv("GATEWAY_MULTIPLEX_PROFILES", "off")
+    check_single_profile(load_config(hermes_home / "config.yaml"))
+    (hermes_home / "config.yaml").write_text("gateway:\n  platforms: {}\n", encoding="utf-8")
+    monkeypatch.setenv("GATEWAY_MULTIPLEX_PROFILES", "true")
+    with pytest.raises(MultiplexConfigError):
+        check_single_profile(load_config(hermes_home / "config.yaml"))

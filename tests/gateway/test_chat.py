@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import concurrent.futures
 import logging
+import re
 from pathlib import Path
 
 import openai
 import pytest
 
+from hermes.agent.turn_result import INTERRUPT_WAITING_FOR_MODEL_PREFIX
 from hermes.gateway.access import REFUSAL
 from hermes.gateway.runner import QUEUED_ACK
 from tests.fakes.llm_server import hang, text
@@ -107,11 +109,17 @@ def test_stop_interrupts_the_running_turn_and_queued_messages_still_run(
     send(chat_gateway, incoming("/stop"))
     wait_for(lambda: "echo: next one" in chat_gateway.chat.texts(), timeout=10)
     texts = chat_gateway.chat.texts()
-    assert texts == [QUEUED_ACK, "Stopping the current reply.", "(stopped)", "echo: next one"]
+    assert texts[:2] == [QUEUED_ACK, "Stopping the current reply."]
+    assert texts[3:] == ["echo: next one"]
+    # Stopped while it waited for the model: Hermes Agent 0.19's sentence, by which its
+    # tools tell such a turn ("Operation interrupted: waiting for model response (2.1s
+    # elapsed).").
+    waiting = re.escape(INTERRUPT_WAITING_FOR_MODEL_PREFIX) + r"\d+\.\ds elapsed\)\."
+    assert re.fullmatch(waiting, texts[2])
     session = chat_gateway.db.gateway.get_route("telegram:100")
     stored = [m["content"] for m in chat_gateway.db.get_conversation_messages(session)]
     # What the chat was shown is what is stored: the stopped turn's note answers it.
-    assert stored == ["slow one", "(stopped)", "next one", "echo: next one"]
+    assert stored == ["slow one", texts[2], "next one", "echo: next one"]
 
 
 def test_new_starts_a_fresh_conversation(chat_gateway, fake_llm) -> None:
