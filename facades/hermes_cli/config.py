@@ -20,6 +20,8 @@ from typing import Any, NoReturn
 from hermes_constants import get_env_path, get_hermes_home
 
 from hermes import config as _config
+from hermes.compat import terminal_env
+from hermes.compat.terminal_env import TERMINAL_CONFIG_ENV_MAP
 from hermes.errors import ConfigError
 from hermes_cli import _env_file
 from hermes_cli._env_file import ENV_VARS_BY_VERSION, OPTIONAL_ENV_VARS
@@ -51,6 +53,10 @@ from hermes_cli._providers import (
 from hermes_cli._soul import DEFAULT_SOUL_MD
 
 __all__ = [
+    "TERMINAL_CONFIG_ENV_MAP",
+    "apply_terminal_config_to_env",
+    "terminal_config_env_var_for_key",
+    "warn_deprecated_cwd_env_vars",
     "apply_custom_provider_extra_headers_to_client_kwargs",
     "apply_custom_provider_tls_to_client_kwargs",
     "get_custom_provider_context_length",
@@ -1693,3 +1699,49 @@ def clear_model_endpoint_credentials(
         if clear:
             model_cfg.pop(key, None)
     return model_cfg
+
+
+# 0.19's bridge of ``terminal.*`` into the TERMINAL_* variables its terminal tool reads
+# (hermes.compat.terminal_env): for 0.19's tools; hermes's terminal reads config.yaml.
+
+
+def terminal_config_env_var_for_key(key: str) -> str | None:
+    """The TERMINAL_* variable a ``terminal.<key>`` config key is copied into, or None."""
+    return terminal_env.env_var_for_key(key)
+
+
+def apply_terminal_config_to_env(
+    *,
+    env: dict[str, str] | None = None,
+    config: dict[str, Any] | None = None,
+    override: bool | None = None,
+) -> Any:
+    """Copy the ``terminal`` section (``config``, else ``load_config()``) into ``env``
+    (else ``os.environ``) and return it. With a ``terminal`` section in config.yaml (or
+    ``override=True``) its values win over the variables set; else they only fill in
+    what is unset. A placeholder ``cwd`` (``.``, ``auto``, ``cwd``) is left out."""
+    target: Any = os.environ if env is None else env
+    if override is None:
+        override = isinstance(read_raw_config().get("terminal"), dict)
+    loaded = config if config is not None else load_config_readonly()
+    terminal = loaded.get("terminal", {}) if isinstance(loaded, dict) else {}
+    if not isinstance(terminal, dict):
+        return target
+    return terminal_env.copy_to_env(terminal, target, override=override)
+
+
+def warn_deprecated_cwd_env_vars(config: dict[str, Any] | None = None) -> None:
+    """Say on stderr, as 0.19 does, that MESSAGING_CWD (or a TERMINAL_CWD that
+    config.yaml's ``terminal.cwd`` did not set) in .env is deprecated."""
+    if config is None:
+        try:
+            config = load_config()
+        except (ConfigError, OSError, ValueError):
+            return
+    terminal = config.get("terminal", {})
+    home_hint = os.environ.get("HERMES_HOME", "~/.hermes")
+    warning = terminal_env.deprecated_cwd_warning(
+        terminal if isinstance(terminal, dict) else {}, os.environ, home_hint
+    )
+    if warning:
+        sys.stderr.write(warning + "\n\n")
