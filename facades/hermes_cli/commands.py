@@ -28,6 +28,7 @@ from hermes.agent import commands as _commands
 from hermes.gateway import command_names as _names
 
 __all__ = [
+    "key",
     "ACTIVE_SESSION_BYPASS_COMMANDS",
     "COMMANDS",
     "COMMANDS_BY_CATEGORY",
@@ -85,7 +86,8 @@ COMMAND_REGISTRY: list[CommandDef] = [
         gateway_only=spec.gateway_only,
         gateway_config_gate=spec.config_gate,
     )
-    for spec in _commands.COMMANDS.values()
+    # 0.19's registry closes with its Exit category (``/quit``): the same here.
+    for spec in sorted(_commands.COMMANDS.values(), key=lambda spec: spec.category == "Exit")
 ]
 
 _BY_NAME = {name: c for c in COMMAND_REGISTRY for name in (c.name, *c.aliases)}
@@ -114,9 +116,12 @@ for _command in COMMAND_REGISTRY:
 _PIPE_WORDS = re.compile(r"[a-z]+(?:\|[a-z]+)+")
 SUBCOMMANDS: dict[str, list[str]] = {}
 for _command in COMMAND_REGISTRY:
+    # 0.19's loop variable, left at the module's top level as 0.19's is ("/quit"): a
+    # public name of its module, so tools may have read it.
+    key = f"/{_command.name}"
     _hinted = _PIPE_WORDS.search(_command.args_hint)
     if _command.subcommands or _hinted:
-        SUBCOMMANDS[f"/{_command.name}"] = list(_command.subcommands) or (
+        SUBCOMMANDS[key] = list(_command.subcommands) or (
             _hinted.group(0).split("|") if _hinted else []
         )
 # Every name the gateway dispatches: a terminal-only command only when a config key

@@ -1369,3 +1369,12 @@ def test_a_memory_providers_context_is_masked_and_cut_as_0_19_cuts_it() -> None:
     assert cut.startswith("old old") and cut.endswith("newest fact")
     assert "[memory provider context truncated]" in cut
     assert sanitize_memory_context("short") == "short"
+
+
+def test_commands_key_is_the_loop_variable_0_19_leaves_behind() -> None:
+    """0.19's ``hermes_cli.commands`` ends its last loop over the registry with ``key``
+    set to the last command's "/name": ``/quit``, its registry closing with Exit."""
+    from hermes_cli.commands import COMMAND_REGISTRY, COMMANDS_BY_CATEGORY, key
+
+    assert key == f"/{COMMAND_REGISTRY[-1].name}" == "/quit"
+    assert list(COMMANDS_BY_CATEGORY)[-1] == "Exit" and "/quit" in COMMANDS_BY_CATEGORY["Exit"]
