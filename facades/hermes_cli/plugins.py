@@ -22,6 +22,7 @@ from hermes.plugins import (
 from hermes.plugins import PluginManager as _PluginManager
 from hermes.plugins.context import PluginToolOverrideError
 from hermes.plugins.manager import LoadedPlugin, command_result
+from hermes.plugins.manifest import bundled_dir
 from hermes.plugins.middleware import OBSERVER_SCHEMA_VERSION, VALID_MIDDLEWARE
 
 __all__ = [
@@ -36,6 +37,8 @@ __all__ = [
     "PluginToolOverrideError",
     "clear_thread_tool_whitelist",
     "discover_plugins",
+    "get_bundled_plugins_dir",
+    "get_plugin_auxiliary_tasks",
     "get_plugin_command_handler",
     "get_plugin_commands",
     "get_plugin_context_engine",
@@ -262,6 +265,19 @@ def get_plugin_commands() -> dict[str, dict[str, Any]]:
 
 def get_plugin_command_handler(name: str) -> Callable[..., Any] | None:
     return _discovered().command(name)
+
+
+def get_plugin_auxiliary_tasks() -> list[dict[str, Any]]:
+    """The side tasks plugins registered (``register_auxiliary_task``), by key, each
+    ``{key, display_name, description, defaults, plugin}`` as in 0.19; the plugins of
+    this home are loaded first if they were not."""
+    return _discovered().auxiliary_tasks()
+
+
+def get_bundled_plugins_dir() -> Path:
+    """The folder of plugins shipped inside hermes, which hermes's plugin loader scans
+    before ``$HERMES_HOME/plugins`` (``HERMES_BUNDLED_PLUGINS`` if set, as in 0.19)."""
+    return bundled_dir()
 
 
 def resolve_plugin_command_result(result: Any) -> Any:

@@ -25,6 +25,34 @@ from hermes.tools.registry import Tool, ToolContext
 
 log = logging.getLogger(__name__)
 
+# 0.19's own side tasks (``auxiliary.<key>``): a plugin's task may not take their keys.
+BUILTIN_AUXILIARY_TASKS = frozenset(
+    {
+        "vision",
+        "compression",
+        "web_extract",
+        "approval",
+        "mcp",
+        "title_generation",
+        "memory_query_rewrite",
+        "tts_audio_tags",
+        "skills_hub",
+        "triage_specifier",
+        "kanban_decomposer",
+        "profile_describer",
+        "curator",
+    }
+)
+# The routing fields every task's defaults have (0.19's), the plugin's own over them.
+_AUXILIARY_DEFAULTS: dict[str, Any] = {
+    "provider": "auto",
+    "model": "",
+    "base_url": "",
+    "api_key": "",
+    "timeout": 60,
+    "extra_body": {},
+}
+
 
 class PluginToolOverrideError(PermissionError):
     """A plugin asked to replace one of hermes's own tools (``override=True``): hermes never
@@ -135,6 +163,46 @@ class PluginContext:
             )
             return
         self._manager.add_command(clean, handler, self.manifest, str(description or ""))
+
+    def register_auxiliary_task(
+        self,
+        key: str,
+        *,
+        display_name: str,
+        description: str,
+        defaults: dict[str, Any] | None = None,
+    ) -> None:
+        """A side task of the plugin's own (0.19's ``auxiliary.<key>``), recorded for the
+        tools that list them (``get_plugin_auxiliary_tasks``). Hermes's side work runs on
+        the home's one endpoint, so no model is routed by it. ValueError for a key that
+        is blank, not letters, digits and ``_``, one of 0.19's own, or another plugin's."""
+        plugin = self.manifest.name
+        if not key or not isinstance(key, str):
+            raise ValueError(f"Plugin '{plugin}' tried to register auxiliary task {key!r}.")
+        if not all(c.isalnum() or c == "_" for c in key):
+            raise ValueError(
+                f"Plugin '{plugin}' auxiliary task key {key!r} must contain only "
+                "letters, digits and underscores."
+            )
+        if key in BUILTIN_AUXILIARY_TASKS:
+            raise ValueError(
+                f"Plugin '{plugin}' cannot register auxiliary task {key!r}: that key is a "
+                f"built-in task's; pick one of its own (e.g. '{plugin}_{key}')."
+            )
+        taken = self._manager.auxiliary_task(key)
+        if taken is not None and taken["plugin"] != plugin:
+            raise ValueError(
+                f"Plugin '{plugin}' cannot register auxiliary task {key!r}: plugin "
+                f"'{taken['plugin']}' registered it already."
+            )
+        task = {
+            "key": key,
+            "display_name": display_name,
+            "description": description,
+            "defaults": {**_AUXILIARY_DEFAULTS, **(defaults or {})},
+            "plugin": plugin,
+        }
+        self._manager.add_auxiliary_task(task, self.manifest)
 
     def register_cli_command(self, name: str, help: str, setup_fn: Any, **_: Any) -> None:
         self._manager.note(self.manifest, f"hermes {name}")

@@ -84,6 +84,7 @@ class PluginManager:
         self._commands: dict[str, Callable[..., Any]] = {}
         self._command_info: dict[str, dict[str, Any]] = {}
         self._engine: ContextEngine | None = None
+        self._aux_tasks: dict[str, dict[str, Any]] = {}
         self._loading: LoadedPlugin | None = None
 
     # -- loading ----------------------------------------------------------------------
@@ -165,6 +166,17 @@ class PluginManager:
     def note(self, manifest: PluginManifest, what: str) -> None:
         if self._loading is not None:
             self._loading.other.append(what)
+
+    def add_auxiliary_task(self, task: dict[str, Any], manifest: PluginManifest) -> None:
+        self._aux_tasks[task["key"]] = task
+        self.note(manifest, f"auxiliary task {task['key']}")
+
+    def auxiliary_task(self, key: str) -> dict[str, Any] | None:
+        return self._aux_tasks.get(key)
+
+    def auxiliary_tasks(self) -> list[dict[str, Any]]:
+        """The side tasks plugins registered, by key (0.19's order)."""
+        return [self._aux_tasks[key] for key in sorted(self._aux_tasks)]
 
     # -- what the agent asks -------------------------------------------------------------
 

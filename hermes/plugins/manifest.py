@@ -1,4 +1,5 @@
-"""Where plugins are found: ``$HERMES_HOME/plugins/<name>/plugin.yaml`` (or one category
+"""Where plugins are found: the folder of plugins shipped inside hermes (``bundled/``, or
+``HERMES_BUNDLED_PLUGINS``), ``$HERMES_HOME/plugins/<name>/plugin.yaml`` (or one category
 level deeper, ``plugins/<category>/<name>/``) and the ``hermes_agent.plugins`` entry-point
 group, as in Hermes Agent 0.19. Later sources win on a name collision."""
 
@@ -6,6 +7,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import logging
+import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,7 +32,7 @@ class PluginManifest:
     author: str = ""
     provides_tools: list[str] = field(default_factory=list)
     provides_hooks: list[str] = field(default_factory=list)
-    source: str = ""  # "user" or "entrypoint"
+    source: str = ""  # "bundled", "user" or "entrypoint"
     path: str | None = None  # the folder, or the entry point's "module:attr"
     kind: str = "standalone"
     key: str = ""  # what plugins.enabled names: the folder name, "category/name" nested
@@ -46,15 +48,29 @@ def warn(text: str) -> None:
     log.info("%s", text)
 
 
+def bundled_dir() -> Path:
+    """The plugins shipped with hermes: ``HERMES_BUNDLED_PLUGINS`` (0.19's variable, for a
+    packaged install's own folder), else ``bundled/`` beside this module. Like any
+    plugin, one loads only when ``plugins.enabled`` names it."""
+    override = os.environ.get("HERMES_BUNDLED_PLUGINS")
+    return Path(override) if override else Path(__file__).resolve().parent / "bundled"
+
+
 def discover(home: Path) -> list[PluginManifest]:
-    """Every plugin found, the last of each id winning (user folders, then entry points)."""
+    """Every plugin found, the last of each id winning (bundled, the home's folder, then
+    entry points: the user's own plugin of a bundled one's name replaces it)."""
     winners: dict[str, PluginManifest] = {}
-    for manifest in [*scan_folder(home / "plugins"), *scan_entry_points()]:
+    found = [
+        *scan_folder(bundled_dir(), source="bundled"),
+        *scan_folder(home / "plugins"),
+        *scan_entry_points(),
+    ]
+    for manifest in found:
         winners[manifest.id] = manifest
     return list(winners.values())
 
 
-def scan_folder(root: Path, prefix: str = "") -> list[PluginManifest]:
+def scan_folder(root: Path, prefix: str = "", source: str = "user") -> list[PluginManifest]:
     """The manifests under ``root``: a folder with plugin.yaml is a plugin, one without
     is a category whose folders are looked at (one level only)."""
     found: list[PluginManifest] = []
@@ -67,14 +83,14 @@ def scan_folder(root: Path, prefix: str = "") -> list[PluginManifest]:
             (f for f in (folder / "plugin.yaml", folder / "plugin.yml") if f.is_file()), None
         )
         if manifest_file is not None:
-            if (manifest := _parse(manifest_file, folder, prefix)) is not None:
+            if (manifest := _parse(manifest_file, folder, prefix, source)) is not None:
                 found.append(manifest)
         elif not prefix:
-            found.extend(scan_folder(folder, folder.name))
+            found.extend(scan_folder(folder, folder.name, source))
     return found
 
 
-def _parse(manifest_file: Path, folder: Path, prefix: str) -> PluginManifest | None:
+def _parse(manifest_file: Path, folder: Path, prefix: str, source: str) -> PluginManifest | None:
     try:
         data: Any = yaml.safe_load(manifest_file.read_text(encoding="utf-8")) or {}
     except (OSError, yaml.YAMLError) as exc:
@@ -91,7 +107,7 @@ def _parse(manifest_file: Path, folder: Path, prefix: str) -> PluginManifest | N
         author=str(data.get("author", "")),
         provides_tools=list(data.get("provides_tools") or []),
         provides_hooks=list(data.get("provides_hooks") or []),
-        source="user",
+        source=source,
         path=str(folder),
         kind=str(data.get("kind") or "standalone"),
         key=f"{prefix}/{folder.name}" if prefix else name,
