@@ -21,6 +21,8 @@ reads only ``model``: these serve the tools that pick an endpoint per chat.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from hermes_constants import OPENROUTER_BASE_URL, get_hermes_home
@@ -30,7 +32,11 @@ from hermes_cli.config import get_compatible_custom_providers, is_provider_enabl
 from hermes_cli.config import load_config as _load_019
 
 __all__ = [
+    "DEFAULT_CODEX_BASE_URL",
+    "DEFAULT_QWEN_BASE_URL",
+    "DEFAULT_XAI_OAUTH_BASE_URL",
     "OPENROUTER_BASE_URL",
+    "PROVIDER_REGISTRY",
     "AuthError",
     "canonical_custom_identity",
     "find_custom_provider_identity",
@@ -45,6 +51,100 @@ API_MODE = "chat_completions"
 # OpenAI-compatible endpoint" (0.19's "custom" and its local-server aliases).
 _AUTO = "auto"
 _CUSTOM = frozenset({"custom", "vllm", "llamacpp", "llama.cpp", "llama-cpp"})
+
+
+# 0.19's endpoints of the providers it signs in to by OAuth (Codex, xAI's Grok plans,
+# Qwen): listed in PROVIDER_REGISTRY with them; hermes signs in to none, so asking for one
+# is an AuthError saying so.
+DEFAULT_CODEX_BASE_URL = "https://chatgpt.com/backend-api/codex"
+DEFAULT_XAI_OAUTH_BASE_URL = "https://api.x.ai/v1"
+DEFAULT_QWEN_BASE_URL = "https://portal.qwen.ai/v1"
+_OAUTH = {
+    "openai-codex": ("OpenAI Codex", DEFAULT_CODEX_BASE_URL),
+    "xai-oauth": ("xAI Grok OAuth (SuperGrok / Premium+)", DEFAULT_XAI_OAUTH_BASE_URL),
+    "qwen-oauth": ("Qwen OAuth", DEFAULT_QWEN_BASE_URL),
+}
+# 0.19's display names of the providers hermes knows (hermes.config.PROVIDER_BASE_URLS).
+# OpenRouter, "openai", Ollama and "auto" are not in 0.19's registry: it resolves them apart.
+_NAMES = {
+    "openai-api": "OpenAI API",
+    "nous": "Nous Portal",
+    "deepseek": "DeepSeek",
+    "xai": "xAI",
+    "huggingface": "Hugging Face",
+    "lmstudio": "LM Studio",
+}
+
+
+@dataclass(frozen=True)
+class ProviderConfig:
+    """0.19's ``hermes_cli.auth.ProviderConfig``: a provider, its endpoint and its key's
+    variables (``api_key_env_vars``: the ones hermes reads for it, none when hermes holds
+    no key for it)."""
+
+    id: str
+    name: str
+    auth_type: str  # "api_key", or 0.19's "oauth_external" for its sign-in providers
+    portal_base_url: str = ""
+    inference_base_url: str = ""
+    client_id: str = ""
+    scope: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+    api_key_env_vars: tuple[str, ...] = ()
+    base_url_env_var: str = ""
+
+
+class _Registry(Mapping[str, ProviderConfig]):
+    """0.19's ``PROVIDER_REGISTRY``, read afresh from the home's config at each lookup
+    (readers switch homes): the providers hermes knows, config.yaml's named endpoints and
+    0.19's sign-in providers. Only the configured endpoint carries hermes's key
+    variables; a named endpoint has its ``key_env``."""
+
+    def _entries(self) -> dict[str, ProviderConfig]:
+        config = _configuration()
+        configured_url = _url(config.get("model.base_url"))
+        entries = {
+            pid: ProviderConfig(
+                id=pid,
+                name=name,
+                auth_type="api_key",
+                inference_base_url=_config.PROVIDER_BASE_URLS[pid],
+                api_key_env_vars=tuple(_config.API_KEY_ENV)
+                if _url(_config.PROVIDER_BASE_URLS[pid]) == configured_url
+                else (),
+            )
+            for pid, name in _NAMES.items()
+        }
+        for entry in _named_entries():
+            pid = _entry_name(entry)
+            variable = str(entry.get("key_env") or "").strip()
+            entries.setdefault(
+                pid,
+                ProviderConfig(
+                    id=pid,
+                    name=str(entry["name"]),
+                    auth_type="api_key",
+                    inference_base_url=str(entry.get("base_url") or "").rstrip("/"),
+                    api_key_env_vars=(variable,) if variable else (),
+                ),
+            )
+        for pid, (name, url) in _OAUTH.items():
+            entries[pid] = ProviderConfig(
+                id=pid, name=name, auth_type="oauth_external", inference_base_url=url
+            )
+        return entries
+
+    def __getitem__(self, key: str) -> ProviderConfig:
+        return self._entries()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._entries())
+
+    def __len__(self) -> int:
+        return len(self._entries())
+
+
+PROVIDER_REGISTRY: Mapping[str, ProviderConfig] = _Registry()
 
 
 class AuthError(RuntimeError):
@@ -95,6 +195,15 @@ def resolve_runtime_provider(
         base_url = configured_url
     elif requested_provider in _config.PROVIDER_BASE_URLS:
         base_url = _config.PROVIDER_BASE_URLS[requested_provider]
+    elif requested_provider in _OAUTH:
+        raise AuthError(
+            f"'{requested_provider}' is a provider Hermes Agent signs in to "
+            f"({_OAUTH[requested_provider][1]}); hermes signs in to none: use an endpoint "
+            "with an API key (model.base_url and HERMES_API_KEY).",
+            provider=requested_provider,
+            code="unsupported_provider",
+            relogin_required=False,
+        )
     else:
         raise AuthError(
             f"Unknown provider '{requested_provider}'. hermes knows "
