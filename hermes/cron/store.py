@@ -359,7 +359,7 @@ class CronStore(Tables):
                 return None
             status = "failed" if error else "completed"
             fire = _open_fire(tx, job_id)
-            run_id = None if fire is None else fire["id"]  # the fire it claimed ends here
+            run_id = None if fire is None else str(fire["id"])  # the claimed fire ends here
             for nudge in range(1000 if run_id is None else 0):  # a twin instant: the next
                 run_id = _insert_run(tx, job_id, now + nudge * 1e-6, status, now)
                 if run_id is not None:

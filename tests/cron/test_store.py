@@ -309,3 +309,34 @@ def test_a_run_its_caller_makes_itself_is_never_taken_and_ends_once(cron: CronSt
     assert statuses[dead["id"]] == "unknown" and statuses[twin["id"]] == "claimed"
     assert statuses[lost["id"]] == "claimed"  # on another host: only that host can tell
     assert cron.take_run("gateway", ttl=60, now=T0 + 6) is None
+
+
+def test_racing_claimers_of_one_fire_get_one_claim(store: StoreSpec, make_db) -> None:
+    """0.19's ``claim_job_for_fire`` on both engines: of claimers racing for the same fire,
+    one wins, on PostgreSQL too (the job's row is taken first); the claim then stands."""
+    cron = CronStore(make_db().backend)
+    job = _job(cron)
+    others = [CronStore(make_db().backend) for _ in range(4)]
+    for n in range(3):
+        now = T0 + 1000 * n
+        barrier = threading.Barrier(len(others))
+        won: list[bool] = []
+
+        threads = [
+            threading.Thread(target=_claim, args=(s, barrier, won, job, now)) for s in others
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert sorted(won) == [False, False, False, True]
+        assert cron.claim_fire(job, "late", 300, now=now + 299) is False
+    statuses = sorted(run["status"] for run in cron.ledger_runs(1000))
+    assert statuses == ["claimed", "unknown", "unknown"]  # each stale claim closed
+
+
+def _claim(
+    store: CronStore, barrier: threading.Barrier, won: list[bool], job: str, now: float
+) -> None:
+    barrier.wait()
+    won.append(store.claim_fire(job, make_holder("execution:fire"), 300, now=now))
