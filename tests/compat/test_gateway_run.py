@@ -155,3 +155,23 @@ def test_a_gateway_asked_to_serve_several_profiles_exits_as_a_wrong_config(
     monkeypatch.setenv("GATEWAY_MULTIPLEX_PROFILES", "true")
     with pytest.raises(MultiplexConfigError):
         check_single_profile(load_config(hermes_home / "config.yaml"))
+
+
+def test_the_interrupted_while_waiting_answer_is_0_19s(
+    hermes_agent_python: Path, tmp_path: Path
+) -> None:
+    """The answer of a turn stopped while it waited for the model starts as 0.19's does
+    (its tools detect it so); one stopped elsewhere keeps hermes's short note."""
+    from gateway.run import INTERRUPT_WAITING_FOR_MODEL_PREFIX
+
+    from hermes.agent.turn_result import stopped_note
+
+    theirs = subprocess.run(
+        [str(hermes_agent_python), "-c",
+         "import gateway.run as r; print(r.INTERRUPT_WAITING_FOR_MODEL_PREFIX, end='')"],
+        env={**os.environ, "HERMES_HOME": str(tmp_path), "HERMES_DISABLE_LAZY_INSTALLS": "1"},
+        capture_output=True, text=True, timeout=120, check=True,
+    ).stdout  # fmt: skip
+    assert INTERRUPT_WAITING_FOR_MODEL_PREFIX == theirs
+    assert stopped_note(2.04) == f"{theirs}2.0s elapsed)."
+    assert stopped_note(None) == "(stopped)"
