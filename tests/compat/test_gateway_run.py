@@ -172,6 +172,6 @@ def test_the_interrupted_while_waiting_answer_is_0_19s(
         env={**os.environ, "HERMES_HOME": str(tmp_path), "HERMES_DISABLE_LAZY_INSTALLS": "1"},
         capture_output=True, text=True, timeout=120, check=True,
     ).stdout  # fmt: skip
-    assert INTERRUPT_WAITING_FOR_MODEL_PREFIX == theirs
+    assert theirs == INTERRUPT_WAITING_FOR_MODEL_PREFIX
     assert stopped_note(2.04) == f"{theirs}2.0s elapsed)."
     assert stopped_note(None) == "(stopped)"
