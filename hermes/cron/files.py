@@ -67,7 +67,8 @@ def writer(home: Path) -> Callable[[CronStore], None]:
 
 
 def write_files(home: Path, store: CronStore) -> None:
-    """Rewrite jobs.json and add the document of each job's latest finished run."""
+    """Rewrite jobs.json and executions.db, and add the document of each job's latest
+    finished run."""
     folder = cron_dir(home)
     try:
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
