@@ -92,10 +92,11 @@ class ApiConversations:
             return StatelessConversation(key, conversation)
         return await asyncio.to_thread(self._start_stateless, history, match)
 
-    async def tool_loop(self, history: list[dict[str, Any]]) -> StatelessConversation | None:
-        """The conversation whose open tool calls a request without X-Hermes-Session-Id
-        answers: the one its ``history`` (the messages before the calls) ends at, the
-        calls being the newest thing in it; None when no conversation does."""
+    async def ending_at(self, history: list[dict[str, Any]]) -> StatelessConversation | None:
+        """The conversation whose newest message ends ``history`` (a request without
+        X-Hermes-Session-Id): the one whose open tool calls it answers, or whose running
+        turn a ``/steer`` sent behind the pending question is for; None when none does.
+        Nothing is created."""
         match = await asyncio.to_thread(self._find_history, history) if history else None
         if match is None or not match.latest or match.matched != len(history):
             return None
