@@ -79,14 +79,15 @@ def test_a_stateless_queue_waits_behind_the_running_turn(gateway, fake_llm, clie
         queued = send(gateway, [*question, {"role": "user", "content": "/queue then five"}])
         assert running.result(timeout=60) == "Slow answer."
     assert queued == "echo: then five"
+    # The UI shows each answer as it came and goes on with all of it: the same conversation.
+    shown = [*question, {"role": "assistant", "content": "Slow answer."}]
+    shown += [{"role": "user", "content": "/queue then five"}]
+    shown += [{"role": "assistant", "content": queued}, {"role": "user", "content": "six"}]
+    assert send(gateway, shown) == "echo: six"
     [conversation] = gateway.db.list_conversations()
     rows = gateway.db.get_conversation_messages(conversation["conversation_id"])
     assert [m["content"] for m in rows] == [
-        "one",
-        "echo: one",
-        "four",
-        "Slow answer.",
-        "then five",
-        "echo: then five",
-    ]
+        "one", "echo: one", "four", "Slow answer.", "then five", "echo: then five", "six",
+        "echo: six",
+    ]  # fmt: skip
     assert gateway.db.invariant_violations() == []
