@@ -340,9 +340,7 @@ def test_set_and_get_of_0_19s_keys_write_and_read_as_0_19s(
 SESSION = Path(__file__).with_name("config_command_session.py")
 
 
-def test_config_command_side_by_side_with_0_19(
-    hermes_agent_python: Path, tmp_path: Path
-) -> None:
+def test_config_command_side_by_side_with_0_19(hermes_agent_python: Path, tmp_path: Path) -> None:
     """The same `hermes config` steps on a fresh home under a real 0.19 and under hermes:
     the same lines, statuses and files, but for the differences docs/hermes-agent.md names."""
     from tests.compat.hermes_agent import play_session
