@@ -750,7 +750,7 @@ def first_key_in(section: str) -> str:
 def warn_ignored(path: Path, ignored: Mapping[str, Any], lines: Mapping[str, int]) -> None:
     """Say once per process, on stderr, which keys of ``path`` hermes does not use (not
     in a gateway's worker process: its supervisor said it)."""
-    if not ignored or os.environ.get(CONFIG_WARNED_ENV):
+    if not reported_ignored(ignored) or os.environ.get(CONFIG_WARNED_ENV):
         return
     token = (str(path), tuple(sorted(ignored)))
     if token in _warned:
@@ -759,9 +759,27 @@ def warn_ignored(path: Path, ignored: Mapping[str, Any], lines: Mapping[str, int
     print(f"hermes: {ignored_summary(path, ignored, lines)}", file=sys.stderr)
 
 
+# The keys of a Hermes Agent provider entry hermes reads (endpoint_transport): how the entry
+# is matched to model.base_url, and what it adds to each request there.
+_TRANSPORT_KEYS = frozenset(
+    {"base_url", "url", "api", "extra_headers", "ssl_ca_cert", "ssl_verify"}
+)
+
+
+def reported_ignored(ignored: Mapping[str, Any]) -> dict[str, Any]:
+    """The ignored keys worth a word: all but a ``providers.<name>`` entry's keys that
+    hermes reads for its endpoint (``_TRANSPORT_KEYS``)."""
+    return {key: value for key, value in ignored.items() if not _read_for_endpoint(key)}
+
+
+def _read_for_endpoint(key: str) -> bool:
+    parts = key.split(".")
+    return parts[0] == "providers" and len(parts) > 2 and parts[2] in _TRANSPORT_KEYS
+
+
 def ignored_summary(path: Path, ignored: Mapping[str, Any], lines: Mapping[str, int]) -> str:
     """One sentence naming the keys hermes ignores, each with its line (and a typo's fix)."""
-    names = [_ignored_name(key, lines.get(key)) for key in ignored]
+    names = [_ignored_name(key, lines.get(key), ignored) for key in reported_ignored(ignored)]
     shown = ", ".join(names[:_WARN_NAMES])
     more = f" and {len(names) - _WARN_NAMES} more" if len(names) > _WARN_NAMES else ""
     return (
@@ -770,13 +788,22 @@ def ignored_summary(path: Path, ignored: Mapping[str, Any], lines: Mapping[str, 
     )
 
 
-def _ignored_name(key: str, line: int | None) -> str:
+def _ignored_name(key: str, line: int | None, ignored: Mapping[str, Any]) -> str:
     notes = [f"line {line}"] if line else []
     close = typo_of(key)
     if key in HERMES_AGENT_KEYS:
         notes.append(f"not a value {HERMES_AGENT_KEYS[key]} can take")
     elif key == "model.provider":
-        notes.append("no OpenAI-compatible endpoint hermes knows: set model.base_url")
+        named = _named_url(ignored, ignored[key])
+        notes.append(
+            f"hermes picks no endpoint by a provider's name: set model.base_url to {named}"
+            if named
+            else "no OpenAI-compatible endpoint hermes knows: set model.base_url"
+        )
+    elif key == "custom_providers":
+        notes.append(
+            "hermes reads only the extra_headers and ssl settings of model.base_url's entry"
+        )
     elif close:
         notes.append(f"did you mean {close}?")
     return f"{key} ({'; '.join(notes)})" if notes else key
@@ -852,8 +879,27 @@ def endpoint_transport(config: Config, base_url: str) -> EndpointTransport:
 def _provider_entries(ignored: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     """Hermes Agent's provider entries (hermes reads neither section: they are among the
     file's ignored keys, ``providers.<name>.<key>`` flattened), the list's first."""
+    return [entry for _, entry in _named_provider_entries(ignored)]
+
+
+def _named_url(ignored: Mapping[str, Any], provider: Any) -> str | None:
+    """The endpoint of the provider entry ``provider`` names (``custom:<name>`` too)."""
+    wanted = str(provider).strip().lower().removeprefix("custom:")
+    for name, entry in _named_provider_entries(ignored):
+        url = next((entry[k] for k in ("base_url", "url", "api") if entry.get(k)), None)
+        if name.strip().lower() == wanted and isinstance(url, str):
+            return url
+    return None
+
+
+def _named_provider_entries(ignored: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+    """``_provider_entries`` with each one's name (a list item's ``name``)."""
     listed = ignored.get("custom_providers")
-    entries = [e for e in listed if isinstance(e, Mapping)] if isinstance(listed, list) else []
+    entries = [
+        (str(e.get("name") or ""), e)
+        for e in (listed if isinstance(listed, list) else [])
+        if isinstance(e, Mapping)
+    ]
     named: dict[str, dict[str, Any]] = {}
     for key, value in ignored.items():
         if not key.startswith("providers."):
@@ -864,7 +910,7 @@ def _provider_entries(ignored: Mapping[str, Any]) -> list[Mapping[str, Any]]:
         for part in parents:
             node = node.setdefault(part, {})
         node[leaf] = value
-    return entries + list(named.values())
+    return entries + list(named.items())
 
 
 def _verify(entry: Mapping[str, Any]) -> bool | str:
