@@ -26,12 +26,14 @@ from urllib.parse import urlparse
 from hermes_constants import OPENROUTER_BASE_URL, get_hermes_home
 from openai import OpenAI  # 0.19's module has the SDK's class under this name
 
+from hermes import __version__
 from hermes.config import load_config
 from hermes.plugins.llm import call_llm as _call_llm
 from hermes.plugins.llm import endpoint, main_runtime, reset_main_runtime, set_main_runtime
 
 __all__ = [
     "MINIMUM_CONTEXT_LENGTH",
+    "NOUS_EXTRA_BODY",
     "OMIT_TEMPERATURE",
     "OPENROUTER_BASE_URL",
     "OpenAI",
@@ -39,6 +41,8 @@ __all__ = [
     "async_call_llm",
     "auxiliary_is_nous",
     "auxiliary_max_tokens_param",
+    "build_nvidia_nim_headers",
+    "build_or_headers",
     "cleanup_stale_async_clients",
     "clear_runtime_main",
     "call_llm",
@@ -315,10 +319,62 @@ MINIMUM_CONTEXT_LENGTH = 64_000  # 0.19's floor for a model's context window, in
 OMIT_TEMPERATURE: object = object()
 # Side tasks never go through Nous Portal here: no product tags to add to a request.
 auxiliary_is_nous: bool = False
+# 0.19's product tags for a request's ``extra_body`` to Nous Portal, for callers that send
+# one themselves; the client tag names the running hermes.
+NOUS_EXTRA_BODY: dict[str, list[str]] = {
+    "tags": ["product=hermes-agent", f"client=hermes-client-v{__version__}"]
+}
 
 
 def get_auxiliary_extra_body() -> dict[str, Any]:
     """The ``extra_body`` 0.19 adds to side-task requests (Nous Portal's tags): none."""
+    return {}
+
+
+# 0.19's attribution headers, for callers that send their own requests to OpenRouter or
+# NVIDIA NIM; hermes's own requests carry only the endpoint's configured ``extra_headers``.
+_OPENROUTER_HEADERS = {
+    "HTTP-Referer": "https://hermes-agent.nousresearch.com",
+    "X-Title": "Hermes Agent",
+    "X-OpenRouter-Categories": "productivity,cli-agent",
+}
+_CACHE_TTL_MIN, _CACHE_TTL_MAX = 1, 86_400  # OpenRouter keeps a cached answer 1 s to a day
+_TRUTHY = frozenset({"1", "true", "yes", "on"})
+_NVIDIA_NIM_HOST = "integrate.api.nvidia.com"
+
+
+def build_or_headers(or_config: dict[str, Any] | None = None) -> dict[str, str]:
+    """OpenRouter's attribution headers, and its response-cache headers when caching is on:
+    ``HERMES_OPENROUTER_CACHE`` (1/true/yes/on) over ``or_config["response_cache"]``,
+    the time to live ``HERMES_OPENROUTER_CACHE_TTL`` over ``response_cache_ttl`` (300),
+    sent when 1..86400 seconds. ``or_config`` is config.yaml's ``openrouter`` section,
+    read from the home when not given, as 0.19 builds them."""
+    headers = dict(_OPENROUTER_HEADERS)
+    if or_config is None:
+        from hermes_cli.config import load_config as load_config_019
+
+        or_config = load_config_019().get("openrouter") or {}
+    env_cache = os.environ.get("HERMES_OPENROUTER_CACHE", "").strip().lower()
+    if not (env_cache in _TRUTHY if env_cache else or_config.get("response_cache", False)):
+        return headers
+    headers["X-OpenRouter-Cache"] = "true"
+    env_ttl = os.environ.get("HERMES_OPENROUTER_CACHE_TTL", "").strip()
+    if env_ttl:
+        ttl: Any = int(env_ttl) if env_ttl.isdigit() else None
+    else:
+        ttl = or_config.get("response_cache_ttl", 300)
+    if isinstance(ttl, int | float) and _CACHE_TTL_MIN <= ttl <= _CACHE_TTL_MAX:
+        headers["X-OpenRouter-Cache-TTL"] = str(int(ttl))
+    return headers
+
+
+def build_nvidia_nim_headers(base_url: str | None) -> dict[str, str]:
+    """NVIDIA's billing-origin header for its cloud NIM (``integrate.api.nvidia.com`` or a
+    host under it); ``{}`` for any other URL, an on-premises NIM included."""
+    raw = str(base_url or "").strip()
+    host = (urlparse(raw if "://" in raw else f"//{raw}").hostname or "").lower().rstrip(".")
+    if host == _NVIDIA_NIM_HOST or host.endswith("." + _NVIDIA_NIM_HOST):
+        return {"X-BILLING-INVOKE-ORIGIN": "HermesAgent"}
     return {}
 
 
