@@ -18,8 +18,9 @@ import contextlib
 import logging
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextvars import Token
+from functools import partial
 from typing import Any
 from urllib.parse import urlparse
 
@@ -30,8 +31,19 @@ from hermes import __version__
 from hermes.config import load_config
 from hermes.plugins.llm import call_llm as _call_llm
 from hermes.plugins.llm import endpoint, main_runtime, reset_main_runtime, set_main_runtime
+from hermes.plugins.provider_shapes import (
+    complete_on_anthropic,
+    complete_on_converse,
+    complete_on_responses,
+)
 
 __all__ = [
+    "AnthropicAuxiliaryClient",
+    "AsyncAnthropicAuxiliaryClient",
+    "AsyncBedrockAuxiliaryClient",
+    "AsyncCodexAuxiliaryClient",
+    "BedrockAuxiliaryClient",
+    "CodexAuxiliaryClient",
     "MINIMUM_CONTEXT_LENGTH",
     "NOUS_EXTRA_BODY",
     "OMIT_TEMPERATURE",
@@ -397,3 +409,129 @@ def cleanup_stale_async_clients() -> None:
 
 def neuter_async_httpx_del() -> None:
     """0.19 patches httpx's async client finaliser for its cached clients: not needed."""
+
+
+# 0.19's side-task clients over other providers' APIs, in the openai client's shape:
+# ``client.chat.completions.create(model=, messages=, tools=, max_tokens=, temperature=)``
+# gives a ``ChatCompletion`` (hermes.plugins.provider_shapes translates both ways). The
+# async ones run the sync call in a worker thread, as 0.19's do; none streams to its caller.
+
+
+class _Completions:
+    """``chat.completions``: ``create(**options)`` sends one call through ``send``."""
+
+    def __init__(self, send: Callable[[dict[str, Any]], Any]) -> None:
+        self._send = send
+
+    def create(self, **options: Any) -> Any:
+        return self._send(options)
+
+
+class _AsyncCompletions:
+    """``chat.completions`` of an async client: the sync ``create`` in a worker thread."""
+
+    def __init__(self, completions: _Completions) -> None:
+        self._sync = completions
+
+    async def create(self, **options: Any) -> Any:
+        return await asyncio.to_thread(self._sync.create, **options)
+
+
+class _Chat:
+    def __init__(self, completions: _Completions | _AsyncCompletions) -> None:
+        self.completions = completions
+
+
+class CodexAuxiliaryClient:
+    """An ``openai.OpenAI`` client on a Responses endpoint (ChatGPT's Codex backend, or any
+    that speaks the Responses API) with the chat completions call; ``model`` is used when
+    a call names none. The Codex backend takes no token cap or temperature: they are not
+    sent."""
+
+    def __init__(self, real_client: Any, model: str) -> None:
+        self._real_client = real_client
+        self.chat = _Chat(_Completions(partial(complete_on_responses, real_client, model)))
+        self.api_key = real_client.api_key
+        self.base_url = real_client.base_url
+
+    def close(self) -> None:
+        self._real_client.close()
+
+
+class AsyncCodexAuxiliaryClient:
+    """``CodexAuxiliaryClient`` awaited (``await client.chat.completions.create(...)``)."""
+
+    def __init__(self, sync_wrapper: CodexAuxiliaryClient) -> None:
+        self.chat = _Chat(_AsyncCompletions(sync_wrapper.chat.completions))
+        self.api_key = sync_wrapper.api_key
+        self.base_url = sync_wrapper.base_url
+        self._real_client = sync_wrapper._real_client
+
+
+class AnthropicAuxiliaryClient:
+    """An ``anthropic.Anthropic`` client with the chat completions call; ``api_key`` and
+    ``base_url`` are what it was made with (for callers that look). ``is_oauth`` is kept:
+    hermes sends no Claude Code identity for a subscription token, as 0.19 does."""
+
+    def __init__(
+        self, real_client: Any, model: str, api_key: str, base_url: str, is_oauth: bool = False
+    ) -> None:
+        self._real_client = real_client
+        self.chat = _Chat(_Completions(partial(complete_on_anthropic, real_client, model)))
+        self.api_key = api_key
+        self.base_url = base_url
+        self.is_oauth = is_oauth
+
+    def close(self) -> None:
+        close = getattr(self._real_client, "close", None)
+        if callable(close):
+            close()
+
+
+class AsyncAnthropicAuxiliaryClient:
+    """``AnthropicAuxiliaryClient`` awaited."""
+
+    def __init__(self, sync_wrapper: AnthropicAuxiliaryClient) -> None:
+        self.chat = _Chat(_AsyncCompletions(sync_wrapper.chat.completions))
+        self.api_key = sync_wrapper.api_key
+        self.base_url = sync_wrapper.base_url
+        self._real_client = sync_wrapper._real_client
+
+
+class BedrockAuxiliaryClient:
+    """AWS Bedrock's Converse API in ``region`` with the chat completions call: a boto3
+    ``bedrock-runtime`` client made on the first call, with AWS's usual credentials and
+    settings (``AWS_ENDPOINT_URL_BEDROCK_RUNTIME`` included)."""
+
+    def __init__(self, region: str, model: str) -> None:
+        self._region = region
+        self._model = model
+        self._runtime: Any = None
+        self.chat = _Chat(_Completions(self._converse))
+        self.api_key = "aws-sdk"
+        self.base_url = f"https://bedrock-runtime.{region}.amazonaws.com"
+
+    def _converse(self, options: dict[str, Any]) -> Any:
+        if self._runtime is None:
+            try:
+                import boto3
+            except ImportError:
+                raise ImportError(
+                    "AWS Bedrock needs the boto3 package: install it with `pip install boto3`."
+                ) from None
+            self._runtime = boto3.client("bedrock-runtime", region_name=self._region)
+        return complete_on_converse(self._runtime, self._model, options)
+
+    def close(self) -> None:
+        if self._runtime is not None:
+            self._runtime.close()
+            self._runtime = None
+
+
+class AsyncBedrockAuxiliaryClient:
+    """``BedrockAuxiliaryClient`` awaited."""
+
+    def __init__(self, sync_wrapper: BedrockAuxiliaryClient) -> None:
+        self.chat = _Chat(_AsyncCompletions(sync_wrapper.chat.completions))
+        self.api_key = sync_wrapper.api_key
+        self.base_url = sync_wrapper.base_url
