@@ -8,7 +8,9 @@ answer is the SDK's ChatCompletion, as 0.19 returns it. The work is
 web UI's per-request one included). ``resolve_provider_client`` gives an openai client
 on that endpoint for callers that make their own requests. ``set_runtime_main`` (and
 ``scoped_runtime_main``) give this context's side tasks the model and endpoint of the
-agent that runs them, instead of config.yaml's, as in 0.19.
+agent that runs them, instead of config.yaml's, as in 0.19. The Codex, Anthropic and
+Bedrock side-task clients give a caller's own client of those APIs the openai client's
+``chat.completions.create`` (hermes.plugins.provider_shapes translates).
 """
 
 from __future__ import annotations
@@ -438,7 +440,12 @@ class _AsyncCompletions:
 
 
 class _Chat:
-    def __init__(self, completions: _Completions | _AsyncCompletions) -> None:
+    def __init__(self, completions: _Completions) -> None:
+        self.completions = completions
+
+
+class _AsyncChat:
+    def __init__(self, completions: _AsyncCompletions) -> None:
         self.completions = completions
 
 
@@ -462,7 +469,7 @@ class AsyncCodexAuxiliaryClient:
     """``CodexAuxiliaryClient`` awaited (``await client.chat.completions.create(...)``)."""
 
     def __init__(self, sync_wrapper: CodexAuxiliaryClient) -> None:
-        self.chat = _Chat(_AsyncCompletions(sync_wrapper.chat.completions))
+        self.chat = _AsyncChat(_AsyncCompletions(sync_wrapper.chat.completions))
         self.api_key = sync_wrapper.api_key
         self.base_url = sync_wrapper.base_url
         self._real_client = sync_wrapper._real_client
@@ -470,8 +477,8 @@ class AsyncCodexAuxiliaryClient:
 
 class AnthropicAuxiliaryClient:
     """An ``anthropic.Anthropic`` client with the chat completions call; ``api_key`` and
-    ``base_url`` are what it was made with (for callers that look). ``is_oauth`` is kept:
-    hermes sends no Claude Code identity for a subscription token, as 0.19 does."""
+    ``base_url`` are what it was made with (for callers that look). 0.19 presents a
+    subscription token (``is_oauth``) as Claude Code; hermes sends the call as given."""
 
     def __init__(
         self, real_client: Any, model: str, api_key: str, base_url: str, is_oauth: bool = False
@@ -480,7 +487,6 @@ class AnthropicAuxiliaryClient:
         self.chat = _Chat(_Completions(partial(complete_on_anthropic, real_client, model)))
         self.api_key = api_key
         self.base_url = base_url
-        self.is_oauth = is_oauth
 
     def close(self) -> None:
         close = getattr(self._real_client, "close", None)
@@ -492,46 +498,37 @@ class AsyncAnthropicAuxiliaryClient:
     """``AnthropicAuxiliaryClient`` awaited."""
 
     def __init__(self, sync_wrapper: AnthropicAuxiliaryClient) -> None:
-        self.chat = _Chat(_AsyncCompletions(sync_wrapper.chat.completions))
+        self.chat = _AsyncChat(_AsyncCompletions(sync_wrapper.chat.completions))
         self.api_key = sync_wrapper.api_key
         self.base_url = sync_wrapper.base_url
         self._real_client = sync_wrapper._real_client
 
 
 class BedrockAuxiliaryClient:
-    """AWS Bedrock's Converse API in ``region`` with the chat completions call: a boto3
-    ``bedrock-runtime`` client made on the first call, with AWS's usual credentials and
-    settings (``AWS_ENDPOINT_URL_BEDROCK_RUNTIME`` included)."""
+    """AWS Bedrock's Converse API in ``region`` with the chat completions call, through a
+    boto3 ``bedrock-runtime`` client with AWS's usual credentials and settings
+    (``AWS_ENDPOINT_URL_BEDROCK_RUNTIME`` included)."""
 
     def __init__(self, region: str, model: str) -> None:
-        self._region = region
-        self._model = model
-        self._runtime: Any = None
-        self.chat = _Chat(_Completions(self._converse))
+        try:
+            import boto3
+        except ImportError:
+            raise ImportError(
+                "AWS Bedrock needs the boto3 package: install it with `pip install boto3`."
+            ) from None
+        self._runtime = boto3.client("bedrock-runtime", region_name=region)
+        self.chat = _Chat(_Completions(partial(complete_on_converse, self._runtime, model)))
         self.api_key = "aws-sdk"
         self.base_url = f"https://bedrock-runtime.{region}.amazonaws.com"
 
-    def _converse(self, options: dict[str, Any]) -> Any:
-        if self._runtime is None:
-            try:
-                import boto3
-            except ImportError:
-                raise ImportError(
-                    "AWS Bedrock needs the boto3 package: install it with `pip install boto3`."
-                ) from None
-            self._runtime = boto3.client("bedrock-runtime", region_name=self._region)
-        return complete_on_converse(self._runtime, self._model, options)
-
     def close(self) -> None:
-        if self._runtime is not None:
-            self._runtime.close()
-            self._runtime = None
+        self._runtime.close()
 
 
 class AsyncBedrockAuxiliaryClient:
     """``BedrockAuxiliaryClient`` awaited."""
 
     def __init__(self, sync_wrapper: BedrockAuxiliaryClient) -> None:
-        self.chat = _Chat(_AsyncCompletions(sync_wrapper.chat.completions))
+        self.chat = _AsyncChat(_AsyncCompletions(sync_wrapper.chat.completions))
         self.api_key = sync_wrapper.api_key
         self.base_url = sync_wrapper.base_url

@@ -45,6 +45,11 @@ _ANTHROPIC_FINISH = {
     "max_tokens": "length",
     "refusal": "content_filter",
 }
+_ANTHROPIC_TOOL_CHOICE: dict[str, Any] = {
+    "auto": {"type": "auto"},
+    "required": {"type": "any"},
+    "none": "none",
+}
 _CONVERSE_FINISH = {
     "end_turn": "stop",
     "stop_sequence": "stop",
@@ -273,7 +278,7 @@ def _anthropic_tool_choice(choice: Any) -> Any:
     if isinstance(choice, dict) and choice.get("type") == "function":
         return {"type": "tool", "name": (choice.get("function") or {}).get("name", "")}
     name = choice.get("type") if isinstance(choice, dict) else choice
-    return {"auto": {"type": "auto"}, "required": {"type": "any"}, "none": "none"}.get(name)
+    return _ANTHROPIC_TOOL_CHOICE.get(name) if isinstance(name, str) else None
 
 
 def completion_from_anthropic(message: Any, model: str) -> ChatCompletion:
