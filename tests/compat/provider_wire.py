@@ -8,8 +8,8 @@ SDK clients 0.19's side-task wrappers hold (tests/compat/test_auxiliary_provider
 - ``POST /model/<model id>/converse``: AWS Bedrock's Converse API (boto3, with
   ``AWS_ENDPOINT_URL_BEDROCK_RUNTIME`` pointing here).
 
-Answers are ``hermes.testing.llm_server`` replies (``text``, ``tool_call``), queued with
-``enqueue``; every request is kept in ``requests`` (path, headers, JSON body).
+Answers are ``hermes.testing.llm_server`` replies (``text``, ``tool_call``; a reply's
+``error`` fails a Responses stream), queued with ``enqueue``; every request is kept in ``requests`` (path, headers, JSON body).
 """
 
 from __future__ import annotations
@@ -112,6 +112,12 @@ def responses_events(
         "tools": [],
     }
     yield {"type": "response.created", "response": response}
+    if reply.error is not None:  # the model failed mid-way, as a Responses stream says it
+        yield {
+            "type": "response.failed",
+            "response": {**response, "status": "failed", "error": reply.error},
+        }
+        return
     items: list[dict[str, Any]] = []
     if reply.content:
         items.append(

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from openai.types.chat import ChatCompletion
 
-from hermes.testing.llm_server import text, tool_call
+from hermes.testing.llm_server import Reply, text, tool_call
 from tests.compat.provider_wire import COMPLETION_TOKENS, PROMPT_TOKENS, ProviderWireServer
 
 SYSTEM = {"role": "system", "content": "Answer in one word."}
@@ -153,6 +153,14 @@ def test_codex_tool_call_round_trip(codex: Any, wire: ProviderWireServer) -> Non
     ]
 
 
+def test_codex_failed_response_raises_with_the_endpoints_words(
+    codex: Any, wire: ProviderWireServer
+) -> None:
+    wire.enqueue(Reply(error={"code": "server_error", "message": "The model is overloaded."}))
+    with pytest.raises(RuntimeError, match="The model is overloaded"):
+        ask(codex, messages=[QUESTION])
+
+
 # -- Anthropic: an anthropic client on the Messages API ----------------------------------
 
 
@@ -214,6 +222,14 @@ def test_anthropic_tool_call_round_trip(claude: Any, wire: ProviderWireServer) -
             "content": [{"type": "tool_result", "tool_use_id": "call_w1", "content": "sunny, 24C"}],
         },
     ]
+
+
+def test_anthropic_without_a_token_cap_asks_for_the_default(
+    claude: Any, wire: ProviderWireServer
+) -> None:
+    """The Messages API needs ``max_tokens``; a caller that names none gets 4096."""
+    ask(claude, messages=[QUESTION])
+    assert wire.requests[0].body["max_tokens"] == 4096
 
 
 def test_anthropic_parallel_tool_results_are_one_user_turn(wire: ProviderWireServer) -> None:
