@@ -12,7 +12,7 @@ own agent speaks chat completions and never comes here (``agent.auxiliary_client
 do).
 
 Answers are whole, as 0.19's are: a Responses stream (the Codex endpoint answers only
-as one) is read to its end here.
+as one) and an Anthropic stream are read to their end here.
 """
 
 from __future__ import annotations
@@ -312,9 +312,19 @@ def completion_from_anthropic(message: Any, model: str) -> ChatCompletion:
 
 
 def complete_on_anthropic(client: Any, default_model: str, options: Options) -> ChatCompletion:
-    """One chat call answered by an ``anthropic.Anthropic`` client's Messages API."""
+    """One chat call answered by an ``anthropic.Anthropic`` client's Messages API, streamed
+    and read to its end (some compatible gateways answer only as a stream); an endpoint
+    that says it does not stream is asked again without."""
     request = anthropic_request(options, default_model)
-    return completion_from_anthropic(client.messages.create(**request), request["model"])
+    try:
+        with client.messages.stream(**request) as stream:
+            message = stream.get_final_message()
+    except Exception as error:
+        words = str(error).lower()
+        if "stream" not in words or "not supported" not in words:
+            raise
+        message = client.messages.create(**request)
+    return completion_from_anthropic(message, request["model"])
 
 
 # -- OpenAI Responses (Codex) ----------------------------------------------------------

@@ -1,7 +1,8 @@
 """A fake model on 127.0.0.1 that answers in three providers' wire shapes, for the real
 SDK clients 0.19's side-task wrappers hold (tests/compat/test_auxiliary_providers.py).
 
-- ``POST /v1/messages``: Anthropic's Messages API (a JSON ``Message``);
+- ``POST /v1/messages``: Anthropic's Messages API (a JSON ``Message``, or its events when
+  the request asks for a stream);
 - ``POST /v1/responses``: OpenAI's Responses API, streamed as the Codex backend streams it
   (the finished items as ``response.output_item.done`` events, the final
   ``response.completed`` with an empty ``output``);
@@ -31,6 +32,13 @@ PROMPT_TOKENS = 21
 COMPLETION_TOKENS = 8
 
 
+# What an Anthropic-compatible gateway without streams answers a stream request.
+STREAM_REFUSED = {
+    "type": "error",
+    "error": {"type": "invalid_request_error", "message": "Streaming is not supported."},
+}
+
+
 @dataclass(frozen=True)
 class Recorded:
     path: str
@@ -43,6 +51,7 @@ class ProviderWireServer:
 
     def __init__(self) -> None:
         self.requests: list[Recorded] = []
+        self.refuse_streams = False  # an Anthropic gateway that answers only whole
         self._replies: collections.deque[Reply] = collections.deque()
         self._ids = itertools.count(1)
         self._http = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
@@ -95,6 +104,35 @@ def anthropic_message(server: ProviderWireServer, body: dict[str, Any], reply: R
         "stop_sequence": None,
         "usage": {"input_tokens": prompt, "output_tokens": completion},
     }
+
+
+def anthropic_events(message: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """``message`` as the Messages API streams it (``messages.stream``)."""
+    usage = message["usage"]
+    start = {**message, "content": [], "stop_reason": None, "usage": {**usage, "output_tokens": 1}}
+    yield {"type": "message_start", "message": start}
+    for index, block in enumerate(message["content"]):
+        kind = block["type"]
+        if kind == "text":
+            opening, delta = (
+                {"type": "text", "text": ""},
+                {"type": "text_delta", "text": block["text"]},
+            )
+        elif kind == "thinking":
+            opening = {"type": "thinking", "thinking": "", "signature": ""}
+            delta = {"type": "thinking_delta", "thinking": block["thinking"]}
+        else:
+            opening = {**block, "input": {}}
+            delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
+        yield {"type": "content_block_start", "index": index, "content_block": opening}
+        yield {"type": "content_block_delta", "index": index, "delta": delta}
+        yield {"type": "content_block_stop", "index": index}
+    yield {
+        "type": "message_delta",
+        "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
+        "usage": {"output_tokens": usage["output_tokens"]},
+    }
+    yield {"type": "message_stop"}
 
 
 def responses_events(
@@ -190,9 +228,16 @@ class _Handler(BaseHTTPRequestHandler):
         headers = {k.lower(): v for k, v in self.headers.items()}
         owner.requests.append(Recorded(path, headers, body))
         if path.endswith("/v1/messages"):
-            self._json(anthropic_message(owner, body, owner.next_reply()))
+            if body.get("stream") and owner.refuse_streams:
+                return self._json(STREAM_REFUSED, status=400)
+            message = anthropic_message(owner, body, owner.next_reply())
+            if body.get("stream"):
+                self._events(anthropic_events(message))
+            else:
+                self._json(message)
         elif path.endswith("/responses"):
-            self._events(responses_events(owner, body, owner.next_reply()))
+            events = responses_events(owner, body, owner.next_reply())
+            self._events({**event, "sequence_number": n} for n, event in enumerate(events))
         elif path.startswith("/model/") and path.endswith("/converse"):
             self._json(converse_answer(owner.next_reply()))
         else:
@@ -200,9 +245,9 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("Content-Length", "0")
             self.end_headers()
 
-    def _json(self, answer: dict[str, Any]) -> None:
+    def _json(self, answer: dict[str, Any], status: int = 200) -> None:
         raw = json.dumps(answer).encode()
-        self.send_response(200)
+        self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(raw)))
         self.end_headers()
@@ -210,8 +255,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _events(self, events: Iterator[dict[str, Any]]) -> None:
         raw = b"".join(
-            f"event: {event['type']}\ndata: {json.dumps({**event, 'sequence_number': n})}\n\n".encode()
-            for n, event in enumerate(events)
+            f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode() for event in events
         )
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")

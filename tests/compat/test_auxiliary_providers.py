@@ -185,6 +185,7 @@ def test_anthropic_plain_answer_and_its_system_message(
     (request,) = wire.requests
     assert request.path == "/v1/messages"
     assert "anthropic-version" in request.headers  # the anthropic SDK's own request
+    assert request.body["stream"] is True  # read whole, as 0.19 reads it
     assert request.body["system"] == "Answer in one word."
     assert request.body["messages"] == [
         {"role": "user", "content": [{"type": "text", "text": "Capital of France?"}]}
@@ -230,6 +231,19 @@ def test_anthropic_without_a_token_cap_asks_for_the_default(
     """The Messages API needs ``max_tokens``; a caller that names none gets 4096."""
     ask(claude, messages=[QUESTION])
     assert wire.requests[0].body["max_tokens"] == 4096
+
+
+def test_anthropic_gateway_without_streams_is_asked_again_whole(
+    claude: Any, wire: ProviderWireServer
+) -> None:
+    wire.refuse_streams = True
+    try:
+        wire.enqueue(text("Paris."))
+        answer = ask(claude, messages=[SYSTEM, QUESTION], max_tokens=50)
+    finally:
+        wire.refuse_streams = False
+    assert_plain_answer(answer, "claude-haiku-4-5")
+    assert [request.body.get("stream") for request in wire.requests] == [True, None]
 
 
 def test_anthropic_parallel_tool_results_are_one_user_turn(wire: ProviderWireServer) -> None:
