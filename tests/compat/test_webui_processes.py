@@ -37,13 +37,17 @@ def db(hermes_home: Path) -> Iterator[SessionDB]:
 
 
 def start_in_a_webui_turn(
-    fake_llm: fake.FakeLLMServer, db: SessionDB, session_id: str, command: str
+    fake_llm: fake.FakeLLMServer,
+    db: SessionDB,
+    session_id: str,
+    command: str,
+    how: dict[str, object] | None = None,
 ) -> str:
-    """A web UI turn whose model starts ``command`` in the background; its process id."""
+    """A web UI turn whose model starts ``command`` in the background (``how``: the
+    terminal call's options, notify on complete by default); its process id."""
+    options = how if how is not None else {"notify_on_complete": True}
     fake_llm.script(
-        fake.tool_call(
-            "terminal", {"command": command, "background": True, "notify_on_complete": True}
-        ),
+        fake.tool_call("terminal", {"command": command, "background": True, **options}),
         fake.text("Started it."),
     )
     agent = AIAgent(
@@ -131,6 +135,49 @@ def test_an_event_put_back_waits_for_the_next_taker(
     )
     with pytest.raises(queue.Empty):
         queue_.get(timeout=0.3)
+
+
+def test_a_watch_pattern_match_reaches_the_drain_as_0_19s_watch_match(
+    fake_llm: fake.FakeLLMServer, db: SessionDB, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server started with watch_patterns: its READY line comes through
+    ``completion_queue`` as 0.19's ``watch_match``, once (the second match falls inside
+    WATCH_MIN_INTERVAL_SECONDS), and the panel's row carries its patterns."""
+    from tools.process_registry import (
+        WATCH_MIN_INTERVAL_SECONDS,
+        format_process_notification,
+        process_registry,
+    )
+
+    monkeypatch.chdir(tmp_path)
+    command = "echo booting; echo 'app READY on 8080'; echo 'READY again'; sleep 60.0419"
+    pid = start_in_a_webui_turn(
+        fake_llm, db, "webui-watch", command, how={"watch_patterns": ["READY"]}
+    )
+    queue_ = process_registry.completion_queue
+    evt = queue_.get(timeout=15.0)
+    assert (evt["type"], evt["session_id"], evt["session_key"]) == (
+        "watch_match",
+        pid,
+        "webui-watch",
+    )
+    assert evt["pattern"] == "READY" and evt["output"].startswith("app READY on 8080")
+    note = format_process_notification(evt)
+    assert note is not None
+    assert note.startswith(f'[IMPORTANT: Background process {pid} matched watch pattern "READY"')
+    assert f"Command: {command}" in note
+    dropped = format_process_notification({**evt, "suppressed": 2})
+    assert "(2 earlier matches were suppressed by rate limit)]" in (dropped or "")
+
+    [row] = [r for r in process_registry.list_sessions() if r["session_id"] == pid]
+    assert row["watch_patterns"] == ["READY"] and row["watch_hit"] is True
+    assert "notify_on_complete" not in row and row["status"] == "running"
+    assert WATCH_MIN_INTERVAL_SECONDS == 15
+    process_registry.kill_process(pid)
+    # Nothing more: the second READY was in the same notice or inside the interval, and
+    # no completion was asked for.
+    with pytest.raises(queue.Empty):
+        queue_.get(timeout=0.5)
 
 
 def test_kill_process_stops_it_and_answers_as_0_19(
