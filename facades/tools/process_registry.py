@@ -48,6 +48,7 @@ from hermes.state.location import STATE_FILE, StoreLocation, location_of
 from hermes.tools.processes import background, events, watch
 from hermes.tools.processes.store import KILLED, ProcessRecord, ProcessStore
 from hermes.tools.processes.tool import TOOL
+from tools._registry import registry  # 0.19's tool registry, over hermes's tools
 
 __all__ = [
     "MAX_ACTIVE_PROCESS_AGE",
@@ -63,6 +64,7 @@ __all__ = [
     "format_process_notification",
     "format_uptime_short",
     "process_registry",
+    "registry",
 ]
 
 # The tail of the log a ProcessSession carries as ``output_buffer`` (0.19 keeps 200 000 in
