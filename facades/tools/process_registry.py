@@ -10,8 +10,14 @@ Where hermes's model differs, the mapping:
 
 - Processes are records on disk, not an in-memory table: every process of the home is
   listed, whichever process started it, and its output is its log (never ``detached``).
-  ``recover_from_checkpoint`` adopts nothing (nothing was lost); it counts the running
-  processes another process started (an earlier web UI, a chat).
+  The view is pruned as 0.19's table is (the records stay): a finished process is
+  forgotten ``FINISHED_TTL_SECONDS`` after it started, and at most ``MAX_PROCESSES``
+  are listed, the oldest finished ones left out first.
+- ``recover_from_checkpoint`` adopts the live processes of 0.19's ``processes.json``
+  (``CHECKPOINT_PATH``; a home 0.19 used: hermes.tools.processes.checkpoint) and counts
+  the running processes another process started (an earlier web UI, a chat, 0.19): a
+  process hermes started needs no checkpoint, its record and log outlive its starter.
+  hermes writes no ``processes.json``.
 - A completion event is produced once and spooled (hermes.tools.processes.events);
   ``completion_queue.get`` takes the spooled ones, each by exactly one taker in any
   process. Events of a gateway's conversations stay spooled for the gateway. An event
@@ -45,14 +51,17 @@ from hermes.redaction import redact
 from hermes.state import SessionDB
 from hermes.state.errors import HermesAgentStoreError, StateError
 from hermes.state.location import STATE_FILE, StoreLocation, location_of
-from hermes.tools.processes import background, events, watch
+from hermes.tools.processes import background, checkpoint, events, watch
 from hermes.tools.processes.store import KILLED, ProcessRecord, ProcessStore
 from hermes.tools.processes.tool import TOOL
 from tools._registry import registry  # 0.19's tool registry, over hermes's tools
 
 __all__ = [
+    "CHECKPOINT_PATH",
+    "FINISHED_TTL_SECONDS",
     "MAX_ACTIVE_PROCESS_AGE",
     "MAX_OUTPUT_CHARS",
+    "MAX_PROCESSES",
     "PROCESS_SCHEMA",
     "WATCH_GLOBAL_COOLDOWN_SECONDS",
     "WATCH_GLOBAL_MAX_PER_WINDOW",
@@ -73,6 +82,14 @@ MAX_OUTPUT_CHARS = 20_000
 # The seconds a background process may run by default before hermes ends it
 # (``terminal.background_timeout``; 0.19's 24 h is a session reset's limit).
 MAX_ACTIVE_PROCESS_AGE = int(defaults()["terminal.background_timeout"])
+# 0.19's checkpoint of its running processes, at import as 0.19's (a call reads its own
+# home's, unless a caller pointed this elsewhere).
+CHECKPOINT_PATH = get_hermes_home() / checkpoint.CHECKPOINT_NAME
+_CHECKPOINT_AT_IMPORT = CHECKPOINT_PATH
+# The view's pruning, 0.19's: a finished process is forgotten this long after it started...
+FINISHED_TTL_SECONDS = 1800
+# ... and no more than this many are listed (the oldest finished ones left out first).
+MAX_PROCESSES = 64
 # The rate limits of watch-pattern notices, hermes's own (0.19's values).
 WATCH_MIN_INTERVAL_SECONDS = watch.WATCH_MIN_INTERVAL_SECONDS
 WATCH_STRIKE_LIMIT = watch.WATCH_STRIKE_LIMIT
@@ -209,7 +226,9 @@ class ProcessRegistry:
     def get(self, session_id: str) -> ProcessSession | None:
         home = get_hermes_home()
         record = background.load(home, session_id)
-        return None if record is None else _session(home, record)
+        if record is None or (record.finished and not _still_tracked(home, record)):
+            return None
+        return _session(home, record)
 
     def list_sessions(
         self, task_id: str | None = None, session_key: str | None = None
@@ -217,7 +236,7 @@ class ProcessRegistry:
         """Every process of the home, oldest first, as 0.19's rows; ``task_id`` (a 0.19
         sandbox name, none here) and ``session_key`` filter as in 0.19."""
         home = get_hermes_home()
-        sessions = [_session(home, r) for r in background.refresh_all(home)]
+        sessions = [_session(home, r) for r in _tracked(background.refresh_all(home))]
         if task_id or session_key:
             sessions = [
                 s
@@ -277,9 +296,11 @@ class ProcessRegistry:
         return self.count_running() > 0
 
     def recover_from_checkpoint(self) -> int:
-        """How many running processes of the home another process started (an earlier
-        web UI, a chat): their records and logs outlive it, so there is nothing to adopt."""
+        """Adopt the live processes of 0.19's checkpoint; how many running processes of
+        the home another process started (an earlier web UI, a chat, 0.19)."""
         home = get_hermes_home()
+        moved = CHECKPOINT_PATH != _CHECKPOINT_AT_IMPORT  # a caller pointed it elsewhere
+        checkpoint.adopt(home, CHECKPOINT_PATH if moved else None)
         return sum(
             1
             for record in background.refresh_all(home)
@@ -323,6 +344,24 @@ def format_process_notification(evt: dict[str, Any]) -> str | None:
         f"(exit code {exit_code}{signal}).\nCommand: {evt.get('command', 'unknown')}\n"
         f"Output:\n{evt.get('output', '')}]"
     )
+
+
+def _tracked(records: list[ProcessRecord]) -> list[ProcessRecord]:
+    """The records 0.19's table would still hold: the running ones and the finished ones
+    younger than FINISHED_TTL_SECONDS (counted from their start, as 0.19 counts), at most
+    MAX_PROCESSES in all, the oldest finished ones left out first."""
+    now = time.time()
+    kept = [r for r in records if not r.finished or now - r.started_at <= FINISHED_TTL_SECONDS]
+    excess = len(kept) - MAX_PROCESSES
+    if excess > 0:
+        finished = sorted((r for r in kept if r.finished), key=lambda r: (r.started_at, r.id))
+        left_out = {r.id for r in finished[:excess]}
+        kept = [r for r in kept if r.id not in left_out]
+    return kept
+
+
+def _still_tracked(home: Path, record: ProcessRecord) -> bool:
+    return any(r.id == record.id for r in _tracked(ProcessStore(home).all()))
 
 
 _WATCH_SUMMARIES = {watch.WATCH_DISABLED, watch.OVERFLOW_TRIPPED, watch.OVERFLOW_RELEASED}

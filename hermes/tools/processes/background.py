@@ -147,7 +147,7 @@ def start(
         command=command,
         pid=proc.pid,
         cwd=str(cwd),
-        pid_create_time=_create_time(proc.pid),
+        pid_create_time=create_time(proc.pid),
         host=socket.gethostname(),
         owner_pid=me.pid,
         owner_create_time=me.create_time(),
@@ -434,7 +434,7 @@ def started(hermes_home: Path, process_id: str, pid: int) -> None:
     store = ProcessStore(hermes_home)
     record = next((r for r in store.all_foreground() if r.id == process_id), None)
     if record is not None:
-        record.pid, record.pid_create_time = pid, _create_time(pid)
+        record.pid, record.pid_create_time = pid, create_time(pid)
         store.save_foreground(record)
 
 
@@ -527,7 +527,7 @@ def _is_watched(store: ProcessStore, process_id: str) -> bool:
         return (str(store.dir), process_id) in _watched
 
 
-def _create_time(pid: int) -> float | None:
+def create_time(pid: int) -> float | None:
     try:
         return psutil.Process(pid).create_time()
     except psutil.Error:
