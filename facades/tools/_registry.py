@@ -140,7 +140,9 @@ class ToolRegistry:
         entry = self.get_entry(name)
         return entry.emoji if entry and entry.emoji else default
 
-    def get_definitions(self, tool_names: Iterable[str], quiet: bool = False) -> list[dict]:
+    def get_definitions(
+        self, tool_names: Iterable[str], quiet: bool = False
+    ) -> list[dict[str, Any]]:
         """OpenAI-format schemas of those of ``tool_names`` that can run now, by name."""
         found = []
         for name in sorted(set(tool_names)):
