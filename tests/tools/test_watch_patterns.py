@@ -218,3 +218,20 @@ def test_notices_nobody_hears_are_spooled_for_a_drain(
     _wait_until(lambda: bool(found.extend(background.drain_events(home)) or found))
     assert [(e.process_id, e.kind) for e in found] == [(pid, "watch_match")]
     assert found[0].output_tail.startswith("tick one")
+
+
+def test_the_log_is_read_a_block_at_a_time_and_a_last_unfinished_line_counts(
+    tmp_path: Path,
+) -> None:
+    log = tmp_path / "p.log"
+    huge = "READY " + "x" * (2 * watch.LogLines.BLOCK)
+    log.write_text(f"one\n{huge}\nlast without newline")
+    lines = watch.LogLines(str(log))
+    first = lines.new_lines()
+    assert first[0] == "one" and first[1].startswith("READY ")
+    assert all(len(line) <= watch.LogLines.BLOCK for line in first)
+    rest: list[str] = []
+    while more := lines.rest():
+        rest.extend(more)
+    assert rest[-1] == "last without newline"
+    assert lines.rest() == []

@@ -223,12 +223,16 @@ class PatternOutput:
         return bool(self.patterns.patterns) and not self.patterns.disabled
 
     def look(self, *, ended: bool = False) -> None:
-        """Match the lines printed since the last look; tell what is due."""
-        if not self.active:
-            return
-        lines = self.lines.rest() if ended else self.lines.new_lines()
-        for notice in self.patterns.feed(lines):
-            self._tell(notice)
+        """Match the lines printed since the last look (a block of them; all once the
+        process has ended); tell what is due."""
+        while self.active:
+            lines = self.lines.rest() if ended else self.lines.new_lines()
+            if not lines:
+                return
+            for notice in self.patterns.feed(lines):
+                self._tell(notice)
+            if not ended:
+                return
 
     def _tell(self, notice: watch.Notice) -> None:
         if notice.kind == watch.WATCH_MATCH:

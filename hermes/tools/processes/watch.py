@@ -146,7 +146,11 @@ class PatternWatch:
 
 
 class LogLines:
-    """The complete lines a growing log file gained since the last look."""
+    """The complete lines a growing log file gained since the last look, read a block
+    at a time (a flood of output costs one block of memory per look)."""
+
+    BLOCK = 1 << 20
+    LONGEST_LINE = 64 * 1024  # a longer one is matched in pieces of this size
 
     def __init__(self, path: str) -> None:
         self.path = path
@@ -154,20 +158,24 @@ class LogLines:
         self._partial = b""
 
     def new_lines(self) -> list[str]:
+        """The lines of the next block (empty when nothing new is there)."""
         try:
             with open(self.path, "rb") as handle:
                 handle.seek(self._offset)
-                chunk = handle.read()
+                chunk = handle.read(self.BLOCK)
         except FileNotFoundError:
             return []
         self._offset += len(chunk)
         *complete, self._partial = (self._partial + chunk).split(b"\n")
+        if len(self._partial) > self.LONGEST_LINE:
+            complete.append(self._partial)
+            self._partial = b""
         return [line.decode("utf-8", errors="replace") for line in complete]
 
     def rest(self) -> list[str]:
-        """The new lines and an unfinished last one (the process has ended)."""
+        """The new lines of the next block and, once at the end, an unfinished last
+        one (the process has ended); empty when all is read."""
         lines = self.new_lines()
-        if self._partial:
-            lines.append(self._partial.decode("utf-8", errors="replace"))
-            self._partial = b""
+        if not lines and self._partial:
+            lines, self._partial = [self._partial.decode("utf-8", errors="replace")], b""
         return lines
