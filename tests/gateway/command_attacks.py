@@ -59,9 +59,9 @@ class Machine:
         return kept
 
 
-@pytest.fixture
-def machine(hermes_home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Machine]:
-    """The machine; ``hermes_home`` only for its clean environment (HERMES_HOME moves)."""
+def planted_machine(monkeypatch: pytest.MonkeyPatch) -> Iterator[Machine]:
+    """The machine, for a test file's ``machine`` fixture (HOME and HERMES_HOME point
+    at it while the test runs)."""
     root = Path(tempfile.mkdtemp(prefix="hermes-command-attacks-", dir="/var/tmp"))
     home, hermes = root / "home", root / "home" / ".hermes"
     (home / ".ssh").mkdir(parents=True, mode=0o700)

@@ -6,17 +6,24 @@ command changes nothing: the home's files are as they were and nothing restarts.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.fakes.llm_server import text
-from tests.gateway.command_attacks import Machine, configure, machine, running  # noqa: F401
+from tests.gateway.command_attacks import Machine, configure, planted_machine, running
 
 pytestmark = pytest.mark.slow  # a gateway per test
 
 REFUSED = "Only the gateway's admins may"
 NOT_HERE = "works in a messaging chat (Telegram, Discord, Slack) only"
+
+
+@pytest.fixture
+def machine(hermes_home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Machine]:
+    yield from planted_machine(monkeypatch)  # hermes_home: for its clean environment
 
 
 @pytest.fixture
