@@ -139,10 +139,18 @@ def answer_of(response: httpx.Response) -> str:
     return str(response.json()["choices"][0]["message"]["content"])
 
 
-def configure(machine: Machine, llm_url: str, **sections: Mapping[str, Any]) -> dict[str, Any]:
+def configure(
+    machine: Machine,
+    llm_url: str,
+    telegram: Mapping[str, Any] | None = None,
+    **sections: Mapping[str, Any],
+) -> dict[str, Any]:
     """config.yaml (the model key in it, each member of a group chat a conversation of
-    their own, ``sections`` added); the Telegram settings the gateway is given."""
+    their own, Telegram for users 42 and 7 with ``telegram`` added, ``sections`` added);
+    the Telegram settings, which an in-process gateway is handed."""
+    platform = {"token": TOKEN, "allowed_users": ["42", "7"], **(telegram or {})}
     gateway = {"group_per_user": True, **sections.pop("gateway", {})}
+    gateway["platforms"] = {"telegram": platform}
     write_config(
         machine.hermes,
         llm_url,
@@ -155,7 +163,7 @@ def configure(machine: Machine, llm_url: str, **sections: Mapping[str, Any]) -> 
         gateway=gateway,
         **sections,
     )
-    return {"token": TOKEN, "allowed_users": ["42", "7"]}
+    return platform
 
 
 @contextlib.contextmanager

@@ -1,0 +1,175 @@
+"""/background and /agents as the other member of a group chat would try them.
+
+A real gateway process (its own HOME: the planted machine) serves Telegram users 42
+and 7, in private and in one group chat with a conversation per member, and the API
+keys of alice and bob. A background task belongs to the user who asked: it runs in
+their own workspace with their view (user 7's task cannot read 42's notes, nor the
+SSH key, the home's ``.env`` or ``auth.json``), ``/agents`` lists only one's own tasks,
+its report goes to the chat it was asked in and nowhere else, and its conversation is
+stored as the asker's, which no API key of a principal reads.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.fakes.llm_server import Reply, hang, last_user_text, text
+from tests.gateway.command_attacks import (
+    CANARIES,
+    GROUP,
+    KEYS,
+    OPERATOR_KEY,
+    TOKEN,
+    Machine,
+    configure,
+    planted_machine,
+)
+from tests.gateway.fake_platforms import FakeTelegram
+from tests.gateway.principals import obedient
+from tests.gateway.processes import Gateway, free_port
+
+pytestmark = pytest.mark.slow  # gateway processes
+
+NOTE = "42-private-note-8e1d"
+
+
+@pytest.fixture
+def machine(hermes_home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Machine]:
+    yield from planted_machine(monkeypatch)  # hermes_home: for its clean environment
+
+
+def model(body: dict[str, Any]) -> Reply | None:
+    """Obeys RUN:/READ: lines; ``SLOW`` waits before its answer (a task that runs)."""
+    if last_user_text(body) == "SLOW" and body["messages"][-1].get("role") == "user":
+        return hang(6, then=text("slow answer"))
+    return obedient(body)
+
+
+class Telegram:
+    """The fake Telegram and what the bot sent to each chat."""
+
+    def __init__(self, fake: FakeTelegram) -> None:
+        self.fake = fake
+
+    def sent(self, chat: str) -> list[str]:
+        return [str(p["text"]) for p in self.fake.accepted if str(p["chat_id"]) == chat]
+
+    def says(self, user: str, words: str, *, group: bool = False, timeout: float = 60) -> str:
+        chat = GROUP if group else user
+        before = len(self.sent(chat))
+        self.fake.user_sends(
+            words,
+            user_id=int(user),
+            chat_id=int(chat),
+            chat_type="supergroup" if group else "private",
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if len(self.sent(chat)) > before:
+                return self.sent(chat)[before]
+            time.sleep(0.1)
+        raise AssertionError(f"no answer in chat {chat} within {timeout:.0f}s")
+
+    def report(self, chat: str, prompt: str, timeout: float = 60) -> str:
+        """The report, once sent to ``chat``, of the background task asked ``prompt``."""
+
+        def found() -> list[str]:
+            return [
+                t
+                for t in self.sent(chat)
+                if re.match(r"Background task #\d+ \(\S+\) (is done|failed): ", t)
+                and f'"{prompt[:30]}' in t.splitlines()[0]
+            ]
+
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if found():
+                return found()[0]
+            time.sleep(0.1)
+        raise AssertionError(f"no report of the task '{prompt}' in chat {chat}")
+
+
+@pytest.fixture
+def gateway(machine: Machine, fake_llm: Any) -> Iterator[tuple[Telegram, str]]:
+    fake_llm.responder = model
+    port = free_port()
+    with FakeTelegram(TOKEN) as fake:
+        configure(
+            machine,
+            fake_llm.url,
+            {"base_url": fake.base_url, "poll_timeout": 1},
+            gateway={"api_key": OPERATOR_KEY, "api_keys": dict(KEYS)},
+        )
+        process = Gateway(
+            machine.hermes,
+            "--api-server",
+            f"127.0.0.1:{port}",
+            "--workers",
+            "1",
+            env={"HOME": str(machine.home)},
+        )
+        try:
+            process.wait_ready(port)
+            yield Telegram(fake), f"http://127.0.0.1:{port}"
+        finally:
+            process.terminate()
+
+
+def test_a_background_task_is_its_askers_alone(
+    machine: Machine, gateway: tuple[Telegram, str]
+) -> None:
+    telegram, api = gateway
+    own = telegram.says("42", f"RUN: echo {NOTE} > notes.txt && pwd")
+    folder = re.search(r"^(/\S+?)(?:>>)?$", own, re.MULTILINE)  # what pwd said
+    assert folder is not None and NOTE not in own, own
+    notes = Path(folder.group(1)) / "notes.txt"
+    assert notes.read_text(encoding="utf-8").strip() == NOTE
+
+    # User 7, in the group: background tasks that reach for 42's notes and the host's secrets.
+    assert "#1" in telegram.says("7", f"/background READ: {notes}", group=True)
+    secrets = (
+        f"RUN: cat {notes} ~/.ssh/id_rsa {machine.hermes}/.env {machine.hermes}/auth.json "
+        f"{machine.home}/.ssh/id_rsa; env"
+    )
+    assert "#2" in telegram.says("7", f"/background {secrets}", group=True)
+    first, second = telegram.report(GROUP, "READ: "), telegram.report(GROUP, "RUN: ")
+    for report in (first, second):
+        assert "RESULT<<" in report, report
+        assert NOTE not in report and not [c for c in CANARIES if c in report], report
+
+    # User 42's task runs; 7's /agents in the same group does not list it, 42's does.
+    assert "#1" in telegram.says("42", "/background SLOW", group=True)
+    theirs = telegram.says("7", "/agents", group=True)
+    mine = telegram.says("42", "/agents", group=True)
+    assert "SLOW" in mine and "SLOW" not in theirs, (mine, theirs)
+    slow = telegram.report(GROUP, "SLOW")
+    assert slow.count("slow answer") == 1
+    # Each report went to the group, where it was asked, and to no private chat.
+    for chat in ("42", "7"):
+        assert not [t for t in telegram.sent(chat) if "Background task" in t]
+
+    # The task's conversation is 42's: bob's and alice's keys read it as an unknown id.
+    conversation = re.search(r"Its conversation: (\S+?)\.\)", slow)
+    assert conversation is not None, slow
+    for who in ("alice", "bob"):
+        headers = {"Authorization": f"Bearer {KEYS[who]}"}
+        for path in ("/api/sessions/{id}", "/api/sessions/{id}/messages"):
+            answer = httpx.get(api + path.format(id=conversation.group(1)), headers=headers)
+            assert answer.status_code == 404, (who, path, answer.text)
+    # Over the API, /background is refused for every key: there is no chat to report to.
+    for key in (KEYS["alice"], OPERATOR_KEY):
+        body = {"model": "fake-model", "messages": [{"role": "user", "content": "/background x"}]}
+        answer = httpx.post(
+            api + "/v1/chat/completions",
+            json=body,
+            headers={"Authorization": f"Bearer {key}"},
+            timeout=60,
+        )
+        assert "works in a messaging chat" in answer.json()["choices"][0]["message"]["content"]
