@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import shutil
 import tempfile
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,8 +27,10 @@ import httpx
 import pytest
 
 from hermes.gateway.settings import ApiServerSettings
+from tests.gateway.fake_platforms import FakeTelegram
 from tests.gateway.fakechat import FakeChat, incoming
 from tests.gateway.harness import GatewayThread, wait_for, write_config
+from tests.gateway.processes import Gateway, free_port
 
 SSH_CANARY = "ssh-private-key-canary-6d1f0a"
 DOTENV_CANARY = "dotenv-deploy-canary-0b7e55c1"
@@ -177,3 +181,78 @@ def running(machine: Machine, telegram: Mapping[str, Any]) -> Iterator[Chats]:
         machine.hermes, api=api, platforms={"telegram": dict(telegram)}, adapters=factory
     ) as gateway:
         yield Chats(gateway, chats[0], gateway.url)
+
+
+class Telegram:
+    """The fake Telegram of a gateway process, and what the bot sent to each chat."""
+
+    def __init__(self, fake: FakeTelegram) -> None:
+        self.fake = fake
+
+    def sent(self, chat: str) -> list[str]:
+        return [str(p["text"]) for p in self.fake.accepted if str(p["chat_id"]) == chat]
+
+    def says(self, user: str, words: str, *, group: bool = False, timeout: float = 60) -> str:
+        chat = GROUP if group else user
+        before = len(self.sent(chat))
+        self.fake.user_sends(
+            words,
+            user_id=int(user),
+            chat_id=int(chat),
+            chat_type="supergroup" if group else "private",
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if len(self.sent(chat)) > before:
+                return self.sent(chat)[before]
+            time.sleep(0.1)
+        raise AssertionError(f"no answer in chat {chat} within {timeout:.0f}s")
+
+    def report(self, chat: str, prompt: str, timeout: float = 60) -> str:
+        """The report, once sent to ``chat``, of the background task asked ``prompt``."""
+
+        def found() -> list[str]:
+            return [
+                t
+                for t in self.sent(chat)
+                if re.match(r"Background task #\d+ \(\S+\) (is done|failed): ", t)
+                and f'"{prompt[:30]}' in t.splitlines()[0]
+            ]
+
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if found():
+                return found()[0]
+            time.sleep(0.1)
+        raise AssertionError(f"no report of the task '{prompt}' in chat {chat}")
+
+
+@contextlib.contextmanager
+def gateway_process(
+    machine: Machine, llm_url: str, **sections: Mapping[str, Any]
+) -> Iterator[tuple[Telegram, str, Gateway]]:
+    """A real gateway process on ``machine`` (its HOME the machine's): the fake Telegram,
+    the HTTP API's address (the operator's, alice's and bob's keys) and the process."""
+    port = free_port()
+    with FakeTelegram(TOKEN) as fake:
+        gateway = {"api_key": OPERATOR_KEY, "api_keys": dict(KEYS), **sections.pop("gateway", {})}
+        configure(
+            machine,
+            llm_url,
+            {"base_url": fake.base_url, "poll_timeout": 1},
+            gateway=gateway,
+            **sections,
+        )
+        process = Gateway(
+            machine.hermes,
+            "--api-server",
+            f"127.0.0.1:{port}",
+            "--workers",
+            "1",
+            env={"HOME": str(machine.home)},
+        )
+        try:
+            process.wait_ready(port)
+            yield Telegram(fake), f"http://127.0.0.1:{port}", process
+        finally:
+            process.terminate()

@@ -12,7 +12,6 @@ stored as the asker's, which no API key of a principal reads.
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,14 +25,12 @@ from tests.gateway.command_attacks import (
     GROUP,
     KEYS,
     OPERATOR_KEY,
-    TOKEN,
     Machine,
-    configure,
+    Telegram,
+    gateway_process,
     planted_machine,
 )
-from tests.gateway.fake_platforms import FakeTelegram
 from tests.gateway.principals import obedient
-from tests.gateway.processes import Gateway, free_port
 
 pytestmark = pytest.mark.slow  # gateway processes
 
@@ -52,74 +49,11 @@ def model(body: dict[str, Any]) -> Reply | None:
     return obedient(body)
 
 
-class Telegram:
-    """The fake Telegram and what the bot sent to each chat."""
-
-    def __init__(self, fake: FakeTelegram) -> None:
-        self.fake = fake
-
-    def sent(self, chat: str) -> list[str]:
-        return [str(p["text"]) for p in self.fake.accepted if str(p["chat_id"]) == chat]
-
-    def says(self, user: str, words: str, *, group: bool = False, timeout: float = 60) -> str:
-        chat = GROUP if group else user
-        before = len(self.sent(chat))
-        self.fake.user_sends(
-            words,
-            user_id=int(user),
-            chat_id=int(chat),
-            chat_type="supergroup" if group else "private",
-        )
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if len(self.sent(chat)) > before:
-                return self.sent(chat)[before]
-            time.sleep(0.1)
-        raise AssertionError(f"no answer in chat {chat} within {timeout:.0f}s")
-
-    def report(self, chat: str, prompt: str, timeout: float = 60) -> str:
-        """The report, once sent to ``chat``, of the background task asked ``prompt``."""
-
-        def found() -> list[str]:
-            return [
-                t
-                for t in self.sent(chat)
-                if re.match(r"Background task #\d+ \(\S+\) (is done|failed): ", t)
-                and f'"{prompt[:30]}' in t.splitlines()[0]
-            ]
-
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if found():
-                return found()[0]
-            time.sleep(0.1)
-        raise AssertionError(f"no report of the task '{prompt}' in chat {chat}")
-
-
 @pytest.fixture
 def gateway(machine: Machine, fake_llm: Any) -> Iterator[tuple[Telegram, str]]:
     fake_llm.responder = model
-    port = free_port()
-    with FakeTelegram(TOKEN) as fake:
-        configure(
-            machine,
-            fake_llm.url,
-            {"base_url": fake.base_url, "poll_timeout": 1},
-            gateway={"api_key": OPERATOR_KEY, "api_keys": dict(KEYS)},
-        )
-        process = Gateway(
-            machine.hermes,
-            "--api-server",
-            f"127.0.0.1:{port}",
-            "--workers",
-            "1",
-            env={"HOME": str(machine.home)},
-        )
-        try:
-            process.wait_ready(port)
-            yield Telegram(fake), f"http://127.0.0.1:{port}"
-        finally:
-            process.terminate()
+    with gateway_process(machine, fake_llm.url) as (telegram, api, _):
+        yield telegram, api
 
 
 def test_a_background_task_is_its_askers_alone(
