@@ -5,7 +5,8 @@ while a turn runs:
 
 * ``/background PROMPT`` answers a prompt in a conversation of its own (the chat's
   platform and user, stored like any other) by an agent of its own
-  (``hermes.agent.background``), and sends its answer to the chat when done;
+  (``hermes.agent.background``), and sends its answer to the chat when done; in a
+  group chat it acts as the sender in that group, as their turns there do;
 * ``/agents`` shows whether the chat's agent is answering, the chat's running
   background tasks and the background processes its conversation's tools started;
 * ``/commands [page]`` lists every command the chat has, plugins' included, a page at a
@@ -80,6 +81,8 @@ class ChatCommands:
     answering: Callable[[str], bool]  # conversation -> a turn of it runs here now
     plugin_lines: Callable[[], list[str]]  # "/name — what it does" of each plugin command
     is_admin: Callable[[Origin], bool]  # the sender may run the operator's commands
+    # whom the sender's requests act as (in a group chat: the sender in that group)
+    acting_user: Callable[[Origin], str | None]
     db: SessionDB
     # (key, origin, make) -> points the chat key at the conversation ``make`` returns, as
     # /new does (the old one's plugins hear it ended)
@@ -126,7 +129,10 @@ class ChatCommands:
                     self._reports.add(sent)
                 sent.add_done_callback(self._sent)
 
-        user = origin.user_id  # the sender's, also in a group: the task is theirs
+        # The sender's, also in a group: the task is theirs, acting as their turns there
+        # do (in a group, as that member in that group: never their direct chat's things,
+        # since its report is read by every member).
+        user = self.acting_user(origin)
 
         def make() -> Any:
             return self.make_agent(source=origin.platform, user_id=user)

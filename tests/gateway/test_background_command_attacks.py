@@ -107,3 +107,25 @@ def test_a_background_task_is_its_askers_alone(
             timeout=60,
         )
         assert "works in a messaging chat" in answer.json()["choices"][0]["message"]["content"]
+
+
+def test_a_task_asked_in_a_group_acts_as_its_asker_in_that_group(
+    machine: Machine, gateway: tuple[Telegram, str]
+) -> None:
+    """A group member's turns act as that member *in that group* (``42@-1001``: its own
+    workspace and memory, never their direct chat's), since what is said there is read
+    by every member; a background task asked there does too, so 42's direct-chat notes
+    are not posted in the group by 42's own task."""
+    telegram, _ = gateway
+    own = telegram.says("42", f"RUN: echo {NOTE} > notes.txt && pwd")
+    folder = re.search(r"^(/\S+?)(?:>>)?$", own, re.MULTILINE)
+    assert folder is not None, own
+    notes = Path(folder.group(1)) / "notes.txt"
+    in_group = telegram.says("42", f"READ: {notes}", group=True)  # a turn there: refused
+    assert "#1" in telegram.says("42", f"/background READ: {notes}", group=True)
+    report = telegram.report(GROUP, "READ: ")
+    assert "RESULT<<" in in_group and NOTE not in in_group, in_group
+    assert "RESULT<<" in report and NOTE not in report, report
+    # In 42's direct chat the same task reads 42's own notes.
+    assert "#1" in telegram.says("42", f"/background READ: {notes}")
+    assert NOTE in telegram.report("42", "READ: ")
