@@ -389,9 +389,10 @@ def register_secrets(config: Config, home: Path | None = None) -> None:
     redaction.register_environment(os.environ, dotenv_values(home))
     redaction.register(config.get("gateway.api_key"), config.get("model.api_key"))
     redaction.register(api_key_from_env())
-    url = config.get("state.url")
-    if url:
-        redaction.register(redaction.url_password(url))
+    for setting in ("state.url", "model.base_url"):  # a password in a URL (basic auth)
+        url = config.get(setting)
+        if isinstance(url, str) and url:
+            redaction.register(redaction.url_password(url))
     for key, value in config.values.items():  # any `token:`, `api_key:` ... in config.yaml
         if key.rsplit(".", 1)[-1] in redaction.SECRET_FIELDS and isinstance(value, str):
             redaction.register(value)
