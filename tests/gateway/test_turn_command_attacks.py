@@ -3,7 +3,9 @@
 In a group chat where each member has a conversation of their own
 (``gateway.group_per_user``), what user 7 steers or queues while user 42's turn runs
 goes to 7's own conversation, never into 42's turn; over the HTTP API bob naming
-alice's conversation is answered as an unknown id (404) and nothing of his reaches it.
+alice's conversation with any command (``/steer``, ``/queue``, ``/stop``, ``/new``,
+``/undo``, ``/retry``, ``/title``, ``/compress``, ...) is answered as an unknown id (404),
+while her turn runs and after, and nothing of his reaches it.
 """
 
 from __future__ import annotations
@@ -60,6 +62,24 @@ def test_a_group_member_steers_and_queues_only_their_own_conversation(
     assert victims_requests and not any("BY-7" in str(b["messages"]) for b in victims_requests)
 
 
+# What bob sends naming alice's conversation: every command that acts on one (/model
+# over the API names no conversation: each request chooses its own).
+BOBS = (
+    "/steer STEERED-BY-BOB",
+    "/queue QUEUED-BY-BOB",
+    "/stop",
+    "/status",
+    "/new",
+    "/undo",
+    "/retry",
+    "/title BY-BOB",
+    "/compress",
+    "/usage",
+    "/personality pirate",
+    "/debug",
+)
+
+
 def test_another_key_cannot_steer_queue_or_stop_a_conversation(
     machine: Machine, fake_llm: Any
 ) -> None:
@@ -71,13 +91,16 @@ def test_another_key_cannot_steer_queue_or_stop_a_conversation(
         with ThreadPoolExecutor(1) as pool:
             long_turn = pool.submit(chats.call, "alice", LONG, session)
             wait_for(lambda: any(LONG in str(b["messages"]) for b in fake_llm.requests))
-            tried = [
-                chats.call("bob", line, session)
-                for line in ("/steer STEERED-BY-BOB", "/queue QUEUED-BY-BOB", "/stop", "/status")
-            ]
+            tried = [chats.call("bob", line, session) for line in BOBS]
             done = answer_of(long_turn.result(timeout=60))
+        after = [chats.call("bob", line, session) for line in BOBS]  # and with no turn running
         stored = chats.stored(session)
-    assert [r.status_code for r in tried] == [404] * 4, [r.text for r in tried]
+        title = (chats.gateway.db.get_session(session) or {}).get("title")
+        tip = chats.gateway.db.resolve_tip(session)
+    assert [r.status_code for r in tried + after] == [404] * 2 * len(BOBS), [
+        r.text for r in tried + after
+    ]
+    assert title is None and tip == session  # no /title, /new or /compress of bob's took
     assert done == "The long job is done."  # bob's /stop stopped nothing
     assert "BY-BOB" not in stored
     assert not any("BY-BOB" in str(b["messages"]) for b in fake_llm.requests)
