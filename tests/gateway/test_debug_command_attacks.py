@@ -54,10 +54,10 @@ def plant_log_lines(machine: Machine) -> None:
     (logs / "errors.log").write_text(f"ERROR billing failed for {ENV_CANARY}\n", "utf-8")
 
 
-def report_path(answer: str) -> Path:
-    found = re.search(r"Wrote a debug report to (\S+) \(", answer)
+def report_path(machine: Machine, answer: str) -> Path:
+    found = re.search(r"Wrote a debug report (logs/\S+) in the gateway's home", answer)
     assert found is not None, answer
-    return Path(found.group(1))
+    return machine.hermes / found.group(1)
 
 
 def test_the_debug_report_holds_no_secret_and_reaches_no_user(
@@ -73,7 +73,7 @@ def test_the_debug_report_holds_no_secret_and_reaches_no_user(
         from_api = answer_of(chats.call("alice", "/debug"))
         nothing_uploaded = chats.says("42", "/debug nous")[0]
         assert len(fake_llm.requests) == asked  # the report went to no model
-        reports = [report_path(a) for a in (from_chat, from_group, from_api)]
+        reports = [report_path(machine, a) for a in (from_chat, from_group, from_api)]
         # The user's tools cannot read the report the chat named.
         by_file_tool = chats.says("42", f"READ: {reports[0]}")[0]
         by_terminal = chats.says("7", f"RUN: cat {reports[1]}; cat {machine.hermes}/auth.json")[0]

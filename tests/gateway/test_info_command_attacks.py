@@ -3,7 +3,7 @@
 ``/personality``, ``/debug``) as a chat user or an API key would read them for the
 operator's secrets: the planted ones, and a password in the model endpoint's URL (a
 proxy's basic auth), which the chat shows masked and the logs and the debug report
-never show.
+never show; nor where the operator's home is (the debug report is named within it).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ pytestmark = pytest.mark.slow  # a gateway per test
 URL_PASSWORD = "url-password-canary-77aa31"
 SHOWN = (
     "/model", "/model nothing-like-it", "/status", "/codex-runtime", "/usage", "/version",
-    "/update", "/whoami", "/personality", "/commands", "/debug",
+    "/update", "/whoami", "/personality", "/commands", "/profile", "/debug",
 )  # fmt: skip
 
 
@@ -52,7 +52,11 @@ def test_what_the_commands_show_holds_no_secret(machine: Machine, fake_llm: Any)
     assert "[redacted]@127.0.0.1" in said["/model"], said["/model"]  # shown, masked
     leaked = {line: answer for line, answer in said.items() if any(s in answer for s in secrets)}
     assert leaked == {}
-    reports = [m for a in said.values() for m in re.findall(r"debug report to (\S+) \(", a)]
+    # Where the operator's home is is not a chat's business either (/profile, /debug).
+    placed = {line: answer for line, answer in said.items() if str(machine.home) in answer}
+    assert placed == {}
+    reports = [m for a in said.values() for m in re.findall(r"debug report (\S+) in ", a)]
     assert len(reports) == 3
     for report in reports:
-        assert not [s for s in secrets if s in Path(report).read_text(encoding="utf-8")]
+        written = (machine.hermes / report).read_text(encoding="utf-8")
+        assert not [s for s in secrets if s in written]
