@@ -7,8 +7,8 @@ while a turn runs:
   platform and user, stored like any other) by an agent of its own
   (``hermes.agent.background``), and sends its answer to the chat when done; in a
   group chat it acts as the sender in that group, as their turns there do;
-* ``/agents`` shows whether the chat's agent is answering, the chat's running
-  background tasks and the background processes its conversation's tools started;
+* ``/agents`` shows whether the chat's agent is answering, the sender's running
+  background tasks there and the background processes its conversation's tools started;
 * ``/commands [page]`` lists every command the chat has, plugins' included, a page at a
   time;
 * ``/topic [help|off|ID]`` in a Telegram private chat: each topic of the chat is a
@@ -96,7 +96,7 @@ class ChatCommands:
         if command.name == "background":
             return self.background(command.argument, key, origin)
         if command.name == "agents":
-            return await self.agents(key)
+            return await self.agents(key, origin)
         if command.name == "restart":
             return await self.restart(origin)
         if command.name == "topic":
@@ -137,11 +137,11 @@ class ChatCommands:
         def make() -> Any:
             return self.make_agent(source=origin.platform, user_id=user)
 
-        task = self.tasks(key).start(prompt.strip(), make, on_done=report)
+        task = self.tasks(self._tasks_key(key, origin)).start(prompt.strip(), make, on_done=report)
         log.info("%s: background task %s started", key, task.task_id)
         return started_text(task)
 
-    async def agents(self, key: str) -> str:
+    async def agents(self, key: str, origin: Origin) -> str:
         conversation = await asyncio.to_thread(self.current_conversation, key)
         if conversation is None:
             own = "idle · no conversation yet"
@@ -149,7 +149,8 @@ class ChatCommands:
             busy = "answering a message" if self.answering(conversation) else "idle"
             own = f"{busy} · {conversation}"
         processes = await asyncio.to_thread(running_processes, self.home, conversation)
-        return agents_text(own, self.tasks(key).running(), processes)
+        running = self.tasks(self._tasks_key(key, origin)).running()
+        return agents_text(own, running, processes)
 
     def listing(self, argument: str, origin: Origin) -> str:
         try:
@@ -278,8 +279,14 @@ class ChatCommands:
             self._reports.discard(report)
 
     def tasks(self, key: str) -> BackgroundTasks:
-        """The background tasks of the chat ``key`` (on the event loop only)."""
+        """The background tasks of one sender in the chat ``key`` (``_tasks_key``; on the
+        event loop only)."""
         return self._tasks.setdefault(key, BackgroundTasks())
+
+    def _tasks_key(self, key: str, origin: Origin) -> str:
+        """Whose tasks: the chat's sender as they act there, so in a group chat that
+        shares one conversation each member's /agents lists their own tasks only."""
+        return f"{key}|{self.acting_user(origin)}"
 
 
 def _admins_only(what: str, origin: Origin) -> str:

@@ -27,9 +27,12 @@ from tests.gateway.command_attacks import (
     OPERATOR_KEY,
     Machine,
     Telegram,
+    configure,
     gateway_process,
     planted_machine,
+    running,
 )
+from tests.gateway.harness import wait_for
 from tests.gateway.principals import obedient
 
 pytestmark = pytest.mark.slow  # gateway processes
@@ -129,3 +132,19 @@ def test_a_task_asked_in_a_group_acts_as_its_asker_in_that_group(
     # In 42's direct chat the same task reads 42's own notes.
     assert "#1" in telegram.says("42", f"/background READ: {notes}")
     assert NOTE in telegram.report("42", "READ: ")
+
+
+def test_in_a_shared_group_agents_lists_only_the_senders_tasks(
+    machine: Machine, fake_llm: Any
+) -> None:
+    """The default group chat: one conversation for all its members
+    (``gateway.group_per_user`` off), each member still their own principal there."""
+    fake_llm.responder = model
+    telegram = configure(machine, fake_llm.url, gateway={"group_per_user": False})
+    with running(machine, telegram) as chats:
+        started = chats.says("42", "/background SLOW", group=True)[0]
+        theirs = chats.says("7", "/agents", group=True)[0]
+        mine = chats.says("42", "/agents", group=True)[0]
+        wait_for(lambda: any("slow answer" in t for t in chats.telegram.texts(GROUP)), timeout=60)
+    assert "#1" in started
+    assert "SLOW" in mine and "SLOW" not in theirs, (mine, theirs)
