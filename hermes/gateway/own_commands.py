@@ -13,8 +13,9 @@ while a turn runs:
   time;
 * ``/topic [help|off|ID]`` in a Telegram private chat: each topic of the chat is a
   conversation of its own (its own session key), always; ``/topic`` in a topic names its
-  conversation, ``/topic ID`` continues one of the sender's own conversations there (as
-  0.19 restores a session into a topic), ``/topic off`` says there is nothing to turn off;
+  conversation, ``/topic ID`` continues one of the sender's own conversations of that
+  private chat there (as 0.19 restores a session into a topic; a group's is nobody's
+  own), ``/topic off`` says there is nothing to turn off;
 * ``/sethome``, for the platform's admins, makes this chat the platform's home channel:
   where scheduled jobs delivered to the platform alone (``deliver: telegram``) answer;
 * ``/restart``, for the platform's admins (``allow_admin_from``), restarts the gateways
@@ -52,6 +53,7 @@ from hermes.cron.targets import PLATFORMS, set_home_channel
 from hermes.errors import HermesError
 from hermes.gateway import commands
 from hermes.gateway.envelopes import Origin
+from hermes.gateway.routing import SessionKey
 from hermes.gateway.state_file import running_gateways
 from hermes.state.lookup import resolve_conversation
 
@@ -253,6 +255,12 @@ class ChatCommands:
         root = self.db.get_segments(tip)[0]
         if root["source"] != origin.platform or str(root["user_id"]) != str(origin.user_id):
             raise HermesError(mine)  # someone else's: not said to exist
+        if root["session_key"] and SessionKey.parse(root["session_key"]).chat_id != str(
+            origin.chat_id
+        ):
+            # Another chat's, a group's above all: stored under whoever spoke first there,
+            # it is no member's own (its members' text would lead this private chat's turns).
+            raise HermesError(mine)
         segment = self.db.get_session(tip) or {}
         if segment.get("end_reason") in CLOSED_FOR_GOOD:
             raise HermesError(

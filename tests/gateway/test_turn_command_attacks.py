@@ -18,7 +18,15 @@ from typing import Any
 import pytest
 
 from tests.fakes.llm_server import Reply, hang, last_user_text, text, tool_call
-from tests.gateway.command_attacks import Machine, answer_of, configure, planted_machine, running
+from tests.gateway.command_attacks import (
+    GROUP,
+    Machine,
+    answer_of,
+    configure,
+    planted_machine,
+    running,
+)
+from tests.gateway.fakechat import incoming
 from tests.gateway.harness import wait_for
 
 pytestmark = pytest.mark.slow  # a gateway per test
@@ -104,3 +112,26 @@ def test_another_key_cannot_steer_queue_or_stop_a_conversation(
     assert done == "The long job is done."  # bob's /stop stopped nothing
     assert "BY-BOB" not in stored
     assert not any("BY-BOB" in str(b["messages"]) for b in fake_llm.requests)
+
+
+def test_a_group_conversation_is_no_members_to_continue_in_a_topic(
+    machine: Machine, fake_llm: Any
+) -> None:
+    """``/topic ID`` continues one of the sender's own conversations in a Telegram topic
+    of their private chat. A group's conversation is nobody's own, though it is stored
+    under whoever spoke first: continued in 42's private topic, 7's group text would
+    lead turns that act as 42 in private, and 42's private turns would land in what
+    every member's group turn reads."""
+    telegram = configure(machine, fake_llm.url, gateway={"group_per_user": False})
+    with running(machine, telegram) as chats:
+        chats.says("42", "hello group", group=True)
+        chats.says("7", "PLANTED-BY-7 in the group", group=True)
+        group = chats.gateway.db.gateway.get_route(f"telegram:{GROUP}")
+        assert group is not None
+        message = incoming(f"/topic {group}", user="42", chat="42", thread="5")
+        chats.gateway.call(chats.gateway.runner.handle_message(message))
+        wait_for(lambda: chats.telegram.texts("42"))
+        said = chats.telegram.texts("42")[0]
+        topic = chats.gateway.db.gateway.get_route("telegram:42:t5")
+    assert said.startswith(f"You have no conversation '{group}' on telegram"), said
+    assert topic != group
