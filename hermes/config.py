@@ -14,6 +14,7 @@ a refusal), as Hermes Agent ignores keys it does not use. ``Config.ignored`` lis
 from __future__ import annotations
 
 import copy
+import json
 import os
 import re
 import stat
@@ -388,9 +389,10 @@ def register_secrets(config: Config, home: Path | None = None) -> None:
     redaction.register_environment(os.environ, dotenv_values(home))
     redaction.register(config.get("gateway.api_key"), config.get("model.api_key"))
     redaction.register(api_key_from_env())
-    url = config.get("state.url")
-    if url:
-        redaction.register(redaction.url_password(url))
+    for setting in ("state.url", "model.base_url"):  # a password in a URL (basic auth)
+        url = config.get(setting)
+        if isinstance(url, str) and url:
+            redaction.register(redaction.url_password(url))
     for key, value in config.values.items():  # any `token:`, `api_key:` ... in config.yaml
         if key.rsplit(".", 1)[-1] in redaction.SECRET_FIELDS and isinstance(value, str):
             redaction.register(value)
@@ -401,6 +403,36 @@ def register_secrets(config: Config, home: Path | None = None) -> None:
     for value in (config.get("gateway.api_keys") or {}).values():  # the principals' keys
         if isinstance(value, str):
             redaction.register(value)
+    redaction.register(*auth_json_secrets(home))
+
+
+# A field of auth.json that holds a credential: access_token, refresh_token, api_key,
+# agent_key, client_secret, id_token, ... (not token_type or token_expires_at).
+_CREDENTIAL_FIELD = re.compile(r"(token|key|secret|password)$", re.IGNORECASE)
+
+
+def auth_json_secrets(home: Path | None = None) -> list[str]:
+    """The credentials in ``$HERMES_HOME/auth.json``, Hermes Agent 0.19's store of
+    provider logins, which a home moved from 0.19 keeps: hermes reads none of them, but a
+    log line or a report that repeats one must not show it."""
+    try:
+        tree = json.loads(((home or hermes_home()) / "auth.json").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return []
+    found: list[str] = []
+
+    def walk(node: Any, name: str = "") -> None:
+        if isinstance(node, Mapping):
+            for key, value in node.items():
+                walk(value, str(key))
+        elif isinstance(node, list):
+            for value in node:
+                walk(value, name)
+        elif isinstance(node, str) and _CREDENTIAL_FIELD.search(name):
+            found.append(node)
+
+    walk(tree)
+    return found
 
 
 @dataclass

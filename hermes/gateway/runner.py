@@ -196,6 +196,7 @@ class GatewayRunner:
             answering=self.input_waits,
             plugin_lines=self._plugin_lines,
             is_admin=self.access.is_admin,
+            acting_user=self.turns.acting_user,
             db=db,
             switch=self.start_over,
         )
