@@ -14,6 +14,7 @@ a refusal), as Hermes Agent ignores keys it does not use. ``Config.ignored`` lis
 from __future__ import annotations
 
 import copy
+import json
 import os
 import re
 import stat
@@ -391,9 +392,10 @@ def register_secrets(config: Config, home: Path | None = None) -> None:
     redaction.register_environment(os.environ, dotenv_values(home))
     redaction.register(config.get("gateway.api_key"), config.get("model.api_key"))
     redaction.register(api_key_from_env())
-    url = config.get("state.url")
-    if url:
-        redaction.register(redaction.url_password(url))
+    for setting in ("state.url", "model.base_url"):  # a password in a URL (basic auth)
+        url = config.get(setting)
+        if isinstance(url, str) and url:
+            redaction.register(redaction.url_password(url))
     for key, value in config.values.items():  # any `token:`, `api_key:` ... in config.yaml
         if key.rsplit(".", 1)[-1] in redaction.SECRET_FIELDS and isinstance(value, str):
             redaction.register(value)
@@ -404,6 +406,36 @@ def register_secrets(config: Config, home: Path | None = None) -> None:
     for value in (config.get("gateway.api_keys") or {}).values():  # the principals' keys
         if isinstance(value, str):
             redaction.register(value)
+    redaction.register(*auth_json_secrets(home))
+
+
+# A field of auth.json that holds a credential: access_token, refresh_token, api_key,
+# agent_key, client_secret, id_token, ... (not token_type or token_expires_at).
+_CREDENTIAL_FIELD = re.compile(r"(token|key|secret|password)$", re.IGNORECASE)
+
+
+def auth_json_secrets(home: Path | None = None) -> list[str]:
+    """The credentials in ``$HERMES_HOME/auth.json``, Hermes Agent 0.19's store of
+    provider logins, which a home moved from 0.19 keeps: hermes reads none of them, but a
+    log line or a report that repeats one must not show it."""
+    try:
+        tree = json.loads(((home or hermes_home()) / "auth.json").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return []
+    found: list[str] = []
+
+    def walk(node: Any, name: str = "") -> None:
+        if isinstance(node, Mapping):
+            for key, value in node.items():
+                walk(value, str(key))
+        elif isinstance(node, list):
+            for value in node:
+                walk(value, name)
+        elif isinstance(node, str) and _CREDENTIAL_FIELD.search(name):
+            found.append(node)
+
+    walk(tree)
+    return found
 
 
 @dataclass
@@ -753,7 +785,7 @@ def first_key_in(section: str) -> str:
 def warn_ignored(path: Path, ignored: Mapping[str, Any], lines: Mapping[str, int]) -> None:
     """Say once per process, on stderr, which keys of ``path`` hermes does not use (not
     in a gateway's worker process: its supervisor said it)."""
-    if not ignored or os.environ.get(CONFIG_WARNED_ENV):
+    if not reported_ignored(ignored) or os.environ.get(CONFIG_WARNED_ENV):
         return
     token = (str(path), tuple(sorted(ignored)))
     if token in _warned:
@@ -762,9 +794,27 @@ def warn_ignored(path: Path, ignored: Mapping[str, Any], lines: Mapping[str, int
     print(f"hermes: {ignored_summary(path, ignored, lines)}", file=sys.stderr)
 
 
+# The keys of a Hermes Agent provider entry hermes reads (endpoint_transport): how the entry
+# is matched to model.base_url, and what it adds to each request there.
+_TRANSPORT_KEYS = frozenset(
+    {"base_url", "url", "api", "extra_headers", "ssl_ca_cert", "ssl_verify"}
+)
+
+
+def reported_ignored(ignored: Mapping[str, Any]) -> dict[str, Any]:
+    """The ignored keys worth a word: all but a ``providers.<name>`` entry's keys that
+    hermes reads for its endpoint (``_TRANSPORT_KEYS``)."""
+    return {key: value for key, value in ignored.items() if not _read_for_endpoint(key)}
+
+
+def _read_for_endpoint(key: str) -> bool:
+    parts = key.split(".")
+    return parts[0] == "providers" and len(parts) > 2 and parts[2] in _TRANSPORT_KEYS
+
+
 def ignored_summary(path: Path, ignored: Mapping[str, Any], lines: Mapping[str, int]) -> str:
     """One sentence naming the keys hermes ignores, each with its line (and a typo's fix)."""
-    names = [_ignored_name(key, lines.get(key)) for key in ignored]
+    names = [_ignored_name(key, lines.get(key), ignored) for key in reported_ignored(ignored)]
     shown = ", ".join(names[:_WARN_NAMES])
     more = f" and {len(names) - _WARN_NAMES} more" if len(names) > _WARN_NAMES else ""
     return (
@@ -773,13 +823,22 @@ def ignored_summary(path: Path, ignored: Mapping[str, Any], lines: Mapping[str, 
     )
 
 
-def _ignored_name(key: str, line: int | None) -> str:
+def _ignored_name(key: str, line: int | None, ignored: Mapping[str, Any]) -> str:
     notes = [f"line {line}"] if line else []
     close = typo_of(key)
     if key in HERMES_AGENT_KEYS:
         notes.append(f"not a value {HERMES_AGENT_KEYS[key]} can take")
     elif key == "model.provider":
-        notes.append("no OpenAI-compatible endpoint hermes knows: set model.base_url")
+        named = _named_url(ignored, ignored[key])
+        notes.append(
+            f"hermes picks no endpoint by a provider's name: set model.base_url to {named}"
+            if named
+            else "no OpenAI-compatible endpoint hermes knows: set model.base_url"
+        )
+    elif key == "custom_providers":
+        notes.append(
+            "hermes reads only the extra_headers and ssl settings of model.base_url's entry"
+        )
     elif close:
         notes.append(f"did you mean {close}?")
     return f"{key} ({'; '.join(notes)})" if notes else key
@@ -855,8 +914,27 @@ def endpoint_transport(config: Config, base_url: str) -> EndpointTransport:
 def _provider_entries(ignored: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     """Hermes Agent's provider entries (hermes reads neither section: they are among the
     file's ignored keys, ``providers.<name>.<key>`` flattened), the list's first."""
+    return [entry for _, entry in _named_provider_entries(ignored)]
+
+
+def _named_url(ignored: Mapping[str, Any], provider: Any) -> str | None:
+    """The endpoint of the provider entry ``provider`` names (``custom:<name>`` too)."""
+    wanted = str(provider).strip().lower().removeprefix("custom:")
+    for name, entry in _named_provider_entries(ignored):
+        url = next((entry[k] for k in ("base_url", "url", "api") if entry.get(k)), None)
+        if name.strip().lower() == wanted and isinstance(url, str):
+            return url
+    return None
+
+
+def _named_provider_entries(ignored: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+    """``_provider_entries`` with each one's name (a list item's ``name``)."""
     listed = ignored.get("custom_providers")
-    entries = [e for e in listed if isinstance(e, Mapping)] if isinstance(listed, list) else []
+    entries = [
+        (str(e.get("name") or ""), e)
+        for e in (listed if isinstance(listed, list) else [])
+        if isinstance(e, Mapping)
+    ]
     named: dict[str, dict[str, Any]] = {}
     for key, value in ignored.items():
         if not key.startswith("providers."):
@@ -867,7 +945,7 @@ def _provider_entries(ignored: Mapping[str, Any]) -> list[Mapping[str, Any]]:
         for part in parents:
             node = node.setdefault(part, {})
         node[leaf] = value
-    return entries + list(named.values())
+    return entries + list(named.items())
 
 
 def _verify(entry: Mapping[str, Any]) -> bool | str:

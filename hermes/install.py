@@ -33,9 +33,8 @@ class Install:
 
 
 def this_install() -> Install:
-    try:
-        dist = importlib.metadata.distribution(DISTRIBUTION)
-    except importlib.metadata.PackageNotFoundError:
+    dist = _installed_distribution()
+    if dist is None:
         return Install(
             __version__,
             "unknown",
@@ -63,6 +62,15 @@ def this_install() -> Install:
         return Install(version, "uv", command, sys.prefix)
     command = f"{_python()} -m pip install --upgrade {DISTRIBUTION}"
     return Install(version, "pip", command, sys.prefix)
+
+
+def _installed_distribution() -> importlib.metadata.Distribution | None:
+    """hermes's distribution as an installer recorded it: not a build's leftover
+    ``*.egg-info`` in the folder Python runs in (it comes first on ``sys.path`` and says
+    nothing of how hermes was installed)."""
+    found = list(importlib.metadata.distributions(name=DISTRIBUTION))
+    recorded = (d for d in found if d.read_text("INSTALLER") or d.read_text("direct_url.json"))
+    return next(recorded, found[0] if found else None)
 
 
 def _editable_checkout(dist: importlib.metadata.Distribution) -> str | None:

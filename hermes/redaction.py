@@ -6,8 +6,8 @@ One redactor for every room (docs/design.md, invariant 13). Secrets are known tw
   password, every value of ``$HERMES_HOME/.env`` and of secret-named environment
   variables (``register``, ``register_environment``);
 - key shapes: provider keys (``sk-``, ``gsk_``, ``xai-``, ``AIza``, ``hf_``, GitHub and
-  Slack tokens), Telegram bot tokens, ``Bearer`` tokens and the password of a
-  ``postgres://`` URL, found even when nobody registered them.
+  Slack tokens), Telegram bot tokens, ``Bearer`` tokens and the password of a URL
+  (``postgres://user:pw@``, ``https://user:pw@``), found even when nobody registered them.
 
 ``redact`` replaces both with ``[redacted]`` (``StreamRedactor`` does it for a text that
 arrives in pieces, a streamed answer); ``tool_environment`` is the environment
@@ -70,7 +70,9 @@ _KEY_SHAPES = re.compile(
     re.VERBOSE,
 )
 _BEARER = re.compile(r"(\bBearer\s+)[A-Za-z0-9._~+/=\-]{8,}", re.IGNORECASE)
-_URL_PASSWORD = re.compile(r"(\bpostgres(?:ql)?://[^:/@\s]*:)[^@\s]+(@)", re.IGNORECASE)
+# The password of any ``scheme://user:password@host`` URL (a database's, a proxy's basic
+# auth); a password never holds "/", so ``host:8080/@scope`` is not one.
+_URL_PASSWORD = re.compile(r"(\b[a-z][a-z0-9+.-]*://[^:/@\s]*:)[^@\s/]+(@)", re.IGNORECASE)
 _PASSWORD_PARAM = re.compile(r"(\bpassword=)[^\s&'\"]+", re.IGNORECASE)  # conninfo, ?password=
 
 _secrets: set[str] = set()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import signal
 import warnings
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -66,6 +67,18 @@ def _sigint_left_as_found(request: pytest.FixtureRequest) -> Iterator[None]:
         changed.append("the signal mask")
     if changed:  # put back first: the warning is an error under this suite's filters
         warnings.warn(f"{request.node.nodeid} left {' and '.join(changed)} changed", stacklevel=1)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection(session: pytest.Session) -> None:
+    """Collect the files named on the command line folder by folder: pytest makes a second
+    node for a folder named again after another folder's file, and that node misses the
+    fixtures of the folder's conftest ("fixture ... not found")."""
+    args = session.config.args
+    first_seen: dict[str, int] = {}
+    for arg in args:
+        first_seen.setdefault(str(Path(arg.split("::")[0]).parent), len(first_seen))
+    args.sort(key=lambda arg: first_seen[str(Path(arg.split("::")[0]).parent)])
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -65,6 +65,31 @@ def test_an_unknown_key_is_ignored_with_a_warning_that_suggests_the_right_one(
     assert "compresion.threshold (line 2; did you mean compression.threshold?)" in warning
 
 
+def test_the_warning_does_not_call_a_provider_entry_ignored_where_hermes_reads_it(
+    hermes_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A Hermes Agent config's provider entries: hermes reads their endpoint, headers and
+    TLS settings for model.base_url (endpoint_transport), so the warning names only the
+    rest, and tells the URL a `model.provider` naming an entry wants in model.base_url."""
+    write(hermes_home, (
+        "model:\n  default: m1\n  provider: work\n"
+        "providers:\n  work:\n    base_url: https://llm.example.com/v1\n    api_key: sk-x\n"
+        "    extra_headers:\n      X-Token: abc\n    ssl_verify: false\n"
+        "custom_providers:\n  - name: other\n    base_url: https://other.example.com/v1\n"
+    ))  # fmt: skip
+    config = load_config()
+    assert "providers.work.extra_headers.X-Token" in config.ignored  # endpoint_transport's
+    warning = capsys.readouterr().err
+    assert "has 3 keys hermes does not use, ignored: providers.work.api_key (line 7)" in warning
+    assert "extra_headers" not in warning.split("custom_providers")[0]
+    assert "ssl_verify" not in warning and "providers.work.base_url" not in warning
+    assert (
+        "model.provider (line 3; hermes picks no endpoint by a provider's name: "
+        "set model.base_url to https://llm.example.com/v1)"
+    ) in warning
+    assert "custom_providers (line 11; hermes reads only the extra_headers" in warning
+
+
 def test_a_threshold_outside_zero_to_one_is_refused(hermes_home: Path) -> None:
     write(hermes_home, "compression:\n  threshold: 5\n")
     with pytest.raises(ConfigError, match="between 0 and 1"):

@@ -40,8 +40,10 @@ OPERATOR_READS = {
     ("tools/skill_tools.py", "_read_operator_file"): "a file of an operator's skill",
     # `hermes skills install` copies a folder the operator names; a chat's /skills install
     # first checks every path of the folder, links resolved, is inside the chat's view
-    # (agent/commands_tools.py _hidden_from_view). Links are copied as links, not followed.
+    # (agent/commands_tools.py _hidden_from_view). Links are copied as links, not followed,
+    # and one that points out of the folder is refused (it would point elsewhere once copied).
     ("tools/skills.py", "install_skill"): "a skill folder the operator or a checked chat names",
+    ("tools/skills.py", "_link_out_of"): "the links of a skill folder being installed",
 }
 
 

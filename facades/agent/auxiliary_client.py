@@ -8,7 +8,9 @@ answer is the SDK's ChatCompletion, as 0.19 returns it. The work is
 web UI's per-request one included). ``resolve_provider_client`` gives an openai client
 on that endpoint for callers that make their own requests. ``set_runtime_main`` (and
 ``scoped_runtime_main``) give this context's side tasks the model and endpoint of the
-agent that runs them, instead of config.yaml's, as in 0.19.
+agent that runs them, instead of config.yaml's, as in 0.19. The Codex, Anthropic and
+Bedrock side-task clients give a caller's own client of those APIs the openai client's
+``chat.completions.create`` (hermes.plugins.provider_shapes translates).
 """
 
 from __future__ import annotations
@@ -18,20 +20,34 @@ import contextlib
 import logging
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextvars import Token
+from functools import partial
 from typing import Any
 from urllib.parse import urlparse
 
 from hermes_constants import OPENROUTER_BASE_URL, get_hermes_home
 from openai import OpenAI  # 0.19's module has the SDK's class under this name
 
+from hermes import __version__
 from hermes.config import load_config
 from hermes.plugins.llm import call_llm as _call_llm
 from hermes.plugins.llm import endpoint, main_runtime, reset_main_runtime, set_main_runtime
+from hermes.plugins.provider_shapes import (
+    complete_on_anthropic,
+    complete_on_converse,
+    complete_on_responses,
+)
 
 __all__ = [
+    "AnthropicAuxiliaryClient",
+    "AsyncAnthropicAuxiliaryClient",
+    "AsyncBedrockAuxiliaryClient",
+    "AsyncCodexAuxiliaryClient",
+    "BedrockAuxiliaryClient",
+    "CodexAuxiliaryClient",
     "MINIMUM_CONTEXT_LENGTH",
+    "NOUS_EXTRA_BODY",
     "OMIT_TEMPERATURE",
     "OPENROUTER_BASE_URL",
     "OpenAI",
@@ -39,6 +55,8 @@ __all__ = [
     "async_call_llm",
     "auxiliary_is_nous",
     "auxiliary_max_tokens_param",
+    "build_nvidia_nim_headers",
+    "build_or_headers",
     "cleanup_stale_async_clients",
     "clear_runtime_main",
     "call_llm",
@@ -315,10 +333,62 @@ MINIMUM_CONTEXT_LENGTH = 64_000  # 0.19's floor for a model's context window, in
 OMIT_TEMPERATURE: object = object()
 # Side tasks never go through Nous Portal here: no product tags to add to a request.
 auxiliary_is_nous: bool = False
+# 0.19's product tags for a request's ``extra_body`` to Nous Portal, for callers that send
+# one themselves; the client tag names the running hermes.
+NOUS_EXTRA_BODY: dict[str, list[str]] = {
+    "tags": ["product=hermes-agent", f"client=hermes-client-v{__version__}"]
+}
 
 
 def get_auxiliary_extra_body() -> dict[str, Any]:
     """The ``extra_body`` 0.19 adds to side-task requests (Nous Portal's tags): none."""
+    return {}
+
+
+# 0.19's attribution headers, for callers that send their own requests to OpenRouter or
+# NVIDIA NIM; hermes's own requests carry only the endpoint's configured ``extra_headers``.
+_OPENROUTER_HEADERS = {
+    "HTTP-Referer": "https://hermes-agent.nousresearch.com",
+    "X-Title": "Hermes Agent",
+    "X-OpenRouter-Categories": "productivity,cli-agent",
+}
+_CACHE_TTL_MIN, _CACHE_TTL_MAX = 1, 86_400  # OpenRouter keeps a cached answer 1 s to a day
+_TRUTHY = frozenset({"1", "true", "yes", "on"})
+_NVIDIA_NIM_HOST = "integrate.api.nvidia.com"
+
+
+def build_or_headers(or_config: dict[str, Any] | None = None) -> dict[str, str]:
+    """OpenRouter's attribution headers, and its response-cache headers when caching is on:
+    ``HERMES_OPENROUTER_CACHE`` (1/true/yes/on) over ``or_config["response_cache"]``,
+    the time to live ``HERMES_OPENROUTER_CACHE_TTL`` over ``response_cache_ttl`` (300),
+    sent when 1..86400 seconds. ``or_config`` is config.yaml's ``openrouter`` section,
+    read from the home when not given, as 0.19 builds them."""
+    headers = dict(_OPENROUTER_HEADERS)
+    if or_config is None:
+        from hermes_cli.config import load_config as load_config_019
+
+        or_config = load_config_019().get("openrouter") or {}
+    env_cache = os.environ.get("HERMES_OPENROUTER_CACHE", "").strip().lower()
+    if not (env_cache in _TRUTHY if env_cache else or_config.get("response_cache", False)):
+        return headers
+    headers["X-OpenRouter-Cache"] = "true"
+    env_ttl = os.environ.get("HERMES_OPENROUTER_CACHE_TTL", "").strip()
+    if env_ttl:
+        ttl: Any = int(env_ttl) if env_ttl.isdigit() else None
+    else:
+        ttl = or_config.get("response_cache_ttl", 300)
+    if isinstance(ttl, int | float) and _CACHE_TTL_MIN <= ttl <= _CACHE_TTL_MAX:
+        headers["X-OpenRouter-Cache-TTL"] = str(int(ttl))
+    return headers
+
+
+def build_nvidia_nim_headers(base_url: str | None) -> dict[str, str]:
+    """NVIDIA's billing-origin header for its cloud NIM (``integrate.api.nvidia.com`` or a
+    host under it); ``{}`` for any other URL, an on-premises NIM included."""
+    raw = str(base_url or "").strip()
+    host = (urlparse(raw if "://" in raw else f"//{raw}").hostname or "").lower().rstrip(".")
+    if host == _NVIDIA_NIM_HOST or host.endswith("." + _NVIDIA_NIM_HOST):
+        return {"X-BILLING-INVOKE-ORIGIN": "HermesAgent"}
     return {}
 
 
@@ -341,3 +411,124 @@ def cleanup_stale_async_clients() -> None:
 
 def neuter_async_httpx_del() -> None:
     """0.19 patches httpx's async client finaliser for its cached clients: not needed."""
+
+
+# 0.19's side-task clients over other providers' APIs, in the openai client's shape:
+# ``client.chat.completions.create(model=, messages=, tools=, max_tokens=, temperature=)``
+# gives a ``ChatCompletion`` (hermes.plugins.provider_shapes translates both ways). The
+# async ones run the sync call in a worker thread, as 0.19's do; none streams to its caller.
+
+
+class _Completions:
+    """``chat.completions``: ``create(**options)`` sends one call through ``send``."""
+
+    def __init__(self, send: Callable[[dict[str, Any]], Any]) -> None:
+        self._send = send
+
+    def create(self, **options: Any) -> Any:
+        return self._send(options)
+
+
+class _AsyncCompletions:
+    """``chat.completions`` of an async client: the sync ``create`` in a worker thread."""
+
+    def __init__(self, completions: _Completions) -> None:
+        self._sync = completions
+
+    async def create(self, **options: Any) -> Any:
+        return await asyncio.to_thread(self._sync.create, **options)
+
+
+class _Chat:
+    def __init__(self, completions: _Completions) -> None:
+        self.completions = completions
+
+
+class _AsyncChat:
+    def __init__(self, completions: _AsyncCompletions) -> None:
+        self.completions = completions
+
+
+class CodexAuxiliaryClient:
+    """An ``openai.OpenAI`` client on a Responses endpoint (ChatGPT's Codex backend, or any
+    that speaks the Responses API) with the chat completions call; ``model`` is used when
+    a call names none. The Codex backend takes no token cap or temperature: they are not
+    sent."""
+
+    def __init__(self, real_client: Any, model: str) -> None:
+        self._real_client = real_client
+        self.chat = _Chat(_Completions(partial(complete_on_responses, real_client, model)))
+        self.api_key = real_client.api_key
+        self.base_url = real_client.base_url
+
+    def close(self) -> None:
+        self._real_client.close()
+
+
+class AsyncCodexAuxiliaryClient:
+    """``CodexAuxiliaryClient`` awaited (``await client.chat.completions.create(...)``)."""
+
+    def __init__(self, sync_wrapper: CodexAuxiliaryClient) -> None:
+        self.chat = _AsyncChat(_AsyncCompletions(sync_wrapper.chat.completions))
+        self.api_key = sync_wrapper.api_key
+        self.base_url = sync_wrapper.base_url
+        self._real_client = sync_wrapper._real_client
+
+
+class AnthropicAuxiliaryClient:
+    """An ``anthropic.Anthropic`` client with the chat completions call; ``api_key`` and
+    ``base_url`` are what it was made with (for callers that look). 0.19 presents a
+    subscription token (``is_oauth``) as Claude Code; hermes sends the call as given."""
+
+    def __init__(
+        self, real_client: Any, model: str, api_key: str, base_url: str, is_oauth: bool = False
+    ) -> None:
+        self._real_client = real_client
+        self.chat = _Chat(_Completions(partial(complete_on_anthropic, real_client, model)))
+        self.api_key = api_key
+        self.base_url = base_url
+
+    def close(self) -> None:
+        close = getattr(self._real_client, "close", None)
+        if callable(close):
+            close()
+
+
+class AsyncAnthropicAuxiliaryClient:
+    """``AnthropicAuxiliaryClient`` awaited."""
+
+    def __init__(self, sync_wrapper: AnthropicAuxiliaryClient) -> None:
+        self.chat = _AsyncChat(_AsyncCompletions(sync_wrapper.chat.completions))
+        self.api_key = sync_wrapper.api_key
+        self.base_url = sync_wrapper.base_url
+        self._real_client = sync_wrapper._real_client
+
+
+class BedrockAuxiliaryClient:
+    """AWS Bedrock's Converse API in ``region`` with the chat completions call, through a
+    boto3 ``bedrock-runtime`` client with AWS's usual credentials and settings
+    (``AWS_ENDPOINT_URL_BEDROCK_RUNTIME`` included)."""
+
+    def __init__(self, region: str, model: str) -> None:
+        try:
+            import boto3
+        except ImportError:
+            raise ImportError(
+                "AWS Bedrock needs the boto3 package: install it with `pip install boto3`."
+            ) from None
+        self._runtime = boto3.client("bedrock-runtime", region_name=region)
+        self.chat = _Chat(_Completions(partial(complete_on_converse, self._runtime, model)))
+        self.api_key = "aws-sdk"
+        self.base_url = f"https://bedrock-runtime.{region}.amazonaws.com"
+
+    def close(self) -> None:
+        self._runtime.close()
+
+
+class AsyncBedrockAuxiliaryClient:
+    """``BedrockAuxiliaryClient`` awaited."""
+
+    def __init__(self, sync_wrapper: BedrockAuxiliaryClient) -> None:
+        self.chat = _AsyncChat(_AsyncCompletions(sync_wrapper.chat.completions))
+        self.api_key = sync_wrapper.api_key
+        self.base_url = sync_wrapper.base_url

@@ -1,4 +1,4 @@
-"""Hermes Agent 0.19's ``hermes_cli.tools_config``: what a surface offers, and its toolsets.
+"""Hermes Agent 0.19's ``hermes_cli.tools_config``, not claimed: what a surface offers.
 
 hermes-webui asks ``_get_platform_tools`` which toolsets its chats offer (as the terminal
 chat would) and passes the answer on as ``enabled_toolsets``. hermes answers with the
@@ -6,12 +6,18 @@ tools its own ``resolve_toolset`` offers on that surface, plus every enabled plu
 toolsets and every configured MCP server's, so a plugin's tools reach those chats as they
 reach the CLI's. ``CONFIGURABLE_TOOLSETS`` lists hermes's own toolsets in 0.19's shape,
 ``enabled_mcp_server_names`` the MCP servers a config switches on.
+
+The rest of 0.19's module is its ``hermes tools`` setup screens: provider pickers and installers
+for web, browser, image, speech and vision tools hermes does not have, and per-platform presets
+hermes does not need (every surface offers what ``agent.toolsets`` chooses). So hermes does not
+claim the module, and importing it says so (hermes.compat.not_claimed).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from hermes.compat.not_claimed import say_not_stood_in_for
 from hermes.config import hermes_home, load_config
 from hermes.plugins import plugins_for
 from hermes.tools.toolsets import builtin_tools, known_toolsets, resolve_toolset, toolsets
@@ -82,3 +88,11 @@ def _enabled(flag: Any) -> bool:
     if isinstance(flag, str):
         return flag.strip().lower() not in ("false", "0", "no", "off")
     return flag is None or bool(flag)
+
+
+say_not_stood_in_for(
+    "hermes_cli.tools_config",
+    gives=[*__all__],
+    instead="choose toolsets in config.yaml (agent.toolsets, `hermes config set`) "
+    "rather than with its setup screens",
+)

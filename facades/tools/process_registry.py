@@ -10,12 +10,22 @@ Where hermes's model differs, the mapping:
 
 - Processes are records on disk, not an in-memory table: every process of the home is
   listed, whichever process started it, and its output is its log (never ``detached``).
-  ``recover_from_checkpoint`` adopts nothing (nothing was lost); it counts the running
-  processes another process started (an earlier web UI, a chat).
+  The view is pruned as 0.19's table is (the records stay): a finished process is
+  forgotten ``FINISHED_TTL_SECONDS`` after it started, and at most ``MAX_PROCESSES``
+  are listed, the oldest finished ones left out first.
+- ``recover_from_checkpoint`` adopts the live processes of 0.19's ``processes.json``
+  (``CHECKPOINT_PATH``; a home 0.19 used: hermes.tools.processes.checkpoint) and counts
+  the running processes another process started (an earlier web UI, a chat, 0.19): a
+  process hermes started needs no checkpoint, its record and log outlive its starter.
+  hermes writes no ``processes.json``.
 - A completion event is produced once and spooled (hermes.tools.processes.events);
   ``completion_queue.get`` takes the spooled ones, each by exactly one taker in any
   process. Events of a gateway's conversations stay spooled for the gateway. An event
   put back is spooled again.
+- Watch patterns (``terminal``'s ``watch_patterns``) are hermes's own, with 0.19's rate
+  limits (hermes.tools.processes.watch): their notices come through ``completion_queue``
+  as 0.19's ``watch_match`` / ``watch_disabled`` / ``watch_overflow_*`` dicts, the
+  overflow ones addressed to the process whose match tripped or released the breaker.
 - ``session_key`` is the conversation segment the process was started from (the agent's
   ``session_id`` then), which is what hermes-webui keys its sessions by.
 - Reading a log or waiting never swallows an event here, so ``is_completion_consumed``
@@ -30,7 +40,7 @@ import queue
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -41,19 +51,29 @@ from hermes.redaction import redact
 from hermes.state import SessionDB
 from hermes.state.errors import HermesAgentStoreError, StateError
 from hermes.state.location import STATE_FILE, StoreLocation, location_of
-from hermes.tools.processes import background, events
+from hermes.tools.processes import background, checkpoint, events, watch
 from hermes.tools.processes.store import KILLED, ProcessRecord, ProcessStore
 from hermes.tools.processes.tool import TOOL
+from tools._registry import registry  # 0.19's tool registry, over hermes's tools
 
 __all__ = [
+    "CHECKPOINT_PATH",
+    "FINISHED_TTL_SECONDS",
     "MAX_ACTIVE_PROCESS_AGE",
     "MAX_OUTPUT_CHARS",
+    "MAX_PROCESSES",
     "PROCESS_SCHEMA",
+    "WATCH_GLOBAL_COOLDOWN_SECONDS",
+    "WATCH_GLOBAL_MAX_PER_WINDOW",
+    "WATCH_GLOBAL_WINDOW_SECONDS",
+    "WATCH_MIN_INTERVAL_SECONDS",
+    "WATCH_STRIKE_LIMIT",
     "ProcessRegistry",
     "ProcessSession",
     "format_process_notification",
     "format_uptime_short",
     "process_registry",
+    "registry",
 ]
 
 # The tail of the log a ProcessSession carries as ``output_buffer`` (0.19 keeps 200 000 in
@@ -62,6 +82,20 @@ MAX_OUTPUT_CHARS = 20_000
 # The seconds a background process may run by default before hermes ends it
 # (``terminal.background_timeout``; 0.19's 24 h is a session reset's limit).
 MAX_ACTIVE_PROCESS_AGE = int(defaults()["terminal.background_timeout"])
+# 0.19's checkpoint of its running processes, at import as 0.19's (a call reads its own
+# home's, unless a caller pointed this elsewhere).
+CHECKPOINT_PATH = get_hermes_home() / checkpoint.CHECKPOINT_NAME
+_CHECKPOINT_AT_IMPORT = CHECKPOINT_PATH
+# The view's pruning, 0.19's: a finished process is forgotten this long after it started...
+FINISHED_TTL_SECONDS = 1800
+# ... and no more than this many are listed (the oldest finished ones left out first).
+MAX_PROCESSES = 64
+# The rate limits of watch-pattern notices, hermes's own (0.19's values).
+WATCH_MIN_INTERVAL_SECONDS = watch.WATCH_MIN_INTERVAL_SECONDS
+WATCH_STRIKE_LIMIT = watch.WATCH_STRIKE_LIMIT
+WATCH_GLOBAL_MAX_PER_WINDOW = watch.WATCH_GLOBAL_MAX_PER_WINDOW
+WATCH_GLOBAL_WINDOW_SECONDS = watch.WATCH_GLOBAL_WINDOW_SECONDS
+WATCH_GLOBAL_COOLDOWN_SECONDS = watch.WATCH_GLOBAL_COOLDOWN_SECONDS
 # The process tool as the model is given it, in 0.19's shape (name, description, parameters).
 PROCESS_SCHEMA = TOOL.schema()["function"]
 _POLL_SECONDS = 0.2  # how often a blocking get looks at the spool again
@@ -87,6 +121,9 @@ class ProcessSession:
     max_output_chars: int = MAX_OUTPUT_CHARS
     detached: bool = False
     notify_on_complete: bool = False
+    watch_patterns: list[str] = field(default_factory=list)
+    watch_hits: int = 0
+    watch_disabled: bool = False
 
 
 class CompletionQueue:
@@ -189,7 +226,9 @@ class ProcessRegistry:
     def get(self, session_id: str) -> ProcessSession | None:
         home = get_hermes_home()
         record = background.load(home, session_id)
-        return None if record is None else _session(home, record)
+        if record is None or (record.finished and not _still_tracked(home, record)):
+            return None
+        return _session(home, record)
 
     def list_sessions(
         self, task_id: str | None = None, session_key: str | None = None
@@ -197,7 +236,7 @@ class ProcessRegistry:
         """Every process of the home, oldest first, as 0.19's rows; ``task_id`` (a 0.19
         sandbox name, none here) and ``session_key`` filter as in 0.19."""
         home = get_hermes_home()
-        sessions = [_session(home, r) for r in background.refresh_all(home)]
+        sessions = [_session(home, r) for r in _tracked(background.refresh_all(home))]
         if task_id or session_key:
             sessions = [
                 s
@@ -257,9 +296,11 @@ class ProcessRegistry:
         return self.count_running() > 0
 
     def recover_from_checkpoint(self) -> int:
-        """How many running processes of the home another process started (an earlier
-        web UI, a chat): their records and logs outlive it, so there is nothing to adopt."""
+        """Adopt the live processes of 0.19's checkpoint; how many running processes of
+        the home another process started (an earlier web UI, a chat, 0.19)."""
         home = get_hermes_home()
+        moved = CHECKPOINT_PATH != _CHECKPOINT_AT_IMPORT  # a caller pointed it elsewhere
+        checkpoint.adopt(home, CHECKPOINT_PATH if moved else None)
         return sum(
             1
             for record in background.refresh_all(home)
@@ -268,9 +309,21 @@ class ProcessRegistry:
 
 
 def format_process_notification(evt: dict[str, Any]) -> str | None:
-    """0.19's ``[IMPORTANT: ...]`` message for a completion event; None for an event of a
-    kind hermes never produces (watch patterns, delegations)."""
-    if evt.get("type", "completion") != "completion":
+    """0.19's ``[IMPORTANT: ...]`` message for a completion or watch event; None for a
+    kind hermes never produces (0.19's delegations)."""
+    kind = evt.get("type", "completion")
+    if kind == watch.WATCH_MATCH:
+        dropped = evt.get("suppressed") or 0
+        return (
+            f"[IMPORTANT: Background process {evt.get('session_id', 'unknown')} matched "
+            f'watch pattern "{evt.get("pattern", "?")}".\nCommand: {evt.get("command", "unknown")}\n'
+            f"Matched output:\n{evt.get('output', '')}"
+            + (f"\n({dropped} earlier matches were suppressed by rate limit)" if dropped else "")
+            + "]"
+        )
+    if kind in _WATCH_SUMMARIES:
+        return f"[IMPORTANT: {evt.get('message', '')}]"
+    if kind != "completion":
         return None
     exit_code = evt.get("exit_code", "?")
     reason = evt.get("completion_reason") or "exited"
@@ -293,6 +346,27 @@ def format_process_notification(evt: dict[str, Any]) -> str | None:
     )
 
 
+def _tracked(records: list[ProcessRecord]) -> list[ProcessRecord]:
+    """The records 0.19's table would still hold: the running ones and the finished ones
+    younger than FINISHED_TTL_SECONDS (counted from their start, as 0.19 counts), at most
+    MAX_PROCESSES in all, the oldest finished ones left out first."""
+    now = time.time()
+    kept = [r for r in records if not r.finished or now - r.started_at <= FINISHED_TTL_SECONDS]
+    excess = len(kept) - MAX_PROCESSES
+    if excess > 0:
+        finished = sorted((r for r in kept if r.finished), key=lambda r: (r.started_at, r.id))
+        left_out = {r.id for r in finished[:excess]}
+        kept = [r for r in kept if r.id not in left_out]
+    return kept
+
+
+def _still_tracked(home: Path, record: ProcessRecord) -> bool:
+    return any(r.id == record.id for r in _tracked(ProcessStore(home).all()))
+
+
+_WATCH_SUMMARIES = {watch.WATCH_DISABLED, watch.OVERFLOW_TRIPPED, watch.OVERFLOW_RELEASED}
+
+
 def _session(home: Path, record: ProcessRecord) -> ProcessSession:
     log = ProcessStore(home).log_path(record.id)
     return ProcessSession(
@@ -308,6 +382,9 @@ def _session(home: Path, record: ProcessRecord) -> ProcessSession:
         termination_source="process.kill" if record.status == KILLED else "",
         output_buffer=redact(_tail(log, MAX_OUTPUT_CHARS)),
         notify_on_complete=record.notify_on_complete,
+        watch_patterns=list(record.watch_patterns),
+        watch_hits=record.watch_hits,
+        watch_disabled=record.watch_disabled,
     )
 
 
@@ -322,6 +399,9 @@ def _row(session: ProcessSession) -> dict[str, Any]:
         "status": "exited" if session.exited else "running",
         "output_preview": session.output_buffer[-200:],
     }
+    if session.watch_patterns and not session.watch_disabled:
+        row["watch_patterns"] = list(session.watch_patterns)
+        row["watch_hit"] = session.watch_hits > 0
     if session.notify_on_complete:
         row["notify_on_complete"] = True
     if session.exited:
@@ -342,7 +422,10 @@ def _not_found(session_id: str) -> dict[str, Any]:
 
 
 def _event_dict(home: Path, event: events.CompletionEvent) -> dict[str, Any]:
-    """0.19's completion event for ``event`` (``conversation_id`` added: hermes's address)."""
+    """0.19's completion or watch event for ``event`` (``conversation_id`` added:
+    hermes's address)."""
+    if event.kind != events.COMPLETION:
+        return _watch_dict(event)
     record = ProcessStore(home).load(event.process_id)
     return {
         "type": "completion",
@@ -359,9 +442,40 @@ def _event_dict(home: Path, event: events.CompletionEvent) -> dict[str, Any]:
     }
 
 
+def _watch_dict(event: events.CompletionEvent) -> dict[str, Any]:
+    """0.19's dict of a watch notice (``message`` for the summaries, as 0.19's)."""
+    found = {
+        "type": event.kind,
+        "session_id": event.process_id,
+        "session_key": event.session_id or event.conversation_id or "",
+        "command": event.command,
+        "suppressed": event.suppressed,
+        "conversation_id": event.conversation_id,
+        "at": event.finished_at,
+    }
+    if event.kind == watch.WATCH_MATCH:
+        return {**found, "pattern": event.pattern, "output": redact(event.output_tail)}
+    return {**found, "message": redact(event.headline())}
+
+
 def _as_event(item: Any) -> events.CompletionEvent | None:
     """The hermes event a dict of ``_event_dict`` stands for; None for anything else."""
-    if not isinstance(item, dict) or item.get("type") != "completion" or "completed_at" not in item:
+    if not isinstance(item, dict):
+        return None
+    if item.get("type") in {watch.WATCH_MATCH, *_WATCH_SUMMARIES} and "at" in item:
+        return events.CompletionEvent(
+            process_id=str(item.get("session_id") or ""),
+            conversation_id=item.get("conversation_id"),
+            command=str(item.get("command") or ""),
+            exit_code=None,
+            output_tail=str(item.get("output") or ""),
+            finished_at=float(item["at"]),
+            session_id=item.get("session_key") or None,
+            kind=str(item["type"]),
+            pattern=item.get("pattern"),
+            suppressed=int(item.get("suppressed") or 0),
+        )
+    if item.get("type") != "completion" or "completed_at" not in item:
         return None
     return events.CompletionEvent(
         process_id=str(item.get("session_id") or ""),

@@ -28,6 +28,7 @@ from hermes_constants import get_hermes_home
 
 from hermes import config as _config
 from hermes.tools import skills as _skills
+from tools._registry import registry  # 0.19's tool registry, over hermes's tools
 
 __all__ = [
     "MAX_DESCRIPTION_LENGTH",
@@ -38,6 +39,7 @@ __all__ = [
     "SkillReadinessStatus",
     "check_skills_requirements",
     "load_env",
+    "registry",
     "set_secret_capture_callback",
     "skill_matches_environment",
     "skill_matches_platform",

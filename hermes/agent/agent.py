@@ -312,12 +312,16 @@ class AIAgent:
         )
 
     def _plugin_tools(self) -> list[Tool]:
-        """The plugins' tools and the context engine's, offered after the built-in ones."""
+        """The plugins' tools, those code in this process added (0.19's
+        ``registry.register``) and the context engine's, offered after the built-in ones."""
         from hermes.agent.engine_compressor import EngineCompressor, engine_tools
+        from hermes.tools.added import ADDED
 
         compressor = self.window.compressor
-        return self.plugins.tools() + (
-            engine_tools(compressor.engine) if isinstance(compressor, EngineCompressor) else []
+        return (
+            self.plugins.tools()
+            + ADDED.tools()
+            + (engine_tools(compressor.engine) if isinstance(compressor, EngineCompressor) else [])
         )
 
     def _build_system_prompt(self) -> str:

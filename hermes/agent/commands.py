@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from hermes import redaction
 from hermes.agent.binding import existing
 from hermes.errors import HermesError
 from hermes.state.lookup import rename_conversation, resolve_conversation, token_usage
@@ -335,6 +336,12 @@ def _title(agent: AIAgent, arg: str) -> Reply:
     return Reply(f"Title set to '{arg}'.")
 
 
+def endpoint(agent: AIAgent) -> str:
+    """The model endpoint as a chat may see it: a password in its URL (a proxy's basic
+    auth) masked, since a messaging chat's user is not the operator."""
+    return redaction.mask_url(agent.base_url)
+
+
 @command(
     "model",
     "/model NAME",
@@ -343,13 +350,13 @@ def _title(agent: AIAgent, arg: str) -> Reply:
 )
 def _model(agent: AIAgent, arg: str) -> Reply:
     if not arg:
-        return Reply(f"Model: {agent.model} at {agent.base_url}")
+        return Reply(f"Model: {agent.model} at {endpoint(agent)}")
     offered = _offered_models(agent)
     if offered and arg not in offered:
         close = difflib.get_close_matches(arg, offered, n=3)
         hint = f" Did you mean {' or '.join(close)}?" if close else ""
         return Reply(
-            f"The endpoint {agent.base_url} does not offer '{arg}'; the model stays "
+            f"The endpoint {endpoint(agent)} does not offer '{arg}'; the model stays "
             f"{agent.model}.{hint} (`hermes models` lists what it offers.)",
             ok=False,
         )

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from hermes.agent.commands import Reply, command
+from hermes.agent.commands import Reply, command, endpoint
 from hermes.agent.preferences import (
     NO_PERSONALITY,
     personalities,
@@ -237,7 +237,7 @@ def _codex_runtime(agent: AIAgent, arg: str) -> Reply:
     word = arg.strip().lower()
     if word in ("", "auto", "off", "status"):
         return Reply(
-            f"Runtime: auto. hermes sends every model's turns to {agent.base_url} through its "
+            f"Runtime: auto. hermes sends every model's turns to {endpoint(agent)} through its "
             "OpenAI-compatible chat completions client; it has no other runtime."
         )
     if word in ("codex_app_server", "codex-app-server", "on"):

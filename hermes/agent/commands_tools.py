@@ -338,6 +338,11 @@ def _debug(agent: AIAgent, arg: str) -> Reply:
             ok=False,
         )
     path = write_debug_report(agent)
+    if agent.source != "cli":  # a messaging chat: the operator's folders are not its business
+        return Reply(
+            f"Wrote a debug report logs/{path.name} in the gateway's home (secrets redacted) "
+            "for its operator to read and share."
+        )
     return Reply(
         f"Wrote a debug report to {path} (secrets redacted; read it before you share it).",
         data={"path": str(path)},

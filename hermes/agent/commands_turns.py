@@ -17,6 +17,7 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from hermes import redaction
 from hermes.agent.commands import Reply, command
 from hermes.state.history import EMPTY_ANSWER_NOTE
 from hermes.state.lookup import token_usage
@@ -60,7 +61,7 @@ def status_text(db: SessionDB | None, session_id: str | None, facts: StatusFacts
             f"Tokens: {seg['input']:,} input / {seg['output']:,} output in this segment; "
             f"{conv['input']:,} / {conv['output']:,} in the whole conversation."
         )
-    lines.append(f"Model: {facts.model} at {facts.endpoint}.")
+    lines.append(f"Model: {facts.model} at {redaction.mask_url(facts.endpoint)}.")
     if facts.context is not None:
         now, window, threshold = facts.context
         share = f" ({now * 100 // window}%)" if window else ""

@@ -24,6 +24,9 @@ def _fires(host: TurnHost) -> PluginManager | None:
 
 
 def _common(host: TurnHost) -> dict[str, Any]:
+    """What every tool, request and middleware call is told of the turn. ``sender_id``
+    (the name 0.19's ``pre_llm_call`` gives it) is whose turn it is: the chat user or
+    the API principal ("" in the terminal), so a plugin can keep a rule per user."""
     binding = host.binding
     return {
         "session_id": binding.session_id or "",
@@ -31,6 +34,7 @@ def _common(host: TurnHost) -> dict[str, Any]:
         "turn_id": binding.turn_user_uid or "",
         "model": binding.model,
         "platform": binding.origin.source,
+        "sender_id": binding.origin.user_id or "",
     }
 
 
@@ -77,7 +81,6 @@ def before_turn(host: TurnHost, user_message: Any, history: list[Message]) -> st
         user_message=user_message if isinstance(user_message, str) else str(user_message or ""),
         conversation_history=list(history),
         is_first_turn=len(history) <= 1,
-        sender_id=host.binding.origin.user_id or "",
     )
     parts = [
         str(a["context"]) if isinstance(a, dict) else a

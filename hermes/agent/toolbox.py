@@ -1,7 +1,8 @@
 """The tools an agent offers: its registry (made when first needed), the names offered
 on its surface, their schemas as sent, and the context a tool call runs with.
 
-The registry holds the built-in tools, then the plugins' and the context engine's
+The registry holds the built-in tools, then the plugins', those added in this process
+(hermes/tools/added.py) and the context engine's
 (``extra_tools``, never replacing a built-in one); an MCP server that was down at the
 start joins once it is up.
 """

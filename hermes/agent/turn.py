@@ -19,11 +19,12 @@ loop (``_loop``) acts on it; the caller gets a frozen ``TurnResult``.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -41,6 +42,7 @@ from hermes.agent.model import provider_usage
 from hermes.agent.model.client import ModelResponse, encode_message
 from hermes.agent.turn_options import ResolvedOptions, TurnOptions
 from hermes.agent.turn_result import TurnResult
+from hermes.plugins.llm import reset_main_runtime, set_main_runtime
 from hermes.redaction import StreamRedactor, redact
 from hermes.state.context import wellformed
 from hermes.state.context.message import Message
@@ -179,7 +181,7 @@ def run_turn(
     binding.locate_conversation()
     host.steering.begin()
     try:
-        with turn_holding.holding_turn(host):
+        with turn_holding.holding_turn(host), _side_tasks_follow(host, resolved.model):
             binding.ensure_session()  # another turn may have rotated it while we waited
             result = _run_locked(host, user_message, given, resolved)
     except TurnInterrupted:  # while waiting for another turn: nothing was stored
@@ -195,6 +197,21 @@ def run_turn(
         raise
     leftover = host.steering.close()
     return dataclasses.replace(result, pending_steer=leftover) if leftover else result
+
+
+@contextlib.contextmanager
+def _side_tasks_follow(host: TurnHost, model: str) -> Iterator[None]:
+    """While the turn runs, its side requests (a plugin's or a tool's ``call_llm``) use the
+    turn's model, endpoint and key, as 0.19's agent sets its runtime main for its turn."""
+    client = host.client
+    token = set_main_runtime(
+        {"model": model, "base_url": getattr(client, "base_url", ""),
+         "api_key": getattr(client, "api_key", "")}
+    )  # fmt: skip
+    try:
+        yield
+    finally:
+        reset_main_runtime(token)
 
 
 def _emit(host: TurnHost, turn: TurnState, kind: str, **data: Any) -> None:

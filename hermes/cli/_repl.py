@@ -469,8 +469,31 @@ class Repl:
                 # A Ctrl-C that lands outside a running turn (a slash command, the
                 # instant a turn ends) stops that step, never the chat.
                 self.console.print(Text("Interrupted.", style="yellow"))
+        self._await_background()
         self.agent.end_conversation("shutdown")
         self._goodbye()
+
+    def _await_background(self) -> None:
+        """Leaving while /background tasks run: wait for their answers (a started task
+        was promised one), unless the person presses Ctrl-C, which stops them; each
+        prompt is in its own stored conversation either way."""
+        running = self.background.running()
+        if not running:
+            return
+        many = (
+            f"{len(running)} background tasks are" if len(running) > 1 else "A background task is"
+        )
+        self.console.print(
+            Text(f"{many} still running: waiting for the answer (Ctrl-C stops them and quits).",
+                 style="yellow")
+        )  # fmt: skip
+        try:
+            for task in running:
+                while not task.finished.wait(0.2):  # short waits: Ctrl-C is heard at once
+                    pass
+        except KeyboardInterrupt:
+            self.background.stop(wait=10.0)
+        self._show_background()
 
     def _prompt(self, typed: str) -> str | None:
         """The person's next line; None when a background process of this conversation

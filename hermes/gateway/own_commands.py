@@ -5,15 +5,17 @@ while a turn runs:
 
 * ``/background PROMPT`` answers a prompt in a conversation of its own (the chat's
   platform and user, stored like any other) by an agent of its own
-  (``hermes.agent.background``), and sends its answer to the chat when done;
-* ``/agents`` shows whether the chat's agent is answering, the chat's running
-  background tasks and the background processes its conversation's tools started;
+  (``hermes.agent.background``), and sends its answer to the chat when done; in a
+  group chat it acts as the sender in that group, as their turns there do;
+* ``/agents`` shows whether the chat's agent is answering, the sender's running
+  background tasks there and the background processes its conversation's tools started;
 * ``/commands [page]`` lists every command the chat has, plugins' included, a page at a
   time;
 * ``/topic [help|off|ID]`` in a Telegram private chat: each topic of the chat is a
   conversation of its own (its own session key), always; ``/topic`` in a topic names its
-  conversation, ``/topic ID`` continues one of the sender's own conversations there (as
-  0.19 restores a session into a topic), ``/topic off`` says there is nothing to turn off;
+  conversation, ``/topic ID`` continues one of the sender's own conversations of that
+  private chat there (as 0.19 restores a session into a topic; a group's is nobody's
+  own), ``/topic off`` says there is nothing to turn off;
 * ``/sethome``, for the platform's admins, makes this chat the platform's home channel:
   where scheduled jobs delivered to the platform alone (``deliver: telegram``) answer;
 * ``/restart``, for the platform's admins (``allow_admin_from``), restarts the gateways
@@ -51,6 +53,7 @@ from hermes.cron.targets import PLATFORMS, set_home_channel
 from hermes.errors import HermesError
 from hermes.gateway import commands
 from hermes.gateway.envelopes import Origin
+from hermes.gateway.routing import SessionKey
 from hermes.gateway.state_file import running_gateways
 from hermes.state.lookup import resolve_conversation
 
@@ -80,6 +83,8 @@ class ChatCommands:
     answering: Callable[[str], bool]  # conversation -> a turn of it runs here now
     plugin_lines: Callable[[], list[str]]  # "/name — what it does" of each plugin command
     is_admin: Callable[[Origin], bool]  # the sender may run the operator's commands
+    # whom the sender's requests act as (in a group chat: the sender in that group)
+    acting_user: Callable[[Origin], str | None]
     db: SessionDB
     # (key, origin, make) -> points the chat key at the conversation ``make`` returns, as
     # /new does (the old one's plugins hear it ended)
@@ -93,7 +98,7 @@ class ChatCommands:
         if command.name == "background":
             return self.background(command.argument, key, origin)
         if command.name == "agents":
-            return await self.agents(key)
+            return await self.agents(key, origin)
         if command.name == "restart":
             return await self.restart(origin)
         if command.name == "topic":
@@ -126,16 +131,19 @@ class ChatCommands:
                     self._reports.add(sent)
                 sent.add_done_callback(self._sent)
 
-        user = origin.user_id  # the sender's, also in a group: the task is theirs
+        # The sender's, also in a group: the task is theirs, acting as their turns there
+        # do (in a group, as that member in that group: never their direct chat's things,
+        # since its report is read by every member).
+        user = self.acting_user(origin)
 
         def make() -> Any:
             return self.make_agent(source=origin.platform, user_id=user)
 
-        task = self.tasks(key).start(prompt.strip(), make, on_done=report)
+        task = self.tasks(self._tasks_key(key, origin)).start(prompt.strip(), make, on_done=report)
         log.info("%s: background task %s started", key, task.task_id)
         return started_text(task)
 
-    async def agents(self, key: str) -> str:
+    async def agents(self, key: str, origin: Origin) -> str:
         conversation = await asyncio.to_thread(self.current_conversation, key)
         if conversation is None:
             own = "idle · no conversation yet"
@@ -143,7 +151,8 @@ class ChatCommands:
             busy = "answering a message" if self.answering(conversation) else "idle"
             own = f"{busy} · {conversation}"
         processes = await asyncio.to_thread(running_processes, self.home, conversation)
-        return agents_text(own, self.tasks(key).running(), processes)
+        running = self.tasks(self._tasks_key(key, origin)).running()
+        return agents_text(own, running, processes)
 
     def listing(self, argument: str, origin: Origin) -> str:
         try:
@@ -246,6 +255,12 @@ class ChatCommands:
         root = self.db.get_segments(tip)[0]
         if root["source"] != origin.platform or str(root["user_id"]) != str(origin.user_id):
             raise HermesError(mine)  # someone else's: not said to exist
+        if root["session_key"] and SessionKey.parse(root["session_key"]).chat_id != str(
+            origin.chat_id
+        ):
+            # Another chat's, a group's above all: stored under whoever spoke first there,
+            # it is no member's own (its members' text would lead this private chat's turns).
+            raise HermesError(mine)
         segment = self.db.get_session(tip) or {}
         if segment.get("end_reason") in CLOSED_FOR_GOOD:
             raise HermesError(
@@ -272,8 +287,14 @@ class ChatCommands:
             self._reports.discard(report)
 
     def tasks(self, key: str) -> BackgroundTasks:
-        """The background tasks of the chat ``key`` (on the event loop only)."""
+        """The background tasks of one sender in the chat ``key`` (``_tasks_key``; on the
+        event loop only)."""
         return self._tasks.setdefault(key, BackgroundTasks())
+
+    def _tasks_key(self, key: str, origin: Origin) -> str:
+        """Whose tasks: the chat's sender as they act there, so in a group chat that
+        shares one conversation each member's /agents lists their own tasks only."""
+        return f"{key}|{self.acting_user(origin)}"
 
 
 def _admins_only(what: str, origin: Origin) -> str:

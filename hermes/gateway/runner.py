@@ -196,6 +196,7 @@ class GatewayRunner:
             answering=self.input_waits,
             plugin_lines=self._plugin_lines,
             is_admin=self.access.is_admin,
+            acting_user=self.turns.acting_user,
             db=db,
             switch=self.start_over,
         )
@@ -766,8 +767,11 @@ class GatewayRunner:
             return None
         if item.sink is not None:
             item.sink.done(result)
-            if result.pending_steer:  # its caller has its answer; nobody waits for more
-                log.warning("%s: a /steer the turn did not take was dropped", item.conversation_id)
+            if result.pending_steer:  # acknowledged to its caller: the conversation's next turn
+                steer = QueuedTurn(text=result.pending_steer, model=item.asked.model)
+                await self.submit(
+                    WorkItem(MESSAGE, item.key, item.conversation_id, steer, origin=origin)
+                )
         elif chat is not None and origin is not None and not result.dropped:
             await self.send(origin, result.reply_text)
             if result.pending_steer:  # /steer the turn ended without: the next message

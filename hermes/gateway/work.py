@@ -411,6 +411,13 @@ class TurnRunner:
                 None,
             )  # fmt: skip
 
+    def acting_user(self, origin: Origin) -> str | None:
+        """Whom something a chat user asks for acts as: the sender, and in a group chat
+        (members apart) the sender *in that group*, as their turns there do."""
+        if self.members_apart and origin.is_group and origin.user_id:
+            return group_member(origin)
+        return origin.user_id
+
     def _agent_key(self, item: WorkItem) -> str:
         """Whose agent answers: the conversation's, or in a group chat its speaker's, so
         a member's turns use their own workspace, memory, search scope and skills while

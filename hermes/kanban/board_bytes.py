@@ -7,7 +7,8 @@ may read the file. Only a board SQLite has already refused gets here (a busy or 
 board is no damage and never does): the child copies it, and its ``-wal`` beside it, to
 ``<name>.corrupt.<sha256 prefix>.bak`` (a temporary name, fsync, then a link that never
 replaces an existing copy, so the same bytes refused again and again are copied once) and
-prints the copy's path, the sha256 and the first bytes as JSON.
+prints the copy's path, the sha256 and the first bytes as JSON. A temporary file carries its
+child's pid, so a child killed mid-copy (the timeout) leaves nothing the next one keeps.
 
 This file is also the child's program: run by path in isolated mode (``python -I``), it
 imports only the standard library.
@@ -16,6 +17,7 @@ imports only the standard library.
 from __future__ import annotations
 
 import contextlib
+import glob
 import hashlib
 import json
 import logging
@@ -106,12 +108,34 @@ def _place(partial: Path, final: Path) -> None:
             os.replace(partial, final)
 
 
+def _sweep_partials(source: Path) -> None:
+    """Remove the temporary copies of ``source`` whose child is gone (killed mid-copy)."""
+    for partial in source.parent.glob(f".{glob.escape(source.name)}.*.partial"):
+        pid = partial.name.removeprefix(f".{source.name}.").split(".", 1)[0]
+        if not pid.isdigit() or _alive(int(pid)):
+            continue  # another child's copy in progress (or not one of ours)
+        with contextlib.suppress(FileNotFoundError):
+            partial.unlink()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True  # someone else's process, or no pid at all: leave it be
+    return True
+
+
 def _copy(source: Path, final_for: Callable[[str], Path]) -> tuple[Path, str, bytes]:
     """Copy ``source`` beside itself through a temporary file; the copy's path (chosen by
     ``final_for(sha256)``), the sha256 and the first bytes."""
     digest = hashlib.sha256()
     head = b""
-    fd, name = tempfile.mkstemp(prefix=f".{source.name}.", suffix=".partial", dir=source.parent)
+    _sweep_partials(source)
+    prefix = f".{source.name}.{os.getpid()}."
+    fd, name = tempfile.mkstemp(prefix=prefix, suffix=".partial", dir=source.parent)
     partial = Path(name)
     try:
         with open(source, "rb") as board, os.fdopen(fd, "wb") as out:

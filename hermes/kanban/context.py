@@ -1,5 +1,6 @@
 """What a worker reads before it starts a task (0.19's ``build_worker_context``): the task,
-its earlier attempts, what its parents handed off, and the comments on it. Each part is
+the files attached to it, its earlier attempts, what its parents handed off, and the
+comments on it. Each part is
 capped, so a retry-heavy task or a comment storm keeps the prompt bounded."""
 
 from __future__ import annotations
@@ -7,6 +8,7 @@ from __future__ import annotations
 import sqlite3
 from typing import TypeVar
 
+from hermes.kanban.attachments import list_attachments
 from hermes.kanban.records import Task
 from hermes.kanban.tasks import get_task, list_comments, list_runs, parent_ids
 
@@ -52,6 +54,24 @@ def _header(task: Task) -> list[str]:
     if task.body and task.body.strip():
         lines += ["## Body", _cap(task.body, MAX_BODY_CHARS), ""]
     return lines
+
+
+def _attachments(conn: sqlite3.Connection, task_id: str) -> list[str]:
+    """The files given to the task, each at the path the worker's file tools read it from."""
+    attached = list_attachments(conn, task_id)
+    if not attached:
+        return []
+    lines = [
+        "## Attachments",
+        "Files attached to this task. Read them with the file/terminal tools at the "
+        "absolute paths below:",
+    ]
+    for item in attached:
+        name = item.filename.replace("`", "")  # a name cannot close the quote around it
+        kind = f", {item.content_type}" if item.content_type else ""
+        size = f", {max(1, (item.size + 1023) // 1024)} KB" if item.size else ""
+        lines.append(f"- `{name}`{kind}{size} → `{item.stored_path}`")
+    return [*lines, ""]
 
 
 def _prior_attempts(conn: sqlite3.Connection, task_id: str) -> list[str]:
@@ -103,6 +123,7 @@ def build_worker_context(conn: sqlite3.Connection, task_id: str) -> str:
     if task is None:
         raise ValueError(f"unknown task {task_id}")
     lines = _header(task)
+    lines += _attachments(conn, task_id)
     lines += _prior_attempts(conn, task_id)
     lines += _parent_results(conn, task_id)
     lines += _comments(conn, task_id)

@@ -3,7 +3,9 @@
 ``manifest`` finds them, ``context`` is what their ``register(ctx)`` is handed,
 ``registry`` names the hooks hermes fires and what ``context`` adds to, ``manager``
 loads them and calls their hooks, ``shell_hooks`` runs the ``hooks:`` of config.yaml,
-``engine`` is the context-engine interface. This room uses ``tools`` (a plugin's tools
+``engine`` is the context-engine interface. ``llm`` is the host's model for plugins,
+``provider_shapes`` a chat call in the shapes of other providers' APIs (0.19's side-task
+clients over Codex, Anthropic and Bedrock). This room uses ``tools`` (a plugin's tools
 are hermes tools) and ``config``; the agent uses it.
 """
 

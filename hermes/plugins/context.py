@@ -8,8 +8,6 @@ hermes does not have: they are accepted with one log line, so such a plugin stil
 
 from __future__ import annotations
 
-import asyncio
-import inspect
 import json
 import logging
 import os
@@ -21,6 +19,7 @@ from hermes.plugins.engine import ContextEngine
 from hermes.plugins.manifest import PluginManifest
 from hermes.plugins.middleware import VALID_MIDDLEWARE
 from hermes.plugins.registry import VALID_HOOKS, PluginRegistry
+from hermes.tools.added import hermes_agent_handler
 from hermes.tools.registry import Tool, ToolContext
 
 log = logging.getLogger(__name__)
@@ -108,7 +107,7 @@ class PluginContext:
             name=name,
             description=str(schema.get("description") or description or name),
             parameters=schema.get("parameters") or {"type": "object", "properties": {}},
-            handler=_tool_handler(handler, is_async),
+            handler=hermes_agent_handler(handler, is_async),
             toolsets=(toolset,),
         )
         self._manager.add_tool(tool, self.manifest)
@@ -236,17 +235,3 @@ def _passes(check: Callable[[], bool]) -> bool:
     except Exception as exc:  # the plugin's own check failing means "not here"
         log.info("a plugin tool's check_fn raised %s; the tool is not offered", exc)
         return False
-
-
-def _tool_handler(handler: Callable[..., Any], is_async: bool) -> Callable[..., str]:
-    """A hermes tool handler over a Hermes Agent one: ``handler(args, **kwargs)``,
-    returning a string (JSON, usually) or something JSON can encode."""
-
-    def run(args: dict[str, Any], ctx: ToolContext) -> str:
-        extra = {"task_id": ctx.session_id or "", "session_id": ctx.session_id or ""}
-        result = handler(args, **extra)
-        if is_async or inspect.isawaitable(result):
-            result = asyncio.run(result)
-        return result if isinstance(result, str) else json.dumps(result, default=str)
-
-    return run

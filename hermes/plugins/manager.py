@@ -17,6 +17,10 @@ and on a gateway's chats as 0.19 runs them: ``handler(raw_args)``, its text the 
 - ``pre_api_request(session_id, task_id, turn_id, api_call_count, conversation_history,
   message_count, tool_count, model, platform, started_at)``: before each model request
   of a turn (its answer is not read, as in 0.19);
+- every hook and middleware of a turn's model requests and tools also gets
+  ``sender_id``: the principal the turn acts as (a chat user, ``user@chat`` for a
+  group member, an API principal; "" in the terminal), so a plugin can keep a rule
+  per user;
 - ``pre_tool_call(tool_name, args, task_id, session_id, tool_call_id, ...)``: before each
   tool; ``{"action": "block", "message": m}`` answers the call with ``m`` instead,
   ``{"action": "approve", ...}`` asks the user first (hermes/plugins/pre_tool.py);

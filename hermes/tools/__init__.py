@@ -11,6 +11,8 @@
     skills.py          skills on disk (SKILL.md folders): scan, prompt listing
     skill_tools.py     skill_view and skill_manage
     workspaces.py      whose folder the tools work in: one per gateway user
+    added.py           tools code in this process adds while hermes runs (0.19's
+                       registry.register), offered by every agent
 
 and three subsystems, each a folder that says what it holds:
 

@@ -407,6 +407,13 @@ def install_skill(source: Path, skills_dir: Path) -> tuple[Skill, Path]:
         raise SkillInstallError(
             f"{source} is not a skill: its name '{skill.name}' cannot be a folder name."
         )
+    leaving = _link_out_of(source)
+    if leaving is not None:
+        raise SkillInstallError(
+            f"{source} is not installed: {leaving.relative_to(source)} links to "
+            f"{os.readlink(leaving)}, outside the skill's folder, and once copied that link "
+            "would name another file; put the file itself in the folder instead."
+        )
     target = skills_dir / skill.name
     if target.exists():
         raise SkillInstallError(
@@ -415,3 +422,17 @@ def install_skill(source: Path, skills_dir: Path) -> tuple[Skill, Path]:
     skills_dir.mkdir(parents=True, exist_ok=True)
     shutil.copytree(source, target, symlinks=True)
     return skill, target
+
+
+def _link_out_of(folder: Path) -> Path | None:
+    """The first link in ``folder`` whose target, as written, lies outside it (absolute,
+    or climbing out with ``..``). Links are copied as links, so a relative one would
+    point somewhere else from the skills folder (``../../.env`` is the home's .env there)."""
+    for path in sorted(folder.rglob("*")):
+        if not path.is_symlink():
+            continue
+        written = os.readlink(path)
+        inside = os.path.normpath(path.parent.relative_to(folder) / written)
+        if os.path.isabs(written) or inside == ".." or inside.startswith("../"):
+            return path
+    return None

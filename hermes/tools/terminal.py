@@ -30,7 +30,7 @@ from hermes.tools.guards import approval, git_inert
 from hermes.tools.guards.disk import remove_scratch
 from hermes.tools.guards.launch import Launch, launch_for
 from hermes.tools.guards.limits import ProcessGroupCap
-from hermes.tools.processes import background
+from hermes.tools.processes import background, watch
 from hermes.tools.registry import Tool, ToolContext, ToolError
 from hermes.tools.workspaces import confined, workspace
 
@@ -58,7 +58,18 @@ PARAMETERS: dict[str, Any] = {
         },
         "notify_on_complete": {
             "type": "boolean",
-            "description": "With background=true: send one message to this conversation when it ends.",
+            "description": "With background=true: send one message to this conversation when it ends. "
+            "The right choice for anything with an end (tests, builds); not with watch_patterns.",
+        },
+        "watch_patterns": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "With background=true: strings to watch for in its output; a line holding "
+            f"one sends a message to this conversation, at most one every {watch.WATCH_MIN_INTERVAL_SECONDS}s "
+            f"per process (after {watch.WATCH_STRIKE_LIMIT} intervals in a row with dropped matches they "
+            "are switched off and you get one message when it ends instead). Only for rare signals "
+            "of long-lived processes, e.g. ['Application startup complete'] of a server; never "
+            "with notify_on_complete (then they are ignored).",
         },
         "workdir": {
             "type": "string",
@@ -86,7 +97,8 @@ def handle(args: dict[str, Any], ctx: ToolContext) -> str:
     if args.get("background"):
         limit = background_limit(ctx, args.get("timeout"))
         notify = bool(args.get("notify_on_complete"))
-        return _start_background(command, cwd, notify, ctx, how, limit)
+        patterns = [p for p in args.get("watch_patterns") or [] if p.strip()]
+        return _start_background(command, cwd, notify, patterns, ctx, how, limit)
     timeout = float(args.get("timeout") or ctx.setting("terminal.timeout"))
     limit = int(ctx.setting("terminal.output_limit"))
     result = run_command(
@@ -98,8 +110,11 @@ def handle(args: dict[str, Any], ctx: ToolContext) -> str:
         cancel=ctx.cancel,
         record=(ctx.hermes_home, _conversation_of(ctx)),
     )
-    if args.get("notify_on_complete"):
-        result += "\n(notify_on_complete only applies with background=true; this command already finished.)"
+    for flag in ("notify_on_complete", "watch_patterns"):
+        if args.get(flag):
+            result += (
+                f"\n({flag} only applies with background=true; this command already finished.)"
+            )
     return result
 
 
@@ -317,8 +332,16 @@ def _inside(path: Path, root: Path) -> bool:
 
 
 def _start_background(
-    command: str, cwd: Path, notify: bool, ctx: ToolContext, how: Launch, limit: float
+    command: str,
+    cwd: Path,
+    notify: bool,
+    patterns: list[str],
+    ctx: ToolContext,
+    how: Launch,
+    limit: float,
 ) -> str:
+    # Both would tell the end twice (a match, then the exit): the end wins, as in 0.19.
+    ignored = bool(notify and patterns)
     record = background.start(
         ctx.hermes_home,
         command,
@@ -329,6 +352,7 @@ def _start_background(
         how=how,
         event_bus=ctx.event_bus,
         time_limit=limit,
+        watch_patterns=[] if ignored else patterns,
     )
     lasts = f"it is ended after {limit:g} s" if limit else "it runs until killed"
     lines = [
@@ -338,6 +362,13 @@ def _start_background(
     ]
     if notify:
         lines.append("You will get one message in this conversation when it ends.")
+    if ignored:
+        lines.append("watch_patterns ignored: notify_on_complete already tells you when it ends.")
+    elif patterns:
+        lines.append(
+            "You will get a message in this conversation when a line of its output holds one "
+            f"of: {', '.join(repr(p) for p in patterns)}."
+        )
     return "\n".join(lines)
 
 

@@ -7,6 +7,7 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+import pexpect
 import pytest
 
 from hermes.agent import AIAgent
@@ -15,7 +16,7 @@ from hermes.agent.background import tasks_of
 from hermes.state import SessionDB
 from hermes.testing import ScriptedModel
 from tests.cli.chat_pty import PROMPT
-from tests.fakes.llm_server import text
+from tests.fakes.llm_server import hang, text
 
 WAIT = 60.0
 
@@ -120,3 +121,39 @@ def test_the_chat_shows_a_background_answer_when_its_prompt_is_idle(chat, cli_en
         rows = db.list_conversations()
     assert sorted(r["message_count"] for r in rows) == [2, 2]
     assert session.leave() == 0
+
+
+def test_leaving_the_chat_waits_for_a_running_background_answer(chat, cli_env, fake_llm):
+    """A started task was promised an answer: Ctrl-D while it runs waits for it."""
+    fake_llm.enqueue(hang(3, then=text("The slow answer.")))
+    session = chat()
+    session.say("/background Think it over", "Background task #1 started", PROMPT)
+    session.child.sendeof()
+    session.expect("A background task is still running: waiting for the answer")
+    screen = session.expect("The slow answer.", timeout=60)
+    assert "is done" in screen and "Think it over" in screen, screen
+    session.child.expect(pexpect.EOF, timeout=30)
+    session.child.close()
+    assert session.child.exitstatus == 0
+    with SessionDB(db_path=cli_env.home / "state.db", read_only=True) as db:
+        [row] = db.list_conversations()
+        stored = [m["content"] for m in db.get_conversation_messages(row["conversation_id"])]
+    assert stored == ["Think it over", "The slow answer."]
+
+
+def test_ctrl_c_while_leaving_stops_the_background_tasks_and_says_so(chat, cli_env, fake_llm):
+    fake_llm.enqueue(hang(60, then=text("Never shown.")))
+    session = chat()
+    session.say("/background Take your time", "Background task #1 started", PROMPT)
+    session.child.sendeof()
+    session.expect("still running: waiting for the answer (Ctrl-C stops them and quits)")
+    session.child.sendintr()
+    screen = session.expect("It was stopped before it answered.", timeout=30)
+    assert "Take your time" in screen, screen
+    session.child.expect(pexpect.EOF, timeout=30)
+    session.child.close()
+    assert session.child.exitstatus == 0
+    with SessionDB(db_path=cli_env.home / "state.db", read_only=True) as db:
+        [row] = db.list_conversations()
+        stored = [m["content"] for m in db.get_conversation_messages(row["conversation_id"])]
+    assert stored[0] == "Take your time" and "Never shown." not in stored

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -283,6 +284,33 @@ def test_debug_writes_a_report_without_secrets(make_agent, hermes_home: Path):
     nous = run(agent, "/debug nous")
     assert not nous.ok and "uploads nothing" in nous.text
     assert not run(agent, "/debug everything").ok
+
+
+KINDS = ("editable", "pipx", "uv-tool", "uv", "pip")
+
+
+def test_a_builds_leftover_egg_info_in_the_working_folder_does_not_change_the_install(
+    tmp_path: Path,
+) -> None:
+    """Run from a checkout holding setuptools' ``*.egg-info`` (first on ``sys.path``), the
+    install is still the one an installer recorded, with its update command."""
+    probe = "from hermes.install import this_install; i = this_install(); print(i.kind, i.where)"
+    egg = tmp_path / "hermes_agent_runtime.egg-info"
+    egg.mkdir()
+    (egg / "PKG-INFO").write_text("Metadata-Version: 2.1\nName: hermes-agent-runtime\n"
+                                  "Version: 0.0.1\n", encoding="utf-8")  # fmt: skip
+    seen = [
+        subprocess.run(
+            [sys.executable, "-c", probe],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=60,
+        ).stdout  # fmt: skip
+        for cwd in ("/", tmp_path, REPO)  # "/": nothing there to mistake for hermes
+    ]
+    assert seen[0] == seen[1] == seen[2] and seen[0].split()[0] in KINDS, seen
 
 
 def test_update_says_the_command_and_version_the_version(make_agent):

@@ -8,6 +8,7 @@ The fake model is the only fake.
 
 from __future__ import annotations
 
+import json
 import os
 import queue
 import re
@@ -20,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from hermes.tools.processes import background, events
-from hermes.tools.processes.store import ProcessStore
+from hermes.tools.processes.store import ProcessRecord, ProcessStore
 from hermes_state import SessionDB
 from run_agent import AIAgent
 from tests.fakes import llm_server as fake
@@ -37,13 +38,17 @@ def db(hermes_home: Path) -> Iterator[SessionDB]:
 
 
 def start_in_a_webui_turn(
-    fake_llm: fake.FakeLLMServer, db: SessionDB, session_id: str, command: str
+    fake_llm: fake.FakeLLMServer,
+    db: SessionDB,
+    session_id: str,
+    command: str,
+    how: dict[str, object] | None = None,
 ) -> str:
-    """A web UI turn whose model starts ``command`` in the background; its process id."""
+    """A web UI turn whose model starts ``command`` in the background (``how``: the
+    terminal call's options, notify on complete by default); its process id."""
+    options = how if how is not None else {"notify_on_complete": True}
     fake_llm.script(
-        fake.tool_call(
-            "terminal", {"command": command, "background": True, "notify_on_complete": True}
-        ),
+        fake.tool_call("terminal", {"command": command, "background": True, **options}),
         fake.text("Started it."),
     )
     agent = AIAgent(
@@ -131,6 +136,49 @@ def test_an_event_put_back_waits_for_the_next_taker(
     )
     with pytest.raises(queue.Empty):
         queue_.get(timeout=0.3)
+
+
+def test_a_watch_pattern_match_reaches_the_drain_as_0_19s_watch_match(
+    fake_llm: fake.FakeLLMServer, db: SessionDB, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server started with watch_patterns: its READY line comes through
+    ``completion_queue`` as 0.19's ``watch_match``, once (the second match falls inside
+    WATCH_MIN_INTERVAL_SECONDS), and the panel's row carries its patterns."""
+    from tools.process_registry import (
+        WATCH_MIN_INTERVAL_SECONDS,
+        format_process_notification,
+        process_registry,
+    )
+
+    monkeypatch.chdir(tmp_path)
+    command = "echo booting; echo 'app READY on 8080'; echo 'READY again'; sleep 60.0419"
+    pid = start_in_a_webui_turn(
+        fake_llm, db, "webui-watch", command, how={"watch_patterns": ["READY"]}
+    )
+    queue_ = process_registry.completion_queue
+    evt = queue_.get(timeout=15.0)
+    assert (evt["type"], evt["session_id"], evt["session_key"]) == (
+        "watch_match",
+        pid,
+        "webui-watch",
+    )
+    assert evt["pattern"] == "READY" and evt["output"].startswith("app READY on 8080")
+    note = format_process_notification(evt)
+    assert note is not None
+    assert note.startswith(f'[IMPORTANT: Background process {pid} matched watch pattern "READY"')
+    assert f"Command: {command}" in note
+    dropped = format_process_notification({**evt, "suppressed": 2})
+    assert "(2 earlier matches were suppressed by rate limit)]" in (dropped or "")
+
+    [row] = [r for r in process_registry.list_sessions() if r["session_id"] == pid]
+    assert row["watch_patterns"] == ["READY"] and row["watch_hit"] is True
+    assert "notify_on_complete" not in row and row["status"] == "running"
+    assert WATCH_MIN_INTERVAL_SECONDS == 15
+    process_registry.kill_process(pid)
+    # Nothing more: the second READY was in the same notice or inside the interval, and
+    # no completion was asked for.
+    with pytest.raises(queue.Empty):
+        queue_.get(timeout=0.5)
 
 
 def test_kill_process_stops_it_and_answers_as_0_19(
@@ -289,3 +337,128 @@ def test_the_process_tool_schema_and_file_requirements_are_hermess_own() -> None
     assert set(PROCESS_SCHEMA["parameters"]["properties"]) >= {"action", "id"}
     assert check_file_requirements() is True
     assert {"read_file", "write_file", "patch"} <= set(default_registry().names())
+
+
+def _finished(process_id: str, started_ago: float) -> ProcessRecord:
+    started = time.time() - started_ago
+    return ProcessRecord(
+        id=process_id,
+        command=f"echo {process_id}",
+        pid=1,
+        started_at=started,
+        status="exited",
+        exit_code=0,
+        finished_at=started + 1,
+    )
+
+
+def test_the_panel_forgets_finished_processes_as_0_19s_table_does(
+    hermes_home: Path, tmp_path: Path
+) -> None:
+    """A finished process leaves the view FINISHED_TTL_SECONDS after it started, and no
+    more than MAX_PROCESSES are listed (the oldest finished ones left out, never a
+    running one); the records stay on disk."""
+    from tools.process_registry import FINISHED_TTL_SECONDS, MAX_PROCESSES, process_registry
+
+    assert (FINISHED_TTL_SECONDS, MAX_PROCESSES) == (1800, 64)
+    store = ProcessStore(hermes_home).ensure()
+    store.save(_finished("proc_expired", FINISHED_TTL_SECONDS + 60))
+    store.save(_finished("proc_recent", FINISHED_TTL_SECONDS - 60))
+    assert [r["session_id"] for r in process_registry.list_sessions()] == ["proc_recent"]
+    assert process_registry.get("proc_expired") is None
+    assert process_registry.poll("proc_expired")["status"] == "not_found"
+    assert process_registry.get("proc_recent") is not None
+    assert store.load("proc_expired") is not None  # the record stays
+
+    # A running process (a real one) older than all of them, and more finished ones
+    # than the cap leaves room for.
+    sleeper = subprocess.Popen(["sleep", "60.0677"])
+    try:
+        running = ProcessRecord(
+            id="proc_running",
+            command="sleep 60.0677",
+            pid=sleeper.pid,
+            pid_create_time=background.create_time(sleeper.pid),
+            started_at=time.time() - 1000,
+        )
+        store.save(running)
+        for n in range(MAX_PROCESSES + 1):
+            store.save(_finished(f"proc_f{n:03d}", 900 - n))  # proc_f000 is the oldest
+        listed = [r["session_id"] for r in process_registry.list_sessions()]
+        assert len(listed) == MAX_PROCESSES and listed[0] == "proc_running"
+        left_out = {"proc_recent", "proc_f000", "proc_f001"}  # the three oldest finished
+        assert not left_out & set(listed)
+        assert process_registry.get("proc_f000") is None
+        assert process_registry.get("proc_f002") is not None
+        assert process_registry.count_running() == 1
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
+ZERO_NINETEEN_SPAWNS = """
+import os, sys
+from tools.process_registry import process_registry as registry
+session = registry.spawn_local("sleep 60.0733", cwd=sys.argv[1], session_key="webui-019")
+session.notify_on_complete = True
+registry._write_checkpoint()
+print(session.id, session.pid, flush=True)
+os._exit(0)  # 0.19 goes away (the user switches to hermes); its process does not
+"""
+
+
+def test_a_process_0_19_left_running_is_adopted_from_its_checkpoint(
+    hermes_agent_python: Path, hermes_home: Path, tmp_path: Path
+) -> None:
+    """A real 0.19 starts a background process and writes processes.json, then stops;
+    hermes's recover_from_checkpoint adopts it (listed, polled, killed, its end told),
+    once. Entries whose pid is gone, names another process now, or lived in a sandbox
+    are not adopted."""
+    from tools.process_registry import CHECKPOINT_PATH, process_registry
+
+    assert CHECKPOINT_PATH.name == "processes.json"
+    env = {**os.environ, "HERMES_HOME": str(hermes_home), "HERMES_DISABLE_LAZY_INSTALLS": "1"}
+    started = subprocess.run(
+        [str(hermes_agent_python), "-c", ZERO_NINETEEN_SPAWNS, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert started.returncode == 0, started.stderr[-3000:]
+    process_id, pid_text = started.stdout.split()
+    pid = int(pid_text)
+    checkpoint = hermes_home / "processes.json"
+    entries = json.loads(checkpoint.read_text())
+    [entry] = entries
+    assert entry["host_start_time"] is not None
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    checkpoint.write_text(
+        json.dumps(
+            [
+                *entries,
+                {**entry, "session_id": "proc_gone", "pid": dead.pid, "host_start_time": None},
+                {**entry, "session_id": "proc_recycled", "host_start_time": 1},
+                {**entry, "session_id": "proc_sandboxed", "pid_scope": "sandbox"},
+            ]
+        )
+    )
+    try:
+        assert process_registry.recover_from_checkpoint() == 1
+        assert process_registry.recover_from_checkpoint() == 1  # the same one, once
+        assert [p.id for p in ProcessStore(hermes_home).all()] == [process_id]
+        [row] = process_registry.list_sessions()
+        assert (row["session_id"], row["status"], row["pid"]) == (process_id, "running", pid)
+        proc = process_registry.get(process_id)
+        assert proc is not None and proc.session_key == "webui-019"
+        assert "adopted from Hermes Agent 0.19" in proc.output_buffer
+        killed = process_registry.kill_process(process_id, consume_output=False)
+        assert killed["status"] == "killed"
+        wait_until(lambda: not running_with("sleep 60.0733"))
+        evt = process_registry.completion_queue.get(timeout=10.0)
+        assert (evt["session_id"], evt["completion_reason"]) == (process_id, "killed")
+        assert process_registry.recover_from_checkpoint() == 0
+    finally:
+        if background.pid_alive(pid, None):
+            os.killpg(pid, 9)

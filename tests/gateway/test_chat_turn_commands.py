@@ -156,3 +156,28 @@ def test_queue_steer_and_status_over_the_http_api(client, gateway, fake_llm) -> 
     assert fake_llm.requests[-1]["messages"][-1]["content"] == "also check the tests"
     users = [m["content"] for m in gateway.db.get_messages(session) if m["role"] == "user"]
     assert users == ["one", "two", "three", "four", "also check the tests"]
+
+
+def test_an_api_steer_the_turn_did_not_take_is_the_conversation_next_turn(
+    client, gateway, fake_llm
+) -> None:
+    """Over the API the steer was acknowledged ("Steering ..."): a turn that answers without
+    another tool call leaves it to the conversation's next turn, never drops it."""
+    _, session = ask(client, "one")
+    asked = len(fake_llm.requests)
+    fake_llm.enqueue(hang(3, then=text("First answer.")))
+    with ThreadPoolExecutor(1) as pool:
+        running = pool.submit(ask, client, "two", session)
+        wait_for(lambda: len(fake_llm.requests) > asked)
+        assert ask(client, "/steer also check the tests", session)[0] == STEERED
+        assert running.result(timeout=60)[0] == "First answer."
+
+    def contents() -> list[str]:
+        return [m["content"] for m in gateway.db.get_messages(session)]
+
+    wait_for(lambda: "echo: also check the tests" in contents(), timeout=30)
+    assert contents() == [
+        "one", "echo: one", "two", "First answer.", "also check the tests",
+        "echo: also check the tests",
+    ]  # fmt: skip
+    assert gateway.db.invariant_violations() == []

@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 from hermes.tools import drain_events
+from hermes.tools.processes import background
 from hermes.tools.processes.events import CompletionEvent
+from hermes.tools.processes.store import ProcessStore
 from tests.fakes.llm_server import text
 from tests.gateway.fakechat import FakeChat, incoming
 from tests.gateway.harness import GatewayThread, wait_for
@@ -152,6 +154,36 @@ def test_a_real_background_process_notifies_its_conversation_once(chat_gateway, 
     assert len(notices) == 1 and "done-building" in notices[0]
     time.sleep(0.3)
     assert chat_gateway.chat.texts() == ["Started it.", "It finished."]
+
+
+def test_a_watch_pattern_match_is_a_turn_in_its_conversation(
+    chat_gateway, fake_llm, hermes_home
+) -> None:
+    """A server started with watch_patterns: its READY line is a turn on the chat, the
+    way a completion is; the process keeps running and says nothing more."""
+    fake_llm.enqueue(
+        _tool_call(
+            "terminal",
+            {
+                "command": "echo booting; echo 'server READY'; sleep 60.0811",
+                "background": True,
+                "watch_patterns": ["READY"],
+            },
+        ),
+        text("Started it."),
+        text("The server is up."),
+    )
+    chat(chat_gateway, "start the server")
+    try:
+        wait_for(lambda: "The server is up." in chat_gateway.chat.texts(), timeout=20)
+    finally:
+        for record in ProcessStore(hermes_home).all():
+            background.kill(hermes_home, record.id, grace=0.5)
+    conversation = conversation_of(chat_gateway)
+    stored = [m["content"] or "" for m in chat_gateway.db.get_conversation_messages(conversation)]
+    [notice] = [c for c in stored if c.startswith("[Background process")]
+    assert 'matched watch pattern "READY"' in notice and "server READY" in notice
+    assert chat_gateway.chat.texts() == ["Started it.", "The server is up."]
 
 
 def _tool_call(name, arguments):

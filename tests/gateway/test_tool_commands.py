@@ -60,8 +60,8 @@ def test_a_messaging_chat_runs_the_install_and_mcp_commands(tool_gateway, hermes
     reloaded = say(tool_gateway, "/reload_mcp")
     assert "1 of 1 server connected" in reloaded and "fake: connected" in reloaded
     debug = say(tool_gateway, "/debug")
-    assert "Wrote a debug report to" in debug
     (report,) = (hermes_home / "logs").glob("debug-*.txt")
+    assert f"Wrote a debug report logs/{report.name} in the gateway's home" in debug
     assert TOKEN not in report.read_text(encoding="utf-8")
     assert "uploads nothing" in say(tool_gateway, "/debug nous")
 

@@ -196,3 +196,20 @@ def test_the_copy_of_a_board_in_wal_holds_what_its_log_holds(tmp_path: Path) -> 
     assert copy.backup.with_name(copy.backup.name + "-wal").exists()
     with contextlib.closing(sqlite3.connect(copy.backup)) as backup:
         assert backup.execute("SELECT text FROM notes").fetchall() == [("only in the log",)]
+
+
+def test_a_copy_left_by_a_killed_child_is_swept_and_a_live_one_kept(tmp_path: Path) -> None:
+    path = tmp_path / "kanban.db"
+    path.write_bytes(b"not a database at all")
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()  # a pid no process has now (a child killed mid-copy)
+    left = tmp_path / f".kanban.db.{dead.pid}.x1y2z3.partial"
+    left.write_bytes(b"half a copy")
+    live = tmp_path / f".kanban.db.{os.getpid()}.a1b2c3.partial"
+    live.write_bytes(b"a copy under way")
+
+    copy = copy_damaged(path)
+
+    assert copy is not None and copy.backup.read_bytes() == b"not a database at all"
+    assert not left.exists() and live.exists()
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.endswith(".partial")) == [live.name]

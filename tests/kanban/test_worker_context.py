@@ -34,3 +34,18 @@ def test_a_retried_task_shows_its_earlier_attempt_and_its_parents_handoff(board:
     assert "[truncated, 2952 chars omitted]" in context
     with kb.connect_closing() as conn, pytest.raises(ValueError, match="unknown task"):
         kb.build_worker_context(conn, "t_none")
+
+
+def test_a_worker_is_told_the_files_attached_to_its_task(board: Path) -> None:
+    with kb.connect_closing() as conn:
+        task = kb.create_task(conn, title="Review the contract")
+        attached = kb.store_attachment_bytes(conn, task, "contract`.pdf", b"%PDF-1.4 " + b"x" * 2000,
+                                             content_type="application/pdf")  # fmt: skip
+        context = kb.build_worker_context(conn, task)
+        stored = kb.get_attachment(conn, attached)
+    assert stored is not None and Path(stored.stored_path).read_bytes().startswith(b"%PDF")
+    assert "## Attachments" in context
+    assert f"- `contract.pdf`, application/pdf, 2 KB → `{stored.stored_path}`" in context
+    with kb.connect_closing() as conn:
+        bare = kb.create_task(conn, title="Nothing attached")
+        assert "## Attachments" not in kb.build_worker_context(conn, bare)

@@ -121,6 +121,16 @@ class ChatCompletions:
             if attempt is not None:
                 attempt.close()
 
+    async def _running_turn_of(
+        self, session: str | None, history: list[dict[str, Any]]
+    ) -> str | None:
+        """The conversation a ``/steer`` is for: the session's, or, from a chat UI that sends
+        no session id, the one its history (ending at the pending question) ends at."""
+        if session is not None:
+            return (await self.conversations.open(session))[1]
+        found = await self.conversations.ending_at(history) if history else None
+        return found.conversation_id if found is not None else None
+
     async def _turn(
         self,
         request: web.Request,
@@ -134,10 +144,12 @@ class ChatCompletions:
         command = commands.parse(text)
         if command is not None and (usage := commands.missing_prompt(command)):
             return await self._answer(request, body, WorkResult(text=usage, session_id=session))
-        if command is not None and command.name == "steer" and session is not None:
-            _, conversation, _ = await self.conversations.open(session)
-            if self.host.steer(conversation, command.argument):
-                steered = WorkResult(text=commands.steered(command.argument), session_id=session)
+        if command is not None and command.name == "steer":
+            conversation = await self._running_turn_of(session, history)
+            if conversation is not None and self.host.steer(conversation, command.argument):
+                steered = WorkResult(
+                    text=commands.steered(command.argument), session_id=session or conversation
+                )
                 return await self._answer(request, body, steered)
         if command is not None and (command.as_message or command.name == "steer"):
             text, command = command.argument, None  # /queue, or /steer with no turn running
@@ -167,7 +179,7 @@ class ChatCompletions:
         found = None
         results = options.get("tool_results")
         if session is None and results:  # the calls' own conversation, found by its history
-            found = await self.conversations.tool_loop(history)
+            found = await self.conversations.ending_at(history)
             if found is None:
                 return _unknown_call(results[0]["tool_call_id"])
         elif session is None and history:  # a client that sends the whole history each time

@@ -3,8 +3,9 @@
 ``X-Hermes-Session-Id`` names one (``ApiConversations.open``): no id starts a new
 conversation, an unknown id starts one with that id, and any segment of an existing
 conversation selects the conversation its key routes to now. A request without it is
-found by its history (``stateless``, ``tool_loop``) through the store's history
-digests, so every gateway on the store agrees. Only the caller's own conversations
+found by its history (``stateless``, ``ending_at``) through the store's history
+digests, so every gateway on the store agrees; a ``/queue TEXT`` the UI sent is read as
+the TEXT the store holds. Only the caller's own conversations
 count (``caller``). A chat UI's side request counts its tokens on the conversation its
 pasted history is the whole of (``count_side_request``).
 """
@@ -16,6 +17,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+from hermes.gateway import commands
 from hermes.gateway.core import ApiHost
 from hermes.gateway.envelopes import Origin, WorkResult
 from hermes.gateway.errors import NotYourConversation
@@ -28,6 +30,19 @@ from hermes.state.segments import new_session_id
 log = logging.getLogger(__name__)
 
 REMEMBERED = 100_000  # (principal, id) -> conversation entries kept before starting afresh
+
+
+def as_stored(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A chat UI's history as the store holds it: each ``/queue TEXT`` (``/q``) it sent was
+    stored as TEXT, so the UI's next request continues the conversation, not a branch."""
+    stored = []
+    for message in history:
+        text = message.get("content") if message.get("role") == "user" else None
+        command = commands.parse(text) if isinstance(text, str) else None
+        if command is not None and command.name == "queue" and command.argument:
+            message = {**message, "content": command.argument}
+        stored.append(message)
+    return stored
 
 
 @dataclass(frozen=True)
@@ -84,6 +99,7 @@ class ApiConversations:
         own conversations count (its principal's; the operator's of its
         X-Hermes-Session-Key, or none for callers without).
         """
+        history = as_stored(history)
         match = await asyncio.to_thread(self._find_history, history)
         if match is not None and await asyncio.to_thread(self._kept_less, history, match):
             match = await asyncio.to_thread(self._find_history, history)
@@ -92,10 +108,12 @@ class ApiConversations:
             return StatelessConversation(key, conversation)
         return await asyncio.to_thread(self._start_stateless, history, match)
 
-    async def tool_loop(self, history: list[dict[str, Any]]) -> StatelessConversation | None:
-        """The conversation whose open tool calls a request without X-Hermes-Session-Id
-        answers: the one its ``history`` (the messages before the calls) ends at, the
-        calls being the newest thing in it; None when no conversation does."""
+    async def ending_at(self, history: list[dict[str, Any]]) -> StatelessConversation | None:
+        """The conversation whose newest message ends ``history`` (a request without
+        X-Hermes-Session-Id): the one whose open tool calls it answers, or whose running
+        turn a ``/steer`` sent behind the pending question is for; None when none does.
+        Nothing is created."""
+        history = as_stored(history)
         match = await asyncio.to_thread(self._find_history, history) if history else None
         if match is None or not match.latest or match.matched != len(history):
             return None

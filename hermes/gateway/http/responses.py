@@ -258,7 +258,7 @@ class _ResponsesApi:
     ) -> _Target:
         results = asked.options.get("tool_results")
         if asked.previous_uid is None and session is None and results:
-            loop = await self.conversations.tool_loop(asked.history)
+            loop = await self.conversations.ending_at(asked.history)
             if loop is None:
                 raise _UnknownCall(results[0]["tool_call_id"])
             return _Target(loop.key, loop.conversation_id)

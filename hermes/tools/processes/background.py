@@ -7,6 +7,10 @@ is known even if the hermes process that started it has gone. The process is own
 this host: it outlives the agent object (a watcher thread of this module, not the
 agent, waits for it) and, detached from the terminal, survives Ctrl-C in the REPL.
 
+With watch patterns, the watcher thread also reads the log as it grows and tells the
+conversation of each matching line, within the rate limits of ``watch.py``; only the
+hermes process that started it watches its patterns (its completion is heard by anyone).
+
 A record that says "running" is checked on every look: if its pid is gone, or now
 belongs to another process (the create time differs, e.g. after a reboot), and no exit
 was recorded anywhere, it is reported ``lost``.
@@ -24,6 +28,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import psutil
@@ -32,7 +37,7 @@ from hermes.tools.guards import git_inert
 from hermes.tools.guards.disk import remove_scratch
 from hermes.tools.guards.launch import Launch
 from hermes.tools.guards.limits import ProcessGroupCap
-from hermes.tools.processes import events
+from hermes.tools.processes import events, watch
 from hermes.tools.processes.store import (
     EXITED,
     KILLED,
@@ -76,6 +81,7 @@ sys.exit(code if code >= 0 else 128 - code)
 
 _CREATE_TIME_TOLERANCE = 1.0  # seconds; a reused pid started later than that
 _POLL_INTERVAL = 0.05
+_WATCH_INTERVAL = 0.2  # how often the log of a process with watch patterns is read
 
 # (hermes_home, process id) of the processes this hermes process is waiting for.
 _watched: set[tuple[str, str]] = set()
@@ -93,12 +99,16 @@ def start(
     how: Launch,
     event_bus: events.EventBus | None = None,
     time_limit: float = 0,
+    watch_patterns: Sequence[str] = (),
+    watch_limits: watch.WatchLimits | None = None,
 ) -> ProcessRecord:
     """Start ``command`` in the background as ``how`` says (sandbox, environment,
     limits); its record at once. Its supervisor ends it after ``time_limit`` seconds
     (0: never), even when the hermes process that started it is gone.
 
-    Its watcher hands the completion event to ``event_bus`` (spooled without one)."""
+    Its watcher hands the completion event, and the notices of ``watch_patterns``
+    (within ``watch_limits``, this process's by default), to ``event_bus`` (spooled
+    without one)."""
     store = ProcessStore(hermes_home).ensure()
     process_id = new_process_id()
     log_fd = os.open(store.log_path(process_id), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
@@ -137,7 +147,7 @@ def start(
         command=command,
         pid=proc.pid,
         cwd=str(cwd),
-        pid_create_time=_create_time(proc.pid),
+        pid_create_time=create_time(proc.pid),
         host=socket.gethostname(),
         owner_pid=me.pid,
         owner_create_time=me.create_time(),
@@ -145,14 +155,16 @@ def start(
         notify_on_complete=notify_on_complete,
         conversation_id=conversation_id,
         session_id=session_id,
+        watch_patterns=[p for p in watch_patterns if p],
     )
     store.save(record)  # before the watcher starts, so it always finds the record
+    patterns = watch.PatternWatch(record.watch_patterns, watch_limits)
     key = (str(store.dir), process_id)
     with _watched_lock:
         _watched.add(key)
     thread = threading.Thread(
         target=_watch,
-        args=(store, process_id, proc, key, event_bus, cap, git_before, how),
+        args=(store, process_id, proc, key, event_bus, cap, git_before, how, patterns),
         name=f"hermes-{process_id}",
         daemon=True,
     )
@@ -169,9 +181,12 @@ def _watch(
     cap: ProcessGroupCap,
     git_before: git_inert.Baseline,
     how: Launch,
+    patterns: watch.PatternWatch,
 ) -> None:
     try:
-        code = _wait_within_disk(store, process_id, proc, how)
+        output = PatternOutput(store, process_id, patterns, event_bus)
+        code = _wait_within_disk(store, process_id, proc, how, output)
+        output.look(ended=True)  # what it printed last is matched too
         cap.close()  # what the command left behind (a setsid child) ends with it
         remove_scratch(how.scratch)
         for done in git_inert.disarm(git_before):
@@ -189,16 +204,66 @@ def _watch(
             _watched.discard(key)
 
 
+class PatternOutput:
+    """The watch patterns of one process, fed from its log by its watcher thread."""
+
+    def __init__(
+        self,
+        store: ProcessStore,
+        process_id: str,
+        patterns: watch.PatternWatch,
+        event_bus: events.EventBus | None,
+    ) -> None:
+        self.store, self.process_id, self.patterns = store, process_id, patterns
+        self.event_bus = event_bus
+        self.lines = watch.LogLines(str(store.log_path(process_id)))
+
+    @property
+    def active(self) -> bool:
+        return bool(self.patterns.patterns) and not self.patterns.disabled
+
+    def look(self, *, ended: bool = False) -> None:
+        """Match the lines printed since the last look (a block of them; all once the
+        process has ended); tell what is due."""
+        while self.active:
+            lines = self.lines.rest() if ended else self.lines.new_lines()
+            if not lines:
+                return
+            for notice in self.patterns.feed(lines):
+                self._tell(notice)
+            if not ended:
+                return
+
+    def _tell(self, notice: watch.Notice) -> None:
+        if notice.kind == watch.WATCH_MATCH:
+            record = self.store.update(self.process_id, watch_hits=self.patterns.hits)
+        elif notice.kind == watch.WATCH_DISABLED:
+            # Promoted before the exit is recorded, so the completion event is produced.
+            record = self.store.update(
+                self.process_id, watch_disabled=True, notify_on_complete=True
+            )
+        else:
+            record = self.store.load(self.process_id)
+        if record is not None:
+            events.emit_notice(self.store.dir.parent, record, notice, self.event_bus)
+
+
 def _wait_within_disk(
-    store: ProcessStore, process_id: str, proc: subprocess.Popen[bytes], how: Launch
+    store: ProcessStore,
+    process_id: str,
+    proc: subprocess.Popen[bytes],
+    how: Launch,
+    output: PatternOutput,
 ) -> int:
-    """Wait for the process; kill its group when it passes a disk limit (its /tmp, the
-    workspace's quota), saying so in its log."""
+    """Wait for the process, matching its output to its watch patterns as it comes;
+    kill its group when it passes a disk limit (its /tmp, the workspace's quota),
+    saying so in its log."""
     while True:
         try:
-            return proc.wait(timeout=1.0)
+            return proc.wait(timeout=_WATCH_INTERVAL if output.active else 1.0)
         except subprocess.TimeoutExpired:
             pass
+        output.look()
         passed = how.disk_watch.passed() if how.disk_watch else None
         if passed:
             with open(store.log_path(process_id), "a", encoding="utf-8") as log_file:
@@ -373,7 +438,7 @@ def started(hermes_home: Path, process_id: str, pid: int) -> None:
     store = ProcessStore(hermes_home)
     record = next((r for r in store.all_foreground() if r.id == process_id), None)
     if record is not None:
-        record.pid, record.pid_create_time = pid, _create_time(pid)
+        record.pid, record.pid_create_time = pid, create_time(pid)
         store.save_foreground(record)
 
 
@@ -466,7 +531,7 @@ def _is_watched(store: ProcessStore, process_id: str) -> bool:
         return (str(store.dir), process_id) in _watched
 
 
-def _create_time(pid: int) -> float | None:
+def create_time(pid: int) -> float | None:
     try:
         return psutil.Process(pid).create_time()
     except psutil.Error:

@@ -1,4 +1,5 @@
-"""Completion events: one message per finished ``notify_on_complete`` background process.
+"""Process events: one message per finished ``notify_on_complete`` background process,
+and the notices of a process's watch patterns (``watch.py``).
 
 Exactly once. Whoever sees a process end first (its watcher thread, a ``process poll``,
 a ``drain_events`` in another hermes process) records the exit and then *claims* the
@@ -16,6 +17,10 @@ process may call; a spooled event is handed to exactly one drainer.
 
 Events are addressed to the conversation id (the root segment), never the segment,
 so they still reach the conversation after compression rotates its tip.
+
+A watch notice (``kind`` other than ``completion``) travels the same way. Its only
+producer is the watcher thread reading the process's log, so it needs no claim; it is
+spooled under a name of its own, beside the process's completion event.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from pathlib import Path
 from hermes.redaction import redact
 from hermes.tools._fs import JsonRecord, private_dir, read_json, write_json
 from hermes.tools._output import tail_lines
+from hermes.tools.processes import watch
 from hermes.tools.processes.store import ProcessRecord, ProcessStore
 
 log = logging.getLogger(__name__)
@@ -40,9 +46,13 @@ OUTPUT_TAIL_LINES = 20
 OUTPUT_TAIL_CHARS = 2000
 
 
+COMPLETION = "completion"
+
+
 @dataclass(frozen=True)
 class CompletionEvent(JsonRecord):
-    """A background process ended; tell the conversation that started it."""
+    """A background process ended (or, by ``kind``, its output matched a watch pattern);
+    tell the conversation that started it. ``finished_at`` is when it happened."""
 
     process_id: str
     conversation_id: str | None
@@ -52,14 +62,25 @@ class CompletionEvent(JsonRecord):
     finished_at: float
     status: str = "exited"  # or "killed", or "lost" when nobody saw how it ended
     session_id: str | None = None
+    kind: str = COMPLETION  # or one of watch.py's notices (watch_match, ...)
+    pattern: str | None = None  # watch_match: the pattern the output held
+    suppressed: int = 0  # watch notices: the matches dropped by the rate limits
 
     def describe(self) -> str:
         """The event as a message for the model."""
         tail = self.output_tail.rstrip() or "(no output)"
+        if self.kind == watch.WATCH_MATCH:
+            dropped = f"\n({self.suppressed} earlier matches were dropped by the rate limit)"
+            more = dropped if self.suppressed else ""
+            return redact(f"[{self.headline()}]\nMatched output:\n{tail}{more}")
+        if self.kind != COMPLETION:
+            return redact(f"[{self.headline()}]")
         return redact(f"[{self.headline()}]\nLast output:\n{tail}")
 
     def headline(self) -> str:
-        """How the process ended, in one sentence (unredacted: ``describe`` redacts)."""
+        """What happened, in one sentence (unredacted: ``describe`` redacts)."""
+        if self.kind != COMPLETION:
+            return self._watch_headline()
         if self.status == "lost":
             how = "was lost (it is gone and its exit was never recorded)"
         elif self.status == "killed":
@@ -67,6 +88,31 @@ class CompletionEvent(JsonRecord):
         else:
             how = f"finished with exit code {self.exit_code}"
         return f"Background process {self.process_id} {how}: {self.command}"
+
+    def _watch_headline(self) -> str:
+        process = f"Background process {self.process_id}"
+        if self.kind == watch.WATCH_MATCH:
+            return f'{process} matched watch pattern "{self.pattern}": {self.command}'
+        if self.kind == watch.WATCH_DISABLED:
+            return (
+                f"{process} matched its watch patterns too often ({watch.WATCH_STRIKE_LIMIT} "
+                f"intervals of {watch.WATCH_MIN_INTERVAL_SECONDS}s in a row with dropped "
+                "matches): its watch patterns are off, and you will get one message when it "
+                f"ends instead: {self.command}"
+            )
+        if self.kind == watch.OVERFLOW_TRIPPED:
+            return (
+                f"Watch-pattern overflow: more than {watch.WATCH_GLOBAL_MAX_PER_WINDOW} "
+                f"notices in {watch.WATCH_GLOBAL_WINDOW_SECONDS}s across all processes; "
+                f"matches are dropped for {watch.WATCH_GLOBAL_COOLDOWN_SECONDS}s"
+            )
+        return f"Watch-pattern notices resumed; {self.suppressed} matches were dropped during the flood"
+
+    def spool_name(self) -> str:
+        """Its file name in the spool: a completion is one per process, a notice one of many."""
+        if self.kind == COMPLETION:
+            return self.process_id
+        return f"{self.process_id}.{self.kind}.{int(self.finished_at * 1_000_000)}"
 
 
 Subscriber = Callable[[CompletionEvent], object]
@@ -138,10 +184,36 @@ def emit_once(
     return event
 
 
+def emit_notice(
+    hermes_home: Path,
+    record: ProcessRecord,
+    notice: watch.Notice,
+    bus: EventBus | None = None,
+) -> CompletionEvent:
+    """Tell the record's conversation a watch notice, through ``bus`` (spooled when
+    nobody there takes it), as a completion event is told."""
+    event = CompletionEvent(
+        process_id=record.id,
+        conversation_id=record.conversation_id,
+        command=record.command,
+        exit_code=None,
+        output_tail=notice.output,
+        finished_at=time.time(),
+        status=record.status,
+        session_id=record.session_id,
+        kind=notice.kind,
+        pattern=notice.pattern,
+        suppressed=notice.suppressed,
+    )
+    if bus is None or not bus.deliver(event):
+        spool_event(hermes_home, event)
+    return event
+
+
 def spool_event(hermes_home: Path, event: CompletionEvent) -> None:
     """Keep ``event`` for the next ``drain_events`` (e.g. a subscriber that cannot take it now)."""
     spool = private_dir(ProcessStore(hermes_home).ensure().events_dir())
-    write_json(spool / f"{event.process_id}.json", event.to_dict())
+    write_json(spool / f"{event.spool_name()}.json", event.to_dict())
 
 
 def spooled(hermes_home: Path) -> list[CompletionEvent]:

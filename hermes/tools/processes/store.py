@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +53,9 @@ class ProcessRecord(JsonRecord):
     exit_code: int | None = None
     finished_at: float | None = None
     kill_requested: bool = False
+    watch_patterns: list[str] = field(default_factory=list)  # see watch.py
+    watch_hits: int = 0  # watch_match notices sent
+    watch_disabled: bool = False  # switched off by the rate limit (then notify_on_complete)
 
     @property
     def finished(self) -> bool:
