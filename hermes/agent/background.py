@@ -11,6 +11,7 @@ as a message to the chat). ``BackgroundTasks`` holds one chat's tasks: the ones 
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import logging
 import os
@@ -31,6 +32,8 @@ log = logging.getLogger(__name__)
 # What makes the agent of a task; what a finished task is handed to.
 AgentMaker = Callable[[], Any]
 DoneCallback = Callable[["BackgroundTask"], None]
+# What the chat is told of a task stopped before its answer came.
+STOPPED = "It was stopped before it answered."
 
 
 @dataclass
@@ -65,6 +68,13 @@ class BackgroundTask:
             return head.format("failed") + f"\n{self.error}{where}"
         body = self.answer or "(No answer was written.)"
         return head.format("is done") + f"\n\n{body}{where}"
+
+    def report_left(self) -> str:
+        """What the chat is told of a task it leaves still running (its model call did
+        not end in time): stopped, and where its prompt is kept."""
+        agent = self.agent
+        where = self.conversation_id or (_conversation_of(agent) if agent is not None else None)
+        return dataclasses.replace(self, error=STOPPED, conversation_id=where).report()
 
 
 class BackgroundTasks:
@@ -128,7 +138,7 @@ class BackgroundTasks:
             result = agent.run(task.prompt)
             task.answer = result.answer
             if result.interrupted and not result.answer:
-                task.error = "It was stopped before it answered."
+                task.error = STOPPED
         except HermesError as exc:
             task.error = str(exc)
         except Exception as exc:  # a task's failure is told to its chat, never raised there

@@ -483,16 +483,18 @@ class Repl:
         many = (
             f"{len(running)} background tasks are" if len(running) > 1 else "A background task is"
         )
-        self.console.print(
-            Text(f"{many} still running: waiting for the answer (Ctrl-C stops them and quits).",
-                 style="yellow")
-        )  # fmt: skip
-        try:
+        try:  # the notice too: a Ctrl-C may land while it is still being written
+            self.console.print(
+                Text(f"{many} still running: waiting for the answer (Ctrl-C stops them and "
+                     "quits).", style="yellow")
+            )  # fmt: skip
             for task in running:
                 while not task.finished.wait(0.2):  # short waits: Ctrl-C is heard at once
                     pass
         except KeyboardInterrupt:
-            self.background.stop(wait=10.0)
+            self.background.stop(wait=2.0)
+            for task in self.background.running():  # its model call did not end in time
+                self.console.print(Text(task.report_left(), style="yellow"))
         self._show_background()
 
     def _prompt(self, typed: str) -> str | None:
