@@ -50,7 +50,7 @@ from hermes.agent.background import tasks_of
 from hermes.agent.preferences import personalities
 from hermes.cli import _clipboard
 from hermes.cli._process_notices import ProcessNotices, notice_line
-from hermes.cli._worker import Approvals, run_in_worker
+from hermes.cli._worker import Approvals, run_in_worker, sigint_raises
 from hermes.config import Config, ensure_home
 from hermes.errors import HermesError
 from hermes.state.context.message import is_summary_row
@@ -483,14 +483,17 @@ class Repl:
         many = (
             f"{len(running)} background tasks are" if len(running) > 1 else "A background task is"
         )
-        try:  # the notice too: a Ctrl-C may land while it is still being written
-            self.console.print(
-                Text(f"{many} still running: waiting for the answer (Ctrl-C stops them and "
-                     "quits).", style="yellow")
-            )  # fmt: skip
-            for task in running:
-                while not task.finished.wait(0.2):  # short waits: Ctrl-C is heard at once
-                    pass
+        # The notice inside too: a Ctrl-C may land while it is still being written. SIGINT
+        # raises here whatever the parent left it (ignored, under a test runner's worker).
+        try:
+            with sigint_raises():
+                self.console.print(
+                    Text(f"{many} still running: waiting for the answer (Ctrl-C stops them "
+                         "and quits).", style="yellow")
+                )  # fmt: skip
+                for task in running:
+                    while not task.finished.wait(0.2):  # short waits: Ctrl-C is heard at once
+                        pass
         except KeyboardInterrupt:
             self.background.stop(wait=2.0)
             for task in self.background.running():  # its model call did not end in time

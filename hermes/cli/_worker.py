@@ -52,7 +52,7 @@ def run_in_worker(
             done.set()
 
     outcome: WorkerOutcome[T] = WorkerOutcome()
-    with _sigint_raises():
+    with sigint_raises():
         threading.Thread(target=run, name="hermes-turn", daemon=True).start()
         while not done.is_set():
             try:
@@ -71,7 +71,7 @@ def run_in_worker(
 
 
 @contextmanager
-def _sigint_raises() -> Iterator[None]:
+def sigint_raises() -> Iterator[None]:
     """While the work runs, SIGINT raises KeyboardInterrupt here, however this process
     was started: a parent may have left SIGINT ignored (a shell without job control, a
     test runner's worker), which exec keeps and Python then honours by installing no
